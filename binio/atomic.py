@@ -1,0 +1,53 @@
+"""Writes that never leave a half-written file: write under a temporary name in the same folder, then rename."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from binio.errors import InferError
+
+
+def _disk_error(path: Path, exc: OSError) -> InferError:
+    if exc.errno == errno.ENOSPC:
+        return InferError(f"{path}: no space left on the device while writing", hint="free some space and re-run")
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return InferError(f"{path}: cannot write here ({exc.strerror})")
+    return InferError(f"{path}: write failed ({exc.strerror or exc})")
+
+
+@contextlib.contextmanager
+def atomic_path(path: Path) -> Iterator[Path]:
+    """Yields a temporary path beside `path`; on success it is renamed onto `path`, on failure removed."""
+    path = Path(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        os.close(fd)
+    except OSError as exc:
+        raise _disk_error(path, exc) from exc
+    tmp = Path(tmp_name)
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise _disk_error(path, exc) from exc
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def write_bytes_atomic(path: Path, data: bytes) -> None:
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(data)
+
+
+def write_json_atomic(path: Path, document: Any) -> None:
+    write_bytes_atomic(path, (json.dumps(document, indent=2, sort_keys=False) + "\n").encode())

@@ -1,0 +1,73 @@
+"""Reading and writing raw ``.bin`` tensors: little-endian, C order, no header, the size always checked."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from pathlib import Path
+
+import numpy as np
+
+from binio.atomic import atomic_path
+from binio.dtypes import DTYPE_NAMES, dtype
+from binio.errors import BinFileError
+from binio.spec import TensorSpec, format_shape
+
+_HASH_CHUNK = 1 << 20
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(_HASH_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _size_hint(got: int, count: int, expected_dtype: str) -> str:
+    """Names the dtype the file would have if its size were right for the shape: the usual tofile() mistake."""
+    if count == 0 or got % count:
+        return ""
+    itemsize = got // count
+    guesses = [n for n in DTYPE_NAMES if dtype(n).itemsize == itemsize and n != expected_dtype]
+    preferred = [g for g in guesses if dtype(g).is_float] or guesses
+    return f" (is it {preferred[0]}?)" if preferred else ""
+
+
+def check_bin_size(path: Path, spec: TensorSpec) -> None:
+    """Refuses a file whose byte count is not dtype x shape, naming both."""
+    shape = spec.static_shape()
+    expected = math.prod(shape) * spec.dt.itemsize
+    try:
+        got = Path(path).stat().st_size
+    except FileNotFoundError:
+        raise BinFileError(f"{path}: no such file") from None
+    if got != expected:
+        hint = _size_hint(got, math.prod(shape), spec.dtype)
+        raise BinFileError(
+            f"{path}: expected {expected} bytes for shape {format_shape(shape)} {spec.dtype}, got {got}{hint}"
+        )
+
+
+def read_bin(path: Path, spec: TensorSpec, *, mmap: bool = False) -> np.ndarray:
+    """The tensor in `path`, shaped and typed per `spec`, after checking its size."""
+    check_bin_size(path, spec)
+    shape = spec.static_shape()
+    if mmap:
+        return np.memmap(path, dtype=spec.dt.np_dtype, mode="r", shape=shape)
+    return np.fromfile(path, dtype=spec.dt.np_dtype).reshape(shape)
+
+
+def write_bin(path: Path, array: np.ndarray, dtype_name: str | None = None) -> str:
+    """Writes `array` as raw little-endian bytes, atomically, and returns the file's sha256.
+
+    With `dtype_name`, the array must already have that dtype: casting is the caller's decision, made where
+    the loss can be counted (`binio.cast`), never a silent ``tofile()`` of whatever dtype came along.
+    """
+    if dtype_name is not None and np.dtype(array.dtype) != np.dtype(dtype(dtype_name).numpy):
+        raise BinFileError(f"{path}: array is {array.dtype}, expected {dtype(dtype_name).name}")
+    data = np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<"))
+    payload = data.tobytes()
+    with atomic_path(Path(path)) as tmp:
+        tmp.write_bytes(payload)
+    return hashlib.sha256(payload).hexdigest()

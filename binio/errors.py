@@ -1,0 +1,43 @@
+"""The one root of every error a user can cause.
+
+The CLI catches `InferError` once, prints ``error: <message>`` (and ``hint: <hint>``) to stderr and exits with
+`exit_code`, with no traceback. Anything else that escapes is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+
+class InferError(Exception):
+    """A mistake in the user's input or environment, with a message that names the object at fault."""
+
+    exit_code: int = 2
+
+    def __init__(self, message: str, *, hint: str | None = None, exit_code: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+        if exit_code is not None:
+            self.exit_code = exit_code
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class DtypeError(InferError):
+    """A dtype name that is unknown, or a dtype that differs from the one expected."""
+
+
+class ShapeError(InferError):
+    """A shape that cannot be parsed, or that differs from the one expected."""
+
+
+class BinFileError(InferError):
+    """A .bin file whose size, dtype or name does not fit what it is read as."""
+
+
+class ManifestError(InferError):
+    """A dataset.json that is missing, corrupt, or does not describe the files beside it."""
+
+
+class OutputExistsError(InferError):
+    """An output that exists already, written only with --force."""

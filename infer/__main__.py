@@ -1,0 +1,3 @@
+from infer.cli.app import main
+
+main()

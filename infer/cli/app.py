@@ -1,0 +1,47 @@
+"""The `infer` command: one typer app composed of one module per command; the only place errors are printed."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Sequence
+
+import typer
+
+from binio.errors import InferError
+from infer.cli.console import err
+
+app = typer.Typer(
+    name="infer",
+    help="TF1 checkpoint -> frozen pb -> Ascend .om (or an ONNX Runtime stand-in), verified with numbers.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+@app.callback()
+def _root(
+    verbose: int = typer.Option(0, "--verbose", "-v", count=True, help="-v: what runs; -vv: tool output too."),
+) -> None:
+    level = logging.WARNING - 10 * min(verbose, 2)
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr, force=True)
+
+
+# One line per command module; each module holds one command, its docstring is its --help.
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Entry point: runs the app; a user's mistake becomes `error: ...` on stderr and a non-zero exit."""
+    try:
+        app(args=list(argv) if argv is not None else None, prog_name="infer")
+    except InferError as exc:
+        console = err()
+        console.print(f"error: {exc.message}", markup=False)
+        if exc.hint:
+            console.print(f"hint: {exc.hint}", markup=False)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        err().print("interrupted", markup=False)
+        sys.exit(130)

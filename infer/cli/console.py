@@ -1,0 +1,28 @@
+"""Where the CLI writes: rich consoles made per call, so output follows sys.stdout/sys.stderr as they are now."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from rich.console import Console
+
+
+def out() -> Console:
+    return Console(file=sys.stdout, soft_wrap=True, highlight=False)
+
+
+def err() -> Console:
+    return Console(file=sys.stderr, soft_wrap=True, highlight=False)
+
+
+def print_json(document: Any) -> None:
+    """Plain JSON on stdout (no colour codes), for scripts."""
+    sys.stdout.write(json.dumps(document, indent=2) + "\n")
+    sys.stdout.flush()
+
+
+def say(message: str) -> None:
+    """One plain line of progress for the user, on stderr so stdout stays clean for --json."""
+    err().print(message, markup=False)

@@ -1,0 +1,205 @@
+"""The model contract, ``model.json``: what every stage after freeze reads instead of asking for node names again.
+
+Paths inside are stored relative to the contract's folder, so a model folder can be moved or copied to an
+Ascend server as a whole.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from binio.atomic import write_json_atomic
+from binio.binfile import sha256_file
+from binio.errors import InferError
+from binio.spec import TensorSpec
+
+SCHEMA = "infer.model-contract"
+SCHEMA_VERSION = 1
+
+
+class ContractError(InferError):
+    """A model.json that is missing, unreadable, foreign, too new, or out of date with its files."""
+
+
+@dataclass(frozen=True)
+class SourceInfo:
+    """Where the frozen graph came from."""
+
+    path: str
+    kind: str  # checkpoint | meta | pb | saved_model | keras
+    tf_version: str  # the TensorFlow that wrote the source, where it says so; "" when unknown
+    frozen_with_tf: str  # the TensorFlow that froze it
+
+
+@dataclass(frozen=True)
+class ConvertedInfo:
+    """What `infer convert` made of the frozen pb."""
+
+    target: str  # om | onnx
+    path: str  # relative to the contract's folder
+    sha256: str
+    inputs: tuple[TensorSpec, ...]  # the converted model's own dtypes (fp16 for --input-fp16-nodes, ...)
+    outputs: tuple[TensorSpec, ...]
+    soc_version: str = ""
+    precision_mode: str = ""
+    command: tuple[str, ...] = ()  # the exact ATC argv, or () for the stand-in
+    settings: dict[str, Any] = field(default_factory=dict)  # converter settings: opset, emulation, ...
+
+
+@dataclass(frozen=True)
+class ModelContract:
+    """The frozen model: its pb, its inputs and outputs, and (after convert) its converted form."""
+
+    path: Path  # where this contract lives; not written into the file
+    pb: str  # relative to the contract's folder
+    pb_sha256: str
+    source: SourceInfo
+    inputs: tuple[TensorSpec, ...]
+    outputs: tuple[TensorSpec, ...]
+    fixed: dict[str, str] = field(default_factory=dict)  # placeholders folded to a value (--set, defaults)
+    converted: ConvertedInfo | None = None
+
+    @property
+    def folder(self) -> Path:
+        return self.path.parent
+
+    @property
+    def pb_path(self) -> Path:
+        return self.folder / self.pb
+
+    @property
+    def converted_path(self) -> Path | None:
+        return None if self.converted is None else self.folder / self.converted.path
+
+    @property
+    def model_inputs(self) -> tuple[TensorSpec, ...]:
+        """The inputs as the model that will run takes them: the converted one's when there is one."""
+        return self.converted.inputs if self.converted else self.inputs
+
+    @property
+    def model_outputs(self) -> tuple[TensorSpec, ...]:
+        return self.converted.outputs if self.converted else self.outputs
+
+    def input(self, name: str) -> TensorSpec:
+        for spec in self.inputs:
+            if name in (spec.name, spec.node):
+                return spec
+        known = ", ".join(s.name for s in self.inputs)
+        raise ContractError(f"{self.path}: no input named {name!r}; inputs are: {known}")
+
+    def with_converted(self, converted: ConvertedInfo | None) -> ModelContract:
+        return replace(self, converted=converted)
+
+    def check_pb_unchanged(self) -> None:
+        """Refuses a contract whose pb was rewritten or removed since freeze."""
+        if not self.pb_path.is_file():
+            raise ContractError(f"{self.path}: its frozen graph {self.pb_path} is missing",
+                                hint="re-run infer freeze")
+        if sha256_file(self.pb_path) != self.pb_sha256:
+            raise ContractError(
+                f"{self.path}: {self.pb_path.name} changed since freeze (sha256 differs from the contract's)",
+                hint="re-run infer freeze so the contract describes the pb it sits beside",
+            )
+
+    def check_converted_unchanged(self) -> None:
+        if self.converted is None:
+            raise ContractError(f"{self.path}: the model has not been converted", hint="run infer convert first")
+        path = self.folder / self.converted.path
+        if not path.is_file():
+            raise ContractError(f"{self.path}: converted model {path} is missing", hint="re-run infer convert")
+        if sha256_file(path) != self.converted.sha256:
+            raise ContractError(f"{self.path}: {path.name} changed since convert (sha256 differs)",
+                                hint="re-run infer convert")
+
+    def to_json(self) -> dict[str, Any]:
+        document: dict[str, Any] = {
+            "schema": SCHEMA,
+            "version": SCHEMA_VERSION,
+            "source": {"path": self.source.path, "kind": self.source.kind, "tf_version": self.source.tf_version,
+                       "frozen_with_tf": self.source.frozen_with_tf},
+            "frozen": {"pb": self.pb, "sha256": self.pb_sha256},
+            "inputs": [s.to_json() for s in self.inputs],
+            "outputs": [s.to_json() for s in self.outputs],
+            "fixed": dict(self.fixed),
+            "converted": None,
+        }
+        if self.converted is not None:
+            c = self.converted
+            document["converted"] = {
+                "target": c.target, "path": c.path, "sha256": c.sha256, "soc_version": c.soc_version,
+                "precision_mode": c.precision_mode, "command": list(c.command), "settings": c.settings,
+                "inputs": [s.to_json() for s in c.inputs], "outputs": [s.to_json() for s in c.outputs],
+            }
+        return document
+
+    def save(self, path: Path | None = None) -> ModelContract:
+        """Writes the contract atomically (to `path`, default its own) and returns it as saved."""
+        target = Path(path) if path is not None else self.path
+        write_json_atomic(target, self.to_json())
+        return replace(self, path=target)
+
+
+def _specs(path: Path, items: Any, what: str) -> tuple[TensorSpec, ...]:
+    if not isinstance(items, list) or not items:
+        raise ContractError(f"{path}: '{what}' must be a non-empty list of tensors")
+    try:
+        return tuple(TensorSpec.from_json(item) for item in items)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ContractError(f"{path}: a tensor in '{what}' is malformed ({exc!r})") from None
+
+
+def load_contract(path: Path | str) -> ModelContract:
+    """Reads a model.json (or the model.json inside a folder), refusing what this version cannot trust."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / "model.json"
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise ContractError(f"{path}: no such model contract", hint="infer freeze writes model.json") from None
+    except OSError as exc:
+        raise ContractError(f"{path}: cannot read ({exc.strerror})") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ContractError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        raise ContractError(f"{path}: not an infer model contract (expected schema {SCHEMA!r})")
+    version = data.get("version")
+    if not isinstance(version, int) or version > SCHEMA_VERSION:
+        raise ContractError(
+            f"{path}: contract version {version} is newer than this infer reads (up to {SCHEMA_VERSION})",
+            hint="upgrade infer",
+        )
+    try:
+        source = data["source"]
+        converted_data = data.get("converted")
+        converted = None
+        if converted_data:
+            converted = ConvertedInfo(
+                target=str(converted_data["target"]), path=str(converted_data["path"]),
+                sha256=str(converted_data["sha256"]),
+                inputs=_specs(path, converted_data["inputs"], "converted.inputs"),
+                outputs=_specs(path, converted_data["outputs"], "converted.outputs"),
+                soc_version=str(converted_data.get("soc_version", "")),
+                precision_mode=str(converted_data.get("precision_mode", "")),
+                command=tuple(str(a) for a in converted_data.get("command", [])),
+                settings=dict(converted_data.get("settings", {})),
+            )
+        return ModelContract(
+            path=path,
+            pb=str(data["frozen"]["pb"]),
+            pb_sha256=str(data["frozen"]["sha256"]),
+            source=SourceInfo(path=str(source["path"]), kind=str(source["kind"]),
+                              tf_version=str(source.get("tf_version", "")),
+                              frozen_with_tf=str(source.get("frozen_with_tf", ""))),
+            inputs=_specs(path, data["inputs"], "inputs"),
+            outputs=_specs(path, data["outputs"], "outputs"),
+            fixed={str(k): str(v) for k, v in dict(data.get("fixed", {})).items()},
+            converted=converted,
+        )
+    except (KeyError, TypeError) as exc:
+        raise ContractError(f"{path}: contract is missing field {exc}") from None

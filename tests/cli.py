@@ -1,0 +1,34 @@
+"""Runs the `infer` command in-process, the way a user's shell would, and captures what it prints."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from infer.cli.app import main
+
+
+@dataclass(frozen=True)
+class Outcome:
+    code: int
+    out: str
+    err: str
+
+    @property
+    def error_line(self) -> str:
+        """The `error: ...` line, which every refusal prints exactly once."""
+        lines = [line for line in self.err.splitlines() if line.startswith("error: ")]
+        assert len(lines) == 1, f"expected one error line, stderr was:\n{self.err}"
+        return lines[0]
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> Outcome:
+    capsys.readouterr()
+    code = 0
+    try:
+        main([str(a) for a in args])
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    captured = capsys.readouterr()
+    return Outcome(code=code, out=captured.out, err=captured.err)

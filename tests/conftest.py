@@ -1,0 +1,40 @@
+"""Fixtures shared by every stage's tests. Models are built once per session: TensorFlow is slow to start."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+from infer.contract import ModelContract
+from tests.frozen import freeze_by_hand
+from tests.models import BuiltModel, build_small_cnn
+
+
+@pytest.fixture(scope="session")
+def small_cnn(tmp_path_factory: pytest.TempPathFactory) -> BuiltModel:
+    return build_small_cnn(tmp_path_factory.mktemp("small_cnn"))
+
+
+@pytest.fixture(scope="session")
+def frozen_small_cnn(small_cnn: BuiltModel, tmp_path_factory: pytest.TempPathFactory) -> ModelContract:
+    """model.pb + model.json of the small CNN, batch 2. Read-only: copy it (`copy_model`) before changing it."""
+    return freeze_by_hand(small_cnn, tmp_path_factory.mktemp("frozen_small_cnn"))
+
+
+@pytest.fixture
+def copy_model(tmp_path: Path):  # type: ignore[no-untyped-def]
+    """Copies a contract's folder into tmp_path and returns the copy's contract, for tests that change it."""
+    import shutil
+
+    from infer.contract import load_contract
+
+    def copy(contract: ModelContract) -> ModelContract:
+        target = tmp_path / contract.folder.name
+        shutil.copytree(contract.folder, target)
+        return load_contract(target / contract.path.name)
+
+    return copy

@@ -1,0 +1,51 @@
+"""A frozen model and its contract made by hand with TF's own freezing, for the tests of later stages.
+
+Stages after freeze (convert, dump-bin, run, compare) test against this so that they do not depend on every
+feature of `infer freeze`; the freeze stage has its own tests.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from binio.binfile import sha256_file
+from binio.spec import TensorSpec
+from infer.contract import ModelContract, SourceInfo
+from tests.models import BuiltModel
+
+
+def freeze_by_hand(model: BuiltModel, folder: Path, *, batch: int = 2) -> ModelContract:
+    """Restores `model`, folds its variables, pins the batch and writes model.pb + model.json into `folder`."""
+    import tensorflow as tf
+
+    tf1 = tf.compat.v1
+    graph = tf.Graph()
+    with graph.as_default(), tf1.Session(graph=graph) as session:
+        saver = tf1.train.import_meta_graph(str(model.prefix) + ".meta", clear_devices=True)
+        saver.restore(session, str(model.prefix))
+        frozen = tf1.graph_util.convert_variables_to_constants(
+            session, graph.as_graph_def(), [name.split(":")[0] for name in model.outputs]
+        )
+    for node in frozen.node:
+        if node.op == "Placeholder":
+            dims = node.attr["shape"].shape.dim
+            if dims and dims[0].size == -1:
+                dims[0].size = batch
+    folder.mkdir(parents=True, exist_ok=True)
+    pb = folder / "model.pb"
+    pb.write_bytes(frozen.SerializeToString())
+
+    probe = tf.Graph()
+    with probe.as_default():
+        tf1.import_graph_def(frozen, name="")
+    def spec(name: str) -> TensorSpec:
+        tensor = probe.get_tensor_by_name(name)
+        return TensorSpec(name=name, dtype=tensor.dtype.name, shape=tuple(tensor.shape.as_list()),
+                          layout="NHWC" if tensor.shape.rank == 4 else "ND")
+
+    contract = ModelContract(
+        path=folder / "model.json", pb="model.pb", pb_sha256=sha256_file(pb),
+        source=SourceInfo(path=str(model.prefix), kind="checkpoint", tf_version="", frozen_with_tf=tf.__version__),
+        inputs=tuple(spec(name) for name in model.inputs), outputs=tuple(spec(name) for name in model.outputs),
+    )
+    return contract.save()
