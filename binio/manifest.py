@@ -1,0 +1,165 @@
+"""``dataset.json``: the manifest beside a folder of .bin files, read by run and compare before anything runs.
+
+Layout (DESIGN.md): one folder per model input, one file per batch, zero-padded names (``000000.bin``) so that
+lexicographic order (msame) and natural order (ais_bench) agree; msame pairs the inputs' files by name.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from binio.atomic import write_json_atomic
+from binio.dtypes import dtype
+from binio.errors import ManifestError
+from binio.spec import TensorSpec
+
+SCHEMA = "infer.dataset"
+SCHEMA_VERSION = 1
+MANIFEST_NAME = "dataset.json"
+FILE_DIGITS = 6
+
+
+def bin_file_name(index: int) -> str:
+    """The name of the index-th batch file: ``000000.bin``, in the order both msame and ais_bench read."""
+    return f"{index:0{FILE_DIGITS}d}.bin"
+
+
+def safe_folder_name(tensor: str) -> str:
+    """A folder name for an input: ``bert/input_ids:0`` -> ``bert_input_ids``; never ``..`` nor a path."""
+    base = tensor.rsplit(":", 1)[0] if tensor.rsplit(":", 1)[-1].isdigit() else tensor
+    cleaned = "".join(c if c.isalnum() or c in "-_." else "_" for c in base).strip(".")
+    return cleaned or "input"
+
+
+@dataclass(frozen=True)
+class BinEntry:
+    """One batch file of one input."""
+
+    name: str  # file name inside the input's folder
+    sha256: str
+    rows: int  # real samples in this file; the rest of its batch is padding
+
+
+@dataclass(frozen=True)
+class InputManifest:
+    """The bins of one model input."""
+
+    tensor: str  # the model's tensor name (``images:0``)
+    folder: str  # the folder under the dataset root
+    dtype: str
+    shape: tuple[int, ...]  # the shape of every file (batch first)
+    layout: str
+    files: tuple[BinEntry, ...]
+    source: str = ""
+    preprocessing: dict[str, Any] = field(default_factory=dict)
+    byte_order: str = "little"
+
+    @property
+    def spec(self) -> TensorSpec:
+        return TensorSpec(name=self.tensor, dtype=self.dtype, shape=tuple(self.shape), layout=self.layout)
+
+    @property
+    def nbytes_per_file(self) -> int:
+        return self.spec.nbytes()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "tensor": self.tensor, "folder": self.folder, "dtype": self.dtype, "shape": list(self.shape),
+            "layout": self.layout, "byte_order": self.byte_order, "source": self.source,
+            "preprocessing": self.preprocessing,
+            "files": [{"name": f.name, "sha256": f.sha256, "rows": f.rows} for f in self.files],
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> InputManifest:
+        return cls(
+            tensor=str(data["tensor"]), folder=str(data["folder"]), dtype=dtype(str(data["dtype"])).name,
+            shape=tuple(int(d) for d in data["shape"]), layout=str(data.get("layout", "ND")),
+            byte_order=str(data.get("byte_order", "little")), source=str(data.get("source", "")),
+            preprocessing=dict(data.get("preprocessing", {})),
+            files=tuple(BinEntry(name=str(f["name"]), sha256=str(f["sha256"]), rows=int(f["rows"]))
+                        for f in data["files"]),
+        )
+
+
+@dataclass(frozen=True)
+class DatasetManifest:
+    """Every input's bins, with the sample count and the padding of the last batch."""
+
+    root: Path  # the dataset folder; not written into the file
+    batch: int
+    samples: int  # real samples, padding excluded
+    inputs: tuple[InputManifest, ...]
+    model_sha256: str = ""  # the converted (or frozen) model the bins were made for
+    created_by: str = ""
+
+    @property
+    def path(self) -> Path:
+        return self.root / MANIFEST_NAME
+
+    @property
+    def padding(self) -> int:
+        """Rows of padding in the last batch."""
+        return self.file_count * self.batch - self.samples
+
+    @property
+    def file_count(self) -> int:
+        return len(self.inputs[0].files) if self.inputs else 0
+
+    @property
+    def stems(self) -> tuple[str, ...]:
+        """The file stems shared by every input folder, in order (``000000``, ...)."""
+        return tuple(Path(f.name).stem for f in self.inputs[0].files) if self.inputs else ()
+
+    def input(self, tensor: str) -> InputManifest:
+        for item in self.inputs:
+            if tensor in (item.tensor, item.folder, item.tensor.rsplit(":", 1)[0]):
+                return item
+        names = ", ".join(i.tensor for i in self.inputs)
+        raise ManifestError(f"{self.path}: no input {tensor!r}; it holds: {names}")
+
+    def file_path(self, item: InputManifest, entry: BinEntry) -> Path:
+        return self.root / item.folder / entry.name
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA, "version": SCHEMA_VERSION, "batch": self.batch, "samples": self.samples,
+            "padding": self.padding, "files": self.file_count, "model_sha256": self.model_sha256,
+            "created_by": self.created_by, "inputs": [i.to_json() for i in self.inputs],
+        }
+
+    def save(self) -> DatasetManifest:
+        write_json_atomic(self.path, self.to_json())
+        return self
+
+    def with_root(self, root: Path) -> DatasetManifest:
+        return replace(self, root=root)
+
+
+def load_manifest(path: Path | str) -> DatasetManifest:
+    """Reads ``dataset.json`` (or the one inside a folder), refusing a missing, corrupt, foreign or newer one."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / MANIFEST_NAME
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise ManifestError(f"{path}: no such dataset manifest", hint="infer dump-bin writes dataset.json") from None
+    except json.JSONDecodeError as exc:
+        raise ManifestError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        raise ManifestError(f"{path}: not an infer dataset manifest (expected schema {SCHEMA!r})")
+    if not isinstance(data.get("version"), int) or data["version"] > SCHEMA_VERSION:
+        raise ManifestError(f"{path}: manifest version {data.get('version')} is newer than this infer reads "
+                            f"(up to {SCHEMA_VERSION})", hint="upgrade infer")
+    try:
+        return DatasetManifest(
+            root=path.parent, batch=int(data["batch"]), samples=int(data["samples"]),
+            inputs=tuple(InputManifest.from_json(i) for i in data["inputs"]),
+            model_sha256=str(data.get("model_sha256", "")), created_by=str(data.get("created_by", "")),
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ManifestError(f"{path}: manifest is malformed ({exc!r})") from None
