@@ -30,6 +30,9 @@ def _root(
 
 
 # One line per command module; each module holds one command, its docstring is its --help.
+from infer.cli import doctor as _doctor  # noqa: E402
+
+app.command("doctor")(_doctor.doctor)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
