@@ -169,7 +169,9 @@ def load_contract(path: Path | str) -> ModelContract:
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         raise ContractError(f"{path}: not an infer model contract (expected schema {SCHEMA!r})")
     version = data.get("version")
-    if not isinstance(version, int) or version > SCHEMA_VERSION:
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise ContractError(f"{path}: contract has no integer 'version' (found {version!r})")
+    if version > SCHEMA_VERSION:
         raise ContractError(
             f"{path}: contract version {version} is newer than this infer reads (up to {SCHEMA_VERSION})",
             hint="upgrade infer",

@@ -1,0 +1,62 @@
+"""The dtype table: one entry per name, and each of its spellings leads back to it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from binio.dtypes import DTYPE_NAMES, dtype, from_numpy, from_onnx, from_tf_enum
+from binio.errors import DtypeError, InferError
+
+
+@pytest.mark.parametrize("name", DTYPE_NAMES)
+def test_every_name_maps_back_from_each_spelling(name: str) -> None:
+    entry = dtype(name)
+    assert entry.name == name
+    assert dtype(entry.atc) is entry
+    assert from_numpy(np.dtype(entry.numpy)) is entry
+    assert from_tf_enum(entry.tf_enum) is entry
+    assert from_onnx(entry.onnx) is entry
+
+
+def test_spellings_match_tensorflow_and_onnx_enums() -> None:
+    import onnx
+    import tensorflow as tf
+
+    for name in DTYPE_NAMES:
+        entry = dtype(name)
+        assert tf.as_dtype(entry.tf_enum).name == name
+        assert onnx.helper.tensor_dtype_to_np_dtype(entry.onnx) == np.dtype(entry.numpy)
+
+
+@pytest.mark.parametrize(("alias", "name"), [("fp16", "float16"), ("FP16", "float16"), ("half", "float16"),
+                                              ("float", "float32"), ("FP32", "float32"), ("double", "float64"),
+                                              (" INT32 ", "int32"), ("UINT8", "uint8")])
+def test_aliases_and_atc_names(alias: str, name: str) -> None:
+    assert dtype(alias).name == name
+
+
+def test_unknown_name_lists_the_valid_ones() -> None:
+    with pytest.raises(DtypeError) as caught:
+        dtype("float8")
+    assert str(caught.value) == (
+        "unknown dtype 'float8': expected one of float16, float32, float64, int8, int16, int32, int64, uint8, "
+        "uint16, uint32, uint64, bool"
+    )
+    assert isinstance(caught.value, InferError)
+
+
+def test_reference_tf_enum_maps_to_its_base() -> None:
+    assert from_tf_enum(101).name == "float32"  # DT_FLOAT_REF
+
+
+def test_unsupported_numpy_dtype_is_refused_by_name() -> None:
+    with pytest.raises(DtypeError, match="numpy dtype complex64 has no tensor dtype here"):
+        from_numpy(np.complex64)
+
+
+def test_properties() -> None:
+    assert dtype("float16").itemsize == 2 and dtype("float16").is_float
+    assert dtype("uint8").is_integer and not dtype("uint8").is_float
+    assert dtype("int64").np_dtype.byteorder in ("<", "=")
+    assert dtype("int64").np_dtype.newbyteorder("<") == dtype("int64").np_dtype
