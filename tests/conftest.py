@@ -38,3 +38,20 @@ def copy_model(tmp_path: Path):  # type: ignore[no-untyped-def]
         return load_contract(target / contract.path.name)
 
     return copy
+
+
+def _convert_copy(contract: ModelContract, folder: Path, precision_mode: str) -> ModelContract:
+    import shutil
+
+    from infer.contract import load_contract
+    from infer.convert import ConvertOptions, convert_model
+
+    shutil.copytree(contract.folder, folder)
+    copied = load_contract(folder / contract.path.name)
+    return convert_model(copied, ConvertOptions(target="onnx", precision_mode=precision_mode)).contract
+
+
+@pytest.fixture(scope="session")
+def onnx_small_cnn(frozen_small_cnn: ModelContract, tmp_path_factory: pytest.TempPathFactory) -> ModelContract:
+    """A copy of `frozen_small_cnn` converted to the ONNX stand-in in fp32 (force_fp32). Read-only."""
+    return _convert_copy(frozen_small_cnn, tmp_path_factory.mktemp("onnx_small_cnn") / "model", "force_fp32")

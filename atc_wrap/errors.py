@@ -1,0 +1,9 @@
+"""Errors of the converter side: a conversion that cannot start, or one that ran and failed."""
+
+from __future__ import annotations
+
+from binio.errors import InferError
+
+
+class ConvertError(InferError):
+    """A conversion refused before it ran (bad option, node not in the graph) or one that failed."""

@@ -1,0 +1,121 @@
+"""The ONNX stand-in: the frozen pb converted by tf2onnx, with ATC's precision mode emulated, checked, written."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from atc_wrap.emulation import Emulation, emulate_precision
+from atc_wrap.errors import ConvertError
+from atc_wrap.graph import read_graph_def
+from atc_wrap.nodes import check_nodes_exist
+from atc_wrap.opset import check_opset
+from atc_wrap.precision import check_precision_mode
+from binio.atomic import write_bytes_atomic
+from binio.spec import TensorSpec
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class OnnxConversion:
+    """What the stand-in conversion wrote: the model, its own input/output specs and the settings used."""
+
+    path: Path
+    opset: int
+    inputs: tuple[TensorSpec, ...]  # named by their TF tensor names, dtyped as the ONNX model takes them
+    outputs: tuple[TensorSpec, ...]
+    precision_mode: str
+    emulation: Emulation
+    tool_versions: dict[str, str] = field(default_factory=dict)
+
+    def settings(self) -> dict[str, Any]:
+        return {"converter": "tf2onnx", "opset": self.opset, **self.tool_versions,
+                "tensor_names": {s.name: s.name for s in (*self.inputs, *self.outputs)},
+                "emulation": self.emulation.to_json()}
+
+
+def convert_to_onnx(
+    pb: Path,
+    inputs: Sequence[TensorSpec],
+    outputs: Sequence[TensorSpec],
+    destination: Path,
+    *,
+    opset: int | None = None,
+    precision_mode: str = "force_fp16",
+    input_fp16_nodes: Sequence[str] = (),
+    output_types: Mapping[str, str] | None = None,
+) -> OnnxConversion:
+    """Converts `pb` to ONNX at `destination` (written atomically), emulating ATC's `precision_mode`.
+
+    `input_fp16_nodes` are input node names the model takes as float16; `output_types` maps output tensor names
+    to ATC output types (FP32/FP16), as parsed by `atc_wrap.precision`.
+    """
+    check_precision_mode(precision_mode)
+    chosen_opset = check_opset(opset)
+    graph_def = read_graph_def(pb)
+    check_nodes_exist(graph_def, pb, inputs, outputs)
+    model = _tf2onnx(graph_def, pb, inputs, outputs, chosen_opset)
+    _refuse_unconverted(model, pb, chosen_opset)
+    fp16_inputs = {spec.name for spec in inputs if spec.node in set(input_fp16_nodes)}
+    fp16_outputs = {name for name, kind in (output_types or {}).items() if kind == "FP16"}
+    unsupported = {f"{name}:{kind}" for name, kind in (output_types or {}).items() if kind not in ("FP32", "FP16")}
+    if unsupported:
+        raise ConvertError(f"--output-type {', '.join(sorted(unsupported))}: the ONNX stand-in emulates FP32 and "
+                           "FP16 outputs only")
+    emulation = emulate_precision(model, precision_mode, fp16_inputs=fp16_inputs, fp16_outputs=fp16_outputs)
+    _check(model, pb)
+    write_bytes_atomic(destination, model.SerializeToString())
+    import onnx
+    import onnxruntime
+    import tf2onnx
+
+    return OnnxConversion(
+        path=destination, opset=chosen_opset,
+        inputs=tuple(s.with_dtype("float16") if s.name in fp16_inputs else s for s in inputs),
+        outputs=tuple(s.with_dtype("float16") if s.name in fp16_outputs else s for s in outputs),
+        precision_mode=precision_mode, emulation=emulation,
+        tool_versions={"tf2onnx": tf2onnx.__version__, "onnx": onnx.__version__,
+                       "onnxruntime": onnxruntime.__version__},
+    )
+
+
+def _tf2onnx(graph_def: Any, pb: Path, inputs: Sequence[TensorSpec], outputs: Sequence[TensorSpec],
+             opset: int) -> Any:
+    import tf2onnx
+
+    try:
+        model, _ = tf2onnx.convert.from_graph_def(
+            graph_def, name=pb.stem, input_names=[s.name for s in inputs], output_names=[s.name for s in outputs],
+            opset=opset,
+        )
+    except ValueError as exc:  # tf2onnx reports graph problems (bad names, cycles) as ValueError
+        raise ConvertError(f"{pb}: tf2onnx could not convert the graph ({exc})") from None
+    return model
+
+
+def _refuse_unconverted(model: Any, pb: Path, opset: int) -> None:
+    """tf2onnx leaves ops it cannot convert in the graph under their TF names: list them all in one error."""
+    import onnx
+
+    unknown: dict[str, list[str]] = {}
+    for node in model.graph.node:
+        if node.domain in ("", "ai.onnx") and not onnx.defs.has(node.op_type, opset, node.domain):
+            unknown.setdefault(node.op_type, []).append(node.name)
+    if unknown:
+        listed = "; ".join(f"{op} ({', '.join(names)})" for op, names in sorted(unknown.items()))
+        raise ConvertError(f"{pb}: tf2onnx cannot convert these ops to ONNX opset {opset}: {listed}",
+                           hint="the ONNX stand-in cannot run this graph; ATC may still convert it to om")
+
+
+def _check(model: Any, pb: Path) -> None:
+    import onnx
+
+    try:
+        onnx.checker.check_model(model, full_check=True)
+    except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ConvertError(f"{pb}: the converted ONNX model fails onnx.checker ({first})") from None
