@@ -1,0 +1,1 @@
+"""`infer compare`: the converted model against TensorFlow, with Ascend's accuracy metrics."""

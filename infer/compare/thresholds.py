@@ -1,0 +1,153 @@
+"""When a comparison fails: msit's default rule, overridable per metric and per output from the command line.
+
+msit's rule: CosineSimilarity < 0.99, or RelativeEuclideanDistance > 0.05, or KullbackLeiblerDivergence > 0.005,
+or RootMeanSquareError > 1.0, or MeanRelativeError > 1.0 fails. A threshold on a metric where higher is better
+(CosineSimilarity, AllclosePassRate) is a floor, on any other a ceiling. A metric that is NaN fails any threshold
+put on it: NaN means the pair could not be judged (an all-zero side, a NaN in the output).
+
+``--threshold cosine=0.999`` sets a metric for every output; ``--threshold probs:0:kl=0.01`` (or ``probs:kl=...``)
+for one output; ``--threshold kl=off`` lifts a threshold.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from binio.errors import InferError
+from binio.spec import node_name
+from infer.compare.metrics import HIGHER_IS_BETTER, SCALAR_METRICS, Metrics
+
+DEFAULT_THRESHOLDS: dict[str, float] = {
+    "CosineSimilarity": 0.99,
+    "RelativeEuclideanDistance": 0.05,
+    "KullbackLeiblerDivergence": 0.005,
+    "RootMeanSquareError": 1.0,
+    "MeanRelativeError": 1.0,
+}
+
+_ALIASES: dict[str, str] = {
+    "cosine": "CosineSimilarity", "cos": "CosineSimilarity",
+    "max_abs": "MaxAbsoluteError", "maxabs": "MaxAbsoluteError", "max_abs_error": "MaxAbsoluteError",
+    "mae": "MeanAbsoluteError", "mean_abs": "MeanAbsoluteError",
+    "rmse": "RootMeanSquareError",
+    "red": "RelativeEuclideanDistance",
+    "are": "AccumulatedRelativeError",
+    "max_re": "MaxRelativeError", "maxre": "MaxRelativeError",
+    "mean_re": "MeanRelativeError", "meanre": "MeanRelativeError",
+    "kl": "KullbackLeiblerDivergence", "kld": "KullbackLeiblerDivergence",
+    "allclose": "AllclosePassRate",
+}
+_OFF = ("off", "none")
+
+
+class ThresholdError(InferError):
+    """A --threshold that names no known metric or output, or has no number."""
+
+
+def metric_name(text: str) -> str:
+    """``cosine``, ``CosineSimilarity`` or ``cosinesimilarity`` -> ``CosineSimilarity``."""
+    key = text.strip()
+    for name in SCALAR_METRICS:
+        if key.lower() == name.lower():
+            return name
+    found = _ALIASES.get(key.lower())
+    if found is None:
+        known = ", ".join(SCALAR_METRICS) + "; or " + ", ".join(sorted(_ALIASES))
+        raise ThresholdError(f"--threshold: unknown metric {text!r}: expected one of {known}")
+    return found
+
+
+@dataclass(frozen=True)
+class ThresholdSetting:
+    """One ``--threshold``: a metric, its limit (None lifts it), and the output it is for (None: all)."""
+
+    metric: str
+    limit: float | None
+    output: str | None = None
+
+
+def parse_threshold(text: str) -> ThresholdSetting:
+    """``metric=value`` or ``output:metric=value``; the output may itself hold colons (``probs:0:kl=0.01``)."""
+    left, sep, value_text = text.rpartition("=")
+    if not sep or not left.strip():
+        raise ThresholdError(f"--threshold {text!r}: expected metric=value or output:metric=value")
+    output, _, metric_text = left.rpartition(":")
+    metric = metric_name(metric_text)
+    value = value_text.strip()
+    if value.lower() in _OFF:
+        limit = None
+    else:
+        try:
+            limit = float(value)
+        except ValueError:
+            message = f"--threshold {text!r}: expected a number (or off) after '=', found {value!r}"
+            raise ThresholdError(message) from None
+        if math.isnan(limit):
+            raise ThresholdError(f"--threshold {text!r}: the limit cannot be NaN")
+    return ThresholdSetting(metric=metric, limit=limit, output=output.strip() or None)
+
+
+@dataclass(frozen=True)
+class Failure:
+    """One metric of one output that broke its limit."""
+
+    output: str
+    metric: str
+    value: float
+    limit: float
+
+    def describe(self) -> str:
+        if math.isnan(self.value):
+            return f"{self.output} {self.metric} NaN (limit {self.limit:g})"
+        relation = "<" if self.metric in HIGHER_IS_BETTER else ">"
+        return f"{self.output} {self.metric} {self.value:.6g} {relation} {self.limit:g}"
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """The limits in force: the defaults, then settings for every output, then settings for one output."""
+
+    settings: tuple[ThresholdSetting, ...] = ()
+    defaults: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_THRESHOLDS))
+
+    @classmethod
+    def parse(cls, texts: Iterable[str]) -> Thresholds:
+        return cls(settings=tuple(parse_threshold(t) for t in texts))
+
+    def check_outputs(self, outputs: Sequence[str]) -> None:
+        """Refuses a per-output setting that names no output of the model."""
+        for setting in self.settings:
+            if setting.output is not None and not any(_matches(setting.output, o) for o in outputs):
+                raise ThresholdError(f"--threshold {setting.output}:{setting.metric}: no output named "
+                                     f"{setting.output!r}; outputs are: {', '.join(outputs)}")
+
+    def limits(self, output: str) -> dict[str, float]:
+        """metric -> limit for one output (tensor name)."""
+        limits: dict[str, float | None] = dict(self.defaults)
+        for general in (True, False):
+            for setting in self.settings:
+                if (setting.output is None) == general and (general or _matches(setting.output or "", output)):
+                    limits[setting.metric] = setting.limit
+        return {metric: limit for metric, limit in limits.items() if limit is not None}
+
+    def failures(self, output: str, metrics: Metrics) -> tuple[Failure, ...]:
+        """The limits `metrics` break, in msaccucmp's metric order."""
+        found = []
+        for metric, limit in self.limits(output).items():
+            value = metrics.value(metric)
+            if breaks(metric, value, limit):
+                found.append(Failure(output=output, metric=metric, value=value, limit=limit))
+        order = {name: i for i, name in enumerate(SCALAR_METRICS)}
+        return tuple(sorted(found, key=lambda f: order[f.metric]))
+
+
+def breaks(metric: str, value: float, limit: float) -> bool:
+    if math.isnan(value):
+        return True
+    return value < limit if metric in HIGHER_IS_BETTER else value > limit
+
+
+def _matches(selector: str, output: str) -> bool:
+    return selector in (output, node_name(output))

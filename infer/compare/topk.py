@@ -1,0 +1,120 @@
+"""Classifier outputs: do the converted model and TensorFlow pick the same classes, and how often are they right?
+
+An output is taken as a classifier's when it is a float tensor of shape (batch, classes) with classes >= 2. Top-1
+agreement is the share of samples whose argmax is the same on both sides; top-k overlap the mean share of the k
+best classes the two sides have in common. With labels: the top-1 and top-k accuracy of each side and their
+difference (actual - golden), the figure a migration hands in. Ties go to the lower class index on both sides.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from binio.errors import InferError
+
+
+class LabelsError(InferError):
+    """A labels file that cannot be read or does not fit the dataset."""
+
+
+def is_classifier(shape: tuple[int, ...], is_float: bool) -> bool:
+    return is_float and len(shape) == 2 and shape[1] >= 2
+
+
+def load_labels(path: Path) -> np.ndarray:
+    """One integer class per sample: a .npy array, or text with one label per line (the last token of the line)."""
+    path = Path(path)
+    if not path.is_file():
+        raise LabelsError(f"{path}: no such labels file")
+    if path.suffix == ".npy":
+        try:
+            array = np.load(path, allow_pickle=False)
+        except (ValueError, OSError) as exc:
+            raise LabelsError(f"{path}: not a readable .npy file ({exc})") from None
+        if array.dtype.kind not in "iu" and not (array.dtype.kind == "f" and np.all(array == np.round(array))):
+            raise LabelsError(f"{path}: expected integer class labels, found dtype {array.dtype}")
+        return array.astype(np.int64).ravel()
+    labels = []
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        tokens = line.split()
+        if not tokens:
+            continue
+        try:
+            labels.append(int(tokens[-1]))
+        except ValueError:
+            raise LabelsError(f"{path}:{number}: expected an integer class label, found {tokens[-1]!r}") from None
+    return np.asarray(labels, dtype=np.int64)
+
+
+def top_indices(scores: np.ndarray, k: int) -> np.ndarray:
+    """(rows, k) class indices, best first; a stable sort so ties go to the lower index."""
+    return np.argsort(-np.asarray(scores, dtype=np.float64), axis=1, kind="stable")[:, :k]
+
+
+@dataclass(frozen=True)
+class Accuracy:
+    golden_top1: float
+    actual_top1: float
+    golden_topk: float
+    actual_topk: float
+
+    @property
+    def top1_difference(self) -> float:
+        return self.actual_top1 - self.golden_top1
+
+    @property
+    def topk_difference(self) -> float:
+        return self.actual_topk - self.golden_topk
+
+
+@dataclass(frozen=True)
+class TopKResult:
+    k: int
+    samples: int
+    top1_agreement: float
+    topk_overlap: float
+    accuracy: Accuracy | None
+
+    def to_json(self) -> dict[str, Any]:
+        document: dict[str, Any] = {"k": self.k, "samples": self.samples, "top1_agreement": self.top1_agreement,
+                                    "topk_overlap": self.topk_overlap, "accuracy": None}
+        if self.accuracy is not None:
+            document["accuracy"] = {**asdict(self.accuracy), "top1_difference": self.accuracy.top1_difference,
+                                    "topk_difference": self.accuracy.topk_difference}
+        return document
+
+
+class TopKAccumulator:
+    """Counts over batches of (rows, classes) scores; labels, when given, are those of the same rows."""
+
+    def __init__(self, k: int, classes: int, *, with_labels: bool) -> None:
+        self.k = max(1, min(k, classes))
+        self.with_labels = with_labels
+        self.samples = 0
+        self.top1_agree = 0
+        self.overlap = 0
+        self.correct = dict.fromkeys(("golden_top1", "actual_top1", "golden_topk", "actual_topk"), 0)
+
+    def add(self, actual: np.ndarray, golden: np.ndarray, labels: np.ndarray | None = None) -> None:
+        top_x, top_y = top_indices(actual, self.k), top_indices(golden, self.k)
+        self.samples += int(top_x.shape[0])
+        self.top1_agree += int(np.count_nonzero(top_x[:, 0] == top_y[:, 0]))
+        self.overlap += int(np.count_nonzero(top_x[:, :, None] == top_y[:, None, :]))
+        if labels is not None:
+            wanted = np.asarray(labels)[:, None]
+            self.correct["golden_top1"] += int(np.count_nonzero(top_y[:, 0] == wanted[:, 0]))
+            self.correct["actual_top1"] += int(np.count_nonzero(top_x[:, 0] == wanted[:, 0]))
+            self.correct["golden_topk"] += int(np.count_nonzero(np.any(top_y == wanted, axis=1)))
+            self.correct["actual_topk"] += int(np.count_nonzero(np.any(top_x == wanted, axis=1)))
+
+    def result(self) -> TopKResult:
+        n = self.samples
+        accuracy = None
+        if self.with_labels:
+            accuracy = Accuracy(**{key: (value / n if n else 0.0) for key, value in self.correct.items()})
+        return TopKResult(k=self.k, samples=n, top1_agreement=self.top1_agree / n if n else 1.0,
+                          topk_overlap=self.overlap / (n * self.k) if n else 1.0, accuracy=accuracy)

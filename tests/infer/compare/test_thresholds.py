@@ -1,0 +1,75 @@
+"""msit's default fail rule, and overrides per metric and per output."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from infer.compare.metrics import compute_metrics
+from infer.compare.thresholds import ThresholdError, Thresholds, parse_threshold
+
+GOLDEN = np.linspace(1.0, 2.0, 100)
+
+
+def _metrics(actual: np.ndarray):  # type: ignore[no-untyped-def]
+    return compute_metrics(actual, GOLDEN, atol=1e-4, rtol=1e-3)
+
+
+def test_defaults_are_msit_rule() -> None:
+    limits = Thresholds().limits("probs:0")
+    assert limits == {"CosineSimilarity": 0.99, "RelativeEuclideanDistance": 0.05, "KullbackLeiblerDivergence": 0.005,
+                      "RootMeanSquareError": 1.0, "MeanRelativeError": 1.0}
+
+
+def test_identical_passes_and_a_shift_fails_on_red() -> None:
+    assert Thresholds().failures("probs:0", _metrics(GOLDEN)) == ()
+    failures = Thresholds().failures("probs:0", _metrics(GOLDEN * 1.1))  # RED 0.1 > 0.05, cosine stays 1
+    assert [f.metric for f in failures] == ["RelativeEuclideanDistance"]
+    assert failures[0].describe() == "probs:0 RelativeEuclideanDistance 0.1 > 0.05"
+
+
+def test_cosine_is_a_floor() -> None:
+    actual = GOLDEN[::-1].copy()
+    failures = Thresholds.parse(["red=off", "kl=off", "rmse=off"]).failures("probs:0", _metrics(actual))
+    assert [f.metric for f in failures] == ["CosineSimilarity"]
+    assert " < 0.99" in failures[0].describe()
+
+
+def test_nan_fails_its_threshold() -> None:
+    failures = Thresholds().failures("out:0", compute_metrics(np.zeros(3), np.ones(3), atol=0, rtol=0))
+    assert "CosineSimilarity" in [f.metric for f in failures]
+    assert failures[0].describe() == "out:0 CosineSimilarity NaN (limit 0.99)"
+
+
+def test_override_for_all_and_for_one_output() -> None:
+    thresholds = Thresholds.parse(["red=0.2", "probs:0:red=0.01", "logits:kl=off", "max_abs=0.5"])
+    assert thresholds.limits("probs:0")["RelativeEuclideanDistance"] == 0.01
+    assert thresholds.limits("other:0")["RelativeEuclideanDistance"] == 0.2
+    assert "KullbackLeiblerDivergence" not in thresholds.limits("logits:0")
+    assert thresholds.limits("other:0")["MaxAbsoluteError"] == 0.5
+
+
+def test_per_output_wins_whatever_the_order() -> None:
+    assert Thresholds.parse(["probs:red=0.01", "red=0.2"]).limits("probs:0")["RelativeEuclideanDistance"] == 0.01
+
+
+def test_parse_forms() -> None:
+    assert parse_threshold("CosineSimilarity=0.999").metric == "CosineSimilarity"
+    setting = parse_threshold("scope/probs:0:MeanRelativeError=2")
+    assert (setting.output, setting.metric, setting.limit) == ("scope/probs:0", "MeanRelativeError", 2.0)
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("cosine", "--threshold 'cosine': expected metric=value or output:metric=value"),
+    ("cosin=0.9", "--threshold: unknown metric 'cosin'"),
+    ("cosine=high", "--threshold 'cosine=high': expected a number (or off) after '=', found 'high'"),
+])
+def test_bad_threshold(text: str, message: str) -> None:
+    with pytest.raises(ThresholdError) as caught:
+        parse_threshold(text)
+    assert caught.value.message.startswith(message)
+
+
+def test_unknown_output_refused() -> None:
+    with pytest.raises(ThresholdError, match="no output named 'logits'; outputs are: probs:0"):
+        Thresholds.parse(["logits:kl=0.1"]).check_outputs(["probs:0"])
