@@ -55,3 +55,9 @@ def _convert_copy(contract: ModelContract, folder: Path, precision_mode: str) ->
 def onnx_small_cnn(frozen_small_cnn: ModelContract, tmp_path_factory: pytest.TempPathFactory) -> ModelContract:
     """A copy of `frozen_small_cnn` converted to the ONNX stand-in in fp32 (force_fp32). Read-only."""
     return _convert_copy(frozen_small_cnn, tmp_path_factory.mktemp("onnx_small_cnn") / "model", "force_fp32")
+
+
+@pytest.fixture(scope="session")
+def onnx_small_cnn_fp16(frozen_small_cnn: ModelContract, tmp_path_factory: pytest.TempPathFactory) -> ModelContract:
+    """A copy of `frozen_small_cnn` converted to the ONNX stand-in emulating ATC's force_fp16. Read-only."""
+    return _convert_copy(frozen_small_cnn, tmp_path_factory.mktemp("onnx_small_cnn_fp16") / "model", "force_fp16")

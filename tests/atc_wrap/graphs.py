@@ -1,0 +1,62 @@
+"""Tiny frozen graphs written straight as pb + model.json, for conversion cases the shared fixtures lack."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from binio.binfile import sha256_file
+from binio.spec import TensorSpec
+from infer.contract import ModelContract, SourceInfo
+
+
+def write_frozen(folder: Path, build: Callable[[Any], None], inputs: tuple[str, ...],
+                 outputs: tuple[str, ...]) -> ModelContract:
+    """Builds a graph with `build(tf)` (constants only, no variables), writes model.pb and its contract."""
+    import tensorflow as tf
+
+    graph = tf.Graph()
+    with graph.as_default():
+        build(tf)
+    folder.mkdir(parents=True, exist_ok=True)
+    pb = folder / "model.pb"
+    pb.write_bytes(graph.as_graph_def().SerializeToString())
+
+    def spec(name: str) -> TensorSpec:
+        tensor = graph.get_tensor_by_name(name)
+        return TensorSpec(name=name, dtype=tensor.dtype.name, shape=tuple(tensor.shape.as_list()),
+                          layout="NHWC" if tensor.shape.rank == 4 else "ND")
+
+    contract = ModelContract(
+        path=folder / "model.json", pb="model.pb", pb_sha256=sha256_file(pb),
+        source=SourceInfo(path=str(pb), kind="pb", tf_version=tf.__version__, frozen_with_tf=tf.__version__),
+        inputs=tuple(spec(n) for n in inputs), outputs=tuple(spec(n) for n in outputs),
+    )
+    return contract.save()
+
+
+def build_energy(tf: Any) -> None:
+    """energy = sqrt(reduce_sum(square(x))) / 16: intermediates pass 65504 when |x| is a few hundred."""
+    x = tf.compat.v1.placeholder(tf.float32, [2, 64], name="x")
+    total = tf.reduce_sum(tf.square(x), axis=1, name="total")
+    tf.identity(tf.sqrt(total) / 16.0, name="energy")
+
+
+def build_matmul_sum(tf: Any) -> None:
+    """out = reduce_sum(x @ I) / 1024 with x near 2000: only the reduction's result passes 65504."""
+    import numpy as np
+
+    x = tf.compat.v1.placeholder(tf.float32, [2, 64], name="x")
+    projected = tf.matmul(x, tf.constant(np.eye(64, dtype=np.float32)), name="projected")
+    total = tf.reduce_sum(projected, axis=1, name="total")
+    tf.identity(total / 1024.0, name="out")
+
+
+def build_unconvertible(tf: Any) -> None:
+    """Three ops tf2onnx 1.17 has no converter for (Igamma, Lgamma, Zeta)."""
+    x = tf.compat.v1.placeholder(tf.float32, [2, 4], name="x")
+    a = tf.math.igamma(x + 1.0, x + 2.0)
+    b = tf.math.zeta(x + 2.0, x + 1.0)
+    c = tf.math.lgamma(x + 3.0)
+    tf.identity(a + b + c, name="out")
