@@ -1,0 +1,173 @@
+"""Checked casts: every value that does not survive the cast to a bin's dtype is counted, never hidden.
+
+``ndarray.tofile()`` writes whatever dtype the array has; ``astype`` turns 70000.0 into fp16 ``inf`` and 2.7 into
+int 2 without a word. Here the loss is counted (overflow, NaN/inf, integer truncation, out of range) and the largest
+cast error is measured, so the caller can refuse a lossy dataset or report what it wrote.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from binio.dtypes import dtype
+
+# Values are checked in slices of this many elements: big enough for numpy's loops, small enough for the cache.
+_CHUNK = 1 << 18
+
+
+@dataclass(frozen=True)
+class CastReport:
+    """What a cast did to the values: counts of each kind of loss, and the largest error among finite values."""
+
+    source_dtype: str
+    target_dtype: str
+    values: int = 0
+    overflow: int = 0  # finite values that became inf (fp16 > 65504)
+    nan: int = 0  # NaN in the source
+    inf: int = 0  # inf in the source
+    truncated: int = 0  # fractional values cast to an integer type
+    out_of_range: int = 0  # values outside the integer (or bool) target's range
+    max_error: float = 0.0  # largest |cast - source| over values that stayed finite
+
+    @property
+    def lossy(self) -> int:
+        """How many values did not survive the cast."""
+        return self.overflow + self.nan + self.inf + self.truncated + self.out_of_range
+
+    def merge(self, other: CastReport) -> CastReport:
+        return CastReport(
+            source_dtype=self.source_dtype if self.values else other.source_dtype,
+            target_dtype=self.target_dtype if self.values else other.target_dtype,
+            values=self.values + other.values, overflow=self.overflow + other.overflow, nan=self.nan + other.nan,
+            inf=self.inf + other.inf, truncated=self.truncated + other.truncated,
+            out_of_range=self.out_of_range + other.out_of_range, max_error=max(self.max_error, other.max_error),
+        )
+
+    def describe_loss(self) -> str:
+        """``3 overflow float16 (|x| > 65504), 1 NaN``: the kinds of loss present, for one message line."""
+        parts: list[str] = []
+        if self.overflow:
+            limit = float(np.finfo(np.dtype(dtype(self.target_dtype).numpy)).max) if dtype(
+                self.target_dtype).is_float else 0.0
+            parts.append(f"{self.overflow} overflow {self.target_dtype} (|x| > {limit:g})")
+        if self.nan:
+            parts.append(f"{self.nan} NaN")
+        if self.inf:
+            parts.append(f"{self.inf} inf")
+        if self.truncated:
+            parts.append(f"{self.truncated} truncated to {self.target_dtype} (fractional part lost)")
+        if self.out_of_range:
+            parts.append(f"{self.out_of_range} out of {self.target_dtype} range")
+        return ", ".join(parts)
+
+    def to_json(self) -> dict[str, object]:
+        return {"from": self.source_dtype, "to": self.target_dtype, "values": self.values, "overflow": self.overflow,
+                "nan": self.nan, "inf": self.inf, "truncated": self.truncated, "out_of_range": self.out_of_range,
+                "max_error": self.max_error}
+
+
+def _slices(count: int) -> range:
+    return range(0, count, _CHUNK)
+
+
+def _max_error(src: np.ndarray, dst: np.ndarray, finite: np.ndarray | None = None) -> float:
+    """max |dst - src| over the values where `finite` is set (all when None), in float64 so it is exact enough."""
+    if src.size == 0:
+        return 0.0
+    work = np.float64 if src.dtype.itemsize > 4 or dst.dtype.itemsize > 4 or src.dtype.kind in "iub" else np.float32
+    diff = np.abs(np.subtract(dst, src, dtype=work))
+    if finite is not None:
+        diff = diff[finite]
+    return float(diff.max()) if diff.size else 0.0
+
+
+def _check_float_target(src: np.ndarray, dst: np.ndarray) -> tuple[int, int, int, float]:
+    """(overflow, nan, inf, max_error) of a cast to a float dtype; the clean case costs one isfinite pass."""
+    overflow = nan = inf = 0
+    max_error = 0.0
+    for start in _slices(src.size):
+        s = src[start:start + _CHUNK]
+        d = dst[start:start + _CHUNK]
+        finite = np.isfinite(d)
+        if finite.all():
+            max_error = max(max_error, _max_error(s, d))
+            continue
+        if s.dtype.kind == "f":
+            nan += int(np.isnan(s).sum())
+            inf += int(np.isinf(s).sum())
+            overflow += int((np.isfinite(s) & ~finite).sum())
+        else:
+            overflow += int((~finite).sum())
+        max_error = max(max_error, _max_error(s, d, finite))
+    return overflow, nan, inf, max_error
+
+
+def _check_int_target(src: np.ndarray, dst: np.ndarray, target: np.dtype) -> tuple[int, int, int, int, float]:
+    """(nan, inf, truncated, out_of_range, max_error) of a cast to an integer dtype."""
+    info = np.iinfo(target)
+    nan = inf = truncated = out_of_range = 0
+    max_error = 0.0
+    for start in _slices(src.size):
+        s = src[start:start + _CHUNK]
+        d = dst[start:start + _CHUNK]
+        if s.dtype.kind == "f":
+            finite = np.isfinite(s)
+            nan += int(np.isnan(s).sum())
+            inf += int(np.isinf(s).sum())
+            wide = s.astype(np.float64)
+            in_range = finite & (wide >= info.min) & (wide <= info.max)
+            out_of_range += int((finite & ~in_range).sum())
+            truncated += int((in_range & (np.trunc(wide) != wide)).sum())
+            max_error = max(max_error, _max_error(s, d, in_range))
+        elif s.dtype.kind == "b":
+            continue
+        else:
+            # numpy 2 compares integer arrays with out-of-range Python ints correctly, so no wrapping here.
+            out_of_range += int((~((s >= info.min) & (s <= info.max))).sum())
+    return nan, inf, truncated, out_of_range, max_error
+
+
+def checked_cast_into(out: np.ndarray, src: np.ndarray) -> CastReport:
+    """Casts `src` into the preallocated `out` (same element count) and reports what the cast lost.
+
+    Writing into `out` lets the caller cast straight into a padded batch buffer: one pass, no extra copy.
+    """
+    source = np.dtype(src.dtype)
+    target = np.dtype(out.dtype)
+    flat_src = np.ascontiguousarray(src).reshape(-1)
+    if not out.flags.c_contiguous:
+        raise ValueError("checked_cast_into needs a C-contiguous output buffer")
+    flat_out = out.reshape(-1)
+    if flat_src.size != flat_out.size:
+        raise ValueError(f"cast of {flat_src.size} values into a buffer of {flat_out.size}")
+    report = CastReport(source_dtype=source.name, target_dtype=target.name, values=int(flat_src.size))
+    # The losses are counted below; numpy's own warnings about them would only repeat it on stderr.
+    with np.errstate(all="ignore"):
+        np.copyto(flat_out, flat_src, casting="unsafe")
+        return _check(report, flat_src, flat_out, source, target)
+
+
+def _check(report: CastReport, flat_src: np.ndarray, flat_out: np.ndarray, source: np.dtype,
+           target: np.dtype) -> CastReport:
+    if target.kind == "f":
+        overflow, nan, inf, max_error = _check_float_target(flat_src, flat_out)
+        return replace(report, overflow=overflow, nan=nan, inf=inf, max_error=max_error)
+    if target.kind in "iu":
+        nan, inf, truncated, out_of_range, max_error = _check_int_target(flat_src, flat_out, target)
+        return replace(report, nan=nan, inf=inf, truncated=truncated, out_of_range=out_of_range, max_error=max_error)
+    if target.kind == "b":
+        if source.kind == "b":
+            return report
+        valid = (flat_src == 0) | (flat_src == 1)
+        nan = int(np.isnan(flat_src).sum()) if source.kind == "f" else 0
+        return replace(report, nan=nan, out_of_range=int((~valid).sum()) - nan)
+    raise ValueError(f"unsupported cast target {target}")
+
+
+def checked_cast(src: np.ndarray, dtype_name: str) -> tuple[np.ndarray, CastReport]:
+    """`src` cast to `dtype_name` (little-endian), with the report of what the cast lost."""
+    out = np.empty(src.shape, dtype=dtype(dtype_name).np_dtype)
+    return out, checked_cast_into(out, src)
+

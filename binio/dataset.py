@@ -1,0 +1,85 @@
+"""Reading a dump-bin dataset folder: the manifest checked against the files, then aligned batches of all inputs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from binio.binfile import check_bin_size, read_bin, sha256_file
+from binio.errors import BinFileError, ManifestError
+from binio.manifest import DatasetManifest, InputManifest, load_manifest
+
+
+@dataclass(frozen=True)
+class DatasetBatch:
+    """One batch file of every input, as read: same stem in every input folder, as msame pairs them."""
+
+    index: int
+    stem: str  # ``000003``
+    rows: int  # real samples; the rest is padding
+    arrays: dict[str, np.ndarray]  # tensor name -> batch array (padding included)
+
+
+def check_manifest_consistent(manifest: DatasetManifest) -> None:
+    """Refuses a manifest whose inputs disagree on file count or rows: run pairs the files by name."""
+    if not manifest.inputs:
+        raise ManifestError(f"{manifest.path}: no inputs listed")
+    first = manifest.inputs[0]
+    for item in manifest.inputs:
+        names = [f.name for f in item.files]
+        if names != [f.name for f in first.files]:
+            raise ManifestError(
+                f"{manifest.path}: input {item.tensor} has files {_span(names)}, "
+                f"input {first.tensor} has {_span([f.name for f in first.files])}"
+            )
+        rows = sum(f.rows for f in item.files)
+        if rows != manifest.samples:
+            raise ManifestError(f"{manifest.path}: input {item.tensor} lists {rows} samples, "
+                                f"the manifest says {manifest.samples}")
+
+
+def _span(names: list[str]) -> str:
+    return f"{len(names)} ({names[0]}..{names[-1]})" if names else "0"
+
+
+def verify_file(manifest: DatasetManifest, item: InputManifest, index: int, *, sha: bool = True) -> Path:
+    """Checks one listed file's size (always) and sha256 (when `sha`); returns its path."""
+    entry = item.files[index]
+    path = manifest.file_path(item, entry)
+    check_bin_size(path, item.spec)
+    if sha and sha256_file(path) != entry.sha256:
+        raise BinFileError(f"{path}: sha256 differs from {manifest.path.name}'s (the file changed after dump-bin)",
+                           hint="re-run infer dump-bin to rewrite it")
+    return path
+
+
+def open_dataset(root: Path | str, *, verify: bool = False) -> DatasetManifest:
+    """The manifest of a dataset folder, after checking every file's size (and sha256 with `verify`)."""
+    manifest = load_manifest(root)
+    check_manifest_consistent(manifest)
+    for item in manifest.inputs:
+        for index in range(len(item.files)):
+            verify_file(manifest, item, index, sha=verify)
+    return manifest
+
+
+def iter_dataset(manifest: DatasetManifest, *, verify: bool = False, mmap: bool = False) -> Iterator[DatasetBatch]:
+    """Aligned batches of every input, in file order, each file's size checked (and sha256 with `verify`)."""
+    check_manifest_consistent(manifest)
+    for index, stem in enumerate(manifest.stems):
+        arrays: dict[str, np.ndarray] = {}
+        for item in manifest.inputs:
+            path = verify_file(manifest, item, index, sha=verify)
+            arrays[item.tensor] = read_bin(path, item.spec, mmap=mmap)
+        yield DatasetBatch(index=index, stem=stem, rows=manifest.inputs[0].files[index].rows, arrays=arrays)
+
+
+def iter_samples(manifest: DatasetManifest, tensor: str, *, verify: bool = False) -> Iterator[np.ndarray]:
+    """One input's real rows, file by file, padding dropped: what was dumped, for export or re-batching."""
+    item = manifest.input(tensor)
+    for index, entry in enumerate(item.files):
+        path = verify_file(manifest, item, index, sha=verify)
+        yield read_bin(path, item.spec, mmap=True)[: entry.rows]

@@ -1,0 +1,176 @@
+"""bin-info: what is in a .bin file or a dump-bin dataset, checked against its manifest, optionally exported."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from binio.atomic import atomic_path
+from binio.binfile import read_bin
+from binio.dataset import check_manifest_consistent, verify_file
+from binio.dtypes import dtype
+from binio.errors import BinFileError, InferError, OutputExistsError, ShapeError
+from binio.info import TensorStats, merge_stats, tensor_stats
+from binio.manifest import MANIFEST_NAME, DatasetManifest, InputManifest, load_manifest
+from binio.spec import TensorSpec, format_shape, parse_shape
+
+
+@dataclass(frozen=True)
+class InfoRow:
+    label: str  # ``images:0 (5 files, 9 samples + 1 padding)`` or ``images/000000.bin``
+    stats: TensorStats  # over the real rows; padding rows are not data
+
+
+@dataclass(frozen=True)
+class BinInfoReport:
+    title: str
+    rows: tuple[InfoRow, ...]
+    verified: int = 0  # files whose size and sha256 were re-checked
+    exported: tuple[Path, ...] = ()
+
+    def to_json(self) -> dict[str, object]:
+        return {"title": self.title, "verified": self.verified, "exported": [str(p) for p in self.exported],
+                "rows": [{"label": r.label, **r.stats.to_json()} for r in self.rows]}
+
+
+def _refuse_existing(path: Path, force: bool) -> None:
+    if path.exists() and not force:
+        raise OutputExistsError(f"{path}: exists already", hint="pass --force to overwrite it")
+
+
+def _save_npy(path: Path, array: np.ndarray) -> None:
+    with atomic_path(path) as tmp, open(tmp, "wb") as handle:
+        np.save(handle, array, allow_pickle=False)
+
+
+def _export_input(manifest: DatasetManifest, item: InputManifest, target: Path) -> None:
+    """One input's real rows into one .npy, written file by file so memory stays one batch."""
+    sample_shape = tuple(item.shape[1:])
+    with atomic_path(target) as tmp:
+        array = np.lib.format.open_memmap(tmp, mode="w+", dtype=item.spec.dt.np_dtype,
+                                          shape=(manifest.samples, *sample_shape))
+        position = 0
+        for index, entry in enumerate(item.files):
+            rows = read_bin(verify_file(manifest, item, index, sha=False), item.spec, mmap=True)[: entry.rows]
+            array[position:position + entry.rows] = rows
+            position += entry.rows
+        array.flush()
+        del array
+
+
+def _describe_dataset(root: Path, *, verify: bool, to_npy: Path | None, per_file: bool,
+                      force: bool) -> BinInfoReport:
+    manifest = load_manifest(root)
+    check_manifest_consistent(manifest)
+    verified = 0
+    if verify:
+        problems: list[str] = []
+        for item in manifest.inputs:
+            for index in range(len(item.files)):
+                try:
+                    verify_file(manifest, item, index, sha=True)
+                    verified += 1
+                except InferError as exc:
+                    problems.append(exc.message)
+        if problems:
+            total = sum(len(i.files) for i in manifest.inputs)
+            raise BinFileError(f"{len(problems)} of {total} files fail verification; first: {problems[0]}")
+    rows: list[InfoRow] = []
+    for item in manifest.inputs:
+        parts: list[TensorStats] = []
+        for index, entry in enumerate(item.files):
+            path = verify_file(manifest, item, index, sha=False)
+            stats = tensor_stats(read_bin(path, item.spec, mmap=True)[: entry.rows])
+            parts.append(stats)
+            if per_file:
+                padding = f", {item.shape[0] - entry.rows} padding" if entry.rows < item.shape[0] else ""
+                rows.append(InfoRow(label=f"{item.folder}/{entry.name} ({entry.rows} rows{padding})",
+                                    stats=_with_shape(stats, item.shape)))
+        if not per_file:
+            padded = sum(item.shape[0] - f.rows for f in item.files)
+            rows.append(InfoRow(label=f"{item.tensor} ({len(item.files)} files, {manifest.samples} samples"
+                                      f" + {padded} padding)", stats=merge_stats(parts, tuple(item.shape))))
+    exported: list[Path] = []
+    if to_npy is not None:
+        if to_npy.exists() and not to_npy.is_dir():
+            raise OutputExistsError(f"{to_npy}: exists and is not a folder (a dataset exports one .npy per input)")
+        for item in manifest.inputs:
+            target = to_npy / f"{item.folder}.npy"
+            _refuse_existing(target, force)
+            _export_input(manifest, item, target)
+            exported.append(target)
+    title = (f"{manifest.root}: {len(manifest.inputs)} input(s), batch {manifest.batch}, {manifest.samples} samples"
+             f" in {manifest.file_count} file(s) per input, model sha256 {manifest.model_sha256[:12] or '-'}")
+    return BinInfoReport(title=title, rows=tuple(rows), verified=verified, exported=tuple(exported))
+
+
+def _with_shape(stats: TensorStats, shape: tuple[int, ...]) -> TensorStats:
+    from dataclasses import replace
+
+    return replace(stats, shape=tuple(shape))
+
+
+def _listed(path: Path) -> tuple[DatasetManifest, InputManifest, int] | None:
+    """The manifest entry of a .bin inside a dump-bin dataset, if it is one."""
+    manifest_path = path.parent.parent / MANIFEST_NAME
+    if not manifest_path.is_file():
+        return None
+    manifest = load_manifest(manifest_path)
+    for item in manifest.inputs:
+        if item.folder == path.parent.name:
+            for index, entry in enumerate(item.files):
+                if entry.name == path.name:
+                    return manifest, item, index
+    return None
+
+
+def _describe_file(path: Path, *, verify: bool, to_npy: Path | None, dtype_name: str | None,
+                   shape_text: str | None, force: bool) -> BinInfoReport:
+    listed = None if (dtype_name and shape_text) else _listed(path)
+    verified = 0
+    if listed is not None:
+        manifest, item, index = listed
+        verify_file(manifest, item, index, sha=verify)
+        verified = 1 if verify else 0
+        spec, rows, origin = item.spec, item.files[index].rows, f"listed in {manifest.path}"
+    else:
+        if not dtype_name or not shape_text:
+            raise BinFileError(f"{path}: no dataset.json lists this file, so its dtype and shape are unknown",
+                               hint="pass --dtype and --shape (e.g. --dtype float32 --shape 1,224,224,3)")
+        shape = parse_shape(shape_text, what="--shape")
+        if any(d is None for d in shape):
+            raise ShapeError(f"--shape {shape_text}: every dim must be known, found {format_shape(shape)}")
+        spec = TensorSpec(name=path.name, dtype=dtype(dtype_name).name, shape=shape)
+        rows = spec.static_shape()[0] if shape else 1
+        origin = "as given by --dtype/--shape"
+        if verify:
+            raise BinFileError(f"--verify: {path} is in no dataset.json, so there is no sha256 to check it against "
+                               f"(its size was checked: {spec.nbytes()} bytes for "
+                               f"{format_shape(spec.shape)} {spec.dtype})")
+    array = read_bin(path, spec)
+    data = array[:rows] if array.ndim else array
+    exported: list[Path] = []
+    if to_npy is not None:
+        _refuse_existing(to_npy, force)
+        _save_npy(to_npy, np.ascontiguousarray(data))
+        exported.append(to_npy)
+    stats = _with_shape(tensor_stats(data), spec.static_shape())
+    padding = math.prod(spec.static_shape()[:1]) - rows if spec.shape else 0
+    label = f"{path.name} ({rows} rows, {padding} padding)" if padding else path.name
+    return BinInfoReport(title=f"{path}: {spec.dtype} {format_shape(spec.shape)}, {origin}",
+                         rows=(InfoRow(label=label, stats=stats),), verified=verified, exported=tuple(exported))
+
+
+def describe_path(path: Path, *, verify: bool = False, to_npy: Path | None = None, dtype_name: str | None = None,
+                  shape_text: str | None = None, per_file: bool = False, force: bool = False) -> BinInfoReport:
+    """A .bin file or a dataset folder: stats per input (or per file), re-checked and exported on request."""
+    path = Path(path)
+    if path.is_dir():
+        return _describe_dataset(path, verify=verify, to_npy=to_npy, per_file=per_file, force=force)
+    if path.is_file():
+        return _describe_file(path, verify=verify, to_npy=to_npy, dtype_name=dtype_name, shape_text=shape_text,
+                              force=force)
+    raise InferError(f"{path}: no such file or folder")

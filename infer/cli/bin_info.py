@@ -1,0 +1,51 @@
+"""`infer bin-info`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from infer.cli.console import out, print_json
+
+
+def _number(value: float | None) -> str:
+    return "-" if value is None else f"{value:.6g}"
+
+
+def bin_info(
+    path: Path = typer.Argument(..., help="A .bin file or a dump-bin dataset folder."),
+    verify: bool = typer.Option(False, "--verify", help="Re-check every file's sha256 and size."),
+    to_npy: Path | None = typer.Option(None, "--to-npy", help="Export: one .npy (a file) or a folder of them."),
+    dtype_name: str | None = typer.Option(None, "--dtype", help="For a bare .bin with no dataset.json."),
+    shape: str | None = typer.Option(None, "--shape", help="For a bare .bin: e.g. 1,224,224,3."),
+    per_file: bool = typer.Option(False, "--per-file", help="One line per file, not one per input."),
+    force: bool = typer.Option(False, "--force", help="Overwrite what --to-npy names."),
+    as_json: bool = typer.Option(False, "--json", help="Print the findings as JSON."),
+) -> None:
+    """Show a .bin file or a dataset: shape, dtype, min/max/mean, NaN and inf counts; --verify re-checks
+    every sha256 and size; --to-npy exports (padding rows dropped)."""
+    from infer.bininfo import describe_path
+
+    report = describe_path(path, verify=verify, to_npy=to_npy, dtype_name=dtype_name, shape_text=shape,
+                           per_file=per_file, force=force)
+    if as_json:
+        print_json(report.to_json())
+        return
+    console = out()
+
+    def line(text: str) -> None:
+        console.print(text, markup=False)
+
+    line(report.title)
+    for row in report.rows:
+        stats = row.stats
+        flags = ""
+        if stats.nan or stats.inf:
+            flags = f"  !! {stats.nan} NaN, {stats.inf} inf"
+        line(f"  {row.label}  {stats.dtype}{list(stats.shape)}  min {_number(stats.min)}  max {_number(stats.max)}"
+             f"  mean {_number(stats.mean)}  nan {stats.nan}  inf {stats.inf}{flags}")
+    if report.verified:
+        line(f"verified: {report.verified} file(s), sizes and sha256 match the manifest")
+    for written in report.exported:
+        line(f"exported {written}")

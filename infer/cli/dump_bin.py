@@ -1,0 +1,97 @@
+"""`infer dump-bin`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from binio.errors import InferError
+from infer.cli.console import err, out, print_json
+
+
+def _pairs(items: list[str]) -> list[tuple[str, str]]:
+    pairs: list[tuple[str, str]] = []
+    for item in items:
+        name, sep, source = item.partition("=")
+        if not sep or not name or not source:
+            raise InferError(f"--input {item}: expected NAME=SOURCE (e.g. --input images:0=data.npy)")
+        pairs.append((name, source))
+    return pairs
+
+
+def _floats(text: str | None, option: str, default: tuple[float, ...]) -> tuple[float, ...]:
+    if text is None:
+        return default
+    try:
+        return tuple(float(v) for v in text.replace(" ", "").split(","))
+    except ValueError:
+        raise InferError(f"{option} {text}: expected numbers separated by commas (e.g. 123.7,116.3,103.5)") from None
+
+
+def dump_bin(
+    source: str | None = typer.Argument(None, help="The source for a single-input model (or an .npz for all)."),
+    model: Path = typer.Option(..., "--model", "-m", help="The model.json the bins are for."),
+    output: Path = typer.Option(..., "--output", "-o", help="The dataset folder to write."),
+    inputs: list[str] = typer.Option([], "--input", "-i", help="NAME=SOURCE, once per model input."),
+    dtype_name: str | None = typer.Option(None, "--dtype", help="Refused unless it is the model's input dtype."),
+    batch: int | None = typer.Option(None, "--batch", help="Needed only when the model's batch is dynamic."),
+    layout: str | None = typer.Option(None, "--layout", help="NHWC or NCHW, for images (default: the model's)."),
+    resize: int | None = typer.Option(None, "--resize", help="Images: shorter side before the centre crop."),
+    color: str = typer.Option("RGB", "--color", help="Images: RGB or BGR channel order."),
+    scale: float = typer.Option(1.0, "--scale", help="Images: pixels are multiplied by this first (e.g. 0.00392)."),
+    mean: str | None = typer.Option(None, "--mean", help="Images: subtracted after --scale, one or per channel."),
+    std: str | None = typer.Option(None, "--std", help="Images: divided by after --mean, one or per channel."),
+    samples: int | None = typer.Option(None, "--samples", help="Only the first N samples (generators: how many)."),
+    workers: int = typer.Option(1, "--workers", help="Image decoding processes."),
+    allow_lossy: bool = typer.Option(False, "--allow-lossy", help="Write values the cast loses (overflow, NaN...)."),
+    force: bool = typer.Option(False, "--force", help="Overwrite OUTPUT; files whose sha256 matches are kept."),
+    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+) -> None:
+    """Write a dataset (.npy, .npz, image folder, .bin folder, const:V, random:SEED) as .bin files in the dtype
+    the model takes, one folder per input, one zero-padded file per batch, with dataset.json beside them."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+    from infer.contract import load_contract
+    from infer.dump import DumpOptions, dump_bins
+    from infer.sources.open import ImageOptions
+
+    if color.upper() not in ("RGB", "BGR"):
+        raise InferError(f"--color {color}: expected RGB or BGR")
+    contract = load_contract(model)
+    contract.check_pb_unchanged()
+    pairs = _pairs(inputs)
+    if source is not None:
+        pairs.insert(0, ("", source))
+    if not pairs:
+        raise InferError("no source: give SOURCE or --input NAME=SOURCE",
+                         hint="e.g. infer dump-bin -m model.json -o bins data.npy")
+    options = DumpOptions(
+        output=output, sources=tuple(pairs), dtype=dtype_name, batch=batch, layout=layout,
+        image=ImageOptions(resize=resize, color=color.upper(), scale=scale, mean=_floats(mean, "--mean", (0.0,)),
+                           std=_floats(std, "--std", (1.0,))),
+        samples=samples, allow_lossy=allow_lossy, force=force, workers=workers,
+    )
+    console = err()
+    with Progress("dump-bin", BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), console=console,
+                  transient=True, disable=not console.is_terminal) as bar:
+        task = bar.add_task("batches", total=None)
+        result = dump_bins(contract, options, progress=lambda done, total: bar.update(task, completed=done,
+                                                                                      total=total))
+    manifest = result.manifest
+    if as_json:
+        print_json({**manifest.to_json(), "root": str(manifest.root), "written": result.files_written,
+                    "kept": result.files_kept, "cast": {i.tensor: i.cast.to_json() for i in result.inputs}})
+        return
+    write = out()
+    kept = f", {result.files_kept} kept (sha256 matched)" if result.files_kept else ""
+    write.print(f"wrote {manifest.file_count} batch file(s) of {manifest.batch} per input: {manifest.samples} "
+                f"samples, {manifest.padding} padding row(s), to {manifest.root}{kept}", markup=False)
+    for item in result.inputs:
+        cast = item.cast
+        change = (f"cast {cast.source_dtype} -> {cast.target_dtype}, largest error {cast.max_error:g}"
+                  if cast.source_dtype != cast.target_dtype else f"no cast (already {cast.target_dtype})")
+        write.print(f"  {item.tensor}  {item.dtype}{list(item.shape)}  {item.folder}/  <- {item.source}  ({change})",
+                    markup=False)
+        if cast.lossy:
+            write.print(f"  !! {item.tensor}: {cast.describe_loss()} written (--allow-lossy)", markup=False)

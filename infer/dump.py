@@ -1,0 +1,367 @@
+"""dump-bin: a dataset to ``BINS/<input>/NNNNNN.bin`` + ``BINS/dataset.json``, in the dtype the model takes.
+
+The dtype is the model's (the converted one's once ``convert`` has run), never whatever the array happened to
+be: the commonest cause of a "wrong" om is a float32 or float64 ``tofile()`` fed to a float16 input.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import hashlib
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from binio.atomic import atomic_path
+from binio.batching import BatchSlot, padded_buffer, plan_batches
+from binio.binfile import sha256_file
+from binio.cast import CastReport, checked_cast_into
+from binio.dtypes import dtype
+from binio.errors import DtypeError, InferError, OutputExistsError, ShapeError
+from binio.manifest import MANIFEST_NAME, BinEntry, DatasetManifest, InputManifest, bin_file_name, safe_folder_name
+from binio.spec import LAYOUTS, TensorSpec, format_shape
+from infer.contract import ModelContract
+from infer.sources.arrays import SourceError
+from infer.sources.base import SampleSource
+from infer.sources.open import ImageOptions, open_source
+
+Progress = Callable[[int, int], None]  # (batches written, batches in all)
+_WRITES_IN_FLIGHT = 2  # batches being hashed and written while the next one is read and cast
+
+
+class LossyCastError(InferError):
+    """Values that do not survive the cast to the model's dtype, refused without --allow-lossy."""
+
+
+@dataclass(frozen=True)
+class DumpOptions:
+    output: Path
+    sources: tuple[tuple[str, str], ...]  # (input name, source); an empty name is the lone SOURCE argument
+    dtype: str | None = None  # what the user asked for; must equal the model's
+    batch: int | None = None
+    layout: str | None = None  # NHWC | NCHW, for image sources of a model whose layout is not recorded
+    image: ImageOptions = field(default_factory=ImageOptions)
+    samples: int | None = None  # the first N samples only; and how many a generator-only dataset has
+    allow_lossy: bool = False
+    force: bool = False
+    workers: int = 1  # image decoding processes
+
+
+@dataclass(frozen=True)
+class InputDump:
+    """What was written for one input, and what the cast to its dtype did."""
+
+    tensor: str
+    folder: str
+    dtype: str
+    shape: tuple[int, ...]
+    source: str
+    cast: CastReport
+
+
+@dataclass(frozen=True)
+class DumpResult:
+    manifest: DatasetManifest
+    inputs: tuple[InputDump, ...]
+    files_written: int  # per-input files written in this run
+    files_kept: int  # files already there whose sha256 matched (a resumed run)
+
+    @property
+    def lossy(self) -> int:
+        return sum(i.cast.lossy for i in self.inputs)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    spec: TensorSpec
+    folder: str
+    layout: str
+    source_text: str
+
+
+def model_sha256(contract: ModelContract) -> str:
+    """The model the bins are made for: the converted one once there is one, else the frozen pb."""
+    return contract.converted.sha256 if contract.converted else contract.pb_sha256
+
+
+def _check_dtype(contract: ModelContract, spec: TensorSpec, asked: str | None) -> None:
+    if asked is None:
+        return
+    wanted = dtype(asked).name
+    if wanted == spec.dtype:
+        return
+    which = "converted model's" if contract.converted else "model's"
+    message = f"--dtype {wanted} differs from the {which} input {spec.name}, which takes {spec.dtype}"
+    if wanted == "float16" and spec.dtype == "float32":
+        hint = (f"bins must be what the model takes: for float16 there, convert with "
+                f"`infer convert {contract.path} --input-fp16-nodes {spec.node}` (the converted model then takes "
+                f"float16), or drop --dtype")
+    else:
+        hint = f"drop --dtype: bins are written in the model's own dtype ({spec.dtype})"
+    raise DtypeError(message, hint=hint)
+
+
+def _model_batch(specs: tuple[TensorSpec, ...], asked: int | None) -> int:
+    batches = {s.shape[0] if s.shape else None for s in specs}
+    for spec in specs:
+        if not spec.shape:
+            raise ShapeError(f"input {spec.name}: a scalar input has no batch dimension to write bins for")
+        if any(d is None for d in spec.shape[1:]):
+            raise ShapeError(f"input {spec.name}: shape {format_shape(spec.shape)} has unknown dims besides the "
+                             f"batch", hint="re-freeze with a fixed shape (infer freeze --input NAME:SHAPE)")
+    static = {b for b in batches if b is not None}
+    if len(static) > 1:
+        raise ShapeError("the model's inputs disagree on the batch: "
+                         + ", ".join(f"{s.name} {format_shape(s.shape)}" for s in specs))
+    if static:
+        (model_batch,) = static
+        if asked is not None and asked != model_batch:
+            raise ShapeError(f"--batch {asked} differs from the model's batch {model_batch} "
+                             f"(input {specs[0].name} has shape {format_shape(specs[0].shape)})",
+                             hint="drop --batch, or re-freeze the model for that batch")
+        return int(model_batch)
+    if asked is None:
+        raise ShapeError(f"input {specs[0].name}: the batch dimension is dynamic "
+                         f"{format_shape(specs[0].shape)}: pass --batch N")
+    if asked < 1:
+        raise ShapeError(f"--batch {asked}: expected 1 or more")
+    return asked
+
+
+def _layout(spec: TensorSpec, asked: str | None) -> str:
+    if asked is None:
+        return spec.layout if spec.layout in ("NHWC", "NCHW") else "NHWC"
+    layout = asked.upper()
+    if layout not in ("NHWC", "NCHW"):
+        raise ShapeError(f"--layout {asked}: expected NHWC or NCHW")
+    if spec.layout in ("NHWC", "NCHW") and spec.layout != layout:
+        raise ShapeError(f"--layout {layout} differs from the model's input {spec.name}, which is {spec.layout}")
+    return layout
+
+
+def _assign_sources(specs: tuple[TensorSpec, ...], sources: tuple[tuple[str, str], ...]) -> dict[str, str]:
+    """Input tensor name -> source text, from ``--input NAME=SOURCE`` pairs and the lone SOURCE."""
+    assigned: dict[str, str] = {}
+    lone: str | None = None
+    for name, text in sources:
+        if not name:
+            if lone is not None:
+                raise SourceError(f"two unnamed sources ({lone}, {text}): name them with --input NAME=SOURCE")
+            lone = text
+            continue
+        spec = next((s for s in specs if name in (s.name, s.node, safe_folder_name(s.name))), None)
+        if spec is None:
+            raise SourceError(f"--input {name}={text}: the model has no input {name!r}; its inputs are: "
+                              + ", ".join(s.name for s in specs))
+        if spec.name in assigned:
+            raise SourceError(f"--input {name}: given twice ({assigned[spec.name]}, {text})")
+        assigned[spec.name] = text
+    if lone is not None:
+        rest = [s for s in specs if s.name not in assigned]
+        shared = lone.lower().endswith(".npz") or (Path(lone).is_dir() and (Path(lone) / MANIFEST_NAME).is_file())
+        if len(rest) > 1 and not shared:
+            raise SourceError(f"{lone}: the model has {len(specs)} inputs ({', '.join(s.name for s in specs)}); "
+                              f"name a source for each with --input NAME=SOURCE",
+                              hint="a lone .npz (keys named after the inputs) or dump-bin dataset feeds them all")
+        for spec in rest:
+            assigned[spec.name] = lone
+    missing = [s.name for s in specs if s.name not in assigned]
+    if missing:
+        raise SourceError(f"no source for input {', '.join(missing)}: pass --input NAME=SOURCE for each input")
+    return assigned
+
+
+def _check_output(output: Path, force: bool) -> bool:
+    """True when this run creates the folder (and so removes it on failure)."""
+    if output.exists() and not output.is_dir():
+        raise OutputExistsError(f"{output}: exists and is not a folder")
+    if output.is_dir() and any(output.iterdir()):
+        if not force:
+            raise OutputExistsError(f"{output}: exists already",
+                                    hint="pass --force to overwrite it (files whose sha256 matches are kept)")
+        return False
+    return not output.exists()
+
+
+def _write_payload(tmp: Path, buffer: np.ndarray) -> None:
+    with open(tmp, "wb") as handle:
+        handle.write(buffer.data.cast("B"))
+
+
+def _write_batch(path: Path, buffer: np.ndarray) -> tuple[str, bool]:
+    """Writes `buffer` to `path` atomically unless the same bytes are there: (sha256, written)."""
+    digest = hashlib.sha256(buffer.data.cast("B")).hexdigest()
+    if path.is_file() and path.stat().st_size == buffer.nbytes and sha256_file(path) == digest:
+        return digest, False
+    with atomic_path(path) as tmp:
+        _write_payload(tmp, buffer)
+    return digest, True
+
+
+def _open_sources(contract: ModelContract, options: DumpOptions, plans: list[_Plan]) -> list[SampleSource]:
+    opened: list[SampleSource] = []
+    try:
+        for plan in plans:
+            source = open_source(
+                plan.source_text, tensor=plan.spec.name, sample_shape=plan.spec.static_shape()[1:],
+                dtype_name=plan.spec.dtype, layout=plan.layout, single_input=len(plans) == 1,
+                image_options=options.image, workers=options.workers,
+            )
+            opened.append(source)
+            expected = plan.spec.static_shape()[1:]
+            if tuple(source.sample_shape) != expected:
+                raise ShapeError(
+                    f"{source.description}: samples of shape {format_shape(source.sample_shape)} for input "
+                    f"{plan.spec.name}, but the model takes {format_shape(expected)} per sample "
+                    f"(batch shape {format_shape(plan.spec.shape)})"
+                )
+    except BaseException:
+        for source in opened:
+            source.close()
+        raise
+    return opened
+
+
+def _sample_count(plans: list[_Plan], sources: list[SampleSource], asked: int | None, batch: int) -> int:
+    counts = [(p, s) for p, s in zip(plans, sources, strict=True) if s.samples is not None]
+    distinct = {s.samples for _, s in counts}
+    if len(distinct) > 1:
+        raise ShapeError("inputs differ in sample count: "
+                         + ", ".join(f"{p.spec.name} has {s.samples} ({s.description})" for p, s in counts),
+                         hint="every input needs one sample per sample of the others")
+    available = counts[0][1].samples if counts else None
+    if asked is not None:
+        if asked < 1:
+            raise ShapeError(f"--samples {asked}: expected 1 or more")
+        if available is not None and asked > available:
+            raise ShapeError(f"--samples {asked}: the sources hold only {available}")
+        return asked
+    if available is None:
+        return batch  # generators only: one batch, a smoke run
+    if available == 0:
+        raise ShapeError(f"{counts[0][1].description}: holds no samples")
+    return int(available)
+
+
+def _remove_stale(output: Path, plans: list[_Plan], files: int) -> None:
+    """Bins of an earlier, longer dump that this one does not list: msame would read them as inputs."""
+    keep = {bin_file_name(i) for i in range(files)}
+    for plan in plans:
+        for path in (output / plan.folder).glob("*.bin"):
+            if path.name not in keep:
+                path.unlink()
+
+
+def dump_bins(contract: ModelContract, options: DumpOptions, progress: Progress | None = None) -> DumpResult:
+    """Writes every input's samples as batch files in the model's dtype, with the manifest last."""
+    specs = contract.model_inputs
+    for spec in specs:
+        _check_dtype(contract, spec, options.dtype)
+    if options.workers < 1:
+        raise InferError(f"--workers {options.workers}: expected 1 or more")
+    batch = _model_batch(specs, options.batch)
+    assigned = _assign_sources(specs, options.sources)
+    folders = [safe_folder_name(s.name) for s in specs]
+    if len(set(folders)) != len(folders):
+        folders = [f"{i:02d}_{name}" for i, name in enumerate(folders)]
+    plans = [_Plan(spec=spec, folder=folder, layout=_layout(spec, options.layout), source_text=assigned[spec.name])
+             for spec, folder in zip(specs, folders, strict=True)]
+    output = Path(options.output)
+    for plan in plans:
+        source_path = Path(plan.source_text)
+        if source_path.is_dir() and output.resolve() in (source_path.resolve(), *source_path.resolve().parents):
+            raise SourceError(f"{plan.source_text}: the source lies inside the output folder {output}",
+                              hint="write the re-batched bins to another folder")
+    created = _check_output(output, options.force)
+    sources = _open_sources(contract, options, plans)
+    try:
+        samples = _sample_count(plans, sources, options.samples, batch)
+        slots = plan_batches(samples, batch)
+        try:
+            (output / MANIFEST_NAME).unlink(missing_ok=True)  # until the new one is written, the folder is no dataset
+            result = _write_all(contract, options, plans, sources, slots, batch, samples, progress)
+        except BaseException as exc:
+            if created and not isinstance(exc, KeyboardInterrupt):
+                shutil.rmtree(output, ignore_errors=True)
+            raise
+    finally:
+        for source in sources:
+            source.close()
+    return result
+
+
+def _write_all(contract: ModelContract, options: DumpOptions, plans: list[_Plan], sources: list[SampleSource],
+               slots: tuple[BatchSlot, ...], batch: int, samples: int, progress: Progress | None) -> DumpResult:
+    output = Path(options.output)
+    reports = [CastReport(source_dtype="", target_dtype=p.spec.dtype) for p in plans]
+    entries: list[list[BinEntry]] = [[] for _ in plans]
+    pending: list[tuple[int, int, concurrent.futures.Future[tuple[str, bool]]]] = []
+    written = kept = 0
+
+    def settle(upto: int) -> None:
+        nonlocal written, kept
+        while len(pending) > upto:
+            index, slot_index, future = pending.pop(0)
+            digest, fresh = future.result()
+            entries[index].append(BinEntry(name=bin_file_name(slot_index), sha256=digest,
+                                           rows=slots[slot_index].rows))
+            written, kept = written + fresh, kept + (not fresh)
+            if progress is not None and index == len(plans) - 1:
+                progress(slot_index + 1, len(slots))
+
+    for plan in plans:
+        (output / plan.folder).mkdir(parents=True, exist_ok=True)
+    if progress is not None:
+        progress(0, len(slots))
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="dump-bin-writer") as writer:
+        try:
+            for slot in slots:
+                for index, (plan, source) in enumerate(zip(plans, sources, strict=True)):
+                    rows = source.read(slot.start, slot.stop)
+                    buffer = padded_buffer(batch, plan.spec.static_shape()[1:], plan.spec.dt.np_dtype)
+                    report = checked_cast_into(buffer[: slot.rows], rows)
+                    if report.lossy and not options.allow_lossy:
+                        raise _lossy(plan, slot, report)
+                    reports[index] = reports[index].merge(report)
+                    path = output / plan.folder / bin_file_name(slot.index)
+                    settle(_WRITES_IN_FLIGHT * len(plans))
+                    pending.append((index, slot.index, writer.submit(_write_batch, path, buffer)))
+            settle(0)
+        except BaseException:
+            for _, _, future in pending:
+                future.cancel()
+            raise
+    _remove_stale(output, plans, len(slots))
+    inputs = tuple(
+        InputManifest(
+            tensor=plan.spec.name, folder=plan.folder, dtype=plan.spec.dtype,
+            shape=plan.spec.static_shape(), layout=_manifest_layout(plan, source), files=tuple(entries[i]),
+            source=source.description,
+            preprocessing={**source.preprocessing, "padding": "zeros", "cast": reports[i].to_json()},
+        )
+        for i, (plan, source) in enumerate(zip(plans, sources, strict=True))
+    )
+    manifest = DatasetManifest(root=output, batch=batch, samples=samples, inputs=inputs,
+                               model_sha256=model_sha256(contract), created_by="infer dump-bin").save()
+    dumps = tuple(InputDump(tensor=i.tensor, folder=i.folder, dtype=i.dtype, shape=i.shape, source=i.source,
+                            cast=reports[n]) for n, i in enumerate(inputs))
+    return DumpResult(manifest=manifest, inputs=dumps, files_written=written, files_kept=kept)
+
+
+def _manifest_layout(plan: _Plan, source: SampleSource) -> str:
+    if plan.spec.layout in LAYOUTS and plan.spec.layout != "ND":
+        return plan.spec.layout
+    return plan.layout if "layout" in source.preprocessing else plan.spec.layout
+
+
+def _lossy(plan: _Plan, slot: BatchSlot, report: CastReport) -> LossyCastError:
+    return LossyCastError(
+        f"input {plan.spec.name}: {report.describe_loss()} casting {report.source_dtype} to "
+        f"{report.target_dtype} in {plan.folder}/{bin_file_name(slot.index)} (samples {slot.start}..{slot.stop - 1})",
+        hint=f"pass --allow-lossy to write them anyway (largest finite cast error {report.max_error:g}), "
+             f"or fix the source values",
+    )
+

@@ -1,0 +1,139 @@
+"""``.npy`` (memory-mapped, so a dataset larger than memory streams) and ``.npz`` sources; pickles refused."""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from binio.dtypes import from_numpy
+from binio.errors import InferError
+from binio.manifest import safe_folder_name
+from binio.spec import node_name
+
+
+class SourceError(InferError):
+    """A dataset source that cannot be read as the samples of a model input."""
+
+
+def _checked_array(path: Path, array: np.ndarray, what: str) -> np.ndarray:
+    if array.ndim == 0:
+        raise SourceError(f"{what}: a scalar, expected an array of samples (samples first)")
+    from_numpy_or_refuse(array.dtype, what)
+    return array
+
+
+def from_numpy_or_refuse(value: np.dtype, what: str) -> None:
+    try:
+        from_numpy(value)
+    except InferError:
+        raise SourceError(f"{what}: dtype {value} is not a tensor dtype (numbers or bool expected)") from None
+
+
+def _pickle_refused(what: str) -> SourceError:
+    return SourceError(f"{what}: holds pickled Python objects, which are never loaded (allow_pickle=False)",
+                       hint="save the samples as a plain numeric array (np.save(path, np.asarray(x, 'float32')))")
+
+
+class NpySource:
+    """A ``.npy`` file, memory-mapped: rows are read from disk as batches are written."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        try:
+            array = np.load(path, mmap_mode="r", allow_pickle=False)
+        except ValueError as exc:
+            if "allow_pickle" in str(exc) or "object" in str(exc).lower():
+                raise _pickle_refused(str(path)) from None
+            raise SourceError(f"{path}: not a readable .npy file ({exc})") from None
+        except OSError as exc:
+            raise SourceError(f"{path}: cannot read ({exc.strerror or exc})") from None
+        self.array = _checked_array(path, array, str(path))
+
+    @property
+    def samples(self) -> int | None:
+        return int(self.array.shape[0])
+
+    @property
+    def sample_shape(self) -> tuple[int, ...]:
+        return tuple(int(d) for d in self.array.shape[1:])
+
+    @property
+    def description(self) -> str:
+        return str(self.path)
+
+    @property
+    def preprocessing(self) -> dict[str, Any]:
+        return {}
+
+    def read(self, start: int, stop: int) -> np.ndarray:
+        return self.array[start:stop]
+
+    def close(self) -> None:
+        mapped = getattr(self.array, "_mmap", None)
+        del self.array
+        if mapped is not None:
+            mapped.close()
+
+
+def npz_key_for(keys: list[str], tensor: str) -> str | None:
+    """The npz key that names `tensor`: its tensor name, node name or folder name (np.savez cannot store ``:``)."""
+    candidates = (tensor, node_name(tensor), safe_folder_name(tensor), node_name(tensor).replace("/", "_"))
+    for candidate in candidates:
+        if candidate in keys:
+            return candidate
+    return None
+
+
+class NpzSource:
+    """One array of a ``.npz``, the key matched to the input's name. Loaded whole (npz members are zipped)."""
+
+    def __init__(self, path: Path, tensor: str, *, single_input: bool) -> None:
+        self.path = path
+        try:
+            archive = np.load(path, allow_pickle=False)
+        except (ValueError, OSError, zipfile.BadZipFile) as exc:
+            raise SourceError(f"{path}: not a readable .npz file ({exc})") from None
+        with archive:
+            keys = list(archive.files)
+            key = npz_key_for(keys, tensor)
+            if key is None and single_input and len(keys) == 1:
+                key = keys[0]
+            if key is None:
+                raise SourceError(
+                    f"{path}: no array for input {tensor} (looked for {node_name(tensor)!r}); "
+                    f"its keys are: {', '.join(keys) or 'none'}",
+                    hint=f"name the array {node_name(tensor)!r} in np.savez, or pass --input {tensor}=FILE.npy",
+                )
+            self.key = key
+            try:
+                array = archive[key]
+            except ValueError as exc:
+                if "allow_pickle" in str(exc):
+                    raise _pickle_refused(f"{path}[{key}]") from None
+                raise SourceError(f"{path}[{key}]: cannot read ({exc})") from None
+        self.array = _checked_array(path, array, f"{path}[{key}]")
+
+    @property
+    def samples(self) -> int | None:
+        return int(self.array.shape[0])
+
+    @property
+    def sample_shape(self) -> tuple[int, ...]:
+        return tuple(int(d) for d in self.array.shape[1:])
+
+    @property
+    def description(self) -> str:
+        return f"{self.path}[{self.key}]"
+
+    @property
+    def preprocessing(self) -> dict[str, Any]:
+        return {}
+
+    def read(self, start: int, stop: int) -> np.ndarray:
+        return self.array[start:stop]
+
+    def close(self) -> None:
+        pass

@@ -1,0 +1,173 @@
+"""A folder of images (JPEG, PNG, BMP) as samples: decoded, resized, centre-cropped and normalised.
+
+Files are taken in sorted order of their path under the folder (recorded in the manifest), so a re-run, another
+machine or the compare report sees the same sample at the same index. Decoding can run in worker processes
+(``--workers``): Pillow holds the GIL while it decodes, so threads would not help.
+"""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from infer.sources.arrays import SourceError
+
+IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp")
+_TASK_FILES = 4  # images per task sent to a worker: enough to amortise the pickling of the result
+_TASKS_AHEAD = 4  # tasks in flight per worker: keeps workers busy while memory stays a few batches
+
+
+@dataclass(frozen=True)
+class ImagePreprocessing:
+    """How an image becomes a sample: ``(pixel * scale - mean) / std`` after resize and centre crop."""
+
+    height: int
+    width: int
+    channels: int = 3  # 1 = grayscale
+    resize: int | None = None  # shorter side before the crop; None = just large enough for the crop
+    color: str = "RGB"  # RGB | BGR
+    scale: float = 1.0
+    mean: tuple[float, ...] = (0.0,)
+    std: tuple[float, ...] = (1.0,)
+    layout: str = "NHWC"  # NHWC | NCHW
+
+    @property
+    def sample_shape(self) -> tuple[int, ...]:
+        if self.layout == "NCHW":
+            return (self.channels, self.height, self.width)
+        return (self.height, self.width, self.channels)
+
+    def to_json(self) -> dict[str, Any]:
+        found = asdict(self)
+        found["resize"] = self.resize or max(self.height, self.width)
+        found["mean"] = list(self.mean)
+        found["std"] = list(self.std)
+        found["crop"] = "centre"
+        found["resample"] = "bilinear"
+        return found
+
+
+def list_images(folder: Path) -> list[Path]:
+    """Every image under `folder`, sorted by relative path: a stable order on every machine."""
+    found = [p for p in folder.rglob("*") if p.suffix.lower() in IMAGE_SUFFIXES and p.is_file()
+             and not any(part.startswith(".") for part in p.relative_to(folder).parts)]
+    return sorted(found, key=lambda p: p.relative_to(folder).as_posix())
+
+
+def decode_image(path: Path, prep: ImagePreprocessing) -> np.ndarray:
+    """One sample, float32, in `prep.layout`; an unreadable or truncated file raises SourceError naming it."""
+    from PIL import Image
+
+    try:
+        with Image.open(path) as opened:
+            opened.load()  # decodes now, so a truncated file fails here and not half-way into an array
+            image = opened.convert("L" if prep.channels == 1 else "RGB")
+    except (OSError, ValueError, SyntaxError) as exc:  # Pillow raises all three for broken files
+        raise SourceError(f"{path}: cannot decode image ({exc})") from None
+    shorter = prep.resize or max(prep.height, prep.width)
+    width, height = image.size
+    factor = shorter / min(width, height)
+    size = (max(prep.width, round(width * factor)), max(prep.height, round(height * factor)))
+    if size != image.size:
+        image = image.resize(size, Image.Resampling.BILINEAR)
+    left = (size[0] - prep.width) // 2
+    top = (size[1] - prep.height) // 2
+    image = image.crop((left, top, left + prep.width, top + prep.height))
+    pixels: np.ndarray = np.asarray(image, dtype=np.float32)
+    if prep.channels == 1:
+        pixels = pixels[:, :, None]
+    elif prep.color == "BGR":
+        pixels = pixels[:, :, ::-1]
+    if prep.scale != 1.0:
+        pixels = pixels * np.float32(prep.scale)
+    if any(m != 0.0 for m in prep.mean):
+        pixels = pixels - np.asarray(prep.mean, dtype=np.float32)
+    if any(s != 1.0 for s in prep.std):
+        pixels = pixels / np.asarray(prep.std, dtype=np.float32)
+    if prep.layout == "NCHW":
+        pixels = pixels.transpose(2, 0, 1)
+    return np.ascontiguousarray(pixels)
+
+
+def _decode_task(paths: list[str], prep: ImagePreprocessing) -> tuple[np.ndarray | None, str | None]:
+    """Runs in a worker: the stacked samples, or the error message (exceptions with hints do not pickle well)."""
+    try:
+        return np.stack([decode_image(Path(p), prep) for p in paths]), None
+    except SourceError as exc:
+        return None, exc.message
+
+
+class ImageFolderSource:
+    """Decoded images, in sorted path order, streamed with a bounded number of images in flight."""
+
+    def __init__(self, folder: Path, prep: ImagePreprocessing, *, workers: int = 1) -> None:
+        self.folder = folder
+        self.prep = prep
+        self.workers = max(1, workers)
+        self.files = list_images(folder)
+        if not self.files:
+            raise SourceError(f"{folder}: no images here (looked for {', '.join(IMAGE_SUFFIXES)})")
+        self._position = 0
+        self._stream: Iterator[np.ndarray] | None = None
+        self._pool: Any = None
+
+    @property
+    def samples(self) -> int | None:
+        return len(self.files)
+
+    @property
+    def sample_shape(self) -> tuple[int, ...]:
+        return self.prep.sample_shape
+
+    @property
+    def description(self) -> str:
+        return str(self.folder)
+
+    @property
+    def preprocessing(self) -> dict[str, Any]:
+        return {**self.prep.to_json(), "order": "sorted by relative path",
+                "files": [p.relative_to(self.folder).as_posix() for p in self.files]}
+
+    def _serial(self) -> Iterator[np.ndarray]:
+        for path in self.files:
+            yield decode_image(path, self.prep)
+
+    def _parallel(self) -> Iterator[np.ndarray]:
+        import multiprocessing
+
+        # spawn, not fork: the parent may hold TensorFlow's or ONNX Runtime's threads, which fork can deadlock.
+        self._pool = multiprocessing.get_context("spawn").Pool(self.workers)
+        names = [str(p) for p in self.files]
+        tasks = [names[i:i + _TASK_FILES] for i in range(0, len(names), _TASK_FILES)]
+        pending: collections.deque[Any] = collections.deque()
+        submitted = 0
+        while submitted < len(tasks) or pending:
+            while submitted < len(tasks) and len(pending) < self.workers * _TASKS_AHEAD:
+                pending.append(self._pool.apply_async(_decode_task, (tasks[submitted], self.prep)))
+                submitted += 1
+            stacked, error = pending.popleft().get()
+            if error is not None:
+                raise SourceError(error)
+            yield from stacked
+
+    def read(self, start: int, stop: int) -> np.ndarray:
+        if start != self._position:
+            raise ValueError(f"image rows are read in order: asked for {start}, next is {self._position}")
+        if self._stream is None:
+            self._stream = self._parallel() if self.workers > 1 and len(self.files) > _TASK_FILES else self._serial()
+        rows = np.empty((stop - start, *self.sample_shape), dtype=np.float32)
+        for offset in range(stop - start):
+            rows[offset] = next(self._stream)
+        self._position = stop
+        return rows
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.terminate()
+            self._pool.join()
+            self._pool = None

@@ -1,0 +1,65 @@
+"""From the text a user typed (a path or a generator) to the source that reads it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from infer.sources.arrays import NpySource, NpzSource, SourceError
+from infer.sources.base import SampleSource
+from infer.sources.bins import BinFolderSource, has_bins
+from infer.sources.generators import GeneratedSource, is_generator
+from infer.sources.images import ImageFolderSource, ImagePreprocessing
+
+
+@dataclass(frozen=True)
+class ImageOptions:
+    """The image preprocessing a user chose; the crop size and channels come from the model's input shape."""
+
+    resize: int | None = None
+    color: str = "RGB"
+    scale: float = 1.0
+    mean: tuple[float, ...] = (0.0,)
+    std: tuple[float, ...] = (1.0,)
+
+
+def image_preprocessing(tensor: str, sample_shape: tuple[int, ...], layout: str,
+                        options: ImageOptions) -> ImagePreprocessing:
+    """The preprocessing that makes images into samples of `sample_shape` (HWC for NHWC, CHW for NCHW)."""
+    if len(sample_shape) != 3:
+        raise SourceError(f"input {tensor}: images need a 4-D input (N,H,W,C or N,C,H,W), "
+                          f"the model's samples have shape {sample_shape}")
+    height, width, channels = sample_shape if layout == "NHWC" else (*sample_shape[1:], sample_shape[0])
+    if channels not in (1, 3):
+        raise SourceError(f"input {tensor}: images give 1 or 3 channels, the model takes {channels} "
+                          f"(layout {layout}, sample shape {sample_shape})", hint="check --layout")
+    for what, values in (("--mean", options.mean), ("--std", options.std)):
+        if len(values) not in (1, channels):
+            raise SourceError(f"{what}: expected 1 or {channels} values, found {len(values)}")
+    if any(s == 0 for s in options.std):
+        raise SourceError("--std: a value is 0, which would divide by zero")
+    return ImagePreprocessing(height=height, width=width, channels=channels, resize=options.resize,
+                              color=options.color, scale=options.scale, mean=options.mean, std=options.std,
+                              layout=layout)
+
+
+def open_source(text: str, *, tensor: str, sample_shape: tuple[int, ...], dtype_name: str, layout: str,
+                single_input: bool, image_options: ImageOptions, workers: int = 1) -> SampleSource:
+    """The source `text` names, for the model input `tensor` (whose samples have `sample_shape`)."""
+    if is_generator(text):
+        return GeneratedSource(text, sample_shape, dtype_name)
+    path = Path(text)
+    if not path.exists():
+        raise SourceError(f"{path}: no such file or folder",
+                          hint="a source is a .npy, .npz, a folder of images or .bin files, const:V or random:SEED")
+    if path.is_dir():
+        if has_bins(path):
+            return BinFolderSource(path, tensor, sample_shape, dtype_name, single_input=single_input)
+        prep = image_preprocessing(tensor, sample_shape, layout, image_options)
+        return ImageFolderSource(path, prep, workers=workers)
+    suffix = path.suffix.lower()
+    if suffix == ".npy":
+        return NpySource(path)
+    if suffix == ".npz":
+        return NpzSource(path, tensor, single_input=single_input)
+    raise SourceError(f"{path}: not a source dump-bin reads (expected .npy, .npz, a folder, const:V or random:SEED)")
