@@ -1,0 +1,115 @@
+"""The runner contract every backend implements, after Polygraphy's BaseRunner.
+
+A runner describes the tensors it takes and returns (`TensorSpec`s, in contract order), is activated once
+(sessions built, tools found), answers `infer(feeds)` any number of times with its outputs in contract order, and is
+deactivated. Subclasses implement the ``*_impl`` methods; this class checks the feeds, so every backend refuses a
+wrong feed with the same message, and times each call.
+"""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from types import TracebackType
+from typing import TypeVar
+
+import numpy as np
+
+from binio.errors import InferError
+from binio.spec import TensorSpec, format_shape
+
+_Runner = TypeVar("_Runner", bound="BaseRunner")
+
+
+class RunnerError(InferError):
+    """A runner that cannot start, or a feed it cannot take."""
+
+
+class BaseRunner(ABC):
+    """One model behind one backend. Use it as a context manager, or call activate() and deactivate()."""
+
+    backend: str = ""
+
+    def __init__(self, inputs: tuple[TensorSpec, ...], outputs: tuple[TensorSpec, ...]) -> None:
+        self._inputs = inputs
+        self._outputs = outputs
+        self.is_active = False
+        self.last_inference_seconds: float | None = None
+
+    @property
+    def inputs(self) -> tuple[TensorSpec, ...]:
+        """What `infer` takes, by name."""
+        return self._inputs
+
+    @property
+    def outputs(self) -> tuple[TensorSpec, ...]:
+        """What `infer` returns, in this order (the contract's output order)."""
+        return self._outputs
+
+    @property
+    def device(self) -> str:
+        """Where it computes, in words (``CPUExecutionProvider``, ``msame device 0``); known once active."""
+        return ""
+
+    def activate(self) -> None:
+        if self.is_active:
+            return
+        self.activate_impl()
+        self.is_active = True
+
+    def deactivate(self) -> None:
+        if not self.is_active:
+            return
+        try:
+            self.deactivate_impl()
+        finally:
+            self.is_active = False
+
+    def infer(self, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+        """The outputs for one batch, in `outputs` order. `feeds` maps every input's tensor name to its array."""
+        if not self.is_active:
+            raise RunnerError(f"{self.backend} runner: infer() before activate(); use it as a context manager")
+        self.check_feeds(feeds)
+        start = time.perf_counter()
+        results = self.infer_impl(feeds)
+        self.last_inference_seconds = time.perf_counter() - start
+        return results
+
+    def check_feeds(self, feeds: Mapping[str, np.ndarray]) -> None:
+        """Every input fed, nothing else, each with the dtype and shape its spec names."""
+        expected = {spec.name for spec in self._inputs}
+        unknown = sorted(set(feeds) - expected)
+        if unknown:
+            raise RunnerError(f"{self.backend} runner: no input named {unknown[0]!r}; inputs are: "
+                              f"{', '.join(sorted(expected))}")
+        for spec in self._inputs:
+            if spec.name not in feeds:
+                raise RunnerError(f"{self.backend} runner: input {spec.name} not fed")
+            array = feeds[spec.name]
+            if np.dtype(array.dtype).newbyteorder("=") != np.dtype(spec.dt.numpy):
+                raise RunnerError(f"{self.backend} runner: input {spec.name}: expected {spec.dtype}, "
+                                  f"got {array.dtype}")
+            if len(array.shape) != len(spec.shape) or any(
+                want is not None and want != got for want, got in zip(spec.shape, array.shape, strict=False)
+            ):
+                raise RunnerError(f"{self.backend} runner: input {spec.name}: expected shape "
+                                  f"{format_shape(spec.shape)}, got {format_shape(array.shape)}")
+
+    @abstractmethod
+    def activate_impl(self) -> None: ...
+
+    @abstractmethod
+    def infer_impl(self, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]: ...
+
+    def deactivate_impl(self) -> None:  # optional hook: most runners have nothing to release
+        return None
+
+    def __enter__(self: _Runner) -> _Runner:
+        self.activate()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        self.deactivate()

@@ -1,0 +1,64 @@
+"""msame: ``msame --model m.om --input dir1,dir2 --output OUT --outfmt BIN [--device D] [--loop N]``.
+
+msame exits 0 on many failures, so success is its ``Execute sample success`` line and no ``[ERROR]`` line,
+whatever the exit code. It writes ``OUT/<timestamp>/<stem>_output_<i>.bin`` with a timestamp in one of two forms
+(`infer.layout` reads both) and prints ``Inference average time: X ms``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+from atc_wrap.process import find_tool, run_tool
+from infer.layout import newest_run_folder
+from infer.runners.tool import ToolRun, ToolRunner, failure_line, timings_from_batches
+
+SUCCESS = "Execute sample success"
+_AVERAGE = re.compile(r"Inference average time\s*:\s*([0-9.]+)\s*ms")
+_SINGLE = re.compile(r"^\s*Inference time\s*:\s*([0-9.]+)\s*ms")
+
+
+def _ascend_dirs() -> list[Path]:
+    """Where msame sits when it was built from the samples but not put on PATH."""
+    home = os.environ.get("ASCEND_TOOLKIT_HOME") or os.environ.get("ASCEND_HOME")
+    return [Path(home) / "tools" / "msame", Path(home) / "tools" / "msame" / "out"] if home else []
+
+
+class MsameRunner(ToolRunner):
+    backend = "msame"
+    tool = "msame"
+
+    def find(self) -> None:
+        found = find_tool("msame", extra_dirs=_ascend_dirs())
+        if found is None:
+            raise self.not_installed("not found on PATH")
+        self.executable = found
+
+    def argv(self, input_dirs: Sequence[Path], out: Path) -> list[str]:
+        argv = [str(self.executable), "--model", str(self.om), "--input", ",".join(str(d) for d in input_dirs),
+                "--output", str(out), "--outfmt", "BIN"]
+        if self.device_id is not None:
+            argv += ["--device", str(self.device_id)]
+        if self.loop > 1:
+            argv += ["--loop", str(self.loop)]
+        return argv
+
+    def run_folders(self, input_dirs: Sequence[Path], stems: Sequence[str], work: Path) -> ToolRun:
+        work.mkdir(parents=True, exist_ok=True)
+        result = run_tool(self.argv(input_dirs, work), timeout=self.timeout)
+        error = failure_line(result)
+        if error is not None:
+            raise self.failed(result, error)
+        if SUCCESS not in result.output:
+            raise self.failed(result, f"no '{SUCCESS}' line; last line: {result.lines[-1] if result.lines else ''}")
+        average = _AVERAGE.search(result.output)
+        singles = [float(m.group(1)) for line in result.lines if (m := _SINGLE.match(line))]
+        folder = newest_run_folder(work)
+        return ToolRun(
+            command=result.argv, folder=folder, seconds=result.seconds,
+            files=self.collect(folder, stems, result, "{stem}_output_{index}.bin"),
+            timings=timings_from_batches(singles, float(average.group(1)) if average else None),
+        )

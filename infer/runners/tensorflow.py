@@ -1,0 +1,75 @@
+"""The frozen pb in a ``tf.compat.v1`` session: the golden reference `compare` measures the converted model against.
+
+Usable on its own: ``with TensorFlowRunner(contract) as runner: runner.infer({"images:0": batch})``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from infer.contract import ModelContract
+from infer.runners.base import BaseRunner, RunnerError
+
+
+class TensorFlowRunner(BaseRunner):
+    """Runs the contract's frozen pb with its own (frozen-side) input and output specs."""
+
+    backend = "tf"
+
+    def __init__(self, contract: ModelContract, *, threads: int | None = None, check_sha256: bool = True) -> None:
+        super().__init__(contract.inputs, contract.outputs)
+        self.contract = contract
+        self.threads = threads
+        self.check_sha256 = check_sha256
+        self._session: Any = None
+        self._fetches: list[Any] = []
+        self._feed_tensors: dict[str, Any] = {}
+
+    @property
+    def device(self) -> str:
+        return "TensorFlow CPU"
+
+    def activate_impl(self) -> None:
+        if self.check_sha256:
+            self.contract.check_pb_unchanged()
+        import tensorflow as tf
+
+        tf1 = tf.compat.v1
+        graph_def = tf1.GraphDef()
+        try:
+            graph_def.ParseFromString(self.contract.pb_path.read_bytes())
+        except FileNotFoundError:
+            raise RunnerError(f"{self.contract.pb_path}: no such frozen graph") from None
+        except Exception as exc:  # protobuf's DecodeError, kept from the user as one line
+            raise RunnerError(f"{self.contract.pb_path}: not a TensorFlow GraphDef ({exc})") from None
+        graph = tf.Graph()
+        with graph.as_default():
+            tf1.import_graph_def(graph_def, name="")
+
+        def tensor(name: str) -> Any:
+            try:
+                return graph.get_tensor_by_name(name)
+            except (KeyError, ValueError):
+                raise RunnerError(f"{self.contract.pb_path}: no tensor {name} (named in {self.contract.path})",
+                                  hint="re-run infer freeze so the contract matches the pb") from None
+
+        self._feed_tensors = {spec.name: tensor(spec.name) for spec in self.inputs}
+        self._fetches = [tensor(spec.name) for spec in self.outputs]
+        config = tf1.ConfigProto()
+        if self.threads:
+            config.intra_op_parallelism_threads = self.threads
+            config.inter_op_parallelism_threads = self.threads
+        self._session = tf1.Session(graph=graph, config=config)
+
+    def infer_impl(self, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+        feed_dict = {self._feed_tensors[name]: array for name, array in feeds.items()}
+        results = self._session.run(self._fetches, feed_dict=feed_dict)
+        return [np.asarray(result) for result in results]
+
+    def deactivate_impl(self) -> None:
+        if self._session is not None:
+            self._session.close()
+        self._session = None

@@ -1,0 +1,71 @@
+"""A fake ``python3 -m ais_bench``: the real one's layout, summary and log lines, on the ONNX model beside the om.
+
+Writes OUT/<%Y_%m_%d-%H_%M_%S>/<stem>_<i>.bin and OUT/<that folder>_summary.json; FAKE_AIS_BENCH_FAIL=1 makes it
+log an [ERROR] and exit 1, as the real one does on a bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from fake_om import run_om
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(prog="ais_bench")
+    parser.add_argument("--model", required=True)
+    parser.add_argument("--input", default="")
+    parser.add_argument("--output", default="")
+    parser.add_argument("--outfmt", default="BIN")
+    parser.add_argument("--device", type=int, default=0)
+    parser.add_argument("--loop", type=int, default=1)
+    parser.add_argument("--warmup_count", type=int, default=1)
+    args = parser.parse_args()
+    print("[INFO] acl init success")
+    if os.environ.get("FAKE_AIS_BENCH_FAIL") == "1":
+        print("[ERROR] Invalid input: file size is not equal to model input size")
+        return 1
+    om = Path(args.model)
+    print(f"[INFO] load model {om} success")
+    name = datetime.now().strftime("%Y_%m_%d-%H_%M_%S")
+    out = Path(args.output) / name
+    out.mkdir(parents=True, exist_ok=True)
+    dirs = [Path(d) for d in args.input.split(",")]
+    times = []
+    count = 0
+    for stem, outputs in run_om(om, dirs):
+        start = time.perf_counter()
+        for index, array in enumerate(outputs):
+            array.tofile(out / f"{stem}_{index}.bin")
+        times.append((time.perf_counter() - start) * 1000 + 0.25)
+        count += outputs[0].shape[0]
+    stats = np.asarray(times)
+    summary = {
+        "NPU_compute_time": {"min": float(stats.min()), "max": float(stats.max()), "mean": float(stats.mean()),
+                             "median": float(np.median(stats)), "percentile(99%)": float(np.percentile(stats, 99))},
+        "H2D_latency": {"mean": 0.01}, "D2H_latency": {"mean": 0.01},
+        "throughput": 1000.0 * count / float(stats.sum()),
+    }
+    (Path(args.output) / f"{name}_summary.json").write_text(json.dumps(summary))
+    print("[INFO] -----------------Performance Summary------------------")
+    print(f"[INFO] NPU_compute_time (ms): min = {stats.min():.3f}, max = {stats.max():.3f}, "
+          f"mean = {stats.mean():.3f}, median = {np.median(stats):.3f}")
+    print(f"[INFO] throughput 1000*batchsize.mean({outputs[0].shape[0]})/NPU_compute_time.mean: "
+          f"{summary['throughput']:.3f}")
+    print("[INFO] ------------------------------------------------------")
+    print("[INFO] unload model success, model Id is 1")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

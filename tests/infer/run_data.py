@@ -1,0 +1,124 @@
+"""Datasets, converted-model stand-ins and fake Ascend tools for the tests of `infer run` and its runners.
+
+Plain functions, not fixtures, so both tests/infer/test_run.py and tests/infer/runners/ use them.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from binio.binfile import sha256_file, write_bin
+from binio.dtypes import from_numpy
+from binio.manifest import BinEntry, DatasetManifest, InputManifest, bin_file_name, safe_folder_name
+from binio.spec import TensorSpec
+from infer.contract import ConvertedInfo, ModelContract, SourceInfo
+
+FAKES = Path(__file__).resolve().parent.parent / "fakes"
+
+
+def write_dataset(root: Path, batches: dict[str, list[np.ndarray]], *, samples: int | None = None,
+                  layout: str = "ND") -> DatasetManifest:
+    """BINS/<input>/000000.bin ... + dataset.json, written the way dump-bin writes them."""
+    inputs = []
+    batch = next(iter(batches.values()))[0].shape[0]
+    count = len(next(iter(batches.values())))
+    total = samples if samples is not None else batch * count
+    rows = [min(batch, total - i * batch) for i in range(count)]
+    for tensor, arrays in batches.items():
+        folder = safe_folder_name(tensor)
+        entries = []
+        for index, (array, real) in enumerate(zip(arrays, rows, strict=True)):
+            digest = write_bin(root / folder / bin_file_name(index), array)
+            entries.append(BinEntry(name=bin_file_name(index), sha256=digest, rows=real))
+        inputs.append(InputManifest(tensor=tensor, folder=folder, dtype=from_numpy(arrays[0].dtype).name,
+                                    shape=tuple(arrays[0].shape), layout=layout, files=tuple(entries)))
+    return DatasetManifest(root=root, batch=batch, samples=total, inputs=tuple(inputs), created_by="tests").save()
+
+
+def cnn_batches(count: int = 3, *, seed: int = 0, batch: int = 2) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal((batch, 8, 8, 3)).astype(np.float32) for _ in range(count)]
+
+
+def as_om(contract: ModelContract, folder: Path) -> ModelContract:
+    """A copy of an ONNX-converted contract posing as an ATC one: model.om, which the fakes run as model.onnx."""
+    assert contract.converted is not None and contract.converted.target == "onnx"
+    shutil.copytree(contract.folder, folder)
+    onnx_path = folder / contract.converted.path
+    om = folder / "model.om"
+    om.write_bytes(b"fake om: the fake msame and ais_bench run model.onnx beside it\n")
+    if onnx_path.resolve() != om.with_suffix(".onnx").resolve():
+        shutil.copyfile(onnx_path, om.with_suffix(".onnx"))
+    converted = replace(contract.converted, target="om", path="model.om", sha256=sha256_file(om),
+                        soc_version="Ascend310", precision_mode="force_fp32")
+    return replace(contract, path=folder / contract.path.name, converted=converted).save()
+
+
+def two_input_model(folder: Path, target: str) -> ModelContract:
+    """a:0 float32 (2,3) and b:0 float16 (2,3) -> sum:0 = a + b (float32), half:0 = sum as float16.
+
+    Two inputs (msame pairs their files by name) and a float16 output (read with the om's dtype), by onnx.helper.
+    """
+    import onnx
+    from onnx import TensorProto, helper
+
+    folder.mkdir(parents=True, exist_ok=True)
+    graph = helper.make_graph(
+        [helper.make_node("Cast", ["b:0"], ["b_float"], to=TensorProto.FLOAT),
+         helper.make_node("Add", ["a:0", "b_float"], ["sum:0"]),
+         helper.make_node("Cast", ["sum:0"], ["half:0"], to=TensorProto.FLOAT16)],
+        "two_input",
+        [helper.make_tensor_value_info("a:0", TensorProto.FLOAT, [2, 3]),
+         helper.make_tensor_value_info("b:0", TensorProto.FLOAT16, [2, 3])],
+        [helper.make_tensor_value_info("sum:0", TensorProto.FLOAT, [2, 3]),
+         helper.make_tensor_value_info("half:0", TensorProto.FLOAT16, [2, 3])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.save(model, str(folder / "model.onnx"))
+    inputs = (TensorSpec("a:0", "float32", (2, 3)), TensorSpec("b:0", "float16", (2, 3)))
+    outputs = (TensorSpec("sum:0", "float32", (2, 3)), TensorSpec("half:0", "float16", (2, 3)))
+    artefact = folder / ("model.om" if target == "om" else "model.onnx")
+    if target == "om":
+        artefact.write_bytes(b"fake om: the fake msame and ais_bench run model.onnx beside it\n")
+    contract = ModelContract(
+        path=folder / "model.json", pb="model.pb", pb_sha256="",
+        source=SourceInfo(path="onnx.helper", kind="pb", tf_version="", frozen_with_tf=""),
+        inputs=inputs, outputs=outputs,
+        converted=ConvertedInfo(target=target, path=artefact.name, sha256=sha256_file(artefact), inputs=inputs,
+                                outputs=outputs),
+    )
+    return contract.save()
+
+
+def two_input_batches(count: int = 2, *, seed: int = 1) -> dict[str, list[np.ndarray]]:
+    rng = np.random.default_rng(seed)
+    return {"a:0": [rng.standard_normal((2, 3)).astype(np.float32) for _ in range(count)],
+            "b:0": [rng.standard_normal((2, 3)).astype(np.float16) for _ in range(count)]}
+
+
+def use_fake_tools(monkeypatch: pytest.MonkeyPatch) -> None:
+    """msame and `python -m ais_bench` resolve to the fakes; the fakes' `python3` is this interpreter."""
+    path = os.pathsep.join([str(FAKES), str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    monkeypatch.setenv("PATH", path)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(FAKES), os.environ.get("PYTHONPATH")])))
+    monkeypatch.delenv("FAKE_MSAME_FAIL", raising=False)
+    monkeypatch.delenv("FAKE_MSAME_TIMESTAMP", raising=False)
+    monkeypatch.delenv("FAKE_AIS_BENCH_FAIL", raising=False)
+
+
+def hide_tools(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No msame on PATH, no ais_bench importable, no Ascend toolkit: a laptop."""
+    empty = tmp_path / "empty-path"
+    empty.mkdir(exist_ok=True)
+    monkeypatch.setenv("PATH", str(empty))
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    monkeypatch.delenv("ASCEND_TOOLKIT_HOME", raising=False)
+    monkeypatch.delenv("ASCEND_HOME", raising=False)
