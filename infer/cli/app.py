@@ -33,6 +33,9 @@ def _root(
 from infer.cli import doctor as _doctor  # noqa: E402
 
 app.command("doctor")(_doctor.doctor)
+from infer.cli import run as _run  # noqa: E402
+
+app.command("run")(_run.run)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

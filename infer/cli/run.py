@@ -1,0 +1,50 @@
+"""`infer run`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from infer.cli.console import err, out
+
+
+def _ms(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f} ms"
+
+
+def run(
+    model: Path = typer.Argument(..., help="model.json, or an .om/.onnx/.pb next to its model.json."),
+    bins: Path = typer.Option(..., "--input", "-i", help="The dataset folder (dataset.json + one folder per input)."),
+    output: Path = typer.Option(..., "--output", "-o", help="Output root; the run goes into OUT/<timestamp>/."),
+    backend: str | None = typer.Option(None, "--backend", "-b",
+                                       help="onnxrt | tf | msame | ais_bench; default: from what convert made."),
+    device: int | None = typer.Option(None, "--device", help="NPU (msame/ais_bench) or GPU (onnxrt) index."),
+    loop: int = typer.Option(1, "--loop", help="Run each batch this many times; latency is their mean."),
+    warmup: int = typer.Option(0, "--warmup", help="Untimed runs of the first batch before timing starts."),
+    threads: int | None = typer.Option(None, "--threads", help="Intra-op threads (onnxrt, tf)."),
+) -> None:
+    """Run every batch of a dataset through the model: msame or ais_bench for an .om, ONNX Runtime for the
+    stand-in, TensorFlow for the frozen pb. Every bin is checked against the model first. Writes
+    OUT/<timestamp>/<stem>_output_<i>.bin and run.json (latency, throughput, whether the run completed)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from infer.run import RunOptions, run_model
+
+    options = RunOptions(backend=backend, device=device, loop=loop, warmup=warmup, threads=threads)
+    with Progress(TextColumn("running"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                  console=err(), transient=True) as bar:
+        task = bar.add_task("run", total=None)
+
+        def progress(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        result = run_model(model, bins, output, options, progress=progress)
+    record = result.record
+    throughput = "n/a" if record.throughput is None else f"{record.throughput:.1f} samples/s"
+    console = out()
+    console.print(f"{record.backend} ({record.device}): {len(record.stems)} batches of {record.batch}, "
+                  f"{record.samples} samples ({record.padding} padding)", markup=False)
+    console.print(f"latency per batch: mean {_ms(record.latency.mean_ms)}, p50 {_ms(record.latency.p50_ms)}, "
+                  f"p99 {_ms(record.latency.p99_ms)}; throughput {throughput}", markup=False)
+    console.print(f"wrote {result.folder}", markup=False)

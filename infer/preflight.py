@@ -1,0 +1,104 @@
+"""Every bin checked against the model before any backend starts, so a wrong file never reaches msame.
+
+msame checks nothing and ais_bench only byte counts; a float64 bin fed to a float32 input gives garbage, a stray
+file in one input folder shifts the pairing of all the others. Each refusal names the file, what the model
+expects and what was found.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from binio.binfile import check_bin_size
+from binio.errors import InferError
+from binio.manifest import MANIFEST_NAME, DatasetManifest, InputManifest, load_manifest
+from binio.spec import TensorSpec, format_shape
+
+
+class PreflightError(InferError):
+    """Bins that do not fit the model they are about to be fed to."""
+
+
+def _match(manifest: DatasetManifest, spec: TensorSpec) -> InputManifest | None:
+    return next((item for item in manifest.inputs if spec.name == item.tensor or spec.node == item.tensor
+                 or spec.node == item.tensor.rsplit(":", 1)[0]), None)
+
+
+def _check_input(root: Path, item: InputManifest, spec: TensorSpec) -> None:
+    where = root / item.folder
+    if item.dtype != spec.dtype:
+        raise PreflightError(f"{where}: bins are {item.dtype}, the model's input {spec.name} takes {spec.dtype}",
+                             hint=f"re-run infer dump-bin with --dtype {spec.dtype}")
+    if len(item.shape) != len(spec.shape):
+        raise PreflightError(f"{where}: bins have shape {format_shape(item.shape)}, the model's input {spec.name} "
+                             f"takes {format_shape(spec.shape)}")
+    if spec.shape and spec.shape[0] is not None and item.shape[0] != spec.shape[0]:
+        raise PreflightError(f"{where}: bins hold batches of {item.shape[0]}, the model's input {spec.name} takes "
+                             f"batch {spec.shape[0]} {format_shape(spec.shape)}",
+                             hint=f"re-run infer dump-bin with --batch {spec.shape[0]}")
+    if any(want is not None and want != got for want, got in zip(spec.shape, item.shape, strict=True)):
+        raise PreflightError(f"{where}: bins have shape {format_shape(item.shape)}, the model's input {spec.name} "
+                             f"takes {format_shape(spec.shape)}")
+    if not where.is_dir():
+        raise PreflightError(f"{where}: no such folder ({MANIFEST_NAME} lists {len(item.files)} bins of "
+                             f"{item.tensor} in it)")
+    listed = {entry.name for entry in item.files}
+    stray = sorted(p.name for p in where.iterdir() if p.suffix == ".bin" and p.name not in listed)
+    if stray:
+        raise PreflightError(f"{where / stray[0]}: not listed in {root / MANIFEST_NAME} "
+                             "(msame and ais_bench would feed it with the others)",
+                             hint="remove it, or re-run infer dump-bin into an empty folder")
+    fed = spec.with_shape(item.shape)
+    for entry in item.files:
+        check_bin_size(where / entry.name, fed)
+
+
+def _check_aligned(root: Path, manifest: DatasetManifest) -> None:
+    """msame pairs the inputs' files by name: every folder must hold the same names."""
+    first = manifest.inputs[0]
+    names = [entry.name for entry in first.files]
+    for item in manifest.inputs[1:]:
+        other = [entry.name for entry in item.files]
+        if other == names:
+            continue
+        missing = next((n for n in names if n not in other), None)
+        if missing is not None:
+            raise PreflightError(f"{root / item.folder / missing}: missing, while {first.folder}/{missing} exists "
+                                 "(file names must match across input folders)")
+        extra = next((n for n in other if n not in names), None)
+        if extra is not None:
+            raise PreflightError(f"{root / item.folder / extra}: no {first.folder}/{extra} to pair it with "
+                                 "(file names must match across input folders)")
+        raise PreflightError(f"{root / item.folder}: files listed in another order than in {first.folder}/ "
+                             f"(file names must match across input folders)")
+
+
+def preflight(bins: Path, specs: tuple[TensorSpec, ...]) -> DatasetManifest:
+    """The dataset at `bins` after checking each of its files against the model's input `specs`."""
+    bins = Path(bins)
+    if not bins.is_dir():
+        raise PreflightError(f"{bins}: no such folder", hint="infer dump-bin writes one")
+    manifest = load_manifest(bins)
+    model_names = ", ".join(spec.name for spec in specs)
+    for spec in specs:
+        if _match(manifest, spec) is None:
+            held = ", ".join(item.tensor for item in manifest.inputs)
+            raise PreflightError(f"{manifest.path}: no bins for the model's input {spec.name}; it holds {held} "
+                                 f"(bins of another model?)", hint=f"the model's inputs are: {model_names}")
+    for item in manifest.inputs:
+        if not any(_match(manifest, spec) is item for spec in specs):
+            raise PreflightError(f"{manifest.path}: input {item.tensor} is not an input of the model "
+                                 f"(its inputs: {model_names})")
+    if manifest.file_count == 0:
+        raise PreflightError(f"{manifest.path}: lists no bins")
+    _check_aligned(bins, manifest)
+    for spec in specs:
+        _check_input(bins, input_for(manifest, spec), spec)
+    return manifest
+
+
+def input_for(manifest: DatasetManifest, spec: TensorSpec) -> InputManifest:
+    item = _match(manifest, spec)
+    if item is None:  # preflight has refused this already
+        raise PreflightError(f"{manifest.path}: no bins for {spec.name}")
+    return item

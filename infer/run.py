@@ -1,0 +1,300 @@
+"""`infer run`: the bins through one backend, into one layout: ``OUT/<timestamp>/<stem>_output_<i>.bin`` + run.json.
+
+The backend comes from the contract (an .om goes to msame, or ais_bench on request; an ONNX stand-in to ONNX
+Runtime; ``tf`` runs the frozen pb). Every bin is checked before the backend starts. Outputs are written one
+batch at a time under temporary names, and run.json says how far the run got, so an interrupted run leaves
+valid outputs and a record marked incomplete.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+
+from binio.binfile import check_bin_size, read_bin, sha256_file, write_bin
+from binio.dtypes import from_numpy
+from binio.errors import InferError
+from binio.manifest import DatasetManifest
+from binio.spec import TensorSpec
+from infer.contract import ModelContract, load_contract
+from infer.layout import output_file_name, timestamp_folder_name
+from infer.preflight import input_for, preflight
+from infer.run_record import LatencyStats, RunRecord
+from infer.runners.base import BaseRunner, RunnerError
+from infer.runners.tool import ToolRun, ToolRunner, percentile
+
+log = logging.getLogger(__name__)
+
+BACKENDS: tuple[str, ...] = ("onnxrt", "tf", "msame", "ais_bench")
+_BACKENDS_OF_FILE = {".pb": ("tf",), ".onnx": ("onnxrt",), ".om": ("msame", "ais_bench")}
+_DEFAULT_OF_TARGET = {"om": "msame", "onnx": "onnxrt"}
+
+Progress = Callable[[int, int], None]
+
+
+class RunError(InferError):
+    """A model, backend or output folder `infer run` cannot use."""
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    backend: str | None = None  # None: chosen from the contract
+    device: int | None = None
+    loop: int = 1
+    warmup: int = 0
+    threads: int | None = None
+    timeout: float = 3600.0  # for the external tools
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """What `run_model` did: the run folder and its record (also in run.json)."""
+
+    folder: Path
+    record: RunRecord
+
+    def __bool__(self) -> bool:
+        return self.record.completed
+
+
+def resolve_model(model: Path) -> tuple[ModelContract, str | None]:
+    """The contract for MODEL (a model.json, its folder, or an .om/.onnx/.pb beside one) and the file's kind."""
+    model = Path(model)
+    if model.is_dir() or model.suffix == ".json":
+        return load_contract(model), None
+    if model.suffix not in _BACKENDS_OF_FILE:
+        raise RunError(f"{model}: not a model this runs (expected model.json, .om, .onnx or .pb)")
+    if not model.is_file():
+        raise RunError(f"{model}: no such model")
+    beside = model.parent / "model.json"
+    if not beside.is_file():
+        raise RunError(f"{model}: no model.json beside it to say its inputs and outputs",
+                       hint="run infer freeze (and infer convert), which write it")
+    contract = load_contract(beside)
+    described = contract.pb_path if model.suffix == ".pb" else contract.converted_path
+    if described is None or described.resolve() != model.resolve():
+        raise RunError(f"{model}: {beside} describes {described.name if described else 'no converted model'}, "
+                       f"not this file", hint="pass the model.json, or re-run infer convert for this model")
+    return contract, model.suffix
+
+
+def choose_backend(contract: ModelContract, requested: str | None, kind: str | None) -> str:
+    if requested is not None and requested not in BACKENDS:
+        raise RunError(f"--backend {requested}: expected one of {', '.join(BACKENDS)}")
+    if kind is not None:
+        allowed = _BACKENDS_OF_FILE[kind]
+        if requested is not None and requested not in allowed:
+            raise RunError(f"--backend {requested} cannot run a {kind} file (it takes {' or '.join(allowed)})",
+                           hint="pass the model.json to pick the backend freely")
+        return requested or allowed[0]
+    if requested is not None:
+        return requested
+    if contract.converted is None:
+        log.info("%s: not converted; running the frozen pb on TensorFlow", contract.path)
+        return "tf"
+    return _DEFAULT_OF_TARGET.get(contract.converted.target, "tf")
+
+
+def make_runner(contract: ModelContract, backend: str, options: RunOptions) -> BaseRunner:
+    """The runner for `backend`, not yet activated."""
+    if backend == "tf":
+        from infer.runners.tensorflow import TensorFlowRunner
+
+        return TensorFlowRunner(contract, threads=options.threads)
+    if backend == "onnxrt":
+        from infer.runners.onnxrt import OnnxRuntimeRunner
+
+        return OnnxRuntimeRunner.from_contract(contract, threads=options.threads, device=options.device)
+    tool_options: dict[str, int | float | None] = {
+        "device": options.device, "loop": options.loop, "warmup": options.warmup, "timeout": options.timeout}
+    if backend == "msame":
+        from infer.runners.msame import MsameRunner
+
+        return MsameRunner.from_contract(contract, **tool_options)
+    from infer.runners.ais_bench import AisBenchRunner
+
+    return AisBenchRunner.from_contract(contract, **tool_options)
+
+
+def _model_file(contract: ModelContract, backend: str) -> tuple[Path, str]:
+    if backend == "tf" or contract.converted is None:
+        return contract.pb_path, contract.pb_sha256
+    return contract.folder / contract.converted.path, contract.converted.sha256
+
+
+def make_run_folder(out: Path) -> Path:
+    """A new ``OUT/<timestamp>`` folder; refuses an output root that cannot be written."""
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise RunError(f"{out}: exists and is not a folder", hint="choose another -o")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        while True:
+            folder = out / timestamp_folder_name(datetime.now())
+            try:
+                folder.mkdir()
+                return folder
+            except FileExistsError:
+                continue
+    except OSError as exc:
+        raise RunError(f"{out}: cannot create the run folder here ({exc.strerror or exc})",
+                       hint="choose a writable -o") from None
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _stats(per_batch_ms: Sequence[float], samples_ms: Sequence[float]) -> LatencyStats:
+    if not samples_ms:
+        return LatencyStats(per_batch_ms=tuple(per_batch_ms), mean_ms=None, p50_ms=None, p99_ms=None)
+    return LatencyStats(per_batch_ms=tuple(per_batch_ms), mean_ms=statistics.fmean(samples_ms),
+                        p50_ms=percentile(samples_ms, 50), p99_ms=percentile(samples_ms, 99))
+
+
+def _written_spec(spec: TensorSpec, array: np.ndarray) -> TensorSpec:
+    """What was written for an output: the array's own dtype and shape (the contract's may hold unknown dims)."""
+    written = TensorSpec(name=spec.name, dtype=from_numpy(array.dtype).name, shape=tuple(array.shape),
+                         layout=spec.layout)
+    if written.dtype != spec.dtype:
+        log.warning("output %s: the backend returned %s, the contract says %s; written as returned",
+                    spec.name, written.dtype, spec.dtype)
+    return written
+
+
+def _feeds(manifest: DatasetManifest, runner: BaseRunner, index: int) -> dict[str, np.ndarray]:
+    feeds = {}
+    for spec in runner.inputs:
+        item = input_for(manifest, spec)
+        entry = item.files[index]
+        feeds[spec.name] = read_bin(manifest.file_path(item, entry), spec.with_shape(item.shape))
+    return feeds
+
+
+def _run_in_process(runner: BaseRunner, manifest: DatasetManifest, record: RunRecord, options: RunOptions,
+                    progress: Progress | None) -> RunRecord:
+    stems = manifest.stems
+    rows = [entry.rows for entry in manifest.inputs[0].files]
+    done: list[str] = []
+    per_batch: list[float] = []
+    samples: list[float] = []
+    outputs: tuple[TensorSpec, ...] = record.outputs
+    try:
+        if options.warmup:
+            warm = _feeds(manifest, runner, 0)
+            for _ in range(options.warmup):
+                runner.infer(warm)
+        for index, stem in enumerate(stems):
+            feeds = _feeds(manifest, runner, index)
+            times: list[float] = []
+            results: list[np.ndarray] = []
+            for _ in range(max(1, options.loop)):
+                results = runner.infer(feeds)
+                times.append((runner.last_inference_seconds or 0.0) * 1000.0)
+            if len(results) != len(runner.outputs):
+                raise RunnerError(f"{runner.backend} runner returned {len(results)} outputs, the contract names "
+                                  f"{len(runner.outputs)}")
+            if index == 0:
+                outputs = tuple(_written_spec(spec, array) for spec, array in zip(runner.outputs, results, strict=True))
+            for output_index, array in enumerate(results):
+                write_bin(record.folder / output_file_name(stem, output_index), np.asarray(array))
+            done.append(stem)
+            per_batch.append(statistics.fmean(times))
+            samples.extend(times)
+            if progress is not None:
+                progress(index + 1, len(stems))
+    except BaseException:
+        replace(record, outputs=outputs, stems=tuple(done), rows=tuple(rows[: len(done)]),
+                latency=_stats(per_batch, samples), finished=_now()).save()
+        raise
+    total_s = sum(samples) / 1000.0
+    throughput = manifest.batch * len(samples) / total_s if total_s > 0 else None
+    return replace(record, outputs=outputs, stems=tuple(done), rows=tuple(rows), completed=True,
+                   latency=_stats(per_batch, samples), throughput=throughput, finished=_now()).save()
+
+
+def _run_tool(runner: ToolRunner, manifest: DatasetManifest, record: RunRecord, progress: Progress | None
+              ) -> RunRecord:
+    """One tool start for the whole dataset, in a work folder; its outputs moved into our layout once checked."""
+    stems = manifest.stems
+    if progress is not None:
+        progress(0, len(stems))
+    work = record.folder / f".{runner.tool}-work"
+    dirs = [manifest.root / input_for(manifest, spec).folder for spec in runner.inputs]
+    run: ToolRun = runner.run_folders(dirs, stems, work)
+    for stem in stems:
+        for index, (path, spec) in enumerate(zip(run.files[stem], runner.outputs, strict=True)):
+            check_bin_size(path, spec)
+            os.replace(path, record.folder / output_file_name(stem, index))
+    _remove_tree(work)
+    if progress is not None:
+        progress(len(stems), len(stems))
+    timings = run.timings
+    per_batch = timings.per_batch_ms or ((timings.mean_ms,) * len(stems) if timings.mean_ms is not None else ())
+    latency = LatencyStats(per_batch_ms=tuple(per_batch), mean_ms=timings.mean_ms,
+                           p50_ms=timings.p50_ms if timings.p50_ms is not None else (
+                               percentile(per_batch, 50) if per_batch else None),
+                           p99_ms=timings.p99_ms if timings.p99_ms is not None else (
+                               percentile(per_batch, 99) if per_batch else None))
+    throughput = timings.throughput
+    if throughput is None and timings.mean_ms:
+        throughput = manifest.batch * 1000.0 / timings.mean_ms
+    return replace(record, stems=tuple(stems), rows=tuple(e.rows for e in manifest.inputs[0].files),
+                   latency=latency, throughput=throughput, completed=True, tool_command=run.command,
+                   finished=_now()).save()
+
+
+def _remove_tree(folder: Path) -> None:
+    import shutil
+
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def run_model(model: Path, bins: Path, out: Path, options: RunOptions | None = None, *,
+              progress: Progress | None = None) -> RunResult:
+    """Runs every batch of `bins` through `model` and writes ``out/<timestamp>/`` (outputs + run.json)."""
+    options = options or RunOptions()
+    if options.loop < 1:
+        raise RunError(f"--loop {options.loop}: expected 1 or more")
+    if options.warmup < 0:
+        raise RunError(f"--warmup {options.warmup}: expected 0 or more")
+    contract, kind = resolve_model(Path(model))
+    backend = choose_backend(contract, options.backend, kind)
+    runner = make_runner(contract, backend, options)
+    manifest = preflight(Path(bins), runner.inputs)
+    model_path, model_sha = _model_file(contract, backend)
+    if manifest.model_sha256 and manifest.model_sha256 not in (contract.pb_sha256, model_sha):
+        log.warning("%s: made for a model with sha256 %s, running %s", manifest.path, manifest.model_sha256,
+                    model_path)
+    runner.activate()  # before the run folder exists: a missing tool leaves nothing behind
+    try:
+        return _run(runner, manifest, contract, backend, Path(out), options, progress)
+    finally:
+        runner.deactivate()
+
+
+def _run(runner: BaseRunner, manifest: DatasetManifest, contract: ModelContract, backend: str, out: Path,
+         options: RunOptions, progress: Progress | None) -> RunResult:
+    model_path, model_sha = _model_file(contract, backend)
+    folder = make_run_folder(out)
+    record = RunRecord(
+        folder=folder, backend=backend, model_path=str(model_path), model_sha256=model_sha,
+        dataset_path=str(manifest.root), dataset_sha256=sha256_file(manifest.path), batch=manifest.batch,
+        samples=manifest.samples, padding=manifest.padding, outputs=runner.outputs, stems=(), rows=(),
+        latency=LatencyStats(per_batch_ms=(), mean_ms=None, p50_ms=None, p99_ms=None), throughput=None,
+        completed=False, loop=options.loop, warmup=options.warmup, threads=options.threads, started=_now(),
+        device=runner.device,
+    ).save()
+    log.info("running %d batches of %s on %s into %s", manifest.file_count, manifest.root, backend, folder)
+    if isinstance(runner, ToolRunner):
+        record = _run_tool(runner, manifest, record, progress)
+    else:
+        record = _run_in_process(runner, manifest, record, options, progress)
+    return RunResult(folder=folder, record=record)

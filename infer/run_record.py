@@ -1,0 +1,149 @@
+"""``run.json``: what one run did, written beside its outputs by every backend, read back by `compare`."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from binio.atomic import write_json_atomic
+from binio.binfile import read_bin
+from binio.errors import InferError
+from binio.spec import TensorSpec
+from infer.layout import RUN_JSON, newest_run_folder, output_file_name, parse_timestamp_folder
+
+SCHEMA = "infer.run"
+SCHEMA_VERSION = 1
+
+
+class RunRecordError(InferError):
+    """A run folder without a readable run.json, or whose outputs are not what run.json says."""
+
+
+@dataclass(frozen=True)
+class LatencyStats:
+    """Milliseconds per batch (one model call on one file, averaged over --loop)."""
+
+    per_batch_ms: tuple[float, ...]
+    mean_ms: float | None
+    p50_ms: float | None
+    p99_ms: float | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"mean": self.mean_ms, "p50": self.p50_ms, "p99": self.p99_ms, "per_batch": list(self.per_batch_ms)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> LatencyStats:
+        def number(key: str) -> float | None:
+            value = data.get(key)
+            return None if value is None else float(value)
+
+        return cls(per_batch_ms=tuple(float(v) for v in data.get("per_batch", [])), mean_ms=number("mean"),
+                   p50_ms=number("p50"), p99_ms=number("p99"))
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One run folder: ``<stem>_output_<i>.bin`` for every finished stem, described by run.json."""
+
+    folder: Path  # not written into the file
+    backend: str
+    device: str
+    model_path: str
+    model_sha256: str
+    dataset_path: str
+    dataset_sha256: str  # of dataset.json, which holds every bin's sha256
+    batch: int
+    samples: int  # real samples in the dataset, padding excluded
+    padding: int  # rows of padding in the last batch, carried from the manifest
+    outputs: tuple[TensorSpec, ...]  # as written: dtype and per-file shape of each output, in contract order
+    stems: tuple[str, ...]  # the input file stems whose outputs are complete, in order
+    rows: tuple[int, ...]  # real samples in each stem's batch
+    latency: LatencyStats
+    throughput: float | None  # samples/s, padding rows included (the model computes them too)
+    completed: bool
+    loop: int = 1
+    warmup: int = 0
+    threads: int | None = None
+    tool_command: tuple[str, ...] = ()
+    started: str = ""
+    finished: str = ""
+
+    def __bool__(self) -> bool:
+        return self.completed
+
+    @property
+    def path(self) -> Path:
+        return self.folder / RUN_JSON
+
+    def output_path(self, stem: str, index: int) -> Path:
+        return self.folder / output_file_name(stem, index)
+
+    def read_output(self, stem: str, index: int) -> np.ndarray:
+        """One output of one batch, size-checked against the spec run.json gives it."""
+        return read_bin(self.output_path(stem, index), self.outputs[index])
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA, "version": SCHEMA_VERSION, "completed": self.completed,
+            "backend": self.backend, "device": self.device,
+            "model": {"path": self.model_path, "sha256": self.model_sha256},
+            "dataset": {"path": self.dataset_path, "sha256": self.dataset_sha256, "batch": self.batch,
+                        "samples": self.samples, "padding": self.padding},
+            "outputs": [spec.to_json() for spec in self.outputs],
+            "stems": list(self.stems), "rows": list(self.rows),
+            "latency_ms": self.latency.to_json(), "throughput_samples_per_s": self.throughput,
+            "loop": self.loop, "warmup": self.warmup, "threads": self.threads,
+            "tool_command": list(self.tool_command), "started": self.started, "finished": self.finished,
+        }
+
+    def save(self) -> RunRecord:
+        write_json_atomic(self.path, self.to_json())
+        return self
+
+
+def load_run(folder: Path | str) -> RunRecord:
+    """The run in `folder`: a run folder, or an output root whose newest timestamp folder is taken."""
+    folder = Path(folder)
+    if folder.is_file() and folder.name == RUN_JSON:
+        folder = folder.parent
+    if not folder.is_dir():
+        raise RunRecordError(f"{folder}: no such run folder")
+    if not (folder / RUN_JSON).is_file() and parse_timestamp_folder(folder.name) is None:
+        folder = newest_run_folder(folder)
+    path = folder / RUN_JSON
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise RunRecordError(f"{path}: no run.json in this run folder",
+                             hint="infer run writes it; a folder written by msame alone has none") from None
+    except json.JSONDecodeError as exc:
+        raise RunRecordError(f"{path}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        raise RunRecordError(f"{path}: not an infer run record (expected schema {SCHEMA!r})")
+    if not isinstance(data.get("version"), int) or data["version"] > SCHEMA_VERSION:
+        raise RunRecordError(f"{path}: run record version {data.get('version')} is newer than this infer reads "
+                             f"(up to {SCHEMA_VERSION})", hint="upgrade infer")
+    try:
+        dataset = data["dataset"]
+        throughput = data.get("throughput_samples_per_s")
+        threads = data.get("threads")
+        return RunRecord(
+            folder=folder, backend=str(data["backend"]), device=str(data.get("device", "")),
+            model_path=str(data["model"]["path"]), model_sha256=str(data["model"]["sha256"]),
+            dataset_path=str(dataset["path"]), dataset_sha256=str(dataset["sha256"]),
+            batch=int(dataset["batch"]), samples=int(dataset["samples"]), padding=int(dataset["padding"]),
+            outputs=tuple(TensorSpec.from_json(item) for item in data["outputs"]),
+            stems=tuple(str(s) for s in data["stems"]), rows=tuple(int(r) for r in data["rows"]),
+            latency=LatencyStats.from_json(dict(data.get("latency_ms", {}))),
+            throughput=None if throughput is None else float(throughput), completed=bool(data["completed"]),
+            loop=int(data.get("loop", 1)), warmup=int(data.get("warmup", 0)),
+            threads=None if threads is None else int(threads),
+            tool_command=tuple(str(a) for a in data.get("tool_command", [])),
+            started=str(data.get("started", "")), finished=str(data.get("finished", "")),
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise RunRecordError(f"{path}: run record is malformed ({exc!r})") from None
