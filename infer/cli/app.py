@@ -33,9 +33,22 @@ def _root(
 from infer.cli import doctor as _doctor  # noqa: E402
 
 app.command("doctor")(_doctor.doctor)
+from infer.cli import demo as _demo  # noqa: E402
+from infer.cli import pipeline as _pipeline  # noqa: E402
+
+app.command("demo")(_demo.demo)
+app.add_typer(_pipeline.pipeline_app, name="pipeline")
 from infer.cli import run as _run  # noqa: E402
 
 app.command("run")(_run.run)
+from infer.cli import bin_info as _bin_info  # noqa: E402
+from infer.cli import dump_bin as _dump_bin  # noqa: E402
+
+app.command("dump-bin")(_dump_bin.dump_bin)
+app.command("bin-info")(_bin_info.bin_info)
+from infer.cli import compare as _compare  # noqa: E402
+
+app.command("compare")(_compare.compare)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

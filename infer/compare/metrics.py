@@ -103,7 +103,7 @@ class Metrics:
                 f"({self.golden_mean:.6g};{self.golden_std:.6g})")
 
     def to_json(self) -> dict[str, Any]:
-        document = {name: _json_float(self.value(name)) for name in SCALAR_METRICS}
+        document: dict[str, Any] = {name: _json_float(self.value(name)) for name in SCALAR_METRICS}
         document["StandardDeviation"] = {
             "actual_mean": _json_float(self.actual_mean), "actual_std": _json_float(self.actual_std),
             "golden_mean": _json_float(self.golden_mean), "golden_std": _json_float(self.golden_std),

@@ -1,0 +1,55 @@
+"""The golden outputs: TensorFlow on the frozen pb over the same bins, computed once and cached.
+
+The cache key is the sha256 of the frozen pb and of dataset.json (which holds the sha256 of every bin), so a
+changed model or dataset never reuses stale outputs. The cache lives beside the contract, in
+``.infer-cache/golden/<key>/<timestamp>/``, an ordinary run folder written by `infer.run.run_model`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from pathlib import Path
+
+from binio.binfile import sha256_file
+from binio.manifest import DatasetManifest
+from infer.contract import ModelContract
+
+log = logging.getLogger(__name__)
+
+CACHE_FOLDER = ".infer-cache"
+
+
+def golden_key(contract: ModelContract, manifest: DatasetManifest) -> str:
+    digest = hashlib.sha256()
+    digest.update(contract.pb_sha256.encode())
+    digest.update(sha256_file(manifest.path).encode())
+    return digest.hexdigest()[:32]
+
+
+def _cached_run(root: Path) -> Path | None:
+    """The newest completed run folder under `root`, if any (an interrupted one is not trusted)."""
+    from infer.run_record import load_run
+
+    if not root.is_dir():
+        return None
+    for folder in sorted((p for p in root.iterdir() if p.is_dir()), reverse=True):
+        if (folder / "run.json").is_file() and load_run(folder).completed:
+            return folder
+    return None
+
+
+def tensorflow_golden(contract: ModelContract, manifest: DatasetManifest, *,
+                      cache_root: Path | None = None) -> tuple[Path, str]:
+    """The run folder of TensorFlow's outputs for these bins, and whether it came from the cache."""
+    from infer.run import RunOptions, run_model
+
+    contract.check_pb_unchanged()
+    root = (cache_root or contract.folder / CACHE_FOLDER) / "golden" / golden_key(contract, manifest)
+    cached = _cached_run(root)
+    if cached is not None:
+        log.info("golden outputs from the cache: %s", cached)
+        return cached, "cache"
+    log.info("computing golden outputs with TensorFlow on %s", contract.pb_path)
+    result = run_model(contract.path, manifest.root, root, RunOptions(backend="tf"))
+    return result.folder, "tensorflow"

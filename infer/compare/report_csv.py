@@ -1,0 +1,79 @@
+"""report.csv with msaccucmp's columns, in its order, so scripts written for Huawei's comparator read ours.
+
+One row per model output (over the whole dataset), then, with --layerwise, one row per intermediate tensor in
+graph order. msaccucmp repeats the DataType and Address headers (one pair per side), and so do we; unknown
+cells hold ``NaN`` as in its files.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from pathlib import Path
+
+from binio.atomic import write_bytes_atomic
+from binio.spec import node_name, output_index
+from infer.compare.metrics import CSV_METRICS, Metrics
+from infer.compare.result import CompareResult
+from infer.compare.thresholds import Failure
+
+REPORT_CSV = "report.csv"
+COLUMNS: tuple[str, ...] = (
+    "Index", "OpType", "NPUDump", "DataType", "Address", "GroundTruth", "DataType", "Address", "TensorIndex",
+    "Shape", *CSV_METRICS, "CompareFailReason",
+)
+_TF_TYPE = {"float32": "DT_FLOAT", "float64": "DT_DOUBLE"}
+
+
+def tf_type_name(dtype: str) -> str:
+    """msaccucmp's dtype spelling: ``float16`` -> ``DT_FLOAT16``, ``float32`` -> ``DT_FLOAT``."""
+    return _TF_TYPE.get(dtype, f"DT_{dtype.upper()}")
+
+
+def _cell(value: float) -> str:
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    return repr(float(value))
+
+
+def _metric_cells(metrics: Metrics | None) -> list[str]:
+    if metrics is None:
+        return ["NaN"] * len(CSV_METRICS)
+    return [metrics.standard_deviation if name == "StandardDeviation" else _cell(metrics.value(name))
+            for name in CSV_METRICS]
+
+
+def _reason(failures: tuple[Failure, ...], extra: str = "") -> str:
+    parts = [f.describe() for f in failures]
+    return "; ".join([extra, *parts] if extra else parts)
+
+
+def csv_rows(result: CompareResult) -> list[list[str]]:
+    rows: list[list[str]] = []
+    for output in result.outputs:
+        name = output.name
+        tensor_index = f"{node_name(name)}:output:{output_index(name)}"
+        rows.append([str(len(rows)), "NaN", name, tf_type_name(output.actual_dtype), "NaN", name,
+                     tf_type_name(output.golden_dtype), "NaN", tensor_index, str(list(output.shape)),
+                     *_metric_cells(output.metrics), _reason(output.failures)])
+    if result.layerwise is not None:
+        for layer in result.layerwise.rows:
+            tensor_index = f"{node_name(layer.tensor)}:output:{output_index(layer.tensor)}"
+            dump = layer.tensor if layer.matched else "NaN"
+            rows.append([str(len(rows)), layer.op_type, dump, tf_type_name(layer.dtype), "NaN", layer.tensor,
+                         tf_type_name(layer.dtype), "NaN", tensor_index, str(list(layer.shape)),
+                         *_metric_cells(layer.metrics), _reason(layer.failures, layer.unmatched_reason)])
+    return rows
+
+
+def write_report_csv(result: CompareResult, folder: Path) -> Path:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(COLUMNS)
+    writer.writerows(csv_rows(result))
+    path = Path(folder) / REPORT_CSV
+    write_bytes_atomic(path, buffer.getvalue().encode())
+    return path

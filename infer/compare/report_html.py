@@ -1,0 +1,203 @@
+"""report.html: one self-contained page (plots inline as base64 PNG) a user can mail or attach to a review.
+
+Per output: the distribution of |actual - golden| on a log scale, cosine similarity per batch, golden against
+actual for a bounded sample of elements, and the worst samples; then top-k figures and, with --layerwise, the
+tensors in graph order with the first one below threshold marked. Plots are drawn with matplotlib's Agg canvas
+directly (no pyplot), so nothing global of the caller's matplotlib is touched.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from binio.atomic import write_bytes_atomic
+from infer.compare.result import CompareResult, LayerwiseResult, OutputResult
+
+REPORT_HTML = "report.html"
+_SHOWN = ("CosineSimilarity", "RelativeEuclideanDistance", "KullbackLeiblerDivergence", "RootMeanSquareError",
+          "MeanRelativeError", "MaxAbsoluteError", "MeanAbsoluteError", "MaxRelativeError", "AllclosePassRate")
+_STYLE = """
+body { font-family: sans-serif; margin: 2em; color: #222; }
+table { border-collapse: collapse; margin: 1em 0; font-size: 90%; }
+td, th { border: 1px solid #bbb; padding: 3px 8px; text-align: right; }
+th { background: #eee; } td.name { text-align: left; font-family: monospace; }
+.pass { color: #1a7f37; font-weight: bold; } .fail { color: #cf222e; font-weight: bold; }
+tr.first td { background: #ffe0e0; } img { max-width: 32%; margin: 0.3em; border: 1px solid #ddd; }
+"""
+
+
+def _png(draw: Callable[[Any], None], width: float = 5.0, height: float = 3.6) -> str:
+    """An <img> whose PNG is drawn by `draw(axes)` and embedded as a data URI."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(width, height), dpi=90)
+    FigureCanvasAgg(figure)
+    draw(figure.add_subplot(1, 1, 1))
+    figure.tight_layout()
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png")
+    return f'<img alt="plot" src="data:image/png;base64,{base64.b64encode(buffer.getvalue()).decode()}">'
+
+
+def _num(value: float) -> str:
+    return "NaN" if math.isnan(value) else f"{value:.6g}"
+
+
+def _histogram(output: OutputResult) -> str:
+    plot = output.plot
+
+    def draw(axes: Any) -> None:
+        edges = plot.error_edges
+        axes.stairs(plot.error_counts, edges, fill=True, color="#4c72b0")
+        axes.set_xlabel("log10 |actual - golden|")
+        axes.set_ylabel("elements")
+        axes.set_title(f"{output.name}: error distribution\n{plot.exact_count} exact, "
+                       f"{plot.nonfinite_count} NaN/inf", fontsize=9)
+
+    return _png(draw)
+
+
+def _cosine_per_batch(output: OutputResult) -> str:
+    def draw(axes: Any) -> None:
+        values = [b.metrics.cosine_similarity for b in output.batches]
+        axes.plot(range(len(values)), values, marker="o", markersize=3)
+        limit = output.limits.get("CosineSimilarity")
+        if limit is not None:
+            axes.axhline(limit, color="#cf222e", linestyle="--", label=f"threshold {limit:g}")
+            axes.legend(fontsize=8)
+        axes.set_xlabel("batch")
+        axes.set_ylabel("cosine similarity")
+        axes.set_title(f"{output.name}: cosine per batch", fontsize=9)
+
+    return _png(draw)
+
+
+def _scatter(output: OutputResult) -> str:
+    plot = output.plot
+
+    def draw(axes: Any) -> None:
+        axes.scatter(plot.scatter_golden, plot.scatter_actual, s=3, alpha=0.5)
+        finite = [v for v in (*plot.scatter_golden, *plot.scatter_actual) if math.isfinite(v)]
+        if finite:
+            low, high = min(finite), max(finite)
+            axes.plot([low, high], [low, high], color="#cf222e", linewidth=0.8)
+        axes.set_xlabel("golden (TensorFlow)")
+        axes.set_ylabel("actual (converted)")
+        axes.set_title(f"{output.name}: {len(plot.scatter_golden)} elements", fontsize=9)
+
+    return _png(draw)
+
+
+def _worst_plot(output: OutputResult) -> str:
+    def draw(axes: Any) -> None:
+        samples = output.worst_samples
+        axes.barh([str(s.sample) for s in samples][::-1],
+                  [s.max_absolute_error if math.isfinite(s.max_absolute_error) else 0.0 for s in samples][::-1])
+        axes.set_xlabel("max |actual - golden|")
+        axes.set_ylabel("sample")
+        axes.set_title(f"{output.name}: worst samples", fontsize=9)
+
+    return _png(draw)
+
+
+def _metrics_table(result: CompareResult) -> str:
+    head = "".join(f"<th>{name}</th>" for name in ("output", *_SHOWN, "NaN/inf", "fp16 overflow", "verdict"))
+    rows = []
+    for output in result.outputs:
+        m = output.metrics
+        counts = m.counts
+        cells = "".join(f"<td>{_num(m.value(name))}</td>" for name in _SHOWN)
+        verdict = '<span class="pass">pass</span>' if output.passed else '<span class="fail">FAIL</span>'
+        rows.append(f'<tr><td class="name">{html.escape(output.name)}</td>{cells}'
+                    f"<td>{counts.nan_actual + counts.inf_actual}</td><td>{'yes' if counts.fp16_overflow else 'no'}"
+                    f"</td><td>{verdict}</td></tr>")
+    return f"<table><tr>{head}</tr>{''.join(rows)}</table>"
+
+
+def _output_section(output: OutputResult) -> str:
+    parts = [f"<h2>{html.escape(output.name)}</h2>"]
+    if output.failures:
+        parts.append("<p class='fail'>" + "<br>".join(html.escape(f.describe()) for f in output.failures) + "</p>")
+    sd = output.metrics
+    parts.append(f"<p>StandardDeviation (mean;std): actual ({_num(sd.actual_mean)};{_num(sd.actual_std)}), golden "
+                 f"({_num(sd.golden_mean)};{_num(sd.golden_std)}); {sd.elements} elements; allclose atol="
+                 f"{sd.atol:g} rtol={sd.rtol:g}</p>")
+    parts.append(_histogram(output) + _cosine_per_batch(output) + _scatter(output))
+    if output.worst_samples:
+        parts.append(_worst_plot(output))
+        rows = "".join(f"<tr><td>{s.sample}</td><td class='name'>{s.stem}</td><td>{s.row}</td>"
+                       f"<td>{_num(s.cosine_similarity)}</td><td>{_num(s.max_absolute_error)}</td></tr>"
+                       for s in output.worst_samples)
+        parts.append("<h3>Worst samples</h3><table><tr><th>sample</th><th>batch</th><th>row</th>"
+                     f"<th>cosine</th><th>max abs error</th></tr>{rows}</table>")
+    if output.topk is not None:
+        t = output.topk
+        text = (f"top-1 agreement {t.top1_agreement:.4%}, top-{t.k} overlap {t.topk_overlap:.4%} over "
+                f"{t.samples} samples")
+        if t.accuracy is not None:
+            a = t.accuracy
+            text += (f"; accuracy against labels: top-1 golden {a.golden_top1:.4%}, actual {a.actual_top1:.4%} "
+                     f"(difference {a.top1_difference:+.4%}); top-{t.k} golden {a.golden_topk:.4%}, actual "
+                     f"{a.actual_topk:.4%} (difference {a.topk_difference:+.4%})")
+        parts.append(f"<h3>Classifier</h3><p>{text}</p>")
+    return "\n".join(parts)
+
+
+def _layerwise_section(layers: LayerwiseResult) -> str:
+    first = layers.first_failing
+    parts = [f"<h2>Layer by layer (batch {html.escape(layers.batch_stem)})</h2>",
+             "<p>" + ("first tensor below threshold: <span class='fail'>" + html.escape(first.tensor) + "</span>"
+                      if first else "no tensor below threshold") + "</p>"]
+    matched = layers.matched
+    if matched:
+        def draw(axes: Any) -> None:
+            axes.plot(range(len(matched)), [r.metrics.cosine_similarity if r.metrics else math.nan for r in matched],
+                      marker="o", markersize=3)
+            axes.set_xlabel("tensor (graph order)")
+            axes.set_ylabel("cosine similarity")
+            axes.set_title("cosine per tensor", fontsize=9)
+
+        parts.append(_png(draw, width=8.0))
+    rows = []
+    for row in layers.rows:
+        klass = " class='first'" if row.first_failing else ""
+        if row.metrics is None:
+            cells = f"<td colspan='3' class='name'>{html.escape(row.unmatched_reason)}</td>"
+        else:
+            cells = (f"<td>{_num(row.metrics.cosine_similarity)}</td><td>{_num(row.metrics.max_absolute_error)}</td>"
+                     f"<td>{_num(row.metrics.relative_euclidean_distance)}</td>")
+        rows.append(f"<tr{klass}><td class='name'>{html.escape(row.tensor)}</td><td class='name'>{row.op_type}</td>"
+                    f"{cells}</tr>")
+    parts.append("<table><tr><th>tensor</th><th>op</th><th>cosine</th><th>max abs error</th><th>RED</th></tr>"
+                 + "".join(rows) + "</table>")
+    return "\n".join(parts)
+
+
+def render_html(result: CompareResult) -> str:
+    verdict_class = "pass" if result.passed else "fail"
+    body = [
+        "<h1>infer compare</h1>",
+        f"<p class='{verdict_class}'>{html.escape(result.verdict())}</p>",
+        f"<p>model {html.escape(result.contract)}<br>dataset {html.escape(result.dataset)} ({result.samples} "
+        f"samples, {result.padding} padding rows left out)<br>actual {html.escape(result.actual_dir)}<br>golden "
+        f"{html.escape(result.golden_dir)} ({result.golden_source})</p>",
+        _metrics_table(result),
+        *(_output_section(o) for o in result.outputs),
+    ]
+    if result.layerwise is not None:
+        body.append(_layerwise_section(result.layerwise))
+    return (f"<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>infer compare</title><style>{_STYLE}</style>"
+            f"</head><body>\n" + "\n".join(body) + "\n</body></html>\n")
+
+
+def write_report_html(result: CompareResult, folder: Path) -> Path:
+    path = Path(folder) / REPORT_HTML
+    write_bytes_atomic(path, render_html(result).encode())
+    return path

@@ -1,0 +1,16 @@
+"""Writes the three report files of one comparison into a folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from infer.compare.report_csv import write_report_csv
+from infer.compare.report_html import write_report_html
+from infer.compare.report_json import write_report_json
+from infer.compare.result import CompareResult
+
+
+def write_reports(result: CompareResult, folder: Path) -> tuple[Path, ...]:
+    """report.json, report.csv and report.html in `folder` (created when missing), each written atomically."""
+    folder = Path(folder)
+    return (write_report_json(result, folder), write_report_csv(result, folder), write_report_html(result, folder))

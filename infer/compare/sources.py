@@ -1,0 +1,134 @@
+"""Where the two sides of a comparison are read from: run folders in msame's layout, one batch at a time.
+
+Each batch file is memory-mapped and only its real rows (the manifest's `rows`, padding left out) are taken, so a
+comparison holds one batch of each side in memory, whatever the dataset's size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from binio.binfile import check_bin_size, read_bin
+from binio.errors import InferError
+from binio.manifest import DatasetManifest
+from binio.spec import TensorSpec, format_shape
+from infer.layout import newest_run_folder, output_file_name, parse_output_file_name
+
+
+class RunFolderError(InferError):
+    """A run folder that is missing, empty, or lacks an output file the dataset needs."""
+
+
+def resolve_run_folder(path: Path, *, what: str) -> Path:
+    """`path` itself when it holds output files, else its newest timestamp folder (``OUT`` -> ``OUT/<ts>``)."""
+    path = Path(path)
+    if not path.is_dir():
+        raise RunFolderError(f"{what} {path}: no such folder")
+    if any(parse_output_file_name(p.name) for p in path.iterdir() if p.is_file()):
+        return path
+    try:
+        return newest_run_folder(path)
+    except InferError:
+        raise RunFolderError(f"{what} {path}: no output files (<stem>_output_<i>.bin) and no timestamp folder "
+                             "inside", hint="point it at OUT/<timestamp> as infer run, msame or ais_bench wrote it") \
+            from None
+
+
+def written_specs(folder: Path, contract_specs: tuple[TensorSpec, ...], *, what: str) -> tuple[TensorSpec, ...]:
+    """The output specs as the run wrote them (run.json), or the contract's for a folder msame wrote alone."""
+    from infer.layout import RUN_JSON
+    from infer.run_record import load_run
+
+    if not (folder / RUN_JSON).is_file():
+        return contract_specs
+    record = load_run(folder)
+    if not record.completed:
+        raise RunFolderError(f"{what} {folder}: the run did not complete (run.json says so)",
+                             hint="re-run infer run; outputs of an interrupted run are not compared")
+    if len(record.outputs) != len(contract_specs):
+        raise RunFolderError(f"{what} {folder}: {len(record.outputs)} outputs in run.json, the model has "
+                             f"{len(contract_specs)}")
+    return record.outputs
+
+
+def batch_spec(spec: TensorSpec, batch: int) -> TensorSpec:
+    """The spec with an unknown batch dimension pinned to the dataset's batch."""
+    if spec.shape and spec.shape[0] is None:
+        return spec.with_shape((batch, *spec.shape[1:]))
+    return spec
+
+
+@dataclass(frozen=True)
+class Batch:
+    """The real rows of one output in one batch file, on both sides."""
+
+    stem: str
+    first_sample: int  # index of the batch's first sample in the dataset
+    rows: int
+    actual: np.ndarray
+    golden: np.ndarray
+
+
+@dataclass(frozen=True)
+class OutputPair:
+    """One model output: how it is stored on each side, and where."""
+
+    index: int
+    actual_spec: TensorSpec
+    golden_spec: TensorSpec
+    actual_dir: Path
+    golden_dir: Path
+    manifest: DatasetManifest
+
+    @property
+    def name(self) -> str:
+        return self.golden_spec.name
+
+    @property
+    def batch_major(self) -> bool:
+        """Whether the first dimension is the batch, so padding rows can be cut off."""
+        return bool(self.golden_spec.shape) and self.golden_spec.shape[0] == self.manifest.batch
+
+    def check(self) -> None:
+        """Refuses before any metric runs: a missing file, a wrong size, or sides of different element counts."""
+        if self.actual_spec.nbytes() // self.actual_spec.dt.itemsize != \
+                self.golden_spec.nbytes() // self.golden_spec.dt.itemsize:
+            raise RunFolderError(
+                f"output {self.index} ({self.name}): actual {format_shape(self.actual_spec.shape)} and golden "
+                f"{format_shape(self.golden_spec.shape)} hold different element counts")
+        for stem in self.manifest.stems:
+            for folder, spec in ((self.actual_dir, self.actual_spec), (self.golden_dir, self.golden_spec)):
+                path = folder / output_file_name(stem, self.index)
+                if not path.is_file():
+                    raise RunFolderError(f"{path}: missing: the dataset has batch {stem} and the model has output "
+                                         f"{self.index} ({self.name})", hint="was the run interrupted?")
+                check_bin_size(path, spec)
+
+    def batches(self) -> Iterator[Batch]:
+        """Every batch in dataset order, as memory maps cut to the real rows."""
+        first = 0
+        for entry, stem in zip(self.manifest.inputs[0].files, self.manifest.stems, strict=True):
+            actual = read_bin(self.actual_dir / output_file_name(stem, self.index), self.actual_spec, mmap=True)
+            golden = read_bin(self.golden_dir / output_file_name(stem, self.index), self.golden_spec, mmap=True)
+            rows = entry.rows
+            if self.batch_major:
+                actual = actual.reshape(self.golden_spec.static_shape())[:rows]
+                golden = golden[:rows]
+            yield Batch(stem=stem, first_sample=first, rows=rows, actual=actual, golden=golden)
+            first += rows
+
+
+def output_pairs(actual_specs: tuple[TensorSpec, ...], golden_specs: tuple[TensorSpec, ...], actual_dir: Path,
+                 golden_dir: Path, manifest: DatasetManifest) -> tuple[OutputPair, ...]:
+    pairs = tuple(
+        OutputPair(index=i, actual_spec=batch_spec(a, manifest.batch), golden_spec=batch_spec(g, manifest.batch),
+                   actual_dir=actual_dir, golden_dir=golden_dir, manifest=manifest)
+        for i, (a, g) in enumerate(zip(actual_specs, golden_specs, strict=True))
+    )
+    for pair in pairs:
+        pair.check()
+    return pairs

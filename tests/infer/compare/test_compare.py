@@ -1,0 +1,205 @@
+"""`infer compare` over run folders written by hand: verdicts, padding, worst samples, top-k, reports, errors."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from binio.spec import TensorSpec
+from infer.compare.compare import CompareOptions, compare
+from infer.compare.metrics import compute_metrics
+from infer.compare.report_csv import COLUMNS
+from infer.contract import ModelContract
+from tests.cli import run_cli
+from tests.infer.compare.handmade import write_contract, write_dataset, write_run
+
+BATCH, SAMPLES, FILES = 4, 10, 3  # the last file holds 2 real rows and 2 rows of padding
+
+
+@pytest.fixture
+def case(tmp_path: Path) -> tuple[ModelContract, Path, np.ndarray, np.ndarray]:
+    """A contract with a classifier output and a feature map; golden outputs; bins."""
+    contract = write_contract(tmp_path / "model", (TensorSpec("probs:0", "float32", (None, 5)),
+                                                   TensorSpec("feat:0", "float32", (None, 2, 3))))
+    write_dataset(tmp_path / "bins", batch=BATCH, samples=SAMPLES)
+    rng = np.random.default_rng(0)
+    probs = rng.random((FILES * BATCH, 5)).astype(np.float32)
+    feat = rng.normal(size=(FILES * BATCH, 2, 3)).astype(np.float32)
+    write_run(tmp_path / "golden" / "20240101_120000", [probs, feat], BATCH)
+    return contract, tmp_path / "bins", probs, feat
+
+
+def _actual(tmp_path: Path, probs: np.ndarray, feat: np.ndarray) -> Path:
+    return write_run(tmp_path / "actual" / "20240101_130000", [probs, feat], BATCH)
+
+
+def _args(tmp_path: Path, contract: ModelContract, *extra: str) -> list[str]:
+    return ["compare", str(contract.path), "--input", str(tmp_path / "bins"), "--actual", str(tmp_path / "actual"),
+            "--golden", str(tmp_path / "golden"), *extra]
+
+
+def test_close_outputs_pass_and_padding_is_left_out(case, tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    contract, _, probs, feat = case
+    actual_probs = probs + np.float32(1e-6)
+    actual_probs[-2:] = 1e6  # the two padding rows: garbage the comparison must not see
+    _actual(tmp_path, actual_probs, feat)
+    outcome = run_cli(capsys, *_args(tmp_path, contract))
+    assert outcome.code == 0, outcome.out + outcome.err
+    assert outcome.out.strip().splitlines()[-1] == "PASSED"
+    result = compare(contract.path, tmp_path / "bins", tmp_path / "actual", golden=tmp_path / "golden")
+    assert bool(result) and result.samples == SAMPLES and result.padding == 2
+    assert result.outputs[0].metrics.elements == SAMPLES * 5
+    assert result.outputs[0].metrics.max_absolute_error < 1e-5
+    assert [b.rows for b in result.outputs[0].batches] == [4, 4, 2]
+
+
+def test_streamed_metrics_equal_the_in_memory_ones(case, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    contract, _, probs, feat = case
+    noisy = feat + np.random.default_rng(1).normal(scale=0.05, size=feat.shape).astype(np.float32)
+    _actual(tmp_path, probs, noisy)
+    result = compare(contract.path, tmp_path / "bins", tmp_path / "actual", golden=tmp_path / "golden")
+    direct = compute_metrics(noisy[:SAMPLES], feat[:SAMPLES], atol=1e-4, rtol=1e-3)
+    streamed = result.outputs[1].metrics
+    for name in ("CosineSimilarity", "KullbackLeiblerDivergence", "RelativeEuclideanDistance", "MeanRelativeError",
+                 "MaxAbsoluteError", "AllclosePassRate"):
+        assert streamed.value(name) == pytest.approx(direct.value(name), rel=1e-9), name
+    assert streamed.golden_std == pytest.approx(direct.golden_std, rel=1e-9)
+
+
+def test_one_bad_sample_fails_and_is_the_worst(case, tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    contract, _, probs, feat = case
+    bad = feat.copy()
+    bad[5] = -bad[5] * 3  # sample 5: second file, row 1
+    _actual(tmp_path, probs, bad)
+    outcome = run_cli(capsys, *_args(tmp_path, contract))
+    assert outcome.code == 1
+    last = outcome.out.strip().splitlines()[-1]
+    assert last.startswith("FAILED: feat:0 CosineSimilarity ")
+    assert "probs:0" not in last
+    result = compare(contract.path, tmp_path / "bins", tmp_path / "actual", golden=tmp_path / "golden")
+    worst = result.outputs[1].worst_samples[0]
+    assert (worst.sample, worst.stem, worst.row) == (5, "000001", 1)
+    assert worst.cosine_similarity == pytest.approx(-1.0)
+    assert [bool(b.failures) for b in result.outputs[1].batches] == [False, True, False]
+
+
+def test_thresholds_override_the_verdict(case, tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    contract, _, probs, feat = case
+    _actual(tmp_path, probs, feat * 1.1)  # RED 0.1 fails msit's 0.05; KL and cosine are unchanged by scaling
+    assert run_cli(capsys, *_args(tmp_path, contract)).code == 1
+    assert run_cli(capsys, *_args(tmp_path, contract, "--threshold", "feat:0:red=0.2", "-t", "rmse=1")).code == 0
+    outcome = run_cli(capsys, *_args(tmp_path, contract, "--threshold", "cosine=1.5", "-t", "feat:red=0.2"))
+    assert outcome.out.strip().splitlines()[-1] == ("FAILED: probs:0 CosineSimilarity 1 < 1.5; "
+                                                     "feat:0 CosineSimilarity 1 < 1.5")
+
+
+def test_topk_and_labels(case, tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    contract, _, probs, feat = case
+    golden_top1 = probs[:SAMPLES].argmax(axis=1)
+    actual = probs.copy()
+    actual[0, golden_top1[0]] = -1.0  # sample 0: the actual model's top-1 moves away
+    _actual(tmp_path, actual, feat)
+    labels = golden_top1.copy()
+    labels[9] = (labels[9] + 1) % 5  # sample 9: golden is wrong too
+    (tmp_path / "labels.txt").write_text("".join(f"img{i}.jpg {v}\n" for i, v in enumerate(labels)))
+    result = compare(contract.path, tmp_path / "bins", tmp_path / "actual", golden=tmp_path / "golden",
+                     options=CompareOptions(topk=5, labels=tmp_path / "labels.txt"))
+    topk = result.outputs[0].topk
+    assert topk is not None and result.outputs[1].topk is None
+    assert topk.top1_agreement == pytest.approx(0.9)
+    assert topk.topk_overlap == 1.0  # k = 5 = every class
+    assert topk.accuracy is not None
+    assert topk.accuracy.golden_top1 == pytest.approx(0.9) and topk.accuracy.actual_top1 == pytest.approx(0.8)
+    assert topk.accuracy.top1_difference == pytest.approx(-0.1)
+    assert topk.accuracy.golden_topk == 1.0
+    np.save(tmp_path / "labels.npy", labels)
+    outcome = run_cli(capsys, *_args(tmp_path, contract, "--labels", str(tmp_path / "labels.npy"), "--topk", "2"))
+    assert "probs:0: top-1 agreement 90.00%" in outcome.out
+    assert "top-1 accuracy golden 90.00% actual 80.00% (-10.00%)" in outcome.out
+
+
+def test_reports(case, tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    contract, _, probs, feat = case
+    _actual(tmp_path, probs, feat * 1.1)
+    outcome = run_cli(capsys, *_args(tmp_path, contract, "--report", str(tmp_path / "report")))
+    assert outcome.code == 1
+    with open(tmp_path / "report" / "report.csv", newline="") as handle:
+        rows = list(csv.reader(handle))
+    assert tuple(rows[0]) == COLUMNS
+    assert rows[0][:10] == ["Index", "OpType", "NPUDump", "DataType", "Address", "GroundTruth", "DataType",
+                            "Address", "TensorIndex", "Shape"]
+    assert len(rows) == 3 and all(len(r) == len(COLUMNS) for r in rows)
+    feat_row = dict(zip(COLUMNS, rows[2], strict=True))
+    assert feat_row["NPUDump"] == "feat:0" and feat_row["TensorIndex"] == "feat:output:0"
+    assert feat_row["DataType"] == "DT_FLOAT" and feat_row["Shape"] == "[4, 2, 3]"
+    assert float(feat_row["RelativeEuclideanDistance"]) == pytest.approx(0.1, rel=1e-5)
+    assert feat_row["CompareFailReason"].startswith("feat:0 RelativeEuclideanDistance 0.1")
+    assert rows[1][-1] == ""  # probs:0 passed
+    report = json.loads((tmp_path / "report" / "report.json").read_text())
+    assert report["passed"] is False and report["outputs"][1]["metrics"]["RelativeEuclideanDistance"] > 0.05
+    assert len(report["outputs"][1]["batches"]) == FILES
+    page = (tmp_path / "report" / "report.html").read_text()
+    assert page.count('src="data:image/png;base64,') >= 8  # 4 plots for each of the two outputs
+    assert "http://" not in page and "https://" not in page
+    assert "FAILED: feat:0 RelativeEuclideanDistance" in page
+
+
+def test_fp16_actual_outputs_read_as_the_converted_model_gives_them(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    contract = write_contract(tmp_path / "model", (TensorSpec("y:0", "float32", (None, 3)),),
+                              converted_outputs=(TensorSpec("y:0", "float16", (None, 3)),))
+    write_dataset(tmp_path / "bins", batch=2, samples=4)
+    golden = np.linspace(-2, 2, 12, dtype=np.float32).reshape(4, 3) / 3
+    write_run(tmp_path / "golden" / "20240101_120000", [golden], 2)
+    write_run(tmp_path / "actual" / "20240101_120000", [golden.astype(np.float16)], 2)
+    outcome = run_cli(capsys, *_args(tmp_path, contract))
+    assert outcome.code == 0
+    result = compare(contract.path, tmp_path / "bins", tmp_path / "actual", golden=tmp_path / "golden")
+    assert 0 < result.outputs[0].metrics.max_absolute_error < 1e-3
+    assert result.outputs[0].actual_dtype == "float16"
+
+
+def test_missing_output_file(case, tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    contract, _, probs, feat = case
+    folder = _actual(tmp_path, probs, feat)
+    (folder / "000002_output_1.bin").unlink()
+    outcome = run_cli(capsys, *_args(tmp_path, contract))
+    assert outcome.code == 2
+    assert outcome.error_line == (f"error: {folder / '000002_output_1.bin'}: missing: the dataset has batch 000002 "
+                                  "and the model has output 1 (feat:0)")
+
+
+def test_wrong_size_output_file(case, tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    contract, _, probs, feat = case
+    folder = _actual(tmp_path, probs, feat)
+    (folder / "000000_output_0.bin").write_bytes(probs[:4].astype(np.float64).tobytes())
+    outcome = run_cli(capsys, *_args(tmp_path, contract))
+    assert outcome.error_line == (f"error: {folder / '000000_output_0.bin'}: expected 80 bytes for shape (4,5) "
+                                  "float32, got 160 (is it float64?)")
+
+
+def test_labels_count_must_match(case, tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    contract, _, probs, feat = case
+    _actual(tmp_path, probs, feat)
+    (tmp_path / "labels.txt").write_text("1\n2\n")
+    outcome = run_cli(capsys, *_args(tmp_path, contract, "--labels", str(tmp_path / "labels.txt")))
+    assert outcome.error_line == f"error: {tmp_path / 'labels.txt'}: 2 labels for a dataset of 10 samples"
+
+
+def test_threshold_for_unknown_output(case, tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    contract, _, probs, feat = case
+    _actual(tmp_path, probs, feat)
+    outcome = run_cli(capsys, *_args(tmp_path, contract, "-t", "logits:kl=0.1"))
+    assert outcome.error_line == ("error: --threshold logits:KullbackLeiblerDivergence: no output named 'logits'; "
+                                  "outputs are: probs:0, feat:0")
+
+
+def test_actual_folder_without_outputs(case, tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    contract, *_ = case
+    (tmp_path / "actual").mkdir()
+    outcome = run_cli(capsys, *_args(tmp_path, contract))
+    assert outcome.error_line == (f"error: --actual {tmp_path / 'actual'}: no output files (<stem>_output_<i>.bin) "
+                                  "and no timestamp folder inside")
