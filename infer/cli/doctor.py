@@ -14,8 +14,12 @@ def _mark(ok: bool | None) -> str:
 def doctor(
     as_json: bool = typer.Option(False, "--json", help="Print the findings as JSON."),
 ) -> None:
-    """Check this machine: Python packages and their tested ranges, atc/msame/ais_bench, the CANN environment,
-    a writable temp folder; ends with which stages run for real and which use the ONNX Runtime stand-in."""
+    """Check this machine: versions, Ascend tools, and what will run for real.
+
+    Python, TensorFlow, tf2onnx, onnx, onnxruntime and numpy against the ranges we test; atc, msame and
+    ais_bench found or not (and their versions); ASCEND_TOOLKIT_HOME, set_env.sh, the devlib entry of
+    LD_LIBRARY_PATH; a writable temp folder. Ends with which stages run for real and which use the stand-in.
+    """
     from infer.doctor import diagnose
 
     report = diagnose()

@@ -1,0 +1,38 @@
+"""`infer demo`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from infer.cli.console import out, say
+
+
+def demo(
+    output: Path = typer.Option(Path("demo-out"), "--output", "-o", help="The folder the demo writes into."),
+) -> None:
+    """Run every stage on a built-in example model and image set, and print the verdict.
+
+    Builds a small ResNet-style TF1 checkpoint (seeded) and a labelled image set in OUTPUT, writes them a
+    pipeline.toml, then runs inspect -> freeze -> convert (ATC where installed, else the ONNX Runtime stand-in
+    with force_fp16, ATC's default) -> dump-bin -> run -> compare: one line per stage, then the verdict and the
+    HTML report's path. Exit 1 when compare fails.
+    """
+    from infer.demo.run import run_demo
+    from infer.pipeline.runner import StageOutcome
+
+    console = out()
+
+    def stage(outcome: StageOutcome) -> None:
+        console.print(outcome.line(), markup=False)
+
+    result = run_demo(output, on_step=say, on_stage=stage)
+    pipeline = result.pipeline
+    console.print(pipeline.verdict, markup=False)
+    if pipeline.report_html is not None:
+        console.print(f"report: {pipeline.report_html}", markup=False)
+    console.print(f"re-run or edit: infer pipeline run {result.pipeline_file}  (commands: {pipeline.report_path})",
+                  markup=False)
+    if not pipeline.passed:
+        raise typer.Exit(1)

@@ -1,0 +1,82 @@
+"""`infer pipeline run` and `infer pipeline init`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from infer.cli.console import out, say
+
+pipeline_app = typer.Typer(
+    help="Every stage from one TOML file; a re-run skips the stages whose inputs have not changed.",
+    no_args_is_help=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+@pipeline_app.command("run")
+def run(
+    config_file: Path = typer.Argument(..., help="The pipeline file (infer pipeline init writes one)."),
+    force: bool = typer.Option(False, "--force", help="Run every stage, even those whose inputs have not changed."),
+) -> None:
+    """Run every stage as the pipeline file says; skip those whose inputs have not changed.
+
+    inspect, freeze, convert, dump-bin, run and compare, one line per stage; each records the sha256 of what it
+    read (in WORK/pipeline-state.json) and is skipped next time when nothing it reads has changed. Ends with the
+    verdict and the equivalent `infer ...`, ATC and msame commands. Exit 1 when compare fails.
+    """
+    from atc_wrap.process import quote_command
+    from infer.pipeline.config import load_config
+    from infer.pipeline.runner import StageOutcome, run_pipeline
+
+    console = out()
+
+    def line(text: str) -> None:
+        console.print(text, markup=False)
+
+    def stage(outcome: StageOutcome) -> None:
+        line(outcome.line())
+
+    config = load_config(config_file)
+    result = run_pipeline(config, on_stage=stage, force=force)
+    line(result.verdict)
+    if result.report_html is not None:
+        line(f"report: {result.report_html}")
+    line("the same, stage by stage:")
+    for command in result.commands:
+        line(f"  {quote_command(command)}")
+    line("on an Ascend machine, by hand:")
+    if result.atc_command:
+        line(f"  {quote_command(result.atc_command)}")
+    line(f"  {quote_command(result.msame_command)}")
+    say(f"written to {result.report_path}")
+    if not result.passed:
+        raise typer.Exit(1)
+
+
+@pipeline_app.command("init")
+def init(
+    model: Path = typer.Argument(..., help="The model to inspect: checkpoint prefix or folder, .meta, .pb, "
+                                 "SavedModel folder or Keras file."),
+    output: Path = typer.Option(Path("pipeline.toml"), "--output", "-o", help="The pipeline file to write."),
+    data: str = typer.Option("images/", "--data", help="The data source to write into [data] source."),
+    labels: str = typer.Option("", "--labels", help="A labels file to write into [compare] labels."),
+    force: bool = typer.Option(False, "--force", help="Overwrite an existing pipeline file."),
+) -> None:
+    """Write a commented pipeline.toml from an inspected model.
+
+    Fills in the model's inputs, its most likely output and its switches (is_training...); every other setting
+    is written at its default, commented. Refuses to overwrite an existing file without --force.
+    """
+    from infer.pipeline.template import values_from_model, write_template
+
+    if output.exists() and not force:
+        from binio.errors import OutputExistsError
+
+        raise OutputExistsError(f"{output}: exists already", hint="pass --force to overwrite it")
+    values = values_from_model(model, data_source=data, labels=labels, relative_to=output.resolve().parent)
+    write_template(output, values, force=force)
+    outputs = ", ".join(values.outputs) or "none found: fill in [model] outputs"
+    say(f"wrote {output}: inputs {', '.join(values.inputs) or 'none'}; outputs {outputs}")
+    say(f"edit it, then: infer pipeline run {output}")

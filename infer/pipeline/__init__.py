@@ -1,0 +1,1 @@
+"""`infer pipeline`: every stage from one TOML file, re-runs skipping what has not changed."""

@@ -1,0 +1,67 @@
+"""The library calls behind the freeze and compare stages, and ATC's command line for a model converted to the
+stand-in: the parts of the pipeline that say most about the result, kept out of stages.py's bookkeeping."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from infer.pipeline.config import PipelineConfig
+from infer.pipeline.stages import StageDone, WorkLayout
+
+
+def freeze(config: PipelineConfig, work: WorkLayout) -> str:
+    """Freezes the model source into work/model (model.pb + model.json); returns the stage's line."""
+    raise NotImplementedError("freeze is wired once infer.freeze lands")
+
+
+def _percent(value: float) -> str:
+    return f"{100 * value:.1f}%"
+
+
+def compare(config: PipelineConfig, work: WorkLayout, run_folder: Path) -> StageDone:
+    """Compares the run against TensorFlow's outputs on the same bins and writes report.json/csv/html."""
+    from infer.compare.compare import CompareOptions
+    from infer.compare.compare import compare as compare_outputs
+    from infer.compare.reports import write_reports
+    from infer.compare.thresholds import Thresholds
+
+    section = config.compare
+    thresholds = Thresholds.parse(f"{metric}={limit!r}" for metric, limit in section.thresholds.items())
+    options = CompareOptions(thresholds=thresholds, topk=section.topk, labels=config.labels)
+    result = compare_outputs(work.contract, work.bins, run_folder, options=options, layerwise=section.layerwise,
+                             cache_root=work.golden_cache)
+    paths = write_reports(result, work.report)
+    html = next(p for p in paths if p.suffix == ".html")
+    parts = []
+    for output in result.outputs:
+        text = f"{output.name} cosine {output.metrics.cosine_similarity:.6f}"
+        if output.topk is not None:
+            text += f", top-1 agreement {_percent(output.topk.top1_agreement)}"
+            accuracy = output.topk.accuracy
+            if accuracy is not None:
+                text += (f", accuracy TF {_percent(accuracy.golden_top1)} vs converted "
+                         f"{_percent(accuracy.actual_top1)}")
+        parts.append(text)
+    if result.layerwise is not None and result.layerwise.first_failing is not None:
+        parts.append(f"first diverging tensor {result.layerwise.first_failing.tensor}")
+    summary = "; ".join(parts) + f" -> {result.verdict()}"
+    return StageDone(summary, (work.report / "report.json",),
+                     {"passed": result.passed, "verdict": result.verdict(), "report_html": str(html)})
+
+
+def atc_dry_run(config: PipelineConfig, work: WorkLayout) -> tuple[str, ...]:
+    """The ATC command `infer convert --target om` would run for this pipeline's model, without running it."""
+    from infer.contract import load_contract
+    from infer.convert import ConvertOptions, convert_model
+
+    section = config.convert
+    options = ConvertOptions(
+        target="om", dry_run=True, soc_version=section.soc_version, precision_mode=section.precision_mode,
+        input_fp16_nodes=section.input_fp16_nodes, output_type=section.output_type,
+        input_format=section.input_format, op_select_implmode=section.op_select_implmode,
+        atc_args=section.atc_args, output=work.model_dir / "model.om",
+    )
+    contract = load_contract(work.contract)
+    result = convert_model(replace(contract, converted=None), options)
+    return tuple(result.command)

@@ -1,0 +1,138 @@
+"""Runs the stages of a pipeline in order, skipping those whose inputs and settings have not changed, and writes
+the report that ends with the commands to reproduce every stage by hand."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from atc_wrap.process import quote_command
+from binio.atomic import write_bytes_atomic
+from infer.pipeline.config import PipelineConfig
+from infer.pipeline.stages import STAGE_FUNCTIONS, STAGES, WorkLayout
+from infer.pipeline.state import StageRecord, digest_path, digest_paths, load_state, save_state, settings_digest
+
+REPORT_FILE = "pipeline-report.txt"
+
+
+@dataclass(frozen=True)
+class StageOutcome:
+    stage: str
+    ran: bool  # False: skipped, nothing it reads changed since it last ran
+    summary: str
+    seconds: float
+    inputs: dict[str, str]  # path -> sha256 of what it read
+    command: tuple[str, ...]  # the equivalent `infer ...` argv
+
+    def line(self) -> str:
+        status = f"{self.seconds:5.1f}s" if self.ran else "  skip"
+        suffix = "" if self.ran else " (unchanged)"
+        return f"{self.stage:<9}{status}  {self.summary}{suffix}"
+
+
+@dataclass(frozen=True)
+class PipelineResult:
+    work_dir: Path
+    stages: tuple[StageOutcome, ...]
+    passed: bool
+    verdict: str  # compare's last line: PASSED or FAILED: ...
+    report_html: Path | None
+    report_path: Path  # the pipeline's own text report
+    atc_command: tuple[str, ...]  # the ATC argv that makes the om (what convert ran, or would run)
+    msame_command: tuple[str, ...]
+
+    def __bool__(self) -> bool:
+        return self.passed
+
+    @property
+    def commands(self) -> tuple[tuple[str, ...], ...]:
+        return tuple(s.command for s in self.stages)
+
+
+def msame_command(work: WorkLayout, om: Path, config: PipelineConfig) -> tuple[str, ...]:
+    """msame's own command line for the bins of this pipeline (folder mode, one folder per input)."""
+    import json
+
+    try:
+        manifest = json.loads((work.bins / "dataset.json").read_text())
+        folders = ",".join(str(work.bins / item["folder"]) for item in manifest["inputs"])
+    except (OSError, ValueError, KeyError, TypeError):
+        folders = str(work.bins / "INPUT")
+    argv = ["msame", "--model", str(om), "--input", folders, "--output", str(work.out / "msame"), "--outfmt", "BIN"]
+    if config.run.device:
+        argv += ["--device", str(config.run.device)]
+    if config.run.loop != 1:
+        argv += ["--loop", str(config.run.loop)]
+    return tuple(argv)
+
+
+def _report_text(config: PipelineConfig, result: PipelineResult) -> str:
+    lines = [f"infer pipeline {config.path}", ""]
+    lines += [outcome.line() for outcome in result.stages]
+    lines += ["", result.verdict]
+    if result.report_html is not None:
+        lines.append(f"report: {result.report_html}")
+    lines += ["", "the same, stage by stage:"]
+    lines += [f"  {quote_command(outcome.command)}" for outcome in result.stages]
+    lines += ["", "on an Ascend machine, by hand:"]
+    lines.append(f"  {quote_command(result.atc_command)}" if result.atc_command
+                 else "  (no ATC command: convert did not get that far)")
+    lines.append(f"  {quote_command(result.msame_command)}")
+    return "\n".join(lines) + "\n"
+
+
+def _atc_command(config: PipelineConfig, work: WorkLayout, facts: dict[str, dict[str, Any]]) -> tuple[str, ...]:
+    ran = tuple(str(a) for a in facts.get("convert", {}).get("atc_command", ()))
+    if ran:
+        return ran
+    from infer.pipeline.calls import atc_dry_run
+
+    return atc_dry_run(config, work)
+
+
+def run_pipeline(config: PipelineConfig, *, on_stage: Callable[[StageOutcome], None] | None = None,
+                 stages: Sequence[str] = STAGES, force: bool = False) -> PipelineResult:
+    """Runs `stages` in order; a stage is skipped when its settings and the sha256 of everything it reads and
+    wrote are as recorded (unless `force`). `on_stage` hears of each stage as it finishes."""
+    work = WorkLayout(config.work_dir)
+    work.root.mkdir(parents=True, exist_ok=True)
+    records = {} if force else load_state(work.root)
+    facts: dict[str, dict[str, Any]] = {name: dict(r.facts) for name, r in records.items()}
+    outcomes = []
+    for name in stages:
+        plan_stage, run_stage = STAGE_FUNCTIONS[name]
+        plan = plan_stage(config, work, facts)
+        inputs = digest_paths(plan.inputs)
+        settings = settings_digest(plan.settings)
+        previous = records.get(name)
+        start = time.monotonic()
+        if previous is not None and previous.is_current(settings, inputs):
+            outcome = StageOutcome(name, False, previous.summary, 0.0, inputs, plan.command)
+        else:
+            done = run_stage(config, work, facts)
+            outputs = {str(p): digest_path(p) for p in done.outputs}
+            records[name] = StageRecord(name, settings, inputs, outputs, done.summary, done.facts)
+            facts[name] = dict(done.facts)
+            save_state(work.root, records)
+            plan = plan_stage(config, work, facts)  # the command may name what the stage made (the run folder)
+            outcome = StageOutcome(name, True, done.summary, time.monotonic() - start, inputs, plan.command)
+        outcomes.append(outcome)
+        if on_stage is not None:
+            on_stage(outcome)
+
+    compared = facts.get("compare", {})
+    artefact = Path(str(facts.get("convert", {}).get("artefact", work.model_dir / "model.om")))
+    om = artefact if artefact.suffix == ".om" else artefact.with_suffix(".om")
+    result = PipelineResult(
+        work_dir=work.root, stages=tuple(outcomes), passed=bool(compared.get("passed", False)),
+        verdict=str(compared.get("verdict", "no verdict: compare did not run")),
+        report_html=Path(compared["report_html"]) if compared.get("report_html") else None,
+        report_path=work.root / REPORT_FILE,
+        atc_command=_atc_command(config, work, facts) if "convert" in facts else (),
+        msame_command=msame_command(work, om, config),
+    )
+    write_bytes_atomic(result.report_path, _report_text(config, result).encode())
+    return result

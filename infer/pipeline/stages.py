@@ -1,0 +1,308 @@
+"""The six stages as the pipeline runs them: what each reads (for the skip check), with which settings, how to
+run it through the library, and the `infer ...` command that does the same by hand.
+
+Every stage calls the library function its command calls; nothing here starts `infer` as a subprocess.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from infer.pipeline.config import PipelineConfig
+
+STAGES: tuple[str, ...] = ("inspect", "freeze", "convert", "dump-bin", "run", "compare")
+
+
+@dataclass(frozen=True)
+class WorkLayout:
+    """Where each stage writes, inside the pipeline's work folder."""
+
+    root: Path
+
+    @property
+    def model_dir(self) -> Path:
+        return self.root / "model"
+
+    @property
+    def contract(self) -> Path:
+        return self.model_dir / "model.json"
+
+    @property
+    def pb(self) -> Path:
+        return self.model_dir / "model.pb"
+
+    @property
+    def bins(self) -> Path:
+        return self.root / "bins"
+
+    @property
+    def out(self) -> Path:
+        return self.root / "out"
+
+    @property
+    def report(self) -> Path:
+        return self.root / "report"
+
+    @property
+    def golden_cache(self) -> Path:
+        return self.root / "golden"
+
+
+@dataclass(frozen=True)
+class StagePlan:
+    """What a stage will read and with which settings: enough to tell whether it must run again."""
+
+    stage: str
+    inputs: tuple[Path, ...]
+    settings: dict[str, Any]
+    command: tuple[str, ...]  # the equivalent `infer ...` argv
+
+
+@dataclass(frozen=True)
+class StageDone:
+    """What a stage that ran made: its one line, the files to watch, and facts for later stages."""
+
+    summary: str
+    outputs: tuple[Path, ...]
+    facts: dict[str, Any] = field(default_factory=dict)
+
+
+Facts = Mapping[str, Mapping[str, Any]]  # stage -> the facts it recorded
+
+
+def model_source_files(source: Path) -> tuple[Path, ...]:
+    """The files a model source consists of: a checkpoint prefix's .index/.meta/.data-*, or the path itself."""
+    if source.exists():
+        return (source,)
+    return tuple(sorted(source.parent.glob(source.name + ".*")))
+
+
+def _freeze_args(config: PipelineConfig) -> list[str]:
+    model = config.model
+    args = ["--outputs", ",".join(model.outputs)]
+    if model.inputs:
+        args += ["--inputs", ",".join(model.inputs)]
+    args += ["--batch", str(model.batch)]
+    for name, value in sorted(model.set.items()):
+        args += ["--set", f"{name}={value}"]
+    return args
+
+
+def _convert_args(config: PipelineConfig) -> list[str]:
+    section = config.convert
+    args = [] if section.target == "auto" else ["--target", section.target]
+    pairs = (("--soc-version", section.soc_version), ("--precision-mode", section.precision_mode),
+             ("--input-fp16-nodes", section.input_fp16_nodes), ("--output-type", section.output_type),
+             ("--input-format", section.input_format), ("--op-select-implmode", section.op_select_implmode))
+    args += [item for flag, value in pairs if value for item in (flag, value)]
+    if section.opset:
+        args += ["--opset", str(section.opset)]
+    for extra in section.atc_args:
+        args += ["--atc-arg", extra]
+    return args
+
+
+def _dump_args(config: PipelineConfig) -> list[str]:
+    data, prep = config.data, config.data.preprocessing
+    args = []
+    if data.dtype:
+        args += ["--dtype", data.dtype]
+    if data.layout:
+        args += ["--layout", data.layout]
+    if prep.resize:
+        args += ["--resize", str(prep.resize)]
+    if prep.color != "RGB":
+        args += ["--color", prep.color]
+    if prep.scale != 1.0:
+        args += ["--scale", repr(prep.scale)]
+    if prep.mean != (0.0,):
+        args += ["--mean", ",".join(repr(v) for v in prep.mean)]
+    if prep.std != (1.0,):
+        args += ["--std", ",".join(repr(v) for v in prep.std)]
+    if data.allow_lossy:
+        args.append("--allow-lossy")
+    return args
+
+
+def _run_args(config: PipelineConfig) -> list[str]:
+    section = config.run
+    args = [] if section.backend == "auto" else ["--backend", section.backend]
+    if section.device:
+        args += ["--device", str(section.device)]
+    if section.loop != 1:
+        args += ["--loop", str(section.loop)]
+    if section.warmup:
+        args += ["--warmup", str(section.warmup)]
+    if section.threads:
+        args += ["--threads", str(section.threads)]
+    return args
+
+
+def _compare_args(config: PipelineConfig) -> list[str]:
+    section = config.compare
+    args = []
+    if config.labels is not None:
+        args += ["--labels", str(config.labels)]
+    if section.topk != 5:
+        args += ["--topk", str(section.topk)]
+    for metric, limit in sorted(section.thresholds.items()):
+        args += ["--threshold", f"{metric}={limit:g}"]
+    if section.layerwise:
+        args.append("--layerwise")
+    return args
+
+
+# --- inspect ---------------------------------------------------------------------------------------------------
+
+def plan_inspect(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StagePlan:
+    return StagePlan("inspect", model_source_files(config.model_source), {},
+                     ("infer", "inspect", str(config.model_source)))
+
+
+def run_inspect(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StageDone:
+    from ckpt2pb.inspection import inspect_model
+
+    report = inspect_model(config.model_source)
+    inputs = ", ".join(
+        f"{p.tensor}{'' if p.shape is None else list(p.shape)}{' (default)' if p.has_default else ''}"
+        for p in report.placeholders)
+    candidates = ", ".join(c.tensor for c in report.candidates[:3])
+    summary = (f"{report.kind}: inputs {inputs or 'none'}; likely outputs {candidates or 'none'}; "
+               f"{report.parameters:,} parameters")
+    return StageDone(summary, (), {"candidates": [c.tensor for c in report.candidates[:5]]})
+
+
+# --- freeze ----------------------------------------------------------------------------------------------------
+
+def plan_freeze(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StagePlan:
+    settings = asdict(config.model) | {"source": str(config.model_source)}
+    command = ("infer", "freeze", str(config.model_source), "-o", str(work.model_dir), *_freeze_args(config),
+               "--force")
+    return StagePlan("freeze", model_source_files(config.model_source), settings, command)
+
+
+def run_freeze(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StageDone:
+    from infer.pipeline.calls import freeze
+
+    summary = freeze(config, work)
+    return StageDone(summary, (work.pb,))
+
+
+# --- convert ---------------------------------------------------------------------------------------------------
+
+def plan_convert(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StagePlan:
+    command = ("infer", "convert", str(work.contract), *_convert_args(config))
+    return StagePlan("convert", (work.pb,), asdict(config.convert), command)
+
+
+def run_convert(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StageDone:
+    from infer.contract import load_contract
+    from infer.convert import ConvertOptions, convert_model
+
+    section = config.convert
+    options = ConvertOptions(
+        target=None if section.target == "auto" else section.target, soc_version=section.soc_version,
+        precision_mode=section.precision_mode, input_fp16_nodes=section.input_fp16_nodes,
+        output_type=section.output_type, input_format=section.input_format,
+        op_select_implmode=section.op_select_implmode, atc_args=section.atc_args, opset=section.opset or None,
+    )
+    result = convert_model(load_contract(work.contract), options)
+    converted = result.contract.converted
+    mode = converted.precision_mode if converted is not None else section.precision_mode
+    summary = f"{result.artefact.name} ({result.target_reason}); precision {mode}"
+    return StageDone(summary, (result.artefact, work.contract), {"target": result.target,
+                                                                  "artefact": str(result.artefact),
+                                                                  "atc_command": list(result.command)})
+
+
+# --- dump-bin --------------------------------------------------------------------------------------------------
+
+def _data_inputs(config: PipelineConfig) -> tuple[Path, ...]:
+    source = config.data_source
+    return () if config.data.source.startswith(("const:", "random:")) else (Path(source),)
+
+
+def plan_dump(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StagePlan:
+    settings = asdict(config.data) | {"source": config.data_source}
+    command = ("infer", "dump-bin", "-m", str(work.contract), "-o", str(work.bins), config.data_source,
+               *_dump_args(config), "--force")
+    return StagePlan("dump-bin", (*_data_inputs(config), work.contract), settings, command)
+
+
+def run_dump(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StageDone:
+    from infer.contract import load_contract
+    from infer.dump import DumpOptions, dump_bins
+    from infer.sources.open import ImageOptions
+
+    data, prep = config.data, config.data.preprocessing
+    options = DumpOptions(
+        output=work.bins, sources=(("", config.data_source),), dtype=data.dtype or None, layout=data.layout or None,
+        image=ImageOptions(resize=prep.resize or None, color=prep.color, scale=prep.scale, mean=prep.mean,
+                           std=prep.std),
+        allow_lossy=data.allow_lossy, force=True,
+    )
+    result = dump_bins(load_contract(work.contract), options)
+    manifest = result.manifest
+    shapes = ", ".join(f"{i.folder} {i.dtype}{list(i.shape)}" for i in manifest.inputs)
+    padding = f", {manifest.padding} padding rows in the last" if manifest.padding else ""
+    summary = f"{manifest.samples} samples -> {manifest.file_count} files per input ({shapes}){padding}"
+    return StageDone(summary, (manifest.path,))
+
+
+# --- run -------------------------------------------------------------------------------------------------------
+
+def plan_run(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StagePlan:
+    command = ("infer", "run", str(work.contract), "--input", str(work.bins), "-o", str(work.out),
+               *_run_args(config))
+    return StagePlan("run", (work.contract, work.bins / "dataset.json"), asdict(config.run), command)
+
+
+def run_run(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StageDone:
+    from infer.run import RunOptions, run_model
+
+    section = config.run
+    options = RunOptions(backend=None if section.backend == "auto" else section.backend,
+                         device=section.device or None, loop=section.loop, warmup=section.warmup,
+                         threads=section.threads or None)
+    result = run_model(work.contract, work.bins, work.out, options)
+    record = result.record
+    speed = f", {record.throughput:,.0f} samples/s" if record.throughput else ""
+    latency = f", {record.latency.mean_ms:.2f} ms per batch" if record.latency.mean_ms is not None else ""
+    summary = f"{record.backend}: {record.samples} samples{speed}{latency} -> {result.folder}"
+    return StageDone(summary, (record.path,), {"run_folder": str(result.folder), "backend": record.backend,
+                                               "tool_command": list(record.tool_command)})
+
+
+# --- compare ---------------------------------------------------------------------------------------------------
+
+def plan_compare(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StagePlan:
+    run_folder = Path(str(facts.get("run", {}).get("run_folder", work.out)))
+    inputs = [work.contract, work.bins / "dataset.json", run_folder / "run.json"]
+    if config.labels is not None:
+        inputs.append(config.labels)
+    command = ("infer", "compare", str(work.contract), "--input", str(work.bins), "--actual", str(run_folder),
+               *_compare_args(config), "--report", str(work.report))
+    return StagePlan("compare", tuple(inputs), asdict(config.compare) | {"labels": str(config.labels or "")},
+                     command)
+
+
+def run_compare(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StageDone:
+    from infer.pipeline.calls import compare
+
+    run_folder = Path(str(facts["run"]["run_folder"]))
+    return compare(config, work, run_folder)
+
+
+Planner = Callable[[PipelineConfig, WorkLayout, Facts], StagePlan]
+Runner = Callable[[PipelineConfig, WorkLayout, Facts], StageDone]
+STAGE_FUNCTIONS: dict[str, tuple[Planner, Runner]] = {
+    "inspect": (plan_inspect, run_inspect),
+    "freeze": (plan_freeze, run_freeze),
+    "convert": (plan_convert, run_convert),
+    "dump-bin": (plan_dump, run_dump),
+    "run": (plan_run, run_run),
+    "compare": (plan_compare, run_compare),
+}

@@ -1,0 +1,147 @@
+"""``infer pipeline init``: a commented pipeline.toml, filled in from an inspected model.
+
+The same renderer writes the demo's pipeline file, so what the demo runs is a file the user can edit and re-run.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from binio.atomic import write_bytes_atomic
+from binio.errors import OutputExistsError
+
+
+@dataclass(frozen=True)
+class TemplateValues:
+    """What goes into the file; every other key is written commented out, at its default."""
+
+    source: str
+    outputs: tuple[str, ...]
+    inputs: tuple[str, ...] = ()
+    batch: int = 1
+    set_values: dict[str, str] = field(default_factory=dict)
+    data_source: str = "images/"
+    scale: float = 1.0
+    labels: str = ""
+    work_dir: str = "work"
+    notes: tuple[str, ...] = ()  # comment lines for the top of the file (what inspect found)
+    other_candidates: tuple[str, ...] = ()
+    switches: tuple[str, ...] = ()  # placeholders with a default (is_training...), folded at freeze
+
+
+def _toml(value: object) -> str:
+    """A TOML literal for a str, number, bool or list of them (JSON's spelling is TOML's for these)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    return json.dumps(value)
+
+
+def render_template(values: TemplateValues) -> str:
+    lines = ["# infer pipeline: every stage from one file. `infer pipeline run THIS_FILE` runs them all;",
+             "# a re-run skips the stages whose inputs (sha256) and settings have not changed.",
+             "# Relative paths are relative to this file's folder."]
+    lines += [f"# {note}" for note in values.notes]
+    lines += ["", "[model]",
+              "# A checkpoint prefix or folder, a .meta, a frozen .pb, a SavedModel folder or a Keras file.",
+              f"source = {_toml(values.source)}",
+              "# The tensors the converted model returns (ATC's --out_nodes)."]
+    if values.other_candidates:
+        lines.append(f"# Other candidates inspect ranked: {', '.join(values.other_candidates)}")
+    lines.append(f"outputs = {_toml(list(values.outputs))}")
+    lines += ["# The model's inputs; a tensor that is not a placeholder (IteratorGetNext:0) becomes one.",
+              "# Shape and dtype may be given per input: \"images:0[8,224,224,3]\"."]
+    lines.append(f"inputs = {_toml(list(values.inputs))}")
+    lines += ["# Fixes an unknown first dimension: ATC and msame need a static batch.",
+              f"batch = {values.batch}",
+              "# Placeholders folded to a value at freeze; those with a default are folded to it anyway."]
+    if values.switches:
+        lines.append(f"# With a default here: {', '.join(values.switches)}")
+    set_items = ", ".join(f"{_toml(k) if not k.isidentifier() else k} = {_toml(v)}"
+                          for k, v in sorted(values.set_values.items()))
+    lines.append(f"set = {{ {set_items} }}" if set_items else "# set = { is_training = \"false\" }")
+
+    lines += ["", "[data]",
+              "# An image folder, an .npy/.npz, a folder of .bin files, or const:VALUE / random:SEED.",
+              f"source = {_toml(values.data_source)}",
+              "# dtype = \"\"          # \"\" = the converted model's input dtype; anything else must equal it",
+              "# layout = \"\"         # NHWC | NCHW for images; \"\" = the model's",
+              "# allow_lossy = false  # write values the cast loses (fp16 overflow, NaN) instead of refusing",
+              "", "[data.preprocessing]  # images only: (pixel * scale - mean) / std after resize + centre crop",
+              "# resize = 0          # shorter side before the crop; 0 = just large enough",
+              "# color = \"RGB\"       # or BGR",
+              f"scale = {_toml(values.scale)}",
+              "# mean = [0.0]        # one value, or one per channel",
+              "# std = [1.0]"]
+
+    lines += ["", "[convert]",
+              "# target = \"auto\"        # om where ATC is installed, else onnx (the ONNX Runtime stand-in)",
+              "# soc_version = \"Ascend310\"",
+              "# ATC's default precision mode; the stand-in emulates it (fp16 storage after every op).",
+              "precision_mode = \"force_fp16\"  # force_fp32 | allow_fp32_to_fp16 | must_keep_origin_dtype | "
+              "allow_mix_precision",
+              "# input_fp16_nodes = \"\"   # \"a;b\": these inputs take float16 bins",
+              "# output_type = \"\"        # FP32 | FP16 | \"node:0:FP16;...\"",
+              "# input_format = \"\"       # NHWC | NCHW | ND; \"\" = from the model",
+              "# op_select_implmode = \"\"",
+              "# atc_args = []           # more ATC flags, passed as they are",
+              "# opset = 0               # stand-in: 0 = the highest tf2onnx and onnxruntime both handle"]
+
+    lines += ["", "[run]",
+              "# backend = \"auto\"  # from what convert made; or onnxrt | tf | msame | ais_bench",
+              "# device = 0",
+              "# loop = 1",
+              "# warmup = 0",
+              "# threads = 0       # 0 = the backend's default"]
+
+    lines += ["", "[compare]"]
+    lines.append(f"labels = {_toml(values.labels)}" if values.labels
+                 else "# labels = \"labels.txt\"  # one class index per line (or .npy): accuracy of both models")
+    lines += ["# topk = 5",
+              "# layerwise = false  # stand-in only: find the first layer whose outputs diverge",
+              "# Defaults are msit's: cosine < 0.99, RED > 0.05, KL > 0.005, RMSE > 1.0 or MeanRE > 1.0 fails.",
+              "# thresholds = { cosine = 0.999, \"probs:0:kl\" = 0.01 }"]
+
+    lines += ["", "[paths]", f"work_dir = {_toml(values.work_dir)}  # model/, bins/, out/, report/ and the state file"]
+    return "\n".join(lines) + "\n"
+
+
+def write_template(path: Path, values: TemplateValues, *, force: bool = False) -> Path:
+    path = Path(path)
+    if path.exists() and not force:
+        raise OutputExistsError(f"{path}: exists already", hint="pass --force to overwrite it")
+    write_bytes_atomic(path, render_template(values).encode())
+    return path
+
+
+def values_from_model(model: Path, *, data_source: str = "images/", labels: str = "",
+                      relative_to: Path | None = None) -> TemplateValues:
+    """Inspects `model` (imports TensorFlow) and fills in its inputs, its best output candidate and switches."""
+    import os
+
+    from ckpt2pb.inspection import inspect_model
+
+    report = inspect_model(model)
+    inputs = tuple(p.tensor for p in report.placeholders if not p.has_default)
+    switches = tuple(p.tensor for p in report.placeholders if p.has_default)
+    if not report.candidates:
+        outputs: tuple[str, ...] = ()
+    else:
+        outputs = (report.candidates[0].tensor,)
+    source = str(model)
+    if relative_to is not None:
+        source = os.path.relpath(Path(model).resolve(), Path(relative_to).resolve())
+    dynamic = [p.tensor for p in report.placeholders if not p.has_default and p.dynamic_dims]
+    notes = [f"Written by `infer pipeline init` from {model} ({report.kind}, {report.parameters:,} parameters)."]
+    if dynamic:
+        notes.append(f"Inputs with dynamic dims: {', '.join(dynamic)}; `batch` fixes the first one.")
+    if not outputs:
+        notes.append("inspect found no output candidate: fill in [model] outputs.")
+    return TemplateValues(source=source, outputs=outputs, inputs=inputs, data_source=data_source, labels=labels,
+                          notes=tuple(notes), other_candidates=tuple(c.tensor for c in report.candidates[1:4]),
+                          switches=switches)
