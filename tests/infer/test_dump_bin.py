@@ -1,0 +1,381 @@
+"""`infer dump-bin`: real sources to bins in the model's dtype, and every refusal with its exact error line."""
+
+from __future__ import annotations
+
+import errno
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from binio.binfile import read_bin, sha256_file
+from binio.dataset import iter_samples, open_dataset
+from binio.manifest import load_manifest
+from infer.contract import ModelContract
+from infer.dump import DumpOptions, dump_bins
+from infer.sources.images import ImagePreprocessing, decode_image
+from tests.cli import run_cli
+from tests.infer.dump_models import fp16_model, two_input_model
+
+
+def _leftovers(root: Path) -> list[Path]:
+    """Temporary files anywhere under `root`: what an interrupted or refused write must never leave."""
+    return [p for p in root.rglob("*") if p.name.endswith(".tmp")]
+
+
+def _images(folder: Path, count: int, size: tuple[int, int] = (12, 10)) -> list[np.ndarray]:
+    """Saves `count` seeded RGB images, cycling PNG, BMP and JPEG, named out of order on purpose."""
+    from PIL import Image
+
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(3)
+    pixels = []
+    for index in range(count):
+        array = rng.integers(0, 256, (size[1], size[0], 3), dtype=np.uint8)
+        suffix = (".png", ".bmp", ".jpg")[index % 3]
+        Image.fromarray(array).save(folder / f"img_{count - index:03d}{suffix}")
+        pixels.append(array)
+    return pixels
+
+
+# --- what it writes -------------------------------------------------------------------------------------------
+
+
+def test_npy_to_bins_in_the_models_dtype(capsys: pytest.CaptureFixture[str], frozen_small_cnn: ModelContract,
+                                         tmp_path: Path) -> None:
+    data = np.random.default_rng(0).normal(size=(5, 8, 8, 3))  # float64, the usual np.random output
+    np.save(tmp_path / "data.npy", data)
+    out = tmp_path / "bins"
+    result = run_cli(capsys, "dump-bin", "-m", frozen_small_cnn.path, "-o", out, tmp_path / "data.npy")
+    assert result.code == 0, result.err
+    assert result.out.splitlines()[0] == (f"wrote 3 batch file(s) of 2 per input: 5 samples, 1 padding row(s), "
+                                          f"to {out}")
+    manifest = open_dataset(out, verify=True)
+    (item,) = manifest.inputs
+    assert (manifest.batch, manifest.samples, manifest.padding) == (2, 5, 1)
+    assert manifest.model_sha256 == frozen_small_cnn.pb_sha256
+    assert (item.tensor, item.folder, item.dtype, item.shape, item.layout) == \
+        ("images:0", "images", "float32", (2, 8, 8, 3), "NHWC")
+    assert [(f.name, f.rows) for f in item.files] == [("000000.bin", 2), ("000001.bin", 2), ("000002.bin", 1)]
+    assert sorted(p.name for p in (out / "images").iterdir()) == ["000000.bin", "000001.bin", "000002.bin"]
+    last = read_bin(out / "images" / "000002.bin", item.spec)
+    np.testing.assert_array_equal(last[0], data[4].astype(np.float32))
+    assert not last[1].any()  # the padding row is zeros
+    assert item.preprocessing["cast"]["from"] == "float64" and item.preprocessing["padding"] == "zeros"
+    assert item.source == str(tmp_path / "data.npy")
+
+
+def test_converted_model_taking_float16_gets_float16_bins(capsys: pytest.CaptureFixture[str],
+                                                          tmp_path: Path) -> None:
+    contract = fp16_model(tmp_path / "model")
+    data = np.random.default_rng(1).random((4, 8, 8, 3), dtype=np.float32)
+    np.save(tmp_path / "data.npy", data)
+    result = run_cli(capsys, "dump-bin", "-m", contract.path, "-o", tmp_path / "bins", "--dtype", "float16",
+                     tmp_path / "data.npy")
+    assert result.code == 0, result.err
+    manifest = load_manifest(tmp_path / "bins")
+    assert manifest.inputs[0].dtype == "float16"
+    assert manifest.model_sha256 == contract.converted.sha256 if contract.converted else False
+    assert (tmp_path / "bins" / "images" / "000000.bin").stat().st_size == 2 * 8 * 8 * 3 * 2
+    back = np.concatenate(list(iter_samples(manifest, "images:0")))
+    np.testing.assert_array_equal(back, data.astype(np.float16))
+    assert "cast float32 -> float16, largest error" in result.out
+
+
+def test_lone_npz_feeds_every_input_by_name_with_integer_casts(capsys: pytest.CaptureFixture[str],
+                                                               tmp_path: Path) -> None:
+    contract = two_input_model(tmp_path / "model")
+    ids = np.arange(12).reshape(3, 4)  # int64, as numpy makes them
+    mask = np.ones((3, 4))
+    np.savez(tmp_path / "data.npz", ids=ids, mask=mask)
+    result = run_cli(capsys, "dump-bin", "-m", contract.path, "-o", tmp_path / "bins", tmp_path / "data.npz")
+    assert result.code == 0, result.err
+    manifest = open_dataset(tmp_path / "bins", verify=True)
+    assert [(i.folder, i.dtype) for i in manifest.inputs] == [("ids", "int32"), ("mask", "float32")]
+    np.testing.assert_array_equal(np.concatenate(list(iter_samples(manifest, "ids:0"))), ids.astype(np.int32))
+    assert manifest.inputs[0].source == f"{tmp_path / 'data.npz'}[ids]"
+
+
+def test_generators_fill_an_input_as_long_as_the_others(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    contract = two_input_model(tmp_path / "model")
+    np.save(tmp_path / "ids.npy", np.arange(20, dtype=np.int32).reshape(5, 4))
+    out = tmp_path / "bins"
+    result = run_cli(capsys, "dump-bin", "-m", contract.path, "-o", out, "--input", "ids=" + str(tmp_path / "ids.npy"),
+                     "--input", "mask:0=const:1")
+    assert result.code == 0, result.err
+    manifest = load_manifest(out)
+    mask = np.concatenate(list(iter_samples(manifest, "mask:0")))
+    assert mask.shape == (5, 4) and (mask == 1).all()
+    assert manifest.input("mask:0").preprocessing["generator"] == "const"
+
+
+def test_random_generator_is_reproducible_whatever_the_batch(tmp_path: Path) -> None:
+    def dump(batch: int, name: str) -> np.ndarray:
+        contract = two_input_model(tmp_path / name, batch=batch)
+        options = DumpOptions(output=tmp_path / f"bins_{name}", sources=(("ids", "random:7"), ("mask", "random:8")),
+                              samples=6)
+        manifest = dump_bins(contract, options).manifest
+        return np.concatenate(list(iter_samples(manifest, "mask:0")))
+
+    first, second = dump(2, "b2"), dump(4, "b4")
+    assert first.shape == (6, 4) and first.min() >= 0 and first.max() < 1
+    np.testing.assert_array_equal(first, second)
+
+
+def test_image_folder_in_sorted_order_with_resize_crop_and_normalisation(
+        capsys: pytest.CaptureFixture[str], frozen_small_cnn: ModelContract, tmp_path: Path) -> None:
+    _images(tmp_path / "images", 5)
+    out = tmp_path / "bins"
+    result = run_cli(capsys, "dump-bin", "-m", frozen_small_cnn.path, "-o", out, tmp_path / "images",
+                     "--resize", "9", "--scale", "0.00392156862745098", "--mean", "0.5", "--std", "0.25",
+                     "--color", "BGR")
+    assert result.code == 0, result.err
+    manifest = load_manifest(out)
+    item = manifest.inputs[0]
+    names = ["img_001.bmp", "img_002.png", "img_003.jpg", "img_004.bmp", "img_005.png"]
+    assert item.preprocessing["files"] == names
+    assert {k: item.preprocessing[k] for k in ("resize", "color", "scale", "mean", "std", "layout", "crop")} == {
+        "resize": 9, "color": "BGR", "scale": 0.00392156862745098, "mean": [0.5], "std": [0.25], "layout": "NHWC",
+        "crop": "centre"}
+    samples = np.concatenate(list(iter_samples(manifest, "images:0")))
+    # The same pipeline written out by hand with Pillow, for the third file.
+    from PIL import Image
+
+    with Image.open(tmp_path / "images" / names[2]) as image:
+        resized = image.convert("RGB").resize((11, 9), Image.Resampling.BILINEAR)  # 12x10 -> shorter side 9
+    pixels = np.asarray(resized, dtype=np.float32)[0:8, 1:9, ::-1]
+    expected = (pixels * np.float32(0.00392156862745098) - np.float32(0.5)) / np.float32(0.25)
+    np.testing.assert_allclose(samples[2], expected, rtol=1e-6, atol=1e-6)
+
+
+def test_image_workers_give_the_same_bins_as_one_process(frozen_small_cnn: ModelContract, tmp_path: Path) -> None:
+    _images(tmp_path / "images", 11)
+    sources = (("", str(tmp_path / "images")),)
+    serial = dump_bins(frozen_small_cnn, DumpOptions(output=tmp_path / "one", sources=sources))
+    parallel = dump_bins(frozen_small_cnn, DumpOptions(output=tmp_path / "two", sources=sources, workers=2))
+    assert [f.sha256 for f in serial.manifest.inputs[0].files] == [f.sha256 for f in parallel.manifest.inputs[0].files]
+    assert serial.manifest.samples == 11
+
+
+def test_nchw_layout_transposes_images(tmp_path: Path) -> None:
+    from infer.sources.images import ImageFolderSource
+
+    _images(tmp_path / "images", 1)
+    nhwc = ImagePreprocessing(height=8, width=8)
+    nchw = ImagePreprocessing(height=8, width=8, layout="NCHW")
+    (path,) = ImageFolderSource(tmp_path / "images", nhwc).files
+    np.testing.assert_array_equal(decode_image(path, nchw), decode_image(path, nhwc).transpose(2, 0, 1))
+
+
+def test_a_bin_dataset_is_rebatched_for_another_batch(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    data = np.arange(7 * 4, dtype=np.int32).reshape(7, 4)
+    np.savez(tmp_path / "data.npz", ids=data, mask=data.astype(np.float32))
+    first = two_input_model(tmp_path / "b2", batch=2)
+    second = two_input_model(tmp_path / "b3", batch=3)
+    assert run_cli(capsys, "dump-bin", "-m", first.path, "-o", tmp_path / "bins2", tmp_path / "data.npz").code == 0
+    result = run_cli(capsys, "dump-bin", "-m", second.path, "-o", tmp_path / "bins3", tmp_path / "bins2")
+    assert result.code == 0, result.err
+    manifest = open_dataset(tmp_path / "bins3", verify=True)
+    assert (manifest.batch, manifest.file_count, manifest.padding) == (3, 3, 2)
+    np.testing.assert_array_equal(np.concatenate(list(iter_samples(manifest, "ids:0"))), data)
+
+
+def test_a_folder_of_bare_bins_is_read_in_the_models_dtype(frozen_small_cnn: ModelContract, tmp_path: Path) -> None:
+    data = np.random.default_rng(2).random((3, 8, 8, 3), dtype=np.float32)
+    (tmp_path / "raw").mkdir()
+    data[:2].tofile(tmp_path / "raw" / "a.bin")
+    data[2:].tofile(tmp_path / "raw" / "b.bin")
+    result = dump_bins(frozen_small_cnn, DumpOptions(output=tmp_path / "bins", sources=(("", str(tmp_path / "raw")),)))
+    np.testing.assert_array_equal(np.concatenate(list(iter_samples(result.manifest, "images:0"))), data)
+
+
+def test_rerun_with_force_keeps_files_whose_sha_matches(frozen_small_cnn: ModelContract, tmp_path: Path) -> None:
+    np.save(tmp_path / "data.npy", np.ones((6, 8, 8, 3), np.float32))
+    options = DumpOptions(output=tmp_path / "bins", sources=(("", str(tmp_path / "data.npy")),), force=True)
+    first = dump_bins(frozen_small_cnn, options)
+    assert (first.files_written, first.files_kept) == (3, 0)
+    damaged = tmp_path / "bins" / "images" / "000001.bin"
+    damaged.write_bytes(bytes(damaged.stat().st_size))
+    (tmp_path / "bins" / "images" / "000009.bin").write_bytes(b"stale")  # from an earlier, longer dump
+    second = dump_bins(frozen_small_cnn, options)
+    assert (second.files_written, second.files_kept) == (1, 2)
+    assert not (tmp_path / "bins" / "images" / "000009.bin").exists()
+    open_dataset(tmp_path / "bins", verify=True)
+
+
+def test_progress_reports_every_batch(frozen_small_cnn: ModelContract, tmp_path: Path) -> None:
+    np.save(tmp_path / "data.npy", np.zeros((7, 8, 8, 3), np.float32))
+    seen: list[tuple[int, int]] = []
+    dump_bins(frozen_small_cnn, DumpOptions(output=tmp_path / "bins", sources=(("", str(tmp_path / "data.npy")),)),
+              progress=lambda done, total: seen.append((done, total)))
+    assert seen == [(0, 4), (1, 4), (2, 4), (3, 4), (4, 4)]
+
+
+def test_allow_lossy_writes_and_reports_the_loss(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    contract = fp16_model(tmp_path / "model")
+    data = np.zeros((2, 8, 8, 3), np.float32)
+    data[0, 0, 0, 0] = 1e5
+    np.save(tmp_path / "data.npy", data)
+    result = run_cli(capsys, "dump-bin", "-m", contract.path, "-o", tmp_path / "bins", "--allow-lossy",
+                     tmp_path / "data.npy")
+    assert result.code == 0, result.err
+    assert "  !! images:0: 1 overflow float16 (|x| > 65504) written (--allow-lossy)" in result.out.splitlines()
+    assert load_manifest(tmp_path / "bins").inputs[0].preprocessing["cast"]["overflow"] == 1
+
+
+# --- refusals: the exact error line, and nothing half-written ----------------------------------------------------
+
+
+def _refused(capsys: pytest.CaptureFixture[str], out: Path, *args: object) -> str:
+    result = run_cli(capsys, "dump-bin", "-o", out, *args)
+    assert result.code == 2, result.err
+    assert not out.exists(), f"{out} was left behind"
+    assert not _leftovers(out.parent)
+    return result.error_line
+
+
+def test_dtype_other_than_the_models_is_refused_with_the_way_out(capsys: pytest.CaptureFixture[str],
+                                                                 frozen_small_cnn: ModelContract,
+                                                                 tmp_path: Path) -> None:
+    np.save(tmp_path / "data.npy", np.zeros((2, 8, 8, 3), np.float32))
+    result = run_cli(capsys, "dump-bin", "-o", tmp_path / "bins", "-m", frozen_small_cnn.path, "--dtype", "fp16",
+                     tmp_path / "data.npy")
+    assert result.code == 2
+    assert result.error_line == "error: --dtype float16 differs from the model's input images:0, which takes float32"
+    assert (f"hint: bins must be what the model takes: for float16 there, convert with `infer convert "
+            f"{frozen_small_cnn.path} --input-fp16-nodes images`") in result.err
+    assert not (tmp_path / "bins").exists()
+
+
+def test_sample_shape_other_than_the_models_is_refused(capsys: pytest.CaptureFixture[str],
+                                                       frozen_small_cnn: ModelContract, tmp_path: Path) -> None:
+    np.save(tmp_path / "data.npy", np.zeros((4, 8, 8, 4), np.float32))
+    line = _refused(capsys, tmp_path / "bins", "-m", frozen_small_cnn.path, tmp_path / "data.npy")
+    assert line == (f"error: {tmp_path / 'data.npy'}: samples of shape (8,8,4) for input images:0, but the model "
+                    f"takes (8,8,3) per sample (batch shape (2,8,8,3))")
+
+
+def test_inputs_with_different_sample_counts_are_refused(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    contract = two_input_model(tmp_path / "model")
+    np.save(tmp_path / "ids.npy", np.zeros((5, 4), np.int32))
+    np.save(tmp_path / "mask.npy", np.zeros((4, 4), np.float32))
+    line = _refused(capsys, tmp_path / "bins", "-m", contract.path, "--input", f"ids={tmp_path / 'ids.npy'}",
+                    "--input", f"mask={tmp_path / 'mask.npy'}")
+    assert line == (f"error: inputs differ in sample count: ids:0 has 5 ({tmp_path / 'ids.npy'}), "
+                    f"mask:0 has 4 ({tmp_path / 'mask.npy'})")
+
+
+def test_npz_without_the_inputs_key_is_refused(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    contract = two_input_model(tmp_path / "model")
+    np.savez(tmp_path / "data.npz", ids=np.zeros((2, 4)), attention=np.zeros((2, 4)))
+    line = _refused(capsys, tmp_path / "bins", "-m", contract.path, tmp_path / "data.npz")
+    assert line == (f"error: {tmp_path / 'data.npz'}: no array for input mask:0 (looked for 'mask'); "
+                    f"its keys are: ids, attention")
+
+
+def test_an_unreadable_image_is_refused_by_name(capsys: pytest.CaptureFixture[str], frozen_small_cnn: ModelContract,
+                                                tmp_path: Path) -> None:
+    _images(tmp_path / "images", 3)
+    bad = tmp_path / "images" / "img_002.bmp"
+    bad.write_bytes(b"not an image at all")
+    line = _refused(capsys, tmp_path / "bins", "-m", frozen_small_cnn.path, tmp_path / "images")
+    assert line == f"error: {bad}: cannot decode image (cannot identify image file '{bad}')"
+
+
+def test_a_truncated_image_is_refused_by_name(capsys: pytest.CaptureFixture[str], frozen_small_cnn: ModelContract,
+                                              tmp_path: Path) -> None:
+    _images(tmp_path / "images", 6, size=(64, 64))
+    jpeg = tmp_path / "images" / "img_004.jpg"
+    jpeg.write_bytes(jpeg.read_bytes()[:400])
+    line = _refused(capsys, tmp_path / "bins", "-m", frozen_small_cnn.path, tmp_path / "images", "--workers", "2")
+    assert line == f"error: {jpeg}: cannot decode image (Truncated File Read)"  # Pillow's words
+
+
+@pytest.mark.parametrize(("value", "loss"), [(1e5, "1 overflow float16 (|x| > 65504)"), (np.nan, "1 NaN")])
+def test_fp16_overflow_and_nan_are_refused_without_allow_lossy(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                               value: float, loss: str) -> None:
+    contract = fp16_model(tmp_path / "model")
+    data = np.zeros((6, 8, 8, 3), np.float32)
+    data[3, 1, 2, 0] = value
+    np.save(tmp_path / "data.npy", data)
+    line = _refused(capsys, tmp_path / "bins", "-m", contract.path, tmp_path / "data.npy")
+    assert line == f"error: input images:0: {loss} casting float32 to float16 in images/000001.bin (samples 2..3)"
+
+
+def test_a_truncated_existing_bin_is_refused(capsys: pytest.CaptureFixture[str], frozen_small_cnn: ModelContract,
+                                             tmp_path: Path) -> None:
+    np.save(tmp_path / "data.npy", np.zeros((4, 8, 8, 3), np.float32))
+    assert run_cli(capsys, "dump-bin", "-m", frozen_small_cnn.path, "-o", tmp_path / "old",
+                   tmp_path / "data.npy").code == 0
+    truncated = tmp_path / "old" / "images" / "000001.bin"
+    truncated.write_bytes(truncated.read_bytes()[:1000])
+    line = _refused(capsys, tmp_path / "bins", "-m", frozen_small_cnn.path, tmp_path / "old")
+    assert line == f"error: {truncated}: expected 1536 bytes for shape (2,8,8,3) float32, got 1000"
+
+
+def test_an_existing_output_is_refused_without_force(capsys: pytest.CaptureFixture[str],
+                                                     frozen_small_cnn: ModelContract, tmp_path: Path) -> None:
+    np.save(tmp_path / "data.npy", np.zeros((2, 8, 8, 3), np.float32))
+    out = tmp_path / "bins"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    result = run_cli(capsys, "dump-bin", "-m", frozen_small_cnn.path, "-o", out, tmp_path / "data.npy")
+    assert result.code == 2
+    assert result.error_line == f"error: {out}: exists already"
+    assert sorted(p.name for p in out.iterdir()) == ["notes.txt"]
+
+
+def test_a_pickled_npy_is_never_loaded(capsys: pytest.CaptureFixture[str], frozen_small_cnn: ModelContract,
+                                       tmp_path: Path) -> None:
+    objects = np.empty(2, dtype=object)
+    objects[:] = [np.zeros((8, 8, 3)), np.zeros((8, 8, 3))]
+    np.save(tmp_path / "data.npy", objects, allow_pickle=True)
+    line = _refused(capsys, tmp_path / "bins", "-m", frozen_small_cnn.path, tmp_path / "data.npy")
+    assert line == (f"error: {tmp_path / 'data.npy'}: holds pickled Python objects, which are never loaded "
+                    f"(allow_pickle=False)")
+
+
+def test_no_space_left_is_a_clean_error(capsys: pytest.CaptureFixture[str], frozen_small_cnn: ModelContract,
+                                        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    np.save(tmp_path / "data.npy", np.zeros((6, 8, 8, 3), np.float32))
+    calls: list[Path] = []
+
+    def disk_full(tmp: Path, buffer: np.ndarray) -> None:
+        calls.append(tmp)
+        if len(calls) == 2:
+            tmp.write_bytes(b"half")  # what a real full disk leaves: part of the file
+            raise OSError(errno.ENOSPC, "No space left on device")
+        tmp.write_bytes(buffer.tobytes())
+
+    monkeypatch.setattr("infer.dump._write_payload", disk_full)
+    line = _refused(capsys, tmp_path / "bins", "-m", frozen_small_cnn.path, tmp_path / "data.npy")
+    assert line == f"error: {tmp_path / 'bins' / 'images' / '000001.bin'}: no space left on the device while writing"
+
+
+def test_interrupted_run_into_an_existing_folder_keeps_whole_files_only(
+        frozen_small_cnn: ModelContract, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    np.save(tmp_path / "data.npy", np.ones((6, 8, 8, 3), np.float32))
+    out = tmp_path / "bins"
+    options = DumpOptions(output=out, sources=(("", str(tmp_path / "data.npy")),), force=True)
+    dump_bins(frozen_small_cnn, options)
+    real_write = __import__("infer.dump", fromlist=["_write_payload"])._write_payload
+    calls: list[int] = []
+
+    def interrupted(tmp: Path, buffer: np.ndarray) -> None:
+        calls.append(1)
+        if len(calls) == 1:
+            raise KeyboardInterrupt
+        real_write(tmp, buffer)
+
+    monkeypatch.setattr("infer.dump._write_payload", interrupted)
+    np.save(tmp_path / "data.npy", np.full((6, 8, 8, 3), 2, np.float32))
+    with pytest.raises(KeyboardInterrupt):
+        dump_bins(frozen_small_cnn, options)
+    assert not (out / "dataset.json").exists()  # not a dataset until a run completes
+    assert not _leftovers(out)
+    for path in (out / "images").iterdir():
+        assert path.stat().st_size == 2 * 8 * 8 * 3 * 4
+    monkeypatch.undo()
+    resumed = dump_bins(frozen_small_cnn, options)
+    assert resumed.files_written + resumed.files_kept == 3
+    assert sha256_file(out / "images" / "000000.bin") == resumed.manifest.inputs[0].files[0].sha256
