@@ -1,0 +1,24 @@
+"""The errors the TensorFlow side raises for a user's mistake: all of them `InferError`s."""
+
+from __future__ import annotations
+
+from binio.errors import InferError, OutputExistsError
+
+
+class SourceError(InferError):
+    """A model source that is missing, of an unknown kind, or unreadable (corrupt checkpoint, bad protobuf)."""
+
+
+class GraphNameError(InferError):
+    """A node or tensor name that is not in the graph."""
+
+
+class FreezeError(InferError):
+    """A graph that cannot be frozen as asked: a placeholder left, a dim unknown, a conflicting spec."""
+
+
+class VerifyError(InferError):
+    """A frozen graph whose outputs differ from the original graph's beyond tolerance."""
+
+
+__all__ = ["FreezeError", "GraphNameError", "InferError", "OutputExistsError", "SourceError", "VerifyError"]

@@ -1,0 +1,284 @@
+"""From a loaded source to a frozen inference GraphDef: variables folded, inputs pinned, the training side cut.
+
+The order matters: variables become constants first (TF's own conversion, in the restored session), then the
+constant graph is edited (inputs, folded switches), pruned to the outputs, and cleaned for older consumers.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from binio.spec import TensorSpec, format_shape, node_name, tensor_name
+from ckpt2pb import surgery
+from ckpt2pb.controlflow import fold_constant_conds
+from ckpt2pb.errors import FreezeError, GraphNameError
+from ckpt2pb.graphinfo import DATASET_OPS, PLACEHOLDER_OPS, import_graph, shape_of, tensor_names
+from ckpt2pb.inputs import InputRequest, parse_value
+from ckpt2pb.inspection import rank_output_candidates
+from ckpt2pb.names import unknown_name_error
+from ckpt2pb.source import LoadedSource, restored_session
+from ckpt2pb.verify import Verification, verify_frozen
+
+log = logging.getLogger(__name__)
+
+PROTOBUF_LIMIT = 2**31 - 1  # bytes: protobuf cannot serialise a message this large
+
+
+@dataclass(frozen=True)
+class FrozenGraph:
+    """The frozen inference graph and what it takes and gives."""
+
+    graph_def: Any  # tensorflow GraphDef
+    serialized: bytes
+    inputs: tuple[TensorSpec, ...]
+    outputs: tuple[TensorSpec, ...]
+    fixed: dict[str, str] = field(default_factory=dict)  # placeholder -> the value it was folded to
+    verification: Verification | None = None
+    stripped_attrs: int = 0
+    nodes: int = 0
+
+
+def _layout(shape: tuple[int | None, ...]) -> str:
+    return "NHWC" if len(shape) == 4 else "ND"
+
+
+def _resolve_tensor(graph: Any, name: str, what: str, known: list[str]) -> Any:
+    """The tensor a user named by tensor (`op:0`) or node (`op`) name, or an error with the closest names."""
+    try:
+        return graph.get_tensor_by_name(tensor_name(name))
+    except (KeyError, ValueError):
+        raise unknown_name_error(what, name, known) from None
+
+
+def _pinned_shape(request: InputRequest, graph_shape: tuple[int | None, ...] | None, batch: int | None,
+                  name: str) -> tuple[int, ...]:
+    """The input's final static shape: the graph's, refined by the user's dims and --batch, with every
+    disagreement and every dim left unknown refused."""
+    shape: list[int | None]
+    if request.shape is not None:
+        if graph_shape is not None and len(graph_shape) != len(request.shape):
+            raise FreezeError(f"input {name}: --inputs shape {format_shape(request.shape)} has rank "
+                              f"{len(request.shape)}, the graph's tensor is {format_shape(graph_shape)}")
+        if graph_shape is not None:
+            for given, known in zip(request.shape, graph_shape, strict=True):
+                if given is not None and known is not None and given != known:
+                    raise FreezeError(f"input {name}: --inputs shape {format_shape(request.shape)} conflicts with "
+                                      f"the graph's {format_shape(graph_shape)}")
+        shape = [given if given is not None else known
+                 for given, known in zip(request.shape, graph_shape or request.shape, strict=True)]
+    elif graph_shape is None:
+        raise FreezeError(f"input {name}: the graph does not know its rank",
+                          hint=f"give its shape, e.g. --inputs '{name}[1,224,224,3]'")
+    else:
+        shape = list(graph_shape)
+    if batch is not None and shape:
+        if shape[0] is None:
+            shape[0] = batch
+        elif shape[0] != batch:
+            raise FreezeError(f"input {name}: --batch {batch} conflicts with its first dim {shape[0]} "
+                              f"(shape {format_shape(tuple(shape))})")
+    unknown = [i for i, d in enumerate(shape) if d is None]
+    if unknown:
+        dims = ", ".join(str(i) for i in unknown)
+        example = format_shape(tuple(1 if d is None else d for d in shape)).strip("()")
+        raise FreezeError(
+            f"input {name}: shape {format_shape(tuple(shape))} still has unknown dims ({dims})",
+            hint=f"give them in --inputs, e.g. '{name}[{example}]'" + ("" if unknown != [0] else ", or use --batch N"),
+        )
+    return tuple(int(d) for d in shape if d is not None)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    inputs: tuple[TensorSpec, ...]
+    replaced: dict[str, str]  # tensor (not a placeholder) -> temporary placeholder name
+    sets: dict[str, Any]  # placeholder node -> numpy value
+    set_texts: dict[str, str]
+
+
+def _plan(source: LoadedSource, graph: Any, outputs: Sequence[str], requests: Sequence[InputRequest],
+          batch: int | None, assignments: Mapping[str, str]) -> _Plan:
+    import numpy as np
+
+    known = sorted(set(tensor_names(graph)))
+    placeholder_nodes = {n.name: n for n in source.graph_def.node if n.op in PLACEHOLDER_OPS}
+    if not requests:  # the plain placeholders the outputs need become the inputs, as the graph has them
+        needed = _needed_nodes(source.graph_def, [node_name(o) for o in outputs])
+        requests = [InputRequest(name=f"{name}:0") for name, node in placeholder_nodes.items()
+                    if node.op != "PlaceholderWithDefault" and name in needed and name not in assignments
+                    and node_name(name) not in {node_name(a) for a in assignments}]
+    specs: list[TensorSpec] = []
+    replaced: dict[str, str] = {}
+    for request in requests:
+        tensor = _resolve_tensor(graph, request.name, "input", known)
+        if tensor.name in {s.name for s in specs}:
+            raise FreezeError(f"input {tensor.name} is named twice in --inputs")
+        graph_dtype = tensor.dtype.name
+        if request.dtype is not None and request.dtype != graph_dtype:
+            raise FreezeError(f"input {tensor.name}: --inputs says {request.dtype}, the graph's tensor is "
+                              f"{graph_dtype}", hint="a placeholder cannot change dtype; drop the dtype or fix it")
+        shape = _pinned_shape(request, shape_of(tensor), batch, tensor.name)
+        specs.append(TensorSpec(name=tensor.name, dtype=graph_dtype, shape=shape, layout=_layout(shape)))
+        if tensor.op.type not in PLACEHOLDER_OPS:
+            replaced[tensor.name] = f"{tensor.op.name}__input_{tensor.value_index}"
+    sets: dict[str, Any] = {}
+    texts: dict[str, str] = {}
+    for name, text in assignments.items():
+        node = node_name(name)
+        if node not in placeholder_nodes:
+            raise unknown_name_error("--set placeholder", name, [f"{n}:0" for n in placeholder_nodes])
+        if f"{node}:0" in {s.name for s in specs}:
+            raise FreezeError(f"placeholder {node}:0 is both an input and --set; choose one")
+        tensor = graph.get_tensor_by_name(f"{node}:0")
+        value = parse_value(text, tensor.dtype.name, what=f"--set {name}")
+        graph_shape = shape_of(tensor) or ()
+        if any(d is None for d in graph_shape):
+            raise FreezeError(f"--set {name}: the placeholder's shape {format_shape(graph_shape)} is not static")
+        sets[node] = np.full(tuple(int(d) for d in graph_shape if d is not None), value,
+                             dtype=tensor.dtype.as_numpy_dtype)
+        texts[node] = text
+    return _Plan(inputs=tuple(specs), replaced=replaced, sets=sets, set_texts=texts)
+
+
+def _needed_nodes(graph_def: Any, targets: Sequence[str]) -> set[str]:
+    """Every node the targets reach through data and control inputs."""
+    inputs = {node.name: [node_name(ref) for ref in node.input] for node in graph_def.node}
+    seen: set[str] = set()
+    stack = list(targets)
+    while stack:
+        name = stack.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        stack.extend(inputs.get(name, ()))
+    return seen
+
+
+def _edit(graph_def: Any, plan: _Plan, output_nodes: list[str]) -> Any:
+    """Applies the plan to the constant graph; returns the pruned GraphDef with final input names."""
+    import tensorflow as tf
+
+    nodes = {node.name: node for node in graph_def.node}
+    for spec in plan.inputs:
+        dtype_enum = tf.as_dtype(spec.dtype).as_datatype_enum
+        shape = spec.static_shape()
+        if spec.name in plan.replaced:
+            surgery.add_placeholder(graph_def, plan.replaced[spec.name], dtype_enum, shape)
+            surgery.rewire(graph_def, spec.name, plan.replaced[spec.name])
+        elif spec.node in nodes:
+            surgery.make_placeholder(nodes[spec.node], dtype_enum, shape)
+    for name, value in plan.sets.items():
+        if name in nodes:
+            surgery.make_constant(nodes[name], value)
+    for node in graph_def.node:
+        if node.op == "PlaceholderWithDefault":
+            surgery.fold_to_default(node)
+    folded = fold_constant_conds(graph_def)
+    if folded:
+        log.info("folded %d tf.cond with a constant predicate to their live branch", folded)
+    keep = output_nodes + [name for name in plan.replaced.values()]
+    pruned = tf.compat.v1.graph_util.extract_sub_graph(graph_def, keep)
+    surgery.strip_checks(pruned)
+    return tf.compat.v1.graph_util.extract_sub_graph(pruned, keep)
+
+
+def _check_leftovers(graph_def: Any, plan: _Plan, outputs: Sequence[str]) -> None:
+    """Refuses placeholders and tf.data ops the outputs still need: they would make a pb nobody can feed."""
+    wanted = {spec.node for spec in plan.inputs} | set(plan.replaced.values())
+    for node in graph_def.node:
+        if node.op in PLACEHOLDER_OPS and node.name not in wanted:
+            dtype_name = _dtype_name(node.attr["dtype"].type)
+            raise FreezeError(
+                f"placeholder {node.name}:0 ({dtype_name}) is needed by the outputs but is neither an input nor set",
+                hint=f"add it to --inputs, or fix its value with --set {node.name}=VALUE",
+            )
+    reading = sorted(node.name for node in graph_def.node if node.op in DATASET_OPS)
+    if reading:
+        raise FreezeError(
+            f"the outputs still read the tf.data pipeline through {', '.join(reading)}",
+            hint="name the iterator outputs the model reads in --inputs (e.g. IteratorGetNext:0[?,224,224,3])",
+        )
+    del outputs
+
+
+def _dtype_name(dtype_enum: int) -> str:
+    import tensorflow as tf
+
+    return str(tf.as_dtype(dtype_enum).name)
+
+
+def _final_names(graph_def: Any, plan: _Plan) -> tuple[TensorSpec, ...]:
+    """Gives each new placeholder the node name of the tensor it replaced where that name is free again
+    (``IteratorGetNext:0`` stays ``IteratorGetNext:0``), else ``<node>_<index>``."""
+    names = {node.name for node in graph_def.node}
+    specs = []
+    for spec in plan.inputs:
+        temporary = plan.replaced.get(spec.name)
+        if temporary is None:
+            specs.append(spec)
+            continue
+        final = spec.node if spec.name.endswith(":0") and spec.node not in names else \
+            f"{spec.node}_{spec.name.rpartition(':')[2]}"
+        if final in names:
+            final = temporary
+        surgery.rename_node(graph_def, temporary, final)
+        names.add(final)
+        specs.append(TensorSpec(name=f"{final}:0", dtype=spec.dtype, shape=spec.shape, layout=spec.layout))
+    return tuple(specs)
+
+
+def freeze_source(source: LoadedSource, outputs: Sequence[str], *, inputs: Sequence[InputRequest] = (),
+                  batch: int | None = None, assignments: Mapping[str, str] | None = None, verify: bool = True,
+                  seed: int = 0) -> FrozenGraph:
+    """Freezes `source` into an inference graph for `outputs`; verifies it against the original by default."""
+    import tensorflow as tf
+
+    assignments = dict(assignments or {})
+    graph = import_graph(source.graph_def)
+    known = sorted(set(tensor_names(graph)))
+    if not outputs:
+        likely = [c.tensor for c in rank_output_candidates(source.graph_def, graph)[:3]]
+        raise GraphNameError("no outputs given: --outputs names the tensors the frozen model returns",
+                             hint=f"likely outputs: {', '.join(likely)}" if likely else "run infer inspect MODEL")
+    output_tensors = [_resolve_tensor(graph, name, "output", known).name for name in outputs]
+    if batch is not None and batch < 1:
+        raise FreezeError(f"--batch {batch}: expected a positive number")
+    plan = _plan(source, graph, output_tensors, inputs, batch, assignments)
+    output_nodes = list(dict.fromkeys(node_name(t) for t in output_tensors))
+
+    with restored_session(source) as (session_graph, session):
+        constant = tf.compat.v1.graph_util.convert_variables_to_constants(
+            session, session_graph.as_graph_def(), output_nodes)
+        needed = _needed_nodes(constant, output_nodes)
+        frozen = _edit(constant, plan, output_nodes)
+        _check_leftovers(frozen, plan, output_tensors)
+        input_specs = _final_names(frozen, plan)
+        surgery.clear_devices(frozen)
+        surgery.strip_stale_colocation(frozen)
+        stripped = surgery.strip_default_attrs(frozen)
+        size = frozen.ByteSize()
+        if size > PROTOBUF_LIMIT:
+            raise FreezeError(f"frozen graph is {size / 2**30:.2f} GiB, over protobuf's 2 GiB limit for one .pb",
+                              hint="ATC and TensorFlow cannot read such a pb; freeze fewer outputs or shrink the model")
+        serialized = frozen.SerializeToString()
+        frozen_graph = import_graph(frozen)
+        output_specs = []
+        for name in output_tensors:
+            tensor = frozen_graph.get_tensor_by_name(name)
+            shape = shape_of(tensor) or ()
+            output_specs.append(TensorSpec(name=name, dtype=tensor.dtype.name, shape=shape, layout=_layout(shape)))
+        verification = None
+        if verify:
+            verification = verify_frozen(session, frozen_graph, plan.inputs, input_specs, tuple(output_specs),
+                                         {f"{name}:0": value for name, value in plan.sets.items()}, seed=seed)
+    fixed = dict(plan.set_texts)
+    for node in source.graph_def.node:
+        if node.op == "PlaceholderWithDefault" and node.name not in fixed and node.name in needed \
+                and f"{node.name}:0" not in {s.name for s in plan.inputs}:
+            fixed[node.name] = "default"
+    log.info("froze %d nodes (%d default-valued attributes stripped)", len(frozen.node), stripped)
+    return FrozenGraph(graph_def=frozen, serialized=serialized, inputs=input_specs, outputs=tuple(output_specs),
+                       fixed=fixed, verification=verification, stripped_attrs=stripped, nodes=len(frozen.node))

@@ -1,0 +1,166 @@
+"""What a model holds, for a user who does not know its node names: inputs, ranked output candidates,
+op histogram, variables and parameters."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ckpt2pb.graphinfo import ITERATOR_OUTPUT_OPS, PLACEHOLDER_OPS, consumed_nodes, import_graph, shape_of
+from ckpt2pb.source import LoadedSource, check_checkpoint_index, load_source
+
+# Ops that end a branch without being a model output: bookkeeping, saving, summaries, training, iterators.
+_NOT_OUTPUT_OPS = frozenset({
+    "NoOp", "Const", "Placeholder", "PlaceholderWithDefault", "VariableV2", "Variable", "VarHandleOp",
+    "Assign", "AssignAdd", "AssignSub", "AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp",
+    "ReadVariableOp", "VarIsInitializedOp", "IsVariableInitialized", "SaveV2", "Save", "RestoreV2", "Restore",
+    "MergeV2Checkpoints", "ShardedFilename", "StringJoin", "Assert", "Print", "PrintV2", "ScalarSummary",
+    "HistogramSummary", "ImageSummary", "AudioSummary", "TensorSummary", "TensorSummaryV2", "MergeSummary",
+    "WriteScalarSummary", "MakeIterator", "IteratorToStringHandle", "IteratorV2", "Iterator", "AnonymousIteratorV2",
+    "DeleteIterator", "InitializeTableV2", "InitializeTableFromTextFileV2",
+})
+_NOT_OUTPUT_PREFIXES = ("save/", "init", "gradients/", "train/", "report_uninitialized", "summaries/",
+                        "global_step", "Adam", "Momentum", "GradientDescent")
+_NOT_OUTPUT_SUFFIXES = ("/switch_t", "/switch_f", "/pred_id", "/Assign", "/read", "/Initializer", "/IsInitialized")
+_OUTPUT_OPS = {"Softmax": 4, "Sigmoid": 4, "ArgMax": 3, "TopKV2": 3, "LogSoftmax": 3}
+_OUTPUT_WORDS = re.compile(r"prob|softmax|sigmoid|logit|predict|output|argmax|score|class|embedding|pooled")
+_TRAINING_WORDS = re.compile(r"loss|accuracy|metric|cross_entropy|xent|label")
+_TRAINING_OP_PREFIXES = ("Apply", "ResourceApply", "SparseApply", "ResourceSparseApply")
+
+
+@dataclass(frozen=True)
+class PlaceholderInfo:
+    tensor: str
+    dtype: str
+    shape: tuple[int | None, ...] | None  # None: rank unknown
+    has_default: bool  # a PlaceholderWithDefault (is_training...): folded at freeze unless chosen as an input
+    from_iterator: bool = False  # an IteratorGetNext output: a tf.data pipeline to cut at freeze (--inputs)
+
+    @property
+    def dynamic_dims(self) -> tuple[int, ...]:
+        return () if self.shape is None else tuple(i for i, d in enumerate(self.shape) if d is None)
+
+
+@dataclass(frozen=True)
+class OutputCandidate:
+    tensor: str
+    op: str
+    dtype: str
+    shape: tuple[int | None, ...] | None
+    score: int  # higher first: softmax/sigmoid/argmax ops, then output-like names, training-like names last
+
+
+@dataclass(frozen=True)
+class GraphReport:
+    source: str
+    kind: str
+    tf_version: str  # "" when the source does not say
+    nodes: int
+    placeholders: tuple[PlaceholderInfo, ...]
+    candidates: tuple[OutputCandidate, ...]
+    op_histogram: tuple[tuple[str, int], ...]  # most frequent first
+    variables: int  # in the checkpoint; 0 for frozen graphs
+    parameters: int  # elements of the checkpoint's variables, or of a frozen graph's float constants
+    parameters_from: str  # checkpoint | constants
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "source": self.source, "kind": self.kind, "tf_version": self.tf_version, "nodes": self.nodes,
+            "inputs": [{"tensor": p.tensor, "dtype": p.dtype, "shape": None if p.shape is None else list(p.shape),
+                        "dynamic_dims": list(p.dynamic_dims), "has_default": p.has_default,
+                        "from_iterator": p.from_iterator}
+                       for p in self.placeholders],
+            "output_candidates": [{"tensor": c.tensor, "op": c.op, "dtype": c.dtype,
+                                   "shape": None if c.shape is None else list(c.shape), "score": c.score}
+                                  for c in self.candidates],
+            "op_histogram": dict(self.op_histogram),
+            "variables": self.variables, "parameters": self.parameters, "parameters_from": self.parameters_from,
+        }
+
+
+def _is_bookkeeping(node: Any) -> bool:
+    return (node.op in _NOT_OUTPUT_OPS or node.op.startswith(_TRAINING_OP_PREFIXES)
+            or node.name.startswith(_NOT_OUTPUT_PREFIXES) or node.name.endswith(_NOT_OUTPUT_SUFFIXES)
+            or "/gradients/" in node.name)
+
+
+def _score(node: Any) -> int:
+    name = node.name.lower()
+    score = _OUTPUT_OPS.get(node.op, 0)
+    if _OUTPUT_WORDS.search(name.rsplit("/", 1)[-1]) or _OUTPUT_WORDS.search(name):
+        score += 2
+    if _TRAINING_WORDS.search(name):
+        score -= 3
+    return score
+
+
+def rank_output_candidates(graph_def: Any, graph: Any) -> tuple[OutputCandidate, ...]:
+    """Nodes nothing consumes, minus bookkeeping, best first; later nodes first among equals (deeper)."""
+    consumed = consumed_nodes(graph_def)
+    ranked: list[tuple[int, int, OutputCandidate]] = []
+    for position, node in enumerate(graph_def.node):
+        if node.name in consumed or _is_bookkeeping(node):
+            continue
+        op = graph.get_operation_by_name(node.name)
+        for tensor in op.outputs:
+            if tensor.dtype.name in ("resource", "variant", "string"):
+                continue
+            candidate = OutputCandidate(tensor=tensor.name, op=node.op, dtype=tensor.dtype.name,
+                                        shape=shape_of(tensor), score=_score(node))
+            ranked.append((candidate.score, position, candidate))
+    ranked.sort(key=lambda item: (-item[0], -item[1]))
+    return tuple(item[2] for item in ranked)
+
+
+def placeholders(graph_def: Any, graph: Any) -> tuple[PlaceholderInfo, ...]:
+    """The graph's feed points: placeholders (the saver's own excepted) and tf.data iterator outputs."""
+    found = []
+    for node in graph_def.node:
+        if node.op in PLACEHOLDER_OPS and not node.name.startswith("save/"):
+            tensor = graph.get_tensor_by_name(node.name + ":0")
+            found.append(PlaceholderInfo(tensor=tensor.name, dtype=tensor.dtype.name, shape=shape_of(tensor),
+                                         has_default=node.op == "PlaceholderWithDefault"))
+        elif node.op in ITERATOR_OUTPUT_OPS:
+            for tensor in graph.get_operation_by_name(node.name).outputs:
+                found.append(PlaceholderInfo(tensor=tensor.name, dtype=tensor.dtype.name, shape=shape_of(tensor),
+                                             has_default=False, from_iterator=True))
+    return tuple(found)
+
+
+def _constant_parameters(graph_def: Any) -> int:
+    from tensorflow.core.framework import types_pb2
+
+    floats = {types_pb2.DT_FLOAT, types_pb2.DT_HALF, types_pb2.DT_DOUBLE, types_pb2.DT_BFLOAT16}
+    total = 0
+    for node in graph_def.node:
+        if node.op == "Const" and node.attr["dtype"].type in floats:
+            dims = [d.size for d in node.attr["value"].tensor.tensor_shape.dim]
+            if dims and all(d > 0 for d in dims) and math.prod(dims) > 1:
+                total += math.prod(dims)
+    return total
+
+
+def inspect_loaded(source: LoadedSource) -> GraphReport:
+    graph_def = source.graph_def
+    graph = import_graph(graph_def)
+    if source.prefix is not None:
+        shapes = check_checkpoint_index(source.prefix)
+        variables, parameters, origin = len(shapes), sum(math.prod(s) for s in shapes.values()), "checkpoint"
+    else:
+        variables, parameters, origin = 0, _constant_parameters(graph_def), "constants"
+    histogram = Counter(node.op for node in graph_def.node)
+    return GraphReport(
+        source=str(source.path), kind=source.kind, tf_version=source.tf_version, nodes=len(graph_def.node),
+        placeholders=placeholders(graph_def, graph), candidates=rank_output_candidates(graph_def, graph),
+        op_histogram=tuple(sorted(histogram.items(), key=lambda item: (-item[1], item[0]))),
+        variables=variables, parameters=parameters, parameters_from=origin,
+    )
+
+
+def inspect_model(path: Path | str) -> GraphReport:
+    """Loads `path` (any source kind) and reports what it holds."""
+    return inspect_loaded(load_source(path))

@@ -1,0 +1,270 @@
+"""Finding and loading a model source: checkpoint prefix or folder, .meta, frozen .pb, SavedModel, Keras file.
+
+Whatever the kind, the result is one `LoadedSource`: a GraphDef, plus where its variables' values come from
+(a checkpoint prefix and the saver that reads it), so inspect and freeze treat every kind as one graph.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ckpt2pb.errors import SourceError
+
+KINDS = ("checkpoint", "meta", "pb", "saved_model", "keras")
+_DATA_SUFFIX = re.compile(r"\.data-\d{5}-of-\d{5}$")
+_SAVED_MODEL_FILES = ("saved_model.pb", "saved_model.pbtxt")
+
+
+@dataclass(frozen=True)
+class LoadedSource:
+    """A model as one graph, with where its variables come from."""
+
+    path: Path  # what the user named
+    kind: str  # one of KINDS
+    graph_def: Any  # tensorflow GraphDef; `_output_shapes` attributes dropped
+    meta_graph: Any | None = None  # the MetaGraphDef (saver, collections) for checkpoints and SavedModels
+    prefix: Path | None = None  # the checkpoint prefix the variables are restored from
+    tf_version: str = ""  # the TensorFlow (or Keras) that wrote the source, where it says so
+
+    @property
+    def has_variables(self) -> bool:
+        return any(node.op in VARIABLE_OPS for node in self.graph_def.node)
+
+
+VARIABLE_OPS = frozenset({"VariableV2", "Variable", "VarHandleOp", "AutoReloadVariable"})
+
+
+def _checkpoint_prefix_for(path: Path) -> Path | None:
+    """`x/model.ckpt.index`, `.meta`, `.data-00000-of-00001` or the prefix itself -> the prefix, if one exists."""
+    text = str(path)
+    for suffix in (".index", ".meta"):
+        if text.endswith(suffix):
+            text = text[: -len(suffix)]
+            break
+    text = _DATA_SUFFIX.sub("", text)
+    prefix = Path(text)
+    if Path(text + ".index").is_file() or Path(text + ".meta").is_file():
+        return prefix
+    return None
+
+
+def _prefix_in_folder(folder: Path) -> Path | None:
+    """The checkpoint a folder holds: the one its `checkpoint` file names when that file is right; otherwise
+    the same base name in this folder (the file was written on another machine), otherwise the newest."""
+    import tensorflow as tf
+
+    try:
+        state = tf.train.get_checkpoint_state(str(folder))
+    except Exception:  # a garbled `checkpoint` text file: fall back to the files themselves
+        state = None
+    if state is not None and state.model_checkpoint_path:
+        named = Path(state.model_checkpoint_path)
+        for candidate in (named if named.is_absolute() else folder / named, folder / named.name):
+            if Path(str(candidate) + ".index").is_file():
+                return candidate
+    indexes = sorted(folder.glob("*.index"), key=lambda p: p.stat().st_mtime)
+    if indexes:
+        return Path(str(indexes[-1])[: -len(".index")])
+    metas = sorted(folder.glob("*.meta"), key=lambda p: p.stat().st_mtime)
+    return Path(str(metas[-1])[: -len(".meta")]) if metas else None
+
+
+def drop_output_shapes(graph_def: Any) -> None:
+    """Removes `_output_shapes`: older TensorFlow wrote shapes that newer importers may reject; they are only
+    hints, recomputed on import."""
+    for node in graph_def.node:
+        if "_output_shapes" in node.attr:
+            del node.attr["_output_shapes"]
+    for function in graph_def.library.function:
+        for node in function.node_def:
+            if "_output_shapes" in node.attr:
+                del node.attr["_output_shapes"]
+
+
+def _parse(message: Any, path: Path, what: str) -> Any:
+    from google.protobuf.message import DecodeError
+
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise SourceError(f"{path}: cannot read ({exc.strerror})") from None
+    try:
+        message.ParseFromString(data)
+    except (DecodeError, RuntimeWarning, ValueError) as exc:
+        raise SourceError(f"{path}: not a {what} (the protobuf does not parse)", hint=str(exc)) from None
+    return message
+
+
+def check_checkpoint_index(prefix: Path) -> dict[str, list[int]]:
+    """The variables and shapes the checkpoint's .index lists; a corrupt or missing index is refused."""
+    import tensorflow as tf
+
+    index = Path(str(prefix) + ".index")
+    if not index.is_file():
+        raise SourceError(f"{prefix}: checkpoint index {index.name} is missing",
+                          hint="give the prefix the .index and .data-* files share (e.g. model.ckpt-1000)")
+    try:
+        reader = tf.train.load_checkpoint(str(prefix))
+        return {name: list(shape) for name, shape in reader.get_variable_to_shape_map().items()}
+    except (tf.errors.OpError, ValueError) as exc:
+        raise SourceError(f"{index}: not a readable checkpoint index (corrupt or truncated)",
+                          hint=str(exc).splitlines()[0]) from None
+
+
+def _load_meta(meta: Path, prefix: Path | None, kind: str, given: Path) -> LoadedSource:
+    from tensorflow.core.protobuf import meta_graph_pb2
+
+    meta_graph = _parse(meta_graph_pb2.MetaGraphDef(), meta, "meta graph")
+    drop_output_shapes(meta_graph.graph_def)
+    if prefix is not None and not Path(str(prefix) + ".index").is_file():
+        prefix = None
+    return LoadedSource(path=given, kind=kind, graph_def=meta_graph.graph_def, meta_graph=meta_graph,
+                        prefix=prefix, tf_version=meta_graph.meta_info_def.tensorflow_version)
+
+
+def _load_checkpoint(prefix: Path, given: Path, kind: str) -> LoadedSource:
+    meta = Path(str(prefix) + ".meta")
+    if not meta.is_file():
+        raise SourceError(f"{prefix}: checkpoint has no graph ({meta.name} is missing)",
+                          hint="give the .meta written with the checkpoint, a frozen .pb or a SavedModel")
+    if Path(str(prefix) + ".index").is_file():
+        check_checkpoint_index(prefix)
+    return _load_meta(meta, prefix, kind, given)
+
+
+def _load_pb(path: Path) -> LoadedSource:
+    from tensorflow.core.framework import graph_pb2
+
+    graph_def = _parse(graph_pb2.GraphDef(), path, "frozen GraphDef")
+    drop_output_shapes(graph_def)
+    return LoadedSource(path=path, kind="pb", graph_def=graph_def)
+
+
+def _load_saved_model(folder: Path) -> LoadedSource:
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    pb = folder / "saved_model.pb"
+    if not pb.is_file():
+        raise SourceError(f"{folder}: only binary SavedModels (saved_model.pb) are read, found saved_model.pbtxt")
+    saved = _parse(saved_model_pb2.SavedModel(), pb, "SavedModel")
+    if not saved.meta_graphs:
+        raise SourceError(f"{pb}: the SavedModel holds no meta graph")
+    serving = [m for m in saved.meta_graphs if "serve" in m.meta_info_def.tags]
+    meta_graph = (serving or list(saved.meta_graphs))[0]
+    drop_output_shapes(meta_graph.graph_def)
+    prefix: Path | None = folder / "variables" / "variables"
+    if Path(f"{prefix}.index").is_file():
+        check_checkpoint_index(folder / "variables" / "variables")
+    else:
+        prefix = None
+    return LoadedSource(path=folder, kind="saved_model", graph_def=meta_graph.graph_def, meta_graph=meta_graph,
+                        prefix=prefix, tf_version=meta_graph.meta_info_def.tensorflow_version)
+
+
+def _keras_version(path: Path) -> str:
+    try:
+        if path.suffix == ".keras":
+            with zipfile.ZipFile(path) as archive:
+                return "keras " + str(json.loads(archive.read("metadata.json")).get("keras_version", "?"))
+        with path.open("rb") as handle:  # h5: the version is an attribute of the root group; cheap to find
+            found = re.search(rb"keras_version.{0,64}?(\d+\.\d+\.\d+)", handle.read(1 << 16), re.DOTALL)
+        return "keras " + found.group(1).decode() if found else ""
+    except (OSError, KeyError, ValueError, zipfile.BadZipFile):
+        return ""
+
+
+def _load_keras(path: Path) -> LoadedSource:
+    """A Keras model as a graph: its call traced into a concrete function, variables folded to constants."""
+    import keras
+    import tensorflow as tf
+    from tensorflow.python.framework.convert_to_constants import (  # the public API has no graph-level freeze
+        convert_variables_to_constants_v2,
+    )
+
+    try:
+        model = keras.models.load_model(str(path), compile=False)
+    except Exception as exc:  # Keras raises anything from OSError to ValueError for a bad file
+        raise SourceError(f"{path}: Keras cannot load this file", hint=str(exc).splitlines()[0] if str(exc) else
+                          type(exc).__name__) from None
+    specs = [tf.TensorSpec(tensor.shape, tensor.dtype, name=tensor.name.split(":")[0]) for tensor in model.inputs]
+
+    def call(*args: Any) -> Any:
+        return model(list(args) if len(args) > 1 else args[0], training=False)
+
+    function = tf.function(call).get_concrete_function(*specs)
+    frozen = convert_variables_to_constants_v2(function)
+    graph_def = frozen.graph.as_graph_def()
+    drop_output_shapes(graph_def)
+    return LoadedSource(path=path, kind="keras", graph_def=graph_def, tf_version=_keras_version(path))
+
+
+def load_source(path: Path | str) -> LoadedSource:
+    """Loads whatever `path` names, or says what it looked for."""
+    path = Path(path)
+    if path.is_dir():
+        if any((path / name).is_file() for name in _SAVED_MODEL_FILES):
+            return _load_saved_model(path)
+        prefix = _prefix_in_folder(path)
+        if prefix is None:
+            raise SourceError(f"{path}: no checkpoint, SavedModel or model file in this folder",
+                              hint="give a checkpoint prefix, a .meta, a .pb, a SavedModel folder or a Keras file")
+        return _load_checkpoint(prefix, path, "checkpoint")
+    if path.is_file() and path.name in _SAVED_MODEL_FILES:
+        return _load_saved_model(path.parent)
+    if path.is_file() and path.suffix in (".h5", ".hdf5", ".keras"):
+        return _load_keras(path)
+    if path.is_file() and path.suffix == ".pb":
+        return _load_pb(path)
+    if path.is_file() and path.suffix == ".meta":
+        return _load_meta(path, Path(str(path)[: -len(".meta")]), "meta", path)
+    prefix = _checkpoint_prefix_for(path)
+    if prefix is not None:
+        return _load_checkpoint(prefix, path, "checkpoint")
+    if path.exists():
+        raise SourceError(f"{path}: not a model source this reads",
+                          hint="give a checkpoint prefix, a .meta, a .pb, a SavedModel folder or a Keras file")
+    raise SourceError(f"{path}: no such checkpoint or model file (looked for {path.name}, {path.name}.index, "
+                      f"{path.name}.meta)")
+
+
+@contextmanager
+def restored_session(source: LoadedSource) -> Iterator[tuple[Any, Any]]:
+    """The source's graph in a session, its variables restored from the checkpoint: the reference to verify
+    against. Yields (graph, session)."""
+    import tensorflow as tf
+
+    tf1 = tf.compat.v1
+    graph = tf.Graph()
+    with graph.as_default(), tf1.Session(graph=graph) as session:
+        if source.meta_graph is None:
+            tf1.import_graph_def(source.graph_def, name="")
+        else:
+            saver = tf1.train.import_meta_graph(source.meta_graph, clear_devices=True)
+            if source.has_variables:
+                if saver is None or source.prefix is None:
+                    raise SourceError(f"{source.path}: the graph has variables but no checkpoint holds their values",
+                                      hint="give the checkpoint prefix rather than the .meta alone")
+                restore(saver, session, source.prefix)
+        yield graph, session
+
+
+def restore(saver: Any, session: Any, prefix: Path) -> None:
+    """Restores every variable; a corrupt or truncated .data file is named, TensorFlow's words go in the hint."""
+    import tensorflow as tf
+
+    check_checkpoint_index(prefix)
+    try:
+        saver.restore(session, str(prefix))
+    except tf.errors.OpError as exc:
+        detail = next((line for line in exc.message.splitlines() if "Checksum" in line or "read" in line.lower()),
+                      exc.message.splitlines()[0] if exc.message else type(exc).__name__)
+        raise SourceError(f"{prefix}: checkpoint data (.data-*) is corrupt or truncated", hint=detail.strip()) from None
+    except ValueError as exc:  # the graph names a variable the checkpoint lacks, or a shape differs
+        raise SourceError(f"{prefix}: checkpoint does not match the graph", hint=str(exc).splitlines()[0]) from None

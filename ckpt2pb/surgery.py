@@ -1,0 +1,142 @@
+"""Edits on a GraphDef: a tensor becomes a placeholder, a placeholder becomes a constant or its default, and
+what an older consumer (TF 1.15, ATC's TF parser) would stumble on is removed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from binio.spec import node_name, output_index
+
+# Ops that only check or log: their data passes through unchanged, or nothing reads them.
+_PASS_THROUGH_OPS = frozenset({"CheckNumerics", "StopGradient", "PreventGradient"})
+_DROPPED_OPS = frozenset({"Assert", "Print", "PrintV2"})
+
+
+def _reference(tensor: str) -> str:
+    """How a NodeDef input names a tensor: ``op`` for output 0, ``op:k`` otherwise."""
+    node, index = node_name(tensor), output_index(tensor)
+    return node if index == 0 else f"{node}:{index}"
+
+
+def rewire(graph_def: Any, tensor: str, replacement_node: str) -> int:
+    """Every data input that reads `tensor` reads `replacement_node:0` instead; returns how many changed."""
+    node, index = node_name(tensor), output_index(tensor)
+    spellings = {f"{node}:{index}"} | ({node} if index == 0 else set())
+    changed = 0
+    for item in graph_def.node:
+        for position, ref in enumerate(item.input):
+            if ref in spellings:
+                item.input[position] = replacement_node
+                changed += 1
+    return changed
+
+
+def add_placeholder(graph_def: Any, name: str, dtype_enum: int, shape: tuple[int, ...]) -> None:
+    node = graph_def.node.add()
+    node.name = name
+    node.op = "Placeholder"
+    node.attr["dtype"].type = dtype_enum
+    for size in shape:
+        node.attr["shape"].shape.dim.add().size = size
+
+
+def make_placeholder(node: Any, dtype_enum: int, shape: tuple[int, ...]) -> None:
+    """Turns `node` (a Placeholder or PlaceholderWithDefault) into a Placeholder of exactly this shape."""
+    node.op = "Placeholder"
+    del node.input[:]
+    for key in list(node.attr):
+        del node.attr[key]
+    node.attr["dtype"].type = dtype_enum
+    node.attr["shape"].shape.unknown_rank = False
+    for size in shape:
+        node.attr["shape"].shape.dim.add().size = size
+
+
+def make_constant(node: Any, value: Any) -> None:
+    """Turns a placeholder node into a Const holding `value` (a numpy array of the node's dtype)."""
+    import tensorflow as tf
+
+    dtype_enum = node.attr["dtype"].type
+    node.op = "Const"
+    del node.input[:]
+    for key in list(node.attr):
+        del node.attr[key]
+    node.attr["dtype"].type = dtype_enum
+    node.attr["value"].tensor.CopyFrom(tf.make_tensor_proto(value))
+
+
+def fold_to_default(node: Any) -> None:
+    """A PlaceholderWithDefault becomes an Identity of its default input: the value it had when nothing was fed."""
+    dtype_enum = node.attr["dtype"].type
+    node.op = "Identity"
+    for key in list(node.attr):
+        del node.attr[key]
+    node.attr["T"].type = dtype_enum
+
+
+def rename_node(graph_def: Any, old: str, new: str) -> None:
+    for item in graph_def.node:
+        if item.name == old:
+            item.name = new
+        for position, ref in enumerate(item.input):
+            bare = ref.lstrip("^")
+            if node_name(bare) == old:
+                prefix = "^" if ref.startswith("^") else ""
+                item.input[position] = prefix + new + bare[len(old):]
+
+
+def strip_checks(graph_def: Any) -> int:
+    """Drops Assert/Print nodes (and the control inputs on them), makes CheckNumerics/StopGradient Identity."""
+    dropped = {node.name for node in graph_def.node if node.op in _DROPPED_OPS}
+    kept = [node for node in graph_def.node if node.name not in dropped]
+    for node in kept:
+        if node.op in _PASS_THROUGH_OPS:
+            dtype_enum = node.attr["T"].type
+            node.op = "Identity"
+            for key in [k for k in node.attr if k != "T"]:
+                del node.attr[key]
+            node.attr["T"].type = dtype_enum
+        inputs = [ref for ref in node.input if not (ref.startswith("^") and ref[1:] in dropped)]
+        if len(inputs) != len(node.input):
+            del node.input[:]
+            node.input.extend(inputs)
+    if dropped:
+        del graph_def.node[:]
+        graph_def.node.extend(kept)
+    return len(dropped)
+
+
+def clear_devices(graph_def: Any) -> None:
+    for node in graph_def.node:
+        node.device = ""
+
+
+def strip_stale_colocation(graph_def: Any) -> None:
+    """Removes `_class: loc:@x` constraints naming nodes that pruning removed (the import would fail on them)."""
+    names = {node.name for node in graph_def.node}
+    for node in graph_def.node:
+        if "_class" in node.attr:
+            kept = [v for v in node.attr["_class"].list.s if v.decode().removeprefix("loc:@") in names]
+            if kept:
+                del node.attr["_class"].list.s[:]
+                node.attr["_class"].list.s.extend(kept)
+            else:
+                del node.attr["_class"]
+
+
+def strip_default_attrs(graph_def: Any) -> int:
+    """Removes attributes equal to their op's registered default, as TF's `strip_default_attrs` does: a newer TF
+    adds attributes (`exponential_avg_factor` on FusedBatchNormV3) that older parsers reject but never need."""
+    from tensorflow.python.framework import op_def_registry  # no public API reaches op definitions
+
+    removed = 0
+    for node in graph_def.node:
+        op_def = op_def_registry.get(node.op)
+        if op_def is None:
+            continue
+        for attr_def in op_def.attr:
+            if attr_def.HasField("default_value") and attr_def.name in node.attr \
+                    and node.attr[attr_def.name] == attr_def.default_value:
+                del node.attr[attr_def.name]
+                removed += 1
+    return removed
