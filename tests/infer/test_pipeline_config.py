@@ -1,0 +1,198 @@
+"""pipeline.toml: the schema, its one-line refusals, and the template that must stay loadable."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from infer.pipeline.config import ConfigError, PipelineConfig, load_config
+from infer.pipeline.template import TemplateValues, render_template
+from tests.cli import run_cli
+
+MINIMAL = """\
+[model]
+source = "ckpt/model.ckpt"
+outputs = ["probs:0"]
+
+[data]
+source = "images"
+"""
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A folder holding what MINIMAL names: a checkpoint prefix (by its .index) and an image folder."""
+    (tmp_path / "ckpt").mkdir()
+    (tmp_path / "ckpt" / "model.ckpt.index").write_bytes(b"")
+    (tmp_path / "images").mkdir()
+    (tmp_path / "labels.txt").write_text("0\n")
+    return tmp_path
+
+
+def _write(folder: Path, text: str) -> Path:
+    path = folder / "pipeline.toml"
+    path.write_text(text)
+    return path
+
+
+def _error(folder: Path, text: str) -> str:
+    with pytest.raises(ConfigError) as caught:
+        load_config(_write(folder, text))
+    return caught.value.message
+
+
+def test_minimal_file_takes_defaults_and_resolves_paths_against_its_folder(project: Path) -> None:
+    config = load_config(_write(project, MINIMAL))
+    assert config.model.outputs == ("probs:0",)
+    assert config.model.batch == 1
+    assert config.convert.precision_mode == "force_fp16"
+    assert config.convert.target == "auto"
+    assert config.model_source == project / "ckpt" / "model.ckpt"
+    assert config.data_source == str(project / "images")
+    assert config.work_dir == project / "work"
+    assert config.labels is None
+
+
+def test_every_section_read_with_toml_types(project: Path) -> None:
+    text = MINIMAL + """
+[data.preprocessing]
+scale = 0.5
+mean = [1, 2, 3]
+
+[convert]
+precision_mode = "allow_mix_precision"
+atc_args = ["--log=error"]
+
+[run]
+loop = 3
+
+[compare]
+labels = "labels.txt"
+thresholds = { cosine = 0.999, "probs:0:kl" = 1 }
+
+[paths]
+work_dir = "/tmp/elsewhere"
+"""
+    config = load_config(_write(project, text.replace('outputs = ["probs:0"]',
+                                                      'outputs = ["probs:0"]\nset = { is_training = false, '
+                                                      'keep = 0.5 }\nbatch = 8')))
+    assert config.model.set == {"is_training": "false", "keep": "0.5"}
+    assert config.model.batch == 8
+    assert config.data.preprocessing.mean == (1.0, 2.0, 3.0)
+    assert config.convert.atc_args == ("--log=error",)
+    assert config.run.loop == 3
+    assert config.compare.thresholds == {"cosine": 0.999, "probs:0:kl": 1.0}
+    assert config.labels == project / "labels.txt"
+    assert config.work_dir == Path("/tmp/elsewhere")
+
+
+def test_unknown_key_suggests_the_closest(project: Path) -> None:
+    message = _error(project, MINIMAL + '[convert]\nprecison_mode = "force_fp32"\n')
+    assert message == (f"{project / 'pipeline.toml'}: [convert] precison_mode: unknown key; did you mean "
+                       "'precision_mode'? (valid keys: target, soc_version, precision_mode, input_fp16_nodes, "
+                       "output_type, input_format, op_select_implmode, atc_args, opset)")
+
+
+def test_unknown_nested_key(project: Path) -> None:
+    message = _error(project, MINIMAL + "[data.preprocessing]\nscal = 0.5\n")
+    assert message.startswith(f"{project / 'pipeline.toml'}: [data.preprocessing] scal: unknown key; "
+                              "did you mean 'scale'?")
+
+
+def test_unknown_section_suggests_the_closest(project: Path) -> None:
+    message = _error(project, MINIMAL + "[comapre]\ntopk = 1\n")
+    assert message == (f"{project / 'pipeline.toml'}: unknown section [comapre]; did you mean [compare]? "
+                       "(sections: model, data, convert, run, compare, paths)")
+
+
+@pytest.mark.parametrize(
+    ("addition", "expected"),
+    [
+        ('batch = "8"', "[model] batch: expected an integer, got a string '8'"),
+        ("batch = true", "[model] batch: expected an integer, got a boolean True"),
+        ('outputs = "probs:0"', "[model] outputs: expected a list of strings, got a string 'probs:0'"),
+    ],
+)
+def test_wrong_type_in_model(project: Path, addition: str, expected: str) -> None:
+    text = MINIMAL.replace('outputs = ["probs:0"]', 'outputs = ["probs:0"]\n' + addition)
+    if addition.startswith("outputs"):
+        text = MINIMAL.replace('outputs = ["probs:0"]', addition)
+    assert _error(project, text) == f"{project / 'pipeline.toml'}: {expected}"
+
+
+def test_wrong_type_in_a_list_names_the_item(project: Path) -> None:
+    message = _error(project, MINIMAL + "[convert]\natc_args = [\"--log=error\", 3]\n")
+    assert message == f"{project / 'pipeline.toml'}: [convert] atc_args[1]: expected a string, got an integer 3"
+
+
+def test_threshold_must_be_a_number(project: Path) -> None:
+    message = _error(project, MINIMAL + '[compare]\nthresholds = { cosine = "high" }\n')
+    assert message == (f"{project / 'pipeline.toml'}: [compare] thresholds.cosine: expected a number, "
+                       "got a string 'high'")
+
+
+def test_missing_required_key_and_section(project: Path) -> None:
+    no_outputs = MINIMAL.replace('outputs = ["probs:0"]\n', "")
+    assert _error(project, no_outputs) == f"{project / 'pipeline.toml'}: [model] outputs: missing (it has no default)"
+    no_data = MINIMAL.split("[data]")[0]
+    assert _error(project, no_data) == f"{project / 'pipeline.toml'}: missing section [data]"
+
+
+def test_missing_files_named(project: Path) -> None:
+    assert _error(project, MINIMAL.replace("ckpt/model.ckpt", "ckpt/other.ckpt")) == (
+        f"{project / 'pipeline.toml'}: [model] source: no such file, folder or checkpoint prefix: "
+        f"{project / 'ckpt' / 'other.ckpt'}")
+    assert _error(project, MINIMAL.replace('source = "images"', 'source = "pictures"')) == (
+        f"{project / 'pipeline.toml'}: [data] source: no such file or folder: {project / 'pictures'}")
+    assert _error(project, MINIMAL + '[compare]\nlabels = "nope.txt"\n') == (
+        f"{project / 'pipeline.toml'}: [compare] labels: no such file: {project / 'nope.txt'}")
+
+
+def test_generator_source_needs_no_file(project: Path) -> None:
+    config = load_config(_write(project, MINIMAL.replace('source = "images"', 'source = "random:0"')))
+    assert config.data_source == "random:0"
+
+
+def test_missing_pipeline_file_and_bad_toml(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_config(tmp_path / "absent.toml")
+    assert caught.value.message == f"{tmp_path / 'absent.toml'}: no such pipeline file"
+    message = _error(tmp_path, "[model\n")
+    assert message.startswith(f"{tmp_path / 'pipeline.toml'}: not valid TOML (")
+
+
+def test_cli_prints_one_error_line(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _write(project, MINIMAL + "[run]\nbackend = 3\n")
+    outcome = run_cli(capsys, "pipeline", "run", str(path))
+    assert outcome.code == 2
+    assert outcome.error_line == f"error: {path}: [run] backend: expected a string, got an integer 3"
+    assert "Traceback" not in outcome.err
+
+
+def _uncommented(text: str) -> str:
+    """The template with every commented-out `key = value` setting switched on."""
+    return re.sub(r"^# (\w+ = [^#\n]*?)([ \t]+#[^\n]*)?$", r"\1", text, flags=re.MULTILINE)
+
+
+def test_template_loads_and_every_commented_setting_is_a_valid_key(project: Path) -> None:
+    values = TemplateValues(source="ckpt/model.ckpt", outputs=("probs:0",), inputs=("images:0",), batch=8,
+                            set_values={"is_training": "false"}, data_source="images", scale=1 / 255,
+                            labels="labels.txt", switches=("is_training:0",))
+    text = render_template(values)
+    config = load_config(_write(project, text))
+    assert config.model.batch == 8 and config.model.inputs == ("images:0",)
+    assert config.model.set == {"is_training": "false"}
+    assert config.data.preprocessing.scale == 1 / 255
+    assert config.labels == project / "labels.txt"
+
+    switched_on = _uncommented(text)
+    changed = sum(a != b for a, b in zip(text.splitlines(), switched_on.splitlines(), strict=True))
+    assert changed >= 20  # the commented settings of [data], [convert], [run] and [compare]
+    full = load_config(_write(project, switched_on))  # an unknown or mistyped key would raise here
+    defaults = PipelineConfig(path=full.path, model=full.model, data=full.data)
+    assert full.convert == defaults.convert
+    assert full.run == defaults.run
+    assert full.data.preprocessing.mean == (0.0,)
+    assert full.compare.thresholds == {"cosine": 0.999, "probs:0:kl": 0.01}

@@ -1,0 +1,120 @@
+"""The pipeline's skip rule, on two small stages that copy files: a stage runs again exactly when its settings,
+something it reads, or something it wrote has changed since it last ran."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from infer.pipeline import runner as runner_module
+from infer.pipeline.config import PipelineConfig, config_from_dict
+from infer.pipeline.runner import run_pipeline
+from infer.pipeline.stages import StageDone, StagePlan, WorkLayout
+from infer.pipeline.state import STATE_FILE, digest_path
+
+Facts = dict[str, dict[str, Any]]
+
+
+@pytest.fixture
+def config(tmp_path: Path) -> PipelineConfig:
+    (tmp_path / "source.txt").write_text("hello\n")
+    document = {"model": {"source": "source.txt", "outputs": ["x:0"], "batch": 2}, "data": {"source": "random:0"}}
+    return config_from_dict(document, tmp_path / "pipeline.toml")
+
+
+@pytest.fixture
+def calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Two stages: `upper` reads source.txt and writes upper.txt (upper-cased, its batch appended); `count` reads
+    upper.txt and writes count.txt. Returns the list of stages that actually ran, in order."""
+    ran: list[str] = []
+
+    def plan_upper(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StagePlan:
+        return StagePlan("upper", (config.model_source,), {"batch": config.model.batch}, ("upper",))
+
+    def run_upper(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StageDone:
+        ran.append("upper")
+        target = work.root / "upper.txt"
+        target.write_text(config.model_source.read_text().upper() + ("!" * config.model.batch))
+        return StageDone(f"wrote {target.name}", (target,), {"length": len(target.read_text())})
+
+    def plan_count(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StagePlan:
+        return StagePlan("count", (work.root / "upper.txt",), {}, ("count", str(facts.get("upper", {}))))
+
+    def run_count(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StageDone:
+        ran.append("count")
+        target = work.root / "count.txt"
+        target.write_text(str(facts["upper"]["length"]))
+        return StageDone(f"counted {facts['upper']['length']}", (target,))
+
+    monkeypatch.setattr(runner_module, "STAGE_FUNCTIONS", {"upper": (plan_upper, run_upper),
+                                                           "count": (plan_count, run_count)})
+    return ran
+
+
+def _run(config: PipelineConfig, **kwargs: Any) -> list[bool]:
+    result = run_pipeline(config, stages=("upper", "count"), **kwargs)
+    return [s.ran for s in result.stages]
+
+
+def test_second_run_skips_everything_and_keeps_the_summaries(config: PipelineConfig, calls: list[str]) -> None:
+    assert _run(config) == [True, True]
+    result = run_pipeline(config, stages=("upper", "count"))
+    assert [s.ran for s in result.stages] == [False, False]
+    assert [s.summary for s in result.stages] == ["wrote upper.txt", "counted 8"]
+    assert result.stages[1].line().endswith("counted 8 (unchanged)")
+    assert calls == ["upper", "count"]
+    assert (config.work_dir / STATE_FILE).is_file()
+
+
+def test_changed_input_reruns_that_stage_and_what_depends_on_its_output(config: PipelineConfig,
+                                                                       calls: list[str]) -> None:
+    _run(config)
+    (config.folder / "source.txt").write_text("hello, world\n")
+    assert _run(config) == [True, True]
+    assert calls == ["upper", "count", "upper", "count"]
+
+
+def test_rewritten_input_with_same_bytes_is_not_a_change(config: PipelineConfig, calls: list[str]) -> None:
+    _run(config)
+    (config.folder / "source.txt").write_text("hello\n")
+    assert _run(config) == [False, False]
+
+
+def test_touched_output_reruns_the_stage_that_wrote_it(config: PipelineConfig, calls: list[str]) -> None:
+    _run(config)
+    (config.work_dir / "count.txt").write_text("tampered")
+    assert _run(config) == [False, True]
+    assert (config.work_dir / "count.txt").read_text() == "8"
+    (config.work_dir / "count.txt").unlink()
+    assert _run(config) == [False, True]
+
+
+def test_changed_settings_rerun_the_stage(config: PipelineConfig, calls: list[str]) -> None:
+    from dataclasses import replace
+
+    _run(config)
+    changed = replace(config, model=replace(config.model, batch=3))
+    assert _run(changed) == [True, True]  # upper.txt changed, so count reads something new
+    assert (config.work_dir / "count.txt").read_text() == "9"
+
+
+def test_force_and_a_corrupt_state_file_run_everything(config: PipelineConfig, calls: list[str]) -> None:
+    _run(config)
+    assert _run(config, force=True) == [True, True]
+    (config.work_dir / STATE_FILE).write_text("{not json")
+    assert _run(config) == [True, True]
+
+
+def test_digest_of_a_folder_follows_names_and_contents(tmp_path: Path) -> None:
+    folder = tmp_path / "images"
+    folder.mkdir()
+    (folder / "a.png").write_bytes(b"1")
+    first = digest_path(folder)
+    (folder / "a.png").write_bytes(b"2")
+    second = digest_path(folder)
+    (folder / "a.png").rename(folder / "b.png")
+    third = digest_path(folder)
+    assert len({first, second, third}) == 3
+    assert digest_path(tmp_path / "absent") == ""
