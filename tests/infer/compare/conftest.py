@@ -1,0 +1,71 @@
+"""Fixtures for comparing real models: bins for the small CNN, a TF golden run, a variant with one layer perturbed."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from binio.binfile import sha256_file, write_bin
+from binio.manifest import BinEntry, DatasetManifest, InputManifest, bin_file_name
+from infer.contract import ModelContract, load_contract
+
+CNN_SAMPLES, CNN_BATCH = 5, 2  # three files; the last holds one real sample and one row of padding
+
+
+def write_image_bins(root: Path, *, samples: int = CNN_SAMPLES, batch: int = CNN_BATCH, seed: int = 0) -> Path:
+    rng = np.random.default_rng(seed)
+    files = []
+    for index in range(-(-samples // batch)):
+        rows = min(batch, samples - index * batch)
+        images = np.zeros((batch, 8, 8, 3), dtype=np.float32)
+        images[:rows] = rng.normal(size=(rows, 8, 8, 3))
+        name = bin_file_name(index)
+        files.append(BinEntry(name=name, sha256=write_bin(root / "images" / name, images), rows=rows))
+    item = InputManifest(tensor="images:0", folder="images", dtype="float32", shape=(batch, 8, 8, 3), layout="NHWC",
+                         files=tuple(files))
+    DatasetManifest(root=root, batch=batch, samples=samples, inputs=(item,)).save()
+    return root
+
+
+@pytest.fixture(scope="session")
+def cnn_bins(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_image_bins(tmp_path_factory.mktemp("cnn_bins"))
+
+
+@pytest.fixture(scope="session")
+def cnn_golden(frozen_small_cnn: ModelContract, cnn_bins: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """TensorFlow's outputs for `cnn_bins`: a run folder."""
+    from infer.run import RunOptions, run_model
+
+    return run_model(frozen_small_cnn.path, cnn_bins, tmp_path_factory.mktemp("cnn_golden"),
+                     RunOptions(backend="tf")).folder
+
+
+@pytest.fixture(scope="session")
+def perturbed_small_cnn(frozen_small_cnn: ModelContract, tmp_path_factory: pytest.TempPathFactory) -> ModelContract:
+    """The small CNN's contract whose ONNX model was converted from a pb with the conv kernel perturbed.
+
+    model.pb stays the original (TensorFlow is the golden side); model.onnx computes with a kernel whose values
+    were changed, so every tensor from the conv layer on differs. Read-only.
+    """
+    import tensorflow as tf
+
+    from infer.convert import ConvertOptions, convert_model
+
+    folder = tmp_path_factory.mktemp("perturbed") / "model"
+    shutil.copytree(frozen_small_cnn.folder, folder)
+    original = load_contract(folder / "model.json")
+    graph_def = tf.compat.v1.GraphDef()
+    graph_def.ParseFromString(original.pb_path.read_bytes())
+    kernel = next(node for node in graph_def.node if node.name == "conv/kernel")
+    values = tf.make_ndarray(kernel.attr["value"].tensor)
+    perturbed = -values + np.random.default_rng(1).normal(scale=0.3, size=values.shape).astype(values.dtype)
+    kernel.attr["value"].tensor.CopyFrom(tf.make_tensor_proto(perturbed))
+    (folder / "perturbed.pb").write_bytes(graph_def.SerializeToString())
+    staged = replace(original, pb="perturbed.pb", pb_sha256=sha256_file(folder / "perturbed.pb")).save()
+    converted = convert_model(staged, ConvertOptions(target="onnx", precision_mode="force_fp32")).contract
+    return replace(converted, pb=original.pb, pb_sha256=original.pb_sha256).save()

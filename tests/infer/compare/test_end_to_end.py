@@ -1,0 +1,94 @@
+"""Real models end to end: TF golden vs the ONNX stand-in in fp32, in emulated fp16, and with one layer perturbed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from infer.compare.compare import CompareOptions, compare
+from infer.contract import ModelContract
+from infer.run import RunOptions, run_model
+from tests.cli import run_cli
+
+pytestmark = pytest.mark.slow
+
+
+def _run_onnx(contract: ModelContract, bins: Path, out: Path) -> Path:
+    return run_model(contract.path, bins, out, RunOptions(backend="onnxrt")).folder
+
+
+def test_fp32_stand_in_passes_with_default_golden_cached(onnx_small_cnn, cnn_bins, copy_model, tmp_path,  # type: ignore[no-untyped-def]
+                                                         capsys) -> None:
+    contract = copy_model(onnx_small_cnn)
+    actual = _run_onnx(contract, cnn_bins, tmp_path / "out")
+    outcome = run_cli(capsys, "compare", contract.path, "--input", cnn_bins, "--actual", actual)
+    assert outcome.code == 0, outcome.out + outcome.err
+    assert outcome.out.strip().splitlines()[-1] == "PASSED"
+    result = compare(contract.path, cnn_bins, actual)
+    assert result.golden_source == "cache"  # the CLI run computed it; this one reuses it
+    metrics = result.outputs[0].metrics
+    assert metrics.elements == 5 * 5  # five samples, padding row left out
+    assert metrics.cosine_similarity > 0.999999 and metrics.max_absolute_error < 1e-5
+
+
+def test_fp16_emulation_gives_small_nonzero_errors(onnx_small_cnn_fp16, cnn_bins, cnn_golden, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    actual = _run_onnx(onnx_small_cnn_fp16, cnn_bins, tmp_path / "out")
+    result = compare(onnx_small_cnn_fp16.path, cnn_bins, actual, golden=cnn_golden)
+    metrics = result.outputs[0].metrics
+    assert result.passed
+    assert 1e-6 < metrics.max_absolute_error < 1e-2
+    assert 0.999 < metrics.cosine_similarity < 1.0
+    assert metrics.allclose_pass_rate < 1.0 or metrics.max_absolute_error > 1e-4
+
+
+def test_fp16_layerwise_every_matched_tensor_close(onnx_small_cnn_fp16, cnn_bins, cnn_golden, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    actual = _run_onnx(onnx_small_cnn_fp16, cnn_bins, tmp_path / "out")
+    result = compare(onnx_small_cnn_fp16.path, cnn_bins, actual, golden=cnn_golden, layerwise=True)
+    layers = result.layerwise
+    assert layers is not None and layers.first_failing is None
+    matched = [row.tensor for row in layers.matched]
+    assert matched == ["BiasAdd:0", "conv/relu:0", "pool:0", "head/logits:0", "probs:0"]
+    assert all(0 < row.metrics.max_absolute_error < 1e-2 for row in layers.matched if row.metrics)
+    assert [row.tensor for row in layers.unmatched] == ["Conv2D:0"]
+
+
+def test_perturbed_layer_fails_and_layerwise_marks_it_first(perturbed_small_cnn, cnn_bins, cnn_golden,  # type: ignore[no-untyped-def]
+                                                            tmp_path, capsys) -> None:
+    actual = _run_onnx(perturbed_small_cnn, cnn_bins, tmp_path / "out")
+    outcome = run_cli(capsys, "compare", perturbed_small_cnn.path, "--input", cnn_bins, "--actual", actual,
+                      "--golden", cnn_golden, "--layerwise", "--dump-golden", tmp_path / "dump",
+                      "--report", tmp_path / "report")
+    assert outcome.code == 1
+    assert outcome.out.strip().splitlines()[-1].startswith("FAILED: probs:0 ")
+    assert "first tensor below threshold: BiasAdd:0" in outcome.out
+    result = compare(perturbed_small_cnn.path, cnn_bins, actual, golden=cnn_golden, layerwise=True)
+    assert not result
+    layers = result.layerwise
+    assert layers is not None and layers.first_failing is not None
+    assert layers.first_failing.tensor == "BiasAdd:0" and layers.first_failing.op_type == "BiasAdd"
+    dumped = sorted(p.name.split(".")[0] + "." + p.name.split(".")[1] for p in (tmp_path / "dump").iterdir())
+    assert dumped == ["BiasAdd.0", "Conv2D.0", "conv_relu.0", "head_logits.0", "pool.0", "probs.0"]
+    relu = next((tmp_path / "dump").glob("conv_relu.0.*.npy"))
+    assert np.load(relu).shape == (2, 8, 8, 4)
+    html = (tmp_path / "report" / "report.html").read_text()
+    assert "first tensor below threshold: <span class='fail'>BiasAdd:0</span>" in html
+    csv_text = (tmp_path / "report" / "report.csv").read_text()
+    assert "Conv2D:0" in csv_text and "not in the ONNX model" in csv_text
+
+
+def test_fp32_layerwise_marks_nothing(onnx_small_cnn, cnn_bins, cnn_golden, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    actual = _run_onnx(onnx_small_cnn, cnn_bins, tmp_path / "out")
+    result = compare(onnx_small_cnn.path, cnn_bins, actual, golden=cnn_golden, layerwise=True,
+                     options=CompareOptions())
+    assert result.passed and result.layerwise is not None and result.layerwise.first_failing is None
+    assert all(row.metrics.max_absolute_error < 1e-5 for row in result.layerwise.matched if row.metrics)
+
+
+def test_layerwise_refuses_an_unconverted_model(frozen_small_cnn, cnn_bins, cnn_golden, capsys) -> None:  # type: ignore[no-untyped-def]
+    outcome = run_cli(capsys, "compare", frozen_small_cnn.path, "--input", cnn_bins, "--actual", cnn_golden,
+                      "--golden", cnn_golden, "--layerwise")
+    assert outcome.code == 2
+    assert outcome.error_line == (f"error: --layerwise: {frozen_small_cnn.path} is not converted; layer-by-layer "
+                                  "comparison runs the ONNX stand-in")
