@@ -8,13 +8,20 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from atc_wrap.precision import DEFAULT_PRECISION_MODE, parse_input_fp16_nodes, parse_output_type
+from atc_wrap.errors import ConvertError
+from atc_wrap.precision import (
+    DEFAULT_PRECISION_MODE,
+    check_precision_mode,
+    parse_input_fp16_nodes,
+    parse_output_type,
+)
 from binio.binfile import sha256_file
-from binio.errors import InferError
 from infer.contract import ConvertedInfo, ModelContract
 
 TARGETS: tuple[str, ...] = ("om", "onnx")
+DEFAULT_TIMEOUT_S = 3600.0  # a large model takes ATC tens of minutes; a hang should still end
 
 
 @dataclass(frozen=True)
@@ -36,42 +43,57 @@ class ConvertOptions:
     opset: int | None = None
     allow_unknown_soc: bool = False
     dry_run: bool = False
-    timeout: float = 3600.0
+    timeout: float = DEFAULT_TIMEOUT_S
 
 
 @dataclass(frozen=True)
 class ConvertResult:
-    """The contract as saved after conversion (unchanged for a dry run) and how the target was chosen."""
+    """The contract as saved after conversion (as it was, for a dry run) and how the target was chosen."""
 
     contract: ModelContract
     target: str
     artefact: Path
-    target_reason: str
+    target_reason: str  # one plain line: why this target
     command: tuple[str, ...] = ()  # the ATC argv; () for the stand-in
     dry_run: bool = False
+    ignored: tuple[str, ...] = ()  # options that mean nothing to the chosen target
+    seconds: float = 0.0
+
+    @property
+    def converted(self) -> ConvertedInfo | None:
+        return self.contract.converted
 
 
 def convert_model(contract: ModelContract, options: ConvertOptions) -> ConvertResult:
     """Converts the contract's pb per `options` and saves the contract with its `converted` section."""
     contract.check_pb_unchanged()
-    target, reason = _choose_target(options.target)
+    check_precision_mode(options.precision_mode)
+    target, reason = choose_target(options.target)
     if target == "onnx":
         return _convert_onnx(contract, options, reason)
-    raise InferError("--target om is not implemented yet")
+    return _convert_om(contract, options, reason)
 
 
-def _choose_target(asked: str | None) -> tuple[str, str]:
+def choose_target(asked: str | None) -> tuple[str, str]:
+    """The target and one plain line saying why: om where ATC is found, else the ONNX stand-in."""
+    from atc_wrap.atc_run import find_atc
+
     if asked is not None:
         if asked not in TARGETS:
-            raise InferError(f"--target {asked!r}: expected one of {', '.join(TARGETS)}")
-        return asked, f"target {asked} (asked for)"
-    return "onnx", "ATC not found: converting to the ONNX Runtime stand-in (--target onnx)"
+            raise ConvertError(f"--target {asked!r}: expected one of {', '.join(TARGETS)}")
+        return asked, f"target {asked}, as asked"
+    atc = find_atc()
+    if atc is None:
+        return "onnx", "ATC not found: converting to the ONNX Runtime stand-in (--target om to insist)"
+    return "om", f"ATC found at {atc}: converting to om"
 
 
 def _artefact(contract: ModelContract, options: ConvertOptions, suffix: str) -> Path:
     if options.output is None:
         return contract.folder / f"{Path(contract.pb).stem}{suffix}"
-    output = Path(options.output)
+    output = Path(options.output).absolute()
+    if output.is_dir():
+        return output / f"{Path(contract.pb).stem}{suffix}"
     return output if output.suffix == suffix else output.with_name(output.name + suffix)
 
 
@@ -79,23 +101,87 @@ def _relative(path: Path, folder: Path) -> str:
     return os.path.relpath(Path(path).resolve(), Path(folder).resolve())
 
 
+def _convert_om(contract: ModelContract, options: ConvertOptions, reason: str) -> ConvertResult:
+    from atc_wrap.atc_command import AtcOptions, build_atc_command
+    from atc_wrap.atc_run import find_atc, require_atc, run_atc
+
+    atc = find_atc() if options.dry_run else require_atc()
+    om = _artefact(contract, options, ".om")
+    command = build_atc_command(
+        str(atc) if atc is not None else "atc", contract.pb_path.absolute(), contract.inputs, contract.outputs, om,
+        AtcOptions(
+            soc_version=options.soc_version, precision_mode=options.precision_mode,
+            input_format=options.input_format, input_fp16_nodes=options.input_fp16_nodes,
+            output_type=options.output_type, dynamic_batch=options.dynamic_batch,
+            op_select_implmode=options.op_select_implmode,
+            fusion_switch_file=None if options.fusion_switch_file is None else options.fusion_switch_file.absolute(),
+            keep_dtype=None if options.keep_dtype is None else options.keep_dtype.absolute(),
+            extra_args=options.atc_args, allow_unknown_soc=options.allow_unknown_soc,
+        ),
+    )
+    ignored = ("--opset",) if options.opset is not None else ()
+    if options.dry_run:
+        return ConvertResult(contract=contract, target="om", artefact=om, target_reason=reason,
+                             command=command.argv, dry_run=True, ignored=ignored)
+    run = run_atc(command, timeout=options.timeout)
+    settings: dict[str, Any] = {
+        "converter": "atc", "atc": str(atc), "cwd": str(om.parent), "input_format": command.input_format,
+        "input_fp16_nodes": options.input_fp16_nodes, "output_type": options.output_type,
+        "dynamic_batch": list(options.dynamic_batch), "op_select_implmode": options.op_select_implmode,
+        "fusion_switch_file": str(options.fusion_switch_file or ""), "keep_dtype": str(options.keep_dtype or ""),
+        "atc_args": list(options.atc_args), "seconds": round(run.seconds, 3), "warnings": list(run.warnings),
+    }
+    converted = ConvertedInfo(
+        target="om", path=_relative(om, contract.folder), sha256=sha256_file(om), inputs=command.inputs,
+        outputs=command.outputs, soc_version=options.soc_version, precision_mode=options.precision_mode,
+        command=run.argv, settings=settings,
+    )
+    saved = contract.with_converted(converted).save()
+    return ConvertResult(contract=saved, target="om", artefact=om, target_reason=reason, command=run.argv,
+                         ignored=ignored, seconds=run.seconds)
+
+
+def _atc_only(options: ConvertOptions) -> tuple[str, ...]:
+    given = {
+        "--soc-version": bool(options.soc_version), "--input-format": bool(options.input_format),
+        "--op-select-implmode": bool(options.op_select_implmode),
+        "--fusion-switch-file": options.fusion_switch_file is not None,
+        "--keep-dtype": options.keep_dtype is not None, "--atc-arg": bool(options.atc_args),
+        "--allow-unknown-soc": options.allow_unknown_soc,
+    }
+    return tuple(flag for flag, present in given.items() if present)
+
+
 def _convert_onnx(contract: ModelContract, options: ConvertOptions, reason: str) -> ConvertResult:
+    import time
+
+    from atc_wrap.atc_command import check_shapes
+    from atc_wrap.opset import check_opset
     from atc_wrap.standin import convert_to_onnx
 
     destination = _artefact(contract, options, ".onnx")
     fp16_nodes = parse_input_fp16_nodes(options.input_fp16_nodes, contract.inputs)
     output_types = parse_output_type(options.output_type, contract.outputs)
+    if options.dynamic_batch:
+        check_shapes(contract.inputs, options.dynamic_batch)
+    ignored = _atc_only(options)
     if options.dry_run:
+        check_opset(options.opset)
         return ConvertResult(contract=contract, target="onnx", artefact=destination, target_reason=reason,
-                             dry_run=True)
+                             dry_run=True, ignored=ignored)
+    start = time.monotonic()
     conversion = convert_to_onnx(
         contract.pb_path, contract.inputs, contract.outputs, destination, opset=options.opset,
         precision_mode=options.precision_mode, input_fp16_nodes=fp16_nodes, output_types=output_types,
     )
+    settings = conversion.settings()
+    settings.update({"input_fp16_nodes": options.input_fp16_nodes, "output_type": options.output_type,
+                     "dynamic_batch": list(options.dynamic_batch), "ignored_options": list(ignored)})
     converted = ConvertedInfo(
         target="onnx", path=_relative(destination, contract.folder), sha256=sha256_file(destination),
         inputs=conversion.inputs, outputs=conversion.outputs, soc_version="",
-        precision_mode=conversion.precision_mode, command=(), settings=conversion.settings(),
+        precision_mode=conversion.precision_mode, command=(), settings=settings,
     )
     saved = contract.with_converted(converted).save()
-    return ConvertResult(contract=saved, target="onnx", artefact=destination, target_reason=reason)
+    return ConvertResult(contract=saved, target="onnx", artefact=destination, target_reason=reason,
+                         ignored=ignored, seconds=time.monotonic() - start)

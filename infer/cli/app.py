@@ -30,6 +30,9 @@ def _root(
 
 
 # One line per command module; each module holds one command, its docstring is its --help.
+from infer.cli import convert as _convert  # noqa: E402
+
+app.command("convert")(_convert.convert)
 from infer.cli import doctor as _doctor  # noqa: E402
 
 app.command("doctor")(_doctor.doctor)

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
 import pytest
 
 from infer.contract import ModelContract
@@ -38,3 +43,55 @@ def converted(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-unty
         return cache[key]
 
     return convert
+
+
+@pytest.fixture(scope="session")
+def two_in_two_out(tmp_path_factory: pytest.TempPathFactory) -> ModelContract:
+    from tests.atc_wrap.graphs import build_two_in_two_out
+
+    return write_frozen(tmp_path_factory.mktemp("two_in_two_out"), build_two_in_two_out, ("a:0", "b:0"),
+                        ("head:0", "parts:1"))
+
+
+@pytest.fixture(scope="session")
+def unknown_batch(tmp_path_factory: pytest.TempPathFactory) -> ModelContract:
+    from tests.atc_wrap.graphs import build_unknown_batch
+
+    return write_frozen(tmp_path_factory.mktemp("unknown_batch"), build_unknown_batch, ("x:0",), ("y:0",))
+
+
+@dataclass(frozen=True)
+class FakeAtc:
+    path: Path  # the `atc` on PATH
+    record: Path  # where it writes the argv it received
+
+    def argv(self) -> list[str]:
+        return list(json.loads(self.record.read_text()))
+
+
+FAKES = Path(__file__).resolve().parent.parent / "fakes"
+
+
+def path_without_atc() -> str:
+    """PATH minus any folder holding an `atc`, so a machine with CANN still tests the not-found path."""
+    return os.pathsep.join(d for d in os.environ.get("PATH", "").split(os.pathsep)
+                           if d and not (Path(d) / "atc").exists())
+
+
+@pytest.fixture
+def no_atc(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", path_without_atc())
+    monkeypatch.delenv("ASCEND_TOOLKIT_HOME", raising=False)
+
+
+@pytest.fixture
+def fake_atc(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_atc: None) -> FakeAtc:
+    """tests/fakes/atc as `atc` on PATH (FAKE_ATC_MODE picks its behaviour; default success)."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "atc").symlink_to(FAKES / "atc")
+    record = tmp_path / "atc_argv.json"
+    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("FAKE_ATC_ARGV", str(record))
+    monkeypatch.delenv("FAKE_ATC_MODE", raising=False)
+    return FakeAtc(path=bindir / "atc", record=record)

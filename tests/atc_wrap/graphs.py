@@ -60,3 +60,18 @@ def build_unconvertible(tf: Any) -> None:
     b = tf.math.zeta(x + 2.0, x + 1.0)
     c = tf.math.lgamma(x + 3.0)
     tf.identity(a + b + c, name="out")
+
+
+def build_two_in_two_out(tf: Any) -> None:
+    """Inputs a (2,4) and b (2,3); outputs head:0 and parts:1 (a second output index), for ATC's list syntaxes."""
+    a = tf.compat.v1.placeholder(tf.float32, [2, 4], name="a")
+    b = tf.compat.v1.placeholder(tf.float32, [2, 3], name="b")
+    joined = tf.concat([a, b], axis=1, name="joined")
+    tf.identity(joined * 2.0, name="head")
+    tf.split(joined, [3, 4], axis=1, name="parts")
+
+
+def build_unknown_batch(tf: Any) -> None:
+    """x (?,4) -> y: a batch left unknown, for --dynamic-batch."""
+    x = tf.compat.v1.placeholder(tf.float32, [None, 4], name="x")
+    tf.identity(x * 3.0, name="y")

@@ -1,0 +1,170 @@
+"""The ATC command line for a TensorFlow pb, built from the model's inputs and outputs and checked first.
+
+Everything ATC would refuse after minutes of loading (a node not in the graph, E10016; a dynamic option with no
+-1 dim, E10031; an unknown chip or precision mode) is refused here, before it runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from atc_wrap.errors import ConvertError
+from atc_wrap.precision import (
+    DEFAULT_PRECISION_MODE,
+    check_implmode,
+    check_precision_mode,
+    parse_input_fp16_nodes,
+    parse_output_type,
+)
+from atc_wrap.soc import check_soc_version
+from binio.spec import LAYOUTS, TensorSpec, format_shape, output_index
+
+FRAMEWORK_TENSORFLOW = "3"
+_MAX_DYNAMIC_BATCHES = 100  # ATC takes 2..100 batch sizes
+
+
+@dataclass(frozen=True)
+class AtcOptions:
+    """The user's ATC choices, in ATC's own syntaxes where it has one."""
+
+    soc_version: str
+    precision_mode: str = DEFAULT_PRECISION_MODE
+    input_format: str = ""  # NHWC | NCHW | ND; "" takes it from the inputs' layout
+    input_fp16_nodes: str = ""  # "a;b"
+    output_type: str = ""  # FP32 | FP16 | UINT8 | "node:0:FP16;node2:1:FP32"
+    dynamic_batch: tuple[int, ...] = ()
+    op_select_implmode: str = ""
+    fusion_switch_file: Path | None = None
+    keep_dtype: Path | None = None
+    extra_args: tuple[str, ...] = ()
+    allow_unknown_soc: bool = False
+
+
+@dataclass(frozen=True)
+class AtcCommand:
+    """A checked ATC argv and what the om it makes will take and give."""
+
+    argv: tuple[str, ...]
+    om: Path  # where ATC will write: --output + ".om"
+    inputs: tuple[TensorSpec, ...]  # as the om takes them (fp16 for --input_fp16_nodes)
+    outputs: tuple[TensorSpec, ...]  # as it gives them (per --output_type)
+    input_format: str
+
+
+def build_atc_command(
+    atc: str, pb: Path, inputs: Sequence[TensorSpec], outputs: Sequence[TensorSpec], om: Path, options: AtcOptions
+) -> AtcCommand:
+    """The argv for `atc` converting `pb` to `om` (which must end in .om), after every check ATC would make."""
+    from atc_wrap.graph import read_graph_def
+    from atc_wrap.nodes import check_nodes_exist
+
+    soc = check_soc_version(options.soc_version, allow_unknown=options.allow_unknown_soc)
+    mode = check_precision_mode(options.precision_mode)
+    implmode = check_implmode(options.op_select_implmode)
+    fp16_nodes = parse_input_fp16_nodes(options.input_fp16_nodes, inputs)
+    output_types = parse_output_type(options.output_type, outputs)
+    input_format = _input_format(options.input_format, inputs)
+    check_shapes(inputs, options.dynamic_batch)
+    check_nodes_exist(read_graph_def(pb), pb, inputs, outputs)
+    files = {"--fusion-switch-file": options.fusion_switch_file, "--keep-dtype": options.keep_dtype}
+    for flag, path in files.items():
+        if path is not None and not Path(path).is_file():
+            raise ConvertError(f"{flag} {path}: no such file")
+
+    argv = [
+        atc,
+        f"--model={pb}",
+        f"--framework={FRAMEWORK_TENSORFLOW}",
+        f"--output={om.with_suffix('')}",
+        f"--soc_version={soc}",
+        f"--input_shape={input_shape_arg(inputs)}",
+        f"--input_format={input_format}",
+        f"--out_nodes={out_nodes_arg(outputs)}",
+        f"--precision_mode={mode}",
+    ]
+    if fp16_nodes:
+        argv.append(f"--input_fp16_nodes={';'.join(fp16_nodes)}")
+    if output_types:
+        argv.append(f"--output_type={_output_type_arg(options.output_type)}")
+    if options.dynamic_batch:
+        argv.append(f"--dynamic_batch_size={','.join(str(b) for b in options.dynamic_batch)}")
+    if implmode:
+        argv.append(f"--op_select_implmode={implmode}")
+    if options.fusion_switch_file is not None:
+        argv.append(f"--fusion_switch_file={options.fusion_switch_file}")
+    if options.keep_dtype is not None:
+        argv.append(f"--keep_dtype={options.keep_dtype}")
+    argv.extend(options.extra_args)
+    return AtcCommand(
+        argv=tuple(argv), om=om,
+        inputs=tuple(s.with_dtype("float16") if s.node in fp16_nodes else s for s in inputs),
+        outputs=tuple(_typed_output(s, output_types) for s in outputs),
+        input_format=input_format,
+    )
+
+
+def input_shape_arg(inputs: Sequence[TensorSpec]) -> str:
+    """``images:1,224,224,3;mask:1,224`` in the contract's order; an unknown dim as -1 (checked to be dynamic)."""
+    def dims(spec: TensorSpec) -> str:
+        return ",".join("-1" if d is None else str(d) for d in spec.shape)
+
+    return ";".join(f"{spec.node}:{dims(spec)}" for spec in inputs)
+
+
+def out_nodes_arg(outputs: Sequence[TensorSpec]) -> str:
+    """``probs:0;boxes:1`` in the contract's order."""
+    return ";".join(f"{spec.node}:{output_index(spec.name)}" for spec in outputs)
+
+
+def _output_type_arg(text: str) -> str:
+    body = text.strip()
+    if ":" not in body:
+        return body.upper()
+    parts = [p.strip() for p in body.split(";") if p.strip()]
+    return ";".join(f"{p.rsplit(':', 1)[0]}:{p.rsplit(':', 1)[1].strip().upper()}" for p in parts)
+
+
+def _typed_output(spec: TensorSpec, output_types: Mapping[str, str]) -> TensorSpec:
+    kind = output_types.get(spec.name)
+    return spec.with_dtype(kind) if kind else spec
+
+
+def _input_format(asked: str, inputs: Sequence[TensorSpec]) -> str:
+    if asked:
+        value = asked.upper()
+        if value not in LAYOUTS:
+            raise ConvertError(f"--input-format {asked!r}: expected one of {', '.join(LAYOUTS)}")
+        return value
+    layouts = [spec.layout for spec in inputs if spec.layout in ("NHWC", "NCHW")]
+    return layouts[0] if layouts else "ND"
+
+
+def check_shapes(inputs: Sequence[TensorSpec], dynamic_batch: Sequence[int]) -> None:
+    """Static shapes, or a --dynamic-batch with a -1 batch dim to act on (else ATC fails with E10031)."""
+    if not dynamic_batch:
+        dynamic = [spec for spec in inputs if not spec.is_static]
+        if dynamic:
+            spec = dynamic[0]
+            raise ConvertError(
+                f"input {spec.name}: shape {format_shape(spec.shape)} has unknown dims; ATC needs static shapes",
+                hint="re-run infer freeze with the batch pinned, or give --dynamic-batch for an unknown batch dim",
+            )
+        return
+    if len(dynamic_batch) < 2 or len(dynamic_batch) > _MAX_DYNAMIC_BATCHES:
+        raise ConvertError(f"--dynamic-batch {','.join(map(str, dynamic_batch))}: expected 2 to "
+                           f"{_MAX_DYNAMIC_BATCHES} batch sizes")
+    if any(b <= 0 for b in dynamic_batch) or len(set(dynamic_batch)) != len(dynamic_batch):
+        raise ConvertError(f"--dynamic-batch {','.join(map(str, dynamic_batch))}: expected distinct positive sizes")
+    batched = [spec for spec in inputs if spec.shape and spec.shape[0] is None]
+    if not batched:
+        shapes = ", ".join(f"{s.name} {format_shape(s.shape)}" for s in inputs)
+        raise ConvertError(
+            f"--dynamic-batch: no input has an unknown (-1) batch dim to vary ({shapes}); ATC would fail with E10031",
+            hint="freeze without pinning the batch to convert with --dynamic-batch",
+        )
+    other = [spec for spec in inputs if spec.unknown_dims and spec.unknown_dims != (0,)]
+    if other:
+        raise ConvertError(f"input {other[0].name}: shape {format_shape(other[0].shape)} has unknown dims besides "
+                           "the batch; --dynamic-batch varies only the first dim")

@@ -1,0 +1,89 @@
+"""`infer convert`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from infer.cli.console import out, say
+
+
+def _batches(text: str) -> tuple[int, ...]:
+    from atc_wrap.errors import ConvertError
+
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    if not all(p.isdigit() for p in parts):
+        raise ConvertError(f"--dynamic-batch {text!r}: expected comma-separated batch sizes, e.g. 1,2,4,8")
+    return tuple(int(p) for p in parts)
+
+
+def convert(
+    model: Path = typer.Argument(..., help="model.json written by infer freeze (or the folder holding it)."),
+    target: str | None = typer.Option(None, "--target", help="om (ATC) or onnx (the ONNX Runtime stand-in); "
+                                      "default: om where atc is found, else onnx."),
+    output: Path | None = typer.Option(None, "--output", "-o", help="The converted model's path; default beside "
+                                       "model.json, named after the pb (.om / .onnx appended when missing)."),
+    soc_version: str = typer.Option("", "--soc-version", help="The chip ATC compiles for, e.g. Ascend310P3 "
+                                    "(required for om)."),
+    precision_mode: str = typer.Option("force_fp16", "--precision-mode", help="force_fp16 (ATC's default), "
+                                       "force_fp32, allow_fp32_to_fp16, must_keep_origin_dtype, "
+                                       "allow_mix_precision; the stand-in emulates them."),
+    input_fp16_nodes: str = typer.Option("", "--input-fp16-nodes", help='Inputs the model takes as float16: "a;b".'),
+    output_type: str = typer.Option("", "--output-type", help='FP32, FP16 (every float output) or '
+                                    '"node:0:FP16;node2:1:FP32".'),
+    input_format: str = typer.Option("", "--input-format", help="NHWC, NCHW or ND; default from the contract."),
+    dynamic_batch: str = typer.Option("", "--dynamic-batch", help="Batch sizes the om accepts, e.g. 1,2,4,8; "
+                                      "needs an input with an unknown batch dim."),
+    op_select_implmode: str = typer.Option("", "--op-select-implmode", help="high_precision, high_performance, "
+                                           "high_precision_for_all or high_performance_for_all (om only)."),
+    fusion_switch_file: Path | None = typer.Option(None, "--fusion-switch-file", help="ATC fusion switch file."),
+    keep_dtype: Path | None = typer.Option(None, "--keep-dtype", help="ATC keep-dtype file (om only)."),
+    atc_arg: list[str] = typer.Option([], "--atc-arg", help="One more ATC argument, as --atc-arg=--log=info; "
+                                      "repeatable."),
+    opset: int | None = typer.Option(None, "--opset", help="ONNX opset (onnx only); default: the highest both "
+                                     "tf2onnx and onnxruntime handle."),
+    allow_unknown_soc: bool = typer.Option(False, "--allow-unknown-soc", help="Pass a --soc-version that is not "
+                                           "in the known list (a chip newer than this tool)."),
+    timeout: float = typer.Option(3600.0, "--timeout", help="Seconds before a hung ATC is stopped."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the exact ATC command (or what the stand-in "
+                                 "would write) and change nothing."),
+) -> None:
+    """Convert the frozen pb to an Ascend .om with ATC, or to ONNX for the ONNX Runtime stand-in.
+
+    Node names, shapes and dtypes come from model.json; everything ATC would reject (unknown node, chip or
+    precision mode, a dynamic batch without an unknown dim) is refused before it runs. The stand-in emulates
+    ATC's precision mode (fp16 storage after every op). model.json records the result: target, path, sha256,
+    the exact ATC command or converter settings, and the converted model's input and output dtypes.
+    """
+    from atc_wrap.process import quote_command
+    from infer.contract import load_contract
+    from infer.convert import ConvertOptions, convert_model
+
+    options = ConvertOptions(
+        target=target, output=output, soc_version=soc_version, precision_mode=precision_mode,
+        input_fp16_nodes=input_fp16_nodes, output_type=output_type, input_format=input_format,
+        dynamic_batch=_batches(dynamic_batch), op_select_implmode=op_select_implmode,
+        fusion_switch_file=fusion_switch_file, keep_dtype=keep_dtype, atc_args=tuple(atc_arg), opset=opset,
+        allow_unknown_soc=allow_unknown_soc, dry_run=dry_run, timeout=timeout,
+    )
+    result = convert_model(load_contract(model), options)
+    say(result.target_reason)
+    if result.ignored:
+        say(f"ignored for target {result.target}: {', '.join(result.ignored)}")
+    console = out()
+    if result.dry_run:
+        if result.command:
+            console.print(quote_command(result.command), markup=False)
+        else:
+            console.print(f"would write {result.artefact} from {result.contract.pb_path} with tf2onnx, "
+                          f"emulating {options.precision_mode}", markup=False)
+        say("dry run: nothing written")
+        return
+    converted = result.contract.converted
+    assert converted is not None
+    console.print(f"wrote {result.artefact} ({converted.target}, {converted.precision_mode}, "
+                  f"sha256 {converted.sha256[:12]}) in {result.seconds:.1f} s", markup=False)
+    io = ", ".join(f"{s.name} {s.dtype}" for s in (*converted.inputs, *converted.outputs))
+    console.print(f"inputs/outputs: {io}", markup=False)
+    console.print(f"updated {result.contract.path}", markup=False)

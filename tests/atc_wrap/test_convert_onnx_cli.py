@@ -1,0 +1,97 @@
+"""`infer convert` to the ONNX stand-in from the command line, and the contract problems every target refuses."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from atc_wrap.opset import default_opset
+from infer.contract import ModelContract, load_contract
+from tests.atc_wrap.graphs import build_unconvertible, write_frozen
+from tests.cli import run_cli
+
+Copy = Callable[[ModelContract], ModelContract]
+
+
+def test_without_atc_the_default_target_is_the_stand_in(
+    capsys: pytest.CaptureFixture[str], no_atc: None, frozen_small_cnn: ModelContract, copy_model: Copy
+) -> None:
+    contract = copy_model(frozen_small_cnn)
+    outcome = run_cli(capsys, "convert", contract.folder, "--soc-version", "Ascend310", "--keep-dtype", "keep.cfg")
+    assert outcome.code == 0, outcome.err
+    assert "ATC not found: converting to the ONNX Runtime stand-in (--target om to insist)" in outcome.err
+    assert "ignored for target onnx: --soc-version, --keep-dtype" in outcome.err
+    onnx_path = contract.folder / "model.onnx"
+    lines = outcome.out.splitlines()
+    assert lines[0].startswith(f"wrote {onnx_path} (onnx, force_fp16, sha256 ")
+    assert lines[1] == "inputs/outputs: images:0 float32, probs:0 float32"
+    assert lines[2] == f"updated {contract.path}"
+    saved = load_contract(contract.path)
+    assert saved.converted is not None
+    assert saved.converted.settings["opset"] == default_opset()
+    assert saved.converted.settings["ignored_options"] == ["--soc-version", "--keep-dtype"]
+    assert saved.converted.settings["emulation"]["mode"] == "force_fp16"
+
+
+def test_opset_is_configurable_and_checked(
+    capsys: pytest.CaptureFixture[str], frozen_small_cnn: ModelContract, copy_model: Copy, tmp_path: Path
+) -> None:
+    import onnx
+
+    contract = copy_model(frozen_small_cnn)
+    outcome = run_cli(capsys, "convert", contract.path, "--target", "onnx", "--opset", "13", "-o", tmp_path / "m13")
+    assert outcome.code == 0, outcome.err
+    model = onnx.load(str(tmp_path / "m13.onnx"))
+    assert {o.domain: o.version for o in model.opset_import}[""] == 13
+    outcome = run_cli(capsys, "convert", contract.path, "--target", "onnx", "--opset", "99")
+    assert outcome.code == 2
+    assert outcome.error_line == (f"error: --opset 99: expected 9..{default_opset()} (the highest both tf2onnx and "
+                                  "the installed onnxruntime handle)")
+
+
+def test_onnx_dry_run_writes_nothing(
+    capsys: pytest.CaptureFixture[str], frozen_small_cnn: ModelContract, copy_model: Copy
+) -> None:
+    contract = copy_model(frozen_small_cnn)
+    before = contract.path.read_bytes()
+    outcome = run_cli(capsys, "convert", contract.path, "--target", "onnx", "--dry-run")
+    assert outcome.code == 0, outcome.err
+    assert outcome.out.strip() == (f"would write {contract.folder / 'model.onnx'} from {contract.pb_path} with "
+                                   "tf2onnx, emulating force_fp16")
+    assert contract.path.read_bytes() == before
+    assert not (contract.folder / "model.onnx").exists()
+
+
+def test_missing_contract(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    outcome = run_cli(capsys, "convert", tmp_path / "model.json", "--target", "onnx")
+    assert outcome.code == 2
+    assert outcome.error_line == f"error: {tmp_path / 'model.json'}: no such model contract"
+
+
+def test_stale_contract_is_refused(
+    capsys: pytest.CaptureFixture[str], frozen_small_cnn: ModelContract, copy_model: Copy
+) -> None:
+    contract = copy_model(frozen_small_cnn)
+    contract.pb_path.write_bytes(contract.pb_path.read_bytes() + b"\n")
+    for target in ("onnx", "om"):
+        outcome = run_cli(capsys, "convert", contract.path, "--target", target, "--soc-version", "Ascend310")
+        assert outcome.code == 2
+        assert outcome.error_line == (f"error: {contract.path}: model.pb changed since freeze (sha256 differs from "
+                                      "the contract's)")
+    assert load_contract(contract.path).converted is None
+
+
+def test_unconvertible_ops_are_listed_in_one_error(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    contract = write_frozen(tmp_path / "special", build_unconvertible, ("x:0",), ("out:0",))
+    outcome = run_cli(capsys, "convert", contract.path, "--target", "onnx")
+    assert outcome.code == 2
+    assert outcome.error_line == (f"error: {contract.pb_path}: tf2onnx cannot convert these ops to ONNX opset "
+                                  f"{default_opset()}: Igamma (Igamma); Lgamma (Lgamma); Zeta (Zeta)")
+    assert "hint: the ONNX stand-in cannot run this graph; ATC may still convert it to om" in outcome.err
+    assert not (contract.folder / "model.onnx").exists()
+    assert json.loads(contract.path.read_text())["converted"] is None
