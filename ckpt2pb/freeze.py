@@ -50,7 +50,9 @@ def _resolve_tensor(graph: Any, name: str, what: str, known: list[str]) -> Any:
     try:
         return graph.get_tensor_by_name(tensor_name(name))
     except (KeyError, ValueError):
-        raise unknown_name_error(what, name, known) from None
+        # Suggest names of the kind given: tensors for `op:0`, nodes for `op`.
+        same_kind = [k for k in known if (":" in k) == (":" in name)]
+        raise unknown_name_error(what, name, same_kind) from None
 
 
 def _pinned_shape(request: InputRequest, graph_shape: tuple[int | None, ...] | None, batch: int | None,

@@ -173,10 +173,12 @@ def _keras_version(path: Path) -> str:
         if path.suffix == ".keras":
             with zipfile.ZipFile(path) as archive:
                 return "keras " + str(json.loads(archive.read("metadata.json")).get("keras_version", "?"))
-        with path.open("rb") as handle:  # h5: the version is an attribute of the root group; cheap to find
-            found = re.search(rb"keras_version.{0,64}?(\d+\.\d+\.\d+)", handle.read(1 << 16), re.DOTALL)
-        return "keras " + found.group(1).decode() if found else ""
-    except (OSError, KeyError, ValueError, zipfile.BadZipFile):
+        import h5py  # type: ignore[import-untyped]  # no stubs; Keras needs it for .h5, so it is there
+
+        with h5py.File(path, "r") as handle:
+            version = handle.attrs.get("keras_version", "")
+        return f"keras {version.decode() if isinstance(version, bytes) else version}" if version else ""
+    except (OSError, KeyError, ValueError, ImportError, zipfile.BadZipFile):
         return ""
 
 

@@ -1,0 +1,56 @@
+"""`infer freeze`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from infer.cli.console import out, print_json, say
+
+
+def freeze(
+    source: Path = typer.Argument(..., help="A checkpoint prefix or folder, a .meta, a .pb, a SavedModel folder, "
+                                  "or a Keras .h5/.keras file."),
+    output: Path = typer.Option(..., "--output", "-o", help="Folder for model.pb and model.json."),
+    outputs: str = typer.Option("", "--outputs", help="Output tensors or nodes, comma-separated: probs:0,logits."),
+    inputs: str = typer.Option("", "--inputs", help="Inputs as NAME[DIMS]:DTYPE, comma-separated, shape and dtype "
+                               "optional: 'IteratorGetNext:0[?,224,224,3]:float32,is_training'. A tensor that is "
+                               "not a placeholder is replaced by one. Default: the placeholders the outputs need."),
+    batch: int | None = typer.Option(None, "--batch", help="Fix an unknown first dim of every input to N."),
+    assignments: list[str] = typer.Option([], "--set", help="Fix a placeholder to a value: --set is_training=false "
+                                          "(repeatable). Placeholders with a default are folded to it otherwise."),
+    force: bool = typer.Option(False, "--force", help="Overwrite an existing model.pb/model.json."),
+    no_verify: bool = typer.Option(False, "--no-verify", help="Skip running original and frozen graph side by side."),
+    as_json: bool = typer.Option(False, "--json", help="Print the written contract as JSON on stdout."),
+) -> None:
+    """Freeze a checkpoint, SavedModel or Keras model into OUTDIR/model.pb + model.json (the contract).
+
+    Variables become constants; inputs get static shapes (--batch, --inputs); a tf.data pipeline is cut at the
+    tensors named in --inputs; placeholders with a default (is_training) are folded and tf.cond on them keeps only
+    the live branch; the graph is pruned to the outputs, devices cleared and default-valued attributes removed so
+    TF 1.15 and ATC read it. Then original and frozen graph run on the same seeded inputs: a difference beyond
+    float tolerance is an error (--no-verify skips it).
+    """
+    from binio.spec import node_name
+    from infer.freeze import freeze_model
+
+    report = freeze_model(source, output, outputs.split(",") if outputs else [], inputs=inputs, batch=batch,
+                          assignments=assignments, force=force, verify=not no_verify)
+    contract = report.contract
+    if as_json:
+        print_json(contract.to_json())
+    else:
+        console = out()
+        for spec in contract.inputs:
+            console.print(f"input   {spec.describe()}", markup=False)
+        for spec in contract.outputs:
+            console.print(f"output  {spec.describe()}", markup=False)
+        for name, value in contract.fixed.items():
+            console.print(f"fixed   {node_name(name)} = {value}", markup=False)
+    if report.verification is not None:
+        say(f"verified: max abs diff {report.verification.worst:.3g} against the original graph "
+            f"(tolerance {report.verification.tolerance:g}, seed {report.verification.seed})")
+    else:
+        say("not verified (--no-verify)")
+    say(f"wrote {contract.pb_path} ({report.nodes} nodes) and {contract.path}")

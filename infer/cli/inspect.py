@@ -1,0 +1,75 @@
+"""`infer inspect`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from infer.cli.console import out, print_json
+
+
+def _shape(shape: tuple[int | None, ...] | None) -> str:
+    from binio.spec import format_shape
+
+    return "unknown rank" if shape is None else format_shape(shape)
+
+
+def inspect(
+    model: Path = typer.Argument(..., help="A checkpoint prefix or folder, a .meta, a frozen .pb, a SavedModel "
+                                 "folder, or a Keras .h5/.keras file."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout."),
+    top: int = typer.Option(10, "--top", help="How many output candidates and op types to list."),
+) -> None:
+    """List a model's inputs, its likely outputs (ranked), dynamic dims, op types and parameter count.
+
+    Inputs are the placeholders (dynamic dims marked ?, placeholders with a default such as is_training marked)
+    and the outputs of a tf.data iterator. Output candidates are the nodes nothing consumes, minus saver,
+    summary, initialiser, assert and training ops; softmax, sigmoid, argmax and logits-like nodes come first.
+    """
+    from rich.table import Table
+
+    from ckpt2pb.inspection import inspect_model
+
+    report = inspect_model(model)
+    if as_json:
+        print_json(report.to_json())
+        return
+    console = out()
+    written = report.tf_version or "unknown (the source does not say)"
+    console.print(f"{report.source}: {report.kind}, {report.nodes} nodes, written by {written}", markup=False)
+    weights = (f"{report.variables} variables, {report.parameters:,} parameters" if report.parameters_from ==
+               "checkpoint" else f"{report.parameters:,} parameters in constants (frozen)")
+    console.print(weights, markup=False)
+
+    inputs = Table(title="Inputs", title_justify="left")
+    for column in ("tensor", "dtype", "shape", "note"):
+        inputs.add_column(column)
+    for item in report.placeholders:
+        notes = []
+        if item.dynamic_dims:
+            notes.append("dynamic dims " + ",".join(str(d) for d in item.dynamic_dims) + " (fix with --batch/--inputs)")
+        if item.has_default:
+            notes.append("has a default: folded at freeze (or --set)")
+        if item.from_iterator:
+            notes.append("tf.data iterator output: cut with --inputs")
+        inputs.add_row(item.tensor, item.dtype, _shape(item.shape), "; ".join(notes))
+    console.print(inputs)
+
+    candidates = Table(title="Output candidates (most likely first)", title_justify="left")
+    for column in ("#", "tensor", "op", "dtype", "shape"):
+        candidates.add_column(column)
+    for rank, candidate in enumerate(report.candidates[:top], 1):
+        candidates.add_row(str(rank), candidate.tensor, candidate.op, candidate.dtype, _shape(candidate.shape))
+    console.print(candidates)
+    if len(report.candidates) > top:
+        console.print(f"... {len(report.candidates) - top} more (--top N, or --json)", markup=False)
+
+    histogram = Table(title="Op types", title_justify="left")
+    histogram.add_column("op")
+    histogram.add_column("count", justify="right")
+    for op, count in report.op_histogram[:top]:
+        histogram.add_row(op, str(count))
+    console.print(histogram)
+    if len(report.op_histogram) > top:
+        console.print(f"... {len(report.op_histogram) - top} more op types", markup=False)

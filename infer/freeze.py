@@ -1,0 +1,60 @@
+"""`infer freeze`: a model source -> OUTDIR/model.pb + OUTDIR/model.json, the contract later stages read."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from binio.atomic import write_bytes_atomic
+from binio.binfile import sha256_file
+from binio.errors import OutputExistsError
+from ckpt2pb.inputs import parse_assignment, parse_inputs
+from ckpt2pb.verify import Verification
+from infer.contract import ModelContract, SourceInfo
+
+PB_NAME = "model.pb"
+CONTRACT_NAME = "model.json"
+
+
+@dataclass(frozen=True)
+class FreezeReport:
+    contract: ModelContract
+    verification: Verification | None
+    nodes: int
+    stripped_attrs: int
+
+
+def check_outdir(outdir: Path, force: bool) -> None:
+    """Refuses to replace an earlier freeze unless asked: the contract of later stages would silently change."""
+    for name in (PB_NAME, CONTRACT_NAME):
+        if (outdir / name).exists() and not force:
+            raise OutputExistsError(f"{outdir / name} already exists", hint="--force overwrites it")
+
+
+def freeze_model(source: Path | str, outdir: Path | str, outputs: Sequence[str], *, inputs: str = "",
+                 batch: int | None = None, assignments: Sequence[str] = (), force: bool = False,
+                 verify: bool = True) -> FreezeReport:
+    """Freezes `source` for `outputs` and writes the pb and its contract into `outdir`, atomically."""
+    outdir = Path(outdir)
+    check_outdir(outdir, force)  # before TensorFlow starts: a refusal should not take seconds
+
+    import tensorflow as tf
+
+    from ckpt2pb.freeze import freeze_source
+    from ckpt2pb.source import load_source
+
+    requests = parse_inputs(inputs) if inputs.strip() else ()
+    sets = dict(parse_assignment(text) for text in assignments)
+    loaded = load_source(source)
+    frozen = freeze_source(loaded, [o.strip() for o in outputs if o.strip()], inputs=requests, batch=batch,
+                           assignments=sets, verify=verify)
+    write_bytes_atomic(outdir / PB_NAME, frozen.serialized)
+    contract = ModelContract(
+        path=outdir / CONTRACT_NAME, pb=PB_NAME, pb_sha256=sha256_file(outdir / PB_NAME),
+        source=SourceInfo(path=str(Path(source).resolve()), kind=loaded.kind, tf_version=loaded.tf_version,
+                          frozen_with_tf=tf.__version__),
+        inputs=frozen.inputs, outputs=frozen.outputs, fixed=dict(frozen.fixed),
+    ).save()
+    return FreezeReport(contract=contract, verification=frozen.verification, nodes=frozen.nodes,
+                        stripped_attrs=frozen.stripped_attrs)

@@ -1,0 +1,71 @@
+"""The freeze stage's models, built once per session (TensorFlow graph building is the slow part)."""
+
+from __future__ import annotations
+
+import pytest
+
+from infer.freeze import FreezeReport, freeze_model
+from tests.models import (
+    ReferenceModel,
+    build_bert_like,
+    build_dataset_fed,
+    build_keras,
+    build_resnet_like,
+    build_saved_model,
+)
+
+
+@pytest.fixture(scope="session")
+def resnet_model(tmp_path_factory: pytest.TempPathFactory) -> ReferenceModel:
+    return build_resnet_like(tmp_path_factory.mktemp("resnet"))
+
+
+@pytest.fixture(scope="session")
+def dataset_model(tmp_path_factory: pytest.TempPathFactory) -> ReferenceModel:
+    return build_dataset_fed(tmp_path_factory.mktemp("dataset_fed"))
+
+
+@pytest.fixture(scope="session")
+def bert_model(tmp_path_factory: pytest.TempPathFactory) -> ReferenceModel:
+    return build_bert_like(tmp_path_factory.mktemp("bert"))
+
+
+@pytest.fixture(scope="session")
+def saved_model(tmp_path_factory: pytest.TempPathFactory) -> ReferenceModel:
+    return build_saved_model(tmp_path_factory.mktemp("saved_model"))
+
+
+@pytest.fixture(scope="session")
+def keras_model(tmp_path_factory: pytest.TempPathFactory) -> ReferenceModel:
+    return build_keras(tmp_path_factory.mktemp("keras"))
+
+
+@pytest.fixture(scope="session")
+def keras_h5_model(tmp_path_factory: pytest.TempPathFactory) -> ReferenceModel:
+    return build_keras(tmp_path_factory.mktemp("keras_h5"), suffix=".h5")
+
+
+# How each model is frozen: the arguments a user would give.
+FREEZE_ARGS: dict[str, dict[str, object]] = {
+    "resnet_model": {"outputs": ["probs:0"], "batch": 2},
+    "dataset_model": {"outputs": ["fc/logits:0", "predictions:0"], "inputs": "IteratorGetNext:0[?,8,8,3]:float32",
+                      "batch": 4},
+    "bert_model": {"outputs": ["span_logits", "class_probs"], "inputs": "input_ids[2,16],input_mask:0,segment_ids",
+                   "batch": 2},
+    "saved_model": {"outputs": ["scores"], "inputs": "features:0[3,6]"},
+    "keras_model": {"outputs": ["Identity:0"], "batch": 2},
+    "keras_h5_model": {"outputs": ["Identity:0"], "batch": 2},
+}
+MODEL_FIXTURES = tuple(FREEZE_ARGS)
+
+
+@pytest.fixture(scope="session", params=MODEL_FIXTURES)
+def frozen(request: pytest.FixtureRequest,
+           tmp_path_factory: pytest.TempPathFactory) -> tuple[ReferenceModel, FreezeReport]:
+    """Each model frozen once, with the arguments in FREEZE_ARGS, into its own folder."""
+    model: ReferenceModel = request.getfixturevalue(request.param)
+    args = FREEZE_ARGS[request.param]
+    report = freeze_model(model.path, tmp_path_factory.mktemp(f"frozen_{request.param}"),
+                          args["outputs"], inputs=str(args.get("inputs", "")),  # type: ignore[arg-type]
+                          batch=args.get("batch"))  # type: ignore[arg-type]
+    return model, report

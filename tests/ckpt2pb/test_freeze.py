@@ -1,0 +1,83 @@
+"""freeze on every kind of source: the pb computes what the framework computed, and takes only its inputs."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from binio.spec import node_name
+from infer.contract import load_contract
+from infer.freeze import FreezeReport
+from tests.models import ReferenceModel
+
+
+def _run_pb(pb: bytes, feeds: dict[str, np.ndarray], outputs: list[str]) -> tuple[list[np.ndarray], list[str]]:
+    import tensorflow as tf
+
+    graph_def = tf.compat.v1.GraphDef.FromString(pb)
+    graph = tf.Graph()
+    with graph.as_default():
+        tf.compat.v1.import_graph_def(graph_def, name="")
+    placeholders = sorted(op.name for op in graph.get_operations() if op.type.startswith("Placeholder"))
+    with tf.compat.v1.Session(graph=graph) as session:
+        return session.run(outputs, feeds), placeholders
+
+
+def test_frozen_pb_matches_the_framework(frozen: tuple[ReferenceModel, FreezeReport]) -> None:
+    model, report = frozen
+    contract = load_contract(report.contract.path)
+    contract.check_pb_unchanged()
+    assert [s.name for s in contract.outputs] == list(model.outputs)
+    assert all(spec.is_static and spec.batch == model.batch for spec in contract.inputs)
+    assert all(spec.is_static for spec in contract.outputs)
+    feeds = {spec.name: model.feeds[original] for spec, original in zip(contract.inputs, model.inputs, strict=True)}
+    got, placeholders = _run_pb(contract.pb_path.read_bytes(), feeds, list(model.outputs))
+    assert placeholders == sorted(spec.node for spec in contract.inputs)
+    for name, value in zip(model.outputs, got, strict=True):
+        assert value.dtype == model.expected[name].dtype
+        np.testing.assert_allclose(value, model.expected[name], rtol=0, atol=1e-5, err_msg=name)
+    assert report.verification is not None and report.verification.worst <= 1e-5
+
+
+def test_contract_describes_the_source(frozen: tuple[ReferenceModel, FreezeReport]) -> None:
+    import tensorflow as tf
+
+    model, report = frozen
+    contract = report.contract
+    assert contract.source.frozen_with_tf == tf.__version__
+    assert contract.source.kind in ("checkpoint", "saved_model", "keras")
+    assert contract.source.tf_version  # every builder's source says who wrote it
+    for spec, (name, (dtype_name, shape)) in zip(contract.inputs, model.inputs.items(), strict=True):
+        assert spec.dtype == dtype_name
+        assert spec.shape[1:] == shape[1:]
+        assert node_name(name) == spec.node
+
+
+def test_pb_is_clean_for_older_consumers(frozen: tuple[ReferenceModel, FreezeReport]) -> None:
+    """No devices, no training or tf.data ops, no functional control flow left, default attrs stripped."""
+    import tensorflow as tf
+
+    _, report = frozen
+    graph_def = tf.compat.v1.GraphDef.FromString(report.contract.pb_path.read_bytes())
+    ops = {node.op for node in graph_def.node}
+    assert not ops & {"If", "StatelessIf", "IteratorGetNext", "IteratorV2", "VarHandleOp", "VariableV2",
+                      "ReadVariableOp", "SaveV2", "RestoreV2", "Assert", "PlaceholderWithDefault", "RandomUniform"}
+    assert all(node.device == "" for node in graph_def.node)
+    assert not any("_output_shapes" in node.attr for node in graph_def.node)
+    assert not graph_def.library.function
+
+
+def test_resnet_batch_norm_loses_its_newer_default_attrs(resnet_model: ReferenceModel, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import tensorflow as tf
+
+    from infer.freeze import freeze_model
+
+    report = freeze_model(resnet_model.path, tmp_path, ["probs"], batch=2, verify=False)
+    graph_def = tf.compat.v1.GraphDef.FromString(report.contract.pb_path.read_bytes())
+    norms = [node for node in graph_def.node if node.op == "FusedBatchNormV3"]
+    assert len(norms) == 3
+    # TF 1.15's op registry has no exponential_avg_factor: it must not be written (it equals its default 1.0).
+    assert all("exponential_avg_factor" not in node.attr for node in norms)
+    assert all(node.attr["is_training"].b is False and "is_training" in node.attr for node in norms)
+    assert report.contract.fixed == {"is_training": "default"}
+    assert report.verification is None
+    assert {node.op for node in graph_def.node} >= {"MaxPoolWithArgmax", "Conv2D", "Softmax", "AddV2"}
