@@ -30,6 +30,11 @@ def _root(
 
 
 # One line per command module; each module holds one command, its docstring is its --help.
+from infer.cli import freeze as _freeze  # noqa: E402
+from infer.cli import inspect as _inspect  # noqa: E402
+
+app.command("inspect")(_inspect.inspect)
+app.command("freeze")(_freeze.freeze)
 from infer.cli import convert as _convert  # noqa: E402
 
 app.command("convert")(_convert.convert)
