@@ -10,24 +10,19 @@ from __future__ import annotations
 
 import logging
 import os
-import statistics
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 
-import numpy as np
-
-from binio.binfile import check_bin_size, read_bin, sha256_file, write_bin
-from binio.dtypes import from_numpy
+from binio.binfile import check_bin_size, sha256_file
 from binio.errors import InferError
 from binio.manifest import DatasetManifest
-from binio.spec import TensorSpec
 from infer.contract import ModelContract, load_contract
 from infer.layout import output_file_name, timestamp_folder_name
 from infer.preflight import input_for, preflight
+from infer.run_batches import Progress, now, run_batches
 from infer.run_record import LatencyStats, RunRecord
-from infer.runners.base import BaseRunner, RunnerError
+from infer.runners.base import BaseRunner
 from infer.runners.tool import ToolRun, ToolRunner, percentile
 
 log = logging.getLogger(__name__)
@@ -35,8 +30,6 @@ log = logging.getLogger(__name__)
 BACKENDS: tuple[str, ...] = ("onnxrt", "tf", "msame", "ais_bench")
 _BACKENDS_OF_FILE = {".pb": ("tf",), ".onnx": ("onnxrt",), ".om": ("msame", "ais_bench")}
 _DEFAULT_OF_TARGET = {"om": "msame", "onnx": "onnxrt"}
-
-Progress = Callable[[int, int], None]
 
 
 class RunError(InferError):
@@ -148,78 +141,6 @@ def make_run_folder(out: Path) -> Path:
                        hint="choose a writable -o") from None
 
 
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
-def _stats(per_batch_ms: Sequence[float], samples_ms: Sequence[float]) -> LatencyStats:
-    if not samples_ms:
-        return LatencyStats(per_batch_ms=tuple(per_batch_ms), mean_ms=None, p50_ms=None, p99_ms=None)
-    return LatencyStats(per_batch_ms=tuple(per_batch_ms), mean_ms=statistics.fmean(samples_ms),
-                        p50_ms=percentile(samples_ms, 50), p99_ms=percentile(samples_ms, 99))
-
-
-def _written_spec(spec: TensorSpec, array: np.ndarray) -> TensorSpec:
-    """What was written for an output: the array's own dtype and shape (the contract's may hold unknown dims)."""
-    written = TensorSpec(name=spec.name, dtype=from_numpy(array.dtype).name, shape=tuple(array.shape),
-                         layout=spec.layout)
-    if written.dtype != spec.dtype:
-        log.warning("output %s: the backend returned %s, the contract says %s; written as returned",
-                    spec.name, written.dtype, spec.dtype)
-    return written
-
-
-def _feeds(manifest: DatasetManifest, runner: BaseRunner, index: int) -> dict[str, np.ndarray]:
-    feeds = {}
-    for spec in runner.inputs:
-        item = input_for(manifest, spec)
-        entry = item.files[index]
-        feeds[spec.name] = read_bin(manifest.file_path(item, entry), spec.with_shape(item.shape))
-    return feeds
-
-
-def _run_in_process(runner: BaseRunner, manifest: DatasetManifest, record: RunRecord, options: RunOptions,
-                    progress: Progress | None) -> RunRecord:
-    stems = manifest.stems
-    rows = [entry.rows for entry in manifest.inputs[0].files]
-    done: list[str] = []
-    per_batch: list[float] = []
-    samples: list[float] = []
-    outputs: tuple[TensorSpec, ...] = record.outputs
-    try:
-        if options.warmup:
-            warm = _feeds(manifest, runner, 0)
-            for _ in range(options.warmup):
-                runner.infer(warm)
-        for index, stem in enumerate(stems):
-            feeds = _feeds(manifest, runner, index)
-            times: list[float] = []
-            results: list[np.ndarray] = []
-            for _ in range(max(1, options.loop)):
-                results = runner.infer(feeds)
-                times.append((runner.last_inference_seconds or 0.0) * 1000.0)
-            if len(results) != len(runner.outputs):
-                raise RunnerError(f"{runner.backend} runner returned {len(results)} outputs, the contract names "
-                                  f"{len(runner.outputs)}")
-            if index == 0:
-                outputs = tuple(_written_spec(spec, array) for spec, array in zip(runner.outputs, results, strict=True))
-            for output_index, array in enumerate(results):
-                write_bin(record.folder / output_file_name(stem, output_index), np.asarray(array))
-            done.append(stem)
-            per_batch.append(statistics.fmean(times))
-            samples.extend(times)
-            if progress is not None:
-                progress(index + 1, len(stems))
-    except BaseException:
-        replace(record, outputs=outputs, stems=tuple(done), rows=tuple(rows[: len(done)]),
-                latency=_stats(per_batch, samples), finished=_now()).save()
-        raise
-    total_s = sum(samples) / 1000.0
-    throughput = manifest.batch * len(samples) / total_s if total_s > 0 else None
-    return replace(record, outputs=outputs, stems=tuple(done), rows=tuple(rows), completed=True,
-                   latency=_stats(per_batch, samples), throughput=throughput, finished=_now()).save()
-
-
 def _run_tool(runner: ToolRunner, manifest: DatasetManifest, record: RunRecord, progress: Progress | None
               ) -> RunRecord:
     """One tool start for the whole dataset, in a work folder; its outputs moved into our layout once checked."""
@@ -248,7 +169,7 @@ def _run_tool(runner: ToolRunner, manifest: DatasetManifest, record: RunRecord, 
         throughput = manifest.batch * 1000.0 / timings.mean_ms
     return replace(record, stems=tuple(stems), rows=tuple(e.rows for e in manifest.inputs[0].files),
                    latency=latency, throughput=throughput, completed=True, tool_command=run.command,
-                   finished=_now()).save()
+                   finished=now()).save()
 
 
 def _remove_tree(folder: Path) -> None:
@@ -289,12 +210,13 @@ def _run(runner: BaseRunner, manifest: DatasetManifest, contract: ModelContract,
         dataset_path=str(manifest.root), dataset_sha256=sha256_file(manifest.path), batch=manifest.batch,
         samples=manifest.samples, padding=manifest.padding, outputs=runner.outputs, stems=(), rows=(),
         latency=LatencyStats(per_batch_ms=(), mean_ms=None, p50_ms=None, p99_ms=None), throughput=None,
-        completed=False, loop=options.loop, warmup=options.warmup, threads=options.threads, started=_now(),
+        completed=False, loop=options.loop, warmup=options.warmup, threads=options.threads, started=now(),
         device=runner.device,
     ).save()
     log.info("running %d batches of %s on %s into %s", manifest.file_count, manifest.root, backend, folder)
     if isinstance(runner, ToolRunner):
         record = _run_tool(runner, manifest, record, progress)
     else:
-        record = _run_in_process(runner, manifest, record, options, progress)
+        record = run_batches(runner, manifest, record, loop=options.loop, warmup=options.warmup,
+                             progress=progress)
     return RunResult(folder=folder, record=record)

@@ -7,15 +7,20 @@ whatever the exit code. It writes ``OUT/<timestamp>/<stem>_output_<i>.bin`` with
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
+
+import numpy as np
 
 from atc_wrap.process import find_tool, run_tool
 from infer.layout import newest_run_folder
 from infer.runners.tool import ToolRun, ToolRunner, failure_line, timings_from_batches
 
+log = logging.getLogger(__name__)
 SUCCESS = "Execute sample success"
 _AVERAGE = re.compile(r"Inference average time\s*:\s*([0-9.]+)\s*ms")
 _SINGLE = re.compile(r"^\s*Inference time\s*:\s*([0-9.]+)\s*ms")
@@ -32,6 +37,8 @@ class MsameRunner(ToolRunner):
     tool = "msame"
 
     def find(self) -> None:
+        if self.warmup:
+            log.info("msame has no warm-up option; its own average leaves out the first run, --warmup is ignored")
         found = find_tool("msame", extra_dirs=_ascend_dirs())
         if found is None:
             raise self.not_installed("not found on PATH")
@@ -57,8 +64,10 @@ class MsameRunner(ToolRunner):
         average = _AVERAGE.search(result.output)
         singles = [float(m.group(1)) for line in result.lines if (m := _SINGLE.match(line))]
         folder = newest_run_folder(work)
-        return ToolRun(
-            command=result.argv, folder=folder, seconds=result.seconds,
-            files=self.collect(folder, stems, result, "{stem}_output_{index}.bin"),
-            timings=timings_from_batches(singles, float(average.group(1)) if average else None),
-        )
+        timings = timings_from_batches(singles, float(average.group(1)) if average else None)
+        if self.loop > 1 and len(singles) == self.loop * len(stems):
+            # --loop repeats the whole folder: one time per file per pass; a batch's latency is its mean.
+            per_batch = np.asarray(singles).reshape(self.loop, len(stems)).mean(axis=0)
+            timings = replace(timings, per_batch_ms=tuple(float(t) for t in per_batch))
+        return ToolRun(command=result.argv, folder=folder, seconds=result.seconds, timings=timings,
+                       files=self.collect(folder, stems, result, "{stem}_output_{index}.bin"))

@@ -136,11 +136,14 @@ def test_interrupted_run_keeps_finished_outputs_and_is_marked_incomplete(
     with pytest.raises(KeyboardInterrupt):
         run_model(onnx_small_cnn.path, cnn_bins.root, tmp_path, progress=progress)
     record = load_run(tmp_path)
-    assert not record.completed and record.stems == ("000000", "000001") and record.rows == (2, 2)
+    # Outputs are written behind the inference: the batch after the interrupted one may have landed too.
+    assert not record.completed and record.stems in (cnn_bins.stems[:2], cnn_bins.stems[:3])
+    assert record.rows == (2, 2, 1)[: len(record.stems)]
     assert calls == [(1, 3), (2, 3)]
-    assert sorted(p.name for p in record.folder.iterdir()) == [
-        "000000_output_0.bin", "000001_output_0.bin", RUN_JSON]
-    assert record.read_output("000001", 0).shape == (2, 5)
+    assert sorted(p.name for p in record.folder.iterdir()) == sorted(
+        [output_file_name(stem, 0) for stem in record.stems] + [RUN_JSON])  # no partial, no temporary file
+    for stem in record.stems:
+        assert record.read_output(stem, 0).shape == (2, 5)
 
 
 # The command line: the exact `error:` line of each refusal.

@@ -117,3 +117,13 @@ def test_ais_bench_not_installed_names_the_stand_in(
         AisBenchRunner.from_contract(om).activate()
     assert str(caught.value) == (f"ais_bench is not installed ({sys.executable} -m ais_bench: No module named "
                                  f"ais_bench); {STAND_IN}")
+
+
+def test_msame_loop_repeats_the_folder_and_latency_is_per_batch(
+        om: ModelContract, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    use_fake_tools(monkeypatch)
+    dirs, _ = _dataset(tmp_path)
+    with MsameRunner.from_contract(om, loop=2) as runner:
+        run = runner.run_folders(dirs, ["000000", "000001", "000002"], tmp_path / "work")
+    assert run.command[-2:] == ("--loop", "2")
+    assert len(run.timings.per_batch_ms) == 3 and run.timings.p99_ms is not None
