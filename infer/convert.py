@@ -90,7 +90,7 @@ def choose_target(asked: str | None) -> tuple[str, str]:
 
 def _artefact(contract: ModelContract, options: ConvertOptions, suffix: str) -> Path:
     if options.output is None:
-        return contract.folder / f"{Path(contract.pb).stem}{suffix}"
+        return contract.folder.absolute() / f"{Path(contract.pb).stem}{suffix}"
     output = Path(options.output).absolute()
     if output.is_dir():
         return output / f"{Path(contract.pb).stem}{suffix}"

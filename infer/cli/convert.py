@@ -9,6 +9,17 @@ import typer
 from infer.cli.console import out, say
 
 
+def _quiet_frameworks() -> None:
+    """TensorFlow's and tf2onnx's start-up chatter hides our lines; -v lets it through."""
+    import logging
+    import os
+
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    if logging.getLogger().getEffectiveLevel() > logging.INFO:
+        logging.getLogger("tensorflow").setLevel(logging.ERROR)
+        logging.getLogger("tf2onnx").setLevel(logging.CRITICAL)  # its unsupported-op lines repeat our error
+
+
 def _batches(text: str) -> tuple[int, ...]:
     from atc_wrap.errors import ConvertError
 
@@ -58,17 +69,21 @@ def convert(
     """
     from atc_wrap.process import quote_command
     from infer.contract import load_contract
-    from infer.convert import ConvertOptions, convert_model
+    from infer.convert import ConvertOptions, choose_target, convert_model
 
+    _quiet_frameworks()
+    contract = load_contract(model)
+    chosen, reason = choose_target(target)
+    if target is None:
+        say(reason)
     options = ConvertOptions(
-        target=target, output=output, soc_version=soc_version, precision_mode=precision_mode,
+        target=chosen, output=output, soc_version=soc_version, precision_mode=precision_mode,
         input_fp16_nodes=input_fp16_nodes, output_type=output_type, input_format=input_format,
         dynamic_batch=_batches(dynamic_batch), op_select_implmode=op_select_implmode,
         fusion_switch_file=fusion_switch_file, keep_dtype=keep_dtype, atc_args=tuple(atc_arg), opset=opset,
         allow_unknown_soc=allow_unknown_soc, dry_run=dry_run, timeout=timeout,
     )
-    result = convert_model(load_contract(model), options)
-    say(result.target_reason)
+    result = convert_model(contract, options)
     if result.ignored:
         say(f"ignored for target {result.target}: {', '.join(result.ignored)}")
     console = out()
