@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+import logging
+import os
 from pathlib import Path
 
 import typer
 
-from infer.cli.console import out, say
+from infer.cli.console import out
+
+
+def quiet_tensorflow() -> None:
+    """TensorFlow's C++ info lines and its Python deprecation warnings say nothing about the user's model; -v
+    brings the Python ones back."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    if logging.getLogger().getEffectiveLevel() > logging.INFO:
+        logging.getLogger("tensorflow").setLevel(logging.ERROR)
 
 
 def demo(
@@ -22,12 +32,16 @@ def demo(
     from infer.demo.run import run_demo
     from infer.pipeline.runner import StageOutcome
 
+    quiet_tensorflow()
     console = out()
 
-    def stage(outcome: StageOutcome) -> None:
-        console.print(outcome.line(), markup=False)
+    def line(text: str) -> None:
+        console.print(text, markup=False)
 
-    result = run_demo(output, on_step=say, on_stage=stage)
+    def stage(outcome: StageOutcome) -> None:
+        line(outcome.line())
+
+    result = run_demo(output, on_step=line, on_stage=stage)
     pipeline = result.pipeline
     console.print(pipeline.verdict, markup=False)
     if pipeline.report_html is not None:

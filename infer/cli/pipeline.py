@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from infer.cli.console import out, say
+from infer.cli.demo import quiet_tensorflow
 
 pipeline_app = typer.Typer(
     help="Every stage from one TOML file; a re-run skips the stages whose inputs have not changed.",
@@ -30,6 +31,7 @@ def run(
     from infer.pipeline.config import load_config
     from infer.pipeline.runner import StageOutcome, run_pipeline
 
+    quiet_tensorflow()
     console = out()
 
     def line(text: str) -> None:
@@ -71,6 +73,7 @@ def init(
     """
     from infer.pipeline.template import values_from_model, write_template
 
+    quiet_tensorflow()
     if output.exists() and not force:
         from binio.errors import OutputExistsError
 

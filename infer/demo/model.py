@@ -10,16 +10,20 @@ the shape in the image. Seeded and run single-threaded, so the same seed writes 
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from binio.atomic import write_json_atomic
+from binio.binfile import sha256_file
 from infer.demo.dataset import CLASSES, IMAGE_SIZE, make_samples
 
 INPUT = "images:0"
 OUTPUT = "probs:0"
 SWITCH = "is_training:0"
 TRAIN_SEED = 1000  # the training samples' seed: a different stream from the dataset written to disk
+STAMP = "demo-model.json"  # what was built, with the sha256 of every checkpoint file
 
 
 @dataclass(frozen=True)
@@ -63,8 +67,54 @@ def _bottleneck(tf: Any, x: Any, name: str, width: int, out_channels: int, strid
         return tf.nn.relu(y + shortcut, name="out")
 
 
+def _settings(seed: int, steps: int, batch: int) -> dict[str, int]:
+    return {"seed": seed, "steps": steps, "batch": batch, "image_size": IMAGE_SIZE, "classes": len(CLASSES)}
+
+
+def _demo_model(prefix: Path, accuracy: float) -> DemoModel:
+    return DemoModel(prefix=prefix, input=INPUT, output=OUTPUT, switch=SWITCH,
+                     input_shape=(None, IMAGE_SIZE, IMAGE_SIZE, 3), classes=CLASSES, train_accuracy=accuracy)
+
+
+def _checkpoint_files(prefix: Path) -> list[Path]:
+    return sorted(prefix.parent.glob(prefix.name + ".*"))
+
+
+def _reusable(folder: Path, settings: dict[str, int]) -> DemoModel | None:
+    """The checkpoint an earlier demo built with the same settings, when every file of it is as it was written.
+
+    Reusing it keeps a re-run's inputs byte-identical: TensorFlow names the functions of ``tf.cond`` from a
+    process-wide counter, so a rebuild inside a process that built one already gives a different .meta.
+    """
+    try:
+        stamp = json.loads((folder / STAMP).read_text())
+        prefix = folder / str(stamp["prefix"])
+        if stamp["settings"] != settings:
+            return None
+        files = {p.name: sha256_file(p) for p in _checkpoint_files(prefix)}
+        if not files or files != stamp["files"]:
+            return None
+        return _demo_model(prefix, float(stamp["train_accuracy"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
 def build_demo_model(folder: Path, *, seed: int = 0, steps: int = 30, batch: int = 32) -> DemoModel:
-    """Builds, trains for `steps` Adam steps, and saves ``folder/model.ckpt`` (+ .meta, .index, .data)."""
+    """Builds, trains for `steps` Adam steps, and saves ``folder/model.ckpt`` (+ .meta, .index, .data); reuses
+    the one already there when it was built with the same settings and is unchanged."""
+    settings = _settings(seed, steps, batch)
+    reused = _reusable(folder, settings)
+    if reused is not None:
+        return reused
+    model = _train(folder, seed=seed, steps=steps, batch=batch)
+    write_json_atomic(folder / STAMP, {
+        "prefix": model.prefix.name, "settings": settings, "train_accuracy": model.train_accuracy,
+        "files": {p.name: sha256_file(p) for p in _checkpoint_files(model.prefix)},
+    })
+    return model
+
+
+def _train(folder: Path, *, seed: int, steps: int, batch: int) -> DemoModel:
     import numpy as np
     import tensorflow as tf
 
@@ -108,5 +158,4 @@ def build_demo_model(folder: Path, *, seed: int = 0, steps: int = 30, batch: int
             folder.mkdir(parents=True, exist_ok=True)
             prefix = folder / "model.ckpt"
             saver.save(session, str(prefix))
-    return DemoModel(prefix=prefix, input=INPUT, output=OUTPUT, switch=SWITCH,
-                     input_shape=(None, IMAGE_SIZE, IMAGE_SIZE, 3), classes=CLASSES, train_accuracy=accuracy)
+    return _demo_model(prefix, accuracy)

@@ -11,8 +11,20 @@ from infer.pipeline.stages import StageDone, WorkLayout
 
 
 def freeze(config: PipelineConfig, work: WorkLayout) -> str:
-    """Freezes the model source into work/model (model.pb + model.json); returns the stage's line."""
-    raise NotImplementedError("freeze is wired once infer.freeze lands")
+    """Freezes the model source into work/model (model.pb + model.json), verified; returns the stage's line."""
+    from binio.spec import format_shape
+    from infer.freeze import freeze_model
+
+    model = config.model
+    report = freeze_model(config.model_source, work.model_dir, model.outputs, inputs=",".join(model.inputs),
+                          batch=model.batch, assignments=[f"{k}={v}" for k, v in sorted(model.set.items())],
+                          force=True)
+    contract = report.contract
+    inputs = ", ".join(f"{s.name} {s.dtype}{format_shape(s.shape)}" for s in contract.inputs)
+    folded = ", ".join(f"{k}={v}" for k, v in sorted(contract.fixed.items()))
+    checked = "" if report.verification is None else f"; max |frozen - checkpoint| {report.verification.worst:.2g}"
+    return (f"{work.pb.name}: {report.nodes} nodes, inputs {inputs}"
+            f"{f', folded {folded}' if folded else ''}{checked}")
 
 
 def _percent(value: float) -> str:
@@ -35,7 +47,8 @@ def compare(config: PipelineConfig, work: WorkLayout, run_folder: Path) -> Stage
     html = next(p for p in paths if p.suffix == ".html")
     parts = []
     for output in result.outputs:
-        text = f"{output.name} cosine {output.metrics.cosine_similarity:.6f}"
+        metrics = output.metrics
+        text = f"{output.name} cosine {metrics.cosine_similarity:.7f}, max |diff| {metrics.max_absolute_error:.2g}"
         if output.topk is not None:
             text += f", top-1 agreement {_percent(output.topk.top1_agreement)}"
             accuracy = output.topk.accuracy

@@ -163,12 +163,13 @@ def plan_inspect(config: PipelineConfig, work: WorkLayout, facts: Facts) -> Stag
 
 
 def run_inspect(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StageDone:
+    from binio.spec import format_shape
     from ckpt2pb.inspection import inspect_model
 
     report = inspect_model(config.model_source)
     inputs = ", ".join(
-        f"{p.tensor}{'' if p.shape is None else list(p.shape)}{' (default)' if p.has_default else ''}"
-        for p in report.placeholders)
+        f"{p.tensor}{'(rank ?)' if p.shape is None else format_shape(p.shape)}"
+        f"{' with default' if p.has_default else ''}" for p in report.placeholders)
     candidates = ", ".join(c.tensor for c in report.candidates[:3])
     summary = (f"{report.kind}: inputs {inputs or 'none'}; likely outputs {candidates or 'none'}; "
                f"{report.parameters:,} parameters")
@@ -233,6 +234,7 @@ def plan_dump(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StagePl
 
 
 def run_dump(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StageDone:
+    from binio.spec import format_shape
     from infer.contract import load_contract
     from infer.dump import DumpOptions, dump_bins
     from infer.sources.open import ImageOptions
@@ -246,7 +248,7 @@ def run_dump(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StageDon
     )
     result = dump_bins(load_contract(work.contract), options)
     manifest = result.manifest
-    shapes = ", ".join(f"{i.folder} {i.dtype}{list(i.shape)}" for i in manifest.inputs)
+    shapes = ", ".join(f"{i.folder} {i.dtype}{format_shape(i.shape)}" for i in manifest.inputs)
     padding = f", {manifest.padding} padding rows in the last" if manifest.padding else ""
     summary = f"{manifest.samples} samples -> {manifest.file_count} files per input ({shapes}){padding}"
     return StageDone(summary, (manifest.path,))

@@ -1,0 +1,117 @@
+"""`infer demo` end to end (TensorFlow, tf2onnx, ONNX Runtime for real), then `infer pipeline` on the file the
+demo wrote: re-runs skip what has not changed, a changed setting re-runs exactly the stages after it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from infer.demo.run import DemoResult, run_demo
+from infer.pipeline.stages import STAGES
+from tests.cli import run_cli
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[DemoResult, list[str]]:
+    lines: list[str] = []
+    result = run_demo(tmp_path_factory.mktemp("demo"), on_step=lines.append,
+                      on_stage=lambda outcome: lines.append(outcome.line()))
+    return result, lines
+
+
+def test_demo_runs_every_stage_and_passes(demo: tuple[DemoResult, list[str]]) -> None:
+    result, lines = demo
+    assert [line.split()[0] for line in lines] == ["checkpoint", "dataset", *STAGES]
+    assert all(outcome.ran for outcome in result.pipeline.stages)
+    assert result.pipeline.passed and result.pipeline.verdict == "PASSED"
+    compare_line = lines[-1]
+    # The labels are the rule that drew the images, the model was trained on that rule: it is right, and the
+    # fp16-emulated stand-in agrees with TensorFlow on every sample.
+    assert "top-1 agreement 100.0%, accuracy TF 100.0% vs converted 100.0%" in compare_line
+    report = json.loads((result.pipeline.work_dir / "report" / "report.json").read_text())
+    metrics = report["outputs"][0]["metrics"]
+    assert report["padding_excluded"] == 4 and report["samples"] == 60
+    # force_fp16 is emulated for real: close to TensorFlow, but not equal.
+    assert 0 < metrics["MaxAbsoluteError"] < 0.05
+    assert metrics["CosineSimilarity"] > 0.999
+    html = result.pipeline.report_html
+    assert html is not None and "data:image/png;base64," in html.read_text()
+
+
+def test_demo_contract_is_frozen_and_converted_as_documented(demo: tuple[DemoResult, list[str]]) -> None:
+    from infer.contract import load_contract
+
+    result, _ = demo
+    contract = load_contract(result.pipeline.work_dir / "model" / "model.json")
+    assert [(s.name, s.shape) for s in contract.inputs] == [("images:0", (8, 32, 32, 3))]
+    assert [s.name for s in contract.outputs] == ["probs:0"]
+    assert contract.fixed == {"is_training": "false"}
+    assert contract.converted is not None and contract.converted.precision_mode == "force_fp16"
+
+
+def test_pipeline_report_ends_with_the_commands(demo: tuple[DemoResult, list[str]]) -> None:
+    result, _ = demo
+    text = result.pipeline.report_path.read_text()
+    work = result.pipeline.work_dir
+    assert f"  infer freeze {result.model.prefix} -o {work / 'model'} --outputs probs:0 --inputs images:0 " \
+           "--batch 8 --set is_training=false --force" in text
+    assert f"  infer convert {work / 'model' / 'model.json'} --soc-version Ascend310 --precision-mode force_fp16" \
+        in text
+    atc = next(line for line in text.splitlines() if line.startswith("  atc "))
+    assert "--framework=3" in atc and "--input_shape=images:8,32,32,3" in atc and "--out_nodes=probs:0" in atc
+    assert text.rstrip().splitlines()[-1] == (
+        f"  msame --model {work / 'model' / 'model.om'} --input {work / 'bins' / 'images'} "
+        f"--output {work / 'out' / 'msame'} --outfmt BIN")
+
+
+def test_demo_again_skips_every_stage(demo: tuple[DemoResult, list[str]],
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    result, _ = demo
+    outcome = run_cli(capsys, "demo", "-o", str(result.out_dir))
+    assert outcome.code == 0, outcome.err
+    lines = outcome.out.splitlines()
+    stage_lines = [line for line in lines if line.split()[0] in STAGES]
+    assert len(stage_lines) == len(STAGES)
+    assert all(line.split()[1] == "skip" and line.endswith("(unchanged)") for line in stage_lines)
+    assert lines[-3:-1] == ["PASSED", f"report: {result.pipeline.report_html}"]
+
+
+def test_changed_precision_reruns_convert_and_what_follows(demo: tuple[DemoResult, list[str]],
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    result, _ = demo
+    toml = result.pipeline_file
+    text = toml.read_text()
+    toml.write_text(text.replace('precision_mode = "force_fp16"', 'precision_mode = "force_fp32"'))
+    try:
+        outcome = run_cli(capsys, "pipeline", "run", str(toml))
+    finally:
+        toml.write_text(text)
+    assert outcome.code == 0, outcome.err
+    ran = {line.split()[0]: line.split()[1] != "skip" for line in outcome.out.splitlines()
+           if line.split() and line.split()[0] in STAGES}
+    assert ran == {"inspect": False, "freeze": False, "convert": True, "dump-bin": True, "run": True,
+                   "compare": True}
+    assert "precision force_fp32" in outcome.out
+    assert "PASSED" in outcome.out.splitlines()
+
+
+def test_pipeline_init_from_the_demo_checkpoint(demo: tuple[DemoResult, list[str]], tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    from infer.pipeline.config import load_config
+
+    result, _ = demo
+    target = tmp_path / "pipeline.toml"
+    outcome = run_cli(capsys, "pipeline", "init", str(result.model.prefix), "-o", str(target),
+                      "--data", str(result.dataset.image_folder))
+    assert outcome.code == 0, outcome.err
+    config = load_config(target)
+    assert config.model.outputs == ("probs:0",)
+    assert set(config.model.inputs) == {"images:0", "labels:0"}  # the training graph's placeholders, both listed
+    assert "# With a default here: is_training:0" in target.read_text()
+    again = run_cli(capsys, "pipeline", "init", str(result.model.prefix), "-o", str(target))
+    assert again.code == 2
+    assert again.error_line == f"error: {target}: exists already"
