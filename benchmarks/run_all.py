@@ -1,0 +1,118 @@
+"""Runs every stage's benchmark and prints one table of ratios, with the machine they were measured on.
+
+    python benchmarks/run_all.py            # every benchmarks/bench_*.py
+    python benchmarks/run_all.py run dump   # only those whose name contains one of these words
+
+The convention every benchmark module follows (and the only one):
+- it is ``benchmarks/bench_<stage>.py`` and defines ``def main() -> list[tuple[str, float, str]]``;
+- ``main()`` measures its case and its baseline in the same run, prints its own details, and returns one row
+  per comparison: (name, ratio, note), where ratio = ours / baseline in the direction the note says (e.g.
+  "throughput vs numpy loop, target >= 0.9");
+- it runs with no arguments (``main()`` must not need sys.argv), and ``python benchmarks/bench_<stage>.py`` runs it
+  too.
+A benchmark that raises, or returns no rows, is listed as such; the others still run. Nothing here is a test:
+timings vary from machine to machine, so results are printed for a person to read, never asserted.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import platform
+import sys
+import time
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+from types import ModuleType
+
+HERE = Path(__file__).resolve().parent
+Row = tuple[str, float, str]
+
+
+def benchmark_files(words: Sequence[str] = ()) -> list[Path]:
+    found = sorted(HERE.glob("bench_*.py"))
+    return [p for p in found if not words or any(w in p.stem for w in words)]
+
+
+def _load(path: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"benchmarks_{path.stem}", path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"{path}: cannot be loaded as a module")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _rows(value: object) -> list[Row]:
+    if not isinstance(value, list):
+        return []
+    rows = []
+    for item in value:
+        if isinstance(item, tuple) and len(item) == 3:
+            name, ratio, note = item
+            rows.append((str(name), float(ratio), str(note)))
+    return rows
+
+
+def run_one(path: Path) -> tuple[list[Row], str, float]:
+    """(rows, problem, seconds): problem is "" when main() returned rows."""
+    start = time.monotonic()
+    argv = sys.argv
+    sys.argv = [str(path)]  # a benchmark reads no arguments of ours
+    try:
+        returned = _load(path).main()
+    except Exception as exc:  # one failing benchmark must not hide the others' figures
+        traceback.print_exc()
+        return [], f"failed: {type(exc).__name__}: {exc}", time.monotonic() - start
+    finally:
+        sys.argv = argv
+    rows = _rows(returned)
+    problem = "" if rows else "main() returned no (name, ratio, note) rows"
+    return rows, problem, time.monotonic() - start
+
+
+def machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return f"{cpu}, {cores} cores usable, {platform.system()} {platform.machine()}, Python {platform.python_version()}"
+
+
+def format_table(results: Sequence[tuple[str, list[Row], str, float]]) -> str:
+    lines = []
+    width = max([len(name) for _, rows, _, _ in results for name, _, _ in rows] + [9])
+    lines.append(f"{'benchmark':<16} {'case':<{width}} {'ratio':>8}  note")
+    for module, rows, problem, seconds in results:
+        if problem:
+            lines.append(f"{module:<16} {'-':<{width}} {'-':>8}  {problem} ({seconds:.0f} s)")
+        for name, ratio, note in rows:
+            lines.append(f"{module:<16} {name:<{width}} {ratio:>7.2f}x  {note}")
+    return "\n".join(lines)
+
+
+def main(words: Sequence[str] = ()) -> int:
+    files = benchmark_files(words)
+    if not files:
+        print(f"no benchmarks/bench_*.py matches {' '.join(words)}", file=sys.stderr)
+        return 2
+    results = []
+    for path in files:
+        print(f"== {path.name}", flush=True)
+        rows, problem, seconds = run_one(path)
+        results.append((path.stem.removeprefix("bench_"), rows, problem, seconds))
+    print()
+    print(f"machine: {machine()}")
+    print(format_table(results))
+    return 1 if any(problem for _, _, problem, _ in results) else 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(HERE.parent))  # the benchmarks import the package from the checkout
+    sys.exit(main(sys.argv[1:]))
