@@ -41,7 +41,7 @@ class RunOptions:
     backend: str | None = None  # None: chosen from the contract
     device: int | None = None
     loop: int = 1
-    warmup: int = 0
+    warmup: int = 1  # the first call of a session builds its kernels: slow, and not what a batch costs
     threads: int | None = None
     timeout: float = 3600.0  # for the external tools
 
@@ -191,7 +191,8 @@ def run_model(model: Path, bins: Path, out: Path, options: RunOptions | None = N
     runner = make_runner(contract, backend, options)
     manifest = preflight(Path(bins), runner.inputs)
     model_path, model_sha = _model_file(contract, backend)
-    if manifest.model_sha256 and manifest.model_sha256 not in (contract.pb_sha256, model_sha):
+    known = {contract.pb_sha256, model_sha, contract.converted.sha256 if contract.converted else ""}
+    if manifest.model_sha256 and manifest.model_sha256 not in known:  # bins made for the om feed the pb too
         log.warning("%s: made for a model with sha256 %s, running %s", manifest.path, manifest.model_sha256,
                     model_path)
     runner.activate()  # before the run folder exists: a missing tool leaves nothing behind
@@ -206,8 +207,8 @@ def _run(runner: BaseRunner, manifest: DatasetManifest, contract: ModelContract,
     model_path, model_sha = _model_file(contract, backend)
     folder = make_run_folder(out)
     record = RunRecord(
-        folder=folder, backend=backend, model_path=str(model_path), model_sha256=model_sha,
-        dataset_path=str(manifest.root), dataset_sha256=sha256_file(manifest.path), batch=manifest.batch,
+        folder=folder, backend=backend, model_path=str(model_path.resolve()), model_sha256=model_sha,
+        dataset_path=str(manifest.root.resolve()), dataset_sha256=sha256_file(manifest.path), batch=manifest.batch,
         samples=manifest.samples, padding=manifest.padding, outputs=runner.outputs, stems=(), rows=(),
         latency=LatencyStats(per_batch_ms=(), mean_ms=None, p50_ms=None, p99_ms=None), throughput=None,
         completed=False, loop=options.loop, warmup=options.warmup, threads=options.threads, started=now(),

@@ -21,7 +21,7 @@ def run(
                                        help="onnxrt | tf | msame | ais_bench; default: from what convert made."),
     device: int | None = typer.Option(None, "--device", help="NPU (msame/ais_bench) or GPU (onnxrt) index."),
     loop: int = typer.Option(1, "--loop", help="Run each batch this many times; latency is their mean."),
-    warmup: int = typer.Option(0, "--warmup", help="Untimed runs of the first batch before timing starts."),
+    warmup: int = typer.Option(1, "--warmup", help="Untimed runs of the first batch before timing starts."),
     threads: int | None = typer.Option(None, "--threads", help="Intra-op threads (onnxrt, tf)."),
 ) -> None:
     """Run every batch of a dataset through the model: msame or ais_bench for an .om, ONNX Runtime for the

@@ -37,7 +37,7 @@ class MsameRunner(ToolRunner):
     tool = "msame"
 
     def find(self) -> None:
-        if self.warmup:
+        if self.warmup > 1:
             log.info("msame has no warm-up option; its own average leaves out the first run, --warmup is ignored")
         found = find_tool("msame", extra_dirs=_ascend_dirs())
         if found is None:
