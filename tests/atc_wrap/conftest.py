@@ -95,3 +95,15 @@ def fake_atc(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_atc: None) -> F
     monkeypatch.setenv("FAKE_ATC_ARGV", str(record))
     monkeypatch.delenv("FAKE_ATC_MODE", raising=False)
     return FakeAtc(path=bindir / "atc", record=record)
+
+
+@pytest.fixture(scope="session")
+def bert_like(tmp_path_factory: pytest.TempPathFactory) -> tuple[ModelContract, dict[str, object]]:
+    """The freeze stage's BERT-like model (int32 inputs, layer norm by hand, softmax, two outputs), frozen."""
+    from tests.frozen import freeze_by_hand
+    from tests.models import BuiltModel, build_bert_like
+
+    reference = build_bert_like(tmp_path_factory.mktemp("bert_like_ckpt"))
+    built = BuiltModel(prefix=reference.path, inputs=reference.inputs, outputs=reference.outputs)
+    contract = freeze_by_hand(built, tmp_path_factory.mktemp("bert_like"), batch=reference.batch)
+    return contract, dict(reference.feeds)

@@ -90,6 +90,8 @@ def test_mix_precision_keeps_the_reduction_in_fp32(matmul_sum_model: ModelContra
     assert not np.isfinite(forced).any()  # the sum, 128000, is past fp16's 65504
     assert np.isfinite(mixed).all()
     np.testing.assert_allclose(mixed, expected, rtol=1e-3)
+    fp32 = onnx_outputs(converted(matmul_sum_model, precision_mode="force_fp32"), x)[0]
+    assert np.abs(mixed - fp32).max() > 1e-3  # the MatMul still rounds its inputs and output to fp16
     emulation = mixed_contract.converted.settings["emulation"]  # type: ignore[union-attr]
     assert emulation["storage"] == "mixed" and "ReduceSum" in emulation["fp32_op_types"]
     assert emulation["rounded_tensors"] > 0  # the MatMul's inputs and output still go through fp16
@@ -121,3 +123,20 @@ def test_fp16_output_under_force_fp32_rounds_only_the_output(
     got = onnx_outputs(contract, images())[0]
     assert got.dtype == np.float16
     np.testing.assert_array_equal(got, onnx_outputs(onnx_small_cnn, images())[0].astype(np.float16))
+
+
+def test_bert_like_model_in_fp32_and_emulated_fp16(
+    bert_like: tuple[ModelContract, dict[str, np.ndarray]], converted: Convert
+) -> None:
+    contract, feeds = bert_like
+    expected = tf_outputs(contract, feeds)
+    fp32 = onnx_outputs(converted(contract, precision_mode="force_fp32"), feeds)
+    fp16_contract = converted(contract, precision_mode="force_fp16")
+    fp16 = onnx_outputs(fp16_contract, feeds)
+    assert fp16_contract.converted is not None
+    assert [s.dtype for s in fp16_contract.converted.inputs] == ["int32", "int32", "int32"]  # ints untouched
+    assert fp16_contract.converted.settings["emulation"]["untyped_tensors"] == 0
+    for name, want, got32, got16 in zip([s.name for s in contract.outputs], expected, fp32, fp16, strict=True):
+        np.testing.assert_allclose(got32, want, rtol=0, atol=1e-5, err_msg=name)
+        assert cosine(got16, want) >= 0.999, name
+        assert np.abs(got16 - got32).max() > 1e-5, name
