@@ -6,7 +6,6 @@ to a scratch folder and runs the tool on it, so these runners honour the same co
 
 from __future__ import annotations
 
-import shutil
 import statistics
 import tempfile
 from abc import abstractmethod
@@ -16,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from atc_wrap.process import ToolError, ToolResult, quote_command
+from atc_wrap.process import ToolResult, quote_command
 from binio.binfile import read_bin, write_bin
 from binio.manifest import bin_file_name
 from binio.spec import TensorSpec
@@ -147,10 +146,3 @@ class ToolRunner(BaseRunner):
                 raise self.failed(result, f"it reported success but wrote no {missing}")
             files[stem] = paths
         return files
-
-
-def clear(folder: Path) -> None:
-    shutil.rmtree(folder, ignore_errors=True)
-
-
-__all__ = ["STAND_IN", "ToolError", "ToolRun", "ToolRunner", "ToolTimings", "clear", "percentile"]

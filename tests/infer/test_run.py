@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -262,3 +263,19 @@ def test_backend_that_cannot_run_the_file(om_small_cnn: ModelContract, cnn_bins:
         "error: --backend onnxrt cannot run a .om file (it takes msame or ais_bench)")
     assert _refusal(capsys, om_small_cnn.path, cnn_bins.root, tmp_path / "out", "--backend", "onnxrt") == (
         f"error: {om_small_cnn.path}: the onnxrt backend needs an ONNX model, convert produced om")
+
+
+def test_msame_outputs_are_read_with_the_oms_dtypes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """A contract that says float16 where the om writes float32: caught on the file, not passed on as garbage."""
+    use_fake_tools(monkeypatch)
+    contract = two_input_model(tmp_path / "model", "om")
+    assert contract.converted is not None
+    wrong = (contract.converted.outputs[0].with_dtype("float16"), contract.converted.outputs[1])
+    contract = contract.with_converted(replace(contract.converted, outputs=wrong)).save()
+    manifest = write_dataset(tmp_path / "bins", two_input_batches(1))
+    outcome = run_cli(capsys, "run", contract.path, "--input", manifest.root, "-o", tmp_path / "out")
+    work = load_run(tmp_path / "out").folder / ".msame-work"
+    written = next(work.rglob("000000_output_0.bin"))
+    assert outcome.error_line == (f"error: {written}: expected 12 bytes for shape (2,3) float16, got 24 "
+                                  "(is it float32?)")
