@@ -66,8 +66,10 @@ def convert_to_onnx(
     if unsupported:
         raise ConvertError(f"--output-type {', '.join(sorted(unsupported))}: the ONNX stand-in emulates FP32 and "
                            "FP16 outputs only")
+    _check_names(model, pb, inputs, outputs)
     emulation = emulate_precision(model, precision_mode, fp16_inputs=fp16_inputs, fp16_outputs=fp16_outputs)
     _check(model, pb)
+    _check_loads(model, pb)
     write_bytes_atomic(destination, model.SerializeToString())
     import onnx
     import onnxruntime
@@ -109,6 +111,30 @@ def _refuse_unconverted(model: Any, pb: Path, opset: int) -> None:
         listed = "; ".join(f"{op} ({', '.join(names)})" for op, names in sorted(unknown.items()))
         raise ConvertError(f"{pb}: tf2onnx cannot convert these ops to ONNX opset {opset}: {listed}",
                            hint="the ONNX stand-in cannot run this graph; ATC may still convert it to om")
+
+
+def _check_names(model: Any, pb: Path, inputs: Sequence[TensorSpec], outputs: Sequence[TensorSpec]) -> None:
+    """The ONNX model's inputs and outputs carry the TF tensor names, in the contract's order, or runners mismatch."""
+    initializers = {t.name for t in model.graph.initializer}
+    got_inputs = [i.name for i in model.graph.input if i.name not in initializers]
+    got_outputs = [o.name for o in model.graph.output]
+    if got_inputs != [s.name for s in inputs] or got_outputs != [s.name for s in outputs]:
+        raise ConvertError(f"{pb}: tf2onnx named the model's inputs {got_inputs} and outputs {got_outputs}, "
+                           f"not {[s.name for s in inputs]} and {[s.name for s in outputs]}")
+
+
+def _check_loads(model: Any, pb: Path) -> None:
+    """ONNX Runtime must accept the model: an op it lacks at this opset shows here, not at the first run."""
+    import onnxruntime
+    from onnxruntime.capi import onnxruntime_pybind11_state as ort_errors
+
+    refusals = (ort_errors.Fail, ort_errors.InvalidGraph, ort_errors.NotImplemented, ort_errors.InvalidArgument)
+    try:
+        onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    except refusals as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ConvertError(f"{pb}: onnxruntime {onnxruntime.__version__} cannot load the converted model "
+                           f"({first})", hint="try a lower --opset") from None
 
 
 def _check(model: Any, pb: Path) -> None:
