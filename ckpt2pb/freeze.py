@@ -131,12 +131,15 @@ def _plan(source: LoadedSource, graph: Any, outputs: Sequence[str], requests: Se
     for name, text in assignments.items():
         node = node_name(name)
         if node not in placeholder_nodes:
-            raise unknown_name_error("--set placeholder", name, [f"{n}:0" for n in placeholder_nodes])
+            raise unknown_name_error("--set placeholder", name,
+                                     [f"{n}:0" if ":" in name else n for n in placeholder_nodes])
         if f"{node}:0" in {s.name for s in specs}:
             raise FreezeError(f"placeholder {node}:0 is both an input and --set; choose one")
         tensor = graph.get_tensor_by_name(f"{node}:0")
         value = parse_value(text, tensor.dtype.name, what=f"--set {name}")
         graph_shape = shape_of(tensor) or ()
+        if graph_shape and graph_shape[0] is None and batch is not None:
+            graph_shape = (batch, *graph_shape[1:])
         if any(d is None for d in graph_shape):
             raise FreezeError(f"--set {name}: the placeholder's shape {format_shape(graph_shape)} is not static")
         sets[node] = np.full(tuple(int(d) for d in graph_shape if d is not None), value,

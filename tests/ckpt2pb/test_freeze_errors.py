@@ -1,0 +1,172 @@
+"""Every refusal of infer freeze, with its exact line: nothing is written when the command refuses."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ckpt2pb import freeze as freeze_module
+from ckpt2pb.errors import FreezeError, GraphNameError, VerifyError
+from infer.freeze import freeze_model
+from tests.cli import run_cli
+from tests.models import ReferenceModel
+
+
+def _freeze(capsys: pytest.CaptureFixture[str], model: ReferenceModel, out: Path, *args: str):  # type: ignore[no-untyped-def]
+    return run_cli(capsys, "freeze", model.path, "-o", out, *args)
+
+
+def test_cli_success(capsys: pytest.CaptureFixture[str], resnet_model: ReferenceModel, tmp_path: Path) -> None:
+    outcome = _freeze(capsys, resnet_model, tmp_path / "out", "--outputs", "probs:0", "--batch", "2")
+    assert outcome.code == 0, outcome.err
+    assert outcome.out.splitlines() == ["input   images:0 float32(2,16,16,3)", "output  probs:0 float32(2,10)",
+                                        "fixed   is_training = default"]
+    assert "verified: max abs diff 0 against the original graph" in outcome.err
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["model.json", "model.pb"]
+
+
+def test_output_exists(capsys: pytest.CaptureFixture[str], resnet_model: ReferenceModel, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "model.pb").write_bytes(b"earlier")
+    outcome = _freeze(capsys, resnet_model, out, "--outputs", "probs", "--batch", "2")
+    assert outcome.code == 2
+    assert outcome.error_line == f"error: {out / 'model.pb'} already exists"
+    assert (out / "model.pb").read_bytes() == b"earlier"
+    assert _freeze(capsys, resnet_model, out, "--outputs", "probs", "--batch", "2", "--force").code == 0
+    assert (out / "model.pb").read_bytes() != b"earlier"
+
+
+def test_no_outputs_given(capsys: pytest.CaptureFixture[str], resnet_model: ReferenceModel, tmp_path: Path) -> None:
+    outcome = _freeze(capsys, resnet_model, tmp_path / "out", "--batch", "2")
+    assert outcome.code == 2
+    assert outcome.error_line == "error: no outputs given: --outputs names the tensors the frozen model returns"
+    assert "hint: likely outputs: probs:0," in outcome.err
+    assert not (tmp_path / "out").exists()
+
+
+def test_wrong_output_name(capsys: pytest.CaptureFixture[str], resnet_model: ReferenceModel, tmp_path: Path) -> None:
+    outcome = _freeze(capsys, resnet_model, tmp_path / "out", "--outputs", "prob:0", "--batch", "2")
+    assert outcome.code == 2
+    assert outcome.error_line == "error: output 'prob:0' is not in the graph; closest: probs:0, pool:0, dropout:0"
+    assert not (tmp_path / "out").exists()
+
+
+def test_wrong_input_name(capsys: pytest.CaptureFixture[str], bert_model: ReferenceModel, tmp_path: Path) -> None:
+    outcome = _freeze(capsys, bert_model, tmp_path / "out", "--outputs", "class_probs", "--inputs",
+                      "input_id[2,16],input_mask,segment_ids")
+    assert outcome.error_line == "error: input 'input_id' is not in the graph; closest: input_ids, input_mask, " \
+                                 "segment_ids"
+
+
+def test_wrong_dtype_name(capsys: pytest.CaptureFixture[str], resnet_model: ReferenceModel, tmp_path: Path) -> None:
+    outcome = _freeze(capsys, resnet_model, tmp_path / "out", "--outputs", "probs", "--inputs",
+                      "images:0[2,16,16,3]:flaot32")
+    assert outcome.code == 2
+    assert outcome.error_line == "error: --inputs 'images:0[2,16,16,3]:flaot32': unknown dtype 'flaot32': expected " \
+                                 "one of float16, float32, float64, int8, int16, int32, int64, uint8, uint16, " \
+                                 "uint32, uint64, bool"
+
+
+def test_dtype_differs_from_the_graph(capsys: pytest.CaptureFixture[str], resnet_model: ReferenceModel,
+                                      tmp_path: Path) -> None:
+    outcome = _freeze(capsys, resnet_model, tmp_path / "out", "--outputs", "probs", "--inputs",
+                      "images:0[2,16,16,3]:float16")
+    assert outcome.error_line == "error: input images:0: --inputs says float16, the graph's tensor is float32"
+
+
+def test_conflicting_shapes(capsys: pytest.CaptureFixture[str], resnet_model: ReferenceModel, tmp_path: Path) -> None:
+    outcome = _freeze(capsys, resnet_model, tmp_path / "out", "--outputs", "probs", "--inputs",
+                      "images:0[2,224,224,3]")
+    assert outcome.code == 2
+    assert outcome.error_line == "error: input images:0: --inputs shape (2,224,224,3) conflicts with the graph's " \
+                                 "(?,16,16,3)"
+    outcome = _freeze(capsys, resnet_model, tmp_path / "out", "--outputs", "probs", "--inputs", "images[2,16,16]")
+    assert outcome.error_line == "error: input images:0: --inputs shape (2,16,16) has rank 3, the graph's tensor " \
+                                 "is (?,16,16,3)"
+    outcome = _freeze(capsys, resnet_model, tmp_path / "out", "--outputs", "probs", "--inputs",
+                      "images[2,16,16,3]", "--batch", "4")
+    assert outcome.error_line == "error: input images:0: --batch 4 conflicts with its first dim 2 " \
+                                 "(shape (2,16,16,3))"
+
+
+def test_unknown_dims_left(capsys: pytest.CaptureFixture[str], resnet_model: ReferenceModel, tmp_path: Path) -> None:
+    outcome = _freeze(capsys, resnet_model, tmp_path / "out", "--outputs", "probs")
+    assert outcome.error_line == "error: input images:0: shape (?,16,16,3) still has unknown dims (0)"
+    assert "hint: give them in --inputs, e.g. 'images:0[1,16,16,3]', or use --batch N" in outcome.err
+
+
+def test_needed_placeholder_neither_input_nor_set(capsys: pytest.CaptureFixture[str], bert_model: ReferenceModel,
+                                                  tmp_path: Path) -> None:
+    outcome = _freeze(capsys, bert_model, tmp_path / "out", "--outputs", "class_probs", "--inputs",
+                      "input_ids,segment_ids", "--batch", "2")
+    assert outcome.code == 2
+    assert outcome.error_line == "error: placeholder input_mask:0 (int32) is needed by the outputs but is neither " \
+                                 "an input nor set"
+    assert "hint: add it to --inputs, or fix its value with --set input_mask=VALUE" in outcome.err
+
+
+def test_set_fixes_a_plain_placeholder(bert_model: ReferenceModel, tmp_path: Path) -> None:
+    """--set input_mask=1 makes the mask a constant (all tokens real): the pb takes two inputs."""
+    report = freeze_model(bert_model.path, tmp_path, ["class_probs"], inputs="input_ids,segment_ids", batch=2,
+                          assignments=["input_mask=1"])
+    assert [s.name for s in report.contract.inputs] == ["input_ids:0", "segment_ids:0"]
+    assert report.contract.fixed == {"input_mask": "1"}
+
+
+def test_iterator_output_still_needed(capsys: pytest.CaptureFixture[str], dataset_model: ReferenceModel,
+                                      tmp_path: Path) -> None:
+    outcome = _freeze(capsys, dataset_model, tmp_path / "out", "--outputs", "predictions", "--batch", "4")
+    assert outcome.error_line == "error: the outputs still read the tf.data pipeline through IteratorGetNext, " \
+                                 "IteratorV2"
+
+
+def test_dataset_input_keeps_its_name(dataset_model: ReferenceModel, tmp_path: Path) -> None:
+    report = freeze_model(dataset_model.path, tmp_path, ["predictions"], inputs="IteratorGetNext:0", batch=4)
+    assert [s.describe() for s in report.contract.inputs] == ["IteratorGetNext:0 float32(4,8,8,3)"]
+
+
+def test_set_is_training_true_keeps_dropout(resnet_model: ReferenceModel, tmp_path: Path) -> None:
+    """--set picks the cond's other branch: dropout stays (op seeds make both graphs draw the same mask)."""
+    import tensorflow as tf
+
+    report = freeze_model(resnet_model.path, tmp_path, ["probs"], batch=2, assignments=["is_training=true"])
+    assert report.contract.fixed == {"is_training": "true"}
+    graph_def = tf.compat.v1.GraphDef.FromString(report.contract.pb_path.read_bytes())
+    assert "RandomUniform" in {node.op for node in graph_def.node}
+
+
+def test_verification_catches_a_wrong_freeze(resnet_model: ReferenceModel, tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """A surgery step that changed a weight is caught: the frozen graph no longer computes the original."""
+    import tensorflow as tf
+
+    clear_devices = freeze_module.surgery.clear_devices
+
+    def clear_devices_and_break_the_head(graph_def) -> None:  # type: ignore[no-untyped-def]
+        clear_devices(graph_def)
+        for node in graph_def.node:
+            if node.op == "Const" and len(node.attr["value"].tensor.tensor_shape.dim) == 2:  # the dense kernel
+                value = tf.make_ndarray(node.attr["value"].tensor)
+                node.attr["value"].tensor.CopyFrom(tf.make_tensor_proto(value * 2.0))
+
+    monkeypatch.setattr(freeze_module.surgery, "clear_devices", clear_devices_and_break_the_head)
+    with pytest.raises(VerifyError) as caught:
+        freeze_model(resnet_model.path, tmp_path, ["probs"], batch=2)
+    assert str(caught.value).startswith("output probs:0: frozen graph differs from the checkpoint's by ")
+    assert not list(tmp_path.iterdir())
+
+
+def test_set_unknown_placeholder(resnet_model: ReferenceModel, tmp_path: Path) -> None:
+    with pytest.raises(GraphNameError) as caught:
+        freeze_model(resnet_model.path, tmp_path, ["probs"], batch=2, assignments=["is_trainig=false"])
+    assert str(caught.value) == "--set placeholder 'is_trainig' is not in the graph; closest: is_training"
+
+
+def test_over_protobuf_limit(resnet_model: ReferenceModel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(freeze_module, "PROTOBUF_LIMIT", 1000)  # a 2 GiB model is too slow to build in a test
+    with pytest.raises(FreezeError) as caught:
+        freeze_model(resnet_model.path, tmp_path, ["probs"], batch=2)
+    assert str(caught.value).endswith("GiB, over protobuf's 2 GiB limit for one .pb")
+    assert not list(tmp_path.iterdir())

@@ -1,0 +1,73 @@
+"""inspect finds the inputs and puts the true outputs among its first three candidates, for every model kind."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ckpt2pb.inspection import inspect_model
+from tests.cli import run_cli
+from tests.models import ReferenceModel
+
+
+@pytest.mark.parametrize("fixture", ["resnet_model", "dataset_model", "bert_model", "saved_model", "keras_model",
+                                     "keras_h5_model"])
+def test_true_outputs_rank_in_the_first_three(request: pytest.FixtureRequest, fixture: str) -> None:
+    model: ReferenceModel = request.getfixturevalue(fixture)
+    report = inspect_model(model.path)
+    first_three = [c.tensor for c in report.candidates[:3]]
+    # A consumed tensor cannot be a candidate: the dataset model's logits feed its argmax, which is.
+    wanted = [name for name in model.outputs if name != "fc/logits:0"]
+    assert set(wanted) <= set(first_three), first_three
+    inputs = {p.tensor: (p.dtype, p.shape) for p in report.placeholders if not p.has_default}
+    for name, (dtype_name, shape) in model.inputs.items():
+        assert inputs[name] == (dtype_name, shape)
+
+
+def test_resnet_report(resnet_model: ReferenceModel) -> None:
+    report = inspect_model(resnet_model.path)
+    by_name = {p.tensor: p for p in report.placeholders}
+    assert set(by_name) == {"images:0", "labels:0", "is_training:0"}  # the saver's own placeholders are hidden
+    assert by_name["is_training:0"].has_default and by_name["is_training:0"].dtype == "bool"
+    assert by_name["images:0"].dynamic_dims == (0,)
+    assert report.candidates[0].tensor == "probs:0" and report.candidates[0].op == "Softmax"
+    assert not any(c.tensor.startswith(("save/", "gradients/", "train_op")) for c in report.candidates)
+    histogram = dict(report.op_histogram)
+    assert histogram["FusedBatchNormV3"] == 3 and histogram["MaxPoolWithArgmax"] == 1
+    # 18 variables: 3 x (kernel, gamma, beta, mean, variance), head weights and bias, global_step.
+    assert report.variables == 18
+    kernels, norms, head, step = 3 * 3 * 3 * 8 + 2 * (3 * 3 * 8 * 8), 3 * 4 * 8, 8 * 10 + 10, 1
+    assert report.parameters == kernels + norms + head + step
+    assert report.tf_version and report.kind == "checkpoint"
+
+
+def test_dataset_model_lists_the_iterator_outputs(dataset_model: ReferenceModel) -> None:
+    report = inspect_model(dataset_model.path)
+    assert [(p.tensor, p.from_iterator) for p in report.placeholders] == [("IteratorGetNext:0", True),
+                                                                         ("IteratorGetNext:1", True)]
+
+
+def test_frozen_pb_counts_constants(frozen_small_cnn) -> None:  # type: ignore[no-untyped-def]
+    report = inspect_model(frozen_small_cnn.pb_path)
+    assert report.parameters_from == "constants" and report.variables == 0
+    assert report.parameters == 3 * 3 * 3 * 4 + 4 + 4 * 5
+    assert [c.tensor for c in report.candidates] == ["probs:0"]
+
+
+def test_cli_json(capsys: pytest.CaptureFixture[str], bert_model: ReferenceModel) -> None:
+    outcome = run_cli(capsys, "inspect", bert_model.path, "--json")
+    assert outcome.code == 0
+    document = json.loads(outcome.out)
+    assert [i["tensor"] for i in document["inputs"]] == ["input_ids:0", "input_mask:0", "segment_ids:0"]
+    assert document["inputs"][0] == {"tensor": "input_ids:0", "dtype": "int32", "shape": [None, 16],
+                                     "dynamic_dims": [0], "has_default": False, "from_iterator": False}
+    assert document["output_candidates"][0]["tensor"] == "class_probs:0"
+    assert document["variables"] == 9 and document["parameters_from"] == "checkpoint"
+
+
+def test_cli_tables(capsys: pytest.CaptureFixture[str], resnet_model: ReferenceModel) -> None:
+    outcome = run_cli(capsys, "inspect", resnet_model.path)
+    assert outcome.code == 0
+    assert "18 variables, 1,555 parameters" in outcome.out
+    assert "probs:0" in outcome.out and "has a default" in outcome.out and "dynamic dims 0" in outcome.out
