@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+
 from binio.binfile import check_bin_size
+from binio.dtypes import dtype
 from binio.errors import InferError
 from binio.manifest import MANIFEST_NAME, DatasetManifest, InputManifest, load_manifest
 from binio.spec import TensorSpec, format_shape
@@ -24,9 +27,14 @@ def _match(manifest: DatasetManifest, spec: TensorSpec) -> InputManifest | None:
                  or spec.node == item.tensor.rsplit(":", 1)[0]), None)
 
 
-def _check_input(root: Path, item: InputManifest, spec: TensorSpec) -> None:
+def widens(stored: str, taken: str) -> bool:
+    """Whether bins stored as `stored` are fed to a `taken` input with no value changed (float16 -> float32)."""
+    return stored != taken and bool(np.can_cast(dtype(stored).np_dtype, dtype(taken).np_dtype, "safe"))
+
+
+def _check_input(root: Path, item: InputManifest, spec: TensorSpec, widen: bool) -> None:
     where = root / item.folder
-    if item.dtype != spec.dtype:
+    if item.dtype != spec.dtype and not (widen and widens(item.dtype, spec.dtype)):
         raise PreflightError(f"{where}: bins are {item.dtype}, the model's input {spec.name} takes {spec.dtype}",
                              hint=f"re-run infer dump-bin with --dtype {spec.dtype}")
     if len(item.shape) != len(spec.shape):
@@ -48,7 +56,7 @@ def _check_input(root: Path, item: InputManifest, spec: TensorSpec) -> None:
         raise PreflightError(f"{where / stray[0]}: not listed in {root / MANIFEST_NAME} "
                              "(msame and ais_bench would feed it with the others)",
                              hint="remove it, or re-run infer dump-bin into an empty folder")
-    fed = spec.with_shape(item.shape)
+    fed = spec.with_shape(item.shape).with_dtype(item.dtype)
     for entry in item.files:
         check_bin_size(where / entry.name, fed)
 
@@ -73,8 +81,12 @@ def _check_aligned(root: Path, manifest: DatasetManifest) -> None:
                              f"(file names must match across input folders)")
 
 
-def preflight(bins: Path, specs: tuple[TensorSpec, ...]) -> DatasetManifest:
-    """The dataset at `bins` after checking each of its files against the model's input `specs`."""
+def preflight(bins: Path, specs: tuple[TensorSpec, ...], *, widen: bool = False) -> DatasetManifest:
+    """The dataset at `bins` after checking each of its files against the model's input `specs`.
+
+    With `widen`, bins of a narrower dtype that casts to the input's without loss are taken (float16 bins made
+    for an om with --input_fp16_nodes, fed to the frozen pb's float32 input for the golden run).
+    """
     bins = Path(bins)
     if not bins.is_dir():
         raise PreflightError(f"{bins}: no such folder", hint="infer dump-bin writes one")
@@ -93,7 +105,7 @@ def preflight(bins: Path, specs: tuple[TensorSpec, ...]) -> DatasetManifest:
         raise PreflightError(f"{manifest.path}: lists no bins")
     _check_aligned(bins, manifest)
     for spec in specs:
-        _check_input(bins, input_for(manifest, spec), spec)
+        _check_input(bins, input_for(manifest, spec), spec, widen)
     return manifest
 
 

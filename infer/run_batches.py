@@ -59,7 +59,9 @@ def _feeds(manifest: DatasetManifest, runner: BaseRunner, index: int) -> dict[st
     feeds = {}
     for spec in runner.inputs:
         item = input_for(manifest, spec)
-        feeds[spec.name] = read_bin(manifest.file_path(item, item.files[index]), spec.with_shape(item.shape))
+        stored = read_bin(manifest.file_path(item, item.files[index]), item.spec)
+        # preflight let a different dtype through only where the cast is exact (float16 -> float32)
+        feeds[spec.name] = stored if item.dtype == spec.dtype else stored.astype(spec.dt.np_dtype)
     return feeds
 
 

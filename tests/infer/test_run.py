@@ -279,3 +279,21 @@ def test_msame_outputs_are_read_with_the_oms_dtypes(tmp_path: Path, monkeypatch:
     written = next(work.rglob("000000_output_0.bin"))
     assert outcome.error_line == (f"error: {written}: expected 12 bytes for shape (2,3) float16, got 24 "
                                   "(is it float32?)")
+
+
+def test_golden_tf_run_widens_float16_bins_exactly_and_other_backends_refuse_them(
+        frozen_small_cnn: ModelContract, onnx_small_cnn: ModelContract, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Bins made for an om that takes float16 also feed the frozen pb (float32): the cast is exact."""
+    halves = [b.astype(np.float16) for b in cnn_batches(2)]
+    half_bins = write_dataset(tmp_path / "half", {"images:0": halves})
+    full_bins = write_dataset(tmp_path / "full", {"images:0": [h.astype(np.float32) for h in halves]})
+    widened = run_model(frozen_small_cnn.path, half_bins.root, tmp_path / "a").record
+    reference = run_model(frozen_small_cnn.path, full_bins.root, tmp_path / "b").record
+    for stem in reference.stems:
+        np.testing.assert_array_equal(widened.read_output(stem, 0), reference.read_output(stem, 0))
+    assert _refusal(capsys, onnx_small_cnn.path, half_bins.root, tmp_path / "c") == (
+        f"error: {tmp_path / 'half' / 'images'}: bins are float16, the model's input images:0 takes float32")
+    wide = write_dataset(tmp_path / "wide", {"images:0": [h.astype(np.float64) for h in halves]})
+    assert _refusal(capsys, frozen_small_cnn.path, wide.root, tmp_path / "d") == (
+        f"error: {tmp_path / 'wide' / 'images'}: bins are float64, the model's input images:0 takes float32")
