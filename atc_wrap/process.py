@@ -72,6 +72,8 @@ def run_tool(
     """
     args = [str(a) for a in argv]
     log.info("running: %s", quote_command(args))
+    if cwd is not None and not Path(cwd).is_dir():
+        raise ToolError(f"{cwd}: working folder for {Path(args[0]).name} does not exist")
     start = time.monotonic()
     try:
         process = subprocess.Popen(

@@ -51,3 +51,9 @@ def test_find_tool_looks_on_path_then_in_extra_dirs(tmp_path: Path, monkeypatch:
 def test_quoted_command_is_shell_safe() -> None:
     assert quote_command(["atc", '--input_shape=a:1,2;b:3', "--out_nodes=x:0"]) == \
         "atc '--input_shape=a:1,2;b:3' --out_nodes=x:0"
+
+
+def test_missing_working_folder_is_named_as_such(tmp_path: Path) -> None:
+    tool = _script(tmp_path, "tool", "pass")
+    with pytest.raises(ToolError, match=r"gone: working folder for tool does not exist$"):
+        run_tool([str(tool)], timeout=5, cwd=tmp_path / "gone")
