@@ -31,6 +31,7 @@ from infer.compare.metrics import (
     cosine_from_sums,
     kl_distribution,
     red_from_sums,
+    sum_of_products,
 )
 
 
@@ -45,7 +46,8 @@ class _Moments:
     def add(self, values: np.ndarray) -> None:
         if values.size:
             mean = float(np.mean(values))
-            self.merge(_Moments(count=int(values.size), mean=mean, m2=float(np.sum((values - mean) ** 2))))
+            centred = values - mean
+            self.merge(_Moments(count=int(values.size), mean=mean, m2=sum_of_products(centred, centred)))
 
     def merge(self, other: _Moments) -> None:
         n, mean, m2 = other.count, other.mean, other.m2
@@ -110,31 +112,47 @@ class MetricAccumulator:
         self.elements += int(x.size)
         diff = x - y
         abs_diff = np.abs(diff)
-        self.sum_xy += float(np.dot(x, y))
-        self.sum_xx += float(np.dot(x, x))
-        self.sum_yy += float(np.dot(y, y))
+        self.sum_xy += sum_of_products(x, y)
+        self.sum_xx += sum_of_products(x, x)
+        self.sum_yy += sum_of_products(y, y)
         self.sum_abs_diff += float(np.sum(abs_diff))
-        self.sum_sq_diff += float(np.dot(diff, diff))
+        self.sum_sq_diff += sum_of_products(diff, diff)
         self.max_abs_diff = _max(self.max_abs_diff, float(np.max(abs_diff)))
-        mask = np.abs(y) > EPS
-        relative = np.abs(x[mask] / y[mask] - 1.0)
+        abs_y = np.abs(y)
+        mask = abs_y > EPS
+        with np.errstate(divide="ignore", invalid="ignore"):
+            # Most tensors have no golden zero: then the whole batch is the set, and no masked copies are made.
+            relative = np.abs(x / y - 1.0) if mask.all() else np.abs(x[mask] / y[mask] - 1.0)
         if relative.size:
             self.rel_count += int(relative.size)
             self.rel_sum += float(np.sum(relative))
             self.rel_max = _max(self.rel_max, float(np.max(relative)))
-        self.close_count += int(np.count_nonzero(np.isclose(x, y, rtol=self.rtol, atol=self.atol)))
+        # numpy's isclose, without its temporaries: |x-y| <= atol + rtol|y|, or equal (equal infinities).
+        close = abs_diff <= self.atol + self.rtol * abs_y
+        close |= x == y
+        self.close_count += int(np.count_nonzero(close))
         self.min_x, self.max_x = _min(self.min_x, float(np.min(x))), _max(self.max_x, float(np.max(x)))
         self.min_y, self.max_y = _min(self.min_y, float(np.min(y))), _max(self.max_y, float(np.max(y)))
         self.moments_x.add(x)
         self.moments_y.add(y)
+        self._count_values(x, y)
+
+    def _count_values(self, x: np.ndarray, y: np.ndarray) -> None:
         finite_x, finite_y = np.isfinite(x), np.isfinite(y)
-        self.counts["nan_actual"] += int(np.count_nonzero(np.isnan(x)))
-        self.counts["inf_actual"] += int(np.count_nonzero(np.isinf(x)))
-        self.counts["nan_golden"] += int(np.count_nonzero(np.isnan(y)))
-        self.counts["inf_golden"] += int(np.count_nonzero(np.isinf(y)))
-        self.counts["beyond_fp16_actual"] += int(np.count_nonzero(finite_x & (np.abs(x) > FP16_MAX)))
-        self.counts["beyond_fp16_golden"] += int(np.count_nonzero(finite_y & (np.abs(y) > FP16_MAX)))
-        self.counts["nonfinite_actual_where_golden_finite"] += int(np.count_nonzero(~finite_x & finite_y))
+        all_finite_x, all_finite_y = bool(finite_x.all()), bool(finite_y.all())
+        if not all_finite_x:
+            self.counts["nan_actual"] += int(np.count_nonzero(np.isnan(x)))
+            self.counts["inf_actual"] += int(np.count_nonzero(np.isinf(x)))
+            self.counts["nonfinite_actual_where_golden_finite"] += int(np.count_nonzero(~finite_x & finite_y))
+        if not all_finite_y:
+            self.counts["nan_golden"] += int(np.count_nonzero(np.isnan(y)))
+            self.counts["inf_golden"] += int(np.count_nonzero(np.isinf(y)))
+        # The batch's extremes (known finite or not) tell when no element can pass fp16's range.
+        for key, values, finite, all_finite in (("beyond_fp16_actual", x, finite_x, all_finite_x),
+                                                ("beyond_fp16_golden", y, finite_y, all_finite_y)):
+            if all_finite and max(-float(np.min(values)), float(np.max(values))) <= FP16_MAX:
+                continue
+            self.counts[key] += int(np.count_nonzero(finite & (np.abs(values) > FP16_MAX)))
 
     def merge(self, other: MetricAccumulator) -> None:
         """Folds in pass one of another accumulator (a batch's), as if its batches had been added here."""
@@ -163,7 +181,7 @@ class MetricAccumulator:
         b = kl_distribution(x, self.min_x, self.max_x)
         self.kl_sum_a += float(np.sum(a))
         self.kl_sum_b += float(np.sum(b))
-        self.kl_sum_alogab += float(np.dot(a, np.log(a / b)))
+        self.kl_sum_alogab += sum_of_products(a, np.log(a / b))
         self.kl_elements += int(x.size)
 
     @property

@@ -98,6 +98,12 @@ class _PlotCollector:
 def compare_output(pair: OutputPair, thresholds: Thresholds, options: CompareOptions,
                    labels: np.ndarray | None) -> OutputResult:
     """One output over the whole dataset, in two streaming passes."""
+    with np.errstate(all="ignore"):  # NaN and inf in outputs are counted and reported, not warned about
+        return _compare_output(pair, thresholds, options, labels)
+
+
+def _compare_output(pair: OutputPair, thresholds: Thresholds, options: CompareOptions,
+                    labels: np.ndarray | None) -> OutputResult:
     dataset = MetricAccumulator(atol=options.atol, rtol=options.rtol)
     batches: list[BatchResult] = []
     cosines: list[np.ndarray] = []
@@ -110,19 +116,21 @@ def compare_output(pair: OutputPair, thresholds: Thresholds, options: CompareOpt
     plot = _PlotCollector(options.scatter_points // max(1, pair.manifest.file_count))
     limits = thresholds.limits(pair.name)
     for batch in pair.batches():
-        accumulator, metrics = batch_metrics(batch.actual, batch.golden, atol=options.atol, rtol=options.rtol)
+        # Each side widened to float64 once per batch; every consumer below takes these flat arrays.
+        x, y = as_float64(batch.actual), as_float64(batch.golden)
+        accumulator, metrics = batch_metrics(x, y, atol=options.atol, rtol=options.rtol)
         dataset.merge(accumulator)
         batches.append(BatchResult(stem=batch.stem, rows=batch.rows, metrics=metrics,
                                    failures=thresholds.failures(pair.name, metrics)))
         rows = batch.rows if pair.batch_major else 1
-        cosine, worst = _row_scores(batch.actual, batch.golden, rows)
+        cosine, worst = _row_scores(x, y, rows)
         cosines.append(cosine)
         max_abs.append(worst)
         where.append((batch.stem, batch.first_sample, rows))
         if topk is not None:
-            topk.add(np.asarray(batch.actual).reshape(batch.rows, -1), np.asarray(batch.golden),
+            topk.add(x.reshape(batch.rows, -1), y.reshape(batch.rows, -1),
                      None if labels is None else labels[batch.first_sample:batch.first_sample + batch.rows])
-        plot.add(batch.actual, batch.golden)
+        plot.add(x, y)
     for batch in pair.batches():
         dataset.add_kl(batch.actual, batch.golden)
     metrics = dataset.result()

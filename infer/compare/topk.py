@@ -51,8 +51,20 @@ def load_labels(path: Path) -> np.ndarray:
 
 
 def top_indices(scores: np.ndarray, k: int) -> np.ndarray:
-    """(rows, k) class indices, best first; a stable sort so ties go to the lower index."""
-    return np.argsort(-np.asarray(scores, dtype=np.float64), axis=1, kind="stable")[:, :k]
+    """(rows, k) class indices, best first, ties to the lower index; NaN scores rank last.
+
+    A partial sort picks the k best, then those k are ordered: linear in the class count, where a full sort of a
+    1000-class output would dominate the whole comparison. Which of several classes tied for the k-th place is
+    kept is then up to the partition.
+    """
+    values = np.asarray(scores, dtype=np.float64)
+    classes = values.shape[1]
+    if k >= classes:
+        return np.argsort(-values, axis=1, kind="stable")
+    best = np.argpartition(-values, k - 1, axis=1)[:, :k]
+    picked = np.take_along_axis(values, best, axis=1)
+    order = np.lexsort((best, -picked), axis=-1)
+    return np.take_along_axis(best, order, axis=1)
 
 
 @dataclass(frozen=True)
