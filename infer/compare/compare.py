@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -164,9 +164,9 @@ def compare_run_folders(contract: ModelContract, manifest: DatasetManifest, actu
     """Both sides already on disk in msame's layout: the converted model's outputs and TensorFlow's."""
     actual_dir = resolve_run_folder(actual_dir, what="--actual")
     golden_dir = resolve_run_folder(golden_dir, what="--golden")
-    pairs = output_pairs(written_specs(actual_dir, contract.model_outputs, what="--actual"),
-                         written_specs(golden_dir, contract.outputs, what="--golden"), actual_dir, golden_dir,
-                         manifest)
+    pairs = output_pairs(written_specs(actual_dir, contract.model_outputs, manifest, what="--actual"),
+                         written_specs(golden_dir, contract.outputs, manifest, what="--golden"), actual_dir,
+                         golden_dir, manifest)
     thresholds = options.thresholds
     thresholds.check_outputs([p.name for p in pairs])
     labels = None
@@ -187,8 +187,6 @@ def compare(contract_path: Path, dataset: Path, actual: Path, *, golden: Path | 
             options: CompareOptions | None = None, layerwise: bool = False, dump_golden: Path | None = None,
             cache_root: Path | None = None) -> CompareResult:
     """The whole command: find or make the golden outputs, compare, and (optionally) go layer by layer."""
-    from dataclasses import replace
-
     options = options or CompareOptions()
     contract = load_contract(contract_path)
     manifest = load_manifest(dataset)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from binio.binfile import check_bin_size, read_bin
+from binio.binfile import check_bin_size, read_bin, sha256_file
 from binio.errors import InferError
 from binio.manifest import DatasetManifest
 from binio.spec import TensorSpec, format_shape
@@ -38,8 +38,13 @@ def resolve_run_folder(path: Path, *, what: str) -> Path:
             from None
 
 
-def written_specs(folder: Path, contract_specs: tuple[TensorSpec, ...], *, what: str) -> tuple[TensorSpec, ...]:
-    """The output specs as the run wrote them (run.json), or the contract's for a folder msame wrote alone."""
+def written_specs(folder: Path, contract_specs: tuple[TensorSpec, ...], manifest: DatasetManifest, *,
+                  what: str) -> tuple[TensorSpec, ...]:
+    """The output specs as the run wrote them (run.json), or the contract's for a folder msame wrote alone.
+
+    A run.json also says which dataset the run read: outputs of another dataset are refused, since comparing them
+    would give numbers that mean nothing.
+    """
     from infer.layout import RUN_JSON
     from infer.run_record import load_run
 
@@ -49,6 +54,9 @@ def written_specs(folder: Path, contract_specs: tuple[TensorSpec, ...], *, what:
     if not record.completed:
         raise RunFolderError(f"{what} {folder}: the run did not complete (run.json says so)",
                              hint="re-run infer run; outputs of an interrupted run are not compared")
+    if record.dataset_sha256 and record.dataset_sha256 != sha256_file(manifest.path):
+        raise RunFolderError(f"{what} {folder}: run on the dataset {record.dataset_path}, whose dataset.json differs "
+                             f"from {manifest.path}", hint="compare outputs of the same bins (--input)")
     if len(record.outputs) != len(contract_specs):
         raise RunFolderError(f"{what} {folder}: {len(record.outputs)} outputs in run.json, the model has "
                              f"{len(contract_specs)}")

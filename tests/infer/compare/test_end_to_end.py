@@ -92,3 +92,24 @@ def test_layerwise_refuses_an_unconverted_model(frozen_small_cnn, cnn_bins, cnn_
     assert outcome.code == 2
     assert outcome.error_line == (f"error: --layerwise: {frozen_small_cnn.path} is not converted; layer-by-layer "
                                   "comparison runs the ONNX stand-in")
+
+
+def test_dump_golden_alone_needs_no_converted_model(frozen_small_cnn, cnn_bins, cnn_golden, tmp_path,  # type: ignore[no-untyped-def]
+                                                    capsys) -> None:
+    outcome = run_cli(capsys, "compare", frozen_small_cnn.path, "--input", cnn_bins, "--actual", cnn_golden,
+                      "--golden", cnn_golden, "--dump-golden", tmp_path / "dump")
+    assert outcome.code == 0 and outcome.out.strip().splitlines()[-1] == "PASSED"
+    names = sorted(p.name for p in (tmp_path / "dump").iterdir())
+    assert len(names) == 6 and all(n.endswith(".npy") and len(n.split(".")) == 4 for n in names)
+    assert len({n.split(".")[2] for n in names}) == 1  # one timestamp for the whole dump
+
+
+def test_outputs_of_another_dataset_are_refused(onnx_small_cnn, cnn_bins, cnn_golden, tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    from tests.infer.compare.conftest import write_image_bins
+
+    other = write_image_bins(tmp_path / "other", seed=7)
+    actual = _run_onnx(onnx_small_cnn, other, tmp_path / "out")
+    outcome = run_cli(capsys, "compare", onnx_small_cnn.path, "--input", cnn_bins, "--actual", actual,
+                      "--golden", cnn_golden)
+    assert outcome.error_line == (f"error: --actual {actual}: run on the dataset {other}, whose dataset.json differs "
+                                  f"from {cnn_bins / 'dataset.json'}")
