@@ -136,3 +136,67 @@ def prune_library(graph_def: Any) -> None:
     kept_gradients = [g for g in graph_def.library.gradient if g.function_name in keep]
     del graph_def.library.gradient[:]
     graph_def.library.gradient.extend(kept_gradients)
+
+
+def fold_constant_switches(graph_def: Any) -> int:
+    """TF1 control flow (`Switch`/`Merge`, as TF 1.x wrote tf.cond): a Switch whose predicate is constant passes
+    its data straight to the live side; nodes of the dead side are dropped by the pruning that follows, and each
+    Merge becomes an Identity of its one live input. Returns how many Switch nodes were folded."""
+    nodes = {node.name: node for node in graph_def.node}
+    dead_ports: set[str] = set()  # tensors that never carry a value: "switch:k"
+    folded = 0
+    for node in graph_def.node:
+        if node.op not in ("Switch", "RefSwitch") or len(node.input) < 2:
+            continue
+        predicate = _constant_predicate(nodes, node.input[1])
+        if predicate is None:
+            continue
+        live, dead_port = (1, 0) if predicate else (0, 1)
+        data = node.input[0]
+        surgery.rewire(graph_def, f"{node.name}:{live}", data)
+        dead_ports.add(f"{node.name}:{dead_port}")
+        folded += 1
+    if not folded:
+        return 0
+    dead = _dead_nodes(graph_def, dead_ports)
+    for node in graph_def.node:
+        if node.op not in ("Merge", "RefMerge") or node.name in dead:
+            continue
+        data_inputs = [ref for ref in node.input if not ref.startswith("^")]
+        live_inputs = [ref for ref in data_inputs if not _is_dead(ref, dead, dead_ports)]
+        if len(live_inputs) == 1 and len(data_inputs) > 1:
+            dtype_enum = node.attr["T"].type
+            node.op = "Identity"
+            del node.input[:]
+            node.input.append(live_inputs[0])
+            for key in list(node.attr):
+                del node.attr[key]
+            node.attr["T"].type = dtype_enum
+    return folded
+
+
+def _is_dead(reference: str, dead: set[str], dead_ports: set[str]) -> bool:
+    bare = reference.lstrip("^")
+    full = bare if ":" in bare else f"{bare}:0"
+    return node_name(bare) in dead or full in dead_ports
+
+
+def _dead_nodes(graph_def: Any, dead_ports: set[str]) -> set[str]:
+    """Nodes that read a dead Switch output, directly or through others; a Merge is dead only if all its data
+    inputs are (it forwards whichever input is alive)."""
+    dead: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for node in graph_def.node:
+            if node.name in dead or not node.input:
+                continue
+            data_inputs = [ref for ref in node.input if not ref.startswith("^")]
+            if node.op in ("Merge", "RefMerge"):
+                is_dead = bool(data_inputs) and all(_is_dead(ref, dead, dead_ports) for ref in data_inputs)
+            else:
+                is_dead = any(_is_dead(ref, dead, dead_ports) for ref in node.input)
+            if is_dead:
+                dead.add(node.name)
+                changed = True
+    return dead

@@ -13,7 +13,7 @@ from typing import Any
 
 from binio.spec import TensorSpec, format_shape, node_name, tensor_name
 from ckpt2pb import surgery
-from ckpt2pb.controlflow import fold_constant_conds
+from ckpt2pb.controlflow import fold_constant_conds, fold_constant_switches
 from ckpt2pb.errors import FreezeError, GraphNameError
 from ckpt2pb.graphinfo import DATASET_OPS, PLACEHOLDER_OPS, import_graph, shape_of, tensor_names
 from ckpt2pb.inputs import InputRequest, parse_value
@@ -181,7 +181,7 @@ def _edit(graph_def: Any, plan: _Plan, output_nodes: list[str]) -> Any:
     for node in graph_def.node:
         if node.op == "PlaceholderWithDefault":
             surgery.fold_to_default(node)
-    folded = fold_constant_conds(graph_def)
+    folded = fold_constant_conds(graph_def) + fold_constant_switches(graph_def)
     if folded:
         log.info("folded %d tf.cond with a constant predicate to their live branch", folded)
     keep = output_nodes + [name for name in plan.replaced.values()]

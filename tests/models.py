@@ -251,3 +251,38 @@ def build_keras(folder: Path, *, seed: int = 5, batch: int = 2, suffix: str = ".
     model.save(str(path))
     return ReferenceModel(path=path, inputs={"pixels:0": ("float32", (None, 8, 8, 3))}, outputs=("Identity:0",),
                           feeds={"pixels:0": feed}, expected={"Identity:0": expected}, batch=batch)
+
+
+def build_tf1_cond(folder: Path, *, seed: int = 6, batch: int = 2) -> ReferenceModel:
+    """The control flow TF 1.x wrote (Switch/Merge, not functional If): an is_training switch choosing dropout
+    and batch statistics vs. moving statistics, the way tf.layers.batch_normalization(training=...) did."""
+    import numpy as np
+    import tensorflow as tf
+
+    tf1 = tf.compat.v1
+    tf1.disable_control_flow_v2()
+    try:
+        graph = tf.Graph()
+        with graph.as_default():
+            tf1.set_random_seed(seed)
+            features = tf1.placeholder(tf.float32, [None, 6], name="features")
+            is_training = tf1.placeholder_with_default(False, [], name="is_training")
+            weights = tf1.get_variable("dense/weights", [6, 4], initializer=tf1.glorot_uniform_initializer())
+            moving_mean = tf1.get_variable("norm/moving_mean", [4], trainable=False,
+                                           initializer=tf1.random_normal_initializer(stddev=0.5))
+            hidden = tf.matmul(features, weights)
+            mean = tf.cond(is_training, lambda: tf.reduce_mean(hidden, axis=0), lambda: tf.identity(moving_mean),
+                           name="norm/mean")
+            hidden = tf.cond(is_training, lambda: tf.nn.dropout(hidden - mean, rate=0.5), lambda: hidden - mean,
+                             name="dropout")
+            probs = tf.nn.softmax(hidden, name="probs")
+            session = tf1.Session(graph=graph)
+            session.run(tf1.global_variables_initializer())
+            feed = np.random.default_rng(seed).standard_normal((batch, 6)).astype(np.float32)
+            expected = session.run(probs, {features: feed})
+            prefix = _save_checkpoint(graph, session, folder)
+            session.close()
+    finally:
+        tf1.enable_control_flow_v2()
+    return ReferenceModel(path=prefix, inputs={"features:0": ("float32", (None, 6))}, outputs=("probs:0",),
+                          feeds={"features:0": feed}, expected={"probs:0": expected}, batch=batch)

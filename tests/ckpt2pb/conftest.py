@@ -12,6 +12,7 @@ from tests.models import (
     build_keras,
     build_resnet_like,
     build_saved_model,
+    build_tf1_cond,
 )
 
 
@@ -45,6 +46,11 @@ def keras_h5_model(tmp_path_factory: pytest.TempPathFactory) -> ReferenceModel:
     return build_keras(tmp_path_factory.mktemp("keras_h5"), suffix=".h5")
 
 
+@pytest.fixture(scope="session")
+def tf1_cond_model(tmp_path_factory: pytest.TempPathFactory) -> ReferenceModel:
+    return build_tf1_cond(tmp_path_factory.mktemp("tf1_cond"))
+
+
 # How each model is frozen: the arguments a user would give.
 FREEZE_ARGS: dict[str, dict[str, object]] = {
     "resnet_model": {"outputs": ["probs:0"], "batch": 2},
@@ -55,6 +61,7 @@ FREEZE_ARGS: dict[str, dict[str, object]] = {
     "saved_model": {"outputs": ["scores"], "inputs": "features:0[3,6]"},
     "keras_model": {"outputs": ["Identity:0"], "batch": 2},
     "keras_h5_model": {"outputs": ["Identity:0"], "batch": 2},
+    "tf1_cond_model": {"outputs": ["probs"], "batch": 2},
 }
 MODEL_FIXTURES = tuple(FREEZE_ARGS)
 

@@ -59,8 +59,9 @@ def test_pb_is_clean_for_older_consumers(frozen: tuple[ReferenceModel, FreezeRep
     _, report = frozen
     graph_def = tf.compat.v1.GraphDef.FromString(report.contract.pb_path.read_bytes())
     ops = {node.op for node in graph_def.node}
-    assert not ops & {"If", "StatelessIf", "IteratorGetNext", "IteratorV2", "VarHandleOp", "VariableV2",
-                      "ReadVariableOp", "SaveV2", "RestoreV2", "Assert", "PlaceholderWithDefault", "RandomUniform"}
+    assert not ops & {"If", "StatelessIf", "Switch", "Merge", "IteratorGetNext", "IteratorV2", "VarHandleOp",
+                      "VariableV2", "ReadVariableOp", "SaveV2", "RestoreV2", "Assert", "PlaceholderWithDefault",
+                      "RandomUniform"}
     assert all(node.device == "" for node in graph_def.node)
     assert not any("_output_shapes" in node.attr for node in graph_def.node)
     assert not graph_def.library.function
