@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
@@ -23,7 +24,7 @@ from infer.preflight import input_for, preflight
 from infer.run_batches import Progress, now, run_batches
 from infer.run_record import LatencyStats, RunRecord
 from infer.runners.base import BaseRunner
-from infer.runners.tool import ToolRun, ToolRunner, percentile
+from infer.runners.tool import ToolRunner, ToolTimings, percentile
 
 log = logging.getLogger(__name__)
 
@@ -141,6 +142,17 @@ def make_run_folder(out: Path) -> Path:
                        hint="choose a writable -o") from None
 
 
+def _tool_latency(timings: ToolTimings, batches: int) -> LatencyStats:
+    """The tool's own figures; where it gave only a mean, that mean stands for every batch."""
+    per_batch = timings.per_batch_ms or ((timings.mean_ms,) * batches if timings.mean_ms is not None else ())
+
+    def or_percentile(value: float | None, q: float) -> float | None:
+        return value if value is not None or not per_batch else percentile(per_batch, q)
+
+    return LatencyStats(per_batch_ms=tuple(per_batch), mean_ms=timings.mean_ms,
+                        p50_ms=or_percentile(timings.p50_ms, 50), p99_ms=or_percentile(timings.p99_ms, 99))
+
+
 def _run_tool(runner: ToolRunner, manifest: DatasetManifest, record: RunRecord, progress: Progress | None
               ) -> RunRecord:
     """One tool start for the whole dataset, in a work folder; its outputs moved into our layout once checked."""
@@ -149,33 +161,24 @@ def _run_tool(runner: ToolRunner, manifest: DatasetManifest, record: RunRecord, 
         progress(0, len(stems))
     work = record.folder / f".{runner.tool}-work"
     dirs = [manifest.root / input_for(manifest, spec).folder for spec in runner.inputs]
-    run: ToolRun = runner.run_folders(dirs, stems, work)
-    for stem in stems:
-        for index, (path, spec) in enumerate(zip(run.files[stem], runner.outputs, strict=True)):
-            check_bin_size(path, spec)
-            os.replace(path, record.folder / output_file_name(stem, index))
-    _remove_tree(work)
+    run = runner.run_folders(dirs, stems, work)
+    moves = [(path, record.folder / output_file_name(stem, index), spec)
+             for stem in stems
+             for index, (path, spec) in enumerate(zip(run.files[stem], runner.outputs, strict=True))]
+    for path, _, spec in moves:  # every file checked before any moves: a refused run moves nothing
+        check_bin_size(path, spec)
+    for path, target, _ in moves:
+        os.replace(path, target)
+    shutil.rmtree(work, ignore_errors=True)
     if progress is not None:
         progress(len(stems), len(stems))
     timings = run.timings
-    per_batch = timings.per_batch_ms or ((timings.mean_ms,) * len(stems) if timings.mean_ms is not None else ())
-    latency = LatencyStats(per_batch_ms=tuple(per_batch), mean_ms=timings.mean_ms,
-                           p50_ms=timings.p50_ms if timings.p50_ms is not None else (
-                               percentile(per_batch, 50) if per_batch else None),
-                           p99_ms=timings.p99_ms if timings.p99_ms is not None else (
-                               percentile(per_batch, 99) if per_batch else None))
     throughput = timings.throughput
     if throughput is None and timings.mean_ms:
         throughput = manifest.batch * 1000.0 / timings.mean_ms
     return replace(record, stems=tuple(stems), rows=tuple(e.rows for e in manifest.inputs[0].files),
-                   latency=latency, throughput=throughput, completed=True, tool_command=run.command,
-                   finished=now()).save()
-
-
-def _remove_tree(folder: Path) -> None:
-    import shutil
-
-    shutil.rmtree(folder, ignore_errors=True)
+                   latency=_tool_latency(timings, len(stems)), throughput=throughput, completed=True,
+                   tool_command=run.command, finished=now()).save()
 
 
 def run_model(model: Path, bins: Path, out: Path, options: RunOptions | None = None, *,
