@@ -115,3 +115,23 @@ def test_pipeline_init_from_the_demo_checkpoint(demo: tuple[DemoResult, list[str
     again = run_cli(capsys, "pipeline", "init", str(result.model.prefix), "-o", str(target))
     assert again.code == 2
     assert again.error_line == f"error: {target}: exists already"
+
+
+def test_stricter_threshold_reruns_only_compare_and_fails(demo: tuple[DemoResult, list[str]],
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    result, _ = demo
+    toml = result.pipeline_file
+    text = toml.read_text()
+    assert run_cli(capsys, "pipeline", "run", str(toml)).code == 0  # as the demo wrote it, whatever ran before
+    # fp16 storage puts the max |diff| near 1e-3: a limit of 1e-6 on it must fail.
+    toml.write_text(text.replace("[compare]\n", "[compare]\nthresholds = { max_abs = 1e-6 }\n"))
+    try:
+        outcome = run_cli(capsys, "pipeline", "run", str(toml))
+    finally:
+        toml.write_text(text)
+    assert outcome.code == 1
+    stage_lines = [line for line in outcome.out.splitlines() if line.split() and line.split()[0] in STAGES]
+    assert [line.split()[1] == "skip" for line in stage_lines] == [True] * 5 + [False]
+    verdict = next(line for line in outcome.out.splitlines() if line.startswith("FAILED"))
+    assert verdict.startswith("FAILED: probs:0 MaxAbsoluteError ")
+    assert verdict.endswith("> 1e-06")
