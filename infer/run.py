@@ -106,15 +106,12 @@ def make_runner(contract: ModelContract, backend: str, options: RunOptions) -> B
         from infer.runners.onnxrt import OnnxRuntimeRunner
 
         return OnnxRuntimeRunner.from_contract(contract, threads=options.threads, device=options.device)
-    tool_options: dict[str, int | float | None] = {
-        "device": options.device, "loop": options.loop, "warmup": options.warmup, "timeout": options.timeout}
-    if backend == "msame":
-        from infer.runners.msame import MsameRunner
-
-        return MsameRunner.from_contract(contract, **tool_options)
     from infer.runners.ais_bench import AisBenchRunner
+    from infer.runners.msame import MsameRunner
 
-    return AisBenchRunner.from_contract(contract, **tool_options)
+    tool = MsameRunner if backend == "msame" else AisBenchRunner
+    return tool.from_contract(contract, device=options.device, loop=options.loop, warmup=options.warmup,
+                              timeout=options.timeout)
 
 
 def _model_file(contract: ModelContract, backend: str) -> tuple[Path, str]:

@@ -12,6 +12,7 @@ from abc import abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 
@@ -66,6 +67,9 @@ def failure_line(result: ToolResult) -> str | None:
     return next((line.strip() for line in result.lines if "[ERROR]" in line), None)
 
 
+_Tool = TypeVar("_Tool", bound="ToolRunner")
+
+
 class ToolRunner(BaseRunner):
     """An .om run by an external tool; subclasses build the argv and read the tool's layout."""
 
@@ -90,14 +94,16 @@ class ToolRunner(BaseRunner):
         self.timeout = timeout
 
     @classmethod
-    def from_contract(cls, contract: ModelContract, **options: int | float | None) -> ToolRunner:
+    def from_contract(cls: type[_Tool], contract: ModelContract, *, device: int | None = None, loop: int = 1,
+                      warmup: int = 0, timeout: float = DEFAULT_TIMEOUT_S) -> _Tool:
         converted = contract.converted
         if converted is None or converted.target != "om":
             found = "nothing" if converted is None else f"an {converted.target} model"
             raise RunnerError(f"{contract.path}: the {cls.backend} backend runs an .om, convert produced {found}",
                               hint="run infer convert (ATC) for an .om, or use --backend onnxrt for the stand-in")
         contract.check_converted_unchanged()
-        return cls(contract.folder / converted.path, converted.inputs, converted.outputs, **options)  # type: ignore[arg-type]
+        return cls(contract.folder / converted.path, converted.inputs, converted.outputs, device=device, loop=loop,
+                   warmup=warmup, timeout=timeout)
 
     @property
     def device(self) -> str:
