@@ -120,7 +120,7 @@ def placeholders(graph_def: Any, graph: Any) -> tuple[PlaceholderInfo, ...]:
     """The graph's feed points: placeholders (the saver's own excepted) and tf.data iterator outputs."""
     found = []
     for node in graph_def.node:
-        if node.op in PLACEHOLDER_OPS and not node.name.startswith("save/"):
+        if node.op in PLACEHOLDER_OPS and not node.name.startswith(("save/", "saver_filename")):
             tensor = graph.get_tensor_by_name(node.name + ":0")
             found.append(PlaceholderInfo(tensor=tensor.name, dtype=tensor.dtype.name, shape=shape_of(tensor),
                                          has_default=node.op == "PlaceholderWithDefault"))

@@ -158,6 +158,8 @@ def _load_saved_model(folder: Path) -> LoadedSource:
         raise SourceError(f"{pb}: the SavedModel holds no meta graph")
     serving = [m for m in saved.meta_graphs if "serve" in m.meta_info_def.tags]
     meta_graph = (serving or list(saved.meta_graphs))[0]
+    if len(meta_graph.object_graph_def.nodes) > 1 and meta_graph.signature_def:
+        return _load_object_saved_model(folder, meta_graph)
     drop_output_shapes(meta_graph.graph_def)
     prefix: Path | None = folder / "variables" / "variables"
     if Path(f"{prefix}.index").is_file():
@@ -166,6 +168,34 @@ def _load_saved_model(folder: Path) -> LoadedSource:
         prefix = None
     return LoadedSource(path=folder, kind="saved_model", graph_def=meta_graph.graph_def, meta_graph=meta_graph,
                         prefix=prefix, tf_version=meta_graph.meta_info_def.tensorflow_version)
+
+
+def _constant_graph(function: Any) -> Any:
+    """A concrete function's graph with its variables folded to constants and its inner function calls
+    inlined (TF's own v2 conversion runs the inliner), so no call op is left for older consumers."""
+    from tensorflow.python.framework.convert_to_constants import (  # the public API has no graph-level freeze
+        convert_variables_to_constants_v2,
+    )
+
+    graph_def = convert_variables_to_constants_v2(function).graph.as_graph_def()
+    drop_output_shapes(graph_def)
+    return graph_def
+
+
+def _load_object_saved_model(folder: Path, meta_graph: Any) -> LoadedSource:
+    """A TF2 SavedModel (tf.saved_model.save): its serving signature, frozen as a function. Its graph names are
+    the signature's: inputs as the signature's argument names, outputs ``Identity``, ``Identity_1``, ..."""
+    import tensorflow as tf
+
+    try:
+        loaded = tf.saved_model.load(str(folder))
+    except Exception as exc:  # TF raises many kinds for a broken SavedModel
+        raise SourceError(f"{folder}: TensorFlow cannot load this SavedModel",
+                          hint=str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
+    names = list(loaded.signatures.keys())
+    signature = loaded.signatures["serving_default" if "serving_default" in names else names[0]]
+    return LoadedSource(path=folder, kind="saved_model", graph_def=_constant_graph(signature),
+                        tf_version=meta_graph.meta_info_def.tensorflow_version)
 
 
 def _keras_version(path: Path) -> str:
@@ -186,9 +216,6 @@ def _load_keras(path: Path) -> LoadedSource:
     """A Keras model as a graph: its call traced into a concrete function, variables folded to constants."""
     import keras
     import tensorflow as tf
-    from tensorflow.python.framework.convert_to_constants import (  # the public API has no graph-level freeze
-        convert_variables_to_constants_v2,
-    )
 
     try:
         model = keras.models.load_model(str(path), compile=False)
@@ -201,10 +228,7 @@ def _load_keras(path: Path) -> LoadedSource:
         return model(list(args) if len(args) > 1 else args[0], training=False)
 
     function = tf.function(call).get_concrete_function(*specs)
-    frozen = convert_variables_to_constants_v2(function)
-    graph_def = frozen.graph.as_graph_def()
-    drop_output_shapes(graph_def)
-    return LoadedSource(path=path, kind="keras", graph_def=graph_def, tf_version=_keras_version(path))
+    return LoadedSource(path=path, kind="keras", graph_def=_constant_graph(function), tf_version=_keras_version(path))
 
 
 def load_source(path: Path | str) -> LoadedSource:

@@ -286,3 +286,34 @@ def build_tf1_cond(folder: Path, *, seed: int = 6, batch: int = 2) -> ReferenceM
         tf1.enable_control_flow_v2()
     return ReferenceModel(path=prefix, inputs={"features:0": ("float32", (None, 6))}, outputs=("probs:0",),
                           feeds={"features:0": feed}, expected={"probs:0": expected}, batch=batch)
+
+
+def build_tf2_saved_model(folder: Path, *, seed: int = 7, batch: int = 2) -> ReferenceModel:
+    """A TF2 SavedModel (tf.saved_model.save of a tf.Module): variables captured by a serving signature that
+    calls an inner tf.function."""
+    import numpy as np
+    import tensorflow as tf
+
+    rng = np.random.default_rng(seed)
+
+    class Scorer(tf.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.kernel = tf.Variable(rng.standard_normal((6, 3)).astype(np.float32), name="kernel")
+            self.bias = tf.Variable(rng.standard_normal(3).astype(np.float32), name="bias")
+
+        @tf.function
+        def logits(self, x: Any) -> Any:
+            return tf.matmul(x, self.kernel) + self.bias
+
+        @tf.function(input_signature=[tf.TensorSpec([None, 6], tf.float32, name="x")])
+        def serve(self, x: Any) -> Any:
+            return {"probs": tf.nn.softmax(self.logits(x))}
+
+    module = Scorer()
+    feed = rng.standard_normal((batch, 6)).astype(np.float32)
+    expected = module.serve(tf.constant(feed))["probs"].numpy()
+    export = folder / "tf2_saved_model"
+    tf.saved_model.save(module, str(export), signatures=module.serve)
+    return ReferenceModel(path=export, inputs={"x:0": ("float32", (None, 6))}, outputs=("Identity:0",),
+                          feeds={"x:0": feed}, expected={"Identity:0": expected}, batch=batch)

@@ -13,6 +13,7 @@ from tests.models import (
     build_resnet_like,
     build_saved_model,
     build_tf1_cond,
+    build_tf2_saved_model,
 )
 
 
@@ -51,6 +52,11 @@ def tf1_cond_model(tmp_path_factory: pytest.TempPathFactory) -> ReferenceModel:
     return build_tf1_cond(tmp_path_factory.mktemp("tf1_cond"))
 
 
+@pytest.fixture(scope="session")
+def tf2_saved_model(tmp_path_factory: pytest.TempPathFactory) -> ReferenceModel:
+    return build_tf2_saved_model(tmp_path_factory.mktemp("tf2_saved_model"))
+
+
 # How each model is frozen: the arguments a user would give.
 FREEZE_ARGS: dict[str, dict[str, object]] = {
     "resnet_model": {"outputs": ["probs:0"], "batch": 2},
@@ -62,6 +68,7 @@ FREEZE_ARGS: dict[str, dict[str, object]] = {
     "keras_model": {"outputs": ["Identity:0"], "batch": 2},
     "keras_h5_model": {"outputs": ["Identity:0"], "batch": 2},
     "tf1_cond_model": {"outputs": ["probs"], "batch": 2},
+    "tf2_saved_model": {"outputs": ["Identity"], "batch": 2},
 }
 MODEL_FIXTURES = tuple(FREEZE_ARGS)
 

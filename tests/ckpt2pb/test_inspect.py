@@ -12,7 +12,7 @@ from tests.models import ReferenceModel
 
 
 @pytest.mark.parametrize("fixture", ["resnet_model", "dataset_model", "bert_model", "saved_model", "keras_model",
-                                     "keras_h5_model"])
+                                     "keras_h5_model", "tf1_cond_model", "tf2_saved_model"])
 def test_true_outputs_rank_in_the_first_three(request: pytest.FixtureRequest, fixture: str) -> None:
     model: ReferenceModel = request.getfixturevalue(fixture)
     report = inspect_model(model.path)
