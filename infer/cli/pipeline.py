@@ -27,9 +27,8 @@ def run(
     read (in WORK/pipeline-state.json) and is skipped next time when nothing it reads has changed. Ends with the
     verdict and the equivalent `infer ...`, ATC and msame commands. Exit 1 when compare fails.
     """
-    from atc_wrap.process import quote_command
     from infer.pipeline.config import load_config
-    from infer.pipeline.runner import StageOutcome, run_pipeline
+    from infer.pipeline.runner import StageOutcome, report_tail, run_pipeline
 
     quiet_tensorflow()
     console = out()
@@ -42,16 +41,8 @@ def run(
 
     config = load_config(config_file)
     result = run_pipeline(config, on_stage=stage, force=force)
-    line(result.verdict)
-    if result.report_html is not None:
-        line(f"report: {result.report_html}")
-    line("the same, stage by stage:")
-    for command in result.commands:
-        line(f"  {quote_command(command)}")
-    line("on an Ascend machine, by hand:")
-    if result.atc_command:
-        line(f"  {quote_command(result.atc_command)}")
-    line(f"  {quote_command(result.msame_command)}")
+    for text in report_tail(result):
+        line(text)
     say(f"written to {result.report_path}")
     if not result.passed:
         raise typer.Exit(1)

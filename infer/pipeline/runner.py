@@ -11,6 +11,7 @@ from typing import Any
 
 from atc_wrap.process import quote_command
 from binio.atomic import write_bytes_atomic
+from binio.errors import InferError
 from infer.pipeline.config import PipelineConfig
 from infer.pipeline.stages import STAGE_FUNCTIONS, STAGES, WorkLayout
 from infer.pipeline.state import StageRecord, digest_path, digest_paths, load_state, save_state, settings_digest
@@ -42,6 +43,7 @@ class PipelineResult:
     report_html: Path | None
     report_path: Path  # the pipeline's own text report
     atc_command: tuple[str, ...]  # the ATC argv that makes the om (what convert ran, or would run)
+    atc_note: str  # why there is no ATC command, when there is none
     msame_command: tuple[str, ...]
 
     def __bool__(self) -> bool:
@@ -69,28 +71,41 @@ def msame_command(work: WorkLayout, om: Path, config: PipelineConfig) -> tuple[s
     return tuple(argv)
 
 
+def report_tail(result: PipelineResult) -> list[str]:
+    """What follows the stage lines: the verdict, the HTML report, and the commands that reproduce each stage."""
+    lines = [result.verdict]
+    if result.report_html is not None:
+        lines.append(f"report: {result.report_html}")
+    lines.append("the same, stage by stage:")
+    lines += [f"  {quote_command(outcome.command)}" for outcome in result.stages]
+    lines.append("on an Ascend machine, by hand:")
+    lines.append(f"  {quote_command(result.atc_command)}" if result.atc_command
+                 else f"  (no ATC command: {result.atc_note})")
+    lines.append(f"  {quote_command(result.msame_command)}")
+    return lines
+
+
 def _report_text(config: PipelineConfig, result: PipelineResult) -> str:
     lines = [f"infer pipeline {config.path}", ""]
     lines += [outcome.line() for outcome in result.stages]
-    lines += ["", result.verdict]
-    if result.report_html is not None:
-        lines.append(f"report: {result.report_html}")
-    lines += ["", "the same, stage by stage:"]
-    lines += [f"  {quote_command(outcome.command)}" for outcome in result.stages]
-    lines += ["", "on an Ascend machine, by hand:"]
-    lines.append(f"  {quote_command(result.atc_command)}" if result.atc_command
-                 else "  (no ATC command: convert did not get that far)")
-    lines.append(f"  {quote_command(result.msame_command)}")
+    lines += ["", *report_tail(result)]
     return "\n".join(lines) + "\n"
 
 
-def _atc_command(config: PipelineConfig, work: WorkLayout, facts: dict[str, dict[str, Any]]) -> tuple[str, ...]:
-    ran = tuple(str(a) for a in facts.get("convert", {}).get("atc_command", ()))
+def _atc_command(config: PipelineConfig, work: WorkLayout,
+                 facts: dict[str, dict[str, Any]]) -> tuple[tuple[str, ...], str]:
+    """The ATC argv convert ran, or the one `infer convert --target om --dry-run` gives; else why there is none."""
+    if "convert" not in facts:
+        return (), "convert has not run"
+    ran = tuple(str(a) for a in facts["convert"].get("atc_command", ()))
     if ran:
-        return ran
+        return ran, ""
     from infer.pipeline.calls import atc_dry_run
 
-    return atc_dry_run(config, work)
+    try:
+        return atc_dry_run(config, work), ""
+    except InferError as exc:  # the stand-in converted it; ATC's own checks refuse it: say why, keep the result
+        return (), exc.message
 
 
 def run_pipeline(config: PipelineConfig, *, on_stage: Callable[[StageOutcome], None] | None = None,
@@ -124,6 +139,7 @@ def run_pipeline(config: PipelineConfig, *, on_stage: Callable[[StageOutcome], N
             on_stage(outcome)
 
     compared = facts.get("compare", {})
+    atc_command, atc_note = _atc_command(config, work, facts)
     artefact = Path(str(facts.get("convert", {}).get("artefact", work.model_dir / "model.om")))
     om = artefact if artefact.suffix == ".om" else artefact.with_suffix(".om")
     result = PipelineResult(
@@ -131,7 +147,7 @@ def run_pipeline(config: PipelineConfig, *, on_stage: Callable[[StageOutcome], N
         verdict=str(compared.get("verdict", "no verdict: compare did not run")),
         report_html=Path(compared["report_html"]) if compared.get("report_html") else None,
         report_path=work.root / REPORT_FILE,
-        atc_command=_atc_command(config, work, facts) if "convert" in facts else (),
+        atc_command=atc_command, atc_note=atc_note,
         msame_command=msame_command(work, om, config),
     )
     write_bytes_atomic(result.report_path, _report_text(config, result).encode())

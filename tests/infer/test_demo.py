@@ -117,6 +117,23 @@ def test_pipeline_init_from_the_demo_checkpoint(demo: tuple[DemoResult, list[str
     assert again.error_line == f"error: {target}: exists already"
 
 
+def test_report_says_why_there_is_no_atc_command(demo: tuple[DemoResult, list[str]],
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    result, _ = demo
+    toml = result.pipeline_file
+    text = toml.read_text()
+    toml.write_text(text.replace('# soc_version = "Ascend310"', 'soc_version = "Ascend999"'))
+    try:
+        outcome = run_cli(capsys, "pipeline", "run", str(toml))
+    finally:
+        toml.write_text(text)
+    assert outcome.code == 0, outcome.err  # the stand-in has no soc version to refuse
+    lines = outcome.out.splitlines()
+    note = lines[lines.index("on an Ascend machine, by hand:") + 1]
+    assert note.startswith("  (no ATC command: ") and "Ascend999" in note
+    assert lines[-1].startswith("  msame --model ")
+
+
 def test_stricter_threshold_reruns_only_compare_and_fails(demo: tuple[DemoResult, list[str]],
                                                           capsys: pytest.CaptureFixture[str]) -> None:
     result, _ = demo
