@@ -6,6 +6,7 @@ comparison holds one batch of each side in memory, whatever the dataset's size.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -103,8 +104,7 @@ class OutputPair:
 
     def check(self) -> None:
         """Refuses before any metric runs: a missing file, a wrong size, or sides of different element counts."""
-        if self.actual_spec.nbytes() // self.actual_spec.dt.itemsize != \
-                self.golden_spec.nbytes() // self.golden_spec.dt.itemsize:
+        if math.prod(self.actual_spec.static_shape()) != math.prod(self.golden_spec.static_shape()):
             raise RunFolderError(
                 f"output {self.index} ({self.name}): actual {format_shape(self.actual_spec.shape)} and golden "
                 f"{format_shape(self.golden_spec.shape)} hold different element counts")

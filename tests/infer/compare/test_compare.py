@@ -203,3 +203,13 @@ def test_actual_folder_without_outputs(case, tmp_path, capsys) -> None:  # type:
     outcome = run_cli(capsys, *_args(tmp_path, contract))
     assert outcome.error_line == (f"error: --actual {tmp_path / 'actual'}: no output files (<stem>_output_<i>.bin) "
                                   "and no timestamp folder inside")
+
+
+def test_sides_of_different_sizes_refused(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    contract = write_contract(tmp_path / "model", (TensorSpec("y:0", "float32", (None, 3)),),
+                              converted_outputs=(TensorSpec("y:0", "float32", (None, 4)),))
+    write_dataset(tmp_path / "bins", batch=2, samples=2)
+    write_run(tmp_path / "golden" / "20240101_120000", [np.zeros((2, 3), dtype=np.float32)], 2)
+    write_run(tmp_path / "actual" / "20240101_120000", [np.zeros((2, 4), dtype=np.float32)], 2)
+    outcome = run_cli(capsys, *_args(tmp_path, contract))
+    assert outcome.error_line == "error: output 0 (y:0): actual (2,4) and golden (2,3) hold different element counts"
