@@ -113,3 +113,32 @@ def test_outputs_of_another_dataset_are_refused(onnx_small_cnn, cnn_bins, cnn_go
                       "--golden", cnn_golden)
     assert outcome.error_line == (f"error: --actual {actual}: run on the dataset {other}, whose dataset.json differs "
                                   f"from {cnn_bins / 'dataset.json'}")
+
+
+def test_fp16_overflow_is_flagged_and_located(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """sqrt(Σx²)/16 with |x| ≈ 300: x² passes 65504, so emulated fp16 gives inf where TensorFlow does not."""
+    from binio.binfile import write_bin
+    from binio.manifest import BinEntry, DatasetManifest, InputManifest, bin_file_name
+    from infer.convert import ConvertOptions, convert_model
+    from tests.atc_wrap.graphs import build_energy, write_frozen
+
+    frozen = write_frozen(tmp_path / "energy", build_energy, ("x:0",), ("energy:0",))
+    contract = convert_model(frozen, ConvertOptions(target="onnx", precision_mode="force_fp16")).contract
+    rng = np.random.default_rng(0)
+    files = []
+    for index in range(2):
+        values = rng.uniform(250, 350, size=(2, 64)).astype(np.float32)
+        files.append(BinEntry(bin_file_name(index), write_bin(tmp_path / "bins" / "x" / bin_file_name(index), values),
+                              2))
+    DatasetManifest(root=tmp_path / "bins", batch=2, samples=4,
+                    inputs=(InputManifest("x:0", "x", "float32", (2, 64), "ND", tuple(files)),)).save()
+    actual = _run_onnx(contract, tmp_path / "bins", tmp_path / "out")
+    outcome = run_cli(capsys, "compare", contract.path, "--input", tmp_path / "bins", "--actual", actual,
+                      "--layerwise")
+    assert outcome.code == 1
+    assert outcome.out.strip().splitlines()[-1].startswith("FAILED: energy:0 CosineSimilarity NaN")
+    result = compare(contract.path, tmp_path / "bins", actual, layerwise=True)
+    counts = result.outputs[0].metrics.counts
+    assert counts.fp16_overflow and counts.inf_actual == 4 and counts.nonfinite_actual_where_golden_finite == 4
+    assert result.layerwise is not None and result.layerwise.first_failing is not None
+    assert result.layerwise.first_failing.tensor == "Square:0"
