@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from binio.atomic import write_bytes_atomic
 from binio.errors import OutputExistsError
@@ -119,27 +120,48 @@ def write_template(path: Path, values: TemplateValues, *, force: bool = False) -
     return path
 
 
+def _ancestors(graph_def: Any, start: set[str]) -> set[str]:
+    """Every node the `start` nodes read, directly or through others (data and control inputs)."""
+    from binio.spec import node_name
+
+    inputs = {node.name: [node_name(ref) for ref in node.input] for node in graph_def.node}
+    seen: set[str] = set()
+    todo = [n for n in start if n in inputs]
+    while todo:
+        name = todo.pop()
+        if name not in seen:
+            seen.add(name)
+            todo += [n for n in inputs.get(name, ()) if n not in seen]
+    return seen
+
+
 def values_from_model(model: Path, *, data_source: str = "images/", labels: str = "",
                       relative_to: Path | None = None) -> TemplateValues:
-    """Inspects `model` (imports TensorFlow) and fills in its inputs, its best output candidate and switches."""
+    """Inspects `model` (imports TensorFlow): its best output candidate, the placeholders that output reads
+    (a training graph's `labels` placeholder is left out), and its switches."""
     import os
 
-    from ckpt2pb.inspection import inspect_model
+    from binio.spec import node_name
+    from ckpt2pb.inspection import inspect_loaded
+    from ckpt2pb.source import load_source
 
-    report = inspect_model(model)
-    inputs = tuple(p.tensor for p in report.placeholders if not p.has_default)
+    loaded = load_source(model)
+    report = inspect_loaded(loaded)
+    outputs = (report.candidates[0].tensor,) if report.candidates else ()
+    needed = _ancestors(loaded.graph_def, {node_name(t) for t in outputs}) if outputs else set()
+    fed = [p for p in report.placeholders if not p.has_default]
+    inputs = tuple(p.tensor for p in fed if not outputs or node_name(p.tensor) in needed)
+    unused = [p.tensor for p in fed if p.tensor not in inputs]
     switches = tuple(p.tensor for p in report.placeholders if p.has_default)
-    if not report.candidates:
-        outputs: tuple[str, ...] = ()
-    else:
-        outputs = (report.candidates[0].tensor,)
     source = str(model)
     if relative_to is not None:
         source = os.path.relpath(Path(model).resolve(), Path(relative_to).resolve())
-    dynamic = [p.tensor for p in report.placeholders if not p.has_default and p.dynamic_dims]
+    dynamic = [p.tensor for p in fed if p.tensor in inputs and p.dynamic_dims]
     notes = [f"Written by `infer pipeline init` from {model} ({report.kind}, {report.parameters:,} parameters)."]
     if dynamic:
         notes.append(f"Inputs with dynamic dims: {', '.join(dynamic)}; `batch` fixes the first one.")
+    if unused:
+        notes.append(f"Placeholders {', '.join(outputs)} does not read, left out of inputs: {', '.join(unused)}.")
     if not outputs:
         notes.append("inspect found no output candidate: fill in [model] outputs.")
     return TemplateValues(source=source, outputs=outputs, inputs=inputs, data_source=data_source, labels=labels,

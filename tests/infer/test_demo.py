@@ -110,8 +110,10 @@ def test_pipeline_init_from_the_demo_checkpoint(demo: tuple[DemoResult, list[str
     assert outcome.code == 0, outcome.err
     config = load_config(target)
     assert config.model.outputs == ("probs:0",)
-    assert set(config.model.inputs) == {"images:0", "labels:0"}  # the training graph's placeholders, both listed
-    assert "# With a default here: is_training:0" in target.read_text()
+    assert config.model.inputs == ("images:0",)  # the loss's labels placeholder is not read by probs:0
+    text = target.read_text()
+    assert "# With a default here: is_training:0" in text
+    assert "# Placeholders probs:0 does not read, left out of inputs: labels:0." in text
     again = run_cli(capsys, "pipeline", "init", str(result.model.prefix), "-o", str(target))
     assert again.code == 2
     assert again.error_line == f"error: {target}: exists already"
