@@ -153,3 +153,13 @@ def test_doctor_imports_no_framework() -> None:
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])}, check=False)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_atc_without_its_environment_is_flagged(bare_machine: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _executable(bare_machine / "atc")
+    outcome = run_cli(capsys, "doctor")
+    lines = outcome.out.splitlines()
+    assert f"  ok atc          {bare_machine / 'atc'}  (no version file found beside it)" in lines
+    assert "  !! ASCEND_TOOLKIT_HOME     not set" in lines
+    assert "  !! LD_LIBRARY_PATH devlib  no devlib entry" in lines
+    assert "  real      convert         ATC (pb -> om)" in lines
