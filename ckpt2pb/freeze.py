@@ -268,7 +268,10 @@ def freeze_source(source: LoadedSource, outputs: Sequence[str], *, inputs: Seque
         if size > PROTOBUF_LIMIT:
             raise FreezeError(f"frozen graph is {size / 2**30:.2f} GiB, over protobuf's 2 GiB limit for one .pb",
                               hint="ATC and TensorFlow cannot read such a pb; freeze fewer outputs or shrink the model")
-        serialized = frozen.SerializeToString()
+        try:
+            serialized = frozen.SerializeToString()
+        except (ValueError, OverflowError) as exc:  # protobuf's own refusal, should ByteSize not have caught it
+            raise FreezeError("frozen graph is over protobuf's 2 GiB limit for one .pb", hint=str(exc)) from None
         frozen_graph = import_graph(frozen)
         output_specs = []
         for name in output_tensors:

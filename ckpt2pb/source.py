@@ -228,7 +228,25 @@ def _load_keras(path: Path) -> LoadedSource:
         return model(list(args) if len(args) > 1 else args[0], training=False)
 
     function = tf.function(call).get_concrete_function(*specs)
-    return LoadedSource(path=path, kind="keras", graph_def=_constant_graph(function), tf_version=_keras_version(path))
+    graph_def = _constant_graph(function)
+    _name_outputs_after_layers(graph_def, function, [str(name) for name in getattr(model, "output_names", [])])
+    return LoadedSource(path=path, kind="keras", graph_def=graph_def, tf_version=_keras_version(path))
+
+
+def _name_outputs_after_layers(graph_def: Any, function: Any, layer_names: list[str]) -> None:
+    """The traced outputs are Identity nodes named ``Identity``, ``Identity_1``...; they take the names of the
+    Keras output layers (``probs``) where those are free, so the user sees the names they gave."""
+    from binio.spec import node_name
+    from ckpt2pb.surgery import rename_node
+
+    taken = {node.name for node in graph_def.node}
+    outputs = [node_name(tensor.name) for tensor in function.outputs]
+    if len(outputs) != len(layer_names):
+        return
+    for old, new in zip(outputs, layer_names, strict=True):
+        if new and new not in taken and old in taken:
+            rename_node(graph_def, old, new)
+            taken.add(new)
 
 
 def load_source(path: Path | str) -> LoadedSource:

@@ -249,8 +249,9 @@ def build_keras(folder: Path, *, seed: int = 5, batch: int = 2, suffix: str = ".
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"model{suffix}"
     model.save(str(path))
-    return ReferenceModel(path=path, inputs={"pixels:0": ("float32", (None, 8, 8, 3))}, outputs=("Identity:0",),
-                          feeds={"pixels:0": feed}, expected={"Identity:0": expected}, batch=batch)
+    # The traced output takes the output layer's name.
+    return ReferenceModel(path=path, inputs={"pixels:0": ("float32", (None, 8, 8, 3))}, outputs=("probs:0",),
+                          feeds={"pixels:0": feed}, expected={"probs:0": expected}, batch=batch)
 
 
 def build_tf1_cond(folder: Path, *, seed: int = 6, batch: int = 2) -> ReferenceModel:

@@ -65,8 +65,8 @@ FREEZE_ARGS: dict[str, dict[str, object]] = {
     "bert_model": {"outputs": ["span_logits", "class_probs"], "inputs": "input_ids[2,16],input_mask:0,segment_ids",
                    "batch": 2},
     "saved_model": {"outputs": ["scores"], "inputs": "features:0[3,6]"},
-    "keras_model": {"outputs": ["Identity:0"], "batch": 2},
-    "keras_h5_model": {"outputs": ["Identity:0"], "batch": 2},
+    "keras_model": {"outputs": ["probs:0"], "batch": 2},
+    "keras_h5_model": {"outputs": ["probs"], "batch": 2},
     "tf1_cond_model": {"outputs": ["probs"], "batch": 2},
     "tf2_saved_model": {"outputs": ["Identity"], "batch": 2},
 }

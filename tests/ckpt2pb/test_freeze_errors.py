@@ -170,3 +170,17 @@ def test_over_protobuf_limit(resnet_model: ReferenceModel, tmp_path: Path, monke
         freeze_model(resnet_model.path, tmp_path, ["probs"], batch=2)
     assert str(caught.value).endswith("GiB, over protobuf's 2 GiB limit for one .pb")
     assert not list(tmp_path.iterdir())
+
+
+def test_cli_json_and_no_verify(capsys: pytest.CaptureFixture[str], bert_model: ReferenceModel,
+                                tmp_path: Path) -> None:
+    import json
+
+    outcome = _freeze(capsys, bert_model, tmp_path / "out", "--outputs", "span_logits:0,class_probs:0", "--batch",
+                      "2", "--no-verify", "--json")
+    assert outcome.code == 0, outcome.err
+    document = json.loads(outcome.out)
+    assert document == json.loads((tmp_path / "out" / "model.json").read_text())
+    assert [o["tensor"] for o in document["outputs"]] == ["span_logits:0", "class_probs:0"]
+    assert document["outputs"][0]["shape"] == [2, 16, 2]
+    assert "not verified (--no-verify)" in outcome.err
