@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from binio.dtypes import DTYPE_NAMES
 from binio.errors import DtypeError, ShapeError
 from ckpt2pb.errors import FreezeError
 from ckpt2pb.inputs import InputRequest, parse_assignment, parse_input, parse_inputs, parse_value
@@ -52,3 +55,16 @@ def test_assignments_and_values() -> None:
         parse_value("maybe", "bool", what="--set is_training")
     with pytest.raises(FreezeError, match=r"expected NAME=VALUE"):
         parse_assignment("is_training")
+
+
+_names = st.from_regex(r"[A-Za-z_][A-Za-z0-9_/.\-]{0,20}(:[0-9]{1,2})?", fullmatch=True)
+_dims = st.lists(st.one_of(st.none(), st.integers(0, 4096)), max_size=5)
+
+
+@given(name=_names, shape=st.one_of(st.none(), _dims.map(tuple)), dtype_name=st.one_of(st.none(),
+                                                                                    st.sampled_from(DTYPE_NAMES)))
+def test_written_form_parses_back(name: str, shape: tuple[int | None, ...] | None, dtype_name: str | None) -> None:
+    text = name + ("" if shape is None else "[" + ",".join("?" if d is None else str(d) for d in shape) + "]") + \
+        ("" if dtype_name is None else f":{dtype_name}")
+    assert parse_input(text) == InputRequest(name=name, shape=shape, dtype=dtype_name, text=text)
+    assert parse_inputs(f"{text},{text}") == (parse_input(text), parse_input(text))
