@@ -184,3 +184,15 @@ def test_cli_json_and_no_verify(capsys: pytest.CaptureFixture[str], bert_model: 
     assert [o["tensor"] for o in document["outputs"]] == ["span_logits:0", "class_probs:0"]
     assert document["outputs"][0]["shape"] == [2, 16, 2]
     assert "not verified (--no-verify)" in outcome.err
+
+
+def test_a_switch_can_stay_an_input(resnet_model: ReferenceModel, tmp_path: Path) -> None:
+    """Naming is_training in --inputs keeps it a (plain) placeholder, and the cond with it."""
+    import tensorflow as tf
+
+    report = freeze_model(resnet_model.path, tmp_path, ["probs"], inputs="images,is_training", batch=2)
+    assert [s.describe() for s in report.contract.inputs] == ["images:0 float32(2,16,16,3)", "is_training:0 bool()"]
+    assert report.contract.fixed == {}
+    graph_def = tf.compat.v1.GraphDef.FromString(report.contract.pb_path.read_bytes())
+    placeholders = {node.name: node.op for node in graph_def.node if node.op.startswith("Placeholder")}
+    assert placeholders == {"images": "Placeholder", "is_training": "Placeholder"}
