@@ -14,7 +14,7 @@ import numpy as np
 from binio.dtypes import dtype
 
 # Values are checked in slices of this many elements: big enough for numpy's loops, small enough for the cache.
-_CHUNK = 1 << 18
+_CHUNK = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -73,18 +73,52 @@ def _slices(count: int) -> range:
 
 
 def _max_error(src: np.ndarray, dst: np.ndarray, finite: np.ndarray | None = None) -> float:
-    """max |dst - src| over the values where `finite` is set (all when None), in float64 so it is exact enough."""
+    """max |dst - src| over the values where `finite` is set (all when None)."""
     if src.size == 0:
         return 0.0
-    work = np.float64 if src.dtype.itemsize > 4 or dst.dtype.itemsize > 4 or src.dtype.kind in "iub" else np.float32
+    work = _error_dtype(src.dtype, dst.dtype)
     diff = np.abs(np.subtract(dst, src, dtype=work))
     if finite is not None:
         diff = diff[finite]
     return float(diff.max()) if diff.size else 0.0
 
 
+def _error_dtype(source: np.dtype, target: np.dtype) -> type[np.floating]:
+    wide = source.itemsize > 4 or target.itemsize > 4 or source.kind in "iub"
+    return np.float64 if wide else np.float32
+
+
+def _clean_max_error(src: np.ndarray, dst: np.ndarray) -> float:
+    """max |dst - src| when every value is finite: chunk by chunk in one scratch buffer, no temporaries.
+
+    max and -min of the signed difference give the largest absolute one without an abs pass: this is the hot
+    loop of a float32 -> float16 dump, and it runs at several times the speed of the plain version.
+    """
+    if np.can_cast(src.dtype, dst.dtype, "safe"):
+        return 0.0  # a widening cast is exact
+    scratch = np.empty(min(_CHUNK, src.size), dtype=_error_dtype(src.dtype, dst.dtype))
+    largest = 0.0
+    for start in _slices(src.size):
+        s = src[start:start + _CHUNK]
+        work = scratch[: s.size]
+        np.copyto(work, dst[start:start + _CHUNK], casting="unsafe")
+        np.subtract(work, s, out=work, casting="unsafe")
+        largest = max(largest, float(work.max()), -float(work.min()))
+    return largest
+
+
 def _check_float_target(src: np.ndarray, dst: np.ndarray) -> tuple[int, int, int, float]:
-    """(overflow, nan, inf, max_error) of a cast to a float dtype; the clean case costs one isfinite pass."""
+    """(overflow, nan, inf, max_error) of a cast to a float dtype.
+
+    The source's min and max (which NaN propagates through) settle the clean case in two fast reductions; only
+    a source with a non-finite value or one beyond the target's range is counted value by value.
+    """
+    if src.size == 0:
+        return 0, 0, 0, 0.0
+    limit = float(np.finfo(dst.dtype).max)
+    low, high = float(src.min()), float(src.max())
+    if np.isfinite(low) and np.isfinite(high) and -limit <= low and high <= limit:
+        return 0, 0, 0, _clean_max_error(src, dst)
     overflow = nan = inf = 0
     max_error = 0.0
     for start in _slices(src.size):

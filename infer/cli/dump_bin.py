@@ -74,10 +74,11 @@ def dump_bin(
     )
     console = err()
     with Progress("dump-bin", BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), console=console,
-                  transient=True, disable=not console.is_terminal) as bar:
+                  transient=True, disable=not console.is_terminal, auto_refresh=False) as bar:
+        # auto_refresh=False: no refresh thread, so image workers can be forked (see infer.sources.images)
         task = bar.add_task("batches", total=None)
         result = dump_bins(contract, options, progress=lambda done, total: bar.update(task, completed=done,
-                                                                                      total=total))
+                                                                                      total=total, refresh=True))
     manifest = result.manifest
     if as_json:
         print_json({**manifest.to_json(), "root": str(manifest.root), "written": result.files_written,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import mmap
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -51,6 +52,7 @@ class NpySource:
         except OSError as exc:
             raise SourceError(f"{path}: cannot read ({exc.strerror or exc})") from None
         self.array = _checked_array(path, array, str(path))
+        self._released = 0  # bytes of the mapping handed back to the kernel
 
     @property
     def samples(self) -> int | None:
@@ -69,7 +71,25 @@ class NpySource:
         return {}
 
     def read(self, start: int, stop: int) -> np.ndarray:
+        self._release_before(start)
         return self.array[start:stop]
+
+    def _release_before(self, row: int) -> None:
+        """Drops the pages of rows already read from this process's memory (they stay in the page cache).
+
+        Rows are read once, in order, and copied by the cast, so without this a memory-mapped dataset would grow
+        the resident size to the whole file; with it, memory stays a few batches whatever the file's size.
+        """
+        mapped = getattr(self.array, "_mmap", None)
+        if mapped is None or not self.array.flags.c_contiguous or not hasattr(mapped, "madvise"):
+            return
+        offset = int(getattr(self.array, "offset", 0))
+        base = offset - offset % mmap.ALLOCATIONGRANULARITY  # where np.memmap starts its mapping
+        row_bytes = self.array.itemsize * int(np.prod(self.array.shape[1:], dtype=np.int64))
+        end = (offset - base + row * row_bytes) // mmap.PAGESIZE * mmap.PAGESIZE
+        if end > self._released:
+            mapped.madvise(mmap.MADV_DONTNEED, self._released, end - self._released)
+            self._released = end
 
     def close(self) -> None:
         mapped = getattr(self.array, "_mmap", None)

@@ -94,6 +94,20 @@ def decode_image(path: Path, prep: ImagePreprocessing) -> np.ndarray:
     return np.ascontiguousarray(pixels)
 
 
+def _start_method() -> str:
+    """fork where it is safe (one thread, no threaded framework loaded): it starts workers in milliseconds where
+    spawn takes most of a second re-importing. Otherwise spawn: a fork of TensorFlow's or ONNX Runtime's threads
+    can deadlock the child."""
+    import multiprocessing
+    import sys
+    import threading
+
+    threaded = any(name in sys.modules for name in ("tensorflow", "onnxruntime", "torch"))
+    if threading.active_count() == 1 and not threaded and "fork" in multiprocessing.get_all_start_methods():
+        return "fork"
+    return "spawn"
+
+
 def _decode_task(paths: list[str], prep: ImagePreprocessing) -> tuple[np.ndarray | None, str | None]:
     """Runs in a worker: the stacked samples, or the error message (exceptions with hints do not pickle well)."""
     try:
@@ -139,20 +153,28 @@ class ImageFolderSource:
 
     def _parallel(self) -> Iterator[np.ndarray]:
         import multiprocessing
+        from concurrent.futures import Future, ProcessPoolExecutor
+        from concurrent.futures.process import BrokenProcessPool
 
-        # spawn, not fork: the parent may hold TensorFlow's or ONNX Runtime's threads, which fork can deadlock.
-        self._pool = multiprocessing.get_context("spawn").Pool(self.workers)
+        # A process pool from concurrent.futures, not multiprocessing.Pool: a worker that dies is an error
+        # (BrokenProcessPool) there, where Pool would replace it and wait forever for its result.
+        self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context(_start_method()))
         names = [str(p) for p in self.files]
         tasks = [names[i:i + _TASK_FILES] for i in range(0, len(names), _TASK_FILES)]
-        pending: collections.deque[Any] = collections.deque()
+        pending: collections.deque[Future[tuple[np.ndarray | None, str | None]]] = collections.deque()
         submitted = 0
         while submitted < len(tasks) or pending:
             while submitted < len(tasks) and len(pending) < self.workers * _TASKS_AHEAD:
-                pending.append(self._pool.apply_async(_decode_task, (tasks[submitted], self.prep)))
+                pending.append(self._pool.submit(_decode_task, tasks[submitted], self.prep))
                 submitted += 1
-            stacked, error = pending.popleft().get()
+            try:
+                stacked, error = pending.popleft().result()
+            except BrokenProcessPool as exc:
+                raise SourceError(f"{self.folder}: an image decoding worker process died ({exc})",
+                                  hint="re-run with --workers 1 to decode in this process") from None
             if error is not None:
                 raise SourceError(error)
+            assert stacked is not None
             yield from stacked
 
     def read(self, start: int, stop: int) -> np.ndarray:
@@ -168,6 +190,5 @@ class ImageFolderSource:
 
     def close(self) -> None:
         if self._pool is not None:
-            self._pool.terminate()
-            self._pool.join()
+            self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
