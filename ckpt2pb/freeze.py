@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from binio.spec import TensorSpec, format_shape, node_name, tensor_name
@@ -41,8 +41,15 @@ class FrozenGraph:
     nodes: int = 0
 
 
-def _layout(shape: tuple[int | None, ...]) -> str:
-    return "NHWC" if len(shape) == 4 else "ND"
+def _layout(shape: tuple[int | None, ...], channels_first: bool = False) -> str:
+    if len(shape) != 4:
+        return "ND"
+    return "NCHW" if channels_first else "NHWC"
+
+
+def _channels_first(graph_def: Any) -> bool:
+    """Whether the graph's image ops work on NCHW (TF's default, NHWC, has no attribute once stripped)."""
+    return any(node.attr["data_format"].s == b"NCHW" for node in graph_def.node if "data_format" in node.attr)
 
 
 def _resolve_tensor(graph: Any, name: str, what: str, known: list[str]) -> Any:
@@ -190,7 +197,7 @@ def _edit(graph_def: Any, plan: _Plan, output_nodes: list[str]) -> Any:
     return tf.compat.v1.graph_util.extract_sub_graph(pruned, keep)
 
 
-def _check_leftovers(graph_def: Any, plan: _Plan, outputs: Sequence[str]) -> None:
+def _check_leftovers(graph_def: Any, plan: _Plan) -> None:
     """Refuses placeholders and tf.data ops the outputs still need: they would make a pb nobody can feed."""
     wanted = {spec.node for spec in plan.inputs} | set(plan.replaced.values())
     for node in graph_def.node:
@@ -206,7 +213,6 @@ def _check_leftovers(graph_def: Any, plan: _Plan, outputs: Sequence[str]) -> Non
             f"the outputs still read the tf.data pipeline through {', '.join(reading)}",
             hint="name the iterator outputs the model reads in --inputs (e.g. IteratorGetNext:0[?,224,224,3])",
         )
-    del outputs
 
 
 def _dtype_name(dtype_enum: int) -> str:
@@ -259,8 +265,10 @@ def freeze_source(source: LoadedSource, outputs: Sequence[str], *, inputs: Seque
             session, session_graph.as_graph_def(), output_nodes)
         needed = _needed_nodes(constant, output_nodes)
         frozen = _edit(constant, plan, output_nodes)
-        _check_leftovers(frozen, plan, output_tensors)
+        _check_leftovers(frozen, plan)
         input_specs = _final_names(frozen, plan)
+        if _channels_first(frozen):
+            input_specs = tuple(replace(spec, layout=_layout(spec.shape, True)) for spec in input_specs)
         surgery.clear_devices(frozen)
         surgery.strip_stale_colocation(frozen)
         stripped = surgery.strip_default_attrs(frozen)
@@ -277,7 +285,8 @@ def freeze_source(source: LoadedSource, outputs: Sequence[str], *, inputs: Seque
         for name in output_tensors:
             tensor = frozen_graph.get_tensor_by_name(name)
             shape = shape_of(tensor) or ()
-            output_specs.append(TensorSpec(name=name, dtype=tensor.dtype.name, shape=shape, layout=_layout(shape)))
+            output_specs.append(TensorSpec(name=name, dtype=tensor.dtype.name, shape=shape,
+                                           layout=_layout(shape, _channels_first(frozen))))
         verification = None
         if verify:
             verification = verify_frozen(session, frozen_graph, plan.inputs, input_specs, tuple(output_specs),

@@ -82,3 +82,23 @@ def test_resnet_batch_norm_loses_its_newer_default_attrs(resnet_model: Reference
     assert report.contract.fixed == {"is_training": "default"}
     assert report.verification is None
     assert {node.op for node in graph_def.node} >= {"MaxPoolWithArgmax", "Conv2D", "Softmax", "AddV2"}
+
+
+def test_channels_first_graph_gets_nchw_layout(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import tensorflow as tf
+
+    from infer.freeze import freeze_model
+
+    tf1 = tf.compat.v1
+    graph = tf.Graph()
+    with graph.as_default():
+        images = tf1.placeholder(tf.float32, [None, 3, 8, 8], name="images")
+        kernel = tf1.get_variable("kernel", [3, 3, 3, 4])
+        tf.nn.relu(tf.nn.conv2d(images, kernel, 1, "SAME", data_format="NCHW"), name="features")
+        with tf1.Session(graph=graph) as session:
+            session.run(tf1.global_variables_initializer())
+            tf1.train.Saver().save(session, str(tmp_path / "ckpt" / "model.ckpt"))
+    # CPU kernels may not run NCHW convolutions, so only the graph is checked here.
+    report = freeze_model(tmp_path / "ckpt", tmp_path / "out", ["features"], batch=1, verify=False)
+    assert [(s.layout, s.shape) for s in report.contract.inputs] == [("NCHW", (1, 3, 8, 8))]
+    assert [s.layout for s in report.contract.outputs] == ["NCHW"]
