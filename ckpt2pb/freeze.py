@@ -57,6 +57,14 @@ def _resolve_tensor(graph: Any, name: str, what: str, known: list[str]) -> Any:
     try:
         return graph.get_tensor_by_name(tensor_name(name))
     except (KeyError, ValueError):
+        try:
+            op = graph.get_operation_by_name(node_name(name))
+        except (KeyError, ValueError):
+            op = None
+        if op is not None:  # the node is there; the output index is not
+            raise GraphNameError(f"{what} {name!r}: node {op.name} ({op.type}) has {len(op.outputs)} output(s)",
+                                 hint="name one of its outputs, op:0 to op:N-1" if op.outputs else
+                                 "infer inspect MODEL lists the likely outputs") from None
         # Suggest names of the kind given: tensors for `op:0`, nodes for `op`.
         same_kind = [k for k in known if (":" in k) == (":" in name)]
         raise unknown_name_error(what, name, same_kind) from None

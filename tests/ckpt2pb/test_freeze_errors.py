@@ -196,3 +196,12 @@ def test_a_switch_can_stay_an_input(resnet_model: ReferenceModel, tmp_path: Path
     graph_def = tf.compat.v1.GraphDef.FromString(report.contract.pb_path.read_bytes())
     placeholders = {node.name: node.op for node in graph_def.node if node.op.startswith("Placeholder")}
     assert placeholders == {"images": "Placeholder", "is_training": "Placeholder"}
+
+
+def test_output_node_without_that_output(resnet_model: ReferenceModel, tmp_path: Path) -> None:
+    with pytest.raises(GraphNameError) as caught:
+        freeze_model(resnet_model.path, tmp_path, ["train_op"], batch=2)
+    assert str(caught.value) == "output 'train_op': node train_op (AssignAddVariableOp) has 0 output(s)"
+    with pytest.raises(GraphNameError) as caught:
+        freeze_model(resnet_model.path, tmp_path, ["probs:3"], batch=2)
+    assert str(caught.value) == "output 'probs:3': node probs (Softmax) has 1 output(s)"
