@@ -50,7 +50,10 @@ def best_of(runs: int, work: Callable[[int], None]) -> float:
     return min(times)
 
 
-def bench_npy(root: Path, samples: int, batch: int, runs: int) -> None:
+Row = tuple[str, float, str]
+
+
+def bench_npy(root: Path, samples: int, batch: int, runs: int) -> list[Row]:
     shape = (batch, 224, 224, 3)
     data_path = root / "data.npy"
     rng = np.random.default_rng(0)
@@ -61,6 +64,7 @@ def bench_npy(root: Path, samples: int, batch: int, runs: int) -> None:
     del array
     np.load(data_path, mmap_mode="r").sum(dtype=np.float64)  # into the page cache for both contestants
     mb = samples * int(np.prod(shape[1:])) * 4 / 1e6
+    rows: list[Row] = []
     for target, fp16 in (("float16", True), ("float32", False)):
         model = contract(root / f"model_{target}", shape, fp16=fp16)
 
@@ -78,9 +82,11 @@ def bench_npy(root: Path, samples: int, batch: int, runs: int) -> None:
         print(f"npy -> {target}: {samples} samples ({mb:.0f} MB float32), batch {batch}: plain astype+tofile "
               f"{plain_s:.2f}s ({mb / plain_s:.0f} MB/s), dump-bin {ours_s:.2f}s ({mb / ours_s:.0f} MB/s), "
               f"ratio {plain_s / ours_s:.2f}x (target >= 0.9x)")
+        rows.append((f"dump-bin npy -> {target}", plain_s / ours_s, "throughput vs astype+tofile loop, target >= 0.9"))
+    return rows
 
 
-def bench_images(root: Path, count: int, batch: int, runs: int) -> None:
+def bench_images(root: Path, count: int, batch: int, runs: int) -> list[Row]:
     from PIL import Image
 
     folder = root / "images"
@@ -115,7 +121,9 @@ def bench_images(root: Path, count: int, batch: int, runs: int) -> None:
     plain_s, ours_s = best_of(runs, plain), best_of(runs, ours)
     print(f"images: {count} JPEGs 640x480 -> 224x224x3, batch {batch}: single-process Pillow loop {plain_s:.2f}s "
           f"({count / plain_s:.0f} img/s), dump-bin --workers 2 {ours_s:.2f}s ({count / ours_s:.0f} img/s), "
-          f"ratio {plain_s / ours_s:.2f}x (target >= 1.6x; os.cpu_count()={os.cpu_count()})")
+          f"ratio {plain_s / ours_s:.2f}x (target >= 1.6x; os.cpu_count()={os.cpu_count()}, "
+          f"load average {os.getloadavg()[0]:.1f})")
+    return [("dump-bin images --workers 2", plain_s / ours_s, "throughput vs 1-process Pillow loop, target >= 1.6")]
 
 
 _MEMORY_CHILD = """
@@ -139,39 +147,45 @@ print(json.dumps({"rss_before_kb": before, "rss_peak_kb": status_kb("VmHWM"),
 """
 
 
-def bench_memory(root: Path, batch: int) -> None:
-    shape = (batch, 32, 32, 3)
-    samples = batch * 1000
-    data_path = root / "big.npy"
-    array = np.lib.format.open_memmap(data_path, mode="w+", dtype=np.float32, shape=(samples, *shape[1:]))
-    array[:] = 0.5
-    array.flush()
-    del array
-    model = contract(root / "model_memory", shape, fp16=True)
+def bench_memory(root: Path, batch: int) -> list[Row]:
+    """Peak memory of dumps 100x and 1000x the batch: it must not grow with the dataset."""
+    shape = (batch, 64, 64, 3)
     batch_bytes = int(np.prod(shape)) * 4
-    child = subprocess.run([sys.executable, "-c", _MEMORY_CHILD, str(model.path), str(data_path),
-                            str(root / "memory_out")], check=True, capture_output=True, text=True)
-    found = json.loads(child.stdout)
-    dataset_mb = samples * batch_bytes / batch / 1e6
-    grown_mb = (found["rss_peak_kb"] - found["rss_before_kb"]) / 1e3
-    traced_mb = found["traced_peak"] / 1e6
-    print(f"memory: {samples} samples = 1000 batches of {batch_bytes / 1e6:.2f} MB float32 ({dataset_mb:.0f} MB npy) "
-          f"-> float16: peak traced allocations {traced_mb:.1f} MB = {traced_mb * 1e6 / batch_bytes:.1f} batches; "
-          f"peak RSS during the dump {found['rss_before_kb'] / 1e3:.0f} MB before + {grown_mb:.1f} MB "
-          f"= {grown_mb * 1e6 / batch_bytes:.1f} batches (the npy's pages are handed back as rows are consumed)")
+    model = contract(root / "model_memory", shape, fp16=True)
+    growth = 0.0
+    for batches in (100, 1000):
+        samples = batch * batches
+        data_path = root / f"big_{batches}.npy"
+        array = np.lib.format.open_memmap(data_path, mode="w+", dtype=np.float32, shape=(samples, *shape[1:]))
+        array[:] = 0.5
+        array.flush()
+        del array
+        child = subprocess.run([sys.executable, "-c", _MEMORY_CHILD, str(model.path), str(data_path),
+                                str(root / f"memory_out_{batches}")], check=True, capture_output=True, text=True)
+        found = json.loads(child.stdout)
+        data_path.unlink()
+        grown_mb = (found["rss_peak_kb"] - found["rss_before_kb"]) / 1e3
+        traced_mb = found["traced_peak"] / 1e6
+        growth = grown_mb * 1e6 / batch_bytes
+        dataset_mb = samples * batch_bytes / batch / 1e6
+        print(f"memory: {batches} batches of {batch_bytes / 1e6:.2f} MB float32 ({dataset_mb:.0f} MB npy)"
+              f" -> float16: peak traced allocations {traced_mb:.1f} MB = "
+              f"{traced_mb * 1e6 / batch_bytes:.1f} batches; peak RSS {found['rss_before_kb'] / 1e3:.0f} MB before "
+              f"the dump + {grown_mb:.1f} MB = {growth:.1f} batches")
+    return [("dump-bin peak memory, 1000-batch npy", growth, "peak RSS growth in float32 batches, target: a few")]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="smaller datasets, one run each")
-    args = parser.parse_args()
-    runs = 1 if args.quick else 3
+def main(quick: bool = False) -> list[Row]:
+    runs = 1 if quick else 3
     with tempfile.TemporaryDirectory(prefix="bench_dump_bin_") as tmp:
         root = Path(tmp)
-        bench_npy(root, samples=64 if args.quick else 256, batch=16, runs=runs)
-        bench_images(root, count=48 if args.quick else 240, batch=8, runs=runs)
-        bench_memory(root, batch=16)
+        rows = bench_npy(root, samples=64 if quick else 256, batch=16, runs=runs)
+        rows += bench_images(root, count=48 if quick else 480, batch=8, runs=runs)
+        rows += bench_memory(root, batch=16)
+    return rows
 
 
 if __name__ == "__main__":
-    main()
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="smaller datasets, one run each")
+    main(quick=parser.parse_args().quick)

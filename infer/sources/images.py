@@ -37,6 +37,15 @@ class ImagePreprocessing:
     layout: str = "NHWC"  # NHWC | NCHW
 
     @property
+    def keeps_pixels(self) -> bool:
+        """No arithmetic on the values: samples stay uint8 (4x less to move between processes, cast exactly)."""
+        return self.scale == 1.0 and all(m == 0.0 for m in self.mean) and all(s == 1.0 for s in self.std)
+
+    @property
+    def sample_dtype(self) -> np.dtype:
+        return np.dtype(np.uint8 if self.keeps_pixels else np.float32)
+
+    @property
     def sample_shape(self) -> tuple[int, ...]:
         if self.layout == "NCHW":
             return (self.channels, self.height, self.width)
@@ -60,7 +69,8 @@ def list_images(folder: Path) -> list[Path]:
 
 
 def decode_image(path: Path, prep: ImagePreprocessing) -> np.ndarray:
-    """One sample, float32, in `prep.layout`; an unreadable or truncated file raises SourceError naming it."""
+    """One sample in `prep.layout`, uint8 when no arithmetic is asked for, else float32; an unreadable or
+    truncated file raises SourceError naming it."""
     from PIL import Image
 
     try:
@@ -78,7 +88,7 @@ def decode_image(path: Path, prep: ImagePreprocessing) -> np.ndarray:
     left = (size[0] - prep.width) // 2
     top = (size[1] - prep.height) // 2
     image = image.crop((left, top, left + prep.width, top + prep.height))
-    pixels: np.ndarray = np.asarray(image, dtype=np.float32)
+    pixels: np.ndarray = np.asarray(image, dtype=prep.sample_dtype)
     if prep.channels == 1:
         pixels = pixels[:, :, None]
     elif prep.color == "BGR":
@@ -182,7 +192,7 @@ class ImageFolderSource:
             raise ValueError(f"image rows are read in order: asked for {start}, next is {self._position}")
         if self._stream is None:
             self._stream = self._parallel() if self.workers > 1 and len(self.files) > _TASK_FILES else self._serial()
-        rows = np.empty((stop - start, *self.sample_shape), dtype=np.float32)
+        rows = np.empty((stop - start, *self.sample_shape), dtype=self.prep.sample_dtype)
         for offset in range(stop - start):
             rows[offset] = next(self._stream)
         self._position = stop
