@@ -267,8 +267,9 @@ def dump_bins(contract: ModelContract, options: DumpOptions, progress: Progress 
     folders = [safe_folder_name(s.name) for s in specs]
     if len(set(folders)) != len(folders):
         folders = [f"{i:02d}_{name}" for i, name in enumerate(folders)]
-    plans = [_Plan(spec=spec, folder=folder, layout=_layout(spec, options.layout), source_text=assigned[spec.name])
-             for spec, folder in zip(specs, folders, strict=True)]
+    # A dynamic batch (None) is pinned to --batch from here on: every file has that shape.
+    plans = [_Plan(spec=spec.with_shape((batch, *spec.shape[1:])), folder=folder, layout=_layout(spec, options.layout),
+                   source_text=assigned[spec.name]) for spec, folder in zip(specs, folders, strict=True)]
     output = Path(options.output)
     for plan in plans:
         source_path = Path(plan.source_text)

@@ -379,3 +379,37 @@ def test_interrupted_run_into_an_existing_folder_keeps_whole_files_only(
     resumed = dump_bins(frozen_small_cnn, options)
     assert resumed.files_written + resumed.files_kept == 3
     assert sha256_file(out / "images" / "000000.bin") == resumed.manifest.inputs[0].files[0].sha256
+
+
+def test_a_dynamic_batch_needs_batch_and_a_static_one_refuses_another(capsys: pytest.CaptureFixture[str],
+                                                                      tmp_path: Path) -> None:
+    from binio.spec import TensorSpec
+    from tests.infer.dump_models import hand_contract
+
+    dynamic = hand_contract(tmp_path / "dynamic", (TensorSpec("x:0", "float32", (None, 3)),))
+    np.save(tmp_path / "x.npy", np.zeros((5, 3), np.float32))
+    line = _refused(capsys, tmp_path / "bins", "-m", dynamic.path, tmp_path / "x.npy")
+    assert line == "error: input x:0: the batch dimension is dynamic (?,3): pass --batch N"
+    result = run_cli(capsys, "dump-bin", "-m", dynamic.path, "-o", tmp_path / "bins", tmp_path / "x.npy",
+                     "--batch", "4")
+    assert result.code == 0, result.err
+    assert load_manifest(tmp_path / "bins").inputs[0].shape == (4, 3)
+    static = two_input_model(tmp_path / "static")
+    line = _refused(capsys, tmp_path / "bins2", "-m", static.path, "--batch", "4", "--input", "ids=random:1",
+                    "--input", "mask=random:2")
+    assert line == "error: --batch 4 differs from the model's batch 2 (input ids:0 has shape (2,4))"
+
+
+def test_a_lone_npy_for_a_two_input_model_is_refused(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    contract = two_input_model(tmp_path / "model")
+    np.save(tmp_path / "x.npy", np.zeros((2, 4), np.float32))
+    line = _refused(capsys, tmp_path / "bins", "-m", contract.path, tmp_path / "x.npy")
+    assert line == (f"error: {tmp_path / 'x.npy'}: the model has 2 inputs (ids:0, mask:0); name a source for each "
+                    f"with --input NAME=SOURCE")
+
+
+def test_a_layout_other_than_the_models_is_refused(capsys: pytest.CaptureFixture[str],
+                                                   frozen_small_cnn: ModelContract, tmp_path: Path) -> None:
+    _images(tmp_path / "images", 2)
+    line = _refused(capsys, tmp_path / "bins", "-m", frozen_small_cnn.path, tmp_path / "images", "--layout", "NCHW")
+    assert line == "error: --layout NCHW differs from the model's input images:0, which is NHWC"
