@@ -176,7 +176,7 @@ def _assign_sources(specs: tuple[TensorSpec, ...], sources: tuple[tuple[str, str
 
 
 def _check_output(output: Path, force: bool) -> bool:
-    """True when this run creates the folder (and so removes it on failure)."""
+    """True when the folder is new or empty: then a failed run removes what it wrote there."""
     if output.exists() and not output.is_dir():
         raise OutputExistsError(f"{output}: exists and is not a folder")
     if output.is_dir() and any(output.iterdir()):
@@ -184,7 +184,16 @@ def _check_output(output: Path, force: bool) -> bool:
             raise OutputExistsError(f"{output}: exists already",
                                     hint="pass --force to overwrite it (files whose sha256 matches are kept)")
         return False
-    return not output.exists()
+    return True
+
+
+def _remove_written(output: Path, existed: bool, plans: list[_Plan]) -> None:
+    """Undoes a failed run into a new (or empty) folder: the folder goes, or, if the user made it, its contents."""
+    if not existed:
+        shutil.rmtree(output, ignore_errors=True)
+        return
+    for plan in plans:
+        shutil.rmtree(output / plan.folder, ignore_errors=True)
 
 
 def _write_payload(tmp: Path, buffer: np.ndarray) -> None:
@@ -276,7 +285,8 @@ def dump_bins(contract: ModelContract, options: DumpOptions, progress: Progress 
         if source_path.is_dir() and output.resolve() in (source_path.resolve(), *source_path.resolve().parents):
             raise SourceError(f"{plan.source_text}: the source lies inside the output folder {output}",
                               hint="write the re-batched bins to another folder")
-    created = _check_output(output, options.force)
+    fresh = _check_output(output, options.force)
+    existed = output.is_dir()
     sources = _open_sources(contract, options, plans)
     try:
         samples = _sample_count(plans, sources, options.samples, batch)
@@ -285,8 +295,9 @@ def dump_bins(contract: ModelContract, options: DumpOptions, progress: Progress 
             (output / MANIFEST_NAME).unlink(missing_ok=True)  # until the new one is written, the folder is no dataset
             result = _write_all(contract, options, plans, sources, slots, batch, samples, progress)
         except BaseException as exc:
-            if created and not isinstance(exc, KeyboardInterrupt):
-                shutil.rmtree(output, ignore_errors=True)
+            # An interrupted run keeps its whole files, so that a re-run with --force resumes from them.
+            if fresh and not isinstance(exc, KeyboardInterrupt):
+                _remove_written(output, existed, plans)
             raise
     finally:
         for source in sources:

@@ -35,7 +35,8 @@ class GeneratedSource:
             else:
                 self.seed = int(argument)
         except ValueError:
-            expected = "a number" if kind == "const" else "an integer seed"
+            expected = "an integer seed" if kind == "random" else (
+                "a number" if self._dt.is_float else f"an integer (the input is {self._dt.name})")
             raise SourceError(f"source {text!r}: expected {expected} after '{kind}:', found {argument!r}") from None
 
     @property

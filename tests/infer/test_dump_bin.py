@@ -413,3 +413,21 @@ def test_a_layout_other_than_the_models_is_refused(capsys: pytest.CaptureFixture
     _images(tmp_path / "images", 2)
     line = _refused(capsys, tmp_path / "bins", "-m", frozen_small_cnn.path, tmp_path / "images", "--layout", "NCHW")
     assert line == "error: --layout NCHW differs from the model's input images:0, which is NHWC"
+
+
+def test_a_refused_run_into_an_empty_folder_leaves_it_empty(capsys: pytest.CaptureFixture[str],
+                                                            tmp_path: Path) -> None:
+    contract = fp16_model(tmp_path / "model")
+    np.save(tmp_path / "data.npy", np.full((4, 8, 8, 3), np.inf, np.float32))
+    out = tmp_path / "bins"
+    out.mkdir()
+    result = run_cli(capsys, "dump-bin", "-m", contract.path, "-o", out, tmp_path / "data.npy")
+    assert result.error_line.startswith("error: input images:0: 384 inf casting float32 to float16")
+    assert list(out.iterdir()) == []
+
+
+def test_a_bad_generator_names_what_it_expected(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    contract = two_input_model(tmp_path / "model")
+    line = _refused(capsys, tmp_path / "bins", "-m", contract.path, "--input", "ids=const:1.5",
+                    "--input", "mask=random:x")
+    assert line == "error: source 'const:1.5': expected an integer (the input is int32) after 'const:', found '1.5'"
