@@ -9,6 +9,7 @@ from collections.abc import Sequence
 import typer
 
 from binio.errors import InferError
+from infer.cli import bin_info, compare, convert, demo, doctor, dump_bin, freeze, inspect, pipeline, run
 from infer.cli.console import err
 
 app = typer.Typer(
@@ -17,6 +18,8 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # Markdown joins the lines of a docstring paragraph, so help text rewraps to the terminal's width.
+    rich_markup_mode="markdown",
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
@@ -29,34 +32,17 @@ def _root(
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr, force=True)
 
 
-# One line per command module; each module holds one command, its docstring is its --help.
-from infer.cli import freeze as _freeze  # noqa: E402
-from infer.cli import inspect as _inspect  # noqa: E402
-
-app.command("inspect")(_inspect.inspect)
-app.command("freeze")(_freeze.freeze)
-from infer.cli import convert as _convert  # noqa: E402
-
-app.command("convert")(_convert.convert)
-from infer.cli import doctor as _doctor  # noqa: E402
-
-app.command("doctor")(_doctor.doctor)
-from infer.cli import demo as _demo  # noqa: E402
-from infer.cli import pipeline as _pipeline  # noqa: E402
-
-app.command("demo")(_demo.demo)
-app.add_typer(_pipeline.pipeline_app, name="pipeline")
-from infer.cli import run as _run  # noqa: E402
-
-app.command("run")(_run.run)
-from infer.cli import bin_info as _bin_info  # noqa: E402
-from infer.cli import dump_bin as _dump_bin  # noqa: E402
-
-app.command("dump-bin")(_dump_bin.dump_bin)
-app.command("bin-info")(_bin_info.bin_info)
-from infer.cli import compare as _compare  # noqa: E402
-
-app.command("compare")(_compare.compare)
+# One module per command, in the order the stages run; each command's docstring is its --help.
+app.command("inspect")(inspect.inspect)
+app.command("freeze")(freeze.freeze)
+app.command("convert")(convert.convert)
+app.command("dump-bin")(dump_bin.dump_bin)
+app.command("bin-info")(bin_info.bin_info)
+app.command("run")(run.run)
+app.command("compare")(compare.compare)
+app.command("demo")(demo.demo)
+app.add_typer(pipeline.pipeline_app, name="pipeline")
+app.command("doctor")(doctor.doctor)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

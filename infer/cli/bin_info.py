@@ -23,8 +23,9 @@ def bin_info(
     force: bool = typer.Option(False, "--force", help="Overwrite what --to-npy names."),
     as_json: bool = typer.Option(False, "--json", help="Print the findings as JSON."),
 ) -> None:
-    """Show a .bin file or a dataset: shape, dtype, min/max/mean, NaN and inf counts; --verify re-checks
-    every sha256 and size; --to-npy exports (padding rows dropped)."""
+    """Show a .bin file or a dataset: shape, dtype, min/max/mean, NaN and inf counts.
+
+    --verify re-checks every sha256 and size; --to-npy exports (padding rows dropped)."""
     from infer.bininfo import describe_path
 
     report = describe_path(path, verify=verify, to_npy=to_npy, dtype_name=dtype_name, shape_text=shape,

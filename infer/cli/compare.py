@@ -18,7 +18,7 @@ def _num(value: float) -> str:
 def compare(
     model: Path = typer.Argument(..., help="model.json of the converted model."),
     bins: Path = typer.Option(..., "--input", "-i", help="The dataset folder the outputs were computed from."),
-    actual: Path = typer.Option(..., "--actual", "-a", help="The converted model's run folder, OUT/<timestamp>."),
+    actual: Path = typer.Option(..., "--actual", "-a", help="The converted model's run folder, `OUT/<timestamp>`."),
     golden: Path | None = typer.Option(None, "--golden", "-g",
                                        help="TensorFlow's run folder; default: run the frozen pb (cached)."),
     labels: Path | None = typer.Option(None, "--labels", help="Class labels, one per sample (.txt or .npy)."),
@@ -33,10 +33,11 @@ def compare(
     dump_golden: Path | None = typer.Option(None, "--dump-golden",
                                             help="Write TF's intermediate tensors in msaccucmp's golden naming."),
 ) -> None:
-    """Compare the converted model's outputs with TensorFlow's, with the metrics of Ascend's accuracy tools
-    (msaccucmp / msit compare), per output, per batch and over the dataset (padding rows left out). Fails
-    (exit 1) on msit's rule: cosine < 0.99, RED > 0.05, KL > 0.005, RMSE > 1.0 or MeanRE > 1.0; the last line
-    says PASSED or FAILED: <output> <metric> ..."""
+    """Compare the converted model's outputs with TensorFlow's, with the metrics of Ascend's accuracy tools.
+
+    The metrics of msaccucmp / msit compare, per output, per batch and over the dataset (padding rows left
+    out). Fails (exit 1) on msit's rule: cosine < 0.99, RED > 0.05, KL > 0.005, RMSE > 1.0 or MeanRE > 1.0;
+    the last line says PASSED, or FAILED with the failing output and metric."""
     from rich.table import Table
 
     from infer.compare.compare import CompareOptions

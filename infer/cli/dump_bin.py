@@ -48,8 +48,10 @@ def dump_bin(
     force: bool = typer.Option(False, "--force", help="Overwrite OUTPUT; files whose sha256 matches are kept."),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
-    """Write a dataset (.npy, .npz, image folder, .bin folder, const:V, random:SEED) as .bin files in the dtype
-    the model takes, one folder per input, one zero-padded file per batch, with dataset.json beside them."""
+    """Write a dataset as .bin files in the dtype the model takes, with dataset.json beside them.
+
+    Sources: .npy, .npz, an image folder, a .bin folder, const:V or random:SEED. One folder per input, one
+    zero-padded file per batch."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
     from infer.contract import load_contract

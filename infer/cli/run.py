@@ -16,7 +16,7 @@ def _ms(value: float | None) -> str:
 def run(
     model: Path = typer.Argument(..., help="model.json, or an .om/.onnx/.pb next to its model.json."),
     bins: Path = typer.Option(..., "--input", "-i", help="The dataset folder (dataset.json + one folder per input)."),
-    output: Path = typer.Option(..., "--output", "-o", help="Output root; the run goes into OUT/<timestamp>/."),
+    output: Path = typer.Option(..., "--output", "-o", help="Output root; the run goes into `OUT/<timestamp>/`."),
     backend: str | None = typer.Option(None, "--backend", "-b",
                                        help="onnxrt | tf | msame | ais_bench; default: from what convert made."),
     device: int | None = typer.Option(None, "--device", help="NPU (msame/ais_bench) or GPU (onnxrt) index."),
@@ -24,9 +24,11 @@ def run(
     warmup: int = typer.Option(1, "--warmup", help="Untimed runs of the first batch before timing starts."),
     threads: int | None = typer.Option(None, "--threads", help="Intra-op threads (onnxrt, tf)."),
 ) -> None:
-    """Run every batch of a dataset through the model: msame or ais_bench for an .om, ONNX Runtime for the
-    stand-in, TensorFlow for the frozen pb. Every bin is checked against the model first. Writes
-    OUT/<timestamp>/<stem>_output_<i>.bin and run.json (latency, throughput, whether the run completed)."""
+    """Run every batch of a dataset through the model, in msame's output layout.
+
+    msame or ais_bench run an .om, ONNX Runtime the stand-in, TensorFlow the frozen pb. Every bin is checked
+    against the model first. Writes `OUT/<timestamp>/<stem>_output_<i>.bin` and run.json (latency, throughput,
+    whether the run completed)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     from infer.run import RunOptions, run_model
