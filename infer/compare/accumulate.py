@@ -30,6 +30,7 @@ from infer.compare.metrics import (
     as_float64,
     cosine_from_sums,
     kl_distribution,
+    nonfinite_is_data,
     red_from_sums,
     sum_of_products,
 )
@@ -43,6 +44,7 @@ class _Moments:
     mean: float = 0.0
     m2: float = 0.0
 
+    @nonfinite_is_data
     def add(self, values: np.ndarray) -> None:
         if values.size:
             mean = float(np.mean(values))
@@ -102,6 +104,7 @@ class MetricAccumulator:
     kl_sum_alogab: float = 0.0
     kl_elements: int = 0
 
+    @nonfinite_is_data
     def add(self, actual: np.ndarray, golden: np.ndarray) -> None:
         """Pass one over one batch (any dtype, any shape with the same element count)."""
         x, y = as_float64(actual), as_float64(golden)
@@ -120,9 +123,8 @@ class MetricAccumulator:
         self.max_abs_diff = _max(self.max_abs_diff, float(np.max(abs_diff)))
         abs_y = np.abs(y)
         mask = abs_y > EPS
-        with np.errstate(divide="ignore", invalid="ignore"):
-            # Most tensors have no golden zero: then the whole batch is the set, and no masked copies are made.
-            relative = np.abs(x / y - 1.0) if mask.all() else np.abs(x[mask] / y[mask] - 1.0)
+        # Most tensors have no golden zero: then the whole batch is the set, and no masked copies are made.
+        relative = np.abs(x / y - 1.0) if mask.all() else np.abs(x[mask] / y[mask] - 1.0)
         if relative.size:
             self.rel_count += int(relative.size)
             self.rel_sum += float(np.sum(relative))
@@ -172,6 +174,7 @@ class MetricAccumulator:
         for key, value in other.counts.items():
             self.counts[key] += value
 
+    @nonfinite_is_data
     def add_kl(self, actual: np.ndarray, golden: np.ndarray) -> None:
         """Pass two over one batch: the KL sums, normalised by pass one's global extremes."""
         x, y = as_float64(actual), as_float64(golden)

@@ -207,8 +207,7 @@ def compare_layers(contract: ModelContract, manifest: DatasetManifest, threshold
             rows.append(LayerRow(tensor=tensor.name, op_type=tensor.op_type, dtype=tensor.dtype, shape=shape,
                                  metrics=None, failures=(), unmatched_reason=reason))
             continue
-        with np.errstate(all="ignore"):
-            metrics = compute_metrics(aligned, value, atol=atol, rtol=rtol)
+        metrics = compute_metrics(aligned, value, atol=atol, rtol=rtol)
         failures = thresholds.failures(tensor.name, metrics)
         first = bool(failures) and not first_seen
         first_seen = first_seen or first

@@ -23,6 +23,10 @@ import numpy as np
 EPS = float(np.finfo(np.float64).eps)
 FP16_MAX = float(np.finfo(np.float16).max)  # 65504: beyond it an fp16 tensor holds inf
 
+# NaN and inf in a tensor are data here (counted, reported, judged by the thresholds), so numpy's warnings about
+# them (inf - inf, 0/0, log of 0) are silenced where the metrics are computed: they would only reach the terminal.
+nonfinite_is_data = np.errstate(divide="ignore", invalid="ignore", over="ignore")
+
 # The metric names as msaccucmp's CSV spells them, in its column order.
 CSV_METRICS: tuple[str, ...] = (
     "CosineSimilarity", "MaxAbsoluteError", "AccumulatedRelativeError", "RelativeEuclideanDistance",
@@ -139,6 +143,7 @@ def _pair(actual: Any, golden: Any) -> tuple[np.ndarray, np.ndarray]:
     return x, y
 
 
+@nonfinite_is_data
 def cosine_similarity(actual: Any, golden: Any) -> float:
     x, y = _pair(actual, golden)
     return cosine_from_sums(sum_of_products(x, y), sum_of_products(x, x), sum_of_products(y, y))
@@ -153,21 +158,25 @@ def cosine_from_sums(sum_xy: float, sum_xx: float, sum_yy: float) -> float:
     return 1.0 if value > 1.0 else value
 
 
+@nonfinite_is_data
 def max_absolute_error(actual: Any, golden: Any) -> float:
     x, y = _pair(actual, golden)
     return float(np.max(np.abs(x - y))) if x.size else 0.0
 
 
+@nonfinite_is_data
 def mean_absolute_error(actual: Any, golden: Any) -> float:
     x, y = _pair(actual, golden)
     return float(np.mean(np.abs(x - y))) if x.size else 0.0
 
 
+@nonfinite_is_data
 def root_mean_square_error(actual: Any, golden: Any) -> float:
     x, y = _pair(actual, golden)
     return float(np.sqrt(np.mean((x - y) ** 2))) if x.size else 0.0
 
 
+@nonfinite_is_data
 def relative_euclidean_distance(actual: Any, golden: Any) -> float:
     x, y = _pair(actual, golden)
     return red_from_sums(float(np.sum((x - y) ** 2)), float(np.sum(y * y)))
@@ -179,6 +188,7 @@ def red_from_sums(sum_sq_diff: float, sum_yy: float) -> float:
     return math.sqrt(sum_sq_diff / sum_yy)
 
 
+@nonfinite_is_data
 def relative_errors(actual: Any, golden: Any) -> np.ndarray:
     """|x/y - 1| over the elements where |y| > eps: the set the three relative errors use."""
     x, y = _pair(actual, golden)
@@ -200,6 +210,7 @@ def mean_relative_error(actual: Any, golden: Any) -> float:
     return float(np.mean(errors)) if errors.size else 0.0
 
 
+@nonfinite_is_data
 def kl_distribution(values: np.ndarray, low: float, high: float) -> np.ndarray:
     """Min-max normalised to [0, 1] (all zeros for a constant tensor), clamped to >= eps: not yet summing to 1."""
     span = high - low
@@ -209,6 +220,7 @@ def kl_distribution(values: np.ndarray, low: float, high: float) -> np.ndarray:
     return np.maximum(scaled, EPS)
 
 
+@nonfinite_is_data
 def kullback_leibler_divergence(actual: Any, golden: Any) -> float:
     """Σ P log(P/Q) with P from the golden tensor and Q from the actual one, each normalised as msaccucmp does."""
     x, y = _pair(actual, golden)
@@ -220,12 +232,14 @@ def kullback_leibler_divergence(actual: Any, golden: Any) -> float:
     return float(np.sum(p * np.log(p / q)))
 
 
+@nonfinite_is_data
 def allclose_pass_rate(actual: Any, golden: Any, *, atol: float, rtol: float) -> float:
     """The share of elements with |x - y| <= atol + rtol·|y| (numpy's isclose; NaN is never close)."""
     x, y = _pair(actual, golden)
     return float(np.mean(np.isclose(x, y, rtol=rtol, atol=atol))) if x.size else 1.0
 
 
+@nonfinite_is_data
 def value_counts(actual: Any, golden: Any) -> ValueCounts:
     x, y = _pair(actual, golden)
     finite_x, finite_y = np.isfinite(x), np.isfinite(y)
@@ -238,6 +252,7 @@ def value_counts(actual: Any, golden: Any) -> ValueCounts:
     )
 
 
+@nonfinite_is_data
 def compute_metrics(actual: Any, golden: Any, *, atol: float, rtol: float) -> Metrics:
     """Every metric of one pair of tensors held in memory, straight from the definitions."""
     x, y = _pair(actual, golden)

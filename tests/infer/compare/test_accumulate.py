@@ -13,6 +13,9 @@ from hypothesis.extra import numpy as hnp
 from infer.compare.accumulate import MetricAccumulator
 from infer.compare.metrics import SCALAR_METRICS, Metrics, compute_metrics
 
+# NaN and inf are data to the metrics: numpy must not warn about them on the user's terminal.
+pytestmark = pytest.mark.filterwarnings("error::RuntimeWarning")
+
 
 def _stream(x: np.ndarray, y: np.ndarray, cuts: list[int], *, merge: bool) -> Metrics:
     accumulator = MetricAccumulator(atol=1e-3, rtol=1e-2)

@@ -9,6 +9,9 @@ import pytest
 
 from infer.compare import metrics as m
 
+# NaN and inf are data to the metrics: numpy must not warn about them on the user's terminal.
+pytestmark = pytest.mark.filterwarnings("error::RuntimeWarning")
+
 X = np.array([1.0, 2.0, 3.0], dtype=np.float32)  # actual
 Y = np.array([1.0, 2.0, 4.0], dtype=np.float32)  # golden
 
