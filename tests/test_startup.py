@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import platform
 import subprocess
 import sys
 
@@ -25,3 +27,19 @@ def test_help_imports_no_heavy_framework() -> None:
                             timeout=120, check=True)
     assert "Usage: infer" in result.stdout
     assert [line for line in result.stdout.splitlines() if line.startswith("imported:")] == []
+
+
+def test_tensorflow_start_up_chatter_stays_off_the_terminal(frozen_small_cnn) -> None:  # type: ignore[no-untyped-def]
+    """TF prints an absl warning and a oneDNN notice from C++ while it is imported; -vv lets them through."""
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    probe = "import sys; from infer.cli.app import main; main(sys.argv[1:])"
+    quiet = subprocess.run([sys.executable, "-c", probe, "inspect", str(frozen_small_cnn.pb_path)],
+                           capture_output=True, text=True, timeout=300, env=env)
+    assert quiet.returncode == 0, quiet.stderr
+    assert "probs:0" in quiet.stdout
+    assert quiet.stderr == ""
+    loud = subprocess.run([sys.executable, "-c", probe, "-vv", "inspect", str(frozen_small_cnn.pb_path)],
+                          capture_output=True, text=True, timeout=300, env=env)
+    assert loud.returncode == 0, loud.stderr
+    if platform.machine() in ("x86_64", "AMD64"):  # TF's x86 builds are the ones that carry oneDNN
+        assert "oneDNN" in loud.stderr

@@ -11,6 +11,7 @@ import typer
 from binio.errors import InferError
 from infer.cli import bin_info, compare, convert, demo, doctor, dump_bin, freeze, inspect, pipeline, run
 from infer.cli.console import err
+from infer.cli.quiet import quiet_frameworks
 
 app = typer.Typer(
     name="infer",
@@ -30,6 +31,7 @@ def _root(
 ) -> None:
     level = logging.WARNING - 10 * min(verbose, 2)
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr, force=True)
+    quiet_frameworks(verbose)
 
 
 # One module per command, in the order the stages run; each command's docstring is its --help.

@@ -9,17 +9,6 @@ import typer
 from infer.cli.console import out, say
 
 
-def _quiet_frameworks() -> None:
-    """TensorFlow's and tf2onnx's start-up chatter hides our lines; -v lets it through."""
-    import logging
-    import os
-
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    if logging.getLogger().getEffectiveLevel() > logging.INFO:
-        logging.getLogger("tensorflow").setLevel(logging.ERROR)
-        logging.getLogger("tf2onnx").setLevel(logging.CRITICAL)  # its unsupported-op lines repeat our error
-
-
 def _batches(text: str) -> tuple[int, ...]:
     from atc_wrap.errors import ConvertError
 
@@ -71,7 +60,6 @@ def convert(
     from infer.contract import load_contract
     from infer.convert import ConvertOptions, choose_target, convert_model
 
-    _quiet_frameworks()
     contract = load_contract(model)
     chosen, reason = choose_target(target)
     if target is None:

@@ -2,21 +2,11 @@
 
 from __future__ import annotations
 
-import logging
-import os
 from pathlib import Path
 
 import typer
 
 from infer.cli.console import out
-
-
-def quiet_tensorflow() -> None:
-    """TensorFlow's C++ info lines and its Python deprecation warnings say nothing about the user's model; -v
-    brings the Python ones back."""
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    if logging.getLogger().getEffectiveLevel() > logging.INFO:
-        logging.getLogger("tensorflow").setLevel(logging.ERROR)
 
 
 def demo(
@@ -32,7 +22,6 @@ def demo(
     from infer.demo.run import run_demo
     from infer.pipeline.runner import StageOutcome
 
-    quiet_tensorflow()
     console = out()
 
     def line(text: str) -> None:

@@ -7,7 +7,6 @@ from pathlib import Path
 import typer
 
 from infer.cli.console import out, say
-from infer.cli.demo import quiet_tensorflow
 
 pipeline_app = typer.Typer(
     help="Every stage from one TOML file; a re-run skips the stages whose inputs have not changed.",
@@ -30,7 +29,6 @@ def run(
     from infer.pipeline.config import load_config
     from infer.pipeline.runner import StageOutcome, report_tail, run_pipeline
 
-    quiet_tensorflow()
     console = out()
 
     def line(text: str) -> None:
@@ -64,7 +62,6 @@ def init(
     """
     from infer.pipeline.template import values_from_model, write_template
 
-    quiet_tensorflow()
     if output.exists() and not force:
         from binio.errors import OutputExistsError
 
