@@ -11,6 +11,7 @@ for one output; ``--threshold kl=off`` lifts a threshold.
 
 from __future__ import annotations
 
+import difflib
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -46,16 +47,20 @@ class ThresholdError(InferError):
     """A --threshold that names no known metric or output, or has no number."""
 
 
-def metric_name(text: str) -> str:
-    """``cosine``, ``CosineSimilarity`` or ``cosinesimilarity`` -> ``CosineSimilarity``."""
+def metric_name(text: str, *, where: str = "--threshold") -> str:
+    """``cosine``, ``CosineSimilarity`` or ``cosinesimilarity`` -> ``CosineSimilarity``; `where` names the
+    setting in a refusal."""
     key = text.strip()
     for name in SCALAR_METRICS:
         if key.lower() == name.lower():
             return name
     found = _ALIASES.get(key.lower())
     if found is None:
+        spellings = {name.lower(): name for name in SCALAR_METRICS} | {alias: alias for alias in _ALIASES}
+        close = difflib.get_close_matches(key.lower(), list(spellings), n=1, cutoff=0.6)
+        suggestion = f" (did you mean {spellings[close[0]]!r}?)" if close else ""
         known = ", ".join(SCALAR_METRICS) + "; or " + ", ".join(sorted(_ALIASES))
-        raise ThresholdError(f"--threshold: unknown metric {text!r}: expected one of {known}")
+        raise ThresholdError(f"{where}: unknown metric {text!r}{suggestion}: expected one of {known}")
     return found
 
 
@@ -68,13 +73,15 @@ class ThresholdSetting:
     output: str | None = None
 
 
-def parse_threshold(text: str) -> ThresholdSetting:
-    """``metric=value`` or ``output:metric=value``; the output may itself hold colons (``probs:0:kl=0.01``)."""
+def parse_threshold(text: str, *, where: str = "") -> ThresholdSetting:
+    """``metric=value`` or ``output:metric=value``; the output may itself hold colons (``probs:0:kl=0.01``).
+    A refusal starts with `where` (default: ``--threshold 'TEXT'``)."""
+    where = where or f"--threshold {text!r}"
     left, sep, value_text = text.rpartition("=")
     if not sep or not left.strip():
-        raise ThresholdError(f"--threshold {text!r}: expected metric=value or output:metric=value")
+        raise ThresholdError(f"{where}: expected metric=value or output:metric=value")
     output, _, metric_text = left.rpartition(":")
-    metric = metric_name(metric_text)
+    metric = metric_name(metric_text, where=where)
     value = value_text.strip()
     if value.lower() in _OFF:
         limit = None
@@ -82,10 +89,9 @@ def parse_threshold(text: str) -> ThresholdSetting:
         try:
             limit = float(value)
         except ValueError:
-            message = f"--threshold {text!r}: expected a number (or off) after '=', found {value!r}"
-            raise ThresholdError(message) from None
+            raise ThresholdError(f"{where}: expected a number (or off) after '=', found {value!r}") from None
         if math.isnan(limit):
-            raise ThresholdError(f"--threshold {text!r}: the limit cannot be NaN")
+            raise ThresholdError(f"{where}: the limit cannot be NaN")
     return ThresholdSetting(metric=metric, limit=limit, output=output.strip() or None)
 
 

@@ -258,7 +258,26 @@ def config_from_dict(document: dict[str, Any], path: Path) -> PipelineConfig:
     for required in ("model", "data"):
         if required not in sections:
             raise ConfigError(f"{path}: missing section [{required}]", hint="infer pipeline init writes a template")
-    return PipelineConfig(path=path, **sections)
+    config = PipelineConfig(path=path, **sections)
+    _check_thresholds(config)
+    return config
+
+
+def _check_thresholds(config: PipelineConfig) -> None:
+    """Refuses a threshold on an unknown metric or output when the file is read, not after five stages ran."""
+    from binio.spec import node_name
+    from infer.compare.thresholds import ThresholdError, parse_threshold
+
+    outputs = config.model.outputs
+    for key, limit in config.compare.thresholds.items():
+        where = f"{config.path}: [compare] thresholds.{key}"
+        try:
+            setting = parse_threshold(f"{key}={limit!r}", where=where)
+        except ThresholdError as exc:
+            raise ConfigError(exc.message, hint=exc.hint) from None
+        if setting.output is not None and node_name(setting.output) not in {node_name(o) for o in outputs}:
+            raise ConfigError(f"{where}: no output named {setting.output!r}; [model] outputs are: "
+                              f"{', '.join(outputs)}")
 
 
 def _exists_as_model(path: Path) -> bool:

@@ -133,6 +133,16 @@ def test_threshold_must_be_a_number(project: Path) -> None:
                        "got a string 'high'")
 
 
+def test_threshold_on_an_unknown_metric_or_output_is_refused_when_read(project: Path) -> None:
+    where = f"{project / 'pipeline.toml'}: [compare] thresholds"
+    message = _error(project, MINIMAL + '[compare]\nthresholds = { cosin = 0.999 }\n')
+    assert message.startswith(f"{where}.cosin: unknown metric 'cosin' (did you mean 'cosine'?): expected one of ")
+    message = _error(project, MINIMAL + '[compare]\nthresholds = { "prob:0:kl" = 0.01 }\n')
+    assert message == f"{where}.prob:0:kl: no output named 'prob:0'; [model] outputs are: probs:0"
+    config = load_config(_write(project, MINIMAL + '[compare]\nthresholds = { "probs:kl" = 0.01 }\n'))
+    assert config.compare.thresholds == {"probs:kl": 0.01}  # the node name of an output selects it too
+
+
 def test_missing_required_key_and_section(project: Path) -> None:
     no_outputs = MINIMAL.replace('outputs = ["probs:0"]\n', "")
     assert _error(project, no_outputs) == f"{project / 'pipeline.toml'}: [model] outputs: missing (it has no default)"

@@ -61,7 +61,11 @@ def test_parse_forms() -> None:
 
 @pytest.mark.parametrize(("text", "message"), [
     ("cosine", "--threshold 'cosine': expected metric=value or output:metric=value"),
-    ("cosin=0.9", "--threshold: unknown metric 'cosin'"),
+    ("cosin=0.9", "--threshold 'cosin=0.9': unknown metric 'cosin' (did you mean 'cosine'?): expected one of "
+                  "CosineSimilarity, "),
+    ("probs:0:kld0=1", "--threshold 'probs:0:kld0=1': unknown metric 'kld0' (did you mean 'kld'?)"),
+    ("xyz=1", "--threshold 'xyz=1': unknown metric 'xyz': expected one of"),
+    ("cosine=nan", "--threshold 'cosine=nan': the limit cannot be NaN"),
     ("cosine=high", "--threshold 'cosine=high': expected a number (or off) after '=', found 'high'"),
 ])
 def test_bad_threshold(text: str, message: str) -> None:
