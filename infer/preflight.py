@@ -81,6 +81,20 @@ def _check_aligned(root: Path, manifest: DatasetManifest) -> None:
                              f"(file names must match across input folders)")
 
 
+def _refuse_without_manifest(bins: Path) -> None:
+    """A folder with no dataset.json: one input folder of a dataset, or bins written by hand."""
+    if (bins.parent / MANIFEST_NAME).is_file():
+        raise PreflightError(f"{bins}: an input folder of the dataset {bins.parent}, not a dataset",
+                             hint=f"pass --input {bins.parent}")
+    found = sum(1 for _ in bins.glob("*.bin"))
+    if found:
+        raise PreflightError(f"{bins}: {found} .bin file(s) but no {MANIFEST_NAME}, so their dtype and shape are "
+                             "unknown", hint=f"infer dump-bin -m MODEL -o BINS {bins} writes them again, checked, "
+                                             f"with a {MANIFEST_NAME} (bare bins are read in the model's dtype)")
+    raise PreflightError(f"{bins}: not a dump-bin dataset (no {MANIFEST_NAME}, no .bin files)",
+                         hint="infer dump-bin -m MODEL -o BINS SOURCE writes one")
+
+
 def preflight(bins: Path, specs: tuple[TensorSpec, ...], *, widen: bool = False) -> DatasetManifest:
     """The dataset at `bins` after checking each of its files against the model's input `specs`.
 
@@ -90,6 +104,8 @@ def preflight(bins: Path, specs: tuple[TensorSpec, ...], *, widen: bool = False)
     bins = Path(bins)
     if not bins.is_dir():
         raise PreflightError(f"{bins}: no such folder", hint="infer dump-bin writes one")
+    if not (bins / MANIFEST_NAME).is_file():
+        _refuse_without_manifest(bins)
     manifest = load_manifest(bins)
     model_names = ", ".join(spec.name for spec in specs)
     for spec in specs:

@@ -157,6 +157,7 @@ def test_cli_run_prints_where_it_wrote(onnx_small_cnn: ModelContract, cnn_bins: 
     folder = next(tmp_path.iterdir())
     assert outcome.out.splitlines()[0] == "onnxrt (CPUExecutionProvider): 3 batches of 2, 5 samples (1 padding)"
     assert outcome.out.splitlines()[-1] == f"wrote {folder}"
+    assert outcome.err == ""  # off a terminal the progress bar leaves nothing, not even an empty line
     assert (folder / output_file_name("000002", 0)).is_file()
 
 
@@ -165,6 +166,16 @@ def _refusal(capsys: pytest.CaptureFixture[str], model: Path, bins: Path, out: P
     assert outcome.code == 2, outcome.err
     assert not out.exists() or not any(out.iterdir()), "a refused run left something behind"
     return outcome.error_line
+
+
+@pytest.mark.parametrize(("option", "value", "expected"), [
+    ("--loop", "0", "--loop 0: expected 1 or more"),
+    ("--warmup", "-1", "--warmup -1: expected 0 or more"),
+    ("--threads", "0", "--threads 0: expected 1 or more (leave it out for the framework's default)"),
+])
+def test_counts_out_of_range(onnx_small_cnn: ModelContract, cnn_bins: DatasetManifest, tmp_path: Path,
+                             capsys: pytest.CaptureFixture[str], option: str, value: str, expected: str) -> None:
+    assert _refusal(capsys, onnx_small_cnn.path, cnn_bins.root, tmp_path / "out", option, value) == f"error: {expected}"
 
 
 def test_bins_of_another_model(onnx_small_cnn: ModelContract, tmp_path: Path,
@@ -205,6 +216,20 @@ def test_missing_input_folder(onnx_small_cnn: ModelContract, tmp_path: Path,
         f"error: {tmp_path / 'bins' / 'images'}: no such folder (dataset.json lists 2 bins of images:0 in it)")
     assert _refusal(capsys, onnx_small_cnn.path, tmp_path / "nowhere", tmp_path / "out") == (
         f"error: {tmp_path / 'nowhere'}: no such folder")
+
+
+def test_a_folder_without_manifest_is_named_for_what_it_is(onnx_small_cnn: ModelContract, tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    manifest = write_dataset(tmp_path / "bins", {"images:0": cnn_batches(2)})
+    inner = manifest.root / "images"
+    assert _refusal(capsys, onnx_small_cnn.path, inner, tmp_path / "out") == (
+        f"error: {inner}: an input folder of the dataset {manifest.root}, not a dataset")
+    shutil.copytree(inner, tmp_path / "bare")
+    assert _refusal(capsys, onnx_small_cnn.path, tmp_path / "bare", tmp_path / "out") == (
+        f"error: {tmp_path / 'bare'}: 2 .bin file(s) but no dataset.json, so their dtype and shape are unknown")
+    (tmp_path / "empty").mkdir()
+    assert _refusal(capsys, onnx_small_cnn.path, tmp_path / "empty", tmp_path / "out") == (
+        f"error: {tmp_path / 'empty'}: not a dump-bin dataset (no dataset.json, no .bin files)")
 
 
 def test_misaligned_names_across_input_folders(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
