@@ -80,11 +80,16 @@ def _load_graph(contract: ModelContract) -> Any:
     return graph
 
 
-def graph_tensors(graph: Any, input_names: tuple[str, ...]) -> tuple[GraphTensor, ...]:
-    """Every tensor computed (directly or not) from the inputs, in the graph's (topological) order."""
+def graph_tensors(graph: Any, input_names: tuple[str, ...], output_names: tuple[str, ...] = ()) -> tuple[
+        GraphTensor, ...]:
+    """Every tensor computed (directly or not) from the inputs, in the graph's (topological) order.
+
+    Tensors nothing reads that are not model outputs are left out: the batch statistics FusedBatchNorm also
+    returns, an unused argmax; they lead nowhere, and TensorFlow often cannot even fetch them at inference."""
     from binio.dtypes import from_tf_enum
 
     fed = set(input_names)
+    outputs = set(output_names)
     tensors = []
     for op in graph.get_operations():
         from_inputs = any(t.name in fed for t in op.inputs)
@@ -92,6 +97,8 @@ def graph_tensors(graph: Any, input_names: tuple[str, ...]) -> tuple[GraphTensor
             continue
         for tensor in op.outputs:
             fed.add(tensor.name)
+            if not tensor.consumers() and tensor.name not in outputs:
+                continue
             try:
                 dtype = from_tf_enum(tensor.dtype.as_datatype_enum)
             except InferError:
@@ -106,7 +113,7 @@ def run_tensorflow(contract: ModelContract, manifest: DatasetManifest) -> tuple[
     import tensorflow as tf
 
     graph = _load_graph(contract)
-    tensors = graph_tensors(graph, tuple(s.name for s in contract.inputs))
+    tensors = graph_tensors(graph, tuple(s.name for s in contract.inputs), tuple(s.name for s in contract.outputs))
     feeds = _feeds(manifest, contract.model_inputs, contract.inputs)
     with tf.compat.v1.Session(graph=graph) as session:
         feed_dict = {graph.get_tensor_by_name(name): value for name, value in feeds.items()}
@@ -160,14 +167,24 @@ def _onnx_values(contract: ModelContract, manifest: DatasetManifest, names: list
     return {name: np.asarray(v) for name, v in zip(wanted, values, strict=True)}, missing
 
 
-def _aligned(golden: np.ndarray, actual: np.ndarray) -> np.ndarray | None:
-    """`actual` in `golden`'s shape: as it is, or from NCHW back to NHWC; None when neither fits."""
-    if actual.shape == golden.shape:
-        return actual
+def aligned_to_golden(golden: np.ndarray, actual: np.ndarray) -> np.ndarray | None:
+    """`actual` in `golden`'s shape: as it is, or from NCHW back to NHWC (tf2onnx computes convolutions and what
+    follows them in NCHW under the TF tensor's name); None when neither fits.
+
+    When H, W and C are equal both readings fit the shape, and the layout cannot be told from it: the reading
+    closer to TensorFlow's values is taken (the wrong one scrambles every element, a far larger difference than
+    any precision loss)."""
+    as_is = actual if actual.shape == golden.shape else None
+    from_nchw = None
     if actual.ndim == 4 and golden.ndim == 4 and actual.shape == (golden.shape[0], golden.shape[3],
                                                                  *golden.shape[1:3]):
-        return np.transpose(actual, (0, 2, 3, 1))
-    return None
+        from_nchw = np.transpose(actual, (0, 2, 3, 1))
+    if as_is is None or from_nchw is None:
+        return as_is if as_is is not None else from_nchw
+    with np.errstate(all="ignore"):
+        wanted = golden.astype(np.float64)
+        errors = [float(np.nansum((candidate.astype(np.float64) - wanted) ** 2)) for candidate in (as_is, from_nchw)]
+    return from_nchw if errors[1] < errors[0] else as_is
 
 
 def compare_layers(contract: ModelContract, manifest: DatasetManifest, thresholds: Thresholds, *, atol: float,
@@ -201,7 +218,7 @@ def compare_layers(contract: ModelContract, manifest: DatasetManifest, threshold
             rows.append(LayerRow(tensor=tensor.name, op_type=tensor.op_type, dtype=tensor.dtype, shape=shape,
                                  metrics=None, failures=(), unmatched_reason=missing.get(tensor.name, "")))
             continue
-        aligned = _aligned(value, actual[tensor.name])
+        aligned = aligned_to_golden(value, actual[tensor.name])
         if aligned is None:
             reason = f"shape {list(actual[tensor.name].shape)} in ONNX, {list(shape)} in TensorFlow"
             rows.append(LayerRow(tensor=tensor.name, op_type=tensor.op_type, dtype=tensor.dtype, shape=shape,

@@ -161,3 +161,26 @@ def test_stricter_threshold_reruns_only_compare_and_fails(demo: tuple[DemoResult
     verdict = next(line for line in outcome.out.splitlines() if line.startswith("FAILED"))
     assert verdict.startswith("FAILED: probs:0 MaxAbsoluteError ")
     assert verdict.endswith("> 1e-06")
+
+
+def test_layerwise_on_the_demo_model_marks_no_tensor_under_fp16(demo: tuple[DemoResult, list[str]],
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """force_fp16 keeps every layer close; tf2onnx computes the stem in NCHW, whose pooled (8,16,16,16) tensor has
+    the same shape in either layout, and must still be read in TensorFlow's."""
+    result, _ = demo
+    toml = result.pipeline_file
+    text = toml.read_text()
+    _sync(capsys, result)
+    toml.write_text(text.replace("[compare]\n", "[compare]\nlayerwise = true\n"))
+    try:
+        outcome = run_cli(capsys, "pipeline", "run", str(toml))
+    finally:
+        toml.write_text(text)
+    assert outcome.code == 0, outcome.out + outcome.err
+    report = json.loads((result.pipeline.work_dir / "report" / "report.json").read_text())
+    layers = {row["tensor"]: row for row in report["layerwise"]["tensors"]}
+    assert report["layerwise"]["first_failing"] is None
+    assert layers["stem/pool:0"]["matched"] and layers["stem/pool:0"]["shape"] == [8, 16, 16, 16]
+    assert layers["stem/pool:0"]["metrics"]["CosineSimilarity"] > 0.999
+    # FusedBatchNorm's batch statistics lead nowhere at inference: not listed.
+    assert "stem/FusedBatchNormV3:0" in layers and "stem/FusedBatchNormV3:1" not in layers
