@@ -14,6 +14,7 @@ from binio.binfile import read_bin
 from binio.errors import InferError
 from binio.spec import TensorSpec
 from infer.layout import RUN_JSON, newest_run_folder, output_file_name, parse_timestamp_folder
+from infer.scale_record import ScaleOut
 
 SCHEMA = "infer.run"
 SCHEMA_VERSION = 1
@@ -71,6 +72,7 @@ class RunRecord:
     tool_command: tuple[str, ...] = ()
     started: str = ""
     finished: str = ""
+    scale_out: ScaleOut | None = None  # a sharded run (--devices, --engine ray): its shards
 
     def __bool__(self) -> bool:
         return self.completed
@@ -98,6 +100,7 @@ class RunRecord:
             "latency_ms": self.latency.to_json(), "throughput_samples_per_s": self.throughput,
             "loop": self.loop, "warmup": self.warmup, "threads": self.threads,
             "tool_command": list(self.tool_command), "started": self.started, "finished": self.finished,
+            **({"scale_out": self.scale_out.to_json()} if self.scale_out is not None else {}),
         }
 
     def save(self) -> RunRecord:
@@ -144,6 +147,7 @@ def load_run(folder: Path | str) -> RunRecord:
             threads=None if threads is None else int(threads),
             tool_command=tuple(str(a) for a in data.get("tool_command", [])),
             started=str(data.get("started", "")), finished=str(data.get("finished", "")),
+            scale_out=ScaleOut.from_json(data["scale_out"]) if isinstance(data.get("scale_out"), dict) else None,
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise RunRecordError(f"{path}: run record is malformed ({exc!r})") from None

@@ -23,6 +23,14 @@ def run(
     loop: int = typer.Option(1, "--loop", help="Run each batch this many times; latency is their mean."),
     warmup: int = typer.Option(1, "--warmup", help="Untimed runs of the first batch before timing starts."),
     threads: int | None = typer.Option(None, "--threads", help="Intra-op threads (onnxrt, tf)."),
+    devices: str | None = typer.Option(None, "--devices",
+                                       help="Shard the batches over these devices, e.g. 0,1,2,3 (one process each)."),
+    shards: int | None = typer.Option(None, "--shards", help="Shards to cut (default: one per device or Ray slot)."),
+    engine: str = typer.Option("local", "--engine", help="local | ray: where the shards run."),
+    address: str | None = typer.Option(None, "--address", help="Ray cluster address (default: start a local Ray)."),
+    retries: int = typer.Option(1, "--retries", help="Further attempts of a failed shard (sharded runs)."),
+    resume: bool = typer.Option(False, "--resume",
+                                help="Finish the newest unfinished run of this model and dataset under -o."),
 ) -> None:
     """Run every batch of a dataset through the model, in msame's output layout.
 
@@ -34,6 +42,10 @@ def run(
     from infer.run import RunOptions, run_model
 
     options = RunOptions(backend=backend, device=device, loop=loop, warmup=warmup, threads=threads)
+    from infer.scale import ScaleOptions, parse_devices, run_sharded
+
+    scale = ScaleOptions(devices=parse_devices(devices) if devices is not None else (), shards=shards,
+                         engine=engine, address=address, retries=retries, resume=resume)
     status = err()
     # Disabled off a terminal: a transient bar still leaves an empty line on a redirected stderr.
     with Progress(TextColumn("running"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
@@ -43,7 +55,10 @@ def run(
         def progress(done: int, total: int) -> None:
             bar.update(task, completed=done, total=total)
 
-        result = run_model(model, bins, output, options, progress=progress)
+        if scale.wanted:
+            result = run_sharded(model, bins, output, options, scale, progress=progress)
+        else:
+            result = run_model(model, bins, output, options, progress=progress)
     record = result.record
     throughput = "n/a" if record.throughput is None else f"{record.throughput:.1f} samples/s"
     console = out()
@@ -51,4 +66,14 @@ def run(
                   f"{record.samples} samples ({record.padding} padding)", markup=False)
     console.print(f"latency per batch: mean {_ms(record.latency.mean_ms)}, p50 {_ms(record.latency.p50_ms)}, "
                   f"p99 {_ms(record.latency.p99_ms)}; throughput {throughput}", markup=False)
+    if record.scale_out is not None:
+        scaled = record.scale_out
+        for shard in scaled.shards:
+            rate = "n/a" if shard.throughput is None else f"{shard.throughput:.1f} samples/s"
+            console.print(f"  shard {shard.index}: {len(shard.stems)} batches on {shard.device or '?'}, {rate}"
+                          + (f", {shard.attempts} attempts" if shard.attempts > 1 else ""), markup=False)
+        wall = "n/a" if scaled.wall_throughput is None else f"{scaled.wall_throughput:.1f} samples/s"
+        resumed = f", {scaled.resumed_stems} batches already done" if scaled.resumed_stems else ""
+        console.print(f"{scaled.shard_count} shards ({scaled.engine}): {wall} wall clock, process starts "
+                      f"included{resumed}", markup=False)
     console.print(f"wrote {result.folder}", markup=False)

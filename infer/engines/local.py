@@ -1,0 +1,57 @@
+"""Shards on this machine: one executor per device slot, each running one shard at a time.
+
+msame and ais_bench are processes of their own, so their shards run from threads of this process. The in-process
+backends (ONNX Runtime, TensorFlow) get one worker process per slot, started by spawn: fork is unsafe once
+TensorFlow or ONNX Runtime threads exist in this process, and each worker loads its own session. A worker that
+dies breaks only its slot's executor, which is started again for the retry.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+
+from infer.engines.worker import ShardOutcome, ShardTask, run_shard
+
+IN_PROCESS_BACKENDS = ("onnxrt", "tf")
+
+
+class LocalEngine:
+    name = "local"
+
+    def __init__(self, backend: str, devices: tuple[int | None, ...]) -> None:
+        self.devices = devices or (None,)
+        # One slot needs no process of its own: the run happens in a thread of this one, as a plain run does.
+        self.processes = backend in IN_PROCESS_BACKENDS and len(self.devices) > 1
+        self._executors: dict[int, Executor] = {}
+
+    def default_shards(self) -> int:
+        return len(self.devices)
+
+    def slot(self, shard_index: int) -> int | None:
+        return self.devices[shard_index % len(self.devices)]
+
+    def _executor(self, position: int, *, fresh: bool = False) -> Executor:
+        executor = self._executors.get(position)
+        if executor is None or fresh:
+            if executor is not None:
+                executor.shutdown(wait=False, cancel_futures=True)
+            if self.processes:
+                executor = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
+            else:
+                executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"infer-shard-slot{position}")
+            self._executors[position] = executor
+        return executor
+
+    def submit(self, task: ShardTask) -> Future[ShardOutcome]:
+        position = task.shard.index % len(self.devices)
+        try:
+            return self._executor(position).submit(run_shard, task)
+        except BrokenProcessPool:  # its worker died in an earlier attempt: a new one for this slot
+            return self._executor(position, fresh=True).submit(run_shard, task)
+
+    def close(self, *, cancel: bool = False) -> None:
+        for executor in self._executors.values():
+            executor.shutdown(wait=not cancel, cancel_futures=cancel)
+        self._executors.clear()

@@ -1,0 +1,308 @@
+"""`infer run` over shards: the dataset's batches split across devices (``--devices``) or Ray tasks, one layout.
+
+The driver checks everything a plain run checks before anything starts (model, backend, every bin, the tool being
+installed), creates the run folder, cuts the batches into contiguous shards (`infer.shard`), gives each a view of
+the dataset, and hands the shards to an engine. Workers run ordinary `infer run`s and move their outputs into the
+run folder, so the folder holds exactly what a single run writes, byte for byte, plus a ``scale_out`` part in
+run.json (per shard: batches, device, throughput, attempts). run.json is rewritten as each shard finishes.
+
+A failed shard is retried (``--retries``) for only the batches it did not finish. A run that still fails raises,
+naming the shards, and keeps every finished batch; ``--resume`` re-runs into the newest matching unfinished run
+folder and does only the batches whose output files are not all there with their expected sizes.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import statistics
+import time
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, wait
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from binio.binfile import sha256_file
+from binio.errors import InferError
+from binio.manifest import DatasetManifest
+from binio.spec import TensorSpec
+from infer.contract import ModelContract
+from infer.engines.base import ENGINES, Engine
+from infer.engines.worker import ShardOutcome, ShardTask
+from infer.layout import RUN_JSON, parse_timestamp_folder
+from infer.preflight import preflight
+from infer.run import RunError, RunOptions, RunResult, choose_backend, make_run_folder, make_runner, resolve_model
+from infer.run_batches import Progress, now
+from infer.run_record import LatencyStats, RunRecord, RunRecordError, load_run
+from infer.runners.tool import ToolRunner, percentile
+from infer.scale_record import ScaleOut, ShardStats
+from infer.shard import Shard, finished_stems, split, write_view
+
+log = logging.getLogger(__name__)
+WORK_FOLDER = ".infer-shards"
+
+
+class ScaleOutError(InferError):
+    """A sharded run that could not be set up, or whose shards failed after their retries."""
+
+
+@dataclass(frozen=True)
+class ScaleOptions:
+    devices: tuple[int, ...] = ()  # local engine: one slot per device (msame/ais_bench --device, ORT's GPU)
+    shards: int | None = None  # default: one per slot (local) or per NPU/CPU of the cluster (ray)
+    engine: str = "local"
+    address: str | None = None  # ray: the cluster; None starts a local one
+    retries: int = 1  # further attempts of a failed shard
+    resume: bool = False
+
+    @property
+    def wanted(self) -> bool:
+        """Whether a run takes the sharded path at all."""
+        return (bool(self.devices) or self.shards is not None or self.engine != "local" or self.resume
+                or self.address is not None)
+
+
+def parse_devices(text: str) -> tuple[int, ...]:
+    """``0,1,2,3`` -> (0, 1, 2, 3); refuses anything but distinct non-negative integers."""
+    try:
+        devices = tuple(int(part) for part in text.replace(" ", "").split(","))
+    except ValueError:
+        raise ScaleOutError(f"--devices {text}: expected device numbers separated by commas (e.g. 0,1,2,3)") \
+            from None
+    if any(d < 0 for d in devices) or len(set(devices)) != len(devices):
+        raise ScaleOutError(f"--devices {text}: expected distinct device numbers, 0 or more")
+    return devices
+
+
+def _check(options: RunOptions, scale: ScaleOptions) -> None:
+    if scale.engine not in ENGINES:
+        raise ScaleOutError(f"--engine {scale.engine}: expected one of {', '.join(ENGINES)}")
+    if scale.engine == "ray" and scale.devices:
+        raise ScaleOutError("--devices with --engine ray: Ray grants the devices itself",
+                            hint="give --shards N (default: one per NPU, or CPU for the stand-in, of the cluster)")
+    if scale.engine != "ray" and scale.address is not None:
+        raise ScaleOutError("--address is for --engine ray")
+    if scale.devices and options.device is not None:
+        raise ScaleOutError("--device and --devices together: give one", hint="--devices 0 runs on device 0 alone")
+    if scale.shards is not None and scale.shards < 1:
+        raise ScaleOutError(f"--shards {scale.shards}: expected 1 or more")
+    if scale.retries < 0:
+        raise ScaleOutError(f"--retries {scale.retries}: expected 0 or more")
+
+
+def _open_engine(backend: str, options: RunOptions, scale: ScaleOptions) -> Engine:
+    if scale.engine == "ray":
+        from infer.engines.ray_engine import RayEngine
+
+        return RayEngine(backend, address=scale.address, threads=options.threads)
+    from infer.engines.local import LocalEngine
+
+    devices: tuple[int | None, ...] = scale.devices or ((options.device,) if options.device is not None else ())
+    return LocalEngine(backend, devices)
+
+
+def _model_file(contract: ModelContract, backend: str) -> tuple[Path, str]:
+    if backend == "tf" or contract.converted is None:
+        return contract.pb_path, contract.pb_sha256
+    return contract.folder / contract.converted.path, contract.converted.sha256
+
+
+def _previous_run(out: Path, backend: str, model_sha: str, dataset_sha: str) -> RunRecord | None:
+    """The newest run under `out` of this backend, model and dataset (complete or not), for --resume."""
+    if not out.is_dir():
+        return None
+    folders = sorted(((when, p) for p in out.iterdir() if p.is_dir() and (when := parse_timestamp_folder(p.name))
+                      and (p / RUN_JSON).is_file()), reverse=True)
+    for _, folder in folders:
+        try:
+            record = load_run(folder)
+        except RunRecordError:
+            continue
+        if (record.backend, record.model_sha256, record.dataset_sha256) == (backend, model_sha, dataset_sha):
+            return record
+    return None
+
+
+@dataclass
+class _Book:
+    """What the shards have done so far: batches in place, their latency, per-shard figures, failures."""
+
+    manifest: DatasetManifest
+    outputs: tuple[TensorSpec, ...] | None
+    done: set[str] = field(default_factory=set)
+    latency: dict[str, float] = field(default_factory=dict)
+    stats: dict[int, ShardStats] = field(default_factory=dict)
+    failed: dict[int, str] = field(default_factory=dict)
+
+    def book(self, shard: Shard, attempt: int, outcome: ShardOutcome) -> str:
+        """Takes in an outcome's batches; returns why it must count as failed ("" if it need not)."""
+        if outcome.stems and self.outputs is not None and outcome.outputs != self.outputs:
+            return (f"wrote outputs {', '.join(s.describe() for s in outcome.outputs)}, other shards "
+                    f"{', '.join(s.describe() for s in self.outputs)}")
+        if outcome.stems and self.outputs is None:
+            self.outputs = outcome.outputs
+        self.done.update(outcome.stems)
+        self.latency.update(zip(outcome.stems, outcome.per_batch_ms, strict=False))
+        before = self.stats.get(shard.index)
+        stems = tuple(s for s in self.manifest.stems if s in set(outcome.stems) | set(before.stems if before else ()))
+        self.stats[shard.index] = ShardStats(
+            index=shard.index, stems=stems, device=outcome.device or (before.device if before else ""),
+            samples=len(stems) * self.manifest.batch,
+            throughput=outcome.throughput if outcome.throughput is not None else (before.throughput if before
+                                                                                  else None),
+            seconds=outcome.seconds + (before.seconds if before else 0.0), attempts=attempt,
+            command=outcome.command or (before.command if before else ()))
+        return outcome.error
+
+    def stems(self) -> tuple[str, ...]:
+        return tuple(s for s in self.manifest.stems if s in self.done)
+
+
+def _record(base: RunRecord, book: _Book, scale_out: ScaleOut, *, completed: bool) -> RunRecord:
+    manifest = book.manifest
+    rows_of = {stem: entry.rows for stem, entry in zip(manifest.stems, manifest.inputs[0].files, strict=True)}
+    stems = book.stems()
+    per_batch = [book.latency[s] for s in stems if s in book.latency]
+    latency = LatencyStats(per_batch_ms=tuple(per_batch), mean_ms=None, p50_ms=None, p99_ms=None)
+    if per_batch:
+        latency = LatencyStats(per_batch_ms=tuple(per_batch), mean_ms=statistics.fmean(per_batch),
+                               p50_ms=percentile(per_batch, 50), p99_ms=percentile(per_batch, 99))
+    rates = [s.throughput for s in scale_out.shards if s.throughput is not None]
+    devices = list(dict.fromkeys(s.device for s in scale_out.shards if s.device))
+    first_command = next((s.command for s in scale_out.shards if s.command), ())
+    return replace(base, outputs=book.outputs or base.outputs, stems=stems, rows=tuple(rows_of[s] for s in stems),
+                   latency=latency, throughput=sum(rates) if rates else None, completed=completed,
+                   device=", ".join(devices) or base.device, tool_command=first_command, finished=now(),
+                   scale_out=scale_out).save()
+
+
+def run_sharded(model: Path, bins: Path, out: Path, options: RunOptions, scale: ScaleOptions, *,
+                progress: Progress | None = None) -> RunResult:
+    """Runs every batch of `bins` through `model` in shards; the run folder is that of a plain run."""
+    _check(options, scale)
+    if options.loop < 1:
+        raise RunError(f"--loop {options.loop}: expected 1 or more")
+    contract, kind = resolve_model(Path(model))
+    backend = choose_backend(contract, options.backend, kind)
+    runner = make_runner(contract, backend, options)
+    manifest = preflight(Path(bins), runner.inputs, widen=backend == "tf")
+    if isinstance(runner, ToolRunner):  # a missing msame is refused before any folder or worker exists
+        runner.activate()
+        runner.deactivate()
+    model_path, model_sha = _model_file(contract, backend)
+    dataset_sha = sha256_file(manifest.path)
+    out = Path(out)
+    previous = _previous_run(out, backend, model_sha, dataset_sha) if scale.resume else None
+    if previous is not None and previous.completed:
+        log.info("%s: already complete; nothing to resume", previous.folder)
+        return RunResult(folder=previous.folder, record=previous)
+    engine = _open_engine(backend, options, scale)
+    try:
+        return _drive(engine, model, backend, manifest, out, options, scale, previous, progress,
+                      model_path=model_path, model_sha=model_sha, dataset_sha=dataset_sha,
+                      runner_outputs=runner.outputs)
+    finally:
+        engine.close()
+
+
+def _drive(engine: Engine, model: Path, backend: str, manifest: DatasetManifest,
+           out: Path, options: RunOptions, scale: ScaleOptions, previous: RunRecord | None,
+           progress: Callable[[int, int], None] | None, *, model_path: Path, model_sha: str, dataset_sha: str,
+           runner_outputs: tuple[TensorSpec, ...]) -> RunResult:
+    shards = split(manifest.stems, scale.shards or engine.default_shards())
+    threads = options.threads
+    if threads is None and engine.name == "local" and len(shards) > 1 and backend in ("onnxrt", "tf"):
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        threads = max(1, cores // min(len(shards), engine.default_shards()))  # workers share the cores
+    if threads is None and engine.name == "ray" and backend in ("onnxrt", "tf"):
+        threads = 1  # what each task asked Ray for
+    task_options = replace(options, backend=backend, device=None, threads=threads)
+    if previous is not None:
+        folder = previous.folder
+        outputs: tuple[TensorSpec, ...] | None = previous.outputs if previous.outputs and all(
+            s.is_static for s in previous.outputs) else None
+        done = finished_stems(folder, manifest.stems, outputs or ())
+        log.info("resuming %s: %d of %d batches already done", folder, len(done), manifest.file_count)
+    else:
+        folder, outputs, done = make_run_folder(out), None, ()
+    book = _Book(manifest=manifest, outputs=outputs, done=set(done))
+    if previous is not None:
+        book.latency.update(zip(previous.stems, previous.latency.per_batch_ms, strict=False))
+    base = RunRecord(
+        folder=folder, backend=backend, model_path=str(model_path.resolve()), model_sha256=model_sha,
+        dataset_path=str(manifest.root.resolve()), dataset_sha256=dataset_sha, batch=manifest.batch,
+        samples=manifest.samples, padding=manifest.padding, outputs=outputs or runner_outputs, stems=(), rows=(),
+        latency=LatencyStats(per_batch_ms=(), mean_ms=None, p50_ms=None, p99_ms=None), throughput=None,
+        completed=False, loop=options.loop, warmup=options.warmup, threads=threads,
+        started=previous.started if previous is not None else now(), device=f"{engine.name} engine")
+    work = folder / WORK_FOLDER
+    start = time.perf_counter()
+
+    def scale_out() -> ScaleOut:
+        ran = sum(len(s.stems) for s in book.stats.values())
+        seconds = time.perf_counter() - start
+        return ScaleOut(engine=engine.name, shard_count=len(shards),
+                        shards=tuple(book.stats[i] for i in sorted(book.stats)),
+                        failed=tuple(book.failed[i] for i in sorted(book.failed)), wall_seconds=seconds,
+                        wall_throughput=ran * manifest.batch / seconds if ran and seconds > 0 else None,
+                        resumed_stems=len(done))
+
+    record = _record(base, book, scale_out(), completed=False)
+    if progress is not None:
+        progress(len(book.done), manifest.file_count)
+
+    def submit(shard: Shard, attempt: int) -> tuple[Future[ShardOutcome], Shard, int]:
+        shard_work = work / f"shard-{shard.index:03d}"
+        view = write_view(manifest, shard.stems, shard_work / "bins")
+        task = ShardTask(shard=shard, model=str(Path(model).resolve()), options=task_options, view=str(view.root),
+                         work=str(shard_work), run_folder=str(folder), slot=engine.slot(shard.index),
+                         engine=engine.name)
+        return engine.submit(task), shard, attempt
+
+    pending: dict[Future[ShardOutcome], tuple[Shard, int]] = {}
+    try:
+        for shard in shards:
+            todo = tuple(s for s in shard.stems if s not in book.done)
+            if todo:
+                future, sent, attempt = submit(replace(shard, stems=todo), 1)
+                pending[future] = (sent, attempt)
+        while pending:
+            finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for future in finished:
+                shard, attempt = pending.pop(future)
+                try:
+                    outcome = future.result()
+                except Exception as exc:  # the worker process died (or Ray lost it): nothing of it is in place
+                    outcome = ShardOutcome(index=shard.index, stems=(), per_batch_ms=(), outputs=(), device="",
+                                           throughput=None, command=(), seconds=0.0,
+                                           error=f"its worker died ({type(exc).__name__}: {exc})".splitlines()[0])
+                error = book.book(shard, attempt, outcome)
+                if error:
+                    missing = tuple(s for s in shard.stems if s not in book.done)
+                    if attempt <= scale.retries and missing:
+                        log.warning("%s failed (%s); attempt %d of %d for its %d missing batches", shard.describe(),
+                                    error, attempt + 1, scale.retries + 1, len(missing))
+                        future, sent, next_attempt = submit(replace(shard, stems=missing), attempt + 1)
+                        pending[future] = (sent, next_attempt)
+                    else:
+                        original = shards[shard.index]
+                        book.failed[shard.index] = f"{original.describe()}: {error}"
+                if progress is not None:
+                    progress(len(book.done), manifest.file_count)
+            record = _record(base, book, scale_out(), completed=False)
+    except BaseException:
+        engine.close(cancel=True)
+        _record(base, book, scale_out(), completed=False)
+        raise
+    complete = not book.failed and len(book.done) == manifest.file_count
+    record = _record(base, book, scale_out(), completed=complete)
+    if not complete:
+        names = ", ".join(shards[i].describe() for i in sorted(book.failed))
+        first = book.failed[min(book.failed)] if book.failed else "batches missing"
+        raise ScaleOutError(f"{folder}: {len(book.failed)} of {len(shards)} shards failed ({names}) after "
+                            f"{scale.retries + 1} attempt(s) each; {first}",
+                            hint=f"the {len(book.done)} finished batches are kept; re-run with --resume to run only "
+                                 "the missing ones")
+    shutil.rmtree(work, ignore_errors=True)
+    return RunResult(folder=folder, record=record)
