@@ -58,14 +58,18 @@ _ALIASES = {"fp16": "float16", "half": "float16", "fp32": "float32", "float": "f
 DTYPE_NAMES: tuple[str, ...] = tuple(d.name for d in _TABLE)
 
 
-def dtype(name: str) -> DType:
-    """Looks a dtype up by our name (``float16``), an alias (``fp16``) or its ATC name (``FP16``)."""
+def dtype(name: str, *, what: str | None = None) -> DType:
+    """Looks a dtype up by our name (``float16``), an alias (``fp16``) or its ATC name (``FP16``).
+
+    `what` names where the name came from (``--dtype``) in the refusal of an unknown one.
+    """
     key = name.strip()
     found = _BY_NAME.get(_ALIASES.get(key.lower(), key.lower()))
     if found is None:
         found = next((d for d in _TABLE if d.atc == key.upper()), None)
     if found is None:
-        raise DtypeError(f"unknown dtype {name!r}: expected one of {', '.join(DTYPE_NAMES)}")
+        where = f"{what} {name!r}: unknown dtype" if what else f"unknown dtype {name!r}"
+        raise DtypeError(f"{where}: expected one of {', '.join(DTYPE_NAMES)}")
     return found
 
 

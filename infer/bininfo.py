@@ -138,12 +138,13 @@ def _describe_file(path: Path, *, verify: bool, to_npy: Path | None, dtype_name:
         spec, rows, origin = item.spec, item.files[index].rows, f"listed in {manifest.path}"
     else:
         if not dtype_name or not shape_text:
-            raise BinFileError(f"{path}: no dataset.json lists this file, so its dtype and shape are unknown",
+            half = f" ({'--shape' if dtype_name else '--dtype'} missing)" if dtype_name or shape_text else ""
+            raise BinFileError(f"{path}: no dataset.json lists this file, so its dtype and shape are unknown{half}",
                                hint="pass --dtype and --shape (e.g. --dtype float32 --shape 1,224,224,3)")
         shape = parse_shape(shape_text, what="--shape")
         if any(d is None for d in shape):
             raise ShapeError(f"--shape {shape_text}: every dim must be known, found {format_shape(shape)}")
-        spec = TensorSpec(name=path.name, dtype=dtype(dtype_name).name, shape=shape)
+        spec = TensorSpec(name=path.name, dtype=dtype(dtype_name, what="--dtype").name, shape=shape)
         rows = spec.static_shape()[0] if shape else 1
         origin = "as given by --dtype/--shape"
         if verify:

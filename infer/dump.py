@@ -91,7 +91,7 @@ def model_sha256(contract: ModelContract) -> str:
 def _check_dtype(contract: ModelContract, spec: TensorSpec, asked: str | None) -> None:
     if asked is None:
         return
-    wanted = dtype(asked).name
+    wanted = dtype(asked, what="--dtype").name
     if wanted == spec.dtype:
         return
     which = "converted model's" if contract.converted else "model's"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from binio.spec import format_shape
 from infer.sources.arrays import NpySource, NpzSource, SourceError
 from infer.sources.base import SampleSource
 from infer.sources.bins import BinFolderSource, has_bins
@@ -23,12 +24,13 @@ class ImageOptions:
     std: tuple[float, ...] = (1.0,)
 
 
-def image_preprocessing(tensor: str, sample_shape: tuple[int, ...], layout: str,
+def image_preprocessing(folder: Path, tensor: str, sample_shape: tuple[int, ...], layout: str,
                         options: ImageOptions) -> ImagePreprocessing:
-    """The preprocessing that makes images into samples of `sample_shape` (HWC for NHWC, CHW for NCHW)."""
+    """The preprocessing that makes the images in `folder` into samples of `sample_shape` (HWC for NHWC, CHW for
+    NCHW)."""
     if len(sample_shape) != 3:
-        raise SourceError(f"input {tensor}: images need a 4-D input (N,H,W,C or N,C,H,W), "
-                          f"the model's samples have shape {sample_shape}")
+        raise SourceError(f"{folder}: a folder of images for input {tensor}, which is not an image input: images "
+                          f"need a 4-D input (N,H,W,C or N,C,H,W), its samples have shape {format_shape(sample_shape)}")
     height, width, channels = sample_shape if layout == "NHWC" else (*sample_shape[1:], sample_shape[0])
     if channels not in (1, 3):
         raise SourceError(f"input {tensor}: images give 1 or 3 channels, the model takes {channels} "
@@ -36,6 +38,8 @@ def image_preprocessing(tensor: str, sample_shape: tuple[int, ...], layout: str,
     for what, values in (("--mean", options.mean), ("--std", options.std)):
         if len(values) not in (1, channels):
             raise SourceError(f"{what}: expected 1 or {channels} values, found {len(values)}")
+    if options.resize is not None and options.resize < 1:
+        raise SourceError(f"--resize {options.resize}: expected a shorter side of 1 pixel or more")
     if any(s == 0 for s in options.std):
         raise SourceError("--std: a value is 0, which would divide by zero")
     return ImagePreprocessing(height=height, width=width, channels=channels, resize=options.resize,
@@ -55,7 +59,7 @@ def open_source(text: str, *, tensor: str, sample_shape: tuple[int, ...], dtype_
     if path.is_dir():
         if has_bins(path):
             return BinFolderSource(path, tensor, sample_shape, dtype_name, single_input=single_input)
-        prep = image_preprocessing(tensor, sample_shape, layout, image_options)
+        prep = image_preprocessing(path, tensor, sample_shape, layout, image_options)
         return ImageFolderSource(path, prep, workers=workers)
     suffix = path.suffix.lower()
     if suffix == ".npy":

@@ -95,6 +95,11 @@ def test_a_bare_bin_needs_dtype_and_shape(capsys: pytest.CaptureFixture[str], tm
     np.arange(6, dtype=np.float16).tofile(path)
     result = run_cli(capsys, "bin-info", path)
     assert result.error_line == f"error: {path}: no dataset.json lists this file, so its dtype and shape are unknown"
+    half = run_cli(capsys, "bin-info", path, "--dtype", "float16")
+    assert half.error_line == (f"error: {path}: no dataset.json lists this file, so its dtype and shape are unknown "
+                               "(--shape missing)")
+    unknown = run_cli(capsys, "bin-info", path, "--dtype", "half-float", "--shape", "2,3")
+    assert unknown.error_line.startswith("error: --dtype 'half-float': unknown dtype: expected one of float16,")
     wrong = run_cli(capsys, "bin-info", path, "--dtype", "float32", "--shape", "2,3")
     assert wrong.error_line == f"error: {path}: expected 24 bytes for shape (2,3) float32, got 12 (is it float16?)"
     right = run_cli(capsys, "bin-info", path, "--dtype", "float16", "--shape", "2,3", "--json")

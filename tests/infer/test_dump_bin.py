@@ -431,3 +431,23 @@ def test_a_bad_generator_names_what_it_expected(capsys: pytest.CaptureFixture[st
     line = _refused(capsys, tmp_path / "bins", "-m", contract.path, "--input", "ids=const:1.5",
                     "--input", "mask=random:x")
     assert line == "error: source 'const:1.5': expected an integer (the input is int32) after 'const:', found '1.5'"
+
+
+def test_image_options_and_an_unknown_dtype_are_refused_by_option(capsys: pytest.CaptureFixture[str],
+                                                                  frozen_small_cnn: ModelContract,
+                                                                  tmp_path: Path) -> None:
+    _images(tmp_path / "images", 2)
+    line = _refused(capsys, tmp_path / "bins", "-m", frozen_small_cnn.path, tmp_path / "images", "--resize", "0")
+    assert line == "error: --resize 0: expected a shorter side of 1 pixel or more"
+    line = _refused(capsys, tmp_path / "bins", "-m", frozen_small_cnn.path, tmp_path / "images", "--dtype", "f32x")
+    assert line.startswith("error: --dtype 'f32x': unknown dtype: expected one of float16, float32,")
+
+
+def test_an_image_folder_for_a_non_image_input_names_the_folder(capsys: pytest.CaptureFixture[str],
+                                                                tmp_path: Path) -> None:
+    contract = two_input_model(tmp_path / "model")
+    _images(tmp_path / "images", 2)
+    line = _refused(capsys, tmp_path / "bins", "-m", contract.path, "--input", f"ids={tmp_path / 'images'}",
+                    "--input", "mask=const:1")
+    assert line == (f"error: {tmp_path / 'images'}: a folder of images for input ids:0, which is not an image input: "
+                    "images need a 4-D input (N,H,W,C or N,C,H,W), its samples have shape (4)")
