@@ -49,10 +49,12 @@ def compare(
 
         raise InferError(f"--topk {topk}: expected 1 or more")
     options = CompareOptions(thresholds=Thresholds.parse(threshold), atol=atol, rtol=rtol, topk=topk, labels=labels)
-    if golden is None:
-        err().print("golden outputs: TensorFlow on the frozen pb (cached after the first run)", markup=False)
+    def golden_run() -> None:
+        err().print("golden outputs: running TensorFlow on the frozen pb (cached for the next compare)",
+                    markup=False)
+
     result = run_compare(model, bins, actual, golden=golden, options=options, layerwise=layerwise,
-                         dump_golden=dump_golden)
+                         dump_golden=dump_golden, on_golden_run=golden_run)
     console = out()
     if not console.is_terminal:
         console.width = max(console.width, 160)  # a pipe or a log file: never cut numbers to fit 80 columns

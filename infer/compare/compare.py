@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -159,6 +160,17 @@ def _worst(cosines: list[np.ndarray], max_abs: list[np.ndarray], where: list[tup
                  for i in order)
 
 
+def dataset_labels(path: Path | None, manifest: DatasetManifest) -> np.ndarray | None:
+    """The labels file's classes, one per sample of the dataset (padding excluded), or None without a file."""
+    if path is None:
+        return None
+    labels = load_labels(path)
+    if labels.size != manifest.samples:
+        raise InferError(f"{path}: {labels.size} labels for a dataset of {manifest.samples} samples",
+                         hint="one label per sample, padding excluded, in the dataset's order")
+    return labels
+
+
 def compare_run_folders(contract: ModelContract, manifest: DatasetManifest, actual_dir: Path, golden_dir: Path,
                         options: CompareOptions, *, golden_source: str = "given") -> CompareResult:
     """Both sides already on disk in msame's layout: the converted model's outputs and TensorFlow's."""
@@ -169,12 +181,7 @@ def compare_run_folders(contract: ModelContract, manifest: DatasetManifest, actu
                          golden_dir, manifest)
     thresholds = options.thresholds
     thresholds.check_outputs([p.name for p in pairs])
-    labels = None
-    if options.labels is not None:
-        labels = load_labels(options.labels)
-        if labels.size != manifest.samples:
-            raise InferError(f"{options.labels}: {labels.size} labels for a dataset of {manifest.samples} samples",
-                             hint="one label per sample, padding excluded, in the dataset's order")
+    labels = dataset_labels(options.labels, manifest)
     outputs = tuple(compare_output(pair, thresholds, options, labels) for pair in pairs)
     return CompareResult(
         contract=str(contract.path), dataset=str(manifest.root), actual_dir=str(actual_dir),
@@ -185,8 +192,9 @@ def compare_run_folders(contract: ModelContract, manifest: DatasetManifest, actu
 
 def compare(contract_path: Path, dataset: Path, actual: Path, *, golden: Path | None = None,
             options: CompareOptions | None = None, layerwise: bool = False, dump_golden: Path | None = None,
-            cache_root: Path | None = None) -> CompareResult:
-    """The whole command: find or make the golden outputs, compare, and (optionally) go layer by layer."""
+            cache_root: Path | None = None, on_golden_run: Callable[[], None] | None = None) -> CompareResult:
+    """The whole command: find or make the golden outputs, compare, and (optionally) go layer by layer.
+    `on_golden_run` hears when TensorFlow is about to compute the golden outputs (not when they are cached)."""
     options = options or CompareOptions()
     contract = load_contract(contract_path)
     manifest = load_manifest(dataset)
@@ -195,7 +203,11 @@ def compare(contract_path: Path, dataset: Path, actual: Path, *, golden: Path | 
     else:
         from infer.compare.golden import tensorflow_golden
 
-        golden_dir, source = tensorflow_golden(contract, manifest, cache_root=cache_root)
+        # What the user named is checked before TensorFlow runs (seconds to minutes) rather than after it.
+        resolve_run_folder(actual, what="--actual")
+        options.thresholds.check_outputs([s.name for s in contract.outputs])
+        dataset_labels(options.labels, manifest)
+        golden_dir, source = tensorflow_golden(contract, manifest, cache_root=cache_root, on_run=on_golden_run)
     result = compare_run_folders(contract, manifest, actual, golden_dir, options, golden_source=source)
     if layerwise or dump_golden is not None:
         from infer.compare.layerwise import compare_layers

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from collections.abc import Callable
 from pathlib import Path
 
 from binio.binfile import sha256_file
@@ -39,9 +40,10 @@ def _cached_run(root: Path) -> Path | None:
     return None
 
 
-def tensorflow_golden(contract: ModelContract, manifest: DatasetManifest, *,
-                      cache_root: Path | None = None) -> tuple[Path, str]:
-    """The run folder of TensorFlow's outputs for these bins, and whether it came from the cache."""
+def tensorflow_golden(contract: ModelContract, manifest: DatasetManifest, *, cache_root: Path | None = None,
+                      on_run: Callable[[], None] | None = None) -> tuple[Path, str]:
+    """The run folder of TensorFlow's outputs for these bins, and whether it came from the cache; `on_run` is
+    called when they are not cached, before TensorFlow starts."""
     from infer.run import RunOptions, run_model
 
     contract.check_pb_unchanged()
@@ -51,5 +53,7 @@ def tensorflow_golden(contract: ModelContract, manifest: DatasetManifest, *,
         log.info("golden outputs from the cache: %s", cached)
         return cached, "cache"
     log.info("computing golden outputs with TensorFlow on %s", contract.pb_path)
+    if on_run is not None:
+        on_run()
     result = run_model(contract.path, manifest.root, root, RunOptions(backend="tf"))
     return result.folder, "tensorflow"

@@ -213,3 +213,20 @@ def test_sides_of_different_sizes_refused(tmp_path, capsys) -> None:  # type: ig
     write_run(tmp_path / "actual" / "20240101_120000", [np.zeros((2, 4), dtype=np.float32)], 2)
     outcome = run_cli(capsys, *_args(tmp_path, contract))
     assert outcome.error_line == "error: output 0 (y:0): actual (2,4) and golden (2,3) hold different element counts"
+
+
+def test_mistakes_are_refused_before_tensorflow_runs_for_the_golden(case, tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """Without --golden TensorFlow runs first, for minutes on a large dataset (here it could not: the contract has
+    no pb); a wrong labels file, threshold or --actual must be refused before that."""
+    contract, _, probs, feat = case
+    _actual(tmp_path, probs, feat)
+    (tmp_path / "labels.txt").write_text("1\n2\n")
+    base = ("compare", str(contract.path), "--input", str(tmp_path / "bins"))
+    outcome = run_cli(capsys, *base, "--actual", str(tmp_path / "actual"), "--labels", str(tmp_path / "labels.txt"))
+    assert outcome.error_line == f"error: {tmp_path / 'labels.txt'}: 2 labels for a dataset of 10 samples"
+    assert "golden outputs" not in outcome.err
+    outcome = run_cli(capsys, *base, "--actual", str(tmp_path / "actual"), "-t", "logits:kl=0.1")
+    assert outcome.error_line == ("error: --threshold logits:KullbackLeiblerDivergence: no output named 'logits'; "
+                                  "outputs are: probs:0, feat:0")
+    outcome = run_cli(capsys, *base, "--actual", str(tmp_path / "nothing"))
+    assert outcome.error_line == f"error: --actual {tmp_path / 'nothing'}: no such folder"
