@@ -212,10 +212,13 @@ def _drive(engine: Engine, model: Path, backend: str, manifest: DatasetManifest,
            runner_outputs: tuple[TensorSpec, ...]) -> RunResult:
     shards = split(manifest.stems, scale.shards or engine.default_shards())
     threads = options.threads
-    if threads is None and engine.name == "local" and len(shards) > 1 and backend in ("onnxrt", "tf"):
+    # ONNX Runtime's threads spin: workers that each take every core slow each other down, so they share them.
+    # Its CPU kernels split work by output element, never along a sum, so the thread count changes no result bit.
+    # TensorFlow (Eigen) may split a contraction along its sum, so its workers keep the default a plain run has.
+    if threads is None and backend == "onnxrt" and engine.name == "local" and len(shards) > 1:
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-        threads = max(1, cores // min(len(shards), engine.default_shards()))  # workers share the cores
-    if threads is None and engine.name == "ray" and backend in ("onnxrt", "tf"):
+        threads = max(1, cores // min(len(shards), engine.default_shards()))
+    if threads is None and backend == "onnxrt" and engine.name == "ray":
         threads = 1  # what each task asked Ray for
     task_options = replace(options, backend=backend, device=None, threads=threads)
     if previous is not None:

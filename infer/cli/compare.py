@@ -32,6 +32,7 @@ def compare(
                                    help="Compare every intermediate tensor on one batch (ONNX stand-in)."),
     dump_golden: Path | None = typer.Option(None, "--dump-golden",
                                             help="Write TF's intermediate tensors in msaccucmp's golden naming."),
+    workers: int = typer.Option(1, "--workers", help="TensorFlow processes for the golden outputs (batches split)."),
 ) -> None:
     """Compare the converted model's outputs with TensorFlow's, with the metrics of Ascend's accuracy tools.
 
@@ -48,7 +49,12 @@ def compare(
         from binio.errors import InferError
 
         raise InferError(f"--topk {topk}: expected 1 or more")
-    options = CompareOptions(thresholds=Thresholds.parse(threshold), atol=atol, rtol=rtol, topk=topk, labels=labels)
+    if workers < 1:
+        from binio.errors import InferError
+
+        raise InferError(f"--workers {workers}: expected 1 or more")
+    options = CompareOptions(thresholds=Thresholds.parse(threshold), atol=atol, rtol=rtol, topk=topk, labels=labels,
+                             workers=workers)
     def golden_run() -> None:
         err().print("golden outputs: running TensorFlow on the frozen pb (cached for the next compare)",
                     markup=False)

@@ -40,6 +40,7 @@ class CompareOptions:
     labels: Path | None = None
     worst_samples: int = 10
     scatter_points: int = 4000
+    workers: int = 1  # TensorFlow processes computing the golden outputs, the batches split between them
 
 
 def batch_metrics(actual: np.ndarray, golden: np.ndarray, *, atol: float, rtol: float) -> tuple[
@@ -207,7 +208,8 @@ def compare(contract_path: Path, dataset: Path, actual: Path, *, golden: Path | 
         resolve_run_folder(actual, what="--actual")
         options.thresholds.check_outputs([s.name for s in contract.outputs])
         dataset_labels(options.labels, manifest)
-        golden_dir, source = tensorflow_golden(contract, manifest, cache_root=cache_root, on_run=on_golden_run)
+        golden_dir, source = tensorflow_golden(contract, manifest, cache_root=cache_root, on_run=on_golden_run,
+                                               workers=options.workers)
     result = compare_run_folders(contract, manifest, actual, golden_dir, options, golden_source=source)
     if layerwise or dump_golden is not None:
         from infer.compare.layerwise import compare_layers

@@ -41,9 +41,10 @@ def _cached_run(root: Path) -> Path | None:
 
 
 def tensorflow_golden(contract: ModelContract, manifest: DatasetManifest, *, cache_root: Path | None = None,
-                      on_run: Callable[[], None] | None = None) -> tuple[Path, str]:
+                      on_run: Callable[[], None] | None = None, workers: int = 1) -> tuple[Path, str]:
     """The run folder of TensorFlow's outputs for these bins, and whether it came from the cache; `on_run` is
-    called when they are not cached, before TensorFlow starts."""
+    called when they are not cached, before TensorFlow starts. With `workers` > 1 the batches are split over
+    that many TensorFlow processes (`infer.scale`), which write the same files a single run writes."""
     from infer.run import RunOptions, run_model
 
     contract.check_pb_unchanged()
@@ -55,5 +56,11 @@ def tensorflow_golden(contract: ModelContract, manifest: DatasetManifest, *, cac
     log.info("computing golden outputs with TensorFlow on %s", contract.pb_path)
     if on_run is not None:
         on_run()
-    result = run_model(contract.path, manifest.root, root, RunOptions(backend="tf"))
+    if workers > 1:
+        from infer.scale import ScaleOptions, run_sharded
+
+        result = run_sharded(contract.path, manifest.root, root, RunOptions(backend="tf"),
+                             ScaleOptions(shards=workers, devices=tuple(range(workers))))
+    else:
+        result = run_model(contract.path, manifest.root, root, RunOptions(backend="tf"))
     return result.folder, "tensorflow"

@@ -1,0 +1,45 @@
+"""`infer compare --workers N`: the golden outputs from N TensorFlow processes, identical to one process's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from binio.manifest import DatasetManifest, load_manifest
+from infer.compare.compare import CompareOptions, compare
+from infer.compare.golden import tensorflow_golden
+from infer.contract import ModelContract
+from infer.run import run_model
+from infer.run_record import load_run
+from tests.cli import run_cli
+from tests.infer.scale_data import assert_same_outputs, scale_bins
+
+
+@pytest.fixture(scope="module")
+def bins(tmp_path_factory: pytest.TempPathFactory) -> DatasetManifest:
+    return scale_bins(tmp_path_factory.mktemp("compare_scale_bins"))
+
+
+def test_golden_over_two_workers_is_byte_identical_and_so_is_the_comparison(
+        onnx_small_cnn: ModelContract, bins: DatasetManifest, tmp_path: Path) -> None:
+    manifest = load_manifest(bins.root)
+    one, _ = tensorflow_golden(onnx_small_cnn, manifest, cache_root=tmp_path / "one")
+    two, source = tensorflow_golden(onnx_small_cnn, manifest, cache_root=tmp_path / "two", workers=2)
+    assert source == "tensorflow" and two.parent.parent.parent == tmp_path / "two"
+    assert_same_outputs(one, two)
+    record = load_run(two)
+    assert record.completed and record.scale_out is not None and len(record.scale_out.shards) == 2
+    assert tensorflow_golden(onnx_small_cnn, manifest, cache_root=tmp_path / "two", workers=2) == (two, "cache")
+
+    actual = run_model(onnx_small_cnn.path, bins.root, tmp_path / "actual").folder
+    single = compare(onnx_small_cnn.path, bins.root, actual, golden=one, options=CompareOptions())
+    sharded = compare(onnx_small_cnn.path, bins.root, actual, golden=two, options=CompareOptions(workers=2))
+    assert sharded.outputs == single.outputs and sharded.passed
+
+
+def test_workers_below_one_is_refused(onnx_small_cnn: ModelContract, bins: DatasetManifest, tmp_path: Path,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    outcome = run_cli(capsys, "compare", onnx_small_cnn.path, "--input", bins.root, "--actual", tmp_path,
+                      "--workers", "0")
+    assert (outcome.code, outcome.error_line) == (2, "error: --workers 0: expected 1 or more")
