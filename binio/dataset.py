@@ -45,14 +45,20 @@ def _span(names: list[str]) -> str:
     return f"{len(names)} ({names[0]}..{names[-1]})" if names else "0"
 
 
+def check_sha256(path: Path, expected: str, manifest_path: Path) -> None:
+    """Refuses a listed file whose bytes changed since its manifest was written."""
+    if sha256_file(path) != expected:
+        raise BinFileError(f"{path}: sha256 differs from {manifest_path.name}'s (the file changed after dump-bin)",
+                           hint="re-run infer dump-bin to rewrite it")
+
+
 def verify_file(manifest: DatasetManifest, item: InputManifest, index: int, *, sha: bool = True) -> Path:
     """Checks one listed file's size (always) and sha256 (when `sha`); returns its path."""
     entry = item.files[index]
     path = manifest.file_path(item, entry)
     check_bin_size(path, item.spec)
-    if sha and sha256_file(path) != entry.sha256:
-        raise BinFileError(f"{path}: sha256 differs from {manifest.path.name}'s (the file changed after dump-bin)",
-                           hint="re-run infer dump-bin to rewrite it")
+    if sha:
+        check_sha256(path, entry.sha256, manifest.path)
     return path
 
 

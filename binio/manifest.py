@@ -7,14 +7,14 @@ lexicographic order (msame) and natural order (ais_bench) agree; msame pairs the
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from binio.atomic import write_json_atomic
 from binio.dtypes import dtype
 from binio.errors import ManifestError
-from binio.spec import TensorSpec
+from binio.spec import TensorSpec, node_name
 
 SCHEMA = "infer.dataset"
 SCHEMA_VERSION = 1
@@ -60,10 +60,6 @@ class InputManifest:
     @property
     def spec(self) -> TensorSpec:
         return TensorSpec(name=self.tensor, dtype=self.dtype, shape=tuple(self.shape), layout=self.layout)
-
-    @property
-    def nbytes_per_file(self) -> int:
-        return self.spec.nbytes()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -114,12 +110,20 @@ class DatasetManifest:
         """The file stems shared by every input folder, in order (``000000``, ...)."""
         return tuple(Path(f.name).stem for f in self.inputs[0].files) if self.inputs else ()
 
+    def find(self, tensor: str) -> InputManifest | None:
+        """The input `tensor` names: its tensor name, node name (``images`` for ``images:0``) or folder."""
+        exact = next((item for item in self.inputs if item.tensor == tensor), None)
+        if exact is not None:
+            return exact
+        return next((item for item in self.inputs
+                     if node_name(item.tensor) == node_name(tensor) or item.folder == tensor), None)
+
     def input(self, tensor: str) -> InputManifest:
-        for item in self.inputs:
-            if tensor in (item.tensor, item.folder, item.tensor.rsplit(":", 1)[0]):
-                return item
-        names = ", ".join(i.tensor for i in self.inputs)
-        raise ManifestError(f"{self.path}: no input {tensor!r}; it holds: {names}")
+        found = self.find(tensor)
+        if found is None:
+            names = ", ".join(i.tensor for i in self.inputs)
+            raise ManifestError(f"{self.path}: no input {tensor!r}; it holds: {names}")
+        return found
 
     def file_path(self, item: InputManifest, entry: BinEntry) -> Path:
         return self.root / item.folder / entry.name
@@ -134,9 +138,6 @@ class DatasetManifest:
     def save(self) -> DatasetManifest:
         write_json_atomic(self.path, self.to_json())
         return self
-
-    def with_root(self, root: Path) -> DatasetManifest:
-        return replace(self, root=root)
 
 
 def load_manifest(path: Path | str) -> DatasetManifest:

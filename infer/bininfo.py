@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
 from binio.atomic import atomic_path
 from binio.binfile import read_bin
-from binio.dataset import check_manifest_consistent, verify_file
+from binio.dataset import check_manifest_consistent, iter_samples, verify_file
 from binio.dtypes import dtype
 from binio.errors import BinFileError, InferError, OutputExistsError, ShapeError
 from binio.info import TensorStats, merge_stats, tensor_stats
@@ -53,10 +53,9 @@ def _export_input(manifest: DatasetManifest, item: InputManifest, target: Path) 
         array = np.lib.format.open_memmap(tmp, mode="w+", dtype=item.spec.dt.np_dtype,
                                           shape=(manifest.samples, *sample_shape))
         position = 0
-        for index, entry in enumerate(item.files):
-            rows = read_bin(verify_file(manifest, item, index, sha=False), item.spec, mmap=True)[: entry.rows]
-            array[position:position + entry.rows] = rows
-            position += entry.rows
+        for rows in iter_samples(manifest, item.tensor):
+            array[position:position + len(rows)] = rows
+            position += len(rows)
         array.flush()
         del array
 
@@ -81,9 +80,8 @@ def _describe_dataset(root: Path, *, verify: bool, to_npy: Path | None, per_file
     rows: list[InfoRow] = []
     for item in manifest.inputs:
         parts: list[TensorStats] = []
-        for index, entry in enumerate(item.files):
-            path = verify_file(manifest, item, index, sha=False)
-            stats = tensor_stats(read_bin(path, item.spec, mmap=True)[: entry.rows])
+        for entry, samples in zip(item.files, iter_samples(manifest, item.tensor), strict=True):
+            stats = tensor_stats(samples)
             parts.append(stats)
             if per_file:
                 padding = f", {item.shape[0] - entry.rows} padding" if entry.rows < item.shape[0] else ""
@@ -108,8 +106,6 @@ def _describe_dataset(root: Path, *, verify: bool, to_npy: Path | None, per_file
 
 
 def _with_shape(stats: TensorStats, shape: tuple[int, ...]) -> TensorStats:
-    from dataclasses import replace
-
     return replace(stats, shape=tuple(shape))
 
 

@@ -22,11 +22,6 @@ class PreflightError(InferError):
     """Bins that do not fit the model they are about to be fed to."""
 
 
-def _match(manifest: DatasetManifest, spec: TensorSpec) -> InputManifest | None:
-    return next((item for item in manifest.inputs if spec.name == item.tensor or spec.node == item.tensor
-                 or spec.node == item.tensor.rsplit(":", 1)[0]), None)
-
-
 def widens(stored: str, taken: str) -> bool:
     """Whether bins stored as `stored` are fed to a `taken` input with no value changed (float16 -> float32)."""
     return stored != taken and bool(np.can_cast(dtype(stored).np_dtype, dtype(taken).np_dtype, "safe"))
@@ -109,12 +104,12 @@ def preflight(bins: Path, specs: tuple[TensorSpec, ...], *, widen: bool = False)
     manifest = load_manifest(bins)
     model_names = ", ".join(spec.name for spec in specs)
     for spec in specs:
-        if _match(manifest, spec) is None:
+        if manifest.find(spec.name) is None:
             held = ", ".join(item.tensor for item in manifest.inputs)
             raise PreflightError(f"{manifest.path}: no bins for the model's input {spec.name}; it holds {held} "
                                  f"(bins of another model?)", hint=f"the model's inputs are: {model_names}")
     for item in manifest.inputs:
-        if not any(_match(manifest, spec) is item for spec in specs):
+        if not any(manifest.find(spec.name) is item for spec in specs):
             raise PreflightError(f"{manifest.path}: input {item.tensor} is not an input of the model "
                                  f"(its inputs: {model_names})")
     if manifest.file_count == 0:
@@ -126,7 +121,7 @@ def preflight(bins: Path, specs: tuple[TensorSpec, ...], *, widen: bool = False)
 
 
 def input_for(manifest: DatasetManifest, spec: TensorSpec) -> InputManifest:
-    item = _match(manifest, spec)
+    item = manifest.find(spec.name)
     if item is None:  # preflight has refused this already
         raise PreflightError(f"{manifest.path}: no bins for {spec.name}")
     return item

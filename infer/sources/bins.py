@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import bisect
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from binio.binfile import check_bin_size, read_bin, sha256_file
+from binio.binfile import check_bin_size, read_bin
+from binio.dataset import check_sha256
 from binio.dtypes import dtype
 from binio.errors import BinFileError
 from binio.manifest import MANIFEST_NAME, DatasetManifest, InputManifest, load_manifest
@@ -21,12 +23,15 @@ from binio.spec import TensorSpec, format_shape
 from infer.sources.arrays import SourceError
 
 
+@dataclass(frozen=True)
 class _BinPiece:
-    def __init__(self, path: Path, spec: TensorSpec, rows: int, sha256: str | None) -> None:
-        self.path = path
-        self.spec = spec
-        self.rows = rows
-        self.sha256 = sha256
+    """One file's real rows; a file listed in a manifest has its sha256 checked when first read."""
+
+    path: Path
+    spec: TensorSpec
+    rows: int
+    sha256: str | None = None
+    manifest_path: Path | None = None
 
 
 def has_bins(folder: Path) -> bool:
@@ -34,13 +39,22 @@ def has_bins(folder: Path) -> bool:
 
 
 def _pick_input(manifest: DatasetManifest, tensor: str, single_input: bool) -> InputManifest:
-    for item in manifest.inputs:
-        if tensor in (item.tensor, item.folder, item.tensor.rsplit(":", 1)[0]):
-            return item
+    found = manifest.find(tensor)
+    if found is not None:
+        return found
     if single_input and len(manifest.inputs) == 1:
         return manifest.inputs[0]
     names = ", ".join(i.tensor for i in manifest.inputs)
     raise SourceError(f"{manifest.path}: no input {tensor}; it holds: {names}")
+
+
+def _parent_input(folder: Path) -> tuple[DatasetManifest, InputManifest] | None:
+    """The dataset `folder` is one input folder of, with that input's entry."""
+    if not (folder.parent / MANIFEST_NAME).is_file():
+        return None
+    manifest = load_manifest(folder.parent)
+    item = next((i for i in manifest.inputs if i.folder == folder.name), None)
+    return None if item is None else (manifest, item)
 
 
 class BinFolderSource:
@@ -52,14 +66,11 @@ class BinFolderSource:
         self._shape = sample_shape
         self._pieces: list[_BinPiece] = []
         self._manifest_source = ""
-        manifest_path = folder / MANIFEST_NAME
-        parent_manifest = folder.parent / MANIFEST_NAME
-        if manifest_path.is_file():
-            self._from_manifest(load_manifest(manifest_path), _pick_input(load_manifest(manifest_path), tensor,
-                                                                          single_input))
-        elif parent_manifest.is_file() and any(i.folder == folder.name for i in load_manifest(parent_manifest).inputs):
-            manifest = load_manifest(parent_manifest)
-            self._from_manifest(manifest, next(i for i in manifest.inputs if i.folder == folder.name))
+        if (folder / MANIFEST_NAME).is_file():
+            manifest = load_manifest(folder)
+            self._from_manifest(manifest, _pick_input(manifest, tensor, single_input))
+        elif (parent := _parent_input(folder)) is not None:
+            self._from_manifest(*parent)
         else:
             self._bare(sorted(folder.glob("*.bin")), dtype_name)
         self._starts = [0]
@@ -69,13 +80,11 @@ class BinFolderSource:
 
     def _from_manifest(self, manifest: DatasetManifest, item: InputManifest) -> None:
         self._manifest_source = item.source
-        if tuple(item.shape[1:]) != self._shape:
-            # Reported by the caller's shape check with the model's shape beside it.
-            self._shape = tuple(item.shape[1:])
+        self._shape = tuple(item.shape[1:])  # the caller's shape check names it beside the model's
         for entry in item.files:
             path = manifest.file_path(item, entry)
             check_bin_size(path, item.spec)
-            self._pieces.append(_BinPiece(path, item.spec, entry.rows, entry.sha256))
+            self._pieces.append(_BinPiece(path, item.spec, entry.rows, entry.sha256, manifest.path))
 
     def _bare(self, files: list[Path], dtype_name: str) -> None:
         if not files:
@@ -92,7 +101,7 @@ class BinFolderSource:
                 )
             rows = size // sample_bytes
             spec = TensorSpec(name=path.name, dtype=dt.name, shape=(rows, *self._shape))
-            self._pieces.append(_BinPiece(path, spec, rows, None))
+            self._pieces.append(_BinPiece(path, spec, rows))
 
     @property
     def samples(self) -> int | None:
@@ -115,9 +124,8 @@ class BinFolderSource:
 
     def _piece_rows(self, index: int) -> np.ndarray:
         piece = self._pieces[index]
-        if piece.sha256 is not None and index not in self._verified:
-            if sha256_file(piece.path) != piece.sha256:
-                raise BinFileError(f"{piece.path}: sha256 differs from its dataset.json (the file changed)")
+        if piece.sha256 is not None and piece.manifest_path is not None and index not in self._verified:
+            check_sha256(piece.path, piece.sha256, piece.manifest_path)
             self._verified.add(index)
         return read_bin(piece.path, piece.spec, mmap=True)[: piece.rows]
 

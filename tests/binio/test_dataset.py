@@ -66,3 +66,13 @@ def test_inputs_with_different_files_are_refused(tmp_path: Path) -> None:
     with pytest.raises(ManifestError, match=r"input ids:0 has files 2 \(000000.bin..000001.bin\), input images:0 "
                                             r"has 3 \(000000.bin..000002.bin\)"):
         open_dataset(tmp_path)
+
+
+def test_an_input_is_found_by_tensor_node_or_folder_name(tmp_path: Path) -> None:
+    manifest, _, _ = _dataset(tmp_path)
+    ids = manifest.inputs[1]
+    assert [manifest.find(name) for name in ("ids:0", "ids", "ids:1")] == [ids, ids, ids]
+    assert manifest.find("images") is manifest.inputs[0] and manifest.find("labels:0") is None
+    with pytest.raises(ManifestError) as caught:
+        manifest.input("labels")
+    assert str(caught.value) == f"{manifest.path}: no input 'labels'; it holds: images:0, ids:0"

@@ -313,6 +313,18 @@ def test_a_truncated_existing_bin_is_refused(capsys: pytest.CaptureFixture[str],
     assert line == f"error: {truncated}: expected 1536 bytes for shape (2,8,8,3) float32, got 1000"
 
 
+def test_a_changed_bin_of_a_dataset_is_refused_when_rebatched(capsys: pytest.CaptureFixture[str],
+                                                              frozen_small_cnn: ModelContract, tmp_path: Path) -> None:
+    np.save(tmp_path / "data.npy", np.zeros((4, 8, 8, 3), np.float32))
+    assert run_cli(capsys, "dump-bin", "-m", frozen_small_cnn.path, "-o", tmp_path / "old",
+                   tmp_path / "data.npy").code == 0
+    changed = tmp_path / "old" / "images" / "000001.bin"
+    changed.write_bytes(bytes(range(256)) * (changed.stat().st_size // 256))  # same size, other bytes
+    for source in (tmp_path / "old", tmp_path / "old" / "images"):  # the dataset, or one of its input folders
+        line = _refused(capsys, tmp_path / "bins", "-m", frozen_small_cnn.path, source)
+        assert line == f"error: {changed}: sha256 differs from dataset.json's (the file changed after dump-bin)"
+
+
 def test_an_existing_output_is_refused_without_force(capsys: pytest.CaptureFixture[str],
                                                      frozen_small_cnn: ModelContract, tmp_path: Path) -> None:
     np.save(tmp_path / "data.npy", np.zeros((2, 8, 8, 3), np.float32))
