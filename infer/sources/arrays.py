@@ -19,18 +19,14 @@ class SourceError(InferError):
     """A dataset source that cannot be read as the samples of a model input."""
 
 
-def _checked_array(path: Path, array: np.ndarray, what: str) -> np.ndarray:
+def _checked_array(array: np.ndarray, what: str) -> np.ndarray:
     if array.ndim == 0:
         raise SourceError(f"{what}: a scalar, expected an array of samples (samples first)")
-    from_numpy_or_refuse(array.dtype, what)
-    return array
-
-
-def from_numpy_or_refuse(value: np.dtype, what: str) -> None:
     try:
-        from_numpy(value)
+        from_numpy(array.dtype)
     except InferError:
-        raise SourceError(f"{what}: dtype {value} is not a tensor dtype (numbers or bool expected)") from None
+        raise SourceError(f"{what}: dtype {array.dtype} is not a tensor dtype (numbers or bool expected)") from None
+    return array
 
 
 def _pickle_refused(what: str) -> SourceError:
@@ -38,7 +34,31 @@ def _pickle_refused(what: str) -> SourceError:
                        hint="save the samples as a plain numeric array (np.save(path, np.asarray(x, 'float32')))")
 
 
-class NpySource:
+class _ArraySource:
+    """Rows of one array, samples first: what a .npy and an .npz member have in common."""
+
+    array: np.ndarray
+
+    @property
+    def samples(self) -> int | None:
+        return int(self.array.shape[0])
+
+    @property
+    def sample_shape(self) -> tuple[int, ...]:
+        return tuple(int(d) for d in self.array.shape[1:])
+
+    @property
+    def preprocessing(self) -> dict[str, Any]:
+        return {}
+
+    def read(self, start: int, stop: int) -> np.ndarray:
+        return self.array[start:stop]
+
+    def close(self) -> None:
+        pass
+
+
+class NpySource(_ArraySource):
     """A ``.npy`` file, memory-mapped: rows are read from disk as batches are written."""
 
     def __init__(self, path: Path) -> None:
@@ -51,24 +71,12 @@ class NpySource:
             raise SourceError(f"{path}: not a readable .npy file ({exc})") from None
         except OSError as exc:
             raise SourceError(f"{path}: cannot read ({exc.strerror or exc})") from None
-        self.array = _checked_array(path, array, str(path))
+        self.array = _checked_array(array, str(path))
         self._released = 0  # bytes of the mapping handed back to the kernel
-
-    @property
-    def samples(self) -> int | None:
-        return int(self.array.shape[0])
-
-    @property
-    def sample_shape(self) -> tuple[int, ...]:
-        return tuple(int(d) for d in self.array.shape[1:])
 
     @property
     def description(self) -> str:
         return str(self.path)
-
-    @property
-    def preprocessing(self) -> dict[str, Any]:
-        return {}
 
     def read(self, start: int, stop: int) -> np.ndarray:
         self._release_before(start)
@@ -107,7 +115,7 @@ def npz_key_for(keys: list[str], tensor: str) -> str | None:
     return None
 
 
-class NpzSource:
+class NpzSource(_ArraySource):
     """One array of a ``.npz``, the key matched to the input's name. Loaded whole (npz members are zipped)."""
 
     def __init__(self, path: Path, tensor: str, *, single_input: bool) -> None:
@@ -134,26 +142,8 @@ class NpzSource:
                 if "allow_pickle" in str(exc):
                     raise _pickle_refused(f"{path}[{key}]") from None
                 raise SourceError(f"{path}[{key}]: cannot read ({exc})") from None
-        self.array = _checked_array(path, array, f"{path}[{key}]")
-
-    @property
-    def samples(self) -> int | None:
-        return int(self.array.shape[0])
-
-    @property
-    def sample_shape(self) -> tuple[int, ...]:
-        return tuple(int(d) for d in self.array.shape[1:])
+        self.array = _checked_array(array, f"{path}[{key}]")
 
     @property
     def description(self) -> str:
         return f"{self.path}[{self.key}]"
-
-    @property
-    def preprocessing(self) -> dict[str, Any]:
-        return {}
-
-    def read(self, start: int, stop: int) -> np.ndarray:
-        return self.array[start:stop]
-
-    def close(self) -> None:
-        pass

@@ -463,3 +463,15 @@ def test_an_image_folder_for_a_non_image_input_names_the_folder(capsys: pytest.C
                     "--input", "mask=const:1")
     assert line == (f"error: {tmp_path / 'images'}: a folder of images for input ids:0, which is not an image input: "
                     "images need a 4-D input (N,H,W,C or N,C,H,W), its samples have shape (4)")
+
+
+@pytest.mark.parametrize(("array", "found"), [
+    (np.full((2, 8, 8, 3), "a"), "dtype <U1 is not a tensor dtype (numbers or bool expected)"),
+    (np.zeros((2, 8, 8, 3), np.complex64), "dtype complex64 is not a tensor dtype (numbers or bool expected)"),
+    (np.float32(3), "a scalar, expected an array of samples (samples first)"),
+])
+def test_an_npy_that_holds_no_samples_is_refused(capsys: pytest.CaptureFixture[str], frozen_small_cnn: ModelContract,
+                                                 tmp_path: Path, array: np.ndarray, found: str) -> None:
+    np.save(tmp_path / "data.npy", array)
+    line = _refused(capsys, tmp_path / "bins", "-m", frozen_small_cnn.path, tmp_path / "data.npy")
+    assert line == f"error: {tmp_path / 'data.npy'}: {found}"
