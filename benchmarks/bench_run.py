@@ -1,11 +1,12 @@
-"""`infer run` speed, by hand: ``python benchmarks/bench_run.py [--batches N] [--threads N]``.
+"""`infer run` speed: ``python benchmarks/bench_run.py [--batches N] [--threads N] [--repeat N] [--quick]``.
 
 Builds a medium CNN (TF1 raw ops), freezes it, converts it to the ONNX stand-in, writes N batches of bins, then
 measures in this one run, best of --repeat:
 - the ONNX Runtime runner (`infer.run.run_model`, backend onnxrt) against a hand-written loop of
   `InferenceSession.run` over the same bins (read with np.fromfile, outputs written with tofile); target >= 0.9x;
 - TensorFlow's throughput (backend tf, the golden reference) against ONNX Runtime's.
-Figures are ratios against a baseline measured in the same run, so the machine's speed cancels out.
+Figures are ratios against a baseline measured in the same run, so the machine's speed cancels out; `main()`
+returns them for benchmarks/run_all.py.
 """
 
 from __future__ import annotations
@@ -30,12 +31,14 @@ from infer.run import RunOptions, run_model
 from infer.run_record import load_run
 
 BATCH, SIDE, CHANNELS = 8, 64, 3
+Row = tuple[str, float, str]
 
 
 def build_model(folder: Path) -> ModelContract:
     """conv(32) -> relu -> pool -> conv(64) -> relu -> pool -> conv(64) -> relu -> mean -> dense(10) -> softmax."""
     import tensorflow as tf
 
+    tf.get_logger().setLevel("ERROR")  # TF1 API deprecation notices would bury the figures
     tf1 = tf.compat.v1
     graph = tf.Graph()
     with graph.as_default():
@@ -106,23 +109,19 @@ def best(results: list[tuple[float, float]]) -> tuple[float, float]:
     return min(r[0] for r in results), min(r[1] for r in results)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--batches", type=int, default=40)
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--repeat", type=int, default=3)
-    args = parser.parse_args()
+def measure(batches: int, threads: int, repeat: int) -> list[Row]:
+    """Prints the throughputs; rows for run_all.py."""
     work = Path(tempfile.mkdtemp(prefix="bench-run-"))
     try:
         contract = build_model(work / "model")
-        bins = write_bins(work / "bins", args.batches)
-        samples = BATCH * args.batches
+        bins = write_bins(work / "bins", batches)
+        samples = BATCH * batches
 
         def by_runner(backend: str) -> Callable[[int], tuple[float, float]]:
             def measure(attempt: int) -> tuple[float, float]:
                 start = time.perf_counter()
                 result = run_model(contract.path, bins.root, work / f"{backend}-{attempt}",
-                                   RunOptions(backend=backend, threads=args.threads))
+                                   RunOptions(backend=backend, threads=threads))
                 wall = time.perf_counter() - start
                 record = load_run(result.folder)
                 return wall, sum(record.latency.per_batch_ms) / 1000.0
@@ -130,8 +129,8 @@ def main() -> None:
 
         # Interleaved rounds, best of each: the machine is shared, and a slow spell should hit every contender.
         rounds: dict[str, list[tuple[float, float]]] = {"hand": [], "onnxrt": [], "tf": []}
-        for attempt in range(args.repeat):
-            rounds["hand"].append(hand_loop(contract, bins, work / f"hand-{attempt}", args.threads))
+        for attempt in range(repeat):
+            rounds["hand"].append(hand_loop(contract, bins, work / f"hand-{attempt}", threads))
             rounds["onnxrt"].append(by_runner("onnxrt")(attempt))
             rounds["tf"].append(by_runner("tf")(attempt))
         hand_wall, hand_inside = best(rounds["hand"])
@@ -141,8 +140,8 @@ def main() -> None:
         def rate(seconds: float) -> str:
             return f"{samples / seconds:9.1f} samples/s"
 
-        print(f"model: CNN {BATCH}x{SIDE}x{SIDE}x{CHANNELS}, {args.batches} batches, {args.threads} thread(s), "
-              f"best of {args.repeat}")
+        print(f"model: CNN {BATCH}x{SIDE}x{SIDE}x{CHANNELS}, {batches} batches, {threads} thread(s), "
+              f"best of {repeat}")
         print(f"hand loop, session.run only       {rate(hand_inside)}")
         print(f"onnxrt runner, infer calls only   {rate(ort_inside)}   {hand_inside / ort_inside:.3f}x the hand loop")
         print(f"hand loop, end to end             {rate(hand_wall)}")
@@ -150,9 +149,25 @@ def main() -> None:
               "(+ preflight, run.json, atomic writes)")
         print(f"infer run tf, infer calls only    {rate(tf_inside)}   {ort_inside / tf_inside:.3f}x onnxrt")
         print(f"infer run tf, end to end          {rate(tf_wall)}   {ort_wall / tf_wall:.3f}x onnxrt")
+        return [("run onnxrt, session.run only", hand_inside / ort_inside,
+                 "throughput vs hand-written InferenceSession.run loop, target >= 0.9"),
+                ("run onnxrt, end to end", hand_wall / ort_wall,
+                 "throughput vs the hand loop end to end (+ preflight, run.json, atomic writes), target >= 0.9"),
+                ("run tf, end to end", ort_wall / tf_wall, "TensorFlow's throughput vs ONNX Runtime's")]
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
 
+def main(quick: bool = False) -> list[Row]:
+    return measure(batches=10 if quick else 40, threads=1, repeat=1 if quick else 3)
+
+
 if __name__ == "__main__":
-    main()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--batches", type=int, help="default 40; 10 with --quick")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--repeat", type=int, help="default 3; 1 with --quick")
+    parser.add_argument("--quick", action="store_true", help="fewer batches, one round")
+    args = parser.parse_args()
+    measure(batches=args.batches or (10 if args.quick else 40), threads=args.threads,
+            repeat=args.repeat or (1 if args.quick else 3))

@@ -2,9 +2,11 @@
 
     python benchmarks/run_all.py            # every benchmarks/bench_*.py
     python benchmarks/run_all.py run dump   # only those whose name contains one of these words
+    python benchmarks/run_all.py --quick    # smaller cases, one round each: a check that they all still run
 
 The convention every benchmark module follows (and the only one):
-- it is ``benchmarks/bench_<stage>.py`` and defines ``def main() -> list[tuple[str, float, str]]``;
+- it is ``benchmarks/bench_<stage>.py`` and defines ``def main(quick: bool = False) -> list[tuple[str, float,
+  str]]``, where ``quick`` asks for a smaller case;
 - ``main()`` measures its case and its baseline in the same run, prints its own details, and returns one row
   per comparison: (name, ratio, note), where ratio = ours / baseline in the direction the note says (e.g.
   "throughput vs numpy loop, target >= 0.9");
@@ -55,13 +57,13 @@ def _rows(value: object) -> list[Row]:
     return rows
 
 
-def run_one(path: Path) -> tuple[list[Row], str, float]:
+def run_one(path: Path, *, quick: bool = False) -> tuple[list[Row], str, float]:
     """(rows, problem, seconds): problem is "" when main() returned rows."""
     start = time.monotonic()
     argv = sys.argv
     sys.argv = [str(path)]  # a benchmark reads no arguments of ours
     try:
-        returned = _load(path).main()
+        returned = _load(path).main(quick=quick)
     except Exception as exc:  # one failing benchmark must not hide the others' figures
         traceback.print_exc()
         return [], f"failed: {type(exc).__name__}: {exc}", time.monotonic() - start
@@ -97,7 +99,7 @@ def format_table(results: Sequence[tuple[str, list[Row], str, float]]) -> str:
     return "\n".join(lines)
 
 
-def main(words: Sequence[str] = ()) -> int:
+def main(words: Sequence[str] = (), *, quick: bool = False) -> int:
     files = benchmark_files(words)
     if not files:
         print(f"no benchmarks/bench_*.py matches {' '.join(words)}", file=sys.stderr)
@@ -105,14 +107,15 @@ def main(words: Sequence[str] = ()) -> int:
     results = []
     for path in files:
         print(f"== {path.name}", flush=True)
-        rows, problem, seconds = run_one(path)
+        rows, problem, seconds = run_one(path, quick=quick)
         results.append((path.stem.removeprefix("bench_"), rows, problem, seconds))
     print()
-    print(f"machine: {machine()}")
+    print(f"machine: {machine()}{' (--quick: smaller cases)' if quick else ''}")
     print(format_table(results))
     return 1 if any(problem for _, _, problem, _ in results) else 0
 
 
 if __name__ == "__main__":
     sys.path.insert(0, str(HERE.parent))  # the benchmarks import the package from the checkout
-    sys.exit(main(sys.argv[1:]))
+    arguments = sys.argv[1:]
+    sys.exit(main([a for a in arguments if a != "--quick"], quick="--quick" in arguments))
