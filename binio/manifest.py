@@ -6,12 +6,12 @@ lexicographic order (msame) and natural order (ais_bench) agree; msame pairs the
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from binio.atomic import write_json_atomic
+from binio.document import load_document
 from binio.dtypes import dtype
 from binio.errors import ManifestError
 from binio.spec import TensorSpec, node_name
@@ -145,17 +145,9 @@ def load_manifest(path: Path | str) -> DatasetManifest:
     path = Path(path)
     if path.is_dir():
         path = path / MANIFEST_NAME
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise ManifestError(f"{path}: no such dataset manifest", hint="infer dump-bin writes dataset.json") from None
-    except json.JSONDecodeError as exc:
-        raise ManifestError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
-    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
-        raise ManifestError(f"{path}: not an infer dataset manifest (expected schema {SCHEMA!r})")
-    if not isinstance(data.get("version"), int) or data["version"] > SCHEMA_VERSION:
-        raise ManifestError(f"{path}: manifest version {data.get('version')} is newer than this infer reads "
-                            f"(up to {SCHEMA_VERSION})", hint="upgrade infer")
+    data = load_document(path, schema=SCHEMA, version=SCHEMA_VERSION, kind="dataset manifest", short="manifest",
+                         error=ManifestError, missing="no such dataset manifest",
+                         missing_hint="infer dump-bin writes dataset.json")
     try:
         return DatasetManifest(
             root=path.parent, batch=int(data["batch"]), samples=int(data["samples"]),

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -11,6 +10,7 @@ import numpy as np
 
 from binio.atomic import write_json_atomic
 from binio.binfile import read_bin
+from binio.document import load_document
 from binio.errors import InferError
 from binio.spec import TensorSpec
 from infer.layout import RUN_JSON, newest_run_folder, output_file_name, parse_timestamp_folder
@@ -118,18 +118,9 @@ def load_run(folder: Path | str) -> RunRecord:
     if not (folder / RUN_JSON).is_file() and parse_timestamp_folder(folder.name) is None:
         folder = newest_run_folder(folder)
     path = folder / RUN_JSON
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise RunRecordError(f"{path}: no run.json in this run folder",
-                             hint="infer run writes it; a folder written by msame alone has none") from None
-    except json.JSONDecodeError as exc:
-        raise RunRecordError(f"{path}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
-    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
-        raise RunRecordError(f"{path}: not an infer run record (expected schema {SCHEMA!r})")
-    if not isinstance(data.get("version"), int) or data["version"] > SCHEMA_VERSION:
-        raise RunRecordError(f"{path}: run record version {data.get('version')} is newer than this infer reads "
-                             f"(up to {SCHEMA_VERSION})", hint="upgrade infer")
+    data = load_document(path, schema=SCHEMA, version=SCHEMA_VERSION, kind="run record", short="run record",
+                         error=RunRecordError, missing="no run.json in this run folder",
+                         missing_hint="infer run writes it; a folder written by msame alone has none")
     try:
         dataset = data["dataset"]
         throughput = data.get("throughput_samples_per_s")

@@ -147,6 +147,20 @@ def test_interrupted_run_keeps_finished_outputs_and_is_marked_incomplete(
         assert record.read_output(stem, 0).shape == (2, 5)
 
 
+def test_a_run_folder_whose_run_json_is_foreign_or_missing(tmp_path: Path) -> None:
+    from infer.run_record import RunRecordError
+
+    run = tmp_path / "20240101_120000"
+    run.mkdir()
+    with pytest.raises(RunRecordError) as missing:
+        load_run(run)
+    assert str(missing.value) == f"{run / RUN_JSON}: no run.json in this run folder"
+    (run / RUN_JSON).write_text('{"schema": "infer.dataset", "version": 1}')
+    with pytest.raises(RunRecordError) as foreign:
+        load_run(run)
+    assert str(foreign.value) == f"{run / RUN_JSON}: not an infer run record (expected schema 'infer.run')"
+
+
 # The command line: the exact `error:` line of each refusal.
 
 

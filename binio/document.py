@@ -1,0 +1,38 @@
+"""Reading the JSON documents the stages leave (dataset.json, run.json, model.json): each names its schema and
+version, so a foreign file or one from a newer infer is refused by name instead of half-read."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from binio.errors import InferError
+
+
+def load_document(path: Path, *, schema: str, version: int, kind: str, short: str, error: type[InferError],
+                  missing: str, missing_hint: str) -> dict[str, Any]:
+    """The JSON object in `path`, after checking its ``schema`` and that its ``version`` is at most `version`.
+
+    `kind` names the document in full (``dataset manifest``), `short` where it starts a sentence (``manifest``);
+    every refusal is an `error`, with `missing` (and `missing_hint`) when the file is not there.
+    """
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise error(f"{path}: {missing}", hint=missing_hint) from None
+    except OSError as exc:
+        raise error(f"{path}: cannot read ({exc.strerror or exc})") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise error(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+    if not isinstance(data, dict) or data.get("schema") != schema:
+        raise error(f"{path}: not an infer {kind} (expected schema {schema!r})")
+    found = data.get("version")
+    if not isinstance(found, int) or isinstance(found, bool):
+        raise error(f"{path}: {short} has no integer 'version' (found {found!r})")
+    if found > version:
+        raise error(f"{path}: {short} version {found} is newer than this infer reads (up to {version})",
+                    hint="upgrade infer")
+    return data
