@@ -18,7 +18,7 @@ equals the all-in-memory one up to the order of float additions.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 
@@ -75,7 +75,7 @@ class _Moments:
 
 @dataclass
 class MetricAccumulator:
-    """Pass one: feed every batch to `add`. Then, if `kl_pass` is wanted, feed every batch again to `add_kl`."""
+    """Pass one: feed every batch to `add`. Then pass two, for KL: feed every batch again to `add_kl`."""
 
     atol: float
     rtol: float
@@ -96,9 +96,7 @@ class MetricAccumulator:
     max_y: float = -math.inf
     moments_x: _Moments = field(default_factory=_Moments)
     moments_y: _Moments = field(default_factory=_Moments)
-    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(
-        ("nan_actual", "inf_actual", "nan_golden", "inf_golden", "beyond_fp16_actual", "beyond_fp16_golden",
-         "nonfinite_actual_where_golden_finite"), 0))
+    counts: dict[str, int] = field(default_factory=lambda: {f.name: 0 for f in fields(ValueCounts)})
     kl_sum_a: float = 0.0
     kl_sum_b: float = 0.0
     kl_sum_alogab: float = 0.0

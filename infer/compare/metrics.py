@@ -107,16 +107,16 @@ class Metrics:
                 f"({self.golden_mean:.6g};{self.golden_std:.6g})")
 
     def to_json(self) -> dict[str, Any]:
-        document: dict[str, Any] = {name: _json_float(self.value(name)) for name in SCALAR_METRICS}
+        document: dict[str, Any] = {name: json_float(self.value(name)) for name in SCALAR_METRICS}
         document["StandardDeviation"] = {
-            "actual_mean": _json_float(self.actual_mean), "actual_std": _json_float(self.actual_std),
-            "golden_mean": _json_float(self.golden_mean), "golden_std": _json_float(self.golden_std),
+            "actual_mean": json_float(self.actual_mean), "actual_std": json_float(self.actual_std),
+            "golden_mean": json_float(self.golden_mean), "golden_std": json_float(self.golden_std),
         }
         document.update(elements=self.elements, atol=self.atol, rtol=self.rtol, counts=self.counts.to_json())
         return document
 
 
-def _json_float(value: float) -> float | str:
+def json_float(value: float) -> float | str:
     """JSON has no NaN or inf: they are written as the strings "NaN", "inf", "-inf"."""
     if math.isnan(value):
         return "NaN"

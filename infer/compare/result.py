@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
-from infer.compare.metrics import Metrics
+from infer.compare.metrics import Metrics, json_float
 from infer.compare.thresholds import Failure
 from infer.compare.topk import TopKResult
 
@@ -35,7 +34,8 @@ class SampleScore:
 
     def to_json(self) -> dict[str, Any]:
         return {"sample": self.sample, "stem": self.stem, "row": self.row,
-                "cosine_similarity": _num(self.cosine_similarity), "max_absolute_error": _num(self.max_absolute_error)}
+                "cosine_similarity": json_float(self.cosine_similarity),
+                "max_absolute_error": json_float(self.max_absolute_error)}
 
 
 @dataclass(frozen=True)
@@ -170,11 +170,3 @@ class CompareResult:
             "layerwise": None if self.layerwise is None else self.layerwise.to_json(),
             "dumped_golden": self.dumped_golden or None,
         }
-
-
-def _num(value: float) -> float | str:
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "inf" if value > 0 else "-inf"
-    return value
