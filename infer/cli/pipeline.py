@@ -62,6 +62,11 @@ def init(
     """
     from infer.pipeline.template import values_from_model, write_template
 
+    if output.is_dir():
+        from binio.errors import InferError
+
+        raise InferError(f"-o {output}: is a folder; expected the pipeline file to write",
+                         hint=f"-o {output / 'pipeline.toml'}")
     if output.exists() and not force:
         from binio.errors import OutputExistsError
 

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from binio.errors import InferError
 from infer.demo.dataset import DemoDataset, write_dataset
 from infer.demo.model import DemoModel, build_demo_model
 from infer.pipeline.config import load_config
@@ -55,6 +56,8 @@ def run_demo(out_dir: Path, *, on_step: Callable[[str], None] | None = None,
     A second run in the same folder rebuilds the same bytes, so the pipeline skips every stage that follows.
     """
     out_dir = Path(out_dir)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise InferError(f"-o {out_dir}: is a file; the demo writes into a folder", hint="-o a new or demo folder")
     out_dir.mkdir(parents=True, exist_ok=True)
     model = build_demo_model(out_dir / "checkpoint")
     if on_step is not None:

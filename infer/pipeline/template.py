@@ -157,6 +157,9 @@ def values_from_model(model: Path, *, data_source: str = "images/", labels: str 
     if relative_to is not None:
         source = os.path.relpath(Path(model).resolve(), Path(relative_to).resolve())
     dynamic = [p.tensor for p in fed if p.tensor in inputs and p.dynamic_dims]
+    # A graph whose inputs already have a static batch (a frozen pb) must be given that batch, not 1.
+    static = {p.shape[0] for p in fed if p.tensor in inputs and p.shape and p.shape[0] is not None}
+    batch = static.pop() if len(static) == 1 else 1
     notes = [f"Written by `infer pipeline init` from {model} ({report.kind}, {report.parameters:,} parameters)."]
     if dynamic:
         notes.append(f"Inputs with dynamic dims: {', '.join(dynamic)}; `batch` fixes the first one.")
@@ -164,6 +167,6 @@ def values_from_model(model: Path, *, data_source: str = "images/", labels: str 
         notes.append(f"Placeholders {', '.join(outputs)} does not read, left out of inputs: {', '.join(unused)}.")
     if not outputs:
         notes.append("inspect found no output candidate: fill in [model] outputs.")
-    return TemplateValues(source=source, outputs=outputs, inputs=inputs, data_source=data_source, labels=labels,
-                          notes=tuple(notes), other_candidates=tuple(c.tensor for c in report.candidates[1:4]),
-                          switches=switches)
+    return TemplateValues(source=source, outputs=outputs, inputs=inputs, batch=batch, data_source=data_source,
+                          labels=labels, notes=tuple(notes),
+                          other_candidates=tuple(c.tensor for c in report.candidates[1:4]), switches=switches)

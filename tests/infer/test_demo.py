@@ -10,7 +10,7 @@ import pytest
 
 from infer.demo.run import DemoResult, run_demo
 from infer.pipeline.stages import STAGES
-from tests.cli import run_cli
+from tests.cli import Outcome, run_cli
 
 pytestmark = pytest.mark.slow
 
@@ -18,6 +18,18 @@ pytestmark = pytest.mark.slow
 def _sync(capsys: pytest.CaptureFixture[str], result: DemoResult) -> None:
     """Brings the pipeline state back to the demo's own file, whatever an earlier test on this worker changed."""
     assert run_cli(capsys, "pipeline", "run", str(result.pipeline_file)).code == 0
+
+
+def _run_edited(capsys: pytest.CaptureFixture[str], result: DemoResult, old: str, new: str) -> Outcome:
+    """`infer pipeline run` on the demo's pipeline file with `old` replaced by `new`; the file is restored after."""
+    toml = result.pipeline_file
+    text = toml.read_text()
+    assert old in text, f"{old!r} is not in {toml}"
+    toml.write_text(text.replace(old, new))
+    try:
+        return run_cli(capsys, "pipeline", "run", str(toml))
+    finally:
+        toml.write_text(text)
 
 
 @pytest.fixture(scope="module")
@@ -90,13 +102,7 @@ def test_changed_precision_reruns_convert_and_what_follows(demo: tuple[DemoResul
                                                            capsys: pytest.CaptureFixture[str]) -> None:
     result, _ = demo
     _sync(capsys, result)
-    toml = result.pipeline_file
-    text = toml.read_text()
-    toml.write_text(text.replace('precision_mode = "force_fp16"', 'precision_mode = "force_fp32"'))
-    try:
-        outcome = run_cli(capsys, "pipeline", "run", str(toml))
-    finally:
-        toml.write_text(text)
+    outcome = _run_edited(capsys, result, 'precision_mode = "force_fp16"', 'precision_mode = "force_fp32"')
     assert outcome.code == 0, outcome.err
     ran = {line.split()[0]: line.split()[1] != "skip" for line in outcome.out.splitlines()
            if line.split() and line.split()[0] in STAGES}
@@ -124,18 +130,27 @@ def test_pipeline_init_from_the_demo_checkpoint(demo: tuple[DemoResult, list[str
     again = run_cli(capsys, "pipeline", "init", str(result.model.prefix), "-o", str(target))
     assert again.code == 2
     assert again.error_line == f"error: {target}: exists already"
+    folder = run_cli(capsys, "pipeline", "init", str(result.model.prefix), "-o", str(tmp_path))
+    assert folder.error_line == f"error: -o {tmp_path}: is a folder; expected the pipeline file to write"
+
+
+def test_pipeline_init_from_a_frozen_pb_takes_its_static_batch(demo: tuple[DemoResult, list[str]], tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    from infer.pipeline.config import load_config
+
+    result, _ = demo
+    target = tmp_path / "pipeline.toml"
+    outcome = run_cli(capsys, "pipeline", "init", str(result.pipeline.work_dir / "model" / "model.pb"), "-o",
+                      str(target), "--data", str(result.dataset.image_folder))
+    assert outcome.code == 0, outcome.err
+    config = load_config(target)
+    assert (config.model.inputs, config.model.batch) == (("images:0",), 8)  # the pb's (8,32,32,3); 1 would clash
 
 
 def test_report_says_why_there_is_no_atc_command(demo: tuple[DemoResult, list[str]],
                                                  capsys: pytest.CaptureFixture[str]) -> None:
     result, _ = demo
-    toml = result.pipeline_file
-    text = toml.read_text()
-    toml.write_text(text.replace('# soc_version = "Ascend310"', 'soc_version = "Ascend999"'))
-    try:
-        outcome = run_cli(capsys, "pipeline", "run", str(toml))
-    finally:
-        toml.write_text(text)
+    outcome = _run_edited(capsys, result, '# soc_version = "Ascend310"', 'soc_version = "Ascend999"')
     assert outcome.code == 0, outcome.err  # the stand-in has no soc version to refuse
     lines = outcome.out.splitlines()
     note = lines[lines.index("on an Ascend machine, by hand:") + 1]
@@ -146,15 +161,9 @@ def test_report_says_why_there_is_no_atc_command(demo: tuple[DemoResult, list[st
 def test_stricter_threshold_reruns_only_compare_and_fails(demo: tuple[DemoResult, list[str]],
                                                           capsys: pytest.CaptureFixture[str]) -> None:
     result, _ = demo
-    toml = result.pipeline_file
-    text = toml.read_text()
     _sync(capsys, result)
     # fp16 storage puts the max |diff| near 1e-3: a limit of 1e-6 on it must fail.
-    toml.write_text(text.replace("[compare]\n", "[compare]\nthresholds = { max_abs = 1e-6 }\n"))
-    try:
-        outcome = run_cli(capsys, "pipeline", "run", str(toml))
-    finally:
-        toml.write_text(text)
+    outcome = _run_edited(capsys, result, "[compare]\n", "[compare]\nthresholds = { max_abs = 1e-6 }\n")
     assert outcome.code == 1
     stage_lines = [line for line in outcome.out.splitlines() if line.split() and line.split()[0] in STAGES]
     assert [line.split()[1] == "skip" for line in stage_lines] == [True] * 5 + [False]
@@ -168,14 +177,8 @@ def test_layerwise_on_the_demo_model_marks_no_tensor_under_fp16(demo: tuple[Demo
     """force_fp16 keeps every layer close; tf2onnx computes the stem in NCHW, whose pooled (8,16,16,16) tensor has
     the same shape in either layout, and must still be read in TensorFlow's."""
     result, _ = demo
-    toml = result.pipeline_file
-    text = toml.read_text()
     _sync(capsys, result)
-    toml.write_text(text.replace("[compare]\n", "[compare]\nlayerwise = true\n"))
-    try:
-        outcome = run_cli(capsys, "pipeline", "run", str(toml))
-    finally:
-        toml.write_text(text)
+    outcome = _run_edited(capsys, result, "[compare]\n", "[compare]\nlayerwise = true\n")
     assert outcome.code == 0, outcome.out + outcome.err
     report = json.loads((result.pipeline.work_dir / "report" / "report.json").read_text())
     layers = {row["tensor"]: row for row in report["layerwise"]["tensors"]}
@@ -184,3 +187,11 @@ def test_layerwise_on_the_demo_model_marks_no_tensor_under_fp16(demo: tuple[Demo
     assert layers["stem/pool:0"]["metrics"]["CosineSimilarity"] > 0.999
     # FusedBatchNorm's batch statistics lead nowhere at inference: not listed.
     assert "stem/FusedBatchNormV3:0" in layers and "stem/FusedBatchNormV3:1" not in layers
+
+
+def test_demo_into_a_file_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    target = tmp_path / "demo-out"
+    target.write_text("not a folder")
+    outcome = run_cli(capsys, "demo", "-o", str(target))
+    assert outcome.code == 2
+    assert outcome.error_line == f"error: -o {target}: is a file; the demo writes into a folder"
