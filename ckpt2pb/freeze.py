@@ -205,8 +205,16 @@ def _edit(graph_def: Any, plan: _Plan, output_nodes: list[str]) -> Any:
     return tf.compat.v1.graph_util.extract_sub_graph(pruned, keep)
 
 
-def _check_leftovers(graph_def: Any, plan: _Plan) -> None:
-    """Refuses placeholders and tf.data ops the outputs still need: they would make a pb nobody can feed."""
+def _check_leftovers(graph_def: Any, plan: _Plan, output_nodes: list[str]) -> None:
+    """Refuses placeholders and tf.data ops the outputs still need: they would make a pb nobody can feed; and
+    inputs the outputs do not read: the contract would list a tensor the pb does not take."""
+    reached = _needed_nodes(graph_def, output_nodes)
+    unread = [spec.name for spec in plan.inputs if plan.replaced.get(spec.name, spec.node) not in reached]
+    if unread:
+        raise FreezeError(
+            f"input {', '.join(unread)}: the outputs ({', '.join(output_nodes)}) do not depend on it",
+            hint="drop it from --inputs (infer inspect MODEL lists the inputs)",
+        )
     wanted = {spec.node for spec in plan.inputs} | set(plan.replaced.values())
     for node in graph_def.node:
         if node.op in PLACEHOLDER_OPS and node.name not in wanted:
@@ -273,7 +281,7 @@ def freeze_source(source: LoadedSource, outputs: Sequence[str], *, inputs: Seque
             session, session_graph.as_graph_def(), output_nodes)
         needed = _needed_nodes(constant, output_nodes)
         frozen = _edit(constant, plan, output_nodes)
-        _check_leftovers(frozen, plan)
+        _check_leftovers(frozen, plan, output_nodes)
         input_specs = _final_names(frozen, plan)
         if _channels_first(frozen):
             input_specs = tuple(replace(spec, layout=_layout(spec.shape, True)) for spec in input_specs)

@@ -107,6 +107,21 @@ def test_needed_placeholder_neither_input_nor_set(capsys: pytest.CaptureFixture[
     assert "hint: add it to --inputs, or fix its value with --set input_mask=VALUE" in outcome.err
 
 
+def test_input_the_outputs_do_not_read(capsys: pytest.CaptureFixture[str], resnet_model: ReferenceModel,
+                                       dataset_model: ReferenceModel, tmp_path: Path) -> None:
+    """An input no output depends on is pruned away: the contract would name a tensor the pb does not take."""
+    outcome = _freeze(capsys, resnet_model, tmp_path / "out", "--outputs", "probs", "--inputs", "images,labels",
+                      "--batch", "2")
+    assert outcome.code == 2
+    assert outcome.error_line == "error: input labels:0: the outputs (probs) do not depend on it"
+    assert "hint: drop it from --inputs" in outcome.err
+    assert not (tmp_path / "out").exists()
+    # A replaced tf.data tensor the outputs do not read (the labels of the iterator) is refused the same way.
+    outcome = _freeze(capsys, dataset_model, tmp_path / "out", "--outputs", "predictions", "--inputs",
+                      "IteratorGetNext:0,IteratorGetNext:1", "--batch", "4")
+    assert outcome.error_line == "error: input IteratorGetNext:1: the outputs (predictions) do not depend on it"
+
+
 def test_set_fixes_a_plain_placeholder(bert_model: ReferenceModel, tmp_path: Path) -> None:
     """--set input_mask=1 makes the mask a constant (all tokens real): the pb takes two inputs."""
     report = freeze_model(bert_model.path, tmp_path, ["class_probs"], inputs="input_ids,segment_ids", batch=2,
