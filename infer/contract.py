@@ -162,6 +162,10 @@ def load_contract(path: Path | str) -> ModelContract:
         raise ContractError(f"{path}: no such model contract", hint="infer freeze writes model.json") from None
     except OSError as exc:
         raise ContractError(f"{path}: cannot read ({exc.strerror})") from None
+    except UnicodeDecodeError:  # a model file (.pb, .onnx, .om) given where its model.json was meant
+        beside = path.parent / "model.json"
+        raise ContractError(f"{path}: not a model contract (binary, not JSON text)",
+                            hint=f"give {beside}" if beside.is_file() else "infer freeze writes model.json") from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:

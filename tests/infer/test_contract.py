@@ -71,6 +71,21 @@ def test_corrupt(tmp_path: Path) -> None:
     assert str(caught.value) == f"{path}: not valid JSON (line 2, column 14: Expecting value)"
 
 
+def test_binary_model_file_given_for_the_contract(tmp_path: Path) -> None:
+    """`infer convert model.pb` names the pb, not its contract: refused by name, pointing at the model.json."""
+    pb = tmp_path / "model.pb"
+    pb.write_bytes(b"\n\x0c\xa8\xff binary graph")
+    with pytest.raises(ContractError) as caught:
+        load_contract(pb)
+    assert str(caught.value) == f"{pb}: not a model contract (binary, not JSON text)"
+    assert caught.value.hint == "infer freeze writes model.json"
+    _contract(tmp_path).save()  # rewrites model.pb as well: the contract now sits beside a (new) binary file
+    pb.write_bytes(b"\xa8\xff")
+    with pytest.raises(ContractError) as caught:
+        load_contract(pb)
+    assert caught.value.hint == f"give {tmp_path / 'model.json'}"
+
+
 @pytest.mark.parametrize("document", [{"schema": "something.else", "version": 1}, [1, 2], {"version": 1}])
 def test_foreign(tmp_path: Path, document: object) -> None:
     path = tmp_path / "model.json"
