@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ckpt2pb.graphinfo import ITERATOR_OUTPUT_OPS, PLACEHOLDER_OPS, consumed_nodes, import_graph, shape_of
-from ckpt2pb.source import LoadedSource, check_checkpoint_index, load_source
+from ckpt2pb.source import VARIABLE_OPS, LoadedSource, check_checkpoint_index, load_source
 
 # Ops that end a branch without being a model output: bookkeeping, saving, summaries, training, iterators.
 _NOT_OUTPUT_OPS = frozenset({
@@ -65,7 +65,7 @@ class GraphReport:
     op_histogram: tuple[tuple[str, int], ...]  # most frequent first
     variables: int  # in the checkpoint; 0 for frozen graphs
     parameters: int  # elements of the checkpoint's variables, or of a frozen graph's float constants
-    parameters_from: str  # checkpoint | constants
+    parameters_from: str  # checkpoint | graph (variables declared, no checkpoint) | constants
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -85,7 +85,8 @@ class GraphReport:
 def _is_bookkeeping(node: Any) -> bool:
     return (node.op in _NOT_OUTPUT_OPS or node.op.startswith(_TRAINING_OP_PREFIXES)
             or node.name.startswith(_NOT_OUTPUT_PREFIXES) or node.name.endswith(_NOT_OUTPUT_SUFFIXES)
-            or "/gradients/" in node.name)
+            or "/gradients/" in node.name
+            or any(part.lower().startswith("assert") for part in node.name.split("/")))  # tf.debugging's plumbing
 
 
 def _score(node: Any) -> int:
@@ -144,12 +145,21 @@ def _constant_parameters(graph_def: Any) -> int:
     return total
 
 
+def _graph_variables(graph_def: Any) -> list[list[int]]:
+    """The shapes of the graph's variables, for a meta graph whose checkpoint is not there."""
+    return [[max(d.size, 0) for d in node.attr["shape"].shape.dim] for node in graph_def.node
+            if node.op in VARIABLE_OPS and not node.name.startswith("save/")]
+
+
 def inspect_loaded(source: LoadedSource) -> GraphReport:
     graph_def = source.graph_def
     graph = import_graph(graph_def)
-    if source.prefix is not None:
+    if source.prefix is not None and Path(f"{source.prefix}.index").is_file():
         shapes = check_checkpoint_index(source.prefix)
         variables, parameters, origin = len(shapes), sum(math.prod(s) for s in shapes.values()), "checkpoint"
+    elif source.has_variables:
+        declared = _graph_variables(graph_def)
+        variables, parameters, origin = len(declared), sum(math.prod(s) for s in declared), "graph"
     else:
         variables, parameters, origin = 0, _constant_parameters(graph_def), "constants"
     histogram = Counter(node.op for node in graph_def.node)

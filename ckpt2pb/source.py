@@ -55,25 +55,38 @@ def _checkpoint_prefix_for(path: Path) -> Path | None:
     return None
 
 
+def checkpoint_prefixes(folder: Path) -> list[Path]:
+    """Every checkpoint prefix in `folder` (a name with an .index or a .meta file), sorted by name."""
+    files = [*folder.glob("*.index"), *folder.glob("*.meta")]
+    return sorted({Path(str(path)[: -len(path.suffix)]) for path in files})
+
+
 def _prefix_in_folder(folder: Path) -> Path | None:
-    """The checkpoint a folder holds: the one its `checkpoint` file names when that file is right; otherwise
-    the same base name in this folder (the file was written on another machine), otherwise the newest."""
+    """The checkpoint a folder holds: the one its `checkpoint` file names, in this folder (the file may name the
+    absolute path of another machine) or where it says; otherwise the folder's only checkpoint.
+    Several checkpoints and no `checkpoint` file naming one of them are refused: guessing could freeze the
+    wrong step."""
     import tensorflow as tf
 
     try:
         state = tf.train.get_checkpoint_state(str(folder))
     except Exception:  # a garbled `checkpoint` text file: fall back to the files themselves
         state = None
-    if state is not None and state.model_checkpoint_path:
-        named = Path(state.model_checkpoint_path)
-        for candidate in (named if named.is_absolute() else folder / named, folder / named.name):
-            if Path(str(candidate) + ".index").is_file():
-                return candidate
-    indexes = sorted(folder.glob("*.index"), key=lambda p: p.stat().st_mtime)
-    if indexes:
-        return Path(str(indexes[-1])[: -len(".index")])
-    metas = sorted(folder.glob("*.meta"), key=lambda p: p.stat().st_mtime)
-    return Path(str(metas[-1])[: -len(".meta")]) if metas else None
+    named = Path(state.model_checkpoint_path) if state is not None and state.model_checkpoint_path else None
+    if named is not None:
+        here = folder / named.name  # this folder's own copy first, though the file names a path elsewhere
+        if Path(f"{here}.index").is_file() or Path(f"{here}.meta").is_file():
+            return here
+        elsewhere = named if named.is_absolute() else folder / named
+        if Path(f"{elsewhere}.index").is_file():
+            return elsewhere
+    prefixes = checkpoint_prefixes(folder)
+    if len(prefixes) > 1:
+        why = f"its 'checkpoint' file names {named.name}, which is not here" if named is not None else \
+            "no 'checkpoint' file names one of them"
+        raise SourceError(f"{folder}: holds {len(prefixes)} checkpoints ({', '.join(p.name for p in prefixes)}) "
+                          f"and {why}", hint=f"give the prefix of the one to use, e.g. {prefixes[-1]}")
+    return prefixes[0] if prefixes else None
 
 
 def drop_output_shapes(graph_def: Any) -> None:
@@ -123,8 +136,6 @@ def _load_meta(meta: Path, prefix: Path | None, kind: str, given: Path) -> Loade
 
     meta_graph = _parse(meta_graph_pb2.MetaGraphDef(), meta, "meta graph")
     drop_output_shapes(meta_graph.graph_def)
-    if prefix is not None and not Path(str(prefix) + ".index").is_file():
-        prefix = None
     return LoadedSource(path=given, kind=kind, graph_def=meta_graph.graph_def, meta_graph=meta_graph,
                         prefix=prefix, tf_version=meta_graph.meta_info_def.tensorflow_version)
 
@@ -274,8 +285,10 @@ def load_source(path: Path | str) -> LoadedSource:
     if path.exists():
         raise SourceError(f"{path}: not a model source this reads",
                           hint="give a checkpoint prefix, a .meta, a .pb, a SavedModel folder or a Keras file")
+    nearby = checkpoint_prefixes(path.parent) if path.parent.is_dir() else []
     raise SourceError(f"{path}: no such checkpoint or model file (looked for {path.name}, {path.name}.index, "
-                      f"{path.name}.meta)")
+                      f"{path.name}.meta)",
+                      hint=f"{path.parent} holds {', '.join(p.name for p in nearby)}" if nearby else None)
 
 
 @contextmanager
@@ -304,6 +317,7 @@ def restore(saver: Any, session: Any, prefix: Path) -> None:
     import tensorflow as tf
 
     check_checkpoint_index(prefix)
+    _check_data_files(prefix)
     try:
         saver.restore(session, str(prefix))
     except tf.errors.OpError as exc:
@@ -312,3 +326,19 @@ def restore(saver: Any, session: Any, prefix: Path) -> None:
         raise SourceError(f"{prefix}: checkpoint data (.data-*) is corrupt or truncated", hint=detail.strip()) from None
     except ValueError as exc:  # the graph names a variable the checkpoint lacks, or a shape differs
         raise SourceError(f"{prefix}: checkpoint does not match the graph", hint=str(exc).splitlines()[0]) from None
+
+
+def _check_data_files(prefix: Path) -> None:
+    """Refuses a checkpoint whose .data-* shards are not all there (TensorFlow would call it corrupt)."""
+    import glob
+
+    shards = sorted(p for p in prefix.parent.glob(f"{glob.escape(prefix.name)}.data-*") if _DATA_SUFFIX.search(p.name))
+    if not shards:
+        raise SourceError(f"{prefix}: checkpoint data is missing (no {prefix.name}.data-*-of-* beside its .index)",
+                          hint="copy the .data-* files saved with the .index")
+    total = int(str(shards[0]).rsplit("-of-", 1)[1])
+    missing = [name for name in (f"{prefix.name}.data-{i:05d}-of-{total:05d}" for i in range(total))
+               if not (prefix.parent / name).is_file()]
+    if missing:
+        raise SourceError(f"{prefix}: checkpoint data is missing {', '.join(missing)}",
+                          hint="copy the .data-* files saved with the .index")

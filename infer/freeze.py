@@ -10,6 +10,7 @@ from binio.atomic import write_bytes_atomic
 from binio.binfile import sha256_file
 from binio.errors import OutputExistsError
 from ckpt2pb.inputs import parse_assignment, parse_inputs
+from ckpt2pb.source import LoadedSource, load_source
 from ckpt2pb.verify import Verification
 from infer.contract import ModelContract, SourceInfo
 
@@ -32,6 +33,11 @@ def check_outdir(outdir: Path, force: bool) -> None:
             raise OutputExistsError(f"{outdir / name} already exists", hint="--force overwrites it")
 
 
+def _read_from(loaded: LoadedSource, given: Path) -> Path:
+    """What was read: the checkpoint prefix a folder (or one of the checkpoint's files) stands for."""
+    return loaded.prefix if loaded.kind == "checkpoint" and loaded.prefix is not None else given
+
+
 def freeze_model(source: Path | str, outdir: Path | str, outputs: Sequence[str], *, inputs: str = "",
                  batch: int | None = None, assignments: Sequence[str] = (), force: bool = False,
                  verify: bool = True) -> FreezeReport:
@@ -42,7 +48,6 @@ def freeze_model(source: Path | str, outdir: Path | str, outputs: Sequence[str],
     import tensorflow as tf
 
     from ckpt2pb.freeze import freeze_source
-    from ckpt2pb.source import load_source
 
     requests = parse_inputs(inputs) if inputs.strip() else ()
     sets = dict(parse_assignment(text) for text in assignments)
@@ -52,7 +57,8 @@ def freeze_model(source: Path | str, outdir: Path | str, outputs: Sequence[str],
     write_bytes_atomic(outdir / PB_NAME, frozen.serialized)
     contract = ModelContract(
         path=outdir / CONTRACT_NAME, pb=PB_NAME, pb_sha256=sha256_file(outdir / PB_NAME),
-        source=SourceInfo(path=str(Path(source).resolve()), kind=loaded.kind, tf_version=loaded.tf_version,
+        source=SourceInfo(path=str(_read_from(loaded, Path(source)).resolve()), kind=loaded.kind,
+                          tf_version=loaded.tf_version,
                           frozen_with_tf=tf.__version__),
         inputs=frozen.inputs, outputs=frozen.outputs, fixed=dict(frozen.fixed),
     ).save()

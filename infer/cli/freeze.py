@@ -38,6 +38,8 @@ def freeze(
     report = freeze_model(source, output, outputs.split(",") if outputs else [], inputs=inputs, batch=batch,
                           assignments=assignments, force=force, verify=not no_verify)
     contract = report.contract
+    if Path(contract.source.path) != source.resolve():  # a folder: say which of its checkpoints was read
+        say(f"read {contract.source.kind} {contract.source.path}")
     if as_json:
         print_json(contract.to_json())
     else:

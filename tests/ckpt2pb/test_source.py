@@ -9,6 +9,7 @@ import pytest
 
 from ckpt2pb.errors import SourceError
 from ckpt2pb.source import load_source
+from infer.contract import load_contract
 from infer.freeze import freeze_model
 from tests.cli import run_cli
 from tests.models import ReferenceModel
@@ -51,6 +52,69 @@ def test_stale_checkpoint_file_with_prefix_given(resnet_model: ReferenceModel, t
     assert load_source(prefix.parent).prefix == prefix  # the folder falls back to the checkpoint that is there
 
 
+def _second_step(prefix: Path, step: str) -> Path:
+    """Another checkpoint of the same graph beside `prefix` (its files copied under a new step)."""
+    for path in prefix.parent.glob(f"{prefix.name}.*"):
+        shutil.copy(path, prefix.parent / path.name.replace(prefix.name, f"model.ckpt-{step}"))
+    return prefix.parent / f"model.ckpt-{step}"
+
+
+def test_folder_with_two_checkpoints_and_no_checkpoint_file(resnet_model: ReferenceModel, tmp_path: Path) -> None:
+    """Two steps and nothing saying which: refused (guessing could freeze the wrong one); the prefix works."""
+    prefix = _copy_checkpoint(resnet_model, tmp_path / "two")
+    later = _second_step(prefix, "2000")
+    (prefix.parent / "checkpoint").unlink()
+    with pytest.raises(SourceError) as caught:
+        load_source(prefix.parent)
+    assert str(caught.value) == (f"{prefix.parent}: holds 2 checkpoints (model.ckpt-1000, model.ckpt-2000) and no "
+                                 "'checkpoint' file names one of them")
+    assert caught.value.hint == f"give the prefix of the one to use, e.g. {later}"
+    (prefix.parent / "checkpoint").write_text('model_checkpoint_path: "/elsewhere/model.ckpt-5000"\n')
+    with pytest.raises(SourceError) as caught:
+        load_source(prefix.parent)
+    assert str(caught.value).endswith("and its 'checkpoint' file names model.ckpt-5000, which is not here")
+    (prefix.parent / "checkpoint").write_text('model_checkpoint_path: "/elsewhere/model.ckpt-2000"\n')
+    assert load_source(prefix.parent).prefix == later
+    assert load_source(prefix).prefix == prefix
+
+
+def test_folder_freeze_records_and_says_the_checkpoint_it_read(capsys: pytest.CaptureFixture[str],
+                                                               resnet_model: ReferenceModel, tmp_path: Path) -> None:
+    outcome = run_cli(capsys, "freeze", resnet_model.path.parent, "-o", tmp_path / "out", "--outputs", "probs",
+                      "--batch", "2", "--no-verify")
+    assert outcome.code == 0, outcome.err
+    assert f"read checkpoint {resnet_model.path.resolve()}" in outcome.err.splitlines()
+    assert load_contract(tmp_path / "out").source.path == str(resnet_model.path.resolve())
+
+
+def test_missing_data_file(capsys: pytest.CaptureFixture[str], resnet_model: ReferenceModel, tmp_path: Path) -> None:
+    """Only the .index and .meta copied: the data is named missing, not called corrupt."""
+    prefix = _copy_checkpoint(resnet_model, tmp_path / "nodata")
+    Path(f"{prefix}.data-00000-of-00001").unlink()
+    outcome = run_cli(capsys, "freeze", prefix, "-o", tmp_path / "out", "--outputs", "probs", "--batch", "2")
+    assert outcome.code == 2
+    assert outcome.error_line == (f"error: {prefix}: checkpoint data is missing (no model.ckpt-1000.data-*-of-* "
+                                  "beside its .index)")
+    assert not (tmp_path / "out").exists()
+    Path(f"{prefix}.data-00001-of-00002").write_bytes(b"")  # one shard of two, the other one lost
+    with pytest.raises(SourceError) as caught:
+        freeze_model(prefix, tmp_path / "out", ["probs"], batch=2)
+    assert str(caught.value) == f"{prefix}: checkpoint data is missing model.ckpt-1000.data-00000-of-00002"
+
+
+def test_missing_index_beside_meta_and_data(capsys: pytest.CaptureFixture[str], resnet_model: ReferenceModel,
+                                            tmp_path: Path) -> None:
+    prefix = _copy_checkpoint(resnet_model, tmp_path / "noindex")
+    Path(f"{prefix}.index").unlink()
+    # The copied `checkpoint` file names the original's absolute path, which exists: the copy is still what is read.
+    assert str(resnet_model.path) in (prefix.parent / "checkpoint").read_text()
+    outcome = run_cli(capsys, "freeze", prefix.parent, "-o", tmp_path / "out", "--outputs", "probs", "--batch", "2")
+    assert outcome.error_line == f"error: {prefix}: checkpoint index model.ckpt-1000.index is missing"
+    outcome = run_cli(capsys, "inspect", prefix.parent)  # the graph alone is still worth inspecting
+    assert outcome.code == 0, outcome.err
+    assert "18 variables, 1,555 parameters (declared in the graph; no checkpoint holds their values)" in outcome.out
+
+
 def test_old_output_shapes_are_dropped(resnet_model: ReferenceModel, tmp_path: Path) -> None:
     """A meta graph whose `_output_shapes` disagree with what this TensorFlow infers still imports."""
     from tensorflow.core.protobuf import meta_graph_pb2
@@ -86,7 +150,14 @@ def test_missing_prefix(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> N
     assert outcome.code == 2
     assert outcome.error_line == f"error: {tmp_path / 'model.ckpt'}: no such checkpoint or model file (looked " \
                                  "for model.ckpt, model.ckpt.index, model.ckpt.meta)"
+    assert "hint:" not in outcome.err  # nothing nearby to point at
     assert not (tmp_path / "out").exists()
+
+
+def test_prefix_without_its_step_points_at_the_checkpoints_there(resnet_model: ReferenceModel) -> None:
+    with pytest.raises(SourceError) as caught:
+        load_source(resnet_model.path.parent / "model.ckpt")
+    assert caught.value.hint == f"{resnet_model.path.parent} holds model.ckpt-1000"
 
 
 def test_empty_folder(tmp_path: Path) -> None:
