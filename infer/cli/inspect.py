@@ -3,16 +3,33 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from infer.cli.console import out, print_json
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
 
 
 def _shape(shape: tuple[int | None, ...] | None) -> str:
     from binio.spec import format_shape
 
     return "unknown rank" if shape is None else format_shape(shape)
+
+
+def _print_whole(console: Console, table: Table) -> None:
+    """Prints `table` no narrower than its tensor names: a name is for copying into --inputs or --outputs, so
+    it is never cut short, even where that makes the table wider than the terminal."""
+    needed = console.measure(table, options=console.options.update_width(10_000)).minimum
+    console.width = max(console.width, needed)
+    console.print(table)
+
+
+def _tensor_column(table: Table, names: list[str]) -> None:
+    table.add_column("tensor", min_width=max(map(len, names), default=6), no_wrap=True)
 
 
 def inspect(
@@ -38,12 +55,17 @@ def inspect(
     console = out()
     written = report.tf_version or "unknown (the source does not say)"
     console.print(f"{report.source}: {report.kind}, {report.nodes} nodes, written by {written}", markup=False)
-    weights = (f"{report.variables} variables, {report.parameters:,} parameters" if report.parameters_from ==
-               "checkpoint" else f"{report.parameters:,} parameters in constants (frozen)")
-    console.print(weights, markup=False)
+    weights = {
+        "checkpoint": f"{report.variables} variables, {report.parameters:,} parameters",
+        "graph": f"{report.variables} variables, {report.parameters:,} parameters (declared in the graph; "
+                 "no checkpoint holds their values)",
+        "constants": f"{report.parameters:,} parameters in constants (frozen)",
+    }
+    console.print(weights[report.parameters_from], markup=False)
 
     inputs = Table(title="Inputs", title_justify="left")
-    for column in ("tensor", "dtype", "shape", "note"):
+    _tensor_column(inputs, [item.tensor for item in report.placeholders])
+    for column in ("dtype", "shape", "note"):
         inputs.add_column(column)
     for item in report.placeholders:
         notes = []
@@ -54,14 +76,16 @@ def inspect(
         if item.from_iterator:
             notes.append("tf.data iterator output: cut with --inputs")
         inputs.add_row(item.tensor, item.dtype, _shape(item.shape), "; ".join(notes))
-    console.print(inputs)
+    _print_whole(console, inputs)
 
     candidates = Table(title="Output candidates (most likely first)", title_justify="left")
-    for column in ("#", "tensor", "op", "dtype", "shape"):
+    candidates.add_column("#")
+    _tensor_column(candidates, [c.tensor for c in report.candidates[:top]])
+    for column in ("op", "dtype", "shape"):
         candidates.add_column(column)
     for rank, candidate in enumerate(report.candidates[:top], 1):
         candidates.add_row(str(rank), candidate.tensor, candidate.op, candidate.dtype, _shape(candidate.shape))
-    console.print(candidates)
+    _print_whole(console, candidates)
     if len(report.candidates) > top:
         console.print(f"... {len(report.candidates) - top} more (--top N, or --json)", markup=False)
 
