@@ -53,12 +53,7 @@ class AisBenchRunner(ToolRunner):
             raise self.not_installed(f"{self.python} -m ais_bench: {_MISSING}")
 
     def argv(self, input_dirs: Sequence[Path], out: Path) -> list[str]:
-        argv = [self.python, "-m", "ais_bench", "--model", str(self.om), "--input",
-                ",".join(str(d) for d in input_dirs), "--output", str(out), "--outfmt", "BIN"]
-        if self.device_id is not None:
-            argv += ["--device", str(self.device_id)]
-        if self.loop > 1:
-            argv += ["--loop", str(self.loop)]
+        argv = self.folder_argv([self.python, "-m", "ais_bench"], input_dirs, out)
         if self.warmup:
             argv += ["--warmup_count", str(self.warmup)]
         return argv

@@ -45,13 +45,7 @@ class MsameRunner(ToolRunner):
         self.executable = found
 
     def argv(self, input_dirs: Sequence[Path], out: Path) -> list[str]:
-        argv = [str(self.executable), "--model", str(self.om), "--input", ",".join(str(d) for d in input_dirs),
-                "--output", str(out), "--outfmt", "BIN"]
-        if self.device_id is not None:
-            argv += ["--device", str(self.device_id)]
-        if self.loop > 1:
-            argv += ["--loop", str(self.loop)]
-        return argv
+        return self.folder_argv([str(self.executable)], input_dirs, out)
 
     def run_folders(self, input_dirs: Sequence[Path], stems: Sequence[str], work: Path) -> ToolRun:
         work.mkdir(parents=True, exist_ok=True)

@@ -122,6 +122,17 @@ class ToolRunner(BaseRunner):
     def run_folders(self, input_dirs: Sequence[Path], stems: Sequence[str], work: Path) -> ToolRun:
         """Runs the tool over every file of `input_dirs` (paired by name), writing under `work`."""
 
+    def folder_argv(self, command: list[str], input_dirs: Sequence[Path], out: Path) -> list[str]:
+        """`command` with the arguments msame and ais_bench share: model, input folders (paired by file name),
+        output folder, BIN output, and the device and loop count when set."""
+        argv = [*command, "--model", str(self.om), "--input", ",".join(str(d) for d in input_dirs),
+                "--output", str(out), "--outfmt", "BIN"]
+        if self.device_id is not None:
+            argv += ["--device", str(self.device_id)]
+        if self.loop > 1:
+            argv += ["--loop", str(self.loop)]
+        return argv
+
     def not_installed(self, how: str) -> RunnerError:
         return RunnerError(f"{self.tool} is not installed ({how}); {STAND_IN}",
                            hint="run on an Ascend host with the CANN toolkit set up (source set_env.sh)")
