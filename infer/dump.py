@@ -70,10 +70,6 @@ class DumpResult:
     files_written: int  # per-input files written in this run
     files_kept: int  # files already there whose sha256 matched (a resumed run)
 
-    @property
-    def lossy(self) -> int:
-        return sum(i.cast.lossy for i in self.inputs)
-
 
 @dataclass(frozen=True)
 class _Plan:

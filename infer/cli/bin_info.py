@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 
+from binio.spec import format_shape
 from infer.cli.console import out, print_json
 
 
@@ -44,8 +45,8 @@ def bin_info(
         flags = ""
         if stats.nan or stats.inf:
             flags = f"  !! {stats.nan} NaN, {stats.inf} inf"
-        line(f"  {row.label}  {stats.dtype}{list(stats.shape)}  min {_number(stats.min)}  max {_number(stats.max)}"
-             f"  mean {_number(stats.mean)}  nan {stats.nan}  inf {stats.inf}{flags}")
+        line(f"  {row.label}  {stats.dtype}{format_shape(stats.shape)}  min {_number(stats.min)}"
+             f"  max {_number(stats.max)}  mean {_number(stats.mean)}  nan {stats.nan}  inf {stats.inf}{flags}")
     if report.verified:
         line(f"verified: {report.verified} file(s), sizes and sha256 match the manifest")
     for written in report.exported:

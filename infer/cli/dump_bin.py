@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from binio.errors import InferError
+from binio.spec import format_shape
 from infer.cli.console import err, out, print_json
 
 
@@ -94,7 +95,7 @@ def dump_bin(
         cast = item.cast
         change = (f"cast {cast.source_dtype} -> {cast.target_dtype}, largest error {cast.max_error:g}"
                   if cast.source_dtype != cast.target_dtype else f"no cast (already {cast.target_dtype})")
-        write.print(f"  {item.tensor}  {item.dtype}{list(item.shape)}  {item.folder}/  <- {item.source}  ({change})",
-                    markup=False)
+        write.print(f"  {item.tensor}  {item.dtype}{format_shape(item.shape)}  {item.folder}/  <- {item.source}"
+                    f"  ({change})", markup=False)
         if cast.lossy:
             write.print(f"  !! {item.tensor}: {cast.describe_loss()} written (--allow-lossy)", markup=False)

@@ -50,6 +50,8 @@ def test_npy_to_bins_in_the_models_dtype(capsys: pytest.CaptureFixture[str], fro
     assert result.code == 0, result.err
     assert result.out.splitlines()[0] == (f"wrote 3 batch file(s) of 2 per input: 5 samples, 1 padding row(s), "
                                           f"to {out}")
+    assert result.out.splitlines()[1].startswith(f"  images:0  float32(2,8,8,3)  images/  <- {tmp_path / 'data.npy'}"
+                                                 "  (cast float64 -> float32, largest error ")
     manifest = open_dataset(out, verify=True)
     (item,) = manifest.inputs
     assert (manifest.batch, manifest.samples, manifest.padding) == (2, 5, 1)
