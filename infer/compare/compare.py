@@ -40,7 +40,7 @@ class CompareOptions:
     labels: Path | None = None
     worst_samples: int = 10
     scatter_points: int = 4000
-    workers: int = 1  # TensorFlow processes computing the golden outputs, the batches split between them
+    workers: int = 1  # processes for the golden outputs and for the metrics, the batches split between them
 
 
 def batch_metrics(actual: np.ndarray, golden: np.ndarray, *, atol: float, rtol: float) -> tuple[
@@ -183,7 +183,12 @@ def compare_run_folders(contract: ModelContract, manifest: DatasetManifest, actu
     thresholds = options.thresholds
     thresholds.check_outputs([p.name for p in pairs])
     labels = dataset_labels(options.labels, manifest)
-    outputs = tuple(compare_output(pair, thresholds, options, labels) for pair in pairs)
+    if options.workers > 1 and manifest.file_count > 1:
+        from infer.compare.parallel import compare_outputs_in_workers
+
+        outputs = compare_outputs_in_workers(pairs, thresholds, options, labels)
+    else:
+        outputs = tuple(compare_output(pair, thresholds, options, labels) for pair in pairs)
     return CompareResult(
         contract=str(contract.path), dataset=str(manifest.root), actual_dir=str(actual_dir),
         golden_dir=str(golden_dir), golden_source=golden_source, samples=manifest.samples,

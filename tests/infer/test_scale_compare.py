@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -43,3 +44,20 @@ def test_workers_below_one_is_refused(onnx_small_cnn: ModelContract, bins: Datas
     outcome = run_cli(capsys, "compare", onnx_small_cnn.path, "--input", bins.root, "--actual", tmp_path,
                       "--workers", "0")
     assert (outcome.code, outcome.error_line) == (2, "error: --workers 0: expected 1 or more")
+
+
+def test_metrics_over_three_workers_equal_one_workers_exactly(
+        onnx_small_cnn_fp16: ModelContract, bins: DatasetManifest, tmp_path: Path) -> None:
+    """fp16 emulation: every metric non-trivial; labels: top-k accuracy too; 5 batches over 3 workers: 2 + 2 + 1."""
+    golden, _ = tensorflow_golden(onnx_small_cnn_fp16, load_manifest(bins.root), cache_root=tmp_path / "cache")
+    actual = run_model(onnx_small_cnn_fp16.path, bins.root, tmp_path / "actual").folder
+    labels = tmp_path / "labels.txt"
+    labels.write_text("".join(f"{i % 5}\n" for i in range(bins.samples)))
+    options = CompareOptions(labels=labels, topk=2)
+    single = compare(onnx_small_cnn_fp16.path, bins.root, actual, golden=golden, options=options)
+    sharded = compare(onnx_small_cnn_fp16.path, bins.root, actual, golden=golden,
+                      options=replace(options, workers=3))
+    output = single.outputs[0]
+    assert output.metrics.max_absolute_error > 0 and output.metrics.kullback_leibler_divergence > 0
+    assert output.topk is not None and output.topk.accuracy is not None
+    assert sharded.outputs == single.outputs  # every metric, batch, worst sample, plot point: equal, not close
