@@ -32,7 +32,7 @@ def compare(
                                    help="Compare every intermediate tensor on one batch (ONNX stand-in)."),
     dump_golden: Path | None = typer.Option(None, "--dump-golden",
                                             help="Write TF's intermediate tensors in msaccucmp's golden naming."),
-    workers: int = typer.Option(1, "--workers", help="TensorFlow processes for the golden outputs (batches split)."),
+    workers: int = typer.Option(1, "--workers", help="Processes for golden outputs and metrics."),
 ) -> None:
     """Compare the converted model's outputs with TensorFlow's, with the metrics of Ascend's accuracy tools.
 
