@@ -114,7 +114,8 @@ def make_runner(contract: ModelContract, backend: str, options: RunOptions) -> B
                               timeout=options.timeout)
 
 
-def _model_file(contract: ModelContract, backend: str) -> tuple[Path, str]:
+def model_file(contract: ModelContract, backend: str) -> tuple[Path, str]:
+    """The file `backend` runs, with the sha256 the contract records for it."""
     if backend == "tf" or contract.converted is None:
         return contract.pb_path, contract.pb_sha256
     return contract.folder / contract.converted.path, contract.converted.sha256
@@ -193,21 +194,21 @@ def run_model(model: Path, bins: Path, out: Path, options: RunOptions | None = N
     runner = make_runner(contract, backend, options)
     # The golden run feeds the frozen pb the converted model's bins: float16 ones are widened, exactly.
     manifest = preflight(Path(bins), runner.inputs, widen=backend == "tf")
-    model_path, model_sha = _model_file(contract, backend)
-    known = {contract.pb_sha256, model_sha, contract.converted.sha256 if contract.converted else ""}
+    running = model_file(contract, backend)
+    known = {contract.pb_sha256, contract.converted.sha256 if contract.converted else ""}
     if manifest.model_sha256 and manifest.model_sha256 not in known:  # bins made for the om feed the pb too
         log.warning("%s: made for a model with sha256 %s, running %s", manifest.path, manifest.model_sha256,
-                    model_path)
+                    running[0])
     runner.activate()  # before the run folder exists: a missing tool leaves nothing behind
     try:
-        return _run(runner, manifest, contract, backend, Path(out), options, progress)
+        return _run(runner, manifest, running, backend, Path(out), options, progress)
     finally:
         runner.deactivate()
 
 
-def _run(runner: BaseRunner, manifest: DatasetManifest, contract: ModelContract, backend: str, out: Path,
+def _run(runner: BaseRunner, manifest: DatasetManifest, running: tuple[Path, str], backend: str, out: Path,
          options: RunOptions, progress: Progress | None) -> RunResult:
-    model_path, model_sha = _model_file(contract, backend)
+    model_path, model_sha = running
     folder = make_run_folder(out)
     record = RunRecord(
         folder=folder, backend=backend, model_path=str(model_path.resolve()), model_sha256=model_sha,

@@ -27,12 +27,20 @@ from binio.binfile import sha256_file
 from binio.errors import InferError
 from binio.manifest import DatasetManifest
 from binio.spec import TensorSpec
-from infer.contract import ModelContract
 from infer.engines.base import ENGINES, Engine
 from infer.engines.worker import ShardOutcome, ShardTask
 from infer.layout import RUN_JSON, parse_timestamp_folder
 from infer.preflight import preflight
-from infer.run import RunError, RunOptions, RunResult, choose_backend, make_run_folder, make_runner, resolve_model
+from infer.run import (
+    RunError,
+    RunOptions,
+    RunResult,
+    choose_backend,
+    make_run_folder,
+    make_runner,
+    model_file,
+    resolve_model,
+)
 from infer.run_batches import Progress, now
 from infer.run_record import LatencyStats, RunRecord, RunRecordError, load_run
 from infer.runners.tool import ToolRunner, percentile
@@ -100,12 +108,6 @@ def _open_engine(backend: str, options: RunOptions, scale: ScaleOptions) -> Engi
 
     devices: tuple[int | None, ...] = scale.devices or ((options.device,) if options.device is not None else ())
     return LocalEngine(backend, devices)
-
-
-def _model_file(contract: ModelContract, backend: str) -> tuple[Path, str]:
-    if backend == "tf" or contract.converted is None:
-        return contract.pb_path, contract.pb_sha256
-    return contract.folder / contract.converted.path, contract.converted.sha256
 
 
 def _previous_run(out: Path, backend: str, model_sha: str, dataset_sha: str) -> RunRecord | None:
@@ -190,7 +192,7 @@ def run_sharded(model: Path, bins: Path, out: Path, options: RunOptions, scale: 
     if isinstance(runner, ToolRunner):  # a missing msame is refused before any folder or worker exists
         runner.activate()
         runner.deactivate()
-    model_path, model_sha = _model_file(contract, backend)
+    model_path, model_sha = model_file(contract, backend)
     dataset_sha = sha256_file(manifest.path)
     out = Path(out)
     previous = _previous_run(out, backend, model_sha, dataset_sha) if scale.resume else None
