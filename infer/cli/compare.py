@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import sys
 from pathlib import Path
 
@@ -10,9 +9,10 @@ import typer
 
 from infer.cli.console import err, out
 
-
-def _num(value: float) -> str:
-    return "NaN" if math.isnan(value) else f"{value:.6g}"
+# The terminal table's metric columns: short header -> msaccucmp's name.
+_COLUMNS = {"cosine": "CosineSimilarity", "RED": "RelativeEuclideanDistance", "KL": "KullbackLeiblerDivergence",
+            "RMSE": "RootMeanSquareError", "MeanRE": "MeanRelativeError", "MaxAbsErr": "MaxAbsoluteError",
+            "allclose": "AllclosePassRate"}
 
 
 def compare(
@@ -43,6 +43,7 @@ def compare(
 
     from infer.compare.compare import CompareOptions
     from infer.compare.compare import compare as run_compare
+    from infer.compare.metrics import shown
     from infer.compare.thresholds import Thresholds
 
     if topk < 1:
@@ -65,14 +66,11 @@ def compare(
     if not console.is_terminal:
         console.width = max(console.width, 160)  # a pipe or a log file: never cut numbers to fit 80 columns
     table = Table(title=f"{result.samples} samples, {result.padding} padding rows left out", title_justify="left")
-    for column in ("output", "cosine", "RED", "KL", "RMSE", "MeanRE", "MaxAbsErr", "allclose", "NaN/inf", "fp16",
-                   "result"):
+    for column in ("output", *_COLUMNS, "NaN/inf", "fp16", "result"):
         table.add_column(column, justify="left" if column == "output" else "right")
     for output in result.outputs:
         m = output.metrics
-        table.add_row(output.name, _num(m.cosine_similarity), _num(m.relative_euclidean_distance),
-                      _num(m.kullback_leibler_divergence), _num(m.root_mean_square_error),
-                      _num(m.mean_relative_error), _num(m.max_absolute_error), f"{m.allclose_pass_rate:.2%}",
+        table.add_row(output.name, *(shown(m.value(name), name) for name in _COLUMNS.values()),
                       str(m.counts.nan_actual + m.counts.inf_actual), "overflow" if m.counts.fp16_overflow else "ok",
                       "pass" if output.passed else "FAIL")
     console.print(table)
@@ -99,8 +97,9 @@ def compare(
                 layers.add_row(row.tensor, row.op_type, "", "", "", f"unmatched: {row.unmatched_reason}")
             else:
                 mark = "<- first below threshold" if row.first_failing else ("fail" if row.failures else "")
-                layers.add_row(row.tensor, row.op_type, _num(row.metrics.cosine_similarity),
-                               _num(row.metrics.max_absolute_error), _num(row.metrics.relative_euclidean_distance),
+                layer = row.metrics
+                layers.add_row(row.tensor, row.op_type, shown(layer.cosine_similarity, "CosineSimilarity"),
+                               shown(layer.max_absolute_error), shown(layer.relative_euclidean_distance),
                                mark)
         console.print(layers)
         first = result.layerwise.first_failing

@@ -17,22 +17,27 @@ from pathlib import Path
 from typing import Any
 
 from binio.atomic import write_bytes_atomic
+from infer.compare.metrics import shown
 from infer.compare.result import CompareResult, LayerwiseResult, OutputResult
 
 REPORT_HTML = "report.html"
-_SHOWN = ("CosineSimilarity", "RelativeEuclideanDistance", "KullbackLeiblerDivergence", "RootMeanSquareError",
-          "MeanRelativeError", "MaxAbsoluteError", "MeanAbsoluteError", "MaxRelativeError", "AllclosePassRate")
+_COSINE = "CosineSimilarity"
+# The metrics of the summary table, headed by their short names (msaccucmp's full name shows on hover).
+_SHOWN = {"CosineSimilarity": "cosine", "RelativeEuclideanDistance": "RED", "KullbackLeiblerDivergence": "KL",
+          "RootMeanSquareError": "RMSE", "MeanRelativeError": "MeanRE", "MaxAbsoluteError": "MaxAbsErr",
+          "MeanAbsoluteError": "MeanAbsErr", "MaxRelativeError": "MaxRE", "AllclosePassRate": "allclose"}
 _STYLE = """
 body { font-family: sans-serif; margin: 2em; color: #222; }
 table { border-collapse: collapse; margin: 1em 0; font-size: 90%; }
 td, th { border: 1px solid #bbb; padding: 3px 8px; text-align: right; }
-th { background: #eee; } td.name { text-align: left; font-family: monospace; }
+th { background: #eee; } td.name { text-align: left; font-family: monospace; } th:first-child { text-align: left; }
 .pass { color: #1a7f37; font-weight: bold; } .fail { color: #cf222e; font-weight: bold; }
 tr.first td { background: #ffe0e0; } img { max-width: 32%; margin: 0.3em; border: 1px solid #ddd; }
+img.wide { max-width: 66%; }
 """
 
 
-def _png(draw: Callable[[Any], None], width: float = 5.0, height: float = 3.6) -> str:
+def _png(draw: Callable[[Any], None], width: float = 5.0, height: float = 3.6, css_class: str = "") -> str:
     """An <img> whose PNG is drawn by `draw(axes)` and embedded as a data URI."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -43,11 +48,8 @@ def _png(draw: Callable[[Any], None], width: float = 5.0, height: float = 3.6) -
     figure.tight_layout()
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png")
-    return f'<img alt="plot" src="data:image/png;base64,{base64.b64encode(buffer.getvalue()).decode()}">'
-
-
-def _num(value: float) -> str:
-    return "NaN" if math.isnan(value) else f"{value:.6g}"
+    klass = f' class="{css_class}"' if css_class else ""
+    return f'<img alt="plot"{klass} src="data:image/png;base64,{base64.b64encode(buffer.getvalue()).decode()}">'
 
 
 def _histogram(output: OutputResult) -> str:
@@ -108,12 +110,13 @@ def _worst_plot(output: OutputResult) -> str:
 
 
 def _metrics_table(result: CompareResult) -> str:
-    head = "".join(f"<th>{name}</th>" for name in ("output", *_SHOWN, "NaN/inf", "fp16 overflow", "verdict"))
+    head = "<th>output</th>" + "".join(f"<th title='{name}'>{short}</th>" for name, short in _SHOWN.items())
+    head += "<th>NaN/inf</th><th>fp16 overflow</th><th>verdict</th>"
     rows = []
     for output in result.outputs:
         m = output.metrics
         counts = m.counts
-        cells = "".join(f"<td>{_num(m.value(name))}</td>" for name in _SHOWN)
+        cells = "".join(f"<td>{shown(m.value(name), name)}</td>" for name in _SHOWN)
         verdict = '<span class="pass">pass</span>' if output.passed else '<span class="fail">FAIL</span>'
         rows.append(f'<tr><td class="name">{html.escape(output.name)}</td>{cells}'
                     f"<td>{counts.nan_actual + counts.inf_actual}</td><td>{'yes' if counts.fp16_overflow else 'no'}"
@@ -126,14 +129,14 @@ def _output_section(output: OutputResult) -> str:
     if output.failures:
         parts.append("<p class='fail'>" + "<br>".join(html.escape(f.describe()) for f in output.failures) + "</p>")
     sd = output.metrics
-    parts.append(f"<p>StandardDeviation (mean;std): actual ({_num(sd.actual_mean)};{_num(sd.actual_std)}), golden "
-                 f"({_num(sd.golden_mean)};{_num(sd.golden_std)}); {sd.elements} elements; allclose atol="
+    parts.append(f"<p>StandardDeviation (mean;std): actual ({shown(sd.actual_mean)};{shown(sd.actual_std)}), golden "
+                 f"({shown(sd.golden_mean)};{shown(sd.golden_std)}); {sd.elements} elements; allclose atol="
                  f"{sd.atol:g} rtol={sd.rtol:g}</p>")
     parts.append(_histogram(output) + _cosine_per_batch(output) + _scatter(output))
     if output.worst_samples:
         parts.append(_worst_plot(output))
         rows = "".join(f"<tr><td>{s.sample}</td><td class='name'>{s.stem}</td><td>{s.row}</td>"
-                       f"<td>{_num(s.cosine_similarity)}</td><td>{_num(s.max_absolute_error)}</td></tr>"
+                       f"<td>{shown(s.cosine_similarity, _COSINE)}</td><td>{shown(s.max_absolute_error)}</td></tr>"
                        for s in output.worst_samples)
         parts.append("<h3>Worst samples</h3><table><tr><th>sample</th><th>batch</th><th>row</th>"
                      f"<th>cosine</th><th>max abs error</th></tr>{rows}</table>")
@@ -164,15 +167,16 @@ def _layerwise_section(layers: LayerwiseResult) -> str:
             axes.set_ylabel("cosine similarity")
             axes.set_title("cosine per tensor", fontsize=9)
 
-        parts.append(_png(draw, width=8.0))
+        parts.append(_png(draw, width=8.0, css_class="wide"))
     rows = []
     for row in layers.rows:
         klass = " class='first'" if row.first_failing else ""
         if row.metrics is None:
             cells = f"<td colspan='3' class='name'>{html.escape(row.unmatched_reason)}</td>"
         else:
-            cells = (f"<td>{_num(row.metrics.cosine_similarity)}</td><td>{_num(row.metrics.max_absolute_error)}</td>"
-                     f"<td>{_num(row.metrics.relative_euclidean_distance)}</td>")
+            m = row.metrics
+            cells = (f"<td>{shown(m.cosine_similarity, _COSINE)}</td><td>{shown(m.max_absolute_error)}</td>"
+                     f"<td>{shown(m.relative_euclidean_distance)}</td>")
         rows.append(f"<tr{klass}><td class='name'>{html.escape(row.tensor)}</td><td class='name'>{row.op_type}</td>"
                     f"{cells}</tr>")
     parts.append("<table><tr><th>tensor</th><th>op</th><th>cosine</th><th>max abs error</th><th>RED</th></tr>"

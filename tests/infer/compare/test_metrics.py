@@ -152,3 +152,11 @@ def test_different_sizes_refused() -> None:
 def test_json_writes_nan_as_text() -> None:
     result = m.compute_metrics(np.zeros(2), np.array([1.0, 2.0]), atol=0.0, rtol=0.0)
     assert result.to_json()["CosineSimilarity"] == "NaN"
+
+
+def test_numbers_shown_to_people() -> None:
+    assert m.shown(0.9999999403953552, "CosineSimilarity") == "0.99999994"  # six digits would say 1
+    assert m.shown(0.9999999403953552) == "1"
+    assert m.shown(0.000181561234) == "0.000181561"
+    assert m.shown(math.nan, "CosineSimilarity") == "NaN" and m.shown(math.inf) == "inf"
+    assert m.shown(0.9791666, "AllclosePassRate") == "97.92%"
