@@ -11,11 +11,12 @@ from binio.errors import InferError
 
 
 def load_document(path: Path, *, schema: str, version: int, kind: str, short: str, error: type[InferError],
-                  missing: str, missing_hint: str) -> dict[str, Any]:
+                  missing: str, missing_hint: str, binary_hint: str | None = None) -> dict[str, Any]:
     """The JSON object in `path`, after checking its ``schema`` and that its ``version`` is at most `version`.
 
     `kind` names the document in full (``dataset manifest``), `short` where it starts a sentence (``manifest``);
-    every refusal is an `error`, with `missing` (and `missing_hint`) when the file is not there.
+    every refusal is an `error`, with `missing` (and `missing_hint`) when the file is not there, and
+    `binary_hint` (default `missing_hint`) when it is not text at all (a model or a .bin given in its place).
     """
     try:
         text = path.read_text()
@@ -23,6 +24,8 @@ def load_document(path: Path, *, schema: str, version: int, kind: str, short: st
         raise error(f"{path}: {missing}", hint=missing_hint) from None
     except OSError as exc:
         raise error(f"{path}: cannot read ({exc.strerror or exc})") from None
+    except UnicodeDecodeError:
+        raise error(f"{path}: not a {kind} (binary, not JSON text)", hint=binary_hint or missing_hint) from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:

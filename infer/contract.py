@@ -6,13 +6,13 @@ Ascend server as a whole.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from binio.atomic import write_json_atomic
 from binio.binfile import sha256_file
+from binio.document import load_document
 from binio.errors import InferError
 from binio.spec import TensorSpec
 
@@ -156,30 +156,11 @@ def load_contract(path: Path | str) -> ModelContract:
     path = Path(path)
     if path.is_dir():
         path = path / "model.json"
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise ContractError(f"{path}: no such model contract", hint="infer freeze writes model.json") from None
-    except OSError as exc:
-        raise ContractError(f"{path}: cannot read ({exc.strerror})") from None
-    except UnicodeDecodeError:  # a model file (.pb, .onnx, .om) given where its model.json was meant
-        beside = path.parent / "model.json"
-        raise ContractError(f"{path}: not a model contract (binary, not JSON text)",
-                            hint=f"give {beside}" if beside.is_file() else "infer freeze writes model.json") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ContractError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
-    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
-        raise ContractError(f"{path}: not an infer model contract (expected schema {SCHEMA!r})")
-    version = data.get("version")
-    if not isinstance(version, int) or isinstance(version, bool):
-        raise ContractError(f"{path}: contract has no integer 'version' (found {version!r})")
-    if version > SCHEMA_VERSION:
-        raise ContractError(
-            f"{path}: contract version {version} is newer than this infer reads (up to {SCHEMA_VERSION})",
-            hint="upgrade infer",
-        )
+    beside = path.parent / "model.json"  # when a model file (.pb, .onnx, .om) is given where its model.json was meant
+    data = load_document(path, schema=SCHEMA, version=SCHEMA_VERSION, kind="model contract", short="contract",
+                         error=ContractError, missing="no such model contract",
+                         missing_hint="infer freeze writes model.json",
+                         binary_hint=f"give {beside}" if beside.is_file() else None)
     try:
         source = data["source"]
         converted_data = data.get("converted")

@@ -48,3 +48,10 @@ def test_a_dataset_manifest_uses_it(tmp_path: Path) -> None:
         load_manifest(tmp_path)
     assert str(caught.value) == (f"{tmp_path / 'dataset.json'}: manifest version 9 is newer than this infer reads "
                                  "(up to 1)")
+
+
+def test_a_binary_file_is_named_as_such(tmp_path: Path) -> None:
+    (tmp_path / "dataset.json").write_bytes(b"\x80\xff\x00 not text")
+    with pytest.raises(ManifestError) as caught:
+        load_manifest(tmp_path)
+    assert str(caught.value) == f"{tmp_path / 'dataset.json'}: not a dataset manifest (binary, not JSON text)"
