@@ -26,3 +26,8 @@ def print_json(document: Any) -> None:
 def say(message: str) -> None:
     """One plain line of progress for the user, on stderr so stdout stays clean for --json."""
     err().print(message, markup=False)
+
+
+def show(text: str) -> None:
+    """One plain line of a command's result on stdout, as written (no markup, no wrapping)."""
+    out().print(text, markup=False)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from infer.cli.console import out
+from infer.cli.console import show
 
 
 def demo(
@@ -20,22 +20,12 @@ def demo(
     HTML report's path. Exit 1 when compare fails.
     """
     from infer.demo.run import run_demo
-    from infer.pipeline.runner import StageOutcome
 
-    console = out()
-
-    def line(text: str) -> None:
-        console.print(text, markup=False)
-
-    def stage(outcome: StageOutcome) -> None:
-        line(outcome.line())
-
-    result = run_demo(output, on_step=line, on_stage=stage)
+    result = run_demo(output, on_step=show, on_stage=lambda outcome: show(outcome.line()))
     pipeline = result.pipeline
-    console.print(pipeline.verdict, markup=False)
+    show(pipeline.verdict)
     if pipeline.report_html is not None:
-        console.print(f"report: {pipeline.report_html}", markup=False)
-    console.print(f"re-run or edit: infer pipeline run {result.pipeline_file}  (commands: {pipeline.report_path})",
-                  markup=False)
+        show(f"report: {pipeline.report_html}")
+    show(f"re-run or edit: infer pipeline run {result.pipeline_file}  (commands: {pipeline.report_path})")
     if not pipeline.passed:
         raise typer.Exit(1)

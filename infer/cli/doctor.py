@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from infer.cli.console import out, print_json
+from infer.cli.console import print_json, show
 
 
 def _mark(ok: bool | None) -> str:
@@ -26,48 +26,43 @@ def doctor(
     if as_json:
         print_json(report.to_json())
         return
-    console = out()
-
-    def line(text: str) -> None:
-        console.print(text, markup=False)
-
-    line("python packages")
+    show("python packages")
     in_range = report.python_in_range
     python_range = f" (tested {report.python_range})" if report.python_range else ""
-    line(f"  {_mark(in_range)} python       {report.python}{python_range}  [{report.platform}]")
+    show(f"  {_mark(in_range)} python       {report.python}{python_range}  [{report.platform}]")
     for package in report.packages:
         version = package.version or "not installed"
         tested = f" (tested {package.tested_range})" if package.tested_range else " (tested range unknown)"
         dist = f" [{package.distribution}]" if package.distribution and package.distribution != package.name else ""
-        line(f"  {_mark(package.in_range)} {package.name:<12} {version}{dist}{tested}")
+        show(f"  {_mark(package.in_range)} {package.name:<12} {version}{dist}{tested}")
     if report.tested_combination:
-        line("  the combination is one we test")
+        show("  the combination is one we test")
     else:
         outside = [p.name for p in report.packages if not p.in_range]
         if report.python_in_range is False:
             outside.insert(0, "python")
-        line(f"  NOT a tested combination: {', '.join(outside)} outside the tested ranges or missing")
+        show(f"  NOT a tested combination: {', '.join(outside)} outside the tested ranges or missing")
 
-    line("ascend tools")
+    show("ascend tools")
     for tool in report.tools:
         if tool.found:
             version = f" {tool.version}" if tool.version else ""
-            line(f"  ok {tool.name:<12} {tool.path}{version}  ({tool.note})")
+            show(f"  ok {tool.name:<12} {tool.path}{version}  ({tool.note})")
         else:
-            line(f"  -- {tool.name:<12} not found ({tool.note})")
+            show(f"  -- {tool.name:<12} not found ({tool.note})")
 
-    line("ascend environment")
+    show("ascend environment")
     # Without ATC none of these matter; with it, each missing one is a likely cause of an ATC failure.
     needed = report.tool("atc").found
     absent = "!!" if needed else "--"
     home = report.toolkit_home or "not set"
     missing_home = " (no such folder)" if report.toolkit_home and not report.toolkit_home_exists else ""
-    line(f"  {'ok' if report.toolkit_home_exists else absent} ASCEND_TOOLKIT_HOME     {home}{missing_home}")
-    line(f"  {'ok' if report.set_env else absent} set_env.sh              {report.set_env or 'not found'}")
-    line(f"  {'ok' if report.devlib else absent} LD_LIBRARY_PATH devlib  {report.devlib or 'no devlib entry'}")
+    show(f"  {'ok' if report.toolkit_home_exists else absent} ASCEND_TOOLKIT_HOME     {home}{missing_home}")
+    show(f"  {'ok' if report.set_env else absent} set_env.sh              {report.set_env or 'not found'}")
+    show(f"  {'ok' if report.devlib else absent} LD_LIBRARY_PATH devlib  {report.devlib or 'no devlib entry'}")
     temp = "writable" if report.temp_writable else f"NOT writable ({report.temp_error})"
-    line(f"  {_mark(report.temp_writable)} temp folder             {report.temp_dir} {temp}")
+    show(f"  {_mark(report.temp_writable)} temp folder             {report.temp_dir} {temp}")
 
-    line("what will run here")
+    show("what will run here")
     for stage in report.stages:
-        line(f"  {'real     ' if stage.real else 'stand-in '} {stage.stage:<15} {stage.uses}")
+        show(f"  {'real     ' if stage.real else 'stand-in '} {stage.stage:<15} {stage.uses}")

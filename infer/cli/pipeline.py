@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from infer.cli.console import out, say
+from infer.cli.console import say, show
 
 pipeline_app = typer.Typer(
     help="Every stage from one TOML file; a re-run skips the stages whose inputs have not changed.",
@@ -27,20 +27,12 @@ def run(
     verdict and the equivalent `infer ...`, ATC and msame commands. Exit 1 when compare fails.
     """
     from infer.pipeline.config import load_config
-    from infer.pipeline.runner import StageOutcome, report_tail, run_pipeline
-
-    console = out()
-
-    def line(text: str) -> None:
-        console.print(text, markup=False)
-
-    def stage(outcome: StageOutcome) -> None:
-        line(outcome.line())
+    from infer.pipeline.runner import report_tail, run_pipeline
 
     config = load_config(config_file)
-    result = run_pipeline(config, on_stage=stage, force=force)
+    result = run_pipeline(config, on_stage=lambda outcome: show(outcome.line()), force=force)
     for text in report_tail(result):
-        line(text)
+        show(text)
     say(f"written to {result.report_path}")
     if not result.passed:
         raise typer.Exit(1)
