@@ -63,14 +63,16 @@ def test_onnxrt_over_two_worker_processes_is_byte_identical(onnx_small_cnn: Mode
     assert document["scale_out"]["shards"][1]["first"] == "000003"
 
 
-def test_msame_one_process_per_device_is_byte_identical(om: ModelContract, bins: DatasetManifest,
-                                                        tmp_path: Path) -> None:
-    single = run_model(om.path, bins.root, tmp_path / "single")
-    result = run_sharded(om.path, bins.root, tmp_path / "sharded", RunOptions(), ScaleOptions(devices=(2, 0, 1)))
+@pytest.mark.parametrize("tool", ["msame", "ais_bench"])
+def test_tools_one_process_per_device_is_byte_identical(om: ModelContract, bins: DatasetManifest, tmp_path: Path,
+                                                        tool: str) -> None:
+    options = RunOptions(backend=tool)
+    single = run_model(om.path, bins.root, tmp_path / "single", options)
+    result = run_sharded(om.path, bins.root, tmp_path / "sharded", options, ScaleOptions(devices=(2, 0, 1)))
     assert_same_outputs(single.folder, result.folder)
     scaled = result.record.scale_out
     assert scaled is not None and [len(s.stems) for s in scaled.shards] == [2, 2, 1]
-    assert [s.device for s in scaled.shards] == ["msame device 2", "msame device 0", "msame device 1"]
+    assert [s.device for s in scaled.shards] == [f"{tool} device 2", f"{tool} device 0", f"{tool} device 1"]
     for shard, device in zip(scaled.shards, ("2", "0", "1"), strict=True):
         argv = list(shard.command)
         assert argv[argv.index("--device") + 1] == device
