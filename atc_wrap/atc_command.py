@@ -149,7 +149,7 @@ def check_shapes(inputs: Sequence[TensorSpec], dynamic_batch: Sequence[int]) -> 
             spec = dynamic[0]
             raise ConvertError(
                 f"input {spec.name}: shape {format_shape(spec.shape)} has unknown dims; ATC needs static shapes",
-                hint="re-run infer freeze with the batch pinned, or give --dynamic-batch for an unknown batch dim",
+                hint="re-run infer freeze with --batch N, or give --dynamic-batch for an unknown batch dim",
             )
         return
     if len(dynamic_batch) < 2 or len(dynamic_batch) > _MAX_DYNAMIC_BATCHES:
@@ -162,7 +162,7 @@ def check_shapes(inputs: Sequence[TensorSpec], dynamic_batch: Sequence[int]) -> 
         shapes = ", ".join(f"{s.name} {format_shape(s.shape)}" for s in inputs)
         raise ConvertError(
             f"--dynamic-batch: no input has an unknown (-1) batch dim to vary ({shapes}); ATC would fail with E10031",
-            hint="freeze without pinning the batch to convert with --dynamic-batch",
+            hint="infer freeze --batch -1 keeps the batch dim unknown for --dynamic-batch",
         )
     other = [spec for spec in inputs if spec.unknown_dims and spec.unknown_dims != (0,)]
     if other:

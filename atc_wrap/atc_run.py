@@ -22,7 +22,7 @@ HINTS: dict[str, str] = {
               "and re-running infer freeze rewrites the contract from the graph",
     "E10002": "ATC rejected --input_shape: every name must be a placeholder of the pb and every dim a number "
               "(-1 only with a dynamic option); re-run infer freeze so the contract matches the pb",
-    "E10031": "--dynamic_batch_size needs an input whose batch dim is -1; freeze without pinning the batch",
+    "E10031": "--dynamic_batch_size needs an input whose batch dim is -1: infer freeze --batch -1 keeps it unknown",
     "E10001": "ATC rejected an option value (the message names it): check the soc version, precision mode and "
               "file paths",
     "EZ3003": "an op has no kernel for this chip and precision: try --precision-mode allow_fp32_to_fp16 or "

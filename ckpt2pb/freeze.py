@@ -25,6 +25,8 @@ from ckpt2pb.verify import Verification, verify_frozen
 log = logging.getLogger(__name__)
 
 PROTOBUF_LIMIT = 2**31 - 1  # bytes: protobuf cannot serialise a message this large
+DYNAMIC_BATCH = -1  # --batch -1: the first dim stays unknown, for ATC's --dynamic_batch_size
+VERIFY_BATCH = 2  # the batch verification feeds a graph whose first dim stays unknown
 
 
 @dataclass(frozen=True)
@@ -71,9 +73,9 @@ def _resolve_tensor(graph: Any, name: str, what: str, known: list[str]) -> Any:
 
 
 def _pinned_shape(request: InputRequest, graph_shape: tuple[int | None, ...] | None, batch: int | None,
-                  name: str) -> tuple[int, ...]:
-    """The input's final static shape: the graph's, refined by the user's dims and --batch, with every
-    disagreement and every dim left unknown refused."""
+                  name: str) -> tuple[int | None, ...]:
+    """The input's final shape: the graph's, refined by the user's dims and --batch, with every disagreement
+    and every dim left unknown refused (but the first under --batch -1)."""
     shape: list[int | None]
     if request.shape is not None:
         if graph_shape is not None and len(graph_shape) != len(request.shape):
@@ -91,13 +93,16 @@ def _pinned_shape(request: InputRequest, graph_shape: tuple[int | None, ...] | N
                           hint=f"give its shape, e.g. --inputs '{name}[1,224,224,3]'")
     else:
         shape = list(graph_shape)
-    if batch is not None and shape:
+    if batch == DYNAMIC_BATCH and shape and shape[0] is not None:
+        raise FreezeError(f"input {name}: --batch -1 keeps the first dim unknown, but it is {shape[0]} "
+                          f"(shape {format_shape(tuple(shape))})", hint="give it as ? in --inputs to free it")
+    if batch is not None and batch != DYNAMIC_BATCH and shape:
         if shape[0] is None:
             shape[0] = batch
         elif shape[0] != batch:
             raise FreezeError(f"input {name}: --batch {batch} conflicts with its first dim {shape[0]} "
                               f"(shape {format_shape(tuple(shape))})")
-    unknown = [i for i, d in enumerate(shape) if d is None]
+    unknown = [i for i, d in enumerate(shape) if d is None and not (i == 0 and batch == DYNAMIC_BATCH)]
     if unknown:
         dims = ", ".join(str(i) for i in unknown)
         example = format_shape(tuple(1 if d is None else d for d in shape)).strip("()")
@@ -105,7 +110,7 @@ def _pinned_shape(request: InputRequest, graph_shape: tuple[int | None, ...] | N
             f"input {name}: shape {format_shape(tuple(shape))} still has unknown dims ({dims})",
             hint=f"give them in --inputs, e.g. '{name}[{example}]'" + ("" if unknown != [0] else ", or use --batch N"),
         )
-    return tuple(int(d) for d in shape if d is not None)
+    return tuple(shape)
 
 
 @dataclass(frozen=True)
@@ -153,7 +158,7 @@ def _plan(source: LoadedSource, graph: Any, outputs: Sequence[str], requests: Se
         tensor = graph.get_tensor_by_name(f"{node}:0")
         value = parse_value(text, tensor.dtype.name, what=f"--set {name}")
         graph_shape = shape_of(tensor) or ()
-        if graph_shape and graph_shape[0] is None and batch is not None:
+        if graph_shape and graph_shape[0] is None and batch is not None and batch != DYNAMIC_BATCH:
             graph_shape = (batch, *graph_shape[1:])
         if any(d is None for d in graph_shape):
             raise FreezeError(f"--set {name}: the placeholder's shape {format_shape(graph_shape)} is not static")
@@ -184,7 +189,7 @@ def _edit(graph_def: Any, plan: _Plan, output_nodes: list[str]) -> Any:
     nodes = {node.name: node for node in graph_def.node}
     for spec in plan.inputs:
         dtype_enum = tf.as_dtype(spec.dtype).as_datatype_enum
-        shape = spec.static_shape()
+        shape = tuple(-1 if d is None else d for d in spec.shape)
         if spec.name in plan.replaced:
             surgery.add_placeholder(graph_def, plan.replaced[spec.name], dtype_enum, shape)
             surgery.rewire(graph_def, spec.name, plan.replaced[spec.name])
@@ -257,6 +262,12 @@ def _final_names(graph_def: Any, plan: _Plan) -> tuple[TensorSpec, ...]:
     return tuple(specs)
 
 
+def _at_batch(specs: tuple[TensorSpec, ...]) -> tuple[TensorSpec, ...]:
+    """The specs with an unknown first dim (--batch -1) made VERIFY_BATCH, to feed verification."""
+    return tuple(replace(s, shape=(VERIFY_BATCH, *s.shape[1:])) if s.shape and s.shape[0] is None else s
+                 for s in specs)
+
+
 def freeze_source(source: LoadedSource, outputs: Sequence[str], *, inputs: Sequence[InputRequest] = (),
                   batch: int | None = None, assignments: Mapping[str, str] | None = None, verify: bool = True,
                   seed: int = 0) -> FrozenGraph:
@@ -271,8 +282,8 @@ def freeze_source(source: LoadedSource, outputs: Sequence[str], *, inputs: Seque
         raise GraphNameError("no outputs given: --outputs names the tensors the frozen model returns",
                              hint=f"likely outputs: {', '.join(likely)}" if likely else "run infer inspect MODEL")
     output_tensors = [_resolve_tensor(graph, name, "output", known).name for name in outputs]
-    if batch is not None and batch < 1:
-        raise FreezeError(f"--batch {batch}: expected a positive number")
+    if batch is not None and batch < 1 and batch != DYNAMIC_BATCH:
+        raise FreezeError(f"--batch {batch}: expected a positive number, or -1 to keep the first dim unknown")
     plan = _plan(source, graph, output_tensors, inputs, batch, assignments)
     output_nodes = list(dict.fromkeys(node_name(t) for t in output_tensors))
 
@@ -305,7 +316,8 @@ def freeze_source(source: LoadedSource, outputs: Sequence[str], *, inputs: Seque
                                            layout=_layout(shape, _channels_first(frozen))))
         verification = None
         if verify:
-            verification = verify_frozen(session, frozen_graph, plan.inputs, input_specs, tuple(output_specs),
+            verification = verify_frozen(session, frozen_graph, _at_batch(plan.inputs), _at_batch(input_specs),
+                                         tuple(output_specs),
                                          {f"{name}:0": value for name, value in plan.sets.items()}, seed=seed)
     fixed = dict(plan.set_texts)
     for node in source.graph_def.node:

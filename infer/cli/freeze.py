@@ -17,7 +17,8 @@ def freeze(
     inputs: str = typer.Option("", "--inputs", help="Inputs as NAME[DIMS]:DTYPE, comma-separated, shape and dtype "
                                "optional: 'IteratorGetNext:0[?,224,224,3]:float32,is_training'. A tensor that is "
                                "not a placeholder is replaced by one. Default: the placeholders the outputs need."),
-    batch: int | None = typer.Option(None, "--batch", help="Fix an unknown first dim of every input to N."),
+    batch: int | None = typer.Option(None, "--batch", help="Fix an unknown first dim of every input to N; -1 "
+                                     "keeps it unknown, for infer convert --dynamic-batch."),
     assignments: list[str] = typer.Option([], "--set", help="Fix a placeholder to a value: --set is_training=false "
                                           "(repeatable). Placeholders with a default are folded to it otherwise."),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing model.pb/model.json."),

@@ -102,3 +102,43 @@ def test_channels_first_graph_gets_nchw_layout(tmp_path) -> None:  # type: ignor
     report = freeze_model(tmp_path / "ckpt", tmp_path / "out", ["features"], batch=1, verify=False)
     assert [(s.layout, s.shape) for s in report.contract.inputs] == [("NCHW", (1, 3, 8, 8))]
     assert [s.layout for s in report.contract.outputs] == ["NCHW"]
+
+
+def test_batch_minus_one_keeps_the_batch_dynamic_for_atc(capsys, resnet_model: ReferenceModel, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """--batch -1: the pb's placeholder keeps batch -1, the contract says ?, and convert's --dynamic-batch acts on
+    it; verification still runs (at batch 2)."""
+    import tensorflow as tf
+
+    from infer.freeze import freeze_model
+    from tests.cli import run_cli
+
+    report = freeze_model(resnet_model.path, tmp_path / "dyn", ["probs"], batch=-1)
+    assert [s.shape for s in report.contract.inputs] == [(None, 16, 16, 3)]
+    assert [s.shape for s in report.contract.outputs] == [(None, 10)]
+    assert report.verification is not None and report.verification.worst <= 1e-5
+    graph_def = tf.compat.v1.GraphDef.FromString(report.contract.pb_path.read_bytes())
+    placeholder = next(node for node in graph_def.node if node.name == "images")
+    assert [d.size for d in placeholder.attr["shape"].shape.dim] == [-1, 16, 16, 3]
+    for batch in (1, 3):  # the frozen pb takes any batch
+        got, _ = _run_pb(report.contract.pb_path.read_bytes(),
+                         {"images:0": np.zeros((batch, 16, 16, 3), np.float32)}, ["probs:0"])
+        assert got[0].shape == (batch, 10)
+    outcome = run_cli(capsys, "convert", tmp_path / "dyn", "--target", "om", "--soc-version", "Ascend310",
+                      "--dynamic-batch", "1,2,4", "--dry-run")
+    assert outcome.code == 0, outcome.err
+    assert "--input_shape=images:-1,16,16,3" in outcome.out and "--dynamic_batch_size=1,2,4" in outcome.out
+
+
+def test_batch_minus_one_refuses_a_static_batch(bert_model: ReferenceModel, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import pytest
+
+    from ckpt2pb.errors import FreezeError
+    from infer.freeze import freeze_model
+
+    with pytest.raises(FreezeError) as caught:
+        freeze_model(bert_model.path, tmp_path, ["class_probs"], inputs="input_ids[2,16],input_mask,segment_ids",
+                     batch=-1)
+    assert str(caught.value) == "input input_ids:0: --batch -1 keeps the first dim unknown, but it is 2 (shape (2,16))"
+    with pytest.raises(FreezeError) as caught:
+        freeze_model(bert_model.path, tmp_path, ["class_probs"], batch=-2)
+    assert str(caught.value) == "--batch -2: expected a positive number, or -1 to keep the first dim unknown"
