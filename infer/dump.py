@@ -288,6 +288,7 @@ def dump_bins(contract: ModelContract, options: DumpOptions, progress: Progress 
         samples = _sample_count(plans, sources, options.samples, batch)
         slots = plan_batches(samples, batch)
         try:
+            _make_folders(output, plans)
             (output / MANIFEST_NAME).unlink(missing_ok=True)  # until the new one is written, the folder is no dataset
             result = _write_all(contract, options, plans, sources, slots, batch, samples, progress)
         except BaseException as exc:
@@ -299,6 +300,15 @@ def dump_bins(contract: ModelContract, options: DumpOptions, progress: Progress 
         for source in sources:
             source.close()
     return result
+
+
+def _make_folders(output: Path, plans: list[_Plan]) -> None:
+    for plan in plans:
+        try:
+            (output / plan.folder).mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise InferError(f"{output}: cannot create the dataset folder here ({exc.strerror or exc})",
+                             hint="choose another -o") from None
 
 
 def _write_all(contract: ModelContract, options: DumpOptions, plans: list[_Plan], sources: list[SampleSource],
@@ -322,8 +332,6 @@ def _write_all(contract: ModelContract, options: DumpOptions, plans: list[_Plan]
 
     buffers = [[padded_buffer(batch, p.spec.static_shape()[1:], p.spec.dt.np_dtype) for _ in range(_BUFFERS)]
                for p in plans]
-    for plan in plans:
-        (output / plan.folder).mkdir(parents=True, exist_ok=True)
     if progress is not None:
         progress(0, len(slots))
     with concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="dump-bin-writer") as writer:

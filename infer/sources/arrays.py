@@ -29,6 +29,27 @@ def _checked_array(array: np.ndarray, what: str) -> np.ndarray:
     return array
 
 
+_HEADS = ((b"\x93NUMPY", ".npy", "a .npy array"), (b"PK\x03\x04", ".npz", "an .npz (zip) archive"),
+          (b"PK\x05\x06", ".npz", "an empty .npz (zip) archive"), (b"\x80", "pickle", "a Python pickle"))
+
+
+def _check_head(path: Path, suffix: str) -> None:
+    """Refuses a file whose first bytes are not what its suffix says, before numpy guesses (numpy's fallback
+    for anything else is to unpickle it, and its errors then speak of pickles or end of file)."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(6)
+    except OSError as exc:
+        raise SourceError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    kind, what = next(((k, w) for magic, k, w in _HEADS if head.startswith(magic)), (None, ""))
+    if kind == suffix:
+        return
+    if kind == "pickle":
+        raise _pickle_refused(str(path))
+    found = what or (f"other data (its first bytes are {head!r})" if head else "an empty file")
+    raise SourceError(f"{path}: not a {suffix} file: it is {found}")
+
+
 def _pickle_refused(what: str) -> SourceError:
     return SourceError(f"{what}: holds pickled Python objects, which are never loaded (allow_pickle=False)",
                        hint="save the samples as a plain numeric array (np.save(path, np.asarray(x, 'float32')))")
@@ -63,6 +84,7 @@ class NpySource(_ArraySource):
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        _check_head(path, ".npy")
         try:
             array = np.load(path, mmap_mode="r", allow_pickle=False)
         except ValueError as exc:
@@ -120,6 +142,7 @@ class NpzSource(_ArraySource):
 
     def __init__(self, path: Path, tensor: str, *, single_input: bool) -> None:
         self.path = path
+        _check_head(path, ".npz")
         try:
             archive = np.load(path, allow_pickle=False)
         except (ValueError, OSError, zipfile.BadZipFile) as exc:

@@ -477,3 +477,35 @@ def test_an_npy_that_holds_no_samples_is_refused(capsys: pytest.CaptureFixture[s
     np.save(tmp_path / "data.npy", array)
     line = _refused(capsys, tmp_path / "bins", "-m", frozen_small_cnn.path, tmp_path / "data.npy")
     assert line == f"error: {tmp_path / 'data.npy'}: {found}"
+
+
+@pytest.mark.parametrize(("name", "content", "found"), [
+    ("data.npy", b"", "not a .npy file: it is an empty file"),
+    ("data.npy", b"images,labels\n", "not a .npy file: it is other data (its first bytes are b'images')"),
+    ("data.npy", b"PK\x03\x04rest", "not a .npy file: it is an .npz (zip) archive"),
+    ("data.npz", b"\x93NUMPYrest", "not a .npz file: it is a .npy array"),
+    ("data.npz", b"", "not a .npz file: it is an empty file"),
+])
+def test_a_file_that_is_not_what_its_suffix_says_is_named(capsys: pytest.CaptureFixture[str],
+                                                          frozen_small_cnn: ModelContract, tmp_path: Path,
+                                                          name: str, content: bytes, found: str) -> None:
+    (tmp_path / name).write_bytes(content)
+    line = _refused(capsys, tmp_path / "bins", "-m", frozen_small_cnn.path, tmp_path / name)
+    assert line == f"error: {tmp_path / name}: {found}"
+
+
+def test_a_raw_pickle_named_npy_is_never_loaded(capsys: pytest.CaptureFixture[str], frozen_small_cnn: ModelContract,
+                                                tmp_path: Path) -> None:
+    import pickle
+
+    (tmp_path / "data.npy").write_bytes(pickle.dumps([1, 2, 3]))
+    line = _refused(capsys, tmp_path / "bins", "-m", frozen_small_cnn.path, tmp_path / "data.npy")
+    assert line == (f"error: {tmp_path / 'data.npy'}: holds pickled Python objects, which are never loaded "
+                    f"(allow_pickle=False)")
+
+
+def test_an_output_under_a_file_is_refused(capsys: pytest.CaptureFixture[str], frozen_small_cnn: ModelContract,
+                                           tmp_path: Path) -> None:
+    np.save(tmp_path / "data.npy", np.zeros((2, 8, 8, 3), np.float32))
+    line = _refused(capsys, tmp_path / "data.npy" / "bins", "-m", frozen_small_cnn.path, tmp_path / "data.npy")
+    assert line == f"error: {tmp_path / 'data.npy' / 'bins'}: cannot create the dataset folder here (Not a directory)"
