@@ -5,9 +5,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from infer.pipeline.config import PipelineConfig
 from infer.pipeline.stages import StageDone, WorkLayout
+
+if TYPE_CHECKING:
+    from infer.convert import ConvertOptions
 
 
 def freeze(config: PipelineConfig, work: WorkLayout) -> str:
@@ -63,18 +67,26 @@ def compare(config: PipelineConfig, work: WorkLayout, run_folder: Path) -> Stage
                      {"passed": result.passed, "verdict": result.verdict(), "report_html": str(html)})
 
 
+def convert_options(config: PipelineConfig) -> ConvertOptions:
+    """[convert] as `infer convert`'s options ("auto" and 0 mean: convert's own default)."""
+    from infer.convert import ConvertOptions
+
+    section = config.convert
+    return ConvertOptions(
+        target=None if section.target == "auto" else section.target, soc_version=section.soc_version,
+        precision_mode=section.precision_mode, input_fp16_nodes=section.input_fp16_nodes,
+        output_type=section.output_type, input_format=section.input_format,
+        op_select_implmode=section.op_select_implmode, atc_args=section.atc_args, opset=section.opset or None,
+    )
+
+
 def atc_dry_run(config: PipelineConfig, work: WorkLayout) -> tuple[str, ...]:
     """The ATC command `infer convert --target om` would run for this pipeline's model, without running it."""
     from infer.contract import load_contract
-    from infer.convert import ConvertOptions, convert_model
+    from infer.convert import convert_model
 
-    section = config.convert
-    options = ConvertOptions(
-        target="om", dry_run=True, soc_version=section.soc_version, precision_mode=section.precision_mode,
-        input_fp16_nodes=section.input_fp16_nodes, output_type=section.output_type,
-        input_format=section.input_format, op_select_implmode=section.op_select_implmode,
-        atc_args=section.atc_args, output=work.model_dir / "model.om",
-    )
+    options = replace(convert_options(config), target="om", dry_run=True, opset=None,
+                      output=work.model_dir / "model.om")
     contract = load_contract(work.contract)
     result = convert_model(replace(contract, converted=None), options)
     return tuple(result.command)

@@ -201,18 +201,12 @@ def plan_convert(config: PipelineConfig, work: WorkLayout, facts: Facts) -> Stag
 
 def run_convert(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StageDone:
     from infer.contract import load_contract
-    from infer.convert import ConvertOptions, convert_model
+    from infer.convert import convert_model
+    from infer.pipeline.calls import convert_options
 
-    section = config.convert
-    options = ConvertOptions(
-        target=None if section.target == "auto" else section.target, soc_version=section.soc_version,
-        precision_mode=section.precision_mode, input_fp16_nodes=section.input_fp16_nodes,
-        output_type=section.output_type, input_format=section.input_format,
-        op_select_implmode=section.op_select_implmode, atc_args=section.atc_args, opset=section.opset or None,
-    )
-    result = convert_model(load_contract(work.contract), options)
+    result = convert_model(load_contract(work.contract), convert_options(config))
     converted = result.contract.converted
-    mode = converted.precision_mode if converted is not None else section.precision_mode
+    mode = converted.precision_mode if converted is not None else config.convert.precision_mode
     summary = f"{result.artefact.name} ({result.target_reason}); precision {mode}"
     return StageDone(summary, (result.artefact, work.contract), {"target": result.target,
                                                                   "artefact": str(result.artefact),
