@@ -136,6 +136,10 @@ class _Book:
     latency: dict[str, float] = field(default_factory=dict)
     stats: dict[int, ShardStats] = field(default_factory=dict)
     failed: dict[int, str] = field(default_factory=dict)
+    position: dict[str, int] = field(default_factory=dict)  # a stem's place in the dataset
+
+    def __post_init__(self) -> None:
+        self.position = {stem: index for index, stem in enumerate(self.manifest.stems)}
 
     def book(self, shard: Shard, attempt: int, outcome: ShardOutcome) -> str:
         """Takes in an outcome's batches; returns why it must count as failed ("" if it need not)."""
@@ -147,7 +151,8 @@ class _Book:
         self.done.update(outcome.stems)
         self.latency.update(zip(outcome.stems, outcome.per_batch_ms, strict=False))
         before = self.stats.get(shard.index)
-        stems = tuple(s for s in self.manifest.stems if s in set(outcome.stems) | set(before.stems if before else ()))
+        shard_done = set(outcome.stems).union(before.stems if before else ())
+        stems = tuple(sorted(shard_done, key=self.position.__getitem__))
         self.stats[shard.index] = ShardStats(
             index=shard.index, stems=stems, device=outcome.device or (before.device if before else ""),
             samples=len(stems) * self.manifest.batch,
@@ -158,7 +163,7 @@ class _Book:
         return outcome.error
 
     def stems(self) -> tuple[str, ...]:
-        return tuple(s for s in self.manifest.stems if s in self.done)
+        return tuple(sorted(self.done, key=self.position.__getitem__))
 
 
 def _record(base: RunRecord, book: _Book, scale_out: ScaleOut, *, completed: bool) -> RunRecord:
