@@ -197,7 +197,7 @@ def run_model(model: Path, bins: Path, out: Path, options: RunOptions | None = N
     running = model_file(contract, backend)
     known = {contract.pb_sha256, contract.converted.sha256 if contract.converted else ""}
     if manifest.model_sha256 and manifest.model_sha256 not in known:  # bins made for the om feed the pb too
-        log.warning("%s: made for a model with sha256 %s, running %s", manifest.path, manifest.model_sha256,
+        log.warning("%s: made for another model (sha256 %s), running %s", manifest.path, manifest.model_sha256[:12],
                     running[0])
     runner.activate()  # before the run folder exists: a missing tool leaves nothing behind
     try:

@@ -125,6 +125,15 @@ def test_om_contract_defaults_to_msame_and_reads_outputs_with_the_oms_dtypes(
     assert record.read_output("000001", 1).dtype == np.float16
 
 
+def test_bins_made_for_another_model_run_with_a_warning(onnx_small_cnn: ModelContract, tmp_path: Path,
+                                                        caplog: pytest.LogCaptureFixture) -> None:
+    manifest = replace(write_dataset(tmp_path / "bins", {"images:0": cnn_batches(1)}), model_sha256="ab" * 32).save()
+    with caplog.at_level("WARNING", logger="infer.run"):
+        assert run_model(onnx_small_cnn.path, manifest.root, tmp_path / "out").record.completed
+    assert caplog.messages == [f"{manifest.path}: made for another model (sha256 {'ab' * 6}), running "
+                               f"{onnx_small_cnn.converted_path}"]
+
+
 def test_interrupted_run_keeps_finished_outputs_and_is_marked_incomplete(
         onnx_small_cnn: ModelContract, cnn_bins: DatasetManifest, tmp_path: Path) -> None:
     calls: list[tuple[int, int]] = []
