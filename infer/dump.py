@@ -149,7 +149,9 @@ def _assign_sources(specs: tuple[TensorSpec, ...], sources: tuple[tuple[str, str
                 raise SourceError(f"two unnamed sources ({lone}, {text}): name them with --input NAME=SOURCE")
             lone = text
             continue
-        spec = next((s for s in specs if name in (s.name, s.node, safe_folder_name(s.name))), None)
+        # A tensor or node name first: a folder name (bert_ids for bert/ids:0) may also be another input's node name.
+        spec = next((s for s in specs if name in (s.name, s.node)), None) or next(
+            (s for s in specs if name == safe_folder_name(s.name)), None)
         if spec is None:
             raise SourceError(f"--input {name}={text}: the model has no input {name!r}; its inputs are: "
                               + ", ".join(s.name for s in specs))

@@ -509,3 +509,17 @@ def test_an_output_under_a_file_is_refused(capsys: pytest.CaptureFixture[str], f
     np.save(tmp_path / "data.npy", np.zeros((2, 8, 8, 3), np.float32))
     line = _refused(capsys, tmp_path / "data.npy" / "bins", "-m", frozen_small_cnn.path, tmp_path / "data.npy")
     assert line == f"error: {tmp_path / 'data.npy' / 'bins'}: cannot create the dataset folder here (Not a directory)"
+
+
+def test_input_names_become_safe_distinct_folders(tmp_path: Path) -> None:
+    from binio.spec import TensorSpec
+    from tests.infer.dump_models import hand_contract
+
+    contract = hand_contract(tmp_path / "model", (TensorSpec("scope/x:0", "float32", (2, 3)),
+                                                  TensorSpec("scope_x:0", "float32", (2, 3))))
+    result = dump_bins(contract, DumpOptions(output=tmp_path / "bins", sources=(("scope/x", "const:1"),
+                                                                                ("scope_x", "const:2"))))
+    assert [(i.tensor, i.folder) for i in result.manifest.inputs] == [("scope/x:0", "00_scope_x"),
+                                                                      ("scope_x:0", "01_scope_x")]
+    assert sorted(p.name for p in (tmp_path / "bins").iterdir()) == ["00_scope_x", "01_scope_x", "dataset.json"]
+    assert (np.concatenate(list(iter_samples(result.manifest, "scope_x:0"))) == 2).all()
