@@ -55,6 +55,7 @@ def convert_to_onnx(
     to ATC output types (FP32/FP16), as parsed by `atc_wrap.precision`.
     """
     check_precision_mode(precision_mode)
+    check_output_types(output_types or {})
     chosen_opset = check_opset(opset)
     graph_def = read_graph_def(pb)
     check_nodes_exist(graph_def, pb, inputs, outputs)
@@ -62,10 +63,6 @@ def convert_to_onnx(
     _refuse_unconverted(model, pb, chosen_opset)
     fp16_inputs = {spec.name for spec in inputs if spec.node in set(input_fp16_nodes)}
     fp16_outputs = {name for name, kind in (output_types or {}).items() if kind == "FP16"}
-    unsupported = {f"{name}:{kind}" for name, kind in (output_types or {}).items() if kind not in ("FP32", "FP16")}
-    if unsupported:
-        raise ConvertError(f"--output-type {', '.join(sorted(unsupported))}: the ONNX stand-in emulates FP32 and "
-                           "FP16 outputs only")
     _check_names(model, pb, inputs, outputs)
     emulation = emulate_precision(model, precision_mode, fp16_inputs=fp16_inputs, fp16_outputs=fp16_outputs)
     _check(model, pb)
@@ -83,6 +80,14 @@ def convert_to_onnx(
         tool_versions={"tf2onnx": tf2onnx.__version__, "onnx": onnx.__version__,
                        "onnxruntime": onnxruntime.__version__},
     )
+
+
+def check_output_types(output_types: Mapping[str, str]) -> None:
+    """Refuses the ATC output types the stand-in cannot give (UINT8: ATC's quantised output)."""
+    unsupported = {f"{name}:{kind}" for name, kind in output_types.items() if kind not in ("FP32", "FP16")}
+    if unsupported:
+        raise ConvertError(f"--output-type {', '.join(sorted(unsupported))}: the ONNX stand-in emulates FP32 and "
+                           "FP16 outputs only", hint="--target om passes it to ATC")
 
 
 def _tf2onnx(graph_def: Any, pb: Path, inputs: Sequence[TensorSpec], outputs: Sequence[TensorSpec],

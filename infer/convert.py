@@ -157,11 +157,12 @@ def _convert_onnx(contract: ModelContract, options: ConvertOptions, reason: str)
 
     from atc_wrap.atc_command import check_shapes
     from atc_wrap.opset import check_opset
-    from atc_wrap.standin import convert_to_onnx
+    from atc_wrap.standin import check_output_types, convert_to_onnx
 
     destination = _artefact(contract, options, ".onnx")
     fp16_nodes = parse_input_fp16_nodes(options.input_fp16_nodes, contract.inputs)
     output_types = parse_output_type(options.output_type, contract.outputs)
+    check_output_types(output_types)
     if options.dynamic_batch:
         check_shapes(contract.inputs, options.dynamic_batch)
     ignored = _atc_only(options)

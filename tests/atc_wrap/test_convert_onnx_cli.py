@@ -65,6 +65,23 @@ def test_onnx_dry_run_writes_nothing(
     assert not (contract.folder / "model.onnx").exists()
 
 
+def test_uint8_output_is_refused_by_the_stand_in_before_converting(
+    capsys: pytest.CaptureFixture[str], frozen_small_cnn: ModelContract, copy_model: Copy
+) -> None:
+    """ATC's quantised UINT8 output has no stand-in: refused up front, in a dry run too, not after tf2onnx ran."""
+    contract = copy_model(frozen_small_cnn)
+    before = contract.path.read_bytes()
+    for extra in ((), ("--dry-run",)):
+        outcome = run_cli(capsys, "convert", contract.path, "--target", "onnx", "--output-type", "probs:0:uint8",
+                          *extra)
+        assert outcome.code == 2
+        assert outcome.error_line == ("error: --output-type probs:0:UINT8: the ONNX stand-in emulates FP32 and FP16 "
+                                      "outputs only")
+        assert "hint: --target om passes it to ATC" in outcome.err
+    assert contract.path.read_bytes() == before
+    assert not (contract.folder / "model.onnx").exists()
+
+
 def test_missing_contract(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     outcome = run_cli(capsys, "convert", tmp_path / "model.json", "--target", "onnx")
     assert outcome.code == 2
