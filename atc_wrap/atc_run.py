@@ -49,7 +49,7 @@ def toolkit_dirs(environ: dict[str, str] | None = None) -> list[Path]:
     home = env.get("ASCEND_TOOLKIT_HOME", "")
     if not home:
         return []
-    return [Path(home) / "compiler" / "bin", Path(home) / "bin", Path(home) / "atc" / "bin"]
+    return [Path(home) / sub for sub in ("compiler/bin", "atc/bin", "bin")]  # infer doctor looks in this order too
 
 
 def find_atc() -> Path | None:
