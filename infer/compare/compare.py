@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -18,6 +18,7 @@ import numpy as np
 
 from binio.errors import InferError
 from binio.manifest import DatasetManifest, load_manifest
+from binio.spec import TensorSpec
 from infer.compare.accumulate import MetricAccumulator
 from infer.compare.metrics import Metrics, as_float64
 from infer.compare.result import BatchResult, CompareResult, OutputResult, PlotData, SampleScore
@@ -161,14 +162,26 @@ def _worst(cosines: list[np.ndarray], max_abs: list[np.ndarray], where: list[tup
                  for i in order)
 
 
-def dataset_labels(path: Path | None, manifest: DatasetManifest) -> np.ndarray | None:
-    """The labels file's classes, one per sample of the dataset (padding excluded), or None without a file."""
+def dataset_labels(path: Path | None, manifest: DatasetManifest, outputs: Sequence[TensorSpec]) -> np.ndarray | None:
+    """The labels file's classes, one per sample of the dataset (padding excluded), each a class index of the
+    model's classifier outputs (0-based); None without a file."""
     if path is None:
         return None
     labels = load_labels(path)
     if labels.size != manifest.samples:
         raise InferError(f"{path}: {labels.size} labels for a dataset of {manifest.samples} samples",
                          hint="one label per sample, padding excluded, in the dataset's order")
+    classifiers = {spec.name: spec.shape[1] for spec in outputs
+                   if len(spec.shape) == 2 and spec.shape[0] in (None, manifest.batch) and spec.shape[1] is not None
+                   and is_classifier((manifest.batch, spec.shape[1]), spec.dt.is_float)}
+    if classifiers:
+        name = max(classifiers, key=lambda n: classifiers[n] or 0)
+        classes = classifiers[name] or 0
+        outside = np.flatnonzero((labels < 0) | (labels >= classes))
+        if outside.size:
+            sample = int(outside[0])
+            raise InferError(f"{path}: label {int(labels[sample])} of sample {sample} is not a class of {name} "
+                             f"(0 to {classes - 1})", hint="labels are 0-based class indices")
     return labels
 
 
@@ -182,7 +195,7 @@ def compare_run_folders(contract: ModelContract, manifest: DatasetManifest, actu
                          golden_dir, manifest)
     thresholds = options.thresholds
     thresholds.check_outputs([p.name for p in pairs])
-    labels = dataset_labels(options.labels, manifest)
+    labels = dataset_labels(options.labels, manifest, contract.outputs)
     if options.workers > 1 and manifest.file_count > 1:
         from infer.compare.parallel import compare_outputs_in_workers
 
@@ -212,7 +225,7 @@ def compare(contract_path: Path, dataset: Path, actual: Path, *, golden: Path | 
         # What the user named is checked before TensorFlow runs (seconds to minutes) rather than after it.
         resolve_run_folder(actual, what="--actual")
         options.thresholds.check_outputs([s.name for s in contract.outputs])
-        dataset_labels(options.labels, manifest)
+        dataset_labels(options.labels, manifest, contract.outputs)
         golden_dir, source = tensorflow_golden(contract, manifest, cache_root=cache_root, on_run=on_golden_run,
                                                workers=options.workers)
     result = compare_run_folders(contract, manifest, actual, golden_dir, options, golden_source=source)

@@ -230,3 +230,16 @@ def test_mistakes_are_refused_before_tensorflow_runs_for_the_golden(case, tmp_pa
                                   "outputs are: probs:0, feat:0")
     outcome = run_cli(capsys, *base, "--actual", str(tmp_path / "nothing"))
     assert outcome.error_line == f"error: --actual {tmp_path / 'nothing'}: no such folder"
+
+
+@pytest.mark.parametrize(("bad", "shown"), [(5, "5"), (-1, "-1")])
+def test_label_outside_the_classes_is_refused(case, tmp_path, capsys, bad: int, shown: str) -> None:  # type: ignore[no-untyped-def]
+    """1-based labels (5 for the last of 5 classes) would silently count as wrong answers."""
+    contract, _, probs, feat = case
+    _actual(tmp_path, probs, feat)
+    labels = [0, 1, 2, 3, 4, 0, 1, bad, 3, 4]
+    (tmp_path / "labels.txt").write_text("".join(f"{v}\n" for v in labels))
+    outcome = run_cli(capsys, *_args(tmp_path, contract, "--labels", str(tmp_path / "labels.txt")))
+    assert outcome.code == 2
+    assert outcome.error_line == (f"error: {tmp_path / 'labels.txt'}: label {shown} of sample 7 is not a class of "
+                                  "probs:0 (0 to 4)")
