@@ -6,7 +6,9 @@ feature of `infer freeze`; the freeze stage has its own tests.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from binio.binfile import sha256_file
 from binio.spec import TensorSpec
@@ -31,21 +33,29 @@ def freeze_by_hand(model: BuiltModel, folder: Path, *, batch: int = 2) -> ModelC
             dims = node.attr["shape"].shape.dim
             if dims and dims[0].size == -1:
                 dims[0].size = batch
+    source = SourceInfo(path=str(model.prefix), kind="checkpoint", tf_version="", frozen_with_tf=tf.__version__)
+    return write_pb_and_contract(folder, frozen, model.inputs, model.outputs, source)
+
+
+def write_pb_and_contract(folder: Path, graph_def: Any, inputs: Iterable[str], outputs: Iterable[str],
+                          source: SourceInfo) -> ModelContract:
+    """Writes `graph_def` as folder/model.pb and its model.json, each tensor's spec read from the graph itself."""
+    import tensorflow as tf
+
     folder.mkdir(parents=True, exist_ok=True)
     pb = folder / "model.pb"
-    pb.write_bytes(frozen.SerializeToString())
-
+    pb.write_bytes(graph_def.SerializeToString())
     probe = tf.Graph()
     with probe.as_default():
-        tf1.import_graph_def(frozen, name="")
+        tf.compat.v1.import_graph_def(graph_def, name="")
+
     def spec(name: str) -> TensorSpec:
         tensor = probe.get_tensor_by_name(name)
         return TensorSpec(name=name, dtype=tensor.dtype.name, shape=tuple(tensor.shape.as_list()),
                           layout="NHWC" if tensor.shape.rank == 4 else "ND")
 
     contract = ModelContract(
-        path=folder / "model.json", pb="model.pb", pb_sha256=sha256_file(pb),
-        source=SourceInfo(path=str(model.prefix), kind="checkpoint", tf_version="", frozen_with_tf=tf.__version__),
-        inputs=tuple(spec(name) for name in model.inputs), outputs=tuple(spec(name) for name in model.outputs),
+        path=folder / "model.json", pb="model.pb", pb_sha256=sha256_file(pb), source=source,
+        inputs=tuple(spec(name) for name in inputs), outputs=tuple(spec(name) for name in outputs),
     )
     return contract.save()

@@ -6,9 +6,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from binio.binfile import sha256_file
-from binio.spec import TensorSpec
 from infer.contract import ModelContract, SourceInfo
+from tests.frozen import write_pb_and_contract
 
 
 def write_frozen(folder: Path, build: Callable[[Any], None], inputs: tuple[str, ...],
@@ -19,21 +18,9 @@ def write_frozen(folder: Path, build: Callable[[Any], None], inputs: tuple[str, 
     graph = tf.Graph()
     with graph.as_default():
         build(tf)
-    folder.mkdir(parents=True, exist_ok=True)
-    pb = folder / "model.pb"
-    pb.write_bytes(graph.as_graph_def().SerializeToString())
-
-    def spec(name: str) -> TensorSpec:
-        tensor = graph.get_tensor_by_name(name)
-        return TensorSpec(name=name, dtype=tensor.dtype.name, shape=tuple(tensor.shape.as_list()),
-                          layout="NHWC" if tensor.shape.rank == 4 else "ND")
-
-    contract = ModelContract(
-        path=folder / "model.json", pb="model.pb", pb_sha256=sha256_file(pb),
-        source=SourceInfo(path=str(pb), kind="pb", tf_version=tf.__version__, frozen_with_tf=tf.__version__),
-        inputs=tuple(spec(n) for n in inputs), outputs=tuple(spec(n) for n in outputs),
-    )
-    return contract.save()
+    source = SourceInfo(path=str(folder / "model.pb"), kind="pb", tf_version=tf.__version__,
+                        frozen_with_tf=tf.__version__)
+    return write_pb_and_contract(folder, graph.as_graph_def(), inputs, outputs, source)
 
 
 def build_energy(tf: Any) -> None:
