@@ -19,6 +19,10 @@ from infer.pipeline.state import StageRecord, digest_path, digest_paths, load_st
 REPORT_FILE = "pipeline-report.txt"
 
 
+class StageError(InferError):
+    """A stage refused its input; the message starts with the stage's name (``freeze: output 'x' ...``)."""
+
+
 @dataclass(frozen=True)
 class StageOutcome:
     stage: str
@@ -127,7 +131,10 @@ def run_pipeline(config: PipelineConfig, *, on_stage: Callable[[StageOutcome], N
         if previous is not None and previous.is_current(settings, inputs):
             outcome = StageOutcome(name, False, previous.summary, 0.0, inputs, plan.command)
         else:
-            done = run_stage(config, work, facts)
+            try:
+                done = run_stage(config, work, facts)
+            except InferError as exc:  # the stage's own refusal, said with the stage it came from
+                raise StageError(f"{name}: {exc.message}", hint=exc.hint, exit_code=exc.exit_code) from None
             outputs = {str(p): digest_path(p) for p in done.outputs}
             records[name] = StageRecord(name, settings, inputs, outputs, done.summary, done.facts)
             facts[name] = dict(done.facts)

@@ -107,6 +107,25 @@ def test_force_and_a_corrupt_state_file_run_everything(config: PipelineConfig, c
     assert _run(config) == [True, True]
 
 
+def test_a_stage_refusal_names_the_stage_and_keeps_what_ran_before(config: PipelineConfig, calls: list[str]) -> None:
+    from binio.errors import InferError
+    from infer.pipeline.runner import StageError
+
+    stages = runner_module.STAGE_FUNCTIONS  # the `calls` fixture's own dict
+    count = stages["count"]
+
+    def refuse(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StageDone:
+        raise InferError("upper.txt: not a number", hint="count wants digits", exit_code=3)
+
+    stages["count"] = (count[0], refuse)
+    with pytest.raises(StageError) as caught:
+        _run(config)
+    assert (caught.value.message, caught.value.hint, caught.value.exit_code) == (
+        "count: upper.txt: not a number", "count wants digits", 3)
+    stages["count"] = count
+    assert _run(config) == [False, True]  # upper's record was saved before count refused
+
+
 def test_digest_of_a_folder_follows_names_and_contents(tmp_path: Path) -> None:
     folder = tmp_path / "images"
     folder.mkdir()
