@@ -80,7 +80,23 @@ def test_packages_report_installed_versions_and_declared_ranges(bare_machine: Pa
     assert onnx.tested_range == ">=1.16,<1.24"  # from infer's own metadata, i.e. pyproject.toml
     assert report.package("tensorflow").distribution in ("tensorflow-cpu", "tensorflow")
     assert report.package("tensorflow").tested_range == ">=2.16,<2.22"
-    assert report.tested_combination is all(p.in_range for p in report.packages)
+    assert report.tested_combination  # this environment was installed from those very ranges
+
+
+def test_a_package_outside_its_range_is_not_a_tested_combination(bare_machine: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    from dataclasses import replace
+
+    import infer.doctor
+
+    report = diagnose()
+    newer = tuple(replace(p, version="1.99.0") if p.name == "onnx" else p for p in report.packages)
+    untested = replace(report, packages=newer)
+    assert not untested.tested_combination and untested.package("onnx").in_range is False
+    monkeypatch.setattr(infer.doctor, "diagnose", lambda: untested)
+    lines = run_cli(capsys, "doctor").out.splitlines()
+    assert "  !! onnx         1.99.0 (tested >=1.16,<1.24)" in lines
+    assert "  NOT a tested combination: onnx outside the tested ranges or missing" in lines
 
 
 def test_bare_machine_finds_no_tool_and_plans_the_stand_in(bare_machine: Path) -> None:
