@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import bisect
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,12 @@ class _BinPiece:
     rows: int
     sha256: str | None = None
     manifest_path: Path | None = None
+
+
+def natural_order(path: Path) -> tuple[tuple[int, int | str], ...]:
+    """``2.bin`` before ``10.bin``, as ais_bench reads them: bare bins are often numbered without padding,
+    and a plain sort would put sample 10 before sample 2."""
+    return tuple((0, int(part)) if part.isdigit() else (1, part) for part in re.split(r"(\d+)", path.name) if part)
 
 
 def has_bins(folder: Path) -> bool:
@@ -72,7 +79,7 @@ class BinFolderSource:
         elif (parent := _parent_input(folder)) is not None:
             self._from_manifest(*parent)
         else:
-            self._bare(sorted(folder.glob("*.bin")), dtype_name)
+            self._bare(sorted(folder.glob("*.bin"), key=natural_order), dtype_name)
         self._starts = [0]
         for piece in self._pieces:
             self._starts.append(self._starts[-1] + piece.rows)
@@ -120,6 +127,9 @@ class BinFolderSource:
         found: dict[str, Any] = {"rebatched_from": str(self.folder), "files": len(self._pieces)}
         if self._manifest_source:
             found["original_source"] = self._manifest_source
+        else:  # bare bins: the order they were read in, which decides each sample's index
+            found["order"] = "natural (numbers in names compared as numbers)"
+            found["file_names"] = [piece.path.name for piece in self._pieces]
         return found
 
     def _piece_rows(self, index: int) -> np.ndarray:

@@ -191,6 +191,17 @@ def test_a_folder_of_bare_bins_is_read_in_the_models_dtype(frozen_small_cnn: Mod
     np.testing.assert_array_equal(np.concatenate(list(iter_samples(result.manifest, "images:0"))), data)
 
 
+def test_bare_bins_numbered_without_padding_are_read_in_number_order(frozen_small_cnn: ModelContract,
+                                                                    tmp_path: Path) -> None:
+    data = np.random.default_rng(4).random((11, 8, 8, 3), dtype=np.float32)
+    (tmp_path / "raw").mkdir()
+    for index in range(11):  # 0.bin ... 10.bin, as a tofile() loop names them
+        data[index:index + 1].tofile(tmp_path / "raw" / f"{index}.bin")
+    result = dump_bins(frozen_small_cnn, DumpOptions(output=tmp_path / "bins", sources=(("", str(tmp_path / "raw")),)))
+    np.testing.assert_array_equal(np.concatenate(list(iter_samples(result.manifest, "images:0"))), data)
+    assert result.manifest.inputs[0].preprocessing["file_names"][:3] == ["0.bin", "1.bin", "2.bin"]
+
+
 def test_rerun_with_force_keeps_files_whose_sha_matches(frozen_small_cnn: ModelContract, tmp_path: Path) -> None:
     np.save(tmp_path / "data.npy", np.ones((6, 8, 8, 3), np.float32))
     options = DumpOptions(output=tmp_path / "bins", sources=(("", str(tmp_path / "data.npy")),), force=True)
