@@ -9,6 +9,7 @@ Ray does not retry here (max_retries=0): the driver retries a failed shard itsel
 
 from __future__ import annotations
 
+import logging
 import os
 from concurrent.futures import Future
 from typing import Any
@@ -36,7 +37,8 @@ class RayEngine:
         self._ray = ray
         self._started = False
         if not ray.is_initialized():
-            kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
+            kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
+                                      "logging_level": logging.getLogger().getEffectiveLevel()}
             if address is None:
                 kwargs["num_cpus"] = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
             try:
