@@ -21,8 +21,3 @@ def read_graph_def(pb: Path) -> Any:
     except DecodeError as exc:
         raise ConvertError(f"{pb}: not a TensorFlow GraphDef ({exc})") from None
     return graph_def
-
-
-def node_ops(graph_def: Any) -> dict[str, str]:
-    """Node name -> op type, for every node of the graph."""
-    return {node.name: node.op for node in graph_def.node}

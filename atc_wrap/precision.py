@@ -14,8 +14,6 @@ PRECISION_MODES: tuple[str, ...] = (
     "force_fp16", "force_fp32", "allow_fp32_to_fp16", "must_keep_origin_dtype", "allow_mix_precision",
 )
 DEFAULT_PRECISION_MODE = "force_fp16"  # ATC's own default for TensorFlow models
-# Modes under which ATC computes float ops in fp16 (all of them, or all but the precision-sensitive ones).
-FP16_MODES: tuple[str, ...] = ("force_fp16", "allow_fp32_to_fp16", "allow_mix_precision")
 IMPL_MODES: tuple[str, ...] = (
     "high_precision", "high_performance", "high_precision_for_all", "high_performance_for_all",
 )

@@ -59,10 +59,6 @@ class ConvertResult:
     ignored: tuple[str, ...] = ()  # options that mean nothing to the chosen target
     seconds: float = 0.0
 
-    @property
-    def converted(self) -> ConvertedInfo | None:
-        return self.contract.converted
-
 
 def convert_model(contract: ModelContract, options: ConvertOptions) -> ConvertResult:
     """Converts the contract's pb per `options` and saves the contract with its `converted` section."""
