@@ -187,6 +187,8 @@ def run_model(model: Path, bins: Path, out: Path, options: RunOptions | None = N
         raise RunError(f"--loop {options.loop}: expected 1 or more")
     if options.warmup < 0:
         raise RunError(f"--warmup {options.warmup}: expected 0 or more")
+    if options.device is not None and options.device < 0:
+        raise RunError(f"--device {options.device}: expected a device index, 0 or more")
     if options.threads is not None and options.threads < 1:
         raise RunError(f"--threads {options.threads}: expected 1 or more (leave it out for the framework's default)")
     contract, kind = resolve_model(Path(model))

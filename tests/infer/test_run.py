@@ -87,7 +87,7 @@ def test_onnxrt_run_agrees_with_tf_run(tf_run: RunResult, onnx_small_cnn: ModelC
         np.testing.assert_allclose(converted, golden, rtol=1e-5, atol=1e-6)
 
 
-def test_model_json_without_converted_model_runs_tf_and_a_file_picks_its_backend(
+def test_a_model_json_runs_what_convert_made_and_a_file_picks_its_backend(
         onnx_small_cnn: ModelContract, cnn_bins: DatasetManifest, tmp_path: Path) -> None:
     assert run_model(onnx_small_cnn.path, cnn_bins.root, tmp_path / "a").record.backend == "onnxrt"
     assert run_model(onnx_small_cnn.pb_path, cnn_bins.root, tmp_path / "b").record.backend == "tf"
@@ -195,6 +195,7 @@ def _refusal(capsys: pytest.CaptureFixture[str], model: Path, bins: Path, out: P
     ("--loop", "0", "--loop 0: expected 1 or more"),
     ("--warmup", "-1", "--warmup -1: expected 0 or more"),
     ("--threads", "0", "--threads 0: expected 1 or more (leave it out for the framework's default)"),
+    ("--device", "-1", "--device -1: expected a device index, 0 or more"),
 ])
 def test_counts_out_of_range(onnx_small_cnn: ModelContract, cnn_bins: DatasetManifest, tmp_path: Path,
                              capsys: pytest.CaptureFixture[str], option: str, value: str, expected: str) -> None:
