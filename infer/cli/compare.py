@@ -54,6 +54,10 @@ def compare(
         from binio.errors import InferError
 
         raise InferError(f"--workers {workers}: expected 1 or more")
+    if report is not None:
+        from infer.compare.reports import check_output_folder
+
+        check_output_folder(report, "--report")
     options = CompareOptions(thresholds=Thresholds.parse(threshold), atol=atol, rtol=rtol, topk=topk, labels=labels,
                              workers=workers)
     def golden_run() -> None:

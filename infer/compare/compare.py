@@ -215,6 +215,10 @@ def compare(contract_path: Path, dataset: Path, actual: Path, *, golden: Path | 
     """The whole command: find or make the golden outputs, compare, and (optionally) go layer by layer.
     `on_golden_run` hears when TensorFlow is about to compute the golden outputs (not when they are cached)."""
     options = options or CompareOptions()
+    if dump_golden is not None:
+        from infer.compare.reports import check_output_folder
+
+        check_output_folder(dump_golden, "--dump-golden")
     contract = load_contract(contract_path)
     manifest = load_manifest(dataset)
     if golden is not None:

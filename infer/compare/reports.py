@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from binio.errors import InferError
 from infer.compare.report_csv import write_report_csv
 from infer.compare.report_html import write_report_html
 from infer.compare.report_json import write_report_json
@@ -14,3 +15,9 @@ def write_reports(result: CompareResult, folder: Path) -> tuple[Path, ...]:
     """report.json, report.csv and report.html in `folder` (created when missing), each written atomically."""
     folder = Path(folder)
     return (write_report_json(result, folder), write_report_csv(result, folder), write_report_html(result, folder))
+
+
+def check_output_folder(path: Path, option: str) -> None:
+    """Refuses, before anything runs, a folder to write into that is a file."""
+    if Path(path).exists() and not Path(path).is_dir():
+        raise InferError(f"{option} {path}: is a file; expected a folder to write into")

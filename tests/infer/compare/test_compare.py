@@ -243,3 +243,13 @@ def test_label_outside_the_classes_is_refused(case, tmp_path, capsys, bad: int, 
     assert outcome.code == 2
     assert outcome.error_line == (f"error: {tmp_path / 'labels.txt'}: label {shown} of sample 7 is not a class of "
                                   "probs:0 (0 to 4)")
+
+
+@pytest.mark.parametrize("option", ["--report", "--dump-golden"])
+def test_output_folder_that_is_a_file_is_refused_first(case, tmp_path, capsys, option: str) -> None:  # type: ignore[no-untyped-def]
+    contract, _, probs, feat = case
+    _actual(tmp_path, probs, feat)
+    (tmp_path / "taken").write_text("a file")
+    outcome = run_cli(capsys, *_args(tmp_path, contract, option, str(tmp_path / "taken")))
+    assert outcome.code == 2 and outcome.out == ""  # refused before any comparison
+    assert outcome.error_line == f"error: {option} {tmp_path / 'taken'}: is a file; expected a folder to write into"
