@@ -18,7 +18,7 @@ import numpy as np
 
 from atc_wrap.process import find_tool, run_tool
 from infer.layout import newest_run_folder
-from infer.runners.tool import ToolRun, ToolRunner, failure_line, timings_from_batches
+from infer.runners.tool import ToolRun, ToolRunner, ToolTimings, failure_line, timings_from_batches
 
 log = logging.getLogger(__name__)
 SUCCESS = "Execute sample success"
@@ -30,6 +30,18 @@ def _ascend_dirs() -> list[Path]:
     """Where msame sits when it was built from the samples but not put on PATH."""
     home = os.environ.get("ASCEND_TOOLKIT_HOME") or os.environ.get("ASCEND_HOME")
     return [Path(home) / "tools" / "msame", Path(home) / "tools" / "msame" / "out"] if home else []
+
+
+def msame_timings(lines: Sequence[str], *, loop: int, batches: int) -> ToolTimings:
+    """msame's own figures: its ``Inference average time`` as the mean, its per-file ``Inference time`` lines
+    as the per-batch latencies (with --loop N it runs the whole folder N times; a batch's latency is its mean)."""
+    average = next((float(m.group(1)) for line in lines if (m := _AVERAGE.search(line))), None)
+    singles = [float(m.group(1)) for line in lines if (m := _SINGLE.match(line))]
+    timings = timings_from_batches(singles, average)
+    if loop > 1 and len(singles) == loop * batches:
+        per_batch = np.asarray(singles).reshape(loop, batches).mean(axis=0)
+        timings = replace(timings, per_batch_ms=tuple(float(t) for t in per_batch))
+    return timings
 
 
 class MsameRunner(ToolRunner):
@@ -55,13 +67,7 @@ class MsameRunner(ToolRunner):
             raise self.failed(result, error)
         if SUCCESS not in result.output:
             raise self.failed(result, f"no '{SUCCESS}' line; last line: {result.lines[-1] if result.lines else ''}")
-        average = _AVERAGE.search(result.output)
-        singles = [float(m.group(1)) for line in result.lines if (m := _SINGLE.match(line))]
         folder = newest_run_folder(work)
-        timings = timings_from_batches(singles, float(average.group(1)) if average else None)
-        if self.loop > 1 and len(singles) == self.loop * len(stems):
-            # --loop repeats the whole folder: one time per file per pass; a batch's latency is its mean.
-            per_batch = np.asarray(singles).reshape(self.loop, len(stems)).mean(axis=0)
-            timings = replace(timings, per_batch_ms=tuple(float(t) for t in per_batch))
-        return ToolRun(command=result.argv, folder=folder, seconds=result.seconds, timings=timings,
+        return ToolRun(command=result.argv, folder=folder, seconds=result.seconds,
+                       timings=msame_timings(result.lines, loop=self.loop, batches=len(stems)),
                        files=self.collect(folder, stems, result, "{stem}_output_{index}.bin"))

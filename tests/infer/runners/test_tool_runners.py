@@ -127,3 +127,22 @@ def test_msame_loop_repeats_the_folder_and_latency_is_per_batch(
         run = runner.run_folders(dirs, ["000000", "000001", "000002"], tmp_path / "work")
     assert run.command[-2:] == ("--loop", "2")
     assert len(run.timings.per_batch_ms) == 3 and run.timings.p99_ms is not None
+
+
+def test_msame_timings_are_its_own_lines() -> None:
+    """msame's average leaves out the first run, so it is not the mean of the per-file lines: it is read, not
+    recomputed; with --loop 2 each batch's latency is the mean of its two runs."""
+    from infer.runners.msame import msame_timings
+
+    lines = ["[INFO] start to process file:bins/a/000000.bin", "Inference time: 9.500ms",
+             "[INFO] start to process file:bins/a/000001.bin", "Inference time: 1.500ms",
+             "  Inference time: 2.500ms", "Inference time: 2.000ms",
+             "Inference average time : 2.000000 ms", "Inference average time without first time: 2.00 ms",
+             "[INFO] Execute sample success"]
+    timings = msame_timings(lines, loop=2, batches=2)
+    assert timings.mean_ms == 2.0
+    assert timings.per_batch_ms == (6.0, 1.75)
+    runs = [9.5, 1.5, 2.5, 2.0]  # percentiles over every run msame timed
+    assert timings.p50_ms == pytest.approx(np.percentile(runs, 50))
+    assert timings.p99_ms == pytest.approx(np.percentile(runs, 99))
+    assert msame_timings(["Inference time: 3.0ms"], loop=1, batches=1).mean_ms == 3.0  # no average line: the mean
