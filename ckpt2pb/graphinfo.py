@@ -14,14 +14,9 @@ DATASET_OPS = ITERATOR_OUTPUT_OPS | frozenset({"IteratorV2", "Iterator", "OneSho
                                                "AnonymousIteratorV3", "MakeIterator"})
 
 
-def input_node(reference: str) -> str:
-    """The node an input reference names: `^ctrl` -> `ctrl`, `op:1` -> `op`."""
-    return node_name(reference)
-
-
 def consumed_nodes(graph_def: Any) -> set[str]:
     """Every node some other node takes as a data or control input."""
-    return {input_node(ref) for node in graph_def.node for ref in node.input}
+    return {node_name(ref) for node in graph_def.node for ref in node.input}  # `^ctrl`, `op:1` -> node
 
 
 def import_graph(graph_def: Any) -> Any:

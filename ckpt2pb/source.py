@@ -225,6 +225,8 @@ def _keras_version(path: Path) -> str:
 
 def _load_keras(path: Path) -> LoadedSource:
     """A Keras model as a graph: its call traced into a concrete function, variables folded to constants."""
+    if path.suffix == ".keras" and not zipfile.is_zipfile(path):  # Keras itself would call it "not found"
+        raise SourceError(f"{path}: not a Keras .keras file (not a zip archive)")
     import keras
     import tensorflow as tf
 
@@ -268,8 +270,11 @@ def load_source(path: Path | str) -> LoadedSource:
             return _load_saved_model(path)
         prefix = _prefix_in_folder(path)
         if prefix is None:
+            inside = sorted(str(sub) for sub in path.iterdir() if sub.is_dir() and (
+                any((sub / name).is_file() for name in _SAVED_MODEL_FILES) or checkpoint_prefixes(sub)))
             raise SourceError(f"{path}: no checkpoint, SavedModel or model file in this folder",
-                              hint="give a checkpoint prefix, a .meta, a .pb, a SavedModel folder or a Keras file")
+                              hint=f"one level down: {', '.join(inside)}" if inside else
+                              "give a checkpoint prefix, a .meta, a .pb, a SavedModel folder or a Keras file")
         return _load_checkpoint(prefix, path, "checkpoint")
     if path.is_file() and path.name in _SAVED_MODEL_FILES:
         return _load_saved_model(path.parent)

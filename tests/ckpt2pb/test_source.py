@@ -166,6 +166,28 @@ def test_empty_folder(tmp_path: Path) -> None:
     assert str(caught.value) == f"{tmp_path}: no checkpoint, SavedModel or model file in this folder"
 
 
+def test_folder_above_the_model_points_one_level_down(saved_model: ReferenceModel, resnet_model: ReferenceModel,
+                                                      tmp_path: Path) -> None:
+    shutil.copytree(saved_model.path, tmp_path / "export" / "saved_model")
+    _copy_checkpoint(resnet_model, tmp_path / "ckpt")
+    (tmp_path / "logs").mkdir()
+    with pytest.raises(SourceError) as caught:
+        load_source(tmp_path)
+    assert str(caught.value) == f"{tmp_path}: no checkpoint, SavedModel or model file in this folder"
+    assert caught.value.hint == f"one level down: {tmp_path / 'ckpt'}"  # export/ is two levels above its model
+    with pytest.raises(SourceError) as caught:
+        load_source(tmp_path / "export")
+    assert caught.value.hint == f"one level down: {tmp_path / 'export' / 'saved_model'}"
+
+
+def test_keras_file_that_is_not_a_zip(tmp_path: Path) -> None:
+    path = tmp_path / "model.keras"
+    path.write_text("not a zip")
+    with pytest.raises(SourceError) as caught:
+        load_source(path)
+    assert str(caught.value) == f"{path}: not a Keras .keras file (not a zip archive)"
+
+
 def test_checkpoint_without_meta(resnet_model: ReferenceModel, tmp_path: Path) -> None:
     prefix = _copy_checkpoint(resnet_model, tmp_path / "nometa")
     Path(f"{prefix}.meta").unlink()
