@@ -1,6 +1,6 @@
 """`infer run --devices` speed, by hand: ``python benchmarks/bench_scale.py [--batches N] [--repeat N]``.
 
-Builds a medium CNN (TF1 raw ops), freezes it, converts it to the ONNX stand-in, writes N batches of bins
+Builds bench_run.py's medium CNN (TF1 raw ops), frozen and converted to the ONNX stand-in, writes N batches of bins
 (320 by default, 126 MB: enough that worker starts do not dominate), then measures in this one run, best of
 --repeat, interleaved:
 - one worker: a plain `infer run` (ONNX Runtime with its default threads, every core);
@@ -17,70 +17,19 @@ import argparse
 import filecmp
 import os
 import shutil
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench_run, beside this file, builds the model and bins
 
-import numpy as np
+from bench_run import BATCH, CHANNELS, SIDE, build_model, write_bins
 
-from binio.binfile import sha256_file, write_bin
-from binio.manifest import BinEntry, DatasetManifest, InputManifest, bin_file_name
-from binio.spec import TensorSpec
-from infer.contract import ModelContract, SourceInfo
 from infer.run import RunOptions, RunResult, run_model
 from infer.scale import ScaleOptions, run_sharded
 
 Row = tuple[str, float, str]
-BATCH, SIDE, CHANNELS = 8, 64, 3
-
-
-def build_model(folder: Path) -> ModelContract:
-    """conv(32) -> relu -> pool -> conv(64) -> relu -> pool -> conv(64) -> relu -> mean -> dense(10) -> softmax."""
-    import tensorflow as tf
-
-    from infer.convert import ConvertOptions, convert_model
-
-    tf1 = tf.compat.v1
-    graph = tf.Graph()
-    with graph.as_default():
-        tf1.set_random_seed(0)
-        images = tf1.placeholder(tf.float32, [BATCH, SIDE, SIDE, CHANNELS], name="images")
-        hidden = images
-        for index, width in enumerate((32, 64, 64)):
-            kernel = tf1.get_variable(f"conv{index}/kernel", [3, 3, hidden.shape[-1], width],
-                                      initializer=tf1.glorot_uniform_initializer())
-            hidden = tf.nn.relu(tf.nn.conv2d(hidden, kernel, 1, "SAME"))
-            if index < 2:
-                hidden = tf.nn.max_pool2d(hidden, 2, 2, "VALID")
-        pooled = tf.reduce_mean(hidden, axis=[1, 2])
-        weights = tf1.get_variable("head/weights", [64, 10], initializer=tf1.glorot_uniform_initializer())
-        tf.nn.softmax(tf.matmul(pooled, weights), name="probs")
-        with tf1.Session(graph=graph) as session:
-            session.run(tf1.global_variables_initializer())
-            frozen = tf1.graph_util.convert_variables_to_constants(session, graph.as_graph_def(), ["probs"])
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "model.pb").write_bytes(frozen.SerializeToString())
-    contract = ModelContract(
-        path=folder / "model.json", pb="model.pb", pb_sha256=sha256_file(folder / "model.pb"),
-        source=SourceInfo(path="benchmark", kind="pb", tf_version="", frozen_with_tf=tf.__version__),
-        inputs=(TensorSpec("images:0", "float32", (BATCH, SIDE, SIDE, CHANNELS), "NHWC"),),
-        outputs=(TensorSpec("probs:0", "float32", (BATCH, 10)),),
-    ).save()
-    return convert_model(contract, ConvertOptions(target="onnx", precision_mode="force_fp32")).contract
-
-
-def write_bins(root: Path, batches: int) -> DatasetManifest:
-    rng = np.random.default_rng(0)
-    entries = []
-    for index in range(batches):
-        array = rng.standard_normal((BATCH, SIDE, SIDE, CHANNELS)).astype(np.float32)
-        entries.append(BinEntry(bin_file_name(index), write_bin(root / "images" / bin_file_name(index), array),
-                                BATCH))
-    item = InputManifest(tensor="images:0", folder="images", dtype="float32", shape=(BATCH, SIDE, SIDE, CHANNELS),
-                         layout="NHWC", files=tuple(entries))
-    return DatasetManifest(root=root, batch=BATCH, samples=BATCH * batches, inputs=(item,)).save()
 
 
 def _timed(run: object) -> tuple[float, RunResult]:
