@@ -28,6 +28,8 @@ class FreezeReport:
 
 def check_outdir(outdir: Path, force: bool) -> None:
     """Refuses to replace an earlier freeze unless asked: the contract of later stages would silently change."""
+    if outdir.exists() and not outdir.is_dir():
+        raise OutputExistsError(f"{outdir} is a file; -o names the folder for {PB_NAME} and {CONTRACT_NAME}")
     for name in (PB_NAME, CONTRACT_NAME):
         if (outdir / name).exists() and not force:
             raise OutputExistsError(f"{outdir / name} already exists", hint="--force overwrites it")

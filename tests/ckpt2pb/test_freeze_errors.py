@@ -36,6 +36,8 @@ def test_output_exists(capsys: pytest.CaptureFixture[str], resnet_model: Referen
     assert (out / "model.pb").read_bytes() == b"earlier"
     assert _freeze(capsys, resnet_model, out, "--outputs", "probs", "--batch", "2", "--force").code == 0
     assert (out / "model.pb").read_bytes() != b"earlier"
+    outcome = _freeze(capsys, resnet_model, out / "model.pb", "--outputs", "probs", "--batch", "2", "--force")
+    assert outcome.error_line == f"error: {out / 'model.pb'} is a file; -o names the folder for model.pb and model.json"
 
 
 def test_no_outputs_given(capsys: pytest.CaptureFixture[str], resnet_model: ReferenceModel, tmp_path: Path) -> None:
