@@ -534,3 +534,40 @@ def test_input_names_become_safe_distinct_folders(tmp_path: Path) -> None:
                                                                       ("scope_x:0", "01_scope_x")]
     assert sorted(p.name for p in (tmp_path / "bins").iterdir()) == ["00_scope_x", "01_scope_x", "dataset.json"]
     assert (np.concatenate(list(iter_samples(result.manifest, "scope_x:0"))) == 2).all()
+
+
+def test_each_option_mistake_is_one_line_naming_the_option(capsys: pytest.CaptureFixture[str],
+                                                           frozen_small_cnn: ModelContract, tmp_path: Path) -> None:
+    two = two_input_model(tmp_path / "two")
+    cnn = frozen_small_cnn.path
+    np.save(tmp_path / "data.npy", np.zeros((3, 8, 8, 3), np.float32))
+    data = str(tmp_path / "data.npy")
+    _images(tmp_path / "images", 2)
+    images = str(tmp_path / "images")
+    (tmp_path / "a-file").write_text("not a folder")
+    cases: list[tuple[tuple[object, ...], str]] = [
+        (("-m", cnn), "no source: give SOURCE or --input NAME=SOURCE"),
+        (("-m", cnn, "--input", "images"), "--input images: expected NAME=SOURCE (e.g. --input images:0=data.npy)"),
+        (("-m", cnn, "--input", f"labels={data}"),
+         f"--input labels={data}: the model has no input 'labels'; its inputs are: images:0"),
+        (("-m", two.path, "--input", "ids=const:1", "--input", "ids:0=const:2"),
+         "--input ids:0: given twice (const:1, const:2)"),
+        (("-m", two.path, "--input", "ids=const:1"),
+         "no source for input mask:0: pass --input NAME=SOURCE for each input"),
+        (("-m", cnn, data, "--samples", "4"), "--samples 4: the sources hold only 3"),
+        (("-m", cnn, data, "--samples", "0"), "--samples 0: expected 1 or more"),
+        (("-m", cnn, data, "--workers", "0"), "--workers 0: expected 1 or more"),
+        (("-m", cnn, images, "--color", "BRG"), "--color BRG: expected RGB or BGR"),
+        (("-m", cnn, images, "--mean", "1,2"), "--mean: expected 1 or 3 values, found 2"),
+        (("-m", cnn, images, "--mean", "a,b"),
+         "--mean a,b: expected numbers separated by commas (e.g. 123.7,116.3,103.5)"),
+        (("-m", cnn, images, "--std", "0"), "--std: a value is 0, which would divide by zero"),
+        (("-m", cnn, images, "--layout", "HWC"), "--layout HWC: expected NHWC or NCHW"),
+    ]
+    for args, expected in cases:
+        assert _refused(capsys, tmp_path / "bins", *args) == f"error: {expected}", args
+    result = run_cli(capsys, "dump-bin", "-o", tmp_path / "a-file", "-m", cnn, data)
+    assert (result.code, result.error_line) == (2, f"error: {tmp_path / 'a-file'}: exists and is not a folder")
+    result = run_cli(capsys, "dump-bin", "-o", tmp_path, "-m", cnn, images, "--force")
+    assert result.error_line == f"error: {images}: the source lies inside the output folder {tmp_path}"
+    assert len(list((tmp_path / "images").iterdir())) == 2
