@@ -24,6 +24,10 @@ class ImageOptions:
     std: tuple[float, ...] = (1.0,)
 
 
+def _listed(values: tuple[float, ...]) -> str:
+    return ",".join(f"{v:g}" for v in values)
+
+
 def image_preprocessing(folder: Path, tensor: str, sample_shape: tuple[int, ...], layout: str,
                         options: ImageOptions) -> ImagePreprocessing:
     """The preprocessing that makes the images in `folder` into samples of `sample_shape` (HWC for NHWC, CHW for
@@ -37,11 +41,12 @@ def image_preprocessing(folder: Path, tensor: str, sample_shape: tuple[int, ...]
                           f"(layout {layout}, sample shape {sample_shape})", hint="check --layout")
     for what, values in (("--mean", options.mean), ("--std", options.std)):
         if len(values) not in (1, channels):
-            raise SourceError(f"{what}: expected 1 or {channels} values, found {len(values)}")
+            raise SourceError(f"{what} {_listed(values)}: expected 1 value or {channels} (one per channel), "
+                              f"found {len(values)}")
     if options.resize is not None and options.resize < 1:
         raise SourceError(f"--resize {options.resize}: expected a shorter side of 1 pixel or more")
     if any(s == 0 for s in options.std):
-        raise SourceError("--std: a value is 0, which would divide by zero")
+        raise SourceError(f"--std {_listed(options.std)}: a value is 0, which would divide by zero")
     return ImagePreprocessing(height=height, width=width, channels=channels, resize=options.resize,
                               color=options.color, scale=options.scale, mean=options.mean, std=options.std,
                               layout=layout)

@@ -558,10 +558,10 @@ def test_each_option_mistake_is_one_line_naming_the_option(capsys: pytest.Captur
         (("-m", cnn, data, "--samples", "0"), "--samples 0: expected 1 or more"),
         (("-m", cnn, data, "--workers", "0"), "--workers 0: expected 1 or more"),
         (("-m", cnn, images, "--color", "BRG"), "--color BRG: expected RGB or BGR"),
-        (("-m", cnn, images, "--mean", "1,2"), "--mean: expected 1 or 3 values, found 2"),
+        (("-m", cnn, images, "--mean", "1,2"), "--mean 1,2: expected 1 value or 3 (one per channel), found 2"),
         (("-m", cnn, images, "--mean", "a,b"),
          "--mean a,b: expected numbers separated by commas (e.g. 123.7,116.3,103.5)"),
-        (("-m", cnn, images, "--std", "0"), "--std: a value is 0, which would divide by zero"),
+        (("-m", cnn, images, "--std", "0"), "--std 0: a value is 0, which would divide by zero"),
         (("-m", cnn, images, "--layout", "HWC"), "--layout HWC: expected NHWC or NCHW"),
     ]
     for args, expected in cases:
