@@ -346,3 +346,26 @@ def test_golden_tf_run_widens_float16_bins_exactly_and_other_backends_refuse_the
     wide = write_dataset(tmp_path / "wide", {"images:0": [h.astype(np.float64) for h in halves]})
     assert _refusal(capsys, frozen_small_cnn.path, wide.root, tmp_path / "d") == (
         f"error: {tmp_path / 'wide' / 'images'}: bins are float64, the model's input images:0 takes float32")
+
+
+def test_a_model_argument_run_cannot_use(onnx_small_cnn: ModelContract, cnn_bins: DatasetManifest, tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    assert _refusal(capsys, onnx_small_cnn.path, cnn_bins.root, out, "--backend", "trt") == (
+        "error: --backend trt: expected one of onnxrt, tf, msame, ais_bench")
+    assert _refusal(capsys, tmp_path / "model.tflite", cnn_bins.root, out) == (
+        f"error: {tmp_path / 'model.tflite'}: not a model this runs (expected model.json, .om, .onnx or .pb)")
+    missing = tmp_path / "model.om"
+    assert _refusal(capsys, missing, cnn_bins.root, out) == f"error: {missing}: no such model"
+    lone = tmp_path / "lone" / "model.onnx"
+    lone.parent.mkdir()
+    shutil.copyfile(onnx_small_cnn.converted_path, lone)
+    assert _refusal(capsys, lone, cnn_bins.root, out) == (
+        f"error: {lone}: no model.json beside it to say its inputs and outputs")
+    other = onnx_small_cnn.folder / "other.onnx"
+    shutil.copyfile(onnx_small_cnn.converted_path, other)
+    try:
+        assert _refusal(capsys, other, cnn_bins.root, out) == (
+            f"error: {other}: {onnx_small_cnn.path} describes {onnx_small_cnn.converted_path.name}, not this file")
+    finally:
+        other.unlink()
