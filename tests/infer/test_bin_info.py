@@ -111,3 +111,21 @@ def test_a_bare_bin_needs_dtype_and_shape(capsys: pytest.CaptureFixture[str], tm
 def test_a_missing_path_is_refused(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     result = run_cli(capsys, "bin-info", tmp_path / "nothing")
     assert result.error_line == f"error: {tmp_path / 'nothing'}: no such file or folder"
+
+
+def test_bin_info_option_mistakes(capsys: pytest.CaptureFixture[str], dataset: tuple[Path, np.ndarray],
+                                  tmp_path: Path) -> None:
+    root, _ = dataset
+    (tmp_path / "export.npy").write_text("a file")
+    outcome = run_cli(capsys, "bin-info", root, "--to-npy", tmp_path / "export.npy")
+    assert outcome.error_line == (f"error: {tmp_path / 'export.npy'}: exists and is not a folder (a dataset exports "
+                                  "one .npy per input)")
+    bare = tmp_path / "bare.bin"
+    np.zeros(6, np.float32).tofile(bare)
+    outcome = run_cli(capsys, "bin-info", bare, "--dtype", "float32", "--shape", "?,3")
+    assert outcome.error_line == "error: --shape ?,3: every dim must be known, found (?,3)"
+    outcome = run_cli(capsys, "bin-info", bare, "--dtype", "float32", "--shape", "2,3", "--verify")
+    assert outcome.error_line == (f"error: --verify: {bare} is in no dataset.json, so there is no sha256 to check it "
+                                  "against (its size was checked: 24 bytes for (2,3) float32)")
+    outcome = run_cli(capsys, "bin-info", root / "nothing-here")
+    assert (outcome.code, outcome.error_line) == (2, f"error: {root / 'nothing-here'}: no such file or folder")
