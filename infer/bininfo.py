@@ -166,6 +166,9 @@ def describe_path(path: Path, *, verify: bool = False, to_npy: Path | None = Non
     """A .bin file or a dataset folder: stats per input (or per file), re-checked and exported on request."""
     path = Path(path)
     if path.is_dir():
+        if dtype_name or shape_text:
+            raise InferError(f"{path}: --dtype and --shape are for a bare .bin; a dataset's {MANIFEST_NAME} gives "
+                             "every input's dtype and shape")
         return _describe_dataset(path, verify=verify, to_npy=to_npy, per_file=per_file, force=force)
     if path.is_file():
         return _describe_file(path, verify=verify, to_npy=to_npy, dtype_name=dtype_name, shape_text=shape_text,

@@ -127,5 +127,8 @@ def test_bin_info_option_mistakes(capsys: pytest.CaptureFixture[str], dataset: t
     outcome = run_cli(capsys, "bin-info", bare, "--dtype", "float32", "--shape", "2,3", "--verify")
     assert outcome.error_line == (f"error: --verify: {bare} is in no dataset.json, so there is no sha256 to check it "
                                   "against (its size was checked: 24 bytes for (2,3) float32)")
+    outcome = run_cli(capsys, "bin-info", root, "--dtype", "float16")
+    assert outcome.error_line == (f"error: {root}: --dtype and --shape are for a bare .bin; a dataset's dataset.json "
+                                  "gives every input's dtype and shape")
     outcome = run_cli(capsys, "bin-info", root / "nothing-here")
     assert (outcome.code, outcome.error_line) == (2, f"error: {root / 'nothing-here'}: no such file or folder")
