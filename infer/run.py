@@ -46,6 +46,17 @@ class RunOptions:
     threads: int | None = None
     timeout: float = 3600.0  # for the external tools
 
+    def check(self) -> None:
+        """Refuses counts out of range, naming the option, before anything is loaded."""
+        if self.loop < 1:
+            raise RunError(f"--loop {self.loop}: expected 1 or more")
+        if self.warmup < 0:
+            raise RunError(f"--warmup {self.warmup}: expected 0 or more")
+        if self.device is not None and self.device < 0:
+            raise RunError(f"--device {self.device}: expected a device index, 0 or more")
+        if self.threads is not None and self.threads < 1:
+            raise RunError(f"--threads {self.threads}: expected 1 or more (leave it out for the framework's default)")
+
 
 @dataclass(frozen=True)
 class RunResult:
@@ -183,14 +194,7 @@ def run_model(model: Path, bins: Path, out: Path, options: RunOptions | None = N
               progress: Progress | None = None) -> RunResult:
     """Runs every batch of `bins` through `model` and writes ``out/<timestamp>/`` (outputs + run.json)."""
     options = options or RunOptions()
-    if options.loop < 1:
-        raise RunError(f"--loop {options.loop}: expected 1 or more")
-    if options.warmup < 0:
-        raise RunError(f"--warmup {options.warmup}: expected 0 or more")
-    if options.device is not None and options.device < 0:
-        raise RunError(f"--device {options.device}: expected a device index, 0 or more")
-    if options.threads is not None and options.threads < 1:
-        raise RunError(f"--threads {options.threads}: expected 1 or more (leave it out for the framework's default)")
+    options.check()
     contract, kind = resolve_model(Path(model))
     backend = choose_backend(contract, options.backend, kind)
     runner = make_runner(contract, backend, options)

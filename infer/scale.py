@@ -32,7 +32,6 @@ from infer.engines.worker import ShardOutcome, ShardTask
 from infer.layout import RUN_JSON, parse_timestamp_folder
 from infer.preflight import preflight
 from infer.run import (
-    RunError,
     RunOptions,
     RunResult,
     choose_backend,
@@ -187,9 +186,8 @@ def _record(base: RunRecord, book: _Book, scale_out: ScaleOut, *, completed: boo
 def run_sharded(model: Path, bins: Path, out: Path, options: RunOptions, scale: ScaleOptions, *,
                 progress: Progress | None = None) -> RunResult:
     """Runs every batch of `bins` through `model` in shards; the run folder is that of a plain run."""
+    options.check()
     _check(options, scale)
-    if options.loop < 1:
-        raise RunError(f"--loop {options.loop}: expected 1 or more")
     contract, kind = resolve_model(Path(model))
     backend = choose_backend(contract, options.backend, kind)
     runner = make_runner(contract, backend, options)
