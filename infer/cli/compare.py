@@ -46,10 +46,6 @@ def compare(
     from infer.compare.metrics import shown
     from infer.compare.thresholds import Thresholds
 
-    if topk < 1:
-        from binio.errors import InferError
-
-        raise InferError(f"--topk {topk}: expected 1 or more")
     if workers < 1:
         from binio.errors import InferError
 
@@ -60,6 +56,7 @@ def compare(
         check_output_folder(report, "--report")
     options = CompareOptions(thresholds=Thresholds.parse(threshold), atol=atol, rtol=rtol, topk=topk, labels=labels,
                              workers=workers)
+
     def golden_run() -> None:
         err().print("golden outputs: running TensorFlow on the frozen pb (cached for the next compare)",
                     markup=False)

@@ -43,6 +43,14 @@ class CompareOptions:
     scatter_points: int = 4000
     workers: int = 1  # processes for the golden outputs and for the metrics, the batches split between them
 
+    def __post_init__(self) -> None:
+        """Refuses values no comparison can use, whether they came from the command line or a pipeline file."""
+        if self.topk < 1:
+            raise InferError(f"--topk {self.topk}: expected 1 or more")
+        for name, value in (("--atol", self.atol), ("--rtol", self.rtol)):
+            if not value >= 0:  # NaN too
+                raise InferError(f"{name} {value}: expected 0 or more")
+
 
 def batch_metrics(actual: np.ndarray, golden: np.ndarray, *, atol: float, rtol: float) -> tuple[
         MetricAccumulator, Metrics]:

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from binio.errors import InferError
 from binio.spec import TensorSpec
 from infer.compare.compare import CompareOptions, compare
 from infer.compare.metrics import compute_metrics
@@ -253,3 +254,17 @@ def test_output_folder_that_is_a_file_is_refused_first(case, tmp_path, capsys, o
     outcome = run_cli(capsys, *_args(tmp_path, contract, option, str(tmp_path / "taken")))
     assert outcome.code == 2 and outcome.out == ""  # refused before any comparison
     assert outcome.error_line == f"error: {option} {tmp_path / 'taken'}: is a file; expected a folder to write into"
+
+
+@pytest.mark.parametrize(("option", "value", "message"), [
+    ("--topk", "0", "--topk 0: expected 1 or more"),
+    ("--atol", "-1e-3", "--atol -0.001: expected 0 or more"),
+    ("--rtol", "nan", "--rtol nan: expected 0 or more"),
+])
+def test_option_values_out_of_range(case, tmp_path, capsys, option: str, value: str, message: str) -> None:  # type: ignore[no-untyped-def]
+    contract, _, probs, feat = case
+    _actual(tmp_path, probs, feat)
+    outcome = run_cli(capsys, *_args(tmp_path, contract, option, value))
+    assert (outcome.code, outcome.error_line) == (2, f"error: {message}")
+    with pytest.raises(InferError, match=message.replace("+", r"\+")):
+        CompareOptions(**{option.removeprefix("--"): float(value) if option != "--topk" else int(value)})
