@@ -165,13 +165,7 @@ def fold_constant_switches(graph_def: Any) -> int:
         data_inputs = [ref for ref in node.input if not ref.startswith("^")]
         live_inputs = [ref for ref in data_inputs if not _is_dead(ref, dead, dead_ports)]
         if len(live_inputs) == 1 and len(data_inputs) > 1:
-            dtype_enum = node.attr["T"].type
-            node.op = "Identity"
-            del node.input[:]
-            node.input.append(live_inputs[0])
-            for key in list(node.attr):
-                del node.attr[key]
-            node.attr["T"].type = dtype_enum
+            surgery.make_identity(node, node.attr["T"].type, [live_inputs[0]])
     return folded
 
 

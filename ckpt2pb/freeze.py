@@ -13,7 +13,7 @@ from typing import Any
 
 from binio.spec import TensorSpec, format_shape, node_name, tensor_name
 from ckpt2pb import surgery
-from ckpt2pb.controlflow import fold_constant_conds, fold_constant_switches
+from ckpt2pb.controlflow import fold_constant_conds, fold_constant_switches, prune_library
 from ckpt2pb.errors import FreezeError, GraphNameError
 from ckpt2pb.graphinfo import DATASET_OPS, PLACEHOLDER_OPS, import_graph, shape_of, tensor_names
 from ckpt2pb.inputs import InputRequest, parse_value
@@ -207,7 +207,9 @@ def _edit(graph_def: Any, plan: _Plan, output_nodes: list[str]) -> Any:
     keep = output_nodes + [name for name in plan.replaced.values()]
     pruned = tf.compat.v1.graph_util.extract_sub_graph(graph_def, keep)
     surgery.strip_checks(pruned)
-    return tf.compat.v1.graph_util.extract_sub_graph(pruned, keep)
+    result = tf.compat.v1.graph_util.extract_sub_graph(pruned, keep)
+    prune_library(result)  # the functions of the conds folded or stripped above
+    return result
 
 
 def _check_leftovers(graph_def: Any, plan: _Plan, output_nodes: list[str]) -> None:

@@ -7,9 +7,10 @@ from typing import Any
 
 from binio.spec import node_name, output_index
 
-# Ops that only check or log: their data passes through unchanged, or nothing reads them.
-_PASS_THROUGH_OPS = frozenset({"CheckNumerics", "StopGradient", "PreventGradient"})
-_DROPPED_OPS = frozenset({"Assert", "Print", "PrintV2"})
+# Ops that only check or log: their first input passes through unchanged (tf.compat.v1.Print returns it), or
+# they have no output at all (Assert, tf.print's PrintV2) and only control edges reach them.
+_PASS_THROUGH_OPS = frozenset({"CheckNumerics", "StopGradient", "PreventGradient", "Print"})
+_DROPPED_OPS = frozenset({"Assert", "PrintV2"})
 
 
 def _reference(tensor: str) -> str:
@@ -65,13 +66,20 @@ def make_constant(node: Any, value: Any) -> None:
     node.attr["value"].tensor.CopyFrom(tf.make_tensor_proto(value))
 
 
-def fold_to_default(node: Any) -> None:
-    """A PlaceholderWithDefault becomes an Identity of its default input: the value it had when nothing was fed."""
-    dtype_enum = node.attr["dtype"].type
+def make_identity(node: Any, dtype_enum: int, inputs: list[str] | None = None) -> None:
+    """Turns `node` into an Identity of dtype `dtype_enum`, reading `inputs` (default: the ones it has)."""
     node.op = "Identity"
+    if inputs is not None:
+        del node.input[:]
+        node.input.extend(inputs)
     for key in list(node.attr):
         del node.attr[key]
     node.attr["T"].type = dtype_enum
+
+
+def fold_to_default(node: Any) -> None:
+    """A PlaceholderWithDefault becomes an Identity of its default input: the value it had when nothing was fed."""
+    make_identity(node, node.attr["dtype"].type)
 
 
 def rename_node(graph_def: Any, old: str, new: str) -> None:
@@ -86,16 +94,19 @@ def rename_node(graph_def: Any, old: str, new: str) -> None:
 
 
 def strip_checks(graph_def: Any) -> int:
-    """Drops Assert/Print nodes (and the control inputs on them), makes CheckNumerics/StopGradient Identity."""
-    dropped = {node.name for node in graph_def.node if node.op in _DROPPED_OPS}
+    """Drops Assert/PrintV2 nodes and TF2's AssertGuard conds (and the control inputs on them); CheckNumerics,
+    StopGradient and v1 Print become an Identity of their first input."""
+    dropped = {node.name for node in graph_def.node if node.op in _DROPPED_OPS or _is_assert_guard(node)}
+    grew = True
+    while grew:  # what reads only dropped nodes (the guard's Identity) is the assertion's plumbing too
+        more = {node.name for node in graph_def.node if node.name not in dropped and _data_inputs(node)
+                and all(node_name(ref) in dropped for ref in _data_inputs(node))}
+        dropped |= more
+        grew = bool(more)
     kept = [node for node in graph_def.node if node.name not in dropped]
     for node in kept:
-        if node.op in _PASS_THROUGH_OPS:
-            dtype_enum = node.attr["T"].type
-            node.op = "Identity"
-            for key in [k for k in node.attr if k != "T"]:
-                del node.attr[key]
-            node.attr["T"].type = dtype_enum
+        if node.op in _PASS_THROUGH_OPS:  # Print's further inputs are only what it logs
+            make_identity(node, node.attr["T"].type, [node.input[0], *(r for r in node.input if r.startswith("^"))])
         inputs = [ref for ref in node.input if not (ref.startswith("^") and ref[1:] in dropped)]
         if len(inputs) != len(node.input):
             del node.input[:]
@@ -104,6 +115,15 @@ def strip_checks(graph_def: Any) -> int:
         del graph_def.node[:]
         graph_def.node.extend(kept)
     return len(dropped)
+
+
+def _data_inputs(node: Any) -> list[str]:
+    return [ref for ref in node.input if not ref.startswith("^")]
+
+
+def _is_assert_guard(node: Any) -> bool:
+    """TF2's graph-mode tf.debugging.assert_*: an `If` named AssertGuard whose branches hold the Assert."""
+    return node.op in ("If", "StatelessIf") and node.name.rsplit("/", 1)[-1] == "AssertGuard"
 
 
 def clear_devices(graph_def: Any) -> None:

@@ -142,3 +142,34 @@ def test_batch_minus_one_refuses_a_static_batch(bert_model: ReferenceModel, tmp_
     with pytest.raises(FreezeError) as caught:
         freeze_model(bert_model.path, tmp_path, ["class_probs"], batch=-2)
     assert str(caught.value) == "--batch -2: expected a positive number, or -1 to keep the first dim unknown"
+
+
+def test_checks_and_prints_are_stripped(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Asserts go (with the control edges on them and, in TF2, the AssertGuard cond around them); CheckNumerics,
+    StopGradient and v1 Print (which returns its input) become Identity."""
+    import tensorflow as tf
+
+    from infer.freeze import freeze_model
+
+    tf1 = tf.compat.v1
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf1.placeholder(tf.float32, [None, 4], name="x")
+        weights = tf1.get_variable("w", [4, 3])
+        checked = tf.debugging.check_numerics(tf.matmul(x, weights), "logits are not finite")
+        frozen_part = tf.stop_gradient(checked)
+        printed = tf1.Print(frozen_part, [frozen_part], "logits: ")
+        with tf.control_dependencies([tf1.assert_less(printed, 1e9, message="too large")]):
+            tf.nn.softmax(printed, name="probs")
+        with tf1.Session(graph=graph) as session:
+            session.run(tf1.global_variables_initializer())
+            tf1.train.Saver().save(session, str(tmp_path / "ckpt" / "model.ckpt"))
+    report = freeze_model(tmp_path / "ckpt", tmp_path / "out", ["probs"], batch=2)
+    assert report.verification is not None and report.verification.worst <= 1e-5
+    graph_def = tf1.GraphDef.FromString(report.contract.pb_path.read_bytes())
+    ops = {node.op for node in graph_def.node}
+    assert not ops & {"Assert", "Print", "PrintV2", "CheckNumerics", "StopGradient"}, ops
+    assert "Identity" in ops and "MatMul" in ops and "Softmax" in ops
+    probs = next(node for node in graph_def.node if node.name == "probs")
+    assert list(probs.input) == ["Print"]  # the control edge on the assert went with it
+    assert "If" not in ops and not graph_def.library.function  # TF2 wraps the Assert in an AssertGuard cond
