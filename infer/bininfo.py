@@ -85,7 +85,7 @@ def _describe_dataset(root: Path, *, verify: bool, to_npy: Path | None, per_file
             parts.append(stats)
             if per_file:
                 padding = f", {item.shape[0] - entry.rows} padding" if entry.rows < item.shape[0] else ""
-                rows.append(InfoRow(label=f"{item.folder}/{entry.name} ({entry.rows} rows{padding})",
+                rows.append(InfoRow(label=f"{item.folder}/{entry.name} ({_rows(entry.rows)}{padding})",
                                     stats=_with_shape(stats, item.shape)))
         if not per_file:
             padded = sum(item.shape[0] - f.rows for f in item.files)
@@ -103,6 +103,10 @@ def _describe_dataset(root: Path, *, verify: bool, to_npy: Path | None, per_file
     title = (f"{manifest.root}: {len(manifest.inputs)} input(s), batch {manifest.batch}, {manifest.samples} samples"
              f" in {manifest.file_count} file(s) per input, model sha256 {manifest.model_sha256[:12] or '-'}")
     return BinInfoReport(title=title, rows=tuple(rows), verified=verified, exported=tuple(exported))
+
+
+def _rows(count: int) -> str:
+    return f"{count} row" if count == 1 else f"{count} rows"
 
 
 def _with_shape(stats: TensorStats, shape: tuple[int, ...]) -> TensorStats:
@@ -156,7 +160,7 @@ def _describe_file(path: Path, *, verify: bool, to_npy: Path | None, dtype_name:
         exported.append(to_npy)
     stats = _with_shape(tensor_stats(data), spec.static_shape())
     padding = math.prod(spec.static_shape()[:1]) - rows if spec.shape else 0
-    label = f"{path.name} ({rows} rows, {padding} padding)" if padding else path.name
+    label = f"{path.name} ({_rows(rows)}, {padding} padding)" if padding else path.name
     return BinInfoReport(title=f"{path}: {spec.dtype} {format_shape(spec.shape)}, {origin}",
                          rows=(InfoRow(label=label, stats=stats),), verified=verified, exported=tuple(exported))
 

@@ -45,7 +45,7 @@ def test_per_file_lines_and_verify(capsys: pytest.CaptureFixture[str], dataset: 
     assert lines[1].startswith("  images/000000.bin (2 rows)  float32(2,8,8,3)  min 0  max 383")
     assert lines[1].endswith("nan 1  inf 0  !! 1 NaN, 0 inf")  # sample 1 holds the NaN
     assert lines[2] == "  images/000001.bin (2 rows)  float32(2,8,8,3)  min 384  max 767  mean 575.5  nan 0  inf 0"
-    assert lines[3].startswith("  images/000002.bin (1 rows, 1 padding)")
+    assert lines[3].startswith("  images/000002.bin (1 row, 1 padding)")
     assert lines[-1] == "verified: 3 file(s), sizes and sha256 match the manifest"
 
 
