@@ -43,7 +43,7 @@ def compare(config: PipelineConfig, work: WorkLayout, run_folder: Path) -> Stage
     from infer.compare.thresholds import Thresholds
 
     section = config.compare
-    thresholds = Thresholds.parse(f"{metric}={limit!r}" for metric, limit in section.thresholds.items())
+    thresholds = Thresholds.parse(section.threshold_texts)
     options = CompareOptions(thresholds=thresholds, topk=section.topk, labels=config.labels)
     result = compare_outputs(work.contract, work.bins, run_folder, options=options, layerwise=section.layerwise,
                              cache_root=work.golden_cache)

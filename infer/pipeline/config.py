@@ -90,8 +90,13 @@ class CompareSection:
 
     labels: str = ""  # txt (one class index per line) or npy; "" = no accuracy figures
     topk: int = 5
-    thresholds: dict[str, float] = field(default_factory=dict)  # metric = value, e.g. cosine = 0.99
+    thresholds: dict[str, float | None] = field(default_factory=dict)  # cosine = 0.99; kl = "off" (None) lifts it
     layerwise: bool = False
+
+    @property
+    def threshold_texts(self) -> tuple[str, ...]:
+        """The thresholds as `infer compare --threshold` takes them: ``cosine=0.99``, ``kl=off``."""
+        return tuple(f"{key}={'off' if limit is None else repr(limit)}" for key, limit in self.thresholds.items())
 
 
 @dataclass(frozen=True)
@@ -215,6 +220,8 @@ def _build(cls: type, table: dict[str, Any], path: Path, section: str) -> Any:
             values[name] = _convert(table[name], hints[name], _where(path, section, name), path, child_section)
         elif section == "model" and name == "set":
             values[name] = _set_table(table[name], _where(path, section, name))
+        elif section == "compare" and name == "thresholds":
+            values[name] = _thresholds_table(table[name], _where(path, section, name))
         else:
             values[name] = _convert(table[name], hints[name], _where(path, section, name), path, section)
     return cls(**values)
@@ -233,6 +240,21 @@ def _set_table(value: Any, where: str) -> dict[str, str]:
         else:
             raise ConfigError(f"{where}.{name}: expected a boolean, number or string, got {_type_name(item)}")
     return folded
+
+
+def _thresholds_table(value: Any, where: str) -> dict[str, float | None]:
+    """``thresholds = { cosine = 0.999, kl = "off" }``: a number, or "off" (None) to lift msit's default."""
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where}: expected a table of metric = number, got {_type_name(value)} {value!r}")
+    limits: dict[str, float | None] = {}
+    for key, limit in value.items():
+        if isinstance(limit, (int, float)) and not isinstance(limit, bool):
+            limits[str(key)] = float(limit)
+        elif limit == "off":
+            limits[str(key)] = None
+        else:
+            raise ConfigError(f"{where}.{key}: expected a number or \"off\", got {_type_name(limit)} {limit!r}")
+    return limits
 
 
 def _toml_loads(text: str) -> dict[str, Any]:
@@ -269,10 +291,10 @@ def _check_thresholds(config: PipelineConfig) -> None:
     from infer.compare.thresholds import ThresholdError, parse_threshold
 
     outputs = config.model.outputs
-    for key, limit in config.compare.thresholds.items():
+    for key, text in zip(config.compare.thresholds, config.compare.threshold_texts, strict=True):
         where = f"{config.path}: [compare] thresholds.{key}"
         try:
-            setting = parse_threshold(f"{key}={limit!r}", where=where)
+            setting = parse_threshold(text, where=where)
         except ThresholdError as exc:
             raise ConfigError(exc.message, hint=exc.hint) from None
         if setting.output is not None and node_name(setting.output) not in {node_name(o) for o in outputs}:

@@ -148,8 +148,8 @@ def _compare_args(config: PipelineConfig) -> list[str]:
         args += ["--labels", str(config.labels)]
     if section.topk != 5:
         args += ["--topk", str(section.topk)]
-    for metric, limit in sorted(section.thresholds.items()):
-        args += ["--threshold", f"{metric}={limit:g}"]
+    for text in sorted(section.threshold_texts):
+        args += ["--threshold", text]
     if section.layerwise:
         args.append("--layerwise")
     return args

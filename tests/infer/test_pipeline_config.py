@@ -129,8 +129,14 @@ def test_wrong_type_in_a_list_names_the_item(project: Path) -> None:
 
 def test_threshold_must_be_a_number(project: Path) -> None:
     message = _error(project, MINIMAL + '[compare]\nthresholds = { cosine = "high" }\n')
-    assert message == (f"{project / 'pipeline.toml'}: [compare] thresholds.cosine: expected a number, "
+    assert message == (f"{project / 'pipeline.toml'}: [compare] thresholds.cosine: expected a number or \"off\", "
                        "got a string 'high'")
+
+
+def test_threshold_off_lifts_it_and_limits_keep_every_digit(project: Path) -> None:
+    config = load_config(_write(project, MINIMAL + '[compare]\nthresholds = { kl = "off", cosine = 0.9999999 }\n'))
+    assert config.compare.thresholds == {"kl": None, "cosine": 0.9999999}
+    assert config.compare.threshold_texts == ("kl=off", "cosine=0.9999999")  # :g would have written cosine=1
 
 
 def test_threshold_on_an_unknown_metric_or_output_is_refused_when_read(project: Path) -> None:
