@@ -571,3 +571,20 @@ def test_each_option_mistake_is_one_line_naming_the_option(capsys: pytest.Captur
     result = run_cli(capsys, "dump-bin", "-o", tmp_path, "-m", cnn, images, "--force")
     assert result.error_line == f"error: {images}: the source lies inside the output folder {tmp_path}"
     assert len(list((tmp_path / "images").iterdir())) == 2
+
+
+def test_images_for_a_model_without_a_recorded_layout_need_the_right_layout(capsys: pytest.CaptureFixture[str],
+                                                                           tmp_path: Path) -> None:
+    from binio.spec import TensorSpec
+    from tests.infer.dump_models import hand_contract
+
+    contract = hand_contract(tmp_path / "model", (TensorSpec("pixels:0", "float32", (2, 3, 8, 8)),))  # layout ND
+    _images(tmp_path / "images", 3)
+    line = _refused(capsys, tmp_path / "bins", "-m", contract.path, tmp_path / "images")
+    assert line == ("error: input pixels:0: images give 1 or 3 channels, the model takes 8 (layout NHWC, sample "
+                    "shape (3,8,8))")
+    result = run_cli(capsys, "dump-bin", "-m", contract.path, "-o", tmp_path / "bins", tmp_path / "images",
+                     "--layout", "NCHW")
+    assert result.code == 0, result.err
+    item = load_manifest(tmp_path / "bins").inputs[0]
+    assert (item.layout, item.shape, item.preprocessing["layout"]) == ("NCHW", (2, 3, 8, 8), "NCHW")
