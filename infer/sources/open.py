@@ -37,7 +37,7 @@ def image_preprocessing(folder: Path, tensor: str, sample_shape: tuple[int, ...]
                           f"need a 4-D input (N,H,W,C or N,C,H,W), its samples have shape {format_shape(sample_shape)}")
     height, width, channels = sample_shape if layout == "NHWC" else (*sample_shape[1:], sample_shape[0])
     if channels not in (1, 3):
-        raise SourceError(f"input {tensor}: images give 1 or 3 channels, the model takes {channels} "
+        raise SourceError(f"{folder}: images give 1 or 3 channels, input {tensor} takes {channels} "
                           f"(layout {layout}, sample shape {format_shape(sample_shape)})", hint="check --layout")
     for what, values in (("--mean", options.mean), ("--std", options.std)):
         if len(values) not in (1, channels):

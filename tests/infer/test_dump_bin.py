@@ -581,8 +581,8 @@ def test_images_for_a_model_without_a_recorded_layout_need_the_right_layout(caps
     contract = hand_contract(tmp_path / "model", (TensorSpec("pixels:0", "float32", (2, 3, 8, 8)),))  # layout ND
     _images(tmp_path / "images", 3)
     line = _refused(capsys, tmp_path / "bins", "-m", contract.path, tmp_path / "images")
-    assert line == ("error: input pixels:0: images give 1 or 3 channels, the model takes 8 (layout NHWC, sample "
-                    "shape (3,8,8))")
+    assert line == (f"error: {tmp_path / 'images'}: images give 1 or 3 channels, input pixels:0 takes 8 (layout NHWC, "
+                    "sample shape (3,8,8))")
     result = run_cli(capsys, "dump-bin", "-m", contract.path, "-o", tmp_path / "bins", tmp_path / "images",
                      "--layout", "NCHW")
     assert result.code == 0, result.err
