@@ -284,6 +284,9 @@ def freeze_source(source: LoadedSource, outputs: Sequence[str], *, inputs: Seque
         raise GraphNameError("no outputs given: --outputs names the tensors the frozen model returns",
                              hint=f"likely outputs: {', '.join(likely)}" if likely else "run infer inspect MODEL")
     output_tensors = [_resolve_tensor(graph, name, "output", known).name for name in outputs]
+    twice = sorted({name for name in output_tensors if output_tensors.count(name) > 1})
+    if twice:
+        raise FreezeError(f"output {', '.join(twice)} is named twice in --outputs")
     if batch is not None and batch < 1 and batch != DYNAMIC_BATCH:
         raise FreezeError(f"--batch {batch}: expected a positive number, or -1 to keep the first dim unknown")
     plan = _plan(source, graph, output_tensors, inputs, batch, assignments)

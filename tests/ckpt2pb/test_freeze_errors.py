@@ -55,6 +55,13 @@ def test_wrong_output_name(capsys: pytest.CaptureFixture[str], resnet_model: Ref
     assert not (tmp_path / "out").exists()
 
 
+def test_output_named_twice(capsys: pytest.CaptureFixture[str], resnet_model: ReferenceModel, tmp_path: Path) -> None:
+    outcome = _freeze(capsys, resnet_model, tmp_path / "out", "--outputs", "probs,probs:0", "--batch", "2")
+    assert outcome.code == 2
+    assert outcome.error_line == "error: output probs:0 is named twice in --outputs"
+    assert not (tmp_path / "out").exists()
+
+
 def test_wrong_input_name(capsys: pytest.CaptureFixture[str], bert_model: ReferenceModel, tmp_path: Path) -> None:
     outcome = _freeze(capsys, bert_model, tmp_path / "out", "--outputs", "class_probs", "--inputs",
                       "input_id[2,16],input_mask,segment_ids")
