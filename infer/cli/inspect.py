@@ -36,7 +36,7 @@ def inspect(
     model: Path = typer.Argument(..., help="A checkpoint prefix or folder, a .meta, a frozen .pb, a SavedModel "
                                  "folder, or a Keras .h5/.keras file."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout."),
-    top: int = typer.Option(10, "--top", help="How many output candidates and op types to list."),
+    top: int = typer.Option(10, "--top", min=1, help="How many output candidates and op types to list."),
 ) -> None:
     """List a model's inputs, its likely outputs (ranked), dynamic dims, op types and parameter count.
 

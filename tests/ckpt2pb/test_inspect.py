@@ -71,6 +71,8 @@ def test_cli_tables(capsys: pytest.CaptureFixture[str], resnet_model: ReferenceM
     assert outcome.code == 0
     assert "18 variables, 1,555 parameters" in outcome.out
     assert "probs:0" in outcome.out and "has a default" in outcome.out and "dynamic dims 0" in outcome.out
+    outcome = run_cli(capsys, "inspect", resnet_model.path, "--top", "0")
+    assert outcome.code == 2 and "Invalid value for '--top'" in outcome.err
 
 
 def test_cli_prints_long_tensor_names_whole(capsys: pytest.CaptureFixture[str], tmp_path) -> None:  # type: ignore[no-untyped-def]
