@@ -73,6 +73,11 @@ def _cosine_per_batch(output: OutputResult) -> str:
         limit = output.limits.get("CosineSimilarity")
         if limit is not None:
             axes.axhline(limit, color="#cf222e", linestyle="--", label=f"threshold {limit:g}")
+        undefined = [i for i, v in enumerate(values) if math.isnan(v)]
+        if undefined:  # a NaN draws no point: mark those batches on the plot's floor
+            floor = min([v for v in values if not math.isnan(v)] + ([limit] if limit is not None else []), default=0.0)
+            axes.plot(undefined, [floor] * len(undefined), "x", color="#cf222e", label=f"NaN ({len(undefined)})")
+        if limit is not None or undefined:
             axes.legend(fontsize=8)
         axes.set_xlabel("batch")
         axes.set_ylabel("cosine similarity")
@@ -99,9 +104,13 @@ def _scatter(output: OutputResult) -> str:
 
 def _worst_plot(output: OutputResult) -> str:
     def draw(axes: Any) -> None:
-        samples = output.worst_samples
-        axes.barh([str(s.sample) for s in samples][::-1],
-                  [s.max_absolute_error if math.isfinite(s.max_absolute_error) else 0.0 for s in samples][::-1])
+        samples = output.worst_samples[::-1]
+        finite = [s.max_absolute_error for s in samples if math.isfinite(s.max_absolute_error)]
+        widest = max(finite, default=0.0) or 1.0
+        # An inf or NaN error has no length: drawn full width, in red.
+        axes.barh([str(s.sample) for s in samples],
+                  [s.max_absolute_error if math.isfinite(s.max_absolute_error) else widest for s in samples],
+                  color=["#4c72b0" if math.isfinite(s.max_absolute_error) else "#cf222e" for s in samples])
         axes.set_xlabel("max |actual - golden|")
         axes.set_ylabel("sample")
         axes.set_title(f"{output.name}: worst samples", fontsize=9)
