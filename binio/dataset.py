@@ -24,25 +24,32 @@ class DatasetBatch:
 
 
 def check_manifest_consistent(manifest: DatasetManifest) -> None:
-    """Refuses a manifest whose inputs disagree on file count or rows: run pairs the files by name."""
+    """Refuses a manifest whose inputs list different file names or rows: msame pairs the files by name."""
     if not manifest.inputs:
         raise ManifestError(f"{manifest.path}: no inputs listed")
     first = manifest.inputs[0]
+    names = [entry.name for entry in first.files]
     for item in manifest.inputs:
-        names = [f.name for f in item.files]
-        if names != [f.name for f in first.files]:
-            raise ManifestError(
-                f"{manifest.path}: input {item.tensor} has files {_span(names)}, "
-                f"input {first.tensor} has {_span([f.name for f in first.files])}"
-            )
+        _check_same_names(manifest, first, names, item)
         rows = sum(f.rows for f in item.files)
         if rows != manifest.samples:
             raise ManifestError(f"{manifest.path}: input {item.tensor} lists {rows} samples, "
                                 f"the manifest says {manifest.samples}")
 
 
-def _span(names: list[str]) -> str:
-    return f"{len(names)} ({names[0]}..{names[-1]})" if names else "0"
+def _check_same_names(manifest: DatasetManifest, first: InputManifest, names: list[str], item: InputManifest) -> None:
+    other = [entry.name for entry in item.files]
+    if other == names:
+        return
+    why = "(file names must match across input folders)"
+    missing = next((n for n in names if n not in other), None)
+    if missing is not None:
+        raise ManifestError(f"{manifest.root / item.folder / missing}: missing, while {first.folder}/{missing} "
+                            f"exists {why}")
+    extra = next((n for n in other if n not in names), None)
+    if extra is not None:
+        raise ManifestError(f"{manifest.root / item.folder / extra}: no {first.folder}/{extra} to pair it with {why}")
+    raise ManifestError(f"{manifest.root / item.folder}: files listed in another order than in {first.folder}/ {why}")
 
 
 def check_sha256(path: Path, expected: str, manifest_path: Path) -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from binio.binfile import check_bin_size
+from binio.dataset import check_manifest_consistent
 from binio.dtypes import dtype
 from binio.errors import InferError
 from binio.manifest import MANIFEST_NAME, DatasetManifest, InputManifest, load_manifest
@@ -56,26 +57,6 @@ def _check_input(root: Path, item: InputManifest, spec: TensorSpec, widen: bool)
         check_bin_size(where / entry.name, fed)
 
 
-def _check_aligned(root: Path, manifest: DatasetManifest) -> None:
-    """msame pairs the inputs' files by name: every folder must hold the same names."""
-    first = manifest.inputs[0]
-    names = [entry.name for entry in first.files]
-    for item in manifest.inputs[1:]:
-        other = [entry.name for entry in item.files]
-        if other == names:
-            continue
-        missing = next((n for n in names if n not in other), None)
-        if missing is not None:
-            raise PreflightError(f"{root / item.folder / missing}: missing, while {first.folder}/{missing} exists "
-                                 "(file names must match across input folders)")
-        extra = next((n for n in other if n not in names), None)
-        if extra is not None:
-            raise PreflightError(f"{root / item.folder / extra}: no {first.folder}/{extra} to pair it with "
-                                 "(file names must match across input folders)")
-        raise PreflightError(f"{root / item.folder}: files listed in another order than in {first.folder}/ "
-                             f"(file names must match across input folders)")
-
-
 def _refuse_without_manifest(bins: Path) -> None:
     """A folder with no dataset.json: one input folder of a dataset, or bins written by hand."""
     if (bins.parent / MANIFEST_NAME).is_file():
@@ -114,7 +95,7 @@ def preflight(bins: Path, specs: tuple[TensorSpec, ...], *, widen: bool = False)
                                  f"(its inputs: {model_names})")
     if manifest.file_count == 0:
         raise PreflightError(f"{manifest.path}: lists no bins")
-    _check_aligned(bins, manifest)
+    check_manifest_consistent(manifest)  # msame pairs the inputs' files by name
     for spec in specs:
         _check_input(bins, input_for(manifest, spec), spec, widen)
     return manifest

@@ -63,9 +63,10 @@ def test_inputs_with_different_files_are_refused(tmp_path: Path) -> None:
     manifest, _, _ = _dataset(tmp_path)
     shorter = manifest.inputs[1].__class__(**{**manifest.inputs[1].__dict__, "files": manifest.inputs[1].files[:2]})
     DatasetManifest(root=tmp_path, batch=2, samples=5, inputs=(manifest.inputs[0], shorter)).save()
-    with pytest.raises(ManifestError, match=r"input ids:0 has files 2 \(000000.bin..000001.bin\), input images:0 "
-                                            r"has 3 \(000000.bin..000002.bin\)"):
+    with pytest.raises(ManifestError) as caught:
         open_dataset(tmp_path)
+    assert str(caught.value) == (f"{tmp_path / 'ids' / '000002.bin'}: missing, while images/000002.bin exists "
+                                 "(file names must match across input folders)")
 
 
 def test_an_input_is_found_by_tensor_node_or_folder_name(tmp_path: Path) -> None:
