@@ -101,6 +101,11 @@ def _tf2onnx(graph_def: Any, pb: Path, inputs: Sequence[TensorSpec], outputs: Se
         )
     except ValueError as exc:  # tf2onnx reports graph problems (bad names, cycles) as ValueError
         raise ConvertError(f"{pb}: tf2onnx could not convert the graph ({exc})") from None
+    except Exception as exc:  # its handlers also fail with KeyError, AssertionError...: name it, no traceback
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        raise ConvertError(f"{pb}: tf2onnx {tf2onnx.__version__} failed on this graph ({type(exc).__name__}"
+                           f"{': ' + first if first else ''})",
+                           hint="-vv shows tf2onnx's log; --target om gives the pb to ATC instead") from None
     return model
 
 

@@ -82,6 +82,25 @@ def test_uint8_output_is_refused_by_the_stand_in_before_converting(
     assert not (contract.folder / "model.onnx").exists()
 
 
+def test_a_tf2onnx_crash_is_one_error_line(
+    capsys: pytest.CaptureFixture[str], frozen_small_cnn: ModelContract, copy_model: Copy,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import tf2onnx
+
+    def crash(*args: object, **kwargs: object) -> None:
+        raise KeyError("Conv2D__6")
+
+    monkeypatch.setattr(tf2onnx.convert, "from_graph_def", crash)
+    contract = copy_model(frozen_small_cnn)
+    outcome = run_cli(capsys, "convert", contract.path, "--target", "onnx")
+    assert outcome.code == 2
+    assert outcome.error_line == (f"error: {contract.pb_path}: tf2onnx {tf2onnx.__version__} failed on this graph "
+                                  "(KeyError: 'Conv2D__6')")
+    assert "Traceback" not in outcome.err
+    assert not (contract.folder / "model.onnx").exists()
+
+
 def test_missing_contract(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     outcome = run_cli(capsys, "convert", tmp_path / "model.json", "--target", "onnx")
     assert outcome.code == 2
