@@ -277,7 +277,7 @@ def freeze_source(source: LoadedSource, outputs: Sequence[str], *, inputs: Seque
     import tensorflow as tf
 
     assignments = dict(assignments or {})
-    graph = import_graph(source.graph_def)
+    graph = import_graph(source.graph_def, source.path)
     known = sorted(set(tensor_names(graph)))
     if not outputs:
         likely = [c.tensor for c in rank_output_candidates(source.graph_def, graph)[:3]]

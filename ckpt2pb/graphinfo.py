@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from binio.spec import node_name
+from ckpt2pb.errors import SourceError
 
 PLACEHOLDER_OPS = frozenset({"Placeholder", "PlaceholderV2", "PlaceholderWithDefault"})
 ITERATOR_OUTPUT_OPS = frozenset({"IteratorGetNext", "IteratorGetNextSync", "IteratorGetNextAsOptional"})
@@ -19,13 +20,32 @@ def consumed_nodes(graph_def: Any) -> set[str]:
     return {node_name(ref) for node in graph_def.node for ref in node.input}  # `^ctrl`, `op:1` -> node
 
 
-def import_graph(graph_def: Any) -> Any:
-    """A tf.Graph holding `graph_def` under its own names (shape inference done by the import)."""
+def import_graph(graph_def: Any, origin: object = "the graph") -> Any:
+    """A tf.Graph holding `graph_def` under its own names (shape inference done by the import); a graph this
+    TensorFlow cannot import (a custom op not loaded, a corrupt node) is refused, naming `origin`."""
     import tensorflow as tf
+    from tensorflow.python.framework import op_def_registry  # no public API lists the registered ops
 
+    functions = {f.signature.name for f in graph_def.library.function}
+    missing: dict[str, list[str]] = {}
+    for node in graph_def.node:
+        if node.op not in functions and op_def_registry.get(node.op) is None:
+            missing.setdefault(node.op, []).append(node.name)
+    unknown = [f"{op} ({names[0]}{f' and {len(names) - 1} more' if len(names) > 1 else ''})"
+               for op, names in sorted(missing.items())]
+    if unknown:
+        raise SourceError(f"{origin}: op types TensorFlow {tf.__version__} does not have: {', '.join(unknown[:5])}"
+                          + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""),
+                          hint="a custom op: load its library (tf.load_op_library) in a TensorFlow that has it, "
+                               "or replace the op before exporting")
     graph = tf.Graph()
-    with graph.as_default():
-        tf.compat.v1.import_graph_def(graph_def, name="")
+    try:
+        with graph.as_default():
+            tf.compat.v1.import_graph_def(graph_def, name="")
+    except (ValueError, tf.errors.OpError) as exc:
+        message = getattr(exc, "message", str(exc)) or type(exc).__name__
+        raise SourceError(f"{origin}: TensorFlow {tf.__version__} cannot import the graph",
+                          hint=message.strip().splitlines()[0]) from None
     return graph
 
 

@@ -239,3 +239,31 @@ def test_garbage_pb(tmp_path: Path) -> None:
     with pytest.raises(SourceError) as caught:
         load_source(pb)
     assert str(caught.value) == f"{pb}: not a frozen GraphDef (the protobuf does not parse)"
+
+
+def test_graph_this_tensorflow_cannot_import(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """A custom op that is not loaded, or a node reading a tensor that is not there: one line, no traceback."""
+    import tensorflow as tf
+
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.compat.v1.placeholder(tf.float32, [2, 3], name="x")
+        tf.identity(tf.nn.relu(x * 2.0, name="act"), name="y")
+    graph_def = graph.as_graph_def()
+    for node in graph_def.node:
+        if node.name in ("mul", "act"):
+            node.op = "ResamplerCustom"
+    pb = tmp_path / "custom.pb"
+    pb.write_bytes(graph_def.SerializeToString())
+    outcome = run_cli(capsys, "inspect", pb)
+    assert outcome.code == 2
+    assert outcome.error_line == (f"error: {pb}: op types TensorFlow {tf.__version__} does not have: "
+                                  "ResamplerCustom (mul and 1 more)")
+    assert "hint: a custom op: load its library" in outcome.err
+    graph_def = graph.as_graph_def()
+    next(node for node in graph_def.node if node.name == "y").input[0] = "gone:0"
+    pb.write_bytes(graph_def.SerializeToString())
+    outcome = run_cli(capsys, "freeze", pb, "-o", tmp_path / "out", "--outputs", "y")
+    assert outcome.error_line == f"error: {pb}: TensorFlow {tf.__version__} cannot import the graph"
+    assert "gone" in outcome.err and "Traceback" not in outcome.err
+    assert not (tmp_path / "out").exists()
