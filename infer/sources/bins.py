@@ -46,13 +46,10 @@ def has_bins(folder: Path) -> bool:
 
 
 def _pick_input(manifest: DatasetManifest, tensor: str, single_input: bool) -> InputManifest:
-    found = manifest.find(tensor)
-    if found is not None:
-        return found
-    if single_input and len(manifest.inputs) == 1:
+    """The dataset's input for `tensor`; a one-input dataset feeds a one-input model whatever the names."""
+    if manifest.find(tensor) is None and single_input and len(manifest.inputs) == 1:
         return manifest.inputs[0]
-    names = ", ".join(i.tensor for i in manifest.inputs)
-    raise SourceError(f"{manifest.path}: no input {tensor}; it holds: {names}")
+    return manifest.input(tensor)
 
 
 def _parent_input(folder: Path) -> tuple[DatasetManifest, InputManifest] | None:

@@ -588,3 +588,15 @@ def test_images_for_a_model_without_a_recorded_layout_need_the_right_layout(caps
     assert result.code == 0, result.err
     item = load_manifest(tmp_path / "bins").inputs[0]
     assert (item.layout, item.shape, item.preprocessing["layout"]) == ("NCHW", (2, 3, 8, 8), "NCHW")
+
+
+def test_a_dataset_without_the_input_is_refused_naming_what_it_holds(capsys: pytest.CaptureFixture[str],
+                                                                     frozen_small_cnn: ModelContract,
+                                                                     tmp_path: Path) -> None:
+    np.save(tmp_path / "data.npy", np.zeros((2, 8, 8, 3), np.float32))
+    assert run_cli(capsys, "dump-bin", "-m", frozen_small_cnn.path, "-o", tmp_path / "cnn_bins",
+                   tmp_path / "data.npy").code == 0
+    two = two_input_model(tmp_path / "two")
+    line = _refused(capsys, tmp_path / "bins", "-m", two.path, "--input", f"ids={tmp_path / 'cnn_bins'}",
+                    "--input", "mask=const:1")
+    assert line == f"error: {tmp_path / 'cnn_bins' / 'dataset.json'}: no input 'ids:0'; it holds: images:0"
