@@ -21,4 +21,15 @@ class VerifyError(InferError):
     """A frozen graph whose outputs differ from the original graph's beyond tolerance."""
 
 
-__all__ = ["FreezeError", "GraphNameError", "InferError", "OutputExistsError", "SourceError", "VerifyError"]
+_TF_NOISE = ("Graph execution error", "Detected at node", "File ", "Node:", "[[", "Original stack trace",
+             "Restoring from checkpoint failed", "Original error")
+
+
+def tensorflow_reason(message: str) -> str:
+    """The line of a TensorFlow error message that says what went wrong, without its node and stack lines."""
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    return next((line for line in lines if not line.startswith(_TF_NOISE)), lines[0] if lines else "")
+
+
+__all__ = ["FreezeError", "GraphNameError", "InferError", "OutputExistsError", "SourceError", "VerifyError",
+           "tensorflow_reason"]

@@ -312,7 +312,7 @@ def freeze_source(source: LoadedSource, outputs: Sequence[str], *, inputs: Seque
             serialized = frozen.SerializeToString()
         except (ValueError, OverflowError) as exc:  # protobuf's own refusal, should ByteSize not have caught it
             raise FreezeError("frozen graph is over protobuf's 2 GiB limit for one .pb", hint=str(exc)) from None
-        frozen_graph = import_graph(frozen)
+        frozen_graph = import_graph(frozen, f"the frozen graph (inputs {', '.join(s.describe() for s in input_specs)})")
         output_specs = []
         for name in output_tensors:
             tensor = frozen_graph.get_tensor_by_name(name)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ckpt2pb.errors import SourceError
+from ckpt2pb.errors import SourceError, tensorflow_reason
 
 KINDS = ("checkpoint", "meta", "pb", "saved_model", "keras")
 _DATA_SUFFIX = re.compile(r"\.data-\d{5}-of-\d{5}$")
@@ -326,9 +326,8 @@ def restore(saver: Any, session: Any, prefix: Path) -> None:
     try:
         saver.restore(session, str(prefix))
     except tf.errors.OpError as exc:
-        detail = next((line for line in exc.message.splitlines() if "Checksum" in line or "read" in line.lower()),
-                      exc.message.splitlines()[0] if exc.message else type(exc).__name__)
-        raise SourceError(f"{prefix}: checkpoint data (.data-*) is corrupt or truncated", hint=detail.strip()) from None
+        raise SourceError(f"{prefix}: checkpoint data (.data-*) is corrupt or truncated",
+                          hint=tensorflow_reason(exc.message) or type(exc).__name__) from None
     except ValueError as exc:  # the graph names a variable the checkpoint lacks, or a shape differs
         raise SourceError(f"{prefix}: checkpoint does not match the graph", hint=str(exc).splitlines()[0]) from None
 

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from binio.spec import TensorSpec
-from ckpt2pb.errors import VerifyError
+from ckpt2pb.errors import VerifyError, tensorflow_reason
 
 FLOAT_TOLERANCE = 1e-5  # relative to max(1, |reference|): what reordering of fp32 arithmetic may change
 
@@ -55,10 +55,18 @@ def verify_frozen(session: Any, frozen_graph: Any, original_inputs: tuple[Tensor
     values = seeded_inputs(original_inputs, seed)
     feeds = {**dict(fixed_feeds), **values}
     names = [spec.name for spec in outputs]
-    expected = session.run(names, feeds)
     frozen_feeds = {new.name: values[old.name] for old, new in zip(original_inputs, frozen_inputs, strict=True)}
-    with tf.compat.v1.Session(graph=frozen_graph) as frozen_session:
-        got = frozen_session.run(names, frozen_feeds)
+    try:
+        which = "original"
+        expected = session.run(names, feeds)
+        which = "frozen"
+        with tf.compat.v1.Session(graph=frozen_graph) as frozen_session:
+            got = frozen_session.run(names, frozen_feeds)
+    except tf.errors.OpError as exc:
+        shapes = ", ".join(spec.describe() for spec in original_inputs)
+        raise VerifyError(f"the {which} graph fails on seeded inputs {shapes}: {tensorflow_reason(exc.message)}",
+                          hint="the pinned shapes may not fit the graph (check --batch and --inputs); --no-verify "
+                               "skips this check") from None
     diffs: dict[str, float] = {}
     for spec, want, have in zip(outputs, expected, got, strict=True):
         want, have = np.asarray(want), np.asarray(have)

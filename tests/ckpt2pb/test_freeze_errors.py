@@ -229,3 +229,25 @@ def test_output_node_without_that_output(resnet_model: ReferenceModel, tmp_path:
     with pytest.raises(GraphNameError) as caught:
         freeze_model(resnet_model.path, tmp_path, ["probs:3"], batch=2)
     assert str(caught.value) == "output 'probs:3': node probs (Softmax) has 1 output(s)"
+
+
+def test_graph_failing_on_the_pinned_shapes(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """A reshape whose size is computed at run time fails in verification: one line, naming the inputs fed."""
+    import tensorflow as tf
+
+    tf1 = tf.compat.v1
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf1.placeholder(tf.float32, [None, 4], name="x")
+        product = tf.matmul(x, tf1.get_variable("w", [4, 4]))
+        rows = tf.cast(tf.reduce_sum(x) * 0.0, tf.int32) + 3  # 3, known only when it runs
+        tf.reshape(product, tf.stack([rows, -1]), name="y")
+        with tf1.Session(graph=graph) as session:
+            session.run(tf1.global_variables_initializer())
+            tf1.train.Saver().save(session, str(tmp_path / "ckpt" / "model.ckpt"))
+    outcome = run_cli(capsys, "freeze", tmp_path / "ckpt", "-o", tmp_path / "out", "--outputs", "y", "--batch", "2")
+    assert outcome.code == 2
+    assert outcome.error_line.startswith("error: the original graph fails on seeded inputs x:0 float32(2,4): ")
+    assert "reshape" in outcome.error_line.lower()
+    assert "hint: the pinned shapes may not fit the graph" in outcome.err
+    assert not (tmp_path / "out").exists()
