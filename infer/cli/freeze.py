@@ -27,11 +27,12 @@ def freeze(
 ) -> None:
     """Freeze a checkpoint, SavedModel or Keras model into OUTDIR/model.pb + model.json (the contract).
 
-    Variables become constants; inputs get static shapes (--batch, --inputs); a tf.data pipeline is cut at the
-    tensors named in --inputs; placeholders with a default (is_training) are folded and tf.cond on them keeps only
-    the live branch; the graph is pruned to the outputs, devices cleared and default-valued attributes removed so
-    TF 1.15 and ATC read it. Then original and frozen graph run on the same seeded inputs: a difference beyond
-    float tolerance is an error (--no-verify skips it).
+    Variables become constants; inputs get static shapes (--batch, --inputs; --batch -1 keeps the batch dim unknown
+    for ATC's dynamic batch); a tf.data pipeline is cut at the tensors named in --inputs; placeholders with a
+    default (is_training) are folded and tf.cond on them keeps only the live branch; the graph is pruned to the
+    outputs, devices cleared and default-valued attributes removed so TF 1.15 and ATC read it. Then original and
+    frozen graph run on the same seeded inputs: a difference beyond float tolerance is an error (--no-verify skips
+    it).
     """
     from binio.spec import node_name
     from infer.freeze import freeze_model
