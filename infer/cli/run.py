@@ -62,7 +62,8 @@ def run(
     record = result.record
     throughput = "n/a" if record.throughput is None else f"{record.throughput:.1f} samples/s"
     console = out()
-    console.print(f"{record.backend} ({record.device}): {len(record.stems)} batches of {record.batch}, "
+    where = record.device.removeprefix(f"{record.backend} ")  # "msame (device 0)", not "msame (msame device 0)"
+    console.print(f"{record.backend} ({where}): {len(record.stems)} batches of {record.batch}, "
                   f"{record.samples} samples ({record.padding} padding)", markup=False)
     console.print(f"latency per batch: mean {_ms(record.latency.mean_ms)}, p50 {_ms(record.latency.p50_ms)}, "
                   f"p99 {_ms(record.latency.p99_ms)}; throughput {throughput}", markup=False)

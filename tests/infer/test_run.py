@@ -184,6 +184,15 @@ def test_cli_run_prints_where_it_wrote(onnx_small_cnn: ModelContract, cnn_bins: 
     assert (folder / output_file_name("000002", 0)).is_file()
 
 
+def test_cli_run_names_the_tool_and_its_device_once(om_small_cnn: ModelContract, cnn_bins: DatasetManifest,
+                                                    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    use_fake_tools(monkeypatch)
+    outcome = run_cli(capsys, "run", om_small_cnn.path, "--input", cnn_bins.root, "-o", tmp_path, "--device", "1")
+    assert outcome.code == 0, outcome.err
+    assert outcome.out.splitlines()[0] == "msame (device 1): 3 batches of 2, 5 samples (1 padding)"
+
+
 def _refusal(capsys: pytest.CaptureFixture[str], model: Path, bins: Path, out: Path, *extra: str) -> str:
     outcome = run_cli(capsys, "run", model, "--input", bins, "-o", out, *extra)
     assert outcome.code == 2, outcome.err
