@@ -11,11 +11,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from binio.spec import TensorSpec, format_shape, node_name, tensor_name
+from binio.spec import TensorSpec, format_shape, node_name, output_index, tensor_name
 from ckpt2pb import surgery
 from ckpt2pb.controlflow import fold_constant_conds, fold_constant_switches, prune_library
 from ckpt2pb.errors import FreezeError, GraphNameError
-from ckpt2pb.graphinfo import DATASET_OPS, PLACEHOLDER_OPS, import_graph, shape_of, tensor_names
+from ckpt2pb.graphinfo import (
+    DATASET_OPS,
+    ITERATOR_OUTPUT_OPS,
+    PLACEHOLDER_OPS,
+    import_graph,
+    shape_of,
+    tensor_names,
+)
 from ckpt2pb.inputs import InputRequest, parse_value
 from ckpt2pb.inspection import rank_output_candidates
 from ckpt2pb.names import unknown_name_error
@@ -234,8 +241,24 @@ def _check_leftovers(graph_def: Any, plan: _Plan, output_nodes: list[str]) -> No
     if reading:
         raise FreezeError(
             f"the outputs still read the tf.data pipeline through {', '.join(reading)}",
-            hint="name the iterator outputs the model reads in --inputs (e.g. IteratorGetNext:0[?,224,224,3])",
+            hint="name the iterator outputs they read: " + _iterator_inputs_example(graph_def),
         )
+
+
+def _iterator_inputs_example(graph_def: Any) -> str:
+    """``--inputs 'IteratorGetNext:0[?,8,8,3]'``: the iterator outputs some node reads, with their shapes."""
+    iterators = {node.name: node for node in graph_def.node if node.op in ITERATOR_OUTPUT_OPS}
+    read = sorted({f"{node_name(ref)}:{output_index(ref)}" for node in graph_def.node for ref in node.input
+                   if not ref.startswith("^") and node_name(ref) in iterators})
+    items = []
+    for tensor in read:
+        shapes = iterators[node_name(tensor)].attr["output_shapes"].list.shape
+        index = output_index(tensor)
+        shape = shapes[index] if index < len(shapes) else None
+        dims = "" if shape is None or shape.unknown_rank else \
+            "[" + ",".join("?" if d.size < 0 else str(d.size) for d in shape.dim) + "]"
+        items.append(tensor + dims)
+    return f"--inputs '{','.join(items)}'" if items else "--inputs 'IteratorGetNext:0[?,224,224,3]'"
 
 
 def _dtype_name(dtype_enum: int) -> str:

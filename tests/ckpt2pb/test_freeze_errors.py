@@ -144,6 +144,7 @@ def test_iterator_output_still_needed(capsys: pytest.CaptureFixture[str], datase
     outcome = _freeze(capsys, dataset_model, tmp_path / "out", "--outputs", "predictions", "--batch", "4")
     assert outcome.error_line == "error: the outputs still read the tf.data pipeline through IteratorGetNext, " \
                                  "IteratorV2"
+    assert "hint: name the iterator outputs they read: --inputs 'IteratorGetNext:0[?,8,8,3]'" in outcome.err
 
 
 def test_dataset_input_keeps_its_name(dataset_model: ReferenceModel, tmp_path: Path) -> None:
