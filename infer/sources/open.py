@@ -43,8 +43,10 @@ def image_preprocessing(folder: Path, tensor: str, sample_shape: tuple[int, ...]
         if len(values) not in (1, channels):
             raise SourceError(f"{what} {_listed(values)}: expected 1 value or {channels} (one per channel), "
                               f"found {len(values)}")
-    if options.resize is not None and options.resize < 1:
-        raise SourceError(f"--resize {options.resize}: expected a shorter side of 1 pixel or more")
+    if options.resize is not None and options.resize < min(height, width):
+        raise SourceError(f"--resize {options.resize}: the shorter side would be smaller than the {height}x{width} "
+                          f"centre crop input {tensor} takes", hint=f"--resize {max(height, width)} or more, or leave "
+                                                                     "it out (just enough for the crop)")
     if any(s == 0 for s in options.std):
         raise SourceError(f"--std {_listed(options.std)}: a value is 0, which would divide by zero")
     return ImagePreprocessing(height=height, width=width, channels=channels, resize=options.resize,

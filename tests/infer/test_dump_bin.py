@@ -462,8 +462,10 @@ def test_image_options_and_an_unknown_dtype_are_refused_by_option(capsys: pytest
                                                                   frozen_small_cnn: ModelContract,
                                                                   tmp_path: Path) -> None:
     _images(tmp_path / "images", 2)
-    line = _refused(capsys, tmp_path / "bins", "-m", frozen_small_cnn.path, tmp_path / "images", "--resize", "0")
-    assert line == "error: --resize 0: expected a shorter side of 1 pixel or more"
+    for resize in ("0", "7"):
+        line = _refused(capsys, tmp_path / "bins", "-m", frozen_small_cnn.path, tmp_path / "images", "--resize", resize)
+        assert line == (f"error: --resize {resize}: the shorter side would be smaller than the 8x8 centre crop input "
+                        "images:0 takes")
     line = _refused(capsys, tmp_path / "bins", "-m", frozen_small_cnn.path, tmp_path / "images", "--dtype", "f32x")
     assert line.startswith("error: --dtype 'f32x': unknown dtype: expected one of float16, float32,")
 
