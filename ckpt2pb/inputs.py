@@ -85,6 +85,17 @@ def parse_value(text: str, dtype_name: str, *, what: str) -> bool | int | float:
             return False
         raise FreezeError(f"{what}: {text!r} is not a bool (expected true or false)")
     try:
-        return int(text) if entry.is_integer else float(text)
+        value: int | float = int(text) if entry.is_integer else float(text)
     except ValueError:
-        raise FreezeError(f"{what}: {text!r} is not a {entry.name} value") from None
+        raise FreezeError(f"{what}: {text!r} is not {_article(entry.name)} {entry.name} value") from None
+    if entry.is_integer:
+        import numpy as np
+
+        limits = np.iinfo(entry.numpy)
+        if not limits.min <= value <= limits.max:
+            raise FreezeError(f"{what}: {text} is out of range for {entry.name} ({limits.min} to {limits.max})")
+    return value
+
+
+def _article(word: str) -> str:
+    return "an" if word.startswith("int") else "a"  # an int32, a uint8, a float16

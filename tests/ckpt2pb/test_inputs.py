@@ -55,6 +55,12 @@ def test_assignments_and_values() -> None:
         parse_value("maybe", "bool", what="--set is_training")
     with pytest.raises(FreezeError, match=r"expected NAME=VALUE"):
         parse_assignment("is_training")
+    with pytest.raises(FreezeError) as caught:
+        parse_value("99999999999", "int32", what="--set labels")
+    assert str(caught.value) == "--set labels: 99999999999 is out of range for int32 (-2147483648 to 2147483647)"
+    with pytest.raises(FreezeError) as caught:
+        parse_value("1.5", "int32", what="--set labels")
+    assert str(caught.value) == "--set labels: '1.5' is not an int32 value"
 
 
 _names = st.from_regex(r"[A-Za-z_][A-Za-z0-9_/.\-]{0,20}(:[0-9]{1,2})?", fullmatch=True)
