@@ -84,6 +84,9 @@ def _pinned_shape(request: InputRequest, graph_shape: tuple[int | None, ...] | N
     """The input's final shape: the graph's, refined by the user's dims and --batch, with every disagreement
     and every dim left unknown refused (but the first under --batch -1)."""
     shape: list[int | None]
+    if request.shape is not None and 0 in request.shape:
+        raise FreezeError(f"input {name}: --inputs shape {format_shape(request.shape)} has a 0 dim; a model input "
+                          "needs at least one element per dim")
     if request.shape is not None:
         if graph_shape is not None and len(graph_shape) != len(request.shape):
             raise FreezeError(f"input {name}: --inputs shape {format_shape(request.shape)} has rank "

@@ -100,6 +100,12 @@ def test_conflicting_shapes(capsys: pytest.CaptureFixture[str], resnet_model: Re
                                  "(shape (2,16,16,3))"
 
 
+def test_zero_dim_in_inputs(capsys: pytest.CaptureFixture[str], resnet_model: ReferenceModel, tmp_path: Path) -> None:
+    outcome = _freeze(capsys, resnet_model, tmp_path / "out", "--outputs", "probs", "--inputs", "images[0,16,16,3]")
+    assert outcome.error_line == ("error: input images:0: --inputs shape (0,16,16,3) has a 0 dim; a model input needs "
+                                  "at least one element per dim")
+
+
 def test_unknown_dims_left(capsys: pytest.CaptureFixture[str], resnet_model: ReferenceModel, tmp_path: Path) -> None:
     outcome = _freeze(capsys, resnet_model, tmp_path / "out", "--outputs", "probs")
     assert outcome.error_line == "error: input images:0: shape (?,16,16,3) still has unknown dims (0)"
