@@ -290,10 +290,18 @@ def load_source(path: Path | str) -> LoadedSource:
     if path.exists():
         raise SourceError(f"{path}: not a model source this reads",
                           hint="give a checkpoint prefix, a .meta, a .pb, a SavedModel folder or a Keras file")
-    nearby = checkpoint_prefixes(path.parent) if path.parent.is_dir() else []
+    nearby = _sources_in(path.parent) if path.parent.is_dir() else []
     raise SourceError(f"{path}: no such checkpoint or model file (looked for {path.name}, {path.name}.index, "
                       f"{path.name}.meta)",
-                      hint=f"{path.parent} holds {', '.join(p.name for p in nearby)}" if nearby else None)
+                      hint=f"{path.parent} holds {', '.join(nearby)}" if nearby else None)
+
+
+def _sources_in(folder: Path) -> list[str]:
+    """The names in `folder` a user could mean: checkpoint prefixes, SavedModel folders, .pb and Keras files."""
+    saved_models = [sub.name + "/" for sub in folder.iterdir()
+                    if sub.is_dir() and any((sub / name).is_file() for name in _SAVED_MODEL_FILES)]
+    files = [f.name for f in folder.iterdir() if f.is_file() and f.suffix in (".pb", ".h5", ".hdf5", ".keras")]
+    return [p.name for p in checkpoint_prefixes(folder)] + sorted(saved_models) + sorted(files)
 
 
 @contextmanager

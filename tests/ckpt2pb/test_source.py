@@ -160,6 +160,15 @@ def test_prefix_without_its_step_points_at_the_checkpoints_there(resnet_model: R
     assert caught.value.hint == f"{resnet_model.path.parent} holds model.ckpt-1000"
 
 
+def test_misspelt_saved_model_folder_points_at_the_models_beside_it(saved_model: ReferenceModel,
+                                                                    tmp_path: Path) -> None:
+    shutil.copytree(saved_model.path, tmp_path / "export")
+    (tmp_path / "frozen.pb").write_bytes(b"")
+    with pytest.raises(SourceError) as caught:
+        load_source(tmp_path / "exprot")
+    assert caught.value.hint == f"{tmp_path} holds export/, frozen.pb"
+
+
 def test_empty_folder(tmp_path: Path) -> None:
     with pytest.raises(SourceError) as caught:
         load_source(tmp_path)
