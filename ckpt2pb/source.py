@@ -320,7 +320,8 @@ def restored_session(source: LoadedSource) -> Iterator[tuple[Any, Any]]:
             if source.has_variables:
                 if saver is None or source.prefix is None:
                     raise SourceError(f"{source.path}: the graph has variables but no checkpoint holds their values",
-                                      hint="give the checkpoint prefix rather than the .meta alone")
+                                      hint="its variables/ folder (variables.index, variables.data-*) is missing"
+                                      if source.kind == "saved_model" else "the graph has no saver to restore them")
                 restore(saver, session, source.prefix)
         yield graph, session
 

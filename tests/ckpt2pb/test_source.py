@@ -276,3 +276,12 @@ def test_graph_this_tensorflow_cannot_import(capsys: pytest.CaptureFixture[str],
     assert outcome.error_line == f"error: {pb}: TensorFlow {tf.__version__} cannot import the graph"
     assert "gone" in outcome.err and "Traceback" not in outcome.err
     assert not (tmp_path / "out").exists()
+
+
+def test_saved_model_without_its_variables(saved_model: ReferenceModel, tmp_path: Path) -> None:
+    shutil.copytree(saved_model.path, tmp_path / "export")
+    shutil.rmtree(tmp_path / "export" / "variables")
+    with pytest.raises(SourceError) as caught:
+        freeze_model(tmp_path / "export", tmp_path / "out", ["scores"], inputs="features[3,6]")
+    assert str(caught.value) == f"{tmp_path / 'export'}: the graph has variables but no checkpoint holds their values"
+    assert caught.value.hint == "its variables/ folder (variables.index, variables.data-*) is missing"
