@@ -43,13 +43,17 @@ class AtcRun:
     warnings: tuple[str, ...]  # W-coded lines ATC printed
 
 
+# Where ATC lives inside a CANN toolkit, by CANN release; infer doctor looks in the same order.
+ATC_SUBDIRS = ("compiler/bin", "atc/bin", "bin")
+
+
 def toolkit_dirs(environ: dict[str, str] | None = None) -> list[Path]:
     """Where a CANN toolkit keeps atc, under ASCEND_TOOLKIT_HOME (set by set_env.sh)."""
     env = os.environ if environ is None else environ
     home = env.get("ASCEND_TOOLKIT_HOME", "")
     if not home:
         return []
-    return [Path(home) / sub for sub in ("compiler/bin", "atc/bin", "bin")]  # infer doctor looks in this order too
+    return [Path(home) / sub for sub in ATC_SUBDIRS]
 
 
 def find_atc() -> Path | None:

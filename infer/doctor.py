@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from atc_wrap.atc_run import ATC_SUBDIRS
 from atc_wrap.process import find_tool
 
 DISTRIBUTION = "infer"
@@ -27,8 +28,6 @@ _RANGE_PACKAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("onnxruntime", ("onnxruntime", "onnxruntime-gpu")),
     ("numpy", ("numpy",)),
 )
-# Where ATC lives inside a CANN toolkit, by CANN release.
-_ATC_SUBDIRS = ("compiler/bin", "atc/bin", "bin")
 _SET_ENV_CANDIDATES = ("set_env.sh", "../set_env.sh", "bin/setenv.bash")
 _DEFAULT_TOOLKIT = Path("/usr/local/Ascend/ascend-toolkit")
 
@@ -194,7 +193,7 @@ def check_packages() -> tuple[tuple[PackageCheck, ...], str]:
 
 
 def _toolkit_dirs(home: Path | None) -> list[Path]:
-    return [home / sub for sub in _ATC_SUBDIRS] if home is not None else []
+    return [home / sub for sub in ATC_SUBDIRS] if home is not None else []
 
 
 def _version_file_value(path: Path) -> str:
