@@ -1,0 +1,243 @@
+"""The measurement of one output, with or without `--workers`: two passes over shards of its batches, then a fold.
+
+Pass one reads every batch once: per-batch metrics and pass-one accumulator, per-sample scores, top-k counts and
+the plot data. Pass two reads every batch again for the dataset's KullbackLeiblerDivergence, which needs the global
+extremes of pass one (see `infer.compare.accumulate`). Each pass runs over a shard, a contiguous run of the
+dataset's batch stems, and returns per-batch pieces; `measure_output` folds them in dataset order. One process runs
+a single shard holding every stem, in itself; `infer.compare.parallel` hands N shards to a process pool. The same
+floats are added in the same order either way, so 1 and N workers give equal results, bit for bit.
+
+Memory holds a few batches, never the dataset: each batch file is memory-mapped, a per-batch piece keeps only
+accumulators, metrics and per-sample scores (never the batch's tensors), and the plot keeps a fixed number of
+points per batch.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from concurrent.futures import Executor
+from dataclasses import dataclass
+from functools import partial
+from typing import TYPE_CHECKING, TypeVar
+
+import numpy as np
+
+from infer.compare.accumulate import MetricAccumulator
+from infer.compare.metrics import Metrics, as_float64
+from infer.compare.result import BatchResult, OutputResult, PlotData, SampleScore
+from infer.compare.sources import OutputPair
+from infer.compare.thresholds import Thresholds
+from infer.compare.topk import TopKAccumulator, is_classifier
+
+if TYPE_CHECKING:  # compare.py imports this module: a runtime import back would be circular
+    from infer.compare.compare import CompareOptions
+
+_T = TypeVar("_T")
+
+ERROR_EDGES: tuple[float, ...] = tuple(float(e) for e in np.arange(-12.0, 6.0 + 1e-9, 0.25))  # log10 |x - y|
+
+
+def batch_metrics(actual: np.ndarray, golden: np.ndarray, *, atol: float, rtol: float) -> tuple[
+        MetricAccumulator, Metrics]:
+    """One batch's metrics (both passes over the batch in memory) and its pass-one accumulator, to merge."""
+    accumulator = MetricAccumulator(atol=atol, rtol=rtol)
+    accumulator.add(actual, golden)
+    accumulator.add_kl(actual, golden)
+    return accumulator, accumulator.result()
+
+
+def _row_scores(actual: np.ndarray, golden: np.ndarray, rows: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per-sample cosine (same rules as the metric) and max |x - y|."""
+    x = as_float64(actual).reshape(rows, -1)
+    y = as_float64(golden).reshape(rows, -1)
+    sxy, sxx, syy = (np.einsum("ij,ij->i", a, b) for a, b in ((x, y), (x, x), (y, y)))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cosine = np.minimum(sxy / (np.sqrt(sxx) * np.sqrt(syy)), 1.0)
+    cosine[(sxx == 0) & (syy == 0)] = 1.0
+    cosine[(sxx == 0) ^ (syy == 0)] = math.nan
+    max_abs = np.max(np.abs(x - y), axis=1) if x.shape[1] else np.zeros(rows)
+    return cosine, max_abs
+
+
+class _PlotCollector:
+    def __init__(self, points_per_batch: int) -> None:
+        self.points_per_batch = max(1, points_per_batch)
+        self.counts = np.zeros(len(ERROR_EDGES) - 1, dtype=np.int64)
+        self.exact = 0
+        self.nonfinite = 0
+        self.golden: list[np.ndarray] = []
+        self.actual: list[np.ndarray] = []
+
+    def add(self, actual: np.ndarray, golden: np.ndarray) -> None:
+        x, y = as_float64(actual), as_float64(golden)
+        error = np.abs(x - y)
+        finite = np.isfinite(error)
+        self.nonfinite += int(np.count_nonzero(~finite))
+        positive = error[finite & (error > 0)]
+        self.exact += int(np.count_nonzero(finite)) - int(positive.size)
+        logs = np.clip(np.log10(positive), ERROR_EDGES[0], ERROR_EDGES[-1])
+        self.counts += np.histogram(logs, bins=ERROR_EDGES)[0]
+        if x.size:
+            picks = np.linspace(0, x.size - 1, min(self.points_per_batch, x.size)).astype(np.int64)
+            self.golden.append(y[picks])
+            self.actual.append(x[picks])
+
+    def merge(self, other: _PlotCollector) -> None:
+        """Folds in a later shard's collector: counts are integers, the points are appended in order."""
+        self.counts += other.counts
+        self.exact += other.exact
+        self.nonfinite += other.nonfinite
+        self.golden.extend(other.golden)
+        self.actual.extend(other.actual)
+
+    def result(self) -> PlotData:
+        golden = np.concatenate(self.golden) if self.golden else np.zeros(0)
+        actual = np.concatenate(self.actual) if self.actual else np.zeros(0)
+        return PlotData(error_edges=ERROR_EDGES, error_counts=tuple(int(c) for c in self.counts),
+                        exact_count=self.exact, nonfinite_count=self.nonfinite,
+                        scatter_golden=tuple(float(v) for v in golden),
+                        scatter_actual=tuple(float(v) for v in actual))
+
+
+@dataclass(frozen=True)
+class _BatchPart:
+    """What pass one keeps of a batch: no tensor, so a process holding every batch's part stays small."""
+
+    stem: str
+    first_sample: int
+    rows: int  # real samples in the batch
+    score_rows: int  # rows of the per-sample scores (1 for an output that is not batch-major)
+    accumulator: MetricAccumulator
+    metrics: Metrics
+    cosine: np.ndarray
+    worst: np.ndarray
+
+
+@dataclass(frozen=True)
+class _ShardPart:
+    batches: tuple[_BatchPart, ...]
+    plot: _PlotCollector
+    topk: TopKAccumulator | None
+
+
+_KlSums = tuple[float, float, float, int]  # one batch's kl_sum_a, kl_sum_b, kl_sum_alogab, kl_elements
+
+
+def _topk(pair: OutputPair, options: CompareOptions, labels: np.ndarray | None) -> TopKAccumulator | None:
+    shape = pair.golden_spec.static_shape()
+    if pair.batch_major and is_classifier(shape, pair.golden_spec.dt.is_float):
+        return TopKAccumulator(options.topk, shape[1], with_labels=labels is not None)
+    return None
+
+
+def _pass_one(pair: OutputPair, stems: frozenset[str], *, options: CompareOptions,
+              labels: np.ndarray | None) -> _ShardPart:
+    topk = _topk(pair, options, labels)
+    plot = _PlotCollector(options.scatter_points // max(1, pair.manifest.file_count))
+    parts = []
+    # Here too, not only in measure_output: in a worker process the caller's error state does not apply.
+    with np.errstate(all="ignore"):
+        for batch in pair.batches():
+            if batch.stem not in stems:
+                continue
+            # Each side widened to float64 once per batch; every consumer below takes these flat arrays.
+            x, y = as_float64(batch.actual), as_float64(batch.golden)
+            accumulator, metrics = batch_metrics(x, y, atol=options.atol, rtol=options.rtol)
+            rows = batch.rows if pair.batch_major else 1
+            cosine, worst = _row_scores(x, y, rows)
+            parts.append(_BatchPart(stem=batch.stem, first_sample=batch.first_sample, rows=batch.rows, score_rows=rows,
+                                    accumulator=accumulator, metrics=metrics, cosine=cosine, worst=worst))
+            if topk is not None:
+                topk.add(x.reshape(batch.rows, -1), y.reshape(batch.rows, -1),
+                         None if labels is None else labels[batch.first_sample:batch.first_sample + batch.rows])
+            plot.add(x, y)
+    return _ShardPart(batches=tuple(parts), plot=plot, topk=topk)
+
+
+def _pass_two(pair: OutputPair, stems: frozenset[str], *, extremes: MetricAccumulator) -> list[_KlSums]:
+    """Each batch's KL sums, from a fresh accumulator holding the dataset's extremes: its sums start at 0, so they
+    are the batch's exactly, and adding them to the dataset's in order equals one accumulator fed every batch."""
+    sums = []
+    with np.errstate(all="ignore"):
+        for batch in pair.batches():
+            if batch.stem not in stems:
+                continue
+            one = MetricAccumulator(atol=extremes.atol, rtol=extremes.rtol, min_x=extremes.min_x,
+                                    max_x=extremes.max_x, min_y=extremes.min_y, max_y=extremes.max_y)
+            one.add_kl(batch.actual, batch.golden)
+            sums.append((one.kl_sum_a, one.kl_sum_b, one.kl_sum_alogab, one.kl_elements))
+    return sums
+
+
+def _each_shard(pool: Executor | None, work: Callable[[frozenset[str]], _T],
+                shards: Sequence[frozenset[str]]) -> list[_T]:
+    """`work` over every shard, the results in shard order: in the pool's processes, or here without a pool."""
+    if pool is None:
+        return [work(shard) for shard in shards]
+    return list(pool.map(work, shards))
+
+
+def _merge_topk(parts: list[_ShardPart]) -> TopKAccumulator | None:
+    merged = parts[0].topk
+    if merged is None:
+        return None
+    for part in parts[1:]:
+        assert part.topk is not None  # every shard of one output makes the same decision
+        merged.samples += part.topk.samples
+        merged.top1_agree += part.topk.top1_agree
+        merged.overlap += part.topk.overlap
+        for key, value in part.topk.correct.items():
+            merged.correct[key] += value
+    return merged
+
+
+def measure_output(pair: OutputPair, thresholds: Thresholds, options: CompareOptions, labels: np.ndarray | None,
+                   shards: Sequence[frozenset[str]], pool: Executor | None = None) -> OutputResult:
+    """One output over the whole dataset. `shards` are contiguous runs of the dataset's stems, in dataset order,
+    together every stem once (the fold takes the batches in their order); they run in `pool`, or here, one after
+    the other, without one."""
+    with np.errstate(all="ignore"):  # NaN and inf in outputs are counted and reported, not warned about
+        parts = _each_shard(pool, partial(_pass_one, pair, options=options, labels=labels), shards)
+        every = [batch for part in parts for batch in part.batches]
+        dataset = MetricAccumulator(atol=options.atol, rtol=options.rtol)
+        for batch in every:
+            dataset.merge(batch.accumulator)
+        for shard_sums in _each_shard(pool, partial(_pass_two, pair, extremes=dataset), shards):
+            for sum_a, sum_b, sum_alogab, elements in shard_sums:
+                dataset.kl_sum_a += sum_a
+                dataset.kl_sum_b += sum_b
+                dataset.kl_sum_alogab += sum_alogab
+                dataset.kl_elements += elements
+        metrics = dataset.result()
+        plot = parts[0].plot
+        for part in parts[1:]:
+            plot.merge(part.plot)
+        topk = _merge_topk(parts)
+        return OutputResult(
+            index=pair.index, name=pair.name, actual_dtype=pair.actual_spec.dtype,
+            golden_dtype=pair.golden_spec.dtype, shape=pair.golden_spec.static_shape(), metrics=metrics,
+            limits=thresholds.limits(pair.name), failures=thresholds.failures(pair.name, metrics),
+            batches=tuple(BatchResult(stem=b.stem, rows=b.rows, metrics=b.metrics,
+                                      failures=thresholds.failures(pair.name, b.metrics)) for b in every),
+            worst_samples=_worst([b.cosine for b in every], [b.worst for b in every],
+                                 [(b.stem, b.first_sample, b.score_rows) for b in every], options.worst_samples),
+            topk=None if topk is None else topk.result(), plot=plot.result(),
+        )
+
+
+def _worst(cosines: list[np.ndarray], max_abs: list[np.ndarray], where: list[tuple[str, int, int]],
+           count: int) -> tuple[SampleScore, ...]:
+    """The samples with the lowest cosine (NaN first), ties broken by the larger max |x - y|."""
+    if not cosines:
+        return ()
+    cosine, worst_abs = np.concatenate(cosines), np.concatenate(max_abs)
+    stems = [stem for stem, _, rows in where for _ in range(rows)]
+    rows_in_batch = [row for _, _, rows in where for row in range(rows)]
+    samples = [first + row for _, first, rows in where for row in range(rows)]
+    key_cosine = np.where(np.isnan(cosine), -np.inf, cosine)
+    key_abs = np.where(np.isnan(worst_abs), np.inf, worst_abs)
+    order = np.lexsort((-key_abs, key_cosine))[:count]
+    return tuple(SampleScore(sample=samples[i], stem=stems[i], row=rows_in_batch[i],
+                             cosine_similarity=float(cosine[i]), max_absolute_error=float(worst_abs[i]))
+                 for i in order)
