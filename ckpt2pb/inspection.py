@@ -28,7 +28,9 @@ _NOT_OUTPUT_PREFIXES = ("save/", "init", "gradients/", "train/", "report_uniniti
 _NOT_OUTPUT_SUFFIXES = ("/switch_t", "/switch_f", "/pred_id", "/Assign", "/read", "/Initializer", "/IsInitialized")
 _OUTPUT_OPS = {"Softmax": 4, "Sigmoid": 4, "ArgMax": 3, "TopKV2": 3, "LogSoftmax": 3}
 _OUTPUT_WORDS = re.compile(r"prob|softmax|sigmoid|logit|predict|output|argmax|score|class|embedding|pooled")
-_TRAINING_WORDS = re.compile(r"loss|accuracy|metric|cross_entropy|xent|label")
+_TRAINING_WORDS = re.compile(r"loss|accuracy|metric|cross_?entropy|xent|label")
+# Ops that only describe a tensor (its shape, size, rank): left unconsumed by losses, never what a model answers.
+_METADATA_OPS = frozenset({"Shape", "ShapeN", "Size", "Rank"})
 _TRAINING_OP_PREFIXES = ("Apply", "ResourceApply", "SparseApply", "ResourceSparseApply")
 
 
@@ -95,6 +97,8 @@ def _score(node: Any) -> int:
     if _OUTPUT_WORDS.search(name.rsplit("/", 1)[-1]) or _OUTPUT_WORDS.search(name):
         score += 2
     if _TRAINING_WORDS.search(name):
+        score -= 3
+    if node.op in _METADATA_OPS:
         score -= 3
     return score
 

@@ -94,3 +94,26 @@ def test_cli_prints_long_tensor_names_whole(capsys: pytest.CaptureFixture[str], 
     assert outcome.code == 0, outcome.err
     assert f"{scope}/probs:0" in outcome.out
     assert "assert_positive" not in outcome.out
+
+
+def test_loss_plumbing_ranks_below_the_loss_and_the_prediction(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A sparse cross-entropy leaves an unconsumed Shape node named after softmax: shape metadata, no output."""
+    import tensorflow as tf
+
+    from ckpt2pb.inspection import inspect_model
+
+    tf1 = tf.compat.v1
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf1.placeholder(tf.float32, [None, 4], name="x")
+        labels = tf1.placeholder(tf.int32, [None], name="labels")
+        logits = tf.matmul(x, tf.ones([4, 3]), name="logits")
+        tf.nn.softmax(logits, name="probs")
+        tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits))
+    pb = tmp_path / "train.pb"
+    pb.write_bytes(graph.as_graph_def().SerializeToString())
+    ranked = [c.tensor for c in inspect_model(pb).candidates]
+    assert ranked[0] == "probs:0"
+    shapes = [t for t in ranked if t.endswith("/Shape:0")]
+    assert shapes, ranked  # the plumbing is there to be ranked
+    assert all(ranked.index(t) > ranked.index("Mean:0") for t in shapes), ranked
