@@ -57,3 +57,12 @@ def test_every_command_is_shown_in_the_readme() -> None:
     missing = [path for path, _ in COMMANDS
                if not any(re.search(rf"(^|[\s`$/]){re.escape(path)}(?![\w-])", line) for line in documented)]
     assert not missing, f"not in a README heading or example: {', '.join(missing)}"
+
+
+def test_ci_runs_the_readme_test_command() -> None:
+    """CI must run exactly what the README tells a newcomer to run."""
+    readme_lines = README.read_text().splitlines()
+    test_lines = [line for line in readme_lines if "pip install -e" in line and "pytest" in line]
+    assert len(test_lines) == 1, test_lines
+    ci_script = (README.parent / ".ci" / "run").read_text().splitlines()
+    assert test_lines[0].strip() in [line.strip() for line in ci_script]
