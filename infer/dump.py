@@ -29,7 +29,7 @@ from infer.sources.base import SampleSource
 from infer.sources.open import ImageOptions, open_source
 
 Progress = Callable[[int, int], None]  # (batches written, batches in all)
-_WRITES_IN_FLIGHT = 2  # batches being written while the next one is read, cast and hashed
+_WRITES_IN_FLIGHT = 2  # batches being hashed and written while the next one is read and cast
 _BUFFERS = _WRITES_IN_FLIGHT + 2  # per input, reused in turn: fresh buffers cost a page fault per 4 KiB
 
 
@@ -199,13 +199,21 @@ def _write_payload(tmp: Path, buffer: np.ndarray) -> None:
         handle.write(buffer.data.cast("B"))
 
 
-def _write_batch(path: Path, buffer: np.ndarray, digest: str) -> tuple[str, bool]:
-    """Writes `buffer` to `path` atomically unless the same bytes are there: (sha256, written)."""
-    if path.is_file() and path.stat().st_size == buffer.nbytes and sha256_file(path) == digest:
-        return digest, False
+def _sha256(buffer: np.ndarray) -> str:
+    return hashlib.sha256(buffer.data.cast("B")).hexdigest()
+
+
+def _write_batch(path: Path, buffer: np.ndarray, hashed: concurrent.futures.Future[str]) -> tuple[str, bool]:
+    """Writes `buffer` to `path` atomically unless the same bytes are there: (sha256, written).
+
+    The sha256 of `buffer` is being taken on another thread meanwhile: it is waited for only to compare with a file
+    already there, so a new file is written while its hash is taken.
+    """
+    if path.is_file() and path.stat().st_size == buffer.nbytes and sha256_file(path) == hashed.result():
+        return hashed.result(), False
     with atomic_path(path) as tmp:
         _write_payload(tmp, buffer)
-    return digest, True
+    return hashed.result(), True
 
 
 def _open_sources(contract: ModelContract, options: DumpOptions, plans: list[_Plan]) -> list[SampleSource]:
@@ -336,7 +344,12 @@ def _write_all(contract: ModelContract, options: DumpOptions, plans: list[_Plan]
                for p in plans]
     if progress is not None:
         progress(0, len(slots))
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="dump-bin-writer") as writer:
+    # This thread reads and casts; a batch's sha256 is taken on `hasher` while `writer` writes it, so on 2 cores the
+    # cast of one batch runs beside the hash and the write of the ones before (numpy's casts, hashlib and writes
+    # release the GIL). One writer: files are written in order, so a failure leaves those before it whole and
+    # none after.
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="dump-bin-writer") as writer, \
+            concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="dump-bin-hash") as hasher:
         try:
             for slot in slots:
                 for index, (plan, source) in enumerate(zip(plans, sources, strict=True)):
@@ -350,10 +363,9 @@ def _write_all(contract: ModelContract, options: DumpOptions, plans: list[_Plan]
                         raise _lossy(plan, slot, report)
                     reports[index] = reports[index].merge(report)
                     path = output / plan.folder / bin_file_name(slot.index)
-                    # Hashed here and written there: the two halves of the work take about as long.
-                    digest = hashlib.sha256(buffer.data.cast("B")).hexdigest()
                     settle(_WRITES_IN_FLIGHT * len(plans) - 1)
-                    pending.append((index, slot.index, writer.submit(_write_batch, path, buffer, digest)))
+                    hashed = hasher.submit(_sha256, buffer)
+                    pending.append((index, slot.index, writer.submit(_write_batch, path, buffer, hashed)))
             settle(0)
         except BaseException:
             for _, _, future in pending:
