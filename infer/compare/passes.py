@@ -184,11 +184,7 @@ def _merge_topk(parts: list[_ShardPart]) -> TopKAccumulator | None:
         return None
     for part in parts[1:]:
         assert part.topk is not None  # every shard of one output makes the same decision
-        merged.samples += part.topk.samples
-        merged.top1_agree += part.topk.top1_agree
-        merged.overlap += part.topk.overlap
-        for key, value in part.topk.correct.items():
-            merged.correct[key] += value
+        merged.merge(part.topk)
     return merged
 
 

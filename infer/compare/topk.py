@@ -123,6 +123,14 @@ class TopKAccumulator:
             self.correct["golden_topk"] += int(np.count_nonzero(np.any(top_y == wanted, axis=1)))
             self.correct["actual_topk"] += int(np.count_nonzero(np.any(top_x == wanted, axis=1)))
 
+    def merge(self, other: TopKAccumulator) -> None:
+        """Folds in another accumulator's counts (a later shard's), as if its batches had been added here."""
+        self.samples += other.samples
+        self.top1_agree += other.top1_agree
+        self.overlap += other.overlap
+        for key, value in other.correct.items():
+            self.correct[key] += value
+
     def result(self) -> TopKResult:
         n = self.samples
         accuracy = None
