@@ -16,7 +16,6 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-import statistics
 import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, wait
@@ -40,9 +39,9 @@ from infer.run import (
     model_file,
     resolve_model,
 )
-from infer.run_batches import Progress, now
+from infer.run_batches import Progress, latency_stats, now
 from infer.run_record import LatencyStats, RunRecord, RunRecordError, load_run
-from infer.runners.tool import ToolRunner, percentile
+from infer.runners.tool import ToolRunner
 from infer.scale_record import ScaleOut, ShardStats
 from infer.shard import Shard, finished_stems, split, write_view
 
@@ -170,10 +169,7 @@ def _record(base: RunRecord, book: _Book, scale_out: ScaleOut, *, completed: boo
     rows_of = {stem: entry.rows for stem, entry in zip(manifest.stems, manifest.inputs[0].files, strict=True)}
     stems = book.stems()
     per_batch = [book.latency[s] for s in stems if s in book.latency]
-    latency = LatencyStats(per_batch_ms=tuple(per_batch), mean_ms=None, p50_ms=None, p99_ms=None)
-    if per_batch:
-        latency = LatencyStats(per_batch_ms=tuple(per_batch), mean_ms=statistics.fmean(per_batch),
-                               p50_ms=percentile(per_batch, 50), p99_ms=percentile(per_batch, 99))
+    latency = latency_stats(per_batch, per_batch)
     rates = [s.throughput for s in scale_out.shards if s.throughput is not None]
     devices = list(dict.fromkeys(s.device for s in scale_out.shards if s.device))
     first_command = next((s.command for s in scale_out.shards if s.command), ())
