@@ -14,7 +14,7 @@ from binio.atomic import write_bytes_atomic
 from binio.errors import InferError
 from infer.pipeline.config import PipelineConfig
 from infer.pipeline.stages import STAGE_FUNCTIONS, STAGES, WorkLayout
-from infer.pipeline.state import StageRecord, digest_path, digest_paths, load_state, save_state, settings_digest
+from infer.pipeline.state import StageRecord, digest_paths, load_state, save_state, settings_digest
 
 REPORT_FILE = "pipeline-report.txt"
 
@@ -135,8 +135,8 @@ def run_pipeline(config: PipelineConfig, *, on_stage: Callable[[StageOutcome], N
                 done = run_stage(config, work, facts)
             except InferError as exc:  # the stage's own refusal, said with the stage it came from
                 raise StageError(f"{name}: {exc.message}", hint=exc.hint, exit_code=exc.exit_code) from None
-            outputs = {str(p): digest_path(p) for p in done.outputs}
-            records[name] = StageRecord(name, settings, inputs, outputs, done.summary, done.facts)
+            records[name] = StageRecord(name, settings, inputs, digest_paths(done.outputs), done.summary,
+                                        done.facts)
             facts[name] = dict(done.facts)
             save_state(work.root, records)
             plan = plan_stage(config, work, facts)  # the command may name what the stage made (the run folder)

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from infer.pipeline.config import PipelineConfig
+from infer.pipeline.config import GENERATOR_PREFIXES, PipelineConfig
 
 STAGES: tuple[str, ...] = ("inspect", "freeze", "convert", "dump-bin", "run", "compare")
 
@@ -217,7 +217,7 @@ def run_convert(config: PipelineConfig, work: WorkLayout, facts: Facts) -> Stage
 
 def _data_inputs(config: PipelineConfig) -> tuple[Path, ...]:
     source = config.data_source
-    return () if config.data.source.startswith(("const:", "random:")) else (Path(source),)
+    return () if config.data.source.startswith(GENERATOR_PREFIXES) else (Path(source),)
 
 
 def plan_dump(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StagePlan:
