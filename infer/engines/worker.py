@@ -51,10 +51,6 @@ class ShardOutcome:
     seconds: float
     error: str = ""  # "" when every batch of the attempt finished
 
-    @property
-    def ok(self) -> bool:
-        return not self.error
-
 
 def _device(task: ShardTask) -> int | None:
     """The device index the runner gets: an ONNX Runtime without CUDA runs every slot on the CPU."""
