@@ -131,11 +131,11 @@ class _Plan:
     set_texts: dict[str, str]
 
 
-def _plan(source: LoadedSource, graph: Any, outputs: Sequence[str], requests: Sequence[InputRequest],
-          batch: int | None, assignments: Mapping[str, str]) -> _Plan:
+def _plan(source: LoadedSource, graph: Any, known: list[str], outputs: Sequence[str],
+          requests: Sequence[InputRequest], batch: int | None, assignments: Mapping[str, str]) -> _Plan:
+    """`known`: the graph's node and tensor names, sorted (for the closest-name suggestions)."""
     import numpy as np
 
-    known = sorted(set(tensor_names(graph)))
     placeholder_nodes = {n.name: n for n in source.graph_def.node if n.op in PLACEHOLDER_OPS}
     if not requests:  # the plain placeholders the outputs need become the inputs, as the graph has them
         needed = _needed_nodes(source.graph_def, [node_name(o) for o in outputs])
@@ -315,7 +315,7 @@ def freeze_source(source: LoadedSource, outputs: Sequence[str], *, inputs: Seque
         raise FreezeError(f"output {', '.join(twice)} is named twice in --outputs")
     if batch is not None and batch < 1 and batch != DYNAMIC_BATCH:
         raise FreezeError(f"--batch {batch}: expected a positive number, or -1 to keep the first dim unknown")
-    plan = _plan(source, graph, output_tensors, inputs, batch, assignments)
+    plan = _plan(source, graph, known, output_tensors, inputs, batch, assignments)
     output_nodes = list(dict.fromkeys(node_name(t) for t in output_tensors))
 
     with restored_session(source) as (session_graph, session):
@@ -325,7 +325,8 @@ def freeze_source(source: LoadedSource, outputs: Sequence[str], *, inputs: Seque
         frozen = _edit(constant, plan, output_nodes)
         _check_leftovers(frozen, plan, output_nodes)
         input_specs = _final_names(frozen, plan)
-        if _channels_first(frozen):
+        channels_first = _channels_first(frozen)
+        if channels_first:
             input_specs = tuple(replace(spec, layout=_layout(spec.shape, True)) for spec in input_specs)
         surgery.clear_devices(frozen)
         surgery.strip_stale_colocation(frozen)
@@ -344,7 +345,7 @@ def freeze_source(source: LoadedSource, outputs: Sequence[str], *, inputs: Seque
             tensor = frozen_graph.get_tensor_by_name(name)
             shape = shape_of(tensor) or ()
             output_specs.append(TensorSpec(name=name, dtype=tensor.dtype.name, shape=shape,
-                                           layout=_layout(shape, _channels_first(frozen))))
+                                           layout=_layout(shape, channels_first)))
         verification = None
         if verify:
             verification = verify_frozen(session, frozen_graph, _at_batch(plan.inputs), _at_batch(input_specs),
