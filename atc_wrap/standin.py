@@ -66,8 +66,9 @@ def convert_to_onnx(
     _check_names(model, pb, inputs, outputs)
     emulation = emulate_precision(model, precision_mode, fp16_inputs=fp16_inputs, fp16_outputs=fp16_outputs)
     _check(model, pb)
-    _check_loads(model, pb)
-    write_bytes_atomic(destination, model.SerializeToString())
+    serialized = model.SerializeToString()
+    _check_loads(serialized, pb)
+    write_bytes_atomic(destination, serialized)
     import onnx
     import onnxruntime
     import tf2onnx
@@ -133,14 +134,14 @@ def _check_names(model: Any, pb: Path, inputs: Sequence[TensorSpec], outputs: Se
                            f"not {[s.name for s in inputs]} and {[s.name for s in outputs]}")
 
 
-def _check_loads(model: Any, pb: Path) -> None:
+def _check_loads(serialized: bytes, pb: Path) -> None:
     """ONNX Runtime must accept the model: an op it lacks at this opset shows here, not at the first run."""
     import onnxruntime
     from onnxruntime.capi import onnxruntime_pybind11_state as ort_errors
 
     refusals = (ort_errors.Fail, ort_errors.InvalidGraph, ort_errors.NotImplemented, ort_errors.InvalidArgument)
     try:
-        onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+        onnxruntime.InferenceSession(serialized, providers=["CPUExecutionProvider"])
     except refusals as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ConvertError(f"{pb}: onnxruntime {onnxruntime.__version__} cannot load the converted model "
