@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from infer.cli.console import err, out
+from infer.cli.console import out, say
 
 # The terminal table's metric columns: short header -> msaccucmp's name.
 _COLUMNS = {"cosine": "CosineSimilarity", "RED": "RelativeEuclideanDistance", "KL": "KullbackLeiblerDivergence",
@@ -58,8 +58,7 @@ def compare(
                              workers=workers)
 
     def golden_run() -> None:
-        err().print("golden outputs: running TensorFlow on the frozen pb (cached for the next compare)",
-                    markup=False)
+        say("golden outputs: running TensorFlow on the frozen pb (cached for the next compare)")
 
     result = run_compare(model, bins, actual, golden=golden, options=options, layerwise=layerwise,
                          dump_golden=dump_golden, on_golden_run=golden_run)
