@@ -104,9 +104,7 @@ def fold_constant_conds(graph_def: Any) -> int:
         del graph_def.node[:]
         graph_def.node.extend(kept)
         folded += 1
-    if folded:
-        prune_library(graph_def)
-    return folded
+    return folded  # the inlined branches' functions stay in the library: freeze prunes it once, after extraction
 
 
 def prune_library(graph_def: Any) -> None:
