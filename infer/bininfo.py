@@ -16,6 +16,7 @@ from binio.errors import BinFileError, InferError, OutputExistsError, ShapeError
 from binio.info import TensorStats, merge_stats, tensor_stats
 from binio.manifest import MANIFEST_NAME, DatasetManifest, InputManifest, load_manifest
 from binio.spec import TensorSpec, format_shape, parse_shape
+from infer.sources.bins import parent_input
 
 
 @dataclass(frozen=True)
@@ -115,16 +116,12 @@ def _with_shape(stats: TensorStats, shape: tuple[int, ...]) -> TensorStats:
 
 def _listed(path: Path) -> tuple[DatasetManifest, InputManifest, int] | None:
     """The manifest entry of a .bin inside a dump-bin dataset, if it is one."""
-    manifest_path = path.parent.parent / MANIFEST_NAME
-    if not manifest_path.is_file():
+    parent = parent_input(path.parent)
+    if parent is None:
         return None
-    manifest = load_manifest(manifest_path)
-    for item in manifest.inputs:
-        if item.folder == path.parent.name:
-            for index, entry in enumerate(item.files):
-                if entry.name == path.name:
-                    return manifest, item, index
-    return None
+    manifest, item = parent
+    index = next((i for i, entry in enumerate(item.files) if entry.name == path.name), None)
+    return None if index is None else (manifest, item, index)
 
 
 def _describe_file(path: Path, *, verify: bool, to_npy: Path | None, dtype_name: str | None,

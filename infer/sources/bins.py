@@ -52,7 +52,7 @@ def _pick_input(manifest: DatasetManifest, tensor: str, single_input: bool) -> I
     return manifest.input(tensor)
 
 
-def _parent_input(folder: Path) -> tuple[DatasetManifest, InputManifest] | None:
+def parent_input(folder: Path) -> tuple[DatasetManifest, InputManifest] | None:
     """The dataset `folder` is one input folder of, with that input's entry."""
     if not (folder.parent / MANIFEST_NAME).is_file():
         return None
@@ -73,7 +73,7 @@ class BinFolderSource:
         if (folder / MANIFEST_NAME).is_file():
             manifest = load_manifest(folder)
             self._from_manifest(manifest, _pick_input(manifest, tensor, single_input))
-        elif (parent := _parent_input(folder)) is not None:
+        elif (parent := parent_input(folder)) is not None:
             self._from_manifest(*parent)
         else:
             self._bare(sorted(folder.glob("*.bin"), key=natural_order), dtype_name)
