@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from binio.spec import format_shape
-from infer.cli.console import out, print_json
+from infer.cli.console import print_json, show
 
 
 def _number(value: float | None) -> str:
@@ -34,20 +34,15 @@ def bin_info(
     if as_json:
         print_json(report.to_json())
         return
-    console = out()
-
-    def line(text: str) -> None:
-        console.print(text, markup=False)
-
-    line(report.title)
+    show(report.title)
     for row in report.rows:
         stats = row.stats
         flags = ""
         if stats.nan or stats.inf:
             flags = f"  !! {stats.nan} NaN, {stats.inf} inf"
-        line(f"  {row.label}  {stats.dtype}{format_shape(stats.shape)}  min {_number(stats.min)}"
+        show(f"  {row.label}  {stats.dtype}{format_shape(stats.shape)}  min {_number(stats.min)}"
              f"  max {_number(stats.max)}  mean {_number(stats.mean)}  nan {stats.nan}  inf {stats.inf}{flags}")
     if report.verified:
-        line(f"verified: {report.verified} file(s), sizes and sha256 match the manifest")
+        show(f"verified: {report.verified} file(s), sizes and sha256 match the manifest")
     for written in report.exported:
-        line(f"exported {written}")
+        show(f"exported {written}")
