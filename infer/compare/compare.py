@@ -16,8 +16,6 @@ import numpy as np
 from binio.errors import InferError
 from binio.manifest import DatasetManifest, load_manifest
 from binio.spec import TensorSpec
-from infer.compare.passes import ERROR_EDGES as ERROR_EDGES  # public here before passes.py; kept importable
-from infer.compare.passes import batch_metrics as batch_metrics
 from infer.compare.passes import measure_output
 from infer.compare.result import CompareResult, OutputResult
 from infer.compare.sources import OutputPair, output_pairs, resolve_run_folder, written_specs
