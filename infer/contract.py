@@ -160,7 +160,7 @@ def load_contract(path: Path | str) -> ModelContract:
     data = load_document(path, schema=SCHEMA, version=SCHEMA_VERSION, kind="model contract", short="contract",
                          error=ContractError, missing="no such model contract",
                          missing_hint="infer freeze writes model.json",
-                         binary_hint=f"give {beside}" if beside.is_file() else None)
+                         binary_hint=f"give {beside}" if beside != path and beside.is_file() else None)
     try:
         source = data["source"]
         converted_data = data.get("converted")

@@ -86,6 +86,15 @@ def test_binary_model_file_given_for_the_contract(tmp_path: Path) -> None:
     assert caught.value.hint == f"give {tmp_path / 'model.json'}"
 
 
+def test_binary_contract_does_not_point_at_itself(tmp_path: Path) -> None:
+    contract = tmp_path / "model.json"
+    contract.write_bytes(b"\xa8\xff")
+    with pytest.raises(ContractError) as caught:
+        load_contract(contract)
+    assert str(caught.value) == f"{contract}: not a model contract (binary, not JSON text)"
+    assert caught.value.hint == "infer freeze writes model.json"
+
+
 @pytest.mark.parametrize("document", [{"schema": "something.else", "version": 1}, [1, 2], {"version": 1}])
 def test_foreign(tmp_path: Path, document: object) -> None:
     path = tmp_path / "model.json"
