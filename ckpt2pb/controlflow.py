@@ -160,7 +160,7 @@ def fold_constant_switches(graph_def: Any) -> int:
     for node in graph_def.node:
         if node.op not in ("Merge", "RefMerge") or node.name in dead:
             continue
-        data_inputs = [ref for ref in node.input if not ref.startswith("^")]
+        data_inputs = surgery.data_inputs(node)
         live_inputs = [ref for ref in data_inputs if not _is_dead(ref, dead, dead_ports)]
         if len(live_inputs) == 1 and len(data_inputs) > 1:
             surgery.make_identity(node, node.attr["T"].type, [live_inputs[0]])
@@ -183,7 +183,7 @@ def _dead_nodes(graph_def: Any, dead_ports: set[str]) -> set[str]:
         for node in graph_def.node:
             if node.name in dead or not node.input:
                 continue
-            data_inputs = [ref for ref in node.input if not ref.startswith("^")]
+            data_inputs = surgery.data_inputs(node)
             if node.op in ("Merge", "RefMerge"):
                 is_dead = bool(data_inputs) and all(_is_dead(ref, dead, dead_ports) for ref in data_inputs)
             else:

@@ -99,8 +99,8 @@ def strip_checks(graph_def: Any) -> int:
     dropped = {node.name for node in graph_def.node if node.op in _DROPPED_OPS or _is_assert_guard(node)}
     grew = True
     while grew:  # what reads only dropped nodes (the guard's Identity) is the assertion's plumbing too
-        more = {node.name for node in graph_def.node if node.name not in dropped and _data_inputs(node)
-                and all(node_name(ref) in dropped for ref in _data_inputs(node))}
+        more = {node.name for node in graph_def.node if node.name not in dropped and data_inputs(node)
+                and all(node_name(ref) in dropped for ref in data_inputs(node))}
         dropped |= more
         grew = bool(more)
     kept = [node for node in graph_def.node if node.name not in dropped]
@@ -117,7 +117,8 @@ def strip_checks(graph_def: Any) -> int:
     return len(dropped)
 
 
-def _data_inputs(node: Any) -> list[str]:
+def data_inputs(node: Any) -> list[str]:
+    """The node's data inputs, its ``^control`` inputs left out."""
     return [ref for ref in node.input if not ref.startswith("^")]
 
 
