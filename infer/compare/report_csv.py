@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import csv
 import io
-import math
 from pathlib import Path
 
 from binio.atomic import write_bytes_atomic
 from binio.spec import node_name, output_index
-from infer.compare.metrics import CSV_METRICS, Metrics
+from infer.compare.metrics import CSV_METRICS, Metrics, json_float
 from infer.compare.result import CompareResult
 from infer.compare.thresholds import Failure
 
@@ -32,11 +31,8 @@ def tf_type_name(dtype: str) -> str:
 
 
 def _cell(value: float) -> str:
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "inf" if value > 0 else "-inf"
-    return repr(float(value))
+    """The number as repr writes it; NaN and inf spelled as in report.json."""
+    return str(json_float(float(value)))
 
 
 def _metric_cells(metrics: Metrics | None) -> list[str]:
