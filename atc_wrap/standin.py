@@ -15,6 +15,7 @@ from atc_wrap.nodes import check_nodes_exist
 from atc_wrap.opset import check_opset
 from atc_wrap.precision import check_precision_mode
 from binio.atomic import write_bytes_atomic
+from binio.errors import first_line
 from binio.spec import TensorSpec
 
 log = logging.getLogger(__name__)
@@ -103,7 +104,7 @@ def _tf2onnx(graph_def: Any, pb: Path, inputs: Sequence[TensorSpec], outputs: Se
     except ValueError as exc:  # tf2onnx reports graph problems (bad names, cycles) as ValueError
         raise ConvertError(f"{pb}: tf2onnx could not convert the graph ({exc})") from None
     except Exception as exc:  # its handlers also fail with KeyError, AssertionError...: name it, no traceback
-        first = _first_line(exc, "")
+        first = first_line(exc, "")
         raise ConvertError(f"{pb}: tf2onnx {tf2onnx.__version__} failed on this graph ({type(exc).__name__}"
                            f"{': ' + first if first else ''})",
                            hint="-vv shows tf2onnx's log; --target om gives the pb to ATC instead") from None
@@ -143,7 +144,7 @@ def _check_loads(serialized: bytes, pb: Path) -> None:
     try:
         onnxruntime.InferenceSession(serialized, providers=["CPUExecutionProvider"])
     except refusals as exc:
-        first = _first_line(exc, type(exc).__name__)
+        first = first_line(exc, type(exc).__name__)
         raise ConvertError(f"{pb}: onnxruntime {onnxruntime.__version__} cannot load the converted model "
                            f"({first})", hint="try a lower --opset") from None
 
@@ -154,11 +155,7 @@ def _check(model: Any, pb: Path) -> None:
     try:
         onnx.checker.check_model(model, full_check=True)
     except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as exc:
-        first = _first_line(exc, type(exc).__name__)
+        first = first_line(exc, type(exc).__name__)
         raise ConvertError(f"{pb}: the converted ONNX model fails onnx.checker ({first})") from None
 
 
-def _first_line(exc: BaseException, default: str) -> str:
-    """The first line of `exc`'s message, or `default` when it has none."""
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else default

@@ -41,3 +41,10 @@ class ManifestError(InferError):
 
 class OutputExistsError(InferError):
     """An output that exists already, written only with --force."""
+
+
+def first_line(exc: BaseException, default: str | None = None) -> str:
+    """The first line of a foreign exception's message (TensorFlow's run to pages), for a one-line error; its
+    type name (or `default`) when the message is empty."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else (default if default is not None else type(exc).__name__)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from binio.errors import first_line
 from ckpt2pb.errors import SourceError, tensorflow_reason
 
 KINDS = ("checkpoint", "meta", "pb", "saved_model", "keras")
@@ -128,7 +129,7 @@ def check_checkpoint_index(prefix: Path) -> dict[str, list[int]]:
         return {name: list(shape) for name, shape in reader.get_variable_to_shape_map().items()}
     except (tf.errors.OpError, ValueError) as exc:
         raise SourceError(f"{index}: not a readable checkpoint index (corrupt or truncated)",
-                          hint=str(exc).splitlines()[0]) from None
+                          hint=first_line(exc)) from None
 
 
 def _load_meta(meta: Path, prefix: Path | None, kind: str, given: Path) -> LoadedSource:
@@ -202,7 +203,7 @@ def _load_object_saved_model(folder: Path, meta_graph: Any) -> LoadedSource:
         loaded = tf.saved_model.load(str(folder))
     except Exception as exc:  # TF raises many kinds for a broken SavedModel
         raise SourceError(f"{folder}: TensorFlow cannot load this SavedModel",
-                          hint=str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
+                          hint=first_line(exc)) from None
     names = list(loaded.signatures.keys())
     signature = loaded.signatures["serving_default" if "serving_default" in names else names[0]]
     return LoadedSource(path=folder, kind="saved_model", graph_def=_constant_graph(signature),
@@ -233,8 +234,7 @@ def _load_keras(path: Path) -> LoadedSource:
     try:
         model = keras.models.load_model(str(path), compile=False)
     except Exception as exc:  # Keras raises anything from OSError to ValueError for a bad file
-        raise SourceError(f"{path}: Keras cannot load this file", hint=str(exc).splitlines()[0] if str(exc) else
-                          type(exc).__name__) from None
+        raise SourceError(f"{path}: Keras cannot load this file", hint=first_line(exc)) from None
     specs = [tf.TensorSpec(tensor.shape, tensor.dtype, name=tensor.name.split(":")[0]) for tensor in model.inputs]
 
     def call(*args: Any) -> Any:
@@ -338,7 +338,7 @@ def restore(saver: Any, session: Any, prefix: Path) -> None:
         raise SourceError(f"{prefix}: checkpoint data (.data-*) is corrupt or truncated",
                           hint=tensorflow_reason(exc.message) or type(exc).__name__) from None
     except ValueError as exc:  # the graph names a variable the checkpoint lacks, or a shape differs
-        raise SourceError(f"{prefix}: checkpoint does not match the graph", hint=str(exc).splitlines()[0]) from None
+        raise SourceError(f"{prefix}: checkpoint does not match the graph", hint=first_line(exc)) from None
 
 
 def _check_data_files(prefix: Path) -> None:

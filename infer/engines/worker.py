@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from binio.errors import InferError
+from binio.errors import InferError, first_line
 from binio.spec import TensorSpec
 from infer.layout import newest_run_folder, output_file_name
 from infer.run import RunOptions
@@ -74,7 +74,7 @@ def _where(device: str, engine: str) -> str:
 def _describe(exc: BaseException) -> str:
     if isinstance(exc, InferError):
         return exc.message + (f" ({exc.hint})" if exc.hint else "")
-    first = str(exc).splitlines()[0] if str(exc) else ""
+    first = first_line(exc, default="")
     return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
 
 

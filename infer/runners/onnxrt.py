@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from binio.errors import first_line
 from binio.spec import TensorSpec, node_name
 from infer.contract import ModelContract
 from infer.runners.base import BaseRunner, RunnerError
@@ -92,7 +93,7 @@ class OnnxRuntimeRunner(BaseRunner):
         try:
             self._session = ort.InferenceSession(str(self.model), sess_options=options, providers=providers)
         except Exception as exc:  # ORT raises its own untyped errors; the user gets one line
-            raise RunnerError(f"{self.model}: ONNX Runtime cannot load it ({str(exc).splitlines()[0]})") from None
+            raise RunnerError(f"{self.model}: ONNX Runtime cannot load it ({first_line(exc)})") from None
         self._provider = self._session.get_providers()[0]
         self._input_names = _session_names(self.inputs, [i.name for i in self._session.get_inputs()],
                                            self.model, "input")

@@ -60,3 +60,11 @@ def test_properties() -> None:
     assert dtype("uint8").is_integer and not dtype("uint8").is_float
     assert dtype("int64").np_dtype.byteorder in ("<", "=")
     assert dtype("int64").np_dtype.newbyteorder("<") == dtype("int64").np_dtype
+
+
+def test_first_line_of_a_foreign_error() -> None:
+    from binio.errors import first_line
+
+    assert first_line(ValueError("Graph execution error:\n\n  long trace\n")) == "Graph execution error:"
+    assert first_line(ValueError("")) == "ValueError"
+    assert first_line(RuntimeError("  \n"), default="") == ""
