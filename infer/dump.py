@@ -272,6 +272,8 @@ def _remove_stale(output: Path, plans: list[_Plan], files: int) -> None:
 
 def dump_bins(contract: ModelContract, options: DumpOptions, progress: Progress | None = None) -> DumpResult:
     """Writes every input's samples as batch files in the model's dtype, with the manifest last."""
+    # Bins are made for the model the contract describes (its sha256 goes into dataset.json): refuse a stale one.
+    contract.check_pb_unchanged()
     specs = contract.model_inputs
     for spec in specs:
         _check_dtype(contract, spec, options.dtype)

@@ -62,7 +62,6 @@ def dump_bin(
     if color.upper() not in ("RGB", "BGR"):
         raise InferError(f"--color {color}: expected RGB or BGR")
     contract = load_contract(model)
-    contract.check_pb_unchanged()
     pairs = _pairs(inputs)
     if source is not None:
         pairs.insert(0, ("", source))

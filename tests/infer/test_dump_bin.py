@@ -602,3 +602,16 @@ def test_a_dataset_without_the_input_is_refused_naming_what_it_holds(capsys: pyt
     line = _refused(capsys, tmp_path / "bins", "-m", two.path, "--input", f"ids={tmp_path / 'cnn_bins'}",
                     "--input", "mask=const:1")
     assert line == f"error: {tmp_path / 'cnn_bins' / 'dataset.json'}: no input 'ids:0'; it holds: images:0"
+
+
+def test_a_contract_whose_pb_changed_is_refused_before_anything_is_written(copy_model,  # type: ignore[no-untyped-def]
+                                                                          frozen_small_cnn: ModelContract,
+                                                                          tmp_path: Path) -> None:
+    """The library refuses it too (the pipeline calls dump_bins directly): bins record the model's sha256."""
+    from infer.contract import ContractError
+
+    contract = copy_model(frozen_small_cnn)
+    contract.pb_path.write_bytes(contract.pb_path.read_bytes() + b"\n")
+    with pytest.raises(ContractError, match=r"model\.pb changed since freeze \(sha256 differs from the contract's\)"):
+        dump_bins(contract, DumpOptions(output=tmp_path / "bins", sources=(("", "random:0"),), samples=4))
+    assert not (tmp_path / "bins").exists()
