@@ -27,14 +27,13 @@ def write_dataset(root: Path, *, batch: int, samples: int) -> DatasetManifest:
 
 def write_contract(folder: Path, outputs: tuple[TensorSpec, ...],
                    converted_outputs: tuple[TensorSpec, ...] | None = None) -> ModelContract:
-    """A contract whose outputs are `outputs` (the converted model's may differ in dtype); no real pb behind it."""
+    """A contract whose outputs are `outputs`, converted (the converted model's outputs may differ in dtype, and
+    default to `outputs`); no real pb or converted model behind it."""
     from infer.contract import ConvertedInfo
 
     inputs = (TensorSpec("x:0", "float32", (None, 3)),)
-    converted = None
-    if converted_outputs is not None:
-        converted = ConvertedInfo(target="onnx", path="model.onnx", sha256="0" * 64, inputs=inputs,
-                                  outputs=converted_outputs)
+    converted = ConvertedInfo(target="onnx", path="model.onnx", sha256="1" * 64, inputs=inputs,
+                              outputs=converted_outputs or outputs, precision_mode="force_fp16")
     contract = ModelContract(path=folder / "model.json", pb="model.pb", pb_sha256="0" * 64,
                              source=SourceInfo(path="", kind="pb", tf_version="", frozen_with_tf=""),
                              inputs=inputs, outputs=outputs, converted=converted)
