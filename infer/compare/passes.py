@@ -37,7 +37,11 @@ if TYPE_CHECKING:  # compare.py imports this module: a runtime import back would
 
 _T = TypeVar("_T")
 
-ERROR_EDGES: tuple[float, ...] = tuple(float(e) for e in np.arange(-12.0, 6.0 + 1e-9, 0.25))  # log10 |x - y|
+# log10 |x - y| bin edges: from EXACT_BELOW up past float32's largest value, so every finite error of a float32
+# output has its own bin (the report draws only the range the data fills). Errors below EXACT_BELOW count as
+# exact: they are rounding noise of float64 arithmetic on float32 values, or zero.
+EXACT_BELOW = 1e-12
+ERROR_EDGES: tuple[float, ...] = tuple(float(e) for e in np.arange(-12.0, 39.0 + 1e-9, 0.25))
 
 
 def batch_metrics(actual: np.ndarray, golden: np.ndarray, *, atol: float, rtol: float) -> tuple[
@@ -82,7 +86,7 @@ class _PlotCollector:
         error = np.abs(x - y)
         finite = np.isfinite(error)
         self.nonfinite += int(np.count_nonzero(~finite))
-        positive = error[finite & (error > 0)]
+        positive = error[finite & (error >= EXACT_BELOW)]
         self.exact += int(np.count_nonzero(finite)) - int(positive.size)
         logs = np.clip(np.log10(positive), ERROR_EDGES[0], ERROR_EDGES[-1])
         self.counts += np.histogram(logs, bins=ERROR_EDGES)[0]

@@ -52,10 +52,16 @@ class PlotData:
 
     error_edges: tuple[float, ...]  # log10 |x - y| bin edges
     error_counts: tuple[int, ...]
-    exact_count: int  # elements with x == y (no log)
+    exact_count: int  # elements with |x - y| below 1e-12, zero included (no log)
     nonfinite_count: int  # elements whose error is NaN or inf
     scatter_golden: tuple[float, ...]
     scatter_actual: tuple[float, ...]
+
+    def filled_range(self) -> tuple[int, int] | None:
+        """The first and one past the last histogram bin holding an element; None when every error is exact or
+        not finite."""
+        filled = [i for i, count in enumerate(self.error_counts) if count]
+        return (filled[0], filled[-1] + 1) if filled else None
 
 
 @dataclass(frozen=True)

@@ -13,15 +13,19 @@ from infer.contract import ModelContract, SourceInfo
 from infer.layout import output_file_name
 
 
-def write_dataset(root: Path, *, batch: int, samples: int) -> DatasetManifest:
-    """One input `x:0` float32 (batch, 3) of zeros, split into files; the last file padded."""
+def write_dataset(root: Path, *, batch: int, samples: int, names: list[str] | None = None) -> DatasetManifest:
+    """One input `x:0` float32 (batch, 3) of zeros, split into files; the last file padded. `names`: the files the
+    samples were made from, as dump-bin records an image folder's."""
     files = []
     count = -(-samples // batch)
     for index in range(count):
         name = bin_file_name(index)
         sha = write_bin(root / "x" / name, np.zeros((batch, 3), dtype=np.float32))
         files.append(BinEntry(name=name, sha256=sha, rows=min(batch, samples - index * batch)))
-    item = InputManifest(tensor="x:0", folder="x", dtype="float32", shape=(batch, 3), layout="ND", files=tuple(files))
+    preprocessing = {} if names is None else {"order": "natural (numbers in names compared as numbers)",
+                                              "files": names}
+    item = InputManifest(tensor="x:0", folder="x", dtype="float32", shape=(batch, 3), layout="ND", files=tuple(files),
+                         source="" if names is None else str(root.parent / "photos"), preprocessing=preprocessing)
     return DatasetManifest(root=root, batch=batch, samples=samples, inputs=(item,)).save()
 
 
