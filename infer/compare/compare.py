@@ -16,7 +16,7 @@ import numpy as np
 from binio.errors import InferError
 from binio.manifest import DatasetManifest, load_manifest
 from binio.spec import TensorSpec
-from infer.compare.expected import DEFAULT_FACTOR, ExpectedError, stand_in_available
+from infer.compare.expected import DEFAULT_FACTOR, ExpectedError, check_emulation_possible, stand_in_available
 from infer.compare.golden import CACHE_FOLDER
 from infer.compare.labels import labels_for_samples
 from infer.compare.passes import measure_output
@@ -158,8 +158,7 @@ def _expected_errors(contract: ModelContract, manifest: DatasetManifest, golden_
         if progress is not None:
             progress("emulated", 0, manifest.file_count)
 
-    emulated_dir = emulated_run(contract, manifest, cache_root or contract.folder / CACHE_FOLDER, on_run)
-    staged = load_contract(emulated_dir.parent.parent / "model" / "model.json")
+    staged, emulated_dir = emulated_run(contract, manifest, cache_root or contract.folder / CACHE_FOLDER, on_run)
     quiet = replace(options, labels=None, workers=1)
     emulated = _measure(staged, manifest, emulated_dir, golden_dir, quiet, None, None, what="emulated")
     precision = contract.converted.precision_mode if contract.converted is not None else ""
@@ -181,6 +180,8 @@ def compare(contract_path: Path, dataset: Path, actual: Path, *, golden: Path | 
         check_output_folder(dump_golden, "--dump-golden")
     contract = load_contract(contract_path)
     manifest = load_manifest(dataset)
+    if options.fail_on_expected or options.expected_from_emulation:
+        check_emulation_possible(contract)
     if golden is not None:
         golden_dir, source = Path(golden), "given"
     else:

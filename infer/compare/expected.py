@@ -117,11 +117,21 @@ def stand_in_available() -> bool:
     return all(importlib.util.find_spec(name) is not None for name in ("tf2onnx", "onnxruntime"))
 
 
-def _emulation_settings(contract: ModelContract) -> tuple[str, str, str]:
-    converted = contract.converted
-    if converted is None:
+def check_emulation_possible(contract: ModelContract) -> None:
+    """Refuses, before anything runs, a band that cannot be computed: no converted model, or no stand-in."""
+    if contract.converted is None:
         raise ExpectedErrorUnavailable(f"--expected-from-emulation: {contract.path} is not converted; there is "
                                        "no precision mode to emulate")
+    if not stand_in_available():
+        raise ExpectedErrorUnavailable("--expected-from-emulation: the ONNX Runtime stand-in (tf2onnx, onnxruntime) "
+                                       "is not installed here", hint="pip install tf2onnx onnxruntime, or compare "
+                                       "without the band")
+
+
+def _emulation_settings(contract: ModelContract) -> tuple[str, str, str]:
+    check_emulation_possible(contract)
+    converted = contract.converted
+    assert converted is not None
     settings = converted.settings
     return (converted.precision_mode, str(settings.get("input_fp16_nodes", "") or ""),
             str(settings.get("output_type", "") or ""))
@@ -135,10 +145,11 @@ def _link_or_copy(source: Path, target: Path) -> None:
 
 
 def emulated_run(contract: ModelContract, manifest: DatasetManifest, cache_root: Path,
-                 on_run: Callable[[], None] | None = None) -> Path:
+                 on_run: Callable[[], None] | None = None) -> tuple[ModelContract, Path]:
     """The run folder of the stand-in's emulation of the contract's precision mode over these bins: the pb
     converted with tf2onnx in the same precision mode (same --input-fp16-nodes and --output-type) and run by ONNX
-    Runtime. Cached under `cache_root`/emulated/<sha256 of pb, settings and dataset>/, like the golden outputs."""
+    Runtime. Cached under `cache_root`/emulated/<sha256 of pb, settings and dataset>/, like the golden outputs.
+    Returns the emulated model's contract and its run folder."""
     from infer.compare.golden import cached_run
     from infer.contract import load_contract
     from infer.convert import ConvertOptions, convert_model
@@ -150,14 +161,14 @@ def emulated_run(contract: ModelContract, manifest: DatasetManifest, cache_root:
                                        sha256_file(manifest.path))).encode())
     folder = cache_root / _EMULATED / digest.hexdigest()[:32]
     runs = folder / "runs"
-    cached = cached_run(runs)
-    if cached is not None:
-        return cached
-    if on_run is not None:
-        on_run()
     model = folder / "model"
     converted_json = model / "model.json"
     staged = load_contract(converted_json) if converted_json.is_file() else None
+    cached = cached_run(runs)
+    if cached is not None and staged is not None and staged.converted is not None:
+        return staged, cached
+    if on_run is not None:
+        on_run()
     if staged is None or staged.converted is None:
         model.mkdir(parents=True, exist_ok=True)
         pb = model / Path(contract.pb).name
@@ -166,4 +177,4 @@ def emulated_run(contract: ModelContract, manifest: DatasetManifest, cache_root:
         staged = replace(contract, path=converted_json, pb=pb.name, converted=None).save()
         staged = convert_model(staged, ConvertOptions(target="onnx", precision_mode=precision_mode,
                                                       input_fp16_nodes=fp16_nodes, output_type=output_type)).contract
-    return run_model(staged.path, manifest.root, runs, RunOptions(backend="onnxrt")).folder
+    return staged, run_model(staged.path, manifest.root, runs, RunOptions(backend="onnxrt")).folder

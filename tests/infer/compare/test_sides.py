@@ -72,6 +72,13 @@ def test_golden_and_actual_from_one_graph_on_one_backend_are_refused(onnx_small_
     assert "golden outputs: running TensorFlow" not in outcome.err
     outcome = run_cli(capsys, "compare", contract.path, "--input", cnn_bins, "--actual", tf_run, "--golden", cnn_golden)
     assert (outcome.code, outcome.error_line) == (2, message)
+    # A golden folder msame-style, without run.json, is taken for TensorFlow's outputs, as --golden promises.
+    bare_golden = tmp_path / "bare_golden"
+    shutil.copytree(cnn_golden, bare_golden)
+    (bare_golden / "run.json").unlink()
+    outcome = run_cli(capsys, "compare", contract.path, "--input", cnn_bins, "--actual", tf_run, "--golden",
+                      bare_golden)
+    assert (outcome.code, outcome.error_line) == (2, message)
     outcome = run_cli(capsys, "compare", contract.path, "--input", cnn_bins, "--actual", tf_run, "--golden", cnn_golden,
                       "--allow-same-backend")
     assert outcome.code == 0

@@ -180,6 +180,9 @@ def test_a_model_never_converted_is_refused_unless_asked(tmp_path, capsys) -> No
                                   "the golden side does; the comparison would prove nothing about a conversion")
     outcome = run_cli(capsys, *_args(tmp_path, contract, "--allow-same-backend"))
     assert outcome.code == 0 and outcome.out.strip().splitlines()[-1].startswith("PASSED | ")
+    outcome = run_cli(capsys, *_args(tmp_path, contract, "--allow-same-backend", "--expected-from-emulation"))
+    assert outcome.error_line == (f"error: --expected-from-emulation: {contract.path} is not converted; there is no "
+                                  "precision mode to emulate")
 
 
 # --- point 5: labels that belong to the samples -----------------------------------------------------------------
