@@ -154,11 +154,12 @@ def _expected_errors(contract: ModelContract, manifest: DatasetManifest, golden_
     the same bins, compared with the same golden outputs."""
     from infer.compare.expected import emulated_run, expected_error
 
-    def on_run() -> None:
+    def emulated_progress(done: int, total: int) -> None:
         if progress is not None:
-            progress("emulated", 0, manifest.file_count)
+            progress("emulated", done, total)
 
-    staged, emulated_dir = emulated_run(contract, manifest, cache_root or contract.folder / CACHE_FOLDER, on_run)
+    staged, emulated_dir = emulated_run(contract, manifest, cache_root or contract.folder / CACHE_FOLDER,
+                                        emulated_progress)
     quiet = replace(options, labels=None, workers=1)
     emulated = _measure(staged, manifest, emulated_dir, golden_dir, quiet, None, None, what="emulated")
     precision = contract.converted.precision_mode if contract.converted is not None else ""

@@ -20,6 +20,7 @@ factor of 10 leaves room for that; a model within the band is not proven right, 
 from __future__ import annotations
 
 import hashlib
+import logging
 import math
 import os
 import shutil
@@ -144,8 +145,16 @@ def _link_or_copy(source: Path, target: Path) -> None:
         shutil.copyfile(source, target)
 
 
+class _OtherModelsBins(logging.Filter):
+    """Drops run's warning that the bins were made for another model: the emulated model is another model of the
+    same pb on purpose, fed the converted model's bins."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "made for another model" not in str(record.msg)
+
+
 def emulated_run(contract: ModelContract, manifest: DatasetManifest, cache_root: Path,
-                 on_run: Callable[[], None] | None = None) -> tuple[ModelContract, Path]:
+                 progress: Callable[[int, int], None] | None = None) -> tuple[ModelContract, Path]:
     """The run folder of the stand-in's emulation of the contract's precision mode over these bins: the pb
     converted with tf2onnx in the same precision mode (same --input-fp16-nodes and --output-type) and run by ONNX
     Runtime. Cached under `cache_root`/emulated/<sha256 of pb, settings and dataset>/, like the golden outputs.
@@ -167,8 +176,6 @@ def emulated_run(contract: ModelContract, manifest: DatasetManifest, cache_root:
     cached = cached_run(runs)
     if cached is not None and staged is not None and staged.converted is not None:
         return staged, cached
-    if on_run is not None:
-        on_run()
     if staged is None or staged.converted is None:
         model.mkdir(parents=True, exist_ok=True)
         pb = model / Path(contract.pb).name
@@ -177,4 +184,11 @@ def emulated_run(contract: ModelContract, manifest: DatasetManifest, cache_root:
         staged = replace(contract, path=converted_json, pb=pb.name, converted=None).save()
         staged = convert_model(staged, ConvertOptions(target="onnx", precision_mode=precision_mode,
                                                       input_fp16_nodes=fp16_nodes, output_type=output_type)).contract
-    return staged, run_model(staged.path, manifest.root, runs, RunOptions(backend="onnxrt")).folder
+    quiet = _OtherModelsBins()
+    run_log = logging.getLogger("infer.run")
+    run_log.addFilter(quiet)
+    try:
+        return staged, run_model(staged.path, manifest.root, runs, RunOptions(backend="onnxrt"),
+                                 progress=progress).folder
+    finally:
+        run_log.removeFilter(quiet)

@@ -134,9 +134,10 @@ def _worst_plot(output: OutputResult) -> str:
         # barh draws its first bar at the bottom: reversed, the worst sample is on top.
         axes.barh([f"#{i + 1}: {label}" for i, label in enumerate(labels)][::-1], lengths[::-1],
                   color=["#4c72b0" if ok else "#cf222e" for ok in defined][::-1])
-        axes.set_xlabel("1 - cosine similarity (ranked by cosine, worst on top; red: NaN)")
+        axes.set_xlabel("1 - cosine similarity")
         axes.set_ylabel("rank: sample")
-        axes.set_title(f"{output.name}: worst samples", fontsize=9)
+        undefined = "" if all(defined) else "; red: NaN cosine"
+        axes.set_title(f"{output.name}: worst samples by cosine, worst on top{undefined}", fontsize=9)
 
     return _png(draw)
 
