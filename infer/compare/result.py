@@ -168,10 +168,15 @@ class CompareResult:
     expected_asked: bool = False  # an output worse than its emulated precision explains fails the run
 
     @property
-    def failures(self) -> tuple[str, ...]:
-        """Why the run fails, one text per reason: the dataset-wide limits (msit's rule by default), then the
-        checks that were asked to fail it."""
-        found = [f.describe() for o in self.outputs for f in o.failures]
+    def failures(self) -> tuple[Failure, ...]:
+        """The dataset-wide limits broken (msit's rule by default), output by output."""
+        return tuple(f for o in self.outputs for f in o.failures)
+
+    @property
+    def fail_reasons(self) -> tuple[str, ...]:
+        """Why the run fails, one text per reason: the dataset-wide limits broken, then the checks that were asked
+        to fail it (per-sample limits, the expected-error band)."""
+        found = [f.describe() for f in self.failures]
         if self.per_sample_asked:
             found += [f"{o.worst_failing.describe()} ({self.failing_count(o)})" for o in self.outputs
                       if o.worst_failing is not None]
@@ -185,16 +190,16 @@ class CompareResult:
 
     @property
     def passed(self) -> bool:
-        return not self.failures
+        return not self.fail_reasons
 
     def __bool__(self) -> bool:
         return self.passed
 
     def verdict(self) -> str:
-        """``PASSED``, or ``FAILED: <output> <metric> <value> <relation> <limit>; ...`` for each failure."""
+        """``PASSED``, or ``FAILED: <output> <metric> <value> <relation> <limit>; ...`` for each reason."""
         if self.passed:
             return "PASSED"
-        return "FAILED: " + "; ".join(self.failures)
+        return "FAILED: " + "; ".join(self.fail_reasons)
 
     @property
     def worst_sample(self) -> tuple[OutputResult, SampleScore] | None:
