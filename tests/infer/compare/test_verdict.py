@@ -301,3 +301,22 @@ def test_worst_samples_chart_draws_the_metric_it_ranks_by(tmp_path) -> None:  # 
     assert labels[:2] == ("11", "7") and all(defined)
     assert list(lengths) == sorted(lengths, reverse=True)
     assert lengths == tuple(1.0 - s.cosine_similarity for s in output.worst_samples)
+
+
+@pytest.mark.parametrize(("width", "layout"), [(80, "blocks"), (120, "table")])
+def test_compare_prints_its_table_for_the_terminals_width(tmp_path, capsys, monkeypatch, width: int,  # type: ignore[no-untyped-def]
+                                                          layout: str) -> None:
+    contract, probs = _case(tmp_path)
+    write_run(tmp_path / "actual" / "20240101_130000", [probs * np.float32(1.001)], BATCH)
+    monkeypatch.setenv("FORCE_COLOR", "1")  # rich takes stdout for a terminal of COLUMNS columns
+    monkeypatch.setenv("COLUMNS", str(width))
+    outcome = run_cli(capsys, *_args(tmp_path, contract))
+    assert outcome.code == 0, outcome.err
+    lines = outcome.out.splitlines()
+    start = lines.index("40 samples, 0 padding rows left out")
+    table = lines[start + 1:lines.index(next(line for line in lines if line.startswith("probs:0: top-1")))]
+    assert table and all(len(line) <= width for line in table), "\n".join(table)
+    assert (table[0].split()[:3] == ["output", "cosine", "RED"]) == (layout == "table")
+    assert (table[0] == "probs:0") == (layout == "blocks")
+    result = compare(contract.path, tmp_path / "bins", tmp_path / "actual", golden=tmp_path / "golden")
+    assert "\n".join(table) == "\n".join(metrics_table(result, width)[1:])
