@@ -48,7 +48,7 @@ def _message_classes() -> tuple[Any, Any]:
     def add(name: str, kind: int, type_name: str = "", default: str = "") -> None:
         nonlocal number
         number += 1
-        item = params.field.add(name=name, number=number, label=fd.LABEL_OPTIONAL, type=kind)  # type: ignore[arg-type]
+        item = params.field.add(name=name, number=number, label=fd.LABEL_OPTIONAL, type=kind)
         if type_name:
             item.type_name = type_name
         if default:
@@ -117,9 +117,10 @@ def parse_aipp_text(text: str, path: Path) -> AippConfig:
         return tuple(int(getattr(op, n)) for n in names)
 
     matrix = ints(_MATRIX)
+    values: dict[str, Any] = {name: int(getattr(op, name)) for name in _UINTS}
+    values.update({name: bool(getattr(op, name)) for name in _BOOLS})
     return AippConfig(
-        input_format=fmt, **{name: int(getattr(op, name)) for name in _UINTS},
-        **{name: bool(getattr(op, name)) for name in _BOOLS},
+        input_format=fmt, **values,
         matrix=(matrix[0:3], matrix[3:6], matrix[6:9]),  # type: ignore[arg-type]
         input_bias=ints(_BIASES[:3]), output_bias=ints(_BIASES[3:]),  # type: ignore[arg-type]
         mean_chn=ints(_MEANS),  # type: ignore[arg-type]

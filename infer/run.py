@@ -198,6 +198,10 @@ def run_model(model: Path, bins: Path, out: Path, options: RunOptions | None = N
     contract, kind = resolve_model(Path(model))
     backend = choose_backend(contract, options.backend, kind)
     runner = make_runner(contract, backend, options)
+    if backend == "tf":  # an AIPP dataset's uint8 bins reach the frozen pb through their declared preprocessing
+        from infer.runners.declared import with_declared_preprocessing
+
+        runner = with_declared_preprocessing(runner, contract, Path(bins))
     # The golden run feeds the frozen pb the converted model's bins: float16 ones are widened, exactly.
     manifest = preflight(Path(bins), runner.inputs, widen=backend == "tf")
     running = model_file(contract, backend)

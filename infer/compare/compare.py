@@ -16,6 +16,7 @@ import numpy as np
 from binio.errors import InferError
 from binio.manifest import DatasetManifest, load_manifest
 from binio.spec import TensorSpec
+from infer.compare.aipp_check import check_aipp
 from infer.compare.expected import DEFAULT_FACTOR, ExpectedError, check_emulation_possible, stand_in_available
 from infer.compare.golden import CACHE_FOLDER
 from infer.compare.labels import labels_for_samples
@@ -131,6 +132,7 @@ def compare_run_folders(contract: ModelContract, manifest: DatasetManifest, actu
     if not options.allow_same_backend:
         refuse_same_backend(contract, actual, golden)
     labels = dataset_labels(options.labels, manifest, contract.outputs)
+    preprocessing = check_aipp(contract, manifest)
     outputs = _measure(contract, manifest, actual_dir, golden_dir, options, labels, progress)
     expected: tuple[ExpectedError, ...] = ()
     if _wants_expected(contract, options):
@@ -144,6 +146,7 @@ def compare_run_folders(contract: ModelContract, manifest: DatasetManifest, actu
         golden_dir=str(golden_dir), golden_source=golden_source, samples=manifest.samples,
         padding=manifest.padding, outputs=outputs, provenance=provenance,
         per_sample_asked=thresholds.per_sample_asked, expected=expected, expected_asked=options.fail_on_expected,
+        preprocessing=preprocessing,
     )
 
 

@@ -71,6 +71,13 @@ class ConvertSection:
     op_select_implmode: str = ""
     atc_args: tuple[str, ...] = ()
     opset: int = 0  # 0 = the highest both tf2onnx and onnxruntime handle
+    # AIPP: the NPU preprocesses uint8 images with [data.preprocessing]'s settings (one source of truth)
+    aipp: bool = False
+    aipp_config: str = ""  # a hand-written aipp.cfg (relative to this file) instead of [data.preprocessing]
+    aipp_input_format: str = ""  # RGB888_U8 | YUV420SP_U8 | XRGB8888_U8 | YUV400_U8; "" = from the channels
+    aipp_src_size: tuple[int, ...] = ()  # (width, height) of the uint8 source; () = the model input's size
+    aipp_crop: tuple[int, ...] = ()  # (x, y) of the crop window; () = centred
+    aipp_csc: str = ""  # YUV420SP_U8: jpeg | bt601n | bt601w | bt709n | bt709w
 
 
 @dataclass(frozen=True)
