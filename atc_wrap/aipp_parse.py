@@ -105,6 +105,8 @@ def parse_aipp_text(text: str, path: Path) -> AippConfig:
         raise ConvertError(f"{path}: {len(message.aipp_op)} aipp_op blocks; infer handles exactly one (AIPP on one "
                            "model input)")
     op = message.aipp_op[0]
+    if not op.HasField("aipp_mode"):
+        raise ConvertError(f"{path}: no aipp_mode (expected aipp_mode: static)")
     mode = op.DESCRIPTOR.fields_by_name["aipp_mode"].enum_type.values_by_number[op.aipp_mode].name
     if mode != "static":
         raise ConvertError(f"{path}: aipp_mode {mode}: only static AIPP is handled (dynamic AIPP takes its "

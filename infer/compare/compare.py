@@ -184,6 +184,12 @@ def compare(contract_path: Path, dataset: Path, actual: Path, *, golden: Path | 
         check_output_folder(dump_golden, "--dump-golden")
     contract = load_contract(contract_path)
     manifest = load_manifest(dataset)
+    if layerwise or dump_golden is not None:
+        from infer.aipp import model_aipp
+
+        if model_aipp(contract) is not None:
+            raise InferError(f"--layerwise/--dump-golden: {contract.path} was converted with AIPP, whose uint8 bins "
+                             "the layer-by-layer runs do not feed yet", hint="convert a copy without --aipp for it")
     if options.fail_on_expected or options.expected_from_emulation:
         check_emulation_possible(contract)
     if golden is not None:
