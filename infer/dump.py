@@ -237,6 +237,8 @@ def declared_preprocessing(contract: ModelContract, options: DumpOptions) -> dic
     if found is None:
         return {}
     name, config = found
+    if config.is_yuv:  # no declared float preprocessing of YUV bins: YUV -> RGB on the host is not done
+        return {}
     spec = contract.inputs[config.related_input_rank]
     height, width = (spec.shape[2], spec.shape[3]) if spec.layout == "NCHW" else (spec.shape[1], spec.shape[2])
     declared = DeclaredPreprocessing.from_options(options.image, source_channels(config), int(height or 0),

@@ -90,7 +90,8 @@ def test_config_for_another_size_is_refused(capsys: pytest.CaptureFixture[str], 
                                             tmp_path: Path) -> None:
     contract = copy_model(frozen_small_cnn)
     hand = tmp_path / "big.cfg"
-    hand.write_text("aipp_op {\n aipp_mode: static\n input_format: RGB888_U8\n src_image_size_w: 224\n src_image_size_h: 224\n}\n")
+    hand.write_text("aipp_op {\n aipp_mode: static\n input_format: RGB888_U8\n src_image_size_w: 224\n"
+                    " src_image_size_h: 224\n}\n")
     outcome = run_cli(capsys, "convert", contract.path, "--soc-version", "Ascend310", "--aipp-config", hand)
     assert outcome.code != 0
     assert outcome.error_line == (f"error: {hand}: AIPP hands the model 224x224 (w x h, its src_image_size "

@@ -92,7 +92,7 @@ def test_hand_written_config_with_the_channel_swap_on_fails_and_names_it(capsys:
     assert "rbuv_swap_switch: false" in generated
     outcome = _run_with_config(capsys, demo, generated.replace("rbuv_swap_switch: false", "rbuv_swap_switch: true"))
     assert outcome.code == 1
-    verdict = [line for line in outcome.out.splitlines() if line.startswith("FAILED")][0]
+    verdict = next(line for line in outcome.out.splitlines() if line.startswith("FAILED"))
     assert verdict.startswith("FAILED: preprocessing: AIPP output of images:0 differs from the declared "
                               "preprocessing by up to [1, ")
     assert "rbuv_swap_switch true (channel swap), the declared --color RGB needs false" in verdict
@@ -102,7 +102,7 @@ def test_hand_written_config_with_a_mean_off_names_that_channel(capsys: pytest.C
                                                                 demo: DemoResult) -> None:
     generated = (demo.pipeline.work_dir / "model" / "aipp.cfg").read_text()
     outcome = _run_with_config(capsys, demo, generated.replace("mean_chn_1: 0", "mean_chn_1: 2"))
-    verdict = [line for line in outcome.out.splitlines() if line.startswith("FAILED")][0]
+    verdict = next(line for line in outcome.out.splitlines() if line.startswith("FAILED"))
     assert verdict.startswith("FAILED: preprocessing: AIPP output of images:0")
     assert "mean_chn_1 + min_chn_1 = 2, the declared mean / scale = 0" in verdict
     assert "rbuv_swap_switch" not in verdict

@@ -92,7 +92,8 @@ def test_unknown_key_suggests_the_closest(project: Path) -> None:
     message = _error(project, MINIMAL + '[convert]\nprecison_mode = "force_fp32"\n')
     assert message == (f"{project / 'pipeline.toml'}: [convert] precison_mode: unknown key; did you mean "
                        "'precision_mode'? (valid keys: target, soc_version, precision_mode, input_fp16_nodes, "
-                       "output_type, input_format, op_select_implmode, atc_args, opset)")
+                       "output_type, input_format, op_select_implmode, atc_args, opset, aipp, aipp_config, "
+                       "aipp_input_format, aipp_src_size, aipp_crop, aipp_csc)")
 
 
 def test_unknown_nested_key(project: Path) -> None:

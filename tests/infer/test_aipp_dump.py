@@ -1,0 +1,102 @@
+"""dump-bin, run and compare for a model converted with AIPP: uint8 bins of the source size, the declared
+preprocessing recorded, TensorFlow fed it, the converted model fed the bins through AIPP."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from binio.binfile import read_bin
+from binio.manifest import load_manifest
+from infer.contract import ModelContract
+from infer.sources.images import ImageFolderSource, ImagePreprocessing
+from tests.cli import run_cli
+
+Copy = Callable[[ModelContract], ModelContract]
+
+
+def _images(folder: Path, count: int = 3) -> Path:
+    from PIL import Image
+
+    folder.mkdir()
+    rng = np.random.default_rng(0)
+    for i in range(count):
+        Image.fromarray(rng.integers(0, 256, size=(15, 13, 3), dtype=np.uint8)).save(folder / f"img_{i}.png")
+    return folder
+
+
+def _convert(capsys: pytest.CaptureFixture[str], contract: ModelContract, *args: str) -> None:
+    outcome = run_cli(capsys, "convert", contract.path, "--target", "onnx", "--precision-mode", "force_fp32",
+                      "--aipp", *args)
+    assert outcome.code == 0, outcome.err
+
+
+def test_xrgb_bins_are_source_size_uint8_with_the_declared_preprocessing(
+        capsys: pytest.CaptureFixture[str], frozen_small_cnn: ModelContract, copy_model: Copy, tmp_path: Path) -> None:
+    contract = copy_model(frozen_small_cnn)
+    _convert(capsys, contract, "--aipp-input-format", "XRGB8888_U8", "--aipp-src-size", "10,12",
+             "--mean", "120,110,100", "--std", "60", "--color", "BGR")
+    images = _images(tmp_path / "images")
+    outcome = run_cli(capsys, "dump-bin", "-m", contract.path, "-o", tmp_path / "bins", images,
+                      "--mean", "120,110,100", "--std", "60", "--color", "BGR")
+    assert outcome.code == 0, outcome.err
+    manifest = load_manifest(tmp_path / "bins")
+    item = manifest.inputs[0]
+    assert (item.dtype, item.shape) == ("uint8", (2, 12, 10, 4))
+    declared = item.preprocessing["declared"]
+    assert (declared["source_channels"], declared["color"], declared["mean"], declared["std"]) == (
+        "XRGB", "BGR", [120.0, 110.0, 100.0], [60.0])
+    assert "mean" not in item.preprocessing and item.preprocessing["channels_in_bins"] == "XRGB"
+    first = read_bin(manifest.file_path(item, item.files[0]), item.spec)
+    rgb = ImageFolderSource(images, ImagePreprocessing(height=12, width=10)).read(0, 2)
+    assert (first[..., 0] == 0).all()  # AIPP's X channel
+    np.testing.assert_array_equal(first[..., 1:], rgb)  # the images as they are, resized host-side only
+
+    run = run_cli(capsys, "run", contract.path, "--input", tmp_path / "bins", "-o", tmp_path / "out")
+    assert run.code == 0, run.err
+    compared = run_cli(capsys, "compare", contract.path, "--input", tmp_path / "bins", "--actual", tmp_path / "out",
+                       "--report", tmp_path / "report")
+    assert compared.code == 0, compared.out + compared.err
+    report = json.loads((tmp_path / "report" / "report.json").read_text())
+    assert report["preprocessing"][0]["passed"]
+    # TensorFlow saw the declared float preprocessing; AIPP's fp16 output is the only difference left.
+    assert report["outputs"][0]["metrics"]["CosineSimilarity"] > 0.9999
+
+
+def test_compare_names_a_crop_that_is_not_the_declared_centre_crop(
+        capsys: pytest.CaptureFixture[str], frozen_small_cnn: ModelContract, copy_model: Copy, tmp_path: Path) -> None:
+    contract = copy_model(frozen_small_cnn)
+    _convert(capsys, contract, "--aipp-src-size", "10,12", "--aipp-crop", "0,0", "--scale", "0.00392156862745098")
+    images = _images(tmp_path / "images")
+    assert run_cli(capsys, "dump-bin", "-m", contract.path, "-o", tmp_path / "bins", images,
+                   "--scale", "0.00392156862745098").code == 0
+    assert run_cli(capsys, "run", contract.path, "--input", tmp_path / "bins", "-o", tmp_path / "out").code == 0
+    compared = run_cli(capsys, "compare", contract.path, "--input", tmp_path / "bins", "--actual", tmp_path / "out")
+    assert compared.code == 1
+    verdict = compared.out.strip().splitlines()[-1]
+    assert verdict.startswith("FAILED: preprocessing: AIPP output of images:0 differs")
+    assert "crop at load_start_pos (0, 0), the declared centre crop starts at (1, 2)" in verdict
+
+
+def test_yuv420sp_bins_are_not_made_from_images(capsys: pytest.CaptureFixture[str], frozen_small_cnn: ModelContract,
+                                                copy_model: Copy, tmp_path: Path) -> None:
+    contract = copy_model(frozen_small_cnn)
+    _convert(capsys, contract, "--aipp-input-format", "YUV420SP_U8")
+    outcome = run_cli(capsys, "dump-bin", "-m", contract.path, "-o", tmp_path / "bins", _images(tmp_path / "img"))
+    assert outcome.code != 0
+    assert outcome.error_line.startswith("error: AIPP input format YUV420SP_U8: dump-bin does not write these bins "
+                                         "from images")
+    assert not (tmp_path / "bins").exists()
+    nv12 = np.random.default_rng(1).integers(0, 256, size=(4, 12, 8, 1), dtype=np.uint8)
+    np.save(tmp_path / "nv12.npy", nv12)
+    written = run_cli(capsys, "dump-bin", "-m", contract.path, "-o", tmp_path / "bins", tmp_path / "nv12.npy")
+    assert written.code == 0, written.err
+    assert "declared" not in load_manifest(tmp_path / "bins").inputs[0].preprocessing
+    assert run_cli(capsys, "run", contract.path, "--input", tmp_path / "bins", "-o", tmp_path / "out").code == 0
+    compared = run_cli(capsys, "compare", contract.path, "--input", tmp_path / "bins", "--actual", tmp_path / "out")
+    assert compared.code != 0
+    assert "(the model's AIPP input) declare no preprocessing" in compared.error_line
