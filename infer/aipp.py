@@ -51,7 +51,7 @@ class AippOptions:
                                    "setting; give one or the other")
 
 
-def _image_dims(spec: TensorSpec) -> tuple[int, int, int]:
+def image_dims(spec: TensorSpec) -> tuple[int, int, int]:
     """(height, width, channels) of a 4-D image input, by its layout (NHWC unless it says NCHW)."""
     if len(spec.shape) != 4 or any(d is None for d in spec.shape[1:]):
         raise ConvertError(f"AIPP: input {spec.name} {format_shape(spec.shape)} is not a 4-D image input with "
@@ -73,13 +73,13 @@ def aipp_config_for(contract: ModelContract, options: AippOptions) -> AippConfig
         if rank >= len(contract.inputs):
             raise ConvertError(f"{options.config}: related_input_rank {rank}, the model has "
                                f"{len(contract.inputs)} input(s)")
-        height, width, channels = _image_dims(contract.inputs[rank])
+        height, width, channels = image_dims(contract.inputs[rank])
         return check_against_input(config, contract.inputs[rank].name, height, width, channels,
                                    str(options.config))
     if options.input_rank >= len(contract.inputs):
         raise ConvertError(f"AIPP input {options.input_rank}: the model has {len(contract.inputs)} input(s)")
     spec = contract.inputs[options.input_rank]
-    height, width, channels = _image_dims(spec)
+    height, width, channels = image_dims(spec)
     prep = options.preprocessing
     input_format = options.input_format or ("YUV400_U8" if channels == 1 else "RGB888_U8")
     return aipp_from_preprocessing(

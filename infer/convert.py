@@ -124,9 +124,23 @@ def _aipp(contract: ModelContract, options: ConvertOptions,
     return config, destination, text
 
 
-def _write_aipp(destination: Path | None, text: str) -> None:
-    if destination is not None:
-        write_bytes_atomic(destination, text.encode("utf-8"))
+def _write_aipp(destination: Path | None, text: str) -> bytes | None:
+    """Writes aipp.cfg; returns what was there before (None: nothing), for `_restore_aipp`."""
+    if destination is None:
+        return None
+    before = destination.read_bytes() if destination.is_file() else None
+    write_bytes_atomic(destination, text.encode("utf-8"))
+    return before
+
+
+def _restore_aipp(destination: Path | None, before: bytes | None) -> None:
+    """After a failed ATC run: aipp.cfg as it was, so it still belongs to the model the contract describes."""
+    if destination is None:
+        return
+    if before is None:
+        destination.unlink(missing_ok=True)
+    else:
+        write_bytes_atomic(destination, before)
 
 
 def _with_aipp(settings: dict[str, Any], options: ConvertOptions, config: AippConfig | None, destination: Path | None,
@@ -159,8 +173,12 @@ def _convert_om(contract: ModelContract, options: ConvertOptions, reason: str) -
     if options.dry_run:
         return ConvertResult(contract=contract, target="om", artefact=om, target_reason=reason,
                              command=command.argv, dry_run=True, ignored=ignored, aipp_file=aipp_file)
-    _write_aipp(aipp_file, aipp_text)
-    run = run_atc(command, timeout=options.timeout)
+    before = _write_aipp(aipp_file, aipp_text)  # ATC reads it: written first, put back if ATC fails
+    try:
+        run = run_atc(command, timeout=options.timeout)
+    except BaseException:
+        _restore_aipp(aipp_file, before)
+        raise
     settings: dict[str, Any] = {
         "converter": "atc", "atc": str(atc), "cwd": str(om.parent), "input_format": command.input_format,
         "input_fp16_nodes": options.input_fp16_nodes, "output_type": options.output_type,

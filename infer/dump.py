@@ -230,6 +230,7 @@ def _aipp_input(contract: ModelContract) -> tuple[str, AippConfig] | None:
 
 def declared_preprocessing(contract: ModelContract, options: DumpOptions) -> dict[str, dict[str, Any]]:
     """The AIPP input's declared preprocessing (dump-bin's own --mean/--std/--scale/--color), by input name."""
+    from infer.aipp import image_dims
     from infer.declared import DeclaredPreprocessing
     from infer.sources.aipp_images import source_channels
 
@@ -240,9 +241,9 @@ def declared_preprocessing(contract: ModelContract, options: DumpOptions) -> dic
     if config.is_yuv:  # no declared float preprocessing of YUV bins: YUV -> RGB on the host is not done
         return {}
     spec = contract.inputs[config.related_input_rank]
-    height, width = (spec.shape[2], spec.shape[3]) if spec.layout == "NCHW" else (spec.shape[1], spec.shape[2])
-    declared = DeclaredPreprocessing.from_options(options.image, source_channels(config), int(height or 0),
-                                                  int(width or 0), spec.layout)
+    height, width, _ = image_dims(spec)
+    declared = DeclaredPreprocessing.from_options(options.image, source_channels(config), height, width,
+                                                  spec.layout)
     return {name: declared.to_json()}
 
 

@@ -96,3 +96,45 @@ def test_config_for_another_size_is_refused(capsys: pytest.CaptureFixture[str], 
     assert outcome.code != 0
     assert outcome.error_line == (f"error: {hand}: AIPP hands the model 224x224 (w x h, its src_image_size "
                                   "(crop: false)), input images:0 takes 8x8")
+
+
+def test_failed_atc_puts_the_previous_aipp_cfg_back(capsys: pytest.CaptureFixture[str], fake_atc: FakeAtc,
+                                                    frozen_small_cnn: ModelContract, copy_model: Copy,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    contract = copy_model(frozen_small_cnn)
+    cfg = contract.folder / "aipp.cfg"
+    monkeypatch.setenv("FAKE_ATC_MODE", "e10016")
+    assert run_cli(capsys, "convert", contract.path, "--soc-version", "Ascend310", "--aipp").code != 0
+    assert not cfg.exists()  # ATC read it, failed: nothing of that run is left
+    monkeypatch.delenv("FAKE_ATC_MODE")
+    assert run_cli(capsys, "convert", contract.path, "--soc-version", "Ascend310", "--aipp").code == 0
+    first = cfg.read_text()
+    monkeypatch.setenv("FAKE_ATC_MODE", "e10016")
+    failed = run_cli(capsys, "convert", contract.path, "--soc-version", "Ascend310", "--aipp", "--color", "BGR")
+    assert failed.code != 0
+    assert cfg.read_text() == first  # still the config of the om the contract describes
+
+
+def test_emulated_band_of_an_aipp_om_puts_the_same_aipp_in_front(capsys: pytest.CaptureFixture[str],
+                                                                 fake_atc: FakeAtc, frozen_small_cnn: ModelContract,
+                                                                 copy_model: Copy, tmp_path: Path) -> None:
+    """The om takes uint8 bins: the stand-in that emulates its precision must take them through the same AIPP."""
+    import numpy as np
+
+    from atc_wrap.aipp_parse import read_aipp_config
+    from binio.manifest import load_manifest
+    from infer.aipp import model_aipp
+    from infer.compare.expected import emulated_run
+
+    contract = copy_model(frozen_small_cnn)
+    assert run_cli(capsys, "convert", contract.path, "--soc-version", "Ascend310", "--aipp", "--color", "BGR",
+                   "--scale", "0.0078125", "--mean", "1", "--aipp-src-size", "10,10").code == 0
+    np.save(tmp_path / "images.npy", np.random.default_rng(0).integers(0, 256, size=(4, 10, 10, 3), dtype=np.uint8))
+    assert run_cli(capsys, "dump-bin", "-m", contract.path, "-o", tmp_path / "bins", tmp_path / "images.npy",
+                   "--scale", "0.0078125", "--mean", "1", "--color", "BGR").code == 0
+    saved = load_contract(contract.path)
+    staged, folder = emulated_run(saved, load_manifest(tmp_path / "bins"), tmp_path / "cache")
+    assert staged.converted is not None and staged.converted.target == "onnx"
+    assert [(s.dtype, s.shape) for s in staged.converted.inputs] == [("uint8", (2, 10, 10, 3))]
+    assert model_aipp(staged) == model_aipp(saved) == read_aipp_config(contract.folder / "aipp.cfg")
+    assert sorted(p.name for p in folder.glob("*.bin")) == ["000000_output_0.bin", "000001_output_0.bin"]
