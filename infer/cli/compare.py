@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -71,7 +72,7 @@ def compare(
     for output in result.outputs:
         m = output.metrics
         table.add_row(output.name, *(shown(m.value(name), name) for name in _COLUMNS.values()),
-                      str(m.counts.nan_actual + m.counts.inf_actual), "overflow" if m.counts.fp16_overflow else "ok",
+                      str(m.counts.nan_actual + m.counts.inf_actual), _fp16_cell(m.counts, result.layerwise),
                       "pass" if output.passed else "FAIL")
     console.print(table)
     for output in result.outputs:
@@ -89,21 +90,7 @@ def compare(
                          f"{a.actual_topk:.2%} ({a.topk_difference:+.2%})")
             console.print(line, markup=False)
     if result.layerwise is not None:
-        layers = Table(title=f"layer by layer, batch {result.layerwise.batch_stem}", title_justify="left")
-        for column in ("tensor", "op", "cosine", "MaxAbsErr", "RED", ""):
-            layers.add_column(column, justify="left" if column in ("tensor", "op", "") else "right")
-        for row in result.layerwise.rows:
-            if row.metrics is None:
-                layers.add_row(row.tensor, row.op_type, "", "", "", f"unmatched: {row.unmatched_reason}")
-            else:
-                mark = "<- first below threshold" if row.first_failing else ("fail" if row.failures else "")
-                layer = row.metrics
-                layers.add_row(row.tensor, row.op_type, shown(layer.cosine_similarity, "CosineSimilarity"),
-                               shown(layer.max_absolute_error), shown(layer.relative_euclidean_distance),
-                               mark)
-        console.print(layers)
-        first = result.layerwise.first_failing
-        console.print(f"first tensor below threshold: {first.tensor if first else 'none'}", markup=False)
+        _print_layers(console, result.layerwise)
     if result.dumped_golden:
         console.print(f"golden dump (msaccucmp naming): {result.dumped_golden}", markup=False)
     if report is not None:
@@ -114,3 +101,57 @@ def compare(
     console.print(result.verdict(), markup=False)
     if not result:
         sys.exit(1)
+
+
+def _fp16_cell(counts: Any, layers: Any) -> str:
+    """The fp16 column: the cause of an inf/NaN where TF is finite, as far as the outputs (or --layerwise) tell."""
+    if layers is not None and layers.nonfinite is not None and counts.nonfinite_actual_where_golden_finite:
+        return str(layers.nonfinite.cause)
+    if counts.beyond_fp16_golden:
+        return "overflow"  # TF's own values are past 65504: fp16 cannot hold them
+    return "inf/NaN" if counts.nonfinite_actual_where_golden_finite else "ok"
+
+
+def _print_layers(console: Any, layers: Any) -> None:
+    """The layer-by-layer table and its diagnosis lines."""
+    from rich.table import Table
+
+    from infer.compare.metrics import shown
+
+    title = f"layer by layer, batch {layers.batch_stem} ({layers.batch_reason})"
+    table = Table(title=title, title_justify="left")
+    for column in ("tensor", "op", "cosine", "RED", "growth", ""):
+        table.add_column(column, justify="left" if column in ("tensor", "op", "") else "right")
+    first_mark = "<- first to diverge (warning)" if layers.is_warning else "<- first to diverge"
+    for row in layers.rows:
+        if row.metrics is None:
+            what = "skipped" if row.random_source else "unmatched"
+            table.add_row(row.tensor, row.op_type, "", "", "", f"{what}: {row.unmatched_reason}")
+            continue
+        notes = [first_mark if row.first_failing else ("fail" if row.failures else "")]
+        if row.match != "op and inputs":
+            notes.append(f"matched by {row.match}")
+        if row.layout.startswith(("as the model gives", "unknown")) or "(the conversion does not say" in row.layout:
+            notes.append(f"layout {row.layout}")
+        table.add_row(row.tensor, row.op_type, shown(row.metrics.cosine_similarity, "CosineSimilarity"),
+                      shown(row.metrics.relative_euclidean_distance), f"{row.error_growth:.3g}",
+                      "; ".join(n for n in notes if n))
+    console.print(table)
+    first = layers.first_failing
+    console.print(f"first tensor to diverge: {first.tensor if first else 'none'}"
+                  + (f" ({first.op_type})" if first else ""), markup=False)
+    if len(layers.origins) > 1:
+        console.print(f"diverging independently (each with every compared input passing): "
+                      f"{', '.join(layers.origins)}", markup=False)
+    growth = layers.growth
+    if growth is not None and growth.metrics is not None:
+        console.print(f"error grows most at: {growth.tensor} ({growth.op_type}), RED "
+                      f"{shown(growth.metrics.relative_euclidean_distance)}, x{growth.error_growth:.3g} its inputs'",
+                      markup=False)
+    if layers.nonfinite is not None:
+        console.print(f"first inf/NaN: {layers.nonfinite.describe()}", markup=False)
+    if layers.skipped_random:
+        console.print("not compared (computed from random ops): "
+                      + ", ".join(r.tensor for r in layers.skipped_random), markup=False)
+    if layers.note:
+        console.print(layers.note, markup=False)

@@ -62,7 +62,7 @@ def test_perturbed_layer_fails_and_layerwise_marks_it_first(perturbed_small_cnn,
                       "--report", tmp_path / "report")
     assert outcome.code == 1
     assert outcome.out.strip().splitlines()[-1].startswith("FAILED: probs:0 ")
-    assert "first tensor below threshold: BiasAdd:0" in outcome.out
+    assert "first tensor to diverge: BiasAdd:0 (BiasAdd)" in outcome.out
     result = compare(perturbed_small_cnn.path, cnn_bins, actual, golden=cnn_golden, layerwise=True)
     assert not result
     layers = result.layerwise
@@ -73,7 +73,7 @@ def test_perturbed_layer_fails_and_layerwise_marks_it_first(perturbed_small_cnn,
     relu = next((tmp_path / "dump").glob("conv_relu.0.*.npy"))
     assert np.load(relu).shape == (2, 8, 8, 4)
     html = (tmp_path / "report" / "report.html").read_text()
-    assert "first tensor below threshold: <span class='fail'>BiasAdd:0</span>" in html
+    assert "first tensor to diverge: <span class='fail'>BiasAdd:0</span>" in html
     csv_text = (tmp_path / "report" / "report.csv").read_text()
     assert "Conv2D:0" in csv_text and "not in the ONNX model" in csv_text
 
