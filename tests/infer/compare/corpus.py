@@ -199,11 +199,13 @@ CASES: tuple[CorpusCase, ...] = (
 )
 
 
-def _write_bins(root: Path, tensor: str, shape: tuple[int, ...], *, files: int = 2, seed: int = 0) -> Path:
+def write_bins(root: Path, tensor: str, shape: tuple[int, ...], *, files: int = 2, seed: int = 0,
+               scale: float = 1.0) -> Path:
+    """`files` batches of standard normal values times `scale` for the one input `tensor`, and dataset.json."""
     rng = np.random.default_rng(seed)
     entries = []
     for index in range(files):
-        values = rng.normal(size=shape).astype(np.float32)
+        values = (scale * rng.normal(size=shape)).astype(np.float32)
         entries.append(BinEntry(name=bin_file_name(index), sha256=write_bin(root / "x" / bin_file_name(index), values),
                                 rows=shape[0]))
     item = InputManifest(tensor=tensor, folder="x", dtype="float32", shape=shape,
@@ -223,8 +225,8 @@ def _round_weights_to_fp16(model: Any) -> None:
             model.graph.initializer[index].CopyFrom(numpy_helper.from_array(rounded, tensor.name))
 
 
-def damaged_copy(converted: ModelContract, folder: Path, case: CorpusCase, *, seed: int = 0) -> ModelContract:
-    """A copy of a converted model's folder whose ONNX model has `case`'s damage; its contract records the new
+def edited_copy(converted: ModelContract, folder: Path, edit: Callable[[Any], None]) -> ModelContract:
+    """A copy of a converted model's folder whose ONNX model `edit` changed in place; its contract records the new
     ONNX sha256 so that compare accepts it."""
     import onnx
 
@@ -233,11 +235,19 @@ def damaged_copy(converted: ModelContract, folder: Path, case: CorpusCase, *, se
     path = contract.converted_path
     assert path is not None and contract.converted is not None
     model = onnx.load(str(path))
-    case.damage(model, np.random.default_rng(seed))
-    if case.precision_mode in ("force_fp16", "allow_fp32_to_fp16"):
-        _round_weights_to_fp16(model)
+    edit(model)
     path.write_bytes(model.SerializeToString())
     return replace(contract, converted=replace(contract.converted, sha256=sha256_file(path))).save()
+
+
+def damaged_copy(converted: ModelContract, folder: Path, case: CorpusCase, *, seed: int = 0) -> ModelContract:
+    """A copy of a converted model's folder whose ONNX model has `case`'s damage."""
+    def edit(model: Any) -> None:
+        case.damage(model, np.random.default_rng(seed))
+        if case.precision_mode in ("force_fp16", "allow_fp32_to_fp16"):
+            _round_weights_to_fp16(model)
+
+    return edited_copy(converted, folder, edit)
 
 
 def build_corpus(root: Path, cases: tuple[CorpusCase, ...] = CASES) -> tuple[BuiltCase, ...]:
@@ -253,7 +263,7 @@ def build_corpus(root: Path, cases: tuple[CorpusCase, ...] = CASES) -> tuple[Bui
         builder, tensor, shape, output = _BASES[case.base]
         if case.base not in frozen:
             frozen[case.base] = write_frozen(root / case.base / "frozen", builder, (tensor,), (output,))
-            bins[case.base] = _write_bins(root / case.base / "bins", tensor, shape)
+            bins[case.base] = write_bins(root / case.base / "bins", tensor, shape)
         key = (case.base, case.precision_mode)
         if key not in converted:
             folder = root / case.base / case.precision_mode
