@@ -5,15 +5,14 @@ rounded), checked against the ONNX stand-in tensor by tensor, inf and NaN from o
 Where the two may differ, and why: numpy sums a convolution or a matrix product in another order than ONNX
 Runtime's kernels (and in float64 here), so a value within an fp32 rounding of the midpoint between two fp16
 numbers can round to either: one fp16 ulp, on few elements. Where a convolution's terms cancel (inputs in the
-tens of thousands, a result near 0) fp32's own summation error, bounded by 27 terms x fp32 eps x the sum of |terms|,
-can exceed an fp16 ulp of the small result: there the bound is what is checked. Tensors kept in fp32 (allow_mix_precision's mean and
-softmax) differ by the same summation order and exp implementation: a few fp32 ulps. Everything else is bit for
-bit, and every inf and NaN is in the same place.
+tens of thousands, a result near 0) fp32's own summation error, bounded by 27 terms x fp32 eps x the sum of
+|terms|, can exceed an fp16 ulp of the small result: there the bound is what is checked. Tensors kept in fp32
+(allow_mix_precision's mean and softmax) differ by the same summation order and exp implementation: a few fp32
+ulps. Everything else is bit for bit, and every inf and NaN is in the same place.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import numpy as np
