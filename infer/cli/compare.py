@@ -129,6 +129,8 @@ def _print_layers(console: Any, layers: Any) -> None:
             table.add_row(row.tensor, row.op_type, "", "", "", f"{what}: {row.unmatched_reason}")
             continue
         notes = [first_mark if row.first_failing else ("fail" if row.failures else "")]
+        if row.onnx_tensor:
+            notes.append(f"as ONNX's unnamed {row.onnx_tensor} ({row.onnx_op}, fused)")
         if row.match != "op and inputs":
             notes.append(f"matched by {row.match}")
         if row.layout.startswith(("as the model gives", "unknown")) or "(the conversion does not say" in row.layout:

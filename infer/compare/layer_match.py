@@ -25,18 +25,23 @@ ONNX_OPS_FOR: dict[str, frozenset[str]] = {
         "BiasAdd": ("Add", "Conv", "ConvTranspose", "Gemm", "Sum"), "BiasAddV1": ("Add", "Conv", "Gemm"),
         "MatMul": ("MatMul", "Gemm"), "BatchMatMul": ("MatMul",), "BatchMatMulV2": ("MatMul",),
         "BatchMatMulV3": ("MatMul",),
-        "FusedBatchNorm": ("BatchNormalization",), "FusedBatchNormV2": ("BatchNormalization",),
-        "FusedBatchNormV3": ("BatchNormalization",),
+        # tf2onnx folds a batch norm that follows a convolution into the Conv's weights and bias.
+        "FusedBatchNorm": ("BatchNormalization", "Conv"), "FusedBatchNormV2": ("BatchNormalization", "Conv"),
+        "FusedBatchNormV3": ("BatchNormalization", "Conv"),
         "Relu": ("Relu",), "Relu6": ("Clip", "Relu"), "LeakyRelu": ("LeakyRelu",), "Elu": ("Elu",),
         "Selu": ("Selu",), "Sigmoid": ("Sigmoid",), "Tanh": ("Tanh",), "Softplus": ("Softplus",),
         "Softsign": ("Softsign",), "Softmax": ("Softmax",), "LogSoftmax": ("LogSoftmax",),
         "Add": ("Add", "Sum"), "AddV2": ("Add", "Sum"), "AddN": ("Sum", "Add"), "Sub": ("Sub",), "Mul": ("Mul",),
-        "RealDiv": ("Div",), "Div": ("Div",), "Square": ("Mul", "Pow"), "Sqrt": ("Sqrt",),
+        "RealDiv": ("Div", "Mul"), "Div": ("Div", "Mul"),  # x / c becomes x * (1/c)
+        "Square": ("Mul", "Pow"), "SquaredDifference": ("Mul", "Pow"), "Sqrt": ("Sqrt",),
         "Rsqrt": ("Reciprocal", "Div"), "Reciprocal": ("Reciprocal", "Div"), "Exp": ("Exp",), "Log": ("Log",),
         "Pow": ("Pow",), "Maximum": ("Max",), "Minimum": ("Min",), "Neg": ("Neg",), "Abs": ("Abs",),
         "Erf": ("Erf",), "Mean": ("ReduceMean", "GlobalAveragePool"), "Sum": ("ReduceSum",),
         "Max": ("ReduceMax",), "Min": ("ReduceMin",), "Prod": ("ReduceProd",), "MaxPool": ("MaxPool",),
         "MaxPoolWithArgmax": ("MaxPool",), "AvgPool": ("AveragePool",), "ConcatV2": ("Concat",),
+        "GatherV2": ("Gather",), "Pad": ("Pad",), "PadV2": ("Pad",), "MirrorPad": ("Pad",), "Tile": ("Tile",),
+        "ResizeBilinear": ("Resize", "Upsample"), "ResizeNearestNeighbor": ("Resize", "Upsample"),
+        "Floor": ("Floor",), "Ceil": ("Ceil",), "Round": ("Round",), "Sin": ("Sin",), "Cos": ("Cos",),
     }.items()
 }
 
@@ -102,20 +107,29 @@ def correspondence(tensor: str, tf_op: str, node: OnnxNode, graph: OnnxGraph,
 
 def unnamed_stand_ins(graph: OnnxGraph, tf_ops: Mapping[str, str], inputs_of: Mapping[str, tuple[str, ...]],
                       graph_inputs: set[str]) -> dict[str, str]:
-    """TF tensor -> the unnamed ONNX tensor that computes it, for TF tensors whose name tf2onnx dropped when it
-    fused them (MatMul + BiasAdd into one Gemm named after neither). The ONNX tensor is found where the TF
-    tensor's only consumer reads it: that consumer's name is in ONNX, its node reads exactly one activation, and
-    the node computing that activation is of a type that implements the TF op."""
+    """TF tensor -> the unnamed ONNX tensor that computes it, where tf2onnx fused or split the TF op:
+    - a name it dropped when it fused ops (MatMul + BiasAdd into one Gemm named after neither): the ONNX tensor is
+      the one the TF tensor's only consumer reads, when that consumer's name is in ONNX, its node reads exactly one
+      activation, and the node computing that activation implements the TF op;
+    - a name it left on a partial result when it split an op (Rsqrt into Sqrt, then Reciprocal under another
+      name): the ONNX tensor is the output of the op downstream, through unnamed tensors, that implements it."""
     named = set(graph.producer) & set(tf_ops)
+    found: dict[str, str] = {}
     consumers: dict[str, list[str]] = {}
     for tensor, inputs in inputs_of.items():
         for name in inputs:
             consumers.setdefault(name, []).append(tensor)
-    found: dict[str, str] = {}
     for tensor, op_type in tf_ops.items():
         allowed = ONNX_OPS_FOR.get(op_type)
+        if allowed is None:
+            continue
+        if tensor in named:
+            completed = _completing_output(graph, tensor, allowed, set(tf_ops))
+            if completed:
+                found[tensor] = completed
+            continue
         readers = consumers.get(tensor, [])
-        if tensor in named or allowed is None or len(readers) != 1 or readers[0] not in named:
+        if len(readers) != 1 or readers[0] not in named:
             continue
         reader = readers[0]
         if [n for n in inputs_of.get(reader, ()) if n in inputs_of or n in graph_inputs] != [tensor]:
@@ -128,3 +142,26 @@ def unnamed_stand_ins(graph: OnnxGraph, tf_ops: Mapping[str, str], inputs_of: Ma
         if source is not None and source.op_type in allowed:
             found[tensor] = read[0]
     return found
+
+
+def _completing_output(graph: OnnxGraph, tensor: str, allowed: frozenset[str], tf_names: set[str]) -> str:
+    """Where the ONNX node computing `tensor` is not of an `allowed` type: the output of the first node downstream,
+    through unnamed tensors only, that is; "" when there is none (or the node is of an allowed type)."""
+    node = graph.computing_node(tensor)
+    if node is None or node.op_type in allowed:
+        return ""
+    pending = [tensor]
+    seen: set[str] = set()
+    while pending:
+        current = pending.pop(0)
+        for reader in graph.readers.get(current, ()):
+            if reader.name in seen:
+                continue
+            seen.add(reader.name)
+            outputs = [name for name in reader.outputs if name]
+            if any(name in tf_names for name in outputs):
+                continue  # a named tensor: the TF op is not being completed here
+            if reader.op_type in allowed and len(outputs) == 1:
+                return outputs[0]
+            pending.extend(outputs)
+    return ""

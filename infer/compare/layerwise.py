@@ -333,14 +333,14 @@ class _Matcher:
         relation = correspondence(tensor.name, tensor.op_type, node, self.onnx.graph, self.inputs_of, self.matched)
         aligned, layout = aligned_to_golden(value, actual, self.onnx.layouts.get(onnx_name),
                                             as_is=tensor.name in self.graph_outputs)
-        base = _with(base, onnx_op=node.op_type, layout=layout,
-                     onnx_tensor=onnx_name if onnx_name != tensor.name else "")
+        base = _with(base, onnx_op=node.op_type, onnx_tensor=onnx_name if onnx_name != tensor.name else "")
         if aligned is None:
             return _with(base, unmatched_reason=layout)
+        base = _with(base, layout=layout)
         metrics = compute_metrics(aligned, value, atol=self.atol, rtol=self.rtol)
         failures = self.thresholds.failures(tensor.name, metrics)
         if relation.same_computation:
-            match = "op and inputs" if onnx_name == tensor.name else f"op and inputs, unnamed {onnx_name}"
+            match = "op and inputs"
         elif not failures:
             match = f"values ({relation.describe(tensor.op_type)})"
         elif relation.inputs_match:

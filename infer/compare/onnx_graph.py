@@ -50,6 +50,10 @@ class OnnxGraph:
         self.inputs = tuple(i.name for i in graph.input if i.name not in {t.name for t in graph.initializer})
         self.outputs = tuple(o.name for o in graph.output)
         self.producer = {name: node for node in self.nodes for name in node.outputs if name}
+        self.readers: dict[str, list[OnnxNode]] = {}
+        for node in self.nodes:
+            for name in dict.fromkeys(n for n in node.inputs if n):
+                self.readers.setdefault(name, []).append(node)
         constants = {t.name for t in graph.initializer}
         # A tensor computed from constants only (tf2onnx's folded shapes, Constant nodes) is no activation.
         for node in self.nodes:
@@ -136,9 +140,10 @@ class OnnxGraph:
             return same_rank[0]
         if node.op_type in _REDUCING or node.op_type == "Squeeze":
             return self._reduced_layout(node, first)
-        if all(layouts[name] == tuple(range(len(layouts[name] or ()))) and layouts[name] is not None
-               for name in known):
-            return None if out_rank is None else tuple(range(out_rank))  # TF's layout in, TF's layout out
+        # Any other op (MatMul, Reshape, Gather, ...) is one tf2onnx wrote for a TF op in TF's axes: its data input
+        # in TF's layout gives its output in TF's layout (an operand it transposes is part of its computation).
+        if first is not None and first == tuple(range(len(first))) and out_rank is not None:
+            return tuple(range(out_rank))
         return None
 
     def _reduced_layout(self, node: OnnxNode, layout: Permutation | None) -> Permutation | None:

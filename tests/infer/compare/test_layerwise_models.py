@@ -145,3 +145,36 @@ def test_fp16_underflow_into_log_is_named(tmp_path: Path, capsys: pytest.Capture
     table_row = next(line for line in outcome.out.splitlines() if line.strip().startswith(("│ out:0", "┃ out:0",
                                                                                              "out:0")))
     assert "underflow" in table_row and "overflow" not in table_row
+
+
+def test_bert_like_embedding_sum_reordered_by_tf2onnx_is_unmatched(tmp_path: Path) -> None:
+    """tf2onnx adds BERT's three embeddings in another order, and the name of the first partial sum lands on a
+    different one; the next sum is the same again. Under force_fp16 nothing is marked: the run passes."""
+    from tests.frozen import freeze_by_hand
+    from tests.models import BuiltModel, build_bert_like
+
+    reference = build_bert_like(tmp_path / "ckpt")
+    frozen = freeze_by_hand(BuiltModel(prefix=reference.path, inputs=reference.inputs, outputs=reference.outputs),
+                            tmp_path / "frozen", batch=reference.batch)
+    from infer.convert import ConvertOptions, convert_model
+
+    contract = convert_model(frozen, ConvertOptions(target="onnx", precision_mode="force_fp16")).contract
+    items = []
+    for name, values in reference.feeds.items():
+        folder = name.split(":")[0]
+        entry = BinEntry(bin_file_name(0), write_bin(tmp_path / "bins" / folder / bin_file_name(0), values),
+                         reference.batch)
+        items.append(InputManifest(name, folder, "int32", values.shape, "ND", (entry,)))
+    DatasetManifest(root=tmp_path / "bins", batch=reference.batch, samples=reference.batch,
+                    inputs=tuple(items)).save()
+    result = _layerwise(contract, tmp_path / "bins", tmp_path / "out")
+    assert result.passed and result.layerwise is not None
+    rows = {row.tensor: row for row in result.layerwise.rows}
+    assert rows["bert/add:0"].unmatched_reason.startswith("another computation: ONNX computes it from "
+                                                          "bert/Gather_1:0, TensorFlow from bert/Gather:0, "
+                                                          "bert/Gather_1:0")
+    assert rows["bert/add_1:0"].matched and rows["bert/add_1:0"].match == "op and inputs"
+    # tf2onnx splits Rsqrt into Sqrt (keeping the name) and Reciprocal: the Reciprocal is compared.
+    assert rows["bert/Rsqrt:0"].matched and rows["bert/Rsqrt:0"].onnx_op == "Reciprocal"
+    assert result.layerwise.first_failing is None and result.layerwise.note == ""
+    assert all(not row.failures for row in result.layerwise.matched)
