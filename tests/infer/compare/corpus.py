@@ -200,12 +200,13 @@ CASES: tuple[CorpusCase, ...] = (
 
 
 def write_bins(root: Path, tensor: str, shape: tuple[int, ...], *, files: int = 2, seed: int = 0,
-               scale: float = 1.0) -> Path:
-    """`files` batches of standard normal values times `scale` for the one input `tensor`, and dataset.json."""
+               scale: float = 1.0, offset: float = 0.0) -> Path:
+    """`files` batches of standard normal values times `scale` plus `offset` for the one input `tensor`, and
+    dataset.json."""
     rng = np.random.default_rng(seed)
     entries = []
     for index in range(files):
-        values = (scale * rng.normal(size=shape)).astype(np.float32)
+        values = (offset + scale * rng.normal(size=shape)).astype(np.float32)
         entries.append(BinEntry(name=bin_file_name(index), sha256=write_bin(root / "x" / bin_file_name(index), values),
                                 rows=shape[0]))
     item = InputManifest(tensor=tensor, folder="x", dtype="float32", shape=shape,
@@ -250,26 +251,36 @@ def damaged_copy(converted: ModelContract, folder: Path, case: CorpusCase, *, se
     return edited_copy(converted, folder, edit)
 
 
-def build_corpus(root: Path, cases: tuple[CorpusCase, ...] = CASES) -> tuple[BuiltCase, ...]:
-    """Every case under `root`: each base model frozen, converted once per precision mode, then damaged."""
-    from infer.convert import ConvertOptions, convert_model
+def base_model(root: Path, base: str) -> tuple[ModelContract, Path]:
+    """A base model frozen under root/base/frozen, and its dataset under root/base/bins."""
     from tests.atc_wrap.graphs import write_frozen
 
-    frozen: dict[str, ModelContract] = {}
-    bins: dict[str, Path] = {}
+    builder, tensor, shape, output = _BASES[base]
+    return (write_frozen(root / base / "frozen", builder, (tensor,), (output,)),
+            write_bins(root / base / "bins", tensor, shape))
+
+
+def converted_copy(frozen: ModelContract, folder: Path, precision_mode: str) -> ModelContract:
+    """A copy of a frozen model's folder, converted to the ONNX stand-in under `precision_mode`."""
+    from infer.convert import ConvertOptions, convert_model
+
+    shutil.copytree(frozen.folder, folder)
+    return convert_model(load_contract(folder / "model.json"), ConvertOptions(
+        target="onnx", precision_mode=precision_mode)).contract
+
+
+def build_corpus(root: Path, cases: tuple[CorpusCase, ...] = CASES) -> tuple[BuiltCase, ...]:
+    """Every case under `root`: each base model frozen, converted once per precision mode, then damaged."""
+    bases: dict[str, tuple[ModelContract, Path]] = {}
     converted: dict[tuple[str, str], ModelContract] = {}
     built = []
     for case in cases:
-        builder, tensor, shape, output = _BASES[case.base]
-        if case.base not in frozen:
-            frozen[case.base] = write_frozen(root / case.base / "frozen", builder, (tensor,), (output,))
-            bins[case.base] = write_bins(root / case.base / "bins", tensor, shape)
+        if case.base not in bases:
+            bases[case.base] = base_model(root, case.base)
+        frozen, bins = bases[case.base]
         key = (case.base, case.precision_mode)
         if key not in converted:
-            folder = root / case.base / case.precision_mode
-            shutil.copytree(frozen[case.base].folder, folder)
-            converted[key] = convert_model(load_contract(folder / "model.json"), ConvertOptions(
-                target="onnx", precision_mode=case.precision_mode)).contract
+            converted[key] = converted_copy(frozen, root / case.base / case.precision_mode, case.precision_mode)
         contract = damaged_copy(converted[key], root / "cases" / case.name, case)
-        built.append(BuiltCase(case=case, contract=contract, bins=bins[case.base]))
+        built.append(BuiltCase(case=case, contract=contract, bins=bins))
     return tuple(built)

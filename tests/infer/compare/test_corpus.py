@@ -95,3 +95,20 @@ def test_corpus_is_reusable(tmp_path: Path) -> None:
     built = build_corpus(tmp_path, (CASES[0],))
     assert len(built) == 1 and built[0].contract.converted is not None
     assert built[0].contract.converted_path is not None and built[0].contract.converted_path.exists()
+
+
+@pytest.mark.parametrize("mode", ["force_fp32", "force_fp16", "allow_mix_precision"])
+def test_undamaged_conversions_mark_nothing(tmp_path: Path, mode: str) -> None:
+    """The control: the same models converted and not damaged pass, and no tensor is marked or warned about, in
+    fp32 and in both emulated fp16 modes."""
+    from tests.infer.compare.corpus import base_model, converted_copy
+
+    for base in ("cnn", "mlp"):
+        frozen, bins = base_model(tmp_path, base)
+        contract = converted_copy(frozen, tmp_path / base / mode, mode)
+        actual = run_model(contract.path, bins, tmp_path / base / "out", RunOptions(backend="onnxrt")).folder
+        result = compare(contract.path, bins, actual, layerwise=True, cache_root=tmp_path / "golden-cache")
+        assert result.passed and result.layerwise is not None, f"{base} {mode}: {result.verdict()}"
+        assert result.layerwise.first_failing is None and result.layerwise.note == "", f"{base} {mode}"
+        assert all(not row.failures for row in result.layerwise.matched)
+        assert len(result.layerwise.matched) >= 3  # the fused layers too (through their unnamed ONNX tensors)

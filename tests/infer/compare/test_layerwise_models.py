@@ -178,3 +178,25 @@ def test_bert_like_embedding_sum_reordered_by_tf2onnx_is_unmatched(tmp_path: Pat
     assert rows["bert/Rsqrt:0"].matched and rows["bert/Rsqrt:0"].onnx_op == "Reciprocal"
     assert result.layerwise.first_failing is None and result.layerwise.note == ""
     assert all(not row.failures for row in result.layerwise.matched)
+
+
+def build_exp(tf: Any) -> None:
+    """out = exp(x) * 1e-12 with x near 28: exp's values are near 1e12, the output's near 1."""
+    x = tf.compat.v1.placeholder(tf.float32, [2, 64], name="x")
+    tf.multiply(tf.exp(x, name="grown"), 1e-12, name="out")
+
+
+def test_a_correct_fp32_exp_in_the_trillions_is_not_marked(tmp_path: Path) -> None:
+    """ONNX Runtime's exp and TensorFlow's differ in the last fp32 bit: RMSE in the tens of thousands (msit's
+    absolute rule would fail it), RED near 1e-8. Intermediate tensors are judged by relative measures."""
+    from infer.compare.thresholds import Thresholds
+
+    contract = _converted(tmp_path / "exp", build_exp, ("x:0",), ("out:0",))
+    result = _layerwise(contract, write_bins(tmp_path / "bins", "x:0", (2, 64), scale=0.5, offset=28.0),
+                        tmp_path / "out")
+    assert result.passed and result.layerwise is not None
+    grown = next(row for row in result.layerwise.rows if row.tensor == "grown:0")
+    assert grown.metrics is not None and grown.metrics.root_mean_square_error > 1.0
+    assert Thresholds().failures("grown:0", grown.metrics)  # msit's rule on it: a failure
+    assert grown.metrics.relative_euclidean_distance < 1e-6 and not grown.failures
+    assert result.layerwise.first_failing is None and result.layerwise.note == ""
