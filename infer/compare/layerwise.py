@@ -280,7 +280,8 @@ def compare_layers(contract: ModelContract, manifest: DatasetManifest, threshold
                              "msaccucmp; here, infer convert --target onnx")
     if with_converted:
         contract.check_converted_unchanged()
-    stem, batch_reason = _batch(outcome, manifest)
+    # --dump-golden alone dumps the first batch, the one a user dumps on the device by default.
+    stem, batch_reason = _batch(outcome if with_converted else None, manifest)
     tensors, golden = run_tensorflow(contract, manifest, stem)
     if dump_golden is not None:
         dump_golden_tensors(golden, dump_golden)
