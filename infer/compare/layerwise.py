@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -252,8 +252,8 @@ def aligned_to_golden(golden: np.ndarray, actual: np.ndarray, layout: Permutatio
         return fits[0][1], f"{describe_layout(fits[0][0])} (the conversion does not say; the shape does)"
     if not fits:
         return None, f"shape {list(actual.shape)} in ONNX, {list(shape)} in TensorFlow"
-    return None, ("layout cannot be known: the conversion reshapes it without saying, and its shape "
-                  f"{list(shape)} fits both NHWC and NCHW")
+    return None, ("layout cannot be known: the conversion's transposes do not say it (an op between reshapes or "
+                  f"mixes permuted axes), and its shape {list(shape)} fits both NHWC and NCHW")
 
 
 def _batch(outcome: CompareResult | None, manifest: DatasetManifest) -> tuple[str, str]:
@@ -320,24 +320,24 @@ class _Matcher:
         base = LayerRow(tensor=tensor.name, op_type=tensor.op_type, dtype=tensor.dtype, shape=shape, metrics=None,
                         failures=())
         if tensor.random_source:
-            return _with(base, unmatched_reason=f"computed from the random op {tensor.random_source}: never "
+            return replace(base, unmatched_reason=f"computed from the random op {tensor.random_source}: never "
                          "compared", random_source=tensor.random_source)
         if value is None:
-            return _with(base, unmatched_reason="TensorFlow could not fetch it")
+            return replace(base, unmatched_reason="TensorFlow could not fetch it")
         actual = self.onnx.values.get(tensor.name)
         if actual is None:
-            return _with(base, unmatched_reason=self.onnx.missing.get(tensor.name, ""))
+            return replace(base, unmatched_reason=self.onnx.missing.get(tensor.name, ""))
         onnx_name = self.onnx.stand_ins.get(tensor.name, tensor.name)
         node = self.onnx.graph.computing_node(onnx_name)
         if node is None:
-            return _with(base, unmatched_reason="no ONNX node computes it")
+            return replace(base, unmatched_reason="no ONNX node computes it")
         relation = correspondence(tensor.name, tensor.op_type, node, self.onnx.graph, self.inputs_of, self.matched)
         aligned, layout = aligned_to_golden(value, actual, self.onnx.layouts.get(onnx_name),
                                             as_is=tensor.name in self.graph_outputs)
-        base = _with(base, onnx_op=node.op_type, onnx_tensor=onnx_name if onnx_name != tensor.name else "")
+        base = replace(base, onnx_op=node.op_type, onnx_tensor=onnx_name if onnx_name != tensor.name else "")
         if aligned is None:
-            return _with(base, unmatched_reason=layout)
-        base = _with(base, layout=layout)
+            return replace(base, unmatched_reason=layout)
+        base = replace(base, layout=layout)
         metrics = compute_metrics(aligned, value, atol=self.atol, rtol=self.rtol)
         failures = self.thresholds.failures(tensor.name, metrics)
         if relation.same_computation:
@@ -347,17 +347,11 @@ class _Matcher:
         elif relation.inputs_match:
             match = f"op differs: {relation.describe(tensor.op_type)}"  # a swapped op is itself a divergence
         else:
-            return _with(base, unmatched_reason=f"another computation: {relation.describe(tensor.op_type)} (its "
+            return replace(base, unmatched_reason=f"another computation: {relation.describe(tensor.op_type)} (its "
                          f"values: cosine {metrics.cosine_similarity:.4g})")
         self.matched[onnx_name] = tensor.name
         self.aligned[tensor.name] = aligned
-        return _with(base, metrics=metrics, failures=failures, match=match)
-
-
-def _with(row: LayerRow, **changes: Any) -> LayerRow:
-    from dataclasses import replace
-
-    return replace(row, **changes)
+        return replace(base, metrics=metrics, failures=failures, match=match)
 
 
 def _first_nonfinite(rows: tuple[LayerRow, ...], aligned: dict[str, np.ndarray], golden: dict[str, np.ndarray],

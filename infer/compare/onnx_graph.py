@@ -62,7 +62,6 @@ class OnnxGraph:
         self.constants = frozenset(constants)
         self._attributes = {n.name: n.attribute for n in graph.node}
         self._initializers = {t.name: t for t in graph.initializer}
-        self._model = model
 
     def computing_node(self, tensor: str) -> OnnxNode | None:
         """The node that computed the values `tensor` holds: its producer, looking through casts (the fp16

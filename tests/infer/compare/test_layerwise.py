@@ -46,7 +46,8 @@ def test_a_model_output_is_compared_as_the_model_gives_it() -> None:
     assert "a transpose back to TensorFlow's layout is missing" in layout
 
 
-def _onnx_graph(nodes: list[tuple[str, list[str], list[str], dict[str, object]]]) -> OnnxGraph:
+def _onnx_graph(nodes: list[tuple[str, list[str], list[str], dict[str, object]]]) -> tuple[OnnxGraph,
+                                                                                          dict[str, int]]:
     import onnx
     from onnx import TensorProto, helper
 
@@ -57,14 +58,11 @@ def _onnx_graph(nodes: list[tuple[str, list[str], list[str], dict[str, object]]]
                               [helper.make_tensor_value_info(nodes[-1][2][0], TensorProto.FLOAT, None)],
                               initializer=[shape])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-    inferred = onnx.shape_inference.infer_shapes(model)
-    onnx_graph = OnnxGraph(model)
-    onnx_graph.ranks = ranks_of(inferred)  # type: ignore[attr-defined]
-    return onnx_graph
+    return OnnxGraph(model), ranks_of(onnx.shape_inference.infer_shapes(model))
 
 
 def test_layouts_follow_the_conversion_transposes() -> None:
-    graph = _onnx_graph([
+    graph, ranks = _onnx_graph([
         ("Transpose", ["x"], ["to_nchw"], {"perm": [0, 3, 1, 2]}),
         ("Relu", ["to_nchw"], ["relu"], {}),
         ("Cast", ["relu"], ["rounded"], {"to": 1}),
@@ -72,13 +70,14 @@ def test_layouts_follow_the_conversion_transposes() -> None:
         ("ReduceMean", ["relu"], ["pooled"], {"axes": [2, 3], "keepdims": 0}),
         ("Reshape", ["relu", "shape"], ["flat"], {}),
     ])
-    layouts = graph.tensor_layouts(graph.ranks)  # type: ignore[attr-defined]
+    layouts = graph.tensor_layouts(ranks)
     assert layouts["x"] == (0, 1, 2, 3)
     assert layouts["relu"] == layouts["rounded"] == (0, 3, 1, 2)
     assert layouts["back"] == (0, 1, 2, 3)
     assert layouts["pooled"] == (0, 1)  # NCHW reduced over H, W: (N, C), TF's order
     assert layouts["flat"] is None  # a permuted tensor reshaped: nothing says how TF's axes lie
-    assert graph.computing_node("back") is not None and graph.computing_node("back").op_type == "Relu"  # type: ignore[union-attr]
+    computing = graph.computing_node("back")  # through the transpose and the cast
+    assert computing is not None and computing.op_type == "Relu"
 
 
 def _row(name: str, red: float, thresholds: Thresholds = Thresholds()) -> LayerRow:
