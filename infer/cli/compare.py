@@ -129,14 +129,15 @@ def _print_layers(console: Any, layers: Any) -> None:
     """The layer-by-layer table and its diagnosis lines."""
     from rich.table import Table
 
+    from infer.compare.layer_diagnosis import ERROR_FLOOR
     from infer.compare.metrics import shown
 
     title = f"layer by layer, batch {layers.batch_stem} ({layers.batch_reason})"
     table = Table(title=title, title_justify="left")
     for column in ("tensor", "op", "cosine", "RED", "growth", ""):
         numeric = column in ("cosine", "RED", "growth")
-        table.add_column(column, justify="right" if numeric else "left", no_wrap=numeric, min_width=10 if numeric
-                         else None)
+        table.add_column(column, justify="right" if numeric else "left", no_wrap=numeric,
+                         min_width=10 if numeric else None, overflow="fold")  # names wrap, never cut
     first_mark = "<- first to diverge (warning)" if layers.is_warning else "<- first to diverge"
     for row in layers.rows:
         if row.metrics is None:
@@ -147,14 +148,15 @@ def _print_layers(console: Any, layers: Any) -> None:
         if row.onnx_tensor:
             notes.append(f"as ONNX's unnamed {row.onnx_tensor} ({row.onnx_op}, fused)")
         if row.match != "op and inputs":
-            notes.append(f"matched by {row.match}")
+            notes.append(row.match if row.match.startswith("op differs") else f"matched by {row.match}")
         if row.layout.startswith(("as the model gives", "unknown")) or "(the conversion does not say" in row.layout:
             notes.append(f"layout {row.layout}")
         table.add_row(row.tensor, row.op_type, shown(row.metrics.cosine_similarity, "CosineSimilarity"),
                       shown(row.metrics.relative_euclidean_distance), f"{row.error_growth:.3g}",
                       "; ".join(n for n in notes if n))
-    # Numbers never wrap or shrink; a pipe or a log file gets the table at its natural width.
-    console.print(table, width=None if console.is_terminal else max(console.width, 200))
+    if not console.is_terminal:
+        console.width = max(console.width, 200)  # a pipe or a log file: the table at its natural width
+    console.print(table)
     first = layers.first_failing
     console.print(f"first tensor to diverge: {first.tensor if first else 'none'}"
                   + (f" ({first.op_type})" if first else ""), markup=False)
@@ -163,8 +165,10 @@ def _print_layers(console: Any, layers: Any) -> None:
                       f"{', '.join(layers.origins)}", markup=False)
     growth = layers.growth
     if growth is not None and growth.metrics is not None:
-        console.print(f"error grows most at: {growth.tensor} ({growth.op_type}), RED "
-                      f"{shown(growth.metrics.relative_euclidean_distance)}, x{growth.error_growth:.3g} its inputs'",
+        red = growth.metrics.relative_euclidean_distance
+        source = ("from inputs that match TensorFlow" if red / growth.error_growth <= ERROR_FLOOR * 1.001 else
+                  f"{growth.error_growth:.3g} times the largest RED of the compared tensors it reads")
+        console.print(f"error grows most at: {growth.tensor} ({growth.op_type}), RED {shown(red)}, {source}",
                       markup=False)
     if layers.nonfinite is not None:
         console.print(f"first inf/NaN: {layers.nonfinite.describe()}", markup=False)

@@ -58,7 +58,7 @@ def _layer_notes(layer: LayerRow) -> str:
     if layer.onnx_tensor:
         notes.append(f"as ONNX's unnamed {layer.onnx_tensor}")
     if layer.match and layer.match != "op and inputs":
-        notes.append(f"matched by {layer.match}")
+        notes.append(layer.match if layer.match.startswith("op differs") else f"matched by {layer.match}")
     return "; ".join(notes)
 
 
