@@ -265,7 +265,13 @@ def _batch(outcome: CompareResult | None, manifest: DatasetManifest) -> tuple[st
         for batch in output.batches:
             if batch.failures:
                 return batch.stem, f"the first batch where {output.name} fails"
-    return first, "the first batch (no batch fails on its own)"
+    for output in outcome.outputs:
+        if output.failing_samples and manifest.batch:
+            sample = output.failing_samples[0]
+            stems = manifest.stems
+            return stems[min(sample // manifest.batch, len(stems) - 1)], (
+                f"the batch of sample {sample}, the first of {output.name} that fails on its own")
+    return first, "the first batch (no batch or sample fails on its own)"
 
 
 def compare_layers(contract: ModelContract, manifest: DatasetManifest, thresholds: Thresholds, *, atol: float,

@@ -109,15 +109,18 @@ def test_an_unmatched_tensor_between_two_compared_ones_is_walked_through() -> No
     assert origins == ("b:0",) and [r.tensor for r in marked if r.first_failing] == ["b:0"]
 
 
-def _outcome(failing_metric: str) -> CompareResult:
-    """A comparison of one output, `out:0`, failing on `failing_metric` (passing when it is empty)."""
+def _outcome(failing_metric: str, *, failing_sample: bool = False) -> CompareResult:
+    """A comparison of one output, `out:0`, failing on `failing_metric` (passing when it is empty), or on one
+    sample's cosine with the per-sample check asked to fail the run."""
     metrics = compute_metrics(np.ones(4), np.ones(4), atol=1e-4, rtol=1e-3)
     failures = (Failure("out:0", failing_metric, 2.0, 1.0),) if failing_metric else ()
     output = OutputResult(index=0, name="out:0", actual_dtype="float32", golden_dtype="float32", shape=(4,),
                           metrics=metrics, limits={}, failures=failures, batches=(), worst_samples=(), topk=None,
-                          plot=PlotData((), (), 0, 0, (), ()))
+                          plot=PlotData((), (), 0, 0, (), ()),
+                          failing_samples=(2,) if failing_sample else (),
+                          worst_failing=Failure("out:0", "CosineSimilarity", 0.9, 0.99) if failing_sample else None)
     return CompareResult(contract="", dataset="", actual_dir="", golden_dir="", golden_source="given", samples=4,
-                         padding=0, outputs=(output,))
+                         padding=0, outputs=(output,), per_sample_asked=failing_sample)
 
 
 def test_verdict_note_warns_in_a_passed_run_and_explains_an_unmarked_failure() -> None:
@@ -131,6 +134,11 @@ def test_verdict_note_warns_in_a_passed_run_and_explains_an_unmarked_failure() -
     note = verdict_note(None, failed, [_row(output, 0.0)], "000000")
     assert note.startswith(f"no tensor marked: {output} fails only on RootMeanSquareError")
     assert verdict_note(None, failed, [], "000000").startswith(f"no tensor marked: {output} fails")
+    per_sample = _outcome(failing_metric="", failing_sample=True)
+    assert not per_sample.passed
+    assert verdict_note(None, per_sample, [_row(output, 0.0)], "000001").startswith(
+        "no tensor marked: the run fails on out:0 CosineSimilarity 0.9 < 0.99 (1 of 4 samples fail on their own), "
+        "and no compared tensor of batch 000001 breaks")
 
 
 def _info(**ops: tuple[str, tuple[str, ...]]) -> dict[str, TensorInfo]:
