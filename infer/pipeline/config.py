@@ -325,6 +325,12 @@ def check_files(config: PipelineConfig) -> None:
         raise ConfigError(f"{config.path}: [data] source: no such file or folder: {config.data_source}")
     if config.labels is not None and not config.labels.is_file():
         raise ConfigError(f"{config.path}: [compare] labels: no such file: {config.labels}")
+    convert = config.convert
+    if convert.aipp_config and not config.resolve(convert.aipp_config).is_file():
+        raise ConfigError(f"{config.path}: [convert] aipp_config: no such file: {config.resolve(convert.aipp_config)}")
+    if convert.aipp and convert.aipp_config:
+        raise ConfigError(f"{config.path}: [convert] aipp = true and aipp_config: aipp makes the config from "
+                          "[data.preprocessing], aipp_config reads a written one; give one of them")
 
 
 def load_config(path: Path | str, *, check: bool = True) -> PipelineConfig:
