@@ -55,6 +55,8 @@ def test_aipp_pipeline_passes_with_full_top1_agreement(demo: DemoResult) -> None
     assert max(check["max_abs_diff_per_channel"]) <= check["tolerance"]
     assert any(arg.startswith("--insert_op_conf=") for arg in demo.pipeline.atc_command)
     assert "--insert_op_conf=" in demo.pipeline.report_path.read_text()
+    page = (demo.pipeline.work_dir / "report" / "report.html").read_text()
+    assert "Preprocessing (AIPP against the declared preprocessing)" in page
 
 
 def test_declared_preprocessing_of_the_bins_is_what_dump_bin_does_host_side(demo: DemoResult,
