@@ -70,8 +70,6 @@ def convert_model(contract: ModelContract, options: ConvertOptions) -> ConvertRe
     contract.check_pb_unchanged()
     check_precision_mode(options.precision_mode)
     target, reason = choose_target(options.target)
-    if options.aipp is not None:
-        aipp_config_for(contract, options.aipp)  # refused before ATC or tf2onnx start
     if target == "onnx":
         return _convert_onnx(contract, options, reason)
     return _convert_om(contract, options, reason)

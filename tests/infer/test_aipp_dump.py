@@ -65,6 +65,14 @@ def test_xrgb_bins_are_source_size_uint8_with_the_declared_preprocessing(
     assert report["preprocessing"][0]["passed"]
     # TensorFlow saw the declared float preprocessing; AIPP's fp16 output is the only difference left.
     assert report["outputs"][0]["metrics"]["CosineSimilarity"] > 0.9999
+    # TensorFlow in shards takes the same uint8 bins through the same declared preprocessing.
+    plain = run_cli(capsys, "run", contract.path, "--input", tmp_path / "bins", "-o", tmp_path / "tf", "--backend",
+                    "tf")
+    sharded = run_cli(capsys, "run", contract.path, "--input", tmp_path / "bins", "-o", tmp_path / "tf2",
+                      "--backend", "tf", "--shards", "2")
+    assert plain.code == 0 and sharded.code == 0, plain.err + sharded.err
+    (one,), (two,) = (list((tmp_path / name).glob("*/000001_output_0.bin")) for name in ("tf", "tf2"))
+    assert one.read_bytes() == two.read_bytes()
 
 
 def test_compare_names_a_crop_that_is_not_the_declared_centre_crop(
