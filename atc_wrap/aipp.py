@@ -236,6 +236,18 @@ def csc_rows(standard: str, color: str) -> tuple[tuple[tuple[int, int, int], ...
     return (tuple(reversed(rows)) if color == "BGR" else rows), bias
 
 
+def csc_standard(config: AippConfig) -> tuple[str, str] | None:
+    """(standard, colour order of the matrix rows) of a YUV config's CSC, when it is one of `CSC_MATRICES`."""
+    if not (config.is_yuv and config.csc_switch):
+        return None
+    for name in CSC_MATRICES:
+        for color in ("RGB", "BGR"):
+            rows, bias = csc_rows(name, color)
+            if rows == config.matrix and bias == config.input_bias:
+                return name, color
+    return None
+
+
 def aipp_from_preprocessing(*, input_format: str, height: int, width: int, channels: int, color: str,
                             normalisation: Normalisation, src_size: tuple[int, int] | None = None,
                             crop_start: tuple[int, int] | None = None, csc: str | None = None,

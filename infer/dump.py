@@ -230,20 +230,22 @@ def _aipp_input(contract: ModelContract) -> tuple[str, AippConfig] | None:
 
 def declared_preprocessing(contract: ModelContract, options: DumpOptions) -> dict[str, dict[str, Any]]:
     """The AIPP input's declared preprocessing (dump-bin's own --mean/--std/--scale/--color), by input name."""
+    from atc_wrap.aipp import csc_standard
     from infer.aipp import image_dims
     from infer.declared import DeclaredPreprocessing
-    from infer.sources.aipp_images import source_channels
+    from infer.sources.aipp_images import csc_of, source_channels
 
     found = _aipp_input(contract)
     if found is None:
         return {}
     name, config = found
-    if config.is_yuv:  # no declared float preprocessing of YUV bins: YUV -> RGB on the host is not done
+    if config.is_yuv and csc_standard(config) is None:  # YUV bins from a decoder: no known way back to RGB
         return {}
     spec = contract.inputs[config.related_input_rank]
     height, width, _ = image_dims(spec)
-    declared = DeclaredPreprocessing.from_options(options.image, source_channels(config), height, width,
-                                                  spec.layout)
+    channels = source_channels(config)
+    declared = DeclaredPreprocessing.from_options(options.image, channels, height, width, spec.layout,
+                                                  csc_of(config) if channels in ("NV12", "NV21") else ((), ()))
     return {name: declared.to_json()}
 
 

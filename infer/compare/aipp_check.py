@@ -4,8 +4,10 @@ Compare already measures the whole path (AIPP plus the model) against TensorFlow
 this check says where a difference comes from. AIPP is computed in numpy (`atc_wrap.aipp_apply`) for every
 batch of the AIPP input and compared per channel, in the model input's units, with ``(pixel * scale - mean) / std``
 in float64. AIPP stores its output as fp16, so up to fp16's rounding (a relative 2**-11, plus float32 arithmetic)
-is expected; past that the check fails and names the config settings that do not give the declared preprocessing:
-the channel swap, the crop position, the CSC matrix's row order, each channel's mean and var_reci.
+is expected, and with a CSC (YUV420SP bins) up to one pixel unit more, which its integer ``>> 8`` floors away
+where the declared decoding is exact; past that the check fails and names the config settings that do not give
+the declared preprocessing: the channel swap, the crop position, the CSC matrix's row order, each channel's mean
+and var_reci.
 """
 
 from __future__ import annotations
@@ -73,6 +75,11 @@ def mismatched_settings(config: AippConfig, declared: DeclaredPreprocessing) -> 
         if config.rbuv_swap_switch != wanted:
             found.append(f"rbuv_swap_switch {str(config.rbuv_swap_switch).lower()} (channel swap), the declared "
                          f"--color {declared.color} needs {str(wanted).lower()}")
+    if config.is_yuv and declared.source_channels in ("NV12", "NV21"):
+        swapped = declared.source_channels == "NV21"
+        if config.rbuv_swap_switch != swapped:
+            found.append(f"rbuv_swap_switch {str(config.rbuv_swap_switch).lower()} (U/V swap), the bins are "
+                         f"{declared.source_channels}")
     if config.csc_switch and config.is_yuv:
         standards = [name for name in CSC_MATRICES if csc_rows(name, declared.color)[0] == config.matrix]
         if not standards:
@@ -129,5 +136,7 @@ def check_aipp(contract: ModelContract, manifest: DatasetManifest) -> tuple[Aipp
         worst = np.maximum(worst, np.nan_to_num(diff, nan=np.inf).max(axis=0))
         magnitude = max(magnitude, float(np.abs(want).max()))
     tolerance = _RELATIVE * max(1.0, magnitude)
+    if config.csc_switch:  # AIPP's integer CSC (>> 8) floors what the declared decoding keeps: under a pixel unit
+        tolerance += max(abs(v) for v in config.var_reci_chn[:config.output_channels])
     return (AippCheck(input=name, max_abs_diff=tuple(float(d) for d in worst), tolerance=tolerance,
                       mismatches=mismatched_settings(config, declared)),)
