@@ -211,11 +211,12 @@ def _edit(graph_def: Any, plan: _Plan, output_nodes: list[str]) -> Any:
     for node in graph_def.node:
         if node.op == "PlaceholderWithDefault":
             surgery.fold_to_default(node)
-    folded = fold_constant_conds(graph_def) + fold_constant_switches(graph_def)
+    keep = output_nodes + [name for name in plan.replaced.values()]
+    pruned = tf.compat.v1.graph_util.extract_sub_graph(graph_def, keep)  # the training side is never folded
+    folded = fold_constant_conds(pruned, keep=set(output_nodes)) + fold_constant_switches(pruned)
     if folded:
         log.info("folded %d tf.cond with a constant predicate to their live branch", folded)
-    keep = output_nodes + [name for name in plan.replaced.values()]
-    pruned = tf.compat.v1.graph_util.extract_sub_graph(graph_def, keep)
+    pruned = tf.compat.v1.graph_util.extract_sub_graph(pruned, keep)
     surgery.strip_checks(pruned)
     result = tf.compat.v1.graph_util.extract_sub_graph(pruned, keep)
     prune_library(result)  # the functions of the conds folded or stripped above

@@ -158,7 +158,7 @@ def _graph_variables(graph_def: Any) -> list[list[int]]:
 def inspect_loaded(source: LoadedSource) -> GraphReport:
     graph_def = source.graph_def
     graph = import_graph(graph_def, source.path)
-    if source.prefix is not None and Path(f"{source.prefix}.index").is_file():
+    if source.prefix is not None and source.prefix.file(".index").is_file():
         shapes = check_checkpoint_index(source.prefix)
         variables, parameters, origin = len(shapes), sum(math.prod(s) for s in shapes.values()), "checkpoint"
     elif source.has_variables:

@@ -77,6 +77,21 @@ def make_identity(node: Any, dtype_enum: int, inputs: list[str] | None = None) -
     node.attr["T"].type = dtype_enum
 
 
+def make_identity_n(node: Any, dtype_enums: list[int], inputs: list[str]) -> None:
+    """Turns `node` into an Identity (one data input) or IdentityN (several) of `inputs`, keeping its name and
+    output indices: what an inlined call leaves where the user named its outputs."""
+    data = [ref for ref in inputs if not ref.startswith("^")]
+    if len(data) == 1:
+        make_identity(node, dtype_enums[0], inputs)
+        return
+    node.op = "IdentityN"
+    del node.input[:]
+    node.input.extend(inputs)
+    for key in list(node.attr):
+        del node.attr[key]
+    node.attr["T"].list.type.extend(dtype_enums)
+
+
 def fold_to_default(node: Any) -> None:
     """A PlaceholderWithDefault becomes an Identity of its default input: the value it had when nothing was fed."""
     make_identity(node, node.attr["dtype"].type)

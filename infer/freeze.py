@@ -35,9 +35,13 @@ def check_outdir(outdir: Path, force: bool) -> None:
             raise OutputExistsError(f"{outdir / name} already exists", hint="--force overwrites it")
 
 
-def _read_from(loaded: LoadedSource, given: Path) -> Path:
-    """What was read: the checkpoint prefix a folder (or one of the checkpoint's files) stands for."""
-    return loaded.prefix if loaded.kind == "checkpoint" and loaded.prefix is not None else given
+def _read_from(loaded: LoadedSource, given: Path) -> str:
+    """What was read, absolute: the checkpoint prefix a folder (or one of the checkpoint's files) stands for,
+    spelt as found (``run_dir/`` for the files ``run_dir/.index``, ``.meta``, ...)."""
+    if loaded.kind in ("checkpoint", "meta") and loaded.prefix is not None \
+            and loaded.prefix.file(".index").is_file():
+        return str(loaded.prefix.resolve())
+    return str(given.resolve())
 
 
 def freeze_model(source: Path | str, outdir: Path | str, outputs: Sequence[str], *, inputs: str = "",
@@ -59,7 +63,7 @@ def freeze_model(source: Path | str, outdir: Path | str, outputs: Sequence[str],
     write_bytes_atomic(outdir / PB_NAME, frozen.serialized)
     contract = ModelContract(
         path=outdir / CONTRACT_NAME, pb=PB_NAME, pb_sha256=sha256_file(outdir / PB_NAME),
-        source=SourceInfo(path=str(_read_from(loaded, Path(source)).resolve()), kind=loaded.kind,
+        source=SourceInfo(path=_read_from(loaded, Path(source)), kind=loaded.kind,
                           tf_version=loaded.tf_version,
                           frozen_with_tf=tf.__version__),
         inputs=frozen.inputs, outputs=frozen.outputs, fixed=dict(frozen.fixed),
