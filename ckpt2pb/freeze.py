@@ -13,6 +13,7 @@ from typing import Any
 
 from binio.spec import TensorSpec, format_shape, node_name, output_index, tensor_name
 from ckpt2pb import surgery
+from ckpt2pb.compat import random_ops, unknown_to_tf115
 from ckpt2pb.controlflow import fold_constant_conds, fold_constant_switches, prune_library
 from ckpt2pb.errors import FreezeError, GraphNameError
 from ckpt2pb.graphinfo import (
@@ -26,6 +27,7 @@ from ckpt2pb.graphinfo import (
 from ckpt2pb.inputs import InputRequest, parse_value
 from ckpt2pb.inspection import rank_output_candidates
 from ckpt2pb.names import unknown_name_error
+from ckpt2pb.ranges import fold_decided_draws
 from ckpt2pb.source import LoadedSource, restored_session
 from ckpt2pb.verify import Verification, verify_frozen
 
@@ -48,6 +50,8 @@ class FrozenGraph:
     verification: Verification | None = None
     stripped_attrs: int = 0
     nodes: int = 0
+    unknown_to_tf115: dict[str, str] = field(default_factory=dict)  # node -> op ATC's TF 1.15 parser lacks
+    random_ops: dict[str, str] = field(default_factory=dict)  # node -> op that draws random numbers
 
 
 def _layout(shape: tuple[int | None, ...], channels_first: bool = False) -> str:
@@ -217,6 +221,8 @@ def _edit(graph_def: Any, plan: _Plan, output_nodes: list[str]) -> Any:
     if folded:
         log.info("folded %d tf.cond with a constant predicate to their live branch", folded)
     pruned = tf.compat.v1.graph_util.extract_sub_graph(pruned, keep)
+    if fold_decided_draws(pruned):  # dropout with its switch off: the sampler cannot change the result
+        pruned = tf.compat.v1.graph_util.extract_sub_graph(pruned, keep)
     surgery.strip_checks(pruned)
     result = tf.compat.v1.graph_util.extract_sub_graph(pruned, keep)
     prune_library(result)  # the functions of the conds folded or stripped above
@@ -359,4 +365,5 @@ def freeze_source(source: LoadedSource, outputs: Sequence[str], *, inputs: Seque
             fixed[node.name] = "default"
     log.info("froze %d nodes (%d default-valued attributes stripped)", len(frozen.node), stripped)
     return FrozenGraph(graph_def=frozen, serialized=serialized, inputs=input_specs, outputs=tuple(output_specs),
-                       fixed=fixed, verification=verification, stripped_attrs=stripped, nodes=len(frozen.node))
+                       fixed=fixed, verification=verification, stripped_attrs=stripped, nodes=len(frozen.node),
+                       unknown_to_tf115=unknown_to_tf115(frozen), random_ops=random_ops(frozen))

@@ -161,18 +161,21 @@ def strip_stale_colocation(graph_def: Any) -> None:
 
 
 def strip_default_attrs(graph_def: Any) -> int:
-    """Removes attributes equal to their op's registered default, as TF's `strip_default_attrs` does: a newer TF
-    adds attributes (`exponential_avg_factor` on FusedBatchNormV3) that older parsers reject but never need."""
+    """Removes attributes equal to their op's registered default, as TF's `strip_default_attrs` does, in the
+    graph and in its library's function bodies: a newer TF adds attributes (`exponential_avg_factor` on
+    FusedBatchNormV3) that older parsers reject but never need."""
     from tensorflow.python.framework import op_def_registry  # no public API reaches op definitions
 
     removed = 0
-    for node in graph_def.node:
-        op_def = op_def_registry.get(node.op)
-        if op_def is None:
-            continue
-        for attr_def in op_def.attr:
-            if attr_def.HasField("default_value") and attr_def.name in node.attr \
-                    and node.attr[attr_def.name] == attr_def.default_value:
-                del node.attr[attr_def.name]
-                removed += 1
+    bodies = [graph_def.node, *(function.node_def for function in graph_def.library.function)]
+    for nodes in bodies:
+        for node in nodes:
+            op_def = op_def_registry.get(node.op)
+            if op_def is None:
+                continue
+            for attr_def in op_def.attr:
+                if attr_def.HasField("default_value") and attr_def.name in node.attr \
+                        and node.attr[attr_def.name] == attr_def.default_value:
+                    del node.attr[attr_def.name]
+                    removed += 1
     return removed

@@ -67,6 +67,7 @@ def freeze_model(source: Path | str, outdir: Path | str, outputs: Sequence[str],
                           tf_version=loaded.tf_version,
                           frozen_with_tf=tf.__version__),
         inputs=frozen.inputs, outputs=frozen.outputs, fixed=dict(frozen.fixed),
+        tf115_unknown_ops=dict(frozen.unknown_to_tf115), random_ops=dict(frozen.random_ops),
     ).save()
     return FreezeReport(contract=contract, verification=frozen.verification, nodes=frozen.nodes,
                         stripped_attrs=frozen.stripped_attrs)

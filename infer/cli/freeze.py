@@ -52,6 +52,14 @@ def freeze(
             console.print(f"output  {spec.describe()}", markup=False)
         for name, value in contract.fixed.items():
             console.print(f"fixed   {node_name(name)} = {value}", markup=False)
+    from ckpt2pb.compat import describe
+
+    if contract.tf115_unknown_ops:
+        say(f"warning: ops ATC's TensorFlow 1.15 parser does not know: {describe(contract.tf115_unknown_ops)} "
+            "(recorded in model.json as tf115_unknown_ops)")
+    if contract.random_ops:
+        say(f"warning: the frozen graph draws random numbers: {describe(contract.random_ops)}; a converted model "
+            "cannot reproduce them (recorded in model.json as random_ops)")
     if report.verification is not None:
         say(f"verified: max abs diff {report.verification.worst:.3g} against the original graph "
             f"(tolerance {report.verification.tolerance:g}, seed {report.verification.seed})")

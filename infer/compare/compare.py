@@ -95,7 +95,7 @@ def compare_run_folders(contract: ModelContract, manifest: DatasetManifest, actu
     return CompareResult(
         contract=str(contract.path), dataset=str(manifest.root), actual_dir=str(actual_dir),
         golden_dir=str(golden_dir), golden_source=golden_source, samples=manifest.samples,
-        padding=manifest.padding, outputs=outputs,
+        padding=manifest.padding, outputs=outputs, random_ops=dict(contract.random_ops),
     )
 
 

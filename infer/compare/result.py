@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from infer.compare.metrics import Metrics, json_float
@@ -143,6 +143,7 @@ class CompareResult:
     outputs: tuple[OutputResult, ...]
     layerwise: LayerwiseResult | None = None
     dumped_golden: str = ""  # the --dump-golden folder, when written
+    random_ops: dict[str, str] = field(default_factory=dict)  # node -> op: the model draws random numbers
 
     @property
     def failures(self) -> tuple[Failure, ...]:
@@ -156,10 +157,15 @@ class CompareResult:
         return self.passed
 
     def verdict(self) -> str:
-        """The last line the CLI prints: ``PASSED`` or ``FAILED: <output> <metric> ...`` for each failure."""
-        if self.passed:
-            return "PASSED"
-        return "FAILED: " + "; ".join(f.describe() for f in self.failures)
+        """The last line the CLI prints: ``PASSED`` or ``FAILED: <output> <metric> ...`` for each failure; for a
+        model that draws random numbers, which ops, since no two samplers agree and the numbers say less."""
+        verdict = "PASSED" if self.passed else "FAILED: " + "; ".join(f.describe() for f in self.failures)
+        if self.random_ops:
+            names = ", ".join(f"{name} ({op})" for name, op in sorted(self.random_ops.items())[:3])
+            more = f" and {len(self.random_ops) - 3} more" if len(self.random_ops) > 3 else ""
+            verdict += f" (the model draws random numbers: {names}{more}; TensorFlow and the converted model " \
+                       "draw differently)"
+        return verdict
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -168,5 +174,5 @@ class CompareResult:
             "golden": self.golden_dir, "golden_source": self.golden_source, "samples": self.samples,
             "padding_excluded": self.padding, "outputs": [o.to_json() for o in self.outputs],
             "layerwise": None if self.layerwise is None else self.layerwise.to_json(),
-            "dumped_golden": self.dumped_golden or None,
+            "dumped_golden": self.dumped_golden or None, "random_ops": dict(self.random_ops),
         }

@@ -49,7 +49,7 @@ def test_stale_checkpoint_file_with_prefix_given(resnet_model: ReferenceModel, t
     (prefix.parent / "checkpoint").write_text('model_checkpoint_path: "model.ckpt-99999"\n')
     report = freeze_model(prefix, tmp_path / "out", ["probs"], batch=2)
     assert report.verification is not None and report.verification.worst == 0.0
-    assert str(load_source(prefix.parent).prefix) == str(prefix)  # the folder falls back to the checkpoint that is there
+    assert str(load_source(prefix.parent).prefix) == str(prefix)  # the folder: the checkpoint that is there
 
 
 def _second_step(prefix: Path, step: str) -> Path:
