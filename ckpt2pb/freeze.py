@@ -15,12 +15,13 @@ from binio.spec import TensorSpec, format_shape, node_name, output_index, tensor
 from ckpt2pb import surgery
 from ckpt2pb.compat import random_ops, unknown_to_tf115
 from ckpt2pb.controlflow import fold_constant_conds, fold_constant_switches, prune_library
-from ckpt2pb.errors import FreezeError, GraphNameError
+from ckpt2pb.errors import FreezeError, GraphNameError, UnsetSwitchError
 from ckpt2pb.graphinfo import (
     DATASET_OPS,
     ITERATOR_OUTPUT_OPS,
     PLACEHOLDER_OPS,
     import_graph,
+    is_switch,
     shape_of,
     tensor_names,
 )
@@ -144,7 +145,8 @@ def _plan(source: LoadedSource, graph: Any, known: list[str], outputs: Sequence[
     if not requests:  # the plain placeholders the outputs need become the inputs, as the graph has them
         needed = _needed_nodes(source.graph_def, [node_name(o) for o in outputs])
         requests = [InputRequest(name=f"{name}:0") for name, node in placeholder_nodes.items()
-                    if node.op != "PlaceholderWithDefault" and name in needed and name not in assignments
+                    if node.op != "PlaceholderWithDefault" and not is_switch(node) and name in needed
+                    and name not in assignments
                     and node_name(name) not in {node_name(a) for a in assignments}]
     specs: list[TensorSpec] = []
     replaced: dict[str, str] = {}
@@ -241,6 +243,9 @@ def _check_leftovers(graph_def: Any, plan: _Plan, output_nodes: list[str]) -> No
         )
     wanted = {spec.node for spec in plan.inputs} | set(plan.replaced.values())
     for node in graph_def.node:
+        if node.op in PLACEHOLDER_OPS and node.name not in wanted and is_switch(node):
+            raise UnsetSwitchError(f"placeholder {node.name}:0 (bool) is needed by the outputs but is neither an "
+                                   "input nor set", placeholder=node.name)
         if node.op in PLACEHOLDER_OPS and node.name not in wanted:
             dtype_name = _dtype_name(node.attr["dtype"].type)
             raise FreezeError(

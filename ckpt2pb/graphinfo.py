@@ -15,6 +15,15 @@ DATASET_OPS = ITERATOR_OUTPUT_OPS | frozenset({"IteratorV2", "Iterator", "OneSho
                                                "AnonymousIteratorV3", "MakeIterator"})
 
 
+def is_switch(node: Any) -> bool:
+    """A bool placeholder that is a scalar or has no shape at all: a switch (is_training) to fix, not data."""
+    from tensorflow.core.framework import types_pb2
+
+    dtype = node.attr["dtype"].type
+    shape = node.attr["shape"].shape if "shape" in node.attr else None
+    return dtype == types_pb2.DT_BOOL and (shape is None or shape.unknown_rank or not shape.dim)
+
+
 def consumed_nodes(graph_def: Any) -> set[str]:
     """Every node some other node takes as a data or control input."""
     return {node_name(ref) for node in graph_def.node for ref in node.input}  # `^ctrl`, `op:1` -> node

@@ -43,6 +43,11 @@ class PlaceholderInfo:
     from_iterator: bool = False  # an IteratorGetNext output: a tf.data pipeline to cut at freeze (--inputs)
 
     @property
+    def is_switch(self) -> bool:
+        """A bool scalar or shape-less placeholder: a switch such as is_training, fixed with --set."""
+        return self.dtype == "bool" and (self.shape is None or self.shape == ())
+
+    @property
     def dynamic_dims(self) -> tuple[int, ...]:
         return () if self.shape is None else tuple(i for i, d in enumerate(self.shape) if d is None)
 

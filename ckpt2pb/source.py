@@ -135,7 +135,9 @@ def check_checkpoint_index(prefix: CheckpointPrefix) -> dict[str, list[int]]:
         raise SourceError(f"{prefix}: checkpoint index {index.name} is missing",
                           hint="give the prefix the .index and .data-* files share (e.g. model.ckpt-1000)")
     try:
-        reader = tf.train.load_checkpoint(str(prefix))
+        # The reader itself, not tf.train.load_checkpoint: that takes `run_dir/` for a folder and follows its
+        # `checkpoint` file, which may name another machine's path.
+        reader = tf.compat.v1.train.NewCheckpointReader(str(prefix))
         return {name: list(shape) for name, shape in reader.get_variable_to_shape_map().items()}
     except (tf.errors.OpError, ValueError) as exc:
         raise SourceError(f"{index}: not a readable checkpoint index (corrupt or truncated)",

@@ -1,0 +1,197 @@
+"""Models as found in the field (issue 11), each through every stage: freeze -> convert (stand-in, force_fp32) ->
+dump-bin -> run -> compare must PASS, plus what the situation needs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.cli import run_cli
+from tests.field_models import build_dropout_switches, build_noisy, build_slash_prefix, build_switch_cond
+from tests.models import ReferenceModel
+from tests.stages import run_every_stage
+
+pytestmark = pytest.mark.slow
+
+# Op types no frozen inference graph for ATC may hold: functional control flow, TF1 control flow, samplers.
+_CONTROL_AND_RANDOM = {"If", "StatelessIf", "Switch", "Merge", "RandomUniform", "PartitionedCall",
+                       "StatefulPartitionedCall"}
+
+
+def _graph_def(pb: Path) -> object:
+    import tensorflow as tf
+
+    return tf.compat.v1.GraphDef.FromString(pb.read_bytes())
+
+
+def _all_ops(graph_def: object) -> set[str]:
+    """The op types of the graph and of every function in its library."""
+    ops = {node.op for node in graph_def.node}  # type: ignore[attr-defined]
+    for function in graph_def.library.function:  # type: ignore[attr-defined]
+        ops |= {node.op for node in function.node_def}
+    return ops
+
+
+# ---- 1. A checkpoint saved with a prefix that ends in '/' ----
+
+@pytest.fixture(scope="module")
+def slash_prefix(tmp_path_factory: pytest.TempPathFactory) -> ReferenceModel:
+    return build_slash_prefix(tmp_path_factory.mktemp("slash"))
+
+
+@pytest.mark.parametrize("spelling", ["folder", "folder/", ".meta", ".index"])
+def test_prefix_ending_in_slash_inspects_and_freezes_every_way(slash_prefix: ReferenceModel, spelling: str,
+                                                                tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    run_dir = slash_prefix.path
+    given = {"folder": str(run_dir), "folder/": f"{run_dir}/", ".meta": f"{run_dir}/.meta",
+             ".index": f"{run_dir}/.index"}[spelling]
+    inspected = run_cli(capsys, "inspect", given, "--json")
+    assert inspected.code == 0, inspected.err
+    report = json.loads(inspected.out)
+    assert report["output_candidates"][0]["tensor"] == "probs:0"
+    assert report["variables"] == 2 and report["parameters_from"] == "checkpoint"
+    frozen = run_cli(capsys, "freeze", given, "-o", str(tmp_path / "model"), "--outputs", "probs:0", "--batch", "2")
+    assert frozen.code == 0, frozen.err
+    contract = json.loads((tmp_path / "model" / "model.json").read_text())
+    assert contract["source"]["path"] == f"{run_dir.resolve()}/"  # the prefix as found: its '/' kept
+    init = run_cli(capsys, "pipeline", "init", given, "-o", str(tmp_path / "p.toml"))
+    assert init.code == 0, init.err
+    assert 'outputs = ["probs:0"]' in (tmp_path / "p.toml").read_text()
+
+
+def test_prefix_ending_in_slash_passes_every_stage(slash_prefix: ReferenceModel, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    result = run_every_stage(capsys, f"{slash_prefix.path}/", tmp_path, "--outputs", "probs:0", "--batch", "2")
+    assert result.verdict == "PASSED", result.compare.out + result.compare.err
+
+
+# ---- 3. A shape-less bool switch steering tf.cond ----
+
+@pytest.fixture(scope="module")
+def switch_cond(tmp_path_factory: pytest.TempPathFactory) -> ReferenceModel:
+    return build_switch_cond(tmp_path_factory.mktemp("switch_cond"))
+
+
+def test_shapeless_switch_folds_the_cond_and_passes(switch_cond: ReferenceModel, tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    result = run_every_stage(capsys, switch_cond.path, tmp_path, "--outputs", "probs:0", "--inputs", "images",
+                             "--batch", "2", "--set", "is_training=false")
+    assert result.verdict == "PASSED", result.compare.out + result.compare.err
+    graph_def = _graph_def(result.contract.pb_path)
+    assert not _all_ops(graph_def) & _CONTROL_AND_RANDOM
+    assert not graph_def.library.function  # type: ignore[attr-defined]
+    assert {"OptionalFromValue", "OptionalNone"}.isdisjoint(_all_ops(graph_def))
+    norms = [node for node in graph_def.node if node.op == "FusedBatchNormV3"]  # type: ignore[attr-defined]
+    assert len(norms) == 1 and "exponential_avg_factor" not in norms[0].attr
+    assert [(s.name, s.shape) for s in result.contract.outputs] == [("probs:0", (2, 5))]  # the batch static again
+    assert result.contract.tf115_unknown_ops == {} and result.contract.random_ops == {}
+    assert "warning" not in result.freeze.err
+
+
+def test_shapeless_switch_output_matches_tensorflow(switch_cond: ReferenceModel, tmp_path: Path) -> None:
+    from infer.freeze import freeze_model
+    from tests.ckpt2pb.test_freeze import _run_pb
+
+    report = freeze_model(switch_cond.path, tmp_path, ["probs:0"], batch=2, assignments=["is_training=false"])
+    got, placeholders = _run_pb(report.contract.pb_path.read_bytes(), switch_cond.feeds, ["probs:0"])
+    assert placeholders == ["images"]
+    np.testing.assert_allclose(got[0], switch_cond.expected["probs:0"], rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("inputs", [(), ("--inputs", "images")])
+def test_unset_bool_switch_is_hinted_as_a_set(switch_cond: ReferenceModel, inputs: tuple[str, ...],
+                                              tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Without --inputs the switch is not taken for an input whose shape is missing: it is a switch to set."""
+    outcome = run_cli(capsys, "freeze", switch_cond.path, "-o", str(tmp_path / "m"), "--outputs", "probs:0",
+                      *inputs, "--batch", "2")
+    assert outcome.code != 0
+    assert outcome.error_line == ("error: placeholder is_training:0 (bool) is needed by the outputs but is neither "
+                                  "an input nor set")
+    assert "--set is_training=false" in outcome.err and "--inputs" not in outcome.err
+
+
+def test_wrong_set_name_gets_the_closest(switch_cond: ReferenceModel, tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    outcome = run_cli(capsys, "freeze", switch_cond.path, "-o", str(tmp_path / "m"), "--outputs", "probs:0",
+                      "--inputs", "images", "--batch", "2", "--set", "is_trainng=false")
+    assert outcome.code != 0
+    assert "is_training" in outcome.error_line + outcome.err
+
+
+# ---- 4. Dropout whose switch is off ----
+
+@pytest.fixture(scope="module")
+def dropout(tmp_path_factory: pytest.TempPathFactory) -> ReferenceModel:
+    return build_dropout_switches(tmp_path_factory.mktemp("dropout"))
+
+
+def test_dropout_switched_off_leaves_no_random_op(dropout: ReferenceModel, tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    result = run_every_stage(capsys, dropout.path, tmp_path, "--outputs", ",".join(dropout.outputs),
+                             "--batch", "2", "--set", "keep_prob=1.0")
+    assert result.verdict == "PASSED", result.compare.out + result.compare.err
+    ops = _all_ops(_graph_def(result.contract.pb_path))
+    assert not {op for op in ops if "Random" in op}
+    assert result.contract.random_ops == {}
+    assert result.contract.fixed == {"keep_prob": "1.0", "default_keep_prob": "default"}
+
+
+def test_dropout_switched_off_computes_the_identity(dropout: ReferenceModel, tmp_path: Path) -> None:
+    from infer.freeze import freeze_model
+    from tests.ckpt2pb.test_freeze import _run_pb
+
+    report = freeze_model(dropout.path, tmp_path, list(dropout.outputs), batch=2, assignments=["keep_prob=1.0"])
+    got, _ = _run_pb(report.contract.pb_path.read_bytes(), dropout.feeds, list(dropout.outputs))
+    for name, value in zip(dropout.outputs, got, strict=True):
+        np.testing.assert_array_equal(value, dropout.expected[name], err_msg=name)
+
+
+def test_remaining_randomness_is_named_recorded_and_in_the_verdict(tmp_path_factory: pytest.TempPathFactory,
+                                                                   tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    noisy = build_noisy(tmp_path_factory.mktemp("noisy"))
+    result = run_every_stage(capsys, noisy.path, tmp_path, "--outputs", "noisy:0", "--batch", "2")
+    random_ops = {"random_normal/RandomStandardNormal": "RandomStandardNormal"}
+    assert result.contract.random_ops == random_ops
+    assert "warning: the frozen graph draws random numbers: random_normal/RandomStandardNormal " \
+           "(RandomStandardNormal)" in result.freeze.err
+    assert result.compare.code == 0
+    assert result.verdict == ("PASSED (the model draws random numbers: random_normal/RandomStandardNormal "
+                              "(RandomStandardNormal); TensorFlow and the converted model draw differently)")
+
+
+# ---- 6. Hints and templates for switches ----
+
+def test_pipeline_init_writes_the_switch_as_set_and_paths_relative_to_the_file(
+        switch_cond: ReferenceModel, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from infer.pipeline.config import load_config
+
+    (tmp_path / "images").mkdir()
+    (tmp_path / "labels.txt").write_text("0\n")
+    monkeypatch.chdir(tmp_path)
+    outcome = run_cli(capsys, "pipeline", "init", switch_cond.path, "-o", "sub/p.toml", "--data", "images/",
+                      "--labels", "labels.txt")
+    assert outcome.code == 0, outcome.err
+    config = load_config(tmp_path / "sub" / "p.toml")  # checks that every named file is there
+    assert config.model.set == {"is_training": "false"}
+    assert config.model.inputs == ("images:0",) and config.model.outputs == ("probs:0",)
+    text = (tmp_path / "sub" / "p.toml").read_text()
+    assert 'source = "../images/"' in text and 'labels = "../labels.txt"' in text
+    assert "set = { is_training = false }" in text
+
+
+def test_pipeline_hint_for_an_unset_switch_is_toml(switch_cond: ReferenceModel, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    toml = tmp_path / "p.toml"
+    toml.write_text(f'[model]\nsource = "{switch_cond.path}"\noutputs = ["probs:0"]\ninputs = ["images:0"]\n'
+                    'batch = 2\n\n[data]\nsource = "random:0"\n')
+    outcome = run_cli(capsys, "pipeline", "run", str(toml))
+    assert outcome.code != 0
+    assert outcome.error_line == ("error: freeze: placeholder is_training:0 (bool) is needed by the outputs but is "
+                                  "neither an input nor set")
+    assert f"hint: in {toml} [model]: set = {{ is_training = false }}" in outcome.err
