@@ -10,7 +10,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ckpt2pb.graphinfo import ITERATOR_OUTPUT_OPS, PLACEHOLDER_OPS, consumed_nodes, import_graph, shape_of
+from binio.spec import node_name
+from ckpt2pb.graphinfo import (
+    ITERATOR_OUTPUT_OPS,
+    PLACEHOLDER_OPS,
+    consumed_nodes,
+    import_graph,
+    shape_of,
+    topological_order,
+)
 from ckpt2pb.source import VARIABLE_OPS, LoadedSource, check_checkpoint_index, load_source
 
 # Ops that end a branch without being a model output: bookkeeping, saving, summaries, training, iterators.
@@ -31,6 +39,7 @@ _OUTPUT_WORDS = re.compile(r"prob|softmax|sigmoid|logit|predict|output|argmax|sc
 _TRAINING_WORDS = re.compile(r"loss|accuracy|metric|cross_?entropy|xent|label")
 # Ops that only describe a tensor (its shape, size, rank): left unconsumed by losses, never what a model answers.
 _METADATA_OPS = frozenset({"Shape", "ShapeN", "Size", "Rank"})
+_SAVER_FEEDS = ("save/", "saver_filename")  # the saver's own placeholders: never a model input
 _TRAINING_OP_PREFIXES = ("Apply", "ResourceApply", "SparseApply", "ResourceSparseApply")
 
 
@@ -108,19 +117,61 @@ def _score(node: Any) -> int:
     return score
 
 
+def _training_only(graph_def: Any) -> tuple[set[str], set[str]]:
+    """(nodes whose results only training reads, nodes computed from labels).
+
+    Labels are the feeds no softmax/sigmoid/argmax-like op is computed from; a node is training-only when it is
+    bookkeeping (loss, optimizer, summary...), is computed from labels (a metric's Equal), or when everything
+    that reads it is training-only (the ArgMax an accuracy reads)."""
+    order = topological_order(graph_def)
+    feeds: dict[str, frozenset[str]] = {}
+    for node in order:
+        own = {node.name} if node.op in PLACEHOLDER_OPS and not node.name.startswith(_SAVER_FEEDS) else set()
+        feeds[node.name] = frozenset(own.union(*(feeds.get(node_name(ref), frozenset())
+                                                 for ref in node.input if not ref.startswith("^"))))
+    model_feeds = set().union(*(feeds[node.name] for node in order if node.op in _OUTPUT_OPS))
+    every_feed = {node.name for node in order if node.op in PLACEHOLDER_OPS and not node.name.startswith(_SAVER_FEEDS)}
+    label_feeds = every_feed - model_feeds if model_feeds else set()
+    from_labels = {name for name, used in feeds.items() if used & label_feeds}
+    consumers: dict[str, list[str]] = {}
+    for node in order:
+        for ref in node.input:
+            consumers.setdefault(node_name(ref), []).append(node.name)
+    training: set[str] = set()
+    for node in reversed(order):
+        readers = consumers.get(node.name, [])
+        if _is_bookkeeping(node) or node.name in from_labels or (readers and all(r in training for r in readers)):
+            training.add(node.name)
+    return training, from_labels
+
+
 def rank_output_candidates(graph_def: Any, graph: Any) -> tuple[OutputCandidate, ...]:
-    """Nodes nothing consumes, minus bookkeeping, best first; later nodes first among equals (deeper)."""
+    """Nodes nothing consumes, minus bookkeeping, best first; later nodes first among equals (deeper). A
+    softmax/sigmoid/argmax-like node that only training ops read (a loss, an accuracy) is a candidate too;
+    scalars computed from labels (metrics) are not."""
     consumed = consumed_nodes(graph_def)
+    training, from_labels = _training_only(graph_def)
+    readers: dict[str, set[str]] = {}
+    for node in graph_def.node:
+        for ref in node.input:
+            readers.setdefault(node_name(ref), set()).add(node.name)
     ranked: list[tuple[int, int, OutputCandidate]] = []
     for position, node in enumerate(graph_def.node):
-        if node.name in consumed or _is_bookkeeping(node):
+        if _is_bookkeeping(node):
+            continue
+        if node.name in consumed and not (node.op in _OUTPUT_OPS and node.name not in from_labels
+                                          and readers.get(node.name, set()) <= training):
             continue
         op = graph.get_operation_by_name(node.name)
         for tensor in op.outputs:
             if tensor.dtype.name in ("resource", "variant", "string"):
                 continue
-            candidate = OutputCandidate(tensor=tensor.name, op=node.op, dtype=tensor.dtype.name,
-                                        shape=shape_of(tensor), score=_score(node))
+            shape = shape_of(tensor)
+            if node.name in from_labels and shape == ():
+                continue  # a metric or loss value: computed from the labels, never what the model answers
+            score = _score(node) - (4 if node.name in from_labels else 0)
+            candidate = OutputCandidate(tensor=tensor.name, op=node.op, dtype=tensor.dtype.name, shape=shape,
+                                        score=score)
             ranked.append((candidate.score, position, candidate))
     ranked.sort(key=lambda item: (-item[0], -item[1]))
     return tuple(item[2] for item in ranked)
@@ -130,7 +181,7 @@ def placeholders(graph_def: Any, graph: Any) -> tuple[PlaceholderInfo, ...]:
     """The graph's feed points: placeholders (the saver's own excepted) and tf.data iterator outputs."""
     found = []
     for node in graph_def.node:
-        if node.op in PLACEHOLDER_OPS and not node.name.startswith(("save/", "saver_filename")):
+        if node.op in PLACEHOLDER_OPS and not node.name.startswith(_SAVER_FEEDS):
             tensor = graph.get_tensor_by_name(node.name + ":0")
             found.append(PlaceholderInfo(tensor=tensor.name, dtype=tensor.dtype.name, shape=shape_of(tensor),
                                          has_default=node.op == "PlaceholderWithDefault"))

@@ -119,10 +119,10 @@ def fold_decided_draws(graph_def: Any) -> int:
     import numpy as np
 
     from ckpt2pb import surgery
-    from ckpt2pb.graphinfo import import_graph
+    from ckpt2pb.graphinfo import import_graph, topological_order
 
     ranges: dict[str, _Range] = {}
-    order = _topological(graph_def)
+    order = topological_order(graph_def)
     for node in order:
         found = _range_of(node, ranges)
         if found is not None:
@@ -144,23 +144,3 @@ def fold_decided_draws(graph_def: Any) -> int:
         surgery.make_constant(node, value)
         folded += 1
     return folded
-
-
-def _topological(graph_def: Any) -> list[Any]:
-    """The nodes, each after its data inputs (cycles, from TF1 loops, left in file order)."""
-    nodes = {node.name: node for node in graph_def.node}
-    seen: set[str] = set()
-    order: list[Any] = []
-    for start in graph_def.node:
-        stack = [(start.name, False)]
-        while stack:
-            name, expanded = stack.pop()
-            if expanded:
-                order.append(nodes[name])
-                continue
-            if name in seen or name not in nodes:
-                continue
-            seen.add(name)
-            stack.append((name, True))
-            stack.extend((node_name(ref), False) for ref in nodes[name].input if not ref.startswith("^"))
-    return order

@@ -160,3 +160,33 @@ def build_noisy(folder: Path, *, seed: int = 13, batch: int = 2) -> ReferenceMod
         session.close()
     return ReferenceModel(path=prefix, inputs={"features:0": ("float32", (None, 6))}, outputs=("noisy:0",),
                           feeds={"features:0": feed}, expected={"noisy:0": expected}, batch=batch)
+
+
+def build_metric_read_softmax(folder: Path, *, seed: int = 14, batch: int = 2) -> ReferenceModel:
+    """A softmax read only by an accuracy (ArgMax -> Equal -> Cast -> Mean), beside a loss on the logits and an
+    optimizer: nothing leaves probs unconsumed, and the unconsumed tensors are the metrics."""
+    import tensorflow as tf
+
+    tf1 = tf.compat.v1
+    graph = tf.Graph()
+    with graph.as_default():
+        tf1.set_random_seed(seed)
+        images = tf1.placeholder(tf.float32, [None, 8, 8, 3], name="images")
+        labels = tf1.placeholder(tf.int64, [None], name="labels")
+        logits = _small_head(images)
+        probs = tf.nn.softmax(logits, name="probs")
+        correct = tf.equal(tf.argmax(probs, axis=1), labels)
+        tf.reduce_mean(tf.cast(correct, tf.float32), name="accuracy")
+        loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits),
+                              name="loss")
+        tf1.train.GradientDescentOptimizer(0.1).minimize(loss, name="train_op")
+        session = tf1.Session(graph=graph)
+        session.run(tf1.global_variables_initializer())
+        feed = _feed(seed, batch)
+        expected = session.run(probs, {images: feed})
+        from tests.models import _save_checkpoint
+
+        prefix = _save_checkpoint(graph, session, folder)
+        session.close()
+    return ReferenceModel(path=prefix, inputs={"images:0": ("float32", (None, 8, 8, 3))}, outputs=("probs:0",),
+                          feeds={"images:0": feed}, expected={"probs:0": expected}, batch=batch)

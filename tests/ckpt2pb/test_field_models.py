@@ -10,7 +10,13 @@ import numpy as np
 import pytest
 
 from tests.cli import run_cli
-from tests.field_models import build_dropout_switches, build_noisy, build_slash_prefix, build_switch_cond
+from tests.field_models import (
+    build_dropout_switches,
+    build_metric_read_softmax,
+    build_noisy,
+    build_slash_prefix,
+    build_switch_cond,
+)
 from tests.models import ReferenceModel
 from tests.stages import run_every_stage
 
@@ -195,3 +201,24 @@ def test_pipeline_hint_for_an_unset_switch_is_toml(switch_cond: ReferenceModel, 
     assert outcome.error_line == ("error: freeze: placeholder is_training:0 (bool) is needed by the outputs but is "
                                   "neither an input nor set")
     assert f"hint: in {toml} [model]: set = {{ is_training = false }}" in outcome.err
+
+
+# ---- 5. inspect finds the real output even when training ops consume it ----
+
+def test_softmax_read_only_by_metrics_is_the_first_candidate(tmp_path_factory: pytest.TempPathFactory,
+                                                              tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    from infer.pipeline.config import load_config
+
+    model = build_metric_read_softmax(tmp_path_factory.mktemp("metric"))
+    inspected = run_cli(capsys, "inspect", model.path, "--json")
+    assert inspected.code == 0, inspected.err
+    candidates = [c["tensor"] for c in json.loads(inspected.out)["output_candidates"]]
+    assert candidates[0] == "probs:0", candidates
+    assert not {"loss:0", "accuracy:0"} & set(candidates)  # scalars computed from the labels
+    init = run_cli(capsys, "pipeline", "init", model.path, "-o", str(tmp_path / "p.toml"), "--data", "random:0")
+    assert init.code == 0, init.err
+    config = load_config(tmp_path / "p.toml")
+    assert config.model.outputs == ("probs:0",) and config.model.inputs == ("images:0",)
+    result = run_every_stage(capsys, model.path, tmp_path / "stages", "--outputs", "probs:0", "--batch", "2")
+    assert result.verdict == "PASSED", result.compare.out + result.compare.err
