@@ -19,7 +19,22 @@ _CALL_OPS = frozenset({"PartitionedCall", "StatefulPartitionedCall"})
 _MAX_DEPTH = 64  # rounds of inlining (each inlines one level of nesting); a recursive function stops here
 
 
-def _inline(graph_def: Any, caller: Any, function: Any, arguments: list[str], scope: str, keep: bool) -> None:
+def _library_graph(graph_def: Any) -> Any:
+    """A tf.Graph holding only `graph_def`'s function library: what turning a function that calls others into
+    nodes looks the callees up in."""
+    import tensorflow as tf
+
+    library = tf.compat.v1.GraphDef()
+    library.library.CopyFrom(graph_def.library)
+    library.versions.CopyFrom(graph_def.versions)
+    graph = tf.Graph()
+    with graph.as_default():
+        tf.compat.v1.import_graph_def(library, name="")
+    return graph
+
+
+def _inline(graph_def: Any, caller: Any, function: Any, arguments: list[str], scope: str, keep: bool,
+            library: Any) -> None:
     """Puts `function`'s body in the graph in place of `caller` (an If or a call op), its arguments read from
     `arguments`. Readers of the caller's outputs read the body's results; a caller in `keep` (an output the user
     named) stays as an Identity (IdentityN) of them, so its tensor names live on."""
@@ -27,7 +42,8 @@ def _inline(graph_def: Any, caller: Any, function: Any, arguments: list[str], sc
         function_def_to_graph_def,
     )
 
-    body, flat_names = function_def_to_graph_def(function)
+    with library.as_default():
+        body, flat_names = function_def_to_graph_def(function)
     prefix = f"{caller.name}/{scope}/"
     controls = [ref for ref in caller.input if ref.startswith("^")]
     bound = {arg.name: arguments[i] for i, arg in enumerate(function.signature.input_arg)}
@@ -93,6 +109,7 @@ def fold_constant_conds(graph_def: Any, keep: Collection[str] = ()) -> int:
                 live[node.name] = "then_branch" if bool(value.reshape(())) else "else_branch"
         calls = [node.name for node in graph_def.node
                  if node.op in _CALL_OPS and node.attr["f"].func.name in functions]
+        library = _library_graph(graph_def) if live or calls else None
         # Inlining rebuilds the node list (its messages are copied), so each caller is looked up afresh.
         for name in [*live, *calls]:
             node = next(n for n in graph_def.node if n.name == name)
@@ -101,7 +118,7 @@ def fold_constant_conds(graph_def: Any, keep: Collection[str] = ()) -> int:
             else:
                 function, arguments, scope = node.attr["f"].func.name, node.input, "call"
             _inline(graph_def, node, functions[function], [ref for ref in arguments if not ref.startswith("^")],
-                    scope, name in keep)
+                    scope, name in keep, library)
         folded += len(live)
         changed = bool(live or calls)
         if not changed:

@@ -53,6 +53,7 @@ class FrozenGraph:
     nodes: int = 0
     unknown_to_tf115: dict[str, str] = field(default_factory=dict)  # node -> op ATC's TF 1.15 parser lacks
     random_ops: dict[str, str] = field(default_factory=dict)  # node -> op that draws random numbers
+    signature_keys: dict[str, str] = field(default_factory=dict)  # tensor -> its SavedModel signature key
 
 
 def _layout(shape: tuple[int | None, ...], channels_first: bool = False) -> str:
@@ -315,6 +316,11 @@ def freeze_source(source: LoadedSource, outputs: Sequence[str], *, inputs: Seque
     import tensorflow as tf
 
     assignments = dict(assignments or {})
+    # A SavedModel's signature keys name its tensors too (--outputs note,onset): the graph names may be
+    # StatefulPartitionedCall:1 and serving_default_audio:0.
+    outputs = [source.signature_tensor(name, "output") or name for name in outputs]
+    inputs = [replace(request, name=source.signature_tensor(request.name, "input") or request.name)
+              for request in inputs]
     graph = import_graph(source.graph_def, source.path)
     known = sorted(set(tensor_names(graph)))
     if not outputs:
@@ -371,4 +377,7 @@ def freeze_source(source: LoadedSource, outputs: Sequence[str], *, inputs: Seque
     log.info("froze %d nodes (%d default-valued attributes stripped)", len(frozen.node), stripped)
     return FrozenGraph(graph_def=frozen, serialized=serialized, inputs=input_specs, outputs=tuple(output_specs),
                        fixed=fixed, verification=verification, stripped_attrs=stripped, nodes=len(frozen.node),
-                       unknown_to_tf115=unknown_to_tf115(frozen), random_ops=random_ops(frozen))
+                       unknown_to_tf115=unknown_to_tf115(frozen), random_ops=random_ops(frozen),
+                       signature_keys={tensor_name(item.tensor): item.key for item in source.signature
+                                       if tensor_name(item.tensor) in {s.name for s in (*input_specs,
+                                                                                        *output_specs)}})

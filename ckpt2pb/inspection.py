@@ -71,6 +71,17 @@ class OutputCandidate:
 
 
 @dataclass(frozen=True)
+class SignatureEntry:
+    """A SavedModel serving signature's key, with the graph tensor it names."""
+
+    key: str
+    role: str  # input | output
+    tensor: str
+    dtype: str
+    shape: tuple[int | None, ...] | None
+
+
+@dataclass(frozen=True)
 class GraphReport:
     source: str
     kind: str
@@ -82,6 +93,9 @@ class GraphReport:
     variables: int  # in the checkpoint; 0 for frozen graphs
     parameters: int  # elements of the checkpoint's variables, or of a frozen graph's float constants
     parameters_from: str  # checkpoint | graph (variables declared, no checkpoint) | constants
+    signature: tuple[SignatureEntry, ...] = ()
+    signature_name: str = ""
+    note: str = ""  # how the source was read, where it was not the usual way (a fallback)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -95,6 +109,11 @@ class GraphReport:
                                   for c in self.candidates],
             "op_histogram": dict(self.op_histogram),
             "variables": self.variables, "parameters": self.parameters, "parameters_from": self.parameters_from,
+            "signature": {"name": self.signature_name,
+                          "tensors": [{"key": e.key, "role": e.role, "tensor": e.tensor, "dtype": e.dtype,
+                                       "shape": None if e.shape is None else list(e.shape)}
+                                      for e in self.signature]} if self.signature else None,
+            "note": self.note or None,
         }
 
 
@@ -223,11 +242,17 @@ def inspect_loaded(source: LoadedSource) -> GraphReport:
     else:
         variables, parameters, origin = 0, _constant_parameters(graph_def), "constants"
     histogram = Counter(node.op for node in graph_def.node)
+    signature = []
+    for item in source.signature:
+        tensor = graph.get_tensor_by_name(item.tensor)
+        signature.append(SignatureEntry(key=item.key, role=item.role, tensor=tensor.name,
+                                        dtype=tensor.dtype.name, shape=shape_of(tensor)))
     return GraphReport(
         source=str(source.path), kind=source.kind, tf_version=source.tf_version, nodes=len(graph_def.node),
         placeholders=placeholders(graph_def, graph), candidates=rank_output_candidates(graph_def, graph),
         op_histogram=tuple(sorted(histogram.items(), key=lambda item: (-item[1], item[0]))),
-        variables=variables, parameters=parameters, parameters_from=origin,
+        variables=variables, parameters=parameters, parameters_from=origin, signature=tuple(signature),
+        signature_name=source.signature_name, note=source.note,
     )
 
 

@@ -25,6 +25,15 @@ _SAVED_MODEL_FILES = ("saved_model.pb", "saved_model.pbtxt")
 
 
 @dataclass(frozen=True)
+class SignatureTensor:
+    """One entry of a SavedModel's serving signature: the key users know (`note`) and the graph tensor."""
+
+    key: str
+    tensor: str
+    role: str  # input | output
+
+
+@dataclass(frozen=True)
 class LoadedSource:
     """A model as one graph, with where its variables come from."""
 
@@ -34,6 +43,13 @@ class LoadedSource:
     meta_graph: Any | None = None  # the MetaGraphDef (saver, collections) for checkpoints and SavedModels
     prefix: CheckpointPrefix | None = None  # the checkpoint prefix the variables are restored from
     tf_version: str = ""  # the TensorFlow (or Keras) that wrote the source, where it says so
+    signature: tuple[SignatureTensor, ...] = ()  # a SavedModel's serving signature, keys to tensors
+    signature_name: str = ""  # its key in the SavedModel (serving_default)
+    note: str = ""  # how the source was read, where it was not the usual way (a fallback)
+
+    def signature_tensor(self, name: str, role: str) -> str | None:
+        """The tensor a signature key names (`note` -> `StatefulPartitionedCall:1`), or None."""
+        return next((item.tensor for item in self.signature if item.key == name and item.role == role), None)
 
     @property
     def has_variables(self) -> bool:
@@ -171,7 +187,7 @@ def _load_pb(path: Path) -> LoadedSource:
     return LoadedSource(path=path, kind="pb", graph_def=graph_def)
 
 
-def _load_saved_model(folder: Path) -> LoadedSource:
+def _serving_meta_graph(folder: Path) -> Any:
     from tensorflow.core.protobuf import saved_model_pb2
 
     pb = folder / "saved_model.pb"
@@ -181,17 +197,40 @@ def _load_saved_model(folder: Path) -> LoadedSource:
     if not saved.meta_graphs:
         raise SourceError(f"{pb}: the SavedModel holds no meta graph")
     serving = [m for m in saved.meta_graphs if "serve" in m.meta_info_def.tags]
-    meta_graph = (serving or list(saved.meta_graphs))[0]
+    return (serving or list(saved.meta_graphs))[0]
+
+
+def _serving_signature(meta_graph: Any) -> tuple[str, tuple[SignatureTensor, ...]]:
+    """The meta graph's serving signature (serving_default, else the first) as key -> graph tensor entries."""
+    names = sorted(meta_graph.signature_def)
+    if not names:
+        return "", ()
+    name = "serving_default" if "serving_default" in names else names[0]
+    signature = meta_graph.signature_def[name]
+    entries = [SignatureTensor(key, info.name, "input") for key, info in sorted(signature.inputs.items())]
+    entries += [SignatureTensor(key, info.name, "output") for key, info in sorted(signature.outputs.items())]
+    return name, tuple(entries)
+
+
+def _load_saved_model(folder: Path) -> LoadedSource:
+    meta_graph = _serving_meta_graph(folder)
+    note = ""
     if len(meta_graph.object_graph_def.nodes) > 1 and meta_graph.signature_def:
-        return _load_object_saved_model(folder, meta_graph)
+        revived = _load_object_saved_model(folder, meta_graph)
+        if not isinstance(revived, str):
+            return revived
+        note = (f"TensorFlow cannot revive this SavedModel ({revived}); read its serving signature's graph "
+                "through the TF1 loader instead")
     drop_output_shapes(meta_graph.graph_def)
     prefix: CheckpointPrefix | None = CheckpointPrefix(folder / "variables", "variables")
     if prefix is not None and prefix.file(".index").is_file():
         check_checkpoint_index(prefix)
     else:
         prefix = None
+    signature_name, signature = _serving_signature(meta_graph)
     return LoadedSource(path=folder, kind="saved_model", graph_def=meta_graph.graph_def, meta_graph=meta_graph,
-                        prefix=prefix, tf_version=meta_graph.meta_info_def.tensorflow_version)
+                        prefix=prefix, tf_version=meta_graph.meta_info_def.tensorflow_version,
+                        signature=signature, signature_name=signature_name, note=note)
 
 
 def _constant_graph(function: Any) -> Any:
@@ -206,20 +245,32 @@ def _constant_graph(function: Any) -> Any:
     return graph_def
 
 
-def _load_object_saved_model(folder: Path, meta_graph: Any) -> LoadedSource:
+def _load_object_saved_model(folder: Path, meta_graph: Any) -> LoadedSource | str:
     """A TF2 SavedModel (tf.saved_model.save): its serving signature, frozen as a function. Its graph names are
-    the signature's: inputs as the signature's argument names, outputs ``Identity``, ``Identity_1``, ..."""
+    the signature's: inputs as the signature's argument names, outputs ``Identity``, ``Identity_1``, ...
+    Returns why not when TensorFlow cannot revive its objects (a Keras 2 model without tf_keras): the TF1
+    loader reads the same signature from the meta graph and its variables instead."""
     import tensorflow as tf
+    from tensorflow.python.framework.convert_to_constants import (  # the public API has no graph-level freeze
+        convert_variables_to_constants_v2,
+    )
 
     try:
         loaded = tf.saved_model.load(str(folder))
-    except Exception as exc:  # TF raises many kinds for a broken SavedModel
-        raise SourceError(f"{folder}: TensorFlow cannot load this SavedModel",
-                          hint=first_line(exc)) from None
+    except Exception as exc:  # TF raises many kinds for objects it cannot revive or a broken SavedModel
+        return f"{type(exc).__name__}: {first_line(exc)}"
     names = list(loaded.signatures.keys())
-    signature = loaded.signatures["serving_default" if "serving_default" in names else names[0]]
-    return LoadedSource(path=folder, kind="saved_model", graph_def=_constant_graph(signature),
-                        tf_version=meta_graph.meta_info_def.tensorflow_version)
+    signature_name = "serving_default" if "serving_default" in names else names[0]
+    function = loaded.signatures[signature_name]
+    frozen = convert_variables_to_constants_v2(function)
+    graph_def = frozen.graph.as_graph_def()
+    drop_output_shapes(graph_def)
+    inputs = [SignatureTensor(key, f"{key}:0", "input") for key in sorted(function.structured_input_signature[1])]
+    outputs = [SignatureTensor(key, tensor.name, "output")
+               for key, tensor in sorted(dict(frozen.structured_outputs).items())]
+    return LoadedSource(path=folder, kind="saved_model", graph_def=graph_def,
+                        tf_version=meta_graph.meta_info_def.tensorflow_version,
+                        signature=(*inputs, *outputs), signature_name=signature_name)
 
 
 def _keras_version(path: Path) -> str:

@@ -24,6 +24,7 @@ class FreezeReport:
     verification: Verification | None
     nodes: int
     stripped_attrs: int
+    note: str = ""  # how the source was read, where it was not the usual way
 
 
 def check_outdir(outdir: Path, force: bool) -> None:
@@ -68,6 +69,7 @@ def freeze_model(source: Path | str, outdir: Path | str, outputs: Sequence[str],
                           frozen_with_tf=tf.__version__),
         inputs=frozen.inputs, outputs=frozen.outputs, fixed=dict(frozen.fixed),
         tf115_unknown_ops=dict(frozen.unknown_to_tf115), random_ops=dict(frozen.random_ops),
+        signature_keys=dict(frozen.signature_keys),
     ).save()
     return FreezeReport(contract=contract, verification=frozen.verification, nodes=frozen.nodes,
-                        stripped_attrs=frozen.stripped_attrs)
+                        stripped_attrs=frozen.stripped_attrs, note=loaded.note)

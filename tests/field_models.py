@@ -190,3 +190,49 @@ def build_metric_read_softmax(folder: Path, *, seed: int = 14, batch: int = 2) -
         session.close()
     return ReferenceModel(path=prefix, inputs={"images:0": ("float32", (None, 8, 8, 3))}, outputs=("probs:0",),
                           feeds={"images:0": feed}, expected={"probs:0": expected}, batch=batch)
+
+
+def build_unrevivable_saved_model(folder: Path, *, seed: int = 15, batch: int = 2) -> ReferenceModel:
+    """A TF2 SavedModel whose object graph TensorFlow 2.16+ cannot revive without the library that wrote it, as
+    Keras 2 (tf_keras) models saved by TF <= 2.15 are: the optimizer is saved as an object holding slot
+    variables, which the loader restores through `optimizer.add_slot`, a method the generic object it revives
+    lacks (`'_UserObject' object has no attribute 'add_slot'`). The serving signature has three named outputs,
+    as published multi-head models do."""
+    import numpy as np
+    import tensorflow as tf
+    from tensorflow.core.protobuf import saved_model_pb2, trackable_object_graph_pb2
+
+    rng = np.random.default_rng(seed)
+
+    class Transcriber(tf.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.kernel = tf.Variable(rng.standard_normal((6, 4)).astype(np.float32), name="kernel")
+            self.optimizer = tf.Module()
+            self.optimizer.slot = tf.Variable(np.zeros((6, 4), np.float32), name="kernel_m")
+
+        @tf.function(input_signature=[tf.TensorSpec([None, 6], tf.float32, name="audio")])
+        def serve(self, audio: Any) -> Any:
+            hidden = tf.matmul(audio, self.kernel)
+            return {"contour": tf.sigmoid(hidden), "note": tf.nn.softmax(hidden), "onset": tf.tanh(hidden)}
+
+    module = Transcriber()
+    feed = rng.standard_normal((batch, 6)).astype(np.float32)
+    got = module.serve(tf.constant(feed))
+    export = folder / "saved_model"
+    tf.saved_model.save(module, str(export), signatures=module.serve)
+    saved = saved_model_pb2.SavedModel.FromString((export / "saved_model.pb").read_bytes())
+    nodes = saved.meta_graphs[0].object_graph_def.nodes
+
+    def child(node: Any, name: str) -> int:
+        return next(ref.node_id for ref in node.children if ref.local_name == name)
+
+    kernel, optimizer = child(nodes[0], "kernel"), child(nodes[0], "optimizer")
+    nodes[optimizer].slot_variables.append(trackable_object_graph_pb2.TrackableObjectGraph.TrackableObject
+                                           .SlotVariableReference(original_variable_node_id=kernel, slot_name="m",
+                                                                  slot_variable_node_id=child(nodes[optimizer],
+                                                                                              "slot")))
+    (export / "saved_model.pb").write_bytes(saved.SerializeToString())
+    names = ("contour", "note", "onset")
+    return ReferenceModel(path=export, inputs={"audio": ("float32", (None, 6))}, outputs=names,
+                          feeds={"audio": feed}, expected={name: got[name].numpy() for name in names}, batch=batch)

@@ -34,22 +34,28 @@ def freeze(
     frozen graph run on the same seeded inputs: a difference beyond float tolerance is an error (--no-verify skips
     it).
     """
-    from binio.spec import node_name
+    from binio.spec import TensorSpec, node_name
     from infer.freeze import freeze_model
 
     report = freeze_model(source, output, outputs.split(",") if outputs else [], inputs=inputs, batch=batch,
                           assignments=assignments, force=force, verify=not no_verify)
     contract = report.contract
+    if report.note:
+        say(report.note)
     if Path(contract.source.path) != source.resolve():  # a folder: say which of its checkpoints was read
         say(f"read {contract.source.kind} {contract.source.path}")
     if as_json:
         print_json(contract.to_json())
     else:
         console = out()
+        def key(spec: TensorSpec) -> str:
+            return f"  (signature key {contract.signature_keys[spec.name]})" if spec.name in contract.signature_keys \
+                else ""
+
         for spec in contract.inputs:
-            console.print(f"input   {spec.describe()}", markup=False)
+            console.print(f"input   {spec.describe()}{key(spec)}", markup=False)
         for spec in contract.outputs:
-            console.print(f"output  {spec.describe()}", markup=False)
+            console.print(f"output  {spec.describe()}{key(spec)}", markup=False)
         for name, value in contract.fixed.items():
             console.print(f"fixed   {node_name(name)} = {value}", markup=False)
     from ckpt2pb.compat import describe

@@ -62,6 +62,20 @@ def inspect(
         "constants": f"{report.parameters:,} parameters in constants (frozen)",
     }
     console.print(weights[report.parameters_from], markup=False)
+    if report.note:
+        console.print(report.note, markup=False)
+
+    if report.signature:
+        signature = Table(title=f"Signature {report.signature_name} (its keys name tensors in --inputs and "
+                                "--outputs too)", title_justify="left")
+        for column in ("key", "role"):
+            signature.add_column(column)
+        _tensor_column(signature, [entry.tensor for entry in report.signature])
+        for column in ("dtype", "shape"):
+            signature.add_column(column)
+        for entry in report.signature:
+            signature.add_row(entry.key, entry.role, entry.tensor, entry.dtype, _shape(entry.shape))
+        _print_whole(console, signature)
 
     inputs = Table(title="Inputs", title_justify="left")
     _tensor_column(inputs, [item.tensor for item in report.placeholders])

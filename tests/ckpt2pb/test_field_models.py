@@ -16,6 +16,7 @@ from tests.field_models import (
     build_noisy,
     build_slash_prefix,
     build_switch_cond,
+    build_unrevivable_saved_model,
 )
 from tests.models import ReferenceModel
 from tests.stages import run_every_stage
@@ -222,3 +223,52 @@ def test_softmax_read_only_by_metrics_is_the_first_candidate(tmp_path_factory: p
     assert config.model.outputs == ("probs:0",) and config.model.inputs == ("images:0",)
     result = run_every_stage(capsys, model.path, tmp_path / "stages", "--outputs", "probs:0", "--batch", "2")
     assert result.verdict == "PASSED", result.compare.out + result.compare.err
+
+
+# ---- 2. TF2 SavedModels that TF 2.16+ cannot revive ----
+
+@pytest.fixture(scope="module")
+def unrevivable(tmp_path_factory: pytest.TempPathFactory) -> ReferenceModel:
+    return build_unrevivable_saved_model(tmp_path_factory.mktemp("unrevivable"))
+
+
+def test_unrevivable_saved_model_is_read_through_the_tf1_loader(unrevivable: ReferenceModel,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    import tensorflow as tf
+
+    with pytest.raises(AttributeError, match="add_slot"):  # the situation: TF's own loader gives up
+        tf.saved_model.load(str(unrevivable.path))
+    outcome = run_cli(capsys, "inspect", unrevivable.path, "--json")
+    assert outcome.code == 0, outcome.err
+    report = json.loads(outcome.out)
+    assert "cannot revive" in report["note"] and "TF1 loader" in report["note"]
+    signature = {(e["key"], e["role"]): (e["tensor"], e["dtype"], e["shape"]) for e in report["signature"]["tensors"]}
+    assert report["signature"]["name"] == "serving_default"
+    assert signature[("audio", "input")] == ("serving_default_audio:0", "float32", [None, 6])
+    assert {key for key, role in signature if role == "output"} == {"contour", "note", "onset"}
+    assert all(value[1:] == ("float32", [None, 4]) for (key, role), value in signature.items() if role == "output")
+    table = run_cli(capsys, "inspect", unrevivable.path)
+    assert "Signature serving_default" in table.out and "onset" in table.out
+
+
+def test_unrevivable_saved_model_freezes_by_signature_keys_and_passes(unrevivable: ReferenceModel, tmp_path: Path,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.ckpt2pb.test_freeze import _run_pb
+
+    result = run_every_stage(capsys, unrevivable.path, tmp_path, "--outputs", "contour,note,onset",
+                             "--inputs", "audio", "--batch", "2")
+    assert result.verdict == "PASSED", result.compare.out + result.compare.err
+    contract = result.contract
+    document = json.loads(contract.path.read_text())
+    assert [item["signature_key"] for item in document["outputs"]] == ["contour", "note", "onset"]
+    assert [item["signature_key"] for item in document["inputs"]] == ["audio"]
+    assert "(signature key onset)" in result.freeze.out
+    assert contract.tf115_unknown_ops == {}  # the signature's function calls are inlined
+    graph_def = _graph_def(contract.pb_path)
+    assert not _all_ops(graph_def) & _CONTROL_AND_RANDOM and not graph_def.library.function  # type: ignore[attr-defined]
+    names = [spec.name for spec in contract.outputs]
+    got, placeholders = _run_pb(contract.pb_path.read_bytes(), {contract.inputs[0].name: unrevivable.feeds["audio"]},
+                                names)
+    assert placeholders == [contract.inputs[0].node]
+    for key, value in zip(("contour", "note", "onset"), got, strict=True):
+        np.testing.assert_allclose(value, unrevivable.expected[key], rtol=0, atol=1e-6, err_msg=key)
