@@ -272,3 +272,12 @@ def test_unrevivable_saved_model_freezes_by_signature_keys_and_passes(unrevivabl
     assert placeholders == [contract.inputs[0].node]
     for key, value in zip(("contour", "note", "onset"), got, strict=True):
         np.testing.assert_allclose(value, unrevivable.expected[key], rtol=0, atol=1e-6, err_msg=key)
+
+
+def test_revivable_saved_model_takes_signature_keys_too(tf2_saved_model: ReferenceModel, tmp_path: Path) -> None:
+    from infer.freeze import freeze_model
+
+    report = freeze_model(tf2_saved_model.path, tmp_path, ["probs"], inputs="x", batch=2)
+    assert [(s.name, report.contract.signature_keys[s.name]) for s in report.contract.outputs] == [
+        ("Identity:0", "probs")]
+    assert report.contract.signature_keys["x:0"] == "x" and report.note == ""
