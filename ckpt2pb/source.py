@@ -266,10 +266,10 @@ def _load_object_saved_model(folder: Path, meta_graph: Any) -> LoadedSource | st
     graph_def = frozen.graph.as_graph_def()
     drop_output_shapes(graph_def)
     inputs = [SignatureTensor(key, f"{key}:0", "input") for key in sorted(function.structured_input_signature[1])]
-    # The frozen function's outputs are the signature's, in order; the signature's dict says which key is which.
-    flat = [tensor.name for tensor in function.outputs]
-    outputs = [SignatureTensor(key, frozen.outputs[flat.index(tensor.name)].name, "output")
-               for key, tensor in sorted(function.structured_outputs.items()) if tensor.name in flat]
+    # The frozen function's outputs are the signature's dict flattened (tf.nest's order): the keys, zipped.
+    keys = [path for path, _ in tf.nest.flatten_with_joined_string_paths(function.structured_outputs)]
+    outputs = [SignatureTensor(key, tensor.name, "output")
+               for key, tensor in zip(keys, frozen.outputs, strict=False)] if len(keys) == len(frozen.outputs) else []
     return LoadedSource(path=folder, kind="saved_model", graph_def=graph_def,
                         tf_version=meta_graph.meta_info_def.tensorflow_version,
                         signature=(*inputs, *outputs), signature_name=signature_name)
