@@ -266,8 +266,9 @@ def _load_object_saved_model(folder: Path, meta_graph: Any) -> LoadedSource | st
     graph_def = frozen.graph.as_graph_def()
     drop_output_shapes(graph_def)
     inputs = [SignatureTensor(key, f"{key}:0", "input") for key in sorted(function.structured_input_signature[1])]
-    # The frozen function's outputs are the signature's dict flattened (tf.nest's order): the keys, zipped.
-    keys = [path for path, _ in tf.nest.flatten_with_joined_string_paths(function.structured_outputs)]
+    # A signature returns a flat dict, flattened in sorted-key order (tf.nest's) into the function's outputs.
+    structure = function.structured_outputs
+    keys = sorted(structure) if isinstance(structure, dict) else []
     outputs = [SignatureTensor(key, tensor.name, "output")
                for key, tensor in zip(keys, frozen.outputs, strict=False)] if len(keys) == len(frozen.outputs) else []
     return LoadedSource(path=folder, kind="saved_model", graph_def=graph_def,
