@@ -3,7 +3,11 @@ dump-bin -> run -> compare must PASS, plus what the situation needs."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -281,3 +285,42 @@ def test_revivable_saved_model_takes_signature_keys_too(tf2_saved_model: Referen
     assert [(s.name, report.contract.signature_keys[s.name]) for s in report.contract.outputs] == [
         ("Identity:0", "probs")]
     assert report.contract.signature_keys["x:0"] == "x" and report.note == ""
+
+
+# ---- 7. TF1 code on TF 2.x: infer with and without tf_keras ----
+
+_HAS_TF_KERAS = importlib.util.find_spec("tf_keras") is not None
+_NO_TF_KERAS = "tf_keras is not installed (pip install tf_keras: see the README's TF1-code section)"
+
+
+@pytest.mark.skipif(not _HAS_TF_KERAS, reason=_NO_TF_KERAS)
+def test_tf1_layers_model_written_with_tf_keras_passes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.ckpt2pb.test_freeze import _run_pb
+
+    folder = tmp_path / "legacy"
+    folder.mkdir()
+    subprocess.run([sys.executable, "-m", "tests.legacy_layers_model", str(folder)], check=True,
+                   env={**os.environ, "TF_USE_LEGACY_KERAS": "1"}, capture_output=True)
+    result = run_every_stage(capsys, folder / "model.ckpt", tmp_path, "--outputs", "probs:0", "--batch", "2")
+    assert result.verdict == "PASSED", result.compare.out + result.compare.err
+    ops = _all_ops(_graph_def(result.contract.pb_path))
+    assert not ops & _CONTROL_AND_RANDOM and not {op for op in ops if "Random" in op}
+    expected = np.load(folder / "expected.npz")
+    got, _ = _run_pb(result.contract.pb_path.read_bytes(), {"images:0": expected["images"]}, ["probs:0"])
+    np.testing.assert_allclose(got[0], expected["probs"], rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("tf_keras", ["blocked", "importable"])
+def test_infer_freezes_the_unrevivable_saved_model_with_and_without_tf_keras(
+        unrevivable: ReferenceModel, tf_keras: str, tmp_path: Path) -> None:
+    """In a fresh process, tf_keras made unimportable, or importable where it is installed: the freeze works."""
+    if tf_keras == "importable" and not _HAS_TF_KERAS:
+        pytest.skip(_NO_TF_KERAS)
+    block = "sys.modules['tf_keras'] = None; " if tf_keras == "blocked" else ""
+    code = (f"import sys; {block}from infer.cli.app import main; "
+            f"main(['freeze', {str(unrevivable.path)!r}, '-o', {str(tmp_path / 'model')!r}, "
+            "'--outputs', 'note,onset', '--batch', '2'])")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    contract = json.loads((tmp_path / "model" / "model.json").read_text())
+    assert [item["signature_key"] for item in contract["outputs"]] == ["note", "onset"]
