@@ -196,8 +196,10 @@ def build_unrevivable_saved_model(folder: Path, *, seed: int = 15, batch: int = 
     """A TF2 SavedModel whose object graph TensorFlow 2.16+ cannot revive without the library that wrote it, as
     Keras 2 (tf_keras) models saved by TF <= 2.15 are: the optimizer is saved as an object holding slot
     variables, which the loader restores through `optimizer.add_slot`, a method the generic object it revives
-    lacks (`'_UserObject' object has no attribute 'add_slot'`) unless tf_keras registers Keras 2's optimizer.
-    The serving signature has three named outputs, as published multi-head models do."""
+    lacks (`'_UserObject' object has no attribute 'add_slot'`). Where tf_keras is importable, it revives the
+    optimizer, and this model then fails one step later (its checkpoint does not list the slot's value), so
+    freeze takes the fallback either way. The serving signature has three named outputs, as published
+    multi-head models do."""
     import numpy as np
     import tensorflow as tf
     from tensorflow.core.protobuf import saved_model_pb2, trackable_object_graph_pb2
@@ -229,10 +231,14 @@ def build_unrevivable_saved_model(folder: Path, *, seed: int = 15, batch: int = 
 
     kernel, optimizer = child(nodes[0], "kernel"), child(nodes[0], "optimizer")
     nodes[optimizer].user_object.identifier = "optimizer"  # what Keras 2 writes; the loader asks Keras to revive it
+    slot = child(nodes[optimizer], "slot")
+    # A slot is reached through its optimizer's slot_variables only, as Keras 2 saved it, not as a child.
+    kept = [ref for ref in nodes[optimizer].children if ref.node_id != slot]
+    del nodes[optimizer].children[:]
+    nodes[optimizer].children.extend(kept)
     nodes[optimizer].slot_variables.append(trackable_object_graph_pb2.TrackableObjectGraph.TrackableObject
                                            .SlotVariableReference(original_variable_node_id=kernel, slot_name="m",
-                                                                  slot_variable_node_id=child(nodes[optimizer],
-                                                                                              "slot")))
+                                                                  slot_variable_node_id=slot))
     (export / "saved_model.pb").write_bytes(saved.SerializeToString())
     names = ("contour", "note", "onset")
     return ReferenceModel(path=export, inputs={"audio": ("float32", (None, 6))}, outputs=names,
