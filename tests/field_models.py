@@ -243,3 +243,31 @@ def build_unrevivable_saved_model(folder: Path, *, seed: int = 15, batch: int = 
     names = ("contour", "note", "onset")
     return ReferenceModel(path=export, inputs={"audio": ("float32", (None, 6))}, outputs=names,
                           feeds={"audio": feed}, expected={name: got[name].numpy() for name in names}, batch=batch)
+
+
+def build_data_cond(folder: Path, *, seed: int = 17, batch: int = 2) -> ReferenceModel:
+    """A tf.cond on the data itself (the sum of the features' sign): no switch can fold it, so TF2's functional
+    If stays in the frozen graph, which ATC's TF 1.15 parser does not know."""
+    import numpy as np
+    import tensorflow as tf
+
+    tf1 = tf.compat.v1
+    graph = tf.Graph()
+    with graph.as_default():
+        tf1.set_random_seed(seed)
+        features = tf1.placeholder(tf.float32, [None, 6], name="features")
+        weights = tf1.get_variable("dense/weights", [6, 4], initializer=tf1.glorot_uniform_initializer())
+        hidden = tf.matmul(features, weights)
+        chosen = tf.cond(tf.reduce_sum(features) > 0, lambda: tf.nn.relu(hidden), lambda: tf.tanh(hidden),
+                         name="branch")
+        scores = tf.identity(chosen, name="scores")
+        session = tf1.Session(graph=graph)
+        session.run(tf1.global_variables_initializer())
+        feed = np.random.default_rng(seed).standard_normal((batch, 6)).astype(np.float32)
+        expected = session.run(scores, {features: feed})
+        from tests.models import _save_checkpoint
+
+        prefix = _save_checkpoint(graph, session, folder)
+        session.close()
+    return ReferenceModel(path=prefix, inputs={"features:0": ("float32", (None, 6))}, outputs=("scores:0",),
+                          feeds={"features:0": feed}, expected={"scores:0": expected}, batch=batch)

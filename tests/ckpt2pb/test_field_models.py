@@ -15,6 +15,7 @@ import pytest
 
 from tests.cli import run_cli
 from tests.field_models import (
+    build_data_cond,
     build_dropout_switches,
     build_metric_read_softmax,
     build_noisy,
@@ -324,3 +325,18 @@ def test_infer_freezes_the_unrevivable_saved_model_with_and_without_tf_keras(
     assert done.returncode == 0, done.stderr
     contract = json.loads((tmp_path / "model" / "model.json").read_text())
     assert [item["signature_key"] for item in contract["outputs"]] == ["note", "onset"]
+
+
+def test_control_flow_left_in_the_graph_is_warned_about_and_recorded(tmp_path_factory: pytest.TempPathFactory,
+                                                                      tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    model = build_data_cond(tmp_path_factory.mktemp("data_cond"))
+    result = run_every_stage(capsys, model.path, tmp_path, "--outputs", "scores:0", "--batch", "2")
+    assert result.verdict == "PASSED", result.compare.out + result.compare.err
+    unknown = result.contract.tf115_unknown_ops
+    assert set(unknown.values()) <= {"If", "StatelessIf"} and len(unknown) == 1, unknown
+    (node, op), = unknown.items()
+    assert f"warning: ops ATC's TensorFlow 1.15 parser does not know: {node} ({op})" in result.freeze.err
+    assert json.loads(result.contract.path.read_text())["tf115_unknown_ops"] == unknown
+    library = _graph_def(result.contract.pb_path).library.function  # type: ignore[attr-defined]
+    assert len(library) == 2  # the If's two branches, and nothing the pruning could drop
