@@ -19,8 +19,13 @@ class StagesResult:
     compare: Outcome
 
     @property
-    def verdict(self) -> str:
+    def verdict_line(self) -> str:
         return self.compare.out.strip().splitlines()[-1]
+
+    @property
+    def verdict(self) -> str:
+        """The verdict itself, PASSED or FAILED: ..., without what the line says after it."""
+        return self.verdict_line.split(" | ")[0]
 
 
 def run_every_stage(capsys: pytest.CaptureFixture[str], source: Path | str, folder: Path, *freeze_args: str,
