@@ -87,6 +87,8 @@ def inspect(
             notes.append("dynamic dims " + ",".join(str(d) for d in item.dynamic_dims) + " (fix with --batch/--inputs)")
         if item.has_default:
             notes.append("has a default: folded at freeze (or --set)")
+        elif item.is_switch:
+            notes.append(f"a switch: fix it at freeze with --set {item.tensor.split(':')[0]}=false")
         if item.from_iterator:
             notes.append("tf.data iterator output: cut with --inputs")
         inputs.add_row(item.tensor, item.dtype, _shape(item.shape), "; ".join(notes))

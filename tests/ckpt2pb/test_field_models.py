@@ -124,6 +124,8 @@ def test_unset_bool_switch_is_hinted_as_a_set(switch_cond: ReferenceModel, input
     assert outcome.error_line == ("error: placeholder is_training:0 (bool) is needed by the outputs but is neither "
                                   "an input nor set")
     assert "--set is_training=false" in outcome.err and "--inputs" not in outcome.err
+    listed = run_cli(capsys, "inspect", switch_cond.path)
+    assert "a switch: fix it at freeze with" in listed.out and "--set is_training=false" in listed.out  # wrapped
 
 
 def test_wrong_set_name_gets_the_closest(switch_cond: ReferenceModel, tmp_path: Path,
@@ -183,20 +185,26 @@ def test_remaining_randomness_is_named_recorded_and_in_the_verdict(tmp_path_fact
 def test_pipeline_init_writes_the_switch_as_set_and_paths_relative_to_the_file(
         switch_cond: ReferenceModel, tmp_path: Path, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The file init writes runs as it is (but for the precision mode): its first run passes."""
     from infer.pipeline.config import load_config
 
-    (tmp_path / "images").mkdir()
-    (tmp_path / "labels.txt").write_text("0\n")
+    np.save(tmp_path / "data.npy", np.random.default_rng(0).standard_normal((3, 8, 8, 3)).astype(np.float32))
+    (tmp_path / "labels.txt").write_text("0\n1\n2\n")
     monkeypatch.chdir(tmp_path)
-    outcome = run_cli(capsys, "pipeline", "init", switch_cond.path, "-o", "sub/p.toml", "--data", "images/",
+    outcome = run_cli(capsys, "pipeline", "init", switch_cond.path, "-o", "sub/p.toml", "--data", "data.npy",
                       "--labels", "labels.txt")
     assert outcome.code == 0, outcome.err
-    config = load_config(tmp_path / "sub" / "p.toml")  # checks that every named file is there
+    toml = tmp_path / "sub" / "p.toml"
+    config = load_config(toml)  # checks that every named file is there
     assert config.model.set == {"is_training": "false"}
     assert config.model.inputs == ("images:0",) and config.model.outputs == ("probs:0",)
-    text = (tmp_path / "sub" / "p.toml").read_text()
-    assert 'source = "../images/"' in text and 'labels = "../labels.txt"' in text
+    text = toml.read_text()
+    assert 'source = "../data.npy"' in text and 'labels = "../labels.txt"' in text
     assert "set = { is_training = false }" in text
+    toml.write_text(text.replace('precision_mode = "force_fp16"', 'precision_mode = "force_fp32"'))
+    ran = run_cli(capsys, "pipeline", "run", "sub/p.toml")
+    assert ran.code == 0, ran.out + ran.err
+    assert "PASSED" in ran.out.split()
 
 
 def test_pipeline_hint_for_an_unset_switch_is_toml(switch_cond: ReferenceModel, tmp_path: Path,
