@@ -1,8 +1,10 @@
 """Folding `tf.cond` whose predicate became a constant (a folded `is_training`): only the live branch stays.
 
 TF2's graph mode writes tf.cond as a functional `If` op whose branches live in the function library; once the
-predicate is a constant, the taken branch is inlined in the If's place and the If goes, so the pb holds plain ops
-that older consumers read and that carry static shapes again.
+predicate is a constant (TensorFlow computes it, through whatever ops lie between it and the constants), the
+taken branch is inlined in the If's place and the If goes. Function calls (`PartitionedCall`, a SavedModel
+signature's `StatefulPartitionedCall`) are inlined the same way. The pb then holds plain ops that older consumers
+(TF 1.15, ATC's parser) read and that carry static shapes again.
 """
 
 from __future__ import annotations
