@@ -246,8 +246,8 @@ def build_unrevivable_saved_model(folder: Path, *, seed: int = 15, batch: int = 
 
 
 def build_data_cond(folder: Path, *, seed: int = 17, batch: int = 2) -> ReferenceModel:
-    """A tf.cond on the data itself (the sum of the features' sign): no switch can fold it, so TF2's functional
-    If stays in the frozen graph, which ATC's TF 1.15 parser does not know."""
+    """A tf.cond on the data itself (the sign of the features' sum): no switch can fold it, so TF2's functional
+    If stays in the frozen graph, which ATC's TF 1.15 parser does not know; one branch holds a batch norm."""
     import numpy as np
     import tensorflow as tf
 
@@ -258,8 +258,15 @@ def build_data_cond(folder: Path, *, seed: int = 17, batch: int = 2) -> Referenc
         features = tf1.placeholder(tf.float32, [None, 6], name="features")
         weights = tf1.get_variable("dense/weights", [6, 4], initializer=tf1.glorot_uniform_initializer())
         hidden = tf.matmul(features, weights)
-        chosen = tf.cond(tf.reduce_sum(features) > 0, lambda: tf.nn.relu(hidden), lambda: tf.tanh(hidden),
-                         name="branch")
+        gamma = tf1.get_variable("bn/gamma", [4], initializer=tf1.random_uniform_initializer(0.5, 1.5))
+        beta = tf1.get_variable("bn/beta", [4], initializer=tf1.random_normal_initializer(stddev=0.1))
+
+        def normed() -> Any:  # TF 2.x writes FusedBatchNormV3 with exponential_avg_factor, inside the branch
+            image = tf.reshape(hidden, [-1, 1, 1, 4])
+            out, _, _ = tf1.nn.fused_batch_norm(image, gamma, beta, tf.zeros([4]), tf.ones([4]), is_training=False)
+            return tf.nn.relu(tf.reshape(out, [-1, 4]))
+
+        chosen = tf.cond(tf.reduce_sum(features) > 0, normed, lambda: tf.tanh(hidden), name="branch")
         scores = tf.identity(chosen, name="scores")
         session = tf1.Session(graph=graph)
         session.run(tf1.global_variables_initializer())

@@ -350,3 +350,5 @@ def test_control_flow_left_in_the_graph_is_warned_about_and_recorded(tmp_path_fa
     assert json.loads(result.contract.path.read_text())["tf115_unknown_ops"] == unknown
     library = _graph_def(result.contract.pb_path).library.function  # type: ignore[attr-defined]
     assert len(library) == 2  # the If's two branches, and nothing the pruning could drop
+    norms = [node for function in library for node in function.node_def if node.op == "FusedBatchNormV3"]
+    assert len(norms) == 1 and "exponential_avg_factor" not in norms[0].attr  # stripped inside the branch too
