@@ -352,3 +352,31 @@ def test_control_flow_left_in_the_graph_is_warned_about_and_recorded(tmp_path_fa
     assert len(library) == 2  # the If's two branches, and nothing the pruning could drop
     norms = [node for function in library for node in function.node_def if node.op == "FusedBatchNormV3"]
     assert len(norms) == 1 and "exponential_avg_factor" not in norms[0].attr  # stripped inside the branch too
+
+
+def test_cond_predicate_folds_through_any_chain_of_ops(tmp_path: Path) -> None:
+    """The predicate is the switch cast, negated, compared and combined with a default: TensorFlow computes it."""
+    import tensorflow as tf
+
+    from infer.freeze import freeze_model
+
+    tf1 = tf.compat.v1
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf1.placeholder(tf.float32, [None, 3], name="x")
+        mode = tf1.placeholder(tf.int32, name="mode")  # shape-less, like the bool switch
+        scale = tf1.placeholder_with_default(2.0, [], name="scale")
+        predicate = tf.logical_and(tf.logical_not(tf.equal(tf.cast(mode, tf.float32) * scale, 2.0)),
+                                   tf.reduce_all(tf.greater(tf.stack([scale, scale + 1.0]), 1.0)))
+        tf.identity(tf.cond(predicate, lambda: x * 3.0, lambda: tf.nn.dropout(x, rate=0.5)), name="y")
+    pb = tmp_path / "graph.pb"
+    pb.write_bytes(graph.as_graph_def().SerializeToString())
+    report = freeze_model(pb, tmp_path / "model", ["y:0"], batch=2, assignments=["mode=0"])
+    graph_def = _graph_def(report.contract.pb_path)
+    assert not _all_ops(graph_def) & _CONTROL_AND_RANDOM
+    assert report.contract.outputs[0].shape == (2, 3)
+    from tests.ckpt2pb.test_freeze import _run_pb
+
+    feed = np.arange(6, dtype=np.float32).reshape(2, 3)
+    got, _ = _run_pb(report.contract.pb_path.read_bytes(), {"x:0": feed}, ["y:0"])
+    np.testing.assert_array_equal(got[0], feed * 3.0)  # the live branch: mode 0 -> 0 != 2, and 2 > 1
