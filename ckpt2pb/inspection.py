@@ -35,6 +35,7 @@ _NOT_OUTPUT_PREFIXES = ("save/", "init", "gradients/", "train/", "report_uniniti
                         "global_step", "Adam", "Momentum", "GradientDescent")
 _NOT_OUTPUT_SUFFIXES = ("/switch_t", "/switch_f", "/pred_id", "/Assign", "/read", "/Initializer", "/IsInitialized")
 _OUTPUT_OPS = {"Softmax": 4, "Sigmoid": 4, "ArgMax": 3, "TopKV2": 3, "LogSoftmax": 3}
+_PROBABILITY_OPS = frozenset({"Softmax", "Sigmoid", "LogSoftmax"})
 _OUTPUT_WORDS = re.compile(r"prob|softmax|sigmoid|logit|predict|output|argmax|score|class|embedding|pooled")
 _TRAINING_WORDS = re.compile(r"loss|accuracy|metric|cross_?entropy|xent|label")
 # Ops that only describe a tensor (its shape, size, rank): left unconsumed by losses, never what a model answers.
@@ -139,16 +140,20 @@ def _score(node: Any) -> int:
 def _training_only(graph_def: Any) -> tuple[set[str], set[str]]:
     """(nodes whose results only training reads, nodes computed from labels).
 
-    Labels are the feeds no softmax/sigmoid/argmax-like op is computed from; a node is training-only when it is
-    bookkeeping (loss, optimizer, summary...), is computed from labels (a metric's Equal), or when everything
-    that reads it is training-only (the ArgMax an accuracy reads)."""
+    Labels are the feeds no softmax/sigmoid op (else argmax-like op) is computed from; a node is training-only
+    when it is bookkeeping (loss, optimizer, summary...), is computed from labels (a metric's Equal), or when
+    everything that reads it is training-only (the ArgMax an accuracy reads)."""
     order = topological_order(graph_def)
     feeds: dict[str, frozenset[str]] = {}
     for node in order:
         own = {node.name} if node.op in PLACEHOLDER_OPS and not node.name.startswith(_SAVER_FEEDS) else set()
         feeds[node.name] = frozenset(own.union(*(feeds.get(node_name(ref), frozenset())
                                                  for ref in node.input if not ref.startswith("^"))))
-    model_feeds = set().union(*(feeds[node.name] for node in order if node.op in _OUTPUT_OPS))
+    # Probabilities are computed from the model's inputs only; an argmax may be of one-hot labels (the tutorials'
+    # accuracy), so argmax-like ops speak for the inputs only where no probability op is there.
+    probability = [node for node in order if node.op in _PROBABILITY_OPS]
+    model_feeds = set().union(*(feeds[node.name] for node in probability or
+                                [node for node in order if node.op in _OUTPUT_OPS]))
     every_feed = {node.name for node in order if node.op in PLACEHOLDER_OPS and not node.name.startswith(_SAVER_FEEDS)}
     label_feeds = every_feed - model_feeds if model_feeds else set()
     from_labels = {name for name, used in feeds.items() if used & label_feeds}

@@ -163,8 +163,9 @@ def build_noisy(folder: Path, *, seed: int = 13, batch: int = 2) -> ReferenceMod
 
 
 def build_metric_read_softmax(folder: Path, *, seed: int = 14, batch: int = 2) -> ReferenceModel:
-    """A softmax read only by an accuracy (ArgMax -> Equal -> Cast -> Mean), beside a loss on the logits and an
-    optimizer: nothing leaves probs unconsumed, and the unconsumed tensors are the metrics."""
+    """A softmax read only by an accuracy (ArgMax -> Equal -> Cast -> Mean, the labels' one-hot argmax on the
+    other side), beside a loss on the logits and an optimizer: nothing leaves probs unconsumed, and the
+    unconsumed tensors are the metrics."""
     import tensorflow as tf
 
     tf1 = tf.compat.v1
@@ -175,7 +176,8 @@ def build_metric_read_softmax(folder: Path, *, seed: int = 14, batch: int = 2) -
         labels = tf1.placeholder(tf.int64, [None], name="labels")
         logits = _small_head(images)
         probs = tf.nn.softmax(logits, name="probs")
-        correct = tf.equal(tf.argmax(probs, axis=1), labels)
+        # The TF1 tutorials' accuracy: the argmax of the prediction against the argmax of one-hot labels.
+        correct = tf.equal(tf.argmax(probs, axis=1), tf.argmax(tf.one_hot(labels, 5), axis=1))
         tf.reduce_mean(tf.cast(correct, tf.float32), name="accuracy")
         loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits),
                               name="loss")
