@@ -209,7 +209,8 @@ def check_against_input(config: AippConfig, input_name: str, height: int, width:
         bottom = config.load_start_pos_h + config.crop_size_h
         if right > config.src_image_size_w or bottom > config.src_image_size_h:
             raise ConvertError(f"{where}: the crop window ends at ({right}, {bottom}), outside the "
-                               f"{config.src_image_size_w}x{config.src_image_size_h} source (w x h)")
+                               f"{config.src_image_size_w}x{config.src_image_size_h} source (w x h): "
+                               "load_start_pos + crop_size must not pass src_image_size")
     if config.input_format == "YUV420SP_U8":
         odd = [name for name, value in (("src_image_size_w", config.src_image_size_w),
                                         ("src_image_size_h", config.src_image_size_h),

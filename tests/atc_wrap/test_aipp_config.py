@@ -136,6 +136,8 @@ _STATIC = "aipp_op {\n aipp_mode: static\n input_format: RGB888_U8\n"
     ("aipp_op {\n aipp_mode: static\n}", "hand.cfg: no input_format"),
     ("aipp_op { aipp_mode: static }\naipp_op { aipp_mode: static }", "hand.cfg: 2 aipp_op blocks"),
     ("aipp_op {\n aipp_mode: static\n mean_chn_0: abc\n}", "hand.cfg:3: not a valid AIPP config"),
+    (_STATIC + " mean_chn_0: 123.675\n}",
+     "hand.cfg:4: mean_chn_0 123.675: ATC takes a whole number there (a fractional mean goes into min_chn)"),
     (_STATIC + " mean_chn_1: 256\n}", "hand.cfg:4: mean_chn_1 256: outside ATC's documented range [0, 255]"),
     (_STATIC + " min_chn_0 : 255.5\n}", "hand.cfg:4: min_chn_0 255.5: outside ATC's documented range [0, 255]"),
     (_STATIC + " var_reci_chn_2: -70000\n}", "hand.cfg:4: var_reci_chn_2 -70000: outside ATC's documented range"),
