@@ -122,7 +122,7 @@ def _explain(path: Path, message: str) -> ConvertError:
     if enum:
         return ConvertError(f"{path}{line}: input_format {enum.group(1).rstrip('.')} is not one infer's AIPP "
                             f"handles (expected {', '.join(INPUT_FORMATS)})")
-    whole = re.search(r"'\s*(\w+)\s*:\s*(\S+)': Couldn't parse integer", detail)
+    whole = re.search(r"'\s*(\w+)\s*:\s*([-+]?[\d.]+(?:[eE][-+]?\d+)?)': Couldn't parse integer", detail)
     if whole:
         fraction = " (a fractional mean goes into min_chn)" if whole.group(1).startswith("mean_chn") else ""
         return ConvertError(f"{path}{line}: {whole.group(1)} {whole.group(2)}: ATC takes a whole number "
