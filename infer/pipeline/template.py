@@ -104,7 +104,8 @@ def render_template(values: TemplateValues) -> str:
               "aipp = true" if values.aipp else "# aipp = false",
               "# aipp_input_format = \"\"  # RGB888_U8 | YUV420SP_U8 | XRGB8888_U8 | YUV400_U8",
               "# aipp_src_size = []      # [width, height] of the uint8 source; [] = the model input's size",
-              "# aipp_crop = []          # [x, y] of the crop window; [] = centred"]
+              "# aipp_crop = []          # [x, y] of the crop window; [] = centred",
+              "# aipp_csc = \"\"           # YUV420SP_U8: jpeg | bt601n | bt601w | bt709n | bt709w; \"\" = jpeg"]
 
     lines += ["", "[run]",
               "# backend = \"auto\"  # from what convert made; or onnxrt | tf | msame | ais_bench",

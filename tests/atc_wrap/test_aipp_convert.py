@@ -138,3 +138,25 @@ def test_emulated_band_of_an_aipp_om_puts_the_same_aipp_in_front(capsys: pytest.
     assert [(s.dtype, s.shape) for s in staged.converted.inputs] == [("uint8", (2, 10, 10, 3))]
     assert model_aipp(staged) == model_aipp(saved) == read_aipp_config(contract.folder / "aipp.cfg")
     assert sorted(p.name for p in folder.glob("*.bin")) == ["000000_output_0.bin", "000001_output_0.bin"]
+
+
+def test_pipeline_template_lists_every_aipp_setting_and_they_read_back() -> None:
+    """Every [convert] aipp_* key the pipeline reads is in the file `pipeline init`/`demo` write, and uncommented
+    with a value it is read as that value."""
+    from dataclasses import fields
+
+    from infer.pipeline.config import ConvertSection, config_from_dict
+    from infer.pipeline.template import TemplateValues, render_template
+
+    text = render_template(TemplateValues(source="model.pb", outputs=("out:0",), aipp=True))
+    keys = [f.name for f in fields(ConvertSection) if f.name.startswith("aipp_") and f.name != "aipp_config"]
+    assert keys and all(f"# {key} = " in text for key in keys)
+    chosen = {"aipp_input_format": '"YUV420SP_U8"', "aipp_src_size": "[36, 34]", "aipp_crop": "[2, 0]",
+              "aipp_csc": '"bt709w"'}
+    for key in keys:
+        text = text.replace(f"# {key} = ", f"{key} = {chosen[key]}  # ", 1)
+    import tomllib
+
+    config = config_from_dict(tomllib.loads(text), Path("pipeline.toml"))
+    assert (config.convert.aipp_input_format, config.convert.aipp_src_size, config.convert.aipp_crop,
+            config.convert.aipp_csc) == ("YUV420SP_U8", (36, 34), (2, 0), "bt709w")
