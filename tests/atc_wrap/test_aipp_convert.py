@@ -10,9 +10,16 @@ import pytest
 from atc_wrap.aipp_parse import read_aipp_config
 from infer.contract import ModelContract, load_contract
 from tests.atc_wrap.conftest import FakeAtc
-from tests.cli import run_cli
+from tests.cli import Outcome, run_cli
 
 Copy = Callable[[ModelContract], ModelContract]
+
+
+def _convert_with_config(capsys: pytest.CaptureFixture[str], contract: ModelContract, hand: Path,
+                         text: str) -> tuple[Path, Outcome]:
+    """`infer convert --aipp-config` with `text` written to `hand`."""
+    hand.write_text(text)
+    return hand, run_cli(capsys, "convert", contract.path, "--soc-version", "Ascend310", "--aipp-config", hand)
 
 
 def test_om_gets_aipp_cfg_and_insert_op_conf(capsys: pytest.CaptureFixture[str], fake_atc: FakeAtc,
@@ -56,10 +63,9 @@ def test_hand_written_config_is_copied_as_written(capsys: pytest.CaptureFixture[
                                                   frozen_small_cnn: ModelContract, copy_model: Copy,
                                                   tmp_path: Path) -> None:
     contract = copy_model(frozen_small_cnn)
-    hand = tmp_path / "mine.cfg"
-    hand.write_text("# ours\naipp_op {\n aipp_mode: static\n input_format: RGB888_U8\n rbuv_swap_switch: true\n"
-                    " mean_chn_0: 104\n}\n")
-    outcome = run_cli(capsys, "convert", contract.path, "--soc-version", "Ascend310", "--aipp-config", hand)
+    hand, outcome = _convert_with_config(capsys, contract, tmp_path / "mine.cfg", (
+        "# ours\naipp_op {\n aipp_mode: static\n input_format: RGB888_U8\n rbuv_swap_switch: true\n"
+        " mean_chn_0: 104\n}\n"))
     assert outcome.code == 0, outcome.err
     assert (contract.folder / "aipp.cfg").read_text() == hand.read_text()
     saved = load_contract(contract.path)
@@ -89,10 +95,9 @@ def test_config_for_another_size_is_refused(capsys: pytest.CaptureFixture[str], 
                                             frozen_small_cnn: ModelContract, copy_model: Copy,
                                             tmp_path: Path) -> None:
     contract = copy_model(frozen_small_cnn)
-    hand = tmp_path / "big.cfg"
-    hand.write_text("aipp_op {\n aipp_mode: static\n input_format: RGB888_U8\n src_image_size_w: 224\n"
-                    " src_image_size_h: 224\n}\n")
-    outcome = run_cli(capsys, "convert", contract.path, "--soc-version", "Ascend310", "--aipp-config", hand)
+    hand, outcome = _convert_with_config(capsys, contract, tmp_path / "big.cfg", (
+        "aipp_op {\n aipp_mode: static\n input_format: RGB888_U8\n src_image_size_w: 224\n"
+        " src_image_size_h: 224\n}\n"))
     assert outcome.code != 0
     assert outcome.error_line == (f"error: {hand}: AIPP hands the model 224x224 (w x h, its src_image_size "
                                   "(crop: false)), input images:0 takes 8x8")
