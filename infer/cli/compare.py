@@ -53,6 +53,7 @@ def compare(
     from infer.cli.compare_table import metrics_table
     from infer.compare.compare import CompareOptions
     from infer.compare.compare import compare as run_compare
+    from infer.compare.metrics import shown_limit
     from infer.compare.thresholds import Thresholds
 
     if workers < 1:
@@ -94,7 +95,7 @@ def compare(
             console.print(f"{output.name}: {failing_batches} of {len(output.batches)} batches fail on their own",
                           markup=False)
         if output.failing_samples:
-            limits = ", ".join(f"{name} {limit:g}" for name, limit in output.sample_limits.items())
+            limits = ", ".join(f"{name} {shown_limit(limit)}" for name, limit in output.sample_limits.items())
             console.print(f"{output.name}: {result.failing_count(output)} (per-sample limits: {limits}); worst: "
                           f"{output.worst_failing.describe() if output.worst_failing else ''}", markup=False)
         if output.topk is not None:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from binio.atomic import write_bytes_atomic
-from infer.compare.metrics import shown
+from infer.compare.metrics import shown, shown_limit
 from infer.compare.result import CompareResult, LayerwiseResult, OutputResult, PlotData
 
 REPORT_HTML = "report.html"
@@ -176,7 +176,7 @@ def _output_section(output: OutputResult) -> str:
         parts.append("<h3>Worst samples (ranked by cosine, ties by max abs error)</h3><table><tr><th>sample</th>"
                      "<th>source</th><th>batch</th><th>row</th><th>cosine</th><th>max abs error</th><th>RMSE</th>"
                      f"<th>RED</th></tr>{rows}</table>")
-    limits = ", ".join(f"{name} {limit:g}" for name, limit in output.sample_limits.items()) or "none"
+    limits = ", ".join(f"{name} {shown_limit(limit)}" for name, limit in output.sample_limits.items()) or "none"
     failing = len(output.failing_samples)
     worst = f"; worst: {html.escape(output.worst_failing.describe())}" if output.worst_failing is not None else ""
     parts.append(f"<p>Per sample: {failing} sample{'s' if failing != 1 else ''} fail on their own (limits: "
@@ -241,9 +241,9 @@ def _provenance_section(result: CompareResult) -> str:
         return ""
     emulation = ", ".join(f"{k} {v}" for k, v in p.emulation.items() if k in ("mode", "storage", "rounded_tensors",
                                                                             "rounded_weights")) or "none"
-    thresholds = "; ".join(f"{name}: " + ", ".join(f"{m} {v:g}" for m, v in limits.items())
+    thresholds = "; ".join(f"{name}: " + ", ".join(f"{m} {shown_limit(v)}" for m, v in limits.items())
                            for name, limits in p.thresholds.items())
-    sample_limits = "; ".join(f"{name}: " + ", ".join(f"{m} {v:g}" for m, v in limits.items())
+    sample_limits = "; ".join(f"{name}: " + ", ".join(f"{m} {shown_limit(v)}" for m, v in limits.items())
                               for name, limits in p.sample_thresholds.items())
     rows = [("infer version", p.infer_version), ("date", p.date), ("golden", p.golden.describe()),
             ("golden model sha256", p.golden.model_sha256), ("actual", p.actual.describe()),
