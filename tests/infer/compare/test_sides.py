@@ -116,6 +116,29 @@ def test_expected_band_flags_damage_that_msit_passes(frozen_small_cnn, onnx_smal
     assert result.passed and not band.flagged and band.rmse_ratio == pytest.approx(1.0)
 
 
+def test_the_emulated_run_takes_the_converted_models_bins_without_a_warning(  # type: ignore[no-untyped-def]
+        onnx_small_cnn_fp16, cnn_bins, copy_model, tmp_path, caplog) -> None:
+    """Bins dumped for the converted model feed the emulated model (another model of the same pb) on purpose."""
+    from binio.manifest import load_manifest
+
+    contract = copy_model(onnx_small_cnn_fp16)
+    assert contract.converted is not None
+    bins = tmp_path / "bins"
+    shutil.copytree(cnn_bins, bins)
+    replace(load_manifest(bins / "dataset.json"), model_sha256=contract.converted.sha256).save()
+    actual = _run(contract, bins, tmp_path / "out")
+    with caplog.at_level("WARNING", logger="infer.run"):
+        result = compare(contract.path, bins, actual, options=CompareOptions(expected_from_emulation=True),
+                         cache_root=tmp_path / "cache")
+    assert len(result.expected) == 1
+    assert caplog.messages == []
+    # The same bins run by hand on another model of that pb still say so.
+    emulated = load_contract(next((tmp_path / "cache").glob("emulated/*/model/model.json")))
+    with caplog.at_level("WARNING", logger="infer.run"):
+        _run(emulated, bins, tmp_path / "by_hand")
+    assert [m for m in caplog.messages if "made for another model" in m]
+
+
 def test_expected_band_is_on_by_default_for_an_om(onnx_small_cnn_fp16, cnn_bins, cnn_golden, copy_model,  # type: ignore[no-untyped-def]
                                                   tmp_path) -> None:
     contract = copy_model(onnx_small_cnn_fp16)
