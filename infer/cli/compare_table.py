@@ -6,8 +6,8 @@ packed into lines that fit (as Polygraphy prints its statistics). A pipe or a lo
 
 from __future__ import annotations
 
-from infer.compare.metrics import ValueCounts, shown
-from infer.compare.result import CompareResult, LayerwiseResult, OutputResult
+from infer.compare.metrics import shown
+from infer.compare.result import CompareResult, LayerwiseResult, OutputResult, fp16_cause
 
 # The metric columns: short header -> msaccucmp's name.
 COLUMNS = {"cosine": "CosineSimilarity", "RED": "RelativeEuclideanDistance", "KL": "KullbackLeiblerDivergence",
@@ -16,20 +16,11 @@ COLUMNS = {"cosine": "CosineSimilarity", "RED": "RelativeEuclideanDistance", "KL
 _GAP = "  "
 
 
-def fp16_cell(counts: ValueCounts, layers: LayerwiseResult | None) -> str:
-    """The fp16 column: the cause of an inf/NaN where TF is finite, as far as the outputs (or --layerwise) tell."""
-    if layers is not None and layers.nonfinite is not None and counts.nonfinite_actual_where_golden_finite:
-        return layers.nonfinite.cause
-    if counts.beyond_fp16_golden:
-        return "overflow"  # TF's own values are past 65504: fp16 cannot hold them
-    return "inf/NaN" if counts.nonfinite_actual_where_golden_finite else "ok"
-
-
 def _cells(output: OutputResult, layers: LayerwiseResult | None = None) -> list[tuple[str, str]]:
     m = output.metrics
     cells = [(short, shown(m.value(name), name)) for short, name in COLUMNS.items()]
     cells += [("NaN/inf", str(m.counts.nan_actual + m.counts.inf_actual)),
-              ("fp16", fp16_cell(m.counts, layers)), ("result", "pass" if output.passed else "FAIL")]
+              ("fp16", fp16_cause(output, layers)), ("result", "pass" if output.passed else "FAIL")]
     return cells
 
 

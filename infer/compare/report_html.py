@@ -18,7 +18,7 @@ from typing import Any
 
 from binio.atomic import write_bytes_atomic
 from infer.compare.metrics import shown, shown_limit
-from infer.compare.result import CompareResult, LayerwiseResult, OutputResult, PlotData
+from infer.compare.result import CompareResult, LayerwiseResult, OutputResult, PlotData, fp16_cause
 
 REPORT_HTML = "report.html"
 _COSINE = "CosineSimilarity"
@@ -144,7 +144,7 @@ def _worst_plot(output: OutputResult) -> str:
 
 def _metrics_table(result: CompareResult) -> str:
     head = "<th>output</th>" + "".join(f"<th title='{name}'>{short}</th>" for name, short in _SHOWN.items())
-    head += "<th>NaN/inf</th><th>fp16 overflow</th><th>verdict</th>"
+    head += "<th>NaN/inf</th><th>fp16</th><th>verdict</th>"
     rows = []
     for output in result.outputs:
         m = output.metrics
@@ -152,7 +152,7 @@ def _metrics_table(result: CompareResult) -> str:
         cells = "".join(f"<td>{shown(m.value(name), name)}</td>" for name in _SHOWN)
         verdict = '<span class="pass">pass</span>' if output.passed else '<span class="fail">FAIL</span>'
         rows.append(f'<tr><td class="name">{html.escape(output.name)}</td>{cells}'
-                    f"<td>{counts.nan_actual + counts.inf_actual}</td><td>{'yes' if counts.fp16_overflow else 'no'}"
+                    f"<td>{counts.nan_actual + counts.inf_actual}</td><td>{fp16_cause(output, result.layerwise)}"
                     f"</td><td>{verdict}</td></tr>")
     return f"<table><tr>{head}</tr>{''.join(rows)}</table>"
 

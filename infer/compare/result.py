@@ -151,7 +151,9 @@ class LayerwiseResult:
     outputs_passed: bool = True  # the verdict on the outputs, which the marks must agree with
     note: str = ""  # the warning (a PASSED run with a diverging tensor) or why a FAILED run has no mark
     batch_reason: str = ""  # why this batch was the one compared
-    nonfinite: NonfiniteFinding | None = None
+    nonfinite: NonfiniteFinding | None = None  # the first in graph order, over every output
+    # Per output (TF name): the first inf/NaN among the tensors it is computed from, where there is one.
+    nonfinite_by_output: dict[str, NonfiniteFinding] = field(default_factory=dict)
 
     @property
     def first_failing(self) -> LayerRow | None:
@@ -184,8 +186,22 @@ class LayerwiseResult:
                 "first_failing": None if first is None else first.tensor, "first_failing_is_warning": self.is_warning,
                 "origins": list(self.origins), "growth_tensor": self.growth_tensor or None, "note": self.note,
                 "nonfinite": None if self.nonfinite is None else self.nonfinite.to_json(),
+                "nonfinite_by_output": {name: f.to_json() for name, f in self.nonfinite_by_output.items()},
                 "skipped_random": [r.tensor for r in self.skipped_random],
                 "tensors": [r.to_json() for r in self.rows]}
+
+
+def fp16_cause(output: OutputResult, layers: LayerwiseResult | None) -> str:
+    """The fp16 column of the terminal table and the HTML report: ``ok``; ``overflow`` where TF's own values are
+    past 65504; otherwise, for inf/NaN where TF is finite, the cause --layerwise found among the tensors this output
+    is computed from (overflow, underflow, NaN from inf), or ``inf/NaN`` without it."""
+    counts = output.metrics.counts
+    finding = layers.nonfinite_by_output.get(output.name) if layers is not None else None
+    if finding is not None and counts.nonfinite_actual_where_golden_finite:
+        return finding.cause
+    if counts.beyond_fp16_golden:
+        return "overflow"  # TF's own values are past 65504: fp16 cannot hold them
+    return "inf/NaN" if counts.nonfinite_actual_where_golden_finite else "ok"
 
 
 @dataclass(frozen=True)
@@ -290,7 +306,8 @@ class CompareResult:
             "schema": "infer.compare-report", "version": 1, "passed": self.passed, "verdict": self.verdict(),
             "contract": self.contract, "dataset": self.dataset, "actual": self.actual_dir,
             "golden": self.golden_dir, "golden_source": self.golden_source, "samples": self.samples,
-            "padding_excluded": self.padding, "outputs": [o.to_json() for o in self.outputs],
+            "padding_excluded": self.padding,
+            "outputs": [o.to_json() | {"fp16": fp16_cause(o, self.layerwise)} for o in self.outputs],
             "layerwise": None if self.layerwise is None else self.layerwise.to_json(),
             "dumped_golden": self.dumped_golden or None,
             "verdict_line": self.verdict_line(),
