@@ -24,30 +24,42 @@ def _cells(output: OutputResult, layers: LayerwiseResult | None = None) -> list[
     return cells
 
 
+def aligned(rows: list[list[str]], left: int = 1) -> list[str]:
+    """Rows of cells in columns two spaces apart: the first `left` columns left-aligned (names), the rest
+    right-aligned (numbers)."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+
+    def line(cells: list[str]) -> str:
+        return _GAP.join(cell.ljust(width) if i < left else cell.rjust(width)
+                         for i, (cell, width) in enumerate(zip(cells, widths, strict=True))).rstrip()
+
+    return [line(row) for row in rows]
+
+
+def packed(items: list[str], width: int, indent: str = "  ") -> list[str]:
+    """Items (``name value`` pairs) one space apart, in lines of at most `width` that start with `indent`; an item
+    is never split (one wider than `width` gets a line of its own)."""
+    lines = []
+    current = indent
+    for item in items:
+        if len(current) > len(indent) and len(current) + 1 + len(item) > width:
+            lines.append(current)
+            current = indent
+        current += item if len(current) == len(indent) else " " + item
+    return [*lines, current]
+
+
 def _table(result: CompareResult) -> list[str]:
     headers = ["output", *(name for name, _ in _cells(result.outputs[0]))] if result.outputs else ["output"]
     rows = [[output.name, *(value for _, value in _cells(output, result.layerwise))] for output in result.outputs]
-    widths = [max(len(row[i]) for row in (headers, *rows)) for i in range(len(headers))]
-
-    def line(cells: list[str]) -> str:
-        first = cells[0].ljust(widths[0])
-        return _GAP.join([first, *(cell.rjust(width) for cell, width in zip(cells[1:], widths[1:], strict=True))])
-
-    return [line(headers), *(line(row) for row in rows)]
+    return aligned([headers, *rows])
 
 
 def _blocks(result: CompareResult, width: int) -> list[str]:
     lines = []
     for output in result.outputs:
         lines.append(output.name)
-        current = " "
-        for name, value in _cells(output, result.layerwise):
-            pair = f" {name} {value}"
-            if len(current) > 1 and len(current) + len(pair) > width:
-                lines.append(current)
-                current = " "
-            current += pair
-        lines.append(current)
+        lines += packed([f"{name} {value}" for name, value in _cells(output, result.layerwise)], width)
     return lines
 
 
