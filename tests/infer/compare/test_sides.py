@@ -16,6 +16,7 @@ from infer.compare.compare import CompareOptions, compare
 from infer.contract import ModelContract, load_contract
 from infer.run import RunOptions, run_model
 from tests.cli import run_cli
+from tests.infer.compare.conftest import converted_with_edited_kernel
 
 pytestmark = pytest.mark.slow
 
@@ -25,25 +26,11 @@ def _run(contract: ModelContract, bins: Path, out: Path, backend: str = "onnxrt"
 
 
 def _damaged_fp16(frozen: ModelContract, folder: Path, scale: float) -> ModelContract:
-    """The small CNN converted under force_fp16 from a pb whose conv kernel carries noise of `scale` times its own
-    spread; model.pb stays the original, so TensorFlow (and the emulation) compute the healthy model."""
-    import tensorflow as tf
-
-    from infer.convert import ConvertOptions, convert_model
-
-    shutil.copytree(frozen.folder, folder)
-    original = load_contract(folder / "model.json")
-    graph_def = tf.compat.v1.GraphDef()
-    graph_def.ParseFromString(original.pb_path.read_bytes())
-    kernel = next(node for node in graph_def.node if node.name == "conv/kernel")
-    values = tf.make_ndarray(kernel.attr["value"].tensor)
-    noise = np.random.default_rng(5).normal(scale=scale * float(values.std()), size=values.shape)
-    kernel.attr["value"].tensor.CopyFrom(tf.make_tensor_proto((values + noise).astype(values.dtype)))
-    (folder / "damaged.pb").write_bytes(graph_def.SerializeToString())
-    staged = replace(original, pb="damaged.pb", pb_sha256=sha256_file(folder / "damaged.pb")).save()
-    converted = convert_model(staged, ConvertOptions(target="onnx", precision_mode="force_fp16")).contract
-    (folder / "damaged.pb").unlink()
-    return replace(converted, pb=original.pb, pb_sha256=original.pb_sha256).save()
+    """The small CNN converted under force_fp16 with noise of `scale` times the conv kernel's own spread."""
+    noise = np.random.default_rng(5)
+    return converted_with_edited_kernel(
+        frozen, folder, lambda values: values + noise.normal(scale=scale * float(values.std()), size=values.shape),
+        "force_fp16")
 
 
 def test_last_line_names_both_sides_by_sha256(onnx_small_cnn_fp16, cnn_bins, cnn_golden, copy_model, tmp_path,  # type: ignore[no-untyped-def]
