@@ -18,18 +18,12 @@ _NOTE_MIN = 24  # narrower than this, a note column reads a word a line: blocks 
 _INDENT = "  "
 
 
-def _note(row: LayerRow, first_mark: str) -> str:
-    """What the numbers do not say: the mark, how the name was matched, the layout when not known for sure."""
-    if row.metrics is None:
-        return f"{'skipped' if row.random_source else 'unmatched'}: {row.unmatched_reason}"
-    notes = [first_mark if row.first_failing else ("fail" if row.failures else "")]
-    if row.onnx_tensor:
-        notes.append(f"as ONNX's unnamed {row.onnx_tensor} ({row.onnx_op}, fused)")
-    if row.match != "op and inputs":
-        notes.append(row.match if row.match.startswith("op differs") else f"matched by {row.match}")
-    if row.layout.startswith(("as the model gives", "unknown")) or "(the conversion does not say" in row.layout:
-        notes.append(f"layout {row.layout}")
-    return "; ".join(n for n in notes if n)
+def _note(row: LayerRow, warning: bool) -> str:
+    """The row's note, its mark as an arrow, and ``fail`` on a failing tensor that is not the first."""
+    note = row.note(warning=warning)
+    if row.first_failing:
+        return f"<- {note}"
+    return "; ".join(n for n in ("fail" if row.failures else "", note) if n)
 
 
 def _numbers(row: LayerRow) -> list[tuple[str, str]]:
@@ -47,9 +41,8 @@ def _wrapped(text: str, width: int, indent: str = "") -> list[str]:
 def layer_table(layers: LayerwiseResult, width: int | None) -> list[str]:
     """The title, then one row per tensor (the note in the last column) or, narrower, one block per tensor;
     `width` None: no limit."""
-    first_mark = "<- first to diverge (warning)" if layers.is_warning else "<- first to diverge"
     title = f"layer by layer, batch {layers.batch_stem} ({layers.batch_reason})"
-    notes = [_note(row, first_mark) for row in layers.rows]
+    notes = [_note(row, layers.is_warning) for row in layers.rows]
     cells = [[row.tensor, row.op_type, *(value for _, value in _numbers(row) or [("", "")] * 3)] for row in layers.rows]
     fixed = aligned([_HEADERS, *cells], left=2)
     fixed = [line.ljust(max(len(f) for f in fixed)) for line in fixed]

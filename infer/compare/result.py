@@ -128,6 +128,20 @@ class LayerRow:
     def passed(self) -> bool:
         return self.matched and not self.failures
 
+    def note(self, *, warning: bool = False) -> str:
+        """What the numbers do not say (the terminal's table, report.csv): why it was not compared, or its mark,
+        how it was matched, and its layout where the conversion did not give it. `warning`: the outputs pass."""
+        if self.metrics is None:
+            return f"{'skipped' if self.random_source else 'unmatched'}: {self.unmatched_reason}"
+        notes = [f"first to diverge{' (warning)' if warning else ''}"] if self.first_failing else []
+        if self.onnx_tensor:
+            notes.append(f"as ONNX's unnamed {self.onnx_tensor} ({self.onnx_op}, fused)")
+        if self.match and self.match != "op and inputs":
+            notes.append(self.match if self.match.startswith("op differs") else f"matched by {self.match}")
+        if self.layout.startswith(("as the model gives", "unknown")) or "(the conversion does not say" in self.layout:
+            notes.append(f"layout {self.layout}")
+        return "; ".join(notes)
+
     def to_json(self) -> dict[str, Any]:
         return {"tensor": self.tensor, "op_type": self.op_type, "dtype": self.dtype, "shape": list(self.shape),
                 "matched": self.matched, "first_failing": self.first_failing,
