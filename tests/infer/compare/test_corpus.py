@@ -72,6 +72,8 @@ def test_subtle_damage_msit_passes_is_caught_by_the_expected_band(
     passing = [(built.case.name, result) for built, result in corpus_results if result.passed]
     assert len(corpus_results) == 18 and len(passing) == 6
     assert [name for name, result in passing if result.samples_failing] == ["mlp-dense1-small"]
+    caught = next(result for name, result in passing if result.samples_failing).outputs[0].worst_failing
+    assert caught is not None and caught.metric == "RelativeEuclideanDistance"
     assert all(len(result.expected) == 1 and result.expected[0].flagged for _, result in corpus_results)
     # Caught by a wide margin, not at the edge of the factor of 10.
     assert min(max(r.expected[0].rmse_ratio, r.expected[0].cosine_ratio) for _, r in passing) > 100
