@@ -74,7 +74,7 @@ def compare(config: PipelineConfig, work: WorkLayout, run_folder: Path) -> Stage
         parts.append(f"first diverging tensor {result.layerwise.first_failing.tensor}{warning}")
     summary = "; ".join(parts) + f" -> {result.verdict()}"
     return StageDone(summary, (work.report / "report.json",),
-                     {"passed": result.passed, "verdict": result.verdict(), "report_html": str(html)})
+                     {"passed": result.passed, "verdict": result.verdict_line(), "report_html": str(html)})
 
 
 def convert_options(config: PipelineConfig) -> ConvertOptions:
