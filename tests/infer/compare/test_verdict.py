@@ -185,6 +185,22 @@ def test_a_model_never_converted_is_refused_unless_asked(tmp_path, capsys) -> No
                                   "precision mode to emulate")
 
 
+@pytest.mark.parametrize(("flags", "message"), [
+    (("--expected-factor", "0.5"), "error: --expected-factor 0.5: expected 1 or more"),
+    (("--expected-factor", "nan"), "error: --expected-factor nan: expected 1 or more"),
+    (("--fail-on-expected", "--no-expected-from-emulation"),
+     "error: --fail-on-expected with --no-expected-from-emulation: the band it fails on would not be computed"),
+])
+def test_expected_band_options_that_cannot_work_are_refused(tmp_path, capsys, flags, message) -> None:  # type: ignore[no-untyped-def]
+    contract = write_contract(tmp_path / "model", (TensorSpec("probs:0", "float32", (None, 5)),))
+    write_dataset(tmp_path / "bins", batch=BATCH, samples=8)
+    probs = np.ones((8, 5), np.float32)
+    write_run(tmp_path / "golden" / "20240101_120000", [probs], BATCH)
+    write_run(tmp_path / "actual" / "20240101_130000", [probs], BATCH)
+    outcome = run_cli(capsys, *_args(tmp_path, contract, *flags))
+    assert (outcome.code, outcome.error_line) == (2, message)
+
+
 # --- point 5: labels that belong to the samples -----------------------------------------------------------------
 
 
