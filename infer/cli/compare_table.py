@@ -7,7 +7,7 @@ packed into lines that fit (as Polygraphy prints its statistics). A pipe or a lo
 from __future__ import annotations
 
 from infer.compare.metrics import shown
-from infer.compare.result import CompareResult, LayerwiseResult, OutputResult, fp16_cause
+from infer.compare.result import CompareResult, OutputResult, fp16_cause
 
 # The metric columns: short header -> msaccucmp's name.
 COLUMNS = {"cosine": "CosineSimilarity", "RED": "RelativeEuclideanDistance", "KL": "KullbackLeiblerDivergence",
@@ -16,11 +16,12 @@ COLUMNS = {"cosine": "CosineSimilarity", "RED": "RelativeEuclideanDistance", "KL
 _GAP = "  "
 
 
-def _cells(output: OutputResult, layers: LayerwiseResult | None = None) -> list[tuple[str, str]]:
+def _cells(result: CompareResult, output: OutputResult) -> list[tuple[str, str]]:
     m = output.metrics
     cells = [(short, shown(m.value(name), name)) for short, name in COLUMNS.items()]
     cells += [("NaN/inf", str(m.counts.nan_actual + m.counts.inf_actual)),
-              ("fp16", fp16_cause(output, layers)), ("result", "pass" if output.passed else "FAIL")]
+              ("fp16", fp16_cause(output, result.layerwise)),
+              ("result", "pass" if result.output_passed(output) else "FAIL")]
     return cells
 
 
@@ -50,8 +51,8 @@ def packed(items: list[str], width: int, indent: str = "  ") -> list[str]:
 
 
 def _table(result: CompareResult) -> list[str]:
-    headers = ["output", *(name for name, _ in _cells(result.outputs[0]))] if result.outputs else ["output"]
-    rows = [[output.name, *(value for _, value in _cells(output, result.layerwise))] for output in result.outputs]
+    headers = ["output", *(name for name, _ in _cells(result, result.outputs[0]))] if result.outputs else ["output"]
+    rows = [[output.name, *(value for _, value in _cells(result, output))] for output in result.outputs]
     return aligned([headers, *rows])
 
 
@@ -59,7 +60,7 @@ def _blocks(result: CompareResult, width: int) -> list[str]:
     lines = []
     for output in result.outputs:
         lines.append(output.name)
-        lines += packed([f"{name} {value}" for name, value in _cells(output, result.layerwise)], width)
+        lines += packed([f"{name} {value}" for name, value in _cells(result, output)], width)
     return lines
 
 

@@ -150,7 +150,7 @@ def _metrics_table(result: CompareResult) -> str:
         m = output.metrics
         counts = m.counts
         cells = "".join(f"<td>{shown(m.value(name), name)}</td>" for name in _SHOWN)
-        verdict = '<span class="pass">pass</span>' if output.passed else '<span class="fail">FAIL</span>'
+        verdict = '<span class="pass">pass</span>' if result.output_passed(output) else '<span class="fail">FAIL</span>'
         rows.append(f'<tr><td class="name">{html.escape(output.name)}</td>{cells}'
                     f"<td>{counts.nan_actual + counts.inf_actual}</td><td>{fp16_cause(output, result.layerwise)}"
                     f"</td><td>{verdict}</td></tr>")

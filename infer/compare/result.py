@@ -254,6 +254,15 @@ class CompareResult:
             found += [e.describe() for e in self.expected if e.flagged]
         return tuple(found)
 
+    def output_passed(self, output: OutputResult) -> bool:
+        """The output's verdict as the run's: its dataset-wide limits, and the checks asked to fail the run (a
+        sample past its limits, an error past the expected band). The tables' result column says this."""
+        if output.failures:
+            return False
+        if self.per_sample_asked and output.worst_failing is not None:
+            return False
+        return not (self.expected_asked and any(e.flagged for e in self.expected if e.output == output.name))
+
     def failing_count(self, output: OutputResult) -> str:
         count = len(output.failing_samples)
         return f"{count} of {self.samples} sample{'s' if self.samples != 1 else ''} fail on their own"
@@ -321,7 +330,8 @@ class CompareResult:
             "contract": self.contract, "dataset": self.dataset, "actual": self.actual_dir,
             "golden": self.golden_dir, "golden_source": self.golden_source, "samples": self.samples,
             "padding_excluded": self.padding,
-            "outputs": [o.to_json() | {"fp16": fp16_cause(o, self.layerwise)} for o in self.outputs],
+            "outputs": [o.to_json() | {"fp16": fp16_cause(o, self.layerwise), "passes_run": self.output_passed(o)}
+                        for o in self.outputs],
             "layerwise": None if self.layerwise is None else self.layerwise.to_json(),
             "dumped_golden": self.dumped_golden or None,
             "verdict_line": self.verdict_line(),

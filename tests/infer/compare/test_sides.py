@@ -95,6 +95,8 @@ def test_expected_band_flags_damage_that_msit_passes(frozen_small_cnn, onnx_smal
                       "--fail-on-expected")
     assert outcome.code == 1
     assert outcome.out.strip().splitlines()[-1].startswith("FAILED: probs:0 error ")
+    row = next(line for line in outcome.out.splitlines() if line.startswith("probs:0 "))
+    assert row.split()[-1] == "FAIL"  # msit's rule passes, the band asked to fail the run does not
     # The healthy conversion sits inside its band (the stand-in is the emulation: a ratio of 1).
     healthy = copy_model(onnx_small_cnn_fp16)
     result = compare(healthy.path, cnn_bins, _run(healthy, cnn_bins, tmp_path / "healthy"), golden=cnn_golden,

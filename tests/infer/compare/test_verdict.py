@@ -68,6 +68,8 @@ def test_one_bad_sample_is_named_and_counted_inside_a_passing_aggregate(tmp_path
     assert (f"| worst sample 17 (img_18.png): probs:0 cosine {shown(worst.cosine_similarity, 'CosineSimilarity')}, "
             f"max |diff| {shown(worst.max_absolute_error)}; 1 of 40 samples fail on their own") in last
     assert "probs:0: 1 of 40 samples fail on their own" in outcome.out
+    row = next(line for line in outcome.out.splitlines() if line.startswith("probs:0 "))
+    assert row.split()[-1] == "pass"  # counted, not asked to fail the run
 
 
 def test_a_per_sample_threshold_fails_the_run_on_one_sample(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
@@ -83,6 +85,12 @@ def test_a_per_sample_threshold_fails_the_run_on_one_sample(tmp_path, capsys) ->
     assert report["samples_failing_on_their_own"] == 1
     assert report["worst_sample"]["sample"] == 17 and report["worst_sample"]["source"] == "img_18.png"
     assert report["outputs"][0]["failing_samples"] == [17]
+    # The output passes msit's rule but fails the run: the tables' result column says the run's word.
+    assert report["outputs"][0]["passed"] is True and report["outputs"][0]["passes_run"] is False
+    row = next(line for line in outcome.out.splitlines() if line.startswith("probs:0 "))
+    assert row.split()[-1] == "FAIL"
+    page = (tmp_path / "report" / "report.html").read_text()
+    assert '<span class="fail">FAIL</span>' in page and '<span class="pass">pass</span>' not in page
     # A per-sample limit loose enough for the sample passes again; the count follows the limits.
     outcome = run_cli(capsys, *_args(tmp_path, contract, "--threshold", "sample:cosine=0.9", "-t", "sample:red=0.5"))
     assert outcome.code == 0 and "0 of 40 samples fail on their own" in outcome.out
