@@ -56,7 +56,7 @@ def csv_rows(result: CompareResult) -> list[list[str]]:
         tensor_index = f"{node_name(name)}:output:{output_index(name)}"
         rows.append([str(len(rows)), "NaN", name, tf_type_name(output.actual_dtype), "NaN", name,
                      tf_type_name(output.golden_dtype), "NaN", tensor_index, str(list(output.shape)),
-                     *_metric_cells(output.metrics), _reason(output.failures)])
+                     *_metric_cells(output.metrics), _reason(output.failures, "; ".join(result.asked_reasons(output)))])
     if result.layerwise is not None:
         warning = result.layerwise.is_warning
         for layer in result.layerwise.rows:

@@ -247,21 +247,28 @@ class CompareResult:
         """Why the run fails, one text per reason: the dataset-wide limits broken, then the checks that were asked
         to fail it (per-sample limits, the expected-error band)."""
         found = [f.describe() for f in self.failures]
-        if self.per_sample_asked:
-            found += [f"{o.worst_failing.describe()} ({self.failing_count(o)})" for o in self.outputs
-                      if o.worst_failing is not None]
-        if self.expected_asked:
-            found += [e.describe() for e in self.expected if e.flagged]
+        found += [reason for o in self.outputs for reason in self._sample_reasons(o)]
+        found += [reason for o in self.outputs for reason in self._band_reasons(o)]
         return tuple(found)
+
+    def _sample_reasons(self, output: OutputResult) -> list[str]:
+        if not self.per_sample_asked or output.worst_failing is None:
+            return []
+        return [f"{output.worst_failing.describe()} ({self.failing_count(output)})"]
+
+    def _band_reasons(self, output: OutputResult) -> list[str]:
+        if not self.expected_asked:
+            return []
+        return [e.describe() for e in self.expected if e.output == output.name and e.flagged]
+
+    def asked_reasons(self, output: OutputResult) -> tuple[str, ...]:
+        """Why the checks asked to fail the run (a sample past its limits, the expected band) fail this output."""
+        return (*self._sample_reasons(output), *self._band_reasons(output))
 
     def output_passed(self, output: OutputResult) -> bool:
         """The output's verdict as the run's: its dataset-wide limits, and the checks asked to fail the run (a
         sample past its limits, an error past the expected band). The tables' result column says this."""
-        if output.failures:
-            return False
-        if self.per_sample_asked and output.worst_failing is not None:
-            return False
-        return not (self.expected_asked and any(e.flagged for e in self.expected if e.output == output.name))
+        return not output.failures and not self.asked_reasons(output)
 
     def failing_count(self, output: OutputResult) -> str:
         count = len(output.failing_samples)
