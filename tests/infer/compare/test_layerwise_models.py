@@ -138,7 +138,12 @@ def test_fp16_underflow_into_log_is_named(tmp_path: Path, capsys: pytest.Capture
     finding = result.layerwise.nonfinite
     assert finding is not None and (finding.tensor, finding.op_type, finding.cause) == ("logpower:0", "Log",
                                                                                         "underflow")
-    assert finding.count == 16 and "power:0" in finding.detail
+    assert finding.count == 16 and "its input power:0 (AddV2)" in finding.detail
+    # The advice must be true: allow_mix_precision keeps the Log in fp32 but not the Add that stores the eps, so
+    # the same underflow stays (the remedy names both ops).
+    mixed = _converted(tmp_path / "log_mixed", build_log_power, ("x:0",), ("out:0",), mode="allow_mix_precision")
+    still = _layerwise(mixed, tmp_path / "bins", tmp_path / "out_mixed").layerwise
+    assert still is not None and still.nonfinite is not None and still.nonfinite.cause == "underflow"
     outcome = run_cli(capsys, "compare", contract.path, "--input", tmp_path / "bins", "--actual", result.actual_dir,
                       "--layerwise")
     assert "first inf/NaN: logpower:0 (Log): 16 inf/NaN where TensorFlow is finite; underflow: " in outcome.out
@@ -170,7 +175,8 @@ def test_each_outputs_fp16_cause_comes_from_its_own_branch(tmp_path: Path, capsy
     assert causes == {"logs:0": ("logpower:0", "underflow"), "scaled:0": ("big:0", "overflow")}
     outcome = run_cli(capsys, "compare", contract.path, "--input", tmp_path / "bins", "--actual", result.actual_dir,
                       "--layerwise", "--report", tmp_path / "report")
-    rows = {line.split()[0]: line for line in outcome.out.splitlines() if line.startswith(("logs:0 ", "scaled:0 "))}
+    table = outcome.out.split("layer by layer, batch ")[0]  # the output table, not the layer rows of the same names
+    rows = {line.split()[0]: line for line in table.splitlines() if line.startswith(("logs:0 ", "scaled:0 "))}
     assert "underflow" in rows["logs:0"] and "overflow" not in rows["logs:0"]
     assert "overflow" in rows["scaled:0"] and "underflow" not in rows["scaled:0"]
     import json
