@@ -17,7 +17,9 @@ def compare(
     actual: Path = typer.Option(..., "--actual", "-a", help="The converted model's run folder, `OUT/<timestamp>`."),
     golden: Path | None = typer.Option(None, "--golden", "-g",
                                        help="TensorFlow's run folder; default: run the frozen pb (cached)."),
-    labels: Path | None = typer.Option(None, "--labels", help="0-based class indices, one per sample (.txt or .npy)."),
+    labels: Path | None = typer.Option(None, "--labels",
+                                       help="0-based class indices: one a line in the dataset's order (.txt, .npy), "
+                                            "or 'name label' lines matched to the samples' files by name."),
     topk: int = typer.Option(5, "--topk", help="k for top-k overlap and accuracy of classifier outputs."),
     threshold: list[str] = typer.Option([], "--threshold", "-t",
                                         help="metric=value or output:metric=value (value 'off' lifts it); "
