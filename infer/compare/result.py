@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from infer.compare.aipp_check import AippCheck
 from infer.compare.expected import ExpectedError
 from infer.compare.metrics import Metrics, json_float, shown
 from infer.compare.nonfinite import NonfiniteFinding
@@ -236,6 +237,8 @@ class CompareResult:
     per_sample_asked: bool = False  # a sample past its limits fails the run (--threshold sample:...)
     expected: tuple[ExpectedError, ...] = ()  # --expected-from-emulation: per output
     expected_asked: bool = False  # an output worse than its emulated precision explains fails the run
+    preprocessing: tuple[AippCheck, ...] = ()  # a model with AIPP: its output against the declared preprocessing
+    random_ops: dict[str, str] = field(default_factory=dict)  # node -> op: the model draws random numbers
 
     @property
     def failures(self) -> tuple[Failure, ...]:
@@ -246,7 +249,9 @@ class CompareResult:
     def fail_reasons(self) -> tuple[str, ...]:
         """Why the run fails, one text per reason: the dataset-wide limits broken, then the checks that were asked
         to fail it (per-sample limits, the expected-error band)."""
-        found = [f.describe() for f in self.failures]
+        # A mismatched AIPP config explains every output's failure after it: named first.
+        found = [c.describe() for c in self.preprocessing if not c.passed]
+        found += [f.describe() for f in self.failures]
         found += [reason for o in self.outputs for reason in self._sample_reasons(o)]
         found += [reason for o in self.outputs for reason in self._band_reasons(o)]
         return tuple(found)
@@ -323,6 +328,11 @@ class CompareResult:
         ``PASSED | golden: tensorflow model.pb (1a2b3c4d) | actual: onnxrt model.onnx force_fp16 (5e6f7a8b) |
         60 samples, dataset 9c0d1e2f | worst sample 17 (img_17.png): ...``."""
         parts = [self.verdict()]
+        if self.random_ops:  # no two samplers agree: the numbers say less about the conversion
+            names = ", ".join(f"{name} ({op})" for name, op in sorted(self.random_ops.items())[:3])
+            more = f" and {len(self.random_ops) - 3} more" if len(self.random_ops) > 3 else ""
+            parts.append(f"the model draws random numbers: {names}{more}; TensorFlow and the converted model "
+                         "draw differently")
         if self.provenance is not None:
             parts.append(self.provenance.sides())
         summary = self.sample_summary()
@@ -340,7 +350,7 @@ class CompareResult:
             "outputs": [o.to_json() | {"fp16": fp16_cause(o, self.layerwise), "passes_run": self.output_passed(o)}
                         for o in self.outputs],
             "layerwise": None if self.layerwise is None else self.layerwise.to_json(),
-            "dumped_golden": self.dumped_golden or None,
+            "dumped_golden": self.dumped_golden or None, "random_ops": dict(self.random_ops),
             "verdict_line": self.verdict_line(),
             "provenance": None if self.provenance is None else self.provenance.to_json(),
             "samples_failing_on_their_own": self.samples_failing, "per_sample_fails_run": self.per_sample_asked,
@@ -348,4 +358,5 @@ class CompareResult:
                                                                     **self.worst_sample[1].to_json()},
             "expected_from_emulation": [e.to_json() for e in self.expected] if self.expected else None,
             "expected_fails_run": self.expected_asked,
+            "preprocessing": [c.to_json() for c in self.preprocessing] or None,
         }
