@@ -80,7 +80,8 @@ def measure(mib_per_side: int, rounds: int, keep: Path | None = None) -> list[Ro
         samples = mib_per_side * BATCH - PADDING
         report, hand = root / "report", root / "hand.json"
         ours_side = Side("infer compare", infer_command("compare", root / "model.json", "-i", root / "bins", "-a",
-                                                        root / "actual", "-g", root / "golden", "-r", report), report)
+                                                        root / "actual", "-g", root / "golden", "-r", report,
+                                                        "--allow-same-backend"), report)
         hand_side = Side("hand/compare_numpy.py", hand_command("compare_numpy.py", root / "actual", root / "golden",
                                                                samples, WIDTH, hand), hand)
         result = alternate([ours_side, hand_side], rounds, check=lambda: agreement(report, hand))
