@@ -104,6 +104,19 @@ def format_table(results: Sequence[tuple[str, list[Row], str, float]]) -> str:
     return "\n".join(lines)
 
 
+def format_markdown(results: Sequence[tuple[str, list[Row], str, float]], command: str) -> str:
+    """The same rows as a Markdown table for the README, each with the command that measures it."""
+    lines = ["| benchmark | case | figure | against, target, detail | command |", "|---|---|---|---|---|"]
+    for module, rows, problem, _ in results:
+        where = f"`{command} {module.split('_')[0]}`"
+        if problem:
+            lines.append(f"| {module} | - | - | {problem} | {where} |")
+        for name, ratio, note in rows:
+            unit = " s" if note.startswith("seconds") else "x"
+            lines.append(f"| {module} | {name} | {ratio:.2f}{unit} | {note.replace('|', '/')} | {where} |")
+    return "\n".join(lines)
+
+
 def main(words: Sequence[str] = (), *, quick: bool = False) -> int:
     files = benchmark_files(words)
     if not files:
@@ -121,6 +134,8 @@ def main(words: Sequence[str] = (), *, quick: bool = False) -> int:
     print(f"load average (1, 5, 15 min): {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} at the start, "
           f"{after[0]:.1f} {after[1]:.1f} {after[2]:.1f} at the end")
     print(format_table(results))
+    print()
+    print(format_markdown(results, "python benchmarks/run_all.py" + (" --quick" if quick else "")))
     return 1 if any(problem for _, _, problem, _ in results) else 0
 
 
