@@ -1,7 +1,7 @@
 """Freed memory kept for reuse, so that streaming a dataset batch by batch does not page-fault every batch in again.
 
-dump-bin, run and compare allocate the same few batch-sized arrays (casts, float64 copies, differences) for every
-batch. With glibc's defaults, a freed block of a few MiB goes back to the kernel (a heap trimmed above 2x the
+compare allocates the same few batch-sized arrays (float64 copies, differences, KL terms) for every batch, and
+frees them again. With glibc's defaults, a freed block of a few MiB goes back to the kernel (a heap trimmed above 2x the
 block, or an mmap unmapped), and the next batch's array is faulted in again page by page and zeroed: measured on
 compare, two thirds of its time went to page faults (1.2 million for 256 MiB of outputs). Raising the two
 thresholds keeps up to `TRIM_THRESHOLD` of freed heap for reuse, and serves blocks up to `MMAP_THRESHOLD` from
