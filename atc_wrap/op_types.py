@@ -21,7 +21,8 @@ ONNX_OPS_OF_TF: Mapping[str, tuple[str, ...]] = {
     "BatchMatMulV3": ("MatMul",),
     # element-wise arithmetic
     "Add": ("Add",), "AddV2": ("Add",), "AddN": ("Sum", "Add"), "BiasAdd": ("Add",), "Sub": ("Sub",),
-    "Mul": ("Mul",), "RealDiv": ("Div", "Mul"), "Div": ("Div",), "Square": ("Mul",), "SquaredDifference": ("Sub", "Mul"),
+    "Mul": ("Mul",), "RealDiv": ("Div", "Mul"), "Div": ("Div",), "Square": ("Mul",),
+    "SquaredDifference": ("Sub", "Mul"),
     "Sqrt": ("Sqrt",), "Rsqrt": ("Sqrt", "Reciprocal"), "Reciprocal": ("Reciprocal",), "Pow": ("Pow",),
     "Exp": ("Exp",), "Log": ("Log",), "Log1p": ("Add", "Log"), "Neg": ("Neg",), "Abs": ("Abs",),
     "Maximum": ("Max",), "Minimum": ("Min",), "Tanh": ("Tanh",), "Sigmoid": ("Sigmoid",), "Erf": ("Erf",),

@@ -116,9 +116,10 @@ def _convert_om(contract: ModelContract, options: ConvertOptions, reason: str) -
             input_format=options.input_format, input_fp16_nodes=options.input_fp16_nodes,
             output_type=options.output_type, dynamic_batch=options.dynamic_batch,
             op_select_implmode=options.op_select_implmode,
-            fusion_switch_file=None if options.fusion_switch_file is None else options.fusion_switch_file.absolute(),
+            fusion_switch_file=_absolute(options.fusion_switch_file),
             keep_dtype=_absolute(options.keep_dtype), modify_mixlist=_absolute(options.modify_mixlist),
-            customize_dtypes=_absolute(options.customize_dtypes), extra_args=options.atc_args, allow_unknown_soc=options.allow_unknown_soc,
+            customize_dtypes=_absolute(options.customize_dtypes), extra_args=options.atc_args,
+            allow_unknown_soc=options.allow_unknown_soc,
         ),
     )
     ignored = ("--opset",) if options.opset is not None else ()
