@@ -26,6 +26,8 @@ def tune_precision(
     max_ops: int | None = typer.Option(None, "--max-ops", help="A set of more ops than this counts as not found."),
     mode: str = typer.Option("bisect", "--mode", help="bisect (halve the ops in graph order) or linear (one op at "
                              "a time), as Polygraphy's debug precision names them."),
+    seeds: bool = typer.Option(True, "--seeds/--no-seeds", help="Start from the ops compare --layerwise points "
+                               "at (first diverging, inf/NaN); --no-seeds searches from the graph's order alone."),
     golden: Path | None = typer.Option(None, "--golden", "-g", help="TensorFlow's run folder for the dataset; "
                                        "default: run the frozen pb."),
     soc_version: str = typer.Option("", "--soc-version", help="The chip in the ATC command line written; default: "
@@ -48,7 +50,7 @@ def tune_precision(
     from infer.tune.tune import tune_precision as run_tune
 
     options = TuneOptions(precision_mode=precision_mode, thresholds=Thresholds.parse(threshold), atol=atol,
-                          rtol=rtol, samples=samples, max_ops=max_ops, mode=mode, golden=golden,
+                          rtol=rtol, samples=samples, max_ops=max_ops, mode=mode, seeds=seeds, golden=golden,
                           soc_version=soc_version, force=force)
 
     def candidate_line(candidate: Candidate) -> None:

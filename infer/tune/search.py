@@ -4,6 +4,8 @@ Two steps, as Polygraphy's `debug precision` does for TensorRT, plus one it lack
 1. grow: the smallest prefix of the ops in graph order that, kept in fp32 together with the seeds, passes.
    ``bisect`` halves the range of prefix lengths (log2(n) candidates); ``linear`` adds one op at a time (up to n).
    Both assume that keeping more ops in fp32 never makes a model worse, which holds for rounding and overflow.
+   With seeds, the ops from the first seed on are tried first (before it, every tensor was within the
+   thresholds, so the fix is rarely there): when they pass, the prefix is searched among them alone.
 2. shrink: drop what turned out not to be needed, in chunks halving down to single ops (delta debugging's
    ddmin): every op left has been tried out on its own, so dropping any one of them fails.
 The seeds (the first diverging ops, those where fp16 gave inf/NaN) are tried first; when they pass alone the grow
@@ -78,6 +80,11 @@ def search(ops: Sequence[str], seeds: Sequence[str], passes: Verdict, mode: str 
     if seed_set and passes(ordered(every, seed_set), "seeds"):
         grown = ordered(every, seed_set)
     else:
-        k = find_prefix(every, seed_set, passes, mode)
-        grown = ordered(every, seed_set | set(every[:k]))
+        window = every
+        if seed_set:
+            after_first = every[min(every.index(s) for s in seed_set):]
+            if len(after_first) < len(every) and passes(after_first, "from the first seed on"):
+                window = after_first
+        k = find_prefix(window, seed_set, passes, mode)
+        grown = ordered(every, seed_set | set(window[:k]))
     return SearchOutcome(found=shrink(every, grown, passes), grown=grown)

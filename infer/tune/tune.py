@@ -50,6 +50,7 @@ class TuneOptions:
     samples: int | None = None  # search on the batches holding the first N samples; None: the whole dataset
     max_ops: int | None = None  # a set larger than this counts as not found
     mode: str = "bisect"  # bisect | linear, as Polygraphy names them
+    seeds: bool = True  # start from the ops compare --layerwise points at
     golden: Path | None = None  # TensorFlow's run folder for the whole dataset; default: run the pb
     soc_version: str = ""  # for the ATC command line; default: the contract's, else DEFAULT_SOC
     force: bool = False  # replace an earlier tune-precision's files in the output folder
@@ -242,8 +243,10 @@ def _tune(contract: ModelContract, manifest: DatasetManifest, out: Path, work: P
     if before.passed:
         say(f"{options.precision_mode} passes already: nothing to keep in fp32")
         return _finish(trials, out, options, start, result_args, (), (), before, contract, 0)
-    say(f"layer by layer ({len(tunable)} ops the keep_dtype file can name): looking for the first diverging ops")
-    suspects = _suspects(_converted_contract(trials), search_on.manifest, options, tunable)
+    suspects: tuple[Suspect, ...] = ()
+    if options.seeds:
+        say(f"layer by layer ({len(tunable)} ops the keep_dtype file can name): looking for the first diverging ops")
+        suspects = _suspects(_converted_contract(trials), search_on.manifest, options, tunable)
     if suspects:
         say("seeds: " + ", ".join(f"{s.op} ({s.why})" for s in suspects))
     names = tuple(op.name for op in tunable)

@@ -63,3 +63,11 @@ def test_dropping_any_one_op_of_the_result_fails() -> None:
     found = search(OPS, ("op17",), rule, "bisect").found
     assert found is not None and set(found) == needed
     assert all(not rule(tuple(o for o in found if o != drop), "check") for drop in found)
+
+
+def test_with_seeds_the_ops_from_the_first_seed_on_are_searched_first() -> None:
+    seeded, plain = Rule({"op40", "op44"}), Rule({"op40", "op44"})
+    outcome = search(OPS, ("op40",), seeded, "bisect")
+    assert outcome.found == ("op40", "op44") and outcome.grown == OPS[40:45]
+    search(OPS, (), plain, "bisect")
+    assert len(seeded.asked) < len(plain.asked)
