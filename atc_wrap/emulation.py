@@ -54,7 +54,7 @@ class Emulation:
     fp16_inputs: tuple[str, ...] = ()  # inputs the model takes as float16 (--input-fp16-nodes)
     fp16_outputs: tuple[str, ...] = ()  # outputs it gives as float16 (--output-type)
     untyped_tensors: int = 0  # float-or-not unknown after shape inference: left unrounded
-    per_op: tuple[OpRecord, ...] = ()  # the per-op controls (--keep-dtype, ...) as applied, in graph order
+    per_op: tuple[OpRecord, ...] = ()  # the per-op controls (--keep-dtype, ...) as applied, per TF node
     controls: Mapping[str, Any] = field(default_factory=dict)  # the control files as read, for the record
 
     @property

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from atc_wrap.errors import ConvertError
-from atc_wrap.op_types import DEFAULT_BLACK_LIST, DEFAULT_WHITE_LIST, closest, known_op_types
+from atc_wrap.op_types import closest, known_op_types
 
 OP_TYPE_PREFIX = "OpType::"
 MIXLIST_KEYS: tuple[str, ...] = ("black-list", "white-list", "gray-list")
@@ -30,9 +30,6 @@ EMULATED_DTYPES: tuple[str, ...] = ("float32", "float16")
 # every op is fp32 already.
 KEEP_DTYPE_MODES: tuple[str, ...] = ("force_fp16", "allow_fp32_to_fp16", "allow_mix_precision")
 MIXLIST_MODE = "allow_mix_precision"
-# How an op computes: fp32 (kept), fp16 (inputs cast to fp16, output rounded), follow (gray: fp32 when any float
-# input is fp32, else fp16, as the op before it).
-COMPUTES: tuple[str, ...] = ("fp32", "fp16", "follow")
 
 
 @dataclass(frozen=True)
@@ -90,7 +87,7 @@ class OpPrecision:
 
     node: str
     op_type: str
-    compute: str  # fp32 | fp16 | follow
+    compute: str  # fp32 (kept) | fp16 (inputs cast to fp16, outputs rounded) | follow (gray: as the op before it)
     source: str  # modify_mixlist | keep_dtype | customize_dtypes
     input_dtypes: tuple[str, ...] = ()  # customize_dtypes: per input of the op; () = by `compute`
     output_dtypes: tuple[str, ...] = ()
@@ -301,9 +298,6 @@ def _compute_of(rule: DtypeRule) -> str:
     dtypes = set(rule.input_dtypes) | set(rule.output_dtypes)
     return "fp16" if dtypes == {"float16"} else "fp32" if "float16" not in dtypes else "follow"
 
-
-def default_mix_lists() -> dict[str, tuple[str, ...]]:
-    return {"black-list": DEFAULT_BLACK_LIST, "white-list": DEFAULT_WHITE_LIST}
 
 
 def prepare_op_precision(controls: OpControls, graph_def: Any, pb: Path, precision_mode: str, *,

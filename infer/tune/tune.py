@@ -174,6 +174,14 @@ def _onnx_node_names(contract: ModelContract) -> set[str]:
     return {node.name for node in onnx.load(str(path)).graph.node}
 
 
+def _remove(path: Path) -> None:
+    """Removes an earlier run's folder; a link is removed itself, never followed."""
+    if path.is_symlink() or path.is_file():
+        path.unlink()
+    elif path.exists():
+        shutil.rmtree(path)
+
+
 def _check_output(out: Path, force: bool) -> None:
     if out.exists() and not out.is_dir():
         raise TuneError(f"-o {out}: is a file; expected a folder to write into")
@@ -211,12 +219,16 @@ def tune_precision(model: Path, bins: Path, out: Path, options: TuneOptions | No
 
     contract = load_contract(model)
     contract.check_pb_unchanged()
+    options.thresholds.check_outputs([spec.name for spec in contract.outputs])
+    if options.soc_version:
+        from atc_wrap.soc import check_soc_version
+
+        check_soc_version(options.soc_version)
     manifest = load_manifest(bins)
     out = Path(out)
     _check_output(out, options.force)
     work = out / _WORK
-    if work.exists():
-        shutil.rmtree(work)
+    _remove(work)
     work.mkdir(parents=True)
     try:
         return _tune(contract, manifest, out, work, options, start, say, on_candidate)
@@ -294,8 +306,7 @@ def _finish(trials: Trials, out: Path, options: TuneOptions, start: float, args:
     if ok:
         keep = write_keep_dtype(out / KEEP_DTYPE_FILE, found).absolute()
         model_folder = out / MODEL_FOLDER
-        if model_folder.exists():
-            shutil.rmtree(model_folder)
+        _remove(model_folder)
         trials.convert(found, model_folder)
         command = _atc_command(contract, options, keep)
         write_bytes_atomic(out / ATC_COMMAND_FILE, (quote_command(command) + "\n").encode())
