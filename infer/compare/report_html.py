@@ -196,9 +196,18 @@ def _output_section(output: OutputResult) -> str:
 
 def _layerwise_section(layers: LayerwiseResult) -> str:
     first = layers.first_failing
-    parts = [f"<h2>Layer by layer (batch {html.escape(layers.batch_stem)})</h2>",
-             "<p>" + ("first tensor below threshold: <span class='fail'>" + html.escape(first.tensor) + "</span>"
-                      if first else "no tensor below threshold") + "</p>"]
+    lines = [("first tensor to diverge" + (" (a warning: the outputs pass)" if layers.is_warning else "")
+              + ": <span class='fail'>" + html.escape(first.tensor) + "</span>") if first else
+             "no tensor diverges"]
+    growth = layers.growth
+    if growth is not None:
+        lines.append(f"error grows most at {html.escape(growth.tensor)} (x{growth.error_growth:.3g})")
+    if layers.nonfinite is not None:
+        lines.append("first inf/NaN: " + html.escape(layers.nonfinite.describe()))
+    if layers.note:
+        lines.append(html.escape(layers.note))
+    parts = [f"<h2>Layer by layer (batch {html.escape(layers.batch_stem)}, {html.escape(layers.batch_reason)})</h2>",
+             "<p>" + "<br>".join(lines) + "</p>"]
     matched = layers.matched
     if matched:
         def draw(axes: Any) -> None:
@@ -261,6 +270,19 @@ def _expected_section(result: CompareResult) -> str:
             "<th>ratio</th><th>1-cosine</th><th>emulated</th><th>ratio</th><th>band</th></tr>" + rows + "</table>")
 
 
+def _preprocessing_section(result: CompareResult) -> str:
+    """AIPP's output against the declared preprocessing: per channel, and the settings that differ."""
+    if not result.preprocessing:
+        return ""
+    rows = "".join(
+        f"<tr><td class='name'>{html.escape(c.input)}</td><td>{', '.join(shown(d) for d in c.max_abs_diff)}</td>"
+        f"<td>{shown(c.tolerance)}</td><td>{'ok' if c.passed else '<span class=fail>FAILED</span>'}</td>"
+        f"<td class='name'>{html.escape('; '.join(c.mismatches) or '-')}</td></tr>" for c in result.preprocessing)
+    return ("<h2>Preprocessing (AIPP against the declared preprocessing)</h2><table><tr><th>input</th>"
+            "<th>max |diff| per channel</th><th>limit</th><th>check</th><th>settings that differ</th></tr>"
+            + rows + "</table>")
+
+
 def render_html(result: CompareResult) -> str:
     verdict_class = "pass" if result.passed else "fail"
     body = [
@@ -271,6 +293,7 @@ def render_html(result: CompareResult) -> str:
         f"samples, {result.padding} padding rows left out)<br>actual {html.escape(result.actual_dir)}<br>golden "
         f"{html.escape(result.golden_dir)} ({result.golden_source})</p>",
         _metrics_table(result),
+        _preprocessing_section(result),
         _expected_section(result),
         *(_output_section(o) for o in result.outputs),
     ]

@@ -79,6 +79,7 @@ class Trials:
         self.staged = stage_contract(contract, work / "model")
         self.tried: list[Candidate] = []
         self._verdicts: dict[tuple[str, frozenset[str]], Candidate] = {}
+        self.baseline: CompareResult | None = None  # the comparison with no op kept, for the layer-by-layer seeds
 
     def convert(self, ops: tuple[str, ...], folder: Path | None = None) -> ModelContract:
         """The stand-in with `ops` kept in fp32 (the contract's --input-fp16-nodes and --output-type kept)."""
@@ -118,6 +119,8 @@ class Trials:
             return self._verdicts[key]
         start = time.monotonic()
         result = self.compare(self.convert(ops), dataset)
+        if not ops and dataset.name == "whole":
+            self.baseline = result
         candidate = Candidate(index=len(self.tried) + 1, ops=ops, stage=stage, dataset=dataset.name,
                               passed=result.passed, verdict=result.verdict(), metrics=_metrics(result),
                               seconds=time.monotonic() - start)

@@ -21,6 +21,7 @@ from typing import Any
 from binio.errors import InferError, OutputExistsError
 from binio.manifest import DatasetManifest, load_manifest
 from infer.compare.compare import CompareOptions
+from infer.compare.result import CompareResult
 from infer.compare.thresholds import Thresholds
 from infer.contract import ModelContract, load_contract
 from infer.tune.ops import TunableOp, tunable_ops
@@ -141,16 +142,17 @@ def _golden(contract: ModelContract, manifest: DatasetManifest, work: Path, give
 
 
 def _suspects(staged: ModelContract, manifest: DatasetManifest, options: TuneOptions,
-              tunable: tuple[TunableOp, ...]) -> tuple[Suspect, ...]:
-    """The layer-by-layer suspects, each named by the tunable op that makes its tensor in the stand-in (a TF
-    Identity's tensor is made by the op before it there)."""
+              tunable: tuple[TunableOp, ...], outcome: CompareResult | None) -> tuple[Suspect, ...]:
+    """The layer-by-layer suspects on the batch `outcome` (the baseline's comparison) picks, each named by the
+    tunable op that makes its tensor in the stand-in (a TF Identity's tensor is made by the op before it there)."""
     import onnx
 
     from atc_wrap.emulation import tf_origin
     from infer.compare.layerwise import LayerwiseError, compare_layers
 
     try:
-        layers = compare_layers(staged, manifest, options.thresholds, atol=options.atol, rtol=options.rtol)
+        layers = compare_layers(staged, manifest, options.thresholds, atol=options.atol, rtol=options.rtol,
+                                outcome=outcome)
     except LayerwiseError as exc:  # no seeds: the search still runs, over every op
         log.warning("no layer-by-layer seeds: %s", exc.message)
         return ()
@@ -258,7 +260,7 @@ def _tune(contract: ModelContract, manifest: DatasetManifest, out: Path, work: P
     suspects: tuple[Suspect, ...] = ()
     if options.seeds:
         say(f"layer by layer ({len(tunable)} ops the keep_dtype file can name): looking for the first diverging ops")
-        suspects = _suspects(_converted_contract(trials), search_on.manifest, options, tunable)
+        suspects = _suspects(_converted_contract(trials), whole.manifest, options, tunable, trials.baseline)
     if suspects:
         say("seeds: " + ", ".join(f"{s.op} ({s.why})" for s in suspects))
     names = tuple(op.name for op in tunable)
