@@ -186,3 +186,25 @@ def test_keep_dtype_under_must_keep_origin_dtype_is_said_to_do_nothing(energy: M
     assert "--keep-dtype has no effect: ATC ignores it under must_keep_origin_dtype" in outcome.err
     settings = json.loads(contract.path.read_text())["converted"]["settings"]
     assert settings["emulation"]["per_op"] == [] and settings["emulation"]["rounded_tensors"] == 0
+
+
+def test_the_op_type_table_names_the_onnx_ops_each_tf_op_becomes(tmp_path: Path) -> None:
+    """Every TF op of a small CNN, kept by type: the ONNX nodes the emulation finds for it are of the types the
+    table gives for its TF type."""
+    import onnx
+
+    from atc_wrap.op_types import ONNX_OPS_OF_TF
+    from tests.infer.tune.graphs import build_underflow
+
+    contract = write_frozen(tmp_path / "cnn", build_underflow, ("x:0",), ("probs:0",))
+    kinds = ("Conv2D", "Mul", "AddV2", "Log", "Relu", "Mean", "MatMul", "Softmax")
+    keep = _write(tmp_path, "keep.cfg", "".join(f"OpType::{kind}\n" for kind in kinds))
+    converted = convert_model(contract, ConvertOptions(target="onnx", keep_dtype=keep)).contract
+    assert converted.converted is not None and converted.converted_path is not None
+    op_types = {node.name: node.op_type for node in onnx.load(str(converted.converted_path)).graph.node}
+    records = converted.converted.settings["emulation"]["per_op"]
+    assert {r["op_type"] for r in records} == set(kinds)
+    for record in records:
+        assert record["onnx_nodes"], record
+        found = {op_types[name] for name in record["onnx_nodes"]}
+        assert found <= set(ONNX_OPS_OF_TF[record["op_type"]]), (record["node"], found)
