@@ -212,6 +212,18 @@ def _dtype_lists(spec: str, where: str, line: str) -> tuple[tuple[str, ...], tup
             _dtypes(",".join(parts.get("OutputDtype", [])), where) if "OutputDtype" in parts else ())
 
 
+# The file each control is replayed from (the expected-error band's emulation), keyed as model.json records them.
+CONTROL_FILE_NAMES: Mapping[str, str] = {"keep_dtype": "keep_dtype.cfg", "modify_mixlist": "modify_mixlist.json",
+                                         "customize_dtypes": "customize_dtypes.cfg"}
+
+
+def control_texts(keep_dtype: Path | None, modify_mixlist: Path | None,
+                  customize_dtypes: Path | None) -> dict[str, str]:
+    """The given control files' texts, as model.json records them (so the conversion can be replayed)."""
+    given = {"keep_dtype": keep_dtype, "modify_mixlist": modify_mixlist, "customize_dtypes": customize_dtypes}
+    return {key: Path(path).read_text(encoding="utf-8") for key, path in given.items() if path is not None}
+
+
 def read_op_controls(keep_dtype: Path | None, modify_mixlist: Path | None,
                      customize_dtypes: Path | None) -> OpControls:
     return OpControls(

@@ -191,6 +191,7 @@ def _convert_om(contract: ModelContract, options: ConvertOptions, reason: str) -
         "dynamic_batch": list(options.dynamic_batch), "op_select_implmode": options.op_select_implmode,
         "fusion_switch_file": str(options.fusion_switch_file or ""), "keep_dtype": str(options.keep_dtype or ""),
         "modify_mixlist": str(options.modify_mixlist or ""), "customize_dtypes": str(options.customize_dtypes or ""),
+        "op_control_files": _control_texts(options),
         "atc_args": list(options.atc_args), "seconds": round(run.seconds, 3), "warnings": list(run.warnings),
     }
     _with_aipp(settings, options, aipp, aipp_file, contract.folder)
@@ -206,6 +207,12 @@ def _convert_om(contract: ModelContract, options: ConvertOptions, reason: str) -
 
 def _absolute(path: Path | None) -> Path | None:
     return None if path is None else Path(path).absolute()
+
+
+def _control_texts(options: ConvertOptions) -> dict[str, str]:
+    from atc_wrap.op_controls import control_texts
+
+    return control_texts(options.keep_dtype, options.modify_mixlist, options.customize_dtypes)
 
 
 def _notes(options: ConvertOptions) -> tuple[str, ...]:
@@ -260,7 +267,8 @@ def _convert_onnx(contract: ModelContract, options: ConvertOptions, reason: str)
     settings.update({"input_fp16_nodes": options.input_fp16_nodes, "output_type": options.output_type,
                      "dynamic_batch": list(options.dynamic_batch), "ignored_options": list(ignored),
                      "keep_dtype": str(options.keep_dtype or ""), "modify_mixlist": str(options.modify_mixlist or ""),
-                     "customize_dtypes": str(options.customize_dtypes or "")})
+                     "customize_dtypes": str(options.customize_dtypes or ""),
+                     "op_control_files": _control_texts(options)})
     _with_aipp(settings, options, aipp, aipp_file, contract.folder)
     converted = ConvertedInfo(
         target="onnx", path=_relative(destination, contract.folder), sha256=sha256_file(destination),

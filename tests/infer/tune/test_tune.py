@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from infer.compare.compare import compare
+from infer.compare.compare import CompareOptions, compare
 from infer.contract import ModelContract, load_contract
 from infer.convert import ConvertOptions, convert_model
 from infer.run import RunOptions, run_model
@@ -181,3 +181,24 @@ def test_an_earlier_result_is_kept_without_force(overflow: tuple[ModelContract, 
     earlier = tmp_path / "tuned" / "tune.json"
     assert outcome.error_line == f"error: {earlier}: exists already (an earlier tune-precision)"
     assert earlier.read_text() == "{}" and [p.name for p in earlier.parent.iterdir()] == ["tune.json"]
+
+
+def test_the_expected_band_replays_the_keep_dtype_file(overflow: tuple[ModelContract, Path], tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """compare's emulated precision converts with the same keep_dtype file (recorded in model.json): without it the
+    emulation overflows and every ratio to it is NaN, flagged."""
+    contract, bins = overflow
+    copy = _copy(contract, tmp_path / "user")
+    keep = tmp_path / "keep.cfg"
+    keep.write_text("Square\ntotal\nSqrt\n")
+    converted = convert_model(copy, ConvertOptions(target="onnx", keep_dtype=keep)).contract
+    assert converted.converted is not None
+    assert converted.converted.settings["op_control_files"] == {"keep_dtype": "Square\ntotal\nSqrt\n"}
+    keep.unlink()  # replayed from model.json's record, not from the file
+    actual = run_model(converted.path, bins, tmp_path / "out", RunOptions(backend="onnxrt")).folder
+    outcome = run_cli(capsys, "compare", converted.path, "--input", bins, "--actual", actual, "--fail-on-expected")
+    assert outcome.code == 0, outcome.out + outcome.err
+    assert "emulated force_fp16 (within 10x)" in outcome.out.splitlines()[-1]
+    result = compare(converted.path, bins, actual, options=CompareOptions(fail_on_expected=True))
+    (band,) = result.expected
+    assert band.rmse_ratio == pytest.approx(1.0)
