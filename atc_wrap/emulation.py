@@ -333,7 +333,9 @@ class _Rewriter:
         for position, name in enumerate(node.output):
             if name not in float_outputs:
                 continue
-            if _at(rule.output_dtypes, position) == "float16":
+            # An output the rule leaves out is stored as the precision mode stores it.
+            dtype = _at(rule.output_dtypes, position) or ("float16" if self.storage == "fp16" else "float32")
+            if dtype == "float16":
                 raw = self._unique(f"{name}/fp32")
                 node.output[position] = raw
                 rewritten.extend(self._round_pair(raw, name))

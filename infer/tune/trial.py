@@ -66,6 +66,22 @@ def stage_contract(contract: ModelContract, folder: Path) -> ModelContract:
     return replace(contract, path=folder / "model.json", pb=pb.name, converted=None).save()
 
 
+def replayed_settings(contract: ModelContract, folder: Path) -> dict[str, Any]:
+    """The user's conversion's --input-fp16-nodes, --output-type and AIPP (its config written into `folder`), as
+    ConvertOptions fields: the candidates take the same bins as the model the user converted."""
+    from infer.aipp import AippOptions, model_aipp
+
+    settings = contract.converted.settings if contract.converted is not None else {}
+    replayed: dict[str, Any] = {"input_fp16_nodes": str(settings.get("input_fp16_nodes", "") or ""),
+                                "output_type": str(settings.get("output_type", "") or "")}
+    aipp = model_aipp(contract)
+    if aipp is not None:
+        config = folder / "user-aipp.cfg"
+        config.write_text(aipp.to_prototxt(), encoding="utf-8")
+        replayed["aipp"] = AippOptions(config=config, input_rank=aipp.related_input_rank)
+    return replayed
+
+
 class Trials:
     """Converts, runs and compares candidates one after the other in `work`, remembering every verdict."""
 
@@ -88,10 +104,8 @@ class Trials:
 
         staged = self.staged if folder is None else stage_contract(self.contract, folder)
         keep = write_keep_dtype(staged.folder / KEEP_DTYPE_FILE, ops) if ops else None
-        settings = self.contract.converted.settings if self.contract.converted is not None else {}
         options = ConvertOptions(target="onnx", precision_mode=self.precision_mode, keep_dtype=keep,
-                                 input_fp16_nodes=str(settings.get("input_fp16_nodes", "") or ""),
-                                 output_type=str(settings.get("output_type", "") or ""))
+                                 **replayed_settings(self.contract, staged.folder))
         return convert_model(staged, options).contract
 
     def compare(self, staged: ModelContract, dataset: Dataset) -> CompareResult:

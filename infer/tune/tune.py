@@ -195,15 +195,14 @@ def _check_output(out: Path, force: bool) -> None:
 def _atc_command(contract: ModelContract, options: TuneOptions, keep: Path) -> tuple[str, ...]:
     """What `infer convert --target om --keep-dtype KEEP` runs on an Ascend machine (its dry run)."""
     from infer.convert import ConvertOptions, convert_model
+    from infer.tune.trial import replayed_settings
 
     converted = contract.converted
     soc = options.soc_version or (converted.soc_version if converted is not None and converted.soc_version
                                   else DEFAULT_SOC)
-    settings = converted.settings if converted is not None else {}
     dry = convert_model(contract, ConvertOptions(
         target="om", dry_run=True, soc_version=soc, precision_mode=options.precision_mode, keep_dtype=keep,
-        input_fp16_nodes=str(settings.get("input_fp16_nodes", "") or ""),
-        output_type=str(settings.get("output_type", "") or "")))
+        **replayed_settings(contract, keep.parent / MODEL_FOLDER)))
     return dry.command
 
 

@@ -11,7 +11,9 @@ import json
 import shutil
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
 
 from infer.compare.compare import CompareOptions, compare
@@ -202,3 +204,22 @@ def test_the_expected_band_replays_the_keep_dtype_file(overflow: tuple[ModelCont
     result = compare(converted.path, bins, actual, options=CompareOptions(fail_on_expected=True))
     (band,) = result.expected
     assert band.rmse_ratio == pytest.approx(1.0)
+
+
+def test_a_model_that_passes_already_keeps_nothing_and_its_aipp_is_replayed(
+        frozen_small_cnn: ModelContract, copy_model: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The small CNN passes under force_fp16; converted with AIPP it takes uint8 bins, and so do the candidates."""
+    contract = copy_model(frozen_small_cnn)
+    aipp = ("--aipp", "--color", "BGR", "--scale", "0.0078125", "--mean", "1")
+    assert run_cli(capsys, "convert", contract.path, "--target", "onnx", *aipp, "--aipp-src-size", "10,10").code == 0
+    np.save(tmp_path / "images.npy", np.random.default_rng(0).integers(0, 256, size=(4, 10, 10, 3), dtype=np.uint8))
+    assert run_cli(capsys, "dump-bin", "-m", contract.path, "-o", tmp_path / "bins", tmp_path / "images.npy",
+                   *aipp[1:]).code == 0
+    outcome = run_cli(capsys, "tune-precision", contract.path, "--input", tmp_path / "bins", "-o", tmp_path / "tuned")
+    assert outcome.code == 0, outcome.out + outcome.err
+    assert "force_fp16 passes already: nothing to keep in fp32" in outcome.err
+    assert outcome.out.splitlines()[0] == "before: PASSED" and outcome.out.splitlines()[-1] == "FOUND"
+    assert (tmp_path / "tuned" / "keep_dtype.cfg").read_text() == ""
+    handed = load_contract(tmp_path / "tuned" / "model" / "model.json")
+    assert handed.converted is not None and [s.dtype for s in handed.converted.inputs] == ["uint8"]
+    assert "--insert_op_conf=" in (tmp_path / "tuned" / "atc_command.txt").read_text()
