@@ -110,17 +110,11 @@ class Trials:
 
     def compare(self, staged: ModelContract, dataset: Dataset) -> CompareResult:
         """Runs the converted stand-in over the dataset and compares it with the golden outputs."""
-        from infer.compare.expected import _OtherModelsBins
         from infer.run import RunOptions, run_model
 
-        quiet = _OtherModelsBins()  # the bins were made for the user's converted model, not this candidate
-        run_log = logging.getLogger("infer.run")
-        run_log.addFilter(quiet)
-        try:
-            folder = run_model(staged.path, dataset.manifest.root, self.work / "runs",
-                               RunOptions(backend="onnxrt")).folder
-        finally:
-            run_log.removeFilter(quiet)
+        # The bins were made for the user's converted model, not this candidate: no warning that they were.
+        options = RunOptions(backend="onnxrt", bins_made_for=dataset.manifest.model_sha256)
+        folder = run_model(staged.path, dataset.manifest.root, self.work / "runs", options).folder
         try:
             return compare_run_folders(staged, dataset.manifest, folder, dataset.golden, self.compare_options,
                                        golden_source="tensorflow")
