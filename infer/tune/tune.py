@@ -255,6 +255,10 @@ def _tune(contract: ModelContract, manifest: DatasetManifest, out: Path, work: P
                                        precision_mode=options.precision_mode, output=out)
     if before.passed:
         say(f"{options.precision_mode} passes already: nothing to keep in fp32")
+        if contract.converted is not None:
+            say(f"(every candidate is a fresh conversion of {contract.pb_path.name}: when compare fails on the "
+                f"converted {Path(contract.converted.path).name}, that model is not what the pb converts to "
+                "under this mode; convert it again)")
         return _finish(trials, out, options, start, result_args, (), (), before, contract, 0)
     suspects: tuple[Suspect, ...] = ()
     if options.seeds:
