@@ -224,7 +224,7 @@ def _edit(graph_def: Any, plan: _Plan, output_nodes: list[str]) -> Any:
     if folded:
         log.info("folded %d tf.cond with a constant predicate to their live branch", folded)
     pruned = tf.compat.v1.graph_util.extract_sub_graph(pruned, keep)
-    if fold_decided_draws(pruned):  # dropout with its switch off: the sampler cannot change the result
+    if fold_decided_draws(pruned, keep=keep):  # dropout with its switch off: the sampler cannot change the result
         pruned = tf.compat.v1.graph_util.extract_sub_graph(pruned, keep)
     surgery.strip_checks(pruned)
     result = tf.compat.v1.graph_util.extract_sub_graph(pruned, keep)

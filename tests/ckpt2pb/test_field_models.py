@@ -167,6 +167,23 @@ def test_dropout_switched_off_computes_the_identity(dropout: ReferenceModel, tmp
         np.testing.assert_array_equal(value, dropout.expected[name], err_msg=name)
 
 
+def test_dropout_switched_off_leaves_no_random_op_with_a_dynamic_batch(dropout: ReferenceModel,
+                                                                       tmp_path: Path) -> None:
+    """`--batch -1` (for ATC's dynamic batch): the masks have no static shape, so the samplers become fills."""
+    from infer.freeze import freeze_model
+    from tests.ckpt2pb.test_freeze import _run_pb
+
+    report = freeze_model(dropout.path, tmp_path, list(dropout.outputs), batch=-1, assignments=["keep_prob=1.0"])
+    assert not {op for op in _all_ops(_graph_def(report.contract.pb_path)) if "Random" in op}
+    assert report.contract.random_ops == {}
+    assert all(spec.shape[0] is None for spec in report.contract.outputs)
+    for copies in (1, 3):  # batches of 2 and 6: dropout switched off is the identity at any batch
+        feeds = {name: np.concatenate([value] * copies) for name, value in dropout.feeds.items()}
+        got, _ = _run_pb(report.contract.pb_path.read_bytes(), feeds, list(dropout.outputs))
+        for name, value in zip(dropout.outputs, got, strict=True):
+            np.testing.assert_array_equal(value, np.concatenate([dropout.expected[name]] * copies), err_msg=name)
+
+
 def test_remaining_randomness_is_named_recorded_and_in_the_verdict(tmp_path_factory: pytest.TempPathFactory,
                                                                    tmp_path: Path,
                                                                    capsys: pytest.CaptureFixture[str]) -> None:
