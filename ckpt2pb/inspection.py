@@ -15,6 +15,7 @@ from ckpt2pb.graphinfo import (
     ITERATOR_OUTPUT_OPS,
     PLACEHOLDER_OPS,
     consumed_nodes,
+    feed_tensors_by_node,
     import_graph,
     shape_of,
     topological_order,
@@ -140,21 +141,18 @@ def _score(node: Any) -> int:
 def _training_only(graph_def: Any) -> tuple[set[str], set[str]]:
     """(nodes whose results only training reads, nodes computed from labels).
 
-    Labels are the feeds no softmax/sigmoid op (else argmax-like op) is computed from; a node is training-only
+    Labels are the feeds (placeholders, tf.data iterator outputs) no softmax/sigmoid op (else argmax-like op)
+    is computed from; a node is training-only
     when it is bookkeeping (loss, optimizer, summary...), is computed from labels (a metric's Equal), or when
     everything that reads it is training-only (the ArgMax an accuracy reads)."""
     order = topological_order(graph_def)
-    feeds: dict[str, frozenset[str]] = {}
-    for node in order:
-        own = {node.name} if node.op in PLACEHOLDER_OPS and not node.name.startswith(_SAVER_FEEDS) else set()
-        feeds[node.name] = frozenset(own.union(*(feeds.get(node_name(ref), frozenset())
-                                                 for ref in node.input if not ref.startswith("^"))))
+    feeds = feed_tensors_by_node(graph_def, order, lambda node: not node.name.startswith(_SAVER_FEEDS))
     # Probabilities are computed from the model's inputs only; an argmax may be of one-hot labels (the tutorials'
     # accuracy), so argmax-like ops speak for the inputs only where no probability op is there.
     probability = [node for node in order if node.op in _PROBABILITY_OPS]
     model_feeds = set().union(*(feeds[node.name] for node in probability or
                                 [node for node in order if node.op in _OUTPUT_OPS]))
-    every_feed = {node.name for node in order if node.op in PLACEHOLDER_OPS and not node.name.startswith(_SAVER_FEEDS)}
+    every_feed = set().union(*feeds.values())
     label_feeds = every_feed - model_feeds if model_feeds else set()
     from_labels = {name for name, used in feeds.items() if used & label_feeds}
     consumers: dict[str, list[str]] = {}

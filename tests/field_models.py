@@ -162,18 +162,25 @@ def build_noisy(folder: Path, *, seed: int = 13, batch: int = 2) -> ReferenceMod
                           feeds={"features:0": feed}, expected={"noisy:0": expected}, batch=batch)
 
 
-def build_metric_read_softmax(folder: Path, *, seed: int = 14, batch: int = 2) -> ReferenceModel:
+def build_metric_read_softmax(folder: Path, *, seed: int = 14, batch: int = 2,
+                              from_dataset: bool = False) -> ReferenceModel:
     """A softmax read only by an accuracy (ArgMax -> Equal -> Cast -> Mean, the labels' one-hot argmax on the
     other side), beside a loss on the logits and an optimizer: nothing leaves probs unconsumed, and the
-    unconsumed tensors are the metrics."""
+    unconsumed tensors are the metrics. `from_dataset`: images and labels are the two outputs of one tf.data
+    iterator (`IteratorGetNext:0` and `:1`) instead of placeholders."""
+    import numpy as np
     import tensorflow as tf
 
     tf1 = tf.compat.v1
     graph = tf.Graph()
     with graph.as_default():
         tf1.set_random_seed(seed)
-        images = tf1.placeholder(tf.float32, [None, 8, 8, 3], name="images")
-        labels = tf1.placeholder(tf.int64, [None], name="labels")
+        if from_dataset:
+            data = tf1.data.Dataset.from_tensor_slices((_feed(seed, 4), np.arange(4) % 5)).batch(batch).repeat()
+            images, labels = tf1.data.make_one_shot_iterator(data).get_next()
+        else:
+            images = tf1.placeholder(tf.float32, [None, 8, 8, 3], name="images")
+            labels = tf1.placeholder(tf.int64, [None], name="labels")
         logits = _small_head(images)
         probs = tf.nn.softmax(logits, name="probs")
         # The TF1 tutorials' accuracy: the argmax of the prediction against the argmax of one-hot labels.
@@ -185,13 +192,13 @@ def build_metric_read_softmax(folder: Path, *, seed: int = 14, batch: int = 2) -
         session = tf1.Session(graph=graph)
         session.run(tf1.global_variables_initializer())
         feed = _feed(seed, batch)
-        expected = session.run(probs, {images: feed})
+        expected = session.run(probs, {images: feed})  # an iterator's output can be fed like a placeholder
         from tests.models import _save_checkpoint
 
         prefix = _save_checkpoint(graph, session, folder)
         session.close()
-    return ReferenceModel(path=prefix, inputs={"images:0": ("float32", (None, 8, 8, 3))}, outputs=("probs:0",),
-                          feeds={"images:0": feed}, expected={"probs:0": expected}, batch=batch)
+    return ReferenceModel(path=prefix, inputs={images.name: ("float32", (None, 8, 8, 3))}, outputs=("probs:0",),
+                          feeds={images.name: feed}, expected={"probs:0": expected}, batch=batch)
 
 
 def build_unrevivable_saved_model(folder: Path, *, seed: int = 15, batch: int = 2) -> ReferenceModel:

@@ -148,18 +148,19 @@ def values_from_model(model: Path, *, data_source: str = "images/", labels: str 
     import os
 
     from binio.spec import node_name
+    from ckpt2pb.graphinfo import feed_tensors_read
     from ckpt2pb.inspection import inspect_loaded
     from ckpt2pb.source import load_source
 
     loaded = load_source(model)
     report = inspect_loaded(loaded)
     outputs = (report.candidates[0].tensor,) if report.candidates else ()
-    needed = _ancestors(loaded.graph_def, {node_name(t) for t in outputs}) if outputs else set()
+    needed = feed_tensors_read(loaded.graph_def, _ancestors(loaded.graph_def, {node_name(t) for t in outputs}))
     # A bool scalar (or shape-less) placeholder without a default is a switch: fixed with `set`, not fed.
     unset = [p for p in report.placeholders if p.is_switch and not p.has_default
-             and (not outputs or node_name(p.tensor) in needed)]
+             and (not outputs or p.tensor in needed)]
     fed = [p for p in report.placeholders if not p.has_default and p not in unset]
-    inputs = tuple(p.tensor for p in fed if not outputs or node_name(p.tensor) in needed)
+    inputs = tuple(p.tensor for p in fed if not outputs or p.tensor in needed)
     unused = [p.tensor for p in fed if p.tensor not in inputs]
     switches = tuple(p.tensor for p in report.placeholders if p.has_default)
 

@@ -241,12 +241,14 @@ def test_pipeline_hint_for_an_unset_switch_is_toml(switch_cond: ReferenceModel, 
 
 # ---- 5. inspect finds the real output even when training ops consume it ----
 
+@pytest.mark.parametrize("from_dataset", [False, True], ids=["placeholders", "tf.data iterator"])
 def test_softmax_read_only_by_metrics_is_the_first_candidate(tmp_path_factory: pytest.TempPathFactory,
-                                                              tmp_path: Path,
-                                                              capsys: pytest.CaptureFixture[str]) -> None:
+                                                              tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                              from_dataset: bool) -> None:
     from infer.pipeline.config import load_config
 
-    model = build_metric_read_softmax(tmp_path_factory.mktemp("metric"))
+    model = build_metric_read_softmax(tmp_path_factory.mktemp("metric"), from_dataset=from_dataset)
+    (images,) = model.inputs  # images:0, or IteratorGetNext:0 beside the labels' IteratorGetNext:1
     inspected = run_cli(capsys, "inspect", model.path, "--json")
     assert inspected.code == 0, inspected.err
     candidates = [c["tensor"] for c in json.loads(inspected.out)["output_candidates"]]
@@ -255,8 +257,9 @@ def test_softmax_read_only_by_metrics_is_the_first_candidate(tmp_path_factory: p
     init = run_cli(capsys, "pipeline", "init", model.path, "-o", str(tmp_path / "p.toml"), "--data", "random:0")
     assert init.code == 0, init.err
     config = load_config(tmp_path / "p.toml")
-    assert config.model.outputs == ("probs:0",) and config.model.inputs == ("images:0",)
-    result = run_every_stage(capsys, model.path, tmp_path / "stages", "--outputs", "probs:0", "--batch", "2")
+    assert config.model.outputs == ("probs:0",) and config.model.inputs == (images,)
+    result = run_every_stage(capsys, model.path, tmp_path / "stages", "--outputs", "probs:0", "--inputs", images,
+                             "--batch", "2")
     assert result.verdict == "PASSED", result.compare.out + result.compare.err
 
 
