@@ -70,6 +70,7 @@ class OutputCandidate:
     dtype: str
     shape: tuple[int | None, ...] | None
     score: int  # higher first: softmax/sigmoid/argmax ops, then output-like names, training-like names last
+    signature_key: str = ""  # the SavedModel serving signature's key for this tensor, where it has one
 
 
 @dataclass(frozen=True)
@@ -107,7 +108,8 @@ class GraphReport:
                         "from_iterator": p.from_iterator}
                        for p in self.placeholders],
             "output_candidates": [{"tensor": c.tensor, "op": c.op, "dtype": c.dtype,
-                                   "shape": None if c.shape is None else list(c.shape), "score": c.score}
+                                   "shape": None if c.shape is None else list(c.shape), "score": c.score,
+                                   "signature_key": c.signature_key or None}
                                   for c in self.candidates],
             "op_histogram": dict(self.op_histogram),
             "variables": self.variables, "parameters": self.parameters, "parameters_from": self.parameters_from,
@@ -199,6 +201,23 @@ def rank_output_candidates(graph_def: Any, graph: Any) -> tuple[OutputCandidate,
     return tuple(item[2] for item in ranked)
 
 
+def _signature_first(ranked: tuple[OutputCandidate, ...], signature: list[SignatureEntry],
+                     graph: Any) -> tuple[OutputCandidate, ...]:
+    """A SavedModel's serving signature says what it answers: its outputs come first, in the signature's order
+    and under their keys, whatever the ranking made of the graph's `Identity_1`s; the other candidates follow."""
+    outputs = [entry for entry in signature if entry.role == "output"]
+    by_tensor = {c.tensor: c for c in ranked}
+    first = []
+    for entry in outputs:
+        found = by_tensor.get(entry.tensor)
+        op = found.op if found else graph.get_tensor_by_name(entry.tensor).op.type
+        first.append(OutputCandidate(tensor=entry.tensor, op=op, dtype=entry.dtype, shape=entry.shape,
+                                     score=found.score if found else _OUTPUT_OPS.get(op, 0),
+                                     signature_key=entry.key))
+    keyed = {entry.tensor for entry in outputs}
+    return (*first, *(c for c in ranked if c.tensor not in keyed))
+
+
 def placeholders(graph_def: Any, graph: Any) -> tuple[PlaceholderInfo, ...]:
     """The graph's feed points: placeholders (the saver's own excepted) and tf.data iterator outputs."""
     found = []
@@ -252,7 +271,8 @@ def inspect_loaded(source: LoadedSource) -> GraphReport:
                                         dtype=tensor.dtype.name, shape=shape_of(tensor)))
     return GraphReport(
         source=str(source.path), kind=source.kind, tf_version=source.tf_version, nodes=len(graph_def.node),
-        placeholders=placeholders(graph_def, graph), candidates=rank_output_candidates(graph_def, graph),
+        placeholders=placeholders(graph_def, graph),
+        candidates=_signature_first(rank_output_candidates(graph_def, graph), signature, graph),
         op_histogram=tuple(sorted(histogram.items(), key=lambda item: (-item[1], item[0]))),
         variables=variables, parameters=parameters, parameters_from=origin, signature=tuple(signature),
         signature_name=source.signature_name, note=source.note,

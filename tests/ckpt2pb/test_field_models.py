@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -312,6 +313,37 @@ def test_unrevivable_saved_model_freezes_by_signature_keys_and_passes(unrevivabl
     assert placeholders == [contract.inputs[0].node]
     for key, value in zip(("contour", "note", "onset"), got, strict=True):
         np.testing.assert_allclose(value, unrevivable.expected[key], rtol=0, atol=1e-6, err_msg=key)
+
+
+def test_pipeline_init_names_a_saved_model_by_its_signature_keys(unrevivable: ReferenceModel, tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """`Identity_1` is never the only name a user sees: inspect ranks the signature's outputs first under their
+    keys, and the file init writes names them by key, and runs as it is (but for the precision mode)."""
+    from infer.pipeline.config import load_config
+
+    inspected = run_cli(capsys, "inspect", unrevivable.path, "--json")
+    assert inspected.code == 0, inspected.err
+    candidates = json.loads(inspected.out)["output_candidates"]
+    assert [(c["signature_key"], c["tensor"]) for c in candidates[:3]] == [
+        ("contour", "StatefulPartitionedCall:0"), ("note", "StatefulPartitionedCall:1"),
+        ("onset", "StatefulPartitionedCall:2")]
+    table = run_cli(capsys, "inspect", unrevivable.path)
+    assert re.search(r"1 +. contour +. StatefulPartitionedCall:0", table.out), table.out
+    np.save(tmp_path / "audio.npy", unrevivable.feeds["audio"])
+    toml = tmp_path / "p.toml"
+    outcome = run_cli(capsys, "pipeline", "init", unrevivable.path, "-o", str(toml),
+                      "--data", str(tmp_path / "audio.npy"))
+    assert outcome.code == 0, outcome.err
+    config = load_config(toml)
+    assert config.model.outputs == ("contour", "note", "onset") and config.model.inputs == ("audio",)
+    assert "# Signature serving_default: audio = serving_default_audio:0 (input), contour = " \
+           "StatefulPartitionedCall:0 (output)" in toml.read_text()
+    toml.write_text(toml.read_text().replace('precision_mode = "force_fp16"', 'precision_mode = "force_fp32"'))
+    ran = run_cli(capsys, "pipeline", "run", str(toml))
+    assert ran.code == 0, ran.out + ran.err
+    assert "likely outputs contour (StatefulPartitionedCall:0)" in ran.out and "PASSED" in ran.out.split()
+    document = json.loads((tmp_path / "work" / "model" / "model.json").read_text())
+    assert [item["signature_key"] for item in document["outputs"]] == ["contour", "note", "onset"]
 
 
 def test_revivable_saved_model_takes_signature_keys_too(tf2_saved_model: ReferenceModel, tmp_path: Path) -> None:
