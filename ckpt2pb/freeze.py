@@ -322,9 +322,10 @@ def freeze_source(source: LoadedSource, outputs: Sequence[str], *, inputs: Seque
     inputs = [replace(request, name=source.signature_tensor(request.name, "input") or request.name)
               for request in inputs]
     graph = import_graph(source.graph_def, source.path)
-    known = sorted(set(tensor_names(graph)))
+    known = sorted(set(tensor_names(graph)) | {item.key for item in source.signature})  # for closest names
     if not outputs:
-        likely = [c.tensor for c in rank_output_candidates(source.graph_def, graph)[:3]]
+        keys = [item.key for item in source.signature if item.role == "output"]
+        likely = keys or [c.tensor for c in rank_output_candidates(source.graph_def, graph)[:3]]
         raise GraphNameError("no outputs given: --outputs names the tensors the frozen model returns",
                              hint=f"likely outputs: {', '.join(likely)}" if likely else "run infer inspect MODEL")
     output_tensors = [_resolve_tensor(graph, name, "output", known).name for name in outputs]

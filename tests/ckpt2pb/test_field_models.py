@@ -329,6 +329,10 @@ def test_pipeline_init_names_a_saved_model_by_its_signature_keys(unrevivable: Re
         ("onset", "StatefulPartitionedCall:2")]
     table = run_cli(capsys, "inspect", unrevivable.path)
     assert re.search(r"1 +. contour +. StatefulPartitionedCall:0", table.out), table.out
+    unnamed = run_cli(capsys, "freeze", unrevivable.path, "-o", str(tmp_path / "unnamed"))
+    assert unnamed.code != 0 and "hint: likely outputs: contour, note, onset" in unnamed.err
+    misspelt = run_cli(capsys, "freeze", unrevivable.path, "-o", str(tmp_path / "misspelt"), "--outputs", "onsets")
+    assert "closest: onset" in misspelt.err
     np.save(tmp_path / "audio.npy", unrevivable.feeds["audio"])
     toml = tmp_path / "p.toml"
     outcome = run_cli(capsys, "pipeline", "init", unrevivable.path, "-o", str(toml),
