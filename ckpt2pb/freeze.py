@@ -106,7 +106,8 @@ def _pinned_shape(request: InputRequest, graph_shape: tuple[int | None, ...] | N
                  for given, known in zip(request.shape, graph_shape or request.shape, strict=True)]
     elif graph_shape is None:
         raise FreezeError(f"input {name}: the graph does not know its rank",
-                          hint=f"give its shape, e.g. --inputs '{name}[1,224,224,3]'")
+                          hint=f"give its shape, e.g. --inputs '{name}[1,224,224,3]', or, for a setting such as "
+                               f"keep_prob, its value: --set {node_name(name)}=VALUE")
     else:
         shape = list(graph_shape)
     if batch == DYNAMIC_BATCH and shape and shape[0] is not None:

@@ -90,6 +90,9 @@ def inspect(
             notes.append("has a default: folded at freeze (or --set)")
         elif item.is_switch:
             notes.append(f"a switch: fix it at freeze with --set {item.tensor.split(':')[0]}=false")
+        elif item.shape is None and not item.from_iterator:
+            notes.append(f"no shape: a setting (keep_prob) is fixed with --set {item.tensor.split(':')[0]}=VALUE, "
+                         "data needs its shape in --inputs")
         if item.from_iterator:
             notes.append("tf.data iterator output: cut with --inputs")
         inputs.add_row(item.tensor, item.dtype, _shape(item.shape), "; ".join(notes))

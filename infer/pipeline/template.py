@@ -187,6 +187,11 @@ def values_from_model(model: Path, *, data_source: str = "images/", labels: str 
                      + ", ".join(f"{e.key} = {e.tensor} ({e.role})" for e in report.signature) + ".")
     if dynamic:
         notes.append(f"Inputs with dynamic dims: {', '.join(dynamic)}; `batch` fixes the first one.")
+    shapeless = [p.tensor for p in taken if p.shape is None]
+    if shapeless:
+        notes.append(f"Inputs without a shape: {', '.join(shapeless)}. A setting such as keep_prob belongs in "
+                     f"set (set = {{ {node_name(shapeless[0])} = 1.0 }}), data needs its shape in inputs "
+                     f"(\"{shapeless[0]}[1,224,224,3]\").")
     if unused:
         notes.append(f"Placeholders {', '.join(outputs)} does not read, left out of inputs: {', '.join(unused)}.")
     if not outputs:

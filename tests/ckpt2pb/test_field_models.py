@@ -228,6 +228,39 @@ def test_pipeline_init_writes_the_switch_as_set_and_paths_relative_to_the_file(
     assert "PASSED" in ran.out.split()
 
 
+def test_a_shapeless_keep_prob_is_hinted_as_a_set(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The TF1 tutorials' `keep_prob = tf.compat.v1.placeholder(tf.float32)`: no shape at all, so it is no
+    bool switch; inspect, freeze's refusal and pipeline init's file each say that a setting is fixed by a set."""
+    import tensorflow as tf
+
+    from tests.models import _save_checkpoint
+
+    tf1 = tf.compat.v1
+    graph = tf.Graph()
+    with graph.as_default():
+        features = tf1.placeholder(tf.float32, [None, 6], name="features")
+        keep_prob = tf1.placeholder(tf.float32, name="keep_prob")
+        weights = tf1.get_variable("dense/weights", [6, 4])
+        tf.identity(tf1.nn.dropout(tf.matmul(features, weights), keep_prob=keep_prob), name="scores")
+        with tf1.Session(graph=graph) as session:
+            session.run(tf1.global_variables_initializer())
+            prefix = _save_checkpoint(graph, session, tmp_path / "ckpt")
+    table = run_cli(capsys, "inspect", prefix)
+    assert re.search(r"keep_prob:0 +. float32 +. unknown rank +. no shape: a setting", table.out), table.out
+    refused = run_cli(capsys, "freeze", prefix, "-o", str(tmp_path / "model"), "--outputs", "scores", "--batch", "2")
+    assert refused.code != 0
+    assert "error: input keep_prob:0: the graph does not know its rank" in refused.err
+    assert "for a setting such as keep_prob, its value: --set keep_prob=VALUE" in refused.err
+    init = run_cli(capsys, "pipeline", "init", prefix, "-o", str(tmp_path / "p.toml"), "--data", "random:0")
+    assert init.code == 0, init.err
+    assert "# Inputs without a shape: keep_prob:0. A setting such as keep_prob belongs in set " \
+           "(set = { keep_prob = 1.0 })" in (tmp_path / "p.toml").read_text()
+    frozen = run_cli(capsys, "freeze", prefix, "-o", str(tmp_path / "model"), "--outputs", "scores", "--batch", "2",
+                     "--set", "keep_prob=1.0")
+    assert frozen.code == 0, frozen.err
+    assert not {op for op in _all_ops(_graph_def(tmp_path / "model" / "model.pb")) if "Random" in op}
+
+
 def test_pipeline_hint_for_an_unset_switch_is_toml(switch_cond: ReferenceModel, tmp_path: Path,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
     toml = tmp_path / "p.toml"
