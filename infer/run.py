@@ -45,6 +45,9 @@ class RunOptions:
     warmup: int = 1  # the first call of a session builds its kernels: slow, and not what a batch costs
     threads: int | None = None
     timeout: float = 3600.0  # for the external tools
+    # The sha256 of another model whose bins this run takes on purpose (compare's emulated precision runs a model
+    # of the same pb on the converted model's bins): no "made for another model" warning for it.
+    bins_made_for: str = ""
 
     def check(self) -> None:
         """Refuses counts out of range, naming the option, before anything is loaded."""
@@ -107,12 +110,16 @@ def choose_backend(contract: ModelContract, requested: str | None, kind: str | N
     return _DEFAULT_OF_TARGET.get(contract.converted.target, "tf")
 
 
-def make_runner(contract: ModelContract, backend: str, options: RunOptions) -> BaseRunner:
-    """The runner for `backend`, not yet activated."""
+def make_runner(contract: ModelContract, backend: str, options: RunOptions, *,
+                bins: Path | None = None) -> BaseRunner:
+    """The runner for `backend`, not yet activated. With the dataset `bins`, TensorFlow takes an AIPP dataset's
+    uint8 bins through their declared preprocessing (`infer.runners.declared`)."""
     if backend == "tf":
+        from infer.runners.declared import with_declared_preprocessing
         from infer.runners.tensorflow import TensorFlowRunner
 
-        return TensorFlowRunner(contract, threads=options.threads)
+        runner = TensorFlowRunner(contract, threads=options.threads)
+        return runner if bins is None else with_declared_preprocessing(runner, contract, bins)
     if backend == "onnxrt":
         from infer.runners.onnxrt import OnnxRuntimeRunner
 
@@ -197,11 +204,11 @@ def run_model(model: Path, bins: Path, out: Path, options: RunOptions | None = N
     options.check()
     contract, kind = resolve_model(Path(model))
     backend = choose_backend(contract, options.backend, kind)
-    runner = make_runner(contract, backend, options)
+    runner = make_runner(contract, backend, options, bins=Path(bins))
     # The golden run feeds the frozen pb the converted model's bins: float16 ones are widened, exactly.
     manifest = preflight(Path(bins), runner.inputs, widen=backend == "tf")
     running = model_file(contract, backend)
-    known = {contract.pb_sha256, contract.converted.sha256 if contract.converted else ""}
+    known = {contract.pb_sha256, contract.converted.sha256 if contract.converted else "", options.bins_made_for}
     if manifest.model_sha256 and manifest.model_sha256 not in known:  # bins made for the om feed the pb too
         log.warning("%s: made for another model (sha256 %s), running %s", manifest.path, manifest.model_sha256[:12],
                     running[0])

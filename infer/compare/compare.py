@@ -16,6 +16,7 @@ import numpy as np
 from binio.errors import InferError
 from binio.manifest import DatasetManifest, load_manifest
 from binio.spec import TensorSpec
+from infer.compare.aipp_check import check_aipp
 from infer.compare.expected import DEFAULT_FACTOR, ExpectedError, check_emulation_possible, stand_in_available
 from infer.compare.golden import CACHE_FOLDER
 from infer.compare.labels import labels_for_samples
@@ -52,6 +53,9 @@ class CompareOptions:
             raise InferError(f"--topk {self.topk}: expected 1 or more")
         if not self.expected_factor >= 1:  # NaN too
             raise InferError(f"--expected-factor {self.expected_factor}: expected 1 or more")
+        if self.fail_on_expected and self.expected_from_emulation is False:
+            raise InferError("--fail-on-expected with --no-expected-from-emulation: the band it fails on would not "
+                             "be computed", hint="leave out one of them")
         for name, value in (("--atol", self.atol), ("--rtol", self.rtol)):
             if not value >= 0:  # NaN too
                 raise InferError(f"{name} {value}: expected 0 or more")
@@ -131,6 +135,7 @@ def compare_run_folders(contract: ModelContract, manifest: DatasetManifest, actu
     if not options.allow_same_backend:
         refuse_same_backend(contract, actual, golden)
     labels = dataset_labels(options.labels, manifest, contract.outputs)
+    preprocessing = check_aipp(contract, manifest)
     outputs = _measure(contract, manifest, actual_dir, golden_dir, options, labels, progress)
     expected: tuple[ExpectedError, ...] = ()
     if _wants_expected(contract, options):
@@ -144,7 +149,7 @@ def compare_run_folders(contract: ModelContract, manifest: DatasetManifest, actu
         golden_dir=str(golden_dir), golden_source=golden_source, samples=manifest.samples,
         padding=manifest.padding, outputs=outputs, provenance=provenance,
         per_sample_asked=thresholds.per_sample_asked, expected=expected, expected_asked=options.fail_on_expected,
-        random_ops=dict(contract.random_ops),
+        preprocessing=preprocessing, random_ops=dict(contract.random_ops),
     )
 
 
@@ -185,6 +190,12 @@ def compare(contract_path: Path, dataset: Path, actual: Path, *, golden: Path | 
     options = replace(options, thresholds=options.thresholds.naming_tensors(
         contract.signature_keys, [s.name for s in contract.outputs]))
     manifest = load_manifest(dataset)
+    if layerwise or dump_golden is not None:
+        from infer.aipp import model_aipp
+
+        if model_aipp(contract) is not None:
+            raise InferError(f"--layerwise/--dump-golden: {contract.path} was converted with AIPP, whose uint8 bins "
+                             "the layer-by-layer runs do not feed yet", hint="convert a copy without --aipp for it")
     if options.fail_on_expected or options.expected_from_emulation:
         check_emulation_possible(contract)
     if golden is not None:

@@ -20,7 +20,6 @@ factor of 10 leaves room for that; a model within the band is not proven right, 
 from __future__ import annotations
 
 import hashlib
-import logging
 import math
 import os
 import shutil
@@ -145,20 +144,13 @@ def _link_or_copy(source: Path, target: Path) -> None:
         shutil.copyfile(source, target)
 
 
-class _OtherModelsBins(logging.Filter):
-    """Drops run's warning that the bins were made for another model: the emulated model is another model of the
-    same pb on purpose, fed the converted model's bins."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return "made for another model" not in str(record.msg)
-
-
 def emulated_run(contract: ModelContract, manifest: DatasetManifest, cache_root: Path,
                  progress: Callable[[int, int], None] | None = None) -> tuple[ModelContract, Path]:
     """The run folder of the stand-in's emulation of the contract's precision mode over these bins: the pb
     converted with tf2onnx in the same precision mode (same --input-fp16-nodes and --output-type) and run by ONNX
     Runtime. Cached under `cache_root`/emulated/<sha256 of pb, settings and dataset>/, like the golden outputs.
     Returns the emulated model's contract and its run folder."""
+    from infer.aipp import AippOptions, model_aipp
     from infer.compare.golden import cached_run
     from infer.contract import load_contract
     from infer.convert import ConvertOptions, convert_model
@@ -166,8 +158,10 @@ def emulated_run(contract: ModelContract, manifest: DatasetManifest, cache_root:
 
     precision_mode, fp16_nodes, output_type = _emulation_settings(contract)
     contract.check_pb_unchanged()
+    aipp = model_aipp(contract)  # the om's AIPP goes in front of the emulation too: it takes the same uint8 bins
+    aipp_text = "" if aipp is None else aipp.to_prototxt()
     digest = hashlib.sha256("\0".join((contract.pb_sha256, precision_mode, fp16_nodes, output_type,
-                                       sha256_file(manifest.path))).encode())
+                                       sha256_file(manifest.path), aipp_text)).encode())
     folder = cache_root / _EMULATED / digest.hexdigest()[:32]
     runs = folder / "runs"
     model = folder / "model"
@@ -182,13 +176,13 @@ def emulated_run(contract: ModelContract, manifest: DatasetManifest, cache_root:
         if not pb.is_file():
             _link_or_copy(contract.pb_path, pb)
         staged = replace(contract, path=converted_json, pb=pb.name, converted=None).save()
+        aipp_options = None
+        if aipp is not None:
+            (model / "om-aipp.cfg").write_text(aipp_text, encoding="utf-8")
+            aipp_options = AippOptions(config=model / "om-aipp.cfg")
         staged = convert_model(staged, ConvertOptions(target="onnx", precision_mode=precision_mode,
-                                                      input_fp16_nodes=fp16_nodes, output_type=output_type)).contract
-    quiet = _OtherModelsBins()
-    run_log = logging.getLogger("infer.run")
-    run_log.addFilter(quiet)
-    try:
-        return staged, run_model(staged.path, manifest.root, runs, RunOptions(backend="onnxrt"),
-                                 progress=progress).folder
-    finally:
-        run_log.removeFilter(quiet)
+                                                      input_fp16_nodes=fp16_nodes, output_type=output_type,
+                                                      aipp=aipp_options)).contract
+    # The emulated model is another model of the same pb on purpose, fed the converted model's bins.
+    options = RunOptions(backend="onnxrt", bins_made_for=manifest.model_sha256)
+    return staged, run_model(staged.path, manifest.root, runs, options, progress=progress).folder

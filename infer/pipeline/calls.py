@@ -7,11 +7,15 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from binio.errors import InferError
 from infer.pipeline.config import PipelineConfig
 from infer.pipeline.stages import StageDone, WorkLayout
 
 if TYPE_CHECKING:
+    from infer.aipp import AippOptions
+    from infer.compare.compare import CompareOptions
     from infer.convert import ConvertOptions
+    from infer.sources.open import ImageOptions
 
 
 def freeze(config: PipelineConfig, work: WorkLayout) -> str:
@@ -55,19 +59,26 @@ def _percent(value: float) -> str:
     return f"{100 * value:.1f}%"
 
 
-def compare(config: PipelineConfig, work: WorkLayout, run_folder: Path) -> StageDone:
-    """Compares the run against TensorFlow's outputs on the same bins and writes report.json/csv/html."""
+def compare_options(config: PipelineConfig) -> CompareOptions:
+    """The [compare] section as compare's options (the same settings `infer compare`'s flags give)."""
     from infer.compare.compare import CompareOptions
-    from infer.compare.compare import compare as compare_outputs
-    from infer.compare.reports import write_reports
     from infer.compare.thresholds import Thresholds
 
     section = config.compare
-    thresholds = Thresholds.parse(section.threshold_texts)
-    options = CompareOptions(thresholds=thresholds, topk=section.topk, labels=config.labels,
-                             allow_same_backend=section.allow_same_backend, fail_on_expected=section.fail_on_expected)
-    result = compare_outputs(work.contract, work.bins, run_folder, options=options, layerwise=section.layerwise,
-                             cache_root=work.golden_cache)
+    return CompareOptions(thresholds=Thresholds.parse(section.threshold_texts), topk=section.topk,
+                          labels=config.labels, allow_same_backend=section.allow_same_backend,
+                          expected_from_emulation=section.expected_from_emulation,
+                          expected_factor=section.expected_factor, fail_on_expected=section.fail_on_expected)
+
+
+def compare(config: PipelineConfig, work: WorkLayout, run_folder: Path) -> StageDone:
+    """Compares the run against TensorFlow's outputs on the same bins and writes report.json/csv/html."""
+    from infer.compare.compare import compare as compare_outputs
+    from infer.compare.reports import write_reports
+
+    section = config.compare
+    result = compare_outputs(work.contract, work.bins, run_folder, options=compare_options(config),
+                             layerwise=section.layerwise, cache_root=work.golden_cache)
     paths = write_reports(result, work.report)
     html = next(p for p in paths if p.suffix == ".html")
     parts = []
@@ -86,7 +97,38 @@ def compare(config: PipelineConfig, work: WorkLayout, run_folder: Path) -> Stage
         parts.append(f"first diverging tensor {result.layerwise.first_failing.tensor}{warning}")
     summary = "; ".join(parts) + f" -> {result.verdict()}"
     return StageDone(summary, (work.report / "report.json",),
-                     {"passed": result.passed, "verdict": result.verdict(), "report_html": str(html)})
+                     {"passed": result.passed, "verdict": result.verdict_line(), "report_html": str(html)})
+
+
+def image_options(config: PipelineConfig) -> ImageOptions:
+    """[data.preprocessing] as dump-bin's image options, which --aipp also takes: one source of truth."""
+    from infer.sources.open import ImageOptions
+
+    prep = config.data.preprocessing
+    return ImageOptions(resize=prep.resize or None, color=prep.color, scale=prep.scale, mean=prep.mean,
+                        std=prep.std)
+
+
+def _pair(values: tuple[int, ...], key: str) -> tuple[int, int] | None:
+    if not values:
+        return None
+    if len(values) != 2:
+        raise InferError(f"[convert] {key} = {list(values)}: expected two numbers, e.g. [256, 256]")
+    return values[0], values[1]
+
+
+def aipp_options(config: PipelineConfig) -> AippOptions | None:
+    """[convert] aipp = true (or aipp_config) as `infer convert --aipp`'s options."""
+    from infer.aipp import AippOptions
+
+    section = config.convert
+    if not section.aipp and not section.aipp_config:
+        return None
+    if section.aipp_config:
+        return AippOptions(config=config.resolve(section.aipp_config))
+    return AippOptions(preprocessing=image_options(config), input_format=section.aipp_input_format.upper(),
+                       src_size=_pair(section.aipp_src_size, "aipp_src_size"),
+                       crop=_pair(section.aipp_crop, "aipp_crop"), csc=section.aipp_csc or None)
 
 
 def convert_options(config: PipelineConfig) -> ConvertOptions:
@@ -99,6 +141,7 @@ def convert_options(config: PipelineConfig) -> ConvertOptions:
         precision_mode=section.precision_mode, input_fp16_nodes=section.input_fp16_nodes,
         output_type=section.output_type, input_format=section.input_format,
         op_select_implmode=section.op_select_implmode, atc_args=section.atc_args, opset=section.opset or None,
+        aipp=aipp_options(config),
     )
 
 

@@ -31,6 +31,7 @@ class TemplateValues:
     notes: tuple[str, ...] = ()  # comment lines for the top of the file (what inspect found)
     other_candidates: tuple[str, ...] = ()
     switches: tuple[str, ...] = ()  # placeholders with a default (is_training...), folded at freeze
+    aipp: bool = False  # [convert] aipp = true: the NPU does [data.preprocessing] on uint8 images
 
 
 def _toml(value: object) -> str:
@@ -97,7 +98,13 @@ def render_template(values: TemplateValues) -> str:
               "# input_format = \"\"       # NHWC | NCHW | ND; \"\" = from the model",
               "# op_select_implmode = \"\"",
               "# atc_args = []           # more ATC flags, passed as they are",
-              "# opset = 0               # stand-in: 0 = the highest tf2onnx and onnxruntime both handle"]
+              "# opset = 0               # stand-in: 0 = the highest tf2onnx and onnxruntime both handle",
+              "# AIPP: the NPU does [data.preprocessing] (colour, mean, std, scale) on uint8 images; resize stays",
+              "# host-side. aipp_config = \"aipp.cfg\" takes a hand-written config instead.",
+              "aipp = true" if values.aipp else "# aipp = false",
+              "# aipp_input_format = \"\"  # RGB888_U8 | YUV420SP_U8 | XRGB8888_U8 | YUV400_U8",
+              "# aipp_src_size = []      # [width, height] of the uint8 source; [] = the model input's size",
+              "# aipp_crop = []          # [x, y] of the crop window; [] = centred"]
 
     lines += ["", "[run]",
               "# backend = \"auto\"  # from what convert made; or onnxrt | tf | msame | ais_bench",
@@ -108,11 +115,16 @@ def render_template(values: TemplateValues) -> str:
 
     lines += ["", "[compare]"]
     lines.append(f"labels = {_toml(values.labels)}" if values.labels
-                 else "# labels = \"labels.txt\"  # one class index per line (or .npy): accuracy of both models")
+                 else "# labels = \"labels.txt\"  # class indices (a line each, or .npy) or 'name label' lines")
     lines += ["# topk = 5",
               "# layerwise = false  # stand-in only: find the first layer whose outputs diverge",
+              "# expected_from_emulation = true  # error against the stand-in's emulated precision (default: om only)",
+              "# expected_factor = 10.0          # how many times the emulated error an output may reach",
+              "# fail_on_expected = false        # an output past that factor fails the run",
+              "# allow_same_backend = false      # compare a [run] backend = \"tf\" with TF, on purpose",
               "# Defaults are msit's: cosine < 0.99, RED > 0.05, KL > 0.005, RMSE > 1.0 or MeanRE > 1.0 fails.",
-              "# thresholds = { cosine = 0.999, \"probs:0:kl\" = 0.01 }"]
+              "# thresholds = { cosine = 0.999, \"probs:0:kl\" = 0.01 }",
+              "# (a key \"sample:cosine\" limits each sample on its own: one bad sample fails the run)"]
 
     lines += ["", "[paths]", f"work_dir = {_toml(values.work_dir)}  # model/, bins/, out/, report/ and the state file"]
     return "\n".join(lines) + "\n"

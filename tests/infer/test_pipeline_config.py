@@ -92,7 +92,8 @@ def test_unknown_key_suggests_the_closest(project: Path) -> None:
     message = _error(project, MINIMAL + '[convert]\nprecison_mode = "force_fp32"\n')
     assert message == (f"{project / 'pipeline.toml'}: [convert] precison_mode: unknown key; did you mean "
                        "'precision_mode'? (valid keys: target, soc_version, precision_mode, input_fp16_nodes, "
-                       "output_type, input_format, op_select_implmode, atc_args, opset)")
+                       "output_type, input_format, op_select_implmode, atc_args, opset, aipp, aipp_config, "
+                       "aipp_input_format, aipp_src_size, aipp_crop, aipp_csc)")
 
 
 def test_unknown_nested_key(project: Path) -> None:
@@ -212,6 +213,8 @@ def test_template_loads_and_every_commented_setting_is_a_valid_key(project: Path
     assert full.run == defaults.run
     assert full.data.preprocessing.mean == (0.0,)
     assert full.compare.thresholds == {"cosine": 0.999, "probs:0:kl": 0.01}
+    assert full.compare.expected_from_emulation is True and full.compare.expected_factor == 10.0
+    assert not full.compare.fail_on_expected and not full.compare.allow_same_backend
 
 
 def test_compare_per_sample_limits_and_switches_reach_the_command(project: Path) -> None:
@@ -227,3 +230,36 @@ def test_compare_per_sample_limits_and_switches_reach_the_command(project: Path)
     assert message.endswith("sample:kl: KullbackLeiblerDivergence is not measured per sample; a per-sample limit "
                             "takes one of CosineSimilarity, RelativeEuclideanDistance, RootMeanSquareError, "
                             "MaxAbsoluteError")
+
+
+def test_compare_expected_band_settings_reach_the_command_and_the_options(project: Path) -> None:
+    from infer.pipeline.calls import compare_options
+    from infer.pipeline.stages import _compare_args
+
+    default = load_config(_write(project, MINIMAL))
+    assert default.compare.expected_from_emulation is None  # left out: compare's own default (an om only)
+    assert "--expected-from-emulation" not in _compare_args(default)
+    assert compare_options(default).expected_from_emulation is None
+
+    text = MINIMAL + "[compare]\nexpected_from_emulation = true\nexpected_factor = 4\nfail_on_expected = true\n"
+    config = load_config(_write(project, text))
+    assert _compare_args(config) == ["--expected-from-emulation", "--expected-factor", "4.0", "--fail-on-expected"]
+    options = compare_options(config)
+    assert (options.expected_from_emulation, options.expected_factor, options.fail_on_expected) == (True, 4.0, True)
+
+    off = load_config(_write(project, MINIMAL + "[compare]\nexpected_from_emulation = false\n"))
+    assert _compare_args(off) == ["--no-expected-from-emulation"]
+    assert compare_options(off).expected_from_emulation is False
+    message = _error(project, MINIMAL + '[compare]\nexpected_from_emulation = "yes"\n')
+    assert message.endswith("[compare] expected_from_emulation: expected a boolean, got a string 'yes'")
+
+
+def test_aipp_config_must_exist_and_not_come_with_aipp(project: Path) -> None:
+    missing = _error(project, MINIMAL + '[convert]\naipp_config = "aipp.cfg"\n')
+    assert missing == f"{project / 'pipeline.toml'}: [convert] aipp_config: no such file: {project / 'aipp.cfg'}"
+    (project / "aipp.cfg").write_text("aipp_op { aipp_mode: static input_format: RGB888_U8 }\n")
+    both = _error(project, MINIMAL + '[convert]\naipp = true\naipp_config = "aipp.cfg"\n')
+    assert both.endswith("[convert] aipp = true and aipp_config: aipp makes the config from [data.preprocessing], "
+                         "aipp_config reads a written one; give one of them")
+    config = load_config(_write(project, MINIMAL + '[convert]\naipp = true\naipp_src_size = [256, 240]\n'))
+    assert (config.convert.aipp, config.convert.aipp_src_size) == (True, (256, 240))
