@@ -29,6 +29,20 @@ def _feed(seed: int, batch: int) -> Any:
     return np.random.default_rng(seed).standard_normal((batch, 8, 8, 3)).astype(np.float32)
 
 
+def _dense_graph(seed: int) -> tuple[Any, Any]:
+    """The start of the features-fed models: a seeded graph, `features:0` (None, 6) times `dense/weights`
+    (6, 4); returns (the graph, that product)."""
+    import tensorflow as tf
+
+    tf1 = tf.compat.v1
+    graph = tf.Graph()
+    with graph.as_default():
+        tf1.set_random_seed(seed)
+        features = tf1.placeholder(tf.float32, [None, 6], name="features")
+        weights = tf1.get_variable("dense/weights", [6, 4], initializer=tf1.glorot_uniform_initializer())
+        return graph, tf.matmul(features, weights)
+
+
 def _features_model(graph: Any, folder: Path, outputs: tuple[str, ...], *, seed: int, batch: int,
                     fixed: dict[str, float] | None = None) -> ReferenceModel:
     """A graph fed by `features:0` (None, 6): its variables initialised, `outputs` computed on a seeded batch
@@ -130,14 +144,11 @@ def build_dropout_switches(folder: Path, *, seed: int = 12, batch: int = 2) -> R
     import tensorflow as tf
 
     tf1 = tf.compat.v1
-    graph = tf.Graph()
+    graph, product = _dense_graph(seed)
     with graph.as_default():
-        tf1.set_random_seed(seed)
-        features = tf1.placeholder(tf.float32, [None, 6], name="features")
         default_kp = tf1.placeholder_with_default(1.0, [], name="default_keep_prob")
         keep_prob = tf1.placeholder(tf.float32, [], name="keep_prob")
-        weights = tf1.get_variable("dense/weights", [6, 4], initializer=tf1.glorot_uniform_initializer())
-        hidden = tf.nn.relu(tf.matmul(features, weights))
+        hidden = tf.nn.relu(product)
         tf1.identity(tf1.nn.dropout(hidden, keep_prob=default_kp), name="by_default")
         tf1.identity(tf1.nn.dropout(hidden, keep_prob=keep_prob), name="by_set")
         mask = tf.floor(keep_prob + tf1.random_uniform(tf.shape(hidden)))
@@ -152,12 +163,8 @@ def build_noisy(folder: Path, *, seed: int = 13, batch: int = 2) -> ReferenceMod
     import tensorflow as tf
 
     tf1 = tf.compat.v1
-    graph = tf.Graph()
+    graph, scores = _dense_graph(seed)
     with graph.as_default():
-        tf1.set_random_seed(seed)
-        features = tf1.placeholder(tf.float32, [None, 6], name="features")
-        weights = tf1.get_variable("dense/weights", [6, 4], initializer=tf1.glorot_uniform_initializer())
-        scores = tf.matmul(features, weights)
         tf.add(scores, 1e-9 * tf1.random_normal(tf.shape(scores)), name="noisy")
     return _features_model(graph, folder, ("noisy:0",), seed=seed, batch=batch)
 
@@ -260,12 +267,9 @@ def build_data_cond(folder: Path, *, seed: int = 17, batch: int = 2) -> Referenc
     import tensorflow as tf
 
     tf1 = tf.compat.v1
-    graph = tf.Graph()
+    graph, hidden = _dense_graph(seed)
     with graph.as_default():
-        tf1.set_random_seed(seed)
-        features = tf1.placeholder(tf.float32, [None, 6], name="features")
-        weights = tf1.get_variable("dense/weights", [6, 4], initializer=tf1.glorot_uniform_initializer())
-        hidden = tf.matmul(features, weights)
+        features = graph.get_tensor_by_name("features:0")
         gamma = tf1.get_variable("bn/gamma", [4], initializer=tf1.random_uniform_initializer(0.5, 1.5))
         beta = tf1.get_variable("bn/beta", [4], initializer=tf1.random_normal_initializer(stddev=0.1))
 
