@@ -101,11 +101,12 @@ class GraphReport:
     note: str = ""  # how the source was read, where it was not the usual way (a fallback)
 
     def to_json(self) -> dict[str, Any]:
+        input_keys = {e.tensor: e.key for e in self.signature if e.role == "input"}
         return {
             "source": self.source, "kind": self.kind, "tf_version": self.tf_version, "nodes": self.nodes,
             "inputs": [{"tensor": p.tensor, "dtype": p.dtype, "shape": None if p.shape is None else list(p.shape),
                         "dynamic_dims": list(p.dynamic_dims), "has_default": p.has_default,
-                        "from_iterator": p.from_iterator}
+                        "from_iterator": p.from_iterator, "signature_key": input_keys.get(p.tensor)}
                        for p in self.placeholders],
             "output_candidates": [{"tensor": c.tensor, "op": c.op, "dtype": c.dtype,
                                    "shape": None if c.shape is None else list(c.shape), "score": c.score,

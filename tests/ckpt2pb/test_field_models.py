@@ -366,6 +366,8 @@ def test_pipeline_init_names_a_saved_model_by_its_signature_keys(unrevivable: Re
     inspected = run_cli(capsys, "inspect", unrevivable.path, "--json")
     assert inspected.code == 0, inspected.err
     candidates = json.loads(inspected.out)["output_candidates"]
+    assert [(i["signature_key"], i["tensor"]) for i in json.loads(inspected.out)["inputs"]] == [
+        ("audio", "serving_default_audio:0")]
     assert [(c["signature_key"], c["tensor"]) for c in candidates[:3]] == [
         ("contour", "StatefulPartitionedCall:0"), ("note", "StatefulPartitionedCall:1"),
         ("onset", "StatefulPartitionedCall:2")]
