@@ -390,6 +390,7 @@ def test_pipeline_init_names_a_saved_model_by_its_signature_keys(unrevivable: Re
     ran = run_cli(capsys, "pipeline", "run", str(toml))
     assert ran.code == 0, ran.out + ran.err
     assert "likely outputs contour (StatefulPartitionedCall:0)" in ran.out and "PASSED" in ran.out.split()
+    assert "onset (StatefulPartitionedCall:2) cosine" in ran.out
     document = json.loads((tmp_path / "work" / "model" / "model.json").read_text())
     assert [item["signature_key"] for item in document["outputs"]] == ["contour", "note", "onset"]
 
