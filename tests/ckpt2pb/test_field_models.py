@@ -354,6 +354,8 @@ def test_unrevivable_saved_model_freezes_by_signature_keys_and_passes(unrevivabl
     strict = run_cli(capsys, "compare", model_json, "--input", str(tmp_path / "bins"), "--actual",
                      str(tmp_path / "out"), "--threshold", "onset:cosine=1.5")  # a cosine never reaches it
     assert strict.code == 1, strict.out + strict.err
+    assert "signature keys: contour = StatefulPartitionedCall:0, note = StatefulPartitionedCall:1, " \
+           "onset = StatefulPartitionedCall:2" in strict.out
     assert strict.out.strip().splitlines()[-1].startswith("FAILED: StatefulPartitionedCall:2 CosineSimilarity 1")
 
 
