@@ -98,6 +98,7 @@ class GraphReport:
     parameters_from: str  # checkpoint | graph (variables declared, no checkpoint) | constants
     signature: tuple[SignatureEntry, ...] = ()
     signature_name: str = ""
+    other_signatures: tuple[str, ...] = ()  # a SavedModel's signatures besides the one read
     note: str = ""  # how the source was read, where it was not the usual way (a fallback)
 
     def to_json(self) -> dict[str, Any]:
@@ -117,7 +118,8 @@ class GraphReport:
             "signature": {"name": self.signature_name,
                           "tensors": [{"key": e.key, "role": e.role, "tensor": e.tensor, "dtype": e.dtype,
                                        "shape": None if e.shape is None else list(e.shape)}
-                                      for e in self.signature]} if self.signature else None,
+                                      for e in self.signature],
+                          "others": list(self.other_signatures)} if self.signature else None,
             "note": self.note or None,
         }
 
@@ -276,7 +278,7 @@ def inspect_loaded(source: LoadedSource) -> GraphReport:
         candidates=_signature_first(rank_output_candidates(graph_def, graph), signature, graph),
         op_histogram=tuple(sorted(histogram.items(), key=lambda item: (-item[1], item[0]))),
         variables=variables, parameters=parameters, parameters_from=origin, signature=tuple(signature),
-        signature_name=source.signature_name, note=source.note,
+        signature_name=source.signature_name, other_signatures=source.other_signatures, note=source.note,
     )
 
 

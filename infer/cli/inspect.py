@@ -76,6 +76,9 @@ def inspect(
         for entry in report.signature:
             signature.add_row(entry.key, entry.role, entry.tensor, entry.dtype, _shape(entry.shape))
         _print_whole(console, signature)
+        if report.other_signatures:
+            console.print(f"other signatures, not read (freeze takes {report.signature_name}): "
+                          f"{', '.join(report.other_signatures)}", markup=False)
 
     inputs = Table(title="Inputs", title_justify="left")
     _tensor_column(inputs, [item.tensor for item in report.placeholders])

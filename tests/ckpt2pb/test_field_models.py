@@ -10,6 +10,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -395,6 +396,33 @@ def test_pipeline_init_names_a_saved_model_by_its_signature_keys(unrevivable: Re
     assert "onset (StatefulPartitionedCall:2) cosine" in ran.out
     document = json.loads((tmp_path / "work" / "model" / "model.json").read_text())
     assert [item["signature_key"] for item in document["outputs"]] == ["contour", "note", "onset"]
+
+
+def test_a_saved_model_s_other_signatures_are_named_as_not_read(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    import tensorflow as tf
+
+    class TwoHeads(tf.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.kernel = tf.Variable(np.ones((5, 3), np.float32))
+
+        @tf.function(input_signature=[tf.TensorSpec([None, 5], tf.float32, name="wave")])
+        def serve(self, wave: Any) -> Any:
+            return {"pitch": tf.nn.softmax(tf.matmul(wave, self.kernel))}
+
+        @tf.function(input_signature=[tf.TensorSpec([None, 5], tf.float32, name="wave")])
+        def embed(self, wave: Any) -> Any:
+            return {"embedding": tf.matmul(wave, self.kernel)}
+
+    module = TwoHeads()
+    tf.saved_model.save(module, str(tmp_path / "saved"), signatures={"serving_default": module.serve,
+                                                                     "embed": module.embed})
+    inspected = run_cli(capsys, "inspect", tmp_path / "saved", "--json")
+    assert inspected.code == 0, inspected.err
+    assert json.loads(inspected.out)["signature"]["others"] == ["embed"]
+    table = run_cli(capsys, "inspect", tmp_path / "saved")
+    assert "other signatures, not read (freeze takes serving_default): embed" in table.out
 
 
 def test_revivable_saved_model_takes_signature_keys_too(tf2_saved_model: ReferenceModel, tmp_path: Path) -> None:
