@@ -68,3 +68,28 @@ def test_a_draw_left_as_an_output_itself_stays() -> None:
     graph_def, outputs = _dropout_graph(also_seen=False)
     assert fold_decided_draws(graph_def, keep=[*outputs, "draw/RandomUniform"]) == 0
     assert "RandomUniform" in {node.op for node in graph_def.node}
+
+
+def test_a_stateless_v2_sampler_with_its_shape_dtype_stripped_becomes_a_fill() -> None:
+    """TF 2.x's stateless dropout draws with StatelessRandomUniformV2, whose `Tshape` a meta graph saved with
+    strip_default_attrs leaves out."""
+    import tensorflow as tf
+
+    from ckpt2pb.ranges import fold_decided_draws
+
+    tf1 = tf.compat.v1
+    graph = tf.Graph()
+    with graph.as_default():
+        features = tf1.placeholder(tf.float32, [None, 4], name="features")
+        key, counter, alg = tf.raw_ops.StatelessRandomGetKeyCounterAlg(seed=tf.constant([1, 2]))
+        draw = tf.raw_ops.StatelessRandomUniformV2(shape=tf.shape(features), key=key, counter=counter, alg=alg,
+                                                   dtype=tf.float32, name="draw")
+        tf.identity(tf.where(draw >= 0.0, features, tf.zeros_like(features)), name="kept")
+    graph_def = graph.as_graph_def()
+    sampler = next(node for node in graph_def.node if node.name == "draw")
+    del sampler.attr["Tshape"]
+    assert fold_decided_draws(graph_def, keep=["kept"]) == 1
+    pruned = tf.compat.v1.graph_util.extract_sub_graph(graph_def, ["kept"])
+    assert not {node.op for node in pruned.node if "Random" in node.op}
+    (got,) = _run(pruned, ["kept"], 3)
+    np.testing.assert_array_equal(got, np.arange(12, dtype=np.float32).reshape(3, 4))
