@@ -177,9 +177,7 @@ def _fill_hidden_samplers(graph_def: Any, ranges: dict[str, _Range], decided: se
         if not hidden:
             continue
         dtype_enum = node.attr["dtype"].type
-        # The shape's dtype: `T` (RandomUniform), or `Tshape` (the stateless V2 ops), int32 where a strip of
-        # default-valued attributes left it out.
-        index_enum = next((node.attr[key].type for key in ("T", "Tshape") if key in node.attr), 3)  # DT_INT32
+        index_enum = node.attr["T" if "T" in node.attr else "Tshape"].type
         value = graph_def.node.add()
         value.name = _fresh_name(f"{node.name}/fill_value", names)
         value.op = "Const"
