@@ -196,3 +196,37 @@ def test_the_op_type_table_names_the_onnx_ops_each_tf_op_becomes(tmp_path: Path)
         assert record["onnx_nodes"], record
         found = {op_types[name] for name in record["onnx_nodes"]}
         assert found <= set(ONNX_OPS_OF_TF[record["op_type"]]), (record["node"], found)
+
+
+def _build_type_named(tf: Any) -> None:
+    """A conv whose relu feeds two reshapes (tf2onnx's optimiser inserts a Transpose before each, naming it
+    ``Transpose__<n>``) and a TF node named ``Transpose`` itself (a Square), so the two kinds of name collide."""
+    x = tf.compat.v1.placeholder(tf.float32, [2, 8, 8, 3], name="x")
+    kernel = tf.constant(np.random.default_rng(0).normal(size=(3, 3, 3, 4)).astype(np.float32), name="kernel")
+    relu = tf.nn.relu(tf.nn.conv2d(x, kernel, 1, "SAME", name="conv"), name="relu")
+    flat = tf.reshape(relu, [2, -1], name="flat")
+    shifted = tf.reshape(tf.add(relu, tf.constant(np.arange(4, dtype=np.float32)), name="shift"), [2, -1],
+                         name="flat2")
+    energy = tf.reduce_sum(tf.square(x, name="Transpose"), axis=[1, 2], name="energy")
+    tf.concat([flat, shifted, energy], axis=1, name="out")
+
+
+def test_nodes_tf2onnx_names_after_their_op_type_are_not_taken_for_a_tf_node_of_that_name(
+        tmp_path: Path) -> None:
+    import onnx
+
+    contract = write_frozen(tmp_path / "model", _build_type_named, ("x:0",), ("out:0",))
+    keep = _write(tmp_path, "keep.cfg", "Transpose\nconv\n")
+    converted = convert_model(contract, ConvertOptions(target="onnx", precision_mode="force_fp16",
+                                                       keep_dtype=keep)).contract
+    assert converted.converted is not None and converted.converted_path is not None
+    nodes = {node.name: node.op_type for node in onnx.load(str(converted.converted_path)).graph.node}
+    inserted = sorted(name for name, kind in nodes.items() if kind == "Transpose" and name.startswith("Transpose__"))
+    assert inserted, nodes  # the situation: the optimiser's transposes are there, named like the TF node's helpers
+    applied = {r["node"]: r["onnx_nodes"] for r in converted.converted.settings["emulation"]["per_op"]}
+    assert applied["Transpose"] == ["Transpose"]  # the Square only, none of the inserted transposes
+    assert "conv" in applied["conv"] and any(name.startswith("conv__") for name in applied["conv"])  # its helper
+    from atc_wrap.converter_names import read_type_named
+
+    recorded = read_type_named(onnx.load(str(converted.converted_path)))
+    assert set(inserted) <= recorded and not recorded & {"conv", "Transpose", "relu"}
