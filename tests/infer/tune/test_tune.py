@@ -255,6 +255,8 @@ def test_a_model_that_passes_already_keeps_nothing_and_its_aipp_is_replayed(
     outcome = run_cli(capsys, "tune-precision", contract.path, "--input", tmp_path / "bins", "-o", tmp_path / "tuned")
     assert outcome.code == 0, outcome.out + outcome.err
     assert "force_fp16 passes already: nothing to keep in fp32" in outcome.err
+    assert "candidate 1 (baseline, whole): 0 ops in fp32 -> PASSED" in outcome.err
+    assert "1 candidate in " in outcome.out
     assert ("(every candidate is a fresh conversion of model.pb: when compare fails on the converted model.onnx, "
             "that model is not what the pb converts to under this mode; convert it again)") in outcome.err
     assert outcome.out.splitlines()[0] == "before: PASSED" and outcome.out.splitlines()[-1] == "FOUND"
