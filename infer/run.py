@@ -17,6 +17,7 @@ from pathlib import Path
 
 from binio.binfile import check_bin_size, sha256_file
 from binio.errors import InferError
+from binio.lock import folder_lock
 from binio.manifest import DatasetManifest
 from infer.contract import ModelContract, load_contract
 from infer.layout import output_file_name, timestamp_folder_name
@@ -207,7 +208,10 @@ def run_model(model: Path, bins: Path, out: Path, options: RunOptions | None = N
                     running[0])
     runner.activate()  # before the run folder exists: a missing tool leaves nothing behind
     try:
-        return _run(runner, manifest, running, backend, Path(out), options, progress)
+        if Path(out).exists() and not Path(out).is_dir():
+            raise RunError(f"{out}: exists and is not a folder", hint="choose another -o")
+        with folder_lock(Path(out), command="run"):
+            return _run(runner, manifest, running, backend, Path(out), options, progress)
     finally:
         runner.deactivate()
 

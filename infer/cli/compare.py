@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from pathlib import Path
 
@@ -33,12 +34,29 @@ def compare(
     dump_golden: Path | None = typer.Option(None, "--dump-golden",
                                             help="Write TF's intermediate tensors in msaccucmp's golden naming."),
     workers: int = typer.Option(1, "--workers", help="Processes for golden outputs and metrics."),
+    force: bool = typer.Option(False, "--force", help="Replace the reports in an existing --report folder."),
 ) -> None:
     """Compare the converted model's outputs with TensorFlow's, with the metrics of Ascend's accuracy tools.
 
     The metrics of msaccucmp / msit compare, per output, per batch and over the dataset (padding rows left
     out). Fails (exit 1) on msit's rule: cosine < 0.99, RED > 0.05, KL > 0.005, RMSE > 1.0 or MeanRE > 1.0;
     the last line says PASSED, or FAILED with the failing output and metric."""
+    if workers < 1:
+        from binio.errors import InferError
+
+        raise InferError(f"--workers {workers}: expected 1 or more")
+    with contextlib.ExitStack() as stack:
+        if report is not None:  # checked and locked before the comparison runs: a refusal should not take minutes
+            from infer.compare.reports import report_folder
+
+            stack.enter_context(report_folder(report, force=force))
+        _compare(model, bins, actual, golden, labels, topk, threshold, atol, rtol, report, layerwise, dump_golden,
+                 workers)
+
+
+def _compare(model: Path, bins: Path, actual: Path, golden: Path | None, labels: Path | None, topk: int,
+             threshold: list[str], atol: float, rtol: float, report: Path | None, layerwise: bool,
+             dump_golden: Path | None, workers: int) -> None:
     from rich.table import Table
 
     from infer.compare.compare import CompareOptions
@@ -46,14 +64,6 @@ def compare(
     from infer.compare.metrics import shown
     from infer.compare.thresholds import Thresholds
 
-    if workers < 1:
-        from binio.errors import InferError
-
-        raise InferError(f"--workers {workers}: expected 1 or more")
-    if report is not None:
-        from infer.compare.reports import check_output_folder
-
-        check_output_folder(report, "--report")
     options = CompareOptions(thresholds=Thresholds.parse(threshold), atol=atol, rtol=rtol, topk=topk, labels=labels,
                              workers=workers)
 
