@@ -5,10 +5,11 @@ from __future__ import annotations
 import logging
 import sys
 from collections.abc import Sequence
+from typing import Any, NoReturn
 
 import typer
 
-from binio.errors import InferError
+from binio.errors import InferError, permission_error
 from infer.cli import bin_info, compare, convert, demo, doctor, dump_bin, freeze, inspect, pipeline, run
 from infer.cli.console import err
 from infer.cli.quiet import quiet_frameworks
@@ -47,16 +48,36 @@ app.add_typer(pipeline.pipeline_app, name="pipeline")
 app.command("doctor")(doctor.doctor)
 
 
+def _paths_read_by_the_commands(command: Any) -> Any:
+    """Leaves reading a path to the command: click's own readability check prints a usage box, not one line."""
+    for param in command.params:
+        described = getattr(param, "type_descriptor", None)  # typer >= 0.24 checks paths itself
+        if described is not None and described.is_path:
+            described.parameter_info.readable = False
+        elif type(getattr(param, "type", None)).__name__ == "Path":  # older typer: click's Path type
+            param.type.readable = False
+    for sub in getattr(command, "commands", {}).values():
+        _paths_read_by_the_commands(sub)
+    return command
+
+
+def _fail(exc: InferError) -> NoReturn:
+    console = err()
+    console.print(f"error: {exc.message}", markup=False)
+    if exc.hint:
+        console.print(f"hint: {exc.hint}", markup=False)
+    sys.exit(exc.exit_code)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point: runs the app; a user's mistake becomes `error: ...` on stderr and a non-zero exit."""
     try:
-        app(args=list(argv) if argv is not None else None, prog_name="infer")
+        command = _paths_read_by_the_commands(typer.main.get_command(app))
+        command(args=list(argv) if argv is not None else None, prog_name="infer")
     except InferError as exc:
-        console = err()
-        console.print(f"error: {exc.message}", markup=False)
-        if exc.hint:
-            console.print(f"hint: {exc.hint}", markup=False)
-        sys.exit(exc.exit_code)
+        _fail(exc)
+    except PermissionError as exc:  # a file of the user's this user may not read or write, wherever it was opened
+        _fail(permission_error(exc))
     except KeyboardInterrupt:
         err().print("interrupted", markup=False)
         sys.exit(130)
