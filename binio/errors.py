@@ -23,6 +23,12 @@ class InferError(Exception):
         return self.message
 
 
+class Terminated(BaseException):
+    """SIGTERM, raised in the main thread as Ctrl-C's KeyboardInterrupt is, so that the same clean-up runs
+    (external tools stopped, partial files kept as for an interrupt). Not an Exception: nothing catches it by
+    accident."""
+
+
 class DtypeError(InferError):
     """A dtype name that is unknown, or a dtype that differs from the one expected."""
 

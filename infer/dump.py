@@ -21,7 +21,7 @@ from binio.batching import BatchSlot, padded_buffer, plan_batches
 from binio.binfile import sha256_file
 from binio.cast import CastReport, checked_cast_into
 from binio.dtypes import dtype
-from binio.errors import DtypeError, InferError, OutputExistsError, ShapeError
+from binio.errors import DtypeError, InferError, OutputExistsError, ShapeError, Terminated
 from binio.lock import folder_lock
 from binio.manifest import MANIFEST_NAME, BinEntry, DatasetManifest, InputManifest, bin_file_name, safe_folder_name
 from binio.output import check_output
@@ -312,7 +312,7 @@ def _dump_locked(contract: ModelContract, options: DumpOptions, plans: list[_Pla
             result = _write_all(contract, options, plans, sources, slots, batch, samples, progress, created)
         except BaseException as exc:
             # An interrupted run keeps its whole files, so that a re-run with --force resumes from them.
-            if fresh and not isinstance(exc, KeyboardInterrupt):
+            if fresh and not isinstance(exc, (KeyboardInterrupt, Terminated)):
                 _remove_created(created, folders)
             raise
     finally:

@@ -45,7 +45,7 @@ class RunOptions:
     loop: int = 1
     warmup: int = 1  # the first call of a session builds its kernels: slow, and not what a batch costs
     threads: int | None = None
-    timeout: float = 3600.0  # for the external tools
+    timeout: float = 3600.0  # seconds msame or ais_bench may take for the whole dataset (--timeout)
 
     def check(self) -> None:
         """Refuses counts out of range, naming the option, before anything is loaded."""
@@ -55,6 +55,8 @@ class RunOptions:
             raise RunError(f"--warmup {self.warmup}: expected 0 or more")
         if self.device is not None and self.device < 0:
             raise RunError(f"--device {self.device}: expected a device index, 0 or more")
+        if not self.timeout > 0:
+            raise RunError(f"--timeout {self.timeout:g}: expected seconds, more than 0")
         if self.threads is not None and self.threads < 1:
             raise RunError(f"--threads {self.threads}: expected 1 or more (leave it out for the framework's default)")
 

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import logging
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
 import typer
 
-from binio.errors import InferError, permission_error
+from binio.errors import InferError, Terminated, permission_error
 from infer.cli import bin_info, compare, convert, demo, doctor, dump_bin, freeze, inspect, pipeline, run
 from infer.cli.console import err
 from infer.cli.quiet import quiet_frameworks
@@ -61,6 +63,11 @@ def _paths_read_by_the_commands(command: Any) -> Any:
     return command
 
 
+def _terminate(signum: int, frame: object) -> None:
+    """SIGTERM (a batch scheduler, kill, a Ray stop) unwinds like Ctrl-C: tools are stopped, clean-ups run."""
+    raise Terminated()
+
+
 def _fail(exc: InferError) -> NoReturn:
     console = err()
     console.print(f"error: {exc.message}", markup=False)
@@ -71,6 +78,8 @@ def _fail(exc: InferError) -> NoReturn:
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point: runs the app; a user's mistake becomes `error: ...` on stderr and a non-zero exit."""
+    in_main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _terminate) if in_main_thread else None
     try:
         command = _paths_read_by_the_commands(typer.main.get_command(app))
         command(args=list(argv) if argv is not None else None, prog_name="infer")
@@ -78,6 +87,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         _fail(exc)
     except PermissionError as exc:  # a file of the user's this user may not read or write, wherever it was opened
         _fail(permission_error(exc))
+    except Terminated:
+        err().print("terminated", markup=False)
+        sys.exit(128 + signal.SIGTERM)
     except KeyboardInterrupt:
         err().print("interrupted", markup=False)
         sys.exit(130)
+    finally:
+        if in_main_thread:
+            signal.signal(signal.SIGTERM, previous)
