@@ -11,11 +11,13 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 
 from binio.binfile import check_bin_size, sha256_file
+from binio.dataset import digests_checked_beside
 from binio.errors import InferError
 from binio.lock import folder_lock
 from binio.manifest import DatasetManifest
@@ -165,8 +167,8 @@ def _tool_latency(timings: ToolTimings, batches: int) -> LatencyStats:
                         p50_ms=or_percentile(timings.p50_ms, 50), p99_ms=or_percentile(timings.p99_ms, 99))
 
 
-def _run_tool(runner: ToolRunner, manifest: DatasetManifest, record: RunRecord, progress: Progress | None
-              ) -> RunRecord:
+def _run_tool(runner: ToolRunner, manifest: DatasetManifest, record: RunRecord, progress: Progress | None,
+              inputs_unchanged: Callable[[], None]) -> RunRecord:
     """One tool start for the whole dataset, in a work folder; its outputs moved into our layout once checked."""
     stems = manifest.stems
     if progress is not None:
@@ -177,6 +179,7 @@ def _run_tool(runner: ToolRunner, manifest: DatasetManifest, record: RunRecord, 
     moves = [(path, record.folder / output_file_name(stem, index), spec)
              for stem in stems
              for index, (path, spec) in enumerate(zip(run.files[stem], runner.outputs, strict=True))]
+    inputs_unchanged()  # the bins' sha256, checked while the tool ran
     for path, _, spec in moves:  # every file checked before any moves: a refused run moves nothing
         check_bin_size(path, spec)
     for path, target, _ in moves:
@@ -231,9 +234,12 @@ def _run(runner: BaseRunner, manifest: DatasetManifest, running: tuple[Path, str
         device=runner.device,
     ).save()
     log.info("running %d batches of %s on %s into %s", manifest.file_count, manifest.root, backend, folder)
-    if isinstance(runner, ToolRunner):
-        record = _run_tool(runner, manifest, record, progress)
-    else:
-        record = run_batches(runner, manifest, record, loop=options.loop, warmup=options.warmup,
-                             progress=progress)
+    # A bin changed after dump-bin but kept at its size passes preflight: its sha256 is checked on a thread beside
+    # the inference, and a mismatch leaves the run incomplete (compare refuses such a run).
+    with digests_checked_beside(manifest) as inputs_unchanged:
+        if isinstance(runner, ToolRunner):
+            record = _run_tool(runner, manifest, record, progress, inputs_unchanged)
+        else:
+            record = run_batches(runner, manifest, record, loop=options.loop, warmup=options.warmup,
+                                 progress=progress, inputs_unchanged=inputs_unchanged)
     return RunResult(folder=folder, record=record)

@@ -13,12 +13,13 @@ from pathlib import Path
 
 import numpy as np
 
+from binio.dataset import digests_checked_beside
 from binio.errors import InferError
 from binio.manifest import DatasetManifest, load_manifest
 from binio.spec import TensorSpec
 from infer.compare.passes import measure_output
 from infer.compare.result import CompareResult, OutputResult
-from infer.compare.sources import OutputPair, output_pairs, resolve_run_folder, written_specs
+from infer.compare.sources import OutputPair, check_run_folder, output_pairs, resolve_run_folder, written_specs
 from infer.compare.thresholds import Thresholds
 from infer.compare.topk import is_classifier, load_labels
 from infer.contract import ModelContract, load_contract
@@ -111,13 +112,29 @@ def compare(contract_path: Path, dataset: Path, actual: Path, *, golden: Path | 
         check_output_folder(dump_golden, "--dump-golden")
     contract = load_contract(contract_path)
     manifest = load_manifest(dataset)
+    # The bins both runs read: one changed since dump-bin (same size, other bytes) makes the outputs describe
+    # another dataset than the one named. Hashed beside the comparison.
+    with digests_checked_beside(manifest) as bins_unchanged:
+        result = _compare(contract, manifest, actual, golden, options, layerwise, dump_golden, cache_root,
+                          on_golden_run)
+        bins_unchanged()
+    return result
+
+
+def _compare(contract: ModelContract, manifest: DatasetManifest, actual: Path, golden: Path | None,
+             options: CompareOptions, layerwise: bool, dump_golden: Path | None, cache_root: Path | None,
+             on_golden_run: Callable[[], None] | None) -> CompareResult:
     if golden is not None:
         golden_dir, source = Path(golden), "given"
     else:
         from infer.compare.golden import tensorflow_golden
 
         # What the user named is checked before TensorFlow runs (seconds to minutes) rather than after it.
-        resolve_run_folder(actual, what="--actual")
+        check_run_folder(actual, contract.model_outputs, manifest, what="--actual")
+        if layerwise:
+            from infer.compare.layerwise import check_layerwise
+
+            check_layerwise(contract)
         options.thresholds.check_outputs([s.name for s in contract.outputs])
         dataset_labels(options.labels, manifest, contract.outputs)
         golden_dir, source = tensorflow_golden(contract, manifest, cache_root=cache_root, on_run=on_golden_run,

@@ -187,15 +187,20 @@ def aligned_to_golden(golden: np.ndarray, actual: np.ndarray) -> np.ndarray | No
     return from_nchw if errors[1] < errors[0] else as_is
 
 
-def compare_layers(contract: ModelContract, manifest: DatasetManifest, thresholds: Thresholds, *, atol: float,
-                   rtol: float, with_converted: bool = True, dump_golden: Path | None = None) -> LayerwiseResult:
-    """TensorFlow against the ONNX stand-in tensor by tensor on the first batch; optionally dumps TF's tensors."""
-    if with_converted and (contract.converted is None or contract.converted.target != "onnx"):
+def check_layerwise(contract: ModelContract) -> None:
+    """Refuses --layerwise for a model that is not the ONNX stand-in (an om's tensors cannot be read here)."""
+    if contract.converted is None or contract.converted.target != "onnx":
         found = "not converted" if contract.converted is None else f"converted to {contract.converted.target}"
         raise LayerwiseError(f"--layerwise: {contract.path} is {found}; layer-by-layer comparison runs the ONNX "
                              "stand-in", hint="on an Ascend server, dump the NPU tensors and use --dump-golden with "
                              "msaccucmp; here, infer convert --target onnx")
+
+
+def compare_layers(contract: ModelContract, manifest: DatasetManifest, thresholds: Thresholds, *, atol: float,
+                   rtol: float, with_converted: bool = True, dump_golden: Path | None = None) -> LayerwiseResult:
+    """TensorFlow against the ONNX stand-in tensor by tensor on the first batch; optionally dumps TF's tensors."""
     if with_converted:
+        check_layerwise(contract)
         contract.check_converted_unchanged()
     tensors, golden = run_tensorflow(contract, manifest)
     stem = manifest.stems[0] if manifest.stems else ""
