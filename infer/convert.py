@@ -18,6 +18,7 @@ from atc_wrap.precision import (
     parse_output_type,
 )
 from binio.binfile import sha256_file
+from binio.memory import check_fits
 from infer.contract import ConvertedInfo, ModelContract
 
 TARGETS: tuple[str, ...] = ("om", "onnx")
@@ -64,10 +65,19 @@ def convert_model(contract: ModelContract, options: ConvertOptions) -> ConvertRe
     """Converts the contract's pb per `options` and saves the contract with its `converted` section."""
     contract.check_pb_unchanged()
     check_precision_mode(options.precision_mode)
+    _check_batch_fits(contract)
     target, reason = choose_target(options.target)
     if target == "onnx":
         return _convert_onnx(contract, options, reason)
     return _convert_om(contract, options, reason)
+
+
+def _check_batch_fits(contract: ModelContract) -> None:
+    """Refuses a model one batch of whose inputs cannot be held in memory: nothing after convert could run it."""
+    specs = [s.with_shape(tuple(1 if d is None else d for d in s.shape)) for s in contract.inputs]
+    check_fits(sum(s.nbytes() for s in specs),
+               f"{contract.path}: one batch of the inputs " + ", ".join(s.describe() for s in specs),
+               hint="re-freeze with a smaller --batch or fixed --input shapes")
 
 
 def choose_target(asked: str | None) -> tuple[str, str]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import hashlib
+import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ from binio.dtypes import dtype
 from binio.errors import DtypeError, InferError, OutputExistsError, ShapeError, Terminated
 from binio.lock import folder_lock
 from binio.manifest import MANIFEST_NAME, BinEntry, DatasetManifest, InputManifest, bin_file_name, safe_folder_name
+from binio.memory import check_fits
 from binio.output import check_output
 from binio.spec import LAYOUTS, TensorSpec, format_shape
 from infer.contract import ModelContract
@@ -283,6 +285,10 @@ def dump_bins(contract: ModelContract, options: DumpOptions, progress: Progress 
     # A dynamic batch (None) is pinned to --batch from here on: every file has that shape.
     plans = [_Plan(spec=spec.with_shape((batch, *spec.shape[1:])), folder=folder, layout=_layout(spec, options.layout),
                    source_text=assigned[spec.name]) for spec, folder in zip(specs, folders, strict=True)]
+    needed = sum(_BUFFERS * math.prod(p.spec.static_shape()) * p.spec.dt.itemsize for p in plans)
+    check_fits(needed, f"dump-bin with batch {batch}: {_BUFFERS} batch buffers per input ("
+               + ", ".join(f"{p.spec.name} {format_shape(p.spec.shape)} {p.spec.dtype}" for p in plans) + ")",
+               hint="a smaller --batch (or re-freeze the model for one)")
     output = Path(options.output)
     for plan in plans:
         source_path = Path(plan.source_text)

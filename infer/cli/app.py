@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import sys
 import threading
@@ -68,6 +69,18 @@ def _terminate(signum: int, frame: object) -> None:
     raise Terminated()
 
 
+def _check_utf8(args: Sequence[str]) -> None:
+    """Refuses an argument that is not valid UTF-8 (a path from another locale): TensorFlow reads it as another
+    name (a checkpoint then looks corrupt) and JSON cannot hold it."""
+    for arg in args:
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError:
+            shown = os.fsencode(arg).decode("utf-8", "backslashreplace")
+            raise InferError(f"{shown}: not valid UTF-8; infer, TensorFlow and the JSON files it writes take UTF-8 "
+                             "paths only", hint="rename it, or link to it from a UTF-8 name") from None
+
+
 def _fail(exc: InferError) -> NoReturn:
     console = err()
     console.print(f"error: {exc.message}", markup=False)
@@ -81,6 +94,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     in_main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _terminate) if in_main_thread else None
     try:
+        _check_utf8(list(argv) if argv is not None else sys.argv[1:])
         command = _paths_read_by_the_commands(typer.main.get_command(app))
         command(args=list(argv) if argv is not None else None, prog_name="infer")
     except InferError as exc:
