@@ -177,10 +177,47 @@ def _locations(document: Any, prefix: tuple[Any, ...] = ()) -> Iterator[tuple[An
             yield from _locations(value, (*prefix, index))
 
 
-def _mutate(document: Any, data: st.DataObject) -> Any:
-    """The document with 1-3 values replaced by hostile ones, or removed."""
+# Names that become paths, and values that try to leave their folder at every depth.
+_NAMED = ("folder", "name", "pb", "path", "stems")
+ESCAPES: st.SearchStrategy[str] = st.builds(
+    lambda depth, tail, absolute: ("/" if absolute else "") + "../" * depth + tail,
+    st.integers(min_value=0, max_value=8), st.sampled_from(["victim.txt", "victimdir", "victimdir/keep.bin", "new", "",
+                                                            # back to real data, so that a read succeeds and a write
+                                                            # lands outside
+                                                            "images", "bins/images", "work/bins/images",
+                                                            "images/000000.bin", "model/model.onnx"]), st.booleans())
+
+
+def _equivalent_escape(value: str, base: Path, data: st.DataObject) -> str:
+    """A name that reaches the same file as `value` inside `base`, but by leaving it: ``../bins/images`` for
+    ``images``, or the absolute path. It reads real data, so what is written after it lands outside."""
+    depth = data.draw(st.integers(min_value=0, max_value=4))
+    if depth == 0:
+        return str(base / value)
+    ancestors = base.parts[-depth:]
+    return "../" * depth + "/".join(ancestors) + "/" + value
+
+
+def _mutate(document: Any, data: st.DataObject, base: Path) -> Any:
+    """The document with 1-3 values replaced by hostile ones, or removed; half the time a name that becomes a path
+    is given one that leaves its folder, often by a way back to the same file."""
     document = copy.deepcopy(document)
     for _ in range(data.draw(st.integers(min_value=1, max_value=3))):
+        named = [p for p in _locations(document) if p and (p[-1] in _NAMED or (len(p) > 1 and p[-2] in _NAMED))]
+        if named and data.draw(st.booleans()):
+            place = data.draw(st.sampled_from(named))
+            parent = document
+            for key in place[:-1]:
+                parent = parent[key]
+            value = parent[place[-1]]
+            folder = base
+            if place[-1] == "name" and len(place) > 3 and isinstance(document["inputs"][place[1]].get("folder"), str):
+                folder = base / document["inputs"][place[1]]["folder"]
+            if isinstance(value, str) and data.draw(st.booleans()):
+                parent[place[-1]] = _equivalent_escape(value, folder, data)
+            else:
+                parent[place[-1]] = data.draw(ESCAPES)
+            continue
         places = [p for p in _locations(document) if p]
         if not places:
             return data.draw(HOSTILE)
@@ -211,25 +248,26 @@ _COMMANDS = {
 }
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data(), which=st.sampled_from(["dataset.json", "model.json"]),
        command=st.sampled_from(sorted(_COMMANDS)))
 def test_malformed_documents_never_give_a_traceback_nor_touch_anything_outside(
         pristine: Path, capsys: pytest.CaptureFixture[str], data: st.DataObject, which: str, command: str) -> None:
     with tempfile.TemporaryDirectory() as scratch:
-        root = Path(scratch) / "box"
+        # Deep enough that '..' chains from inside the output folder stay inside the scratch folder watched here.
+        root = Path(scratch) / "a" / "b" / "c" / "box"
         shutil.copytree(pristine, root, symlinks=True)
         model, bins = root / "work" / "model" / "model.json", root / "work" / "bins"
         target = bins / "dataset.json" if which == "dataset.json" else model
-        target.write_text(json.dumps(_mutate(json.loads(target.read_text()), data)))
+        target.write_text(json.dumps(_mutate(json.loads(target.read_text()), data, target.parent)))
         out = root / "out"
-        before = _snapshot(root, out)
+        before = _snapshot(Path(scratch), out)
         result = run_cli(capsys, *_COMMANDS[command](model, bins, out))  # anything but InferError raises here
         assert result.code in (0, 1, 2), result.err
         if result.code == 2:
             assert result.error_line  # exactly one error line
         assert "Traceback" not in result.err
-        assert _snapshot(root, out) == before
+        assert _snapshot(Path(scratch), out) == before
 
 
 def test_a_manifest_of_every_hostile_kind_loads_or_is_refused_in_one_line(tmp_path: Path) -> None:
@@ -243,7 +281,7 @@ def test_a_manifest_of_every_hostile_kind_loads_or_is_refused_in_one_line(tmp_pa
     @settings(max_examples=400, deadline=None)
     @given(data=st.data())
     def check(data: st.DataObject) -> None:
-        manifest.path.write_text(json.dumps(_mutate(original, data)))
+        manifest.path.write_text(json.dumps(_mutate(original, data, manifest.root)))
         try:
             loaded = load_manifest(manifest.root)
         except InferError as exc:

@@ -11,7 +11,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from binio.memory import available_memory
 from infer.contract import ModelContract
 from tests.cli import run_cli
 from tests.infer.run_data import cnn_batches, write_dataset
@@ -19,6 +18,8 @@ from tests.models import BuiltModel
 
 
 def _needs_more_than_this_machine(nbytes: int) -> None:
+    from binio.memory import available_memory
+
     available = available_memory()
     if available is not None and available >= nbytes:
         pytest.skip(f"this machine has {available} bytes available, the shape needs {nbytes}")
