@@ -99,8 +99,16 @@ def _artefact(contract: ModelContract, options: ConvertOptions, suffix: str) -> 
         return contract.folder.absolute() / f"{Path(contract.pb).stem}{suffix}"
     output = Path(options.output).absolute()
     if output.is_dir():
-        return output / f"{Path(contract.pb).stem}{suffix}"
-    return output if output.suffix == suffix else output.with_name(output.name + suffix)
+        output = output / f"{Path(contract.pb).stem}{suffix}"
+    elif output.suffix != suffix:
+        output = output.with_name(output.name + suffix)
+    # model.json records the converted model's path relative to its folder, and a path read from it must stay
+    # inside it (so the folder moves as a whole, and a model.json received from someone names nothing elsewhere).
+    if not output.resolve().is_relative_to(contract.folder.resolve()):
+        raise ConvertError(f"-o {options.output}: outside the model folder {contract.folder}",
+                           hint="write the converted model inside it (e.g. -o "
+                                f"{contract.folder / output.name}), or copy the model folder there first")
+    return output
 
 
 def _relative(path: Path, folder: Path) -> str:

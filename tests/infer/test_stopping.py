@@ -152,7 +152,7 @@ def test_sigterm_stops_the_tools_of_every_shard(om: ModelContract, tmp_path: Pat
                        _env_with(tmp_path / "tools"))
     tool_pids = _pids(pids, tools=2)
     infer.send_signal(signal.SIGTERM)
-    _, err = infer.communicate(timeout=60)
+    _, err = infer.communicate(timeout=120)  # one 5 s grace for both tools, not one each
     assert infer.returncode == 143, err
     assert err.count("msame: stopping it and the processes it started") == 2, err
     assert not [pid for pid in tool_pids if _alive(pid)]
