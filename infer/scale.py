@@ -187,7 +187,7 @@ def run_sharded(model: Path, bins: Path, out: Path, options: RunOptions, scale: 
     _check(options, scale)
     contract, kind = resolve_model(Path(model))
     backend = choose_backend(contract, options.backend, kind)
-    runner = make_runner(contract, backend, options)
+    runner = make_runner(contract, backend, options, bins=Path(bins))
     manifest = preflight(Path(bins), runner.inputs, widen=backend == "tf")
     if isinstance(runner, ToolRunner):  # a missing msame is refused before any folder or worker exists
         runner.activate()

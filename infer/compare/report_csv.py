@@ -2,7 +2,8 @@
 
 One row per model output (over the whole dataset), then, with --layerwise, one row per intermediate tensor in
 graph order. msaccucmp repeats the DataType and Address headers (one pair per side), and so do we; unknown
-cells hold ``NaN`` as in its files.
+cells hold ``NaN`` as in its files. What was compared (both sides, the sha256s, precision, thresholds, sample
+order) goes into a sidecar, report.provenance.json: a comment line would break the readers of msaccucmp's files.
 """
 
 from __future__ import annotations
@@ -11,13 +12,14 @@ import csv
 import io
 from pathlib import Path
 
-from binio.atomic import write_bytes_atomic
+from binio.atomic import write_bytes_atomic, write_json_atomic
 from binio.spec import node_name, output_index
 from infer.compare.metrics import CSV_METRICS, Metrics, json_float
-from infer.compare.result import CompareResult
+from infer.compare.result import CompareResult, LayerRow
 from infer.compare.thresholds import Failure
 
 REPORT_CSV = "report.csv"
+PROVENANCE_JSON = "report.provenance.json"
 COLUMNS: tuple[str, ...] = (
     "Index", "OpType", "NPUDump", "DataType", "Address", "GroundTruth", "DataType", "Address", "TensorIndex",
     "Shape", *CSV_METRICS, "CompareFailReason",
@@ -47,6 +49,19 @@ def _reason(failures: tuple[Failure, ...], extra: str = "") -> str:
     return "; ".join([extra, *parts] if extra else parts)
 
 
+def _layer_notes(layer: LayerRow) -> str:
+    """What the layer-wise diagnosis says of a tensor, before its failures: why it was not compared, or its mark
+    and how it was matched."""
+    if layer.unmatched_reason:
+        return layer.unmatched_reason
+    notes = ["first to diverge"] if layer.first_failing else []
+    if layer.onnx_tensor:
+        notes.append(f"as ONNX's unnamed {layer.onnx_tensor}")
+    if layer.match and layer.match != "op and inputs":
+        notes.append(layer.match if layer.match.startswith("op differs") else f"matched by {layer.match}")
+    return "; ".join(notes)
+
+
 def csv_rows(result: CompareResult) -> list[list[str]]:
     rows: list[list[str]] = []
     for output in result.outputs:
@@ -61,7 +76,7 @@ def csv_rows(result: CompareResult) -> list[list[str]]:
             dump = layer.tensor if layer.matched else "NaN"
             rows.append([str(len(rows)), layer.op_type, dump, tf_type_name(layer.dtype), "NaN", layer.tensor,
                          tf_type_name(layer.dtype), "NaN", tensor_index, str(list(layer.shape)),
-                         *_metric_cells(layer.metrics), _reason(layer.failures, layer.unmatched_reason)])
+                         *_metric_cells(layer.metrics), _reason(layer.failures, _layer_notes(layer))])
     return rows
 
 
@@ -72,4 +87,13 @@ def write_report_csv(result: CompareResult, folder: Path) -> Path:
     writer.writerows(csv_rows(result))
     path = Path(folder) / REPORT_CSV
     write_bytes_atomic(path, buffer.getvalue().encode())
+    return path
+
+
+def write_provenance_sidecar(result: CompareResult, folder: Path) -> Path:
+    """report.csv's sidecar: the verdict line and what was compared."""
+    path = Path(folder) / PROVENANCE_JSON
+    write_json_atomic(path, {"schema": "infer.compare-provenance", "version": 1, "describes": REPORT_CSV,
+                             "verdict_line": result.verdict_line(),
+                             "provenance": None if result.provenance is None else result.provenance.to_json()})
     return path

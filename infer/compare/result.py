@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 from typing import Any
 
-from infer.compare.metrics import Metrics, json_float
+from infer.compare.aipp_check import AippCheck
+from infer.compare.expected import ExpectedError
+from infer.compare.metrics import Metrics, json_float, shown
+from infer.compare.nonfinite import NonfiniteFinding
+from infer.compare.provenance import Provenance
 from infer.compare.thresholds import Failure
 from infer.compare.topk import TopKResult
 
@@ -29,13 +34,18 @@ class SampleScore:
     sample: int  # index in the dataset, padding excluded
     stem: str
     row: int
+    source: str  # the file the sample was made from (an image, a bare bin), else ``source[index]``
     cosine_similarity: float
     max_absolute_error: float
+    root_mean_square_error: float = math.nan
+    relative_euclidean_distance: float = math.nan
 
     def to_json(self) -> dict[str, Any]:
-        return {"sample": self.sample, "stem": self.stem, "row": self.row,
+        return {"sample": self.sample, "stem": self.stem, "row": self.row, "source": self.source,
                 "cosine_similarity": json_float(self.cosine_similarity),
-                "max_absolute_error": json_float(self.max_absolute_error)}
+                "max_absolute_error": json_float(self.max_absolute_error),
+                "root_mean_square_error": json_float(self.root_mean_square_error),
+                "relative_euclidean_distance": json_float(self.relative_euclidean_distance)}
 
 
 @dataclass(frozen=True)
@@ -44,10 +54,16 @@ class PlotData:
 
     error_edges: tuple[float, ...]  # log10 |x - y| bin edges
     error_counts: tuple[int, ...]
-    exact_count: int  # elements with x == y (no log)
+    exact_count: int  # elements with |x - y| below 1e-12, zero included (no log)
     nonfinite_count: int  # elements whose error is NaN or inf
     scatter_golden: tuple[float, ...]
     scatter_actual: tuple[float, ...]
+
+    def filled_range(self) -> tuple[int, int] | None:
+        """The first and one past the last histogram bin holding an element; None when every error is exact or
+        not finite."""
+        filled = [i for i, count in enumerate(self.error_counts) if count]
+        return (filled[0], filled[-1] + 1) if filled else None
 
 
 @dataclass(frozen=True)
@@ -61,9 +77,12 @@ class OutputResult:
     limits: dict[str, float]
     failures: tuple[Failure, ...]
     batches: tuple[BatchResult, ...]
-    worst_samples: tuple[SampleScore, ...]
+    worst_samples: tuple[SampleScore, ...]  # worst first, by CosineSimilarity (ties: the larger max |x - y|)
     topk: TopKResult | None
     plot: PlotData
+    sample_limits: dict[str, float] = field(default_factory=dict)  # each sample's limits on its own
+    failing_samples: tuple[int, ...] = ()  # samples that break a limit of sample_limits, in dataset order
+    worst_failing: Failure | None = None  # the worst of them, and the first limit it breaks
 
     @property
     def passed(self) -> bool:
@@ -76,6 +95,8 @@ class OutputResult:
             "metrics": self.metrics.to_json(), "limits": self.limits,
             "failures": [f.describe() for f in self.failures],
             "topk": None if self.topk is None else self.topk.to_json(),
+            "sample_limits": self.sample_limits, "failing_samples": list(self.failing_samples),
+            "worst_failing_sample": None if self.worst_failing is None else self.worst_failing.describe(),
             "worst_samples": [s.to_json() for s in self.worst_samples],
             "batches": [b.to_json() for b in self.batches],
         }
@@ -83,37 +104,68 @@ class OutputResult:
 
 @dataclass(frozen=True)
 class LayerRow:
-    """One intermediate tensor in graph order: matched and compared, or listed with why it was not."""
+    """One intermediate tensor in graph order: compared, or listed with why it was not."""
 
     tensor: str
     op_type: str
     dtype: str
     shape: tuple[int, ...]
-    metrics: Metrics | None  # None when unmatched
+    metrics: Metrics | None  # None when not compared
     failures: tuple[Failure, ...]
-    first_failing: bool = False
-    unmatched_reason: str = ""
+    first_failing: bool = False  # the first tensor to diverge: it fails while every compared tensor upstream passes
+    unmatched_reason: str = ""  # why it was not compared
+    onnx_op: str = ""  # the ONNX op that computes the tensor of this name
+    onnx_tensor: str = ""  # the unnamed ONNX tensor compared in its place, where the converter fused and renamed
+    match: str = ""  # how the name was matched: "op and inputs", "values", or "op differs: ..."
+    layout: str = ""  # the ONNX tensor's layout relative to TensorFlow's, from the conversion's transposes
+    error_growth: float = math.nan  # its RED over the largest RED of the compared tensors it reads
+    random_source: str = ""  # the random op it is computed from (never compared)
 
     @property
     def matched(self) -> bool:
         return self.metrics is not None
 
+    @property
+    def passed(self) -> bool:
+        return self.matched and not self.failures
+
     def to_json(self) -> dict[str, Any]:
         return {"tensor": self.tensor, "op_type": self.op_type, "dtype": self.dtype, "shape": list(self.shape),
                 "matched": self.matched, "first_failing": self.first_failing,
-                "unmatched_reason": self.unmatched_reason,
+                "unmatched_reason": self.unmatched_reason, "onnx_op": self.onnx_op,
+                "onnx_tensor": self.onnx_tensor or None, "match": self.match,
+                "layout": self.layout, "error_growth": json_float(self.error_growth),
+                "random_source": self.random_source or None,
                 "metrics": None if self.metrics is None else self.metrics.to_json(),
                 "failures": [f.describe() for f in self.failures]}
 
 
 @dataclass(frozen=True)
 class LayerwiseResult:
+    """Every tensor of one batch, and the diagnosis: where the error is introduced, where it grows most, where
+    inf/NaN first appears, and how that agrees with the verdict."""
+
     batch_stem: str
     rows: tuple[LayerRow, ...]
+    origins: tuple[str, ...] = ()  # every failing tensor whose compared upstream all passes, in graph order
+    growth_tensor: str = ""  # where the error grows most (largest error_growth)
+    outputs_passed: bool = True  # the verdict on the outputs, which the marks must agree with
+    note: str = ""  # the warning (a PASSED run with a diverging tensor) or why a FAILED run has no mark
+    batch_reason: str = ""  # why this batch was the one compared
+    nonfinite: NonfiniteFinding | None = None
 
     @property
     def first_failing(self) -> LayerRow | None:
         return next((r for r in self.rows if r.first_failing), None)
+
+    @property
+    def is_warning(self) -> bool:
+        """A tensor diverges while the outputs pass: reported as a warning, not as the verdict's cause."""
+        return self.outputs_passed and self.first_failing is not None
+
+    @property
+    def growth(self) -> LayerRow | None:
+        return next((r for r in self.rows if r.tensor == self.growth_tensor), None) if self.growth_tensor else None
 
     @property
     def matched(self) -> tuple[LayerRow, ...]:
@@ -121,11 +173,19 @@ class LayerwiseResult:
 
     @property
     def unmatched(self) -> tuple[LayerRow, ...]:
-        return tuple(r for r in self.rows if not r.matched)
+        return tuple(r for r in self.rows if not r.matched and not r.random_source)
+
+    @property
+    def skipped_random(self) -> tuple[LayerRow, ...]:
+        return tuple(r for r in self.rows if r.random_source)
 
     def to_json(self) -> dict[str, Any]:
         first = self.first_failing
-        return {"batch": self.batch_stem, "first_failing": None if first is None else first.tensor,
+        return {"batch": self.batch_stem, "batch_reason": self.batch_reason,
+                "first_failing": None if first is None else first.tensor, "first_failing_is_warning": self.is_warning,
+                "origins": list(self.origins), "growth_tensor": self.growth_tensor or None, "note": self.note,
+                "nonfinite": None if self.nonfinite is None else self.nonfinite.to_json(),
+                "skipped_random": [r.tensor for r in self.skipped_random],
                 "tensors": [r.to_json() for r in self.rows]}
 
 
@@ -143,23 +203,97 @@ class CompareResult:
     outputs: tuple[OutputResult, ...]
     layerwise: LayerwiseResult | None = None
     dumped_golden: str = ""  # the --dump-golden folder, when written
+    provenance: Provenance | None = None
+    per_sample_asked: bool = False  # a sample past its limits fails the run (--threshold sample:...)
+    expected: tuple[ExpectedError, ...] = ()  # --expected-from-emulation: per output
+    expected_asked: bool = False  # an output worse than its emulated precision explains fails the run
+    preprocessing: tuple[AippCheck, ...] = ()  # a model with AIPP: its output against the declared preprocessing
+    random_ops: dict[str, str] = field(default_factory=dict)  # node -> op: the model draws random numbers
 
     @property
     def failures(self) -> tuple[Failure, ...]:
+        """The dataset-wide limits broken (msit's rule by default), output by output."""
         return tuple(f for o in self.outputs for f in o.failures)
 
     @property
+    def fail_reasons(self) -> tuple[str, ...]:
+        """Why the run fails, one text per reason: the dataset-wide limits broken, then the checks that were asked
+        to fail it (per-sample limits, the expected-error band)."""
+        # A mismatched AIPP config explains every output's failure after it: named first.
+        found = [c.describe() for c in self.preprocessing if not c.passed]
+        found += [f.describe() for f in self.failures]
+        if self.per_sample_asked:
+            found += [f"{o.worst_failing.describe()} ({self.failing_count(o)})" for o in self.outputs
+                      if o.worst_failing is not None]
+        if self.expected_asked:
+            found += [e.describe() for e in self.expected if e.flagged]
+        return tuple(found)
+
+    def failing_count(self, output: OutputResult) -> str:
+        count = len(output.failing_samples)
+        return f"{count} of {self.samples} sample{'s' if self.samples != 1 else ''} fail on their own"
+
+    @property
     def passed(self) -> bool:
-        return not self.failures
+        return not self.fail_reasons
 
     def __bool__(self) -> bool:
         return self.passed
 
     def verdict(self) -> str:
-        """The last line the CLI prints: ``PASSED`` or ``FAILED: <output> <metric> ...`` for each failure."""
+        """``PASSED``, or ``FAILED: <output> <metric> <value> <relation> <limit>; ...`` for each reason."""
         if self.passed:
             return "PASSED"
-        return "FAILED: " + "; ".join(f.describe() for f in self.failures)
+        return "FAILED: " + "; ".join(self.fail_reasons)
+
+    @property
+    def worst_sample(self) -> tuple[OutputResult, SampleScore] | None:
+        """The worst sample over every output: the lowest cosine (NaN first), then the larger max |x - y|."""
+        found = [(o, o.worst_samples[0]) for o in self.outputs if o.worst_samples]
+        if not found:
+            return None
+
+        def key(item: tuple[OutputResult, SampleScore]) -> tuple[float, float]:
+            score = item[1]
+            cosine = -math.inf if math.isnan(score.cosine_similarity) else score.cosine_similarity
+            worst = math.inf if math.isnan(score.max_absolute_error) else score.max_absolute_error
+            return cosine, -worst
+
+        return min(found, key=key)
+
+    @property
+    def samples_failing(self) -> int:
+        """Samples that break a per-sample limit of any output."""
+        return len({s for o in self.outputs for s in o.failing_samples})
+
+    def sample_summary(self) -> str:
+        """``worst sample 5 (img_5.png): probs:0 cosine 0.93, max |diff| 0.4; 1 of 10 samples fail on their own``."""
+        worst = self.worst_sample
+        if worst is None:
+            return ""
+        output, score = worst
+        failing = self.samples_failing
+        return (f"worst sample {score.sample} ({score.source}): {output.name} cosine "
+                f"{shown(score.cosine_similarity, 'CosineSimilarity')}, max |diff| {shown(score.max_absolute_error)}; "
+                f"{failing} of {self.samples} sample{'s' if self.samples != 1 else ''} fail on their own")
+
+    def verdict_line(self) -> str:
+        """The last line the CLI prints: the verdict, then what was compared with what, then the samples:
+        ``PASSED | golden: tensorflow model.pb (1a2b3c4d) | actual: onnxrt model.onnx force_fp16 (5e6f7a8b) |
+        60 samples, dataset 9c0d1e2f | worst sample 17 (img_17.png): ...``."""
+        parts = [self.verdict()]
+        if self.random_ops:  # no two samplers agree: the numbers say less about the conversion
+            names = ", ".join(f"{name} ({op})" for name, op in sorted(self.random_ops.items())[:3])
+            more = f" and {len(self.random_ops) - 3} more" if len(self.random_ops) > 3 else ""
+            parts.append(f"the model draws random numbers: {names}{more}; TensorFlow and the converted model "
+                         "draw differently")
+        if self.provenance is not None:
+            parts.append(self.provenance.sides())
+        summary = self.sample_summary()
+        if summary:
+            parts.append(summary)
+        parts += [e.summary() for e in self.expected]
+        return " | ".join(parts)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -168,5 +302,13 @@ class CompareResult:
             "golden": self.golden_dir, "golden_source": self.golden_source, "samples": self.samples,
             "padding_excluded": self.padding, "outputs": [o.to_json() for o in self.outputs],
             "layerwise": None if self.layerwise is None else self.layerwise.to_json(),
-            "dumped_golden": self.dumped_golden or None,
+            "dumped_golden": self.dumped_golden or None, "random_ops": dict(self.random_ops),
+            "verdict_line": self.verdict_line(),
+            "provenance": None if self.provenance is None else self.provenance.to_json(),
+            "samples_failing_on_their_own": self.samples_failing, "per_sample_fails_run": self.per_sample_asked,
+            "worst_sample": None if self.worst_sample is None else {"output": self.worst_sample[0].name,
+                                                                    **self.worst_sample[1].to_json()},
+            "expected_from_emulation": [e.to_json() for e in self.expected] if self.expected else None,
+            "expected_fails_run": self.expected_asked,
+            "preprocessing": [c.to_json() for c in self.preprocessing] or None,
         }

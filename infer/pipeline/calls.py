@@ -7,28 +7,51 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from binio.errors import InferError
 from infer.pipeline.config import PipelineConfig
 from infer.pipeline.stages import StageDone, WorkLayout
 
 if TYPE_CHECKING:
+    from infer.aipp import AippOptions
     from infer.convert import ConvertOptions
+    from infer.sources.open import ImageOptions
 
 
 def freeze(config: PipelineConfig, work: WorkLayout) -> str:
     """Freezes the model source into work/model (model.pb + model.json), verified; returns the stage's line."""
     from binio.spec import format_shape
+    from ckpt2pb.errors import UnsetSwitchError
     from infer.freeze import freeze_model
 
     model = config.model
-    report = freeze_model(config.model_source, work.model_dir, model.outputs, inputs=",".join(model.inputs),
-                          batch=model.batch, assignments=[f"{k}={v}" for k, v in sorted(model.set.items())],
-                          force=True)
+    try:
+        report = freeze_model(config.model_source, work.model_dir, model.outputs, inputs=",".join(model.inputs),
+                              batch=model.batch, assignments=[f"{k}={v}" for k, v in sorted(model.set.items())],
+                              force=True)
+    except UnsetSwitchError as exc:  # the fix is a line of this file, not a flag
+        fixed = {**{k: str(v) for k, v in model.set.items()}, exc.placeholder: "false"}
+        items = ", ".join(f"{k} = {_toml_scalar(v)}" for k, v in sorted(fixed.items()))
+        exc.hint = f"in {config.path} [model]: set = {{ {items} }}"
+        raise
     contract = report.contract
     inputs = ", ".join(f"{s.name} {s.dtype}{format_shape(s.shape)}" for s in contract.inputs)
     folded = ", ".join(f"{k}={v}" for k, v in sorted(contract.fixed.items()))
     checked = "" if report.verification is None else f"; max |frozen - checkpoint| {report.verification.worst:.2g}"
     return (f"{work.pb.name}: {report.nodes} nodes, inputs {inputs}"
             f"{f', folded {folded}' if folded else ''}{checked}")
+
+
+def _toml_scalar(text: str) -> str:
+    """How a `--set` value reads in TOML: true/false and numbers bare, anything else quoted."""
+    import json
+
+    if text in ("true", "false"):
+        return text
+    try:
+        float(text)
+    except ValueError:
+        return json.dumps(text)
+    return text
 
 
 def _percent(value: float) -> str:
@@ -44,7 +67,8 @@ def compare(config: PipelineConfig, work: WorkLayout, run_folder: Path) -> Stage
 
     section = config.compare
     thresholds = Thresholds.parse(section.threshold_texts)
-    options = CompareOptions(thresholds=thresholds, topk=section.topk, labels=config.labels)
+    options = CompareOptions(thresholds=thresholds, topk=section.topk, labels=config.labels,
+                             allow_same_backend=section.allow_same_backend, fail_on_expected=section.fail_on_expected)
     result = compare_outputs(work.contract, work.bins, run_folder, options=options, layerwise=section.layerwise,
                              cache_root=work.golden_cache)
     paths = write_reports(result, work.report)
@@ -61,10 +85,42 @@ def compare(config: PipelineConfig, work: WorkLayout, run_folder: Path) -> Stage
                          f"{_percent(accuracy.actual_top1)}")
         parts.append(text)
     if result.layerwise is not None and result.layerwise.first_failing is not None:
-        parts.append(f"first diverging tensor {result.layerwise.first_failing.tensor}")
+        warning = " (warning: the outputs pass)" if result.layerwise.is_warning else ""
+        parts.append(f"first diverging tensor {result.layerwise.first_failing.tensor}{warning}")
     summary = "; ".join(parts) + f" -> {result.verdict()}"
     return StageDone(summary, (work.report / "report.json",),
                      {"passed": result.passed, "verdict": result.verdict(), "report_html": str(html)})
+
+
+def image_options(config: PipelineConfig) -> ImageOptions:
+    """[data.preprocessing] as dump-bin's image options, which --aipp also takes: one source of truth."""
+    from infer.sources.open import ImageOptions
+
+    prep = config.data.preprocessing
+    return ImageOptions(resize=prep.resize or None, color=prep.color, scale=prep.scale, mean=prep.mean,
+                        std=prep.std)
+
+
+def _pair(values: tuple[int, ...], key: str) -> tuple[int, int] | None:
+    if not values:
+        return None
+    if len(values) != 2:
+        raise InferError(f"[convert] {key} = {list(values)}: expected two numbers, e.g. [256, 256]")
+    return values[0], values[1]
+
+
+def aipp_options(config: PipelineConfig) -> AippOptions | None:
+    """[convert] aipp = true (or aipp_config) as `infer convert --aipp`'s options."""
+    from infer.aipp import AippOptions
+
+    section = config.convert
+    if not section.aipp and not section.aipp_config:
+        return None
+    if section.aipp_config:
+        return AippOptions(config=config.resolve(section.aipp_config))
+    return AippOptions(preprocessing=image_options(config), input_format=section.aipp_input_format.upper(),
+                       src_size=_pair(section.aipp_src_size, "aipp_src_size"),
+                       crop=_pair(section.aipp_crop, "aipp_crop"), csc=section.aipp_csc or None)
 
 
 def convert_options(config: PipelineConfig) -> ConvertOptions:
@@ -77,6 +133,7 @@ def convert_options(config: PipelineConfig) -> ConvertOptions:
         precision_mode=section.precision_mode, input_fp16_nodes=section.input_fp16_nodes,
         output_type=section.output_type, input_format=section.input_format,
         op_select_implmode=section.op_select_implmode, atc_args=section.atc_args, opset=section.opset or None,
+        aipp=aipp_options(config),
     )
 
 
