@@ -67,7 +67,7 @@ def test_compare_report_into_an_existing_folder_needs_force(onnx_small_cnn: Mode
     report.mkdir()
     (report / "report.json").write_text("{}")
     args = ("compare", onnx_small_cnn.path, "--input", bins, "--actual", actual, "--golden", actual,
-            "--report", report)
+            "--allow-same-backend", "--report", report)
     refused = run_cli(capsys, *args)
     assert refused.code == 2 and refused.error_line == f"error: {report}: exists already"
     assert (report / "report.json").read_text() == "{}"
@@ -132,7 +132,7 @@ def test_run_compare_report_and_pipeline_hold_the_lock_too(onnx_small_cnn: Model
     (actual,) = (tmp_path / "mine").iterdir()
     pid = lock_holder(tmp_path / "report")
     compare = run_cli(capsys, "compare", onnx_small_cnn.path, "--input", bins, "--actual", actual, "--golden",
-                      actual, "--report", tmp_path / "report")
+                      actual, "--allow-same-backend", "--report", tmp_path / "report")
     assert compare.error_line == (f"error: {tmp_path / 'report'}: another infer (pid {pid}) is writing into this "
                                   f"folder now; compare --report refused")
 

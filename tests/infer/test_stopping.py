@@ -90,8 +90,22 @@ def bins(tmp_path: Path) -> DatasetManifest:
     return write_dataset(tmp_path / "bins", {"images:0": cnn_batches(2)}, layout="NHWC")
 
 
+def _communicate_or_dump(process: subprocess.Popen[str], seconds: float) -> tuple[str, str]:
+    """The process's output once it ends; if it does not within `seconds`, a failure with its signal masks and every
+    thread's stack (faulthandler on SIGABRT), to say where it hangs."""
+    try:
+        return process.communicate(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        status = Path(f"/proc/{process.pid}/status").read_text()
+        masks = [line for line in status.splitlines() if line.startswith(("SigBlk", "SigIgn", "SigCgt", "SigPnd",
+                                                                           "ShdPnd"))]
+        process.send_signal(signal.SIGABRT)
+        _, err = process.communicate(timeout=30)
+        raise AssertionError(f"no exit after {seconds} s; {masks}\n{err[-8000:]}") from None
+
+
 def _env_with(folder: Path) -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(folder), str(REPO)]),
+    return {**os.environ, "PYTHONFAULTHANDLER": "1", "PYTHONPATH": os.pathsep.join([str(folder), str(REPO)]),
             "PATH": os.pathsep.join([str(folder), str(Path(sys.executable).parent), os.environ.get("PATH", "")])}
 
 
@@ -105,7 +119,7 @@ def test_ctrl_c_and_sigterm_stop_msame_and_its_children(om: ModelContract, bins:
     infer = _run_infer(["run", om.path, "--input", bins.root, "-o", tmp_path / "out"], _env_with(tmp_path / "tools"))
     tool_pids = _pids(pids)
     infer.send_signal(signum)
-    _, err = infer.communicate(timeout=60)
+    _, err = _communicate_or_dump(infer, 60)
     assert infer.returncode == code, err
     assert f"msame: stopping it and the processes it started (process group {tool_pids[0]}): {why}" in err
     assert not [pid for pid in tool_pids if _alive(pid)]
@@ -152,7 +166,7 @@ def test_sigterm_stops_the_tools_of_every_shard(om: ModelContract, tmp_path: Pat
                        _env_with(tmp_path / "tools"))
     tool_pids = _pids(pids, tools=2)
     infer.send_signal(signal.SIGTERM)
-    _, err = infer.communicate(timeout=120)  # one 5 s grace for both tools, not one each
+    _, err = _communicate_or_dump(infer, 120)  # one 5 s grace for both tools, not one each
     assert infer.returncode == 143, err
     assert err.count("msame: stopping it and the processes it started") == 2, err
     assert not [pid for pid in tool_pids if _alive(pid)]

@@ -95,10 +95,10 @@ CASES: dict[str, tuple[Callable[[Path], Path], Callable[[Path, Path], tuple[obje
                              lambda r, o: ("bin-info", r / "bins" / "images" / "000000.bin")),
     "compare: an output": (lambda r: _run_folder(r) / "000000_output_0.bin",
                            lambda r, o: ("compare", r / "model" / "model.json", "--input", r / "bins", "--actual",
-                                         _run_folder(r), "--golden", _run_folder(r))),
+                                         _run_folder(r), "--golden", _run_folder(r), "--allow-same-backend")),
     "compare: run.json": (lambda r: _run_folder(r) / "run.json",
                           lambda r, o: ("compare", r / "model" / "model.json", "--input", r / "bins", "--actual",
-                                        _run_folder(r), "--golden", _run_folder(r))),
+                                        _run_folder(r), "--golden", _run_folder(r), "--allow-same-backend")),
 }
 
 
