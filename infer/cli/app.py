@@ -103,7 +103,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         _fail(permission_error(exc))
     except Terminated:
         err().print("terminated", markup=False)
-        sys.exit(128 + signal.SIGTERM)
+        # Every clean-up ran while the exception unwound (tools stopped, records saved): exit now rather than wait
+        # for threads that may still be busy (a shard's thread reading its stopped tool's last output).
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(128 + signal.SIGTERM)
     except KeyboardInterrupt:
         err().print("interrupted", markup=False)
         sys.exit(130)
