@@ -51,6 +51,11 @@ def _wait_for(predicate, seconds: float) -> bool:  # type: ignore[no-untyped-def
     return predicate()
 
 
+def _all_ended(pids: list[int]) -> bool:
+    """Whether every pid has ended; a KILL is delivered asynchronously, so a moment is allowed for it to land."""
+    return _wait_for(lambda: not [pid for pid in pids if _alive(pid)], 10)
+
+
 def _pids(path: Path, tools: int = 1) -> list[int]:
     """The pids the hanging tool(s) wrote: each tool's own, then its two children's."""
     assert _wait_for(lambda: path.is_file() and len(path.read_text().split()) == 3 * tools, 60), "no tool started"
@@ -72,7 +77,7 @@ def test_a_timeout_stops_the_tool_and_every_process_it_started(tmp_path: Path) -
         run_tool([str(tool)], timeout=1.0, grace=0.5)
     assert caught.value.message.startswith("atc: no result after 1 s; stopped it and the processes it started "
                                            "(TERM, then KILL after 0.5 s). Last output:\nstarted, now hanging")
-    assert not [pid for pid in _pids(pids) if _alive(pid)]
+    assert _all_ended(_pids(pids))
 
 
 def _run_infer(args: list[object], env: dict[str, str]) -> subprocess.Popen[str]:
@@ -122,7 +127,7 @@ def test_ctrl_c_and_sigterm_stop_msame_and_its_children(om: ModelContract, bins:
     _, err = _communicate_or_dump(infer, 60)
     assert infer.returncode == code, err
     assert f"msame: stopping it and the processes it started (process group {tool_pids[0]}): {why}" in err
-    assert not [pid for pid in tool_pids if _alive(pid)]
+    assert _all_ended(tool_pids)
 
 
 def test_run_timeout_stops_a_hanging_msame(om: ModelContract, bins: DatasetManifest, tmp_path: Path,
@@ -134,7 +139,7 @@ def test_run_timeout_stops_a_hanging_msame(om: ModelContract, bins: DatasetManif
     assert result.code == 2
     assert result.error_line.startswith("error: msame: no result after 1.5 s; stopped it and the processes it "
                                         "started (TERM, then KILL after 5 s)")
-    assert not [pid for pid in _pids(pids) if _alive(pid)]
+    assert _all_ended(_pids(pids))
 
 
 def test_run_timeout_reaches_ais_bench_too(om: ModelContract, bins: DatasetManifest, tmp_path: Path,
@@ -150,7 +155,7 @@ def test_run_timeout_reaches_ais_bench_too(om: ModelContract, bins: DatasetManif
     assert result.code == 2
     assert result.error_line.startswith("error: python")  # ais_bench runs as `python -m ais_bench`
     assert "no result after 1 s; stopped it and the processes it started" in result.error_line
-    assert not [pid for pid in _pids(pids) if _alive(pid)]
+    assert _all_ended(_pids(pids))
 
 
 def test_a_timeout_that_is_no_duration_is_refused(om: ModelContract, bins: DatasetManifest, tmp_path: Path,
@@ -169,7 +174,7 @@ def test_sigterm_stops_the_tools_of_every_shard(om: ModelContract, tmp_path: Pat
     _, err = _communicate_or_dump(infer, 120)  # one 5 s grace for both tools, not one each
     assert infer.returncode == 143, err
     assert err.count("msame: stopping it and the processes it started") == 2, err
-    assert not [pid for pid in tool_pids if _alive(pid)]
+    assert _all_ended(tool_pids)
 
 
 def _children(parent: int) -> list[int]:
