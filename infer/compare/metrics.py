@@ -244,8 +244,11 @@ def kl_distribution(values: np.ndarray, low: float, high: float) -> np.ndarray:
     span = high - low
     if math.isnan(span):  # a NaN in the tensor: no distribution, and the KL is NaN
         return np.full_like(values, math.nan)
-    scaled = (values - low) / span if span > 0 else np.zeros_like(values)
-    return np.maximum(scaled, EPS)
+    if not span > 0:
+        return np.full_like(values, EPS)
+    scaled = np.subtract(values, low)
+    scaled /= span
+    return np.maximum(scaled, EPS, out=scaled)
 
 
 @nonfinite_is_data
