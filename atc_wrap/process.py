@@ -149,8 +149,6 @@ def run_tool(
 
     lines: list[str] = []
     tool = Path(args[0]).name
-    with _RUNNING_LOCK:
-        _RUNNING[process.pid] = process
 
     def pump() -> None:
         assert process.stdout is not None
@@ -159,8 +157,10 @@ def run_tool(
             log.debug("%s: %s", tool, line.rstrip("\n"))
 
     reader = threading.Thread(target=pump, daemon=True)
-    reader.start()
-    try:
+    try:  # from the start: a Ctrl-C or SIGTERM arriving before the wait must stop the tool too
+        with _RUNNING_LOCK:
+            _RUNNING[process.pid] = process
+        reader.start()
         returncode = process.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
         stop_group(process, grace=grace)
