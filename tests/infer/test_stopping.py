@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -32,6 +33,16 @@ echo "$$ $first $second" >> "{pids}"
 echo "started, now hanging"
 wait
 """
+
+
+@pytest.fixture(autouse=True)
+def _no_fake_tool_outlives_its_test(tmp_path: Path) -> Iterator[None]:
+    """Whatever a failing test left of its hanging tools is killed, so that a failure costs no stray processes."""
+    yield
+    for pids in tmp_path.rglob("*.pids"):
+        for pid in (int(p) for p in pids.read_text().split()):
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
 
 
 def _alive(pid: int) -> bool:
