@@ -148,8 +148,10 @@ def _layout(spec: TensorSpec, asked: str | None) -> str:
     return layout
 
 
-def _assign_sources(specs: tuple[TensorSpec, ...], sources: tuple[tuple[str, str], ...]) -> dict[str, str]:
-    """Input tensor name -> source text, from ``--input NAME=SOURCE`` pairs and the lone SOURCE."""
+def _assign_sources(specs: tuple[TensorSpec, ...], sources: tuple[tuple[str, str], ...],
+                    keys: dict[str, str]) -> dict[str, str]:
+    """Input tensor name -> source text, from ``--input NAME=SOURCE`` pairs and the lone SOURCE; NAME may be a
+    SavedModel signature key (`keys`: tensor -> key)."""
     assigned: dict[str, str] = {}
     lone: str | None = None
     for name, text in sources:
@@ -160,7 +162,8 @@ def _assign_sources(specs: tuple[TensorSpec, ...], sources: tuple[tuple[str, str
             continue
         # A tensor or node name first: a folder name (bert_ids for bert/ids:0) may also be another input's node name.
         spec = next((s for s in specs if name in (s.name, s.node)), None) or next(
-            (s for s in specs if name == safe_folder_name(s.name)), None)
+            (s for s in specs if name == safe_folder_name(s.name)), None) or next(
+            (s for s in specs if name == keys.get(s.name)), None)
         if spec is None:
             raise SourceError(f"--input {name}={text}: the model has no input {name!r}; its inputs are: "
                               + ", ".join(s.name for s in specs))
@@ -317,7 +320,7 @@ def dump_bins(contract: ModelContract, options: DumpOptions, progress: Progress 
     if options.workers < 1:
         raise InferError(f"--workers {options.workers}: expected 1 or more")
     batch = _model_batch(specs, options.batch)
-    assigned = _assign_sources(specs, options.sources)
+    assigned = _assign_sources(specs, options.sources, contract.signature_keys)
     folders = [safe_folder_name(s.name) for s in specs]
     if len(set(folders)) != len(folders):
         folders = [f"{i:02d}_{name}" for i, name in enumerate(folders)]

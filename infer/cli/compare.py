@@ -59,6 +59,7 @@ def compare(
     from infer.compare.compare import compare as run_compare
     from infer.compare.metrics import shown_limit
     from infer.compare.thresholds import Thresholds
+    from infer.contract import load_contract
 
     if workers < 1:
         from binio.errors import InferError
@@ -91,6 +92,10 @@ def compare(
                              dump_golden=dump_golden, on_golden_run=golden_run, progress=progress)
     console = out()
     width = console.width if console.is_terminal else None  # a pipe or a log file: the table whole
+    keys = load_contract(model).signature_keys
+    named = [f"{keys[o.name]} = {o.name}" for o in result.outputs if o.name in keys]
+    if named:  # a SavedModel's outputs: the graph's names (Identity_1:0) are not the ones its users know
+        console.print(f"signature keys: {', '.join(named)}", markup=False, soft_wrap=True)
     for line in metrics_table(result, width):
         console.print(line, markup=False, soft_wrap=True)
     for output in result.outputs:

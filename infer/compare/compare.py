@@ -187,6 +187,9 @@ def compare(contract_path: Path, dataset: Path, actual: Path, *, golden: Path | 
 
         check_output_folder(dump_golden, "--dump-golden")
     contract = load_contract(contract_path)
+    # A SavedModel's signature keys name its outputs in --threshold too (note:cosine=0.999).
+    options = replace(options, thresholds=options.thresholds.naming_tensors(
+        contract.signature_keys, [s.name for s in contract.outputs]))
     manifest = load_manifest(dataset)
     # The bins both runs read: one changed since dump-bin (same size, other bytes) makes the outputs describe
     # another dataset than the one named. Hashed beside the comparison.
