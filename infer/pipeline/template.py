@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from binio.atomic import write_bytes_atomic
-from binio.errors import OutputExistsError
+from binio.output import check_output
 from infer.pipeline.config import GENERATOR_PREFIXES
 
 
@@ -136,8 +136,7 @@ def render_template(values: TemplateValues) -> str:
 
 def write_template(path: Path, values: TemplateValues, *, force: bool = False) -> Path:
     path = Path(path)
-    if path.exists() and not force:
-        raise OutputExistsError(f"{path}: exists already", hint="pass --force to overwrite it")
+    check_output(path, force=force)
     write_bytes_atomic(path, render_template(values).encode())
     return path
 
