@@ -19,6 +19,7 @@ from infer.pipeline.runner import PipelineResult, StageOutcome, run_pipeline
 from infer.pipeline.template import TemplateValues, write_template
 
 PIPELINE_FILE = "pipeline.toml"
+DEMO_SOC_VERSION = "Ascend310"  # the chip the report's "by hand" ATC command names; edit it for yours
 DEMO_BATCH = 8
 DEMO_SAMPLES = 60  # not a multiple of the batch: the last batch is padded, and compare leaves the padding out
 
@@ -45,7 +46,7 @@ def demo_values(out_dir: Path, model: DemoModel, dataset: DemoDataset, *, aipp: 
         scale=1 / 255, labels=relative(dataset.labels_path), work_dir="work",
         notes=("Written by `infer demo`: a small ResNet-style checkpoint and a labelled image set whose class",
                "is the colour of the shape in the image (ground truth from the rule that drew it)."),
-        switches=(model.switch,), aipp=aipp,
+        switches=(model.switch,), aipp=aipp, soc_version=DEMO_SOC_VERSION,
     )
 
 

@@ -41,10 +41,13 @@ class PreprocessingSection:
     """How images become samples; ignored for npy/npz/bin sources."""
 
     resize: int = 0  # shorter side before the centre crop; 0 = just large enough for the crop
-    color: str = "RGB"
+    color: str = "RGB"  # RGB | BGR, in any case, as dump-bin's --color takes it
     scale: float = 1.0
     mean: tuple[float, ...] = (0.0,)
     std: tuple[float, ...] = (1.0,)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "color", self.color.upper())  # "bgr" is BGR, as on the command line
 
 
 @dataclass(frozen=True)
@@ -67,7 +70,7 @@ class ConvertSection:
     """What `infer convert` needs; empty strings leave ATC's defaults."""
 
     target: str = "auto"  # auto (om where ATC is found, else onnx) | om | onnx
-    soc_version: str = "Ascend310"
+    soc_version: str = ""  # the chip ATC compiles for; required for an om, as convert's --soc-version
     precision_mode: str = "force_fp16"  # ATC's default
     input_fp16_nodes: str = ""
     output_type: str = ""
@@ -93,9 +96,9 @@ class RunSection:
     """What `infer run` needs."""
 
     backend: str = "auto"  # auto (from what convert made) | onnxrt | tf | msame | ais_bench
-    device: int = 0
+    device: int | None = None  # left out: the backend's default; 0 is the first device
     loop: int = 1
-    warmup: int = 0
+    warmup: int = 1  # as run's --warmup: one untimed batch before timing starts
     threads: int = 0  # 0 = the backend's default
 
 
@@ -301,8 +304,18 @@ def config_from_dict(document: dict[str, Any], path: Path) -> PipelineConfig:
         if required not in sections:
             raise ConfigError(f"{path}: missing section [{required}]", hint="infer pipeline init writes a template")
     config = PipelineConfig(path=path, **sections)
+    _check_preprocessing(config)
     _check_thresholds(config)
     return config
+
+
+def _check_preprocessing(config: PipelineConfig) -> None:
+    """Refuses a colour order dump-bin's --color would refuse, when the file is read."""
+    from infer.sources.open import COLORS
+
+    color = config.data.preprocessing.color
+    if color not in COLORS:
+        raise ConfigError(f"{config.path}: [data.preprocessing] color: expected RGB or BGR, got {color!r}")
 
 
 def _check_thresholds(config: PipelineConfig) -> None:

@@ -69,7 +69,7 @@ def msame_command(work: WorkLayout, om: Path, config: PipelineConfig) -> tuple[s
     except (OSError, ValueError, KeyError, TypeError):
         folders = str(work.bins / "INPUT")
     argv = ["msame", "--model", str(om), "--input", folders, "--output", str(work.out / "msame"), "--outfmt", "BIN"]
-    if config.run.device:
+    if config.run.device is not None:
         argv += ["--device", str(config.run.device)]
     if config.run.loop != 1:
         argv += ["--loop", str(config.run.loop)]

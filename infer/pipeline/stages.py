@@ -9,9 +9,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from infer.pipeline.config import GENERATOR_PREFIXES, PipelineConfig
+from infer.pipeline.config import GENERATOR_PREFIXES, PipelineConfig, RunSection
+
+if TYPE_CHECKING:
+    from infer.run import RunOptions
 
 STAGES: tuple[str, ...] = ("inspect", "freeze", "convert", "dump-bin", "run", "compare")
 
@@ -150,11 +153,11 @@ def _dump_args(config: PipelineConfig) -> list[str]:
 def _run_args(config: PipelineConfig) -> list[str]:
     section = config.run
     args = [] if section.backend == "auto" else ["--backend", section.backend]
-    if section.device:
+    if section.device is not None:
         args += ["--device", str(section.device)]
     if section.loop != 1:
         args += ["--loop", str(section.loop)]
-    if section.warmup:
+    if section.warmup != RunSection.warmup:  # run's own default; 0 must be said to be meant
         args += ["--warmup", str(section.warmup)]
     if section.threads:
         args += ["--threads", str(section.threads)]
@@ -294,14 +297,19 @@ def plan_run(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StagePla
     return StagePlan("run", (work.contract, work.bins / "dataset.json"), asdict(config.run), command)
 
 
-def run_run(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StageDone:
-    from infer.run import RunOptions, run_model
+def run_options(config: PipelineConfig) -> RunOptions:
+    """[run] as `infer run`'s options ("auto" and threads 0 mean: run's own default; device 0 is a device)."""
+    from infer.run import RunOptions
 
     section = config.run
-    options = RunOptions(backend=None if section.backend == "auto" else section.backend,
-                         device=section.device or None, loop=section.loop, warmup=section.warmup,
-                         threads=section.threads or None)
-    result = run_model(work.contract, work.bins, work.out, options)
+    return RunOptions(backend=None if section.backend == "auto" else section.backend, device=section.device,
+                      loop=section.loop, warmup=section.warmup, threads=section.threads or None)
+
+
+def run_run(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StageDone:
+    from infer.run import run_model
+
+    result = run_model(work.contract, work.bins, work.out, run_options(config))
     record = result.record
     speed = f", {record.throughput:,.0f} samples/s" if record.throughput else ""
     latency = f", {record.latency.mean_ms:.2f} ms per batch" if record.latency.mean_ms is not None else ""

@@ -32,6 +32,7 @@ class TemplateValues:
     other_candidates: tuple[str, ...] = ()
     switches: tuple[str, ...] = ()  # placeholders with a default (is_training...), folded at freeze
     aipp: bool = False  # [convert] aipp = true: the NPU does [data.preprocessing] on uint8 images
+    soc_version: str = ""  # [convert] soc_version written out; "" = commented out (convert's default: none)
 
 
 def _toml(value: object) -> str:
@@ -89,7 +90,8 @@ def render_template(values: TemplateValues) -> str:
 
     lines += ["", "[convert]",
               "# target = \"auto\"        # om where ATC is installed, else onnx (the ONNX Runtime stand-in)",
-              "# soc_version = \"Ascend310\"",
+              f"soc_version = {_toml(values.soc_version)}" if values.soc_version
+              else "# soc_version = \"\"      # the chip ATC compiles for (npu-smi info names it); an om needs one",
               "# ATC's default precision mode; the stand-in emulates it (fp16 storage after every op).",
               "precision_mode = \"force_fp16\"  # force_fp32 | allow_fp32_to_fp16 | must_keep_origin_dtype | "
               "allow_mix_precision",
@@ -112,9 +114,9 @@ def render_template(values: TemplateValues) -> str:
 
     lines += ["", "[run]",
               "# backend = \"auto\"  # from what convert made; or onnxrt | tf | msame | ais_bench",
-              "# device = 0",
+              "# device: left out = the backend's default; device = 1 runs on the second NPU (or GPU)",
               "# loop = 1",
-              "# warmup = 0",
+              "# warmup = 1        # untimed runs of the first batch before timing starts",
               "# threads = 0       # 0 = the backend's default"]
 
     lines += ["", "[compare]"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from binio.errors import InferError
 from binio.regular import refuse_special
 from binio.spec import format_shape
 from infer.sources.arrays import NpySource, NpzSource, SourceError
@@ -12,6 +13,8 @@ from infer.sources.base import SampleSource
 from infer.sources.bins import BinFolderSource, has_bins
 from infer.sources.generators import GeneratedSource, is_generator
 from infer.sources.images import ImageFolderSource, ImagePreprocessing
+
+COLORS = ("RGB", "BGR")
 
 
 @dataclass(frozen=True)
@@ -23,6 +26,12 @@ class ImageOptions:
     scale: float = 1.0
     mean: tuple[float, ...] = (0.0,)
     std: tuple[float, ...] = (1.0,)
+
+    def __post_init__(self) -> None:
+        # One check for every caller (command line, pipeline file, Python): "bgr" is BGR, "GBR" is refused.
+        if self.color.upper() not in COLORS:
+            raise InferError(f"--color {self.color}: expected RGB or BGR")
+        object.__setattr__(self, "color", self.color.upper())
 
 
 def _listed(values: tuple[float, ...]) -> str:

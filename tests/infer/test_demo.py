@@ -154,7 +154,7 @@ def test_pipeline_init_from_a_frozen_pb_takes_its_static_batch(demo: tuple[DemoR
 def test_report_says_why_there_is_no_atc_command(demo: tuple[DemoResult, list[str]],
                                                  capsys: pytest.CaptureFixture[str]) -> None:
     result, _ = demo
-    outcome = _run_edited(capsys, result, '# soc_version = "Ascend310"', 'soc_version = "Ascend999"')
+    outcome = _run_edited(capsys, result, 'soc_version = "Ascend310"', 'soc_version = "Ascend999"')
     assert outcome.code == 0, outcome.err  # the stand-in has no soc version to refuse
     lines = outcome.out.splitlines()
     note = lines[lines.index("on an Ascend machine, by hand:") + 1]

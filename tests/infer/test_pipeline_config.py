@@ -282,3 +282,60 @@ def test_per_op_precision_files_resolve_against_the_file_and_reach_convert(proje
     args = _convert_args(config)
     assert args[args.index("--keep-dtype") + 1] == str(project / "keep.cfg")
     assert args[args.index("--modify-mixlist") + 1] == str(project / "mix.json")
+
+
+# --- the pipeline and the command line agree (issue 14: one options type per stage) ---------------------------
+
+def test_color_is_read_like_the_command_line_takes_it(project: Path) -> None:
+    from infer.pipeline.calls import image_options
+    from infer.pipeline.stages import _dump_args
+
+    config = load_config(_write(project, MINIMAL + '[data.preprocessing]\ncolor = "bgr"\n'))
+    assert config.data.preprocessing.color == "BGR"  # was kept as "bgr" and decoded as RGB
+    assert image_options(config).color == "BGR"
+    assert _dump_args(config) == ["--color", "BGR"]
+    message = _error(project, MINIMAL + '[data.preprocessing]\ncolor = "GBR"\n')
+    assert message == f"{project / 'pipeline.toml'}: [data.preprocessing] color: expected RGB or BGR, got 'GBR'"
+
+
+def test_image_options_refuse_an_unknown_color_whoever_builds_them() -> None:
+    from binio.errors import InferError
+    from infer.sources.open import ImageOptions
+
+    assert ImageOptions(color="bgr").color == "BGR"
+    with pytest.raises(InferError, match=r"^--color GBR: expected RGB or BGR$"):
+        ImageOptions(color="GBR")
+
+
+def test_run_defaults_are_the_command_lines(project: Path) -> None:
+    from infer.pipeline.stages import _run_args
+    from infer.run import RunOptions
+
+    config = load_config(_write(project, MINIMAL))
+    assert config.run.warmup == RunOptions().warmup == 1  # was 0 in the pipeline, 1 on the command line
+    assert config.run.device is None and _run_args(config) == []
+    none = load_config(_write(project, MINIMAL + "[run]\nwarmup = 0\n"))
+    assert _run_args(none) == ["--warmup", "0"]  # was left out, so the printed command warmed up once
+
+
+def test_device_zero_is_a_device(project: Path) -> None:
+    from infer.pipeline.stages import _run_args, run_options
+
+    config = load_config(_write(project, MINIMAL + "[run]\ndevice = 0\n"))
+    assert config.run.device == 0  # was 0 = "unset"
+    assert run_options(config).device == 0
+    assert _run_args(config) == ["--device", "0"]
+    assert run_options(load_config(_write(project, MINIMAL))).device is None
+
+
+def test_soc_version_default_is_the_command_lines(project: Path) -> None:
+    from infer.convert import ConvertOptions
+    from infer.pipeline.calls import convert_options
+    from infer.pipeline.stages import _convert_args
+
+    config = load_config(_write(project, MINIMAL))
+    assert config.convert.soc_version == ConvertOptions().soc_version == ""  # was Ascend310 in the pipeline only
+    assert convert_options(config).soc_version == ""
+    assert "--soc-version" not in _convert_args(config)
+    chosen = load_config(_write(project, MINIMAL + '[convert]\nsoc_version = "Ascend310P3"\n'))
+    assert _convert_args(chosen)[:2] == ["--soc-version", "Ascend310P3"]
