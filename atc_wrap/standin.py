@@ -81,7 +81,7 @@ def convert_to_onnx(
     if aipp is not None:
         converted_inputs = _insert_aipp(model, converted_inputs, aipp)
     _check(model, pb)
-    serialized = model.SerializeToString()
+    serialized = model.SerializeToString(deterministic=True)  # same model, same bytes (and sha256)
     _check_loads(serialized, pb)
     write_bytes_atomic(destination, serialized)
     import onnx

@@ -199,3 +199,71 @@ def test_demo_into_a_file_is_refused(tmp_path: Path, capsys: pytest.CaptureFixtu
     outcome = run_cli(capsys, "demo", "-o", str(target))
     assert outcome.code == 2
     assert outcome.error_line == f"error: -o {target}: is a file; the demo writes into a folder"
+
+
+def _files(folder: Path, moved: tuple[Path, Path] | None = None) -> dict[str, bytes]:
+    """Every file under `folder` (caches left out), with paths under moved[0] read as if under moved[1]."""
+    found = {}
+    for path in sorted(folder.rglob("*")):
+        name = str(path.relative_to(folder))
+        if path.is_file() and not name.startswith("."):
+            data = path.read_bytes()
+            found[name] = data.replace(str(moved[0]).encode(), str(moved[1]).encode()) if moved else data
+    return found
+
+
+def _without_onnx_digest(data: bytes) -> dict[str, object]:
+    found = json.loads(data)
+    found.pop("model_sha256", None)  # dataset.json
+    if isinstance(found.get("converted"), dict):  # model.json
+        found["converted"].pop("sha256")
+    return dict(found)
+
+
+def test_the_reports_commands_reproduce_every_stage(demo: tuple[DemoResult, list[str]], tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """Each `infer ...` line of the report, run by hand in a copy of the demo folder, writes what the pipeline
+    stage wrote: the same bytes, the same recorded settings (issue 14: the pipeline and the flags cannot drift)."""
+    import shlex
+    import shutil
+
+    result, _ = demo
+    _sync(capsys, result)
+    root = result.pipeline_file.parent
+    work = result.pipeline.work_dir
+    copy = tmp_path / "copy"
+    shutil.copytree(root, copy, ignore=shutil.ignore_patterns(work.name))
+    lines = result.pipeline.report_path.read_text().splitlines()
+    start = lines.index("the same, stage by stage:") + 1
+    commands = [shlex.split(line) for line in lines[start:] if line.startswith("  infer ")]
+    assert [c[1] for c in commands] == list(STAGES)
+    pipeline_run = next(p for p in (work / "out").iterdir() if p.is_dir())
+    for command in commands:
+        args = [a.replace(str(root), str(copy)) for a in command[1:]]
+        if args[0] == "compare":  # the run folder's name is the time it ran
+            copied_out = copy / work.name / "out"
+            args[args.index("--actual") + 1] = str(next(p for p in copied_out.iterdir() if p.is_dir()))
+        outcome = run_cli(capsys, *args)
+        assert outcome.code == 0, (args, outcome.err)
+
+    by_hand = copy / work.name
+    for folder in ("model", "bins"):
+        hand, staged = _files(by_hand / folder, (copy, root)), _files(work / folder)
+        assert hand.keys() == staged.keys(), folder
+        for name in hand:
+            if name == "model.onnx":
+                continue  # tf2onnx names a constant two ops share after either, run to run: same model, other bytes
+            if name.endswith(".json"):  # the recorded settings, the onnx's digest aside (above)
+                assert _without_onnx_digest(hand[name]) == _without_onnx_digest(staged[name]), name
+                continue
+            assert hand[name] == staged[name], name
+    hand_run = next(p for p in (by_hand / "out").iterdir() if p.is_dir())
+    pipeline_outputs = {k: v for k, v in _files(pipeline_run).items() if k.endswith(".bin")}
+    assert pipeline_outputs and {k: v for k, v in _files(hand_run).items() if k.endswith(".bin")} == pipeline_outputs
+    settings = ("backend", "device", "loop", "warmup", "threads", "stems", "rows", "outputs")
+    hand_record, pipeline_record = (json.loads((p / "run.json").read_text()) for p in (hand_run, pipeline_run))
+    assert {k: hand_record.get(k) for k in settings} == {k: pipeline_record.get(k) for k in settings}
+    hand_report, pipeline_report = (json.loads((w / "report" / "report.json").read_text()) for w in (by_hand, work))
+    for key in ("outputs", "passed", "samples", "padding_excluded", "expected_from_emulation",
+                "samples_failing_on_their_own", "per_sample_fails_run"):
+        assert hand_report.get(key) == pipeline_report.get(key), key
