@@ -237,7 +237,8 @@ def test_the_reports_commands_reproduce_every_stage(demo: tuple[DemoResult, list
     start = lines.index("the same, stage by stage:") + 1
     commands = [shlex.split(line) for line in lines[start:] if line.startswith("  infer ")]
     assert [c[1] for c in commands] == list(STAGES)
-    pipeline_run = next(p for p in (work / "out").iterdir() if p.is_dir())
+    compare_args = next(c for c in commands if c[1] == "compare")
+    pipeline_run = Path(compare_args[compare_args.index("--actual") + 1])  # other tests leave other run folders
     for command in commands:
         args = [a.replace(str(root), str(copy)) for a in command[1:]]
         if args[0] == "compare":  # the run folder's name is the time it ran
