@@ -151,6 +151,11 @@ def _specs(path: Path, items: Any, what: str) -> tuple[TensorSpec, ...]:
         raise ContractError(f"{path}: a tensor in '{what}' is malformed ({exc!r})") from None
 
 
+def as_contract(model: ModelContract | Path | str) -> ModelContract:
+    """The contract itself, or the one read from a model.json path (or its folder): what every stage accepts."""
+    return model if isinstance(model, ModelContract) else load_contract(model)
+
+
 def load_contract(path: Path | str) -> ModelContract:
     """Reads a model.json (or the model.json inside a folder), refusing what this version cannot trust."""
     path = Path(path)

@@ -18,7 +18,7 @@ from atc_wrap.precision import (
     parse_output_type,
 )
 from binio.binfile import sha256_file
-from infer.contract import ConvertedInfo, ModelContract
+from infer.contract import ConvertedInfo, ModelContract, as_contract
 
 TARGETS: tuple[str, ...] = ("om", "onnx")
 DEFAULT_TIMEOUT_S = 3600.0  # a large model takes ATC tens of minutes; a hang should still end
@@ -60,8 +60,10 @@ class ConvertResult:
     seconds: float = 0.0
 
 
-def convert_model(contract: ModelContract, options: ConvertOptions) -> ConvertResult:
+def convert_model(model: ModelContract | Path | str, options: ConvertOptions | None = None) -> ConvertResult:
     """Converts the contract's pb per `options` and saves the contract with its `converted` section."""
+    contract = as_contract(model)
+    options = options or ConvertOptions()
     contract.check_pb_unchanged()
     check_precision_mode(options.precision_mode)
     target, reason = choose_target(options.target)

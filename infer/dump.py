@@ -23,7 +23,7 @@ from binio.dtypes import dtype
 from binio.errors import DtypeError, InferError, OutputExistsError, ShapeError
 from binio.manifest import MANIFEST_NAME, BinEntry, DatasetManifest, InputManifest, bin_file_name, safe_folder_name
 from binio.spec import LAYOUTS, TensorSpec, format_shape
-from infer.contract import ModelContract
+from infer.contract import ModelContract, as_contract
 from infer.sources.arrays import SourceError
 from infer.sources.base import SampleSource
 from infer.sources.open import ImageOptions, open_source
@@ -270,8 +270,9 @@ def _remove_stale(output: Path, plans: list[_Plan], files: int) -> None:
                 path.unlink()
 
 
-def dump_bins(contract: ModelContract, options: DumpOptions, progress: Progress | None = None) -> DumpResult:
+def dump_bins(model: ModelContract | Path | str, options: DumpOptions, progress: Progress | None = None) -> DumpResult:
     """Writes every input's samples as batch files in the model's dtype, with the manifest last."""
+    contract = as_contract(model)
     # Bins are made for the model the contract describes (its sha256 goes into dataset.json): refuse a stale one.
     contract.check_pb_unchanged()
     specs = contract.model_inputs

@@ -69,8 +69,11 @@ class RunResult:
         return self.record.completed
 
 
-def resolve_model(model: Path) -> tuple[ModelContract, str | None]:
-    """The contract for MODEL (a model.json, its folder, or an .om/.onnx/.pb beside one) and the file's kind."""
+def resolve_model(model: ModelContract | Path | str) -> tuple[ModelContract, str | None]:
+    """The contract for MODEL (a contract, a model.json, its folder, or an .om/.onnx/.pb beside one) and the
+    file's kind."""
+    if isinstance(model, ModelContract):
+        return model, None
     model = Path(model)
     if model.is_dir() or model.suffix == ".json":
         return load_contract(model), None
@@ -190,12 +193,12 @@ def _run_tool(runner: ToolRunner, manifest: DatasetManifest, record: RunRecord, 
                    tool_command=run.command, finished=now()).save()
 
 
-def run_model(model: Path, bins: Path, out: Path, options: RunOptions | None = None, *,
-              progress: Progress | None = None) -> RunResult:
+def run_model(model: ModelContract | Path | str, bins: Path | str, out: Path | str, options: RunOptions | None = None,
+              *, progress: Progress | None = None) -> RunResult:
     """Runs every batch of `bins` through `model` and writes ``out/<timestamp>/`` (outputs + run.json)."""
     options = options or RunOptions()
     options.check()
-    contract, kind = resolve_model(Path(model))
+    contract, kind = resolve_model(model)
     backend = choose_backend(contract, options.backend, kind)
     runner = make_runner(contract, backend, options)
     # The golden run feeds the frozen pb the converted model's bins: float16 ones are widened, exactly.

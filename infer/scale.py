@@ -26,6 +26,7 @@ from binio.binfile import sha256_file
 from binio.errors import InferError
 from binio.manifest import DatasetManifest
 from binio.spec import TensorSpec
+from infer.contract import ModelContract
 from infer.engines.base import ENGINES, Engine
 from infer.engines.worker import ShardOutcome, ShardTask
 from infer.layout import RUN_JSON, parse_timestamp_folder
@@ -179,12 +180,13 @@ def _record(base: RunRecord, book: _Book, scale_out: ScaleOut, *, completed: boo
                    scale_out=scale_out).save()
 
 
-def run_sharded(model: Path, bins: Path, out: Path, options: RunOptions, scale: ScaleOptions, *,
-                progress: Progress | None = None) -> RunResult:
+def run_sharded(model: ModelContract | Path | str, bins: Path | str, out: Path | str, options: RunOptions,
+                scale: ScaleOptions, *, progress: Progress | None = None) -> RunResult:
     """Runs every batch of `bins` through `model` in shards; the run folder is that of a plain run."""
     options.check()
     _check(options, scale)
-    contract, kind = resolve_model(Path(model))
+    contract, kind = resolve_model(model)
+    opened = contract.path if isinstance(model, ModelContract) else Path(model)  # what the workers open
     backend = choose_backend(contract, options.backend, kind)
     runner = make_runner(contract, backend, options)
     manifest = preflight(Path(bins), runner.inputs, widen=backend == "tf")
@@ -200,7 +202,7 @@ def run_sharded(model: Path, bins: Path, out: Path, options: RunOptions, scale: 
         return RunResult(folder=previous.folder, record=previous)
     engine = _open_engine(backend, options, scale)
     try:
-        return _drive(engine, model, backend, manifest, out, options, scale, previous, progress,
+        return _drive(engine, opened, backend, manifest, out, options, scale, previous, progress,
                       model_path=model_path, model_sha=model_sha, dataset_sha=dataset_sha,
                       runner_outputs=runner.outputs)
     finally:

@@ -21,7 +21,7 @@ from infer.compare.result import CompareResult, OutputResult
 from infer.compare.sources import OutputPair, output_pairs, resolve_run_folder, written_specs
 from infer.compare.thresholds import Thresholds
 from infer.compare.topk import is_classifier, load_labels
-from infer.contract import ModelContract, load_contract
+from infer.contract import ModelContract, as_contract
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +99,7 @@ def compare_run_folders(contract: ModelContract, manifest: DatasetManifest, actu
     )
 
 
-def compare(contract_path: Path, dataset: Path, actual: Path, *, golden: Path | None = None,
+def compare(model: ModelContract | Path | str, dataset: Path | str, actual: Path | str, *, golden: Path | None = None,
             options: CompareOptions | None = None, layerwise: bool = False, dump_golden: Path | None = None,
             cache_root: Path | None = None, on_golden_run: Callable[[], None] | None = None) -> CompareResult:
     """The whole command: find or make the golden outputs, compare, and (optionally) go layer by layer.
@@ -109,7 +109,7 @@ def compare(contract_path: Path, dataset: Path, actual: Path, *, golden: Path | 
         from infer.compare.reports import check_output_folder
 
         check_output_folder(dump_golden, "--dump-golden")
-    contract = load_contract(contract_path)
+    contract, actual = as_contract(model), Path(actual)
     manifest = load_manifest(dataset)
     if golden is not None:
         golden_dir, source = Path(golden), "given"
