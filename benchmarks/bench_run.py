@@ -12,26 +12,26 @@ returns them for benchmarks/run_all.py.
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-
 import numpy as np
 
 from binio.binfile import sha256_file, write_bin
 from binio.manifest import BinEntry, DatasetManifest, InputManifest, bin_file_name
 from binio.spec import TensorSpec
+from ckpt2pb.logs import quiet_tensorflow_logs
 from infer.contract import ModelContract, SourceInfo
 from infer.run import RunOptions, run_model
 from infer.run_record import load_run
 
 BATCH, SIDE, CHANNELS = 8, 64, 3
 Row = tuple[str, float, str]
+
+quiet_tensorflow_logs()  # before the tf backend imports TensorFlow
 
 
 def build_model(folder: Path) -> ModelContract:

@@ -5,12 +5,12 @@ Usable on its own: ``with TensorFlowRunner(contract) as runner: runner.infer({"i
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
+from ckpt2pb.logs import quiet_tensorflow_logs
 from infer.contract import ModelContract
 from infer.runners.base import BaseRunner, RunnerError
 
@@ -36,9 +36,7 @@ class TensorFlowRunner(BaseRunner):
     def activate_impl(self) -> None:
         if self.check_sha256:
             self.contract.check_pb_unchanged()
-        # TensorFlow's C++ start-up chatter (oneDNN, CPU features) would bury the run's own lines; at level 2 the
-        # oneDNN notice still shows. Failures still raise as Python exceptions; set the variable to see the logs.
-        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+        quiet_tensorflow_logs()  # before the import: TensorFlow's C++ side reads its level once, while starting
         import tensorflow as tf
 
         tf1 = tf.compat.v1

@@ -1,0 +1,19 @@
+"""TensorFlow's log level: the one place it is set, for the library, the runners and the command line alike."""
+
+from __future__ import annotations
+
+import logging
+import os
+
+# TensorFlow's C++ side: 0 all, 1 no INFO, 2 no WARNING, 3 no ERROR. At 2 its start-up chatter (oneDNN notes, CPU
+# feature lines) is gone and its real errors still come through.
+TF_CPP_MIN_LOG_LEVEL = "2"
+
+
+def quiet_tensorflow_logs(*, python_logs: bool = True) -> None:
+    """Keeps TensorFlow's chatter from burying the one line a user needs. A level the user set in the environment
+    wins. `python_logs`: also silence TensorFlow's Python warnings (its deprecation notes for the TF1 API this
+    package uses on purpose) below ERROR."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", TF_CPP_MIN_LOG_LEVEL)
+    if python_logs:
+        logging.getLogger("tensorflow").setLevel(logging.ERROR)
