@@ -62,17 +62,16 @@ def msame_command(work: WorkLayout, om: Path, config: PipelineConfig) -> tuple[s
     """msame's own command line for the bins of this pipeline (folder mode, one folder per input)."""
     import json
 
+    from infer.runners.msame import msame_argv
+
     try:
         manifest = json.loads((work.bins / "dataset.json").read_text())
-        folders = ",".join(str(work.bins / item["folder"]) for item in manifest["inputs"])
+        folders = [work.bins / item["folder"] for item in manifest["inputs"]]
     except (OSError, ValueError, KeyError, TypeError):
-        folders = str(work.bins / "INPUT")
-    argv = ["msame", "--model", str(om), "--input", folders, "--output", str(work.out / "msame"), "--outfmt", "BIN"]
-    if config.run.device:
-        argv += ["--device", str(config.run.device)]
-    if config.run.loop != 1:
-        argv += ["--loop", str(config.run.loop)]
-    return tuple(argv)
+        folders = [work.bins / "INPUT"]
+    # The pipeline file's device 0 means "not set" (msame's default device is 0 anyway).
+    return tuple(msame_argv("msame", om, folders, work.out / "msame", device=config.run.device or None,
+                            loop=config.run.loop))
 
 
 def report_tail(result: PipelineResult) -> list[str]:
