@@ -17,6 +17,7 @@ from typing import Any
 
 from binio.errors import first_line
 from ckpt2pb.errors import SourceError, tensorflow_reason
+from ckpt2pb.protobuf import parse_protobuf, read_graph_def
 
 KINDS = ("checkpoint", "meta", "pb", "saved_model", "keras")
 _DATA_SUFFIX = re.compile(r"\.data-\d{5}-of-\d{5}$")
@@ -102,20 +103,6 @@ def drop_output_shapes(graph_def: Any) -> None:
                 del node.attr["_output_shapes"]
 
 
-def _parse(message: Any, path: Path, what: str) -> Any:
-    from google.protobuf.message import DecodeError
-
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise SourceError(f"{path}: cannot read ({exc.strerror})") from None
-    try:
-        message.ParseFromString(data)
-    except (DecodeError, RuntimeWarning, ValueError) as exc:
-        raise SourceError(f"{path}: not a {what} (the protobuf does not parse)", hint=str(exc)) from None
-    return message
-
-
 def check_checkpoint_index(prefix: Path) -> dict[str, list[int]]:
     """The variables and shapes the checkpoint's .index lists; a corrupt or missing index is refused."""
     import tensorflow as tf
@@ -135,7 +122,7 @@ def check_checkpoint_index(prefix: Path) -> dict[str, list[int]]:
 def _load_meta(meta: Path, prefix: Path | None, kind: str, given: Path) -> LoadedSource:
     from tensorflow.core.protobuf import meta_graph_pb2
 
-    meta_graph = _parse(meta_graph_pb2.MetaGraphDef(), meta, "meta graph")
+    meta_graph = parse_protobuf(meta_graph_pb2.MetaGraphDef(), meta, "meta graph")
     drop_output_shapes(meta_graph.graph_def)
     return LoadedSource(path=given, kind=kind, graph_def=meta_graph.graph_def, meta_graph=meta_graph,
                         prefix=prefix, tf_version=meta_graph.meta_info_def.tensorflow_version)
@@ -152,9 +139,7 @@ def _load_checkpoint(prefix: Path, given: Path, kind: str) -> LoadedSource:
 
 
 def _load_pb(path: Path) -> LoadedSource:
-    from tensorflow.core.framework import graph_pb2
-
-    graph_def = _parse(graph_pb2.GraphDef(), path, "frozen GraphDef")
+    graph_def = read_graph_def(path)
     drop_output_shapes(graph_def)
     return LoadedSource(path=path, kind="pb", graph_def=graph_def)
 
@@ -165,7 +150,7 @@ def _load_saved_model(folder: Path) -> LoadedSource:
     pb = folder / "saved_model.pb"
     if not pb.is_file():
         raise SourceError(f"{folder}: only binary SavedModels (saved_model.pb) are read, found saved_model.pbtxt")
-    saved = _parse(saved_model_pb2.SavedModel(), pb, "SavedModel")
+    saved = parse_protobuf(saved_model_pb2.SavedModel(), pb, "SavedModel")
     if not saved.meta_graphs:
         raise SourceError(f"{pb}: the SavedModel holds no meta graph")
     serving = [m for m in saved.meta_graphs if "serve" in m.meta_info_def.tags]

@@ -25,6 +25,7 @@ from binio.binfile import read_bin
 from binio.errors import InferError
 from binio.manifest import DatasetManifest
 from binio.spec import TensorSpec, node_name, output_index
+from ckpt2pb.protobuf import read_graph_def
 from infer.compare.metrics import compute_metrics
 from infer.compare.result import LayerRow, LayerwiseResult
 from infer.compare.thresholds import Thresholds
@@ -69,11 +70,7 @@ def _load_graph(contract: ModelContract) -> Any:
 
     tf1 = tf.compat.v1
     contract.check_pb_unchanged()
-    graph_def = tf1.GraphDef()
-    try:
-        graph_def.ParseFromString(contract.pb_path.read_bytes())
-    except Exception as exc:  # protobuf's DecodeError, kept from the user as one line
-        raise LayerwiseError(f"{contract.pb_path}: not a TensorFlow GraphDef ({exc})") from None
+    graph_def = read_graph_def(contract.pb_path)
     graph = tf.Graph()
     with graph.as_default():
         tf1.import_graph_def(graph_def, name="")

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from ckpt2pb.logs import quiet_tensorflow_logs
+from ckpt2pb.protobuf import read_graph_def
 from infer.contract import ModelContract
 from infer.runners.base import BaseRunner, RunnerError
 
@@ -40,13 +41,7 @@ class TensorFlowRunner(BaseRunner):
         import tensorflow as tf
 
         tf1 = tf.compat.v1
-        graph_def = tf1.GraphDef()
-        try:
-            graph_def.ParseFromString(self.contract.pb_path.read_bytes())
-        except FileNotFoundError:
-            raise RunnerError(f"{self.contract.pb_path}: no such frozen graph") from None
-        except Exception as exc:  # protobuf's DecodeError, kept from the user as one line
-            raise RunnerError(f"{self.contract.pb_path}: not a TensorFlow GraphDef ({exc})") from None
+        graph_def = read_graph_def(self.contract.pb_path)
         graph = tf.Graph()
         with graph.as_default():
             tf1.import_graph_def(graph_def, name="")
