@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from atc_wrap.precision import check_precision_mode
+from binio.dtypes import dtype
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +40,7 @@ _NOT_EMULATED = (
     "the op-specific implementations chosen by --op_select_implmode",
     "tensors inside control-flow subgraphs (If/Loop bodies)",
 )
-_FLOAT, _FLOAT16 = 1, 10  # onnx.TensorProto.FLOAT, FLOAT16
+_FLOAT, _FLOAT16 = dtype("float32").onnx, dtype("float16").onnx  # onnx.TensorProto.FLOAT, FLOAT16
 
 
 @dataclass(frozen=True)

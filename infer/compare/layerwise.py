@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from binio.binfile import read_bin
+from binio.dtypes import DTYPE_NAMES, dtype
 from binio.errors import InferError
 from binio.manifest import DatasetManifest
 from binio.spec import TensorSpec, node_name, output_index
@@ -35,7 +36,7 @@ log = logging.getLogger(__name__)
 
 _NOT_ACTIVATIONS = frozenset({"Const", "Placeholder", "PlaceholderWithDefault", "VariableV2", "VarHandleOp",
                               "NoOp", "Assert"})
-_ONNX_TYPES = {1: np.float32, 10: np.float16, 11: np.float64}
+_ONNX_FLOATS = frozenset(dtype(name).onnx for name in DTYPE_NAMES if dtype(name).is_float)
 
 
 class LayerwiseError(InferError):
@@ -147,7 +148,7 @@ def _onnx_values(contract: ModelContract, manifest: DatasetManifest, names: list
     for name in names:
         if name not in produced:
             missing[name] = "not in the ONNX model (fused or renamed by the converter)"
-        elif types.get(name) not in _ONNX_TYPES:
+        elif types.get(name) not in _ONNX_FLOATS:
             missing[name] = "no float type known for it in the ONNX model"
         else:
             wanted.append(name)
