@@ -1,4 +1,4 @@
-"""Emulating ATC's precision modes on an fp32 ONNX graph, as DESIGN.md ("Emulating ATC's fp16") measured it.
+"""Emulating ATC's precision modes on an fp32 ONNX graph; docs/fp16-emulation.md has the measurement behind it.
 
 Converting the model to float16 is not faithful: ONNX Runtime's CPU provider lacks fp16 kernels for most ops and
 silently computes whole chains in fp32, so overflows the NPU would hit vanish. Instead the graph stays fp32 and

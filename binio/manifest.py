@@ -1,6 +1,6 @@
 """``dataset.json``: the manifest beside a folder of .bin files, read by run and compare before anything runs.
 
-Layout (DESIGN.md): one folder per model input, one file per batch, zero-padded names (``000000.bin``) so that
+Layout (docs/contracts.md): one folder per model input, one file per batch, zero-padded names (``000000.bin``) so that
 lexicographic order (msame) and natural order (ais_bench) agree; msame pairs the inputs' files by name.
 """
 
