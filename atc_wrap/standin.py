@@ -10,7 +10,6 @@ from typing import Any
 
 from atc_wrap.emulation import Emulation, emulate_precision
 from atc_wrap.errors import ConvertError
-from atc_wrap.graph import read_graph_def
 from atc_wrap.nodes import check_nodes_exist
 from atc_wrap.opset import check_opset
 from atc_wrap.precision import check_precision_mode
@@ -41,6 +40,7 @@ class OnnxConversion:
 
 def convert_to_onnx(
     pb: Path,
+    graph_def: Any,
     inputs: Sequence[TensorSpec],
     outputs: Sequence[TensorSpec],
     destination: Path,
@@ -50,7 +50,8 @@ def convert_to_onnx(
     input_fp16_nodes: Sequence[str] = (),
     output_types: Mapping[str, str] | None = None,
 ) -> OnnxConversion:
-    """Converts `pb` to ONNX at `destination` (written atomically), emulating ATC's `precision_mode`.
+    """Converts `pb` (its `graph_def`, as the caller read it) to ONNX at `destination` (written atomically),
+    emulating ATC's `precision_mode`.
 
     `input_fp16_nodes` are input node names the model takes as float16; `output_types` maps output tensor names
     to ATC output types (FP32/FP16), as parsed by `atc_wrap.precision`.
@@ -58,7 +59,6 @@ def convert_to_onnx(
     check_precision_mode(precision_mode)
     check_output_types(output_types or {})
     chosen_opset = check_opset(opset)
-    graph_def = read_graph_def(pb)
     check_nodes_exist(graph_def, pb, inputs, outputs)
     model = _tf2onnx(graph_def, pb, inputs, outputs, chosen_opset)
     _refuse_unconverted(model, pb, chosen_opset)

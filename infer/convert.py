@@ -18,6 +18,7 @@ from atc_wrap.precision import (
     parse_output_type,
 )
 from binio.binfile import sha256_file
+from ckpt2pb.protobuf import read_graph_def
 from infer.contract import ConvertedInfo, ModelContract, as_contract
 
 TARGETS: tuple[str, ...] = ("om", "onnx")
@@ -106,7 +107,8 @@ def _convert_om(contract: ModelContract, options: ConvertOptions, reason: str) -
     atc = find_atc() if options.dry_run else require_atc()
     om = _artefact(contract, options, ".om")
     command = build_atc_command(
-        str(atc) if atc is not None else "atc", contract.pb_path.absolute(), contract.inputs, contract.outputs, om,
+        str(atc) if atc is not None else "atc", contract.pb_path.absolute(), read_graph_def(contract.pb_path),
+        contract.inputs, contract.outputs, om,
         AtcOptions(
             soc_version=options.soc_version, precision_mode=options.precision_mode,
             input_format=options.input_format, input_fp16_nodes=options.input_fp16_nodes,
@@ -170,7 +172,8 @@ def _convert_onnx(contract: ModelContract, options: ConvertOptions, reason: str)
                              dry_run=True, ignored=ignored)
     start = time.monotonic()
     conversion = convert_to_onnx(
-        contract.pb_path, contract.inputs, contract.outputs, destination, opset=options.opset,
+        contract.pb_path, read_graph_def(contract.pb_path), contract.inputs, contract.outputs, destination,
+        opset=options.opset,
         precision_mode=options.precision_mode, input_fp16_nodes=fp16_nodes, output_types=output_types,
     )
     settings = conversion.settings()
