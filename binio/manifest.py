@@ -140,6 +140,12 @@ class DatasetManifest:
         return self
 
 
+def dataset_folder(dataset: DatasetManifest | Path | str) -> Path:
+    """A dataset given as its manifest or as the path the user named: what the stages that read bins accept.
+    They read the manifest again from the path, with their own checks."""
+    return dataset.root if isinstance(dataset, DatasetManifest) else Path(dataset)
+
+
 def load_manifest(path: Path | str) -> DatasetManifest:
     """Reads ``dataset.json`` (or the one inside a folder), refusing a missing, corrupt, foreign or newer one."""
     path = Path(path)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from binio.binfile import check_bin_size, sha256_file
 from binio.errors import InferError
-from binio.manifest import DatasetManifest
+from binio.manifest import DatasetManifest, dataset_folder
 from infer.contract import ModelContract, load_contract
 from infer.layout import output_file_name, timestamp_folder_name
 from infer.preflight import input_for, preflight
@@ -193,8 +193,8 @@ def _run_tool(runner: ToolRunner, manifest: DatasetManifest, record: RunRecord, 
                    tool_command=run.command, finished=now()).save()
 
 
-def run_model(model: ModelContract | Path | str, bins: Path | str, out: Path | str, options: RunOptions | None = None,
-              *, progress: Progress | None = None) -> RunResult:
+def run_model(model: ModelContract | Path | str, bins: DatasetManifest | Path | str, out: Path | str,
+              options: RunOptions | None = None, *, progress: Progress | None = None) -> RunResult:
     """Runs every batch of `bins` through `model` and writes ``out/<timestamp>/`` (outputs + run.json)."""
     options = options or RunOptions()
     options.check()
@@ -202,7 +202,7 @@ def run_model(model: ModelContract | Path | str, bins: Path | str, out: Path | s
     backend = choose_backend(contract, options.backend, kind)
     runner = make_runner(contract, backend, options)
     # The golden run feeds the frozen pb the converted model's bins: float16 ones are widened, exactly.
-    manifest = preflight(Path(bins), runner.inputs, widen=backend == "tf")
+    manifest = preflight(dataset_folder(bins), runner.inputs, widen=backend == "tf")
     running = model_file(contract, backend)
     known = {contract.pb_sha256, contract.converted.sha256 if contract.converted else ""}
     if manifest.model_sha256 and manifest.model_sha256 not in known:  # bins made for the om feed the pb too

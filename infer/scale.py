@@ -24,7 +24,7 @@ from pathlib import Path
 
 from binio.binfile import sha256_file
 from binio.errors import InferError
-from binio.manifest import DatasetManifest
+from binio.manifest import DatasetManifest, dataset_folder
 from binio.spec import TensorSpec
 from infer.contract import ModelContract
 from infer.engines.base import ENGINES, Engine
@@ -180,7 +180,8 @@ def _record(base: RunRecord, book: _Book, scale_out: ScaleOut, *, completed: boo
                    scale_out=scale_out).save()
 
 
-def run_sharded(model: ModelContract | Path | str, bins: Path | str, out: Path | str, options: RunOptions,
+def run_sharded(model: ModelContract | Path | str, bins: DatasetManifest | Path | str, out: Path | str,
+                options: RunOptions,
                 scale: ScaleOptions, *, progress: Progress | None = None) -> RunResult:
     """Runs every batch of `bins` through `model` in shards; the run folder is that of a plain run."""
     options.check()
@@ -189,7 +190,7 @@ def run_sharded(model: ModelContract | Path | str, bins: Path | str, out: Path |
     opened = contract.path if isinstance(model, ModelContract) else Path(model)  # what the workers open
     backend = choose_backend(contract, options.backend, kind)
     runner = make_runner(contract, backend, options)
-    manifest = preflight(Path(bins), runner.inputs, widen=backend == "tf")
+    manifest = preflight(dataset_folder(bins), runner.inputs, widen=backend == "tf")
     if isinstance(runner, ToolRunner):  # a missing msame is refused before any folder or worker exists
         runner.activate()
         runner.deactivate()

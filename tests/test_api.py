@@ -127,3 +127,18 @@ def test_the_readme_example_runs_the_whole_pipeline(tmp_path: Path, monkeypatch:
     assert (tmp_path / "bins" / "dataset.json").is_file()
     runs = list((tmp_path / "out").iterdir())
     assert len(runs) == 1 and (runs[0] / "run.json").is_file()
+
+
+def test_run_takes_the_dataset_as_its_manifest_or_its_folder(onnx_small_cnn: ModelContract, tmp_path: Path) -> None:
+    dumped = infer.dump_bins(onnx_small_cnn.path, infer.DumpOptions(output=tmp_path / "bins",
+                                                                    sources=(("", "random:3"),), samples=4))
+    by_manifest = infer.run_model(onnx_small_cnn, dumped.manifest, tmp_path / "a")
+    by_folder = infer.run_model(str(onnx_small_cnn.path), str(tmp_path / "bins"), tmp_path / "b")
+    outputs = [sorted((p.name, p.read_bytes()) for p in result.folder.glob("*.bin"))
+               for result in (by_manifest, by_folder)]
+    assert outputs[0] == outputs[1] and len(outputs[0]) == 2
+
+
+def test_a_pipeline_is_run_from_its_file_or_its_loaded_config(tmp_path: Path) -> None:
+    with pytest.raises(infer.InferError, match=r"pipeline\.toml"):
+        infer.run_pipeline(tmp_path / "pipeline.toml")

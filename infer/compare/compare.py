@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from binio.errors import InferError
-from binio.manifest import DatasetManifest, load_manifest
+from binio.manifest import DatasetManifest, dataset_folder, load_manifest
 from binio.spec import TensorSpec
 from infer.compare.passes import measure_output
 from infer.compare.result import CompareResult, OutputResult
@@ -99,7 +99,8 @@ def compare_run_folders(contract: ModelContract, manifest: DatasetManifest, actu
     )
 
 
-def compare(model: ModelContract | Path | str, dataset: Path | str, actual: Path | str, *, golden: Path | None = None,
+def compare(model: ModelContract | Path | str, dataset: DatasetManifest | Path | str, actual: Path | str, *,
+            golden: Path | None = None,
             options: CompareOptions | None = None, layerwise: bool = False, dump_golden: Path | None = None,
             cache_root: Path | None = None, on_golden_run: Callable[[], None] | None = None) -> CompareResult:
     """The whole command: find or make the golden outputs, compare, and (optionally) go layer by layer.
@@ -110,7 +111,7 @@ def compare(model: ModelContract | Path | str, dataset: Path | str, actual: Path
 
         check_output_folder(dump_golden, "--dump-golden")
     contract, actual = as_contract(model), Path(actual)
-    manifest = load_manifest(dataset)
+    manifest = load_manifest(dataset_folder(dataset))
     if golden is not None:
         golden_dir, source = Path(golden), "given"
     else:

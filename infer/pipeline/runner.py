@@ -12,7 +12,7 @@ from typing import Any
 from atc_wrap.process import quote_command
 from binio.atomic import write_bytes_atomic
 from binio.errors import InferError
-from infer.pipeline.config import PipelineConfig
+from infer.pipeline.config import PipelineConfig, load_config
 from infer.pipeline.stages import STAGE_FUNCTIONS, STAGES, WorkLayout
 from infer.pipeline.state import StageRecord, digest_paths, load_state, save_state, settings_digest
 
@@ -111,10 +111,13 @@ def _atc_command(config: PipelineConfig, work: WorkLayout,
         return (), exc.message
 
 
-def run_pipeline(config: PipelineConfig, *, on_stage: Callable[[StageOutcome], None] | None = None,
+def run_pipeline(config: PipelineConfig | Path | str, *, on_stage: Callable[[StageOutcome], None] | None = None,
                  stages: Sequence[str] = STAGES, force: bool = False) -> PipelineResult:
-    """Runs `stages` in order; a stage is skipped when its settings and the sha256 of everything it reads and
-    wrote are as recorded (unless `force`). `on_stage` hears of each stage as it finishes."""
+    """Runs `stages` of `config` (a pipeline TOML file, or one already loaded) in order; a stage is skipped
+    when its settings and the sha256 of everything it reads and wrote are as recorded (unless `force`).
+    `on_stage` hears of each stage as it finishes."""
+    if not isinstance(config, PipelineConfig):
+        config = load_config(config)
     work = WorkLayout(config.work_dir)
     work.root.mkdir(parents=True, exist_ok=True)
     records = {} if force else load_state(work.root)
