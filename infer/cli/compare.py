@@ -7,12 +7,7 @@ from pathlib import Path
 
 import typer
 
-from infer.cli.console import out, say
-
-# The terminal table's metric columns: short header -> msaccucmp's name.
-_COLUMNS = {"cosine": "CosineSimilarity", "RED": "RelativeEuclideanDistance", "KL": "KullbackLeiblerDivergence",
-            "RMSE": "RootMeanSquareError", "MeanRE": "MeanRelativeError", "MaxAbsErr": "MaxAbsoluteError",
-            "allclose": "AllclosePassRate"}
+from infer.cli.console import err, out, say
 
 
 def compare(
@@ -24,7 +19,8 @@ def compare(
     labels: Path | None = typer.Option(None, "--labels", help="0-based class indices, one per sample (.txt or .npy)."),
     topk: int = typer.Option(5, "--topk", help="k for top-k overlap and accuracy of classifier outputs."),
     threshold: list[str] = typer.Option([], "--threshold", "-t",
-                                        help="metric=value or output:metric=value (value 'off' lifts it)."),
+                                        help="metric=value or output:metric=value (value 'off' lifts it); "
+                                             "sample:metric=value limits each sample and fails the run."),
     atol: float = typer.Option(1e-4, "--atol", help="Absolute tolerance of the allclose pass rate."),
     rtol: float = typer.Option(1e-3, "--rtol", help="Relative tolerance of the allclose pass rate."),
     report: Path | None = typer.Option(None, "--report", "-r", help="Write report.json, .csv and .html here."),
@@ -33,14 +29,28 @@ def compare(
     dump_golden: Path | None = typer.Option(None, "--dump-golden",
                                             help="Write TF's intermediate tensors in msaccucmp's golden naming."),
     workers: int = typer.Option(1, "--workers", help="Processes for golden outputs and metrics."),
+    allow_same_backend: bool = typer.Option(False, "--allow-same-backend",
+                                            help="Compare one graph with itself on one backend, on purpose."),
+    expected: bool | None = typer.Option(
+        None, "--expected-from-emulation/--no-expected-from-emulation",
+        help="Set each output's error against the stand-in's emulation of the same precision mode "
+             "(default: on for an om where the stand-in is installed)."),
+    expected_factor: float = typer.Option(10.0, "--expected-factor",
+                                          help="How many times the emulated error an output may reach."),
+    fail_on_expected: bool = typer.Option(False, "--fail-on-expected",
+                                          help="Fail the run when an output is past --expected-factor."),
 ) -> None:
     """Compare the converted model's outputs with TensorFlow's, with the metrics of Ascend's accuracy tools.
 
     The metrics of msaccucmp / msit compare, per output, per batch and over the dataset (padding rows left
     out). Fails (exit 1) on msit's rule: cosine < 0.99, RED > 0.05, KL > 0.005, RMSE > 1.0 or MeanRE > 1.0;
-    the last line says PASSED, or FAILED with the failing output and metric."""
+    the last line says PASSED, or FAILED with the failing output and metric, then what was compared with what
+    and the worst sample. Every sample is also measured on its own; --threshold sample:cosine=0.99 fails the run on
+    one bad sample."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
     from rich.table import Table
 
+    from infer.cli.compare_table import metrics_table
     from infer.compare.compare import CompareOptions
     from infer.compare.compare import compare as run_compare
     from infer.compare.metrics import shown
@@ -55,30 +65,39 @@ def compare(
 
         check_output_folder(report, "--report")
     options = CompareOptions(thresholds=Thresholds.parse(threshold), atol=atol, rtol=rtol, topk=topk, labels=labels,
-                             workers=workers)
+                             workers=workers, allow_same_backend=allow_same_backend, expected_from_emulation=expected,
+                             expected_factor=expected_factor, fail_on_expected=fail_on_expected)
 
     def golden_run() -> None:
         say("golden outputs: running TensorFlow on the frozen pb (cached for the next compare)")
 
-    result = run_compare(model, bins, actual, golden=golden, options=options, layerwise=layerwise,
-                         dump_golden=dump_golden, on_golden_run=golden_run)
+    status = err()
+    # A bar on a terminal only: a transient bar still leaves an empty line on a redirected stderr.
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                  console=status, transient=True, disable=not status.is_terminal) as bar:
+        tasks: dict[str, TaskID] = {}
+
+        def progress(what: str, done: int, total: int) -> None:
+            if what not in tasks:
+                label = {"golden": "golden (TensorFlow)", "emulated": "emulated precision"}.get(what, f"reading {what}")
+                tasks[what] = bar.add_task(label, total=total)
+            bar.update(tasks[what], completed=done, total=total)
+
+        result = run_compare(model, bins, actual, golden=golden, options=options, layerwise=layerwise,
+                             dump_golden=dump_golden, on_golden_run=golden_run, progress=progress)
     console = out()
-    if not console.is_terminal:
-        console.width = max(console.width, 160)  # a pipe or a log file: never cut numbers to fit 80 columns
-    table = Table(title=f"{result.samples} samples, {result.padding} padding rows left out", title_justify="left")
-    for column in ("output", *_COLUMNS, "NaN/inf", "fp16", "result"):
-        table.add_column(column, justify="left" if column == "output" else "right")
-    for output in result.outputs:
-        m = output.metrics
-        table.add_row(output.name, *(shown(m.value(name), name) for name in _COLUMNS.values()),
-                      str(m.counts.nan_actual + m.counts.inf_actual), "overflow" if m.counts.fp16_overflow else "ok",
-                      "pass" if output.passed else "FAIL")
-    console.print(table)
+    width = console.width if console.is_terminal else None  # a pipe or a log file: the table whole
+    for line in metrics_table(result, width):
+        console.print(line, markup=False, soft_wrap=True)
     for output in result.outputs:
         failing_batches = sum(1 for b in output.batches if b.failures)
         if failing_batches:
             console.print(f"{output.name}: {failing_batches} of {len(output.batches)} batches fail on their own",
                           markup=False)
+        if output.failing_samples:
+            limits = ", ".join(f"{name} {limit:g}" for name, limit in output.sample_limits.items())
+            console.print(f"{output.name}: {result.failing_count(output)} (per-sample limits: {limits}); worst: "
+                          f"{output.worst_failing.describe() if output.worst_failing else ''}", markup=False)
         if output.topk is not None:
             t = output.topk
             line = f"{output.name}: top-1 agreement {t.top1_agreement:.2%}, top-{t.k} overlap {t.topk_overlap:.2%}"
@@ -111,6 +130,11 @@ def compare(
 
         for path in write_reports(result, report):
             console.print(f"wrote {path}", markup=False)
-    console.print(result.verdict(), markup=False)
+    for band in result.expected:
+        console.print(f"expected from emulation: {band.summary()}", markup=False)
+    if result.provenance is not None:
+        for order in result.provenance.sample_order:
+            console.print(f"sample order: {order.describe()}", markup=False)
+    console.print(result.verdict_line(), markup=False, soft_wrap=True)
     if not result:
         sys.exit(1)

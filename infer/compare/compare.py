@@ -16,11 +16,15 @@ import numpy as np
 from binio.errors import InferError
 from binio.manifest import DatasetManifest, dataset_folder, load_manifest
 from binio.spec import TensorSpec
+from infer.compare.expected import DEFAULT_FACTOR, ExpectedError, check_emulation_possible, stand_in_available
+from infer.compare.golden import CACHE_FOLDER
+from infer.compare.labels import labels_for_samples
 from infer.compare.passes import measure_output
+from infer.compare.provenance import make_provenance, refuse_same_backend, run_side, sample_names, tensorflow_side
 from infer.compare.result import CompareResult, OutputResult
 from infer.compare.sources import OutputPair, output_pairs, resolve_run_folder, written_specs
 from infer.compare.thresholds import Thresholds
-from infer.compare.topk import is_classifier, load_labels
+from infer.compare.topk import is_classifier
 from infer.contract import ModelContract, as_contract
 
 log = logging.getLogger(__name__)
@@ -36,31 +40,49 @@ class CompareOptions:
     worst_samples: int = 10
     scatter_points: int = 4000
     workers: int = 1  # processes for the golden outputs and for the metrics, the batches split between them
+    allow_same_backend: bool = False  # compare one graph with itself on one backend, on purpose
+    # The expected-error band (`infer.compare.expected`): None = on for an om where the stand-in is installed.
+    expected_from_emulation: bool | None = None
+    expected_factor: float = DEFAULT_FACTOR
+    fail_on_expected: bool = False  # an output past the band fails the run (implies the band is computed)
 
     def __post_init__(self) -> None:
         """Refuses values no comparison can use, whether they came from the command line or a pipeline file."""
         if self.topk < 1:
             raise InferError(f"--topk {self.topk}: expected 1 or more")
+        if not self.expected_factor >= 1:  # NaN too
+            raise InferError(f"--expected-factor {self.expected_factor}: expected 1 or more")
         for name, value in (("--atol", self.atol), ("--rtol", self.rtol)):
             if not value >= 0:  # NaN too
                 raise InferError(f"{name} {value}: expected 0 or more")
 
 
+# Hears how far the comparison is: (what, done, total), e.g. ("golden", 3, 8) or ("probs:0", 5, 16).
+CompareProgress = Callable[[str, int, int], None]
+
+
 def compare_output(pair: OutputPair, thresholds: Thresholds, options: CompareOptions,
-                   labels: np.ndarray | None) -> OutputResult:
+                   labels: np.ndarray | None, progress: CompareProgress | None = None) -> OutputResult:
     """One output over the whole dataset, in two streaming passes: the one shard of every stem, in this process."""
-    return measure_output(pair, thresholds, options, labels, [frozenset(pair.manifest.stems)])
+    on_batch = None
+    if progress is not None:
+        total, done = 2 * pair.manifest.file_count, [0]
+        progress(pair.name, 0, total)
+
+        def on_batch() -> None:
+            done[0] += 1
+            progress(pair.name, done[0], total)
+
+    return measure_output(pair, thresholds, options, labels, [frozenset(pair.manifest.stems)], on_batch=on_batch)
 
 
 def dataset_labels(path: Path | None, manifest: DatasetManifest, outputs: Sequence[TensorSpec]) -> np.ndarray | None:
     """The labels file's classes, one per sample of the dataset (padding excluded), each a class index of the
-    model's classifier outputs (0-based); None without a file."""
+    model's classifier outputs (0-based); None without a file. A file of ``name label`` lines is matched to the
+    samples by name (`infer.compare.labels`), a file of bare labels by position."""
     if path is None:
         return None
-    labels = load_labels(path)
-    if labels.size != manifest.samples:
-        raise InferError(f"{path}: {labels.size} labels for a dataset of {manifest.samples} samples",
-                         hint="one label per sample, padding excluded, in the dataset's order")
+    labels = labels_for_samples(path, manifest.samples, sample_names(manifest))
     classifiers = {spec.name: spec.shape[1] for spec in outputs
                    if len(spec.shape) == 2 and spec.shape[0] in (None, manifest.batch) and spec.shape[1] is not None
                    and is_classifier((manifest.batch, spec.shape[1]), spec.dt.is_float)}
@@ -75,36 +97,84 @@ def dataset_labels(path: Path | None, manifest: DatasetManifest, outputs: Sequen
     return labels
 
 
-def compare_run_folders(contract: ModelContract, manifest: DatasetManifest, actual_dir: Path, golden_dir: Path,
-                        options: CompareOptions, *, golden_source: str = "given") -> CompareResult:
-    """Both sides already on disk in msame's layout: the converted model's outputs and TensorFlow's."""
-    actual_dir = resolve_run_folder(actual_dir, what="--actual")
-    golden_dir = resolve_run_folder(golden_dir, what="--golden")
-    pairs = output_pairs(written_specs(actual_dir, contract.model_outputs, manifest, what="--actual"),
+def _measure(contract: ModelContract, manifest: DatasetManifest, actual_dir: Path, golden_dir: Path,
+             options: CompareOptions, labels: np.ndarray | None, progress: CompareProgress | None,
+             *, what: str = "--actual") -> tuple[OutputResult, ...]:
+    pairs = output_pairs(written_specs(actual_dir, contract.model_outputs, manifest, what=what),
                          written_specs(golden_dir, contract.outputs, manifest, what="--golden"), actual_dir,
                          golden_dir, manifest)
-    thresholds = options.thresholds
-    thresholds.check_outputs([p.name for p in pairs])
-    labels = dataset_labels(options.labels, manifest, contract.outputs)
+    options.thresholds.check_outputs([p.name for p in pairs])
     if options.workers > 1 and manifest.file_count > 1:
         from infer.compare.parallel import compare_outputs_in_workers
 
-        outputs = compare_outputs_in_workers(pairs, thresholds, options, labels)
-    else:
-        outputs = tuple(compare_output(pair, thresholds, options, labels) for pair in pairs)
+        return compare_outputs_in_workers(pairs, options.thresholds, options, labels)
+    return tuple(compare_output(pair, options.thresholds, options, labels, progress) for pair in pairs)
+
+
+def _wants_expected(contract: ModelContract, options: CompareOptions) -> bool:
+    if options.fail_on_expected or options.expected_from_emulation:
+        return True
+    if options.expected_from_emulation is None:  # by default for an om, where the stand-in is at hand
+        return contract.converted is not None and contract.converted.target == "om" and stand_in_available()
+    return False
+
+
+def compare_run_folders(contract: ModelContract, manifest: DatasetManifest, actual_dir: Path, golden_dir: Path,
+                        options: CompareOptions, *, golden_source: str = "given",
+                        cache_root: Path | None = None, progress: CompareProgress | None = None) -> CompareResult:
+    """Both sides already on disk in msame's layout: the converted model's outputs and TensorFlow's."""
+    actual_dir = resolve_run_folder(actual_dir, what="--actual")
+    golden_dir = resolve_run_folder(golden_dir, what="--golden")
+    actual, golden = run_side(contract, actual_dir, "actual"), run_side(contract, golden_dir, "golden")
+    if golden_source != "given":
+        golden = tensorflow_side(contract, golden_dir)
+    if not options.allow_same_backend:
+        refuse_same_backend(contract, actual, golden)
+    labels = dataset_labels(options.labels, manifest, contract.outputs)
+    outputs = _measure(contract, manifest, actual_dir, golden_dir, options, labels, progress)
+    expected: tuple[ExpectedError, ...] = ()
+    if _wants_expected(contract, options):
+        expected = _expected_errors(contract, manifest, golden_dir, options, outputs, cache_root, progress)
+    thresholds = options.thresholds
+    names = [o.name for o in outputs]
+    provenance = make_provenance(contract, manifest, golden, actual, {n: thresholds.limits(n) for n in names},
+                                 {n: thresholds.sample_limits(n) for n in names})
     return CompareResult(
         contract=str(contract.path), dataset=str(manifest.root), actual_dir=str(actual_dir),
         golden_dir=str(golden_dir), golden_source=golden_source, samples=manifest.samples,
-        padding=manifest.padding, outputs=outputs,
+        padding=manifest.padding, outputs=outputs, provenance=provenance,
+        per_sample_asked=thresholds.per_sample_asked, expected=expected, expected_asked=options.fail_on_expected,
     )
+
+
+def _expected_errors(contract: ModelContract, manifest: DatasetManifest, golden_dir: Path, options: CompareOptions,
+                     outputs: tuple[OutputResult, ...], cache_root: Path | None,
+                     progress: CompareProgress | None) -> tuple[ExpectedError, ...]:
+    """Each output's error against the emulated precision's: the stand-in's run of the same precision mode over
+    the same bins, compared with the same golden outputs."""
+    from infer.compare.expected import emulated_run, expected_error
+
+    def emulated_progress(done: int, total: int) -> None:
+        if progress is not None:
+            progress("emulated", done, total)
+
+    staged, emulated_dir = emulated_run(contract, manifest, cache_root or contract.folder / CACHE_FOLDER,
+                                        emulated_progress)
+    quiet = replace(options, labels=None, workers=1)
+    emulated = _measure(staged, manifest, emulated_dir, golden_dir, quiet, None, None, what="emulated")
+    precision = contract.converted.precision_mode if contract.converted is not None else ""
+    return tuple(expected_error(a.name, precision, a.metrics, e.metrics, options.expected_factor)
+                 for a, e in zip(outputs, emulated, strict=True))
 
 
 def compare(model: ModelContract | Path | str, dataset: DatasetManifest | Path | str, actual: Path | str, *,
             golden: Path | None = None,
             options: CompareOptions | None = None, layerwise: bool = False, dump_golden: Path | None = None,
-            cache_root: Path | None = None, on_golden_run: Callable[[], None] | None = None) -> CompareResult:
+            cache_root: Path | None = None, on_golden_run: Callable[[], None] | None = None,
+            progress: CompareProgress | None = None) -> CompareResult:
     """The whole command: find or make the golden outputs, compare, and (optionally) go layer by layer.
-    `on_golden_run` hears when TensorFlow is about to compute the golden outputs (not when they are cached)."""
+    `on_golden_run` hears when TensorFlow is about to compute the golden outputs (not when they are cached);
+    `progress` how far the golden run and the reading of each output's batches are."""
     options = options or CompareOptions()
     if dump_golden is not None:
         from infer.compare.reports import check_output_folder
@@ -112,18 +182,28 @@ def compare(model: ModelContract | Path | str, dataset: DatasetManifest | Path |
         check_output_folder(dump_golden, "--dump-golden")
     contract, actual = as_contract(model), Path(actual)
     manifest = load_manifest(dataset_folder(dataset))
+    if options.fail_on_expected or options.expected_from_emulation:
+        check_emulation_possible(contract)
     if golden is not None:
         golden_dir, source = Path(golden), "given"
     else:
         from infer.compare.golden import tensorflow_golden
 
         # What the user named is checked before TensorFlow runs (seconds to minutes) rather than after it.
-        resolve_run_folder(actual, what="--actual")
+        actual_dir = resolve_run_folder(actual, what="--actual")
+        if not options.allow_same_backend:
+            refuse_same_backend(contract, run_side(contract, actual_dir, "actual"), tensorflow_side(contract))
         options.thresholds.check_outputs([s.name for s in contract.outputs])
         dataset_labels(options.labels, manifest, contract.outputs)
+
+        def golden_progress(done: int, total: int) -> None:
+            if progress is not None:
+                progress("golden", done, total)
+
         golden_dir, source = tensorflow_golden(contract, manifest, cache_root=cache_root, on_run=on_golden_run,
-                                               workers=options.workers)
-    result = compare_run_folders(contract, manifest, actual, golden_dir, options, golden_source=source)
+                                               workers=options.workers, progress=golden_progress)
+    result = compare_run_folders(contract, manifest, actual, golden_dir, options, golden_source=source,
+                                 cache_root=cache_root, progress=progress)
     if layerwise or dump_golden is not None:
         from infer.compare.layerwise import compare_layers
 

@@ -28,7 +28,7 @@ def golden_key(contract: ModelContract, manifest: DatasetManifest) -> str:
     return digest.hexdigest()[:32]
 
 
-def _cached_run(root: Path) -> Path | None:
+def cached_run(root: Path) -> Path | None:
     """The newest completed run folder under `root`, if any (an interrupted one is not trusted)."""
     from infer.run_record import load_run
 
@@ -41,7 +41,8 @@ def _cached_run(root: Path) -> Path | None:
 
 
 def tensorflow_golden(contract: ModelContract, manifest: DatasetManifest, *, cache_root: Path | None = None,
-                      on_run: Callable[[], None] | None = None, workers: int = 1) -> tuple[Path, str]:
+                      on_run: Callable[[], None] | None = None, workers: int = 1,
+                      progress: Callable[[int, int], None] | None = None) -> tuple[Path, str]:
     """The run folder of TensorFlow's outputs for these bins, and whether it came from the cache; `on_run` is
     called when they are not cached, before TensorFlow starts. With `workers` > 1 the batches are split over
     that many TensorFlow processes (`infer.scale`), which write the same files a single run writes."""
@@ -49,7 +50,7 @@ def tensorflow_golden(contract: ModelContract, manifest: DatasetManifest, *, cac
 
     contract.check_pb_unchanged()
     root = (cache_root or contract.folder / CACHE_FOLDER) / "golden" / golden_key(contract, manifest)
-    cached = _cached_run(root)
+    cached = cached_run(root)
     if cached is not None:
         log.info("golden outputs from the cache: %s", cached)
         return cached, "cache"
@@ -60,7 +61,7 @@ def tensorflow_golden(contract: ModelContract, manifest: DatasetManifest, *, cac
         from infer.scale import ScaleOptions, run_sharded
 
         result = run_sharded(contract.path, manifest.root, root, RunOptions(backend="tf"),
-                             ScaleOptions(shards=workers, devices=tuple(range(workers))))
+                             ScaleOptions(shards=workers, devices=tuple(range(workers))), progress=progress)
     else:
-        result = run_model(contract.path, manifest.root, root, RunOptions(backend="tf"))
+        result = run_model(contract.path, manifest.root, root, RunOptions(backend="tf"), progress=progress)
     return result.folder, "tensorflow"

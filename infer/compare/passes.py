@@ -23,11 +23,13 @@ from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
+from binio.manifest import DatasetManifest
 from infer.compare.accumulate import MetricAccumulator
-from infer.compare.metrics import Metrics, as_float64
+from infer.compare.metrics import HIGHER_IS_BETTER, Metrics, as_float64
+from infer.compare.provenance import sample_names, sample_source
 from infer.compare.result import BatchResult, OutputResult, PlotData, SampleScore
 from infer.compare.sources import OutputPair
-from infer.compare.thresholds import Thresholds
+from infer.compare.thresholds import SAMPLE_METRICS, Failure, Thresholds
 from infer.compare.topk import TopKAccumulator, is_classifier
 
 if TYPE_CHECKING:  # compare.py imports this module: a runtime import back would be circular
@@ -35,7 +37,11 @@ if TYPE_CHECKING:  # compare.py imports this module: a runtime import back would
 
 _T = TypeVar("_T")
 
-ERROR_EDGES: tuple[float, ...] = tuple(float(e) for e in np.arange(-12.0, 6.0 + 1e-9, 0.25))  # log10 |x - y|
+# log10 |x - y| bin edges: from EXACT_BELOW up past float32's largest value, so every finite error of a float32
+# output has its own bin (the report draws only the range the data fills). Errors below EXACT_BELOW count as
+# exact: they are rounding noise of float64 arithmetic on float32 values, or zero.
+EXACT_BELOW = 1e-12
+ERROR_EDGES: tuple[float, ...] = tuple(float(e) for e in np.arange(-12.0, 39.0 + 1e-9, 0.25))
 
 
 def batch_metrics(actual: np.ndarray, golden: np.ndarray, *, atol: float, rtol: float) -> tuple[
@@ -47,17 +53,23 @@ def batch_metrics(actual: np.ndarray, golden: np.ndarray, *, atol: float, rtol: 
     return accumulator, accumulator.result()
 
 
-def _row_scores(actual: np.ndarray, golden: np.ndarray, rows: int) -> tuple[np.ndarray, np.ndarray]:
-    """Per-sample cosine (same rules as the metric) and max |x - y|."""
+def _row_scores(actual: np.ndarray, golden: np.ndarray, rows: int) -> dict[str, np.ndarray]:
+    """Each sample on its own, by the metrics of SAMPLE_METRICS, under the same rules as the dataset's metrics
+    (`cosine_from_sums`, `red_from_sums`)."""
     x = as_float64(actual).reshape(rows, -1)
     y = as_float64(golden).reshape(rows, -1)
-    sxy, sxx, syy = (np.einsum("ij,ij->i", a, b) for a, b in ((x, y), (x, x), (y, y)))
+    diff = x - y
+    sxy, sxx, syy, sdd = (np.einsum("ij,ij->i", a, b) for a, b in ((x, y), (x, x), (y, y), (diff, diff)))
     with np.errstate(divide="ignore", invalid="ignore"):
         cosine = np.minimum(sxy / (np.sqrt(sxx) * np.sqrt(syy)), 1.0)
+        red = np.sqrt(sdd / syy)
     cosine[(sxx == 0) & (syy == 0)] = 1.0
     cosine[(sxx == 0) ^ (syy == 0)] = math.nan
-    max_abs = np.max(np.abs(x - y), axis=1) if x.shape[1] else np.zeros(rows)
-    return cosine, max_abs
+    red[syy == 0] = np.where(sdd[syy == 0] == 0, 0.0, math.inf)
+    elements = max(1, x.shape[1])
+    return {"CosineSimilarity": cosine, "RelativeEuclideanDistance": red,
+            "RootMeanSquareError": np.sqrt(sdd / elements),
+            "MaxAbsoluteError": np.max(np.abs(diff), axis=1) if x.shape[1] else np.zeros(rows)}
 
 
 class _PlotCollector:
@@ -74,7 +86,7 @@ class _PlotCollector:
         error = np.abs(x - y)
         finite = np.isfinite(error)
         self.nonfinite += int(np.count_nonzero(~finite))
-        positive = error[finite & (error > 0)]
+        positive = error[finite & (error >= EXACT_BELOW)]
         self.exact += int(np.count_nonzero(finite)) - int(positive.size)
         logs = np.clip(np.log10(positive), ERROR_EDGES[0], ERROR_EDGES[-1])
         self.counts += np.histogram(logs, bins=ERROR_EDGES)[0]
@@ -110,8 +122,7 @@ class _BatchPart:
     score_rows: int  # rows of the per-sample scores (1 for an output that is not batch-major)
     accumulator: MetricAccumulator
     metrics: Metrics
-    cosine: np.ndarray
-    worst: np.ndarray
+    scores: dict[str, np.ndarray]  # metric -> one value per score row
 
 
 @dataclass(frozen=True)
@@ -132,7 +143,7 @@ def _topk(pair: OutputPair, options: CompareOptions, labels: np.ndarray | None) 
 
 
 def _pass_one(pair: OutputPair, stems: frozenset[str], *, options: CompareOptions,
-              labels: np.ndarray | None) -> _ShardPart:
+              labels: np.ndarray | None, on_batch: Callable[[], None] | None = None) -> _ShardPart:
     topk = _topk(pair, options, labels)
     plot = _PlotCollector(options.scatter_points // max(1, pair.manifest.file_count))
     parts = []
@@ -145,17 +156,19 @@ def _pass_one(pair: OutputPair, stems: frozenset[str], *, options: CompareOption
             x, y = as_float64(batch.actual), as_float64(batch.golden)
             accumulator, metrics = batch_metrics(x, y, atol=options.atol, rtol=options.rtol)
             rows = batch.rows if pair.batch_major else 1
-            cosine, worst = _row_scores(x, y, rows)
             parts.append(_BatchPart(stem=batch.stem, first_sample=batch.first_sample, rows=batch.rows, score_rows=rows,
-                                    accumulator=accumulator, metrics=metrics, cosine=cosine, worst=worst))
+                                    accumulator=accumulator, metrics=metrics, scores=_row_scores(x, y, rows)))
             if topk is not None:
                 topk.add(x.reshape(batch.rows, -1), y.reshape(batch.rows, -1),
                          None if labels is None else labels[batch.first_sample:batch.first_sample + batch.rows])
             plot.add(x, y)
+            if on_batch is not None:
+                on_batch()
     return _ShardPart(batches=tuple(parts), plot=plot, topk=topk)
 
 
-def _pass_two(pair: OutputPair, stems: frozenset[str], *, extremes: MetricAccumulator) -> list[_KlSums]:
+def _pass_two(pair: OutputPair, stems: frozenset[str], *, extremes: MetricAccumulator,
+              on_batch: Callable[[], None] | None = None) -> list[_KlSums]:
     """Each batch's KL sums, from a fresh accumulator holding the dataset's extremes: its sums start at 0, so they
     are the batch's exactly, and adding them to the dataset's in order equals one accumulator fed every batch."""
     sums = []
@@ -167,6 +180,8 @@ def _pass_two(pair: OutputPair, stems: frozenset[str], *, extremes: MetricAccumu
                                     max_x=extremes.max_x, min_y=extremes.min_y, max_y=extremes.max_y)
             one.add_kl(batch.actual, batch.golden)
             sums.append((one.kl_sum_a, one.kl_sum_b, one.kl_sum_alogab, one.kl_elements))
+            if on_batch is not None:
+                on_batch()
     return sums
 
 
@@ -189,17 +204,22 @@ def _merge_topk(parts: list[_ShardPart]) -> TopKAccumulator | None:
 
 
 def measure_output(pair: OutputPair, thresholds: Thresholds, options: CompareOptions, labels: np.ndarray | None,
-                   shards: Sequence[frozenset[str]], pool: Executor | None = None) -> OutputResult:
+                   shards: Sequence[frozenset[str]], pool: Executor | None = None,
+                   on_batch: Callable[[], None] | None = None) -> OutputResult:
     """One output over the whole dataset. `shards` are contiguous runs of the dataset's stems, in dataset order,
     together every stem once (the fold takes the batches in their order); they run in `pool`, or here, one after
-    the other, without one."""
+    the other, without one. `on_batch` hears of every batch read (twice per batch: two passes), in this process
+    only (a callback does not travel to a pool's processes)."""
+    if pool is not None:
+        on_batch = None
     with np.errstate(all="ignore"):  # NaN and inf in outputs are counted and reported, not warned about
-        parts = _each_shard(pool, partial(_pass_one, pair, options=options, labels=labels), shards)
+        parts = _each_shard(pool, partial(_pass_one, pair, options=options, labels=labels, on_batch=on_batch),
+                            shards)
         every = [batch for part in parts for batch in part.batches]
         dataset = MetricAccumulator(atol=options.atol, rtol=options.rtol)
         for batch in every:
             dataset.merge(batch.accumulator)
-        for shard_sums in _each_shard(pool, partial(_pass_two, pair, extremes=dataset), shards):
+        for shard_sums in _each_shard(pool, partial(_pass_two, pair, extremes=dataset, on_batch=on_batch), shards):
             for sum_a, sum_b, sum_alogab, elements in shard_sums:
                 dataset.kl_sum_a += sum_a
                 dataset.kl_sum_b += sum_b
@@ -210,30 +230,84 @@ def measure_output(pair: OutputPair, thresholds: Thresholds, options: CompareOpt
         for part in parts[1:]:
             plot.merge(part.plot)
         topk = _merge_topk(parts)
+        samples = _SampleScores.gather(every, pair)
+        sample_limits = thresholds.sample_limits(pair.name)
+        failing = samples.failing(sample_limits)
         return OutputResult(
             index=pair.index, name=pair.name, actual_dtype=pair.actual_spec.dtype,
             golden_dtype=pair.golden_spec.dtype, shape=pair.golden_spec.static_shape(), metrics=metrics,
             limits=thresholds.limits(pair.name), failures=thresholds.failures(pair.name, metrics),
             batches=tuple(BatchResult(stem=b.stem, rows=b.rows, metrics=b.metrics,
                                       failures=thresholds.failures(pair.name, b.metrics)) for b in every),
-            worst_samples=_worst([b.cosine for b in every], [b.worst for b in every],
-                                 [(b.stem, b.first_sample, b.score_rows) for b in every], options.worst_samples),
+            worst_samples=tuple(samples.score(i) for i in samples.ranked(options.worst_samples)),
             topk=None if topk is None else topk.result(), plot=plot.result(),
+            sample_limits=sample_limits, failing_samples=tuple(int(samples.sample[i]) for i in failing),
+            worst_failing=samples.worst_failure(pair.name, failing, sample_limits),
         )
 
 
-def _worst(cosines: list[np.ndarray], max_abs: list[np.ndarray], where: list[tuple[str, int, int]],
-           count: int) -> tuple[SampleScore, ...]:
-    """The samples with the lowest cosine (NaN first), ties broken by the larger max |x - y|."""
-    if not cosines:
-        return ()
-    cosine, worst_abs = np.concatenate(cosines), np.concatenate(max_abs)
-    stems = [stem for stem, _, rows in where for _ in range(rows)]
-    rows_in_batch = [row for _, _, rows in where for row in range(rows)]
-    samples = [first + row for _, first, rows in where for row in range(rows)]
-    key_cosine = np.where(np.isnan(cosine), -np.inf, cosine)
-    key_abs = np.where(np.isnan(worst_abs), np.inf, worst_abs)
-    order = np.lexsort((-key_abs, key_cosine))[:count]
-    return tuple(SampleScore(sample=samples[i], stem=stems[i], row=rows_in_batch[i],
-                             cosine_similarity=float(cosine[i]), max_absolute_error=float(worst_abs[i]))
-                 for i in order)
+@dataclass(frozen=True)
+class _SampleScores:
+    """Every score row of one output over the dataset (a sample each for a batch-major output, a batch each
+    otherwise), in dataset order."""
+
+    scores: dict[str, np.ndarray]
+    sample: np.ndarray  # the dataset index of each row's (first) sample
+    stem: tuple[str, ...]
+    row: np.ndarray
+    names: tuple[str, ...] | None
+    manifest: DatasetManifest
+
+    @classmethod
+    def gather(cls, batches: Sequence[_BatchPart], pair: OutputPair) -> _SampleScores:
+        scores = {metric: np.concatenate([b.scores[metric] for b in batches]) if batches else np.zeros(0)
+                  for metric in SAMPLE_METRICS}
+        rows = [(b.stem, b.first_sample, row) for b in batches for row in range(b.score_rows)]
+        return cls(scores=scores, sample=np.asarray([first + row for _, first, row in rows], dtype=np.int64),
+                   stem=tuple(stem for stem, _, _ in rows), row=np.asarray([row for _, _, row in rows], np.int64),
+                   names=sample_names(pair.manifest), manifest=pair.manifest)
+
+    def ranked(self, count: int | None = None, among: np.ndarray | None = None) -> np.ndarray:
+        """Row positions, worst first: the lowest cosine (NaN first), ties broken by the larger max |x - y|
+        (NaN first), then by dataset order."""
+        cosine, worst_abs = self.scores["CosineSimilarity"], self.scores["MaxAbsoluteError"]
+        key_cosine = np.where(np.isnan(cosine), -np.inf, cosine)
+        key_abs = np.where(np.isnan(worst_abs), np.inf, worst_abs)
+        order = np.lexsort((-key_abs, key_cosine))  # stable: equal keys keep dataset order
+        if among is not None:
+            order = order[np.isin(order, among)]
+        return order if count is None else order[:count]
+
+    def breaking(self, metric: str, limit: float) -> np.ndarray:
+        """A mask of the rows whose `metric` breaks `limit` (a NaN breaks any limit, as `breaks` has it)."""
+        values = self.scores[metric]
+        with np.errstate(invalid="ignore"):
+            broken = values < limit if metric in HIGHER_IS_BETTER else values > limit
+        return broken | np.isnan(values)
+
+    def failing(self, limits: dict[str, float]) -> np.ndarray:
+        """Positions of the rows that break any of `limits`, in dataset order."""
+        mask = np.zeros(self.sample.size, dtype=bool)
+        for metric, limit in limits.items():
+            mask |= self.breaking(metric, limit)
+        return np.flatnonzero(mask)
+
+    def score(self, i: int) -> SampleScore:
+        sample = int(self.sample[i])
+        return SampleScore(sample=sample, stem=self.stem[i], row=int(self.row[i]),
+                           source=sample_source(self.manifest, self.names, sample),
+                           **{_SCORE_FIELDS[m]: float(self.scores[m][i]) for m in SAMPLE_METRICS})
+
+    def worst_failure(self, output: str, failing: np.ndarray, limits: dict[str, float]) -> Failure | None:
+        """The worst of the failing rows, as the first limit it breaks."""
+        if not failing.size:
+            return None
+        i = int(self.ranked(1, among=failing)[0])
+        score = self.score(i)
+        metric = next(m for m in SAMPLE_METRICS if m in limits and self.breaking(m, limits[m])[i])
+        return Failure(output=f"{output} sample {score.sample} ({score.source})", metric=metric,
+                       value=float(self.scores[metric][i]), limit=limits[metric])
+
+
+_SCORE_FIELDS = {"CosineSimilarity": "cosine_similarity", "RelativeEuclideanDistance": "relative_euclidean_distance",
+                 "RootMeanSquareError": "root_mean_square_error", "MaxAbsoluteError": "max_absolute_error"}

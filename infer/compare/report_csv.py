@@ -2,7 +2,8 @@
 
 One row per model output (over the whole dataset), then, with --layerwise, one row per intermediate tensor in
 graph order. msaccucmp repeats the DataType and Address headers (one pair per side), and so do we; unknown
-cells hold ``NaN`` as in its files.
+cells hold ``NaN`` as in its files. What was compared (both sides, the sha256s, precision, thresholds, sample
+order) goes into a sidecar, report.provenance.json: a comment line would break the readers of msaccucmp's files.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import csv
 import io
 from pathlib import Path
 
-from binio.atomic import write_bytes_atomic
+from binio.atomic import write_bytes_atomic, write_json_atomic
 from binio.dtypes import dtype
 from binio.spec import node_name, output_index
 from infer.compare.metrics import CSV_METRICS, Metrics, json_float
@@ -19,6 +20,7 @@ from infer.compare.result import CompareResult
 from infer.compare.thresholds import Failure
 
 REPORT_CSV = "report.csv"
+PROVENANCE_JSON = "report.provenance.json"
 COLUMNS: tuple[str, ...] = (
     "Index", "OpType", "NPUDump", "DataType", "Address", "GroundTruth", "DataType", "Address", "TensorIndex",
     "Shape", *CSV_METRICS, "CompareFailReason",
@@ -70,4 +72,13 @@ def write_report_csv(result: CompareResult, folder: Path) -> Path:
     writer.writerows(csv_rows(result))
     path = Path(folder) / REPORT_CSV
     write_bytes_atomic(path, buffer.getvalue().encode())
+    return path
+
+
+def write_provenance_sidecar(result: CompareResult, folder: Path) -> Path:
+    """report.csv's sidecar: the verdict line and what was compared."""
+    path = Path(folder) / PROVENANCE_JSON
+    write_json_atomic(path, {"schema": "infer.compare-provenance", "version": 1, "describes": REPORT_CSV,
+                             "verdict_line": result.verdict_line(),
+                             "provenance": None if result.provenance is None else result.provenance.to_json()})
     return path

@@ -18,7 +18,7 @@ from typing import Any
 
 from binio.atomic import write_bytes_atomic
 from infer.compare.metrics import shown
-from infer.compare.result import CompareResult, LayerwiseResult, OutputResult
+from infer.compare.result import CompareResult, LayerwiseResult, OutputResult, PlotData
 
 REPORT_HTML = "report.html"
 _COSINE = "CosineSimilarity"
@@ -52,13 +52,27 @@ def _png(draw: Callable[[Any], None], width: float = 5.0, height: float = 3.6, c
     return f'<img alt="plot"{klass} src="data:image/png;base64,{base64.b64encode(buffer.getvalue()).decode()}">'
 
 
+def histogram_bars(plot: PlotData) -> tuple[tuple[float, ...], tuple[int, ...], tuple[float, float]]:
+    """What the error histogram draws: the bins the data fills (edges, counts), and the bar of the exact ones
+    (|x - y| < 1e-12), one bin wide, left of them with a bin's gap."""
+    filled = plot.filled_range()
+    low, high = filled if filled is not None else (0, 1)
+    edges, counts = plot.error_edges[low:high + 1], plot.error_counts[low:high]
+    width = edges[1] - edges[0]
+    return edges, counts, (edges[0] - 2 * width, edges[0] - width)
+
+
 def _histogram(output: OutputResult) -> str:
     plot = output.plot
+    edges, counts, exact = histogram_bars(plot)
 
     def draw(axes: Any) -> None:
-        edges = plot.error_edges
-        axes.stairs(plot.error_counts, edges, fill=True, color="#4c72b0")
-        axes.set_xlabel("log10 |actual - golden|")
+        axes.stairs(counts, edges, fill=True, color="#4c72b0")
+        axes.bar([(exact[0] + exact[1]) / 2], [plot.exact_count], width=exact[1] - exact[0], color="#1a7f37")
+        ticks = [t for t in axes.get_xticks() if edges[0] <= t <= edges[-1]]
+        axes.set_xticks([(exact[0] + exact[1]) / 2, *ticks], ["exact", *(f"{t:g}" for t in ticks)])
+        axes.set_xlim(exact[0] - (exact[1] - exact[0]), edges[-1])
+        axes.set_xlabel("log10 |actual - golden|  (exact: below 1e-12)")
         axes.set_ylabel("elements")
         axes.set_title(f"{output.name}: error distribution\n{plot.exact_count} exact, "
                        f"{plot.nonfinite_count} NaN/inf", fontsize=9)
@@ -102,18 +116,28 @@ def _scatter(output: OutputResult) -> str:
     return _png(draw)
 
 
+def worst_bars(output: OutputResult) -> tuple[tuple[str, ...], tuple[float, ...], tuple[bool, ...]]:
+    """What the worst-samples chart draws, top to bottom: the samples in the order they are ranked (the lowest
+    cosine first), each bar 1 - cosine, the metric they are ranked by; a NaN cosine has no length and is drawn
+    full width, marked (False)."""
+    samples = output.worst_samples
+    distances = [1.0 - s.cosine_similarity for s in samples]
+    widest = max((d for d in distances if math.isfinite(d)), default=0.0) or 1.0
+    return (tuple(f"{s.sample}" for s in samples), tuple(d if math.isfinite(d) else widest for d in distances),
+            tuple(math.isfinite(d) for d in distances))
+
+
 def _worst_plot(output: OutputResult) -> str:
+    labels, lengths, defined = worst_bars(output)
+
     def draw(axes: Any) -> None:
-        samples = output.worst_samples[::-1]
-        finite = [s.max_absolute_error for s in samples if math.isfinite(s.max_absolute_error)]
-        widest = max(finite, default=0.0) or 1.0
-        # An inf or NaN error has no length: drawn full width, in red.
-        axes.barh([str(s.sample) for s in samples],
-                  [s.max_absolute_error if math.isfinite(s.max_absolute_error) else widest for s in samples],
-                  color=["#4c72b0" if math.isfinite(s.max_absolute_error) else "#cf222e" for s in samples])
-        axes.set_xlabel("max |actual - golden|")
-        axes.set_ylabel("sample")
-        axes.set_title(f"{output.name}: worst samples", fontsize=9)
+        # barh draws its first bar at the bottom: reversed, the worst sample is on top.
+        axes.barh([f"#{i + 1}: {label}" for i, label in enumerate(labels)][::-1], lengths[::-1],
+                  color=["#4c72b0" if ok else "#cf222e" for ok in defined][::-1])
+        axes.set_xlabel("1 - cosine similarity")
+        axes.set_ylabel("rank: sample")
+        undefined = "" if all(defined) else "; red: NaN cosine"
+        axes.set_title(f"{output.name}: worst samples by cosine, worst on top{undefined}", fontsize=9)
 
     return _png(draw)
 
@@ -144,11 +168,19 @@ def _output_section(output: OutputResult) -> str:
     parts.append(_histogram(output) + _cosine_per_batch(output) + _scatter(output))
     if output.worst_samples:
         parts.append(_worst_plot(output))
-        rows = "".join(f"<tr><td>{s.sample}</td><td class='name'>{s.stem}</td><td>{s.row}</td>"
-                       f"<td>{shown(s.cosine_similarity, _COSINE)}</td><td>{shown(s.max_absolute_error)}</td></tr>"
+        rows = "".join(f"<tr><td>{s.sample}</td><td class='name'>{html.escape(s.source)}</td>"
+                       f"<td class='name'>{s.stem}</td><td>{s.row}</td>"
+                       f"<td>{shown(s.cosine_similarity, _COSINE)}</td><td>{shown(s.max_absolute_error)}</td>"
+                       f"<td>{shown(s.root_mean_square_error)}</td><td>{shown(s.relative_euclidean_distance)}</td></tr>"
                        for s in output.worst_samples)
-        parts.append("<h3>Worst samples</h3><table><tr><th>sample</th><th>batch</th><th>row</th>"
-                     f"<th>cosine</th><th>max abs error</th></tr>{rows}</table>")
+        parts.append("<h3>Worst samples (ranked by cosine, ties by max abs error)</h3><table><tr><th>sample</th>"
+                     "<th>source</th><th>batch</th><th>row</th><th>cosine</th><th>max abs error</th><th>RMSE</th>"
+                     f"<th>RED</th></tr>{rows}</table>")
+    limits = ", ".join(f"{name} {limit:g}" for name, limit in output.sample_limits.items()) or "none"
+    failing = len(output.failing_samples)
+    worst = f"; worst: {html.escape(output.worst_failing.describe())}" if output.worst_failing is not None else ""
+    parts.append(f"<p>Per sample: {failing} sample{'s' if failing != 1 else ''} fail on their own (limits: "
+                 f"{html.escape(limits)}){worst}</p>")
     if output.topk is not None:
         t = output.topk
         text = (f"top-1 agreement {t.top1_agreement:.4%}, top-{t.k} overlap {t.topk_overlap:.4%} over "
@@ -193,15 +225,53 @@ def _layerwise_section(layers: LayerwiseResult) -> str:
     return "\n".join(parts)
 
 
+def _provenance_section(result: CompareResult) -> str:
+    """What was compared with what: the header a report read weeks later is judged by."""
+    p = result.provenance
+    if p is None:
+        return ""
+    emulation = ", ".join(f"{k} {v}" for k, v in p.emulation.items() if k in ("mode", "storage", "rounded_tensors",
+                                                                            "rounded_weights")) or "none"
+    thresholds = "; ".join(f"{name}: " + ", ".join(f"{m} {v:g}" for m, v in limits.items())
+                           for name, limits in p.thresholds.items())
+    sample_limits = "; ".join(f"{name}: " + ", ".join(f"{m} {v:g}" for m, v in limits.items())
+                              for name, limits in p.sample_thresholds.items())
+    rows = [("infer version", p.infer_version), ("date", p.date), ("golden", p.golden.describe()),
+            ("golden model sha256", p.golden.model_sha256), ("actual", p.actual.describe()),
+            ("actual model sha256", p.actual.model_sha256), ("frozen pb sha256", p.pb_sha256),
+            ("converted model sha256", p.converted_sha256 or "not converted"),
+            ("precision mode", p.precision_mode or "none (fp32 graph)"), ("emulation", emulation),
+            ("dataset", f"{p.dataset} ({p.samples} samples)"), ("dataset sha256", p.dataset_sha256),
+            ("thresholds", thresholds), ("per-sample limits", sample_limits + (
+                " (fail the run)" if result.per_sample_asked else " (counted, not failing the run)")),
+            *(("sample order", o.describe(shown=5)) for o in p.sample_order)]
+    cells = "".join(f"<tr><th>{html.escape(k)}</th><td class='name'>{html.escape(v)}</td></tr>" for k, v in rows)
+    return f"<h2>Compared</h2><table>{cells}</table>"
+
+
+def _expected_section(result: CompareResult) -> str:
+    if not result.expected:
+        return ""
+    rows = "".join(
+        f"<tr><td class='name'>{html.escape(e.output)}</td><td>{shown(e.actual_rmse)}</td>"
+        f"<td>{shown(e.emulated_rmse)}</td><td>{shown(e.rmse_ratio)}</td><td>{shown(e.actual_one_minus_cosine)}</td>"
+        f"<td>{shown(e.emulated_one_minus_cosine)}</td><td>{shown(e.cosine_ratio)}</td>"
+        f"<td>{'<span class=fail>FLAGGED</span>' if e.flagged else 'within'}</td></tr>" for e in result.expected)
+    return ("<h2>Expected error (emulated precision)</h2><table><tr><th>output</th><th>RMSE</th><th>emulated</th>"
+            "<th>ratio</th><th>1-cosine</th><th>emulated</th><th>ratio</th><th>band</th></tr>" + rows + "</table>")
+
+
 def render_html(result: CompareResult) -> str:
     verdict_class = "pass" if result.passed else "fail"
     body = [
         "<h1>infer compare</h1>",
-        f"<p class='{verdict_class}'>{html.escape(result.verdict())}</p>",
+        f"<p class='{verdict_class}'>{html.escape(result.verdict_line())}</p>",
+        _provenance_section(result),
         f"<p>model {html.escape(result.contract)}<br>dataset {html.escape(result.dataset)} ({result.samples} "
         f"samples, {result.padding} padding rows left out)<br>actual {html.escape(result.actual_dir)}<br>golden "
         f"{html.escape(result.golden_dir)} ({result.golden_source})</p>",
         _metrics_table(result),
+        _expected_section(result),
         *(_output_section(o) for o in result.outputs),
     ]
     if result.layerwise is not None:

@@ -5,16 +5,18 @@ from __future__ import annotations
 from pathlib import Path
 
 from binio.errors import InferError
-from infer.compare.report_csv import write_report_csv
+from infer.compare.report_csv import write_provenance_sidecar, write_report_csv
 from infer.compare.report_html import write_report_html
 from infer.compare.report_json import write_report_json
 from infer.compare.result import CompareResult
 
 
 def write_reports(result: CompareResult, folder: Path) -> tuple[Path, ...]:
-    """report.json, report.csv and report.html in `folder` (created when missing), each written atomically."""
+    """report.json, report.csv (with report.provenance.json beside it) and report.html in `folder` (created when
+    missing), each written atomically."""
     folder = Path(folder)
-    return (write_report_json(result, folder), write_report_csv(result, folder), write_report_html(result, folder))
+    return (write_report_json(result, folder), write_report_csv(result, folder),
+            write_provenance_sidecar(result, folder), write_report_html(result, folder))
 
 
 def check_output_folder(path: Path, option: str) -> None:

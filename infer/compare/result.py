@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 from typing import Any
 
-from infer.compare.metrics import Metrics, json_float
+from infer.compare.expected import ExpectedError
+from infer.compare.metrics import Metrics, json_float, shown
+from infer.compare.provenance import Provenance
 from infer.compare.thresholds import Failure
 from infer.compare.topk import TopKResult
 
@@ -29,13 +32,18 @@ class SampleScore:
     sample: int  # index in the dataset, padding excluded
     stem: str
     row: int
+    source: str  # the file the sample was made from (an image, a bare bin), else ``source[index]``
     cosine_similarity: float
     max_absolute_error: float
+    root_mean_square_error: float = math.nan
+    relative_euclidean_distance: float = math.nan
 
     def to_json(self) -> dict[str, Any]:
-        return {"sample": self.sample, "stem": self.stem, "row": self.row,
+        return {"sample": self.sample, "stem": self.stem, "row": self.row, "source": self.source,
                 "cosine_similarity": json_float(self.cosine_similarity),
-                "max_absolute_error": json_float(self.max_absolute_error)}
+                "max_absolute_error": json_float(self.max_absolute_error),
+                "root_mean_square_error": json_float(self.root_mean_square_error),
+                "relative_euclidean_distance": json_float(self.relative_euclidean_distance)}
 
 
 @dataclass(frozen=True)
@@ -44,10 +52,16 @@ class PlotData:
 
     error_edges: tuple[float, ...]  # log10 |x - y| bin edges
     error_counts: tuple[int, ...]
-    exact_count: int  # elements with x == y (no log)
+    exact_count: int  # elements with |x - y| below 1e-12, zero included (no log)
     nonfinite_count: int  # elements whose error is NaN or inf
     scatter_golden: tuple[float, ...]
     scatter_actual: tuple[float, ...]
+
+    def filled_range(self) -> tuple[int, int] | None:
+        """The first and one past the last histogram bin holding an element; None when every error is exact or
+        not finite."""
+        filled = [i for i, count in enumerate(self.error_counts) if count]
+        return (filled[0], filled[-1] + 1) if filled else None
 
 
 @dataclass(frozen=True)
@@ -61,9 +75,12 @@ class OutputResult:
     limits: dict[str, float]
     failures: tuple[Failure, ...]
     batches: tuple[BatchResult, ...]
-    worst_samples: tuple[SampleScore, ...]
+    worst_samples: tuple[SampleScore, ...]  # worst first, by CosineSimilarity (ties: the larger max |x - y|)
     topk: TopKResult | None
     plot: PlotData
+    sample_limits: dict[str, float] = field(default_factory=dict)  # each sample's limits on its own
+    failing_samples: tuple[int, ...] = ()  # samples that break a limit of sample_limits, in dataset order
+    worst_failing: Failure | None = None  # the worst of them, and the first limit it breaks
 
     @property
     def passed(self) -> bool:
@@ -76,6 +93,8 @@ class OutputResult:
             "metrics": self.metrics.to_json(), "limits": self.limits,
             "failures": [f.describe() for f in self.failures],
             "topk": None if self.topk is None else self.topk.to_json(),
+            "sample_limits": self.sample_limits, "failing_samples": list(self.failing_samples),
+            "worst_failing_sample": None if self.worst_failing is None else self.worst_failing.describe(),
             "worst_samples": [s.to_json() for s in self.worst_samples],
             "batches": [b.to_json() for b in self.batches],
         }
@@ -143,23 +162,88 @@ class CompareResult:
     outputs: tuple[OutputResult, ...]
     layerwise: LayerwiseResult | None = None
     dumped_golden: str = ""  # the --dump-golden folder, when written
+    provenance: Provenance | None = None
+    per_sample_asked: bool = False  # a sample past its limits fails the run (--threshold sample:...)
+    expected: tuple[ExpectedError, ...] = ()  # --expected-from-emulation: per output
+    expected_asked: bool = False  # an output worse than its emulated precision explains fails the run
 
     @property
     def failures(self) -> tuple[Failure, ...]:
+        """The dataset-wide limits broken (msit's rule by default), output by output."""
         return tuple(f for o in self.outputs for f in o.failures)
 
     @property
+    def fail_reasons(self) -> tuple[str, ...]:
+        """Why the run fails, one text per reason: the dataset-wide limits broken, then the checks that were asked
+        to fail it (per-sample limits, the expected-error band)."""
+        found = [f.describe() for f in self.failures]
+        if self.per_sample_asked:
+            found += [f"{o.worst_failing.describe()} ({self.failing_count(o)})" for o in self.outputs
+                      if o.worst_failing is not None]
+        if self.expected_asked:
+            found += [e.describe() for e in self.expected if e.flagged]
+        return tuple(found)
+
+    def failing_count(self, output: OutputResult) -> str:
+        count = len(output.failing_samples)
+        return f"{count} of {self.samples} sample{'s' if self.samples != 1 else ''} fail on their own"
+
+    @property
     def passed(self) -> bool:
-        return not self.failures
+        return not self.fail_reasons
 
     def __bool__(self) -> bool:
         return self.passed
 
     def verdict(self) -> str:
-        """The last line the CLI prints: ``PASSED`` or ``FAILED: <output> <metric> ...`` for each failure."""
+        """``PASSED``, or ``FAILED: <output> <metric> <value> <relation> <limit>; ...`` for each reason."""
         if self.passed:
             return "PASSED"
-        return "FAILED: " + "; ".join(f.describe() for f in self.failures)
+        return "FAILED: " + "; ".join(self.fail_reasons)
+
+    @property
+    def worst_sample(self) -> tuple[OutputResult, SampleScore] | None:
+        """The worst sample over every output: the lowest cosine (NaN first), then the larger max |x - y|."""
+        found = [(o, o.worst_samples[0]) for o in self.outputs if o.worst_samples]
+        if not found:
+            return None
+
+        def key(item: tuple[OutputResult, SampleScore]) -> tuple[float, float]:
+            score = item[1]
+            cosine = -math.inf if math.isnan(score.cosine_similarity) else score.cosine_similarity
+            worst = math.inf if math.isnan(score.max_absolute_error) else score.max_absolute_error
+            return cosine, -worst
+
+        return min(found, key=key)
+
+    @property
+    def samples_failing(self) -> int:
+        """Samples that break a per-sample limit of any output."""
+        return len({s for o in self.outputs for s in o.failing_samples})
+
+    def sample_summary(self) -> str:
+        """``worst sample 5 (img_5.png): probs:0 cosine 0.93, max |diff| 0.4; 1 of 10 samples fail on their own``."""
+        worst = self.worst_sample
+        if worst is None:
+            return ""
+        output, score = worst
+        failing = self.samples_failing
+        return (f"worst sample {score.sample} ({score.source}): {output.name} cosine "
+                f"{shown(score.cosine_similarity, 'CosineSimilarity')}, max |diff| {shown(score.max_absolute_error)}; "
+                f"{failing} of {self.samples} sample{'s' if self.samples != 1 else ''} fail on their own")
+
+    def verdict_line(self) -> str:
+        """The last line the CLI prints: the verdict, then what was compared with what, then the samples:
+        ``PASSED | golden: tensorflow model.pb (1a2b3c4d) | actual: onnxrt model.onnx force_fp16 (5e6f7a8b) |
+        60 samples, dataset 9c0d1e2f | worst sample 17 (img_17.png): ...``."""
+        parts = [self.verdict()]
+        if self.provenance is not None:
+            parts.append(self.provenance.sides())
+        summary = self.sample_summary()
+        if summary:
+            parts.append(summary)
+        parts += [e.summary() for e in self.expected]
+        return " | ".join(parts)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -169,4 +253,11 @@ class CompareResult:
             "padding_excluded": self.padding, "outputs": [o.to_json() for o in self.outputs],
             "layerwise": None if self.layerwise is None else self.layerwise.to_json(),
             "dumped_golden": self.dumped_golden or None,
+            "verdict_line": self.verdict_line(),
+            "provenance": None if self.provenance is None else self.provenance.to_json(),
+            "samples_failing_on_their_own": self.samples_failing, "per_sample_fails_run": self.per_sample_asked,
+            "worst_sample": None if self.worst_sample is None else {"output": self.worst_sample[0].name,
+                                                                    **self.worst_sample[1].to_json()},
+            "expected_from_emulation": [e.to_json() for e in self.expected] if self.expected else None,
+            "expected_fails_run": self.expected_asked,
         }

@@ -7,6 +7,12 @@ put on it: NaN means the pair could not be judged (an all-zero side, a NaN in th
 
 ``--threshold cosine=0.999`` sets a metric for every output; ``--threshold probs:0:kl=0.01`` (or ``probs:kl=...``)
 for one output; ``--threshold kl=off`` lifts a threshold.
+
+Per sample: every sample of an output is also measured on its own (cosine, RED, RMSE, max |x - y|) against the
+output's limits for those metrics, and the samples that break one are counted. ``--threshold sample:cosine=0.999``
+(or ``sample:probs:0:cosine=...`` for one output) sets a per-sample limit and asks for the per-sample check to
+fail the run: then one sample past its limit fails the run even when the dataset-wide numbers pass. An output whose
+node is named ``sample`` is reached by its tensor name, ``sample:0:metric=value``.
 """
 
 from __future__ import annotations
@@ -41,6 +47,10 @@ _ALIASES: dict[str, str] = {
     "allclose": "AllclosePassRate",
 }
 _OFF = ("off", "none")
+_SAMPLE = "sample:"
+# What a single sample is measured by (`infer.compare.passes`): the metrics a per-sample limit may name.
+SAMPLE_METRICS: tuple[str, ...] = ("CosineSimilarity", "RelativeEuclideanDistance", "RootMeanSquareError",
+                                   "MaxAbsoluteError")
 
 
 class ThresholdError(InferError):
@@ -71,17 +81,29 @@ class ThresholdSetting:
     metric: str
     limit: float | None
     output: str | None = None
+    per_sample: bool = False  # ``sample:...``: a limit for each sample on its own
+
+    def describe(self) -> str:
+        limit = "off" if self.limit is None else f"{self.limit:g}"
+        where = f"{self.output}:" if self.output else ""
+        return f"{'sample:' if self.per_sample else ''}{where}{self.metric}={limit}"
 
 
 def parse_threshold(text: str, *, where: str = "") -> ThresholdSetting:
     """``metric=value`` or ``output:metric=value``; the output may itself hold colons (``probs:0:kl=0.01``).
     A refusal starts with `where` (default: ``--threshold 'TEXT'``)."""
     where = where or f"--threshold {text!r}"
+    per_sample = text.lower().startswith(_SAMPLE) and not text[len(_SAMPLE):].split(":", 1)[0].isdigit()
+    if per_sample:
+        text = text[len(_SAMPLE):]
     left, sep, value_text = text.rpartition("=")
     if not sep or not left.strip():
         raise ThresholdError(f"{where}: expected metric=value or output:metric=value")
     output, _, metric_text = left.rpartition(":")
     metric = metric_name(metric_text, where=where)
+    if per_sample and metric not in SAMPLE_METRICS:
+        raise ThresholdError(f"{where}: {metric} is not measured per sample; a per-sample limit takes one of "
+                             f"{', '.join(SAMPLE_METRICS)}")
     value = value_text.strip()
     if value.lower() in _OFF:
         limit = None
@@ -92,7 +114,7 @@ def parse_threshold(text: str, *, where: str = "") -> ThresholdSetting:
             raise ThresholdError(f"{where}: expected a number (or off) after '=', found {value!r}") from None
         if math.isnan(limit):
             raise ThresholdError(f"{where}: the limit cannot be NaN")
-    return ThresholdSetting(metric=metric, limit=limit, output=output.strip() or None)
+    return ThresholdSetting(metric=metric, limit=limit, output=output.strip() or None, per_sample=per_sample)
 
 
 @dataclass(frozen=True)
@@ -126,14 +148,30 @@ class Thresholds:
         """Refuses a per-output setting that names no output of the model."""
         for setting in self.settings:
             if setting.output is not None and not any(_matches(setting.output, o) for o in outputs):
-                raise ThresholdError(f"--threshold {setting.output}:{setting.metric}: no output named "
+                raise ThresholdError(f"--threshold {'sample:' if setting.per_sample else ''}{setting.output}:"
+                                     f"{setting.metric}: no output named "
                                      f"{setting.output!r}; outputs are: {', '.join(outputs)}")
 
     def limits(self, output: str) -> dict[str, float]:
-        """metric -> limit for one output (tensor name)."""
-        limits: dict[str, float | None] = dict(self.defaults)
+        """metric -> limit for one output (tensor name), over the dataset."""
+        return self._applied(dict(self.defaults), output, per_sample=False)
+
+    def sample_limits(self, output: str) -> dict[str, float]:
+        """metric -> limit for each sample of one output: the output's limits on the metrics a sample is measured
+        by, then the ``sample:`` settings."""
+        start: dict[str, float | None] = {m: v for m, v in self.limits(output).items() if m in SAMPLE_METRICS}
+        return self._applied(start, output, per_sample=True)
+
+    @property
+    def per_sample_asked(self) -> bool:
+        """Whether a ``sample:`` setting asks for samples past their limits to fail the run."""
+        return any(s.per_sample for s in self.settings)
+
+    def _applied(self, limits: dict[str, float | None], output: str, *, per_sample: bool) -> dict[str, float]:
         for general in (True, False):
             for setting in self.settings:
+                if setting.per_sample != per_sample:
+                    continue
                 if (setting.output is None) == general and (general or _matches(setting.output or "", output)):
                     limits[setting.metric] = setting.limit
         return {metric: limit for metric, limit in limits.items() if limit is not None}

@@ -9,45 +9,13 @@ difference (actual - golden), the figure a migration hands in. Ties go to the lo
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from binio.errors import InferError
-
-
-class LabelsError(InferError):
-    """A labels file that cannot be read or does not fit the dataset."""
-
 
 def is_classifier(shape: tuple[int, ...], is_float: bool) -> bool:
     return is_float and len(shape) == 2 and shape[1] >= 2
-
-
-def load_labels(path: Path) -> np.ndarray:
-    """One integer class per sample: a .npy array, or text with one label per line (the last token of the line)."""
-    path = Path(path)
-    if not path.is_file():
-        raise LabelsError(f"{path}: no such labels file")
-    if path.suffix == ".npy":
-        try:
-            array = np.load(path, allow_pickle=False)
-        except (ValueError, OSError) as exc:
-            raise LabelsError(f"{path}: not a readable .npy file ({exc})") from None
-        if array.dtype.kind not in "iu" and not (array.dtype.kind == "f" and np.all(array == np.round(array))):
-            raise LabelsError(f"{path}: expected integer class labels, found dtype {array.dtype}")
-        return array.astype(np.int64).ravel()
-    labels = []
-    for number, line in enumerate(path.read_text().splitlines(), start=1):
-        tokens = line.split()
-        if not tokens:
-            continue
-        try:
-            labels.append(int(tokens[-1]))
-        except ValueError:
-            raise LabelsError(f"{path}:{number}: expected an integer class label, found {tokens[-1]!r}") from None
-    return np.asarray(labels, dtype=np.int64)
 
 
 def top_indices(scores: np.ndarray, k: int) -> np.ndarray:

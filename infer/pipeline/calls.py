@@ -44,7 +44,8 @@ def compare(config: PipelineConfig, work: WorkLayout, run_folder: Path) -> Stage
 
     section = config.compare
     thresholds = Thresholds.parse(section.threshold_texts)
-    options = CompareOptions(thresholds=thresholds, topk=section.topk, labels=config.labels)
+    options = CompareOptions(thresholds=thresholds, topk=section.topk, labels=config.labels,
+                             allow_same_backend=section.allow_same_backend, fail_on_expected=section.fail_on_expected)
     result = compare_outputs(work.contract, work.bins, run_folder, options=options, layerwise=section.layerwise,
                              cache_root=work.golden_cache)
     paths = write_reports(result, work.report)

@@ -92,6 +92,8 @@ class CompareSection:
     topk: int = 5
     thresholds: dict[str, float | None] = field(default_factory=dict)  # cosine = 0.99; kl = "off" (None) lifts it
     layerwise: bool = False
+    allow_same_backend: bool = False  # compare --allow-same-backend: a [run] backend = "tf" compared with TF
+    fail_on_expected: bool = False  # compare --fail-on-expected: worse than the emulated precision fails
 
     @property
     def threshold_texts(self) -> tuple[str, ...]:

@@ -152,6 +152,10 @@ def _compare_args(config: PipelineConfig) -> list[str]:
         args += ["--threshold", text]
     if section.layerwise:
         args.append("--layerwise")
+    if section.allow_same_backend:
+        args.append("--allow-same-backend")
+    if section.fail_on_expected:
+        args.append("--fail-on-expected")
     return args
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import bisect
 import math
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ from binio.errors import BinFileError
 from binio.manifest import MANIFEST_NAME, DatasetManifest, InputManifest, load_manifest
 from binio.spec import TensorSpec, format_shape
 from infer.sources.arrays import SourceError
+from infer.sources.order import NATURAL_ORDER, natural_order
 
 
 @dataclass(frozen=True)
@@ -33,12 +33,6 @@ class _BinPiece:
     rows: int
     sha256: str | None = None
     manifest_path: Path | None = None
-
-
-def natural_order(path: Path) -> tuple[tuple[int, int | str], ...]:
-    """``2.bin`` before ``10.bin``, as ais_bench reads them: bare bins are often numbered without padding,
-    and a plain sort would put sample 10 before sample 2."""
-    return tuple((0, int(part)) if part.isdigit() else (1, part) for part in re.split(r"(\d+)", path.name) if part)
 
 
 def has_bins(folder: Path) -> bool:
@@ -125,7 +119,7 @@ class BinFolderSource:
         if self._manifest_source:
             found["original_source"] = self._manifest_source
         else:  # bare bins: the order they were read in, which decides each sample's index
-            found["order"] = "natural (numbers in names compared as numbers)"
+            found["order"] = NATURAL_ORDER
             found["file_names"] = [piece.path.name for piece in self._pieces]
         return found
 

@@ -1,7 +1,8 @@
 """A folder of images (JPEG, PNG, BMP) as samples: decoded, resized, centre-cropped and normalised.
 
-Files are taken in sorted order of their path under the folder (recorded in the manifest), so a re-run, another
-machine or the compare report sees the same sample at the same index. Decoding can run in worker processes
+Files are taken in natural order of their path under the folder (``img_2.png`` before ``img_10.png``, the order a
+folder of bare bins is read in), recorded in the manifest, so a re-run, another machine or the compare report sees
+the same sample at the same index. Decoding can run in worker processes
 (``--workers``): Pillow holds the GIL while it decodes, so threads would not help.
 """
 
@@ -16,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from infer.sources.arrays import SourceError
+from infer.sources.order import NATURAL_ORDER, natural_path_key
 
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp")
 _TASK_FILES = 4  # images per task sent to a worker: enough to amortise the pickling of the result
@@ -62,10 +64,11 @@ class ImagePreprocessing:
 
 
 def list_images(folder: Path) -> list[Path]:
-    """Every image under `folder`, sorted by relative path: a stable order on every machine."""
+    """Every image under `folder` in natural order of its relative path, folder by folder: a stable order on every
+    machine, and the one people number their files in (a plain sort puts img_10 before img_2)."""
     found = [p for p in folder.rglob("*") if p.suffix.lower() in IMAGE_SUFFIXES and p.is_file()
              and not any(part.startswith(".") for part in p.relative_to(folder).parts)]
-    return sorted(found, key=lambda p: p.relative_to(folder).as_posix())
+    return sorted(found, key=lambda p: natural_path_key(p.relative_to(folder)))
 
 
 def decode_image(path: Path, prep: ImagePreprocessing) -> np.ndarray:
@@ -127,7 +130,7 @@ def _decode_task(paths: list[str], prep: ImagePreprocessing) -> tuple[np.ndarray
 
 
 class ImageFolderSource:
-    """Decoded images, in sorted path order, streamed with a bounded number of images in flight."""
+    """Decoded images, in natural path order, streamed with a bounded number of images in flight."""
 
     def __init__(self, folder: Path, prep: ImagePreprocessing, *, workers: int = 1) -> None:
         self.folder = folder
@@ -154,7 +157,7 @@ class ImageFolderSource:
 
     @property
     def preprocessing(self) -> dict[str, Any]:
-        return {**self.prep.to_json(), "order": "sorted by relative path",
+        return {**self.prep.to_json(), "order": NATURAL_ORDER,
                 "files": [p.relative_to(self.folder).as_posix() for p in self.files]}
 
     def _serial(self) -> Iterator[np.ndarray]:

@@ -145,7 +145,7 @@ def test_random_generator_is_reproducible_whatever_the_batch(tmp_path: Path) -> 
     np.testing.assert_array_equal(first, second)
 
 
-def test_image_folder_in_sorted_order_with_resize_crop_and_normalisation(
+def test_image_folder_with_resize_crop_and_normalisation(
         capsys: pytest.CaptureFixture[str], frozen_small_cnn: ModelContract, tmp_path: Path) -> None:
     _images(tmp_path / "images", 5)
     out = tmp_path / "bins"
@@ -169,6 +169,25 @@ def test_image_folder_in_sorted_order_with_resize_crop_and_normalisation(
     pixels = np.asarray(resized, dtype=np.float32)[0:8, 1:9, ::-1]
     expected = (pixels * np.float32(0.00392156862745098) - np.float32(0.5)) / np.float32(0.25)
     np.testing.assert_allclose(samples[2], expected, rtol=1e-6, atol=1e-6)
+
+
+def test_image_folder_is_read_in_natural_order_and_the_order_recorded(frozen_small_cnn: ModelContract,
+                                                                      tmp_path: Path) -> None:
+    """img_2.png before img_10.png, folder by folder (set_2 before set_10), as a folder of bare bins is read."""
+    from PIL import Image
+
+    from infer.sources.order import NATURAL_ORDER
+
+    names = ["set_2/img_1.png", "set_2/img_2.png", "set_2/img_10.png", "set_10/img_1.png", "set_10/img_3.png"]
+    for index, name in enumerate(names):
+        (tmp_path / "images" / name).parent.mkdir(parents=True, exist_ok=True)
+        Image.fromarray(np.full((8, 8, 3), index * 40, np.uint8)).save(tmp_path / "images" / name)
+    manifest = dump_bins(frozen_small_cnn, DumpOptions(output=tmp_path / "bins",
+                                                       sources=(("", str(tmp_path / "images")),))).manifest
+    item = manifest.inputs[0]
+    assert item.preprocessing["files"] == names and item.preprocessing["order"] == NATURAL_ORDER
+    samples = np.concatenate(list(iter_samples(manifest, "images:0")))
+    assert [int(sample[0, 0, 0]) for sample in samples] == [0, 40, 80, 120, 160]
 
 
 def test_image_workers_give_the_same_bins_as_one_process(frozen_small_cnn: ModelContract, tmp_path: Path) -> None:
@@ -422,8 +441,13 @@ def test_interrupted_run_into_an_existing_folder_keeps_whole_files_only(
     for path in (out / "images").iterdir():
         assert path.stat().st_size == 2 * 8 * 8 * 3 * 4
     monkeypatch.undo()
+    # The interrupted write was file 0's; file 1 may have been written by then (the writer thread races the
+    # interrupt), file 2 was not. Exactly the files already holding the new bytes are kept, the others written.
+    new_bytes = np.full((2, 8, 8, 3), 2, np.float32).tobytes()
+    fresh = [path.name for path in sorted((out / "images").iterdir()) if path.read_bytes() == new_bytes]
+    assert fresh in ([], ["000001.bin"])
     resumed = dump_bins(frozen_small_cnn, options)
-    assert resumed.files_written + resumed.files_kept == 3
+    assert (resumed.files_written, resumed.files_kept) == (3 - len(fresh), len(fresh))
     assert sha256_file(out / "images" / "000000.bin") == resumed.manifest.inputs[0].files[0].sha256
 
 

@@ -212,3 +212,18 @@ def test_template_loads_and_every_commented_setting_is_a_valid_key(project: Path
     assert full.run == defaults.run
     assert full.data.preprocessing.mean == (0.0,)
     assert full.compare.thresholds == {"cosine": 0.999, "probs:0:kl": 0.01}
+
+
+def test_compare_per_sample_limits_and_switches_reach_the_command(project: Path) -> None:
+    from infer.pipeline.stages import _compare_args
+
+    text = MINIMAL + ('[compare]\nthresholds = { "sample:cosine" = 0.99, "sample:probs:0:max_abs" = 0.1 }\n'
+                      "allow_same_backend = true\nfail_on_expected = true\n")
+    config = load_config(_write(project, text))
+    assert config.compare.allow_same_backend and config.compare.fail_on_expected
+    assert _compare_args(config) == ["--threshold", "sample:cosine=0.99", "--threshold", "sample:probs:0:max_abs=0.1",
+                                     "--allow-same-backend", "--fail-on-expected"]
+    message = _error(project, MINIMAL + '[compare]\nthresholds = { "sample:kl" = 0.1 }\n')
+    assert message.endswith("sample:kl: KullbackLeiblerDivergence is not measured per sample; a per-sample limit "
+                            "takes one of CosineSimilarity, RelativeEuclideanDistance, RootMeanSquareError, "
+                            "MaxAbsoluteError")

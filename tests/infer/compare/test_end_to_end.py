@@ -25,7 +25,7 @@ def test_fp32_stand_in_passes_with_default_golden_cached(onnx_small_cnn, cnn_bin
     actual = _run_onnx(contract, cnn_bins, tmp_path / "out")
     outcome = run_cli(capsys, "compare", contract.path, "--input", cnn_bins, "--actual", actual)
     assert outcome.code == 0, outcome.out + outcome.err
-    assert outcome.out.strip().splitlines()[-1] == "PASSED"
+    assert outcome.out.strip().splitlines()[-1].split(" | ")[0] == "PASSED"
     result = compare(contract.path, cnn_bins, actual)
     assert result.golden_source == "cache"  # the CLI run computed it; this one reuses it
     metrics = result.outputs[0].metrics
@@ -88,7 +88,7 @@ def test_fp32_layerwise_marks_nothing(onnx_small_cnn, cnn_bins, cnn_golden, tmp_
 
 def test_layerwise_refuses_an_unconverted_model(frozen_small_cnn, cnn_bins, cnn_golden, capsys) -> None:  # type: ignore[no-untyped-def]
     outcome = run_cli(capsys, "compare", frozen_small_cnn.path, "--input", cnn_bins, "--actual", cnn_golden,
-                      "--golden", cnn_golden, "--layerwise")
+                      "--golden", cnn_golden, "--layerwise", "--allow-same-backend")
     assert outcome.code == 2
     assert outcome.error_line == (f"error: --layerwise: {frozen_small_cnn.path} is not converted; layer-by-layer "
                                   "comparison runs the ONNX stand-in")
@@ -97,8 +97,8 @@ def test_layerwise_refuses_an_unconverted_model(frozen_small_cnn, cnn_bins, cnn_
 def test_dump_golden_alone_needs_no_converted_model(frozen_small_cnn, cnn_bins, cnn_golden, tmp_path,  # type: ignore[no-untyped-def]
                                                     capsys) -> None:
     outcome = run_cli(capsys, "compare", frozen_small_cnn.path, "--input", cnn_bins, "--actual", cnn_golden,
-                      "--golden", cnn_golden, "--dump-golden", tmp_path / "dump")
-    assert outcome.code == 0 and outcome.out.strip().splitlines()[-1] == "PASSED"
+                      "--golden", cnn_golden, "--dump-golden", tmp_path / "dump", "--allow-same-backend")
+    assert outcome.code == 0 and outcome.out.strip().splitlines()[-1].split(" | ")[0] == "PASSED"
     names = sorted(p.name for p in (tmp_path / "dump").iterdir())
     assert len(names) == 6 and all(n.endswith(".npy") and len(n.split(".")) == 4 for n in names)
     assert len({n.split(".")[2] for n in names}) == 1  # one timestamp for the whole dump

@@ -7,7 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from infer.compare.topk import LabelsError, TopKAccumulator, load_labels, top_indices
+from infer.compare.labels import LabelsError, read_labels
+from infer.compare.topk import TopKAccumulator, top_indices
 
 GOLDEN = np.array([[0.1, 0.5, 0.2, 0.9],    # order 3, 1, 2, 0
                    [0.4, 0.3, 0.2, 0.1]])   # order 0, 1, 2, 3
@@ -54,18 +55,21 @@ def test_k_is_capped_at_the_class_count() -> None:
 
 
 def test_labels_from_text_and_npy(tmp_path: Path) -> None:
-    (tmp_path / "labels.txt").write_text("a.jpg 3\n\nb.jpg 1\n7\n")
-    assert load_labels(tmp_path / "labels.txt").tolist() == [3, 1, 7]
+    (tmp_path / "labels.txt").write_text("3\n\n1\n7\n")
+    assert read_labels(tmp_path / "labels.txt").labels.tolist() == [3, 1, 7]
+    (tmp_path / "named.txt").write_text("a.jpg 3\n\nmy photo.jpg 1\n")
+    named = read_labels(tmp_path / "named.txt")
+    assert (named.names, named.labels.tolist(), named.lines) == (("a.jpg", "my photo.jpg"), [3, 1], (1, 3))
     np.save(tmp_path / "labels.npy", np.array([[2], [0]], dtype=np.int32))
-    assert load_labels(tmp_path / "labels.npy").tolist() == [2, 0]
+    assert read_labels(tmp_path / "labels.npy").labels.tolist() == [2, 0]
 
 
 def test_bad_labels(tmp_path: Path) -> None:
     (tmp_path / "labels.txt").write_text("3\ncat\n")
     with pytest.raises(LabelsError, match=r"labels.txt:2: expected an integer class label, found 'cat'"):
-        load_labels(tmp_path / "labels.txt")
+        read_labels(tmp_path / "labels.txt")
     np.save(tmp_path / "labels.npy", np.array([0.5, 1.0]))
     with pytest.raises(LabelsError, match="expected integer class labels, found dtype float64"):
-        load_labels(tmp_path / "labels.npy")
+        read_labels(tmp_path / "labels.npy")
     with pytest.raises(LabelsError, match="no such labels file"):
-        load_labels(tmp_path / "missing.txt")
+        read_labels(tmp_path / "missing.txt")

@@ -1,0 +1,148 @@
+"""Labels files, and which sample each label belongs to.
+
+A ``.npy`` array, or text: one label per line, either bare (``3``) or after the sample's name (``img_10.png 3``,
+as ImageNet's validation lists are written). Bare labels are matched to the samples by position, in the dataset's
+order. Named labels are matched by name to the files the samples were made from (`dataset.json` records them for
+an image folder and for bare bins), whatever order either side is in: a labels file sorted one way and a folder
+read another way must not pair each image with its neighbour's label. A sample without a label, a label for no
+sample, or two labels for one sample is refused by name.
+
+A name matches a sample file by its path under the dataset's source folder, else by its file name, else by its
+file name without the extension (``img_10`` for ``img_10.png``), whichever is unique among the samples.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+import numpy as np
+
+from binio.errors import InferError
+
+_SHOWN = 3  # names listed in a refusal
+
+
+class LabelsError(InferError):
+    """A labels file that cannot be read or does not fit the dataset."""
+
+
+@dataclass(frozen=True)
+class LabelsFile:
+    """What a labels file holds: one class per line, and the sample names when its lines name them."""
+
+    path: Path
+    labels: np.ndarray  # int64
+    names: tuple[str, ...] | None = None  # None: bare labels, matched by position
+    lines: tuple[int, ...] = ()  # the line number of each named label, for refusals
+
+
+def _listed(names: list[str]) -> str:
+    shown = ", ".join(names[:_SHOWN])
+    return shown + (f" and {len(names) - _SHOWN} more" if len(names) > _SHOWN else "")
+
+
+def read_labels(path: Path) -> LabelsFile:
+    """A .npy array of integer classes, or a text file of ``label`` or ``name label`` lines (not both kinds)."""
+    path = Path(path)
+    if not path.is_file():
+        raise LabelsError(f"{path}: no such labels file")
+    if path.suffix == ".npy":
+        try:
+            array = np.load(path, allow_pickle=False)
+        except (ValueError, OSError) as exc:
+            raise LabelsError(f"{path}: not a readable .npy file ({exc})") from None
+        if array.dtype.kind not in "iu" and not (array.dtype.kind == "f" and np.all(array == np.round(array))):
+            raise LabelsError(f"{path}: expected integer class labels, found dtype {array.dtype}")
+        return LabelsFile(path=path, labels=array.astype(np.int64).ravel())
+    labels: list[int] = []
+    names: list[str] = []
+    lines: list[int] = []
+    named_line = bare_line = 0
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        tokens = line.split()
+        if not tokens:
+            continue
+        try:
+            labels.append(int(tokens[-1]))
+        except ValueError:
+            raise LabelsError(f"{path}:{number}: expected an integer class label, found {tokens[-1]!r}") from None
+        if len(tokens) > 1:
+            names.append(line.strip()[: -len(tokens[-1])].strip())
+            lines.append(number)
+            named_line = named_line or number
+        else:
+            bare_line = bare_line or number
+        if named_line and bare_line:
+            kind, other, first = (("a bare label", "`name label` lines", named_line) if len(tokens) == 1 else
+                                  ("a `name label` line", "bare labels", bare_line))
+            raise LabelsError(f"{path}:{number}: {kind} after {other} (line {first})",
+                              hint="write every line as `name label`, or every line as a bare label")
+    return LabelsFile(path=path, labels=np.asarray(labels, dtype=np.int64),
+                      names=tuple(names) if named_line else None, lines=tuple(lines))
+
+
+def _keys(name: str) -> tuple[str, ...]:
+    """The ways a name may be written: its path, its file name, its file name without the extension."""
+    path = PurePosixPath(name.replace("\\", "/").removeprefix("./"))
+    return (path.as_posix(), path.name, path.stem)
+
+
+def _index(samples: tuple[str, ...]) -> list[dict[str, int | None]]:
+    """Per kind of key, key -> sample index (None where two samples share that key)."""
+    found: list[dict[str, int | None]] = [{}, {}, {}]
+    for index, name in enumerate(samples):
+        for kind, key in enumerate(_keys(name)):
+            found[kind][key] = None if key in found[kind] else index
+    return found
+
+
+def match_by_name(labels: LabelsFile, samples: tuple[str, ...]) -> np.ndarray:
+    """One label per sample, each taken from the line that names the sample's file."""
+    assert labels.names is not None
+    index = _index(samples)
+    matched = np.full(len(samples), -1, dtype=np.int64)
+    line_of: dict[int, int] = {}
+    extra: list[str] = []
+    for name, label, line in zip(labels.names, labels.labels, labels.lines, strict=True):
+        sample = None
+        for kind, key in enumerate(_keys(name)):
+            if key in index[kind]:
+                sample = index[kind][key]
+                if sample is None:
+                    raise LabelsError(f"{labels.path}:{line}: {name!r} fits several samples of the dataset",
+                                      hint="name the sample by its path under the source folder")
+                break
+        if sample is None:
+            extra.append(name)
+            continue
+        if sample in line_of:
+            raise LabelsError(f"{labels.path}:{line}: a second label for sample {sample} ({samples[sample]}); "
+                              f"the first is on line {line_of[sample]}")
+        line_of[sample] = line
+        matched[sample] = label
+    if extra:
+        raise LabelsError(f"{labels.path}: {len(extra)} label{'s' if len(extra) > 1 else ''} for no sample of the "
+                          f"dataset: {_listed(extra)}", hint="the names are matched to the files the samples "
+                          "were made from (dataset.json lists them)")
+    missing = [samples[i] for i in np.flatnonzero(matched < 0)]
+    if missing:
+        raise LabelsError(f"{labels.path}: no label for {len(missing)} sample{'s' if len(missing) > 1 else ''}: "
+                          f"{_listed(missing)}", hint="one `name label` line per sample")
+    return matched
+
+
+def labels_for_samples(path: Path, samples: int, names: tuple[str, ...] | None) -> np.ndarray:
+    """One label per sample in the dataset's order: named labels matched by name to `names` (the sample files),
+    bare labels (and a .npy) by position."""
+    labels = read_labels(path)
+    if labels.names is not None:
+        if names is None:
+            raise LabelsError(f"{path}: labels are given by name ({labels.names[0]!r}, ...), but the dataset's "
+                              "samples have no file names (its source is an array, not a folder of files)",
+                              hint="write bare labels, one per line in the dataset's order")
+        return match_by_name(labels, names)
+    if labels.labels.size != samples:
+        raise LabelsError(f"{path}: {labels.labels.size} labels for a dataset of {samples} samples",
+                          hint="one label per sample, padding excluded, in the dataset's order")
+    return labels.labels

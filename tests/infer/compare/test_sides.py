@@ -1,0 +1,140 @@
+"""Real models: the verdict line names both sides, a side compared with itself is refused, the expected-error band
+sees damage msit's thresholds let through, and compare reports its progress."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from binio.binfile import sha256_file
+from infer.compare.compare import CompareOptions, compare
+from infer.contract import ModelContract, load_contract
+from infer.run import RunOptions, run_model
+from tests.cli import run_cli
+
+pytestmark = pytest.mark.slow
+
+
+def _run(contract: ModelContract, bins: Path, out: Path, backend: str = "onnxrt") -> Path:
+    return run_model(contract.path, bins, out, RunOptions(backend=backend)).folder
+
+
+def _damaged_fp16(frozen: ModelContract, folder: Path, scale: float) -> ModelContract:
+    """The small CNN converted under force_fp16 from a pb whose conv kernel carries noise of `scale` times its own
+    spread; model.pb stays the original, so TensorFlow (and the emulation) compute the healthy model."""
+    import tensorflow as tf
+
+    from infer.convert import ConvertOptions, convert_model
+
+    shutil.copytree(frozen.folder, folder)
+    original = load_contract(folder / "model.json")
+    graph_def = tf.compat.v1.GraphDef()
+    graph_def.ParseFromString(original.pb_path.read_bytes())
+    kernel = next(node for node in graph_def.node if node.name == "conv/kernel")
+    values = tf.make_ndarray(kernel.attr["value"].tensor)
+    noise = np.random.default_rng(5).normal(scale=scale * float(values.std()), size=values.shape)
+    kernel.attr["value"].tensor.CopyFrom(tf.make_tensor_proto((values + noise).astype(values.dtype)))
+    (folder / "damaged.pb").write_bytes(graph_def.SerializeToString())
+    staged = replace(original, pb="damaged.pb", pb_sha256=sha256_file(folder / "damaged.pb")).save()
+    converted = convert_model(staged, ConvertOptions(target="onnx", precision_mode="force_fp16")).contract
+    (folder / "damaged.pb").unlink()
+    return replace(converted, pb=original.pb, pb_sha256=original.pb_sha256).save()
+
+
+def test_last_line_names_both_sides_by_sha256(onnx_small_cnn_fp16, cnn_bins, cnn_golden, copy_model, tmp_path,  # type: ignore[no-untyped-def]
+                                               capsys) -> None:
+    contract = copy_model(onnx_small_cnn_fp16)
+    actual = _run(contract, cnn_bins, tmp_path / "out")
+    outcome = run_cli(capsys, "compare", contract.path, "--input", cnn_bins, "--actual", actual, "--golden",
+                      cnn_golden)
+    assert outcome.code == 0, outcome.err
+    assert contract.converted is not None
+    expected = (f"PASSED | golden: tensorflow model.pb ({contract.pb_sha256[:8]}) | actual: onnxrt model.onnx "
+                f"force_fp16 ({contract.converted.sha256[:8]}) | 5 samples, dataset "
+                f"{sha256_file(cnn_bins / 'dataset.json')[:8]} | worst sample ")
+    assert outcome.out.strip().splitlines()[-1].startswith(expected)
+
+
+def test_golden_and_actual_from_one_graph_on_one_backend_are_refused(onnx_small_cnn, cnn_bins, cnn_golden,  # type: ignore[no-untyped-def]
+                                                                     copy_model, tmp_path, capsys) -> None:
+    contract = copy_model(onnx_small_cnn)
+    tf_run = _run(contract, cnn_bins, tmp_path / "tf", backend="tf")
+    message = (f"error: --actual {tf_run}: computed by tensorflow model.pb ({contract.pb_sha256[:8]}), the same graph "
+               "on the same backend as the golden outputs; the comparison would prove nothing about a conversion")
+    # Refused before TensorFlow computes the golden outputs, and with them given.
+    outcome = run_cli(capsys, "compare", contract.path, "--input", cnn_bins, "--actual", tf_run)
+    assert (outcome.code, outcome.error_line) == (2, message)
+    assert "golden outputs: running TensorFlow" not in outcome.err
+    outcome = run_cli(capsys, "compare", contract.path, "--input", cnn_bins, "--actual", tf_run, "--golden", cnn_golden)
+    assert (outcome.code, outcome.error_line) == (2, message)
+    # A golden folder msame-style, without run.json, is taken for TensorFlow's outputs, as --golden promises.
+    bare_golden = tmp_path / "bare_golden"
+    shutil.copytree(cnn_golden, bare_golden)
+    (bare_golden / "run.json").unlink()
+    outcome = run_cli(capsys, "compare", contract.path, "--input", cnn_bins, "--actual", tf_run, "--golden",
+                      bare_golden)
+    assert (outcome.code, outcome.error_line) == (2, message)
+    outcome = run_cli(capsys, "compare", contract.path, "--input", cnn_bins, "--actual", tf_run, "--golden", cnn_golden,
+                      "--allow-same-backend")
+    assert outcome.code == 0
+    # Two runs of one onnx model are one backend too.
+    onnx_run = _run(contract, cnn_bins, tmp_path / "a")
+    outcome = run_cli(capsys, "compare", contract.path, "--input", cnn_bins, "--actual", onnx_run, "--golden",
+                      _run(contract, cnn_bins, tmp_path / "b"))
+    assert outcome.code == 2 and "the same graph on the same backend" in outcome.error_line
+
+
+def test_expected_band_flags_damage_that_msit_passes(frozen_small_cnn, onnx_small_cnn_fp16, cnn_bins, cnn_golden,  # type: ignore[no-untyped-def]
+                                                     copy_model, tmp_path, capsys) -> None:
+    damaged = _damaged_fp16(frozen_small_cnn, tmp_path / "damaged", scale=0.05)
+    actual = _run(damaged, cnn_bins, tmp_path / "out")
+    outcome = run_cli(capsys, "compare", damaged.path, "--input", cnn_bins, "--actual", actual, "--golden", cnn_golden,
+                      "--expected-from-emulation", "--report", tmp_path / "report")
+    assert outcome.code == 0, outcome.out + outcome.err  # msit's rule passes: the default verdict
+    last = outcome.out.strip().splitlines()[-1]
+    assert last.startswith("PASSED | ") and "emulated force_fp16 (FLAGGED)" in last
+    result = compare(damaged.path, cnn_bins, actual, golden=cnn_golden,
+                     options=CompareOptions(expected_from_emulation=True))
+    (band,) = result.expected
+    assert band.flagged and band.rmse_ratio > 10 and result.outputs[0].passed
+    report = json.loads((tmp_path / "report" / "report.json").read_text())
+    assert report["expected_from_emulation"][0]["flagged"] is True and report["passed"] is True
+    outcome = run_cli(capsys, "compare", damaged.path, "--input", cnn_bins, "--actual", actual, "--golden", cnn_golden,
+                      "--fail-on-expected")
+    assert outcome.code == 1
+    assert outcome.out.strip().splitlines()[-1].startswith("FAILED: probs:0 error ")
+    # The healthy conversion sits inside its band (the stand-in is the emulation: a ratio of 1).
+    healthy = copy_model(onnx_small_cnn_fp16)
+    result = compare(healthy.path, cnn_bins, _run(healthy, cnn_bins, tmp_path / "healthy"), golden=cnn_golden,
+                     options=CompareOptions(fail_on_expected=True))
+    (band,) = result.expected
+    assert result.passed and not band.flagged and band.rmse_ratio == pytest.approx(1.0)
+
+
+def test_expected_band_is_on_by_default_for_an_om(onnx_small_cnn_fp16, cnn_bins, cnn_golden, copy_model,  # type: ignore[no-untyped-def]
+                                                  tmp_path) -> None:
+    contract = copy_model(onnx_small_cnn_fp16)
+    actual = _run(contract, cnn_bins, tmp_path / "out")
+    assert contract.converted is not None
+    assert compare(contract.path, cnn_bins, actual, golden=cnn_golden).expected == ()  # not an om: asked only
+    as_om = replace(contract, converted=replace(contract.converted, target="om")).save()
+    assert len(compare(as_om.path, cnn_bins, actual, golden=cnn_golden).expected) == 1
+    assert compare(as_om.path, cnn_bins, actual, golden=cnn_golden,
+                   options=CompareOptions(expected_from_emulation=False)).expected == ()
+
+
+def test_progress_is_heard_for_the_golden_run_and_every_batch_read(onnx_small_cnn, cnn_bins, copy_model,  # type: ignore[no-untyped-def]
+                                                                   tmp_path) -> None:
+    contract = copy_model(onnx_small_cnn)
+    actual = _run(contract, cnn_bins, tmp_path / "out")
+    heard: list[tuple[str, int, int]] = []
+    compare(contract.path, cnn_bins, actual, progress=lambda what, done, total: heard.append((what, done, total)))
+    golden = [h for h in heard if h[0] == "golden"]
+    assert golden[-1] == ("golden", 3, 3)  # three batch files
+    reading = [h for h in heard if h[0] == "probs:0"]
+    assert reading == [("probs:0", done, 6) for done in range(7)]  # two passes over three batches
