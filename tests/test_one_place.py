@@ -50,3 +50,15 @@ def test_msame_and_ais_bench_argv_is_built_in_one_place() -> None:
 def test_tensorflow_and_msaccucmp_dtype_spellings_live_in_binio() -> None:
     found = files_with_string(lambda text: text.startswith("DT_"))
     assert {path for path in found if not path.startswith("binio/")} == set()
+
+
+def test_the_version_is_written_once() -> None:
+    """infer.__version__; pyproject reads it from there, doctor and the compare reports show it."""
+    import infer
+
+    assert files_with_string(lambda text: text == infer.__version__) == {"infer/__init__.py"}
+    asking_metadata = {path for path, tree in TREES.items() for node in ast.walk(tree)
+                       if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                       and node.func.attr == "version" and any(isinstance(a, ast.Constant) and a.value == "infer"
+                                                               for a in node.args)}
+    assert asking_metadata == set()
