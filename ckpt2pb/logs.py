@@ -5,8 +5,9 @@ from __future__ import annotations
 import logging
 import os
 
-# TensorFlow's C++ side: 0 all, 1 no INFO, 2 no WARNING, 3 no ERROR. At 2 its start-up chatter (oneDNN notes, CPU
-# feature lines) is gone and its real errors still come through.
+# TensorFlow's C++ side: 0 all, 1 no INFO, 2 no WARNING, 3 no ERROR. At 2 its warnings are gone and its real
+# errors still come through. The oneDNN notice it prints while starting, before it reads the level, is kept off the
+# terminal by the command line (infer/cli/quiet.py); -vv shows it.
 TF_CPP_MIN_LOG_LEVEL = "2"
 
 

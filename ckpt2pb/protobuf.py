@@ -27,8 +27,8 @@ def parse_protobuf(message: Message, path: Path, what: str) -> Message:
 
 
 def read_graph_def(pb: Path) -> Any:
-    """The frozen pb at `pb` as a ``GraphDef``: what freeze reads, and what the TensorFlow runner and the
-    layer-by-layer comparison run."""
+    """The frozen pb at `pb` as a ``GraphDef``: what freeze reads, what convert hands to atc_wrap, and what the
+    TensorFlow runner and the layer-by-layer comparison run."""
     from tensorflow.core.framework import graph_pb2
 
     return parse_protobuf(graph_pb2.GraphDef(), pb, "frozen GraphDef")
