@@ -30,6 +30,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "GraphReport": ("ckpt2pb.inspection", "GraphReport"),
     "inspect_model": ("ckpt2pb.inspection", "inspect_model"),
     "FreezeReport": ("infer.freeze", "FreezeReport"),
+    "InputRequest": ("ckpt2pb.inputs", "InputRequest"),
     "freeze_model": ("infer.freeze", "freeze_model"),
     "ConvertOptions": ("infer.convert", "ConvertOptions"),
     "ConvertResult": ("infer.convert", "ConvertResult"),
@@ -61,7 +62,8 @@ _EXPORTS: dict[str, tuple[str, str]] = {
 __all__ = [
     "BinInfoReport", "CompareOptions", "CompareResult", "ConvertOptions", "ConvertResult", "DatasetManifest",
     "DoctorReport", "DumpOptions", "DumpResult", "FreezeReport", "GraphReport", "ImageOptions", "InferError",
-    "ModelContract", "PipelineConfig", "PipelineResult", "RunOptions", "RunResult", "ScaleOptions", "Thresholds",
+    "InputRequest", "ModelContract", "PipelineConfig", "PipelineResult", "RunOptions", "RunResult", "ScaleOptions",
+    "Thresholds",
     "compare_outputs", "convert_model", "describe_path", "diagnose", "dump_bins", "freeze_model", "inspect_model",
     "load_config", "load_contract", "load_manifest", "run_model", "run_pipeline", "run_sharded",
 ]  # a literal list, so type checkers see the API; equal to _EXPORTS (tests/test_api.py)
@@ -69,6 +71,7 @@ __all__ = [
 if TYPE_CHECKING:
     from binio.errors import InferError
     from binio.manifest import DatasetManifest, load_manifest
+    from ckpt2pb.inputs import InputRequest
     from ckpt2pb.inspection import GraphReport, inspect_model
     from infer.bininfo import BinInfoReport, describe_path
     from infer.compare.compare import CompareOptions

@@ -142,3 +142,26 @@ def test_run_takes_the_dataset_as_its_manifest_or_its_folder(onnx_small_cnn: Mod
 def test_a_pipeline_is_run_from_its_file_or_its_loaded_config(tmp_path: Path) -> None:
     with pytest.raises(infer.InferError, match=r"pipeline\.toml"):
         infer.run_pipeline(tmp_path / "pipeline.toml")
+
+
+@pytest.mark.slow
+def test_freeze_takes_typed_inputs_and_a_mapping_as_well_as_the_command_line_text(tmp_path: Path) -> None:
+    from tests.models import build_resnet_like
+
+    model = build_resnet_like(tmp_path / "ckpt")
+    (name, (_, shape)), = model.inputs.items()
+    fixed_shape = (2, *shape[1:])
+    typed = infer.freeze_model(model.path, tmp_path / "typed", list(model.outputs),
+                               inputs=[infer.InputRequest(name, shape=fixed_shape, dtype="float32")],
+                               assignments={"is_training": False})
+    text = infer.freeze_model(model.path, tmp_path / "text", list(model.outputs),
+                              inputs=f"{name}[{','.join(map(str, fixed_shape))}]:float32",
+                              assignments=["is_training=false"])
+    from ckpt2pb.protobuf import read_graph_def
+
+    # Two freezes of one model are equal graphs, not equal bytes (TensorFlow's serialisation varies).
+    assert ({n.name: n.op for n in read_graph_def(typed.contract.pb_path).node}
+            == {n.name: n.op for n in read_graph_def(text.contract.pb_path).node})
+    assert (typed.contract.inputs, typed.contract.outputs, typed.contract.fixed) == (
+        text.contract.inputs, text.contract.outputs, text.contract.fixed)
+    assert typed.contract.inputs[0].shape == fixed_shape and "is_training" in typed.contract.fixed
