@@ -6,7 +6,7 @@ the model contract and the one error root. Each name is imported the first time 
 
     import infer
 
-    frozen = infer.freeze_model("ckpt/model.ckpt", "model", ["probs:0"], batch=8, assignments=["is_training=false"])
+    frozen = infer.freeze_model("ckpt/model.ckpt", "model", ["probs:0"], batch=8, assignments={"is_training": False})
     converted = infer.convert_model(frozen.contract, infer.ConvertOptions(soc_version="Ascend310"))
     ...
 
