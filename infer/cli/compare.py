@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -48,12 +49,10 @@ def compare(
     and the worst sample. Every sample is also measured on its own; --threshold sample:cosine=0.99 fails the run on
     one bad sample."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
-    from rich.table import Table
 
     from infer.cli.compare_table import metrics_table
     from infer.compare.compare import CompareOptions
     from infer.compare.compare import compare as run_compare
-    from infer.compare.metrics import shown
     from infer.compare.thresholds import Thresholds
 
     if workers < 1:
@@ -108,21 +107,7 @@ def compare(
                          f"{a.actual_topk:.2%} ({a.topk_difference:+.2%})")
             console.print(line, markup=False)
     if result.layerwise is not None:
-        layers = Table(title=f"layer by layer, batch {result.layerwise.batch_stem}", title_justify="left")
-        for column in ("tensor", "op", "cosine", "MaxAbsErr", "RED", ""):
-            layers.add_column(column, justify="left" if column in ("tensor", "op", "") else "right")
-        for row in result.layerwise.rows:
-            if row.metrics is None:
-                layers.add_row(row.tensor, row.op_type, "", "", "", f"unmatched: {row.unmatched_reason}")
-            else:
-                mark = "<- first below threshold" if row.first_failing else ("fail" if row.failures else "")
-                layer = row.metrics
-                layers.add_row(row.tensor, row.op_type, shown(layer.cosine_similarity, "CosineSimilarity"),
-                               shown(layer.max_absolute_error), shown(layer.relative_euclidean_distance),
-                               mark)
-        console.print(layers)
-        first = result.layerwise.first_failing
-        console.print(f"first tensor below threshold: {first.tensor if first else 'none'}", markup=False)
+        _print_layers(console, result.layerwise)
     if result.dumped_golden:
         console.print(f"golden dump (msaccucmp naming): {result.dumped_golden}", markup=False)
     if report is not None:
@@ -138,3 +123,57 @@ def compare(
     console.print(result.verdict_line(), markup=False, soft_wrap=True)
     if not result:
         sys.exit(1)
+
+
+def _print_layers(console: Any, layers: Any) -> None:
+    """The layer-by-layer table and its diagnosis lines."""
+    from rich.table import Table
+
+    from infer.compare.layer_diagnosis import ERROR_FLOOR
+    from infer.compare.metrics import shown
+
+    title = f"layer by layer, batch {layers.batch_stem} ({layers.batch_reason})"
+    table = Table(title=title, title_justify="left")
+    for column in ("tensor", "op", "cosine", "RED", "growth", ""):
+        numeric = column in ("cosine", "RED", "growth")
+        table.add_column(column, justify="right" if numeric else "left", no_wrap=numeric,
+                         min_width=10 if numeric else None, overflow="fold")  # names wrap, never cut
+    first_mark = "<- first to diverge (warning)" if layers.is_warning else "<- first to diverge"
+    for row in layers.rows:
+        if row.metrics is None:
+            what = "skipped" if row.random_source else "unmatched"
+            table.add_row(row.tensor, row.op_type, "", "", "", f"{what}: {row.unmatched_reason}")
+            continue
+        notes = [first_mark if row.first_failing else ("fail" if row.failures else "")]
+        if row.onnx_tensor:
+            notes.append(f"as ONNX's unnamed {row.onnx_tensor} ({row.onnx_op}, fused)")
+        if row.match != "op and inputs":
+            notes.append(row.match if row.match.startswith("op differs") else f"matched by {row.match}")
+        if row.layout.startswith(("as the model gives", "unknown")) or "(the conversion does not say" in row.layout:
+            notes.append(f"layout {row.layout}")
+        table.add_row(row.tensor, row.op_type, shown(row.metrics.cosine_similarity, "CosineSimilarity"),
+                      shown(row.metrics.relative_euclidean_distance), f"{row.error_growth:.3g}",
+                      "; ".join(n for n in notes if n))
+    if not console.is_terminal:
+        console.width = max(console.width, 200)  # a pipe or a log file: the table at its natural width
+    console.print(table)
+    first = layers.first_failing
+    console.print(f"first tensor to diverge: {first.tensor if first else 'none'}"
+                  + (f" ({first.op_type})" if first else ""), markup=False)
+    if len(layers.origins) > 1:
+        console.print(f"diverging independently (each with every compared input passing): "
+                      f"{', '.join(layers.origins)}", markup=False)
+    growth = layers.growth
+    if growth is not None and growth.metrics is not None:
+        red = growth.metrics.relative_euclidean_distance
+        source = ("from inputs that match TensorFlow" if red / growth.error_growth <= ERROR_FLOOR * 1.001 else
+                  f"{growth.error_growth:.3g} times the largest RED of the compared tensors it reads")
+        console.print(f"error grows most at: {growth.tensor} ({growth.op_type}), RED {shown(red)}, {source}",
+                      markup=False)
+    if layers.nonfinite is not None:
+        console.print(f"first inf/NaN: {layers.nonfinite.describe()}", markup=False)
+    if layers.skipped_random:
+        console.print("not compared (computed from random ops): "
+                      + ", ".join(r.tensor for r in layers.skipped_random), markup=False)
+    if layers.note:
+        console.print(layers.note, markup=False)

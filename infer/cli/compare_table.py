@@ -6,8 +6,8 @@ packed into lines that fit (as Polygraphy prints its statistics). A pipe or a lo
 
 from __future__ import annotations
 
-from infer.compare.metrics import shown
-from infer.compare.result import CompareResult, OutputResult
+from infer.compare.metrics import ValueCounts, shown
+from infer.compare.result import CompareResult, LayerwiseResult, OutputResult
 
 # The metric columns: short header -> msaccucmp's name.
 COLUMNS = {"cosine": "CosineSimilarity", "RED": "RelativeEuclideanDistance", "KL": "KullbackLeiblerDivergence",
@@ -16,17 +16,26 @@ COLUMNS = {"cosine": "CosineSimilarity", "RED": "RelativeEuclideanDistance", "KL
 _GAP = "  "
 
 
-def _cells(output: OutputResult) -> list[tuple[str, str]]:
+def fp16_cell(counts: ValueCounts, layers: LayerwiseResult | None) -> str:
+    """The fp16 column: the cause of an inf/NaN where TF is finite, as far as the outputs (or --layerwise) tell."""
+    if layers is not None and layers.nonfinite is not None and counts.nonfinite_actual_where_golden_finite:
+        return layers.nonfinite.cause
+    if counts.beyond_fp16_golden:
+        return "overflow"  # TF's own values are past 65504: fp16 cannot hold them
+    return "inf/NaN" if counts.nonfinite_actual_where_golden_finite else "ok"
+
+
+def _cells(output: OutputResult, layers: LayerwiseResult | None = None) -> list[tuple[str, str]]:
     m = output.metrics
     cells = [(short, shown(m.value(name), name)) for short, name in COLUMNS.items()]
     cells += [("NaN/inf", str(m.counts.nan_actual + m.counts.inf_actual)),
-              ("fp16", "overflow" if m.counts.fp16_overflow else "ok"), ("result", "pass" if output.passed else "FAIL")]
+              ("fp16", fp16_cell(m.counts, layers)), ("result", "pass" if output.passed else "FAIL")]
     return cells
 
 
 def _table(result: CompareResult) -> list[str]:
     headers = ["output", *(name for name, _ in _cells(result.outputs[0]))] if result.outputs else ["output"]
-    rows = [[output.name, *(value for _, value in _cells(output))] for output in result.outputs]
+    rows = [[output.name, *(value for _, value in _cells(output, result.layerwise))] for output in result.outputs]
     widths = [max(len(row[i]) for row in (headers, *rows)) for i in range(len(headers))]
 
     def line(cells: list[str]) -> str:
@@ -41,7 +50,7 @@ def _blocks(result: CompareResult, width: int) -> list[str]:
     for output in result.outputs:
         lines.append(output.name)
         current = " "
-        for name, value in _cells(output):
+        for name, value in _cells(output, result.layerwise):
             pair = f" {name} {value}"
             if len(current) > 1 and len(current) + len(pair) > width:
                 lines.append(current)

@@ -208,7 +208,7 @@ def compare(model: ModelContract | Path | str, dataset: DatasetManifest | Path |
         from infer.compare.layerwise import compare_layers
 
         layers = compare_layers(contract, manifest, options.thresholds, atol=options.atol, rtol=options.rtol,
-                                with_converted=layerwise, dump_golden=dump_golden)
+                                with_converted=layerwise, dump_golden=dump_golden, outcome=result)
         result = replace(result, layerwise=layers if layerwise else None,
                          dumped_golden=str(dump_golden) if dump_golden is not None else "")
     return result

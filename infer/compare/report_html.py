@@ -196,9 +196,18 @@ def _output_section(output: OutputResult) -> str:
 
 def _layerwise_section(layers: LayerwiseResult) -> str:
     first = layers.first_failing
-    parts = [f"<h2>Layer by layer (batch {html.escape(layers.batch_stem)})</h2>",
-             "<p>" + ("first tensor below threshold: <span class='fail'>" + html.escape(first.tensor) + "</span>"
-                      if first else "no tensor below threshold") + "</p>"]
+    lines = [("first tensor to diverge" + (" (a warning: the outputs pass)" if layers.is_warning else "")
+              + ": <span class='fail'>" + html.escape(first.tensor) + "</span>") if first else
+             "no tensor diverges"]
+    growth = layers.growth
+    if growth is not None:
+        lines.append(f"error grows most at {html.escape(growth.tensor)} (x{growth.error_growth:.3g})")
+    if layers.nonfinite is not None:
+        lines.append("first inf/NaN: " + html.escape(layers.nonfinite.describe()))
+    if layers.note:
+        lines.append(html.escape(layers.note))
+    parts = [f"<h2>Layer by layer (batch {html.escape(layers.batch_stem)}, {html.escape(layers.batch_reason)})</h2>",
+             "<p>" + "<br>".join(lines) + "</p>"]
     matched = layers.matched
     if matched:
         def draw(axes: Any) -> None:

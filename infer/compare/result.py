@@ -8,6 +8,7 @@ from typing import Any
 
 from infer.compare.expected import ExpectedError
 from infer.compare.metrics import Metrics, json_float, shown
+from infer.compare.nonfinite import NonfiniteFinding
 from infer.compare.provenance import Provenance
 from infer.compare.thresholds import Failure
 from infer.compare.topk import TopKResult
@@ -102,37 +103,68 @@ class OutputResult:
 
 @dataclass(frozen=True)
 class LayerRow:
-    """One intermediate tensor in graph order: matched and compared, or listed with why it was not."""
+    """One intermediate tensor in graph order: compared, or listed with why it was not."""
 
     tensor: str
     op_type: str
     dtype: str
     shape: tuple[int, ...]
-    metrics: Metrics | None  # None when unmatched
+    metrics: Metrics | None  # None when not compared
     failures: tuple[Failure, ...]
-    first_failing: bool = False
-    unmatched_reason: str = ""
+    first_failing: bool = False  # the first tensor to diverge: it fails while every compared tensor upstream passes
+    unmatched_reason: str = ""  # why it was not compared
+    onnx_op: str = ""  # the ONNX op that computes the tensor of this name
+    onnx_tensor: str = ""  # the unnamed ONNX tensor compared in its place, where the converter fused and renamed
+    match: str = ""  # how the name was matched: "op and inputs", "values", or "op differs: ..."
+    layout: str = ""  # the ONNX tensor's layout relative to TensorFlow's, from the conversion's transposes
+    error_growth: float = math.nan  # its RED over the largest RED of the compared tensors it reads
+    random_source: str = ""  # the random op it is computed from (never compared)
 
     @property
     def matched(self) -> bool:
         return self.metrics is not None
 
+    @property
+    def passed(self) -> bool:
+        return self.matched and not self.failures
+
     def to_json(self) -> dict[str, Any]:
         return {"tensor": self.tensor, "op_type": self.op_type, "dtype": self.dtype, "shape": list(self.shape),
                 "matched": self.matched, "first_failing": self.first_failing,
-                "unmatched_reason": self.unmatched_reason,
+                "unmatched_reason": self.unmatched_reason, "onnx_op": self.onnx_op,
+                "onnx_tensor": self.onnx_tensor or None, "match": self.match,
+                "layout": self.layout, "error_growth": json_float(self.error_growth),
+                "random_source": self.random_source or None,
                 "metrics": None if self.metrics is None else self.metrics.to_json(),
                 "failures": [f.describe() for f in self.failures]}
 
 
 @dataclass(frozen=True)
 class LayerwiseResult:
+    """Every tensor of one batch, and the diagnosis: where the error is introduced, where it grows most, where
+    inf/NaN first appears, and how that agrees with the verdict."""
+
     batch_stem: str
     rows: tuple[LayerRow, ...]
+    origins: tuple[str, ...] = ()  # every failing tensor whose compared upstream all passes, in graph order
+    growth_tensor: str = ""  # where the error grows most (largest error_growth)
+    outputs_passed: bool = True  # the verdict on the outputs, which the marks must agree with
+    note: str = ""  # the warning (a PASSED run with a diverging tensor) or why a FAILED run has no mark
+    batch_reason: str = ""  # why this batch was the one compared
+    nonfinite: NonfiniteFinding | None = None
 
     @property
     def first_failing(self) -> LayerRow | None:
         return next((r for r in self.rows if r.first_failing), None)
+
+    @property
+    def is_warning(self) -> bool:
+        """A tensor diverges while the outputs pass: reported as a warning, not as the verdict's cause."""
+        return self.outputs_passed and self.first_failing is not None
+
+    @property
+    def growth(self) -> LayerRow | None:
+        return next((r for r in self.rows if r.tensor == self.growth_tensor), None) if self.growth_tensor else None
 
     @property
     def matched(self) -> tuple[LayerRow, ...]:
@@ -140,11 +172,19 @@ class LayerwiseResult:
 
     @property
     def unmatched(self) -> tuple[LayerRow, ...]:
-        return tuple(r for r in self.rows if not r.matched)
+        return tuple(r for r in self.rows if not r.matched and not r.random_source)
+
+    @property
+    def skipped_random(self) -> tuple[LayerRow, ...]:
+        return tuple(r for r in self.rows if r.random_source)
 
     def to_json(self) -> dict[str, Any]:
         first = self.first_failing
-        return {"batch": self.batch_stem, "first_failing": None if first is None else first.tensor,
+        return {"batch": self.batch_stem, "batch_reason": self.batch_reason,
+                "first_failing": None if first is None else first.tensor, "first_failing_is_warning": self.is_warning,
+                "origins": list(self.origins), "growth_tensor": self.growth_tensor or None, "note": self.note,
+                "nonfinite": None if self.nonfinite is None else self.nonfinite.to_json(),
+                "skipped_random": [r.tensor for r in self.skipped_random],
                 "tensors": [r.to_json() for r in self.rows]}
 
 

@@ -62,7 +62,8 @@ def compare(config: PipelineConfig, work: WorkLayout, run_folder: Path) -> Stage
                          f"{_percent(accuracy.actual_top1)}")
         parts.append(text)
     if result.layerwise is not None and result.layerwise.first_failing is not None:
-        parts.append(f"first diverging tensor {result.layerwise.first_failing.tensor}")
+        warning = " (warning: the outputs pass)" if result.layerwise.is_warning else ""
+        parts.append(f"first diverging tensor {result.layerwise.first_failing.tensor}{warning}")
     summary = "; ".join(parts) + f" -> {result.verdict()}"
     return StageDone(summary, (work.report / "report.json",),
                      {"passed": result.passed, "verdict": result.verdict(), "report_html": str(html)})

@@ -62,20 +62,23 @@ def test_perturbed_layer_fails_and_layerwise_marks_it_first(perturbed_small_cnn,
                       "--report", tmp_path / "report")
     assert outcome.code == 1
     assert outcome.out.strip().splitlines()[-1].startswith("FAILED: probs:0 ")
-    assert "first tensor below threshold: BiasAdd:0" in outcome.out
+    assert "first tensor to diverge: BiasAdd:0 (BiasAdd)" in outcome.out
     result = compare(perturbed_small_cnn.path, cnn_bins, actual, golden=cnn_golden, layerwise=True)
     assert not result
     layers = result.layerwise
     assert layers is not None and layers.first_failing is not None
     assert layers.first_failing.tensor == "BiasAdd:0" and layers.first_failing.op_type == "BiasAdd"
+    assert [row.tensor for row in layers.rows if row.first_failing] == ["BiasAdd:0"]  # exactly one marked first
+    assert layers.origins == ("BiasAdd:0",) and layers.growth_tensor == "BiasAdd:0" and layers.note == ""
     dumped = sorted(p.name.split(".")[0] + "." + p.name.split(".")[1] for p in (tmp_path / "dump").iterdir())
     assert dumped == ["BiasAdd.0", "Conv2D.0", "conv_relu.0", "head_logits.0", "pool.0", "probs.0"]
     relu = next((tmp_path / "dump").glob("conv_relu.0.*.npy"))
     assert np.load(relu).shape == (2, 8, 8, 4)
     html = (tmp_path / "report" / "report.html").read_text()
-    assert "first tensor below threshold: <span class='fail'>BiasAdd:0</span>" in html
+    assert "first tensor to diverge: <span class='fail'>BiasAdd:0</span>" in html
     csv_text = (tmp_path / "report" / "report.csv").read_text()
     assert "Conv2D:0" in csv_text and "not in the ONNX model" in csv_text
+    assert any(line.split(",")[5] == "BiasAdd:0" and "first to diverge" in line for line in csv_text.splitlines())
 
 
 def test_fp32_layerwise_marks_nothing(onnx_small_cnn, cnn_bins, cnn_golden, tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -142,3 +145,19 @@ def test_fp16_overflow_is_flagged_and_located(tmp_path, capsys) -> None:  # type
     assert counts.fp16_overflow and counts.inf_actual == 4 and counts.nonfinite_actual_where_golden_finite == 4
     assert result.layerwise is not None and result.layerwise.first_failing is not None
     assert result.layerwise.first_failing.tensor == "Square:0"
+    finding = result.layerwise.nonfinite
+    assert finding is not None and (finding.tensor, finding.cause) == ("Square:0", "overflow")
+    assert "first inf/NaN: Square:0 (Square): " in outcome.out and "overflow" in outcome.out
+
+
+def test_failed_run_without_a_mark_says_why(onnx_small_cnn_fp16, cnn_bins, cnn_golden, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """An absolute limit the outputs break is no divergence of a layer: no mark, and the reason instead."""
+    from infer.compare.thresholds import Thresholds
+
+    actual = _run_onnx(onnx_small_cnn_fp16, cnn_bins, tmp_path / "out")
+    result = compare(onnx_small_cnn_fp16.path, cnn_bins, actual, golden=cnn_golden, layerwise=True,
+                     options=CompareOptions(thresholds=Thresholds.parse(["rmse=1e-9"])))
+    assert not result.passed and result.layerwise is not None and result.layerwise.first_failing is None
+    assert result.layerwise.note == ("no tensor marked: probs:0 fails only on RootMeanSquareError, which the "
+                                     "layer-wise view does not judge (it uses CosineSimilarity, "
+                                     "RelativeEuclideanDistance, measures that do not depend on scale)")

@@ -1,0 +1,202 @@
+"""--layerwise on small converted models built for one situation each: a name tf2onnx gave to another partial
+sum, tensors computed from a random op, a final transpose the conversion dropped, an fp16 underflow into log."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from binio.binfile import write_bin
+from binio.manifest import BinEntry, DatasetManifest, InputManifest, bin_file_name
+from infer.compare.compare import CompareResult, compare
+from infer.contract import ModelContract
+from infer.run import RunOptions, run_model
+from tests.atc_wrap.graphs import write_frozen
+from tests.cli import run_cli
+from tests.infer.compare.corpus import edited_copy, write_bins
+
+pytestmark = pytest.mark.slow
+
+
+def _converted(folder: Path, build: Any, inputs: tuple[str, ...], outputs: tuple[str, ...],
+               mode: str = "force_fp32") -> ModelContract:
+    from infer.convert import ConvertOptions, convert_model
+
+    frozen = write_frozen(folder, build, inputs, outputs)
+    return convert_model(frozen, ConvertOptions(target="onnx", precision_mode=mode)).contract
+
+
+def _layerwise(contract: ModelContract, bins: Path, out: Path) -> CompareResult:
+    actual = run_model(contract.path, bins, out, RunOptions(backend="onnxrt")).folder
+    return compare(contract.path, bins, actual, layerwise=True, cache_root=out / "golden-cache")
+
+
+def _producer(model: Any, tensor: str) -> Any:
+    return next(node for node in model.graph.node if tensor in node.output)
+
+
+def build_sum(tf: Any) -> None:
+    """sum2 = (a + b) + c, three branches of x."""
+    x = tf.compat.v1.placeholder(tf.float32, [2, 8], name="x")
+    a = tf.multiply(x, 2.0, name="a")
+    b = tf.add(x, 1.0, name="b")
+    c = tf.tanh(x, name="c")
+    tf.add(tf.add(a, b, name="sum1"), c, name="sum2")
+
+
+def test_a_name_on_another_partial_sum_is_unmatched_with_the_reason(tmp_path: Path) -> None:
+    """As tf2onnx did on BERT's embeddings: the name sum1 lands on b + c, the total is still right."""
+    converted = _converted(tmp_path / "sum", build_sum, ("x:0",), ("sum2:0",))
+
+    def reorder(model: Any) -> None:
+        first, total = _producer(model, "sum1:0"), _producer(model, "sum2:0")
+        del first.input[:]
+        first.input.extend(["b:0", "c:0"])
+        del total.input[:]
+        total.input.extend(["a:0", "sum1:0"])
+
+    contract = edited_copy(converted, tmp_path / "reordered", reorder)
+    result = _layerwise(contract, write_bins(tmp_path / "bins", "x:0", (2, 8)), tmp_path / "out")
+    assert result.passed and result.layerwise is not None
+    rows = {row.tensor: row for row in result.layerwise.rows}
+    assert not rows["sum1:0"].matched
+    assert rows["sum1:0"].unmatched_reason.startswith(
+        "another computation: ONNX computes it from b:0, c:0, TensorFlow from a:0, b:0")
+    assert rows["sum2:0"].matched and rows["sum2:0"].match == "op and inputs" and not rows["sum2:0"].failures
+    assert result.layerwise.first_failing is None and result.layerwise.note == ""
+
+
+def build_noisy(tf: Any) -> None:
+    """out = h + 0 * (h * uniform noise): the noise branch is random, the output's value is not."""
+    x = tf.compat.v1.placeholder(tf.float32, [2, 8], name="x")
+    h = tf.nn.relu(x, name="h")
+    noisy = tf.multiply(h, tf.random.uniform([2, 8], name="noise"), name="noisy")
+    tf.add(h, tf.multiply(noisy, 0.0, name="silenced"), name="out")
+
+
+def test_tensors_from_random_ops_are_never_compared_and_named(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                              ) -> None:
+    contract = _converted(tmp_path / "noisy", build_noisy, ("x:0",), ("out:0",))
+    bins = write_bins(tmp_path / "bins", "x:0", (2, 8))
+    result = _layerwise(contract, bins, tmp_path / "out")
+    layers = result.layerwise
+    assert layers is not None
+    assert [row.tensor for row in layers.skipped_random] == ["noisy:0", "silenced:0", "out:0"]
+    assert all(row.random_source == "noise/RandomUniform" and not row.matched for row in layers.skipped_random)
+    assert [row.tensor for row in layers.matched] == ["h:0"]
+    actual = result.actual_dir
+    outcome = run_cli(capsys, "compare", contract.path, "--input", bins, "--actual", actual, "--layerwise")
+    assert "not compared (computed from random ops): noisy:0, silenced:0, out:0" in outcome.out
+
+
+def build_feature_map(tf: Any) -> None:
+    """A (2,4,4,4) feature map as the output: H, W and C equal, so either layout has its shape."""
+    x = tf.compat.v1.placeholder(tf.float32, [2, 4, 4, 3], name="x")
+    kernel = tf.constant(np.random.default_rng(3).normal(size=(3, 3, 3, 4)).astype(np.float32))
+    tf.nn.relu(tf.nn.conv2d(x, kernel, 1, "SAME"), name="features")
+
+
+def test_a_dropped_final_transpose_fails_layer_by_layer_too(tmp_path: Path) -> None:
+    """The output is compared as the model gives it, NCHW here: the layer view must not undo the bug."""
+    converted = _converted(tmp_path / "fm", build_feature_map, ("x:0",), ("features:0",))
+
+    def drop_final_transpose(model: Any) -> None:
+        final = _producer(model, "features:0")
+        assert final.op_type == "Transpose"
+        _producer(model, final.input[0]).output[0] = "features:0"
+        model.graph.node.remove(final)
+
+    contract = edited_copy(converted, tmp_path / "dropped", drop_final_transpose)
+    result = _layerwise(contract, write_bins(tmp_path / "bins", "x:0", (2, 4, 4, 3)), tmp_path / "out")
+    assert not result.passed and result.layerwise is not None
+    first = result.layerwise.first_failing
+    assert first is not None and first.tensor == "features:0"
+    assert first.metrics is not None and first.metrics.cosine_similarity < 0.9
+    assert "which is NCHW (the converter's): a transpose back to TensorFlow's layout is missing" in first.layout
+    assert [r.tensor for r in result.layerwise.rows if r.first_failing] == ["features:0"]
+
+
+def build_log_power(tf: Any) -> None:
+    """out = 0.5 * log(x*x + 1e-10): the eps is below fp16's smallest subnormal, so x = 0 gives log(0)."""
+    x = tf.compat.v1.placeholder(tf.float32, [2, 64], name="x")
+    power = tf.add(tf.square(x, name="square"), 1e-10, name="power")
+    tf.multiply(tf.math.log(power, name="logpower"), 0.5, name="out")
+
+
+def test_fp16_underflow_into_log_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    contract = _converted(tmp_path / "log", build_log_power, ("x:0",), ("out:0",), mode="force_fp16")
+    values = np.random.default_rng(0).normal(size=(2, 64)).astype(np.float32)
+    values[:, ::8] = 0.0  # silence, as in an audio frame
+    entry = BinEntry(bin_file_name(0), write_bin(tmp_path / "bins" / "x" / bin_file_name(0), values), 2)
+    DatasetManifest(root=tmp_path / "bins", batch=2, samples=2,
+                    inputs=(InputManifest("x:0", "x", "float32", (2, 64), "ND", (entry,)),)).save()
+    result = _layerwise(contract, tmp_path / "bins", tmp_path / "out")
+    assert not result.passed and result.layerwise is not None
+    finding = result.layerwise.nonfinite
+    assert finding is not None and (finding.tensor, finding.op_type, finding.cause) == ("logpower:0", "Log",
+                                                                                        "underflow")
+    assert finding.count == 16 and "power:0" in finding.detail
+    outcome = run_cli(capsys, "compare", contract.path, "--input", tmp_path / "bins", "--actual", result.actual_dir,
+                      "--layerwise")
+    assert "first inf/NaN: logpower:0 (Log): 16 inf/NaN where TensorFlow is finite; underflow: " in outcome.out
+    table_row = next(line for line in outcome.out.splitlines() if line.strip().startswith(("│ out:0", "┃ out:0",
+                                                                                             "out:0")))
+    assert "underflow" in table_row and "overflow" not in table_row
+
+
+def test_bert_like_embedding_sum_reordered_by_tf2onnx_is_unmatched(tmp_path: Path) -> None:
+    """tf2onnx adds BERT's three embeddings in another order, and the name of the first partial sum lands on a
+    different one; the next sum is the same again. Under force_fp16 nothing is marked: the run passes."""
+    from tests.frozen import freeze_by_hand
+    from tests.models import BuiltModel, build_bert_like
+
+    reference = build_bert_like(tmp_path / "ckpt")
+    frozen = freeze_by_hand(BuiltModel(prefix=reference.path, inputs=reference.inputs, outputs=reference.outputs),
+                            tmp_path / "frozen", batch=reference.batch)
+    from infer.convert import ConvertOptions, convert_model
+
+    contract = convert_model(frozen, ConvertOptions(target="onnx", precision_mode="force_fp16")).contract
+    items = []
+    for name, values in reference.feeds.items():
+        folder = name.split(":")[0]
+        entry = BinEntry(bin_file_name(0), write_bin(tmp_path / "bins" / folder / bin_file_name(0), values),
+                         reference.batch)
+        items.append(InputManifest(name, folder, "int32", values.shape, "ND", (entry,)))
+    DatasetManifest(root=tmp_path / "bins", batch=reference.batch, samples=reference.batch,
+                    inputs=tuple(items)).save()
+    result = _layerwise(contract, tmp_path / "bins", tmp_path / "out")
+    assert result.passed and result.layerwise is not None
+    rows = {row.tensor: row for row in result.layerwise.rows}
+    assert rows["bert/add:0"].unmatched_reason.startswith("another computation: ONNX computes it from "
+                                                          "bert/Gather_1:0, TensorFlow from bert/Gather:0, "
+                                                          "bert/Gather_1:0")
+    assert rows["bert/add_1:0"].matched and rows["bert/add_1:0"].match == "op and inputs"
+    # tf2onnx splits Rsqrt into Sqrt (keeping the name) and Reciprocal: the Reciprocal is compared.
+    assert rows["bert/Rsqrt:0"].matched and rows["bert/Rsqrt:0"].onnx_op == "Reciprocal"
+    assert result.layerwise.first_failing is None and result.layerwise.note == ""
+    assert all(not row.failures for row in result.layerwise.matched)
+
+
+def build_exp(tf: Any) -> None:
+    """out = exp(x) * 1e-12 with x near 28: exp's values are near 1e12, the output's near 1."""
+    x = tf.compat.v1.placeholder(tf.float32, [2, 64], name="x")
+    tf.multiply(tf.exp(x, name="grown"), 1e-12, name="out")
+
+
+def test_a_correct_fp32_exp_in_the_trillions_is_not_marked(tmp_path: Path) -> None:
+    """ONNX Runtime's exp and TensorFlow's differ in the last fp32 bit: RMSE in the tens of thousands (msit's
+    absolute rule would fail it), RED near 1e-8. Intermediate tensors are judged by relative measures."""
+    from infer.compare.thresholds import Thresholds
+
+    contract = _converted(tmp_path / "exp", build_exp, ("x:0",), ("out:0",))
+    result = _layerwise(contract, write_bins(tmp_path / "bins", "x:0", (2, 64), scale=0.5, offset=28.0),
+                        tmp_path / "out")
+    assert result.passed and result.layerwise is not None
+    grown = next(row for row in result.layerwise.rows if row.tensor == "grown:0")
+    assert grown.metrics is not None and grown.metrics.root_mean_square_error > 1.0
+    assert Thresholds().failures("grown:0", grown.metrics)  # msit's rule on it: a failure
+    assert grown.metrics.relative_euclidean_distance < 1e-6 and not grown.failures
+    assert result.layerwise.first_failing is None and result.layerwise.note == ""
