@@ -1,51 +1,56 @@
 """Folding `tf.cond` whose predicate became a constant (a folded `is_training`): only the live branch stays.
 
 TF2's graph mode writes tf.cond as a functional `If` op whose branches live in the function library; once the
-predicate is a constant, the taken branch is inlined in the If's place and the If goes, so the pb holds plain ops
-that older consumers read and that carry static shapes again.
+predicate is a constant (TensorFlow computes it, through whatever ops lie between it and the constants), the
+taken branch is inlined in the If's place and the If goes. Function calls (`PartitionedCall`, a SavedModel
+signature's `StatefulPartitionedCall`) are inlined the same way. The pb then holds plain ops that older consumers
+(TF 1.15, ATC's parser) read and that carry static shapes again.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from binio.spec import node_name, output_index
 from ckpt2pb import surgery
+from ckpt2pb.constfold import constant_values
 
 _IF_OPS = frozenset({"If", "StatelessIf"})
+_CALL_OPS = frozenset({"PartitionedCall", "StatefulPartitionedCall"})
+_MAX_DEPTH = 64  # rounds of inlining (each inlines one level of nesting); a recursive function stops here
 
 
-def _constant_predicate(nodes: dict[str, Any], reference: str) -> bool | None:
-    """The predicate's value when it is a constant, through Identity chains; else None."""
+def _library_graph(graph_def: Any) -> Any:
+    """A tf.Graph holding only `graph_def`'s function library: what turning a function that calls others into
+    nodes looks the callees up in."""
     import tensorflow as tf
 
-    name = node_name(reference)
-    for _ in range(64):
-        node = nodes.get(name)
-        if node is None:
-            return None
-        if node.op == "Identity":
-            name = node_name(node.input[0])
-            continue
-        if node.op == "Const":
-            value = tf.make_ndarray(node.attr["value"].tensor)
-            return bool(value) if value.size == 1 else None
-        return None
-    return None
+    library = tf.compat.v1.GraphDef()
+    library.library.CopyFrom(graph_def.library)
+    library.versions.CopyFrom(graph_def.versions)
+    graph = tf.Graph()
+    with graph.as_default():
+        tf.compat.v1.import_graph_def(library, name="")
+    return graph
 
 
-def _inline(graph_def: Any, if_node: Any, function: Any, branch: str) -> None:
+def _inline(graph_def: Any, caller: Any, function: Any, arguments: list[str], scope: str, keep: bool,
+            library: Any) -> None:
+    """Puts `function`'s body in the graph in place of `caller` (an If or a call op), its arguments read from
+    `arguments`. Readers of the caller's outputs read the body's results; a caller in `keep` (an output the user
+    named) stays as an Identity (IdentityN) of them, so its tensor names live on."""
     from tensorflow.python.framework.function_def_to_graph import (  # no public API turns a FunctionDef into nodes
         function_def_to_graph_def,
     )
 
-    body, flat_names = function_def_to_graph_def(function)
-    prefix = f"{if_node.name}/{branch}/"
-    data_inputs = [ref for ref in if_node.input[1:] if not ref.startswith("^")]
-    controls = [ref for ref in if_node.input if ref.startswith("^")]
-    arguments = {arg.name: data_inputs[i] for i, arg in enumerate(function.signature.input_arg)}
+    with library.as_default():
+        body, flat_names = function_def_to_graph_def(function)
+    prefix = f"{caller.name}/{scope}/"
+    controls = [ref for ref in caller.input if ref.startswith("^")]
+    bound = {arg.name: arguments[i] for i, arg in enumerate(function.signature.input_arg)}
     for node in body.node:
-        if node.name in arguments:
+        if node.name in bound:
             continue
         copy = graph_def.node.add()
         copy.CopyFrom(node)
@@ -55,56 +60,72 @@ def _inline(graph_def: Any, if_node: Any, function: Any, branch: str) -> None:
             is_control = ref.startswith("^")
             bare = ref.lstrip("^")
             source = node_name(bare)
-            if source in arguments:
-                target = arguments[source]
+            if source in bound:
+                target = bound[source]
                 rewritten.append("^" + node_name(target) if is_control else target)
             else:
                 rewritten.append(("^" if is_control else "") + prefix + bare)
-        if not node.input:  # constants of the branch ran under the If's control inputs
+        if not node.input:  # constants of the body ran under the caller's control inputs
             rewritten.extend(controls)
         del copy.input[:]
         copy.input.extend(rewritten)
+
     def outside(ret: str) -> str:
-        """A branch result as a tensor of the outer graph: an inlined node's output, or an If input passed through."""
+        """A body result as a tensor of the outer graph: an inlined node's output, or an argument passed through."""
         flat = flat_names.get(ret, ret)
-        if node_name(flat) in arguments:
-            return arguments[node_name(flat)]
+        if node_name(flat) in bound:
+            return bound[node_name(flat)]
         return prefix + (node_name(flat) if output_index(flat) == 0 else flat)
 
     results = [outside(function.ret[output.name]) for output in function.signature.output_arg]
+    types = [caller.attr["Tout"].list.type[i] if "Tout" in caller.attr else 0 for i in range(len(results))]
+    if keep and results:
+        surgery.make_identity_n(caller, types, [*results, *controls])
+        return
     for index, target in enumerate(results):
-        surgery.rewire(graph_def, f"{if_node.name}:{index}", target)
-    for node in graph_def.node:  # control edges on the If now wait for its (first) result
-        replaced = [("^" + node_name(results[0]) if results else None) if ref == f"^{if_node.name}" else ref
+        surgery.rewire(graph_def, f"{caller.name}:{index}", target)
+    for node in graph_def.node:  # control edges on the caller now wait for its (first) result
+        replaced = [("^" + node_name(results[0]) if results else None) if ref == f"^{caller.name}" else ref
                     for ref in node.input]
         if replaced != list(node.input):
             del node.input[:]
             node.input.extend(ref for ref in replaced if ref is not None)
+    kept = [n for n in graph_def.node if n.name != caller.name]
+    del graph_def.node[:]
+    graph_def.node.extend(kept)
 
 
-def fold_constant_conds(graph_def: Any) -> int:
-    """Inlines the live branch of every If whose predicate is constant; returns how many were folded."""
+def fold_constant_conds(graph_def: Any, keep: Collection[str] = ()) -> int:
+    """Inlines the live branch of every If whose predicate is constant (through any chain of stateless ops from
+    constants: TensorFlow computes it), and the body of every function call, until none is left that can go.
+    Nodes in `keep` (the outputs) keep their names. Returns how many Ifs were folded."""
     folded = 0
-    while True:
-        nodes = {node.name: node for node in graph_def.node}
+    for _ in range(_MAX_DEPTH):
         functions = {f.signature.name: f for f in graph_def.library.function}
-        target = None
-        for node in graph_def.node:
-            if node.op in _IF_OPS:
-                predicate = _constant_predicate(nodes, node.input[0])
-                if predicate is not None:
-                    target = (node, predicate)
-                    break
-        if target is None:
+        ifs = [node for node in graph_def.node if node.op in _IF_OPS]
+        predicates = constant_values(graph_def, [node.input[0] for node in ifs]) if ifs else {}
+        live = {}
+        for node in ifs:
+            value = predicates.get(node.input[0])
+            if value is not None and value.size == 1:
+                live[node.name] = "then_branch" if bool(value.reshape(())) else "else_branch"
+        calls = [node.name for node in graph_def.node
+                 if node.op in _CALL_OPS and node.attr["f"].func.name in functions]
+        library = _library_graph(graph_def) if live or calls else None
+        # Inlining rebuilds the node list (its messages are copied), so each caller is looked up afresh.
+        for name in [*live, *calls]:
+            node = next(n for n in graph_def.node if n.name == name)
+            if name in live:
+                function, arguments, scope = node.attr[live[name]].func.name, node.input[1:], live[name][:-7]
+            else:
+                function, arguments, scope = node.attr["f"].func.name, node.input, "call"
+            _inline(graph_def, node, functions[function], [ref for ref in arguments if not ref.startswith("^")],
+                    scope, name in keep, library)
+        folded += len(live)
+        changed = bool(live or calls)
+        if not changed:
             break
-        node, predicate = target
-        branch = "then_branch" if predicate else "else_branch"
-        _inline(graph_def, node, functions[node.attr[branch].func.name], branch.removesuffix("_branch"))
-        kept = [n for n in graph_def.node if n.name != node.name]
-        del graph_def.node[:]
-        graph_def.node.extend(kept)
-        folded += 1
-    return folded  # the inlined branches' functions stay in the library: freeze prunes it once, after extraction
+    return folded  # the inlined functions stay in the library: freeze prunes it once, after extraction
 
 
 def prune_library(graph_def: Any) -> None:
@@ -140,16 +161,15 @@ def fold_constant_switches(graph_def: Any) -> int:
     """TF1 control flow (`Switch`/`Merge`, as TF 1.x wrote tf.cond): a Switch whose predicate is constant passes
     its data straight to the live side; nodes of the dead side are dropped by the pruning that follows, and each
     Merge becomes an Identity of its one live input. Returns how many Switch nodes were folded."""
-    nodes = {node.name: node for node in graph_def.node}
     dead_ports: set[str] = set()  # tensors that never carry a value: "switch:k"
     folded = 0
-    for node in graph_def.node:
-        if node.op not in ("Switch", "RefSwitch") or len(node.input) < 2:
+    switches = [node for node in graph_def.node if node.op in ("Switch", "RefSwitch") and len(node.input) >= 2]
+    predicates = constant_values(graph_def, [node.input[1] for node in switches]) if switches else {}
+    for node in switches:
+        value = predicates.get(node.input[1])
+        if value is None or value.size != 1:
             continue
-        predicate = _constant_predicate(nodes, node.input[1])
-        if predicate is None:
-            continue
-        live, dead_port = (1, 0) if predicate else (0, 1)
+        live, dead_port = (1, 0) if bool(value.reshape(())) else (0, 1)
         data = node.input[0]
         surgery.rewire(graph_def, f"{node.name}:{live}", data)
         dead_ports.add(f"{node.name}:{dead_port}")

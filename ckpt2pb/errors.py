@@ -17,6 +17,15 @@ class FreezeError(InferError):
     """A graph that cannot be frozen as asked: a placeholder left, a dim unknown, a conflicting spec."""
 
 
+class UnsetSwitchError(FreezeError):
+    """A bool switch (is_training) the outputs need, neither an input nor fixed: the fix is a `--set`, which
+    each front end spells its own way (the CLI's flag, the pipeline's TOML)."""
+
+    def __init__(self, message: str, *, placeholder: str) -> None:
+        super().__init__(message, hint=f"fix it with --set {placeholder}=false (or true)")
+        self.placeholder = placeholder
+
+
 class VerifyError(InferError):
     """A frozen graph whose outputs differ from the original graph's beyond tolerance."""
 
@@ -31,5 +40,5 @@ def tensorflow_reason(message: str) -> str:
     return next((line for line in lines if not line.startswith(_TF_NOISE)), lines[0] if lines else "")
 
 
-__all__ = ["FreezeError", "GraphNameError", "InferError", "OutputExistsError", "SourceError", "VerifyError",
-           "tensorflow_reason"]
+__all__ = ["FreezeError", "GraphNameError", "InferError", "OutputExistsError", "SourceError", "UnsetSwitchError",
+           "VerifyError", "tensorflow_reason"]

@@ -13,19 +13,22 @@ from typing import Any
 
 from binio.spec import TensorSpec, format_shape, node_name, output_index, tensor_name
 from ckpt2pb import surgery
+from ckpt2pb.compat import random_ops, unknown_to_tf115
 from ckpt2pb.controlflow import fold_constant_conds, fold_constant_switches, prune_library
-from ckpt2pb.errors import FreezeError, GraphNameError
+from ckpt2pb.errors import FreezeError, GraphNameError, UnsetSwitchError
 from ckpt2pb.graphinfo import (
     DATASET_OPS,
     ITERATOR_OUTPUT_OPS,
     PLACEHOLDER_OPS,
     import_graph,
+    is_switch,
     shape_of,
     tensor_names,
 )
 from ckpt2pb.inputs import InputRequest, parse_value
 from ckpt2pb.inspection import rank_output_candidates
 from ckpt2pb.names import unknown_name_error
+from ckpt2pb.ranges import fold_decided_draws
 from ckpt2pb.source import LoadedSource, restored_session
 from ckpt2pb.verify import Verification, verify_frozen
 
@@ -48,6 +51,9 @@ class FrozenGraph:
     verification: Verification | None = None
     stripped_attrs: int = 0
     nodes: int = 0
+    unknown_to_tf115: dict[str, str] = field(default_factory=dict)  # node -> op ATC's TF 1.15 parser lacks
+    random_ops: dict[str, str] = field(default_factory=dict)  # node -> op that draws random numbers
+    signature_keys: dict[str, str] = field(default_factory=dict)  # tensor -> its SavedModel signature key
 
 
 def _layout(shape: tuple[int | None, ...], channels_first: bool = False) -> str:
@@ -140,7 +146,8 @@ def _plan(source: LoadedSource, graph: Any, known: list[str], outputs: Sequence[
     if not requests:  # the plain placeholders the outputs need become the inputs, as the graph has them
         needed = _needed_nodes(source.graph_def, [node_name(o) for o in outputs])
         requests = [InputRequest(name=f"{name}:0") for name, node in placeholder_nodes.items()
-                    if node.op != "PlaceholderWithDefault" and name in needed and name not in assignments
+                    if node.op != "PlaceholderWithDefault" and not is_switch(node) and name in needed
+                    and name not in assignments
                     and node_name(name) not in {node_name(a) for a in assignments}]
     specs: list[TensorSpec] = []
     replaced: dict[str, str] = {}
@@ -211,11 +218,14 @@ def _edit(graph_def: Any, plan: _Plan, output_nodes: list[str]) -> Any:
     for node in graph_def.node:
         if node.op == "PlaceholderWithDefault":
             surgery.fold_to_default(node)
-    folded = fold_constant_conds(graph_def) + fold_constant_switches(graph_def)
+    keep = output_nodes + [name for name in plan.replaced.values()]
+    pruned = tf.compat.v1.graph_util.extract_sub_graph(graph_def, keep)  # the training side is never folded
+    folded = fold_constant_conds(pruned, keep=set(output_nodes)) + fold_constant_switches(pruned)
     if folded:
         log.info("folded %d tf.cond with a constant predicate to their live branch", folded)
-    keep = output_nodes + [name for name in plan.replaced.values()]
-    pruned = tf.compat.v1.graph_util.extract_sub_graph(graph_def, keep)
+    pruned = tf.compat.v1.graph_util.extract_sub_graph(pruned, keep)
+    if fold_decided_draws(pruned):  # dropout with its switch off: the sampler cannot change the result
+        pruned = tf.compat.v1.graph_util.extract_sub_graph(pruned, keep)
     surgery.strip_checks(pruned)
     result = tf.compat.v1.graph_util.extract_sub_graph(pruned, keep)
     prune_library(result)  # the functions of the conds folded or stripped above
@@ -234,6 +244,9 @@ def _check_leftovers(graph_def: Any, plan: _Plan, output_nodes: list[str]) -> No
         )
     wanted = {spec.node for spec in plan.inputs} | set(plan.replaced.values())
     for node in graph_def.node:
+        if node.op in PLACEHOLDER_OPS and node.name not in wanted and is_switch(node):
+            raise UnsetSwitchError(f"placeholder {node.name}:0 (bool) is needed by the outputs but is neither an "
+                                   "input nor set", placeholder=node.name)
         if node.op in PLACEHOLDER_OPS and node.name not in wanted:
             dtype_name = _dtype_name(node.attr["dtype"].type)
             raise FreezeError(
@@ -303,6 +316,11 @@ def freeze_source(source: LoadedSource, outputs: Sequence[str], *, inputs: Seque
     import tensorflow as tf
 
     assignments = dict(assignments or {})
+    # A SavedModel's signature keys name its tensors too (--outputs note,onset): the graph names may be
+    # StatefulPartitionedCall:1 and serving_default_audio:0.
+    outputs = [source.signature_tensor(name, "output") or name for name in outputs]
+    inputs = [replace(request, name=source.signature_tensor(request.name, "input") or request.name)
+              for request in inputs]
     graph = import_graph(source.graph_def, source.path)
     known = sorted(set(tensor_names(graph)))
     if not outputs:
@@ -358,4 +376,8 @@ def freeze_source(source: LoadedSource, outputs: Sequence[str], *, inputs: Seque
             fixed[node.name] = "default"
     log.info("froze %d nodes (%d default-valued attributes stripped)", len(frozen.node), stripped)
     return FrozenGraph(graph_def=frozen, serialized=serialized, inputs=input_specs, outputs=tuple(output_specs),
-                       fixed=fixed, verification=verification, stripped_attrs=stripped, nodes=len(frozen.node))
+                       fixed=fixed, verification=verification, stripped_attrs=stripped, nodes=len(frozen.node),
+                       unknown_to_tf115=unknown_to_tf115(frozen), random_ops=random_ops(frozen),
+                       signature_keys={tensor_name(item.tensor): item.key for item in source.signature
+                                       if tensor_name(item.tensor) in {s.name for s in (*input_specs,
+                                                                                        *output_specs)}})

@@ -15,6 +15,35 @@ DATASET_OPS = ITERATOR_OUTPUT_OPS | frozenset({"IteratorV2", "Iterator", "OneSho
                                                "AnonymousIteratorV3", "MakeIterator"})
 
 
+def is_switch(node: Any) -> bool:
+    """A bool placeholder that is a scalar or has no shape at all: a switch (is_training) to fix, not data."""
+    from tensorflow.core.framework import types_pb2
+
+    dtype = node.attr["dtype"].type
+    shape = node.attr["shape"].shape if "shape" in node.attr else None
+    return dtype == types_pb2.DT_BOOL and (shape is None or shape.unknown_rank or not shape.dim)
+
+
+def topological_order(graph_def: Any) -> list[Any]:
+    """The nodes, each after its data inputs (cycles, from TF1 loops, broken where met)."""
+    nodes = {node.name: node for node in graph_def.node}
+    seen: set[str] = set()
+    order: list[Any] = []
+    for start in graph_def.node:
+        stack = [(start.name, False)]
+        while stack:
+            name, expanded = stack.pop()
+            if expanded:
+                order.append(nodes[name])
+                continue
+            if name in seen or name not in nodes:
+                continue
+            seen.add(name)
+            stack.append((name, True))
+            stack.extend((node_name(ref), False) for ref in nodes[name].input if not ref.startswith("^"))
+    return order
+
+
 def consumed_nodes(graph_def: Any) -> set[str]:
     """Every node some other node takes as a data or control input."""
     return {node_name(ref) for node in graph_def.node for ref in node.input}  # `^ctrl`, `op:1` -> node

@@ -10,7 +10,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ckpt2pb.graphinfo import ITERATOR_OUTPUT_OPS, PLACEHOLDER_OPS, consumed_nodes, import_graph, shape_of
+from binio.spec import node_name
+from ckpt2pb.graphinfo import (
+    ITERATOR_OUTPUT_OPS,
+    PLACEHOLDER_OPS,
+    consumed_nodes,
+    import_graph,
+    shape_of,
+    topological_order,
+)
 from ckpt2pb.source import VARIABLE_OPS, LoadedSource, check_checkpoint_index, load_source
 
 # Ops that end a branch without being a model output: bookkeeping, saving, summaries, training, iterators.
@@ -27,10 +35,12 @@ _NOT_OUTPUT_PREFIXES = ("save/", "init", "gradients/", "train/", "report_uniniti
                         "global_step", "Adam", "Momentum", "GradientDescent")
 _NOT_OUTPUT_SUFFIXES = ("/switch_t", "/switch_f", "/pred_id", "/Assign", "/read", "/Initializer", "/IsInitialized")
 _OUTPUT_OPS = {"Softmax": 4, "Sigmoid": 4, "ArgMax": 3, "TopKV2": 3, "LogSoftmax": 3}
+_PROBABILITY_OPS = frozenset({"Softmax", "Sigmoid", "LogSoftmax"})
 _OUTPUT_WORDS = re.compile(r"prob|softmax|sigmoid|logit|predict|output|argmax|score|class|embedding|pooled")
 _TRAINING_WORDS = re.compile(r"loss|accuracy|metric|cross_?entropy|xent|label")
 # Ops that only describe a tensor (its shape, size, rank): left unconsumed by losses, never what a model answers.
 _METADATA_OPS = frozenset({"Shape", "ShapeN", "Size", "Rank"})
+_SAVER_FEEDS = ("save/", "saver_filename")  # the saver's own placeholders: never a model input
 _TRAINING_OP_PREFIXES = ("Apply", "ResourceApply", "SparseApply", "ResourceSparseApply")
 
 
@@ -41,6 +51,11 @@ class PlaceholderInfo:
     shape: tuple[int | None, ...] | None  # None: rank unknown
     has_default: bool  # a PlaceholderWithDefault (is_training...): folded at freeze unless chosen as an input
     from_iterator: bool = False  # an IteratorGetNext output: a tf.data pipeline to cut at freeze (--inputs)
+
+    @property
+    def is_switch(self) -> bool:
+        """A bool scalar or shape-less placeholder: a switch such as is_training, fixed with --set."""
+        return self.dtype == "bool" and (self.shape is None or self.shape == ())
 
     @property
     def dynamic_dims(self) -> tuple[int, ...]:
@@ -57,6 +72,17 @@ class OutputCandidate:
 
 
 @dataclass(frozen=True)
+class SignatureEntry:
+    """A SavedModel serving signature's key, with the graph tensor it names."""
+
+    key: str
+    role: str  # input | output
+    tensor: str
+    dtype: str
+    shape: tuple[int | None, ...] | None
+
+
+@dataclass(frozen=True)
 class GraphReport:
     source: str
     kind: str
@@ -68,6 +94,9 @@ class GraphReport:
     variables: int  # in the checkpoint; 0 for frozen graphs
     parameters: int  # elements of the checkpoint's variables, or of a frozen graph's float constants
     parameters_from: str  # checkpoint | graph (variables declared, no checkpoint) | constants
+    signature: tuple[SignatureEntry, ...] = ()
+    signature_name: str = ""
+    note: str = ""  # how the source was read, where it was not the usual way (a fallback)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -81,6 +110,11 @@ class GraphReport:
                                   for c in self.candidates],
             "op_histogram": dict(self.op_histogram),
             "variables": self.variables, "parameters": self.parameters, "parameters_from": self.parameters_from,
+            "signature": {"name": self.signature_name,
+                          "tensors": [{"key": e.key, "role": e.role, "tensor": e.tensor, "dtype": e.dtype,
+                                       "shape": None if e.shape is None else list(e.shape)}
+                                      for e in self.signature]} if self.signature else None,
+            "note": self.note or None,
         }
 
 
@@ -103,19 +137,65 @@ def _score(node: Any) -> int:
     return score
 
 
+def _training_only(graph_def: Any) -> tuple[set[str], set[str]]:
+    """(nodes whose results only training reads, nodes computed from labels).
+
+    Labels are the feeds no softmax/sigmoid op (else argmax-like op) is computed from; a node is training-only
+    when it is bookkeeping (loss, optimizer, summary...), is computed from labels (a metric's Equal), or when
+    everything that reads it is training-only (the ArgMax an accuracy reads)."""
+    order = topological_order(graph_def)
+    feeds: dict[str, frozenset[str]] = {}
+    for node in order:
+        own = {node.name} if node.op in PLACEHOLDER_OPS and not node.name.startswith(_SAVER_FEEDS) else set()
+        feeds[node.name] = frozenset(own.union(*(feeds.get(node_name(ref), frozenset())
+                                                 for ref in node.input if not ref.startswith("^"))))
+    # Probabilities are computed from the model's inputs only; an argmax may be of one-hot labels (the tutorials'
+    # accuracy), so argmax-like ops speak for the inputs only where no probability op is there.
+    probability = [node for node in order if node.op in _PROBABILITY_OPS]
+    model_feeds = set().union(*(feeds[node.name] for node in probability or
+                                [node for node in order if node.op in _OUTPUT_OPS]))
+    every_feed = {node.name for node in order if node.op in PLACEHOLDER_OPS and not node.name.startswith(_SAVER_FEEDS)}
+    label_feeds = every_feed - model_feeds if model_feeds else set()
+    from_labels = {name for name, used in feeds.items() if used & label_feeds}
+    consumers: dict[str, list[str]] = {}
+    for node in order:
+        for ref in node.input:
+            consumers.setdefault(node_name(ref), []).append(node.name)
+    training: set[str] = set()
+    for node in reversed(order):
+        readers = consumers.get(node.name, [])
+        if _is_bookkeeping(node) or node.name in from_labels or (readers and all(r in training for r in readers)):
+            training.add(node.name)
+    return training, from_labels
+
+
 def rank_output_candidates(graph_def: Any, graph: Any) -> tuple[OutputCandidate, ...]:
-    """Nodes nothing consumes, minus bookkeeping, best first; later nodes first among equals (deeper)."""
+    """Nodes nothing consumes, minus bookkeeping, best first; later nodes first among equals (deeper). A
+    softmax/sigmoid/argmax-like node that only training ops read (a loss, an accuracy) is a candidate too;
+    scalars computed from labels (metrics) are not."""
     consumed = consumed_nodes(graph_def)
+    training, from_labels = _training_only(graph_def)
+    readers: dict[str, set[str]] = {}
+    for node in graph_def.node:
+        for ref in node.input:
+            readers.setdefault(node_name(ref), set()).add(node.name)
     ranked: list[tuple[int, int, OutputCandidate]] = []
     for position, node in enumerate(graph_def.node):
-        if node.name in consumed or _is_bookkeeping(node):
+        if _is_bookkeeping(node):
+            continue
+        if node.name in consumed and not (node.op in _OUTPUT_OPS and node.name not in from_labels
+                                          and readers.get(node.name, set()) <= training):
             continue
         op = graph.get_operation_by_name(node.name)
         for tensor in op.outputs:
             if tensor.dtype.name in ("resource", "variant", "string"):
                 continue
-            candidate = OutputCandidate(tensor=tensor.name, op=node.op, dtype=tensor.dtype.name,
-                                        shape=shape_of(tensor), score=_score(node))
+            shape = shape_of(tensor)
+            if node.name in from_labels and shape == ():
+                continue  # a metric or loss value: computed from the labels, never what the model answers
+            score = _score(node) - (4 if node.name in from_labels else 0)
+            candidate = OutputCandidate(tensor=tensor.name, op=node.op, dtype=tensor.dtype.name, shape=shape,
+                                        score=score)
             ranked.append((candidate.score, position, candidate))
     ranked.sort(key=lambda item: (-item[0], -item[1]))
     return tuple(item[2] for item in ranked)
@@ -125,7 +205,7 @@ def placeholders(graph_def: Any, graph: Any) -> tuple[PlaceholderInfo, ...]:
     """The graph's feed points: placeholders (the saver's own excepted) and tf.data iterator outputs."""
     found = []
     for node in graph_def.node:
-        if node.op in PLACEHOLDER_OPS and not node.name.startswith(("save/", "saver_filename")):
+        if node.op in PLACEHOLDER_OPS and not node.name.startswith(_SAVER_FEEDS):
             tensor = graph.get_tensor_by_name(node.name + ":0")
             found.append(PlaceholderInfo(tensor=tensor.name, dtype=tensor.dtype.name, shape=shape_of(tensor),
                                          has_default=node.op == "PlaceholderWithDefault"))
@@ -158,7 +238,7 @@ def _graph_variables(graph_def: Any) -> list[list[int]]:
 def inspect_loaded(source: LoadedSource) -> GraphReport:
     graph_def = source.graph_def
     graph = import_graph(graph_def, source.path)
-    if source.prefix is not None and Path(f"{source.prefix}.index").is_file():
+    if source.prefix is not None and source.prefix.file(".index").is_file():
         shapes = check_checkpoint_index(source.prefix)
         variables, parameters, origin = len(shapes), sum(math.prod(s) for s in shapes.values()), "checkpoint"
     elif source.has_variables:
@@ -167,11 +247,17 @@ def inspect_loaded(source: LoadedSource) -> GraphReport:
     else:
         variables, parameters, origin = 0, _constant_parameters(graph_def), "constants"
     histogram = Counter(node.op for node in graph_def.node)
+    signature = []
+    for item in source.signature:
+        tensor = graph.get_tensor_by_name(item.tensor)
+        signature.append(SignatureEntry(key=item.key, role=item.role, tensor=tensor.name,
+                                        dtype=tensor.dtype.name, shape=shape_of(tensor)))
     return GraphReport(
         source=str(source.path), kind=source.kind, tf_version=source.tf_version, nodes=len(graph_def.node),
         placeholders=placeholders(graph_def, graph), candidates=rank_output_candidates(graph_def, graph),
         op_histogram=tuple(sorted(histogram.items(), key=lambda item: (-item[1], item[0]))),
-        variables=variables, parameters=parameters, parameters_from=origin,
+        variables=variables, parameters=parameters, parameters_from=origin, signature=tuple(signature),
+        signature_name=source.signature_name, note=source.note,
     )
 
 

@@ -17,11 +17,21 @@ from typing import Any
 
 from binio.errors import first_line
 from ckpt2pb.errors import SourceError, tensorflow_reason
+from ckpt2pb.prefix import CheckpointPrefix
 from ckpt2pb.protobuf import parse_protobuf, read_graph_def
 
 KINDS = ("checkpoint", "meta", "pb", "saved_model", "keras")
 _DATA_SUFFIX = re.compile(r"\.data-\d{5}-of-\d{5}$")
 _SAVED_MODEL_FILES = ("saved_model.pb", "saved_model.pbtxt")
+
+
+@dataclass(frozen=True)
+class SignatureTensor:
+    """One entry of a SavedModel's serving signature: the key users know (`note`) and the graph tensor."""
+
+    key: str
+    tensor: str
+    role: str  # input | output
 
 
 @dataclass(frozen=True)
@@ -32,8 +42,15 @@ class LoadedSource:
     kind: str  # one of KINDS
     graph_def: Any  # tensorflow GraphDef; `_output_shapes` attributes dropped
     meta_graph: Any | None = None  # the MetaGraphDef (saver, collections) for checkpoints and SavedModels
-    prefix: Path | None = None  # the checkpoint prefix the variables are restored from
+    prefix: CheckpointPrefix | None = None  # the checkpoint prefix the variables are restored from
     tf_version: str = ""  # the TensorFlow (or Keras) that wrote the source, where it says so
+    signature: tuple[SignatureTensor, ...] = ()  # a SavedModel's serving signature, keys to tensors
+    signature_name: str = ""  # its key in the SavedModel (serving_default)
+    note: str = ""  # how the source was read, where it was not the usual way (a fallback)
+
+    def signature_tensor(self, name: str, role: str) -> str | None:
+        """The tensor a signature key names (`note` -> `StatefulPartitionedCall:1`), or None."""
+        return next((item.tensor for item in self.signature if item.key == name and item.role == role), None)
 
     @property
     def has_variables(self) -> bool:
@@ -43,27 +60,28 @@ class LoadedSource:
 VARIABLE_OPS = frozenset({"VariableV2", "Variable", "VarHandleOp", "AutoReloadVariable"})
 
 
-def _checkpoint_prefix_for(path: Path) -> Path | None:
-    """`x/model.ckpt.index`, `.meta`, `.data-00000-of-00001` or the prefix itself -> the prefix, if one exists."""
-    text = str(path)
+def _checkpoint_prefix_for(text: str) -> CheckpointPrefix | None:
+    """`x/model.ckpt.index`, `.meta`, `.data-00000-of-00001` or the prefix itself -> the prefix, if one exists.
+    `text` is the path as the user wrote it: `run_dir/.meta` names the prefix `run_dir/`."""
     for suffix in (".index", ".meta"):
         if text.endswith(suffix):
             text = text[: -len(suffix)]
             break
-    text = _DATA_SUFFIX.sub("", text)
-    prefix = Path(text)
-    if Path(text + ".index").is_file() or Path(text + ".meta").is_file():
+    prefix = CheckpointPrefix.from_text(_DATA_SUFFIX.sub("", text))
+    if prefix.file(".index").is_file() or prefix.file(".meta").is_file():
         return prefix
     return None
 
 
-def checkpoint_prefixes(folder: Path) -> list[Path]:
-    """Every checkpoint prefix in `folder` (a name with an .index or a .meta file), sorted by name."""
-    files = [*folder.glob("*.index"), *folder.glob("*.meta")]
-    return sorted({Path(str(path)[: -len(path.suffix)]) for path in files})
+def checkpoint_prefixes(folder: Path) -> list[CheckpointPrefix]:
+    """Every checkpoint prefix in `folder` (a name with an .index or a .meta file, the empty name of
+    `saver.save(session, "folder/")` included), sorted by name."""
+    names = {path.name[: -len(suffix)] for suffix in (".index", ".meta") for path in folder.glob(f"*{suffix}")
+             if path.name.endswith(suffix)}
+    return [CheckpointPrefix(folder, name) for name in sorted(names)]
 
 
-def _prefix_in_folder(folder: Path) -> Path | None:
+def _prefix_in_folder(folder: Path) -> CheckpointPrefix | None:
     """The checkpoint a folder holds: the one its `checkpoint` file names, in this folder (the file may name the
     absolute path of another machine) or where it says; otherwise the folder's only checkpoint.
     Several checkpoints and no `checkpoint` file naming one of them are refused: guessing could freeze the
@@ -74,19 +92,22 @@ def _prefix_in_folder(folder: Path) -> Path | None:
         state = tf.train.get_checkpoint_state(str(folder))
     except Exception:  # a garbled `checkpoint` text file: fall back to the files themselves
         state = None
-    named = Path(state.model_checkpoint_path) if state is not None and state.model_checkpoint_path else None
+    text = state.model_checkpoint_path if state is not None and state.model_checkpoint_path else None
+    named = CheckpointPrefix.from_text(text) if text is not None else None
     if named is not None:
-        here = folder / named.name  # this folder's own copy first, though the file names a path elsewhere
-        if Path(f"{here}.index").is_file() or Path(f"{here}.meta").is_file():
+        # This folder's own copy first, though the file names a path elsewhere; a prefix ending in '/' names
+        # the files of its own folder, so here it is this folder's empty-named prefix.
+        here = CheckpointPrefix(folder, named.name)
+        if here.file(".index").is_file() or here.file(".meta").is_file():
             return here
-        elsewhere = named if named.is_absolute() else folder / named
-        if Path(f"{elsewhere}.index").is_file():
+        elsewhere = named if named.folder.is_absolute() else CheckpointPrefix(folder / named.folder, named.name)
+        if elsewhere.file(".index").is_file():
             return elsewhere
     prefixes = checkpoint_prefixes(folder)
     if len(prefixes) > 1:
         why = f"its 'checkpoint' file names {named.name}, which is not here" if named is not None else \
             "no 'checkpoint' file names one of them"
-        raise SourceError(f"{folder}: holds {len(prefixes)} checkpoints ({', '.join(p.name for p in prefixes)}) "
+        raise SourceError(f"{folder}: holds {len(prefixes)} checkpoints ({', '.join(map(_shown, prefixes))}) "
                           f"and {why}", hint=f"give the prefix of the one to use, e.g. {prefixes[-1]}")
     return prefixes[0] if prefixes else None
 
@@ -103,23 +124,30 @@ def drop_output_shapes(graph_def: Any) -> None:
                 del node.attr["_output_shapes"]
 
 
-def check_checkpoint_index(prefix: Path) -> dict[str, list[int]]:
+def _shown(prefix: CheckpointPrefix) -> str:
+    """A prefix's name for a list of a folder's checkpoints: ``model.ckpt``, or ``.index/.meta`` for the empty one."""
+    return prefix.name or ".index/.meta (prefix ending in '/')"
+
+
+def check_checkpoint_index(prefix: CheckpointPrefix) -> dict[str, list[int]]:
     """The variables and shapes the checkpoint's .index lists; a corrupt or missing index is refused."""
     import tensorflow as tf
 
-    index = Path(str(prefix) + ".index")
+    index = prefix.file(".index")
     if not index.is_file():
         raise SourceError(f"{prefix}: checkpoint index {index.name} is missing",
                           hint="give the prefix the .index and .data-* files share (e.g. model.ckpt-1000)")
     try:
-        reader = tf.train.load_checkpoint(str(prefix))
+        # The reader itself, not tf.train.load_checkpoint: that takes `run_dir/` for a folder and follows its
+        # `checkpoint` file, which may name another machine's path.
+        reader = tf.compat.v1.train.NewCheckpointReader(str(prefix))
         return {name: list(shape) for name, shape in reader.get_variable_to_shape_map().items()}
     except (tf.errors.OpError, ValueError) as exc:
         raise SourceError(f"{index}: not a readable checkpoint index (corrupt or truncated)",
                           hint=first_line(exc)) from None
 
 
-def _load_meta(meta: Path, prefix: Path | None, kind: str, given: Path) -> LoadedSource:
+def _load_meta(meta: Path, prefix: CheckpointPrefix | None, kind: str, given: Path) -> LoadedSource:
     from tensorflow.core.protobuf import meta_graph_pb2
 
     meta_graph = parse_protobuf(meta_graph_pb2.MetaGraphDef(), meta, "meta graph")
@@ -128,12 +156,12 @@ def _load_meta(meta: Path, prefix: Path | None, kind: str, given: Path) -> Loade
                         prefix=prefix, tf_version=meta_graph.meta_info_def.tensorflow_version)
 
 
-def _load_checkpoint(prefix: Path, given: Path, kind: str) -> LoadedSource:
-    meta = Path(str(prefix) + ".meta")
+def _load_checkpoint(prefix: CheckpointPrefix, given: Path, kind: str) -> LoadedSource:
+    meta = prefix.file(".meta")
     if not meta.is_file():
         raise SourceError(f"{prefix}: checkpoint has no graph ({meta.name} is missing)",
                           hint="give the .meta written with the checkpoint, a frozen .pb or a SavedModel")
-    if Path(str(prefix) + ".index").is_file():
+    if prefix.file(".index").is_file():
         check_checkpoint_index(prefix)
     return _load_meta(meta, prefix, kind, given)
 
@@ -144,7 +172,7 @@ def _load_pb(path: Path) -> LoadedSource:
     return LoadedSource(path=path, kind="pb", graph_def=graph_def)
 
 
-def _load_saved_model(folder: Path) -> LoadedSource:
+def _serving_meta_graph(folder: Path) -> Any:
     from tensorflow.core.protobuf import saved_model_pb2
 
     pb = folder / "saved_model.pb"
@@ -154,17 +182,40 @@ def _load_saved_model(folder: Path) -> LoadedSource:
     if not saved.meta_graphs:
         raise SourceError(f"{pb}: the SavedModel holds no meta graph")
     serving = [m for m in saved.meta_graphs if "serve" in m.meta_info_def.tags]
-    meta_graph = (serving or list(saved.meta_graphs))[0]
+    return (serving or list(saved.meta_graphs))[0]
+
+
+def _serving_signature(meta_graph: Any) -> tuple[str, tuple[SignatureTensor, ...]]:
+    """The meta graph's serving signature (serving_default, else the first) as key -> graph tensor entries."""
+    names = sorted(meta_graph.signature_def)
+    if not names:
+        return "", ()
+    name = "serving_default" if "serving_default" in names else names[0]
+    signature = meta_graph.signature_def[name]
+    entries = [SignatureTensor(key, info.name, "input") for key, info in sorted(signature.inputs.items())]
+    entries += [SignatureTensor(key, info.name, "output") for key, info in sorted(signature.outputs.items())]
+    return name, tuple(entries)
+
+
+def _load_saved_model(folder: Path) -> LoadedSource:
+    meta_graph = _serving_meta_graph(folder)
+    note = ""
     if len(meta_graph.object_graph_def.nodes) > 1 and meta_graph.signature_def:
-        return _load_object_saved_model(folder, meta_graph)
+        revived = _load_object_saved_model(folder, meta_graph)
+        if not isinstance(revived, str):
+            return revived
+        note = (f"TensorFlow cannot revive this SavedModel ({revived}); read its serving signature's graph "
+                "through the TF1 loader instead")
     drop_output_shapes(meta_graph.graph_def)
-    prefix: Path | None = folder / "variables" / "variables"
-    if Path(f"{prefix}.index").is_file():
-        check_checkpoint_index(folder / "variables" / "variables")
+    prefix: CheckpointPrefix | None = CheckpointPrefix(folder / "variables", "variables")
+    if prefix is not None and prefix.file(".index").is_file():
+        check_checkpoint_index(prefix)
     else:
         prefix = None
+    signature_name, signature = _serving_signature(meta_graph)
     return LoadedSource(path=folder, kind="saved_model", graph_def=meta_graph.graph_def, meta_graph=meta_graph,
-                        prefix=prefix, tf_version=meta_graph.meta_info_def.tensorflow_version)
+                        prefix=prefix, tf_version=meta_graph.meta_info_def.tensorflow_version,
+                        signature=signature, signature_name=signature_name, note=note)
 
 
 def _constant_graph(function: Any) -> Any:
@@ -179,20 +230,35 @@ def _constant_graph(function: Any) -> Any:
     return graph_def
 
 
-def _load_object_saved_model(folder: Path, meta_graph: Any) -> LoadedSource:
+def _load_object_saved_model(folder: Path, meta_graph: Any) -> LoadedSource | str:
     """A TF2 SavedModel (tf.saved_model.save): its serving signature, frozen as a function. Its graph names are
-    the signature's: inputs as the signature's argument names, outputs ``Identity``, ``Identity_1``, ..."""
+    the signature's: inputs as the signature's argument names, outputs ``Identity``, ``Identity_1``, ...
+    Returns why not when TensorFlow cannot revive its objects (a Keras 2 model without tf_keras): the TF1
+    loader reads the same signature from the meta graph and its variables instead."""
     import tensorflow as tf
+    from tensorflow.python.framework.convert_to_constants import (  # the public API has no graph-level freeze
+        convert_variables_to_constants_v2,
+    )
 
     try:
         loaded = tf.saved_model.load(str(folder))
-    except Exception as exc:  # TF raises many kinds for a broken SavedModel
-        raise SourceError(f"{folder}: TensorFlow cannot load this SavedModel",
-                          hint=first_line(exc)) from None
+    except Exception as exc:  # TF raises many kinds for objects it cannot revive or a broken SavedModel
+        return f"{type(exc).__name__}: {first_line(exc)}"
     names = list(loaded.signatures.keys())
-    signature = loaded.signatures["serving_default" if "serving_default" in names else names[0]]
-    return LoadedSource(path=folder, kind="saved_model", graph_def=_constant_graph(signature),
-                        tf_version=meta_graph.meta_info_def.tensorflow_version)
+    signature_name = "serving_default" if "serving_default" in names else names[0]
+    function = loaded.signatures[signature_name]
+    frozen = convert_variables_to_constants_v2(function)
+    graph_def = frozen.graph.as_graph_def()
+    drop_output_shapes(graph_def)
+    inputs = [SignatureTensor(key, f"{key}:0", "input") for key in sorted(function.structured_input_signature[1])]
+    # A signature returns a flat dict, flattened in sorted-key order (tf.nest's) into the function's outputs.
+    structure = function.structured_outputs
+    keys = sorted(structure) if isinstance(structure, dict) else []
+    outputs = [SignatureTensor(key, tensor.name, "output")
+               for key, tensor in zip(keys, frozen.outputs, strict=False)] if len(keys) == len(frozen.outputs) else []
+    return LoadedSource(path=folder, kind="saved_model", graph_def=graph_def,
+                        tf_version=meta_graph.meta_info_def.tensorflow_version,
+                        signature=(*inputs, *outputs), signature_name=signature_name)
 
 
 def _keras_version(path: Path) -> str:
@@ -267,9 +333,9 @@ def load_source(path: Path | str) -> LoadedSource:
         return _load_keras(path)
     if path.is_file() and path.suffix == ".pb":
         return _load_pb(path)
-    if path.is_file() and path.suffix == ".meta":
-        return _load_meta(path, Path(str(path)[: -len(".meta")]), "meta", path)
-    prefix = _checkpoint_prefix_for(path)
+    if path.is_file() and path.name.endswith(".meta"):  # `.meta` itself has no suffix to pathlib
+        return _load_meta(path, CheckpointPrefix(path.parent, path.name[: -len(".meta")]), "meta", path)
+    prefix = _checkpoint_prefix_for(str(path))
     if prefix is not None:
         return _load_checkpoint(prefix, path, "checkpoint")
     if path.exists():
@@ -286,7 +352,7 @@ def _sources_in(folder: Path) -> list[str]:
     saved_models = [sub.name + "/" for sub in folder.iterdir()
                     if sub.is_dir() and any((sub / name).is_file() for name in _SAVED_MODEL_FILES)]
     files = [f.name for f in folder.iterdir() if f.is_file() and f.suffix in (".pb", ".h5", ".hdf5", ".keras")]
-    return [p.name for p in checkpoint_prefixes(folder)] + sorted(saved_models) + sorted(files)
+    return [_shown(p) for p in checkpoint_prefixes(folder)] + sorted(saved_models) + sorted(files)
 
 
 @contextmanager
@@ -311,7 +377,7 @@ def restored_session(source: LoadedSource) -> Iterator[tuple[Any, Any]]:
         yield graph, session
 
 
-def restore(saver: Any, session: Any, prefix: Path) -> None:
+def restore(saver: Any, session: Any, prefix: CheckpointPrefix) -> None:
     """Restores every variable; a corrupt or truncated .data file is named, TensorFlow's words go in the hint."""
     import tensorflow as tf
 
@@ -326,17 +392,17 @@ def restore(saver: Any, session: Any, prefix: Path) -> None:
         raise SourceError(f"{prefix}: checkpoint does not match the graph", hint=first_line(exc)) from None
 
 
-def _check_data_files(prefix: Path) -> None:
+def _check_data_files(prefix: CheckpointPrefix) -> None:
     """Refuses a checkpoint whose .data-* shards are not all there (TensorFlow would call it corrupt)."""
     import glob
 
-    shards = sorted(p for p in prefix.parent.glob(f"{glob.escape(prefix.name)}.data-*") if _DATA_SUFFIX.search(p.name))
+    shards = sorted(p for p in prefix.folder.glob(f"{glob.escape(prefix.name)}.data-*") if _DATA_SUFFIX.search(p.name))
     if not shards:
         raise SourceError(f"{prefix}: checkpoint data is missing (no {prefix.name}.data-*-of-* beside its .index)",
                           hint="copy the .data-* files saved with the .index")
     total = int(str(shards[0]).rsplit("-of-", 1)[1])
     missing = [name for name in (f"{prefix.name}.data-{i:05d}-of-{total:05d}" for i in range(total))
-               if not (prefix.parent / name).is_file()]
+               if not (prefix.folder / name).is_file()]
     if missing:
         raise SourceError(f"{prefix}: checkpoint data is missing {', '.join(missing)}",
                           hint="copy the .data-* files saved with the .index")

@@ -77,6 +77,21 @@ def make_identity(node: Any, dtype_enum: int, inputs: list[str] | None = None) -
     node.attr["T"].type = dtype_enum
 
 
+def make_identity_n(node: Any, dtype_enums: list[int], inputs: list[str]) -> None:
+    """Turns `node` into an Identity (one data input) or IdentityN (several) of `inputs`, keeping its name and
+    output indices: what an inlined call leaves where the user named its outputs."""
+    data = [ref for ref in inputs if not ref.startswith("^")]
+    if len(data) == 1:
+        make_identity(node, dtype_enums[0], inputs)
+        return
+    node.op = "IdentityN"
+    del node.input[:]
+    node.input.extend(inputs)
+    for key in list(node.attr):
+        del node.attr[key]
+    node.attr["T"].list.type.extend(dtype_enums)
+
+
 def fold_to_default(node: Any) -> None:
     """A PlaceholderWithDefault becomes an Identity of its default input: the value it had when nothing was fed."""
     make_identity(node, node.attr["dtype"].type)
@@ -146,18 +161,21 @@ def strip_stale_colocation(graph_def: Any) -> None:
 
 
 def strip_default_attrs(graph_def: Any) -> int:
-    """Removes attributes equal to their op's registered default, as TF's `strip_default_attrs` does: a newer TF
-    adds attributes (`exponential_avg_factor` on FusedBatchNormV3) that older parsers reject but never need."""
+    """Removes attributes equal to their op's registered default, as TF's `strip_default_attrs` does, in the
+    graph and in its library's function bodies: a newer TF adds attributes (`exponential_avg_factor` on
+    FusedBatchNormV3) that older parsers reject but never need."""
     from tensorflow.python.framework import op_def_registry  # no public API reaches op definitions
 
     removed = 0
-    for node in graph_def.node:
-        op_def = op_def_registry.get(node.op)
-        if op_def is None:
-            continue
-        for attr_def in op_def.attr:
-            if attr_def.HasField("default_value") and attr_def.name in node.attr \
-                    and node.attr[attr_def.name] == attr_def.default_value:
-                del node.attr[attr_def.name]
-                removed += 1
+    bodies = [graph_def.node, *(function.node_def for function in graph_def.library.function)]
+    for nodes in bodies:
+        for node in nodes:
+            op_def = op_def_registry.get(node.op)
+            if op_def is None:
+                continue
+            for attr_def in op_def.attr:
+                if attr_def.HasField("default_value") and attr_def.name in node.attr \
+                        and node.attr[attr_def.name] == attr_def.default_value:
+                    del node.attr[attr_def.name]
+                    removed += 1
     return removed

@@ -61,6 +61,11 @@ class ModelContract:
     outputs: tuple[TensorSpec, ...]
     fixed: dict[str, str] = field(default_factory=dict)  # placeholders folded to a value (--set, defaults)
     converted: ConvertedInfo | None = None
+    # node -> op type: ops ATC's TF 1.15 parser would not know, and ops that draw random numbers (no converted
+    # model reproduces their numbers, so compare's verdict mentions them).
+    tf115_unknown_ops: dict[str, str] = field(default_factory=dict)
+    random_ops: dict[str, str] = field(default_factory=dict)
+    signature_keys: dict[str, str] = field(default_factory=dict)  # tensor -> its SavedModel signature key
 
     @property
     def folder(self) -> Path:
@@ -121,9 +126,11 @@ class ModelContract:
             "source": {"path": self.source.path, "kind": self.source.kind, "tf_version": self.source.tf_version,
                        "frozen_with_tf": self.source.frozen_with_tf},
             "frozen": {"pb": self.pb, "sha256": self.pb_sha256},
-            "inputs": [s.to_json() for s in self.inputs],
-            "outputs": [s.to_json() for s in self.outputs],
+            "inputs": [self._tensor_json(s) for s in self.inputs],
+            "outputs": [self._tensor_json(s) for s in self.outputs],
             "fixed": dict(self.fixed),
+            "tf115_unknown_ops": dict(self.tf115_unknown_ops),
+            "random_ops": dict(self.random_ops),
             "converted": None,
         }
         if self.converted is not None:
@@ -133,6 +140,13 @@ class ModelContract:
                 "precision_mode": c.precision_mode, "command": list(c.command), "settings": c.settings,
                 "inputs": [s.to_json() for s in c.inputs], "outputs": [s.to_json() for s in c.outputs],
             }
+        return document
+
+    def _tensor_json(self, spec: TensorSpec) -> dict[str, Any]:
+        """A tensor's entry, with its signature key beside its name when the source was a SavedModel signature."""
+        document = spec.to_json()
+        if spec.name in self.signature_keys:
+            document["signature_key"] = self.signature_keys[spec.name]
         return document
 
     def save(self, path: Path | None = None) -> ModelContract:
@@ -192,6 +206,11 @@ def load_contract(path: Path | str) -> ModelContract:
             outputs=_specs(path, data["outputs"], "outputs"),
             fixed={str(k): str(v) for k, v in dict(data.get("fixed", {})).items()},
             converted=converted,
+            tf115_unknown_ops={str(k): str(v) for k, v in dict(data.get("tf115_unknown_ops", {})).items()},
+            random_ops={str(k): str(v) for k, v in dict(data.get("random_ops", {})).items()},
+            signature_keys={str(item["tensor"]): str(item["signature_key"])
+                            for item in [*data["inputs"], *data["outputs"]]
+                            if isinstance(item, dict) and "signature_key" in item},
         )
     except (KeyError, TypeError) as exc:
         raise ContractError(f"{path}: contract is missing field {exc}") from None

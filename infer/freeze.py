@@ -24,6 +24,7 @@ class FreezeReport:
     verification: Verification | None
     nodes: int
     stripped_attrs: int
+    note: str = ""  # how the source was read, where it was not the usual way
 
 
 def check_outdir(outdir: Path, force: bool) -> None:
@@ -35,9 +36,13 @@ def check_outdir(outdir: Path, force: bool) -> None:
             raise OutputExistsError(f"{outdir / name} already exists", hint="--force overwrites it")
 
 
-def _read_from(loaded: LoadedSource, given: Path) -> Path:
-    """What was read: the checkpoint prefix a folder (or one of the checkpoint's files) stands for."""
-    return loaded.prefix if loaded.kind == "checkpoint" and loaded.prefix is not None else given
+def _read_from(loaded: LoadedSource, given: Path) -> str:
+    """What was read, absolute: the checkpoint prefix a folder (or one of the checkpoint's files) stands for,
+    spelt as found (``run_dir/`` for the files ``run_dir/.index``, ``.meta``, ...)."""
+    if loaded.kind in ("checkpoint", "meta") and loaded.prefix is not None \
+            and loaded.prefix.file(".index").is_file():
+        return str(loaded.prefix.resolve())
+    return str(given.resolve())
 
 
 def freeze_model(source: Path | str, outdir: Path | str, outputs: Sequence[str], *,
@@ -65,10 +70,12 @@ def freeze_model(source: Path | str, outdir: Path | str, outputs: Sequence[str],
     write_bytes_atomic(outdir / PB_NAME, frozen.serialized)
     contract = ModelContract(
         path=outdir / CONTRACT_NAME, pb=PB_NAME, pb_sha256=sha256_file(outdir / PB_NAME),
-        source=SourceInfo(path=str(_read_from(loaded, Path(source)).resolve()), kind=loaded.kind,
+        source=SourceInfo(path=_read_from(loaded, Path(source)), kind=loaded.kind,
                           tf_version=loaded.tf_version,
                           frozen_with_tf=tf.__version__),
         inputs=frozen.inputs, outputs=frozen.outputs, fixed=dict(frozen.fixed),
+        tf115_unknown_ops=dict(frozen.unknown_to_tf115), random_ops=dict(frozen.random_ops),
+        signature_keys=dict(frozen.signature_keys),
     ).save()
     return FreezeReport(contract=contract, verification=frozen.verification, nodes=frozen.nodes,
-                        stripped_attrs=frozen.stripped_attrs)
+                        stripped_attrs=frozen.stripped_attrs, note=loaded.note)

@@ -34,24 +34,38 @@ def freeze(
     frozen graph run on the same seeded inputs: a difference beyond float tolerance is an error (--no-verify skips
     it).
     """
-    from binio.spec import node_name
+    from binio.spec import TensorSpec, node_name
     from infer.freeze import freeze_model
 
     report = freeze_model(source, output, outputs.split(",") if outputs else [], inputs=inputs, batch=batch,
                           assignments=assignments, force=force, verify=not no_verify)
     contract = report.contract
+    if report.note:
+        say(report.note)
     if Path(contract.source.path) != source.resolve():  # a folder: say which of its checkpoints was read
         say(f"read {contract.source.kind} {contract.source.path}")
     if as_json:
         print_json(contract.to_json())
     else:
         console = out()
+        def key(spec: TensorSpec) -> str:
+            return f"  (signature key {contract.signature_keys[spec.name]})" if spec.name in contract.signature_keys \
+                else ""
+
         for spec in contract.inputs:
-            console.print(f"input   {spec.describe()}", markup=False)
+            console.print(f"input   {spec.describe()}{key(spec)}", markup=False)
         for spec in contract.outputs:
-            console.print(f"output  {spec.describe()}", markup=False)
+            console.print(f"output  {spec.describe()}{key(spec)}", markup=False)
         for name, value in contract.fixed.items():
             console.print(f"fixed   {node_name(name)} = {value}", markup=False)
+    from ckpt2pb.compat import describe
+
+    if contract.tf115_unknown_ops:
+        say(f"warning: ops ATC's TensorFlow 1.15 parser does not know: {describe(contract.tf115_unknown_ops)} "
+            "(recorded in model.json as tf115_unknown_ops)")
+    if contract.random_ops:
+        say(f"warning: the frozen graph draws random numbers: {describe(contract.random_ops)}; a converted model "
+            "cannot reproduce them (recorded in model.json as random_ops)")
     if report.verification is not None:
         say(f"verified: max abs diff {report.verification.worst:.3g} against the original graph "
             f"(tolerance {report.verification.tolerance:g}, seed {report.verification.seed})")

@@ -62,6 +62,20 @@ def inspect(
         "constants": f"{report.parameters:,} parameters in constants (frozen)",
     }
     console.print(weights[report.parameters_from], markup=False)
+    if report.note:
+        console.print(report.note, markup=False)
+
+    if report.signature:
+        signature = Table(title=f"Signature {report.signature_name} (its keys name tensors in --inputs and "
+                                "--outputs too)", title_justify="left")
+        for column in ("key", "role"):
+            signature.add_column(column)
+        _tensor_column(signature, [entry.tensor for entry in report.signature])
+        for column in ("dtype", "shape"):
+            signature.add_column(column)
+        for entry in report.signature:
+            signature.add_row(entry.key, entry.role, entry.tensor, entry.dtype, _shape(entry.shape))
+        _print_whole(console, signature)
 
     inputs = Table(title="Inputs", title_justify="left")
     _tensor_column(inputs, [item.tensor for item in report.placeholders])
@@ -73,6 +87,8 @@ def inspect(
             notes.append("dynamic dims " + ",".join(str(d) for d in item.dynamic_dims) + " (fix with --batch/--inputs)")
         if item.has_default:
             notes.append("has a default: folded at freeze (or --set)")
+        elif item.is_switch:
+            notes.append(f"a switch: fix it at freeze with --set {item.tensor.split(':')[0]}=false")
         if item.from_iterator:
             notes.append("tf.data iterator output: cut with --inputs")
         inputs.add_row(item.tensor, item.dtype, _shape(item.shape), "; ".join(notes))

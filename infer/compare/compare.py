@@ -144,6 +144,7 @@ def compare_run_folders(contract: ModelContract, manifest: DatasetManifest, actu
         golden_dir=str(golden_dir), golden_source=golden_source, samples=manifest.samples,
         padding=manifest.padding, outputs=outputs, provenance=provenance,
         per_sample_asked=thresholds.per_sample_asked, expected=expected, expected_asked=options.fail_on_expected,
+        random_ops=dict(contract.random_ops),
     )
 
 

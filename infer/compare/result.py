@@ -206,6 +206,7 @@ class CompareResult:
     per_sample_asked: bool = False  # a sample past its limits fails the run (--threshold sample:...)
     expected: tuple[ExpectedError, ...] = ()  # --expected-from-emulation: per output
     expected_asked: bool = False  # an output worse than its emulated precision explains fails the run
+    random_ops: dict[str, str] = field(default_factory=dict)  # node -> op: the model draws random numbers
 
     @property
     def failures(self) -> tuple[Failure, ...]:
@@ -277,6 +278,11 @@ class CompareResult:
         ``PASSED | golden: tensorflow model.pb (1a2b3c4d) | actual: onnxrt model.onnx force_fp16 (5e6f7a8b) |
         60 samples, dataset 9c0d1e2f | worst sample 17 (img_17.png): ...``."""
         parts = [self.verdict()]
+        if self.random_ops:  # no two samplers agree: the numbers say less about the conversion
+            names = ", ".join(f"{name} ({op})" for name, op in sorted(self.random_ops.items())[:3])
+            more = f" and {len(self.random_ops) - 3} more" if len(self.random_ops) > 3 else ""
+            parts.append(f"the model draws random numbers: {names}{more}; TensorFlow and the converted model "
+                         "draw differently")
         if self.provenance is not None:
             parts.append(self.provenance.sides())
         summary = self.sample_summary()
@@ -292,7 +298,7 @@ class CompareResult:
             "golden": self.golden_dir, "golden_source": self.golden_source, "samples": self.samples,
             "padding_excluded": self.padding, "outputs": [o.to_json() for o in self.outputs],
             "layerwise": None if self.layerwise is None else self.layerwise.to_json(),
-            "dumped_golden": self.dumped_golden or None,
+            "dumped_golden": self.dumped_golden or None, "random_ops": dict(self.random_ops),
             "verdict_line": self.verdict_line(),
             "provenance": None if self.provenance is None else self.provenance.to_json(),
             "samples_failing_on_their_own": self.samples_failing, "per_sample_fails_run": self.per_sample_asked,

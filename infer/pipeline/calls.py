@@ -17,18 +17,38 @@ if TYPE_CHECKING:
 def freeze(config: PipelineConfig, work: WorkLayout) -> str:
     """Freezes the model source into work/model (model.pb + model.json), verified; returns the stage's line."""
     from binio.spec import format_shape
+    from ckpt2pb.errors import UnsetSwitchError
     from infer.freeze import freeze_model
 
     model = config.model
-    report = freeze_model(config.model_source, work.model_dir, model.outputs, inputs=",".join(model.inputs),
-                          batch=model.batch, assignments=[f"{k}={v}" for k, v in sorted(model.set.items())],
-                          force=True)
+    try:
+        report = freeze_model(config.model_source, work.model_dir, model.outputs, inputs=",".join(model.inputs),
+                              batch=model.batch, assignments=[f"{k}={v}" for k, v in sorted(model.set.items())],
+                              force=True)
+    except UnsetSwitchError as exc:  # the fix is a line of this file, not a flag
+        fixed = {**{k: str(v) for k, v in model.set.items()}, exc.placeholder: "false"}
+        items = ", ".join(f"{k} = {_toml_scalar(v)}" for k, v in sorted(fixed.items()))
+        exc.hint = f"in {config.path} [model]: set = {{ {items} }}"
+        raise
     contract = report.contract
     inputs = ", ".join(f"{s.name} {s.dtype}{format_shape(s.shape)}" for s in contract.inputs)
     folded = ", ".join(f"{k}={v}" for k, v in sorted(contract.fixed.items()))
     checked = "" if report.verification is None else f"; max |frozen - checkpoint| {report.verification.worst:.2g}"
     return (f"{work.pb.name}: {report.nodes} nodes, inputs {inputs}"
             f"{f', folded {folded}' if folded else ''}{checked}")
+
+
+def _toml_scalar(text: str) -> str:
+    """How a `--set` value reads in TOML: true/false and numbers bare, anything else quoted."""
+    import json
+
+    if text in ("true", "false"):
+        return text
+    try:
+        float(text)
+    except ValueError:
+        return json.dumps(text)
+    return text
 
 
 def _percent(value: float) -> str:

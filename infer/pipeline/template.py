@@ -12,6 +12,7 @@ from typing import Any
 
 from binio.atomic import write_bytes_atomic
 from binio.errors import OutputExistsError
+from infer.pipeline.config import GENERATOR_PREFIXES
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,11 @@ def _toml(value: object) -> str:
     return json.dumps(value)
 
 
+def _switch_value(text: str) -> str:
+    """true/false bare (a TOML boolean), anything else as _toml writes it."""
+    return text if text in ("true", "false") else _toml(text)
+
+
 def render_template(values: TemplateValues) -> str:
     lines = ["# infer pipeline: every stage from one file. `infer pipeline run THIS_FILE` runs them all;",
              "# a re-run skips the stages whose inputs (sha256) and settings have not changed.",
@@ -63,7 +69,7 @@ def render_template(values: TemplateValues) -> str:
               "# Placeholders folded to a value at freeze; those with a default are folded to it anyway."]
     if values.switches:
         lines.append(f"# With a default here: {', '.join(values.switches)}")
-    set_items = ", ".join(f"{_toml(k) if not k.isidentifier() else k} = {_toml(v)}"
+    set_items = ", ".join(f"{_toml(k) if not k.isidentifier() else k} = {_switch_value(v)}"
                           for k, v in sorted(values.set_values.items()))
     lines.append(f"set = {{ {set_items} }}" if set_items else "# set = { is_training = \"false\" }")
 
@@ -149,13 +155,21 @@ def values_from_model(model: Path, *, data_source: str = "images/", labels: str 
     report = inspect_loaded(loaded)
     outputs = (report.candidates[0].tensor,) if report.candidates else ()
     needed = _ancestors(loaded.graph_def, {node_name(t) for t in outputs}) if outputs else set()
-    fed = [p for p in report.placeholders if not p.has_default]
+    # A bool scalar (or shape-less) placeholder without a default is a switch: fixed with `set`, not fed.
+    unset = [p for p in report.placeholders if p.is_switch and not p.has_default
+             and (not outputs or node_name(p.tensor) in needed)]
+    fed = [p for p in report.placeholders if not p.has_default and p not in unset]
     inputs = tuple(p.tensor for p in fed if not outputs or node_name(p.tensor) in needed)
     unused = [p.tensor for p in fed if p.tensor not in inputs]
     switches = tuple(p.tensor for p in report.placeholders if p.has_default)
-    source = str(model)
-    if relative_to is not None:
-        source = os.path.relpath(Path(model).resolve(), Path(relative_to).resolve())
+
+    def relative(path: str) -> str:
+        """A path as the pipeline file reads it: relative to that file's folder, as freeze's model is."""
+        if relative_to is None or not path or path.startswith(GENERATOR_PREFIXES):
+            return path
+        return os.path.relpath(Path(path).resolve(), Path(relative_to).resolve()) + ("/" if path.endswith("/") else "")
+
+    source = relative(str(model))
     dynamic = [p.tensor for p in fed if p.tensor in inputs and p.dynamic_dims]
     # A graph whose inputs already have a static batch (a frozen pb) must be given that batch, not 1.
     static = {p.shape[0] for p in fed if p.tensor in inputs and p.shape and p.shape[0] is not None}
@@ -167,6 +181,7 @@ def values_from_model(model: Path, *, data_source: str = "images/", labels: str 
         notes.append(f"Placeholders {', '.join(outputs)} does not read, left out of inputs: {', '.join(unused)}.")
     if not outputs:
         notes.append("inspect found no output candidate: fill in [model] outputs.")
-    return TemplateValues(source=source, outputs=outputs, inputs=inputs, batch=batch, data_source=data_source,
-                          labels=labels, notes=tuple(notes),
+    return TemplateValues(source=source, outputs=outputs, inputs=inputs, batch=batch,
+                          set_values={node_name(p.tensor): "false" for p in unset},
+                          data_source=relative(data_source), labels=relative(labels), notes=tuple(notes),
                           other_candidates=tuple(c.tensor for c in report.candidates[1:4]), switches=switches)

@@ -29,12 +29,12 @@ def _damaged_fp16(frozen: ModelContract, folder: Path, scale: float) -> ModelCon
     spread; model.pb stays the original, so TensorFlow (and the emulation) compute the healthy model."""
     import tensorflow as tf
 
+    from ckpt2pb.protobuf import read_graph_def
     from infer.convert import ConvertOptions, convert_model
 
     shutil.copytree(frozen.folder, folder)
     original = load_contract(folder / "model.json")
-    graph_def = tf.compat.v1.GraphDef()
-    graph_def.ParseFromString(original.pb_path.read_bytes())
+    graph_def = read_graph_def(original.pb_path)
     kernel = next(node for node in graph_def.node if node.name == "conv/kernel")
     values = tf.make_ndarray(kernel.attr["value"].tensor)
     noise = np.random.default_rng(5).normal(scale=scale * float(values.std()), size=values.shape)

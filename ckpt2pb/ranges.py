@@ -1,0 +1,146 @@
+"""Random ops whose draw cannot change the result: value ranges carried from the samplers through elementwise
+ops, and every tensor whose range shrinks to one value becomes that constant.
+
+Dropout with its switch off is the case that matters: TF 1.x wrote ``floor(keep_prob + uniform[0, 1))`` and TF
+2.x writes ``uniform[0, 1) >= rate``; with keep_prob fixed at 1 (rate 0) the mask is 1 (true) for any draw, so
+the sampler is cut out of the graph. Left in, it would be the converted model's sampler that decides: ONNX
+Runtime's can return 1 - 2^-24, for which ``floor(1 + u)`` is 2 in float32 and a unit is doubled, which
+TensorFlow's never does (its largest float32 draw is 1 - 2^-23, and 1 + that is below 2). The ranges here are
+TensorFlow's: [0, 1) for a uniform sampler, rounding aside.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from binio.spec import node_name
+
+_UNIFORM_OPS = frozenset({"RandomUniform", "StatelessRandomUniform", "StatelessRandomUniformV2"})
+_PASS_OPS = frozenset({"Identity", "Snapshot", "StopGradient", "Cast"})
+_FLOAT_TYPES = (1, 2, 19)  # DT_FLOAT, DT_DOUBLE, DT_HALF
+_COMPARISONS = frozenset({"GreaterEqual", "Greater", "LessEqual", "Less"})
+
+
+@dataclass(frozen=True)
+class _Range:
+    """Every element lies in [lo, hi], each end excluded where marked; `random`: it depends on a draw."""
+
+    lo: float
+    hi: float
+    lo_open: bool = False
+    hi_open: bool = False
+    random: bool = False
+
+    @property
+    def point(self) -> float | None:
+        return self.lo if self.lo == self.hi and not (self.lo_open or self.hi_open) else None
+
+
+def _add(a: _Range, b: _Range) -> _Range:
+    return _Range(a.lo + b.lo, a.hi + b.hi, a.lo_open or b.lo_open, a.hi_open or b.hi_open, a.random or b.random)
+
+
+def _negate(a: _Range) -> _Range:
+    return _Range(-a.hi, -a.lo, a.hi_open, a.lo_open, a.random)
+
+
+def _scale(a: _Range, factor: float) -> _Range:
+    if factor == 0:
+        return _Range(0.0, 0.0, random=a.random)
+    scaled = _Range(a.lo * factor, a.hi * factor, a.lo_open, a.hi_open, a.random)
+    return scaled if factor > 0 else _Range(scaled.hi, scaled.lo, a.hi_open, a.lo_open, a.random)
+
+
+def _floor(a: _Range) -> _Range:
+    top = a.hi - 1 if a.hi_open and float(a.hi).is_integer() else math.floor(a.hi)
+    return _Range(float(math.floor(a.lo)), float(top), random=a.random)
+
+
+def _compare(op: str, a: _Range, b: _Range) -> _Range | None:
+    """True (1) or false (0) for every element, where the ranges decide it; None where they do not."""
+    if op in ("Less", "LessEqual"):
+        a, b, op = b, a, "Greater" if op == "Less" else "GreaterEqual"
+    always = a.lo > b.hi or (a.lo == b.hi and (op == "GreaterEqual" or a.lo_open or b.hi_open))
+    never = a.hi < b.lo or (a.hi == b.lo and (op == "Greater" or a.hi_open or b.lo_open))
+    random = a.random or b.random
+    return _Range(1.0, 1.0, random=random) if always else _Range(0.0, 0.0, random=random) if never else None
+
+
+def _const_range(node: Any) -> _Range | None:
+    import numpy as np
+    import tensorflow as tf
+
+    value = tf.make_ndarray(node.attr["value"].tensor)
+    if value.size == 0 or value.dtype.kind not in "fiub":
+        return None
+    return _Range(float(np.min(value)), float(np.max(value)))
+
+
+def _range_of(node: Any, ranges: dict[str, _Range]) -> _Range | None:
+    data = [ref for ref in node.input if not ref.startswith("^")]
+    if node.op == "Const":
+        return _const_range(node)
+    if node.op in _UNIFORM_OPS and node.attr["dtype"].type in _FLOAT_TYPES:
+        return _Range(0.0, 1.0, hi_open=True, random=True)
+    found = [ranges.get(node_name(ref)) if ref == node_name(ref) or ref.endswith(":0") else None for ref in data]
+    args = [a for a in found if a is not None]
+    if len(args) != len(found):
+        return None
+    if node.op == "Cast" and node.attr["DstT"].type not in _FLOAT_TYPES \
+            and not (float(args[0].lo).is_integer() and float(args[0].hi).is_integer()):
+        return None  # a cast to an integer type truncates
+    if node.op in _PASS_OPS and args:
+        return args[0]
+    if node.op in ("Add", "AddV2") and len(args) == 2:
+        return _add(args[0], args[1])
+    if node.op == "Sub" and len(args) == 2:
+        return _add(args[0], _negate(args[1]))
+    if node.op == "Neg":
+        return _negate(args[0])
+    if node.op == "Floor":
+        return _floor(args[0])
+    if node.op == "Mul" and len(args) == 2:
+        for a, b in ((args[0], args[1]), (args[1], args[0])):
+            if b.point is not None:
+                return _scale(a, b.point) if not b.random else None
+    divisor = args[1].point if node.op == "RealDiv" and len(args) == 2 and not args[1].random else None
+    if divisor:
+        return _scale(args[0], 1.0 / divisor)
+    if node.op in _COMPARISONS and len(args) == 2:
+        return _compare(node.op, args[0], args[1])
+    return None
+
+
+def fold_decided_draws(graph_def: Any) -> int:
+    """Replaces each tensor computed from a random draw whose value is the same for every draw by a constant of
+    its (static) shape; returns how many. The samplers are then unread, for pruning to remove."""
+    import numpy as np
+
+    from ckpt2pb import surgery
+    from ckpt2pb.graphinfo import import_graph, topological_order
+
+    ranges: dict[str, _Range] = {}
+    order = topological_order(graph_def)
+    for node in order:
+        found = _range_of(node, ranges)
+        if found is not None:
+            ranges[node.name] = found
+    decided = {node.name for node in order if node.name in ranges and ranges[node.name].random
+               and ranges[node.name].point is not None and node.op not in _PASS_OPS}
+    if not decided:
+        return 0
+    graph = import_graph(graph_def, "the frozen graph")
+    folded = 0
+    for node in graph_def.node:
+        if node.name not in decided:
+            continue
+        tensor = graph.get_operation_by_name(node.name).outputs[0]
+        if not tensor.shape.is_fully_defined() or len(graph.get_operation_by_name(node.name).outputs) != 1:
+            continue
+        value = np.full(tensor.shape.as_list(), ranges[node.name].point, dtype=tensor.dtype.as_numpy_dtype)
+        node.attr["dtype"].type = tensor.dtype.as_datatype_enum  # make_constant keeps the node's dtype
+        surgery.make_constant(node, value)
+        folded += 1
+    return folded
