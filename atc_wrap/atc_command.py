@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from atc_wrap.aipp import AippConfig, aipp_input_spec
 from atc_wrap.errors import ConvertError
 from atc_wrap.precision import (
     DEFAULT_PRECISION_MODE,
@@ -41,6 +42,8 @@ class AtcOptions:
     keep_dtype: Path | None = None
     extra_args: tuple[str, ...] = ()
     allow_unknown_soc: bool = False
+    insert_op_conf: Path | None = None  # the AIPP config file (written before ATC runs)
+    aipp: AippConfig | None = None  # its content: the om's AIPP input takes uint8 images of the source size
 
 
 @dataclass(frozen=True)
@@ -98,10 +101,16 @@ def build_atc_command(
         argv.append(f"--fusion_switch_file={options.fusion_switch_file}")
     if options.keep_dtype is not None:
         argv.append(f"--keep_dtype={options.keep_dtype}")
+    if options.insert_op_conf is not None:
+        argv.append(f"--insert_op_conf={options.insert_op_conf}")
     argv.extend(options.extra_args)
+    taken = tuple(s.with_dtype("float16") if s.node in fp16_nodes else s for s in inputs)
+    if options.aipp is not None:
+        rank = options.aipp.related_input_rank
+        taken = tuple(aipp_input_spec(s, options.aipp) if i == rank else s for i, s in enumerate(taken))
     return AtcCommand(
         argv=tuple(argv), om=om,
-        inputs=tuple(s.with_dtype("float16") if s.node in fp16_nodes else s for s in inputs),
+        inputs=taken,
         outputs=tuple(_typed_output(s, output_types) for s in outputs),
         input_format=input_format,
     )

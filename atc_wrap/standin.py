@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from atc_wrap.aipp import AippConfig, aipp_input_spec
 from atc_wrap.emulation import Emulation, emulate_precision
 from atc_wrap.errors import ConvertError
 from atc_wrap.nodes import check_nodes_exist
@@ -15,7 +16,7 @@ from atc_wrap.opset import check_opset
 from atc_wrap.precision import check_precision_mode
 from binio.atomic import write_bytes_atomic
 from binio.errors import first_line
-from binio.spec import TensorSpec
+from binio.spec import TensorSpec, format_shape
 
 log = logging.getLogger(__name__)
 
@@ -49,12 +50,15 @@ def convert_to_onnx(
     precision_mode: str = "force_fp16",
     input_fp16_nodes: Sequence[str] = (),
     output_types: Mapping[str, str] | None = None,
+    aipp: AippConfig | None = None,
 ) -> OnnxConversion:
     """Converts `pb` (its `graph_def`, as the caller read it) to ONNX at `destination` (written atomically),
     emulating ATC's `precision_mode`.
 
     `input_fp16_nodes` are input node names the model takes as float16; `output_types` maps output tensor names
-    to ATC output types (FP32/FP16), as parsed by `atc_wrap.precision`.
+    to ATC output types (FP32/FP16), as parsed by `atc_wrap.precision`. `aipp` (checked against its input by
+    `atc_wrap.aipp.check_against_input`) puts AIPP's stage in front of input `aipp.related_input_rank`, which then
+    takes uint8 images (`atc_wrap.aipp_onnx`).
     """
     check_precision_mode(precision_mode)
     check_output_types(output_types or {})
@@ -66,6 +70,9 @@ def convert_to_onnx(
     fp16_outputs = {name for name, kind in (output_types or {}).items() if kind == "FP16"}
     _check_names(model, pb, inputs, outputs)
     emulation = emulate_precision(model, precision_mode, fp16_inputs=fp16_inputs, fp16_outputs=fp16_outputs)
+    converted_inputs = tuple(s.with_dtype("float16") if s.name in fp16_inputs else s for s in inputs)
+    if aipp is not None:
+        converted_inputs = _insert_aipp(model, converted_inputs, aipp)
     _check(model, pb)
     serialized = model.SerializeToString()
     _check_loads(serialized, pb)
@@ -76,12 +83,23 @@ def convert_to_onnx(
 
     return OnnxConversion(
         path=destination, opset=chosen_opset,
-        inputs=tuple(s.with_dtype("float16") if s.name in fp16_inputs else s for s in inputs),
+        inputs=converted_inputs,
         outputs=tuple(s.with_dtype("float16") if s.name in fp16_outputs else s for s in outputs),
         precision_mode=precision_mode, emulation=emulation,
         tool_versions={"tf2onnx": tf2onnx.__version__, "onnx": onnx.__version__,
                        "onnxruntime": onnxruntime.__version__},
     )
+
+
+def _insert_aipp(model: Any, inputs: tuple[TensorSpec, ...], aipp: AippConfig) -> tuple[TensorSpec, ...]:
+    from atc_wrap.aipp_onnx import insert_aipp_stage
+
+    spec = inputs[aipp.related_input_rank]
+    if spec.shape and spec.shape[0] is None:
+        raise ConvertError(f"input {spec.name}: AIPP on the stand-in needs a static batch, found "
+                           f"{format_shape(spec.shape)}", hint="infer freeze --batch N")
+    insert_aipp_stage(model, spec.name, aipp, spec.layout, int(spec.shape[0] or 1))
+    return tuple(aipp_input_spec(s, aipp) if i == aipp.related_input_rank else s for i, s in enumerate(inputs))
 
 
 def check_output_types(output_types: Mapping[str, str]) -> None:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from atc_wrap.aipp import AippConfig
 from atc_wrap.errors import ConvertError
 from atc_wrap.precision import (
     DEFAULT_PRECISION_MODE,
@@ -17,8 +18,10 @@ from atc_wrap.precision import (
     parse_input_fp16_nodes,
     parse_output_type,
 )
+from binio.atomic import write_bytes_atomic
 from binio.binfile import sha256_file
 from ckpt2pb.protobuf import read_graph_def
+from infer.aipp import AIPP_FILE, AippOptions, aipp_config_for, aipp_record
 from infer.contract import ConvertedInfo, ModelContract, as_contract
 
 TARGETS: tuple[str, ...] = ("om", "onnx")
@@ -45,6 +48,7 @@ class ConvertOptions:
     allow_unknown_soc: bool = False
     dry_run: bool = False
     timeout: float = DEFAULT_TIMEOUT_S
+    aipp: AippOptions | None = None  # AIPP in front of an image input: aipp.cfg beside the model, --insert_op_conf
 
 
 @dataclass(frozen=True)
@@ -59,6 +63,7 @@ class ConvertResult:
     dry_run: bool = False
     ignored: tuple[str, ...] = ()  # options that mean nothing to the chosen target
     seconds: float = 0.0
+    aipp_file: Path | None = None  # the aipp.cfg written (or, for a dry run, that would be)
 
 
 def convert_model(model: ModelContract | Path | str, options: ConvertOptions | None = None) -> ConvertResult:
@@ -100,12 +105,58 @@ def _relative(path: Path, folder: Path) -> str:
     return os.path.relpath(Path(path).resolve(), Path(folder).resolve())
 
 
+def _aipp(contract: ModelContract, options: ConvertOptions,
+          artefact: Path) -> tuple[AippConfig | None, Path | None, str]:
+    """(AippConfig or None, where aipp.cfg goes: beside the converted model, its text). A hand-written file is
+    copied as written (its comments kept); a generated one says what it was made from."""
+    if options.aipp is None:
+        return None, None, ""
+    config = aipp_config_for(contract, options.aipp)
+    destination = artefact.parent / AIPP_FILE
+    if options.aipp.config is not None:
+        text = Path(options.aipp.config).read_text(encoding="utf-8")
+    else:
+        prep = options.aipp.preprocessing
+        text = config.to_prototxt((
+            f"AIPP for {contract.inputs[config.related_input_rank].name}, written by infer convert --aipp from the "
+            "training preprocessing", f"(pixel * {prep.scale!r} - mean {list(prep.mean)}) / std {list(prep.std)}, "
+            f"channels {prep.color}: mean_chn + min_chn = mean / scale, var_reci_chn = scale / std",
+            "hardware order: channel swap -> crop -> colour-space conversion -> normalisation; output fp16"))
+    return config, destination, text
+
+
+def _write_aipp(destination: Path | None, text: str) -> bytes | None:
+    """Writes aipp.cfg; returns what was there before (None: nothing), for `_restore_aipp`."""
+    if destination is None:
+        return None
+    before = destination.read_bytes() if destination.is_file() else None
+    write_bytes_atomic(destination, text.encode("utf-8"))
+    return before
+
+
+def _restore_aipp(destination: Path | None, before: bytes | None) -> None:
+    """After a failed ATC run: aipp.cfg as it was, so it still belongs to the model the contract describes."""
+    if destination is None:
+        return
+    if before is None:
+        destination.unlink(missing_ok=True)
+    else:
+        write_bytes_atomic(destination, before)
+
+
+def _with_aipp(settings: dict[str, Any], options: ConvertOptions, config: AippConfig | None, destination: Path | None,
+               folder: Path) -> None:
+    if options.aipp is not None and config is not None and destination is not None:
+        settings["aipp"] = aipp_record(config, options.aipp, _relative(destination, folder))
+
+
 def _convert_om(contract: ModelContract, options: ConvertOptions, reason: str) -> ConvertResult:
     from atc_wrap.atc_command import AtcOptions, build_atc_command
     from atc_wrap.atc_run import find_atc, require_atc, run_atc
 
     atc = find_atc() if options.dry_run else require_atc()
     om = _artefact(contract, options, ".om")
+    aipp, aipp_file, aipp_text = _aipp(contract, options, om)
     command = build_atc_command(
         str(atc) if atc is not None else "atc", contract.pb_path.absolute(), read_graph_def(contract.pb_path),
         contract.inputs, contract.outputs, om,
@@ -117,13 +168,19 @@ def _convert_om(contract: ModelContract, options: ConvertOptions, reason: str) -
             fusion_switch_file=None if options.fusion_switch_file is None else options.fusion_switch_file.absolute(),
             keep_dtype=None if options.keep_dtype is None else options.keep_dtype.absolute(),
             extra_args=options.atc_args, allow_unknown_soc=options.allow_unknown_soc,
+            insert_op_conf=aipp_file, aipp=aipp,
         ),
     )
     ignored = ("--opset",) if options.opset is not None else ()
     if options.dry_run:
         return ConvertResult(contract=contract, target="om", artefact=om, target_reason=reason,
-                             command=command.argv, dry_run=True, ignored=ignored)
-    run = run_atc(command, timeout=options.timeout)
+                             command=command.argv, dry_run=True, ignored=ignored, aipp_file=aipp_file)
+    before = _write_aipp(aipp_file, aipp_text)  # ATC reads it: written first, put back if ATC fails
+    try:
+        run = run_atc(command, timeout=options.timeout)
+    except BaseException:
+        _restore_aipp(aipp_file, before)
+        raise
     settings: dict[str, Any] = {
         "converter": "atc", "atc": str(atc), "cwd": str(om.parent), "input_format": command.input_format,
         "input_fp16_nodes": options.input_fp16_nodes, "output_type": options.output_type,
@@ -131,6 +188,7 @@ def _convert_om(contract: ModelContract, options: ConvertOptions, reason: str) -
         "fusion_switch_file": str(options.fusion_switch_file or ""), "keep_dtype": str(options.keep_dtype or ""),
         "atc_args": list(options.atc_args), "seconds": round(run.seconds, 3), "warnings": list(run.warnings),
     }
+    _with_aipp(settings, options, aipp, aipp_file, contract.folder)
     converted = ConvertedInfo(
         target="om", path=_relative(om, contract.folder), sha256=sha256_file(om), inputs=command.inputs,
         outputs=command.outputs, soc_version=options.soc_version, precision_mode=options.precision_mode,
@@ -138,7 +196,7 @@ def _convert_om(contract: ModelContract, options: ConvertOptions, reason: str) -
     )
     saved = contract.with_converted(converted).save()
     return ConvertResult(contract=saved, target="om", artefact=om, target_reason=reason, command=run.argv,
-                         ignored=ignored, seconds=run.seconds)
+                         ignored=ignored, seconds=run.seconds, aipp_file=aipp_file)
 
 
 def _atc_only(options: ConvertOptions) -> tuple[str, ...]:
@@ -160,6 +218,7 @@ def _convert_onnx(contract: ModelContract, options: ConvertOptions, reason: str)
     from atc_wrap.standin import check_output_types, convert_to_onnx
 
     destination = _artefact(contract, options, ".onnx")
+    aipp, aipp_file, aipp_text = _aipp(contract, options, destination)
     fp16_nodes = parse_input_fp16_nodes(options.input_fp16_nodes, contract.inputs)
     output_types = parse_output_type(options.output_type, contract.outputs)
     check_output_types(output_types)
@@ -169,16 +228,18 @@ def _convert_onnx(contract: ModelContract, options: ConvertOptions, reason: str)
     if options.dry_run:
         check_opset(options.opset)
         return ConvertResult(contract=contract, target="onnx", artefact=destination, target_reason=reason,
-                             dry_run=True, ignored=ignored)
+                             dry_run=True, ignored=ignored, aipp_file=aipp_file)
     start = time.monotonic()
     conversion = convert_to_onnx(
         contract.pb_path, read_graph_def(contract.pb_path), contract.inputs, contract.outputs, destination,
-        opset=options.opset,
-        precision_mode=options.precision_mode, input_fp16_nodes=fp16_nodes, output_types=output_types,
+        opset=options.opset, precision_mode=options.precision_mode, input_fp16_nodes=fp16_nodes,
+        output_types=output_types, aipp=aipp,
     )
+    _write_aipp(aipp_file, aipp_text)
     settings = conversion.settings()
     settings.update({"input_fp16_nodes": options.input_fp16_nodes, "output_type": options.output_type,
                      "dynamic_batch": list(options.dynamic_batch), "ignored_options": list(ignored)})
+    _with_aipp(settings, options, aipp, aipp_file, contract.folder)
     converted = ConvertedInfo(
         target="onnx", path=_relative(destination, contract.folder), sha256=sha256_file(destination),
         inputs=conversion.inputs, outputs=conversion.outputs, soc_version="",
@@ -186,4 +247,4 @@ def _convert_onnx(contract: ModelContract, options: ConvertOptions, reason: str)
     )
     saved = contract.with_converted(converted).save()
     return ConvertResult(contract=saved, target="onnx", artefact=destination, target_reason=reason,
-                         ignored=ignored, seconds=time.monotonic() - start)
+                         ignored=ignored, seconds=time.monotonic() - start, aipp_file=aipp_file)

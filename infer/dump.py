@@ -12,9 +12,11 @@ import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from atc_wrap.aipp import AippConfig
 from binio.atomic import atomic_path
 from binio.batching import BatchSlot, padded_buffer, plan_batches
 from binio.binfile import sha256_file
@@ -24,8 +26,10 @@ from binio.errors import DtypeError, InferError, OutputExistsError, ShapeError
 from binio.manifest import MANIFEST_NAME, BinEntry, DatasetManifest, InputManifest, bin_file_name, safe_folder_name
 from binio.spec import LAYOUTS, TensorSpec, format_shape
 from infer.contract import ModelContract, as_contract
+from infer.sources.aipp_images import AippImageSource
 from infer.sources.arrays import SourceError
 from infer.sources.base import SampleSource
+from infer.sources.bins import has_bins
 from infer.sources.open import ImageOptions, open_source
 
 Progress = Callable[[int, int], None]  # (batches written, batches in all)
@@ -216,15 +220,50 @@ def _write_batch(path: Path, buffer: np.ndarray, hashed: concurrent.futures.Futu
     return hashed.result(), True
 
 
+def _aipp_input(contract: ModelContract) -> tuple[str, AippConfig] | None:
+    """(the input's name, its AIPP config) for a model converted with AIPP."""
+    from infer.aipp import model_aipp
+
+    config = model_aipp(contract)
+    return None if config is None else (contract.inputs[config.related_input_rank].name, config)
+
+
+def declared_preprocessing(contract: ModelContract, options: DumpOptions) -> dict[str, dict[str, Any]]:
+    """The AIPP input's declared preprocessing (dump-bin's own --mean/--std/--scale/--color), by input name."""
+    from atc_wrap.aipp import csc_standard
+    from infer.aipp import image_dims
+    from infer.declared import DeclaredPreprocessing
+    from infer.sources.aipp_images import csc_of, source_channels
+
+    found = _aipp_input(contract)
+    if found is None:
+        return {}
+    name, config = found
+    if config.is_yuv and csc_standard(config) is None:  # YUV bins from a decoder: no known way back to RGB
+        return {}
+    spec = contract.inputs[config.related_input_rank]
+    height, width, _ = image_dims(spec)
+    channels = source_channels(config)
+    declared = DeclaredPreprocessing.from_options(options.image, channels, height, width, spec.layout,
+                                                  csc_of(config) if channels in ("NV12", "NV21") else ((), ()))
+    return {name: declared.to_json()}
+
+
 def _open_sources(contract: ModelContract, options: DumpOptions, plans: list[_Plan]) -> list[SampleSource]:
+    aipp = _aipp_input(contract)
     opened: list[SampleSource] = []
     try:
         for plan in plans:
-            source = open_source(
-                plan.source_text, tensor=plan.spec.name, sample_shape=plan.spec.static_shape()[1:],
-                dtype_name=plan.spec.dtype, layout=plan.layout, single_input=len(plans) == 1,
-                image_options=options.image, workers=options.workers,
-            )
+            source: SampleSource
+            if aipp is not None and aipp[0] == plan.spec.name and Path(plan.source_text).is_dir() \
+                    and not has_bins(Path(plan.source_text)):
+                source = AippImageSource(Path(plan.source_text), aipp[1], options.image, workers=options.workers)
+            else:
+                source = open_source(
+                    plan.source_text, tensor=plan.spec.name, sample_shape=plan.spec.static_shape()[1:],
+                    dtype_name=plan.spec.dtype, layout=plan.layout, single_input=len(plans) == 1,
+                    image_options=options.image, workers=options.workers,
+                )
             opened.append(source)
             expected = plan.spec.static_shape()[1:]
             if tuple(source.sample_shape) != expected:
@@ -296,6 +335,7 @@ def dump_bins(model: ModelContract | Path | str, options: DumpOptions, progress:
                               hint="write the re-batched bins to another folder")
     fresh = _check_output(output, options.force)
     existed = output.is_dir()
+    declared_preprocessing(contract, options)  # refused before any source opens
     sources = _open_sources(contract, options, plans)
     try:
         samples = _sample_count(plans, sources, options.samples, batch)
@@ -375,12 +415,14 @@ def _write_all(contract: ModelContract, options: DumpOptions, plans: list[_Plan]
                 future.cancel()
             raise
     _remove_stale(output, plans, len(slots))
+    declared = declared_preprocessing(contract, options)
     inputs = tuple(
         InputManifest(
             tensor=plan.spec.name, folder=plan.folder, dtype=plan.spec.dtype,
             shape=plan.spec.static_shape(), layout=_manifest_layout(plan, source), files=tuple(entries[i]),
             source=source.description,
-            preprocessing={**source.preprocessing, "padding": "zeros", "cast": reports[i].to_json()},
+            preprocessing={**source.preprocessing, "padding": "zeros", "cast": reports[i].to_json(),
+                           **({"declared": declared[plan.spec.name]} if plan.spec.name in declared else {})},
         )
         for i, (plan, source) in enumerate(zip(plans, sources, strict=True))
     )

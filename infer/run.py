@@ -110,12 +110,16 @@ def choose_backend(contract: ModelContract, requested: str | None, kind: str | N
     return _DEFAULT_OF_TARGET.get(contract.converted.target, "tf")
 
 
-def make_runner(contract: ModelContract, backend: str, options: RunOptions) -> BaseRunner:
-    """The runner for `backend`, not yet activated."""
+def make_runner(contract: ModelContract, backend: str, options: RunOptions, *,
+                bins: Path | None = None) -> BaseRunner:
+    """The runner for `backend`, not yet activated. With the dataset `bins`, TensorFlow takes an AIPP dataset's
+    uint8 bins through their declared preprocessing (`infer.runners.declared`)."""
     if backend == "tf":
+        from infer.runners.declared import with_declared_preprocessing
         from infer.runners.tensorflow import TensorFlowRunner
 
-        return TensorFlowRunner(contract, threads=options.threads)
+        runner = TensorFlowRunner(contract, threads=options.threads)
+        return runner if bins is None else with_declared_preprocessing(runner, contract, bins)
     if backend == "onnxrt":
         from infer.runners.onnxrt import OnnxRuntimeRunner
 
@@ -200,7 +204,7 @@ def run_model(model: ModelContract | Path | str, bins: DatasetManifest | Path | 
     options.check()
     contract, kind = resolve_model(model)
     backend = choose_backend(contract, options.backend, kind)
-    runner = make_runner(contract, backend, options)
+    runner = make_runner(contract, backend, options, bins=dataset_folder(bins))
     # The golden run feeds the frozen pb the converted model's bins: float16 ones are widened, exactly.
     manifest = preflight(dataset_folder(bins), runner.inputs, widen=backend == "tf")
     running = model_file(contract, backend)

@@ -189,7 +189,7 @@ def run_sharded(model: ModelContract | Path | str, bins: DatasetManifest | Path 
     contract, kind = resolve_model(model)
     opened = contract.path if isinstance(model, ModelContract) else Path(model)  # what the workers open
     backend = choose_backend(contract, options.backend, kind)
-    runner = make_runner(contract, backend, options)
+    runner = make_runner(contract, backend, options, bins=dataset_folder(bins))
     manifest = preflight(dataset_folder(bins), runner.inputs, widen=backend == "tf")
     if isinstance(runner, ToolRunner):  # a missing msame is refused before any folder or worker exists
         runner.activate()

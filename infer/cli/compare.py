@@ -117,6 +117,8 @@ def compare(
             console.print(f"wrote {path}", markup=False)
     for band in result.expected:
         console.print(f"expected from emulation: {band.summary()}", markup=False)
+    for check in result.preprocessing:
+        console.print(check.summary(), markup=False)
     if result.provenance is not None:
         for order in result.provenance.sample_order:
             console.print(f"sample order: {order.describe()}", markup=False)

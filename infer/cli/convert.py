@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 
+from binio.errors import InferError
 from infer.cli.console import out, say
 
 
@@ -48,6 +49,24 @@ def convert(
     timeout: float = typer.Option(3600.0, "--timeout", help="Seconds before a hung ATC is stopped."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the exact ATC command (or what the stand-in "
                                  "would write) and change nothing."),
+    aipp: bool = typer.Option(False, "--aipp", help="Preprocess on the NPU: write aipp.cfg beside the model from "
+                              "--mean/--std/--scale/--color and pass it to ATC (--insert_op_conf); the model then "
+                              "takes uint8 images."),
+    aipp_config: Path | None = typer.Option(None, "--aipp-config", help="A hand-written AIPP config (static "
+                                            "aipp_op) instead of --aipp's settings."),
+    mean: str | None = typer.Option(None, "--mean", help="--aipp: subtracted after --scale, one or per channel."),
+    std: str | None = typer.Option(None, "--std", help="--aipp: divided by after --mean, one or per channel."),
+    scale: float = typer.Option(1.0, "--scale", help="--aipp: pixels are multiplied by this first."),
+    color: str = typer.Option("RGB", "--color", help="--aipp: the channel order the model was trained on, RGB or "
+                              "BGR (the source images are RGB)."),
+    aipp_input_format: str = typer.Option("", "--aipp-input-format", help="RGB888_U8, YUV420SP_U8, XRGB8888_U8 "
+                                          "or YUV400_U8; default RGB888_U8 (YUV400_U8 for 1 channel)."),
+    aipp_src_size: str | None = typer.Option(None, "--aipp-src-size", help="W,H of the uint8 source images; "
+                                             "default the model input's size."),
+    aipp_crop: str | None = typer.Option(None, "--aipp-crop", help="X,Y of the crop window in the source; "
+                                         "default centred."),
+    aipp_csc: str | None = typer.Option(None, "--aipp-csc", help="YUV420SP_U8's colour-space conversion: jpeg "
+                                        "(default), bt601n, bt601w, bt709n or bt709w."),
 ) -> None:
     """Convert the frozen pb to an Ascend .om with ATC, or to ONNX for the ONNX Runtime stand-in.
 
@@ -57,8 +76,26 @@ def convert(
     the exact ATC command or converter settings, and the converted model's input and output dtypes.
     """
     from atc_wrap.process import quote_command
+    from infer.aipp import AippOptions
+    from infer.cli.image_options import image_options, int_pair
     from infer.contract import load_contract
     from infer.convert import ConvertOptions, choose_target, convert_model
+
+    aipp_options = None
+    if aipp or aipp_config is not None:
+        aipp_options = AippOptions(
+            preprocessing=image_options(resize=None, color=color, scale=scale, mean=mean, std=std),
+            input_format=aipp_input_format.upper(), src_size=int_pair(aipp_src_size, "--aipp-src-size", "256,256"),
+            crop=int_pair(aipp_crop, "--aipp-crop", "16,16"), csc=aipp_csc, config=aipp_config)
+    else:
+        given = [flag for flag, present in (
+            ("--mean", mean is not None), ("--std", std is not None), ("--scale", scale != 1.0),
+            ("--color", color.upper() != "RGB"), ("--aipp-input-format", bool(aipp_input_format)),
+            ("--aipp-src-size", aipp_src_size is not None), ("--aipp-crop", aipp_crop is not None),
+            ("--aipp-csc", aipp_csc is not None)) if present]
+        if given:
+            raise InferError(f"{', '.join(given)} without --aipp: these set the preprocessing AIPP does on the NPU",
+                             hint="add --aipp (or preprocess host-side with infer dump-bin's options)")
 
     contract = load_contract(model)
     chosen, reason = choose_target(target)
@@ -69,7 +106,7 @@ def convert(
         input_fp16_nodes=input_fp16_nodes, output_type=output_type, input_format=input_format,
         dynamic_batch=_batches(dynamic_batch), op_select_implmode=op_select_implmode,
         fusion_switch_file=fusion_switch_file, keep_dtype=keep_dtype, atc_args=tuple(atc_arg), opset=opset,
-        allow_unknown_soc=allow_unknown_soc, dry_run=dry_run, timeout=timeout,
+        allow_unknown_soc=allow_unknown_soc, dry_run=dry_run, timeout=timeout, aipp=aipp_options,
     )
     result = convert_model(contract, options)
     if result.ignored:
@@ -81,7 +118,10 @@ def convert(
         else:
             console.print(f"would write {result.artefact} from {result.contract.pb_path} with tf2onnx, "
                           f"emulating {options.precision_mode}", markup=False)
-        say("dry run: nothing written")
+        if result.aipp_file is not None:
+            say(f"dry run: nothing written ({result.aipp_file} would be written first)")
+        else:
+            say("dry run: nothing written")
         return
     converted = result.contract.converted
     assert converted is not None
@@ -89,4 +129,6 @@ def convert(
                   f"sha256 {converted.sha256[:12]}) in {result.seconds:.1f} s", markup=False)
     io = ", ".join(f"{s.name} {s.dtype}" for s in (*converted.inputs, *converted.outputs))
     console.print(f"inputs/outputs: {io}", markup=False)
+    if result.aipp_file is not None:
+        console.print(f"AIPP config {result.aipp_file}: the model now takes uint8 images", markup=False)
     console.print(f"updated {result.contract.path}", markup=False)

@@ -11,6 +11,8 @@ from infer.cli.console import show
 
 def demo(
     output: Path = typer.Option(Path("demo-out"), "--output", "-o", help="The folder the demo writes into."),
+    aipp: bool = typer.Option(False, "--aipp", help="The AIPP variant: [convert] aipp = true, the model takes "
+                              "uint8 images and the NPU (the stand-in's AIPP stage) does the preprocessing."),
 ) -> None:
     """Run every stage on a built-in example model and image set, and print the verdict.
 
@@ -21,7 +23,7 @@ def demo(
     """
     from infer.demo.run import run_demo
 
-    result = run_demo(output, on_step=show, on_stage=lambda outcome: show(outcome.line()))
+    result = run_demo(output, on_step=show, on_stage=lambda outcome: show(outcome.line()), aipp=aipp)
     pipeline = result.pipeline
     show(pipeline.verdict)
     if pipeline.report_html is not None:

@@ -9,6 +9,7 @@ import typer
 from binio.errors import InferError
 from binio.spec import format_shape
 from infer.cli.console import err, out, print_json, say
+from infer.cli.image_options import image_options
 
 
 def _pairs(items: list[str], flag: str) -> list[tuple[str, str]]:
@@ -19,15 +20,6 @@ def _pairs(items: list[str], flag: str) -> list[tuple[str, str]]:
             raise InferError(f"{flag} {item}: expected NAME=SOURCE (e.g. {flag} images:0=data.npy)")
         pairs.append((name, source))
     return pairs
-
-
-def _floats(text: str | None, option: str, default: tuple[float, ...]) -> tuple[float, ...]:
-    if text is None:
-        return default
-    try:
-        return tuple(float(v) for v in text.replace(" ", "").split(","))
-    except ValueError:
-        raise InferError(f"{option} {text}: expected numbers separated by commas (e.g. 123.7,116.3,103.5)") from None
 
 
 def dump_bin(
@@ -60,10 +52,8 @@ def dump_bin(
 
     from infer.contract import load_contract
     from infer.dump import DumpOptions, dump_bins
-    from infer.sources.open import ImageOptions
 
-    if color.upper() not in ("RGB", "BGR"):
-        raise InferError(f"--color {color}: expected RGB or BGR")
+    image = image_options(resize=resize, color=color, scale=scale, mean=mean, std=std)
     if old_sources:
         say(f"warning: dump-bin --input NAME=SOURCE is deprecated and goes in the next release; write --source "
             f"{old_sources[0]} (--input names a dataset folder, as in infer run and infer compare)")
@@ -76,8 +66,7 @@ def dump_bin(
                          hint="e.g. infer dump-bin -m model.json -o bins data.npy")
     options = DumpOptions(
         output=output, sources=tuple(pairs), dtype=dtype_name, batch=batch, layout=layout,
-        image=ImageOptions(resize=resize, color=color.upper(), scale=scale, mean=_floats(mean, "--mean", (0.0,)),
-                           std=_floats(std, "--std", (1.0,))),
+        image=image,
         samples=samples, allow_lossy=allow_lossy, force=force, workers=workers,
     )
     console = err()

@@ -159,6 +159,7 @@ def emulated_run(contract: ModelContract, manifest: DatasetManifest, cache_root:
     converted with tf2onnx in the same precision mode (same --input-fp16-nodes and --output-type) and run by ONNX
     Runtime. Cached under `cache_root`/emulated/<sha256 of pb, settings and dataset>/, like the golden outputs.
     Returns the emulated model's contract and its run folder."""
+    from infer.aipp import AippOptions, model_aipp
     from infer.compare.golden import cached_run
     from infer.contract import load_contract
     from infer.convert import ConvertOptions, convert_model
@@ -166,8 +167,10 @@ def emulated_run(contract: ModelContract, manifest: DatasetManifest, cache_root:
 
     precision_mode, fp16_nodes, output_type = _emulation_settings(contract)
     contract.check_pb_unchanged()
+    aipp = model_aipp(contract)  # the om's AIPP goes in front of the emulation too: it takes the same uint8 bins
+    aipp_text = "" if aipp is None else aipp.to_prototxt()
     digest = hashlib.sha256("\0".join((contract.pb_sha256, precision_mode, fp16_nodes, output_type,
-                                       sha256_file(manifest.path))).encode())
+                                       sha256_file(manifest.path), aipp_text)).encode())
     folder = cache_root / _EMULATED / digest.hexdigest()[:32]
     runs = folder / "runs"
     model = folder / "model"
@@ -182,8 +185,13 @@ def emulated_run(contract: ModelContract, manifest: DatasetManifest, cache_root:
         if not pb.is_file():
             _link_or_copy(contract.pb_path, pb)
         staged = replace(contract, path=converted_json, pb=pb.name, converted=None).save()
+        aipp_options = None
+        if aipp is not None:
+            (model / "om-aipp.cfg").write_text(aipp_text, encoding="utf-8")
+            aipp_options = AippOptions(config=model / "om-aipp.cfg")
         staged = convert_model(staged, ConvertOptions(target="onnx", precision_mode=precision_mode,
-                                                      input_fp16_nodes=fp16_nodes, output_type=output_type)).contract
+                                                      input_fp16_nodes=fp16_nodes, output_type=output_type,
+                                                      aipp=aipp_options)).contract
     quiet = _OtherModelsBins()
     run_log = logging.getLogger("infer.run")
     run_log.addFilter(quiet)

@@ -270,6 +270,19 @@ def _expected_section(result: CompareResult) -> str:
             "<th>ratio</th><th>1-cosine</th><th>emulated</th><th>ratio</th><th>band</th></tr>" + rows + "</table>")
 
 
+def _preprocessing_section(result: CompareResult) -> str:
+    """AIPP's output against the declared preprocessing: per channel, and the settings that differ."""
+    if not result.preprocessing:
+        return ""
+    rows = "".join(
+        f"<tr><td class='name'>{html.escape(c.input)}</td><td>{', '.join(shown(d) for d in c.max_abs_diff)}</td>"
+        f"<td>{shown(c.tolerance)}</td><td>{'ok' if c.passed else '<span class=fail>FAILED</span>'}</td>"
+        f"<td class='name'>{html.escape('; '.join(c.mismatches) or '-')}</td></tr>" for c in result.preprocessing)
+    return ("<h2>Preprocessing (AIPP against the declared preprocessing)</h2><table><tr><th>input</th>"
+            "<th>max |diff| per channel</th><th>limit</th><th>check</th><th>settings that differ</th></tr>"
+            + rows + "</table>")
+
+
 def render_html(result: CompareResult) -> str:
     verdict_class = "pass" if result.passed else "fail"
     body = [
@@ -280,6 +293,7 @@ def render_html(result: CompareResult) -> str:
         f"samples, {result.padding} padding rows left out)<br>actual {html.escape(result.actual_dir)}<br>golden "
         f"{html.escape(result.golden_dir)} ({result.golden_source})</p>",
         _metrics_table(result),
+        _preprocessing_section(result),
         _expected_section(result),
         *(_output_section(o) for o in result.outputs),
     ]

@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from infer.compare.aipp_check import AippCheck
 from infer.compare.expected import ExpectedError
 from infer.compare.metrics import Metrics, json_float, shown
 from infer.compare.nonfinite import NonfiniteFinding
@@ -206,6 +207,7 @@ class CompareResult:
     per_sample_asked: bool = False  # a sample past its limits fails the run (--threshold sample:...)
     expected: tuple[ExpectedError, ...] = ()  # --expected-from-emulation: per output
     expected_asked: bool = False  # an output worse than its emulated precision explains fails the run
+    preprocessing: tuple[AippCheck, ...] = ()  # a model with AIPP: its output against the declared preprocessing
     random_ops: dict[str, str] = field(default_factory=dict)  # node -> op: the model draws random numbers
 
     @property
@@ -217,7 +219,9 @@ class CompareResult:
     def fail_reasons(self) -> tuple[str, ...]:
         """Why the run fails, one text per reason: the dataset-wide limits broken, then the checks that were asked
         to fail it (per-sample limits, the expected-error band)."""
-        found = [f.describe() for f in self.failures]
+        # A mismatched AIPP config explains every output's failure after it: named first.
+        found = [c.describe() for c in self.preprocessing if not c.passed]
+        found += [f.describe() for f in self.failures]
         if self.per_sample_asked:
             found += [f"{o.worst_failing.describe()} ({self.failing_count(o)})" for o in self.outputs
                       if o.worst_failing is not None]
@@ -306,4 +310,5 @@ class CompareResult:
                                                                     **self.worst_sample[1].to_json()},
             "expected_from_emulation": [e.to_json() for e in self.expected] if self.expected else None,
             "expected_fails_run": self.expected_asked,
+            "preprocessing": [c.to_json() for c in self.preprocessing] or None,
         }

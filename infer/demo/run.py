@@ -35,7 +35,7 @@ class DemoResult:
         return self.pipeline.passed
 
 
-def demo_values(out_dir: Path, model: DemoModel, dataset: DemoDataset) -> TemplateValues:
+def demo_values(out_dir: Path, model: DemoModel, dataset: DemoDataset, *, aipp: bool = False) -> TemplateValues:
     def relative(path: Path) -> str:
         return os.path.relpath(path, out_dir)
 
@@ -45,15 +45,17 @@ def demo_values(out_dir: Path, model: DemoModel, dataset: DemoDataset) -> Templa
         scale=1 / 255, labels=relative(dataset.labels_path), work_dir="work",
         notes=("Written by `infer demo`: a small ResNet-style checkpoint and a labelled image set whose class",
                "is the colour of the shape in the image (ground truth from the rule that drew it)."),
-        switches=(model.switch,),
+        switches=(model.switch,), aipp=aipp,
     )
 
 
 def run_demo(out_dir: Path, *, on_step: Callable[[str], None] | None = None,
-             on_stage: Callable[[StageOutcome], None] | None = None) -> DemoResult:
+             on_stage: Callable[[StageOutcome], None] | None = None, aipp: bool = False) -> DemoResult:
     """Builds the checkpoint (seeded, trained a few seconds) and the images, then runs the pipeline on them.
 
     A second run in the same folder rebuilds the same bytes, so the pipeline skips every stage that follows.
+    With `aipp`, the pipeline converts with ``[convert] aipp = true``: the model takes uint8 images and the NPU
+    (the stand-in's AIPP stage) does the scaling.
     """
     out_dir = Path(out_dir)
     if out_dir.exists() and not out_dir.is_dir():
@@ -67,7 +69,8 @@ def run_demo(out_dir: Path, *, on_step: Callable[[str], None] | None = None,
     if on_step is not None:
         on_step(f"dataset     {len(dataset.images)} PNG images in {dataset.image_folder}, labels in "
                 f"{dataset.labels_path.name} ({', '.join(dataset.classes)})")
-    pipeline_file = write_template(out_dir / PIPELINE_FILE, demo_values(out_dir, model, dataset), force=True)
+    pipeline_file = write_template(out_dir / PIPELINE_FILE, demo_values(out_dir, model, dataset, aipp=aipp),
+                                   force=True)
     config = load_config(pipeline_file)
     result = run_pipeline(config, on_stage=on_stage)
     return DemoResult(out_dir=out_dir, model=model, dataset=dataset, pipeline_file=pipeline_file, pipeline=result)

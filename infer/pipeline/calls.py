@@ -7,11 +7,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from binio.errors import InferError
 from infer.pipeline.config import PipelineConfig
 from infer.pipeline.stages import StageDone, WorkLayout
 
 if TYPE_CHECKING:
+    from infer.aipp import AippOptions
     from infer.convert import ConvertOptions
+    from infer.sources.open import ImageOptions
 
 
 def freeze(config: PipelineConfig, work: WorkLayout) -> str:
@@ -89,6 +92,37 @@ def compare(config: PipelineConfig, work: WorkLayout, run_folder: Path) -> Stage
                      {"passed": result.passed, "verdict": result.verdict(), "report_html": str(html)})
 
 
+def image_options(config: PipelineConfig) -> ImageOptions:
+    """[data.preprocessing] as dump-bin's image options, which --aipp also takes: one source of truth."""
+    from infer.sources.open import ImageOptions
+
+    prep = config.data.preprocessing
+    return ImageOptions(resize=prep.resize or None, color=prep.color, scale=prep.scale, mean=prep.mean,
+                        std=prep.std)
+
+
+def _pair(values: tuple[int, ...], key: str) -> tuple[int, int] | None:
+    if not values:
+        return None
+    if len(values) != 2:
+        raise InferError(f"[convert] {key} = {list(values)}: expected two numbers, e.g. [256, 256]")
+    return values[0], values[1]
+
+
+def aipp_options(config: PipelineConfig) -> AippOptions | None:
+    """[convert] aipp = true (or aipp_config) as `infer convert --aipp`'s options."""
+    from infer.aipp import AippOptions
+
+    section = config.convert
+    if not section.aipp and not section.aipp_config:
+        return None
+    if section.aipp_config:
+        return AippOptions(config=config.resolve(section.aipp_config))
+    return AippOptions(preprocessing=image_options(config), input_format=section.aipp_input_format.upper(),
+                       src_size=_pair(section.aipp_src_size, "aipp_src_size"),
+                       crop=_pair(section.aipp_crop, "aipp_crop"), csc=section.aipp_csc or None)
+
+
 def convert_options(config: PipelineConfig) -> ConvertOptions:
     """[convert] as `infer convert`'s options ("auto" and 0 mean: convert's own default)."""
     from infer.convert import ConvertOptions
@@ -99,6 +133,7 @@ def convert_options(config: PipelineConfig) -> ConvertOptions:
         precision_mode=section.precision_mode, input_fp16_nodes=section.input_fp16_nodes,
         output_type=section.output_type, input_format=section.input_format,
         op_select_implmode=section.op_select_implmode, atc_args=section.atc_args, opset=section.opset or None,
+        aipp=aipp_options(config),
     )
 
 

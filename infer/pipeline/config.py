@@ -71,6 +71,13 @@ class ConvertSection:
     op_select_implmode: str = ""
     atc_args: tuple[str, ...] = ()
     opset: int = 0  # 0 = the highest both tf2onnx and onnxruntime handle
+    # AIPP: the NPU preprocesses uint8 images with [data.preprocessing]'s settings (one source of truth)
+    aipp: bool = False
+    aipp_config: str = ""  # a hand-written aipp.cfg (relative to this file) instead of [data.preprocessing]
+    aipp_input_format: str = ""  # RGB888_U8 | YUV420SP_U8 | XRGB8888_U8 | YUV400_U8; "" = from the channels
+    aipp_src_size: tuple[int, ...] = ()  # (width, height) of the uint8 source; () = the model input's size
+    aipp_crop: tuple[int, ...] = ()  # (x, y) of the crop window; () = centred
+    aipp_csc: str = ""  # YUV420SP_U8: jpeg | bt601n | bt601w | bt709n | bt709w
 
 
 @dataclass(frozen=True)
@@ -318,6 +325,12 @@ def check_files(config: PipelineConfig) -> None:
         raise ConfigError(f"{config.path}: [data] source: no such file or folder: {config.data_source}")
     if config.labels is not None and not config.labels.is_file():
         raise ConfigError(f"{config.path}: [compare] labels: no such file: {config.labels}")
+    convert = config.convert
+    if convert.aipp_config and not config.resolve(convert.aipp_config).is_file():
+        raise ConfigError(f"{config.path}: [convert] aipp_config: no such file: {config.resolve(convert.aipp_config)}")
+    if convert.aipp and convert.aipp_config:
+        raise ConfigError(f"{config.path}: [convert] aipp = true and aipp_config: aipp makes the config from "
+                          "[data.preprocessing], aipp_config reads a written one; give one of them")
 
 
 def load_config(path: Path | str, *, check: bool = True) -> PipelineConfig:

@@ -102,6 +102,29 @@ def _convert_args(config: PipelineConfig) -> list[str]:
         args += ["--opset", str(section.opset)]
     for extra in section.atc_args:
         args += ["--atc-arg", extra]
+    if section.aipp_config:
+        args += ["--aipp-config", str(config.resolve(section.aipp_config))]
+    elif section.aipp:
+        args += ["--aipp", *_normalise_args(config)]
+        aipp_pairs = (("--aipp-input-format", section.aipp_input_format),
+                      ("--aipp-src-size", ",".join(map(str, section.aipp_src_size))),
+                      ("--aipp-crop", ",".join(map(str, section.aipp_crop))), ("--aipp-csc", section.aipp_csc))
+        args += [item for flag, value in aipp_pairs if value for item in (flag, value)]
+    return args
+
+
+def _normalise_args(config: PipelineConfig) -> list[str]:
+    """[data.preprocessing]'s colour and normalisation, as dump-bin and convert --aipp both take them."""
+    prep = config.data.preprocessing
+    args = []
+    if prep.color != "RGB":
+        args += ["--color", prep.color]
+    if prep.scale != 1.0:
+        args += ["--scale", repr(prep.scale)]
+    if prep.mean != (0.0,):
+        args += ["--mean", ",".join(repr(v) for v in prep.mean)]
+    if prep.std != (1.0,):
+        args += ["--std", ",".join(repr(v) for v in prep.std)]
     return args
 
 
@@ -114,14 +137,7 @@ def _dump_args(config: PipelineConfig) -> list[str]:
         args += ["--layout", data.layout]
     if prep.resize:
         args += ["--resize", str(prep.resize)]
-    if prep.color != "RGB":
-        args += ["--color", prep.color]
-    if prep.scale != 1.0:
-        args += ["--scale", repr(prep.scale)]
-    if prep.mean != (0.0,):
-        args += ["--mean", ",".join(repr(v) for v in prep.mean)]
-    if prep.std != (1.0,):
-        args += ["--std", ",".join(repr(v) for v in prep.std)]
+    args += _normalise_args(config)
     if data.allow_lossy:
         args.append("--allow-lossy")
     return args
@@ -200,7 +216,11 @@ def run_freeze(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StageD
 
 def plan_convert(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StagePlan:
     command = ("infer", "convert", str(work.contract), *_convert_args(config))
-    return StagePlan("convert", (work.pb,), asdict(config.convert), command)
+    settings = asdict(config.convert)
+    if config.convert.aipp and not config.convert.aipp_config:  # AIPP is made from [data.preprocessing]
+        settings["preprocessing"] = asdict(config.data.preprocessing)
+    inputs = (work.pb, config.resolve(config.convert.aipp_config)) if config.convert.aipp_config else (work.pb,)
+    return StagePlan("convert", inputs, settings, command)
 
 
 def run_convert(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StageDone:
@@ -212,6 +232,8 @@ def run_convert(config: PipelineConfig, work: WorkLayout, facts: Facts) -> Stage
     converted = result.contract.converted
     mode = converted.precision_mode if converted is not None else config.convert.precision_mode
     summary = f"{result.artefact.name} ({result.target_reason}); precision {mode}"
+    if result.aipp_file is not None:
+        summary += f"; AIPP {result.aipp_file.name}, uint8 input"
     return StageDone(summary, (result.artefact, work.contract), {"target": result.target,
                                                                   "artefact": str(result.artefact),
                                                                   "atc_command": list(result.command)})
@@ -235,13 +257,12 @@ def run_dump(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StageDon
     from binio.spec import format_shape
     from infer.contract import load_contract
     from infer.dump import DumpOptions, dump_bins
-    from infer.sources.open import ImageOptions
+    from infer.pipeline.calls import image_options
 
-    data, prep = config.data, config.data.preprocessing
+    data = config.data
     options = DumpOptions(
         output=work.bins, sources=(("", config.data_source),), dtype=data.dtype or None, layout=data.layout or None,
-        image=ImageOptions(resize=prep.resize or None, color=prep.color, scale=prep.scale, mean=prep.mean,
-                           std=prep.std),
+        image=image_options(config),
         allow_lossy=data.allow_lossy, force=True,
     )
     result = dump_bins(load_contract(work.contract), options)

@@ -31,6 +31,7 @@ class TemplateValues:
     notes: tuple[str, ...] = ()  # comment lines for the top of the file (what inspect found)
     other_candidates: tuple[str, ...] = ()
     switches: tuple[str, ...] = ()  # placeholders with a default (is_training...), folded at freeze
+    aipp: bool = False  # [convert] aipp = true: the NPU does [data.preprocessing] on uint8 images
 
 
 def _toml(value: object) -> str:
@@ -97,7 +98,13 @@ def render_template(values: TemplateValues) -> str:
               "# input_format = \"\"       # NHWC | NCHW | ND; \"\" = from the model",
               "# op_select_implmode = \"\"",
               "# atc_args = []           # more ATC flags, passed as they are",
-              "# opset = 0               # stand-in: 0 = the highest tf2onnx and onnxruntime both handle"]
+              "# opset = 0               # stand-in: 0 = the highest tf2onnx and onnxruntime both handle",
+              "# AIPP: the NPU does [data.preprocessing] (colour, mean, std, scale) on uint8 images; resize stays",
+              "# host-side. aipp_config = \"aipp.cfg\" takes a hand-written config instead.",
+              "aipp = true" if values.aipp else "# aipp = false",
+              "# aipp_input_format = \"\"  # RGB888_U8 | YUV420SP_U8 | XRGB8888_U8 | YUV400_U8",
+              "# aipp_src_size = []      # [width, height] of the uint8 source; [] = the model input's size",
+              "# aipp_crop = []          # [x, y] of the crop window; [] = centred"]
 
     lines += ["", "[run]",
               "# backend = \"auto\"  # from what convert made; or onnxrt | tf | msame | ais_bench",

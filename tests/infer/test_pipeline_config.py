@@ -92,7 +92,8 @@ def test_unknown_key_suggests_the_closest(project: Path) -> None:
     message = _error(project, MINIMAL + '[convert]\nprecison_mode = "force_fp32"\n')
     assert message == (f"{project / 'pipeline.toml'}: [convert] precison_mode: unknown key; did you mean "
                        "'precision_mode'? (valid keys: target, soc_version, precision_mode, input_fp16_nodes, "
-                       "output_type, input_format, op_select_implmode, atc_args, opset)")
+                       "output_type, input_format, op_select_implmode, atc_args, opset, aipp, aipp_config, "
+                       "aipp_input_format, aipp_src_size, aipp_crop, aipp_csc)")
 
 
 def test_unknown_nested_key(project: Path) -> None:
@@ -227,3 +228,14 @@ def test_compare_per_sample_limits_and_switches_reach_the_command(project: Path)
     assert message.endswith("sample:kl: KullbackLeiblerDivergence is not measured per sample; a per-sample limit "
                             "takes one of CosineSimilarity, RelativeEuclideanDistance, RootMeanSquareError, "
                             "MaxAbsoluteError")
+
+
+def test_aipp_config_must_exist_and_not_come_with_aipp(project: Path) -> None:
+    missing = _error(project, MINIMAL + '[convert]\naipp_config = "aipp.cfg"\n')
+    assert missing == f"{project / 'pipeline.toml'}: [convert] aipp_config: no such file: {project / 'aipp.cfg'}"
+    (project / "aipp.cfg").write_text("aipp_op { aipp_mode: static input_format: RGB888_U8 }\n")
+    both = _error(project, MINIMAL + '[convert]\naipp = true\naipp_config = "aipp.cfg"\n')
+    assert both.endswith("[convert] aipp = true and aipp_config: aipp makes the config from [data.preprocessing], "
+                         "aipp_config reads a written one; give one of them")
+    config = load_config(_write(project, MINIMAL + '[convert]\naipp = true\naipp_src_size = [256, 240]\n'))
+    assert (config.convert.aipp, config.convert.aipp_src_size) == (True, (256, 240))
