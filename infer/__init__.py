@@ -32,6 +32,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "FreezeReport": ("infer.freeze", "FreezeReport"),
     "InputRequest": ("ckpt2pb.inputs", "InputRequest"),
     "freeze_model": ("infer.freeze", "freeze_model"),
+    "AippOptions": ("infer.aipp", "AippOptions"),
     "ConvertOptions": ("infer.convert", "ConvertOptions"),
     "ConvertResult": ("infer.convert", "ConvertResult"),
     "convert_model": ("infer.convert", "convert_model"),
@@ -60,12 +61,12 @@ _EXPORTS: dict[str, tuple[str, str]] = {
 }
 
 __all__ = [
-    "BinInfoReport", "CompareOptions", "CompareResult", "ConvertOptions", "ConvertResult", "DatasetManifest",
-    "DoctorReport", "DumpOptions", "DumpResult", "FreezeReport", "GraphReport", "ImageOptions", "InferError",
-    "InputRequest", "ModelContract", "PipelineConfig", "PipelineResult", "RunOptions", "RunResult", "ScaleOptions",
-    "Thresholds",
-    "compare_outputs", "convert_model", "describe_path", "diagnose", "dump_bins", "freeze_model", "inspect_model",
-    "load_config", "load_contract", "load_manifest", "run_model", "run_pipeline", "run_sharded",
+    "AippOptions", "BinInfoReport", "CompareOptions", "CompareResult", "ConvertOptions", "ConvertResult",
+    "DatasetManifest", "DoctorReport", "DumpOptions", "DumpResult", "FreezeReport", "GraphReport", "ImageOptions",
+    "InferError", "InputRequest", "ModelContract", "PipelineConfig", "PipelineResult", "RunOptions", "RunResult",
+    "ScaleOptions", "Thresholds", "compare_outputs", "convert_model", "describe_path", "diagnose", "dump_bins",
+    "freeze_model", "inspect_model", "load_config", "load_contract", "load_manifest", "run_model", "run_pipeline",
+    "run_sharded",
 ]  # a literal list, so type checkers see the API; equal to _EXPORTS (tests/test_api.py)
 
 if TYPE_CHECKING:
@@ -73,6 +74,7 @@ if TYPE_CHECKING:
     from binio.manifest import DatasetManifest, load_manifest
     from ckpt2pb.inputs import InputRequest
     from ckpt2pb.inspection import GraphReport, inspect_model
+    from infer.aipp import AippOptions
     from infer.bininfo import BinInfoReport, describe_path
     from infer.compare.compare import CompareOptions
     from infer.compare.compare import compare as compare_outputs
