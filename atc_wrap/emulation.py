@@ -27,11 +27,15 @@ FP32_OP_TYPES: tuple[str, ...] = (
 )
 # allow_mix_precision: op types that always compute in fp16 (the cube unit's), their inputs rounded first.
 FP16_OP_TYPES: tuple[str, ...] = ("Conv", "ConvTranspose", "MatMul", "Gemm")
-# Ops whose float outputs only move or select values of their inputs: already fp16 when the inputs are.
+# Ops whose float outputs are fp16 values whenever their inputs are: they move or select values of their inputs,
+# or (the last four) compute values fp16 holds exactly. No rounding after them.
 _VALUE_PRESERVING = frozenset({
     "Identity", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten", "Concat", "Split", "Slice", "Gather",
     "GatherElements", "GatherND", "Expand", "Tile", "MaxPool", "Relu", "ReduceMax", "ReduceMin", "Max", "Min",
-    "Neg", "Abs", "DepthToSpace", "SpaceToDepth", "Pad", "Where",
+    "Neg", "Abs", "DepthToSpace", "SpaceToDepth", "Pad", "Where", "GlobalMaxPool", "Dropout",
+    # Not moves, but their results from fp16 values are fp16 values too (integers, or -1/0/1): a rounding after
+    # them would change nothing and cost two passes over the tensor.
+    "Floor", "Ceil", "Round", "Sign",
 })
 _NOT_EMULATED = (
     "ATC's fusion passes (conv+bn+relu and others change where roundings happen)",

@@ -1,40 +1,38 @@
-"""`infer compare` memory and speed: ``python benchmarks/bench_compare.py [--mib-per-side 512] [--quick]``.
+"""`infer compare` against plain all-in-memory numpy, whole processes: ``python benchmarks/bench_compare.py
+[--mib-per-side 1024] [--quick]``.
 
-Writes a dataset and two run folders of one float32 output, (256, 1024) per batch file (1 MiB), 512 MiB a side by
-default (1 GiB of outputs; ``--quick``: 64 MiB), the last batch padded; then measures, each in its own child
-process so that peak memory is its own:
-- streaming: `infer.compare.compare.compare_run_folders` (memory-mapped batches, per-batch metrics, per-sample
-  scores, plot data, the two-pass KL), peak RSS (target < 300 MiB) and time;
-- baseline: plain all-in-memory numpy, both sides read whole with np.fromfile and the same metric definitions
-  (`infer.compare.metrics.compute_metrics`) run over them; peak RSS and time.
-It prints both, their ratio, and the largest relative difference between the two sets of numbers; `main()` returns
-the time and peak-memory ratios for benchmarks/run_all.py.
+Writes a dataset and two run folders of one float32 output, (256, 1024) per batch file (1 MiB), 1 GiB a side by
+default (``--quick``: 32 MiB), the last batch padded; then alternates (`endtoend.alternate`)
+- `infer compare MODEL -i BINS -a ACTUAL -g GOLDEN -r REPORT` (memory-mapped batches, per-batch metrics,
+  per-sample scores, top-k, plot data, the two-pass KL, report.json/csv/html), and
+- `hand/compare_numpy.py`: both sides read whole with np.fromfile, the ten metrics over the whole tensors;
+timing each whole process and taking its peak RSS. Targets: time <= 0.9x the numpy script's, peak <= 300 MiB. The
+numbers of the two must agree (largest relative difference printed; the sums are added in another order).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import resource
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from endtoend import Row, Side, alternate, hand_command, infer_command, median_note
+
 from binio.binfile import write_bin
-from binio.manifest import BinEntry, DatasetManifest, InputManifest, bin_file_name, load_manifest
+from binio.manifest import BinEntry, DatasetManifest, InputManifest, bin_file_name
 from binio.spec import TensorSpec
-from infer.contract import ModelContract, SourceInfo, load_contract
+from infer.contract import ModelContract, SourceInfo
 from infer.layout import output_file_name
 
 BATCH, WIDTH = 256, 1024  # one batch file of the output: 1 MiB of float32
 PADDING = 100
-Row = tuple[str, float, str]
 METRICS = ("CosineSimilarity", "MaxAbsoluteError", "MeanAbsoluteError", "RootMeanSquareError",
            "RelativeEuclideanDistance", "AccumulatedRelativeError", "MaxRelativeError", "MeanRelativeError",
            "KullbackLeiblerDivergence", "AllclosePassRate")
@@ -61,91 +59,54 @@ def write_case(root: Path, files: int) -> None:
                   outputs=(TensorSpec("emb:0", "float32", (None, WIDTH)),)).save()
 
 
-def child_streaming(root: Path) -> dict[str, object]:
-    from infer.compare.compare import CompareOptions, compare_run_folders
-
-    start = time.perf_counter()
-    result = compare_run_folders(load_contract(root / "model.json"), load_manifest(root / "bins"), root / "actual",
-                                 root / "golden", CompareOptions())
-    seconds = time.perf_counter() - start
-    metrics = result.outputs[0].metrics
-    return {"seconds": seconds, "values": {name: metrics.value(name) for name in METRICS}}
-
-
-def child_baseline(root: Path) -> dict[str, object]:
-    from infer.compare.metrics import compute_metrics
-
-    manifest = load_manifest(root / "bins")
-    start = time.perf_counter()
-    sides = []
-    for side in ("actual", "golden"):
-        parts = [np.fromfile(root / side / output_file_name(stem, 0), dtype=np.float32).reshape(BATCH, WIDTH)[:rows]
-                 for stem, rows in zip(manifest.stems, (f.rows for f in manifest.inputs[0].files), strict=True)]
-        sides.append(np.concatenate(parts))
-        del parts
-    metrics = compute_metrics(sides[0], sides[1], atol=1e-4, rtol=1e-3)
-    seconds = time.perf_counter() - start
-    return {"seconds": seconds, "values": {name: metrics.value(name) for name in METRICS}}
+def agreement(report: Path, hand: Path) -> str:
+    ours = json.loads((report / "report.json").read_text())["outputs"][0]["metrics"]
+    theirs = json.loads(hand.read_text())
+    differences = {name: abs(ours[name] - theirs[name]) / max(abs(theirs[name]), 1e-300) for name in METRICS}
+    worst = max(differences, key=lambda k: differences[k])
+    if differences[worst] > 1e-6:
+        raise AssertionError(f"{worst}: infer compare says {ours[worst]}, numpy {theirs[worst]}")
+    return f"the ten metrics agree to {differences[worst]:.0e} relative (worst {worst})"
 
 
-def run_child(kind: str, root: Path) -> dict[str, Any]:
-    output = subprocess.run([sys.executable, __file__, "--child", kind, str(root)], check=True,
-                            capture_output=True, text=True).stdout
-    return dict(json.loads(output.strip().splitlines()[-1]))
-
-
-def measure(mib_per_side: int, *, baseline: bool = True, keep: Path | None = None) -> list[Row]:
-    """Writes the case, runs each side in its own process, prints what it found; rows for run_all.py."""
+def measure(mib_per_side: int, rounds: int, keep: Path | None = None) -> list[Row]:
+    """Writes the case, alternates the two whole processes, prints what it found; rows for run_all.py."""
     root = keep or Path(tempfile.mkdtemp(prefix="bench_compare_"))
     try:
         start = time.perf_counter()
         write_case(root, mib_per_side)
-        print(f"wrote {mib_per_side} MiB of outputs a side ({mib_per_side} batch files of {BATCH}x{WIDTH} "
+        print(f"compare: wrote {mib_per_side} MiB of outputs a side ({mib_per_side} batch files of {BATCH}x{WIDTH} "
               f"float32) in {time.perf_counter() - start:.1f} s")
-        streaming = run_child("streaming", root)
-        if not baseline:
-            print(f"streaming (infer compare)    {streaming['seconds']:8.2f} s   peak RSS "
-                  f"{streaming['peak_rss_mib']:8.1f} MiB")
-            return []
-        in_memory = run_child("baseline", root)
-        for name, found in (("streaming (infer compare)", streaming), ("all-in-memory numpy", in_memory)):
-            print(f"{name:28s} {found['seconds']:8.2f} s   peak RSS {found['peak_rss_mib']:8.1f} MiB")
-        time_ratio = float(streaming["seconds"]) / float(in_memory["seconds"])
-        memory_ratio = float(streaming["peak_rss_mib"]) / float(in_memory["peak_rss_mib"])
-        print(f"time streaming / in-memory: {time_ratio:.2f}x; memory in-memory / streaming: {1 / memory_ratio:.1f}x")
-        differences = {name: abs(streaming["values"][name] - in_memory["values"][name])
-                       / max(abs(in_memory["values"][name]), 1e-300) for name in METRICS}
-        worst = max(differences, key=lambda k: differences[k])
-        print(f"largest relative difference between the two: {differences[worst]:.2e} ({worst})")
-        size = f"{2 * mib_per_side} MiB of outputs"
-        return [(f"compare {size}: time", time_ratio,
-                 f"vs all-in-memory numpy, lower is better ({streaming['seconds']:.0f} s vs "
-                 f"{in_memory['seconds']:.0f} s; numbers equal to {differences[worst]:.0e} relative)"),
-                (f"compare {size}: peak RSS", memory_ratio,
-                 f"vs all-in-memory numpy, lower is better ({streaming['peak_rss_mib']:.0f} MiB vs "
-                 f"{in_memory['peak_rss_mib']:.0f} MiB; target < 300 MiB)")]
+        samples = mib_per_side * BATCH - PADDING
+        report, hand = root / "report", root / "hand.json"
+        ours_side = Side("infer compare", infer_command("compare", root / "model.json", "-i", root / "bins", "-a",
+                                                        root / "actual", "-g", root / "golden", "-r", report,
+                                                        "--allow-same-backend"), report)
+        hand_side = Side("hand/compare_numpy.py", hand_command("compare_numpy.py", root / "actual", root / "golden",
+                                                               samples, WIDTH, hand), hand)
+        result = alternate([ours_side, hand_side], rounds, check=lambda: agreement(report, hand))
+        size = f"{mib_per_side} MiB a side"
+        ours, theirs = result.runs["infer compare"], result.runs["hand/compare_numpy.py"]
+        return [(f"{size}: time", result.ratio("infer compare", "hand/compare_numpy.py"),
+                 median_note(result, "infer compare", "hand/compare_numpy.py", "<= 0.9x, lower is better")),
+                (f"{size}: peak RSS", ours.median_peak_mib / theirs.median_peak_mib,
+                 f"infer compare {ours.median_peak_mib:.0f} MiB vs numpy {theirs.median_peak_mib:.0f} MiB; "
+                 "target <= 300 MiB")]
     finally:
         if keep is None:
             shutil.rmtree(root, ignore_errors=True)
 
 
 def main(quick: bool = False) -> list[Row]:
-    return measure(64 if quick else 512)
+    return measure(32 if quick else 1024, rounds=1 if quick else 3)
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mib-per-side", type=int, help="default 512 (1 GiB of outputs); 64 with --quick")
-    parser.add_argument("--quick", action="store_true", help="64 MiB a side")
-    parser.add_argument("--child", nargs=2, metavar=("KIND", "ROOT"), help=argparse.SUPPRESS)
+    parser.add_argument("--mib-per-side", type=int, help="default 1024 (1 GiB a side); 32 with --quick")
+    parser.add_argument("--rounds", type=int, help="default 3; 1 with --quick")
+    parser.add_argument("--quick", action="store_true", help="32 MiB a side, one round")
     parser.add_argument("--keep", type=Path, help="write the case here and keep it")
-    parser.add_argument("--no-baseline", action="store_true",
-                        help="streaming only: the in-memory baseline needs about 15x one side's size in RAM")
     args = parser.parse_args()
-    if args.child:
-        kind, folder = args.child
-        found = (child_streaming if kind == "streaming" else child_baseline)(Path(folder))
-        found["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        print(json.dumps(found))
-    else:
-        measure(args.mib_per_side or (64 if args.quick else 512), baseline=not args.no_baseline, keep=args.keep)
+    measure(args.mib_per_side or (32 if args.quick else 1024), rounds=args.rounds or (1 if args.quick else 3),
+            keep=args.keep)

@@ -1,10 +1,13 @@
-"""dump-bin against the plain loops people write by hand, measured in one run on the same data. Run by hand:
+"""`infer dump-bin` against the scripts people write by hand, whole processes, measured in one run on the same data:
 
     python benchmarks/bench_dump_bin.py [--quick]
 
-Prints ratios (dump-bin throughput / the baseline's): the npy path against ``batch.astype(dtype).tofile(path)``
-(target >= 0.9x), an image folder with 2 worker processes against a single-process Pillow loop (target >= 1.6x,
-needs 2 free cores), and the peak memory of a dump of a dataset 1000x its batch (target: a few batches).
+- an .npy -> float32 and -> float16 bins, at 300 and 600 MB, against `hand/dump_npy.py` (memory-map, slice,
+  astype, tofile); targets: <= 1.1x the hand script's time at 600 MB, <= 1.25x at 300 MB;
+- a folder of JPEGs (640x480 -> 224x224, float32 x 1/255) with --workers 1, 2 and every core, against
+  `hand/dump_images.py` (one process, Pillow); target: --workers 2 >= 1.6x the hand script's speed on 2 cores;
+- the peak memory of a dump of a dataset 1000x its batch (in-process; target: a few batches).
+Both sides' bins are checked equal byte for byte. Times are medians of alternated runs (`endtoend.alternate`).
 """
 
 from __future__ import annotations
@@ -13,19 +16,18 @@ import argparse
 import hashlib
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from endtoend import Row, Side, alternate, environment, hand_command, infer_command, median_note, same_files
+
 from binio.spec import TensorSpec
 from infer.contract import ConvertedInfo, ModelContract, SourceInfo
-from infer.dump import DumpOptions, dump_bins
 
 
 def contract(folder: Path, shape: tuple[int, ...], *, fp16: bool) -> ModelContract:
@@ -42,101 +44,76 @@ def contract(folder: Path, shape: tuple[int, ...], *, fp16: bool) -> ModelContra
                          converted=converted).save()
 
 
-def race(runs: int, plain: Callable[[int], Path], ours: Callable[[int], Path]) -> tuple[float, float]:
-    """Best-of-`runs` times of both contestants, taking turns (and the lead in turn) and deleting each run's output
-    before the next run: both then write to the disk in the same state. All runs of one side followed by all of the
-    other would leave the second side writing while the kernel flushes the first side's dirty pages."""
-    times: dict[str, list[float]] = {"plain": [], "ours": []}
-    for attempt in range(runs):
-        order = [("plain", plain), ("ours", ours)]
-        for name, work in order if attempt % 2 == 0 else order[::-1]:
-            started = time.perf_counter()
-            out = work(attempt)
-            times[name].append(time.perf_counter() - started)
-            shutil.rmtree(out)
-    return min(times["plain"]), min(times["ours"])
-
-
-Row = tuple[str, float, str]
-
-
-def bench_npy(root: Path, samples: int, batch: int, runs: int) -> list[Row]:
-    shape = (batch, 224, 224, 3)
-    data_path = root / "data.npy"
+def write_npy(path: Path, samples: int) -> float:
+    """Random float32 224x224x3 samples, written a few at a time; the file's size in MB."""
     rng = np.random.default_rng(0)
-    array = np.lib.format.open_memmap(data_path, mode="w+", dtype=np.float32, shape=(samples, *shape[1:]))
-    for start in range(0, samples, batch):
-        array[start:start + batch] = rng.random((min(batch, samples - start), *shape[1:]), dtype=np.float32)
+    array = np.lib.format.open_memmap(path, mode="w+", dtype=np.float32, shape=(samples, 224, 224, 3))
+    for start in range(0, samples, 50):
+        array[start:start + 50] = rng.random((min(50, samples - start), 224, 224, 3), dtype=np.float32)
     array.flush()
     del array
-    np.load(data_path, mmap_mode="r").sum(dtype=np.float64)  # into the page cache for both contestants
-    mb = samples * int(np.prod(shape[1:])) * 4 / 1e6
+    np.load(path, mmap_mode="r").sum(dtype=np.float64)  # into the page cache for both sides
+    return path.stat().st_size / 1e6
+
+
+def bench_npy(root: Path, sizes: tuple[int, ...], batch: int, rounds: int) -> list[Row]:
     rows: list[Row] = []
-    for target, fp16 in (("float16", True), ("float32", False)):
-        model = contract(root / f"model_{target}", shape, fp16=fp16)
-
-        def plain(attempt: int, target: str = target) -> Path:
-            out = root / f"plain_{target}_{attempt}"
-            out.mkdir()
-            source = np.load(data_path, mmap_mode="r")
-            for index, start in enumerate(range(0, samples, batch)):
-                source[start:start + batch].astype(target).tofile(out / f"{index:06d}.bin")
-            return out
-
-        def ours(attempt: int, model: ModelContract = model, target: str = target) -> Path:
-            out = root / f"ours_{target}_{attempt}"
-            dump_bins(model, DumpOptions(output=out, sources=(("", str(data_path)),)))
-            return out
-
-        plain_s, ours_s = race(runs, plain, ours)
-        print(f"npy -> {target}: {samples} samples ({mb:.0f} MB float32), batch {batch}: plain astype+tofile "
-              f"{plain_s:.2f}s ({mb / plain_s:.0f} MB/s), dump-bin {ours_s:.2f}s ({mb / ours_s:.0f} MB/s), "
-              f"ratio {plain_s / ours_s:.2f}x (target >= 0.9x)")
-        rows.append((f"dump-bin npy -> {target}", plain_s / ours_s, "throughput vs astype+tofile loop, target >= 0.9"))
+    models = {target: contract(root / f"model_{target}", (batch, 224, 224, 3), fp16=target == "float16")
+              for target in ("float32", "float16")}
+    for samples in sizes:
+        data = root / f"data_{samples}.npy"
+        mb = write_npy(data, samples)
+        target_ratio = "<= 1.1x" if mb >= 500 else "<= 1.25x"
+        for target, model in models.items():
+            ours, hand = root / f"ours_{target}", root / f"hand_{target}"
+            print(f"npy -> {target}: {samples} samples ({mb:.0f} MB float32), batch {batch}")
+            result = alternate(
+                [Side("infer dump-bin", infer_command("dump-bin", "-m", model.path, "-o", ours, data), ours),
+                 Side("hand/dump_npy.py", hand_command("dump_npy.py", data, hand, target, batch), hand)],
+                rounds, check=lambda ours=ours, hand=hand: same_files(ours / "images", hand))
+            rows.append((f"npy -> {target}, {mb:.0f} MB: time", result.ratio("infer dump-bin", "hand/dump_npy.py"),
+                         median_note(result, "infer dump-bin", "hand/dump_npy.py", f"{target_ratio}, lower is better")))
+        data.unlink()
     return rows
 
 
-def bench_images(root: Path, count: int, batch: int, runs: int) -> list[Row]:
+def write_images(folder: Path, count: int) -> None:
     from PIL import Image
 
-    folder = root / "images"
     folder.mkdir()
     rng = np.random.default_rng(1)
     for index in range(count):
         pixels = rng.integers(0, 256, (48, 64, 3), dtype=np.uint8)
         pixels = np.kron(pixels, np.ones((10, 10, 1), np.uint8))  # 640x480 with some structure for JPEG
         Image.fromarray(pixels).save(folder / f"{index:05d}.jpg", quality=90)
+
+
+def bench_images(root: Path, count: int, batch: int, rounds: int) -> list[Row]:
+    folder = root / "images"
+    write_images(folder, count)
     model = contract(root / "model_images", (batch, 224, 224, 3), fp16=False)
-    files = sorted(folder.glob("*.jpg"))
+    scale = 1 / 255
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    hand = root / "hand_images"
+    sides = [Side("hand/dump_images.py", hand_command("dump_images.py", folder, hand, batch, 224, scale), hand)]
+    for workers in sorted({1, 2, cores}):
+        out = root / f"ours_images_{workers}"
+        sides.append(Side(f"infer dump-bin --workers {workers}",
+                          infer_command("dump-bin", "-m", model.path, "-o", out, folder, "--scale", scale,
+                                        "--workers", workers), out))
+    print(f"images: {count} JPEGs 640x480 -> 224x224x3 float32, batch {batch}, {cores} cores")
 
-    def plain(attempt: int) -> Path:
-        out = root / f"plain_images_{attempt}"
-        out.mkdir()
-        for index, start in enumerate(range(0, count, batch)):
-            rows = []
-            for path in files[start:start + batch]:
-                with Image.open(path) as image:
-                    image = image.convert("RGB")
-                    width, height = image.size
-                    factor = 224 / min(width, height)
-                    size = (round(width * factor), round(height * factor))
-                    image = image.resize(size, Image.Resampling.BILINEAR)
-                    left, top = (size[0] - 224) // 2, (size[1] - 224) // 2
-                    rows.append(np.asarray(image.crop((left, top, left + 224, top + 224)), dtype=np.float32))
-            np.stack(rows).astype(np.float32).tofile(out / f"{index:06d}.bin")
-        return out
+    def check() -> str:
+        return "; ".join(same_files(side.output / "images", hand) for side in sides[1:] if side.output)
 
-    def ours(attempt: int) -> Path:
-        out = root / f"ours_images_{attempt}"
-        dump_bins(model, DumpOptions(output=out, sources=(("", str(folder)),), workers=2))
-        return out
-
-    plain_s, ours_s = race(runs, plain, ours)
-    print(f"images: {count} JPEGs 640x480 -> 224x224x3, batch {batch}: single-process Pillow loop {plain_s:.2f}s "
-          f"({count / plain_s:.0f} img/s), dump-bin --workers 2 {ours_s:.2f}s ({count / ours_s:.0f} img/s), "
-          f"ratio {plain_s / ours_s:.2f}x (target >= 1.6x; os.cpu_count()={os.cpu_count()}, "
-          f"load average {os.getloadavg()[0]:.1f})")
-    return [("dump-bin images --workers 2", plain_s / ours_s, "throughput vs 1-process Pillow loop, target >= 1.6")]
+    result = alternate(sides, rounds, check=check)
+    rows: list[Row] = []
+    for side in sides[1:]:
+        speed = result.runs["hand/dump_images.py"].median / result.runs[side.name].median
+        target = ">= 1.6x on 2 cores" if "workers 2" in side.name else "none (for scale)"
+        rows.append((f"images {side.name.removeprefix('infer dump-bin ')}: speed", speed,
+                     median_note(result, side.name, "hand/dump_images.py", f"{target}, higher is better")))
+    return rows
 
 
 _MEMORY_CHILD = """
@@ -174,7 +151,8 @@ def bench_memory(root: Path, batch: int) -> list[Row]:
         array.flush()
         del array
         child = subprocess.run([sys.executable, "-c", _MEMORY_CHILD, str(model.path), str(data_path),
-                                str(root / f"memory_out_{batches}")], check=True, capture_output=True, text=True)
+                                str(root / f"memory_out_{batches}")], check=True, capture_output=True, text=True,
+                               env=environment())
         found = json.loads(child.stdout)
         data_path.unlink()
         grown_mb = (found["rss_peak_kb"] - found["rss_before_kb"]) / 1e3
@@ -189,16 +167,16 @@ def bench_memory(root: Path, batch: int) -> list[Row]:
 
 
 def main(quick: bool = False) -> list[Row]:
-    runs = 1 if quick else 3
+    rounds = 1 if quick else 5
     with tempfile.TemporaryDirectory(prefix="bench_dump_bin_") as tmp:
         root = Path(tmp)
-        rows = bench_npy(root, samples=64 if quick else 256, batch=16, runs=runs)
-        rows += bench_images(root, count=48 if quick else 480, batch=8, runs=runs)
+        rows = bench_npy(root, (32,) if quick else (500, 1000), batch=16, rounds=rounds)
+        rows += bench_images(root, count=48 if quick else 600, batch=8, rounds=rounds)
         rows += bench_memory(root, batch=16)
     return rows
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="smaller datasets, one run each")
+    parser.add_argument("--quick", action="store_true", help="small datasets, one round each")
     main(quick=parser.parse_args().quick)

@@ -66,8 +66,14 @@ def write_bin(path: Path, array: np.ndarray, dtype_name: str | None = None) -> s
     """
     if dtype_name is not None and np.dtype(array.dtype) != np.dtype(dtype(dtype_name).numpy):
         raise BinFileError(f"{path}: array is {array.dtype}, expected {dtype(dtype_name).name}")
+    return hashlib.sha256(write_raw(path, array)).hexdigest()
+
+
+def write_raw(path: Path, array: np.ndarray) -> memoryview:
+    """Writes `array` as raw little-endian bytes, atomically, unhashed; returns the bytes written (a view, no copy
+    where the array is already little-endian and C-contiguous), for a caller that wants their sha256."""
     data = np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<"))
-    payload = data.tobytes()
-    with atomic_path(Path(path)) as tmp:
-        tmp.write_bytes(payload)
-    return hashlib.sha256(payload).hexdigest()
+    payload = data.reshape(-1).view(np.uint8).data if data.size else memoryview(b"")
+    with atomic_path(Path(path)) as tmp, open(tmp, "wb") as handle:
+        handle.write(payload)
+    return payload

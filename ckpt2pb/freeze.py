@@ -30,7 +30,7 @@ from ckpt2pb.inspection import rank_output_candidates
 from ckpt2pb.names import unknown_name_error
 from ckpt2pb.ranges import fold_decided_draws
 from ckpt2pb.source import LoadedSource, restored_session
-from ckpt2pb.verify import Verification, verify_frozen
+from ckpt2pb.verify import Reference, Verification, check_frozen, run_original
 
 log = logging.getLogger(__name__)
 
@@ -336,11 +336,16 @@ def freeze_source(source: LoadedSource, outputs: Sequence[str], *, inputs: Seque
     plan = _plan(source, graph, known, output_tensors, inputs, batch, assignments)
     output_nodes = list(dict.fromkeys(node_name(t) for t in output_tensors))
 
+    # Memory: the weights are held by the session's variables, the constant graph, the frozen graph, its
+    # serialisation, and the frozen graph loaded in TensorFlow. The constant graph goes once the frozen (pruned)
+    # copy is made, and the session closes, its outputs for verification taken, before the frozen graph loads.
+    reference: Reference | None = None
     with restored_session(source) as (session_graph, session):
         constant = tf.compat.v1.graph_util.convert_variables_to_constants(
             session, session_graph.as_graph_def(), output_nodes)
         needed = _needed_nodes(constant, output_nodes)
         frozen = _edit(constant, plan, output_nodes)
+        del constant
         _check_leftovers(frozen, plan, output_nodes)
         input_specs = _final_names(frozen, plan)
         channels_first = _channels_first(frozen)
@@ -357,18 +362,20 @@ def freeze_source(source: LoadedSource, outputs: Sequence[str], *, inputs: Seque
             serialized = frozen.SerializeToString()
         except (ValueError, OverflowError) as exc:  # protobuf's own refusal, should ByteSize not have caught it
             raise FreezeError("frozen graph is over protobuf's 2 GiB limit for one .pb", hint=str(exc)) from None
-        frozen_graph = import_graph(frozen, f"the frozen graph (inputs {', '.join(s.describe() for s in input_specs)})")
-        output_specs = []
-        for name in output_tensors:
-            tensor = frozen_graph.get_tensor_by_name(name)
-            shape = shape_of(tensor) or ()
-            output_specs.append(TensorSpec(name=name, dtype=tensor.dtype.name, shape=shape,
-                                           layout=_layout(shape, channels_first)))
-        verification = None
         if verify:
-            verification = verify_frozen(session, frozen_graph, _at_batch(plan.inputs), _at_batch(input_specs),
-                                         tuple(output_specs),
-                                         {f"{name}:0": value for name, value in plan.sets.items()}, seed=seed)
+            reference = run_original(session, _at_batch(plan.inputs), tuple(output_tensors),
+                                     {f"{name}:0": value for name, value in plan.sets.items()}, seed=seed)
+    frozen_graph = import_graph(frozen, f"the frozen graph (inputs {', '.join(s.describe() for s in input_specs)})")
+    output_specs = []
+    for name in output_tensors:
+        tensor = frozen_graph.get_tensor_by_name(name)
+        shape = shape_of(tensor) or ()
+        output_specs.append(TensorSpec(name=name, dtype=tensor.dtype.name, shape=shape,
+                                       layout=_layout(shape, channels_first)))
+    verification = None
+    if reference is not None:
+        verification = check_frozen(frozen_graph, reference, _at_batch(plan.inputs), _at_batch(input_specs),
+                                    tuple(output_specs), seed=seed)
     fixed = dict(plan.set_texts)
     for node in source.graph_def.node:
         if node.op == "PlaceholderWithDefault" and node.name not in fixed and node.name in needed \

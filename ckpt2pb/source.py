@@ -19,6 +19,7 @@ from binio.errors import first_line
 from ckpt2pb.errors import SourceError, tensorflow_reason
 from ckpt2pb.prefix import CheckpointPrefix
 from ckpt2pb.protobuf import parse_protobuf, read_graph_def
+from ckpt2pb.verify import session_config
 
 KINDS = ("checkpoint", "meta", "pb", "saved_model", "keras")
 _DATA_SUFFIX = re.compile(r"\.data-\d{5}-of-\d{5}$")
@@ -363,7 +364,7 @@ def restored_session(source: LoadedSource) -> Iterator[tuple[Any, Any]]:
 
     tf1 = tf.compat.v1
     graph = tf.Graph()
-    with graph.as_default(), tf1.Session(graph=graph) as session:
+    with graph.as_default(), tf1.Session(graph=graph, config=session_config()) as session:
         if source.meta_graph is None:
             tf1.import_graph_def(source.graph_def, name="")
         else:

@@ -45,6 +45,9 @@ class RunOptions:
     warmup: int = 1  # the first call of a session builds its kernels: slow, and not what a batch costs
     threads: int | None = None
     timeout: float = 3600.0  # for the external tools
+    # The sha256 of another model whose bins this run takes on purpose (compare's emulated precision runs a model
+    # of the same pb on the converted model's bins): no "made for another model" warning for it.
+    bins_made_for: str = ""
 
     def check(self) -> None:
         """Refuses counts out of range, naming the option, before anything is loaded."""
@@ -208,7 +211,7 @@ def run_model(model: ModelContract | Path | str, bins: DatasetManifest | Path | 
     # The golden run feeds the frozen pb the converted model's bins: float16 ones are widened, exactly.
     manifest = preflight(dataset_folder(bins), runner.inputs, widen=backend == "tf")
     running = model_file(contract, backend)
-    known = {contract.pb_sha256, contract.converted.sha256 if contract.converted else ""}
+    known = {contract.pb_sha256, contract.converted.sha256 if contract.converted else "", options.bins_made_for}
     if manifest.model_sha256 and manifest.model_sha256 not in known:  # bins made for the om feed the pb too
         log.warning("%s: made for another model (sha256 %s), running %s", manifest.path, manifest.model_sha256[:12],
                     running[0])

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from binio.binfile import read_bin, write_bin
+from binio.binfile import read_bin, write_raw
 from binio.dtypes import from_numpy
 from binio.manifest import DatasetManifest
 from binio.spec import TensorSpec
@@ -67,7 +67,7 @@ def _feeds(manifest: DatasetManifest, runner: BaseRunner, index: int) -> dict[st
 
 def _write_outputs(folder: Path, stem: str, results: list[np.ndarray]) -> None:
     for index, array in enumerate(results):
-        write_bin(folder / output_file_name(stem, index), np.asarray(array))
+        write_raw(folder / output_file_name(stem, index), np.asarray(array))
 
 
 @dataclass

@@ -26,3 +26,28 @@ def test_main_takes_quick_and_returns_rows(path: Path) -> None:
     assert main.returns is not None and ast.unparse(main.returns) in ("list[Row]", "list[tuple[str, float, str]]"), \
         f"{path.name}: main() does not return list[(name, ratio, note)]"
     assert "__main__" in path.read_text(), f"{path.name}: cannot be run on its own"
+
+
+def test_endtoend_alternates_whole_processes_and_checks_their_outputs(tmp_path: Path) -> None:
+    """The harness every benchmark uses: each side runs `rounds` times as its own process, with its output removed
+    before each run, and the check sees both outputs; outputs that differ are an error, not a figure."""
+    import sys
+
+    sys.path.insert(0, str(BENCHMARKS[0].parent))
+    from endtoend import Side, alternate, same_files
+
+    def writer(folder: Path, text: str) -> list[str]:
+        script = (f"import pathlib; p = pathlib.Path({str(folder)!r}); assert not p.exists(); p.mkdir(); "
+                  f"(p / '000000.bin').write_text({text!r})")
+        return [sys.executable, "-c", script]
+
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    result = alternate([Side("ours", writer(ours, "same"), ours), Side("theirs", writer(theirs, "same"), theirs)], 3,
+                       check=lambda: same_files(ours, theirs))
+    assert [len(result.runs[name].seconds) for name in ("ours", "theirs")] == [3, 3]
+    assert result.equal == "1 files equal byte for byte"
+    assert all(peak > 1 for peak in result.runs["ours"].peak_mib)
+    assert not ours.exists() and not theirs.exists()
+    with pytest.raises(AssertionError, match="differs"):
+        alternate([Side("ours", writer(ours, "one"), ours), Side("theirs", writer(theirs, "two"), theirs)], 1,
+                  check=lambda: same_files(ours, theirs))

@@ -43,3 +43,32 @@ def test_tensorflow_start_up_chatter_stays_off_the_terminal(frozen_small_cnn) ->
     assert loud.returncode == 0, loud.stderr
     if platform.machine() in ("x86_64", "AMD64"):  # TF's x86 builds are the ones that carry oneDNN
         assert "oneDNN" in loud.stderr
+
+
+HELP_PROBE = """
+import sys
+from infer.cli.app import main
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+print("imported:", *sorted(name for name in ("numpy", "tensorflow", "onnxruntime", "PIL") if name in sys.modules))
+"""
+
+
+def test_every_command_help_imports_no_numpy() -> None:
+    """Help is text: no command's --help pays for numpy (about 40 ms, a fifth of the start-up), let alone more."""
+    commands = [["--help"], *([name, "--help"] for name in ("inspect", "freeze", "convert", "dump-bin", "bin-info",
+                                                            "run", "compare", "demo", "doctor", "pipeline"))]
+    for argv in commands:
+        result = subprocess.run([sys.executable, "-c", HELP_PROBE, *argv], capture_output=True, text=True,
+                                timeout=120, check=True)
+        assert "Usage: infer" in result.stdout, argv
+        assert result.stdout.splitlines()[-1] == "imported:", argv
+
+
+def test_the_error_root_imports_no_numpy() -> None:
+    """Every CLI module imports binio.errors; binio's other names load on first use, so that costs no numpy."""
+    probe = "import sys, binio.errors; print(sorted(m for m in ('numpy',) if m in sys.modules))"
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
+    assert result.stdout.strip() == "[]"

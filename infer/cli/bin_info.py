@@ -6,7 +6,6 @@ from pathlib import Path
 
 import typer
 
-from binio.spec import format_shape
 from infer.cli.console import print_json, show
 
 
@@ -27,6 +26,7 @@ def bin_info(
     """Show a .bin file or a dataset: shape, dtype, min/max/mean, NaN and inf counts.
 
     --verify re-checks every sha256 and size; --to-npy exports (padding rows dropped)."""
+    from binio.spec import format_shape
     from infer.bininfo import describe_path
 
     report = describe_path(path, verify=verify, to_npy=to_npy, dtype_name=dtype_name, shape_text=shape,

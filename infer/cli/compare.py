@@ -17,7 +17,9 @@ def compare(
     actual: Path = typer.Option(..., "--actual", "-a", help="The converted model's run folder, `OUT/<timestamp>`."),
     golden: Path | None = typer.Option(None, "--golden", "-g",
                                        help="TensorFlow's run folder; default: run the frozen pb (cached)."),
-    labels: Path | None = typer.Option(None, "--labels", help="0-based class indices, one per sample (.txt or .npy)."),
+    labels: Path | None = typer.Option(None, "--labels",
+                                       help="0-based class indices: one a line in the dataset's order (.txt, .npy), "
+                                            "or 'name label' lines matched to the samples' files by name."),
     topk: int = typer.Option(5, "--topk", help="k for top-k overlap and accuracy of classifier outputs."),
     threshold: list[str] = typer.Option([], "--threshold", "-t",
                                         help="metric=value or output:metric=value (value 'off' lifts it); "
@@ -53,6 +55,7 @@ def compare(
     from infer.cli.compare_table import metrics_table
     from infer.compare.compare import CompareOptions
     from infer.compare.compare import compare as run_compare
+    from infer.compare.metrics import shown_limit
     from infer.compare.thresholds import Thresholds
 
     if workers < 1:
@@ -94,7 +97,7 @@ def compare(
             console.print(f"{output.name}: {failing_batches} of {len(output.batches)} batches fail on their own",
                           markup=False)
         if output.failing_samples:
-            limits = ", ".join(f"{name} {limit:g}" for name, limit in output.sample_limits.items())
+            limits = ", ".join(f"{name} {shown_limit(limit)}" for name, limit in output.sample_limits.items())
             console.print(f"{output.name}: {result.failing_count(output)} (per-sample limits: {limits}); worst: "
                           f"{output.worst_failing.describe() if output.worst_failing else ''}", markup=False)
         if output.topk is not None:
@@ -129,36 +132,13 @@ def compare(
 
 def _print_layers(console: Any, layers: Any) -> None:
     """The layer-by-layer table and its diagnosis lines."""
-    from rich.table import Table
-
+    from infer.cli.layer_table import layer_table
     from infer.compare.layer_diagnosis import ERROR_FLOOR
     from infer.compare.metrics import shown
 
-    title = f"layer by layer, batch {layers.batch_stem} ({layers.batch_reason})"
-    table = Table(title=title, title_justify="left")
-    for column in ("tensor", "op", "cosine", "RED", "growth", ""):
-        numeric = column in ("cosine", "RED", "growth")
-        table.add_column(column, justify="right" if numeric else "left", no_wrap=numeric,
-                         min_width=10 if numeric else None, overflow="fold")  # names wrap, never cut
-    first_mark = "<- first to diverge (warning)" if layers.is_warning else "<- first to diverge"
-    for row in layers.rows:
-        if row.metrics is None:
-            what = "skipped" if row.random_source else "unmatched"
-            table.add_row(row.tensor, row.op_type, "", "", "", f"{what}: {row.unmatched_reason}")
-            continue
-        notes = [first_mark if row.first_failing else ("fail" if row.failures else "")]
-        if row.onnx_tensor:
-            notes.append(f"as ONNX's unnamed {row.onnx_tensor} ({row.onnx_op}, fused)")
-        if row.match != "op and inputs":
-            notes.append(row.match if row.match.startswith("op differs") else f"matched by {row.match}")
-        if row.layout.startswith(("as the model gives", "unknown")) or "(the conversion does not say" in row.layout:
-            notes.append(f"layout {row.layout}")
-        table.add_row(row.tensor, row.op_type, shown(row.metrics.cosine_similarity, "CosineSimilarity"),
-                      shown(row.metrics.relative_euclidean_distance), f"{row.error_growth:.3g}",
-                      "; ".join(n for n in notes if n))
-    if not console.is_terminal:
-        console.width = max(console.width, 200)  # a pipe or a log file: the table at its natural width
-    console.print(table)
+    width = console.width if console.is_terminal else None  # a pipe or a log file: the table whole
+    for line in layer_table(layers, width):
+        console.print(line, markup=False, soft_wrap=True)
     first = layers.first_failing
     console.print(f"first tensor to diverge: {first.tensor if first else 'none'}"
                   + (f" ({first.op_type})" if first else ""), markup=False)

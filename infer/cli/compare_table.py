@@ -6,8 +6,8 @@ packed into lines that fit (as Polygraphy prints its statistics). A pipe or a lo
 
 from __future__ import annotations
 
-from infer.compare.metrics import ValueCounts, shown
-from infer.compare.result import CompareResult, LayerwiseResult, OutputResult
+from infer.compare.metrics import shown
+from infer.compare.result import CompareResult, OutputResult, fp16_cause
 
 # The metric columns: short header -> msaccucmp's name.
 COLUMNS = {"cosine": "CosineSimilarity", "RED": "RelativeEuclideanDistance", "KL": "KullbackLeiblerDivergence",
@@ -16,47 +16,51 @@ COLUMNS = {"cosine": "CosineSimilarity", "RED": "RelativeEuclideanDistance", "KL
 _GAP = "  "
 
 
-def fp16_cell(counts: ValueCounts, layers: LayerwiseResult | None) -> str:
-    """The fp16 column: the cause of an inf/NaN where TF is finite, as far as the outputs (or --layerwise) tell."""
-    if layers is not None and layers.nonfinite is not None and counts.nonfinite_actual_where_golden_finite:
-        return layers.nonfinite.cause
-    if counts.beyond_fp16_golden:
-        return "overflow"  # TF's own values are past 65504: fp16 cannot hold them
-    return "inf/NaN" if counts.nonfinite_actual_where_golden_finite else "ok"
-
-
-def _cells(output: OutputResult, layers: LayerwiseResult | None = None) -> list[tuple[str, str]]:
+def _cells(result: CompareResult, output: OutputResult) -> list[tuple[str, str]]:
     m = output.metrics
     cells = [(short, shown(m.value(name), name)) for short, name in COLUMNS.items()]
     cells += [("NaN/inf", str(m.counts.nan_actual + m.counts.inf_actual)),
-              ("fp16", fp16_cell(m.counts, layers)), ("result", "pass" if output.passed else "FAIL")]
+              ("fp16", fp16_cause(output, result.layerwise)),
+              ("result", "pass" if result.output_passed(output) else "FAIL")]
     return cells
 
 
-def _table(result: CompareResult) -> list[str]:
-    headers = ["output", *(name for name, _ in _cells(result.outputs[0]))] if result.outputs else ["output"]
-    rows = [[output.name, *(value for _, value in _cells(output, result.layerwise))] for output in result.outputs]
-    widths = [max(len(row[i]) for row in (headers, *rows)) for i in range(len(headers))]
+def aligned(rows: list[list[str]], left: int = 1) -> list[str]:
+    """Rows of cells in columns two spaces apart: the first `left` columns left-aligned (names), the rest
+    right-aligned (numbers)."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
 
     def line(cells: list[str]) -> str:
-        first = cells[0].ljust(widths[0])
-        return _GAP.join([first, *(cell.rjust(width) for cell, width in zip(cells[1:], widths[1:], strict=True))])
+        return _GAP.join(cell.ljust(width) if i < left else cell.rjust(width)
+                         for i, (cell, width) in enumerate(zip(cells, widths, strict=True))).rstrip()
 
-    return [line(headers), *(line(row) for row in rows)]
+    return [line(row) for row in rows]
+
+
+def packed(items: list[str], width: int, indent: str = "  ") -> list[str]:
+    """Items (``name value`` pairs) one space apart, in lines of at most `width` that start with `indent`; an item
+    is never split (one wider than `width` gets a line of its own)."""
+    lines = []
+    current = indent
+    for item in items:
+        if len(current) > len(indent) and len(current) + 1 + len(item) > width:
+            lines.append(current)
+            current = indent
+        current += item if len(current) == len(indent) else " " + item
+    return [*lines, current]
+
+
+def _table(result: CompareResult) -> list[str]:
+    headers = ["output", *(name for name, _ in _cells(result, result.outputs[0]))] if result.outputs else ["output"]
+    rows = [[output.name, *(value for _, value in _cells(result, output))] for output in result.outputs]
+    return aligned([headers, *rows])
 
 
 def _blocks(result: CompareResult, width: int) -> list[str]:
     lines = []
     for output in result.outputs:
         lines.append(output.name)
-        current = " "
-        for name, value in _cells(output, result.layerwise):
-            pair = f" {name} {value}"
-            if len(current) > 1 and len(current) + len(pair) > width:
-                lines.append(current)
-                current = " "
-            current += pair
-        lines.append(current)
+        lines += packed([f"{name} {value}" for name, value in _cells(result, output)], width)
     return lines
 
 

@@ -7,7 +7,6 @@ from pathlib import Path
 import typer
 
 from binio.errors import InferError
-from binio.spec import format_shape
 from infer.cli.console import err, out, print_json, say
 from infer.cli.image_options import image_options
 
@@ -50,6 +49,7 @@ def dump_bin(
     zero-padded file per batch."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
+    from binio.spec import format_shape
     from infer.contract import load_contract
     from infer.dump import DumpOptions, dump_bins
 

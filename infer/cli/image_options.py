@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from binio.errors import InferError
-from infer.sources.open import ImageOptions
+
+if TYPE_CHECKING:  # imported where it is built: infer.sources pulls numpy, which no --help should pay for
+    from infer.sources.open import ImageOptions
 
 
 def floats(text: str | None, option: str, default: tuple[float, ...]) -> tuple[float, ...]:
@@ -27,6 +31,8 @@ def int_pair(text: str | None, option: str, example: str) -> tuple[int, int] | N
 
 def image_options(*, resize: int | None, color: str, scale: float, mean: str | None,
                   std: str | None) -> ImageOptions:
+    from infer.sources.open import ImageOptions
+
     if color.upper() not in ("RGB", "BGR"):
         raise InferError(f"--color {color}: expected RGB or BGR")
     return ImageOptions(resize=resize, color=color.upper(), scale=scale, mean=floats(mean, "--mean", (0.0,)),

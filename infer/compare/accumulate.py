@@ -103,32 +103,40 @@ class MetricAccumulator:
     kl_elements: int = 0
 
     @nonfinite_is_data
-    def add(self, actual: np.ndarray, golden: np.ndarray) -> None:
-        """Pass one over one batch (any dtype, any shape with the same element count)."""
+    def add(self, actual: np.ndarray, golden: np.ndarray, abs_diff: np.ndarray | None = None) -> None:
+        """Pass one over one batch (any dtype, any shape with the same element count). `abs_diff`, |x - y| as
+        float64 and flat, when the caller has it already (it is the batch's largest temporary)."""
         x, y = as_float64(actual), as_float64(golden)
         if x.size != y.size:
             raise ValueError(f"cannot compare {x.size} elements with {y.size}")
         if not x.size:
             return
         self.elements += int(x.size)
-        diff = x - y
-        abs_diff = np.abs(diff)
+        if abs_diff is None:
+            abs_diff = np.abs(x - y)
         self.sum_xy += sum_of_products(x, y)
         self.sum_xx += sum_of_products(x, x)
         self.sum_yy += sum_of_products(y, y)
         self.sum_abs_diff += float(np.sum(abs_diff))
-        self.sum_sq_diff += sum_of_products(diff, diff)
+        self.sum_sq_diff += sum_of_products(abs_diff, abs_diff)  # |d|·|d| = d·d, bit for bit
         self.max_abs_diff = _max(self.max_abs_diff, float(np.max(abs_diff)))
         abs_y = np.abs(y)
         mask = abs_y > EPS
         # Most tensors have no golden zero: then the whole batch is the set, and no masked copies are made.
-        relative = np.abs(x / y - 1.0) if mask.all() else np.abs(x[mask] / y[mask] - 1.0)
+        relative = np.divide(x, y) if mask.all() else np.divide(x[mask], y[mask])
+        relative -= 1.0
+        np.abs(relative, out=relative)
         if relative.size:
             self.rel_count += int(relative.size)
             self.rel_sum += float(np.sum(relative))
             self.rel_max = _max(self.rel_max, float(np.max(relative)))
+        del relative
         # numpy's isclose, without its temporaries: |x-y| <= atol + rtol|y|, or equal (equal infinities).
-        close = abs_diff <= self.atol + self.rtol * abs_y
+        tolerance = abs_y
+        tolerance *= self.rtol
+        tolerance += self.atol
+        close = abs_diff <= tolerance
+        del tolerance, abs_y
         close |= x == y
         self.close_count += int(np.count_nonzero(close))
         self.min_x, self.max_x = _min(self.min_x, float(np.min(x))), _max(self.max_x, float(np.max(x)))
@@ -182,8 +190,18 @@ class MetricAccumulator:
         b = kl_distribution(x, self.min_x, self.max_x)
         self.kl_sum_a += float(np.sum(a))
         self.kl_sum_b += float(np.sum(b))
-        self.kl_sum_alogab += sum_of_products(a, np.log(a / b))
+        log_ab = np.divide(a, b, out=b)  # b is summed: its memory takes log(a/b)
+        np.log(log_ab, out=log_ab)
+        self.kl_sum_alogab += sum_of_products(a, log_ab)
         self.kl_elements += int(x.size)
+
+    def kl_sums(self) -> tuple[float, float, float, int]:
+        return self.kl_sum_a, self.kl_sum_b, self.kl_sum_alogab, self.kl_elements
+
+    def same_extremes(self, other: MetricAccumulator) -> bool:
+        """Both saw the same four extremes (none NaN): then `add_kl` over a batch gives both the same sums."""
+        mine = (self.min_x, self.max_x, self.min_y, self.max_y)
+        return mine == (other.min_x, other.max_x, other.min_y, other.max_y) and not any(map(math.isnan, mine))
 
     @property
     def kl_pass_done(self) -> bool:

@@ -53,6 +53,9 @@ class CompareOptions:
             raise InferError(f"--topk {self.topk}: expected 1 or more")
         if not self.expected_factor >= 1:  # NaN too
             raise InferError(f"--expected-factor {self.expected_factor}: expected 1 or more")
+        if self.fail_on_expected and self.expected_from_emulation is False:
+            raise InferError("--fail-on-expected with --no-expected-from-emulation: the band it fails on would not "
+                             "be computed", hint="leave out one of them")
         for name, value in (("--atol", self.atol), ("--rtol", self.rtol)):
             if not value >= 0:  # NaN too
                 raise InferError(f"{name} {value}: expected 0 or more")

@@ -20,7 +20,6 @@ factor of 10 leaves room for that; a model within the band is not proven right, 
 from __future__ import annotations
 
 import hashlib
-import logging
 import math
 import os
 import shutil
@@ -145,14 +144,6 @@ def _link_or_copy(source: Path, target: Path) -> None:
         shutil.copyfile(source, target)
 
 
-class _OtherModelsBins(logging.Filter):
-    """Drops run's warning that the bins were made for another model: the emulated model is another model of the
-    same pb on purpose, fed the converted model's bins."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return "made for another model" not in str(record.msg)
-
-
 def emulated_run(contract: ModelContract, manifest: DatasetManifest, cache_root: Path,
                  progress: Callable[[int, int], None] | None = None) -> tuple[ModelContract, Path]:
     """The run folder of the stand-in's emulation of the contract's precision mode over these bins: the pb
@@ -192,11 +183,6 @@ def emulated_run(contract: ModelContract, manifest: DatasetManifest, cache_root:
         staged = convert_model(staged, ConvertOptions(target="onnx", precision_mode=precision_mode,
                                                       input_fp16_nodes=fp16_nodes, output_type=output_type,
                                                       aipp=aipp_options)).contract
-    quiet = _OtherModelsBins()
-    run_log = logging.getLogger("infer.run")
-    run_log.addFilter(quiet)
-    try:
-        return staged, run_model(staged.path, manifest.root, runs, RunOptions(backend="onnxrt"),
-                                 progress=progress).folder
-    finally:
-        run_log.removeFilter(quiet)
+    # The emulated model is another model of the same pb on purpose, fed the converted model's bins.
+    options = RunOptions(backend="onnxrt", bins_made_for=manifest.model_sha256)
+    return staged, run_model(staged.path, manifest.root, runs, options, progress=progress).folder

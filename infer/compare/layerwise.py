@@ -301,10 +301,17 @@ def compare_layers(contract: ModelContract, manifest: DatasetManifest, threshold
     rows_marked, origins, growth = diagnose(rows, inputs_of)
     first = next((r for r in rows_marked if r.first_failing), None)
     info = {t.name: TensorInfo(t.op_type, t.inputs) for t in tensors}
+    # Each output's own first inf/NaN: in a model of several outputs, another branch's cause is not this one's.
+    per_output: dict[str, NonfiniteFinding] = {}
+    for spec in contract.outputs:
+        own = _first_nonfinite(rows_marked, matcher.aligned, golden, info, within=_upstream(spec.name, inputs_of))
+        if own is not None:
+            per_output[spec.name] = own
     return LayerwiseResult(batch_stem=stem, rows=rows_marked, origins=origins, growth_tensor=growth,
                            outputs_passed=outcome.passed if outcome is not None else True,
                            note=verdict_note(first, outcome, rows_marked, stem), batch_reason=batch_reason,
-                           nonfinite=_first_nonfinite(rows_marked, matcher.aligned, golden, info))
+                           nonfinite=_first_nonfinite(rows_marked, matcher.aligned, golden, info),
+                           nonfinite_by_output=per_output)
 
 
 class _Matcher:
@@ -358,10 +365,25 @@ class _Matcher:
         return replace(base, metrics=metrics, failures=failures, match=match)
 
 
+def _upstream(tensor: str, inputs_of: dict[str, tuple[str, ...]]) -> set[str]:
+    """`tensor` and every tensor it is computed from."""
+    found = {tensor}
+    pending = [tensor]
+    while pending:
+        for name in inputs_of.get(pending.pop(), ()):
+            if name not in found:
+                found.add(name)
+                pending.append(name)
+    return found
+
+
 def _first_nonfinite(rows: tuple[LayerRow, ...], aligned: dict[str, np.ndarray], golden: dict[str, np.ndarray],
-                     info: dict[str, TensorInfo]) -> NonfiniteFinding | None:
+                     info: dict[str, TensorInfo], within: set[str] | None = None) -> NonfiniteFinding | None:
+    """The first compared tensor (of `within`, default all) with inf/NaN where TF is finite, classified."""
     compared = {row.tensor for row in rows if row.matched}
     for row in rows:
+        if within is not None and row.tensor not in within:
+            continue
         actual = aligned.get(row.tensor)
         if actual is not None and nonfinite_positions(actual, golden[row.tensor]).any():
             return classify(row.tensor, actual, golden, info, lambda name: name in compared)

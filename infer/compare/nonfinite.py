@@ -28,8 +28,9 @@ UNDERFLOW_OPS = frozenset({"Log", "RealDiv", "Div", "Reciprocal", "Inv", "Rsqrt"
 # What helps, per cause (the troubleshooting table says the same).
 REMEDY = {
     OVERFLOW: "keep that op in fp32 (allow_mix_precision or force_fp32), or scale its input down",
-    UNDERFLOW: "keep that op in fp32 (allow_mix_precision keeps Log/Exp and reductions; force_fp32), or use an "
-               "eps fp16 can hold (>= 6e-8)",
+    UNDERFLOW: "keep the op that makes the tiny input in fp32 as well as this one (force_fp32, or on ATC --keep_dtype "
+               "for both; allow_mix_precision keeps Log and Exp in fp32 but not the Add or Mul before them, so the "
+               "tiny value is still stored as 0), or use an eps fp16 can hold (>= 6e-8)",
     NAN_FROM_INF: "find the inf upstream (a fused op overflowed) and keep it in fp32",
     UNCLASSIFIED: "",
 }
@@ -123,7 +124,8 @@ def classify(tensor: str, actual: np.ndarray, golden: Mapping[str, np.ndarray], 
             values = _at(golden[source], shape, local) if local.shape == shape else None
             tiny = _underflows(values) if values is not None else 0
             if tiny:
-                return found(UNDERFLOW, name, f"{tiny} values of its input {source} lie between 0 and fp16's "
+                made_by = f" ({info[source].op_type})" if source in info else ""
+                return found(UNDERFLOW, name, f"{tiny} values of its input {source}{made_by} lie between 0 and fp16's "
                              f"smallest subnormal ({FP16_SMALLEST:.2g}) in TensorFlow and are 0 in fp16; "
                              f"{item.op_type} of 0 is inf")
     for name in candidates[1:]:

@@ -31,6 +31,7 @@ from infer.compare.result import BatchResult, OutputResult, PlotData, SampleScor
 from infer.compare.sources import OutputPair
 from infer.compare.thresholds import SAMPLE_METRICS, Failure, Thresholds
 from infer.compare.topk import TopKAccumulator, is_classifier
+from infer.heap import keep_freed_memory
 
 if TYPE_CHECKING:  # compare.py imports this module: a runtime import back would be circular
     from infer.compare.compare import CompareOptions
@@ -44,21 +45,21 @@ EXACT_BELOW = 1e-12
 ERROR_EDGES: tuple[float, ...] = tuple(float(e) for e in np.arange(-12.0, 39.0 + 1e-9, 0.25))
 
 
-def batch_metrics(actual: np.ndarray, golden: np.ndarray, *, atol: float, rtol: float) -> tuple[
-        MetricAccumulator, Metrics]:
+def batch_metrics(actual: np.ndarray, golden: np.ndarray, *, atol: float, rtol: float,
+                  abs_diff: np.ndarray | None = None) -> tuple[MetricAccumulator, Metrics]:
     """One batch's metrics (both passes over the batch in memory) and its pass-one accumulator, to merge."""
     accumulator = MetricAccumulator(atol=atol, rtol=rtol)
-    accumulator.add(actual, golden)
+    accumulator.add(actual, golden, abs_diff)
     accumulator.add_kl(actual, golden)
     return accumulator, accumulator.result()
 
 
-def _row_scores(actual: np.ndarray, golden: np.ndarray, rows: int) -> dict[str, np.ndarray]:
+def _row_scores(actual: np.ndarray, golden: np.ndarray, abs_diff: np.ndarray, rows: int) -> dict[str, np.ndarray]:
     """Each sample on its own, by the metrics of SAMPLE_METRICS, under the same rules as the dataset's metrics
-    (`cosine_from_sums`, `red_from_sums`)."""
+    (`cosine_from_sums`, `red_from_sums`). `abs_diff` is |x - y|, flat (|d|·|d| = d·d, bit for bit)."""
     x = as_float64(actual).reshape(rows, -1)
     y = as_float64(golden).reshape(rows, -1)
-    diff = x - y
+    diff = abs_diff.reshape(rows, -1)
     sxy, sxx, syy, sdd = (np.einsum("ij,ij->i", a, b) for a, b in ((x, y), (x, x), (y, y), (diff, diff)))
     with np.errstate(divide="ignore", invalid="ignore"):
         cosine = np.minimum(sxy / (np.sqrt(sxx) * np.sqrt(syy)), 1.0)
@@ -69,7 +70,7 @@ def _row_scores(actual: np.ndarray, golden: np.ndarray, rows: int) -> dict[str, 
     elements = max(1, x.shape[1])
     return {"CosineSimilarity": cosine, "RelativeEuclideanDistance": red,
             "RootMeanSquareError": np.sqrt(sdd / elements),
-            "MaxAbsoluteError": np.max(np.abs(diff), axis=1) if x.shape[1] else np.zeros(rows)}
+            "MaxAbsoluteError": np.max(diff, axis=1) if x.shape[1] else np.zeros(rows)}
 
 
 class _PlotCollector:
@@ -81,15 +82,17 @@ class _PlotCollector:
         self.golden: list[np.ndarray] = []
         self.actual: list[np.ndarray] = []
 
-    def add(self, actual: np.ndarray, golden: np.ndarray) -> None:
+    def add(self, actual: np.ndarray, golden: np.ndarray, error: np.ndarray) -> None:
+        """`error` is |x - y|, flat."""
         x, y = as_float64(actual), as_float64(golden)
-        error = np.abs(x - y)
         finite = np.isfinite(error)
         self.nonfinite += int(np.count_nonzero(~finite))
         positive = error[finite & (error >= EXACT_BELOW)]
         self.exact += int(np.count_nonzero(finite)) - int(positive.size)
         logs = np.clip(np.log10(positive), ERROR_EDGES[0], ERROR_EDGES[-1])
-        self.counts += np.histogram(logs, bins=ERROR_EDGES)[0]
+        # Uniform bins given as a count and a range: numpy then computes each value's bin instead of sorting the
+        # batch to search a list of edges, and its edges (linspace) are ERROR_EDGES exactly, so are the counts.
+        self.counts += np.histogram(logs, bins=len(ERROR_EDGES) - 1, range=(ERROR_EDGES[0], ERROR_EDGES[-1]))[0]
         if x.size:
             picks = np.linspace(0, x.size - 1, min(self.points_per_batch, x.size)).astype(np.int64)
             self.golden.append(y[picks])
@@ -144,6 +147,7 @@ def _topk(pair: OutputPair, options: CompareOptions, labels: np.ndarray | None) 
 
 def _pass_one(pair: OutputPair, stems: frozenset[str], *, options: CompareOptions,
               labels: np.ndarray | None, on_batch: Callable[[], None] | None = None) -> _ShardPart:
+    keep_freed_memory()
     topk = _topk(pair, options, labels)
     plot = _PlotCollector(options.scatter_points // max(1, pair.manifest.file_count))
     parts = []
@@ -154,23 +158,26 @@ def _pass_one(pair: OutputPair, stems: frozenset[str], *, options: CompareOption
                 continue
             # Each side widened to float64 once per batch; every consumer below takes these flat arrays.
             x, y = as_float64(batch.actual), as_float64(batch.golden)
-            accumulator, metrics = batch_metrics(x, y, atol=options.atol, rtol=options.rtol)
+            abs_diff = np.subtract(x, y)  # |x - y| once, for the metrics, the per-sample scores and the plot
+            np.abs(abs_diff, out=abs_diff)
+            accumulator, metrics = batch_metrics(x, y, atol=options.atol, rtol=options.rtol, abs_diff=abs_diff)
             rows = batch.rows if pair.batch_major else 1
             parts.append(_BatchPart(stem=batch.stem, first_sample=batch.first_sample, rows=batch.rows, score_rows=rows,
-                                    accumulator=accumulator, metrics=metrics, scores=_row_scores(x, y, rows)))
+                                    accumulator=accumulator, metrics=metrics, scores=_row_scores(x, y, abs_diff, rows)))
             if topk is not None:
                 topk.add(x.reshape(batch.rows, -1), y.reshape(batch.rows, -1),
                          None if labels is None else labels[batch.first_sample:batch.first_sample + batch.rows])
-            plot.add(x, y)
+            plot.add(x, y, abs_diff)
             if on_batch is not None:
                 on_batch()
     return _ShardPart(batches=tuple(parts), plot=plot, topk=topk)
 
 
 def _pass_two(pair: OutputPair, stems: frozenset[str], *, extremes: MetricAccumulator,
-              on_batch: Callable[[], None] | None = None) -> list[_KlSums]:
+              on_batch: Callable[[], None] | None = None) -> list[tuple[str, _KlSums]]:
     """Each batch's KL sums, from a fresh accumulator holding the dataset's extremes: its sums start at 0, so they
     are the batch's exactly, and adding them to the dataset's in order equals one accumulator fed every batch."""
+    keep_freed_memory()
     sums = []
     with np.errstate(all="ignore"):
         for batch in pair.batches():
@@ -179,7 +186,7 @@ def _pass_two(pair: OutputPair, stems: frozenset[str], *, extremes: MetricAccumu
             one = MetricAccumulator(atol=extremes.atol, rtol=extremes.rtol, min_x=extremes.min_x,
                                     max_x=extremes.max_x, min_y=extremes.min_y, max_y=extremes.max_y)
             one.add_kl(batch.actual, batch.golden)
-            sums.append((one.kl_sum_a, one.kl_sum_b, one.kl_sum_alogab, one.kl_elements))
+            sums.append((batch.stem, one.kl_sums()))
             if on_batch is not None:
                 on_batch()
     return sums
@@ -219,12 +226,21 @@ def measure_output(pair: OutputPair, thresholds: Thresholds, options: CompareOpt
         dataset = MetricAccumulator(atol=options.atol, rtol=options.rtol)
         for batch in every:
             dataset.merge(batch.accumulator)
-        for shard_sums in _each_shard(pool, partial(_pass_two, pair, extremes=dataset, on_batch=on_batch), shards):
-            for sum_a, sum_b, sum_alogab, elements in shard_sums:
-                dataset.kl_sum_a += sum_a
-                dataset.kl_sum_b += sum_b
-                dataset.kl_sum_alogab += sum_alogab
-                dataset.kl_elements += elements
+        # A batch holding the dataset's four extremes had its KL sums taken with them in pass one (its own
+        # metrics): the same sums, so pass two reads only the other batches (none, for a one-batch dataset).
+        found = {b.stem: b.accumulator.kl_sums() for b in every if b.accumulator.same_extremes(dataset)}
+        if on_batch is not None:
+            for _ in found:  # read once only: the progress counts them as read twice all the same
+                on_batch()
+        rest = [shard for shard in (frozenset(s - found.keys()) for s in shards) if shard]
+        for shard_sums in _each_shard(pool, partial(_pass_two, pair, extremes=dataset, on_batch=on_batch), rest):
+            found.update(shard_sums)
+        for batch in every:  # added in dataset order, as one accumulator fed every batch would
+            sum_a, sum_b, sum_alogab, elements = found[batch.stem]
+            dataset.kl_sum_a += sum_a
+            dataset.kl_sum_b += sum_b
+            dataset.kl_sum_alogab += sum_alogab
+            dataset.kl_elements += elements
         metrics = dataset.result()
         plot = parts[0].plot
         for part in parts[1:]:

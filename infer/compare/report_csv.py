@@ -16,7 +16,7 @@ from binio.atomic import write_bytes_atomic, write_json_atomic
 from binio.dtypes import dtype
 from binio.spec import node_name, output_index
 from infer.compare.metrics import CSV_METRICS, Metrics, json_float
-from infer.compare.result import CompareResult, LayerRow
+from infer.compare.result import CompareResult
 from infer.compare.thresholds import Failure
 
 REPORT_CSV = "report.csv"
@@ -47,19 +47,6 @@ def _reason(failures: tuple[Failure, ...], extra: str = "") -> str:
     return "; ".join([extra, *parts] if extra else parts)
 
 
-def _layer_notes(layer: LayerRow) -> str:
-    """What the layer-wise diagnosis says of a tensor, before its failures: why it was not compared, or its mark
-    and how it was matched."""
-    if layer.unmatched_reason:
-        return layer.unmatched_reason
-    notes = ["first to diverge"] if layer.first_failing else []
-    if layer.onnx_tensor:
-        notes.append(f"as ONNX's unnamed {layer.onnx_tensor}")
-    if layer.match and layer.match != "op and inputs":
-        notes.append(layer.match if layer.match.startswith("op differs") else f"matched by {layer.match}")
-    return "; ".join(notes)
-
-
 def csv_rows(result: CompareResult) -> list[list[str]]:
     rows: list[list[str]] = []
     for output in result.outputs:
@@ -67,14 +54,15 @@ def csv_rows(result: CompareResult) -> list[list[str]]:
         tensor_index = f"{node_name(name)}:output:{output_index(name)}"
         rows.append([str(len(rows)), "NaN", name, tf_type_name(output.actual_dtype), "NaN", name,
                      tf_type_name(output.golden_dtype), "NaN", tensor_index, str(list(output.shape)),
-                     *_metric_cells(output.metrics), _reason(output.failures)])
+                     *_metric_cells(output.metrics), _reason(output.failures, "; ".join(result.asked_reasons(output)))])
     if result.layerwise is not None:
+        warning = result.layerwise.is_warning
         for layer in result.layerwise.rows:
             tensor_index = f"{node_name(layer.tensor)}:output:{output_index(layer.tensor)}"
             dump = layer.tensor if layer.matched else "NaN"
             rows.append([str(len(rows)), layer.op_type, dump, tf_type_name(layer.dtype), "NaN", layer.tensor,
                          tf_type_name(layer.dtype), "NaN", tensor_index, str(list(layer.shape)),
-                         *_metric_cells(layer.metrics), _reason(layer.failures, _layer_notes(layer))])
+                         *_metric_cells(layer.metrics), _reason(layer.failures, layer.note(warning=warning))])
     return rows
 
 

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from binio.atomic import write_bytes_atomic
-from infer.compare.metrics import shown
-from infer.compare.result import CompareResult, LayerwiseResult, OutputResult, PlotData
+from infer.compare.metrics import shown, shown_limit
+from infer.compare.result import CompareResult, LayerwiseResult, OutputResult, PlotData, fp16_cause
 
 REPORT_HTML = "report.html"
 _COSINE = "CosineSimilarity"
@@ -144,15 +144,15 @@ def _worst_plot(output: OutputResult) -> str:
 
 def _metrics_table(result: CompareResult) -> str:
     head = "<th>output</th>" + "".join(f"<th title='{name}'>{short}</th>" for name, short in _SHOWN.items())
-    head += "<th>NaN/inf</th><th>fp16 overflow</th><th>verdict</th>"
+    head += "<th>NaN/inf</th><th>fp16</th><th>verdict</th>"
     rows = []
     for output in result.outputs:
         m = output.metrics
         counts = m.counts
         cells = "".join(f"<td>{shown(m.value(name), name)}</td>" for name in _SHOWN)
-        verdict = '<span class="pass">pass</span>' if output.passed else '<span class="fail">FAIL</span>'
+        verdict = '<span class="pass">pass</span>' if result.output_passed(output) else '<span class="fail">FAIL</span>'
         rows.append(f'<tr><td class="name">{html.escape(output.name)}</td>{cells}'
-                    f"<td>{counts.nan_actual + counts.inf_actual}</td><td>{'yes' if counts.fp16_overflow else 'no'}"
+                    f"<td>{counts.nan_actual + counts.inf_actual}</td><td>{fp16_cause(output, result.layerwise)}"
                     f"</td><td>{verdict}</td></tr>")
     return f"<table><tr>{head}</tr>{''.join(rows)}</table>"
 
@@ -176,7 +176,7 @@ def _output_section(output: OutputResult) -> str:
         parts.append("<h3>Worst samples (ranked by cosine, ties by max abs error)</h3><table><tr><th>sample</th>"
                      "<th>source</th><th>batch</th><th>row</th><th>cosine</th><th>max abs error</th><th>RMSE</th>"
                      f"<th>RED</th></tr>{rows}</table>")
-    limits = ", ".join(f"{name} {limit:g}" for name, limit in output.sample_limits.items()) or "none"
+    limits = ", ".join(f"{name} {shown_limit(limit)}" for name, limit in output.sample_limits.items()) or "none"
     failing = len(output.failing_samples)
     worst = f"; worst: {html.escape(output.worst_failing.describe())}" if output.worst_failing is not None else ""
     parts.append(f"<p>Per sample: {failing} sample{'s' if failing != 1 else ''} fail on their own (limits: "
@@ -241,9 +241,9 @@ def _provenance_section(result: CompareResult) -> str:
         return ""
     emulation = ", ".join(f"{k} {v}" for k, v in p.emulation.items() if k in ("mode", "storage", "rounded_tensors",
                                                                             "rounded_weights")) or "none"
-    thresholds = "; ".join(f"{name}: " + ", ".join(f"{m} {v:g}" for m, v in limits.items())
+    thresholds = "; ".join(f"{name}: " + ", ".join(f"{m} {shown_limit(v)}" for m, v in limits.items())
                            for name, limits in p.thresholds.items())
-    sample_limits = "; ".join(f"{name}: " + ", ".join(f"{m} {v:g}" for m, v in limits.items())
+    sample_limits = "; ".join(f"{name}: " + ", ".join(f"{m} {shown_limit(v)}" for m, v in limits.items())
                               for name, limits in p.sample_thresholds.items())
     rows = [("infer version", p.infer_version), ("date", p.date), ("golden", p.golden.describe()),
             ("golden model sha256", p.golden.model_sha256), ("actual", p.actual.describe()),

@@ -129,6 +129,20 @@ class LayerRow:
     def passed(self) -> bool:
         return self.matched and not self.failures
 
+    def note(self, *, warning: bool = False) -> str:
+        """What the numbers do not say (the terminal's table, report.csv): why it was not compared, or its mark,
+        how it was matched, and its layout where the conversion did not give it. `warning`: the outputs pass."""
+        if self.metrics is None:
+            return f"{'skipped' if self.random_source else 'unmatched'}: {self.unmatched_reason}"
+        notes = [f"first to diverge{' (warning)' if warning else ''}"] if self.first_failing else []
+        if self.onnx_tensor:
+            notes.append(f"as ONNX's unnamed {self.onnx_tensor} ({self.onnx_op}, fused)")
+        if self.match and self.match != "op and inputs":
+            notes.append(self.match if self.match.startswith("op differs") else f"matched by {self.match}")
+        if self.layout.startswith(("as the model gives", "unknown")) or "(the conversion does not say" in self.layout:
+            notes.append(f"layout {self.layout}")
+        return "; ".join(notes)
+
     def to_json(self) -> dict[str, Any]:
         return {"tensor": self.tensor, "op_type": self.op_type, "dtype": self.dtype, "shape": list(self.shape),
                 "matched": self.matched, "first_failing": self.first_failing,
@@ -152,7 +166,9 @@ class LayerwiseResult:
     outputs_passed: bool = True  # the verdict on the outputs, which the marks must agree with
     note: str = ""  # the warning (a PASSED run with a diverging tensor) or why a FAILED run has no mark
     batch_reason: str = ""  # why this batch was the one compared
-    nonfinite: NonfiniteFinding | None = None
+    nonfinite: NonfiniteFinding | None = None  # the first in graph order, over every output
+    # Per output (TF name): the first inf/NaN among the tensors it is computed from, where there is one.
+    nonfinite_by_output: dict[str, NonfiniteFinding] = field(default_factory=dict)
 
     @property
     def first_failing(self) -> LayerRow | None:
@@ -185,8 +201,22 @@ class LayerwiseResult:
                 "first_failing": None if first is None else first.tensor, "first_failing_is_warning": self.is_warning,
                 "origins": list(self.origins), "growth_tensor": self.growth_tensor or None, "note": self.note,
                 "nonfinite": None if self.nonfinite is None else self.nonfinite.to_json(),
+                "nonfinite_by_output": {name: f.to_json() for name, f in self.nonfinite_by_output.items()},
                 "skipped_random": [r.tensor for r in self.skipped_random],
                 "tensors": [r.to_json() for r in self.rows]}
+
+
+def fp16_cause(output: OutputResult, layers: LayerwiseResult | None) -> str:
+    """The fp16 column of the terminal table and the HTML report: ``ok``; ``overflow`` where TF's own values are
+    past 65504; otherwise, for inf/NaN where TF is finite, the cause --layerwise found among the tensors this output
+    is computed from (overflow, underflow, NaN from inf), or ``inf/NaN`` without it."""
+    counts = output.metrics.counts
+    finding = layers.nonfinite_by_output.get(output.name) if layers is not None else None
+    if finding is not None and counts.nonfinite_actual_where_golden_finite:
+        return finding.cause
+    if counts.beyond_fp16_golden:
+        return "overflow"  # TF's own values are past 65504: fp16 cannot hold them
+    return "inf/NaN" if counts.nonfinite_actual_where_golden_finite else "ok"
 
 
 @dataclass(frozen=True)
@@ -222,12 +252,28 @@ class CompareResult:
         # A mismatched AIPP config explains every output's failure after it: named first.
         found = [c.describe() for c in self.preprocessing if not c.passed]
         found += [f.describe() for f in self.failures]
-        if self.per_sample_asked:
-            found += [f"{o.worst_failing.describe()} ({self.failing_count(o)})" for o in self.outputs
-                      if o.worst_failing is not None]
-        if self.expected_asked:
-            found += [e.describe() for e in self.expected if e.flagged]
+        found += [reason for o in self.outputs for reason in self._sample_reasons(o)]
+        found += [reason for o in self.outputs for reason in self._band_reasons(o)]
         return tuple(found)
+
+    def _sample_reasons(self, output: OutputResult) -> list[str]:
+        if not self.per_sample_asked or output.worst_failing is None:
+            return []
+        return [f"{output.worst_failing.describe()} ({self.failing_count(output)})"]
+
+    def _band_reasons(self, output: OutputResult) -> list[str]:
+        if not self.expected_asked:
+            return []
+        return [e.describe() for e in self.expected if e.output == output.name and e.flagged]
+
+    def asked_reasons(self, output: OutputResult) -> tuple[str, ...]:
+        """Why the checks asked to fail the run (a sample past its limits, the expected band) fail this output."""
+        return (*self._sample_reasons(output), *self._band_reasons(output))
+
+    def output_passed(self, output: OutputResult) -> bool:
+        """The output's verdict as the run's: its dataset-wide limits, and the checks asked to fail the run (a
+        sample past its limits, an error past the expected band). The tables' result column says this."""
+        return not output.failures and not self.asked_reasons(output)
 
     def failing_count(self, output: OutputResult) -> str:
         count = len(output.failing_samples)
@@ -300,7 +346,9 @@ class CompareResult:
             "schema": "infer.compare-report", "version": 1, "passed": self.passed, "verdict": self.verdict(),
             "contract": self.contract, "dataset": self.dataset, "actual": self.actual_dir,
             "golden": self.golden_dir, "golden_source": self.golden_source, "samples": self.samples,
-            "padding_excluded": self.padding, "outputs": [o.to_json() for o in self.outputs],
+            "padding_excluded": self.padding,
+            "outputs": [o.to_json() | {"fp16": fp16_cause(o, self.layerwise), "passes_run": self.output_passed(o)}
+                        for o in self.outputs],
             "layerwise": None if self.layerwise is None else self.layerwise.to_json(),
             "dumped_golden": self.dumped_golden or None, "random_ops": dict(self.random_ops),
             "verdict_line": self.verdict_line(),

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from binio.errors import InferError
 from binio.spec import node_name
-from infer.compare.metrics import HIGHER_IS_BETTER, SCALAR_METRICS, Metrics
+from infer.compare.metrics import HIGHER_IS_BETTER, SCALAR_METRICS, Metrics, shown_against, shown_limit
 
 DEFAULT_THRESHOLDS: dict[str, float] = {
     "CosineSimilarity": 0.99,
@@ -84,7 +84,7 @@ class ThresholdSetting:
     per_sample: bool = False  # ``sample:...``: a limit for each sample on its own
 
     def describe(self) -> str:
-        limit = "off" if self.limit is None else f"{self.limit:g}"
+        limit = "off" if self.limit is None else shown_limit(self.limit)
         where = f"{self.output}:" if self.output else ""
         return f"{'sample:' if self.per_sample else ''}{where}{self.metric}={limit}"
 
@@ -128,9 +128,10 @@ class Failure:
 
     def describe(self) -> str:
         if math.isnan(self.value):
-            return f"{self.output} {self.metric} NaN (limit {self.limit:g})"
+            return f"{self.output} {self.metric} NaN (limit {shown_limit(self.limit)})"
         relation = "<" if self.metric in HIGHER_IS_BETTER else ">"
-        return f"{self.output} {self.metric} {self.value:.6g} {relation} {self.limit:g}"
+        return (f"{self.output} {self.metric} {shown_against(self.value, self.limit, self.metric)} {relation} "
+                f"{shown_limit(self.limit)}")
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from infer.pipeline.stages import StageDone, WorkLayout
 
 if TYPE_CHECKING:
     from infer.aipp import AippOptions
+    from infer.compare.compare import CompareOptions
     from infer.convert import ConvertOptions
     from infer.sources.open import ImageOptions
 
@@ -58,19 +59,26 @@ def _percent(value: float) -> str:
     return f"{100 * value:.1f}%"
 
 
-def compare(config: PipelineConfig, work: WorkLayout, run_folder: Path) -> StageDone:
-    """Compares the run against TensorFlow's outputs on the same bins and writes report.json/csv/html."""
+def compare_options(config: PipelineConfig) -> CompareOptions:
+    """The [compare] section as compare's options (the same settings `infer compare`'s flags give)."""
     from infer.compare.compare import CompareOptions
-    from infer.compare.compare import compare as compare_outputs
-    from infer.compare.reports import write_reports
     from infer.compare.thresholds import Thresholds
 
     section = config.compare
-    thresholds = Thresholds.parse(section.threshold_texts)
-    options = CompareOptions(thresholds=thresholds, topk=section.topk, labels=config.labels,
-                             allow_same_backend=section.allow_same_backend, fail_on_expected=section.fail_on_expected)
-    result = compare_outputs(work.contract, work.bins, run_folder, options=options, layerwise=section.layerwise,
-                             cache_root=work.golden_cache)
+    return CompareOptions(thresholds=Thresholds.parse(section.threshold_texts), topk=section.topk,
+                          labels=config.labels, allow_same_backend=section.allow_same_backend,
+                          expected_from_emulation=section.expected_from_emulation,
+                          expected_factor=section.expected_factor, fail_on_expected=section.fail_on_expected)
+
+
+def compare(config: PipelineConfig, work: WorkLayout, run_folder: Path) -> StageDone:
+    """Compares the run against TensorFlow's outputs on the same bins and writes report.json/csv/html."""
+    from infer.compare.compare import compare as compare_outputs
+    from infer.compare.reports import write_reports
+
+    section = config.compare
+    result = compare_outputs(work.contract, work.bins, run_folder, options=compare_options(config),
+                             layerwise=section.layerwise, cache_root=work.golden_cache)
     paths = write_reports(result, work.report)
     html = next(p for p in paths if p.suffix == ".html")
     parts = []
@@ -89,7 +97,7 @@ def compare(config: PipelineConfig, work: WorkLayout, run_folder: Path) -> Stage
         parts.append(f"first diverging tensor {result.layerwise.first_failing.tensor}{warning}")
     summary = "; ".join(parts) + f" -> {result.verdict()}"
     return StageDone(summary, (work.report / "report.json",),
-                     {"passed": result.passed, "verdict": result.verdict(), "report_html": str(html)})
+                     {"passed": result.passed, "verdict": result.verdict_line(), "report_html": str(html)})
 
 
 def image_options(config: PipelineConfig) -> ImageOptions:

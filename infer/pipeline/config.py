@@ -100,6 +100,9 @@ class CompareSection:
     thresholds: dict[str, float | None] = field(default_factory=dict)  # cosine = 0.99; kl = "off" (None) lifts it
     layerwise: bool = False
     allow_same_backend: bool = False  # compare --allow-same-backend: a [run] backend = "tf" compared with TF
+    # compare --expected-from-emulation / --no-expected-from-emulation; left out: on for an om with the stand-in
+    expected_from_emulation: bool | None = None
+    expected_factor: float = 10.0  # compare --expected-factor: how many times the emulated error an output may reach
     fail_on_expected: bool = False  # compare --fail-on-expected: worse than the emulated precision fails
 
     @property

@@ -43,7 +43,7 @@ class PipelineResult:
     work_dir: Path
     stages: tuple[StageOutcome, ...]
     passed: bool
-    verdict: str  # compare's last line: PASSED or FAILED: ...
+    verdict: str  # compare's last line: PASSED or FAILED: ..., then what was compared with what
     report_html: Path | None
     report_path: Path  # the pipeline's own text report
     atc_command: tuple[str, ...]  # the ATC argv that makes the om (what convert ran, or would run)

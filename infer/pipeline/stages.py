@@ -170,6 +170,10 @@ def _compare_args(config: PipelineConfig) -> list[str]:
         args.append("--layerwise")
     if section.allow_same_backend:
         args.append("--allow-same-backend")
+    if section.expected_from_emulation is not None:
+        args.append("--expected-from-emulation" if section.expected_from_emulation else "--no-expected-from-emulation")
+    if section.expected_factor != 10.0:
+        args += ["--expected-factor", repr(section.expected_factor)]
     if section.fail_on_expected:
         args.append("--fail-on-expected")
     return args

@@ -115,11 +115,16 @@ def render_template(values: TemplateValues) -> str:
 
     lines += ["", "[compare]"]
     lines.append(f"labels = {_toml(values.labels)}" if values.labels
-                 else "# labels = \"labels.txt\"  # one class index per line (or .npy): accuracy of both models")
+                 else "# labels = \"labels.txt\"  # class indices (a line each, or .npy) or 'name label' lines")
     lines += ["# topk = 5",
               "# layerwise = false  # stand-in only: find the first layer whose outputs diverge",
+              "# expected_from_emulation = true  # error against the stand-in's emulated precision (default: om only)",
+              "# expected_factor = 10.0          # how many times the emulated error an output may reach",
+              "# fail_on_expected = false        # an output past that factor fails the run",
+              "# allow_same_backend = false      # compare a [run] backend = \"tf\" with TF, on purpose",
               "# Defaults are msit's: cosine < 0.99, RED > 0.05, KL > 0.005, RMSE > 1.0 or MeanRE > 1.0 fails.",
-              "# thresholds = { cosine = 0.999, \"probs:0:kl\" = 0.01 }"]
+              "# thresholds = { cosine = 0.999, \"probs:0:kl\" = 0.01 }",
+              "# (a key \"sample:cosine\" limits each sample on its own: one bad sample fails the run)"]
 
     lines += ["", "[paths]", f"work_dir = {_toml(values.work_dir)}  # model/, bins/, out/, report/ and the state file"]
     return "\n".join(lines) + "\n"

@@ -17,7 +17,7 @@ from typing import TypeVar
 import numpy as np
 
 from atc_wrap.process import ToolResult, quote_command
-from binio.binfile import read_bin, write_bin
+from binio.binfile import read_bin, write_raw
 from binio.manifest import bin_file_name
 from binio.spec import TensorSpec
 from infer.contract import ModelContract
@@ -153,7 +153,7 @@ class ToolRunner(BaseRunner):
             dirs = []
             for index, spec in enumerate(self.inputs):
                 folder = root / "inputs" / str(index)
-                write_bin(folder / bin_file_name(0), np.asarray(feeds[spec.name]))
+                write_raw(folder / bin_file_name(0), np.asarray(feeds[spec.name]))
                 dirs.append(folder)
             run = self.run_folders(dirs, [stem], root / "out")
             return [np.array(read_bin(path, spec)) for path, spec in zip(run.files[stem], self.outputs, strict=True)]

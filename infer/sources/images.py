@@ -74,6 +74,12 @@ def list_images(folder: Path) -> list[Path]:
 def decode_image(path: Path, prep: ImagePreprocessing) -> np.ndarray:
     """One sample in `prep.layout`, uint8 when no arithmetic is asked for, else float32; an unreadable or
     truncated file raises SourceError naming it."""
+    return normalise(crop_image(path, prep)[None], prep)[0]
+
+
+def crop_image(path: Path, prep: ImagePreprocessing) -> np.ndarray:
+    """The resized, centre-cropped pixels, uint8, height x width x channels in `prep.color`'s order: what a worker
+    sends back (a quarter of the float32 sample's bytes); `normalise` does the arithmetic and the layout."""
     from PIL import Image
 
     try:
@@ -91,19 +97,27 @@ def decode_image(path: Path, prep: ImagePreprocessing) -> np.ndarray:
     left = (size[0] - prep.width) // 2
     top = (size[1] - prep.height) // 2
     image = image.crop((left, top, left + prep.width, top + prep.height))
-    pixels: np.ndarray = np.asarray(image, dtype=prep.sample_dtype)
+    pixels: np.ndarray = np.asarray(image, dtype=np.uint8)
     if prep.channels == 1:
         pixels = pixels[:, :, None]
     elif prep.color == "BGR":
         pixels = pixels[:, :, ::-1]
+    return pixels
+
+
+def normalise(crops: np.ndarray, prep: ImagePreprocessing) -> np.ndarray:
+    """Samples from a stack of `crop_image` crops (n x height x width x channels, uint8): ``(pixel * scale - mean)
+    / std`` in float32 when any arithmetic is asked for, in `prep.layout`. Element by element the same operations
+    as on one image at a time, so the values are the same whether a batch or a sample is normalised."""
+    pixels = crops.astype(prep.sample_dtype)  # a copy: uint8 -> float32 is exact
     if prep.scale != 1.0:
-        pixels = pixels * np.float32(prep.scale)
+        pixels *= np.float32(prep.scale)
     if any(m != 0.0 for m in prep.mean):
-        pixels = pixels - np.asarray(prep.mean, dtype=np.float32)
+        pixels -= np.asarray(prep.mean, dtype=np.float32)
     if any(s != 1.0 for s in prep.std):
-        pixels = pixels / np.asarray(prep.std, dtype=np.float32)
+        pixels /= np.asarray(prep.std, dtype=np.float32)
     if prep.layout == "NCHW":
-        pixels = pixels.transpose(2, 0, 1)
+        pixels = pixels.transpose(0, 3, 1, 2)
     return np.ascontiguousarray(pixels)
 
 
@@ -122,9 +136,9 @@ def _start_method() -> str:
 
 
 def _decode_task(paths: list[str], prep: ImagePreprocessing) -> tuple[np.ndarray | None, str | None]:
-    """Runs in a worker: the stacked samples, or the error message (exceptions with hints do not pickle well)."""
+    """Runs in a worker: the stacked uint8 crops, or the error message (exceptions with hints do not pickle well)."""
     try:
-        return np.stack([decode_image(Path(p), prep) for p in paths]), None
+        return np.stack([crop_image(Path(p), prep) for p in paths]), None
     except SourceError as exc:
         return None, exc.message
 
@@ -162,7 +176,7 @@ class ImageFolderSource:
 
     def _serial(self) -> Iterator[np.ndarray]:
         for path in self.files:
-            yield decode_image(path, self.prep)
+            yield crop_image(path, self.prep)
 
     def _parallel(self) -> Iterator[np.ndarray]:
         import multiprocessing
@@ -195,11 +209,13 @@ class ImageFolderSource:
             raise ValueError(f"image rows are read in order: asked for {start}, next is {self._position}")
         if self._stream is None:
             self._stream = self._parallel() if self.workers > 1 and len(self.files) > _TASK_FILES else self._serial()
-        rows = np.empty((stop - start, *self.sample_shape), dtype=self.prep.sample_dtype)
+        crops = np.empty((stop - start, self.prep.height, self.prep.width, self.prep.channels), dtype=np.uint8)
         for offset in range(stop - start):
-            rows[offset] = next(self._stream)
+            crops[offset] = next(self._stream)
         self._position = stop
-        return rows
+        if self.prep.keeps_pixels and self.prep.layout != "NCHW":
+            return crops
+        return normalise(crops, self.prep)
 
     def close(self) -> None:
         if self._pool is not None:

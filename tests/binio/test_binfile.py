@@ -57,3 +57,17 @@ def test_write_refuses_an_array_of_another_dtype(tmp_path: Path) -> None:
         write_bin(tmp_path / "a.bin", np.zeros(3, dtype=np.float64), "float32")
     assert str(caught.value) == f"{tmp_path / 'a.bin'}: array is float64, expected float32"
     assert not list(tmp_path.iterdir())  # nothing half-written
+
+
+@pytest.mark.parametrize("array", [np.arange(12, dtype=">f4").reshape(3, 4)[:, ::2],  # big-endian, strided
+                                   np.array([True, False, True]), np.zeros((0, 3), np.float16),
+                                   np.float32(2.5).reshape(())], ids=["strided-big-endian", "bool", "empty", "0-d"])
+def test_write_raw_writes_the_little_endian_bytes_and_hands_them_back(tmp_path: Path, array: np.ndarray) -> None:
+    """`infer run` writes outputs with write_raw: no copy where none is needed, no sha256 nobody reads."""
+    from binio.binfile import write_raw
+
+    path = tmp_path / "out.bin"
+    written = write_raw(path, array)
+    expected = np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<")).tobytes()
+    assert path.read_bytes() == expected == bytes(written)
+    assert [p.name for p in tmp_path.iterdir()] == ["out.bin"]  # no temporary left beside it

@@ -44,7 +44,9 @@ def test_demo_runs_every_stage_and_passes(demo: tuple[DemoResult, list[str]]) ->
     result, lines = demo
     assert [line.split()[0] for line in lines] == ["checkpoint", "dataset", *STAGES]
     assert all(outcome.ran for outcome in result.pipeline.stages)
-    assert result.pipeline.passed and result.pipeline.verdict == "PASSED"
+    # compare's own last line: the verdict, then both sides (as `infer compare` prints it)
+    assert result.pipeline.passed and result.pipeline.verdict.startswith("PASSED | golden: tensorflow model.pb (")
+    assert " | actual: onnxrt model.onnx force_fp16 (" in result.pipeline.verdict
     compare_line = lines[-1]
     # The labels are the rule that drew the images, the model was trained on that rule: it is right, and the
     # fp16-emulated stand-in agrees with TensorFlow on every sample.
@@ -95,7 +97,8 @@ def test_demo_again_skips_every_stage(demo: tuple[DemoResult, list[str]],
     stage_lines = [line for line in lines if line.split()[0] in STAGES]
     assert len(stage_lines) == len(STAGES)
     assert all(line.split()[1] == "skip" and line.endswith("(unchanged)") for line in stage_lines)
-    assert lines[-3:-1] == ["PASSED", f"report: {result.pipeline.report_html}"]
+    assert lines[-3:-1] == [result.pipeline.verdict, f"report: {result.pipeline.report_html}"]
+    assert lines[-3].startswith("PASSED | golden: ")
 
 
 def test_changed_precision_reruns_convert_and_what_follows(demo: tuple[DemoResult, list[str]],
@@ -109,7 +112,8 @@ def test_changed_precision_reruns_convert_and_what_follows(demo: tuple[DemoResul
     assert ran == {"inspect": False, "freeze": False, "convert": True, "dump-bin": True, "run": True,
                    "compare": True}
     assert "precision force_fp32" in outcome.out
-    assert "PASSED" in outcome.out.splitlines()
+    verdict = next(line for line in outcome.out.splitlines() if line.startswith("PASSED"))
+    assert " | actual: onnxrt model.onnx force_fp32 (" in verdict  # the rerun's sides, not the first run's
 
 
 def test_pipeline_init_from_the_demo_checkpoint(demo: tuple[DemoResult, list[str]], tmp_path: Path,
@@ -169,7 +173,7 @@ def test_stricter_threshold_reruns_only_compare_and_fails(demo: tuple[DemoResult
     assert [line.split()[1] == "skip" for line in stage_lines] == [True] * 5 + [False]
     verdict = next(line for line in outcome.out.splitlines() if line.startswith("FAILED"))
     assert verdict.startswith("FAILED: probs:0 MaxAbsoluteError ")
-    assert verdict.endswith("> 1e-06")
+    assert verdict.split(" | ")[0].endswith("> 1e-06") and " | golden: tensorflow model.pb (" in verdict
 
 
 def test_layerwise_on_the_demo_model_marks_no_tensor_under_fp16(demo: tuple[DemoResult, list[str]],

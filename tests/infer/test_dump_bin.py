@@ -209,6 +209,38 @@ def test_nchw_layout_transposes_images(tmp_path: Path) -> None:
     np.testing.assert_array_equal(decode_image(path, nchw), decode_image(path, nhwc).transpose(2, 0, 1))
 
 
+def test_workers_send_uint8_crops_and_the_batch_is_normalised_as_each_image_would_be(tmp_path: Path) -> None:
+    """Workers return the uint8 crop; the parent's whole-batch arithmetic gives, bit for bit, what one image's
+    float32 arithmetic gives (scale, per-channel mean and std, BGR, NCHW)."""
+    from PIL import Image
+
+    from infer.sources.images import ImageFolderSource, _decode_task
+
+    _images(tmp_path / "images", 11, size=(20, 14))
+    prep = ImagePreprocessing(height=8, width=8, color="BGR", scale=1 / 255, mean=(0.485, 0.456, 0.406),
+                              std=(0.229, 0.224, 0.225), layout="NCHW")
+    source = ImageFolderSource(tmp_path / "images", prep, workers=2)
+    try:
+        found = np.concatenate([source.read(0, 6), source.read(6, 11)])
+    finally:
+        source.close()
+    crops, error = _decode_task([str(p) for p in source.files[:4]], prep)
+    assert error is None and crops is not None and crops.dtype == np.uint8 and crops.shape == (4, 8, 8, 3)
+    expected = []
+    for path in source.files:
+        with Image.open(path) as opened:
+            image = opened.convert("RGB")
+        scale = 8 / min(image.size)
+        size = (max(8, round(image.size[0] * scale)), max(8, round(image.size[1] * scale)))
+        image = image.resize(size, Image.Resampling.BILINEAR)
+        left, top = (size[0] - 8) // 2, (size[1] - 8) // 2
+        pixels = np.asarray(image.crop((left, top, left + 8, top + 8)), dtype=np.float32)[:, :, ::-1]
+        pixels = (pixels * np.float32(1 / 255) - np.asarray(prep.mean, np.float32)) / np.asarray(prep.std, np.float32)
+        expected.append(pixels.transpose(2, 0, 1))
+    assert found.dtype == np.float32
+    assert found.tobytes() == np.stack(expected).tobytes()
+
+
 def test_a_bin_dataset_is_rebatched_for_another_batch(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     data = np.arange(7 * 4, dtype=np.int32).reshape(7, 4)
     np.savez(tmp_path / "data.npz", ids=data, mask=data.astype(np.float32))

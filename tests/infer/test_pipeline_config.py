@@ -213,6 +213,8 @@ def test_template_loads_and_every_commented_setting_is_a_valid_key(project: Path
     assert full.run == defaults.run
     assert full.data.preprocessing.mean == (0.0,)
     assert full.compare.thresholds == {"cosine": 0.999, "probs:0:kl": 0.01}
+    assert full.compare.expected_from_emulation is True and full.compare.expected_factor == 10.0
+    assert not full.compare.fail_on_expected and not full.compare.allow_same_backend
 
 
 def test_compare_per_sample_limits_and_switches_reach_the_command(project: Path) -> None:
@@ -228,6 +230,28 @@ def test_compare_per_sample_limits_and_switches_reach_the_command(project: Path)
     assert message.endswith("sample:kl: KullbackLeiblerDivergence is not measured per sample; a per-sample limit "
                             "takes one of CosineSimilarity, RelativeEuclideanDistance, RootMeanSquareError, "
                             "MaxAbsoluteError")
+
+
+def test_compare_expected_band_settings_reach_the_command_and_the_options(project: Path) -> None:
+    from infer.pipeline.calls import compare_options
+    from infer.pipeline.stages import _compare_args
+
+    default = load_config(_write(project, MINIMAL))
+    assert default.compare.expected_from_emulation is None  # left out: compare's own default (an om only)
+    assert "--expected-from-emulation" not in _compare_args(default)
+    assert compare_options(default).expected_from_emulation is None
+
+    text = MINIMAL + "[compare]\nexpected_from_emulation = true\nexpected_factor = 4\nfail_on_expected = true\n"
+    config = load_config(_write(project, text))
+    assert _compare_args(config) == ["--expected-from-emulation", "--expected-factor", "4.0", "--fail-on-expected"]
+    options = compare_options(config)
+    assert (options.expected_from_emulation, options.expected_factor, options.fail_on_expected) == (True, 4.0, True)
+
+    off = load_config(_write(project, MINIMAL + "[compare]\nexpected_from_emulation = false\n"))
+    assert _compare_args(off) == ["--no-expected-from-emulation"]
+    assert compare_options(off).expected_from_emulation is False
+    message = _error(project, MINIMAL + '[compare]\nexpected_from_emulation = "yes"\n')
+    assert message.endswith("[compare] expected_from_emulation: expected a boolean, got a string 'yes'")
 
 
 def test_aipp_config_must_exist_and_not_come_with_aipp(project: Path) -> None:

@@ -132,6 +132,11 @@ def test_bins_made_for_another_model_run_with_a_warning(onnx_small_cnn: ModelCon
         assert run_model(onnx_small_cnn.path, manifest.root, tmp_path / "out").record.completed
     assert caplog.messages == [f"{manifest.path}: made for another model (sha256 {'ab' * 6}), running "
                                f"{onnx_small_cnn.converted_path}"]
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="infer.run"):  # taken on purpose (compare's emulated precision): quiet
+        options = RunOptions(bins_made_for="ab" * 32)
+        assert run_model(onnx_small_cnn.path, manifest.root, tmp_path / "out", options).record.completed
+    assert caplog.messages == []
 
 
 def test_interrupted_run_keeps_finished_outputs_and_is_marked_incomplete(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -46,26 +47,32 @@ def cnn_golden(frozen_small_cnn: ModelContract, cnn_bins: Path, tmp_path_factory
                      RunOptions(backend="tf")).folder
 
 
-@pytest.fixture(scope="session")
-def perturbed_small_cnn(frozen_small_cnn: ModelContract, tmp_path_factory: pytest.TempPathFactory) -> ModelContract:
-    """The small CNN's contract whose ONNX model was converted from a pb with the conv kernel perturbed.
-
-    model.pb stays the original (TensorFlow is the golden side); model.onnx computes with a kernel whose values
-    were changed, so every tensor from the conv layer on differs. Read-only.
-    """
+def converted_with_edited_kernel(frozen: ModelContract, folder: Path, edit: Callable[[np.ndarray], np.ndarray],
+                                 precision_mode: str) -> ModelContract:
+    """A copy of the small CNN in `folder` whose ONNX model was converted from a pb with the conv kernel edited by
+    `edit`; model.pb stays the original, so TensorFlow (and the emulation) compute the healthy model and every
+    tensor of the converted one from the conv layer on differs."""
     import tensorflow as tf
 
     from infer.convert import ConvertOptions, convert_model
 
-    folder = tmp_path_factory.mktemp("perturbed") / "model"
-    shutil.copytree(frozen_small_cnn.folder, folder)
+    shutil.copytree(frozen.folder, folder)
     original = load_contract(folder / "model.json")
     graph_def = read_graph_def(original.pb_path)
     kernel = next(node for node in graph_def.node if node.name == "conv/kernel")
     values = tf.make_ndarray(kernel.attr["value"].tensor)
-    perturbed = -values + np.random.default_rng(1).normal(scale=0.3, size=values.shape).astype(values.dtype)
-    kernel.attr["value"].tensor.CopyFrom(tf.make_tensor_proto(perturbed))
-    (folder / "perturbed.pb").write_bytes(graph_def.SerializeToString())
-    staged = replace(original, pb="perturbed.pb", pb_sha256=sha256_file(folder / "perturbed.pb")).save()
-    converted = convert_model(staged, ConvertOptions(target="onnx", precision_mode="force_fp32")).contract
+    kernel.attr["value"].tensor.CopyFrom(tf.make_tensor_proto(edit(values).astype(values.dtype)))
+    (folder / "edited.pb").write_bytes(graph_def.SerializeToString())
+    staged = replace(original, pb="edited.pb", pb_sha256=sha256_file(folder / "edited.pb")).save()
+    converted = convert_model(staged, ConvertOptions(target="onnx", precision_mode=precision_mode)).contract
+    (folder / "edited.pb").unlink()
     return replace(converted, pb=original.pb, pb_sha256=original.pb_sha256).save()
+
+
+@pytest.fixture(scope="session")
+def perturbed_small_cnn(frozen_small_cnn: ModelContract, tmp_path_factory: pytest.TempPathFactory) -> ModelContract:
+    """The small CNN converted (force_fp32) from a pb with the conv kernel negated and noised. Read-only."""
+    noise = np.random.default_rng(1)
+    return converted_with_edited_kernel(
+        frozen_small_cnn, tmp_path_factory.mktemp("perturbed") / "model",
+        lambda values: -values + noise.normal(scale=0.3, size=values.shape).astype(values.dtype), "force_fp32")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from infer.compare.compare import CompareResult, compare
+from infer.compare.compare import CompareOptions, CompareResult, compare
 from infer.run import RunOptions, run_model
 from tests.infer.compare.corpus import CASES, BuiltCase, build_corpus
 
@@ -22,7 +22,8 @@ def corpus_results(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[Built
         actual = run_model(built.contract.path, built.bins, root / "out" / built.case.name,
                            RunOptions(backend="onnxrt")).folder
         results.append((built, compare(built.contract.path, built.bins, actual, layerwise=True,
-                                       cache_root=root / "golden-cache")))
+                                       cache_root=root / "golden-cache",
+                                       options=CompareOptions(expected_from_emulation=True))))
     return results
 
 
@@ -61,6 +62,23 @@ def test_the_mark_agrees_with_the_verdict(corpus_results: list[tuple[BuiltCase, 
     # Subtle damage msit's default rule does not see (the count the report quotes).
     assert sorted(passing) == ["bn-scale-small", "conv-bias-small", "conv-kernel-small", "conv-kernel-small-fp16",
                                "dense-kernel-small", "mlp-dense1-small"]
+
+
+def test_subtle_damage_msit_passes_is_caught_by_the_expected_band(
+        corpus_results: list[tuple[BuiltCase, CompareResult]]) -> None:
+    """The counts the README quotes: of the damaged models msit's rule passes, how many the per-sample check (its
+    default limits, msit's applied to each sample) and the expected-error band catch. The stand-in's emulation is
+    computed from the undamaged pb, so the band is the healthy conversion's error."""
+    passing = [(built.case.name, result) for built, result in corpus_results if result.passed]
+    assert len(corpus_results) == 18 and len(passing) == 6
+    assert [name for name, result in passing if result.samples_failing] == ["mlp-dense1-small"]
+    caught = next(result for name, result in passing if result.samples_failing).outputs[0].worst_failing
+    assert caught is not None and caught.metric == "RelativeEuclideanDistance"
+    assert all(len(result.expected) == 1 and result.expected[0].flagged for _, result in corpus_results)
+    # Caught by a wide margin, not at the edge of the factor of 10.
+    assert min(max(r.expected[0].rmse_ratio, r.expected[0].cosine_ratio) for _, r in passing) > 100
+    for name, result in passing:  # the verdict line carries the flag even where the run passes
+        assert result.verdict_line().startswith("PASSED | ") and "(FLAGGED)" in result.verdict_line(), name
 
 
 def test_fused_layers_are_compared_through_their_unnamed_onnx_tensor(
@@ -107,8 +125,10 @@ def test_undamaged_conversions_mark_nothing(tmp_path: Path, mode: str) -> None:
         frozen, bins = base_model(tmp_path, base)
         contract = converted_copy(frozen, tmp_path / base / mode, mode)
         actual = run_model(contract.path, bins, tmp_path / base / "out", RunOptions(backend="onnxrt")).folder
-        result = compare(contract.path, bins, actual, layerwise=True, cache_root=tmp_path / "golden-cache")
+        result = compare(contract.path, bins, actual, layerwise=True, cache_root=tmp_path / "golden-cache",
+                         options=CompareOptions(fail_on_expected=True))
         assert result.passed and result.layerwise is not None, f"{base} {mode}: {result.verdict()}"
+        assert [e.flagged for e in result.expected] == [False], f"{base} {mode}"  # the band has no false alarm
         assert result.layerwise.first_failing is None and result.layerwise.note == "", f"{base} {mode}"
         assert all(not row.failures for row in result.layerwise.matched)
         assert len(result.layerwise.matched) >= 3  # the fused layers too (through their unnamed ONNX tensors)

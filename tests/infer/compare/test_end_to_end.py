@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from infer.compare.compare import CompareOptions, compare
+from infer.compare.metrics import shown
 from infer.contract import ModelContract
 from infer.run import RunOptions, run_model
 from tests.cli import run_cli
@@ -161,3 +162,28 @@ def test_failed_run_without_a_mark_says_why(onnx_small_cnn_fp16, cnn_bins, cnn_g
     assert result.layerwise.note == ("no tensor marked: probs:0 fails only on RootMeanSquareError, which the "
                                      "layer-wise view does not judge (it uses CosineSimilarity, "
                                      "RelativeEuclideanDistance, measures that do not depend on scale)")
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_layer_table_fits_the_terminal_through_the_cli(perturbed_small_cnn, cnn_bins, cnn_golden, tmp_path,  # type: ignore[no-untyped-def]
+                                                       capsys, monkeypatch, width: int) -> None:
+    from infer.cli.layer_table import layer_table
+
+    actual = _run_onnx(perturbed_small_cnn, cnn_bins, tmp_path / "out")
+    monkeypatch.setenv("FORCE_COLOR", "1")  # rich takes stdout for a terminal of COLUMNS columns
+    monkeypatch.setenv("COLUMNS", str(width))
+    outcome = run_cli(capsys, "compare", perturbed_small_cnn.path, "--input", cnn_bins, "--actual", actual,
+                      "--golden", cnn_golden, "--layerwise")
+    lines = outcome.out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("layer by layer, batch "))
+    end = next(i for i, line in enumerate(lines) if line.startswith("first tensor to diverge: "))
+    table = lines[start:end]
+    assert all(len(line) <= width for line in table), "\n".join(table)
+    result = compare(perturbed_small_cnn.path, cnn_bins, actual, golden=cnn_golden, layerwise=True)
+    assert result.layerwise is not None
+    assert table == layer_table(result.layerwise, width)
+    words = {word for line in table for word in line.split()}
+    for row in result.layerwise.matched:
+        assert row.metrics is not None
+        assert shown(row.metrics.cosine_similarity, "CosineSimilarity") in words
+        assert shown(row.metrics.relative_euclidean_distance) in words

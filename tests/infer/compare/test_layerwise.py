@@ -155,8 +155,9 @@ def test_overflow_underflow_and_nan_from_inf_are_told_apart() -> None:
     overflow = classify("square:0", np.array([np.inf, 4.0]), golden, info, everything)
     assert overflow.cause == OVERFLOW and overflow.count == 1 and overflow.at_tensor == "square:0"
     underflow = classify("log:0", np.array([-np.inf, 0.0]), golden, info, everything)
-    assert underflow.cause == UNDERFLOW and underflow.at_tensor == "log:0" and "eps:0" in underflow.detail
-    assert "keep that op in fp32" in underflow.describe()
+    assert underflow.cause == UNDERFLOW and underflow.at_tensor == "log:0"
+    assert "its input eps:0 (AddV2)" in underflow.detail
+    assert "keep the op that makes the tiny input in fp32 as well as this one" in underflow.describe()
     # The Log was fused away (not compared): the next compared tensor's inf is traced back to it.
     downstream = _info(**{"scaled": ("Mul", ("log",))}) | info
     golden["scaled:0"] = golden["log:0"] * 2

@@ -138,13 +138,53 @@ def test_fp16_underflow_into_log_is_named(tmp_path: Path, capsys: pytest.Capture
     finding = result.layerwise.nonfinite
     assert finding is not None and (finding.tensor, finding.op_type, finding.cause) == ("logpower:0", "Log",
                                                                                         "underflow")
-    assert finding.count == 16 and "power:0" in finding.detail
+    assert finding.count == 16 and "its input power:0 (AddV2)" in finding.detail
+    # The advice must be true: allow_mix_precision keeps the Log in fp32 but not the Add that stores the eps, so
+    # the same underflow stays (the remedy names both ops).
+    mixed = _converted(tmp_path / "log_mixed", build_log_power, ("x:0",), ("out:0",), mode="allow_mix_precision")
+    still = _layerwise(mixed, tmp_path / "bins", tmp_path / "out_mixed").layerwise
+    assert still is not None and still.nonfinite is not None and still.nonfinite.cause == "underflow"
     outcome = run_cli(capsys, "compare", contract.path, "--input", tmp_path / "bins", "--actual", result.actual_dir,
                       "--layerwise")
     assert "first inf/NaN: logpower:0 (Log): 16 inf/NaN where TensorFlow is finite; underflow: " in outcome.out
     table_row = next(line for line in outcome.out.splitlines() if line.strip().startswith(("│ out:0", "┃ out:0",
                                                                                              "out:0")))
     assert "underflow" in table_row and "overflow" not in table_row
+
+
+def build_two_failures(tf: Any) -> None:
+    """Two outputs, each with its own fp16 failure: logs = log(x*x + 1e-10) underflows (first in graph order),
+    scaled = log(exp(8x)) overflows inside (exp(11.1) is past 65504) while TF's output stays small."""
+    x = tf.compat.v1.placeholder(tf.float32, [2, 64], name="x")
+    power = tf.add(tf.square(x, name="square"), 1e-10, name="power")
+    tf.multiply(tf.math.log(power, name="logpower"), 0.5, name="logs")
+    tf.math.log(tf.exp(tf.multiply(x, 8.0), name="big"), name="scaled")
+
+
+def test_each_outputs_fp16_cause_comes_from_its_own_branch(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    contract = _converted(tmp_path / "two", build_two_failures, ("x:0",), ("logs:0", "scaled:0"), mode="force_fp16")
+    values = np.random.default_rng(0).normal(size=(2, 64)).astype(np.float32)
+    values[:, ::8] = 0.0
+    entry = BinEntry(bin_file_name(0), write_bin(tmp_path / "bins" / "x" / bin_file_name(0), values), 2)
+    DatasetManifest(root=tmp_path / "bins", batch=2, samples=2,
+                    inputs=(InputManifest("x:0", "x", "float32", (2, 64), "ND", (entry,)),)).save()
+    result = _layerwise(contract, tmp_path / "bins", tmp_path / "out")
+    layers = result.layerwise
+    assert layers is not None and layers.nonfinite is not None and layers.nonfinite.cause == "underflow"
+    causes = {name: (f.tensor, f.cause) for name, f in layers.nonfinite_by_output.items()}
+    assert causes == {"logs:0": ("logpower:0", "underflow"), "scaled:0": ("big:0", "overflow")}
+    outcome = run_cli(capsys, "compare", contract.path, "--input", tmp_path / "bins", "--actual", result.actual_dir,
+                      "--layerwise", "--report", tmp_path / "report")
+    table = outcome.out.split("layer by layer, batch ")[0]  # the output table, not the layer rows of the same names
+    rows = {line.split()[0]: line for line in table.splitlines() if line.startswith(("logs:0 ", "scaled:0 "))}
+    assert "underflow" in rows["logs:0"] and "overflow" not in rows["logs:0"]
+    assert "overflow" in rows["scaled:0"] and "underflow" not in rows["scaled:0"]
+    import json
+
+    report = json.loads((tmp_path / "report" / "report.json").read_text())
+    assert [o["fp16"] for o in report["outputs"]] == ["underflow", "overflow"]
+    page = (tmp_path / "report" / "report.html").read_text()
+    assert "<td>underflow</td>" in page and "<td>overflow</td>" in page
 
 
 def test_bert_like_embedding_sum_reordered_by_tf2onnx_is_unmatched(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ from infer.compare.compare import CompareOptions, compare
 from infer.contract import ModelContract, load_contract
 from infer.run import RunOptions, run_model
 from tests.cli import run_cli
+from tests.infer.compare.conftest import converted_with_edited_kernel
 
 pytestmark = pytest.mark.slow
 
@@ -25,25 +26,11 @@ def _run(contract: ModelContract, bins: Path, out: Path, backend: str = "onnxrt"
 
 
 def _damaged_fp16(frozen: ModelContract, folder: Path, scale: float) -> ModelContract:
-    """The small CNN converted under force_fp16 from a pb whose conv kernel carries noise of `scale` times its own
-    spread; model.pb stays the original, so TensorFlow (and the emulation) compute the healthy model."""
-    import tensorflow as tf
-
-    from ckpt2pb.protobuf import read_graph_def
-    from infer.convert import ConvertOptions, convert_model
-
-    shutil.copytree(frozen.folder, folder)
-    original = load_contract(folder / "model.json")
-    graph_def = read_graph_def(original.pb_path)
-    kernel = next(node for node in graph_def.node if node.name == "conv/kernel")
-    values = tf.make_ndarray(kernel.attr["value"].tensor)
-    noise = np.random.default_rng(5).normal(scale=scale * float(values.std()), size=values.shape)
-    kernel.attr["value"].tensor.CopyFrom(tf.make_tensor_proto((values + noise).astype(values.dtype)))
-    (folder / "damaged.pb").write_bytes(graph_def.SerializeToString())
-    staged = replace(original, pb="damaged.pb", pb_sha256=sha256_file(folder / "damaged.pb")).save()
-    converted = convert_model(staged, ConvertOptions(target="onnx", precision_mode="force_fp16")).contract
-    (folder / "damaged.pb").unlink()
-    return replace(converted, pb=original.pb, pb_sha256=original.pb_sha256).save()
+    """The small CNN converted under force_fp16 with noise of `scale` times the conv kernel's own spread."""
+    noise = np.random.default_rng(5)
+    return converted_with_edited_kernel(
+        frozen, folder, lambda values: values + noise.normal(scale=scale * float(values.std()), size=values.shape),
+        "force_fp16")
 
 
 def test_last_line_names_both_sides_by_sha256(onnx_small_cnn_fp16, cnn_bins, cnn_golden, copy_model, tmp_path,  # type: ignore[no-untyped-def]
@@ -108,12 +95,37 @@ def test_expected_band_flags_damage_that_msit_passes(frozen_small_cnn, onnx_smal
                       "--fail-on-expected")
     assert outcome.code == 1
     assert outcome.out.strip().splitlines()[-1].startswith("FAILED: probs:0 error ")
+    row = next(line for line in outcome.out.splitlines() if line.startswith("probs:0 "))
+    assert row.split()[-1] == "FAIL"  # msit's rule passes, the band asked to fail the run does not
     # The healthy conversion sits inside its band (the stand-in is the emulation: a ratio of 1).
     healthy = copy_model(onnx_small_cnn_fp16)
     result = compare(healthy.path, cnn_bins, _run(healthy, cnn_bins, tmp_path / "healthy"), golden=cnn_golden,
                      options=CompareOptions(fail_on_expected=True))
     (band,) = result.expected
     assert result.passed and not band.flagged and band.rmse_ratio == pytest.approx(1.0)
+
+
+def test_the_emulated_run_takes_the_converted_models_bins_without_a_warning(  # type: ignore[no-untyped-def]
+        onnx_small_cnn_fp16, cnn_bins, copy_model, tmp_path, caplog) -> None:
+    """Bins dumped for the converted model feed the emulated model (another model of the same pb) on purpose."""
+    from binio.manifest import load_manifest
+
+    contract = copy_model(onnx_small_cnn_fp16)
+    assert contract.converted is not None
+    bins = tmp_path / "bins"
+    shutil.copytree(cnn_bins, bins)
+    replace(load_manifest(bins / "dataset.json"), model_sha256=contract.converted.sha256).save()
+    actual = _run(contract, bins, tmp_path / "out")
+    with caplog.at_level("WARNING", logger="infer.run"):
+        result = compare(contract.path, bins, actual, options=CompareOptions(expected_from_emulation=True),
+                         cache_root=tmp_path / "cache")
+    assert len(result.expected) == 1
+    assert caplog.messages == []
+    # The same bins run by hand on another model of that pb still say so.
+    emulated = load_contract(next((tmp_path / "cache").glob("emulated/*/model/model.json")))
+    with caplog.at_level("WARNING", logger="infer.run"):
+        _run(emulated, bins, tmp_path / "by_hand")
+    assert [m for m in caplog.messages if "made for another model" in m]
 
 
 def test_expected_band_is_on_by_default_for_an_om(onnx_small_cnn_fp16, cnn_bins, cnn_golden, copy_model,  # type: ignore[no-untyped-def]

@@ -35,6 +35,20 @@ def test_cosine_is_a_floor() -> None:
     assert " < 0.99" in failures[0].describe()
 
 
+def test_a_failure_never_reads_as_its_own_limit() -> None:
+    """A cosine of 0.99999981 against a limit of 0.9999999 once read ``1 < 1``: the limit keeps every digit given,
+    the value as many as it takes to differ from it."""
+    from infer.compare.thresholds import Failure
+
+    assert Failure("probs:0", "CosineSimilarity", 0.99999981, 0.9999999).describe() == (
+        "probs:0 CosineSimilarity 0.99999981 < 0.9999999")
+    assert Failure("probs:0", "CosineSimilarity", 0.9999999096, 0.99999991).describe() == (
+        "probs:0 CosineSimilarity 0.9999999096 < 0.99999991")
+    assert Failure("out:0", "RootMeanSquareError", 1.0000004, 1.0).describe() == (
+        "out:0 RootMeanSquareError 1.0000004 > 1")
+    assert parse_threshold("sample:cosine=0.9999999").describe() == "sample:CosineSimilarity=0.9999999"
+
+
 def test_nan_fails_its_threshold() -> None:
     failures = Thresholds().failures("out:0", compute_metrics(np.zeros(3), np.ones(3), atol=0, rtol=0))
     assert "CosineSimilarity" in [f.metric for f in failures]

@@ -68,6 +68,8 @@ def test_one_bad_sample_is_named_and_counted_inside_a_passing_aggregate(tmp_path
     assert (f"| worst sample 17 (img_18.png): probs:0 cosine {shown(worst.cosine_similarity, 'CosineSimilarity')}, "
             f"max |diff| {shown(worst.max_absolute_error)}; 1 of 40 samples fail on their own") in last
     assert "probs:0: 1 of 40 samples fail on their own" in outcome.out
+    row = next(line for line in outcome.out.splitlines() if line.startswith("probs:0 "))
+    assert row.split()[-1] == "pass"  # counted, not asked to fail the run
 
 
 def test_a_per_sample_threshold_fails_the_run_on_one_sample(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
@@ -83,6 +85,16 @@ def test_a_per_sample_threshold_fails_the_run_on_one_sample(tmp_path, capsys) ->
     assert report["samples_failing_on_their_own"] == 1
     assert report["worst_sample"]["sample"] == 17 and report["worst_sample"]["source"] == "img_18.png"
     assert report["outputs"][0]["failing_samples"] == [17]
+    # The output passes msit's rule but fails the run: the tables' result column says the run's word.
+    assert report["outputs"][0]["passed"] is True and report["outputs"][0]["passes_run"] is False
+    row = next(line for line in outcome.out.splitlines() if line.startswith("probs:0 "))
+    assert row.split()[-1] == "FAIL"
+    page = (tmp_path / "report" / "report.html").read_text()
+    assert '<span class="fail">FAIL</span>' in page and '<span class="pass">pass</span>' not in page
+    import csv
+
+    rows = list(csv.reader((tmp_path / "report" / "report.csv").read_text().splitlines()))
+    assert rows[1][2] == "probs:0" and rows[1][-1].startswith("probs:0 sample 17 (img_18.png) CosineSimilarity 0.9")
     # A per-sample limit loose enough for the sample passes again; the count follows the limits.
     outcome = run_cli(capsys, *_args(tmp_path, contract, "--threshold", "sample:cosine=0.9", "-t", "sample:red=0.5"))
     assert outcome.code == 0 and "0 of 40 samples fail on their own" in outcome.out
@@ -183,6 +195,22 @@ def test_a_model_never_converted_is_refused_unless_asked(tmp_path, capsys) -> No
     outcome = run_cli(capsys, *_args(tmp_path, contract, "--allow-same-backend", "--expected-from-emulation"))
     assert outcome.error_line == (f"error: --expected-from-emulation: {contract.path} is not converted; there is no "
                                   "precision mode to emulate")
+
+
+@pytest.mark.parametrize(("flags", "message"), [
+    (("--expected-factor", "0.5"), "error: --expected-factor 0.5: expected 1 or more"),
+    (("--expected-factor", "nan"), "error: --expected-factor nan: expected 1 or more"),
+    (("--fail-on-expected", "--no-expected-from-emulation"),
+     "error: --fail-on-expected with --no-expected-from-emulation: the band it fails on would not be computed"),
+])
+def test_expected_band_options_that_cannot_work_are_refused(tmp_path, capsys, flags, message) -> None:  # type: ignore[no-untyped-def]
+    contract = write_contract(tmp_path / "model", (TensorSpec("probs:0", "float32", (None, 5)),))
+    write_dataset(tmp_path / "bins", batch=BATCH, samples=8)
+    probs = np.ones((8, 5), np.float32)
+    write_run(tmp_path / "golden" / "20240101_120000", [probs], BATCH)
+    write_run(tmp_path / "actual" / "20240101_130000", [probs], BATCH)
+    outcome = run_cli(capsys, *_args(tmp_path, contract, *flags))
+    assert (outcome.code, outcome.error_line) == (2, message)
 
 
 # --- point 5: labels that belong to the samples -----------------------------------------------------------------
