@@ -8,14 +8,21 @@ result is stored as fp16 and fed to the model. It does not resize.
 training preprocessing ``(pixel * scale - mean) / std`` onto them, exactly where AIPP can express it, and refuses
 what it cannot; `AippConfig.to_prototxt` writes the file ATC reads (`atc_wrap.aipp_parse` reads one back).
 
-Facts taken from Huawei's ATC and acl documentation: the field names, the formula above, the order, the CSC
-formulas (YUV->RGB: ``(M @ (yuv - input_bias)) >> 8``; RGB->YUV: ``(M @ rgb) >> 8 + output_bias``) and the
-YUV->RGB matrices for JPEG, BT.601 narrow and BT.709 narrow. Not confirmed there, and chosen here (see
-`CSC_MATRICES`, `atc_wrap.aipp_apply`): the BT.601 wide and BT.709 wide integer matrices (derived the way the
-documented ones are: the standard's float matrix times 256, rounded; BT.601 wide then equals the JPEG one), the
-rounding of ``>> 8`` (an arithmetic shift, i.e. floor) and the clipping of CSC results to 0..255, the chroma
-upsampling of YUV420SP (each U/V pair serves its 2x2 block), the precision at which the hardware holds
-``min_chn``/``var_reci_chn`` (taken as float32 here) and the limits of each field.
+Where the facts come from (public sources, read for this module, nothing copied):
+- ATC's AIPP guide (CANN docs; also in the GraphEngine repository, ``docs/zh/user_guides/atc_tools/AIPP/``):
+  the field names, types and ranges (the configuration-file template), the order swap -> crop -> CSC ->
+  mean/normalisation -> padding, the normalisation formula, the CSC formulas with their ``>> 8``, and the
+  YUV420SP->RGB/BGR tables for all five standards in `CSC_MATRICES` (BT.601 wide is printed with the same
+  numbers as JPEG). Its XRGB8888_U8 table pairs an X-first (XRGB) source with ``ax_swap_switch: true`` and an
+  X-last (RGBX) one with ``false``.
+- GraphEngine's AIPP insertion (``ge_aipp_op.cc``, mindspore-ai/graphengine): ``aipp_mode`` must be set (an
+  unset mode is refused), and with ``csc_switch`` on each missing matrix entry or bias takes a default (BT.601
+  narrow YUV->BGR for YUV420SP_U8, RGB->YUV otherwise; biases 16, 128, 128) -- `csc_defaults`.
+- The AIPP kernel of Ascend's op library (``aipp_comm.py``): ``min_chn`` and ``var_reci_chn`` are loaded into
+  the unit's registers as fp16, ``mean_chn`` as an integer, the matrix as int16 (`held_fp16`).
+Not documented, and chosen here: the rounding of ``>> 8`` (a right shift of a signed sum, so floor), the CSC
+result saturated to 0..255 (it feeds the uint8 -> fp16 normalisation), the YUV420SP chroma upsampling (each U/V
+pair repeated over its 2x2 block), and normalisation computed in float32 before the fp16 store.
 """
 
 from __future__ import annotations
@@ -35,7 +42,7 @@ FP16_MAX = 65504.0
 MEAN_CHN_MAX = 255  # mean_chn holds an integer pixel value; the fractional rest of a mean goes into min_chn
 
 # YUV -> RGB, rows R, G, B, the product shifted right by 8; (matrix rows, input_bias). Swapping rows 0 and 2 gives
-# YUV -> BGR. jpeg, bt601n and bt709n are ATC's documented tables; bt601w and bt709w are derived (module doc).
+# YUV -> BGR. All five are ATC's documented YUV420SP_U8 -> RGB tables (module doc).
 CSC_MATRICES: dict[str, tuple[tuple[tuple[int, int, int], ...], tuple[int, int, int]]] = {
     "jpeg": (((256, 0, 359), (256, -88, -183), (256, 454, 0)), (0, 128, 128)),
     "bt601n": (((298, 0, 409), (298, -100, -208), (298, 516, 0)), (16, 128, 128)),
@@ -43,7 +50,22 @@ CSC_MATRICES: dict[str, tuple[tuple[tuple[int, int, int], ...], tuple[int, int, 
     "bt709n": (((298, 0, 459), (298, -55, -136), (298, 541, 0)), (16, 128, 128)),
     "bt709w": (((256, 0, 403), (256, -48, -120), (256, 475, 0)), (0, 128, 128)),
 }
-CSC_DOCUMENTED: tuple[str, ...] = ("jpeg", "bt601n", "bt709n")
+# What ATC fills in for a matrix entry or bias left out of a config with csc_switch on (module doc).
+_DEFAULT_YUV_TO_BGR = ((298, 516, 0), (298, -100, -208), (298, 0, 409))
+_DEFAULT_RGB_TO_YUV = ((66, 129, 25), (-38, -74, 112), (112, -94, -18))
+DEFAULT_CSC_BIAS = (16, 128, 128)
+
+
+def csc_defaults(input_format: str) -> tuple[tuple[int, int, int], ...]:
+    """The matrix ATC uses, entry by entry, where a config with csc_switch on leaves one out."""
+    return _DEFAULT_YUV_TO_BGR if input_format in YUV_FORMATS else _DEFAULT_RGB_TO_YUV
+
+
+def held_fp16(values: Sequence[float]) -> tuple[float, ...]:
+    """`values` as AIPP's registers hold min_chn and var_reci_chn: rounded to fp16 (module doc)."""
+    import numpy as np
+
+    return tuple(float(v) for v in np.asarray(values, dtype=np.float64).astype(np.float16))
 
 
 @dataclass(frozen=True)
@@ -141,10 +163,9 @@ class AippConfig:
         lines.append(f"    csc_switch: {flag(self.csc_switch)}")
         if self.csc_switch:
             lines += [f"    matrix_r{r}c{c}: {self.matrix[r][c]}" for r in range(3) for c in range(3)]
-            if self.is_yuv:
-                lines += [f"    input_bias_{i}: {self.input_bias[i]}" for i in range(3)]
-            else:
-                lines += [f"    output_bias_{i}: {self.output_bias[i]}" for i in range(3)]
+            # both biases written: ATC fills a left-out one with its default, not 0
+            lines += [f"    input_bias_{i}: {self.input_bias[i]}" for i in range(3)]
+            lines += [f"    output_bias_{i}: {self.output_bias[i]}" for i in range(3)]
         for c in range(self.output_channels):
             lines += [f"    mean_chn_{c}: {self.mean_chn[c]}", f"    min_chn_{c}: {_decimal(self.min_chn[c])}",
                       f"    var_reci_chn_{c}: {_decimal(self.var_reci_chn[c])}"]
@@ -168,7 +189,12 @@ def check_against_input(config: AippConfig, input_name: str, height: int, width:
                         where: str) -> AippConfig:
     """The config, its sizes resolved, after refusing what would not give the model input (H, W, C): the output
     size and channels, a crop window outside the source, odd YUV420SP sizes or crop positions."""
+    if config.crop and 0 in config.src_size:
+        raise ConvertError(f"{where}: src_image_size_w/h 0 with crop: true; ATC reads 0 as the model's size only "
+                           "with crop and padding off", hint="give the source image's size")
     config = resolve_sizes(config, height, width)
+    if config.crop and 0 in (config.crop_size_w, config.crop_size_h):  # ATC: 0 (or absent) is the model's size
+        config = replace(config, crop_size_w=config.crop_size_w or width, crop_size_h=config.crop_size_h or height)
     if config.output_channels != channels:
         raise ConvertError(f"{where}: input_format {config.input_format} gives {config.output_channels} channel(s), "
                            f"input {input_name} takes {channels}",
@@ -183,7 +209,8 @@ def check_against_input(config: AippConfig, input_name: str, height: int, width:
         bottom = config.load_start_pos_h + config.crop_size_h
         if right > config.src_image_size_w or bottom > config.src_image_size_h:
             raise ConvertError(f"{where}: the crop window ends at ({right}, {bottom}), outside the "
-                               f"{config.src_image_size_w}x{config.src_image_size_h} source (w x h)")
+                               f"{config.src_image_size_w}x{config.src_image_size_h} source (w x h): "
+                               "load_start_pos + crop_size must not pass src_image_size")
     if config.input_format == "YUV420SP_U8":
         odd = [name for name, value in (("src_image_size_w", config.src_image_size_w),
                                         ("src_image_size_h", config.src_image_size_h),
@@ -256,9 +283,10 @@ def aipp_from_preprocessing(*, input_format: str, height: int, width: int, chann
     for a model input of (height, width, channels); refuses what AIPP cannot express, naming the setting.
 
     The mapping is exact in real arithmetic: ``offset = mean / scale`` (its integer part, up to 255, in
-    ``mean_chn``, the rest in ``min_chn``) and ``var_reci = scale / std``. What is left is AIPP's fp16 output.
-    RGB888_U8 and XRGB8888_U8 sources are RGB: `color` BGR turns ``rbuv_swap_switch`` on. YUV420SP_U8 sources are
-    converted by the `csc` standard's matrix (rows in `color` order). A source larger than the model input is
+    ``mean_chn``, the rest in ``min_chn``) and ``var_reci = scale / std``. What is left is fp16: the registers
+    holding min_chn and var_reci, and the output. RGB888_U8 and XRGB8888_U8 (X first, so ``ax_swap_switch``
+    on) sources are RGB: `color` BGR turns ``rbuv_swap_switch`` on. YUV420SP_U8 sources are converted by the
+    `csc` standard's matrix (rows in `color` order). A source larger than the model input is
     cropped at `crop_start` (x, y), by default centred (even positions for YUV420SP).
     """
     if input_format not in INPUT_FORMATS:
@@ -304,6 +332,7 @@ def aipp_from_preprocessing(*, input_format: str, height: int, width: int, chann
         load_start_pos_h=start[1] if cropped else 0, crop_size_w=width if cropped else 0,
         crop_size_h=height if cropped else 0,
         rbuv_swap_switch=color == "BGR" and input_format in ("RGB888_U8", "XRGB8888_U8"),
+        ax_swap_switch=input_format == "XRGB8888_U8",  # ATC's XRGB8888_U8 -> RGB table: X first needs the swap
         csc_switch=input_format in YUV_FORMATS, matrix=matrix, input_bias=bias,
         mean_chn=(means[0], means[1], means[2], means[3]), min_chn=(mins[0], mins[1], mins[2], mins[3]),
         var_reci_chn=(recis[0], recis[1], recis[2], recis[3]),

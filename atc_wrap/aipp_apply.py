@@ -3,19 +3,20 @@
 The hardware order: channel swap -> crop -> colour-space conversion -> normalisation, stored as fp16 (padding is
 not handled). The CSC is integer arithmetic: ``(M @ (yuv - input_bias)) >> 8`` for YUV sources,
 ``((M @ rgb) >> 8) + output_bias`` for RGB ones, an arithmetic shift (floor), then clipped to 0..255 (both
-assumptions: see `atc_wrap.aipp`). The ONNX stand-in's AIPP stage (`atc_wrap.aipp_onnx`) computes the same.
+assumptions: see `atc_wrap.aipp`). min_chn and var_reci_chn are used as the unit holds them, rounded to fp16.
+The ONNX stand-in's AIPP stage (`atc_wrap.aipp_onnx`) computes the same.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from atc_wrap.aipp import AippConfig
+from atc_wrap.aipp import AippConfig, held_fp16
 
 
 def planes(config: AippConfig, batch: np.ndarray) -> np.ndarray:
     """The source as (N, H, W, C) channels before any swap: YUV420SP's chroma repeated over its 2x2 blocks,
-    XRGB's X channel dropped (X first, or last with ax_swap_switch)."""
+    XRGB's X channel dropped (X first with ax_swap_switch, as ATC's XRGB table has it; X last, RGBX, without)."""
     if config.input_format == "YUV420SP_U8":
         height = batch.shape[1] * 2 // 3
         y = batch[:, :height, :, 0]
@@ -23,7 +24,7 @@ def planes(config: AippConfig, batch: np.ndarray) -> np.ndarray:
         uv = uv.repeat(2, axis=1).repeat(2, axis=2)
         return np.concatenate([y[..., None], uv], axis=3)
     if config.input_format == "XRGB8888_U8":
-        return batch[..., 0:3] if config.ax_swap_switch else batch[..., 1:4]
+        return batch[..., 1:4] if config.ax_swap_switch else batch[..., 0:3]
     return batch
 
 
@@ -50,6 +51,6 @@ def apply_aipp(config: AippConfig, batch: np.ndarray) -> np.ndarray:
         pixels = np.clip(pixels, 0, 255)
     channels = config.output_channels
     mean = np.asarray(config.mean_chn[:channels], dtype=np.float32)
-    minimum = np.asarray(config.min_chn[:channels], dtype=np.float32)
-    reci = np.asarray(config.var_reci_chn[:channels], dtype=np.float32)
+    minimum = np.asarray(held_fp16(config.min_chn[:channels]), dtype=np.float32)
+    reci = np.asarray(held_fp16(config.var_reci_chn[:channels]), dtype=np.float32)
     return (((pixels - mean) - minimum) * reci).astype(np.float16)

@@ -1,8 +1,9 @@
 """The stand-in's AIPP stage: ONNX nodes put in front of the converted graph, so it takes uint8 images as the om does.
 
 The stage computes what `atc_wrap.aipp_apply` computes in numpy, in the hardware's order (swap -> crop -> CSC ->
-normalisation), rounds the result to fp16 as AIPP stores it, then hands it to the model input it replaces (cast to
-that input's type, transposed for an NCHW input). The new uint8 input keeps the old input's name, so runners feed
+normalisation, min_chn and var_reci_chn as fp16 as the unit holds them), rounds the result to fp16 as AIPP
+stores it, then hands it to the model input it replaces (cast to that input's type, transposed for an NCHW
+input). The new uint8 input keeps the old input's name, so runners feed
 the om and the stand-in the same bins.
 """
 
@@ -12,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from atc_wrap.aipp import AippConfig
+from atc_wrap.aipp import AippConfig, held_fp16
 from atc_wrap.aipp_apply import swap_indices
 from atc_wrap.errors import ConvertError
 
@@ -78,7 +79,7 @@ def insert_aipp_stage(model: Any, input_name: str, config: AippConfig, layout: s
         uv = op("Reshape", [uv, const([batch, height, width, 2], np.int64)])
         x = op("Concat", [y, uv], axis=3)
     elif config.input_format == "XRGB8888_U8":
-        x = op("Gather", [x, const([0, 1, 2] if config.ax_swap_switch else [1, 2, 3], np.int64)], axis=3)
+        x = op("Gather", [x, const([1, 2, 3] if config.ax_swap_switch else [0, 1, 2], np.int64)], axis=3)
     order = swap_indices(config)
     if order != list(range(config.output_channels)):
         x = op("Gather", [x, const(order, np.int64)], axis=3)
@@ -98,8 +99,8 @@ def insert_aipp_stage(model: Any, input_name: str, config: AippConfig, layout: s
         x = op("Min", [op("Max", [x, const(0.0, np.float32)]), const(255.0, np.float32)])
     channels = config.output_channels
     x = op("Sub", [x, const(config.mean_chn[:channels], np.float32)])
-    x = op("Sub", [x, const(config.min_chn[:channels], np.float32)])
-    x = op("Mul", [x, const(config.var_reci_chn[:channels], np.float32)])
+    x = op("Sub", [x, const(held_fp16(config.min_chn[:channels]), np.float32)])
+    x = op("Mul", [x, const(held_fp16(config.var_reci_chn[:channels]), np.float32)])
     x = op("Cast", [x], to=TensorProto.FLOAT16)  # AIPP stores its output as fp16
     if model_type == TensorProto.FLOAT:
         x = op("Cast", [x], to=TensorProto.FLOAT)

@@ -13,6 +13,7 @@ from typing import Any
 
 from atc_wrap.aipp import AippConfig, aipp_input_spec
 from atc_wrap.errors import ConvertError
+from atc_wrap.op_controls import check_mixlist_mode, prepare_op_precision, read_op_controls
 from atc_wrap.precision import (
     DEFAULT_PRECISION_MODE,
     check_implmode,
@@ -40,6 +41,8 @@ class AtcOptions:
     op_select_implmode: str = ""
     fusion_switch_file: Path | None = None
     keep_dtype: Path | None = None
+    modify_mixlist: Path | None = None
+    customize_dtypes: Path | None = None
     extra_args: tuple[str, ...] = ()
     allow_unknown_soc: bool = False
     insert_op_conf: Path | None = None  # the AIPP config file (written before ATC runs)
@@ -73,10 +76,14 @@ def build_atc_command(
     input_format = _input_format(options.input_format, inputs)
     check_shapes(inputs, options.dynamic_batch)
     check_nodes_exist(graph_def, pb, inputs, outputs)
-    files = {"--fusion-switch-file": options.fusion_switch_file, "--keep-dtype": options.keep_dtype}
+    files = {"--fusion-switch-file": options.fusion_switch_file, "--keep-dtype": options.keep_dtype,
+             "--modify-mixlist": options.modify_mixlist, "--customize-dtypes": options.customize_dtypes}
     for flag, path in files.items():
         if path is not None and not Path(path).is_file():
             raise ConvertError(f"{flag} {path}: no such file")
+    check_mixlist_mode(options.modify_mixlist, mode)
+    controls = read_op_controls(options.keep_dtype, options.modify_mixlist, options.customize_dtypes)
+    prepare_op_precision(controls, graph_def, pb, mode, emulated=False)
 
     argv = [
         atc,
@@ -101,6 +108,10 @@ def build_atc_command(
         argv.append(f"--fusion_switch_file={options.fusion_switch_file}")
     if options.keep_dtype is not None:
         argv.append(f"--keep_dtype={options.keep_dtype}")
+    if options.modify_mixlist is not None:
+        argv.append(f"--modify_mixlist={options.modify_mixlist}")
+    if options.customize_dtypes is not None:
+        argv.append(f"--customize_dtypes={options.customize_dtypes}")
     if options.insert_op_conf is not None:
         argv.append(f"--insert_op_conf={options.insert_op_conf}")
     argv.extend(options.extra_args)

@@ -10,10 +10,11 @@ accumulate, fp16 out). Values past 65504 become inf, and what follows them inf o
 from __future__ import annotations
 
 import logging
-from collections.abc import Set
-from dataclasses import dataclass
+from collections.abc import Mapping, Set
+from dataclasses import dataclass, field
 from typing import Any
 
+from atc_wrap.op_controls import OpPrecision
 from atc_wrap.precision import check_precision_mode
 from binio.dtypes import dtype
 
@@ -58,6 +59,8 @@ class Emulation:
     fp16_inputs: tuple[str, ...] = ()  # inputs the model takes as float16 (--input-fp16-nodes)
     fp16_outputs: tuple[str, ...] = ()  # outputs it gives as float16 (--output-type)
     untyped_tensors: int = 0  # float-or-not unknown after shape inference: left unrounded
+    per_op: tuple[OpRecord, ...] = ()  # the per-op controls (--keep-dtype, ...) as applied, per TF node
+    controls: Mapping[str, Any] = field(default_factory=dict)  # the control files as read, for the record
 
     @property
     def emulated(self) -> tuple[str, ...]:
@@ -69,6 +72,11 @@ class Emulation:
         if self.storage == "mixed":
             done.append(f"{', '.join(FP32_OP_TYPES)} kept in fp32; ops fed only by fp32 tensors stay fp32; "
                         f"{', '.join(FP16_OP_TYPES)} always fp16")
+        if self.per_op:
+            done.append("per-op controls: every ONNX node of a named TF node computes and stores as the control "
+                        "says (fp32: no rounding, its weights kept fp32; fp16: its fp32 inputs cast to fp16 at "
+                        "the boundary, as ATC inserts Casts, and its outputs rounded); converter-inserted nodes "
+                        "fed only by fp32 tensors stay fp32")
         return tuple(done)
 
     def to_json(self) -> dict[str, Any]:
@@ -78,7 +86,43 @@ class Emulation:
             "fp16_outputs": list(self.fp16_outputs), "untyped_tensors": self.untyped_tensors,
             "fp32_op_types": list(FP32_OP_TYPES) if self.storage == "mixed" else [],
             "emulated": list(self.emulated), "not_emulated": list(_NOT_EMULATED),
+            "op_controls": dict(self.controls), "per_op": [r.to_json() for r in self.per_op],
         }
+
+
+@dataclass(frozen=True)
+class OpRecord:
+    """One TF node a control named, and the ONNX nodes of the stand-in it was applied to."""
+
+    node: str
+    op_type: str
+    compute: str
+    source: str
+    onnx_nodes: tuple[str, ...]
+    input_dtypes: tuple[str, ...] = ()
+    output_dtypes: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        found: dict[str, Any] = {"node": self.node, "op_type": self.op_type, "compute": self.compute,
+                                 "source": self.source, "onnx_nodes": list(self.onnx_nodes)}
+        if self.input_dtypes or self.output_dtypes:
+            found.update(input_dtypes=list(self.input_dtypes), output_dtypes=list(self.output_dtypes))
+        if not self.onnx_nodes:
+            found["note"] = "no ONNX node of its own (fused into its neighbour by the converter): nothing to apply"
+        return found
+
+
+def tf_origin(onnx_node: str, tf_nodes: Set[str]) -> str | None:
+    """The TF node an ONNX node of tf2onnx's comes from: the node of the same name, or ``<tf name>__<n>``, the
+    helpers tf2onnx names after the node it converts; None for nodes its optimisers insert."""
+    name = onnx_node
+    while True:
+        if name in tf_nodes:
+            return name
+        head, sep, _ = name.rpartition("__")
+        if not sep or not head:
+            return None
+        name = head
 
 
 def storage_for(mode: str) -> str:
@@ -87,13 +131,17 @@ def storage_for(mode: str) -> str:
     return "mixed" if mode == "allow_mix_precision" else "fp32"
 
 
-def emulate_precision(model: Any, mode: str, *, fp16_inputs: Set[str], fp16_outputs: Set[str]) -> Emulation:
+def emulate_precision(model: Any, mode: str, *, fp16_inputs: Set[str], fp16_outputs: Set[str],
+                      op_precision: Mapping[str, OpPrecision] | None = None, tf_nodes: Set[str] = frozenset(),
+                      controls: Mapping[str, Any] | None = None) -> Emulation:
     """Rewrites the fp32 ONNX `model` in place to compute as ATC would under `mode`; returns what it did.
 
     `fp16_inputs` / `fp16_outputs` are graph input / output names the model takes / gives as float16.
+    `op_precision` (TF node name -> how it computes, from `atc_wrap.op_controls`) overrides the mode for the ONNX
+    nodes of those TF nodes; `tf_nodes` are the pb's node names, to find each ONNX node's TF node.
     """
     check_precision_mode(mode)
-    rewriter = _Rewriter(model, storage_for(mode))
+    rewriter = _Rewriter(model, storage_for(mode), op_precision or {}, tf_nodes)
     rewriter.inputs(fp16_inputs)
     rewriter.weights()
     rewriter.nodes()
@@ -101,18 +149,25 @@ def emulate_precision(model: Any, mode: str, *, fp16_inputs: Set[str], fp16_outp
     rewriter.finish()
     return Emulation(mode=mode, storage=rewriter.storage, rounded_tensors=rewriter.rounded,
                      rounded_weights=rewriter.rounded_weights, fp16_inputs=tuple(sorted(fp16_inputs)),
-                     fp16_outputs=tuple(sorted(fp16_outputs)), untyped_tensors=len(rewriter.untyped))
+                     fp16_outputs=tuple(sorted(fp16_outputs)), untyped_tensors=len(rewriter.untyped),
+                     per_op=rewriter.records(), controls=controls or {})
 
 
 class _Rewriter:
     """One pass over the graph in its (topological) order, tracking whether each float tensor is fp16 or fp32."""
 
-    def __init__(self, model: Any, storage: str) -> None:
+    def __init__(self, model: Any, storage: str, op_precision: Mapping[str, OpPrecision],
+                 tf_nodes: Set[str]) -> None:
         import onnx
 
         self.model = model
         self.graph = model.graph
         self.storage = storage
+        self.op_precision = op_precision
+        # ONNX node name -> the control for its TF node; the TF node of every ONNX node, for the record
+        self.origin = {n.name: tf_origin(n.name, tf_nodes) for n in self.graph.node} if op_precision else {}
+        self.rules: dict[str, OpPrecision] = {name: op_precision[tf] for name, tf in self.origin.items()
+                                              if tf is not None and tf in op_precision}
         self.types = _elem_types(onnx.shape_inference.infer_shapes(model))
         self.state: dict[str, str] = {}  # float tensor -> fp16 | fp32
         self.rename: dict[str, str] = {}  # tensor name -> the name its consumers read instead
@@ -144,6 +199,7 @@ class _Rewriter:
         from onnx import helper
 
         initializers = {i.name for i in self.graph.initializer}
+        kept = self._read_only_in_fp32()
         for graph_input in self.graph.input:
             name = graph_input.name
             if name in initializers or graph_input.type.tensor_type.elem_type != _FLOAT:
@@ -157,7 +213,7 @@ class _Rewriter:
                 self.rename[name] = widened
                 self.state[widened] = "fp16"
                 self.changed.add(name)
-            elif self.storage == "fp16":
+            elif self.storage == "fp16" and name not in kept:
                 # ATC feeds an fp32 input to fp16 ops through a cast at the model's entry.
                 rounded = self._unique(f"{name}/rounded")
                 self.prefix.extend(self._round_pair(name, rounded))
@@ -166,8 +222,22 @@ class _Rewriter:
             else:
                 self.state[name] = "fp32"
 
+    def _read_only_in_fp32(self) -> set[str]:
+        """Tensors that only nodes a control keeps in fp32 read (with that input as float32): not rounded."""
+        if not self.rules:
+            return set()
+        readers: dict[str, list[bool]] = {}
+        for node in self.graph.node:
+            rule = self.rules.get(node.name)
+            for position, name in enumerate(node.input):
+                fp32 = rule is not None and _input_dtype(rule, position) == "float32"
+                readers.setdefault(name, []).append(fp32)
+        return {name for name, found in readers.items() if all(found)}
+
     def weights(self) -> None:
+        kept = self._read_only_in_fp32()
         if self.storage == "fp32":
+            self.state.update({t.name: "fp32" for t in self.graph.initializer if t.data_type == _FLOAT})
             return
         import numpy as np
         from onnx import numpy_helper
@@ -179,7 +249,8 @@ class _Rewriter:
         for index, tensor in enumerate(self.graph.initializer):
             if tensor.data_type != _FLOAT:
                 continue
-            keep_fp32 = self.storage == "mixed" and any(op in FP32_OP_TYPES for op in consumers.get(tensor.name, []))
+            keep_fp32 = tensor.name in kept or (
+                self.storage == "mixed" and any(op in FP32_OP_TYPES for op in consumers.get(tensor.name, [])))
             if keep_fp32:
                 self.state[tensor.name] = "fp32"
                 continue
@@ -191,6 +262,15 @@ class _Rewriter:
             self.state[tensor.name] = "fp16"
 
     def _computes_in_fp16(self, node: Any, float_inputs: list[str]) -> bool:
+        rule = self.rules.get(node.name)
+        any_fp32 = any(self.state.get(name) == "fp32" for name in float_inputs)
+        if rule is not None:
+            return rule.compute == "fp16" or (rule.compute == "follow" and not any_fp32)
+        if self.rules and self.origin.get(node.name) is None and float_inputs and all(
+                self.state.get(name) == "fp32" for name in float_inputs):
+            return False  # a node the converter inserted (a transpose) belongs to the op before it
+        if self.storage == "fp32":
+            return False
         if self.storage == "fp16":
             return True
         if node.op_type in FP32_OP_TYPES:
@@ -208,7 +288,7 @@ class _Rewriter:
         return self._rounded_cache[name]
 
     def nodes(self) -> None:
-        if self.storage == "fp32" and not self.rename:
+        if self.storage == "fp32" and not self.rename and not self.rules:
             return
         rewritten: list[Any] = list(self.prefix)
         for node in list(self.graph.node):
@@ -218,11 +298,16 @@ class _Rewriter:
             float_inputs = [n for n in node.input if n and (self.types.get(n) == _FLOAT or n in self.state)]
             float_outputs = [n for n in node.output if n and self.types.get(n) == _FLOAT]
             self.untyped.update(n for n in node.output if n and n not in self.types)
-            if self.storage == "fp32":
+            if self.storage == "fp32" and not self.rules:
                 rewritten.append(node)
                 continue
+            rule = self.rules.get(node.name)
+            if rule is not None and (rule.input_dtypes or rule.output_dtypes):
+                self._customized(node, rule, float_inputs, float_outputs, rewritten)
+                continue
             fp16 = self._computes_in_fp16(node, float_inputs)
-            if fp16 and node.op_type in FP16_OP_TYPES:
+            if fp16 and (node.op_type in FP16_OP_TYPES or self.rules):
+                # An fp16 op reads fp16: ATC casts an fp32 tensor (a kept op's output) at the boundary.
                 for position, name in enumerate(node.input):
                     if name in float_inputs and self.state.get(name) != "fp16":
                         node.input[position] = self._rounded_input(name, rewritten)
@@ -242,6 +327,35 @@ class _Rewriter:
                     self.state[name] = "fp16"
         del self.graph.node[:]
         self.graph.node.extend(rewritten)
+
+    def _customized(self, node: Any, rule: OpPrecision, float_inputs: list[str], float_outputs: list[str],
+                    rewritten: list[Any]) -> None:
+        """--customize-dtypes: each input and output in the dtype the rule gives for its position."""
+        for position, name in enumerate(node.input):
+            if name in float_inputs and _input_dtype(rule, position) == "float16" and self.state.get(name) != "fp16":
+                node.input[position] = self._rounded_input(name, rewritten)
+        rewritten.append(node)
+        for position, name in enumerate(node.output):
+            if name not in float_outputs:
+                continue
+            # An output the rule leaves out is stored as the precision mode stores it.
+            dtype = _at(rule.output_dtypes, position) or ("float16" if self.storage == "fp16" else "float32")
+            if dtype == "float16":
+                raw = self._unique(f"{name}/fp32")
+                node.output[position] = raw
+                rewritten.extend(self._round_pair(raw, name))
+                self.state[name] = "fp16"
+            else:
+                self.state[name] = "fp32"
+
+    def records(self) -> tuple[OpRecord, ...]:
+        by_tf: dict[str, list[str]] = {}
+        for onnx_name, tf in self.origin.items():
+            if tf is not None:
+                by_tf.setdefault(tf, []).append(onnx_name)
+        return tuple(OpRecord(node=rule.node, op_type=rule.op_type, compute=rule.compute, source=rule.source,
+                              onnx_nodes=tuple(by_tf.get(rule.node, ())), input_dtypes=rule.input_dtypes,
+                              output_dtypes=rule.output_dtypes) for rule in self.op_precision.values())
 
     def outputs(self, fp16_outputs: Set[str]) -> None:
         from onnx import helper
@@ -268,6 +382,17 @@ class _Rewriter:
         if self.untyped:
             log.warning("%d tensors have no type after shape inference and were left unrounded: %s",
                         len(self.untyped), ", ".join(sorted(self.untyped)[:5]))
+
+
+def _at(dtypes: tuple[str, ...], position: int) -> str:
+    """A per-position dtype list; a shorter list's last entry stands for the positions past it."""
+    return dtypes[min(position, len(dtypes) - 1)] if dtypes else ""
+
+
+def _input_dtype(rule: OpPrecision, position: int) -> str:
+    if rule.input_dtypes:
+        return _at(rule.input_dtypes, position)
+    return "float32" if rule.compute == "fp32" else "float16" if rule.compute == "fp16" else ""
 
 
 def _elem_types(model: Any) -> dict[str, int]:

@@ -12,6 +12,7 @@ from atc_wrap.aipp import AippConfig, aipp_input_spec
 from atc_wrap.emulation import Emulation, emulate_precision
 from atc_wrap.errors import ConvertError
 from atc_wrap.nodes import check_nodes_exist
+from atc_wrap.op_controls import OpControls, controls_record, prepare_op_precision
 from atc_wrap.opset import check_opset
 from atc_wrap.precision import check_precision_mode
 from binio.atomic import write_bytes_atomic
@@ -50,13 +51,15 @@ def convert_to_onnx(
     precision_mode: str = "force_fp16",
     input_fp16_nodes: Sequence[str] = (),
     output_types: Mapping[str, str] | None = None,
+    op_controls: OpControls | None = None,
     aipp: AippConfig | None = None,
 ) -> OnnxConversion:
     """Converts `pb` (its `graph_def`, as the caller read it) to ONNX at `destination` (written atomically),
     emulating ATC's `precision_mode`.
 
     `input_fp16_nodes` are input node names the model takes as float16; `output_types` maps output tensor names
-    to ATC output types (FP32/FP16), as parsed by `atc_wrap.precision`. `aipp` (checked against its input by
+    to ATC output types (FP32/FP16), as parsed by `atc_wrap.precision`; `op_controls` the per-op precision files
+    (`atc_wrap.op_controls`), checked against the pb and emulated. `aipp` (checked against its input by
     `atc_wrap.aipp.check_against_input`) puts AIPP's stage in front of input `aipp.related_input_rank`, which then
     takes uint8 images (`atc_wrap.aipp_onnx`).
     """
@@ -64,12 +67,16 @@ def convert_to_onnx(
     check_output_types(output_types or {})
     chosen_opset = check_opset(opset)
     check_nodes_exist(graph_def, pb, inputs, outputs)
+    controls = op_controls or OpControls()
+    op_precision = prepare_op_precision(controls, graph_def, pb, precision_mode, emulated=True)
     model = _tf2onnx(graph_def, pb, inputs, outputs, chosen_opset)
     _refuse_unconverted(model, pb, chosen_opset)
     fp16_inputs = {spec.name for spec in inputs if spec.node in set(input_fp16_nodes)}
     fp16_outputs = {name for name, kind in (output_types or {}).items() if kind == "FP16"}
     _check_names(model, pb, inputs, outputs)
-    emulation = emulate_precision(model, precision_mode, fp16_inputs=fp16_inputs, fp16_outputs=fp16_outputs)
+    emulation = emulate_precision(model, precision_mode, fp16_inputs=fp16_inputs, fp16_outputs=fp16_outputs,
+                                  op_precision=op_precision, tf_nodes={n.name for n in graph_def.node},
+                                  controls=controls_record(controls, precision_mode))
     converted_inputs = tuple(s.with_dtype("float16") if s.name in fp16_inputs else s for s in inputs)
     if aipp is not None:
         converted_inputs = _insert_aipp(model, converted_inputs, aipp)

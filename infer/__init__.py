@@ -56,6 +56,9 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "PipelineResult": ("infer.pipeline.runner", "PipelineResult"),
     "load_config": ("infer.pipeline.config", "load_config"),
     "run_pipeline": ("infer.pipeline.runner", "run_pipeline"),
+    "TuneOptions": ("infer.tune.tune", "TuneOptions"),
+    "TuneResult": ("infer.tune.tune", "TuneResult"),
+    "tune_precision": ("infer.tune.tune", "tune_precision"),
     "DoctorReport": ("infer.doctor", "DoctorReport"),
     "diagnose": ("infer.doctor", "diagnose"),
 }
@@ -64,9 +67,9 @@ __all__ = [
     "AippOptions", "BinInfoReport", "CompareOptions", "CompareResult", "ConvertOptions", "ConvertResult",
     "DatasetManifest", "DoctorReport", "DumpOptions", "DumpResult", "FreezeReport", "GraphReport", "ImageOptions",
     "InferError", "InputRequest", "ModelContract", "PipelineConfig", "PipelineResult", "RunOptions", "RunResult",
-    "ScaleOptions", "Thresholds", "compare_outputs", "convert_model", "describe_path", "diagnose", "dump_bins",
-    "freeze_model", "inspect_model", "load_config", "load_contract", "load_manifest", "run_model", "run_pipeline",
-    "run_sharded",
+    "ScaleOptions", "Thresholds", "TuneOptions", "TuneResult", "compare_outputs", "convert_model", "describe_path",
+    "diagnose", "dump_bins", "freeze_model", "inspect_model", "load_config", "load_contract", "load_manifest",
+    "run_model", "run_pipeline", "run_sharded", "tune_precision",
 ]  # a literal list, so type checkers see the API; equal to _EXPORTS (tests/test_api.py)
 
 if TYPE_CHECKING:
@@ -90,6 +93,7 @@ if TYPE_CHECKING:
     from infer.run import RunOptions, RunResult, run_model
     from infer.scale import ScaleOptions, run_sharded
     from infer.sources.open import ImageOptions
+    from infer.tune.tune import TuneOptions, TuneResult, tune_precision
 
 
 def __getattr__(name: str) -> Any:

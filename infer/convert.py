@@ -42,7 +42,9 @@ class ConvertOptions:
     dynamic_batch: tuple[int, ...] = ()
     op_select_implmode: str = ""
     fusion_switch_file: Path | None = None
-    keep_dtype: Path | None = None
+    keep_dtype: Path | None = None  # ATC's --keep_dtype: ops kept in fp32 (passed to ATC, emulated by the stand-in)
+    modify_mixlist: Path | None = None  # ATC's --modify_mixlist JSON (allow_mix_precision only)
+    customize_dtypes: Path | None = None  # ATC's --customize_dtypes, applied over keep_dtype
     atc_args: tuple[str, ...] = ()
     opset: int | None = None
     allow_unknown_soc: bool = False
@@ -62,16 +64,20 @@ class ConvertResult:
     command: tuple[str, ...] = ()  # the ATC argv; () for the stand-in
     dry_run: bool = False
     ignored: tuple[str, ...] = ()  # options that mean nothing to the chosen target
+    notes: tuple[str, ...] = ()  # given options that change nothing here, and why (--keep-dtype under fp32)
     seconds: float = 0.0
     aipp_file: Path | None = None  # the aipp.cfg written (or, for a dry run, that would be)
 
 
 def convert_model(model: ModelContract | Path | str, options: ConvertOptions | None = None) -> ConvertResult:
     """Converts the contract's pb per `options` and saves the contract with its `converted` section."""
+    from atc_wrap.op_controls import check_mixlist_mode
+
     contract = as_contract(model)
     options = options or ConvertOptions()
     contract.check_pb_unchanged()
     check_precision_mode(options.precision_mode)
+    check_mixlist_mode(options.modify_mixlist, options.precision_mode)
     target, reason = choose_target(options.target)
     if target == "onnx":
         return _convert_onnx(contract, options, reason)
@@ -165,16 +171,18 @@ def _convert_om(contract: ModelContract, options: ConvertOptions, reason: str) -
             input_format=options.input_format, input_fp16_nodes=options.input_fp16_nodes,
             output_type=options.output_type, dynamic_batch=options.dynamic_batch,
             op_select_implmode=options.op_select_implmode,
-            fusion_switch_file=None if options.fusion_switch_file is None else options.fusion_switch_file.absolute(),
-            keep_dtype=None if options.keep_dtype is None else options.keep_dtype.absolute(),
-            extra_args=options.atc_args, allow_unknown_soc=options.allow_unknown_soc,
-            insert_op_conf=aipp_file, aipp=aipp,
+            fusion_switch_file=_absolute(options.fusion_switch_file),
+            keep_dtype=_absolute(options.keep_dtype), modify_mixlist=_absolute(options.modify_mixlist),
+            customize_dtypes=_absolute(options.customize_dtypes), extra_args=options.atc_args,
+            allow_unknown_soc=options.allow_unknown_soc, insert_op_conf=aipp_file, aipp=aipp,
         ),
     )
     ignored = ("--opset",) if options.opset is not None else ()
+    notes = _notes(options)
     if options.dry_run:
         return ConvertResult(contract=contract, target="om", artefact=om, target_reason=reason,
-                             command=command.argv, dry_run=True, ignored=ignored, aipp_file=aipp_file)
+                             command=command.argv, dry_run=True, ignored=ignored, notes=notes,
+                             aipp_file=aipp_file)
     before = _write_aipp(aipp_file, aipp_text)  # ATC reads it: written first, put back if ATC fails
     try:
         run = run_atc(command, timeout=options.timeout)
@@ -186,6 +194,8 @@ def _convert_om(contract: ModelContract, options: ConvertOptions, reason: str) -
         "input_fp16_nodes": options.input_fp16_nodes, "output_type": options.output_type,
         "dynamic_batch": list(options.dynamic_batch), "op_select_implmode": options.op_select_implmode,
         "fusion_switch_file": str(options.fusion_switch_file or ""), "keep_dtype": str(options.keep_dtype or ""),
+        "modify_mixlist": str(options.modify_mixlist or ""), "customize_dtypes": str(options.customize_dtypes or ""),
+        "op_control_files": _control_texts(options),
         "atc_args": list(options.atc_args), "seconds": round(run.seconds, 3), "warnings": list(run.warnings),
     }
     _with_aipp(settings, options, aipp, aipp_file, contract.folder)
@@ -196,7 +206,25 @@ def _convert_om(contract: ModelContract, options: ConvertOptions, reason: str) -
     )
     saved = contract.with_converted(converted).save()
     return ConvertResult(contract=saved, target="om", artefact=om, target_reason=reason, command=run.argv,
-                         ignored=ignored, seconds=run.seconds, aipp_file=aipp_file)
+                         ignored=ignored, notes=notes, seconds=run.seconds, aipp_file=aipp_file)
+
+
+def _absolute(path: Path | None) -> Path | None:
+    return None if path is None else Path(path).absolute()
+
+
+def _control_texts(options: ConvertOptions) -> dict[str, str]:
+    from atc_wrap.op_controls import control_texts
+
+    return control_texts(options.keep_dtype, options.modify_mixlist, options.customize_dtypes)
+
+
+def _notes(options: ConvertOptions) -> tuple[str, ...]:
+    from atc_wrap.op_controls import OpControls, OpEntries, ignored_controls
+
+    if options.keep_dtype is None:
+        return ()
+    return ignored_controls(OpControls(keep_dtype=OpEntries(names=("given",))), options.precision_mode)
 
 
 def _atc_only(options: ConvertOptions) -> tuple[str, ...]:
@@ -204,7 +232,7 @@ def _atc_only(options: ConvertOptions) -> tuple[str, ...]:
         "--soc-version": bool(options.soc_version), "--input-format": bool(options.input_format),
         "--op-select-implmode": bool(options.op_select_implmode),
         "--fusion-switch-file": options.fusion_switch_file is not None,
-        "--keep-dtype": options.keep_dtype is not None, "--atc-arg": bool(options.atc_args),
+        "--atc-arg": bool(options.atc_args),
         "--allow-unknown-soc": options.allow_unknown_soc,
     }
     return tuple(flag for flag, present in given.items() if present)
@@ -214,10 +242,13 @@ def _convert_onnx(contract: ModelContract, options: ConvertOptions, reason: str)
     import time
 
     from atc_wrap.atc_command import check_shapes
+    from atc_wrap.op_controls import read_op_controls
     from atc_wrap.opset import check_opset
     from atc_wrap.standin import check_output_types, convert_to_onnx
 
     destination = _artefact(contract, options, ".onnx")
+    controls = read_op_controls(options.keep_dtype, options.modify_mixlist, options.customize_dtypes)
+    notes = _notes(options)
     aipp, aipp_file, aipp_text = _aipp(contract, options, destination)
     fp16_nodes = parse_input_fp16_nodes(options.input_fp16_nodes, contract.inputs)
     output_types = parse_output_type(options.output_type, contract.outputs)
@@ -228,17 +259,20 @@ def _convert_onnx(contract: ModelContract, options: ConvertOptions, reason: str)
     if options.dry_run:
         check_opset(options.opset)
         return ConvertResult(contract=contract, target="onnx", artefact=destination, target_reason=reason,
-                             dry_run=True, ignored=ignored, aipp_file=aipp_file)
+                             dry_run=True, ignored=ignored, notes=notes, aipp_file=aipp_file)
     start = time.monotonic()
     conversion = convert_to_onnx(
         contract.pb_path, read_graph_def(contract.pb_path), contract.inputs, contract.outputs, destination,
         opset=options.opset, precision_mode=options.precision_mode, input_fp16_nodes=fp16_nodes,
-        output_types=output_types, aipp=aipp,
+        output_types=output_types, aipp=aipp, op_controls=controls,
     )
     _write_aipp(aipp_file, aipp_text)
     settings = conversion.settings()
     settings.update({"input_fp16_nodes": options.input_fp16_nodes, "output_type": options.output_type,
-                     "dynamic_batch": list(options.dynamic_batch), "ignored_options": list(ignored)})
+                     "dynamic_batch": list(options.dynamic_batch), "ignored_options": list(ignored),
+                     "keep_dtype": str(options.keep_dtype or ""), "modify_mixlist": str(options.modify_mixlist or ""),
+                     "customize_dtypes": str(options.customize_dtypes or ""),
+                     "op_control_files": _control_texts(options)})
     _with_aipp(settings, options, aipp, aipp_file, contract.folder)
     converted = ConvertedInfo(
         target="onnx", path=_relative(destination, contract.folder), sha256=sha256_file(destination),
@@ -247,4 +281,4 @@ def _convert_onnx(contract: ModelContract, options: ConvertOptions, reason: str)
     )
     saved = contract.with_converted(converted).save()
     return ConvertResult(contract=saved, target="onnx", artefact=destination, target_reason=reason,
-                         ignored=ignored, seconds=time.monotonic() - start, aipp_file=aipp_file)
+                         ignored=ignored, notes=notes, seconds=time.monotonic() - start, aipp_file=aipp_file)

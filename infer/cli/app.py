@@ -15,7 +15,7 @@ from typer.core import TyperGroup
 
 from binio.errors import InferError
 from infer import __version__
-from infer.cli import bin_info, compare, convert, demo, doctor, dump_bin, freeze, inspect, pipeline, run
+from infer.cli import bin_info, compare, convert, demo, doctor, dump_bin, freeze, inspect, pipeline, run, tune_precision
 from infer.cli.console import err, show
 from infer.cli.quiet import quiet_frameworks
 
@@ -132,6 +132,7 @@ app.command("dump-bin")(dump_bin.dump_bin)
 app.command("bin-info")(bin_info.bin_info)
 app.command("run")(run.run)
 app.command("compare")(compare.compare)
+app.command("tune-precision")(tune_precision.tune_precision)
 app.command("demo")(demo.demo)
 app.add_typer(pipeline.pipeline_app, name="pipeline")
 app.command("doctor")(doctor.doctor)

@@ -39,7 +39,15 @@ def convert(
     op_select_implmode: str = typer.Option("", "--op-select-implmode", help="high_precision, high_performance, "
                                            "high_precision_for_all or high_performance_for_all (om only)."),
     fusion_switch_file: Path | None = typer.Option(None, "--fusion-switch-file", help="ATC fusion switch file."),
-    keep_dtype: Path | None = typer.Option(None, "--keep-dtype", help="ATC keep-dtype file (om only)."),
+    keep_dtype: Path | None = typer.Option(None, "--keep-dtype", help="ATC keep_dtype file: op names (TF node "
+                                           "names) or OpType::Type, one a line, kept in fp32; emulated by the "
+                                           "stand-in."),
+    modify_mixlist: Path | None = typer.Option(None, "--modify-mixlist", help="ATC modify_mixlist JSON (black-, "
+                                               "white-, gray-list to-add/to-remove op types); allow_mix_precision "
+                                               "only."),
+    customize_dtypes: Path | None = typer.Option(None, "--customize-dtypes", help="ATC customize_dtypes file "
+                                                 "(Opname::InputDtype:...,OutputDtype:... lines), applied over "
+                                                 "--keep-dtype."),
     atc_arg: list[str] = typer.Option([], "--atc-arg", help="One more ATC argument, as --atc-arg=--log=info; "
                                       "repeatable."),
     opset: int | None = typer.Option(None, "--opset", help="ONNX opset (onnx only); default: the highest both "
@@ -105,12 +113,15 @@ def convert(
         target=chosen, output=output, soc_version=soc_version, precision_mode=precision_mode,
         input_fp16_nodes=input_fp16_nodes, output_type=output_type, input_format=input_format,
         dynamic_batch=_batches(dynamic_batch), op_select_implmode=op_select_implmode,
-        fusion_switch_file=fusion_switch_file, keep_dtype=keep_dtype, atc_args=tuple(atc_arg), opset=opset,
+        fusion_switch_file=fusion_switch_file, keep_dtype=keep_dtype, modify_mixlist=modify_mixlist,
+        customize_dtypes=customize_dtypes, atc_args=tuple(atc_arg), opset=opset,
         allow_unknown_soc=allow_unknown_soc, dry_run=dry_run, timeout=timeout, aipp=aipp_options,
     )
     result = convert_model(contract, options)
     if result.ignored:
         say(f"ignored for target {result.target}: {', '.join(result.ignored)}")
+    for note in result.notes:
+        say(note)
     console = out()
     if result.dry_run:
         if result.command:

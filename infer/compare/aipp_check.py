@@ -4,7 +4,8 @@ Compare already measures the whole path (AIPP plus the model) against TensorFlow
 this check says where a difference comes from. AIPP is computed in numpy (`atc_wrap.aipp_apply`) for every
 batch of the AIPP input and compared per channel, in the model input's units, with ``(pixel * scale - mean) / std``
 in float64. AIPP stores its output as fp16, so up to fp16's rounding (a relative 2**-11, plus float32 arithmetic)
-is expected, and with a CSC (YUV420SP bins) up to one pixel unit more, which its integer ``>> 8`` floors away
+is expected, plus what holding min_chn and var_reci_chn as fp16 moves (bounded per channel from the config's own
+values), and with a CSC (YUV420SP bins) up to one pixel unit more, which its integer ``>> 8`` floors away
 where the declared decoding is exact; past that the check fails and names the config settings that do not give
 the declared preprocessing: the channel swap, the crop position, the CSC matrix's row order, each channel's mean
 and var_reci.
@@ -18,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from atc_wrap.aipp import CSC_MATRICES, AippConfig, csc_rows
+from atc_wrap.aipp import CSC_MATRICES, AippConfig, csc_rows, held_fp16
 from atc_wrap.aipp_apply import apply_aipp
 from binio.binfile import read_bin
 from binio.errors import InferError
@@ -106,6 +107,18 @@ def mismatched_settings(config: AippConfig, declared: DeclaredPreprocessing) -> 
     return tuple(found)
 
 
+def _held_parameters_bound(config: AippConfig) -> float:
+    """The most that min_chn and var_reci_chn rounded to fp16 (as AIPP holds them) move an output value."""
+    channels = config.output_channels
+    worst = 0.0
+    for c, (minimum, reci, held_min, held_reci) in enumerate(zip(
+            config.min_chn[:channels], config.var_reci_chn[:channels], held_fp16(config.min_chn[:channels]),
+            held_fp16(config.var_reci_chn[:channels]), strict=True)):
+        reach = 255.0 + config.mean_chn[c] + abs(minimum)  # the largest |pixel - mean - min| a uint8 pixel gives
+        worst = max(worst, abs(held_reci - reci) * reach + abs(held_min - minimum) * abs(held_reci))
+    return worst
+
+
 def check_aipp(contract: ModelContract, manifest: DatasetManifest) -> tuple[AippCheck, ...]:
     """The check for the model's AIPP input; () for a model without AIPP or a dataset declaring nothing."""
     from infer.aipp import model_aipp
@@ -135,7 +148,7 @@ def check_aipp(contract: ModelContract, manifest: DatasetManifest) -> tuple[Aipp
             diff = np.abs(got - want).reshape(-1, config.output_channels)
         worst = np.maximum(worst, np.nan_to_num(diff, nan=np.inf).max(axis=0))
         magnitude = max(magnitude, float(np.abs(want).max()))
-    tolerance = _RELATIVE * max(1.0, magnitude)
+    tolerance = _RELATIVE * max(1.0, magnitude) + _held_parameters_bound(config)
     if config.csc_switch:  # AIPP's integer CSC (>> 8) floors what the declared decoding keeps: under a pixel unit
         tolerance += max(abs(v) for v in config.var_reci_chn[:config.output_channels])
     return (AippCheck(input=name, max_abs_diff=tuple(float(d) for d in worst), tolerance=tolerance,

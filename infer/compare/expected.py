@@ -137,6 +137,26 @@ def _emulation_settings(contract: ModelContract) -> tuple[str, str, str]:
             str(settings.get("output_type", "") or ""))
 
 
+def _op_control_files(contract: ModelContract) -> dict[str, str]:
+    """The per-op precision files' texts the conversion used (ConvertOptions field -> text)."""
+    from atc_wrap.op_controls import CONTROL_FILE_NAMES
+
+    assert contract.converted is not None
+    recorded = contract.converted.settings.get("op_control_files") or {}
+    return {key: str(text) for key, text in recorded.items() if key in CONTROL_FILE_NAMES}
+
+
+def _write_op_control_files(controls: dict[str, str], folder: Path) -> dict[str, Path]:
+    from atc_wrap.op_controls import CONTROL_FILE_NAMES
+
+    files = {}
+    for key, text in controls.items():
+        path = folder / CONTROL_FILE_NAMES[key]
+        path.write_text(text, encoding="utf-8")
+        files[key] = path
+    return files
+
+
 def _link_or_copy(source: Path, target: Path) -> None:
     try:
         os.link(source, target)
@@ -147,9 +167,9 @@ def _link_or_copy(source: Path, target: Path) -> None:
 def emulated_run(contract: ModelContract, manifest: DatasetManifest, cache_root: Path,
                  progress: Callable[[int, int], None] | None = None) -> tuple[ModelContract, Path]:
     """The run folder of the stand-in's emulation of the contract's precision mode over these bins: the pb
-    converted with tf2onnx in the same precision mode (same --input-fp16-nodes and --output-type) and run by ONNX
-    Runtime. Cached under `cache_root`/emulated/<sha256 of pb, settings and dataset>/, like the golden outputs.
-    Returns the emulated model's contract and its run folder."""
+    converted with tf2onnx in the same precision mode (same --input-fp16-nodes, --output-type and per-op precision
+    files) and run by ONNX Runtime. Cached under `cache_root`/emulated/<sha256 of pb, settings and dataset>/, like
+    the golden outputs. Returns the emulated model's contract and its run folder."""
     from infer.aipp import AippOptions, model_aipp
     from infer.compare.golden import cached_run
     from infer.contract import load_contract
@@ -160,8 +180,10 @@ def emulated_run(contract: ModelContract, manifest: DatasetManifest, cache_root:
     contract.check_pb_unchanged()
     aipp = model_aipp(contract)  # the om's AIPP goes in front of the emulation too: it takes the same uint8 bins
     aipp_text = "" if aipp is None else aipp.to_prototxt()
+    controls = _op_control_files(contract)  # --keep-dtype and the like, replayed from their recorded texts
     digest = hashlib.sha256("\0".join((contract.pb_sha256, precision_mode, fp16_nodes, output_type,
-                                       sha256_file(manifest.path), aipp_text)).encode())
+                                       sha256_file(manifest.path), aipp_text,
+                                       *(f"{k}={v}" for k, v in sorted(controls.items())))).encode())
     folder = cache_root / _EMULATED / digest.hexdigest()[:32]
     runs = folder / "runs"
     model = folder / "model"
@@ -180,9 +202,11 @@ def emulated_run(contract: ModelContract, manifest: DatasetManifest, cache_root:
         if aipp is not None:
             (model / "om-aipp.cfg").write_text(aipp_text, encoding="utf-8")
             aipp_options = AippOptions(config=model / "om-aipp.cfg")
-        staged = convert_model(staged, ConvertOptions(target="onnx", precision_mode=precision_mode,
-                                                      input_fp16_nodes=fp16_nodes, output_type=output_type,
-                                                      aipp=aipp_options)).contract
+        files = _write_op_control_files(controls, model)
+        staged = convert_model(staged, ConvertOptions(
+            target="onnx", precision_mode=precision_mode, input_fp16_nodes=fp16_nodes, output_type=output_type,
+            aipp=aipp_options, keep_dtype=files.get("keep_dtype"), modify_mixlist=files.get("modify_mixlist"),
+            customize_dtypes=files.get("customize_dtypes"))).contract
     # The emulated model is another model of the same pb on purpose, fed the converted model's bins.
     options = RunOptions(backend="onnxrt", bins_made_for=manifest.model_sha256)
     return staged, run_model(staged.path, manifest.root, runs, options, progress=progress).folder

@@ -258,29 +258,31 @@ def _provenance_section(result: CompareResult) -> str:
     return f"<h2>Compared</h2><table>{cells}</table>"
 
 
-def _expected_section(result: CompareResult) -> str:
-    if not result.expected:
+def _titled_table(title: str, headers: tuple[str, ...], rows: list[str]) -> str:
+    """A section of one table: `rows` are ready ``<tr>`` elements; none, no section."""
+    if not rows:
         return ""
-    rows = "".join(
-        f"<tr><td class='name'>{html.escape(e.output)}</td><td>{shown(e.actual_rmse)}</td>"
-        f"<td>{shown(e.emulated_rmse)}</td><td>{shown(e.rmse_ratio)}</td><td>{shown(e.actual_one_minus_cosine)}</td>"
-        f"<td>{shown(e.emulated_one_minus_cosine)}</td><td>{shown(e.cosine_ratio)}</td>"
-        f"<td>{'<span class=fail>FLAGGED</span>' if e.flagged else 'within'}</td></tr>" for e in result.expected)
-    return ("<h2>Expected error (emulated precision)</h2><table><tr><th>output</th><th>RMSE</th><th>emulated</th>"
-            "<th>ratio</th><th>1-cosine</th><th>emulated</th><th>ratio</th><th>band</th></tr>" + rows + "</table>")
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
+    return f"<h2>{html.escape(title)}</h2><table><tr>{head}</tr>{''.join(rows)}</table>"
+
+
+def _expected_section(result: CompareResult) -> str:
+    rows = [f"<tr><td class='name'>{html.escape(e.output)}</td><td>{shown(e.actual_rmse)}</td>"
+            f"<td>{shown(e.emulated_rmse)}</td><td>{shown(e.rmse_ratio)}</td>"
+            f"<td>{shown(e.actual_one_minus_cosine)}</td><td>{shown(e.emulated_one_minus_cosine)}</td>"
+            f"<td>{shown(e.cosine_ratio)}</td>"
+            f"<td>{'<span class=fail>FLAGGED</span>' if e.flagged else 'within'}</td></tr>" for e in result.expected]
+    return _titled_table("Expected error (emulated precision)", (
+        "output", "RMSE", "emulated", "ratio", "1-cosine", "emulated", "ratio", "band"), rows)
 
 
 def _preprocessing_section(result: CompareResult) -> str:
     """AIPP's output against the declared preprocessing: per channel, and the settings that differ."""
-    if not result.preprocessing:
-        return ""
-    rows = "".join(
-        f"<tr><td class='name'>{html.escape(c.input)}</td><td>{', '.join(shown(d) for d in c.max_abs_diff)}</td>"
-        f"<td>{shown(c.tolerance)}</td><td>{'ok' if c.passed else '<span class=fail>FAILED</span>'}</td>"
-        f"<td class='name'>{html.escape('; '.join(c.mismatches) or '-')}</td></tr>" for c in result.preprocessing)
-    return ("<h2>Preprocessing (AIPP against the declared preprocessing)</h2><table><tr><th>input</th>"
-            "<th>max |diff| per channel</th><th>limit</th><th>check</th><th>settings that differ</th></tr>"
-            + rows + "</table>")
+    rows = [f"<tr><td class='name'>{html.escape(c.input)}</td><td>{', '.join(shown(d) for d in c.max_abs_diff)}</td>"
+            f"<td>{shown(c.tolerance)}</td><td>{'ok' if c.passed else '<span class=fail>FAILED</span>'}</td>"
+            f"<td class='name'>{html.escape('; '.join(c.mismatches) or '-')}</td></tr>" for c in result.preprocessing]
+    return _titled_table("Preprocessing (AIPP against the declared preprocessing)", (
+        "input", "max |diff| per channel", "limit", "check", "settings that differ"), rows)
 
 
 def render_html(result: CompareResult) -> str:

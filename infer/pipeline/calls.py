@@ -136,13 +136,23 @@ def convert_options(config: PipelineConfig) -> ConvertOptions:
     from infer.convert import ConvertOptions
 
     section = config.convert
+    files = precision_files(config)
     return ConvertOptions(
         target=None if section.target == "auto" else section.target, soc_version=section.soc_version,
         precision_mode=section.precision_mode, input_fp16_nodes=section.input_fp16_nodes,
         output_type=section.output_type, input_format=section.input_format,
         op_select_implmode=section.op_select_implmode, atc_args=section.atc_args, opset=section.opset or None,
-        aipp=aipp_options(config),
+        aipp=aipp_options(config), keep_dtype=files.get("keep_dtype"), modify_mixlist=files.get("modify_mixlist"),
+        customize_dtypes=files.get("customize_dtypes"),
     )
+
+
+def precision_files(config: PipelineConfig) -> dict[str, Path]:
+    """[convert]'s keep_dtype / modify_mixlist / customize_dtypes, resolved against the pipeline file."""
+    from infer.pipeline.config import PRECISION_FILES
+
+    return {key: config.resolve(getattr(config.convert, key)) for key in PRECISION_FILES
+            if getattr(config.convert, key)}
 
 
 def atc_dry_run(config: PipelineConfig, work: WorkLayout) -> tuple[str, ...]:

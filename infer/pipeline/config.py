@@ -58,6 +58,10 @@ class DataSection:
     preprocessing: PreprocessingSection = field(default_factory=PreprocessingSection)
 
 
+# [convert]'s per-op precision files, named as ConvertOptions' fields and as the section's keys.
+PRECISION_FILES: tuple[str, ...] = ("keep_dtype", "modify_mixlist", "customize_dtypes")
+
+
 @dataclass(frozen=True)
 class ConvertSection:
     """What `infer convert` needs; empty strings leave ATC's defaults."""
@@ -78,6 +82,10 @@ class ConvertSection:
     aipp_src_size: tuple[int, ...] = ()  # (width, height) of the uint8 source; () = the model input's size
     aipp_crop: tuple[int, ...] = ()  # (x, y) of the crop window; () = centred
     aipp_csc: str = ""  # YUV420SP_U8: jpeg | bt601n | bt601w | bt709n | bt709w
+    # ATC's per-op precision files (relative to this file): passed to ATC, emulated by the stand-in
+    keep_dtype: str = ""
+    modify_mixlist: str = ""
+    customize_dtypes: str = ""
 
 
 @dataclass(frozen=True)
@@ -329,6 +337,10 @@ def check_files(config: PipelineConfig) -> None:
     if config.labels is not None and not config.labels.is_file():
         raise ConfigError(f"{config.path}: [compare] labels: no such file: {config.labels}")
     convert = config.convert
+    for key in PRECISION_FILES:
+        name = getattr(convert, key)
+        if name and not config.resolve(name).is_file():
+            raise ConfigError(f"{config.path}: [convert] {key}: no such file: {config.resolve(name)}")
     if convert.aipp_config and not config.resolve(convert.aipp_config).is_file():
         raise ConfigError(f"{config.path}: [convert] aipp_config: no such file: {config.resolve(convert.aipp_config)}")
     if convert.aipp and convert.aipp_config:

@@ -92,6 +92,8 @@ def _freeze_args(config: PipelineConfig) -> list[str]:
 
 
 def _convert_args(config: PipelineConfig) -> list[str]:
+    from infer.pipeline.calls import precision_files
+
     section = config.convert
     args = [] if section.target == "auto" else ["--target", section.target]
     pairs = (("--soc-version", section.soc_version), ("--precision-mode", section.precision_mode),
@@ -102,6 +104,8 @@ def _convert_args(config: PipelineConfig) -> list[str]:
         args += ["--opset", str(section.opset)]
     for extra in section.atc_args:
         args += ["--atc-arg", extra]
+    for key, path in precision_files(config).items():
+        args += [f"--{key.replace('_', '-')}", str(path)]
     if section.aipp_config:
         args += ["--aipp-config", str(config.resolve(section.aipp_config))]
     elif section.aipp:
@@ -219,11 +223,15 @@ def run_freeze(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StageD
 # --- convert ---------------------------------------------------------------------------------------------------
 
 def plan_convert(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StagePlan:
+    from infer.pipeline.calls import precision_files
+
     command = ("infer", "convert", str(work.contract), *_convert_args(config))
     settings = asdict(config.convert)
     if config.convert.aipp and not config.convert.aipp_config:  # AIPP is made from [data.preprocessing]
         settings["preprocessing"] = asdict(config.data.preprocessing)
-    inputs = (work.pb, config.resolve(config.convert.aipp_config)) if config.convert.aipp_config else (work.pb,)
+    inputs: tuple[Path, ...] = (work.pb, config.resolve(config.convert.aipp_config)) if config.convert.aipp_config \
+        else (work.pb,)
+    inputs += tuple(precision_files(config).values())  # an edited keep_dtype file re-runs the stage
     return StagePlan("convert", inputs, settings, command)
 
 

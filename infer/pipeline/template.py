@@ -99,12 +99,16 @@ def render_template(values: TemplateValues) -> str:
               "# op_select_implmode = \"\"",
               "# atc_args = []           # more ATC flags, passed as they are",
               "# opset = 0               # stand-in: 0 = the highest tf2onnx and onnxruntime both handle",
+              "# keep_dtype = \"\"         # ATC's keep_dtype file (from infer tune-precision): ops kept in fp32",
+              "# modify_mixlist = \"\"     # ATC's modify_mixlist JSON (allow_mix_precision only)",
+              "# customize_dtypes = \"\"   # ATC's customize_dtypes file",
               "# AIPP: the NPU does [data.preprocessing] (colour, mean, std, scale) on uint8 images; resize stays",
               "# host-side. aipp_config = \"aipp.cfg\" takes a hand-written config instead.",
               "aipp = true" if values.aipp else "# aipp = false",
               "# aipp_input_format = \"\"  # RGB888_U8 | YUV420SP_U8 | XRGB8888_U8 | YUV400_U8",
               "# aipp_src_size = []      # [width, height] of the uint8 source; [] = the model input's size",
-              "# aipp_crop = []          # [x, y] of the crop window; [] = centred"]
+              "# aipp_crop = []          # [x, y] of the crop window; [] = centred",
+              "# aipp_csc = \"\"           # YUV420SP_U8: jpeg | bt601n | bt601w | bt709n | bt709w; \"\" = jpeg"]
 
     lines += ["", "[run]",
               "# backend = \"auto\"  # from what convert made; or onnxrt | tf | msame | ais_bench",

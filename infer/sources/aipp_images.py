@@ -1,7 +1,7 @@
 """Images for a model input with AIPP: uint8 source images of the AIPP source size, resized host-side only.
 
 AIPP does the rest on the device (swap, crop, colour-space conversion, normalisation), so nothing else is done
-here; XRGB8888_U8 sources get their X channel (zeros) where AIPP reads it: first, or last with ax_swap_switch;
+here; XRGB8888_U8 sources get their X channel (zeros) where AIPP reads it: first with ax_swap_switch, else last;
 YUV420SP_U8 sources are encoded as a decoder of the config's CSC standard would (`infer.yuv`), NV21 where the
 config swaps U and V.
 """
@@ -24,7 +24,7 @@ def source_channels(config: AippConfig) -> str:
     """How the channels of a source image sit in the bins for `config`'s input format: RGB, XRGB, RGBX, Y, or
     NV12/NV21 (YUV420SP, the U/V order AIPP reads with its swap switch)."""
     if config.input_format == "XRGB8888_U8":
-        return "RGBX" if config.ax_swap_switch else "XRGB"
+        return "XRGB" if config.ax_swap_switch else "RGBX"
     if config.input_format == "YUV400_U8":
         return "Y"
     if config.input_format == "RGB888_U8":

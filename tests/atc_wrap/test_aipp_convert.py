@@ -10,9 +10,16 @@ import pytest
 from atc_wrap.aipp_parse import read_aipp_config
 from infer.contract import ModelContract, load_contract
 from tests.atc_wrap.conftest import FakeAtc
-from tests.cli import run_cli
+from tests.cli import Outcome, run_cli
 
 Copy = Callable[[ModelContract], ModelContract]
+
+
+def _convert_with_config(capsys: pytest.CaptureFixture[str], contract: ModelContract, hand: Path,
+                         text: str) -> tuple[Path, Outcome]:
+    """`infer convert --aipp-config` with `text` written to `hand`."""
+    hand.write_text(text)
+    return hand, run_cli(capsys, "convert", contract.path, "--soc-version", "Ascend310", "--aipp-config", hand)
 
 
 def test_om_gets_aipp_cfg_and_insert_op_conf(capsys: pytest.CaptureFixture[str], fake_atc: FakeAtc,
@@ -56,10 +63,9 @@ def test_hand_written_config_is_copied_as_written(capsys: pytest.CaptureFixture[
                                                   frozen_small_cnn: ModelContract, copy_model: Copy,
                                                   tmp_path: Path) -> None:
     contract = copy_model(frozen_small_cnn)
-    hand = tmp_path / "mine.cfg"
-    hand.write_text("# ours\naipp_op {\n aipp_mode: static\n input_format: RGB888_U8\n rbuv_swap_switch: true\n"
-                    " mean_chn_0: 104\n}\n")
-    outcome = run_cli(capsys, "convert", contract.path, "--soc-version", "Ascend310", "--aipp-config", hand)
+    hand, outcome = _convert_with_config(capsys, contract, tmp_path / "mine.cfg", (
+        "# ours\naipp_op {\n aipp_mode: static\n input_format: RGB888_U8\n rbuv_swap_switch: true\n"
+        " mean_chn_0: 104\n}\n"))
     assert outcome.code == 0, outcome.err
     assert (contract.folder / "aipp.cfg").read_text() == hand.read_text()
     saved = load_contract(contract.path)
@@ -89,10 +95,9 @@ def test_config_for_another_size_is_refused(capsys: pytest.CaptureFixture[str], 
                                             frozen_small_cnn: ModelContract, copy_model: Copy,
                                             tmp_path: Path) -> None:
     contract = copy_model(frozen_small_cnn)
-    hand = tmp_path / "big.cfg"
-    hand.write_text("aipp_op {\n aipp_mode: static\n input_format: RGB888_U8\n src_image_size_w: 224\n"
-                    " src_image_size_h: 224\n}\n")
-    outcome = run_cli(capsys, "convert", contract.path, "--soc-version", "Ascend310", "--aipp-config", hand)
+    hand, outcome = _convert_with_config(capsys, contract, tmp_path / "big.cfg", (
+        "aipp_op {\n aipp_mode: static\n input_format: RGB888_U8\n src_image_size_w: 224\n"
+        " src_image_size_h: 224\n}\n"))
     assert outcome.code != 0
     assert outcome.error_line == (f"error: {hand}: AIPP hands the model 224x224 (w x h, its src_image_size "
                                   "(crop: false)), input images:0 takes 8x8")
@@ -138,3 +143,25 @@ def test_emulated_band_of_an_aipp_om_puts_the_same_aipp_in_front(capsys: pytest.
     assert [(s.dtype, s.shape) for s in staged.converted.inputs] == [("uint8", (2, 10, 10, 3))]
     assert model_aipp(staged) == model_aipp(saved) == read_aipp_config(contract.folder / "aipp.cfg")
     assert sorted(p.name for p in folder.glob("*.bin")) == ["000000_output_0.bin", "000001_output_0.bin"]
+
+
+def test_pipeline_template_lists_every_aipp_setting_and_they_read_back() -> None:
+    """Every [convert] aipp_* key the pipeline reads is in the file `pipeline init`/`demo` write, and uncommented
+    with a value it is read as that value."""
+    from dataclasses import fields
+
+    from infer.pipeline.config import ConvertSection, config_from_dict
+    from infer.pipeline.template import TemplateValues, render_template
+
+    text = render_template(TemplateValues(source="model.pb", outputs=("out:0",), aipp=True))
+    keys = [f.name for f in fields(ConvertSection) if f.name.startswith("aipp_") and f.name != "aipp_config"]
+    assert keys and all(f"# {key} = " in text for key in keys)
+    chosen = {"aipp_input_format": '"YUV420SP_U8"', "aipp_src_size": "[36, 34]", "aipp_crop": "[2, 0]",
+              "aipp_csc": '"bt709w"'}
+    for key in keys:
+        text = text.replace(f"# {key} = ", f"{key} = {chosen[key]}  # ", 1)
+    import tomllib
+
+    config = config_from_dict(tomllib.loads(text), Path("pipeline.toml"))
+    assert (config.convert.aipp_input_format, config.convert.aipp_src_size, config.convert.aipp_crop,
+            config.convert.aipp_csc) == ("YUV420SP_U8", (36, 34), (2, 0), "bt709w")

@@ -45,8 +45,8 @@ def _convert(contract: ModelContract, config_text: str) -> ModelContract:
 def _oracle(fmt: str, source: np.ndarray, *, swap: bool, crop: tuple[int, int], matrix: Any, bias: Any,
             mean: list[int], minimum: list[float], reci: list[float], csc: bool, out_bias: Any = (0, 0, 0),
             ax_swap: bool = False) -> np.ndarray:
-    """AIPP from ATC's documentation, one pixel at a time: swap, crop, CSC (>> 8), (p - mean - min) * var_reci,
-    fp16."""
+    """AIPP from ATC's documentation, one pixel at a time: swap, crop, CSC (>> 8), (p - mean - min) * var_reci
+    with min and var_reci as fp16, fp16."""
     n = source.shape[0]
     src_h = source.shape[1] * 2 // 3 if fmt == "YUV420SP_U8" else source.shape[1]
     channels = 1 if fmt == "YUV400_U8" else 3
@@ -63,7 +63,7 @@ def _oracle(fmt: str, source: np.ndarray, *, swap: bool, crop: tuple[int, int], 
                         pixel = [pixel[0], pixel[2], pixel[1]]
                 elif fmt == "XRGB8888_U8":
                     raw = [int(v) for v in source[b, y, x]]
-                    pixel = raw[0:3] if ax_swap else raw[1:4]
+                    pixel = raw[1:4] if ax_swap else raw[0:3]  # ATC's table: XRGB with the swap, RGBX without
                     if swap:
                         pixel = pixel[::-1]
                 else:
@@ -79,8 +79,9 @@ def _oracle(fmt: str, source: np.ndarray, *, swap: bool, crop: tuple[int, int], 
                                  for r in range(3)]
                     pixel = [min(255, max(0, v)) for v in pixel]
                 for c in range(channels):
-                    value = (np.float32(pixel[c]) - np.float32(mean[c]) - np.float32(minimum[c])) \
-                        * np.float32(reci[c])
+                    # the AIPP kernel loads min_chn and var_reci_chn into its registers as fp16
+                    value = (np.float32(pixel[c]) - np.float32(mean[c]) - np.float32(np.float16(minimum[c]))) \
+                        * np.float32(np.float16(reci[c]))
                     out[b, i, j, c] = np.float16(value)
     return out
 
@@ -181,3 +182,15 @@ def test_numpy_apply_matches_the_stand_in(tmp_path: Path) -> None:
     source = np.random.default_rng(6).integers(0, 256, size=(2, 12, 10, 1), dtype=np.uint8)
     np.testing.assert_array_equal(apply_aipp(config, source).astype(np.float32),
                                   onnx_outputs(contract, {"x:0": source})[0])
+
+
+def test_min_and_var_reci_are_used_as_fp16_as_the_aipp_kernel_loads_them() -> None:
+    """min_chn 200.3 is 200.25 in fp16 (spacing 0.125 there): 255 - 200.25 = 54.75, where float32 would give
+    54.7 (stored as 54.6875)."""
+    from atc_wrap.aipp_apply import apply_aipp
+
+    config = AippConfig(src_image_size_w=1, src_image_size_h=1, min_chn=(200.3, 0.0, 0.0, 0.0),
+                        var_reci_chn=(1.0, 0.1, 1.0, 1.0))
+    out = apply_aipp(config, np.full((1, 1, 1, 3), 255, dtype=np.uint8))
+    assert float(out[0, 0, 0, 0]) == 54.75
+    assert float(out[0, 0, 0, 1]) == float(np.float16(np.float32(255) * np.float32(np.float16(0.1))))

@@ -20,10 +20,11 @@ def test_without_atc_the_default_target_is_the_stand_in(
     capsys: pytest.CaptureFixture[str], no_atc: None, frozen_small_cnn: ModelContract, copy_model: Copy
 ) -> None:
     contract = copy_model(frozen_small_cnn)
-    outcome = run_cli(capsys, "convert", contract.folder, "--soc-version", "Ascend310", "--keep-dtype", "keep.cfg")
+    outcome = run_cli(capsys, "convert", contract.folder, "--soc-version", "Ascend310", "--op-select-implmode",
+                      "high_precision")
     assert outcome.code == 0, outcome.err
     assert "ATC not found: converting to the ONNX Runtime stand-in (--target om to insist)" in outcome.err
-    assert "ignored for target onnx: --soc-version, --keep-dtype" in outcome.err
+    assert "ignored for target onnx: --soc-version, --op-select-implmode" in outcome.err
     onnx_path = contract.folder / "model.onnx"
     lines = outcome.out.splitlines()
     assert lines[0].startswith(f"wrote {onnx_path} (onnx, force_fp16, sha256 ")
@@ -32,7 +33,7 @@ def test_without_atc_the_default_target_is_the_stand_in(
     saved = load_contract(contract.path)
     assert saved.converted is not None
     assert saved.converted.settings["opset"] == default_opset()
-    assert saved.converted.settings["ignored_options"] == ["--soc-version", "--keep-dtype"]
+    assert saved.converted.settings["ignored_options"] == ["--soc-version", "--op-select-implmode"]
     assert saved.converted.settings["emulation"]["mode"] == "force_fp16"
 
 

@@ -162,3 +162,32 @@ def test_yuv420sp_odd_centre_crop_is_rounded_down_and_named(capsys: pytest.Captu
     compared = run_cli(capsys, "compare", contract.path, "--input", tmp_path / "bins", "--actual", tmp_path / "out")
     assert compared.code == 1
     assert "crop at load_start_pos (0, 2), the declared centre crop starts at (1, 2)" in compared.out
+
+
+def test_nchw_model_takes_nhwc_uint8_bins_and_compare_passes(capsys: pytest.CaptureFixture[str],
+                                                             tmp_path: Path) -> None:
+    """An NCHW model input: AIPP and the bins stay NHWC uint8 (as ATC forces for an AIPP input), the stand-in
+    transposes AIPP's output and TensorFlow gets the declared preprocessing in NCHW; per-channel means tell a
+    channel or layout mix-up apart."""
+    from dataclasses import replace
+    from typing import Any
+
+    from tests.atc_wrap.graphs import write_frozen
+
+    def build(tf: Any) -> None:
+        x = tf.compat.v1.placeholder(tf.float32, [2, 3, 6, 8], name="x")
+        tf.reduce_mean(x, axis=[2, 3], name="out")
+
+    contract = write_frozen(tmp_path / "model", build, ("x:0",), ("out:0",))
+    contract = replace(contract, inputs=(replace(contract.inputs[0], layout="NCHW"),)).save()
+    prep = ("--mean", "120,110,100", "--std", "60,50,40", "--color", "BGR")
+    _convert(capsys, contract, "--aipp-src-size", "10,8", *prep)
+    images = _images(tmp_path / "images", count=4)
+    assert run_cli(capsys, "dump-bin", "-m", contract.path, "-o", tmp_path / "bins", images, *prep).code == 0
+    item = load_manifest(tmp_path / "bins").inputs[0]
+    assert (item.dtype, item.shape, item.spec.layout) == ("uint8", (2, 8, 10, 3), "NHWC")
+    assert run_cli(capsys, "run", contract.path, "--input", tmp_path / "bins", "-o", tmp_path / "out").code == 0
+    actual = next((tmp_path / "out").iterdir())
+    outcome = run_cli(capsys, "compare", contract.path, "--input", tmp_path / "bins", "--actual", actual)
+    assert outcome.code == 0, outcome.out + outcome.err
+    assert "preprocessing: AIPP output of x:0 matches the declared preprocessing" in outcome.out

@@ -93,7 +93,8 @@ def test_unknown_key_suggests_the_closest(project: Path) -> None:
     assert message == (f"{project / 'pipeline.toml'}: [convert] precison_mode: unknown key; did you mean "
                        "'precision_mode'? (valid keys: target, soc_version, precision_mode, input_fp16_nodes, "
                        "output_type, input_format, op_select_implmode, atc_args, opset, aipp, aipp_config, "
-                       "aipp_input_format, aipp_src_size, aipp_crop, aipp_csc)")
+                       "aipp_input_format, aipp_src_size, aipp_crop, aipp_csc, keep_dtype, modify_mixlist, "
+                       "customize_dtypes)")
 
 
 def test_unknown_nested_key(project: Path) -> None:
@@ -263,3 +264,21 @@ def test_aipp_config_must_exist_and_not_come_with_aipp(project: Path) -> None:
                          "aipp_config reads a written one; give one of them")
     config = load_config(_write(project, MINIMAL + '[convert]\naipp = true\naipp_src_size = [256, 240]\n'))
     assert (config.convert.aipp, config.convert.aipp_src_size) == (True, (256, 240))
+
+
+def test_per_op_precision_files_resolve_against_the_file_and_reach_convert(project: Path) -> None:
+    from infer.pipeline.calls import convert_options
+    from infer.pipeline.stages import _convert_args
+
+    missing = _error(project, MINIMAL + '[convert]\nkeep_dtype = "keep.cfg"\n')
+    assert missing == f"{project / 'pipeline.toml'}: [convert] keep_dtype: no such file: {project / 'keep.cfg'}"
+    (project / "keep.cfg").write_text("OpType::Sum\n")
+    (project / "mix.json").write_text('{"black-list": {"to-add": ["Exp"]}}')
+    config = load_config(_write(project, MINIMAL + '[convert]\nprecision_mode = "allow_mix_precision"\n'
+                                                   'keep_dtype = "keep.cfg"\nmodify_mixlist = "mix.json"\n'))
+    options = convert_options(config)
+    assert (options.keep_dtype, options.modify_mixlist, options.customize_dtypes) == (
+        project / "keep.cfg", project / "mix.json", None)
+    args = _convert_args(config)
+    assert args[args.index("--keep-dtype") + 1] == str(project / "keep.cfg")
+    assert args[args.index("--modify-mixlist") + 1] == str(project / "mix.json")

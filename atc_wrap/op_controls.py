@@ -1,0 +1,345 @@
+"""ATC's per-op precision controls: `--keep_dtype`, `--modify_mixlist` and `--customize_dtypes` files, read and
+checked against the pb, then resolved into one precision per TF node for the stand-in's emulation.
+
+ATC applies them in this order, a later one winning for an op it names: allow_mix_precision's lists (as
+`--modify_mixlist` changes them), then `--keep_dtype` (the op keeps its original fp32), then `--customize_dtypes`
+(the op's input and output dtypes as written). Op names are the TF node names of the frozen pb; op types are
+Ascend IR types, for TensorFlow models the TF op types (`atc_wrap.op_types`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from atc_wrap.errors import ConvertError
+from atc_wrap.op_types import closest, known_op_types
+
+OP_TYPE_PREFIX = "OpType::"
+MIXLIST_KEYS: tuple[str, ...] = ("black-list", "white-list", "gray-list")
+MIXLIST_CHANGES: tuple[str, ...] = ("to-add", "to-remove")
+# ATC's dtype spellings in --customize_dtypes; the stand-in emulates the float ones.
+CUSTOM_DTYPES: Mapping[str, str] = {"float": "float32", "float32": "float32", "float16": "float16",
+                                    "int8": "int8", "int16": "int16", "int32": "int32", "int64": "int64",
+                                    "uint8": "uint8", "bool": "bool", "bfloat16": "bfloat16"}
+EMULATED_DTYPES: tuple[str, ...] = ("float32", "float16")
+# Modes in which --keep_dtype changes anything: ATC ignores it under must_keep_origin_dtype, and under force_fp32
+# every op is fp32 already.
+KEEP_DTYPE_MODES: tuple[str, ...] = ("force_fp16", "allow_fp32_to_fp16", "allow_mix_precision")
+MIXLIST_MODE = "allow_mix_precision"
+
+
+@dataclass(frozen=True)
+class OpEntries:
+    """Op names and ``OpType::`` types, in the file's order."""
+
+    names: tuple[str, ...] = ()
+    types: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class MixlistChanges:
+    """`--modify_mixlist`: per list (black, white, gray), the op types added and removed."""
+
+    added: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    removed: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def types(self) -> tuple[str, ...]:
+        return tuple(t for kind in MIXLIST_KEYS for t in (*self.added.get(kind, ()), *self.removed.get(kind, ())))
+
+    def to_json(self) -> dict[str, Any]:
+        return {kind: {"to-add": list(self.added.get(kind, ())), "to-remove": list(self.removed.get(kind, ()))}
+                for kind in MIXLIST_KEYS if self.added.get(kind) or self.removed.get(kind)}
+
+
+@dataclass(frozen=True)
+class DtypeRule:
+    """One `--customize_dtypes` line: an op (by name, or every op of a type) and its input/output dtypes."""
+
+    target: str
+    by_type: bool
+    input_dtypes: tuple[str, ...]
+    output_dtypes: tuple[str, ...]
+
+    def describe(self) -> str:
+        what = f"{OP_TYPE_PREFIX}{self.target}" if self.by_type else self.target
+        return f"{what}: inputs {','.join(self.input_dtypes) or '-'}, outputs {','.join(self.output_dtypes) or '-'}"
+
+
+@dataclass(frozen=True)
+class OpControls:
+    """The three files as read; empty where not given."""
+
+    keep_dtype: OpEntries = field(default_factory=OpEntries)
+    mixlist: MixlistChanges = field(default_factory=MixlistChanges)
+    customize: tuple[DtypeRule, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.keep_dtype.names or self.keep_dtype.types or self.mixlist.types() or self.customize)
+
+
+@dataclass(frozen=True)
+class OpPrecision:
+    """How one TF node computes on the stand-in, and which control said so."""
+
+    node: str
+    op_type: str
+    compute: str  # fp32 (kept) | fp16 (inputs cast to fp16, outputs rounded) | follow (gray: as the op before it)
+    source: str  # modify_mixlist | keep_dtype | customize_dtypes
+    input_dtypes: tuple[str, ...] = ()  # customize_dtypes: per input of the op; () = by `compute`
+    output_dtypes: tuple[str, ...] = ()
+
+
+def _lines(path: Path, flag: str) -> list[tuple[int, str]]:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConvertError(f"{flag} {path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConvertError(f"{flag} {path}: cannot read it as text ({exc})") from None
+    return [(number, line.strip()) for number, line in enumerate(text.splitlines(), 1)
+            if line.strip() and not line.strip().startswith("#")]
+
+
+def read_keep_dtype(path: Path) -> OpEntries:
+    """ATC's keep_dtype file: one op name or ``OpType::TypeName`` a line (blank lines and ``#`` lines skipped)."""
+    names: list[str] = []
+    types: list[str] = []
+    for number, line in _lines(path, "--keep-dtype"):
+        if line.startswith(OP_TYPE_PREFIX):
+            kind = line[len(OP_TYPE_PREFIX):].strip()
+            if not kind:
+                raise ConvertError(f"--keep-dtype {path}:{number}: {line!r} names no op type, e.g. OpType::Relu")
+            types.append(kind)
+        elif "::" in line:
+            raise ConvertError(f"--keep-dtype {path}:{number}: {line!r}: expected an op name or OpType::TypeName")
+        else:
+            names.append(line)
+    return OpEntries(names=tuple(dict.fromkeys(names)), types=tuple(dict.fromkeys(types)))
+
+
+def write_keep_dtype(path: Path, names: Iterable[str]) -> Path:
+    """A keep_dtype file of op names, one a line, written atomically."""
+    from binio.atomic import write_bytes_atomic
+
+    write_bytes_atomic(Path(path), "".join(f"{name}\n" for name in names).encode())
+    return Path(path)
+
+
+def read_modify_mixlist(path: Path) -> MixlistChanges:
+    """ATC's modify_mixlist JSON: ``{"black-list": {"to-add": [...], "to-remove": [...]}, "white-list": ...}``."""
+    flag = f"--modify-mixlist {path}"
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConvertError(f"{flag}: no such file") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ConvertError(f"{flag}: not a JSON file ({exc})") from None
+    if not isinstance(data, dict):
+        raise ConvertError(f"{flag}: expected a JSON object with {', '.join(MIXLIST_KEYS)}, found "
+                           f"{type(data).__name__}")
+    added: dict[str, tuple[str, ...]] = {}
+    removed: dict[str, tuple[str, ...]] = {}
+    for kind, changes in data.items():
+        if kind not in MIXLIST_KEYS:
+            raise ConvertError(f"{flag}: unknown key {kind!r}; expected {', '.join(MIXLIST_KEYS)}")
+        if not isinstance(changes, dict):
+            raise ConvertError(f"{flag}: {kind} must be an object with to-add / to-remove lists")
+        for change, types in changes.items():
+            if change not in MIXLIST_CHANGES:
+                raise ConvertError(f"{flag}: {kind}: unknown key {change!r}; expected to-add or to-remove")
+            if not isinstance(types, list) or not all(isinstance(t, str) and t.strip() for t in types):
+                raise ConvertError(f"{flag}: {kind}.{change} must be a list of op type names")
+            target = added if change == "to-add" else removed
+            target[kind] = tuple(t.strip() for t in types)
+    twice = [t for t in {t for v in added.values() for t in v} if sum(t in v for v in added.values()) > 1]
+    if twice:
+        raise ConvertError(f"{flag}: {', '.join(sorted(twice))} added to more than one list")
+    return MixlistChanges(added=added, removed=removed)
+
+
+def _dtypes(text: str, where: str) -> tuple[str, ...]:
+    found = []
+    for raw in (p.strip() for p in text.split(",")):
+        dtype = CUSTOM_DTYPES.get(raw.lower())
+        if dtype is None:
+            raise ConvertError(f"{where}: dtype {raw!r} is not one of {', '.join(CUSTOM_DTYPES)}")
+        found.append(dtype)
+    return tuple(found)
+
+
+def read_customize_dtypes(path: Path) -> tuple[DtypeRule, ...]:
+    """``Opname::InputDtype:dt,...,OutputDtype:dt,...`` and ``OpType::Type:InputDtype:...,OutputDtype:...``."""
+    rules = []
+    for number, line in _lines(path, "--customize-dtypes"):
+        where = f"--customize-dtypes {path}:{number}"
+        if line.startswith(OP_TYPE_PREFIX):
+            target, _, spec = line[len(OP_TYPE_PREFIX):].partition(":")
+            by_type = True
+        else:
+            target, sep, spec = line.partition("::")
+            by_type = False
+            if not sep:
+                raise ConvertError(f"{where}: {line!r}: expected Opname::InputDtype:...,OutputDtype:... or "
+                                   "OpType::TypeName:InputDtype:...,OutputDtype:...")
+        inputs, outputs = _dtype_lists(spec, where, line)
+        if not target.strip():
+            raise ConvertError(f"{where}: {line!r} names no op")
+        rules.append(DtypeRule(target=target.strip(), by_type=by_type, input_dtypes=inputs, output_dtypes=outputs))
+    return tuple(rules)
+
+
+def _dtype_lists(spec: str, where: str, line: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    parts: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for token in (t.strip() for t in spec.split(",")):
+        for key in ("InputDtype", "OutputDtype"):
+            if token.startswith(f"{key}:"):
+                if key in parts:
+                    raise ConvertError(f"{where}: {line!r}: {key} given twice")
+                current = parts.setdefault(key, [])
+                token = token[len(key) + 1:]
+                break
+        if current is None or not token:
+            raise ConvertError(f"{where}: {line!r}: expected InputDtype:dt,...,OutputDtype:dt,...")
+        current.append(token)
+    if not parts:
+        raise ConvertError(f"{where}: {line!r}: expected InputDtype:dt,...,OutputDtype:dt,...")
+    return (_dtypes(",".join(parts.get("InputDtype", [])), where) if "InputDtype" in parts else (),
+            _dtypes(",".join(parts.get("OutputDtype", [])), where) if "OutputDtype" in parts else ())
+
+
+# The file each control is replayed from (the expected-error band's emulation), keyed as model.json records them.
+CONTROL_FILE_NAMES: Mapping[str, str] = {"keep_dtype": "keep_dtype.cfg", "modify_mixlist": "modify_mixlist.json",
+                                         "customize_dtypes": "customize_dtypes.cfg"}
+
+
+def control_texts(keep_dtype: Path | None, modify_mixlist: Path | None,
+                  customize_dtypes: Path | None) -> dict[str, str]:
+    """The given control files' texts, as model.json records them (so the conversion can be replayed)."""
+    given = {"keep_dtype": keep_dtype, "modify_mixlist": modify_mixlist, "customize_dtypes": customize_dtypes}
+    return {key: Path(path).read_text(encoding="utf-8") for key, path in given.items() if path is not None}
+
+
+def read_op_controls(keep_dtype: Path | None, modify_mixlist: Path | None,
+                     customize_dtypes: Path | None) -> OpControls:
+    return OpControls(
+        keep_dtype=read_keep_dtype(keep_dtype) if keep_dtype is not None else OpEntries(),
+        mixlist=read_modify_mixlist(modify_mixlist) if modify_mixlist is not None else MixlistChanges(),
+        customize=read_customize_dtypes(customize_dtypes) if customize_dtypes is not None else (),
+    )
+
+
+def check_mixlist_mode(modify_mixlist: Path | str | None, precision_mode: str) -> None:
+    """ATC takes --modify_mixlist with allow_mix_precision only, and refuses it with any other mode."""
+    if modify_mixlist is not None and precision_mode != MIXLIST_MODE:
+        raise ConvertError(f"--modify-mixlist {modify_mixlist}: ATC takes it only with --precision-mode "
+                           f"{MIXLIST_MODE}, not {precision_mode}".replace("  ", " "),
+                           hint=f"--precision-mode {MIXLIST_MODE}, or --keep-dtype to keep ops in fp32 in any mode")
+
+
+def check_against_graph(controls: OpControls, graph_def: Any, pb: Path) -> None:
+    """Every op name must be a node of the pb and every op type a known one; refused with the closest named."""
+    ops = {node.name: node.op for node in graph_def.node}
+    types = known_op_types(ops.values())
+    names = [(n, "--keep-dtype") for n in controls.keep_dtype.names]
+    names += [(r.target, "--customize-dtypes") for r in controls.customize if not r.by_type]
+    for name, flag in names:
+        if name not in ops:
+            raise ConvertError(f"{flag}: op {name!r} is not a node of {pb} ({len(ops)} nodes){closest(name, ops)}",
+                               hint="op names are the frozen pb's TF node names; infer inspect lists them")
+    kinds = [(t, "--keep-dtype") for t in controls.keep_dtype.types]
+    kinds += [(t, "--modify-mixlist") for t in controls.mixlist.types()]
+    kinds += [(r.target, "--customize-dtypes") for r in controls.customize if r.by_type]
+    for kind, flag in kinds:
+        if kind not in types:
+            raise ConvertError(f"{flag}: op type {kind!r} is neither an Ascend IR type the stand-in maps nor a "
+                               f"type in {pb}{closest(kind, types)}",
+                               hint="for TensorFlow models the Ascend IR types are the TF op types (Conv2D, Relu, Sum)")
+
+
+def check_emulated_dtypes(controls: OpControls) -> None:
+    """The stand-in rounds floats; an integer or bfloat16 dtype in --customize-dtypes is ATC's to apply."""
+    for rule in controls.customize:
+        other = [d for d in (*rule.input_dtypes, *rule.output_dtypes) if d not in EMULATED_DTYPES]
+        if other:
+            raise ConvertError(f"--customize-dtypes {rule.describe()}: the ONNX stand-in emulates float32 and "
+                               f"float16 only, not {', '.join(dict.fromkeys(other))}",
+                               hint="--target om passes the file to ATC")
+
+
+def resolve_op_precision(controls: OpControls, graph_def: Any, precision_mode: str) -> dict[str, OpPrecision]:
+    """TF node name -> how it computes, for the nodes a control names (directly or by type), in ATC's order."""
+    ops = {node.name: node.op for node in graph_def.node}
+    by_type: dict[str, list[str]] = {}
+    for name, kind in ops.items():
+        by_type.setdefault(kind, []).append(name)
+    plan: dict[str, OpPrecision] = {}
+
+    def put(names: Sequence[str], compute: str, source: str, rule: DtypeRule | None = None) -> None:
+        for name in names:
+            plan[name] = OpPrecision(node=name, op_type=ops[name], compute=compute, source=source,
+                                     input_dtypes=rule.input_dtypes if rule else (),
+                                     output_dtypes=rule.output_dtypes if rule else ())
+
+    if precision_mode == MIXLIST_MODE:
+        mix = controls.mixlist
+        for kind in (*mix.removed.get("black-list", ()), *mix.removed.get("white-list", ()),
+                     *mix.removed.get("gray-list", ())):
+            put(by_type.get(kind, []), "follow", "modify_mixlist")
+        for kind, compute in (("gray-list", "follow"), ("black-list", "fp32"), ("white-list", "fp16")):
+            for op_type in mix.added.get(kind, ()):
+                put(by_type.get(op_type, []), compute, "modify_mixlist")
+    if precision_mode in KEEP_DTYPE_MODES:
+        keep = controls.keep_dtype
+        put([n for t in keep.types for n in by_type.get(t, [])], "fp32", "keep_dtype")
+        put(keep.names, "fp32", "keep_dtype")
+    for rule in controls.customize:  # type rules first, so a rule for one op wins over its type's
+        if rule.by_type:
+            put(by_type.get(rule.target, []), _compute_of(rule), "customize_dtypes", rule)
+    for rule in controls.customize:
+        if not rule.by_type:
+            put([rule.target], _compute_of(rule), "customize_dtypes", rule)
+    return plan
+
+
+def _compute_of(rule: DtypeRule) -> str:
+    dtypes = set(rule.input_dtypes) | set(rule.output_dtypes)
+    return "fp16" if dtypes == {"float16"} else "fp32" if "float16" not in dtypes else "follow"
+
+
+
+def prepare_op_precision(controls: OpControls, graph_def: Any, pb: Path, precision_mode: str, *,
+                         emulated: bool) -> dict[str, OpPrecision]:
+    """Checks the controls against the pb (and, for the stand-in, against what it emulates) and resolves them."""
+    if not controls:
+        return {}
+    if controls.mixlist.types():
+        check_mixlist_mode("", precision_mode)
+    check_against_graph(controls, graph_def, pb)
+    if emulated:
+        check_emulated_dtypes(controls)
+    return resolve_op_precision(controls, graph_def, precision_mode)
+
+
+def ignored_controls(controls: OpControls, precision_mode: str) -> tuple[str, ...]:
+    """Why a given control changes nothing under this mode (ATC ignores --keep_dtype there), one text each."""
+    keep = controls.keep_dtype
+    if (keep.names or keep.types) and precision_mode not in KEEP_DTYPE_MODES:
+        why = ("ATC ignores it under must_keep_origin_dtype" if precision_mode == "must_keep_origin_dtype"
+               else f"every op is fp32 already under {precision_mode}")
+        return (f"--keep-dtype has no effect: {why}",)
+    return ()
+
+
+def controls_record(controls: OpControls, precision_mode: str) -> dict[str, Any]:
+    """The control files as read, for model.json."""
+    if not controls:
+        return {}
+    return {"keep_dtype": {"names": list(controls.keep_dtype.names), "types": list(controls.keep_dtype.types)},
+            "modify_mixlist": controls.mixlist.to_json(),
+            "customize_dtypes": [r.describe() for r in controls.customize],
+            "ignored": list(ignored_controls(controls, precision_mode))}

@@ -1,0 +1,86 @@
+"""`infer tune-precision`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import typer
+
+from infer.cli.console import out, say
+
+
+def tune_precision(
+    model: Path = typer.Argument(..., help="model.json written by infer freeze (converted or not)."),
+    bins: Path = typer.Option(..., "--input", "-i", help="The dataset folder (infer dump-bin) to compare on."),
+    output: Path = typer.Option(..., "--output", "-o", help="Folder for keep_dtype.cfg, tune.json, the converted "
+                                "stand-in (model/) and the ATC command (atc_command.txt)."),
+    precision_mode: str = typer.Option("force_fp16", "--precision-mode", help="The mode to tune: force_fp16 "
+                                       "(ATC's default), allow_fp32_to_fp16 or allow_mix_precision."),
+    threshold: list[str] = typer.Option([], "--threshold", "-t", help="As compare's: metric=value or "
+                                        "output:metric=value (value 'off' lifts it)."),
+    atol: float = typer.Option(1e-4, "--atol", help="Absolute tolerance of the allclose pass rate."),
+    rtol: float = typer.Option(1e-3, "--rtol", help="Relative tolerance of the allclose pass rate."),
+    samples: int | None = typer.Option(None, "--samples", help="Search on the batches holding the first N samples; "
+                                       "the set found is checked on the whole dataset."),
+    max_ops: int | None = typer.Option(None, "--max-ops", help="A set of more ops than this counts as not found."),
+    mode: str = typer.Option("bisect", "--mode", help="bisect (halve the ops in graph order) or linear (one op at "
+                             "a time), as Polygraphy's debug precision names them."),
+    seeds: bool = typer.Option(True, "--seeds/--no-seeds", help="Start from the ops compare --layerwise points "
+                               "at (first diverging, inf/NaN); --no-seeds searches from the graph's order alone."),
+    golden: Path | None = typer.Option(None, "--golden", "-g", help="TensorFlow's run folder for the dataset; "
+                                       "default: run the frozen pb."),
+    soc_version: str = typer.Option("", "--soc-version", help="The chip in the ATC command line written; default: "
+                                    "the contract's, else Ascend310."),
+    force: bool = typer.Option(False, "--force", help="Replace an earlier tune-precision's files in -o."),
+) -> None:
+    """Find a small set of ops to keep in fp32 so that compare PASSES under an fp16 precision mode.
+
+    Seeds the search with the ops compare --layerwise points at (first diverging, inf/NaN), then bisects over the
+    ops in graph order and drops the ones not needed; every candidate is a real stand-in conversion with a
+    keep_dtype file, run and compared under compare's thresholds. Writes keep_dtype.cfg (for ATC's --keep_dtype
+    and infer convert --keep-dtype), tune.json (every candidate, its verdict, metrics and time), the converted
+    stand-in with the final set and the exact ATC command. Exit 0 when a passing set was found, 1 when not.
+    """
+    from atc_wrap.process import quote_command
+    from infer.compare.metrics import shown
+    from infer.compare.thresholds import Thresholds
+    from infer.tune.trial import Candidate
+    from infer.tune.tune import TuneOptions
+    from infer.tune.tune import tune_precision as run_tune
+
+    options = TuneOptions(precision_mode=precision_mode, thresholds=Thresholds.parse(threshold), atol=atol,
+                          rtol=rtol, samples=samples, max_ops=max_ops, mode=mode, seeds=seeds, golden=golden,
+                          soc_version=soc_version, force=force)
+
+    def candidate_line(candidate: Candidate) -> None:
+        cosine = min((m.get("CosineSimilarity", float("nan")) for m in candidate.metrics.values()),
+                     default=float("nan"))
+        verdict = "PASSED" if candidate.passed else "FAILED"
+        say(f"candidate {candidate.index} ({candidate.stage}, {candidate.dataset}): {len(candidate.ops)} ops in "
+            f"fp32 -> {verdict}, cosine {shown(cosine, 'CosineSimilarity')} ({candidate.seconds:.1f} s)")
+
+    result = run_tune(model, bins, output, options, progress=say, on_candidate=candidate_line)
+    console = out()
+    console.print(f"before: {result.before.verdict}", markup=False, soft_wrap=True)
+    if result.ops:
+        console.print(f"kept in fp32 ({len(result.ops)} of {len(result.tunable)} ops):", markup=False)
+        for op in result.ops:
+            flops, params = result.share(op)
+            console.print(f"  {op.name}  {op.op_type}  {flops:.2%} of FLOPs, {params:.2%} of parameters",
+                          markup=False)
+        total_flops = sum(result.share(op)[0] for op in result.ops)
+        total_params = sum(result.share(op)[1] for op in result.ops)
+        console.print(f"  together: {total_flops:.2%} of FLOPs, {total_params:.2%} of parameters", markup=False)
+    if result.after is not None:
+        console.print(f"after: {result.after.verdict}", markup=False, soft_wrap=True)
+    console.print(f"{len(result.candidates)} candidates in {result.seconds:.1f} s ({result.mode})", markup=False)
+    console.print(f"wrote {result.output / 'tune.json'}", markup=False)
+    if result.found:
+        console.print(f"wrote {result.output / 'keep_dtype.cfg'}, {result.output / 'model'}, "
+                      f"{result.output / 'atc_command.txt'}", markup=False)
+        console.print(f"atc: {quote_command(result.atc_command)}", markup=False, soft_wrap=True)
+        console.print("FOUND", markup=False)
+        return
+    console.print(f"NOT FOUND: {result.reason}", markup=False, soft_wrap=True)
+    sys.exit(1)

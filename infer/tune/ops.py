@@ -1,0 +1,90 @@
+"""The ops a keep_dtype file can name usefully: TF nodes of the frozen pb, in graph order, that compute a float
+tensor from the inputs and have ONNX nodes of their own in the stand-in (fused ones have nothing to keep), each
+with its share of the model's work (FLOPs, estimated from static shapes) and parameters (float weights it reads).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Set
+from dataclasses import dataclass
+from typing import Any
+
+from infer.contract import ModelContract
+
+_PRODUCTS = frozenset({"MatMul", "BatchMatMul", "BatchMatMulV2", "BatchMatMulV3"})
+_CONVOLUTIONS = frozenset({"Conv2D", "Conv3D", "DepthwiseConv2dNative", "Conv2DBackpropInput"})
+_PASS_THROUGH = frozenset({"Identity", "IdentityN", "Snapshot"})
+
+
+@dataclass(frozen=True)
+class TunableOp:
+    name: str
+    op_type: str
+    flops: int  # multiply-adds count twice; an element-wise op one per output element
+    params: int  # elements of the float constants it reads (weights)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "op_type": self.op_type, "flops": self.flops, "params": self.params}
+
+
+def _elements(shape: Any) -> int:
+    dims = shape.as_list() if shape.rank is not None else None
+    if dims is None or any(d is None for d in dims):
+        return 0
+    return int(math.prod(dims))
+
+
+def _constant_elements(tensor: Any) -> int:
+    """The size of a float constant behind `tensor` (through Identity), 0 when it is not one."""
+    op = tensor.op
+    while op.type in _PASS_THROUGH and op.inputs:
+        op = op.inputs[0].op
+    if op.type != "Const" or not tensor.dtype.is_floating:
+        return 0
+    return _elements(tensor.shape)
+
+
+def _flops(op: Any) -> int:
+    outputs = sum(_elements(t.shape) for t in op.outputs if t.dtype.is_floating)
+    if op.type in _CONVOLUTIONS and len(op.inputs) > 1:
+        kernel = op.inputs[1].shape.as_list() if op.inputs[1].shape.rank is not None else None
+        if kernel and all(d is not None for d in kernel):
+            per_output = math.prod(kernel[:-2]) * (kernel[-2] if op.type != "DepthwiseConv2dNative" else 1)
+            if op.type == "Conv2DBackpropInput":
+                per_output = math.prod(kernel[:-2]) * kernel[-1]
+            return 2 * outputs * int(per_output)
+    if op.type in _PRODUCTS and len(op.inputs) > 1:
+        a = op.inputs[0].shape.as_list() if op.inputs[0].shape.rank is not None else None
+        if a and a[-1] is not None:
+            inner = a[-2] if op.get_attr("transpose_a" if op.type == "MatMul" else "adj_x") else a[-1]
+            return 2 * outputs * int(inner or 0)
+    return outputs
+
+
+def tunable_ops(contract: ModelContract, onnx_nodes: Set[str]) -> tuple[TunableOp, ...]:
+    """The pb's float ops computed from the inputs, in graph order, that have nodes among `onnx_nodes` (the
+    stand-in's node names, attributed to TF nodes as the emulation attributes them)."""
+    import tensorflow as tf
+
+    from atc_wrap.emulation import tf_origin
+    from ckpt2pb.protobuf import read_graph_def
+
+    contract.check_pb_unchanged()
+    graph_def = read_graph_def(contract.pb_path)
+    names = {node.name for node in graph_def.node}
+    owned = {tf_origin(name, names) for name in onnx_nodes} - {None}
+    graph = tf.Graph()
+    with graph.as_default():
+        tf.compat.v1.import_graph_def(graph_def, name="")  # shapes as freeze fixed them (an unknown batch: 0 FLOPs)
+    fed = {spec.name for spec in contract.inputs}
+    found = []
+    for op in graph.get_operations():
+        if op.type == "Placeholder" or not any(t.name in fed for t in op.inputs):
+            continue
+        fed.update(t.name for t in op.outputs)
+        if op.name not in owned or not any(t.dtype.is_floating for t in op.outputs):
+            continue
+        found.append(TunableOp(name=op.name, op_type=op.type, flops=_flops(op),
+                               params=sum(_constant_elements(t) for t in op.inputs)))
+    return tuple(found)
