@@ -10,6 +10,7 @@ import logging
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import threading
 import time
@@ -17,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from binio.errors import InferError
+from binio.errors import InferError, Terminated
 
 log = logging.getLogger(__name__)
 _TAIL_LINES = 20
@@ -59,15 +60,75 @@ def find_tool(name: str, *, extra_dirs: Sequence[Path] = ()) -> Path | None:
     return None
 
 
+GRACE_SECONDS = 5.0  # between TERM and KILL when a tool is stopped: time to flush its logs and exit cleanly
+
+
+def _signal_group(group: int, signum: int) -> bool:
+    """Sends `signum` to a process group; False when no process of it is left."""
+    try:
+        os.killpg(group, signum)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # a member that changed its user: nothing more this process may do to it
+        return False
+    return True
+
+
+def stop_group(process: subprocess.Popen[str], *, grace: float = GRACE_SECONDS) -> None:
+    """Stops the tool and every process it started (its process group): TERM, then KILL after `grace` s."""
+    stop_groups([process], grace=grace)
+
+
+def stop_groups(processes: Sequence[subprocess.Popen[str]], *, grace: float = GRACE_SECONDS) -> None:
+    """`stop_group` for several tools at once: one grace period for all, not one each."""
+    # Started with start_new_session: each leader's pid is its group's id.
+    alive = [p for p in processes if _signal_group(p.pid, signal.SIGTERM)]
+    deadline = time.monotonic() + grace
+    while alive and time.monotonic() < deadline:
+        alive = [p for p in alive if p.poll() is None or _signal_group(p.pid, 0)]
+        time.sleep(0.05)
+    for process in alive:
+        _signal_group(process.pid, signal.SIGKILL)
+    for process in processes:
+        process.wait()
+
+
+_RUNNING: dict[int, subprocess.Popen[str]] = {}  # the tools this process is waiting for, by pid
+_RUNNING_LOCK = threading.Lock()
+
+
+def stop_running_tools(why: str, *, grace: float = GRACE_SECONDS) -> None:
+    """Stops every tool this process is running, from any thread (sharded runs wait for theirs on threads that
+    neither Ctrl-C nor SIGTERM reaches), saying which and why."""
+    with _RUNNING_LOCK:
+        running = list(_RUNNING.values())
+    for process in running:
+        log.warning("%s: stopping it and the processes it started (process group %d): %s",
+                    Path(str(process.args[0])).name if isinstance(process.args, list) else process.args,
+                    process.pid, why)
+    stop_groups(running, grace=grace)
+
+
+def _why_stopped(exc: BaseException) -> str:
+    if isinstance(exc, Terminated):
+        return "infer was terminated (SIGTERM)"
+    if isinstance(exc, KeyboardInterrupt):
+        return "infer was interrupted (Ctrl-C)"
+    return f"infer stopped on {type(exc).__name__}"
+
+
 def run_tool(
     argv: Sequence[str],
     *,
     timeout: float,
     env: Mapping[str, str] | None = None,
     cwd: Path | None = None,
+    grace: float = GRACE_SECONDS,
 ) -> ToolResult:
     """Runs `argv` to completion; returns its exit code and output, whatever the code (callers judge success).
 
+    The tool runs in a process group of its own, so that on a timeout, Ctrl-C or SIGTERM the processes it started
+    (atc's compilers, a stuck device call) are stopped with it: TERM, then KILL after `grace` seconds.
     Raises `ToolError` when the executable cannot be started or does not finish within `timeout` seconds.
     """
     args = [str(a) for a in argv]
@@ -79,6 +140,7 @@ def run_tool(
         process = subprocess.Popen(
             args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             env=None if env is None else dict(env), cwd=cwd, text=True, errors="replace", bufsize=1,
+            start_new_session=True,  # its own process group, and no Ctrl-C from the terminal: infer stops it
         )
     except FileNotFoundError:
         raise ToolError(f"{args[0]}: executable not found") from None
@@ -95,19 +157,29 @@ def run_tool(
             log.debug("%s: %s", tool, line.rstrip("\n"))
 
     reader = threading.Thread(target=pump, daemon=True)
-    reader.start()
-    try:
+    try:  # from the start: a Ctrl-C or SIGTERM arriving before the wait must stop the tool too
+        with _RUNNING_LOCK:
+            _RUNNING[process.pid] = process
+        reader.start()
         returncode = process.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
+        stop_group(process, grace=grace)
         reader.join(timeout=5)
         tail = "\n".join("".join(lines).splitlines()[-_TAIL_LINES:])
+        stopped = (f"{tool}: no result after {timeout:g} s; stopped it and the processes it started (TERM, then "
+                   f"KILL after {grace:g} s)")
         raise ToolError(
-            f"{tool}: no result after {timeout:g} s; stopped it. Last output:\n{tail}" if tail
-            else f"{tool}: no result after {timeout:g} s and no output; stopped it",
-            hint="raise the timeout if the model is large, or run the command by hand to see where it hangs",
+            f"{stopped}. Last output:\n{tail}" if tail else f"{stopped}; it printed nothing",
+            hint="raise --timeout if the model is large, or run the command by hand to see where it hangs",
         ) from None
+    except BaseException as exc:  # Ctrl-C, SIGTERM: the tool's group is not the terminal's, so stop it here
+        log.warning("%s: stopping it and the processes it started (process group %d): %s", tool, process.pid,
+                    _why_stopped(exc))
+        stop_group(process, grace=grace)
+        raise
+    finally:
+        with _RUNNING_LOCK:
+            _RUNNING.pop(process.pid, None)
     reader.join()
     seconds = time.monotonic() - start
     log.info("%s exited %d after %.1f s", tool, returncode, seconds)

@@ -14,6 +14,20 @@ from typing import Any
 from binio.errors import InferError
 
 
+def umask() -> int:
+    """The process's umask, read without changing it where Linux says it (``os.umask`` sets as it reads)."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    current = os.umask(0o022)
+    os.umask(current)
+    return current
+
+
 def _disk_error(path: Path, exc: OSError) -> InferError:
     if exc.errno == errno.ENOSPC:
         return InferError(f"{path}: no space left on the device while writing", hint="free some space and re-run")
@@ -29,7 +43,12 @@ def atomic_path(path: Path) -> Iterator[Path]:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        os.close(fd)
+        try:
+            # mkstemp makes the file 0600 and the rename keeps that: give it the mode open() would have, so
+            # msame running as another user, a colleague or a Ray worker can read what infer wrote.
+            os.fchmod(fd, 0o666 & ~umask())
+        finally:
+            os.close(fd)
     except OSError as exc:
         raise _disk_error(path, exc) from exc
     tmp = Path(tmp_name)

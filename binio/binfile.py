@@ -11,12 +11,14 @@ import numpy as np
 from binio.atomic import atomic_path
 from binio.dtypes import DTYPE_NAMES, dtype
 from binio.errors import BinFileError
+from binio.regular import refuse_special
 from binio.spec import TensorSpec, format_shape
 
 _HASH_CHUNK = 1 << 20
 
 
 def sha256_file(path: Path) -> str:
+    refuse_special(path)
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         while chunk := handle.read(_HASH_CHUNK):

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import concurrent.futures
+import contextlib
+import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -67,6 +70,28 @@ def verify_file(manifest: DatasetManifest, item: InputManifest, index: int, *, s
     if sha:
         check_sha256(path, entry.sha256, manifest.path)
     return path
+
+
+def verify_digests(manifest: DatasetManifest, stop: threading.Event | None = None) -> None:
+    """Refuses the first listed file whose sha256 is not the manifest's (changed after dump-bin, size kept)."""
+    for item in manifest.inputs:
+        for index in range(len(item.files)):
+            if stop is not None and stop.is_set():
+                return
+            verify_file(manifest, item, index, sha=True)
+
+
+@contextlib.contextmanager
+def digests_checked_beside(manifest: DatasetManifest) -> Iterator[Callable[[], None]]:
+    """Checks every listed file's sha256 on a thread of its own while the body runs (hashing beside inference,
+    not before it); the yielded function waits for the check and raises its refusal, if any."""
+    stop = threading.Event()
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="infer-sha256") as pool:
+        checked = pool.submit(verify_digests, manifest, stop)
+        try:
+            yield checked.result
+        finally:
+            stop.set()  # a body that failed need not wait for the whole dataset to be hashed
 
 
 def open_dataset(root: Path | str, *, verify: bool = False) -> DatasetManifest:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from binio.errors import InferError
+from binio.regular import refuse_special
 
 
 def load_document(path: Path, *, schema: str, version: int, kind: str, short: str, error: type[InferError],
@@ -18,6 +19,7 @@ def load_document(path: Path, *, schema: str, version: int, kind: str, short: st
     every refusal is an `error`, with `missing` (and `missing_hint`) when the file is not there, and
     `binary_hint` (default `missing_hint`) when it is not text at all (a model or a .bin given in its place).
     """
+    refuse_special(path, f"a {kind}")
     try:
         text = path.read_text()
     except FileNotFoundError:

@@ -23,6 +23,12 @@ class InferError(Exception):
         return self.message
 
 
+class Terminated(BaseException):
+    """SIGTERM, raised in the main thread as Ctrl-C's KeyboardInterrupt is, so that the same clean-up runs
+    (external tools stopped, partial files kept as for an interrupt). Not an Exception: nothing catches it by
+    accident."""
+
+
 class DtypeError(InferError):
     """A dtype name that is unknown, or a dtype that differs from the one expected."""
 
@@ -48,3 +54,18 @@ def first_line(exc: BaseException, default: str | None = None) -> str:
     type name (or `default`) when the message is empty."""
     text = str(exc).strip()
     return text.splitlines()[0] if text else (default if default is not None else type(exc).__name__)
+
+
+def permission_error(exc: PermissionError) -> InferError:
+    """A permission refusal as one line naming the file, its owner and mode, and who asked."""
+    import os
+    import stat
+
+    name = exc.filename if exc.filename is not None else "a file"
+    try:
+        info = os.stat(name, follow_symlinks=True) if exc.filename is not None else None
+    except OSError:
+        info = None
+    held = f"; it is mode {stat.filemode(info.st_mode)}, owner uid {info.st_uid}" if info is not None else ""
+    return InferError(f"{name}: permission denied (infer runs as uid {os.geteuid()}{held})",
+                      hint="ask its owner to make it readable (chmod a+r), or copy it somewhere you own")

@@ -13,7 +13,8 @@ from typing import Any
 from binio.atomic import write_json_atomic
 from binio.document import load_document
 from binio.dtypes import dtype
-from binio.errors import ManifestError
+from binio.errors import InferError, ManifestError
+from binio.fields import Fields
 from binio.spec import TensorSpec, node_name
 
 SCHEMA = "infer.dataset"
@@ -70,15 +71,24 @@ class InputManifest:
         }
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> InputManifest:
-        return cls(
-            tensor=str(data["tensor"]), folder=str(data["folder"]), dtype=dtype(str(data["dtype"])).name,
-            shape=tuple(int(d) for d in data["shape"]), layout=str(data.get("layout", "ND")),
-            byte_order=str(data.get("byte_order", "little")), source=str(data.get("source", "")),
-            preprocessing=dict(data.get("preprocessing", {})),
-            files=tuple(BinEntry(name=str(f["name"]), sha256=str(f["sha256"]), rows=int(f["rows"]))
-                        for f in data["files"]),
-        )
+    def from_fields(cls, fields: Fields, root: Path) -> InputManifest:
+        """One input of a manifest read from `root`: its folder and file names must stay inside `root`."""
+        folder = fields.name("folder", root)
+        dtype_name = fields.text("dtype")
+        try:
+            dtype_name = dtype(dtype_name).name
+        except InferError as exc:
+            raise fields.refuse("dtype", exc.message) from None
+        shape = tuple(fields.check_integer(f"shape[{i}]", d, minimum=0) for i, d in enumerate(fields.values("shape")))
+        preprocessing = fields.mapping("preprocessing", {})
+        # A bin may be a link (a shard's view of the dataset is made of them): bins are only ever read through a
+        # link; a writer replaces one by a rename, so the name alone is checked.
+        files = tuple(BinEntry(name=entry.name("name", root / folder, follow_links=False), sha256=entry.text("sha256"),
+                               rows=entry.integer("rows", minimum=0))
+                      for entry in fields.children("files"))
+        return cls(tensor=fields.text("tensor"), folder=folder, dtype=dtype_name, shape=shape,
+                   layout=fields.text("layout", "ND"), byte_order=fields.text("byte_order", "little"),
+                   source=fields.text("source", ""), preprocessing=dict(preprocessing), files=files)
 
 
 @dataclass(frozen=True)
@@ -154,11 +164,9 @@ def load_manifest(path: Path | str) -> DatasetManifest:
     data = load_document(path, schema=SCHEMA, version=SCHEMA_VERSION, kind="dataset manifest", short="manifest",
                          error=ManifestError, missing="no such dataset manifest",
                          missing_hint="infer dump-bin writes dataset.json")
-    try:
-        return DatasetManifest(
-            root=path.parent, batch=int(data["batch"]), samples=int(data["samples"]),
-            inputs=tuple(InputManifest.from_json(i) for i in data["inputs"]),
-            model_sha256=str(data.get("model_sha256", "")), created_by=str(data.get("created_by", "")),
-        )
-    except (KeyError, TypeError, ValueError) as exc:
-        raise ManifestError(f"{path}: manifest is malformed ({exc!r})") from None
+    fields = Fields(data, path=path, entry="", error=ManifestError)
+    return DatasetManifest(
+        root=path.parent, batch=fields.integer("batch", minimum=1), samples=fields.integer("samples", minimum=0),
+        inputs=tuple(InputManifest.from_fields(item, path.parent) for item in fields.children("inputs")),
+        model_sha256=fields.text("model_sha256", ""), created_by=fields.text("created_by", ""),
+    )

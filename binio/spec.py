@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from binio.dtypes import DType, dtype
-from binio.errors import ShapeError
+from binio.errors import InferError, ShapeError
+from binio.fields import Fields
 
 Shape = tuple["int | None", ...]
 LAYOUTS: tuple[str, ...] = ("NHWC", "NCHW", "ND")
@@ -113,6 +115,17 @@ class TensorSpec:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> TensorSpec:
-        return cls(name=str(data["tensor"]), dtype=str(data["dtype"]),
-                   shape=tuple(None if d is None else int(d) for d in data["shape"]),
-                   layout=str(data.get("layout", "ND")))
+        return cls.from_fields(Fields(data, path=Path("tensor"), entry="", error=ShapeError))
+
+    @classmethod
+    def from_fields(cls, fields: Fields) -> TensorSpec:
+        """A tensor of a JSON document, each field's type checked (the refusal names the file and the entry)."""
+        dims = fields.values("shape")
+        shape = tuple(None if d is None else fields.check_integer(f"shape[{i}]", d, minimum=0)
+                      for i, d in enumerate(dims))
+        dtype_name = fields.text("dtype")
+        try:
+            dtype(dtype_name)
+        except InferError as exc:
+            raise fields.refuse("dtype", exc.message) from None
+        return cls(name=fields.text("tensor"), dtype=dtype_name, shape=shape, layout=fields.text("layout", "ND"))

@@ -10,9 +10,11 @@ from typing import Any
 # ops, and ATC's parser reads such graphs; a function library is what TF 2.x adds.
 FUNCTIONAL_OPS = frozenset({"If", "StatelessIf", "While", "StatelessWhile", "Case", "StatelessCase",
                             "PartitionedCall", "StatefulPartitionedCall", "RemoteCall", "SymbolicGradient"})
-# Ops added to TensorFlow after 1.15 that TF 2.x may write into an inference graph: a list, not the whole
-# difference between the two op registries (TF 1.15 does not install on the Pythons tf2onnx needs, so that
-# difference cannot be computed here); functional ops above are the ones TF 2.x writes most.
+# Ops added to TensorFlow after 1.15 that TF 2.x may write into an inference graph: a hand-kept list, not the
+# whole difference between the two op registries. TF 1.15 does not install on the Pythons tf2onnx needs, and
+# TensorFlow's registry records no op's first version (an OpDef has a deprecation version only; the op history
+# files are in its source tree, not in the wheel), so that difference cannot be computed here; functional ops
+# above are the ones TF 2.x writes most.
 NEWER_THAN_TF115 = frozenset({
     "StatelessRandomUniformV2", "StatelessRandomNormalV2", "StatelessRandomUniformIntV2",
     "StatelessRandomUniformFullIntV2", "StatelessTruncatedNormalV2", "StatelessRandomGetKeyCounter",
@@ -20,7 +22,8 @@ NEWER_THAN_TF115 = frozenset({
     "MatrixDiagV3", "MatrixDiagPartV3", "MatrixSetDiagV3", "BatchMatMulV3", "DenseBincount", "SparseBincount",
     "RaggedBincount", "ImageProjectiveTransformV3", "Xlog1py", "UniformQuantize", "UniformDequantize",
     "UniformRequantize", "UniformQuantizedDot", "UniformQuantizedAdd", "UniformQuantizedConvolution",
-    "XlaCallModule",
+    "XlaCallModule", "CumulativeLogsumexp", "QuantizeAndDequantizeV4", "Erfinv", "Ndtri", "CheckNumericsV2",
+    "DebugIdentityV2", "TensorScatterMax", "TensorScatterMin", "StatelessParameterizedTruncatedNormal",
 })
 _RANDOM_OP = re.compile(r"Random|Multinomial|TruncatedNormal")
 

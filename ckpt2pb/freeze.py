@@ -106,7 +106,8 @@ def _pinned_shape(request: InputRequest, graph_shape: tuple[int | None, ...] | N
                  for given, known in zip(request.shape, graph_shape or request.shape, strict=True)]
     elif graph_shape is None:
         raise FreezeError(f"input {name}: the graph does not know its rank",
-                          hint=f"give its shape, e.g. --inputs '{name}[1,224,224,3]'")
+                          hint=f"give its shape, e.g. --inputs '{name}[1,224,224,3]', or, for a setting such as "
+                               f"keep_prob, its value: --set {node_name(name)}=VALUE")
     else:
         shape = list(graph_shape)
     if batch == DYNAMIC_BATCH and shape and shape[0] is not None:
@@ -224,7 +225,7 @@ def _edit(graph_def: Any, plan: _Plan, output_nodes: list[str]) -> Any:
     if folded:
         log.info("folded %d tf.cond with a constant predicate to their live branch", folded)
     pruned = tf.compat.v1.graph_util.extract_sub_graph(pruned, keep)
-    if fold_decided_draws(pruned):  # dropout with its switch off: the sampler cannot change the result
+    if fold_decided_draws(pruned, keep=keep):  # dropout with its switch off: the sampler cannot change the result
         pruned = tf.compat.v1.graph_util.extract_sub_graph(pruned, keep)
     surgery.strip_checks(pruned)
     result = tf.compat.v1.graph_util.extract_sub_graph(pruned, keep)
@@ -322,9 +323,10 @@ def freeze_source(source: LoadedSource, outputs: Sequence[str], *, inputs: Seque
     inputs = [replace(request, name=source.signature_tensor(request.name, "input") or request.name)
               for request in inputs]
     graph = import_graph(source.graph_def, source.path)
-    known = sorted(set(tensor_names(graph)))
+    known = sorted(set(tensor_names(graph)) | {item.key for item in source.signature})  # for closest names
     if not outputs:
-        likely = [c.tensor for c in rank_output_candidates(source.graph_def, graph)[:3]]
+        keys = [item.key for item in source.signature if item.role == "output"]
+        likely = keys or [c.tensor for c in rank_output_candidates(source.graph_def, graph)[:3]]
         raise GraphNameError("no outputs given: --outputs names the tensors the frozen model returns",
                              hint=f"likely outputs: {', '.join(likely)}" if likely else "run infer inspect MODEL")
     output_tensors = [_resolve_tensor(graph, name, "output", known).name for name in outputs]

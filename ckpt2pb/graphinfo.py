@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from binio.spec import node_name
+from binio.spec import node_name, tensor_name
 from ckpt2pb.errors import SourceError
 
 PLACEHOLDER_OPS = frozenset({"Placeholder", "PlaceholderV2", "PlaceholderWithDefault"})
@@ -42,6 +42,39 @@ def topological_order(graph_def: Any) -> list[Any]:
             stack.append((name, True))
             stack.extend((node_name(ref), False) for ref in nodes[name].input if not ref.startswith("^"))
     return order
+
+
+def feed_tensors_by_node(graph_def: Any, order: list[Any], is_feed: Any) -> dict[str, frozenset[str]]:
+    """Per node, the feed tensors it is computed from (data inputs only): each placeholder `is_feed` accepts
+    (`name:0`), and each tf.data iterator output by its own index, so a model computed from
+    `IteratorGetNext:0` is told apart from labels read from `IteratorGetNext:1`."""
+    ops = {node.name: node.op for node in graph_def.node}
+    feeds: dict[str, frozenset[str]] = {}
+    for node in order:
+        found: set[str] = {f"{node.name}:0"} if node.op in PLACEHOLDER_OPS and is_feed(node) else set()
+        for ref in node.input:
+            if ref.startswith("^"):
+                continue
+            source = node_name(ref)
+            found |= {tensor_name(ref)} if ops.get(source) in ITERATOR_OUTPUT_OPS else feeds.get(source, frozenset())
+        feeds[node.name] = frozenset(found)
+    return feeds
+
+
+def feed_tensors_read(graph_def: Any, nodes: set[str]) -> set[str]:
+    """The feed tensors that the `nodes` (a set closed over inputs, e.g. every ancestor of the outputs)
+    take: their placeholders' outputs, and the iterator outputs one of them reads (not every output of the
+    iterator: a model reads the images, its loss the labels)."""
+    found: set[str] = set()
+    ops = {node.name: node.op for node in graph_def.node}
+    for node in graph_def.node:
+        if node.name not in nodes:
+            continue
+        if node.op in PLACEHOLDER_OPS:
+            found.add(f"{node.name}:0")
+        found |= {tensor_name(ref) for ref in node.input
+                  if not ref.startswith("^") and ops.get(node_name(ref)) in ITERATOR_OUTPUT_OPS}
+    return found
 
 
 def consumed_nodes(graph_def: Any) -> set[str]:

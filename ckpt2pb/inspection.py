@@ -15,6 +15,7 @@ from ckpt2pb.graphinfo import (
     ITERATOR_OUTPUT_OPS,
     PLACEHOLDER_OPS,
     consumed_nodes,
+    feed_tensors_by_node,
     import_graph,
     shape_of,
     topological_order,
@@ -69,6 +70,7 @@ class OutputCandidate:
     dtype: str
     shape: tuple[int | None, ...] | None
     score: int  # higher first: softmax/sigmoid/argmax ops, then output-like names, training-like names last
+    signature_key: str = ""  # the SavedModel serving signature's key for this tensor, where it has one
 
 
 @dataclass(frozen=True)
@@ -96,24 +98,28 @@ class GraphReport:
     parameters_from: str  # checkpoint | graph (variables declared, no checkpoint) | constants
     signature: tuple[SignatureEntry, ...] = ()
     signature_name: str = ""
+    other_signatures: tuple[str, ...] = ()  # a SavedModel's signatures besides the one read
     note: str = ""  # how the source was read, where it was not the usual way (a fallback)
 
     def to_json(self) -> dict[str, Any]:
+        input_keys = {e.tensor: e.key for e in self.signature if e.role == "input"}
         return {
             "source": self.source, "kind": self.kind, "tf_version": self.tf_version, "nodes": self.nodes,
             "inputs": [{"tensor": p.tensor, "dtype": p.dtype, "shape": None if p.shape is None else list(p.shape),
                         "dynamic_dims": list(p.dynamic_dims), "has_default": p.has_default,
-                        "from_iterator": p.from_iterator}
+                        "from_iterator": p.from_iterator, "signature_key": input_keys.get(p.tensor)}
                        for p in self.placeholders],
             "output_candidates": [{"tensor": c.tensor, "op": c.op, "dtype": c.dtype,
-                                   "shape": None if c.shape is None else list(c.shape), "score": c.score}
+                                   "shape": None if c.shape is None else list(c.shape), "score": c.score,
+                                   "signature_key": c.signature_key or None}
                                   for c in self.candidates],
             "op_histogram": dict(self.op_histogram),
             "variables": self.variables, "parameters": self.parameters, "parameters_from": self.parameters_from,
             "signature": {"name": self.signature_name,
                           "tensors": [{"key": e.key, "role": e.role, "tensor": e.tensor, "dtype": e.dtype,
                                        "shape": None if e.shape is None else list(e.shape)}
-                                      for e in self.signature]} if self.signature else None,
+                                      for e in self.signature],
+                          "others": list(self.other_signatures)} if self.signature else None,
             "note": self.note or None,
         }
 
@@ -140,21 +146,18 @@ def _score(node: Any) -> int:
 def _training_only(graph_def: Any) -> tuple[set[str], set[str]]:
     """(nodes whose results only training reads, nodes computed from labels).
 
-    Labels are the feeds no softmax/sigmoid op (else argmax-like op) is computed from; a node is training-only
+    Labels are the feeds (placeholders, tf.data iterator outputs) no softmax/sigmoid op (else argmax-like op)
+    is computed from; a node is training-only
     when it is bookkeeping (loss, optimizer, summary...), is computed from labels (a metric's Equal), or when
     everything that reads it is training-only (the ArgMax an accuracy reads)."""
     order = topological_order(graph_def)
-    feeds: dict[str, frozenset[str]] = {}
-    for node in order:
-        own = {node.name} if node.op in PLACEHOLDER_OPS and not node.name.startswith(_SAVER_FEEDS) else set()
-        feeds[node.name] = frozenset(own.union(*(feeds.get(node_name(ref), frozenset())
-                                                 for ref in node.input if not ref.startswith("^"))))
+    feeds = feed_tensors_by_node(graph_def, order, lambda node: not node.name.startswith(_SAVER_FEEDS))
     # Probabilities are computed from the model's inputs only; an argmax may be of one-hot labels (the tutorials'
     # accuracy), so argmax-like ops speak for the inputs only where no probability op is there.
     probability = [node for node in order if node.op in _PROBABILITY_OPS]
     model_feeds = set().union(*(feeds[node.name] for node in probability or
                                 [node for node in order if node.op in _OUTPUT_OPS]))
-    every_feed = {node.name for node in order if node.op in PLACEHOLDER_OPS and not node.name.startswith(_SAVER_FEEDS)}
+    every_feed = set().union(*feeds.values())
     label_feeds = every_feed - model_feeds if model_feeds else set()
     from_labels = {name for name, used in feeds.items() if used & label_feeds}
     consumers: dict[str, list[str]] = {}
@@ -199,6 +202,23 @@ def rank_output_candidates(graph_def: Any, graph: Any) -> tuple[OutputCandidate,
             ranked.append((candidate.score, position, candidate))
     ranked.sort(key=lambda item: (-item[0], -item[1]))
     return tuple(item[2] for item in ranked)
+
+
+def _signature_first(ranked: tuple[OutputCandidate, ...], signature: list[SignatureEntry],
+                     graph: Any) -> tuple[OutputCandidate, ...]:
+    """A SavedModel's serving signature says what it answers: its outputs come first, in the signature's order
+    and under their keys, whatever the ranking made of the graph's `Identity_1`s; the other candidates follow."""
+    outputs = [entry for entry in signature if entry.role == "output"]
+    by_tensor = {c.tensor: c for c in ranked}
+    first = []
+    for entry in outputs:
+        found = by_tensor.get(entry.tensor)
+        op = found.op if found else graph.get_tensor_by_name(entry.tensor).op.type
+        first.append(OutputCandidate(tensor=entry.tensor, op=op, dtype=entry.dtype, shape=entry.shape,
+                                     score=found.score if found else _OUTPUT_OPS.get(op, 0),
+                                     signature_key=entry.key))
+    keyed = {entry.tensor for entry in outputs}
+    return (*first, *(c for c in ranked if c.tensor not in keyed))
 
 
 def placeholders(graph_def: Any, graph: Any) -> tuple[PlaceholderInfo, ...]:
@@ -254,10 +274,11 @@ def inspect_loaded(source: LoadedSource) -> GraphReport:
                                         dtype=tensor.dtype.name, shape=shape_of(tensor)))
     return GraphReport(
         source=str(source.path), kind=source.kind, tf_version=source.tf_version, nodes=len(graph_def.node),
-        placeholders=placeholders(graph_def, graph), candidates=rank_output_candidates(graph_def, graph),
+        placeholders=placeholders(graph_def, graph),
+        candidates=_signature_first(rank_output_candidates(graph_def, graph), signature, graph),
         op_histogram=tuple(sorted(histogram.items(), key=lambda item: (-item[1], item[0]))),
         variables=variables, parameters=parameters, parameters_from=origin, signature=tuple(signature),
-        signature_name=source.signature_name, note=source.note,
+        signature_name=source.signature_name, other_signatures=source.other_signatures, note=source.note,
     )
 
 

@@ -12,6 +12,7 @@ TensorFlow's: [0, 1) for a uniform sampler, rounding aside.
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -113,9 +114,11 @@ def _range_of(node: Any, ranges: dict[str, _Range]) -> _Range | None:
     return None
 
 
-def fold_decided_draws(graph_def: Any) -> int:
+def fold_decided_draws(graph_def: Any, keep: Collection[str] = ()) -> int:
     """Replaces each tensor computed from a random draw whose value is the same for every draw by a constant of
-    its (static) shape; returns how many. The samplers are then unread, for pruning to remove."""
+    its (static) shape, and where a shape is not static (`--batch -1`), each sampler whose draw is seen only
+    through such tensors by a fill of its own shape with a value it can draw; returns how many. The samplers
+    are then unread, for pruning to remove. `keep`: nodes read from outside (the outputs)."""
     import numpy as np
 
     from ckpt2pb import surgery
@@ -143,4 +146,60 @@ def fold_decided_draws(graph_def: Any) -> int:
         node.attr["dtype"].type = tensor.dtype.as_datatype_enum  # make_constant keeps the node's dtype
         surgery.make_constant(node, value)
         folded += 1
-    return folded
+    return folded + _fill_hidden_samplers(graph_def, ranges, decided, set(keep))
+
+
+def _fill_hidden_samplers(graph_def: Any, ranges: dict[str, _Range], decided: set[str], keep: set[str]) -> int:
+    """Each uniform sampler whose draw reaches nothing but tensors `decided` for every draw (through ops whose
+    range is tracked) becomes Fill(its shape, its lowest value): the same results, for any shape, no draw."""
+    import numpy as np
+    import tensorflow as tf
+
+    consumers: dict[str, list[str]] = {}
+    for node in graph_def.node:
+        for ref in node.input:
+            consumers.setdefault(node_name(ref), []).append(node.name)
+    names = {node.name for node in graph_def.node}
+    filled = 0
+    for node in list(graph_def.node):
+        if node.op not in _UNIFORM_OPS or node.name not in ranges or node.name in keep:
+            continue
+        seen, todo, hidden = set(), [node.name], True
+        while todo and hidden:
+            name = todo.pop()
+            if name in seen or name in decided:
+                continue
+            seen.add(name)
+            readers = consumers.get(name, [])
+            # A tensor the draw reaches must be tracked, read, and not an output, or the draw is seen.
+            hidden = name in ranges and ranges[name].random and bool(readers) and name not in keep
+            todo += readers
+        if not hidden:
+            continue
+        dtype_enum = node.attr["dtype"].type
+        index_enum = node.attr["T" if "T" in node.attr else "Tshape"].type
+        value = graph_def.node.add()
+        value.name = _fresh_name(f"{node.name}/fill_value", names)
+        value.op = "Const"
+        value.attr["dtype"].type = dtype_enum
+        value.attr["value"].tensor.CopyFrom(tf.make_tensor_proto(
+            np.array(ranges[node.name].lo, dtype=tf.dtypes.as_dtype(dtype_enum).as_numpy_dtype)))
+        shape = node.input[0]
+        node.op = "Fill"
+        del node.input[:]
+        node.input.extend([shape, value.name])
+        for key in list(node.attr):
+            del node.attr[key]
+        node.attr["T"].type = dtype_enum
+        node.attr["index_type"].type = index_enum
+        filled += 1
+    return filled
+
+
+def _fresh_name(wanted: str, names: set[str]) -> str:
+    name, count = wanted, 0
+    while name in names:
+        count += 1
+        name = f"{wanted}_{count}"
+    names.add(name)
+    return name

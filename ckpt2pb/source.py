@@ -47,6 +47,7 @@ class LoadedSource:
     tf_version: str = ""  # the TensorFlow (or Keras) that wrote the source, where it says so
     signature: tuple[SignatureTensor, ...] = ()  # a SavedModel's serving signature, keys to tensors
     signature_name: str = ""  # its key in the SavedModel (serving_default)
+    other_signatures: tuple[str, ...] = ()  # the SavedModel's other signatures' keys, which are not read
     note: str = ""  # how the source was read, where it was not the usual way (a fallback)
 
     def signature_tensor(self, name: str, role: str) -> str | None:
@@ -216,7 +217,13 @@ def _load_saved_model(folder: Path) -> LoadedSource:
     signature_name, signature = _serving_signature(meta_graph)
     return LoadedSource(path=folder, kind="saved_model", graph_def=meta_graph.graph_def, meta_graph=meta_graph,
                         prefix=prefix, tf_version=meta_graph.meta_info_def.tensorflow_version,
-                        signature=signature, signature_name=signature_name, note=note)
+                        signature=signature, signature_name=signature_name,
+                        other_signatures=_other_signatures(meta_graph, signature_name), note=note)
+
+
+def _other_signatures(meta_graph: Any, read: str) -> tuple[str, ...]:
+    """The signatures besides the one read, TF's own (`__saved_model_init_op`) left out."""
+    return tuple(sorted(name for name in meta_graph.signature_def if name != read and not name.startswith("__")))
 
 
 def _constant_graph(function: Any) -> Any:
@@ -259,7 +266,8 @@ def _load_object_saved_model(folder: Path, meta_graph: Any) -> LoadedSource | st
                for key, tensor in zip(keys, frozen.outputs, strict=False)] if len(keys) == len(frozen.outputs) else []
     return LoadedSource(path=folder, kind="saved_model", graph_def=graph_def,
                         tf_version=meta_graph.meta_info_def.tensorflow_version,
-                        signature=(*inputs, *outputs), signature_name=signature_name)
+                        signature=(*inputs, *outputs), signature_name=signature_name,
+                        other_signatures=_other_signatures(meta_graph, signature_name))
 
 
 def _keras_version(path: Path) -> str:

@@ -9,7 +9,8 @@ from binio.spec import node_name, output_index
 
 # Ops that only check or log: their first input passes through unchanged (tf.compat.v1.Print returns it), or
 # they have no output at all (Assert, tf.print's PrintV2) and only control edges reach them.
-_PASS_THROUGH_OPS = frozenset({"CheckNumerics", "StopGradient", "PreventGradient", "Print"})
+_PASS_THROUGH_OPS = frozenset({"CheckNumerics", "CheckNumericsV2", "DebugIdentityV2", "StopGradient",
+                               "PreventGradient", "Print"})
 _DROPPED_OPS = frozenset({"Assert", "PrintV2"})
 
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from binio.memory import check_fits
 from binio.spec import TensorSpec
 from ckpt2pb.errors import VerifyError, tensorflow_reason
 
@@ -47,6 +49,10 @@ def session_config() -> Any:
 
 def seeded_inputs(specs: tuple[TensorSpec, ...], seed: int) -> dict[str, np.ndarray]:
     """Standard-normal floats; integers 0 or 1 (valid ids, masks and segment ids for any vocabulary)."""
+    # Floats are drawn as float64 and then cast: both arrays exist for a moment.
+    needed = sum(math.prod(s.static_shape()) * (s.dt.itemsize + (8 if s.dt.is_float else 1)) for s in specs)
+    check_fits(needed, "verifying the frozen graph on seeded inputs " + ", ".join(s.describe() for s in specs),
+               hint="a smaller --batch, or --no-verify")
     rng = np.random.default_rng(seed)
     values: dict[str, np.ndarray] = {}
     for spec in specs:

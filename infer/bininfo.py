@@ -15,6 +15,7 @@ from binio.dtypes import dtype
 from binio.errors import BinFileError, InferError, OutputExistsError, ShapeError
 from binio.info import TensorStats, merge_stats, tensor_stats
 from binio.manifest import MANIFEST_NAME, DatasetManifest, InputManifest, load_manifest
+from binio.output import check_output
 from binio.spec import TensorSpec, format_shape, parse_shape
 from infer.sources.bins import parent_input
 
@@ -35,11 +36,6 @@ class BinInfoReport:
     def to_json(self) -> dict[str, object]:
         return {"title": self.title, "verified": self.verified, "exported": [str(p) for p in self.exported],
                 "rows": [{"label": r.label, **r.stats.to_json()} for r in self.rows]}
-
-
-def _refuse_existing(path: Path, force: bool) -> None:
-    if path.exists() and not force:
-        raise OutputExistsError(f"{path}: exists already", hint="pass --force to overwrite it")
 
 
 def _save_npy(path: Path, array: np.ndarray) -> None:
@@ -98,7 +94,7 @@ def _describe_dataset(root: Path, *, verify: bool, to_npy: Path | None, per_file
             raise OutputExistsError(f"{to_npy}: exists and is not a folder (a dataset exports one .npy per input)")
         for item in manifest.inputs:
             target = to_npy / f"{item.folder}.npy"
-            _refuse_existing(target, force)
+            check_output(target, force=force)
             _export_input(manifest, item, target)
             exported.append(target)
     title = (f"{manifest.root}: {len(manifest.inputs)} input(s), batch {manifest.batch}, {manifest.samples} samples"
@@ -152,7 +148,7 @@ def _describe_file(path: Path, *, verify: bool, to_npy: Path | None, dtype_name:
     data = array[:rows] if array.ndim else array
     exported: list[Path] = []
     if to_npy is not None:
-        _refuse_existing(to_npy, force)
+        check_output(to_npy, force=force)
         _save_npy(to_npy, np.ascontiguousarray(data))
         exported.append(to_npy)
     stats = _with_shape(tensor_stats(data), spec.static_shape())

@@ -14,6 +14,7 @@ from binio.atomic import write_json_atomic
 from binio.binfile import sha256_file
 from binio.document import load_document
 from binio.errors import InferError
+from binio.fields import Fields, kind
 from binio.spec import TensorSpec
 
 SCHEMA = "infer.model-contract"
@@ -156,13 +157,11 @@ class ModelContract:
         return replace(self, path=target)
 
 
-def _specs(path: Path, items: Any, what: str) -> tuple[TensorSpec, ...]:
-    if not isinstance(items, list) or not items:
-        raise ContractError(f"{path}: '{what}' must be a non-empty list of tensors")
-    try:
-        return tuple(TensorSpec.from_json(item) for item in items)
-    except (KeyError, TypeError, ValueError) as exc:
-        raise ContractError(f"{path}: a tensor in '{what}' is malformed ({exc!r})") from None
+def _specs(fields: Fields, key: str) -> tuple[TensorSpec, ...]:
+    items = tuple(TensorSpec.from_fields(item) for item in fields.children(key))
+    if not items:
+        raise fields.refuse(key, "expected a non-empty list of tensors, found an empty one")
+    return items
 
 
 def as_contract(model: ModelContract | Path | str) -> ModelContract:
@@ -180,37 +179,45 @@ def load_contract(path: Path | str) -> ModelContract:
                          error=ContractError, missing="no such model contract",
                          missing_hint="infer freeze writes model.json",
                          binary_hint=f"give {beside}" if beside != path and beside.is_file() else None)
-    try:
-        source = data["source"]
-        converted_data = data.get("converted")
-        converted = None
-        if converted_data:
-            converted = ConvertedInfo(
-                target=str(converted_data["target"]), path=str(converted_data["path"]),
-                sha256=str(converted_data["sha256"]),
-                inputs=_specs(path, converted_data["inputs"], "converted.inputs"),
-                outputs=_specs(path, converted_data["outputs"], "converted.outputs"),
-                soc_version=str(converted_data.get("soc_version", "")),
-                precision_mode=str(converted_data.get("precision_mode", "")),
-                command=tuple(str(a) for a in converted_data.get("command", [])),
-                settings=dict(converted_data.get("settings", {})),
-            )
-        return ModelContract(
-            path=path,
-            pb=str(data["frozen"]["pb"]),
-            pb_sha256=str(data["frozen"]["sha256"]),
-            source=SourceInfo(path=str(source["path"]), kind=str(source["kind"]),
-                              tf_version=str(source.get("tf_version", "")),
-                              frozen_with_tf=str(source.get("frozen_with_tf", ""))),
-            inputs=_specs(path, data["inputs"], "inputs"),
-            outputs=_specs(path, data["outputs"], "outputs"),
-            fixed={str(k): str(v) for k, v in dict(data.get("fixed", {})).items()},
-            converted=converted,
-            tf115_unknown_ops={str(k): str(v) for k, v in dict(data.get("tf115_unknown_ops", {})).items()},
-            random_ops={str(k): str(v) for k, v in dict(data.get("random_ops", {})).items()},
-            signature_keys={str(item["tensor"]): str(item["signature_key"])
-                            for item in [*data["inputs"], *data["outputs"]]
-                            if isinstance(item, dict) and "signature_key" in item},
+    fields = Fields(data, path=path, entry="", error=ContractError)
+    source = fields.child("source")
+    frozen = fields.child("frozen")
+    converted = None
+    if fields.has("converted"):
+        c = fields.child("converted")
+        converted = ConvertedInfo(
+            target=c.text("target"), path=c.relative("path", path.parent), sha256=c.text("sha256"),
+            inputs=_specs(c, "inputs"), outputs=_specs(c, "outputs"),
+            soc_version=c.text("soc_version", ""), precision_mode=c.text("precision_mode", ""),
+            command=c.texts("command", []), settings=dict(c.mapping("settings", {})),
         )
-    except (KeyError, TypeError) as exc:
-        raise ContractError(f"{path}: contract is missing field {exc}") from None
+    fixed = fields.mapping("fixed", {})
+    return ModelContract(
+        path=path,
+        pb=frozen.relative("pb", path.parent),
+        pb_sha256=frozen.text("sha256"),
+        source=SourceInfo(path=source.text("path"), kind=source.text("kind"),
+                          tf_version=source.text("tf_version", ""), frozen_with_tf=source.text("frozen_with_tf", "")),
+        inputs=_specs(fields, "inputs"),
+        outputs=_specs(fields, "outputs"),
+        fixed={str(k): _fixed_value(fields, k, v) for k, v in fixed.items()},
+        converted=converted,
+        tf115_unknown_ops=_text_map(fields, "tf115_unknown_ops"),
+        random_ops=_text_map(fields, "random_ops"),
+        signature_keys={item.text("tensor"): item.text("signature_key")
+                        for key in ("inputs", "outputs") for item in fields.children(key)
+                        if "signature_key" in item.data},
+    )
+
+
+def _text_map(fields: Fields, key: str) -> dict[str, str]:
+    """An optional object of names to texts (ops by node, ...)."""
+    mapping = fields.child(key, {})
+    return {name: mapping.text(name) for name in mapping.data}
+
+
+def _fixed_value(fields: Fields, key: str, value: Any) -> str:
+    """A placeholder folded at freeze: its value as the text --set took."""
+    if isinstance(value, (dict, list)) or value is None:
+        raise fields.refuse(f"fixed.{key}", f"expected a value, found {kind(value)}")
+    return str(value)

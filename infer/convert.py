@@ -20,6 +20,7 @@ from atc_wrap.precision import (
 )
 from binio.atomic import write_bytes_atomic
 from binio.binfile import sha256_file
+from binio.memory import check_fits
 from ckpt2pb.protobuf import read_graph_def
 from infer.aipp import AIPP_FILE, AippOptions, aipp_config_for, aipp_record
 from infer.contract import ConvertedInfo, ModelContract, as_contract
@@ -77,11 +78,20 @@ def convert_model(model: ModelContract | Path | str, options: ConvertOptions | N
     options = options or ConvertOptions()
     contract.check_pb_unchanged()
     check_precision_mode(options.precision_mode)
+    _check_batch_fits(contract)
     check_mixlist_mode(options.modify_mixlist, options.precision_mode)
     target, reason = choose_target(options.target)
     if target == "onnx":
         return _convert_onnx(contract, options, reason)
     return _convert_om(contract, options, reason)
+
+
+def _check_batch_fits(contract: ModelContract) -> None:
+    """Refuses a model one batch of whose inputs cannot be held in memory: nothing after convert could run it."""
+    specs = [s.with_shape(tuple(1 if d is None else d for d in s.shape)) for s in contract.inputs]
+    check_fits(sum(s.nbytes() for s in specs),
+               f"{contract.path}: one batch of the inputs " + ", ".join(s.describe() for s in specs),
+               hint="re-freeze with a smaller --batch or fixed shapes (infer freeze --inputs 'NAME[DIMS]')")
 
 
 def choose_target(asked: str | None) -> tuple[str, str]:
@@ -103,8 +113,16 @@ def _artefact(contract: ModelContract, options: ConvertOptions, suffix: str) -> 
         return contract.folder.absolute() / f"{Path(contract.pb).stem}{suffix}"
     output = Path(options.output).absolute()
     if output.is_dir():
-        return output / f"{Path(contract.pb).stem}{suffix}"
-    return output if output.suffix == suffix else output.with_name(output.name + suffix)
+        output = output / f"{Path(contract.pb).stem}{suffix}"
+    elif output.suffix != suffix:
+        output = output.with_name(output.name + suffix)
+    # model.json records the converted model's path relative to its folder, and a path read from it must stay
+    # inside it (so the folder moves as a whole, and a model.json received from someone names nothing elsewhere).
+    if not output.resolve().is_relative_to(contract.folder.resolve()):
+        raise ConvertError(f"-o {options.output}: outside the model folder {contract.folder}",
+                           hint="write the converted model inside it (e.g. -o "
+                                f"{contract.folder / output.name}), or copy the model folder there first")
+    return output
 
 
 def _relative(path: Path, folder: Path) -> str:

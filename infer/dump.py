@@ -7,8 +7,10 @@ be: the commonest cause of a "wrong" om is a float32 or float64 ``tofile()`` fed
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import hashlib
-import shutil
+import math
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,8 +24,11 @@ from binio.batching import BatchSlot, padded_buffer, plan_batches
 from binio.binfile import sha256_file
 from binio.cast import CastReport, checked_cast_into
 from binio.dtypes import dtype
-from binio.errors import DtypeError, InferError, OutputExistsError, ShapeError
+from binio.errors import DtypeError, InferError, OutputExistsError, ShapeError, Terminated
+from binio.lock import folder_lock
 from binio.manifest import MANIFEST_NAME, BinEntry, DatasetManifest, InputManifest, bin_file_name, safe_folder_name
+from binio.memory import check_fits
+from binio.output import check_output
 from binio.spec import LAYOUTS, TensorSpec, format_shape
 from infer.contract import ModelContract, as_contract
 from infer.sources.aipp_images import AippImageSource
@@ -143,8 +148,10 @@ def _layout(spec: TensorSpec, asked: str | None) -> str:
     return layout
 
 
-def _assign_sources(specs: tuple[TensorSpec, ...], sources: tuple[tuple[str, str], ...]) -> dict[str, str]:
-    """Input tensor name -> source text, from ``--source NAME=SOURCE`` pairs and the lone SOURCE."""
+def _assign_sources(specs: tuple[TensorSpec, ...], sources: tuple[tuple[str, str], ...],
+                    keys: dict[str, str]) -> dict[str, str]:
+    """Input tensor name -> source text, from ``--source NAME=SOURCE`` pairs and the lone SOURCE; NAME may be a
+    SavedModel signature key (`keys`: tensor -> key)."""
     assigned: dict[str, str] = {}
     lone: str | None = None
     for name, text in sources:
@@ -155,7 +162,8 @@ def _assign_sources(specs: tuple[TensorSpec, ...], sources: tuple[tuple[str, str
             continue
         # A tensor or node name first: a folder name (bert_ids for bert/ids:0) may also be another input's node name.
         spec = next((s for s in specs if name in (s.name, s.node)), None) or next(
-            (s for s in specs if name == safe_folder_name(s.name)), None)
+            (s for s in specs if name == safe_folder_name(s.name)), None) or next(
+            (s for s in specs if name == keys.get(s.name)), None)
         if spec is None:
             raise SourceError(f"--source {name}={text}: the model has no input {name!r}; its inputs are: "
                               + ", ".join(s.name for s in specs))
@@ -177,25 +185,14 @@ def _assign_sources(specs: tuple[TensorSpec, ...], sources: tuple[tuple[str, str
     return assigned
 
 
-def _check_output(output: Path, force: bool) -> bool:
-    """True when the folder is new or empty: then a failed run removes what it wrote there."""
-    if output.exists() and not output.is_dir():
-        raise OutputExistsError(f"{output}: exists and is not a folder")
-    if output.is_dir() and any(output.iterdir()):
-        if not force:
-            raise OutputExistsError(f"{output}: exists already",
-                                    hint="pass --force to overwrite it (files whose sha256 matches are kept)")
-        return False
-    return True
-
-
-def _remove_written(output: Path, existed: bool, plans: list[_Plan]) -> None:
-    """Undoes a failed run into a new (or empty) folder: the folder goes, or, if the user made it, its contents."""
-    if not existed:
-        shutil.rmtree(output, ignore_errors=True)
-        return
-    for plan in plans:
-        shutil.rmtree(output / plan.folder, ignore_errors=True)
+def _remove_created(created: list[Path], folders: list[Path]) -> None:
+    """Undoes a failed run into a new (or empty) folder: the files and folders this run created, nothing else
+    (the folder itself goes with its lock, when this run created it)."""
+    for path in created:
+        path.unlink(missing_ok=True)
+    for folder in reversed(folders):
+        with contextlib.suppress(OSError):
+            folder.rmdir()
 
 
 def _write_payload(tmp: Path, buffer: np.ndarray) -> None:
@@ -207,16 +204,20 @@ def _sha256(buffer: np.ndarray) -> str:
     return hashlib.sha256(buffer.data.cast("B")).hexdigest()
 
 
-def _write_batch(path: Path, buffer: np.ndarray, hashed: concurrent.futures.Future[str]) -> tuple[str, bool]:
+def _write_batch(path: Path, buffer: np.ndarray, hashed: concurrent.futures.Future[str],
+                 created: list[Path]) -> tuple[str, bool]:
     """Writes `buffer` to `path` atomically unless the same bytes are there: (sha256, written).
 
     The sha256 of `buffer` is being taken on another thread meanwhile: it is waited for only to compare with a file
     already there, so a new file is written while its hash is taken.
     """
-    if path.is_file() and path.stat().st_size == buffer.nbytes and sha256_file(path) == hashed.result():
+    existed = os.path.lexists(path)
+    if existed and path.is_file() and path.stat().st_size == buffer.nbytes and sha256_file(path) == hashed.result():
         return hashed.result(), False
     with atomic_path(path) as tmp:
         _write_payload(tmp, buffer)
+    if not existed:
+        created.append(path)
     return hashed.result(), True
 
 
@@ -320,34 +321,49 @@ def dump_bins(model: ModelContract | Path | str, options: DumpOptions, progress:
     if options.workers < 1:
         raise InferError(f"--workers {options.workers}: expected 1 or more")
     batch = _model_batch(specs, options.batch)
-    assigned = _assign_sources(specs, options.sources)
+    assigned = _assign_sources(specs, options.sources, contract.signature_keys)
     folders = [safe_folder_name(s.name) for s in specs]
     if len(set(folders)) != len(folders):
         folders = [f"{i:02d}_{name}" for i, name in enumerate(folders)]
     # A dynamic batch (None) is pinned to --batch from here on: every file has that shape.
     plans = [_Plan(spec=spec.with_shape((batch, *spec.shape[1:])), folder=folder, layout=_layout(spec, options.layout),
                    source_text=assigned[spec.name]) for spec, folder in zip(specs, folders, strict=True)]
+    needed = sum(_BUFFERS * math.prod(p.spec.static_shape()) * p.spec.dt.itemsize for p in plans)
+    check_fits(needed, f"dump-bin with batch {batch}: {_BUFFERS} batch buffers per input ("
+               + ", ".join(f"{p.spec.name} {format_shape(p.spec.shape)} {p.spec.dtype}" for p in plans) + ")",
+               hint="a smaller --batch (or re-freeze the model for one)")
     output = Path(options.output)
     for plan in plans:
         source_path = Path(plan.source_text)
         if source_path.is_dir() and output.resolve() in (source_path.resolve(), *source_path.resolve().parents):
             raise SourceError(f"{plan.source_text}: the source lies inside the output folder {output}",
                               hint="write the re-batched bins to another folder")
-    fresh = _check_output(output, options.force)
-    existed = output.is_dir()
     declared_preprocessing(contract, options)  # refused before any source opens
+    if output.exists() and not output.is_dir():
+        raise OutputExistsError(f"{output}: exists and is not a folder")
+    with folder_lock(output, command="dump-bin"):
+        fresh = not check_output(output, force=options.force,
+                                 hint="pass --force to overwrite it (files whose sha256 matches are kept)")
+        return _dump_locked(contract, options, plans, batch, fresh, progress)
+
+
+def _dump_locked(contract: ModelContract, options: DumpOptions, plans: list[_Plan], batch: int, fresh: bool,
+                 progress: Progress | None) -> DumpResult:
+    output = Path(options.output)
     sources = _open_sources(contract, options, plans)
+    created: list[Path] = []
+    folders: list[Path] = []
     try:
         samples = _sample_count(plans, sources, options.samples, batch)
         slots = plan_batches(samples, batch)
         try:
-            _make_folders(output, plans)
+            folders = _make_folders(output, plans)
             (output / MANIFEST_NAME).unlink(missing_ok=True)  # until the new one is written, the folder is no dataset
-            result = _write_all(contract, options, plans, sources, slots, batch, samples, progress)
+            result = _write_all(contract, options, plans, sources, slots, batch, samples, progress, created)
         except BaseException as exc:
             # An interrupted run keeps its whole files, so that a re-run with --force resumes from them.
-            if fresh and not isinstance(exc, KeyboardInterrupt):
-                _remove_written(output, existed, plans)
+            if fresh and not isinstance(exc, (KeyboardInterrupt, Terminated)):
+                _remove_created(created, folders)
             raise
     finally:
         for source in sources:
@@ -355,17 +371,23 @@ def dump_bins(model: ModelContract | Path | str, options: DumpOptions, progress:
     return result
 
 
-def _make_folders(output: Path, plans: list[_Plan]) -> None:
+def _make_folders(output: Path, plans: list[_Plan]) -> list[Path]:
+    """Each input's folder; returns those this call created."""
+    made = []
     for plan in plans:
         try:
-            (output / plan.folder).mkdir(parents=True, exist_ok=True)
+            if not (output / plan.folder).is_dir():
+                (output / plan.folder).mkdir(parents=True)
+                made.append(output / plan.folder)
         except OSError as exc:
             raise InferError(f"{output}: cannot create the dataset folder here ({exc.strerror or exc})",
                              hint="choose another -o") from None
+    return made
 
 
 def _write_all(contract: ModelContract, options: DumpOptions, plans: list[_Plan], sources: list[SampleSource],
-               slots: tuple[BatchSlot, ...], batch: int, samples: int, progress: Progress | None) -> DumpResult:
+               slots: tuple[BatchSlot, ...], batch: int, samples: int, progress: Progress | None,
+               created: list[Path]) -> DumpResult:
     output = Path(options.output)
     reports = [CastReport(source_dtype="", target_dtype=p.spec.dtype) for p in plans]
     entries: list[list[BinEntry]] = [[] for _ in plans]
@@ -408,7 +430,7 @@ def _write_all(contract: ModelContract, options: DumpOptions, plans: list[_Plan]
                     path = output / plan.folder / bin_file_name(slot.index)
                     settle(_WRITES_IN_FLIGHT * len(plans) - 1)
                     hashed = hasher.submit(_sha256, buffer)
-                    pending.append((index, slot.index, writer.submit(_write_batch, path, buffer, hashed)))
+                    pending.append((index, slot.index, writer.submit(_write_batch, path, buffer, hashed, created)))
             settle(0)
         except BaseException:
             for _, _, future in pending:

@@ -9,6 +9,7 @@ from pathlib import Path
 from binio.atomic import write_bytes_atomic
 from binio.binfile import sha256_file
 from binio.errors import OutputExistsError
+from binio.output import check_output
 from ckpt2pb.inputs import InputRequest, parse_assignment, parse_inputs
 from ckpt2pb.source import LoadedSource, load_source
 from ckpt2pb.verify import Verification
@@ -32,8 +33,7 @@ def check_outdir(outdir: Path, force: bool) -> None:
     if outdir.exists() and not outdir.is_dir():
         raise OutputExistsError(f"{outdir} is a file; -o names the folder for {PB_NAME} and {CONTRACT_NAME}")
     for name in (PB_NAME, CONTRACT_NAME):
-        if (outdir / name).exists() and not force:
-            raise OutputExistsError(f"{outdir / name} already exists", hint="--force overwrites it")
+        check_output(outdir / name, force=force)
 
 
 def _read_from(loaded: LoadedSource, given: Path) -> str:

@@ -16,6 +16,7 @@ from binio.dataset import check_manifest_consistent
 from binio.dtypes import dtype
 from binio.errors import InferError
 from binio.manifest import MANIFEST_NAME, DatasetManifest, InputManifest, load_manifest
+from binio.regular import refuse_special
 from binio.spec import TensorSpec, format_shape
 
 
@@ -80,6 +81,7 @@ def preflight(bins: Path, specs: tuple[TensorSpec, ...], *, widen: bool = False)
     bins = Path(bins)
     if not bins.is_dir():
         raise PreflightError(f"{bins}: no such folder", hint="infer dump-bin writes one")
+    refuse_special(bins / MANIFEST_NAME, "a dataset manifest")
     if not (bins / MANIFEST_NAME).is_file():
         _refuse_without_manifest(bins)
     manifest = load_manifest(bins)

@@ -11,12 +11,15 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 
 from binio.binfile import check_bin_size, sha256_file
+from binio.dataset import digests_checked_beside
 from binio.errors import InferError
+from binio.lock import folder_lock
 from binio.manifest import DatasetManifest, dataset_folder
 from infer.contract import ModelContract, load_contract
 from infer.layout import output_file_name, timestamp_folder_name
@@ -44,7 +47,7 @@ class RunOptions:
     loop: int = 1
     warmup: int = 1  # the first call of a session builds its kernels: slow, and not what a batch costs
     threads: int | None = None
-    timeout: float = 3600.0  # for the external tools
+    timeout: float = 3600.0  # seconds msame or ais_bench may take for the whole dataset (--timeout)
     # The sha256 of another model whose bins this run takes on purpose (compare's emulated precision runs a model
     # of the same pb on the converted model's bins): no "made for another model" warning for it.
     bins_made_for: str = ""
@@ -57,6 +60,8 @@ class RunOptions:
             raise RunError(f"--warmup {self.warmup}: expected 0 or more")
         if self.device is not None and self.device < 0:
             raise RunError(f"--device {self.device}: expected a device index, 0 or more")
+        if not self.timeout > 0:
+            raise RunError(f"--timeout {self.timeout:g}: expected seconds, more than 0")
         if self.threads is not None and self.threads < 1:
             raise RunError(f"--threads {self.threads}: expected 1 or more (leave it out for the framework's default)")
 
@@ -172,8 +177,8 @@ def _tool_latency(timings: ToolTimings, batches: int) -> LatencyStats:
                         p50_ms=or_percentile(timings.p50_ms, 50), p99_ms=or_percentile(timings.p99_ms, 99))
 
 
-def _run_tool(runner: ToolRunner, manifest: DatasetManifest, record: RunRecord, progress: Progress | None
-              ) -> RunRecord:
+def _run_tool(runner: ToolRunner, manifest: DatasetManifest, record: RunRecord, progress: Progress | None,
+              inputs_unchanged: Callable[[], None]) -> RunRecord:
     """One tool start for the whole dataset, in a work folder; its outputs moved into our layout once checked."""
     stems = manifest.stems
     if progress is not None:
@@ -184,6 +189,7 @@ def _run_tool(runner: ToolRunner, manifest: DatasetManifest, record: RunRecord, 
     moves = [(path, record.folder / output_file_name(stem, index), spec)
              for stem in stems
              for index, (path, spec) in enumerate(zip(run.files[stem], runner.outputs, strict=True))]
+    inputs_unchanged()  # the bins' sha256, checked while the tool ran
     for path, _, spec in moves:  # every file checked before any moves: a refused run moves nothing
         check_bin_size(path, spec)
     for path, target, _ in moves:
@@ -217,7 +223,10 @@ def run_model(model: ModelContract | Path | str, bins: DatasetManifest | Path | 
                     running[0])
     runner.activate()  # before the run folder exists: a missing tool leaves nothing behind
     try:
-        return _run(runner, manifest, running, backend, Path(out), options, progress)
+        if Path(out).exists() and not Path(out).is_dir():
+            raise RunError(f"{out}: exists and is not a folder", hint="choose another -o")
+        with folder_lock(Path(out), command="run"):
+            return _run(runner, manifest, running, backend, Path(out), options, progress)
     finally:
         runner.deactivate()
 
@@ -235,9 +244,12 @@ def _run(runner: BaseRunner, manifest: DatasetManifest, running: tuple[Path, str
         device=runner.device,
     ).save()
     log.info("running %d batches of %s on %s into %s", manifest.file_count, manifest.root, backend, folder)
-    if isinstance(runner, ToolRunner):
-        record = _run_tool(runner, manifest, record, progress)
-    else:
-        record = run_batches(runner, manifest, record, loop=options.loop, warmup=options.warmup,
-                             progress=progress)
+    # A bin changed after dump-bin but kept at its size passes preflight: its sha256 is checked on a thread beside
+    # the inference, and a mismatch leaves the run incomplete (compare refuses such a run).
+    with digests_checked_beside(manifest) as inputs_unchanged:
+        if isinstance(runner, ToolRunner):
+            record = _run_tool(runner, manifest, record, progress, inputs_unchanged)
+        else:
+            record = run_batches(runner, manifest, record, loop=options.loop, warmup=options.warmup,
+                                 progress=progress, inputs_unchanged=inputs_unchanged)
     return RunResult(folder=folder, record=record)

@@ -104,8 +104,11 @@ class _Ledger:
 
 
 def run_batches(runner: BaseRunner, manifest: DatasetManifest, record: RunRecord, *, loop: int, warmup: int,
-                progress: Progress | None) -> RunRecord:
-    """Every batch through an active in-process runner; returns the record saved as complete."""
+                progress: Progress | None, inputs_unchanged: Callable[[], None] | None = None) -> RunRecord:
+    """Every batch through an active in-process runner; returns the record saved as complete.
+
+    `inputs_unchanged` (the bins' sha256 checked beside the run) is asked before the run is called complete: a
+    refusal leaves the record incomplete, so compare never takes outputs of changed bins."""
     rows = [entry.rows for entry in manifest.inputs[0].files]
     ledger = _Ledger(total=manifest.file_count, progress=progress)
     outputs = record.outputs
@@ -130,6 +133,8 @@ def run_batches(runner: BaseRunner, manifest: DatasetManifest, record: RunRecord
                 ledger.pending.append((stem, times, writer.submit(_write_outputs, record.folder, stem, results)))
                 ledger.settle(keep=_QUEUE)
             ledger.settle(keep=0)
+            if inputs_unchanged is not None:
+                inputs_unchanged()
         except BaseException:
             ledger.settle_quietly()
             replace(record, outputs=outputs, stems=tuple(ledger.stems), rows=tuple(rows[: len(ledger.stems)]),

@@ -11,7 +11,8 @@ import numpy as np
 from binio.atomic import write_json_atomic
 from binio.binfile import read_bin
 from binio.document import load_document
-from binio.errors import InferError
+from binio.errors import InferError, first_line
+from binio.fields import Fields, check_inside, shown
 from binio.spec import TensorSpec
 from infer.layout import RUN_JSON, newest_run_folder, output_file_name, parse_timestamp_folder
 from infer.scale_record import ScaleOut
@@ -121,24 +122,45 @@ def load_run(folder: Path | str) -> RunRecord:
     data = load_document(path, schema=SCHEMA, version=SCHEMA_VERSION, kind="run record", short="run record",
                          error=RunRecordError, missing="no run.json in this run folder",
                          missing_hint="infer run writes it; a folder written by msame alone has none")
+    fields = Fields(data, path=path, entry="", error=RunRecordError)
+    dataset = fields.child("dataset")
+    model = fields.child("model")
+    latency = fields.child("latency_ms", {})
     try:
-        dataset = data["dataset"]
-        throughput = data.get("throughput_samples_per_s")
-        threads = data.get("threads")
-        return RunRecord(
-            folder=folder, backend=str(data["backend"]), device=str(data.get("device", "")),
-            model_path=str(data["model"]["path"]), model_sha256=str(data["model"]["sha256"]),
-            dataset_path=str(dataset["path"]), dataset_sha256=str(dataset["sha256"]),
-            batch=int(dataset["batch"]), samples=int(dataset["samples"]), padding=int(dataset["padding"]),
-            outputs=tuple(TensorSpec.from_json(item) for item in data["outputs"]),
-            stems=tuple(str(s) for s in data["stems"]), rows=tuple(int(r) for r in data["rows"]),
-            latency=LatencyStats.from_json(dict(data.get("latency_ms", {}))),
-            throughput=None if throughput is None else float(throughput), completed=bool(data["completed"]),
-            loop=int(data.get("loop", 1)), warmup=int(data.get("warmup", 0)),
-            threads=None if threads is None else int(threads),
-            tool_command=tuple(str(a) for a in data.get("tool_command", [])),
-            started=str(data.get("started", "")), finished=str(data.get("finished", "")),
-            scale_out=ScaleOut.from_json(data["scale_out"]) if isinstance(data.get("scale_out"), dict) else None,
-        )
+        scale_out = ScaleOut.from_json(data["scale_out"]) if isinstance(data.get("scale_out"), dict) else None
     except (KeyError, TypeError, ValueError) as exc:
-        raise RunRecordError(f"{path}: run record is malformed ({exc!r})") from None
+        raise fields.refuse("scale_out", f"malformed ({first_line(exc)})") from None
+    threads = fields.integer("threads", None, minimum=1) if fields.has("threads") else None
+    return RunRecord(
+        folder=folder, backend=fields.text("backend"), device=fields.text("device", ""),
+        model_path=model.text("path"), model_sha256=model.text("sha256"),
+        dataset_path=dataset.text("path"), dataset_sha256=dataset.text("sha256"),
+        batch=dataset.integer("batch", minimum=1), samples=dataset.integer("samples", minimum=0),
+        padding=dataset.integer("padding", minimum=0),
+        outputs=tuple(TensorSpec.from_fields(item) for item in fields.children("outputs")),
+        # A stem names output files in this folder (<stem>_output_<i>.bin): a bare name, nothing else.
+        stems=tuple(_stem(fields, index, stem, folder) for index, stem in enumerate(fields.values("stems"))),
+        rows=tuple(fields.check_integer(f"rows[{i}]", r, minimum=0) for i, r in enumerate(fields.values("rows"))),
+        latency=LatencyStats(per_batch_ms=tuple(_number(latency, f"per_batch[{i}]", v) for i, v in
+                                                enumerate(latency.values("per_batch", []))),
+                             mean_ms=latency.number("mean", None), p50_ms=latency.number("p50", None),
+                             p99_ms=latency.number("p99", None)),
+        throughput=fields.number("throughput_samples_per_s", None), completed=fields.flag("completed"),
+        loop=fields.integer("loop", 1, minimum=1), warmup=fields.integer("warmup", 0, minimum=0), threads=threads,
+        tool_command=fields.texts("tool_command", []),
+        started=fields.text("started", ""), finished=fields.text("finished", ""), scale_out=scale_out,
+    )
+
+
+def _stem(fields: Fields, index: int, value: Any, folder: Path) -> str:
+    if not isinstance(value, str):
+        raise fields.refuse(f"stems[{index}]", f"expected a string, found {shown(value)}")
+    check_inside(value, folder, bare=True, path=fields.path, entry=f"stems[{index}]", error=RunRecordError,
+                 follow_links=False)
+    return value
+
+
+def _number(fields: Fields, key: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise fields.refuse(key, f"expected a number, found {shown(value)}")
+    return float(value)

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from binio.binfile import sha256_file
 from binio.errors import InferError
+from binio.lock import folder_lock
 from binio.manifest import DatasetManifest, dataset_folder
 from binio.spec import TensorSpec
 from infer.contract import ModelContract
@@ -197,15 +198,25 @@ def run_sharded(model: ModelContract | Path | str, bins: DatasetManifest | Path 
     model_path, model_sha = model_file(contract, backend)
     dataset_sha = sha256_file(manifest.path)
     out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise ScaleOutError(f"{out}: exists and is not a folder", hint="choose another -o")
+    with folder_lock(out, command="run"):
+        return _run_locked(opened, backend, manifest, out, options, scale, progress, model_path=model_path,
+                           model_sha=model_sha, dataset_sha=dataset_sha, runner_outputs=runner.outputs)
+
+
+def _run_locked(model: Path, backend: str, manifest: DatasetManifest, out: Path, options: RunOptions,
+                scale: ScaleOptions, progress: Progress | None, *, model_path: Path, model_sha: str,
+                dataset_sha: str, runner_outputs: tuple[TensorSpec, ...]) -> RunResult:
     previous = _previous_run(out, backend, model_sha, dataset_sha) if scale.resume else None
     if previous is not None and previous.completed:
         log.info("%s: already complete; nothing to resume", previous.folder)
         return RunResult(folder=previous.folder, record=previous)
     engine = _open_engine(backend, options, scale)
     try:
-        return _drive(engine, opened, backend, manifest, out, options, scale, previous, progress,
+        return _drive(engine, model, backend, manifest, out, options, scale, previous, progress,
                       model_path=model_path, model_sha=model_sha, dataset_sha=dataset_sha,
-                      runner_outputs=runner.outputs)
+                      runner_outputs=runner_outputs)
     finally:
         engine.close()
 

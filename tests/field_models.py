@@ -29,6 +29,40 @@ def _feed(seed: int, batch: int) -> Any:
     return np.random.default_rng(seed).standard_normal((batch, 8, 8, 3)).astype(np.float32)
 
 
+def _dense_graph(seed: int) -> tuple[Any, Any]:
+    """The start of the features-fed models: a seeded graph, `features:0` (None, 6) times `dense/weights`
+    (6, 4); returns (the graph, that product)."""
+    import tensorflow as tf
+
+    tf1 = tf.compat.v1
+    graph = tf.Graph()
+    with graph.as_default():
+        tf1.set_random_seed(seed)
+        features = tf1.placeholder(tf.float32, [None, 6], name="features")
+        weights = tf1.get_variable("dense/weights", [6, 4], initializer=tf1.glorot_uniform_initializer())
+        return graph, tf.matmul(features, weights)
+
+
+def _features_model(graph: Any, folder: Path, outputs: tuple[str, ...], *, seed: int, batch: int,
+                    fixed: dict[str, float] | None = None) -> ReferenceModel:
+    """A graph fed by `features:0` (None, 6): its variables initialised, `outputs` computed on a seeded batch
+    (with the `fixed` placeholders fed as given), the checkpoint saved; the reference for the tests."""
+    import numpy as np
+    import tensorflow as tf
+
+    from tests.models import _save_checkpoint
+
+    with graph.as_default():
+        session = tf.compat.v1.Session(graph=graph)
+        session.run(tf.compat.v1.global_variables_initializer())
+        feed = np.random.default_rng(seed).standard_normal((batch, 6)).astype(np.float32)
+        got = session.run(list(outputs), {"features:0": feed, **{f"{k}:0": v for k, v in (fixed or {}).items()}})
+        prefix = _save_checkpoint(graph, session, folder)
+        session.close()
+    return ReferenceModel(path=prefix, inputs={"features:0": ("float32", (None, 6))}, outputs=outputs,
+                          feeds={"features:0": feed}, expected=dict(zip(outputs, got, strict=True)), batch=batch)
+
+
 def build_slash_prefix(folder: Path, *, seed: int = 10, batch: int = 2) -> ReferenceModel:
     """`saver.save(session, "run_dir/")`: files `.index`, `.meta`, `.data-00000-of-00001` in run_dir, and a
     `checkpoint` file naming the prefix by another machine's absolute path, ending in '/'."""
@@ -107,38 +141,40 @@ def build_dropout_switches(folder: Path, *, seed: int = 12, batch: int = 2) -> R
     """Dropout four ways, each with its switch off at inference: `tf.compat.v1.nn.dropout(keep_prob=kp)` with kp
     a placeholder_with_default(1.0), the same with a plain `keep_prob` placeholder (fixed by --set keep_prob=1.0),
     TF 1.x's own formula `x / kp * floor(kp + uniform)`, and `tf.nn.dropout(rate=0.0)`; one output each."""
-    import numpy as np
     import tensorflow as tf
 
     tf1 = tf.compat.v1
-    graph = tf.Graph()
+    graph, product = _dense_graph(seed)
     with graph.as_default():
-        tf1.set_random_seed(seed)
-        features = tf1.placeholder(tf.float32, [None, 6], name="features")
         default_kp = tf1.placeholder_with_default(1.0, [], name="default_keep_prob")
         keep_prob = tf1.placeholder(tf.float32, [], name="keep_prob")
-        weights = tf1.get_variable("dense/weights", [6, 4], initializer=tf1.glorot_uniform_initializer())
-        hidden = tf.nn.relu(tf.matmul(features, weights))
+        hidden = tf.nn.relu(product)
         tf1.identity(tf1.nn.dropout(hidden, keep_prob=default_kp), name="by_default")
         tf1.identity(tf1.nn.dropout(hidden, keep_prob=keep_prob), name="by_set")
         mask = tf.floor(keep_prob + tf1.random_uniform(tf.shape(hidden)))
         tf1.identity(hidden / keep_prob * mask, name="tf1_formula")
         tf1.identity(tf.nn.dropout(hidden, rate=0.0), name="rate_zero")
-        session = tf1.Session(graph=graph)
-        session.run(tf1.global_variables_initializer())
-        feed = np.random.default_rng(seed).standard_normal((batch, 6)).astype(np.float32)
-        names = ("by_default:0", "by_set:0", "tf1_formula:0", "rate_zero:0")
-        got = session.run(list(names), {features: feed, keep_prob: 1.0})
-        from tests.models import _save_checkpoint
-
-        prefix = _save_checkpoint(graph, session, folder)
-        session.close()
-    return ReferenceModel(path=prefix, inputs={"features:0": ("float32", (None, 6))}, outputs=names,
-                          feeds={"features:0": feed}, expected=dict(zip(names, got, strict=True)), batch=batch)
+    return _features_model(graph, folder, ("by_default:0", "by_set:0", "tf1_formula:0", "rate_zero:0"), seed=seed,
+                           batch=batch, fixed={"keep_prob": 1.0})
 
 
 def build_noisy(folder: Path, *, seed: int = 13, batch: int = 2) -> ReferenceModel:
     """Randomness that genuinely stays at inference: noise far below any threshold, added to the output."""
+    import tensorflow as tf
+
+    tf1 = tf.compat.v1
+    graph, scores = _dense_graph(seed)
+    with graph.as_default():
+        tf.add(scores, 1e-9 * tf1.random_normal(tf.shape(scores)), name="noisy")
+    return _features_model(graph, folder, ("noisy:0",), seed=seed, batch=batch)
+
+
+def build_metric_read_softmax(folder: Path, *, seed: int = 14, batch: int = 2,
+                              from_dataset: bool = False) -> ReferenceModel:
+    """A softmax read only by an accuracy (ArgMax -> Equal -> Cast -> Mean, the labels' one-hot argmax on the
+    other side), beside a loss on the logits and an optimizer: nothing leaves probs unconsumed, and the
+    unconsumed tensors are the metrics. `from_dataset`: images and labels are the two outputs of one tf.data
+    iterator (`IteratorGetNext:0` and `:1`) instead of placeholders."""
     import numpy as np
     import tensorflow as tf
 
@@ -146,34 +182,12 @@ def build_noisy(folder: Path, *, seed: int = 13, batch: int = 2) -> ReferenceMod
     graph = tf.Graph()
     with graph.as_default():
         tf1.set_random_seed(seed)
-        features = tf1.placeholder(tf.float32, [None, 6], name="features")
-        weights = tf1.get_variable("dense/weights", [6, 4], initializer=tf1.glorot_uniform_initializer())
-        scores = tf.matmul(features, weights)
-        noisy = tf.add(scores, 1e-9 * tf1.random_normal(tf.shape(scores)), name="noisy")
-        session = tf1.Session(graph=graph)
-        session.run(tf1.global_variables_initializer())
-        feed = np.random.default_rng(seed).standard_normal((batch, 6)).astype(np.float32)
-        expected = session.run(noisy, {features: feed})
-        from tests.models import _save_checkpoint
-
-        prefix = _save_checkpoint(graph, session, folder)
-        session.close()
-    return ReferenceModel(path=prefix, inputs={"features:0": ("float32", (None, 6))}, outputs=("noisy:0",),
-                          feeds={"features:0": feed}, expected={"noisy:0": expected}, batch=batch)
-
-
-def build_metric_read_softmax(folder: Path, *, seed: int = 14, batch: int = 2) -> ReferenceModel:
-    """A softmax read only by an accuracy (ArgMax -> Equal -> Cast -> Mean, the labels' one-hot argmax on the
-    other side), beside a loss on the logits and an optimizer: nothing leaves probs unconsumed, and the
-    unconsumed tensors are the metrics."""
-    import tensorflow as tf
-
-    tf1 = tf.compat.v1
-    graph = tf.Graph()
-    with graph.as_default():
-        tf1.set_random_seed(seed)
-        images = tf1.placeholder(tf.float32, [None, 8, 8, 3], name="images")
-        labels = tf1.placeholder(tf.int64, [None], name="labels")
+        if from_dataset:
+            data = tf1.data.Dataset.from_tensor_slices((_feed(seed, 4), np.arange(4) % 5)).batch(batch).repeat()
+            images, labels = tf1.data.make_one_shot_iterator(data).get_next()
+        else:
+            images = tf1.placeholder(tf.float32, [None, 8, 8, 3], name="images")
+            labels = tf1.placeholder(tf.int64, [None], name="labels")
         logits = _small_head(images)
         probs = tf.nn.softmax(logits, name="probs")
         # The TF1 tutorials' accuracy: the argmax of the prediction against the argmax of one-hot labels.
@@ -185,13 +199,13 @@ def build_metric_read_softmax(folder: Path, *, seed: int = 14, batch: int = 2) -
         session = tf1.Session(graph=graph)
         session.run(tf1.global_variables_initializer())
         feed = _feed(seed, batch)
-        expected = session.run(probs, {images: feed})
+        expected = session.run(probs, {images: feed})  # an iterator's output can be fed like a placeholder
         from tests.models import _save_checkpoint
 
         prefix = _save_checkpoint(graph, session, folder)
         session.close()
-    return ReferenceModel(path=prefix, inputs={"images:0": ("float32", (None, 8, 8, 3))}, outputs=("probs:0",),
-                          feeds={"images:0": feed}, expected={"probs:0": expected}, batch=batch)
+    return ReferenceModel(path=prefix, inputs={images.name: ("float32", (None, 8, 8, 3))}, outputs=("probs:0",),
+                          feeds={images.name: feed}, expected={"probs:0": expected}, batch=batch)
 
 
 def build_unrevivable_saved_model(folder: Path, *, seed: int = 15, batch: int = 2) -> ReferenceModel:
@@ -250,16 +264,12 @@ def build_unrevivable_saved_model(folder: Path, *, seed: int = 15, batch: int = 
 def build_data_cond(folder: Path, *, seed: int = 17, batch: int = 2) -> ReferenceModel:
     """A tf.cond on the data itself (the sign of the features' sum): no switch can fold it, so TF2's functional
     If stays in the frozen graph, which ATC's TF 1.15 parser does not know; one branch holds a batch norm."""
-    import numpy as np
     import tensorflow as tf
 
     tf1 = tf.compat.v1
-    graph = tf.Graph()
+    graph, hidden = _dense_graph(seed)
     with graph.as_default():
-        tf1.set_random_seed(seed)
-        features = tf1.placeholder(tf.float32, [None, 6], name="features")
-        weights = tf1.get_variable("dense/weights", [6, 4], initializer=tf1.glorot_uniform_initializer())
-        hidden = tf.matmul(features, weights)
+        features = graph.get_tensor_by_name("features:0")
         gamma = tf1.get_variable("bn/gamma", [4], initializer=tf1.random_uniform_initializer(0.5, 1.5))
         beta = tf1.get_variable("bn/beta", [4], initializer=tf1.random_normal_initializer(stddev=0.1))
 
@@ -269,14 +279,5 @@ def build_data_cond(folder: Path, *, seed: int = 17, batch: int = 2) -> Referenc
             return tf.nn.relu(tf.reshape(out, [-1, 4]))
 
         chosen = tf.cond(tf.reduce_sum(features) > 0, normed, lambda: tf.tanh(hidden), name="branch")
-        scores = tf.identity(chosen, name="scores")
-        session = tf1.Session(graph=graph)
-        session.run(tf1.global_variables_initializer())
-        feed = np.random.default_rng(seed).standard_normal((batch, 6)).astype(np.float32)
-        expected = session.run(scores, {features: feed})
-        from tests.models import _save_checkpoint
-
-        prefix = _save_checkpoint(graph, session, folder)
-        session.close()
-    return ReferenceModel(path=prefix, inputs={"features:0": ("float32", (None, 6))}, outputs=("scores:0",),
-                          feeds={"features:0": feed}, expected={"scores:0": expected}, batch=batch)
+        tf.identity(chosen, name="scores")
+    return _features_model(graph, folder, ("scores:0",), seed=seed, batch=batch)

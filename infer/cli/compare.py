@@ -12,6 +12,7 @@ from infer.cli.console import err, out, say
 
 
 def compare(
+    ctx: typer.Context,
     model: Path = typer.Argument(..., help="model.json of the converted model."),
     bins: Path = typer.Option(..., "--input", "-i", help="The dataset folder the outputs were computed from."),
     actual: Path = typer.Option(..., "--actual", "-a", help="The converted model's run folder, `OUT/<timestamp>`."),
@@ -42,6 +43,7 @@ def compare(
                                           help="How many times the emulated error an output may reach."),
     fail_on_expected: bool = typer.Option(False, "--fail-on-expected",
                                           help="Fail the run when an output is past --expected-factor."),
+    force: bool = typer.Option(False, "--force", help="Replace the reports in an existing --report folder."),
 ) -> None:
     """Compare the converted model's outputs with TensorFlow's, with the metrics of Ascend's accuracy tools.
 
@@ -57,15 +59,16 @@ def compare(
     from infer.compare.compare import compare as run_compare
     from infer.compare.metrics import shown_limit
     from infer.compare.thresholds import Thresholds
+    from infer.contract import load_contract
 
     if workers < 1:
         from binio.errors import InferError
 
         raise InferError(f"--workers {workers}: expected 1 or more")
-    if report is not None:
-        from infer.compare.reports import check_output_folder
+    if report is not None:  # checked, and locked until the command ends, before the comparison runs
+        from infer.compare.reports import report_folder
 
-        check_output_folder(report, "--report")
+        ctx.with_resource(report_folder(report, force=force))
     options = CompareOptions(thresholds=Thresholds.parse(threshold), atol=atol, rtol=rtol, topk=topk, labels=labels,
                              workers=workers, allow_same_backend=allow_same_backend, expected_from_emulation=expected,
                              expected_factor=expected_factor, fail_on_expected=fail_on_expected)
@@ -89,6 +92,10 @@ def compare(
                              dump_golden=dump_golden, on_golden_run=golden_run, progress=progress)
     console = out()
     width = console.width if console.is_terminal else None  # a pipe or a log file: the table whole
+    keys = load_contract(model).signature_keys
+    named = [f"{keys[o.name]} = {o.name}" for o in result.outputs if o.name in keys]
+    if named:  # a SavedModel's outputs: the graph's names (Identity_1:0) are not the ones its users know
+        console.print(f"signature keys: {', '.join(named)}", markup=False, soft_wrap=True)
     for line in metrics_table(result, width):
         console.print(line, markup=False, soft_wrap=True)
     for output in result.outputs:

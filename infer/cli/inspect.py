@@ -76,19 +76,26 @@ def inspect(
         for entry in report.signature:
             signature.add_row(entry.key, entry.role, entry.tensor, entry.dtype, _shape(entry.shape))
         _print_whole(console, signature)
+        if report.other_signatures:
+            console.print(f"other signatures, not read (freeze takes {report.signature_name}): "
+                          f"{', '.join(report.other_signatures)}", markup=False)
 
     inputs = Table(title="Inputs", title_justify="left")
     _tensor_column(inputs, [item.tensor for item in report.placeholders])
     for column in ("dtype", "shape", "note"):
         inputs.add_column(column)
+    input_keys = {entry.tensor: entry.key for entry in report.signature if entry.role == "input"}
     for item in report.placeholders:
-        notes = []
+        notes = [f"signature key {input_keys[item.tensor]}"] if item.tensor in input_keys else []
         if item.dynamic_dims:
             notes.append("dynamic dims " + ",".join(str(d) for d in item.dynamic_dims) + " (fix with --batch/--inputs)")
         if item.has_default:
             notes.append("has a default: folded at freeze (or --set)")
         elif item.is_switch:
             notes.append(f"a switch: fix it at freeze with --set {item.tensor.split(':')[0]}=false")
+        elif item.shape is None and not item.from_iterator:
+            notes.append(f"no shape: a setting (keep_prob) is fixed with --set {item.tensor.split(':')[0]}=VALUE, "
+                         "data needs its shape in --inputs")
         if item.from_iterator:
             notes.append("tf.data iterator output: cut with --inputs")
         inputs.add_row(item.tensor, item.dtype, _shape(item.shape), "; ".join(notes))
@@ -96,11 +103,15 @@ def inspect(
 
     candidates = Table(title="Output candidates (most likely first)", title_justify="left")
     candidates.add_column("#")
+    keyed = any(c.signature_key for c in report.candidates[:top])
+    if keyed:  # a SavedModel's outputs: the key is the name its users know
+        candidates.add_column("key")
     _tensor_column(candidates, [c.tensor for c in report.candidates[:top]])
     for column in ("op", "dtype", "shape"):
         candidates.add_column(column)
     for rank, candidate in enumerate(report.candidates[:top], 1):
-        candidates.add_row(str(rank), candidate.tensor, candidate.op, candidate.dtype, _shape(candidate.shape))
+        cells = (candidate.tensor, candidate.op, candidate.dtype, _shape(candidate.shape))
+        candidates.add_row(str(rank), *((candidate.signature_key,) if keyed else ()), *cells)
     _print_whole(console, candidates)
     if len(report.candidates) > top:
         console.print(f"... {len(report.candidates) - top} more (--top N, or --json)", markup=False)

@@ -59,10 +59,9 @@ def init(
 
         raise InferError(f"-o {output}: is a folder; expected the pipeline file to write",
                          hint=f"-o {output / 'pipeline.toml'}")
-    if output.exists() and not force:
-        from binio.errors import OutputExistsError
+    from binio.output import check_output
 
-        raise OutputExistsError(f"{output}: exists already", hint="pass --force to overwrite it")
+    check_output(output, force=force)  # before the model is inspected: a refusal should not take seconds
     values = values_from_model(model, data_source=data, labels=labels, relative_to=output.resolve().parent)
     write_template(output, values, force=force)
     outputs = ", ".join(values.outputs) or "none found: fill in [model] outputs"

@@ -31,6 +31,9 @@ def run(
     retries: int = typer.Option(1, "--retries", help="Further attempts of a failed shard (sharded runs)."),
     resume: bool = typer.Option(False, "--resume",
                                 help="Finish the newest unfinished run of this model and dataset under -o."),
+    timeout: float = typer.Option(3600.0, "--timeout",
+                                  help="Seconds msame or ais_bench may take for the whole dataset; then they are "
+                                       "stopped, with every process they started."),
 ) -> None:
     """Run every batch of a dataset through the model, in msame's output layout.
 
@@ -41,7 +44,7 @@ def run(
 
     from infer.run import RunOptions, run_model
 
-    options = RunOptions(backend=backend, device=device, loop=loop, warmup=warmup, threads=threads)
+    options = RunOptions(backend=backend, device=device, loop=loop, warmup=warmup, threads=threads, timeout=timeout)
     from infer.scale import ScaleOptions, parse_devices, run_sharded
 
     scale = ScaleOptions(devices=parse_devices(devices) if devices is not None else (), shards=shards,

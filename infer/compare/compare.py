@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from binio.dataset import digests_checked_beside
 from binio.errors import InferError
 from binio.manifest import DatasetManifest, dataset_folder, load_manifest
 from binio.spec import TensorSpec
@@ -23,7 +24,7 @@ from infer.compare.labels import labels_for_samples
 from infer.compare.passes import measure_output
 from infer.compare.provenance import make_provenance, refuse_same_backend, run_side, sample_names, tensorflow_side
 from infer.compare.result import CompareResult, OutputResult
-from infer.compare.sources import OutputPair, output_pairs, resolve_run_folder, written_specs
+from infer.compare.sources import OutputPair, check_run_folder, output_pairs, resolve_run_folder, written_specs
 from infer.compare.thresholds import Thresholds
 from infer.compare.topk import is_classifier
 from infer.contract import ModelContract, as_contract
@@ -187,7 +188,22 @@ def compare(model: ModelContract | Path | str, dataset: DatasetManifest | Path |
 
         check_output_folder(dump_golden, "--dump-golden")
     contract, actual = as_contract(model), Path(actual)
+    # A SavedModel's signature keys name its outputs in --threshold too (note:cosine=0.999).
+    options = replace(options, thresholds=options.thresholds.naming_tensors(
+        contract.signature_keys, [s.name for s in contract.outputs]))
     manifest = load_manifest(dataset_folder(dataset))
+    # The bins both runs read: one changed since dump-bin (same size, other bytes) makes the outputs describe
+    # another dataset than the one named. Hashed beside the comparison.
+    with digests_checked_beside(manifest) as bins_unchanged:
+        result = _compare(contract, manifest, actual, golden, options, layerwise, dump_golden, cache_root,
+                          on_golden_run, progress)
+        bins_unchanged()
+    return result
+
+
+def _compare(contract: ModelContract, manifest: DatasetManifest, actual: Path, golden: Path | None,
+             options: CompareOptions, layerwise: bool, dump_golden: Path | None, cache_root: Path | None,
+             on_golden_run: Callable[[], None] | None, progress: CompareProgress | None) -> CompareResult:
     if layerwise or dump_golden is not None:
         from infer.aipp import model_aipp
 
@@ -203,6 +219,11 @@ def compare(model: ModelContract | Path | str, dataset: DatasetManifest | Path |
 
         # What the user named is checked before TensorFlow runs (seconds to minutes) rather than after it.
         actual_dir = resolve_run_folder(actual, what="--actual")
+        check_run_folder(actual_dir, contract.model_outputs, manifest, what="--actual")
+        if layerwise:
+            from infer.compare.layerwise import check_layerwise
+
+            check_layerwise(contract)
         if not options.allow_same_backend:
             refuse_same_backend(contract, run_side(contract, actual_dir, "actual"), tensorflow_side(contract))
         options.thresholds.check_outputs([s.name for s in contract.outputs])

@@ -272,17 +272,22 @@ def _batch(outcome: CompareResult | None, manifest: DatasetManifest) -> tuple[st
     return first, "the first batch (no batch or sample fails on its own)"
 
 
+def check_layerwise(contract: ModelContract) -> None:
+    """Refuses --layerwise for a model that is not the ONNX stand-in (an om's tensors cannot be read here)."""
+    if contract.converted is None or contract.converted.target != "onnx":
+        found = "not converted" if contract.converted is None else f"converted to {contract.converted.target}"
+        raise LayerwiseError(f"--layerwise: {contract.path} is {found}; layer-by-layer comparison runs the ONNX "
+                             "stand-in", hint="on an Ascend server, dump the NPU tensors and use --dump-golden with "
+                             "msaccucmp; here, infer convert --target onnx")
+
+
 def compare_layers(contract: ModelContract, manifest: DatasetManifest, thresholds: Thresholds, *, atol: float,
                    rtol: float, with_converted: bool = True, dump_golden: Path | None = None,
                    outcome: CompareResult | None = None) -> LayerwiseResult:
     """TensorFlow against the ONNX stand-in tensor by tensor on one batch; optionally dumps TF's tensors.
     `outcome`: the verdict on the outputs, which picks the batch and which the mark must agree with."""
-    if with_converted and (contract.converted is None or contract.converted.target != "onnx"):
-        found = "not converted" if contract.converted is None else f"converted to {contract.converted.target}"
-        raise LayerwiseError(f"--layerwise: {contract.path} is {found}; layer-by-layer comparison runs the ONNX "
-                             "stand-in", hint="on an Ascend server, dump the NPU tensors and use --dump-golden with "
-                             "msaccucmp; here, infer convert --target onnx")
     if with_converted:
+        check_layerwise(contract)
         contract.check_converted_unchanged()
     # --dump-golden alone dumps the first batch, the one a user dumps on the device by default.
     stem, batch_reason = _batch(outcome if with_converted else None, manifest)

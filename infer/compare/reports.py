@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 
 from binio.errors import InferError
+from binio.lock import folder_lock
+from binio.output import check_output
 from infer.compare.report_csv import write_provenance_sidecar, write_report_csv
 from infer.compare.report_html import write_report_html
 from infer.compare.report_json import write_report_json
@@ -17,6 +21,16 @@ def write_reports(result: CompareResult, folder: Path) -> tuple[Path, ...]:
     folder = Path(folder)
     return (write_report_json(result, folder), write_report_csv(result, folder),
             write_provenance_sidecar(result, folder), write_report_html(result, folder))
+
+
+@contextlib.contextmanager
+def report_folder(folder: Path, *, force: bool) -> Iterator[Path]:
+    """`folder` checked (an existing one is replaced only with `force`) and locked for this compare, from before
+    the comparison runs until its reports are written."""
+    check_output_folder(folder, "--report")
+    with folder_lock(folder, command="compare --report"):
+        check_output(folder, force=force, hint="pass --force to replace its reports")
+        yield Path(folder)
 
 
 def check_output_folder(path: Path, option: str) -> None:

@@ -64,6 +64,26 @@ def written_specs(folder: Path, contract_specs: tuple[TensorSpec, ...], manifest
     return record.outputs
 
 
+def check_output_files(folder: Path, index: int, spec: TensorSpec, name: str, manifest: DatasetManifest) -> None:
+    """Every batch's file of output `index` in `folder`, present and of the size `spec` gives."""
+    spec = batch_spec(spec, manifest.batch)
+    for stem in manifest.stems:
+        path = folder / output_file_name(stem, index)
+        if not path.is_file():
+            raise RunFolderError(f"{path}: missing: the dataset has batch {stem} and the model has output "
+                                 f"{index} ({name})", hint="was the run interrupted?")
+        check_bin_size(path, spec)
+
+
+def check_run_folder(folder: Path, contract_specs: tuple[TensorSpec, ...], manifest: DatasetManifest, *,
+                     what: str) -> None:
+    """One side whole (complete run, same dataset, every file there with its size), before the other side is
+    computed: a refusal should not wait for a golden run of minutes."""
+    folder = resolve_run_folder(folder, what=what)
+    for index, spec in enumerate(written_specs(folder, contract_specs, manifest, what=what)):
+        check_output_files(folder, index, spec, contract_specs[index].name, manifest)
+
+
 def batch_spec(spec: TensorSpec, batch: int) -> TensorSpec:
     """The spec with an unknown batch dimension pinned to the dataset's batch."""
     if spec.shape and spec.shape[0] is None:
@@ -108,13 +128,8 @@ class OutputPair:
             raise RunFolderError(
                 f"output {self.index} ({self.name}): actual {format_shape(self.actual_spec.shape)} and golden "
                 f"{format_shape(self.golden_spec.shape)} hold different element counts")
-        for stem in self.manifest.stems:
-            for folder, spec in ((self.actual_dir, self.actual_spec), (self.golden_dir, self.golden_spec)):
-                path = folder / output_file_name(stem, self.index)
-                if not path.is_file():
-                    raise RunFolderError(f"{path}: missing: the dataset has batch {stem} and the model has output "
-                                         f"{self.index} ({self.name})", hint="was the run interrupted?")
-                check_bin_size(path, spec)
+        for folder, spec in ((self.actual_dir, self.actual_spec), (self.golden_dir, self.golden_spec)):
+            check_output_files(folder, self.index, spec, self.name, self.manifest)
 
     def batches(self) -> Iterator[Batch]:
         """Every batch in dataset order, as memory maps cut to the real rows."""

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import difflib
 import math
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 from binio.errors import InferError
 from binio.spec import node_name
@@ -144,6 +144,14 @@ class Thresholds:
     @classmethod
     def parse(cls, texts: Iterable[str]) -> Thresholds:
         return cls(settings=tuple(parse_threshold(t) for t in texts))
+
+    def naming_tensors(self, keys: Mapping[str, str], outputs: Sequence[str]) -> Thresholds:
+        """The settings with an output named by its SavedModel signature key (`keys`: tensor -> key) renamed to
+        its tensor; a name that is an output's own name stays as it is."""
+        tensors = {key: tensor for tensor, key in keys.items() if tensor in outputs}
+        renamed = tuple(replace(s, output=tensors[s.output]) if s.output in tensors
+                        and not any(_matches(s.output, o) for o in outputs) else s for s in self.settings)
+        return replace(self, settings=renamed)
 
     def check_outputs(self, outputs: Sequence[str]) -> None:
         """Refuses a per-output setting that names no output of the model."""

@@ -3,16 +3,18 @@
 msame and ais_bench are processes of their own, so their shards run from threads of this process. The in-process
 backends (ONNX Runtime, TensorFlow) get one worker process per slot, started by spawn: fork is unsafe once
 TensorFlow or ONNX Runtime threads exist in this process, and each worker loads its own session. A worker that
-dies breaks only its slot's executor, which is started again for the retry.
+dies breaks only its slot's executor, which is started again for the retry. A worker whose driver dies (even by
+kill -9, which runs no clean-up) ends itself: a pool worker would otherwise finish its shard and idle forever.
 """
 
 from __future__ import annotations
 
 import multiprocessing
+import os
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
-from infer.engines.worker import ShardOutcome, ShardTask, run_shard
+from infer.engines.worker import ShardOutcome, ShardTask, exit_with_driver, run_shard
 
 IN_PROCESS_BACKENDS = ("onnxrt", "tf")
 
@@ -38,7 +40,8 @@ class LocalEngine:
             if executor is not None:
                 executor.shutdown(wait=False, cancel_futures=True)
             if self.processes:
-                executor = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
+                executor = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"),
+                                               initializer=exit_with_driver, initargs=(os.getpid(),))
             else:
                 executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"infer-shard-slot{position}")
             self._executors[position] = executor
@@ -52,6 +55,10 @@ class LocalEngine:
             return self._executor(position, fresh=True).submit(run_shard, task)
 
     def close(self, *, cancel: bool = False) -> None:
+        if cancel and not self.processes:  # msame/ais_bench of the shards' threads: stopped, not waited for
+            from atc_wrap.process import stop_running_tools
+
+            stop_running_tools("the sharded run was stopped")
         for executor in self._executors.values():
             executor.shutdown(wait=not cancel, cancel_futures=cancel)
         self._executors.clear()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+import threading
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -50,6 +51,25 @@ class ShardOutcome:
     command: tuple[str, ...]
     seconds: float
     error: str = ""  # "" when every batch of the attempt finished
+
+
+_DRIVER_POLL_S = 0.5
+
+
+def exit_with_driver(driver: int) -> None:
+    """Started in each worker process: ends the worker as soon as the driver process `driver` is gone.
+
+    A pool worker is the driver's child; once the driver dies, however (kill -9 included), the worker is handed to
+    another parent, which is what this watch looks for. os._exit: nothing of a driverless shard is worth saving,
+    and its outputs move into the run folder only whole.
+    """
+
+    def watch() -> None:
+        while os.getppid() == driver:
+            time.sleep(_DRIVER_POLL_S)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="infer-driver-watch", daemon=True).start()
 
 
 def _device(task: ShardTask) -> int | None:

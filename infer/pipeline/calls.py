@@ -75,6 +75,7 @@ def compare(config: PipelineConfig, work: WorkLayout, run_folder: Path) -> Stage
     """Compares the run against TensorFlow's outputs on the same bins and writes report.json/csv/html."""
     from infer.compare.compare import compare as compare_outputs
     from infer.compare.reports import write_reports
+    from infer.contract import load_contract
 
     section = config.compare
     result = compare_outputs(work.contract, work.bins, run_folder, options=compare_options(config),
@@ -82,9 +83,11 @@ def compare(config: PipelineConfig, work: WorkLayout, run_folder: Path) -> Stage
     paths = write_reports(result, work.report)
     html = next(p for p in paths if p.suffix == ".html")
     parts = []
+    keys = load_contract(work.contract).signature_keys  # a SavedModel's outputs go by key in this file
     for output in result.outputs:
         metrics = output.metrics
-        text = f"{output.name} cosine {metrics.cosine_similarity:.7f}, max |diff| {metrics.max_absolute_error:.2g}"
+        name = f"{keys[output.name]} ({output.name})" if output.name in keys else output.name
+        text = f"{name} cosine {metrics.cosine_similarity:.7f}, max |diff| {metrics.max_absolute_error:.2g}"
         if output.topk is not None:
             text += f", top-1 agreement {_percent(output.topk.top1_agreement)}"
             accuracy = output.topk.accuracy

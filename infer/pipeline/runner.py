@@ -12,6 +12,7 @@ from typing import Any
 from atc_wrap.process import quote_command
 from binio.atomic import write_bytes_atomic
 from binio.errors import InferError
+from binio.lock import folder_lock
 from infer.pipeline.config import PipelineConfig, load_config
 from infer.pipeline.stages import STAGE_FUNCTIONS, STAGES, WorkLayout
 from infer.pipeline.state import StageRecord, digest_paths, load_state, save_state, settings_digest
@@ -119,7 +120,12 @@ def run_pipeline(config: PipelineConfig | Path | str, *, on_stage: Callable[[Sta
     if not isinstance(config, PipelineConfig):
         config = load_config(config)
     work = WorkLayout(config.work_dir)
-    work.root.mkdir(parents=True, exist_ok=True)
+    with folder_lock(work.root, command="pipeline run"):  # one pipeline per work folder at a time
+        return _run_stages(config, work, on_stage, stages, force)
+
+
+def _run_stages(config: PipelineConfig, work: WorkLayout, on_stage: Callable[[StageOutcome], None] | None,
+                stages: Sequence[str], force: bool) -> PipelineResult:
     records = {} if force else load_state(work.root)
     facts: dict[str, dict[str, Any]] = {name: dict(r.facts) for name, r in records.items()}
     outcomes = []

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from binio.atomic import write_bytes_atomic
-from binio.errors import OutputExistsError
+from binio.output import check_output
 from infer.pipeline.config import GENERATOR_PREFIXES
 
 
@@ -136,8 +136,7 @@ def render_template(values: TemplateValues) -> str:
 
 def write_template(path: Path, values: TemplateValues, *, force: bool = False) -> Path:
     path = Path(path)
-    if path.exists() and not force:
-        raise OutputExistsError(f"{path}: exists already", hint="pass --force to overwrite it")
+    check_output(path, force=force)
     write_bytes_atomic(path, render_template(values).encode())
     return path
 
@@ -164,19 +163,26 @@ def values_from_model(model: Path, *, data_source: str = "images/", labels: str 
     import os
 
     from binio.spec import node_name
+    from ckpt2pb.graphinfo import feed_tensors_read
     from ckpt2pb.inspection import inspect_loaded
     from ckpt2pb.source import load_source
 
     loaded = load_source(model)
     report = inspect_loaded(loaded)
-    outputs = (report.candidates[0].tensor,) if report.candidates else ()
-    needed = _ancestors(loaded.graph_def, {node_name(t) for t in outputs}) if outputs else set()
+    # A SavedModel's signature says what it answers and takes: every output, named by its key, as freeze
+    # accepts them; elsewhere the best candidate.
+    keyed = tuple(c for c in report.candidates if c.signature_key)
+    chosen = keyed or report.candidates[:1]
+    outputs = tuple(c.signature_key or c.tensor for c in chosen)
+    needed = feed_tensors_read(loaded.graph_def, _ancestors(loaded.graph_def, {node_name(c.tensor) for c in chosen}))
     # A bool scalar (or shape-less) placeholder without a default is a switch: fixed with `set`, not fed.
     unset = [p for p in report.placeholders if p.is_switch and not p.has_default
-             and (not outputs or node_name(p.tensor) in needed)]
+             and (not outputs or p.tensor in needed)]
     fed = [p for p in report.placeholders if not p.has_default and p not in unset]
-    inputs = tuple(p.tensor for p in fed if not outputs or node_name(p.tensor) in needed)
-    unused = [p.tensor for p in fed if p.tensor not in inputs]
+    input_keys = {entry.tensor: entry.key for entry in report.signature if entry.role == "input"}
+    taken = [p for p in fed if not outputs or p.tensor in needed]
+    inputs = tuple(input_keys.get(p.tensor, p.tensor) for p in taken)
+    unused = [p.tensor for p in fed if p not in taken]
     switches = tuple(p.tensor for p in report.placeholders if p.has_default)
 
     def relative(path: str) -> str:
@@ -186,13 +192,21 @@ def values_from_model(model: Path, *, data_source: str = "images/", labels: str 
         return os.path.relpath(Path(path).resolve(), Path(relative_to).resolve()) + ("/" if path.endswith("/") else "")
 
     source = relative(str(model))
-    dynamic = [p.tensor for p in fed if p.tensor in inputs and p.dynamic_dims]
+    dynamic = [input_keys.get(p.tensor, p.tensor) for p in taken if p.dynamic_dims]
     # A graph whose inputs already have a static batch (a frozen pb) must be given that batch, not 1.
-    static = {p.shape[0] for p in fed if p.tensor in inputs and p.shape and p.shape[0] is not None}
+    static = {p.shape[0] for p in taken if p.shape and p.shape[0] is not None}
     batch = static.pop() if len(static) == 1 else 1
     notes = [f"Written by `infer pipeline init` from {model} ({report.kind}, {report.parameters:,} parameters)."]
+    if report.signature:
+        notes.append(f"Signature {report.signature_name}: "
+                     + ", ".join(f"{e.key} = {e.tensor} ({e.role})" for e in report.signature) + ".")
     if dynamic:
         notes.append(f"Inputs with dynamic dims: {', '.join(dynamic)}; `batch` fixes the first one.")
+    shapeless = [p.tensor for p in taken if p.shape is None]
+    if shapeless:
+        notes.append(f"Inputs without a shape: {', '.join(shapeless)}. A setting such as keep_prob belongs in "
+                     f"set (set = {{ {node_name(shapeless[0])} = 1.0 }}), data needs its shape in inputs "
+                     f"(\"{shapeless[0]}[1,224,224,3]\").")
     if unused:
         notes.append(f"Placeholders {', '.join(outputs)} does not read, left out of inputs: {', '.join(unused)}.")
     if not outputs:
@@ -200,4 +214,5 @@ def values_from_model(model: Path, *, data_source: str = "images/", labels: str 
     return TemplateValues(source=source, outputs=outputs, inputs=inputs, batch=batch,
                           set_values={node_name(p.tensor): "false" for p in unset},
                           data_source=relative(data_source), labels=relative(labels), notes=tuple(notes),
-                          other_candidates=tuple(c.tensor for c in report.candidates[1:4]), switches=switches)
+                          other_candidates=tuple(c.tensor for c in report.candidates[len(chosen):len(chosen) + 3]),
+                          switches=switches)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from binio.regular import refuse_special
 from binio.spec import format_shape
 from infer.sources.arrays import NpySource, NpzSource, SourceError
 from infer.sources.base import SampleSource
@@ -63,6 +64,7 @@ def open_source(text: str, *, tensor: str, sample_shape: tuple[int, ...], dtype_
     if not path.exists():
         raise SourceError(f"{path}: no such file or folder",
                           hint="a source is a .npy, .npz, a folder of images or .bin files, const:V or random:SEED")
+    refuse_special(path, "a .npy, .npz or a folder")
     if path.is_dir():
         if has_bins(path):
             return BinFolderSource(path, tensor, sample_shape, dtype_name, single_input=single_input)

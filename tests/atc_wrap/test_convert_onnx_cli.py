@@ -43,9 +43,10 @@ def test_opset_is_configurable_and_checked(
     import onnx
 
     contract = copy_model(frozen_small_cnn)
-    outcome = run_cli(capsys, "convert", contract.path, "--target", "onnx", "--opset", "13", "-o", tmp_path / "m13")
+    outcome = run_cli(capsys, "convert", contract.path, "--target", "onnx", "--opset", "13", "-o",
+                      contract.folder / "m13")
     assert outcome.code == 0, outcome.err
-    model = onnx.load(str(tmp_path / "m13.onnx"))
+    model = onnx.load(str(contract.folder / "m13.onnx"))
     assert {o.domain: o.version for o in model.opset_import}[""] == 13
     outcome = run_cli(capsys, "convert", contract.path, "--target", "onnx", "--opset", "99")
     assert outcome.code == 2

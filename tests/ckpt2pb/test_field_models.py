@@ -6,9 +6,11 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -167,6 +169,23 @@ def test_dropout_switched_off_computes_the_identity(dropout: ReferenceModel, tmp
         np.testing.assert_array_equal(value, dropout.expected[name], err_msg=name)
 
 
+def test_dropout_switched_off_leaves_no_random_op_with_a_dynamic_batch(dropout: ReferenceModel,
+                                                                       tmp_path: Path) -> None:
+    """`--batch -1` (for ATC's dynamic batch): the masks have no static shape, so the samplers become fills."""
+    from infer.freeze import freeze_model
+    from tests.ckpt2pb.test_freeze import _run_pb
+
+    report = freeze_model(dropout.path, tmp_path, list(dropout.outputs), batch=-1, assignments=["keep_prob=1.0"])
+    assert not {op for op in _all_ops(_graph_def(report.contract.pb_path)) if "Random" in op}
+    assert report.contract.random_ops == {}
+    assert all(spec.shape[0] is None for spec in report.contract.outputs)
+    for copies in (1, 3):  # batches of 2 and 6: dropout switched off is the identity at any batch
+        feeds = {name: np.concatenate([value] * copies) for name, value in dropout.feeds.items()}
+        got, _ = _run_pb(report.contract.pb_path.read_bytes(), feeds, list(dropout.outputs))
+        for name, value in zip(dropout.outputs, got, strict=True):
+            np.testing.assert_array_equal(value, np.concatenate([dropout.expected[name]] * copies), err_msg=name)
+
+
 def test_remaining_randomness_is_named_recorded_and_in_the_verdict(tmp_path_factory: pytest.TempPathFactory,
                                                                    tmp_path: Path,
                                                                    capsys: pytest.CaptureFixture[str]) -> None:
@@ -210,6 +229,39 @@ def test_pipeline_init_writes_the_switch_as_set_and_paths_relative_to_the_file(
     assert "PASSED" in ran.out.split()
 
 
+def test_a_shapeless_keep_prob_is_hinted_as_a_set(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The TF1 tutorials' `keep_prob = tf.compat.v1.placeholder(tf.float32)`: no shape at all, so it is no
+    bool switch; inspect, freeze's refusal and pipeline init's file each say that a setting is fixed by a set."""
+    import tensorflow as tf
+
+    from tests.models import _save_checkpoint
+
+    tf1 = tf.compat.v1
+    graph = tf.Graph()
+    with graph.as_default():
+        features = tf1.placeholder(tf.float32, [None, 6], name="features")
+        keep_prob = tf1.placeholder(tf.float32, name="keep_prob")
+        weights = tf1.get_variable("dense/weights", [6, 4])
+        tf.identity(tf1.nn.dropout(tf.matmul(features, weights), keep_prob=keep_prob), name="scores")
+        with tf1.Session(graph=graph) as session:
+            session.run(tf1.global_variables_initializer())
+            prefix = _save_checkpoint(graph, session, tmp_path / "ckpt")
+    table = run_cli(capsys, "inspect", prefix)
+    assert re.search(r"keep_prob:0 +. float32 +. unknown rank +. no shape: a setting", table.out), table.out
+    refused = run_cli(capsys, "freeze", prefix, "-o", str(tmp_path / "model"), "--outputs", "scores", "--batch", "2")
+    assert refused.code != 0
+    assert "error: input keep_prob:0: the graph does not know its rank" in refused.err
+    assert "for a setting such as keep_prob, its value: --set keep_prob=VALUE" in refused.err
+    init = run_cli(capsys, "pipeline", "init", prefix, "-o", str(tmp_path / "p.toml"), "--data", "random:0")
+    assert init.code == 0, init.err
+    assert "# Inputs without a shape: keep_prob:0. A setting such as keep_prob belongs in set " \
+           "(set = { keep_prob = 1.0 })" in (tmp_path / "p.toml").read_text()
+    frozen = run_cli(capsys, "freeze", prefix, "-o", str(tmp_path / "model"), "--outputs", "scores", "--batch", "2",
+                     "--set", "keep_prob=1.0")
+    assert frozen.code == 0, frozen.err
+    assert not {op for op in _all_ops(_graph_def(tmp_path / "model" / "model.pb")) if "Random" in op}
+
+
 def test_pipeline_hint_for_an_unset_switch_is_toml(switch_cond: ReferenceModel, tmp_path: Path,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
     toml = tmp_path / "p.toml"
@@ -224,12 +276,14 @@ def test_pipeline_hint_for_an_unset_switch_is_toml(switch_cond: ReferenceModel, 
 
 # ---- 5. inspect finds the real output even when training ops consume it ----
 
+@pytest.mark.parametrize("from_dataset", [False, True], ids=["placeholders", "tf.data iterator"])
 def test_softmax_read_only_by_metrics_is_the_first_candidate(tmp_path_factory: pytest.TempPathFactory,
-                                                              tmp_path: Path,
-                                                              capsys: pytest.CaptureFixture[str]) -> None:
+                                                              tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                              from_dataset: bool) -> None:
     from infer.pipeline.config import load_config
 
-    model = build_metric_read_softmax(tmp_path_factory.mktemp("metric"))
+    model = build_metric_read_softmax(tmp_path_factory.mktemp("metric"), from_dataset=from_dataset)
+    (images,) = model.inputs  # images:0, or IteratorGetNext:0 beside the labels' IteratorGetNext:1
     inspected = run_cli(capsys, "inspect", model.path, "--json")
     assert inspected.code == 0, inspected.err
     candidates = [c["tensor"] for c in json.loads(inspected.out)["output_candidates"]]
@@ -238,8 +292,9 @@ def test_softmax_read_only_by_metrics_is_the_first_candidate(tmp_path_factory: p
     init = run_cli(capsys, "pipeline", "init", model.path, "-o", str(tmp_path / "p.toml"), "--data", "random:0")
     assert init.code == 0, init.err
     config = load_config(tmp_path / "p.toml")
-    assert config.model.outputs == ("probs:0",) and config.model.inputs == ("images:0",)
-    result = run_every_stage(capsys, model.path, tmp_path / "stages", "--outputs", "probs:0", "--batch", "2")
+    assert config.model.outputs == ("probs:0",) and config.model.inputs == (images,)
+    result = run_every_stage(capsys, model.path, tmp_path / "stages", "--outputs", "probs:0", "--inputs", images,
+                             "--batch", "2")
     assert result.verdict == "PASSED", result.compare.out + result.compare.err
 
 
@@ -292,6 +347,82 @@ def test_unrevivable_saved_model_freezes_by_signature_keys_and_passes(unrevivabl
     assert placeholders == [contract.inputs[0].node]
     for key, value in zip(("contour", "note", "onset"), got, strict=True):
         np.testing.assert_allclose(value, unrevivable.expected[key], rtol=0, atol=1e-6, err_msg=key)
+    # The keys name the tensors in the later stages too: dump-bin's --input, compare's --threshold.
+    model_json = str(tmp_path / "model" / "model.json")
+    dumped = run_cli(capsys, "dump-bin", "-m", model_json, "-o", str(tmp_path / "bins_by_key"),
+                     "--input", "audio=random:0", "--samples", "3")
+    assert dumped.code == 0, dumped.err
+    strict = run_cli(capsys, "compare", model_json, "--input", str(tmp_path / "bins"), "--actual",
+                     str(tmp_path / "out"), "--threshold", "onset:cosine=1.5")  # a cosine never reaches it
+    assert strict.code == 1, strict.out + strict.err
+    assert "signature keys: contour = StatefulPartitionedCall:0, note = StatefulPartitionedCall:1, " \
+           "onset = StatefulPartitionedCall:2" in strict.out
+    assert strict.out.strip().splitlines()[-1].startswith("FAILED: StatefulPartitionedCall:2 CosineSimilarity 1")
+
+
+def test_pipeline_init_names_a_saved_model_by_its_signature_keys(unrevivable: ReferenceModel, tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """`Identity_1` is never the only name a user sees: inspect ranks the signature's outputs first under their
+    keys, and the file init writes names them by key, and runs as it is (but for the precision mode)."""
+    from infer.pipeline.config import load_config
+
+    inspected = run_cli(capsys, "inspect", unrevivable.path, "--json")
+    assert inspected.code == 0, inspected.err
+    candidates = json.loads(inspected.out)["output_candidates"]
+    assert [(i["signature_key"], i["tensor"]) for i in json.loads(inspected.out)["inputs"]] == [
+        ("audio", "serving_default_audio:0")]
+    assert [(c["signature_key"], c["tensor"]) for c in candidates[:3]] == [
+        ("contour", "StatefulPartitionedCall:0"), ("note", "StatefulPartitionedCall:1"),
+        ("onset", "StatefulPartitionedCall:2")]
+    table = run_cli(capsys, "inspect", unrevivable.path)
+    assert re.search(r"1 +. contour +. StatefulPartitionedCall:0", table.out), table.out
+    unnamed = run_cli(capsys, "freeze", unrevivable.path, "-o", str(tmp_path / "unnamed"))
+    assert unnamed.code != 0 and "hint: likely outputs: contour, note, onset" in unnamed.err
+    misspelt = run_cli(capsys, "freeze", unrevivable.path, "-o", str(tmp_path / "misspelt"), "--outputs", "onsets")
+    assert "closest: onset" in misspelt.err
+    np.save(tmp_path / "audio.npy", unrevivable.feeds["audio"])
+    toml = tmp_path / "p.toml"
+    outcome = run_cli(capsys, "pipeline", "init", unrevivable.path, "-o", str(toml),
+                      "--data", str(tmp_path / "audio.npy"))
+    assert outcome.code == 0, outcome.err
+    config = load_config(toml)
+    assert config.model.outputs == ("contour", "note", "onset") and config.model.inputs == ("audio",)
+    assert "# Signature serving_default: audio = serving_default_audio:0 (input), contour = " \
+           "StatefulPartitionedCall:0 (output)" in toml.read_text()
+    toml.write_text(toml.read_text().replace('precision_mode = "force_fp16"', 'precision_mode = "force_fp32"'))
+    ran = run_cli(capsys, "pipeline", "run", str(toml))
+    assert ran.code == 0, ran.out + ran.err
+    assert "likely outputs contour (StatefulPartitionedCall:0)" in ran.out and "PASSED" in ran.out.split()
+    assert "onset (StatefulPartitionedCall:2) cosine" in ran.out
+    document = json.loads((tmp_path / "work" / "model" / "model.json").read_text())
+    assert [item["signature_key"] for item in document["outputs"]] == ["contour", "note", "onset"]
+
+
+def test_a_saved_model_s_other_signatures_are_named_as_not_read(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    import tensorflow as tf
+
+    class TwoHeads(tf.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.kernel = tf.Variable(np.ones((5, 3), np.float32))
+
+        @tf.function(input_signature=[tf.TensorSpec([None, 5], tf.float32, name="wave")])
+        def serve(self, wave: Any) -> Any:
+            return {"pitch": tf.nn.softmax(tf.matmul(wave, self.kernel))}
+
+        @tf.function(input_signature=[tf.TensorSpec([None, 5], tf.float32, name="wave")])
+        def embed(self, wave: Any) -> Any:
+            return {"embedding": tf.matmul(wave, self.kernel)}
+
+    module = TwoHeads()
+    tf.saved_model.save(module, str(tmp_path / "saved"), signatures={"serving_default": module.serve,
+                                                                     "embed": module.embed})
+    inspected = run_cli(capsys, "inspect", tmp_path / "saved", "--json")
+    assert inspected.code == 0, inspected.err
+    assert json.loads(inspected.out)["signature"]["others"] == ["embed"]
+    table = run_cli(capsys, "inspect", tmp_path / "saved")
+    assert "other signatures, not read (freeze takes serving_default): embed" in table.out
 
 
 def test_revivable_saved_model_takes_signature_keys_too(tf2_saved_model: ReferenceModel, tmp_path: Path) -> None:

@@ -32,7 +32,7 @@ def test_output_exists(capsys: pytest.CaptureFixture[str], resnet_model: Referen
     (out / "model.pb").write_bytes(b"earlier")
     outcome = _freeze(capsys, resnet_model, out, "--outputs", "probs", "--batch", "2")
     assert outcome.code == 2
-    assert outcome.error_line == f"error: {out / 'model.pb'} already exists"
+    assert outcome.error_line == f"error: {out / 'model.pb'}: exists already"
     assert (out / "model.pb").read_bytes() == b"earlier"
     assert _freeze(capsys, resnet_model, out, "--outputs", "probs", "--batch", "2", "--force").code == 0
     assert (out / "model.pb").read_bytes() != b"earlier"

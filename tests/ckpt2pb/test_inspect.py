@@ -61,7 +61,8 @@ def test_cli_json(capsys: pytest.CaptureFixture[str], bert_model: ReferenceModel
     document = json.loads(outcome.out)
     assert [i["tensor"] for i in document["inputs"]] == ["input_ids:0", "input_mask:0", "segment_ids:0"]
     assert document["inputs"][0] == {"tensor": "input_ids:0", "dtype": "int32", "shape": [None, 16],
-                                     "dynamic_dims": [0], "has_default": False, "from_iterator": False}
+                                     "dynamic_dims": [0], "has_default": False, "from_iterator": False,
+                                     "signature_key": None}
     assert document["output_candidates"][0]["tensor"] == "class_probs:0"
     assert document["variables"] == 9 and document["parameters_from"] == "checkpoint"
 

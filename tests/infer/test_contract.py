@@ -123,7 +123,7 @@ def test_missing_field(tmp_path: Path) -> None:
     path.write_text(json.dumps({**document, "schema": SCHEMA}))
     with pytest.raises(ContractError) as caught:
         load_contract(path)
-    assert str(caught.value) == f"{path}: contract is missing field 'frozen'"
+    assert str(caught.value) == f"{path}: missing field 'frozen'"
 
 
 def test_empty_outputs(tmp_path: Path) -> None:
@@ -133,7 +133,7 @@ def test_empty_outputs(tmp_path: Path) -> None:
     path.write_text(json.dumps(document))
     with pytest.raises(ContractError) as caught:
         load_contract(path)
-    assert str(caught.value) == f"{path}: 'outputs' must be a non-empty list of tensors"
+    assert str(caught.value) == f"{path}: outputs: expected a non-empty list of tensors, found an empty one"
 
 
 def test_changed_pb_is_refused(tmp_path: Path) -> None:

@@ -598,7 +598,7 @@ def test_an_output_under_a_file_is_refused(capsys: pytest.CaptureFixture[str], f
                                            tmp_path: Path) -> None:
     np.save(tmp_path / "data.npy", np.zeros((2, 8, 8, 3), np.float32))
     line = _refused(capsys, tmp_path / "data.npy" / "bins", "-m", frozen_small_cnn.path, tmp_path / "data.npy")
-    assert line == f"error: {tmp_path / 'data.npy' / 'bins'}: cannot create the dataset folder here (Not a directory)"
+    assert line == f"error: {tmp_path / 'data.npy' / 'bins'}: cannot create the output folder here (Not a directory)"
 
 
 def test_input_names_become_safe_distinct_folders(tmp_path: Path) -> None:

@@ -297,7 +297,7 @@ def test_unwritable_output_folder(onnx_small_cnn: ModelContract, cnn_bins: Datas
     blocker.write_text("not a folder")
     outcome = run_cli(capsys, "run", onnx_small_cnn.path, "--input", cnn_bins.root, "-o", blocker / "out")
     assert outcome.code == 2
-    assert outcome.error_line == f"error: {blocker / 'out'}: cannot create the run folder here (Not a directory)"
+    assert outcome.error_line == f"error: {blocker / 'out'}: cannot create the output folder here (Not a directory)"
     outcome = run_cli(capsys, "run", onnx_small_cnn.path, "--input", cnn_bins.root, "-o", blocker)
     assert outcome.error_line == f"error: {blocker}: exists and is not a folder"
 
