@@ -112,9 +112,12 @@ class OpRecord:
         return found
 
 
-def tf_origin(onnx_node: str, tf_nodes: Set[str]) -> str | None:
+def tf_origin(onnx_node: str, tf_nodes: Set[str], type_named: Set[str] = frozenset()) -> str | None:
     """The TF node an ONNX node of tf2onnx's comes from: the node of the same name, or ``<tf name>__<n>``, the
-    helpers tf2onnx names after the node it converts; None for nodes its optimisers insert."""
+    helpers tf2onnx names after the node it converts; None for nodes its optimisers insert, and for those it named
+    after their op type (`type_named`, from `atc_wrap.converter_names`) even where a TF node bears that name."""
+    if onnx_node in type_named:
+        return None
     name = onnx_node
     while True:
         if name in tf_nodes:
@@ -165,7 +168,11 @@ class _Rewriter:
         self.storage = storage
         self.op_precision = op_precision
         # ONNX node name -> the control for its TF node; the TF node of every ONNX node, for the record
-        self.origin = {n.name: tf_origin(n.name, tf_nodes) for n in self.graph.node} if op_precision else {}
+        from atc_wrap.converter_names import read_type_named
+
+        type_named = read_type_named(model)
+        self.origin = ({n.name: tf_origin(n.name, tf_nodes, type_named) for n in self.graph.node} if op_precision
+                       else {})
         self.rules: dict[str, OpPrecision] = {name: op_precision[tf] for name, tf in self.origin.items()
                                               if tf is not None and tf in op_precision}
         self.types = _elem_types(onnx.shape_inference.infer_shapes(model))

@@ -234,7 +234,8 @@ def read_op_controls(keep_dtype: Path | None, modify_mixlist: Path | None,
 
 
 def check_mixlist_mode(modify_mixlist: Path | str | None, precision_mode: str) -> None:
-    """ATC takes --modify_mixlist with allow_mix_precision only, and refuses it with any other mode."""
+    """ATC's guide documents --modify_mixlist for mixed precision only (the one mode with lists to change): with
+    any other mode it could change nothing, so it is refused rather than silently ignored."""
     if modify_mixlist is not None and precision_mode != MIXLIST_MODE:
         raise ConvertError(f"--modify-mixlist {modify_mixlist}: ATC takes it only with --precision-mode "
                            f"{MIXLIST_MODE}, not {precision_mode}".replace("  ", " "),

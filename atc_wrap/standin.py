@@ -121,11 +121,14 @@ def _tf2onnx(graph_def: Any, pb: Path, inputs: Sequence[TensorSpec], outputs: Se
              opset: int) -> Any:
     import tf2onnx
 
+    from atc_wrap.converter_names import recording_type_named_nodes, store_type_named
+
     try:
-        model, _ = tf2onnx.convert.from_graph_def(
-            graph_def, name=pb.stem, input_names=[s.name for s in inputs], output_names=[s.name for s in outputs],
-            opset=opset,
-        )
+        with recording_type_named_nodes() as type_named:
+            model, _ = tf2onnx.convert.from_graph_def(
+                graph_def, name=pb.stem, input_names=[s.name for s in inputs],
+                output_names=[s.name for s in outputs], opset=opset,
+            )
     except ValueError as exc:  # tf2onnx reports graph problems (bad names, cycles) as ValueError
         raise ConvertError(f"{pb}: tf2onnx could not convert the graph ({exc})") from None
     except Exception as exc:  # its handlers also fail with KeyError, AssertionError...: name it, no traceback
@@ -133,6 +136,7 @@ def _tf2onnx(graph_def: Any, pb: Path, inputs: Sequence[TensorSpec], outputs: Se
         raise ConvertError(f"{pb}: tf2onnx {tf2onnx.__version__} failed on this graph ({type(exc).__name__}"
                            f"{': ' + first if first else ''})",
                            hint="-vv shows tf2onnx's log; --target om gives the pb to ATC instead") from None
+    store_type_named(model, type_named)
     return model
 
 

@@ -57,8 +57,9 @@ def tune_precision(
         cosine = min((m.get("CosineSimilarity", float("nan")) for m in candidate.metrics.values()),
                      default=float("nan"))
         verdict = "PASSED" if candidate.passed else "FAILED"
-        say(f"candidate {candidate.index} ({candidate.stage}, {candidate.dataset}): {len(candidate.ops)} ops in "
-            f"fp32 -> {verdict}, cosine {shown(cosine, 'CosineSimilarity')} ({candidate.seconds:.1f} s)")
+        ops = f"{len(candidate.ops)} op{'' if len(candidate.ops) == 1 else 's'}"
+        say(f"candidate {candidate.index} ({candidate.stage}, {candidate.dataset}): {ops} in fp32 -> {verdict}, "
+            f"cosine {shown(cosine, 'CosineSimilarity')} ({candidate.seconds:.1f} s)")
 
     result = run_tune(model, bins, output, options, progress=say, on_candidate=candidate_line)
     console = out()
@@ -74,7 +75,8 @@ def tune_precision(
         console.print(f"  together: {total_flops:.2%} of FLOPs, {total_params:.2%} of parameters", markup=False)
     if result.after is not None:
         console.print(f"after: {result.after.verdict}", markup=False, soft_wrap=True)
-    console.print(f"{len(result.candidates)} candidates in {result.seconds:.1f} s ({result.mode})", markup=False)
+    tried = f"{len(result.candidates)} candidate{'' if len(result.candidates) == 1 else 's'}"
+    console.print(f"{tried} in {result.seconds:.1f} s ({result.mode})", markup=False)
     console.print(f"wrote {result.output / 'tune.json'}", markup=False)
     if result.found:
         console.print(f"wrote {result.output / 'keep_dtype.cfg'}, {result.output / 'model'}, "

@@ -15,6 +15,8 @@ from infer.contract import ModelContract
 _PRODUCTS = frozenset({"MatMul", "BatchMatMul", "BatchMatMulV2", "BatchMatMulV3"})
 _CONVOLUTIONS = frozenset({"Conv2D", "Conv3D", "DepthwiseConv2dNative", "Conv2DBackpropInput"})
 _PASS_THROUGH = frozenset({"Identity", "IdentityN", "Snapshot"})
+# A reduction does one operation per element it reads, not per element it writes.
+_REDUCTIONS = frozenset({"Sum", "Mean", "Prod", "Max", "Min", "L2Loss", "EuclideanNorm"})
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,8 @@ def _flops(op: Any) -> int:
         if a and a[-1] is not None:
             inner = a[-2] if op.get_attr("transpose_a" if op.type == "MatMul" else "adj_x") else a[-1]
             return 2 * outputs * int(inner or 0)
+    if op.type in _REDUCTIONS and op.inputs:
+        return _elements(op.inputs[0].shape)
     return outputs
 
 

@@ -147,6 +147,7 @@ def _suspects(staged: ModelContract, manifest: DatasetManifest, options: TuneOpt
     tunable op that makes its tensor in the stand-in (a TF Identity's tensor is made by the op before it there)."""
     import onnx
 
+    from atc_wrap.converter_names import read_type_named
     from atc_wrap.emulation import tf_origin
     from infer.compare.layerwise import LayerwiseError, compare_layers
 
@@ -159,21 +160,27 @@ def _suspects(staged: ModelContract, manifest: DatasetManifest, options: TuneOpt
     names = {op.name for op in tunable}
     path = staged.converted_path
     assert path is not None
-    makers = {out: node.name for node in onnx.load(str(path)).graph.node for out in node.output}
+    model = onnx.load(str(path))
+    makers = {out: node.name for node in model.graph.node for out in node.output}
+    type_named = read_type_named(model)
     found: dict[str, Suspect] = {}
     for suspect in layer_suspects(layers):
-        op = suspect.op if suspect.op in names else tf_origin(makers.get(suspect.tensor, ""), names)
+        op = suspect.op if suspect.op in names else tf_origin(makers.get(suspect.tensor, ""), names, type_named)
         if op is not None and op not in found:
             found[op] = replace(suspect, op=op)
     return tuple(found.values())
 
 
 def _onnx_node_names(contract: ModelContract) -> set[str]:
+    """The stand-in's node names but those tf2onnx named after their op type (no TF node of theirs)."""
     import onnx
+
+    from atc_wrap.converter_names import read_type_named
 
     path = contract.converted_path
     assert path is not None
-    return {node.name for node in onnx.load(str(path)).graph.node}
+    model = onnx.load(str(path))
+    return {node.name for node in model.graph.node} - read_type_named(model)
 
 
 def _remove(path: Path) -> None:
@@ -256,6 +263,10 @@ def _tune(contract: ModelContract, manifest: DatasetManifest, out: Path, work: P
                                        precision_mode=options.precision_mode, output=out)
     if before.passed:
         say(f"{options.precision_mode} passes already: nothing to keep in fp32")
+        if contract.converted is not None:
+            say(f"(every candidate is a fresh conversion of {contract.pb_path.name}: when compare fails on the "
+                f"converted {Path(contract.converted.path).name}, that model is not what the pb converts to "
+                "under this mode; convert it again)")
         return _finish(trials, out, options, start, result_args, (), (), before, contract, 0)
     suspects: tuple[Suspect, ...] = ()
     if options.seeds:

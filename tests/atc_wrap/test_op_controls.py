@@ -12,7 +12,7 @@ import pytest
 
 from infer.contract import ModelContract
 from infer.convert import ConvertOptions, convert_model
-from tests.atc_wrap.graphs import build_energy, build_matmul_sum, write_frozen
+from tests.atc_wrap.graphs import write_frozen
 from tests.cli import run_cli
 
 pytestmark = pytest.mark.slow
@@ -23,18 +23,6 @@ def _half(values: Any) -> np.ndarray:
     """fp16 storage: the value rounded to float16 (inf past 65504), read back as float32."""
     with np.errstate(over="ignore"):
         return np.asarray(values, dtype=np.float32).astype(f16).astype(np.float32)
-
-
-@pytest.fixture(scope="module")
-def energy(tmp_path_factory: pytest.TempPathFactory) -> ModelContract:
-    """x -> Square -> Sum (total) -> Sqrt -> RealDiv by 16 (truediv) -> energy."""
-    return write_frozen(tmp_path_factory.mktemp("energy"), build_energy, ("x:0",), ("energy:0",))
-
-
-@pytest.fixture(scope="module")
-def matmul_sum(tmp_path_factory: pytest.TempPathFactory) -> ModelContract:
-    """x @ I (projected) -> Sum (total) -> / 1024 -> out."""
-    return write_frozen(tmp_path_factory.mktemp("matmul_sum"), build_matmul_sum, ("x:0",), ("out:0",))
 
 
 def _run(contract: ModelContract, tmp_path: Path, x: np.ndarray, **options: Any) -> tuple[np.ndarray, dict[str, Any]]:
@@ -63,13 +51,13 @@ def _big_x() -> np.ndarray:
     return np.random.default_rng(0).uniform(250, 350, size=(2, 64)).astype(np.float32)
 
 
-def test_keep_dtype_names_keep_those_ops_in_fp32_and_cast_at_the_boundary(energy: ModelContract,
+def test_keep_dtype_names_keep_those_ops_in_fp32_and_cast_at_the_boundary(energy_model: ModelContract,
                                                                            tmp_path: Path) -> None:
     x = _big_x()
-    plain, _ = _run(energy, tmp_path, x, precision_mode="force_fp16")
+    plain, _ = _run(energy_model, tmp_path, x, precision_mode="force_fp16")
     assert np.isinf(plain).all()  # x*x passes 65504
     keep = _write(tmp_path, "keep.cfg", "Square\ntotal\nSqrt\n")
-    kept, emulation = _run(energy, tmp_path, x, precision_mode="force_fp16", keep_dtype=keep)
+    kept, emulation = _run(energy_model, tmp_path, x, precision_mode="force_fp16", keep_dtype=keep)
     # Square, Sum and Sqrt in fp32 (x not rounded: only the kept Square reads it); the division is fp16: its input
     # is cast to fp16 at the boundary, the product rounded.
     energy_fp32 = np.sqrt((x * x).sum(axis=1, dtype=np.float32))
@@ -80,47 +68,47 @@ def test_keep_dtype_names_keep_those_ops_in_fp32_and_cast_at_the_boundary(energy
         ("Sqrt", "Sqrt", "fp32", ["Sqrt"])]
     assert emulation["op_controls"]["keep_dtype"] == {"names": ["Square", "total", "Sqrt"], "types": []}
     # Keeping the first op alone does not help: its fp32 output is cast to fp16 where the fp16 Sum reads it.
-    first_only, _ = _run(energy, tmp_path, x, precision_mode="force_fp16",
+    first_only, _ = _run(energy_model, tmp_path, x, precision_mode="force_fp16",
                          keep_dtype=_write(tmp_path, "first.cfg", "Square\n"))
     assert np.isinf(_half(x * x)).any(axis=1).all() and np.isinf(first_only).all()
 
 
-def test_keep_dtype_op_types_match_every_node_of_the_type(energy: ModelContract, tmp_path: Path) -> None:
+def test_keep_dtype_op_types_match_every_node_of_the_type(energy_model: ModelContract, tmp_path: Path) -> None:
     x = _big_x()
-    by_name, _ = _run(energy, tmp_path, x, precision_mode="allow_fp32_to_fp16",
+    by_name, _ = _run(energy_model, tmp_path, x, precision_mode="allow_fp32_to_fp16",
                       keep_dtype=_write(tmp_path, "names.cfg", "Square\ntotal\nSqrt\n"))
-    by_type, emulation = _run(energy, tmp_path, x, precision_mode="allow_fp32_to_fp16",
+    by_type, emulation = _run(energy_model, tmp_path, x, precision_mode="allow_fp32_to_fp16",
                               keep_dtype=_write(tmp_path, "types.cfg", "OpType::Square\nOpType::Sum\nOpType::Sqrt\n"))
     np.testing.assert_array_equal(by_type, by_name)
     assert np.isfinite(by_type).all()
     assert emulation["op_controls"]["keep_dtype"]["types"] == ["Square", "Sum", "Sqrt"]
 
 
-def test_modify_mixlist_moves_op_types_between_the_lists(matmul_sum: ModelContract, tmp_path: Path) -> None:
+def test_modify_mixlist_moves_op_types_between_the_lists(matmul_sum_model: ModelContract, tmp_path: Path) -> None:
     x = np.full((2, 64), 2000.3, dtype=np.float32)
-    default, _ = _run(matmul_sum, tmp_path, x, precision_mode="allow_mix_precision")
+    default, _ = _run(matmul_sum_model, tmp_path, x, precision_mode="allow_mix_precision")
     # MatMul white (fp16 in, fp16 out), Sum black (fp32), the division gray after an fp32 op: fp32.
     projected = _half(_half(x) @ np.eye(64, dtype=np.float32))
     np.testing.assert_allclose(default, projected.sum(axis=1) / 1024, rtol=1e-6)
     gray_sum = _write(tmp_path, "gray.json", json.dumps({"black-list": {"to-remove": ["Sum"]}}))
-    summed_in_fp16, emulation = _run(matmul_sum, tmp_path, x, precision_mode="allow_mix_precision",
+    summed_in_fp16, emulation = _run(matmul_sum_model, tmp_path, x, precision_mode="allow_mix_precision",
                                      modify_mixlist=gray_sum)
     # Sum left the black list: gray, it follows its fp16 input, and 128019 is past fp16's range.
     assert np.isinf(_half(projected.sum(axis=1))).all() and np.isinf(summed_in_fp16).all()
     assert emulation["op_controls"]["modify_mixlist"] == {"black-list": {"to-add": [], "to-remove": ["Sum"]}}
     black_matmul = _write(tmp_path, "black.json", json.dumps({"black-list": {"to-add": ["MatMul"]},
                                                               "white-list": {"to-remove": ["MatMul"]}}))
-    exact, _ = _run(matmul_sum, tmp_path, x, precision_mode="allow_mix_precision", modify_mixlist=black_matmul)
+    exact, _ = _run(matmul_sum_model, tmp_path, x, precision_mode="allow_mix_precision", modify_mixlist=black_matmul)
     # MatMul black: x and the product stay fp32, so 2000.3 is not rounded to 2000.
     np.testing.assert_allclose(exact, (x @ np.eye(64, dtype=np.float32)).sum(axis=1) / 1024, rtol=1e-6)
     assert not np.allclose(exact, default, rtol=1e-6)
 
 
-def test_customize_dtypes_sets_each_ops_dtypes_over_keep_dtype(energy: ModelContract, tmp_path: Path) -> None:
+def test_customize_dtypes_sets_each_ops_dtypes_over_keep_dtype(energy_model: ModelContract, tmp_path: Path) -> None:
     # Near 1/3, which fp16 rounds down by 1.5e-4 (relative): an error that does not average out over the sum.
     x = (1 / 3 + np.random.default_rng(1).uniform(0, 1e-5, size=(2, 64))).astype(np.float32)
     rule = _write(tmp_path, "custom.cfg", "Square::InputDtype:float16,OutputDtype:float32\n")
-    customized, emulation = _run(energy, tmp_path, x, precision_mode="force_fp32", customize_dtypes=rule)
+    customized, emulation = _run(energy_model, tmp_path, x, precision_mode="force_fp32", customize_dtypes=rule)
     # Everything fp32 but Square's input, read as fp16.
     expected = np.sqrt((_half(x) ** 2).sum(axis=1, dtype=np.float32)) / 16
     plain = np.sqrt((x * x).sum(axis=1, dtype=np.float32)) / 16
@@ -129,16 +117,16 @@ def test_customize_dtypes_sets_each_ops_dtypes_over_keep_dtype(energy: ModelCont
     assert emulation["per_op"][0]["input_dtypes"] == ["float16"]
     over_keep = _write(tmp_path, "over.cfg", "total::InputDtype:float32,float32,OutputDtype:float16\n")
     big = _big_x()
-    kept, _ = _run(energy, tmp_path, big, precision_mode="force_fp16",
+    kept, _ = _run(energy_model, tmp_path, big, precision_mode="force_fp16",
                    keep_dtype=_write(tmp_path, "keep.cfg", "Square\ntotal\nSqrt\n"), customize_dtypes=over_keep)
     # keep_dtype keeps total in fp32, customize_dtypes (applied over it) stores its output in fp16: inf.
     assert np.isinf(_half((big * big).sum(axis=1))).all() and np.isinf(kept).all()
 
 
-def test_unknown_names_and_types_are_refused_with_the_closest(energy: ModelContract, copy_model: Any,
+def test_unknown_names_and_types_are_refused_with_the_closest(energy_model: ModelContract, copy_model: Any,
                                                               tmp_path: Path, capsys: pytest.CaptureFixture[str]
                                                               ) -> None:
-    contract = copy_model(energy)
+    contract = copy_model(energy_model)
     keep = _write(tmp_path, "keep.cfg", "Squar\n")
     outcome = run_cli(capsys, "convert", contract.path, "--target", "onnx", "--keep-dtype", keep)
     assert outcome.code == 2
@@ -160,9 +148,9 @@ def test_unknown_names_and_types_are_refused_with_the_closest(energy: ModelContr
     assert contract.converted is None and not (contract.folder / "model.onnx").exists()
 
 
-def test_the_controls_go_into_atcs_argv(energy: ModelContract, copy_model: Any, tmp_path: Path,
+def test_the_controls_go_into_atcs_argv(energy_model: ModelContract, copy_model: Any, tmp_path: Path,
                                         capsys: pytest.CaptureFixture[str]) -> None:
-    contract = copy_model(energy)
+    contract = copy_model(energy_model)
     keep = _write(tmp_path, "keep.cfg", "Square\nOpType::Sqrt\n")
     mixlist = _write(tmp_path, "mix.json", json.dumps({"gray-list": {"to-add": ["Sqrt"]}}))
     custom = _write(tmp_path, "custom.cfg", "OpType::Sum:InputDtype:float32,OutputDtype:float32\n")
@@ -175,10 +163,10 @@ def test_the_controls_go_into_atcs_argv(energy: ModelContract, copy_model: Any, 
                             f"--modify_mixlist={mixlist} --customize_dtypes={custom}")
 
 
-def test_keep_dtype_under_must_keep_origin_dtype_is_said_to_do_nothing(energy: ModelContract, copy_model: Any,
+def test_keep_dtype_under_must_keep_origin_dtype_is_said_to_do_nothing(energy_model: ModelContract, copy_model: Any,
                                                                        tmp_path: Path,
                                                                        capsys: pytest.CaptureFixture[str]) -> None:
-    contract = copy_model(energy)
+    contract = copy_model(energy_model)
     keep = _write(tmp_path, "keep.cfg", "Square\n")
     outcome = run_cli(capsys, "convert", contract.path, "--target", "onnx", "--precision-mode",
                       "must_keep_origin_dtype", "--keep-dtype", keep)
@@ -208,3 +196,37 @@ def test_the_op_type_table_names_the_onnx_ops_each_tf_op_becomes(tmp_path: Path)
         assert record["onnx_nodes"], record
         found = {op_types[name] for name in record["onnx_nodes"]}
         assert found <= set(ONNX_OPS_OF_TF[record["op_type"]]), (record["node"], found)
+
+
+def _build_type_named(tf: Any) -> None:
+    """A conv whose relu feeds two reshapes (tf2onnx's optimiser inserts a Transpose before each, naming it
+    ``Transpose__<n>``) and a TF node named ``Transpose`` itself (a Square), so the two kinds of name collide."""
+    x = tf.compat.v1.placeholder(tf.float32, [2, 8, 8, 3], name="x")
+    kernel = tf.constant(np.random.default_rng(0).normal(size=(3, 3, 3, 4)).astype(np.float32), name="kernel")
+    relu = tf.nn.relu(tf.nn.conv2d(x, kernel, 1, "SAME", name="conv"), name="relu")
+    flat = tf.reshape(relu, [2, -1], name="flat")
+    shifted = tf.reshape(tf.add(relu, tf.constant(np.arange(4, dtype=np.float32)), name="shift"), [2, -1],
+                         name="flat2")
+    energy = tf.reduce_sum(tf.square(x, name="Transpose"), axis=[1, 2], name="energy")
+    tf.concat([flat, shifted, energy], axis=1, name="out")
+
+
+def test_nodes_tf2onnx_names_after_their_op_type_are_not_taken_for_a_tf_node_of_that_name(
+        tmp_path: Path) -> None:
+    import onnx
+
+    contract = write_frozen(tmp_path / "model", _build_type_named, ("x:0",), ("out:0",))
+    keep = _write(tmp_path, "keep.cfg", "Transpose\nconv\n")
+    converted = convert_model(contract, ConvertOptions(target="onnx", precision_mode="force_fp16",
+                                                       keep_dtype=keep)).contract
+    assert converted.converted is not None and converted.converted_path is not None
+    nodes = {node.name: node.op_type for node in onnx.load(str(converted.converted_path)).graph.node}
+    inserted = sorted(name for name, kind in nodes.items() if kind == "Transpose" and name.startswith("Transpose__"))
+    assert inserted, nodes  # the situation: the optimiser's transposes are there, named like the TF node's helpers
+    applied = {r["node"]: r["onnx_nodes"] for r in converted.converted.settings["emulation"]["per_op"]}
+    assert applied["Transpose"] == ["Transpose"]  # the Square only, none of the inserted transposes
+    assert "conv" in applied["conv"] and any(name.startswith("conv__") for name in applied["conv"])  # its helper
+    from atc_wrap.converter_names import read_type_named
+
+    recorded = read_type_named(onnx.load(str(converted.converted_path)))
+    assert set(inserted) <= recorded and not recorded & {"conv", "Transpose", "relu"}

@@ -28,6 +28,23 @@ def build_underflow(tf: Any) -> None:
     tf.nn.softmax(tf.matmul(pooled, weights, name="head/logits"), name="probs")
 
 
+def build_cnn_energy(tf: Any) -> None:
+    """A small CNN with an energy term: energy = sqrt(reduce_sum(square(conv))) over each image's 8x8x4 conv
+    outputs (some tens each, so every square fits fp16 but their sum, 100000 or more, passes 65504) added to the
+    logits of a pooled head: fp16 stores the sum as inf and everything after it reads inf."""
+    rng = np.random.default_rng(4)
+    x = tf.compat.v1.placeholder(tf.float32, [2, 8, 8, 3], name="x")
+    kernel = tf.constant((rng.normal(size=(3, 3, 3, 4)) * 8).astype(np.float32), name="conv/kernel")
+    conv = tf.nn.conv2d(x, kernel, 1, "SAME", name="conv")
+    square = tf.square(conv, name="square")
+    total = tf.reduce_sum(square, axis=[1, 2, 3], name="total")
+    energy = tf.divide(tf.sqrt(total, name="sqrt"), 16.0, name="energy")
+    pooled = tf.reduce_mean(tf.nn.relu(conv, name="conv/relu"), axis=[1, 2], name="pool")
+    weights = tf.constant((rng.normal(size=(4, 5)) * 0.1).astype(np.float32), name="head/weights")
+    logits = tf.matmul(pooled, weights, name="head/logits")
+    tf.add(logits, tf.expand_dims(energy, 1, name="energy/column"), name="out")
+
+
 def write_bins(folder: Path, name: str, shape: tuple[int, ...], batches: int, low: float, high: float,
                seed: int = 0) -> Path:
     """`batches` files of uniform values in [low, high) for the single input `name`:0."""

@@ -1,6 +1,7 @@
 """`infer tune-precision` end to end: real conversions, ONNX Runtime runs and comparisons with TensorFlow.
 
-Models: the overflow model (sqrt(reduce_sum(square(x))) / 16 with |x| near 300, x*x past 65504), a small CNN whose
+Models: the overflow model (sqrt(reduce_sum(square(x))) / 16 with |x| near 300, x*x past 65504), a small CNN with
+that energy term over its conv outputs (each square fits fp16, their sum does not), a small CNN whose
 log(y*y + 1e-9) underflows in fp16 after a conv, and that CNN with a damaged weight in the pb it converts (golden
 outputs from the intact one), which no choice of fp32 ops can fix.
 """
@@ -22,7 +23,7 @@ from infer.convert import ConvertOptions, convert_model
 from infer.run import RunOptions, run_model
 from tests.atc_wrap.graphs import build_energy, write_frozen
 from tests.cli import run_cli
-from tests.infer.tune.graphs import build_underflow, write_bins
+from tests.infer.tune.graphs import build_cnn_energy, build_underflow, write_bins
 
 pytestmark = pytest.mark.slow
 
@@ -32,6 +33,13 @@ def overflow(tmp_path_factory: pytest.TempPathFactory) -> tuple[ModelContract, P
     folder = tmp_path_factory.mktemp("overflow")
     contract = write_frozen(folder / "model", build_energy, ("x:0",), ("energy:0",))
     return contract, write_bins(folder / "bins", "x", (2, 64), 3, 250, 350)
+
+
+@pytest.fixture(scope="module")
+def cnn_energy(tmp_path_factory: pytest.TempPathFactory) -> tuple[ModelContract, Path]:
+    folder = tmp_path_factory.mktemp("cnn_energy")
+    contract = write_frozen(folder / "model", build_cnn_energy, ("x:0",), ("out:0",))
+    return contract, write_bins(folder / "bins", "x", (2, 8, 8, 3), 3, -1, 1)
 
 
 @pytest.fixture(scope="module")
@@ -54,6 +62,23 @@ def _passes_with(contract: ModelContract, bins: Path, keep: tuple[str, ...], wor
     converted = convert_model(copy, ConvertOptions(target="onnx", keep_dtype=keep_file)).contract
     actual = run_model(converted.path, bins, work / "out", RunOptions(backend="onnxrt")).folder
     return compare(converted.path, bins, actual).passed
+
+
+def _tf_tensors(contract: ModelContract, bins: Path, names: tuple[str, ...]) -> list[np.ndarray]:
+    """These tensors of the pb in TensorFlow over every bin of the dataset, concatenated over the batches."""
+    import tensorflow as tf
+
+    from atc_wrap.graph import read_graph_def
+    from binio.manifest import load_manifest
+
+    spec = load_manifest(bins).inputs[0]
+    graph = tf.Graph()
+    with graph.as_default():
+        tf.compat.v1.import_graph_def(read_graph_def(contract.pb_path), name="")
+    with tf.compat.v1.Session(graph=graph) as session:
+        runs = [session.run(list(names), {spec.tensor: np.fromfile(bins / spec.folder / entry.name, np.float32)
+                                          .reshape(spec.shape)}) for entry in spec.files]
+    return [np.concatenate([run[index] for run in runs]) for index in range(len(names))]
 
 
 def _check_found(model: tuple[ModelContract, Path], expected: list[str], tmp_path: Path,
@@ -109,6 +134,18 @@ def test_overflow_finds_the_ops_carrying_values_past_65504(overflow: tuple[Model
     assert {c["dataset"] for c in report["candidates"]} == {"subset", "whole"}
     final = [c for c in report["candidates"] if c["stage"] == "final"]
     assert len(final) == 1 and final[0]["dataset"] == "whole" and final[0]["passed"]
+
+
+def test_cnn_energy_finds_the_sum_past_65504_and_the_op_reading_it(cnn_energy: tuple[ModelContract, Path],
+                                                                    tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    # Each square fits fp16, so Square may stay fp16; their sum (100000 or more) does not: the Sum must compute
+    # and store in fp32, and so must the Sqrt reading it (its input would be cast to an fp16 inf). The conv, the
+    # head and the division after the Sqrt (values near 20) need no fp32.
+    contract, bins = cnn_energy
+    squares, totals = _tf_tensors(contract, bins, ("square:0", "total:0"))
+    assert squares.max() < 65504 < totals.min()  # the situation: only the sum passes fp16's range
+    _check_found(cnn_energy, ["total", "sqrt"], tmp_path, capsys)
 
 
 def test_underflow_finds_the_square_the_shift_and_the_log(underflow: tuple[ModelContract, Path], tmp_path: Path,
@@ -218,6 +255,10 @@ def test_a_model_that_passes_already_keeps_nothing_and_its_aipp_is_replayed(
     outcome = run_cli(capsys, "tune-precision", contract.path, "--input", tmp_path / "bins", "-o", tmp_path / "tuned")
     assert outcome.code == 0, outcome.out + outcome.err
     assert "force_fp16 passes already: nothing to keep in fp32" in outcome.err
+    assert "candidate 1 (baseline, whole): 0 ops in fp32 -> PASSED" in outcome.err
+    assert "1 candidate in " in outcome.out
+    assert ("(every candidate is a fresh conversion of model.pb: when compare fails on the converted model.onnx, "
+            "that model is not what the pb converts to under this mode; convert it again)") in outcome.err
     assert outcome.out.splitlines()[0] == "before: PASSED" and outcome.out.splitlines()[-1] == "FOUND"
     assert (tmp_path / "tuned" / "keep_dtype.cfg").read_text() == ""
     handed = load_contract(tmp_path / "tuned" / "model" / "model.json")
