@@ -68,8 +68,8 @@ def _tf_tensors(contract: ModelContract, bins: Path, names: tuple[str, ...]) -> 
     """These tensors of the pb in TensorFlow over every bin of the dataset, concatenated over the batches."""
     import tensorflow as tf
 
-    from atc_wrap.graph import read_graph_def
     from binio.manifest import load_manifest
+    from ckpt2pb.protobuf import read_graph_def
 
     spec = load_manifest(bins).inputs[0]
     graph = tf.Graph()
