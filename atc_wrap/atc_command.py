@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from atc_wrap.aipp import AippConfig, aipp_input_spec
 from atc_wrap.errors import ConvertError
@@ -60,10 +61,11 @@ class AtcCommand:
 
 
 def build_atc_command(
-    atc: str, pb: Path, inputs: Sequence[TensorSpec], outputs: Sequence[TensorSpec], om: Path, options: AtcOptions
+    atc: str, pb: Path, graph_def: Any, inputs: Sequence[TensorSpec], outputs: Sequence[TensorSpec], om: Path,
+    options: AtcOptions,
 ) -> AtcCommand:
-    """The argv for `atc` converting `pb` to `om` (which must end in .om), after every check ATC would make."""
-    from atc_wrap.graph import read_graph_def
+    """The argv for `atc` converting `pb` to `om` (which must end in .om), after every check ATC would make.
+    `graph_def` is the pb as read by the caller (the TensorFlow side owns reading it), for the node checks."""
     from atc_wrap.nodes import check_nodes_exist
 
     soc = check_soc_version(options.soc_version, allow_unknown=options.allow_unknown_soc)
@@ -73,7 +75,6 @@ def build_atc_command(
     output_types = parse_output_type(options.output_type, outputs)
     input_format = _input_format(options.input_format, inputs)
     check_shapes(inputs, options.dynamic_batch)
-    graph_def = read_graph_def(pb)
     check_nodes_exist(graph_def, pb, inputs, outputs)
     files = {"--fusion-switch-file": options.fusion_switch_file, "--keep-dtype": options.keep_dtype,
              "--modify-mixlist": options.modify_mixlist, "--customize-dtypes": options.customize_dtypes}

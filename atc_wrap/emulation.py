@@ -1,4 +1,4 @@
-"""Emulating ATC's precision modes on an fp32 ONNX graph, as DESIGN.md ("Emulating ATC's fp16") measured it.
+"""Emulating ATC's precision modes on an fp32 ONNX graph; docs/fp16-emulation.md has the measurement behind it.
 
 Converting the model to float16 is not faithful: ONNX Runtime's CPU provider lacks fp16 kernels for most ops and
 silently computes whole chains in fp32, so overflows the NPU would hit vanish. Instead the graph stays fp32 and
@@ -16,6 +16,7 @@ from typing import Any
 
 from atc_wrap.op_controls import OpPrecision
 from atc_wrap.precision import check_precision_mode
+from binio.dtypes import dtype
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +45,7 @@ _NOT_EMULATED = (
     "the op-specific implementations chosen by --op_select_implmode",
     "tensors inside control-flow subgraphs (If/Loop bodies)",
 )
-_FLOAT, _FLOAT16 = 1, 10  # onnx.TensorProto.FLOAT, FLOAT16
+_FLOAT, _FLOAT16 = dtype("float32").onnx, dtype("float16").onnx  # onnx.TensorProto.FLOAT, FLOAT16
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,6 @@ from typing import Any
 from atc_wrap.aipp import AippConfig, aipp_input_spec
 from atc_wrap.emulation import Emulation, emulate_precision
 from atc_wrap.errors import ConvertError
-from atc_wrap.graph import read_graph_def
 from atc_wrap.nodes import check_nodes_exist
 from atc_wrap.op_controls import OpControls, controls_record, prepare_op_precision
 from atc_wrap.opset import check_opset
@@ -43,6 +42,7 @@ class OnnxConversion:
 
 def convert_to_onnx(
     pb: Path,
+    graph_def: Any,
     inputs: Sequence[TensorSpec],
     outputs: Sequence[TensorSpec],
     destination: Path,
@@ -54,7 +54,8 @@ def convert_to_onnx(
     op_controls: OpControls | None = None,
     aipp: AippConfig | None = None,
 ) -> OnnxConversion:
-    """Converts `pb` to ONNX at `destination` (written atomically), emulating ATC's `precision_mode`.
+    """Converts `pb` (its `graph_def`, as the caller read it) to ONNX at `destination` (written atomically),
+    emulating ATC's `precision_mode`.
 
     `input_fp16_nodes` are input node names the model takes as float16; `output_types` maps output tensor names
     to ATC output types (FP32/FP16), as parsed by `atc_wrap.precision`; `op_controls` the per-op precision files
@@ -65,7 +66,6 @@ def convert_to_onnx(
     check_precision_mode(precision_mode)
     check_output_types(output_types or {})
     chosen_opset = check_opset(opset)
-    graph_def = read_graph_def(pb)
     check_nodes_exist(graph_def, pb, inputs, outputs)
     controls = op_controls or OpControls()
     op_precision = prepare_op_precision(controls, graph_def, pb, precision_mode, emulated=True)

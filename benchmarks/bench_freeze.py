@@ -11,13 +11,10 @@ model.pb are checked to hold equal graphs; the hand script's graph is not compar
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import sys
 import tempfile
 from pathlib import Path
-
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from endtoend import Row, Side, alternate, hand_command, infer_command, median_note
@@ -47,13 +44,9 @@ def build_checkpoint(folder: Path, width: int, layers: int) -> Path:
 
 def same_graph(ours: Path, theirs: Path) -> str:
     """The two model.pb hold equal GraphDefs (protobuf's serialisation of maps is not byte-stable run to run)."""
-    import tensorflow as tf
+    from ckpt2pb.protobuf import read_graph_def
 
-    graphs = []
-    for path in (ours / "model.pb", theirs / "model.pb"):
-        graph = tf.compat.v1.GraphDef()
-        graph.ParseFromString(path.read_bytes())
-        graphs.append(graph)
+    graphs = [read_graph_def(path) for path in (ours / "model.pb", theirs / "model.pb")]
     if graphs[0] != graphs[1]:
         raise AssertionError(f"{ours / 'model.pb'} and {theirs / 'model.pb'} hold different graphs")
     return "the two model.pb hold equal graphs"

@@ -14,19 +14,17 @@ checked equal byte for byte (fp16 against fp32: not compared, they differ by des
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import sys
 import tempfile
 from pathlib import Path
-
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import numpy as np
 
 from binio.binfile import sha256_file, write_bin
 from binio.manifest import BinEntry, DatasetManifest, InputManifest, bin_file_name
 from binio.spec import TensorSpec
+from ckpt2pb.logs import quiet_tensorflow_logs
 from infer.contract import ModelContract, SourceInfo
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -34,6 +32,8 @@ from endtoend import Row, Side, alternate, hand_command, infer_command, median_n
 
 BATCH, SIDE, CHANNELS = 8, 112, 3
 WIDTHS = (64, 128, 128, 256)
+
+quiet_tensorflow_logs()  # before the tf backend imports TensorFlow
 
 
 def build_model(folder: Path, precision_mode: str = "force_fp32") -> ModelContract:

@@ -14,25 +14,25 @@ stand-in conversion, run and compare. All three must find the same set.
 
 from __future__ import annotations
 
-import os
 import shutil
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-
 import numpy as np
 
 from binio.binfile import sha256_file, write_bin
 from binio.manifest import BinEntry, DatasetManifest, InputManifest, bin_file_name, load_manifest
 from binio.spec import TensorSpec
+from ckpt2pb.logs import quiet_tensorflow_logs
 from infer.contract import ModelContract, SourceInfo
 from infer.tune.tune import TuneOptions, TuneResult, tune_precision
 
 BATCH, SIDE = 2, 16
 Row = tuple[str, float, str]
+
+quiet_tensorflow_logs()  # before the models are built
 
 
 def build_resnet(folder: Path, stages: tuple[int, ...]) -> ModelContract:

@@ -20,6 +20,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ckpt2pb.logs import quiet_tensorflow_environment
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 HAND = HERE / "hand"
@@ -38,7 +40,7 @@ def hand_command(script: str, *arguments: object) -> list[str]:
 def environment() -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [env.get("PYTHONPATH", "")])])
-    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    quiet_tensorflow_environment(env)  # the same level for infer and for the hand-written side
     return env
 
 

@@ -1,4 +1,6 @@
-"""One dtype vocabulary for every stage: our names and their numpy, TensorFlow, ATC and ONNX spellings."""
+"""One dtype vocabulary for every stage: our names and their numpy, TensorFlow, ATC, ONNX and msaccucmp spellings.
+
+The one place a dtype is spelled: other packages look names up here rather than keep their own tables."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ class DType:
     tf_enum: int  # tensorflow.core.framework.types_pb2.DataType; kept numeric so binio never imports TF
     atc: str
     onnx: int  # onnx.TensorProto.DataType
+    msaccucmp: str  # the DataType column of Ascend's msaccucmp CSV report (DT_FLOAT16, not TensorFlow's DT_HALF)
 
     @property
     def np_dtype(self) -> np.dtype:
@@ -36,20 +39,24 @@ class DType:
     def is_integer(self) -> bool:
         return np.dtype(self.numpy).kind in "iu"
 
+    @property
+    def is_bool(self) -> bool:
+        return np.dtype(self.numpy).kind == "b"
+
 
 _TABLE: tuple[DType, ...] = (
-    DType("float16", "float16", 19, "FP16", 10),
-    DType("float32", "float32", 1, "FP32", 1),
-    DType("float64", "float64", 2, "DOUBLE", 11),
-    DType("int8", "int8", 6, "INT8", 3),
-    DType("int16", "int16", 5, "INT16", 5),
-    DType("int32", "int32", 3, "INT32", 6),
-    DType("int64", "int64", 9, "INT64", 7),
-    DType("uint8", "uint8", 4, "UINT8", 2),
-    DType("uint16", "uint16", 17, "UINT16", 4),
-    DType("uint32", "uint32", 22, "UINT32", 12),
-    DType("uint64", "uint64", 23, "UINT64", 13),
-    DType("bool", "bool", 10, "BOOL", 9),
+    DType("float16", "float16", 19, "FP16", 10, "DT_FLOAT16"),
+    DType("float32", "float32", 1, "FP32", 1, "DT_FLOAT"),
+    DType("float64", "float64", 2, "DOUBLE", 11, "DT_DOUBLE"),
+    DType("int8", "int8", 6, "INT8", 3, "DT_INT8"),
+    DType("int16", "int16", 5, "INT16", 5, "DT_INT16"),
+    DType("int32", "int32", 3, "INT32", 6, "DT_INT32"),
+    DType("int64", "int64", 9, "INT64", 7, "DT_INT64"),
+    DType("uint8", "uint8", 4, "UINT8", 2, "DT_UINT8"),
+    DType("uint16", "uint16", 17, "UINT16", 4, "DT_UINT16"),
+    DType("uint32", "uint32", 22, "UINT32", 12, "DT_UINT32"),
+    DType("uint64", "uint64", 23, "UINT64", 13, "DT_UINT64"),
+    DType("bool", "bool", 10, "BOOL", 9, "DT_BOOL"),
 )
 
 _BY_NAME = {d.name: d for d in _TABLE}

@@ -1,6 +1,6 @@
 """``dataset.json``: the manifest beside a folder of .bin files, read by run and compare before anything runs.
 
-Layout (DESIGN.md): one folder per model input, one file per batch, zero-padded names (``000000.bin``) so that
+Layout (docs/contracts.md): one folder per model input, one file per batch, zero-padded names (``000000.bin``) so that
 lexicographic order (msame) and natural order (ais_bench) agree; msame pairs the inputs' files by name.
 """
 
@@ -148,6 +148,12 @@ class DatasetManifest:
     def save(self) -> DatasetManifest:
         write_json_atomic(self.path, self.to_json())
         return self
+
+
+def dataset_folder(dataset: DatasetManifest | Path | str) -> Path:
+    """A dataset given as its manifest or as the path the user named: what the stages that read bins accept.
+    They read the manifest again from the path, with their own checks."""
+    return dataset.root if isinstance(dataset, DatasetManifest) else Path(dataset)
 
 
 def load_manifest(path: Path | str) -> DatasetManifest:

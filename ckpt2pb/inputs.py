@@ -78,7 +78,7 @@ def parse_value(text: str, dtype_name: str, *, what: str) -> bool | int | float:
     """A scalar of the placeholder's dtype from its text."""
     entry = dtype(dtype_name)
     lowered = text.lower()
-    if entry.name == "bool":
+    if entry.is_bool:
         if lowered in ("true", "1", "yes"):
             return True
         if lowered in ("false", "0", "no"):

@@ -18,6 +18,7 @@ from typing import Any
 from binio.errors import first_line
 from ckpt2pb.errors import SourceError, tensorflow_reason
 from ckpt2pb.prefix import CheckpointPrefix
+from ckpt2pb.protobuf import parse_protobuf, read_graph_def
 from ckpt2pb.verify import session_config
 
 KINDS = ("checkpoint", "meta", "pb", "saved_model", "keras")
@@ -125,20 +126,6 @@ def drop_output_shapes(graph_def: Any) -> None:
                 del node.attr["_output_shapes"]
 
 
-def _parse(message: Any, path: Path, what: str) -> Any:
-    from google.protobuf.message import DecodeError
-
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise SourceError(f"{path}: cannot read ({exc.strerror})") from None
-    try:
-        message.ParseFromString(data)
-    except (DecodeError, RuntimeWarning, ValueError) as exc:
-        raise SourceError(f"{path}: not a {what} (the protobuf does not parse)", hint=str(exc)) from None
-    return message
-
-
 def _shown(prefix: CheckpointPrefix) -> str:
     """A prefix's name for a list of a folder's checkpoints: ``model.ckpt``, or ``.index/.meta`` for the empty one."""
     return prefix.name or ".index/.meta (prefix ending in '/')"
@@ -165,7 +152,7 @@ def check_checkpoint_index(prefix: CheckpointPrefix) -> dict[str, list[int]]:
 def _load_meta(meta: Path, prefix: CheckpointPrefix | None, kind: str, given: Path) -> LoadedSource:
     from tensorflow.core.protobuf import meta_graph_pb2
 
-    meta_graph = _parse(meta_graph_pb2.MetaGraphDef(), meta, "meta graph")
+    meta_graph = parse_protobuf(meta_graph_pb2.MetaGraphDef(), meta, "meta graph")
     drop_output_shapes(meta_graph.graph_def)
     return LoadedSource(path=given, kind=kind, graph_def=meta_graph.graph_def, meta_graph=meta_graph,
                         prefix=prefix, tf_version=meta_graph.meta_info_def.tensorflow_version)
@@ -182,9 +169,7 @@ def _load_checkpoint(prefix: CheckpointPrefix, given: Path, kind: str) -> Loaded
 
 
 def _load_pb(path: Path) -> LoadedSource:
-    from tensorflow.core.framework import graph_pb2
-
-    graph_def = _parse(graph_pb2.GraphDef(), path, "frozen GraphDef")
+    graph_def = read_graph_def(path)
     drop_output_shapes(graph_def)
     return LoadedSource(path=path, kind="pb", graph_def=graph_def)
 
@@ -195,7 +180,7 @@ def _serving_meta_graph(folder: Path) -> Any:
     pb = folder / "saved_model.pb"
     if not pb.is_file():
         raise SourceError(f"{folder}: only binary SavedModels (saved_model.pb) are read, found saved_model.pbtxt")
-    saved = _parse(saved_model_pb2.SavedModel(), pb, "SavedModel")
+    saved = parse_protobuf(saved_model_pb2.SavedModel(), pb, "SavedModel")
     if not saved.meta_graphs:
         raise SourceError(f"{pb}: the SavedModel holds no meta graph")
     serving = [m for m in saved.meta_graphs if "serve" in m.meta_info_def.tags]

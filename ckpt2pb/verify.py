@@ -59,7 +59,7 @@ def seeded_inputs(specs: tuple[TensorSpec, ...], seed: int) -> dict[str, np.ndar
         shape = spec.static_shape()
         if spec.dt.is_float:
             values[spec.name] = rng.standard_normal(shape).astype(spec.dt.numpy)
-        elif spec.dtype == "bool":
+        elif spec.dt.is_bool:
             values[spec.name] = rng.random(shape) < 0.5
         else:
             values[spec.name] = rng.integers(0, 2, shape).astype(spec.dt.numpy)

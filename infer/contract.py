@@ -164,6 +164,11 @@ def _specs(fields: Fields, key: str) -> tuple[TensorSpec, ...]:
     return items
 
 
+def as_contract(model: ModelContract | Path | str) -> ModelContract:
+    """The contract itself, or the one read from a model.json path (or its folder): what every stage accepts."""
+    return model if isinstance(model, ModelContract) else load_contract(model)
+
+
 def load_contract(path: Path | str) -> ModelContract:
     """Reads a model.json (or the model.json inside a folder), refusing what this version cannot trust."""
     path = Path(path)

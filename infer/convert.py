@@ -21,8 +21,9 @@ from atc_wrap.precision import (
 from binio.atomic import write_bytes_atomic
 from binio.binfile import sha256_file
 from binio.memory import check_fits
+from ckpt2pb.protobuf import read_graph_def
 from infer.aipp import AIPP_FILE, AippOptions, aipp_config_for, aipp_record
-from infer.contract import ConvertedInfo, ModelContract
+from infer.contract import ConvertedInfo, ModelContract, as_contract
 
 TARGETS: tuple[str, ...] = ("om", "onnx")
 DEFAULT_TIMEOUT_S = 3600.0  # a large model takes ATC tens of minutes; a hang should still end
@@ -69,10 +70,12 @@ class ConvertResult:
     aipp_file: Path | None = None  # the aipp.cfg written (or, for a dry run, that would be)
 
 
-def convert_model(contract: ModelContract, options: ConvertOptions) -> ConvertResult:
+def convert_model(model: ModelContract | Path | str, options: ConvertOptions | None = None) -> ConvertResult:
     """Converts the contract's pb per `options` and saves the contract with its `converted` section."""
     from atc_wrap.op_controls import check_mixlist_mode
 
+    contract = as_contract(model)
+    options = options or ConvertOptions()
     contract.check_pb_unchanged()
     check_precision_mode(options.precision_mode)
     _check_batch_fits(contract)
@@ -88,7 +91,7 @@ def _check_batch_fits(contract: ModelContract) -> None:
     specs = [s.with_shape(tuple(1 if d is None else d for d in s.shape)) for s in contract.inputs]
     check_fits(sum(s.nbytes() for s in specs),
                f"{contract.path}: one batch of the inputs " + ", ".join(s.describe() for s in specs),
-               hint="re-freeze with a smaller --batch or fixed --input shapes")
+               hint="re-freeze with a smaller --batch or fixed shapes (infer freeze --inputs 'NAME[DIMS]')")
 
 
 def choose_target(asked: str | None) -> tuple[str, str]:
@@ -179,7 +182,8 @@ def _convert_om(contract: ModelContract, options: ConvertOptions, reason: str) -
     om = _artefact(contract, options, ".om")
     aipp, aipp_file, aipp_text = _aipp(contract, options, om)
     command = build_atc_command(
-        str(atc) if atc is not None else "atc", contract.pb_path.absolute(), contract.inputs, contract.outputs, om,
+        str(atc) if atc is not None else "atc", contract.pb_path.absolute(), read_graph_def(contract.pb_path),
+        contract.inputs, contract.outputs, om,
         AtcOptions(
             soc_version=options.soc_version, precision_mode=options.precision_mode,
             input_format=options.input_format, input_fp16_nodes=options.input_fp16_nodes,
@@ -276,9 +280,9 @@ def _convert_onnx(contract: ModelContract, options: ConvertOptions, reason: str)
                              dry_run=True, ignored=ignored, notes=notes, aipp_file=aipp_file)
     start = time.monotonic()
     conversion = convert_to_onnx(
-        contract.pb_path, contract.inputs, contract.outputs, destination, opset=options.opset,
-        precision_mode=options.precision_mode, input_fp16_nodes=fp16_nodes, output_types=output_types, aipp=aipp,
-        op_controls=controls,
+        contract.pb_path, read_graph_def(contract.pb_path), contract.inputs, contract.outputs, destination,
+        opset=options.opset, precision_mode=options.precision_mode, input_fp16_nodes=fp16_nodes,
+        output_types=output_types, aipp=aipp, op_controls=controls,
     )
     _write_aipp(aipp_file, aipp_text)
     settings = conversion.settings()

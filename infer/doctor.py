@@ -19,6 +19,7 @@ from pathlib import Path
 
 from atc_wrap.atc_run import ATC_SUBDIRS
 from atc_wrap.process import find_tool
+from infer import __version__
 
 DISTRIBUTION = "infer"
 _RANGE_PACKAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -92,6 +93,7 @@ class DoctorReport:
     temp_writable: bool
     temp_error: str
     stages: tuple[StagePlan, ...]
+    infer_version: str = __version__
 
     def package(self, name: str) -> PackageCheck:
         return next(p for p in self.packages if p.name == name)
@@ -106,6 +108,7 @@ class DoctorReport:
 
     def to_json(self) -> dict[str, object]:
         return {
+            "infer": {"version": self.infer_version},
             "python": {"version": self.python, "range": self.python_range, "in_range": self.python_in_range},
             "platform": self.platform,
             "packages": [{"name": p.name, "distribution": p.distribution, "version": p.version,

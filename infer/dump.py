@@ -30,7 +30,7 @@ from binio.manifest import MANIFEST_NAME, BinEntry, DatasetManifest, InputManife
 from binio.memory import check_fits
 from binio.output import check_output
 from binio.spec import LAYOUTS, TensorSpec, format_shape
-from infer.contract import ModelContract
+from infer.contract import ModelContract, as_contract
 from infer.sources.aipp_images import AippImageSource
 from infer.sources.arrays import SourceError
 from infer.sources.base import SampleSource
@@ -117,7 +117,7 @@ def _model_batch(specs: tuple[TensorSpec, ...], asked: int | None) -> int:
             raise ShapeError(f"input {spec.name}: a scalar input has no batch dimension to write bins for")
         if any(d is None for d in spec.shape[1:]):
             raise ShapeError(f"input {spec.name}: shape {format_shape(spec.shape)} has unknown dims besides the "
-                             f"batch", hint="re-freeze with a fixed shape (infer freeze --input NAME:SHAPE)")
+                             f"batch", hint="re-freeze with a fixed shape (infer freeze --inputs 'NAME[DIMS]')")
     static = {b for b in batches if b is not None}
     if len(static) > 1:
         raise ShapeError("the model's inputs disagree on the batch: "
@@ -150,14 +150,14 @@ def _layout(spec: TensorSpec, asked: str | None) -> str:
 
 def _assign_sources(specs: tuple[TensorSpec, ...], sources: tuple[tuple[str, str], ...],
                     keys: dict[str, str]) -> dict[str, str]:
-    """Input tensor name -> source text, from ``--input NAME=SOURCE`` pairs and the lone SOURCE; NAME may be a
+    """Input tensor name -> source text, from ``--source NAME=SOURCE`` pairs and the lone SOURCE; NAME may be a
     SavedModel signature key (`keys`: tensor -> key)."""
     assigned: dict[str, str] = {}
     lone: str | None = None
     for name, text in sources:
         if not name:
             if lone is not None:
-                raise SourceError(f"two unnamed sources ({lone}, {text}): name them with --input NAME=SOURCE")
+                raise SourceError(f"two unnamed sources ({lone}, {text}): name them with --source NAME=SOURCE")
             lone = text
             continue
         # A tensor or node name first: a folder name (bert_ids for bert/ids:0) may also be another input's node name.
@@ -165,23 +165,23 @@ def _assign_sources(specs: tuple[TensorSpec, ...], sources: tuple[tuple[str, str
             (s for s in specs if name == safe_folder_name(s.name)), None) or next(
             (s for s in specs if name == keys.get(s.name)), None)
         if spec is None:
-            raise SourceError(f"--input {name}={text}: the model has no input {name!r}; its inputs are: "
+            raise SourceError(f"--source {name}={text}: the model has no input {name!r}; its inputs are: "
                               + ", ".join(s.name for s in specs))
         if spec.name in assigned:
-            raise SourceError(f"--input {name}: given twice ({assigned[spec.name]}, {text})")
+            raise SourceError(f"--source {name}: given twice ({assigned[spec.name]}, {text})")
         assigned[spec.name] = text
     if lone is not None:
         rest = [s for s in specs if s.name not in assigned]
         shared = lone.lower().endswith(".npz") or (Path(lone).is_dir() and (Path(lone) / MANIFEST_NAME).is_file())
         if len(rest) > 1 and not shared:
             raise SourceError(f"{lone}: the model has {len(specs)} inputs ({', '.join(s.name for s in specs)}); "
-                              f"name a source for each with --input NAME=SOURCE",
+                              f"name a source for each with --source NAME=SOURCE",
                               hint="a lone .npz (keys named after the inputs) or dump-bin dataset feeds them all")
         for spec in rest:
             assigned[spec.name] = lone
     missing = [s.name for s in specs if s.name not in assigned]
     if missing:
-        raise SourceError(f"no source for input {', '.join(missing)}: pass --input NAME=SOURCE for each input")
+        raise SourceError(f"no source for input {', '.join(missing)}: pass --source NAME=SOURCE for each input")
     return assigned
 
 
@@ -310,8 +310,9 @@ def _remove_stale(output: Path, plans: list[_Plan], files: int) -> None:
                 path.unlink()
 
 
-def dump_bins(contract: ModelContract, options: DumpOptions, progress: Progress | None = None) -> DumpResult:
+def dump_bins(model: ModelContract | Path | str, options: DumpOptions, progress: Progress | None = None) -> DumpResult:
     """Writes every input's samples as batch files in the model's dtype, with the manifest last."""
+    contract = as_contract(model)
     # Bins are made for the model the contract describes (its sha256 goes into dataset.json): refuse a stale one.
     contract.check_pb_unchanged()
     specs = contract.model_inputs

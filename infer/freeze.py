@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -10,7 +10,7 @@ from binio.atomic import write_bytes_atomic
 from binio.binfile import sha256_file
 from binio.errors import OutputExistsError
 from binio.output import check_output
-from ckpt2pb.inputs import parse_assignment, parse_inputs
+from ckpt2pb.inputs import InputRequest, parse_assignment, parse_inputs
 from ckpt2pb.source import LoadedSource, load_source
 from ckpt2pb.verify import Verification
 from infer.contract import ModelContract, SourceInfo
@@ -45,10 +45,14 @@ def _read_from(loaded: LoadedSource, given: Path) -> str:
     return str(given.resolve())
 
 
-def freeze_model(source: Path | str, outdir: Path | str, outputs: Sequence[str], *, inputs: str = "",
-                 batch: int | None = None, assignments: Sequence[str] = (), force: bool = False,
+def freeze_model(source: Path | str, outdir: Path | str, outputs: Sequence[str], *,
+                 inputs: str | Sequence[InputRequest] = "", batch: int | None = None,
+                 assignments: Sequence[str] | Mapping[str, str | bool | int | float] = (), force: bool = False,
                  verify: bool = True) -> FreezeReport:
-    """Freezes `source` for `outputs` and writes the pb and its contract into `outdir`, atomically."""
+    """Freezes `source` for `outputs` and writes the pb and its contract into `outdir`, atomically.
+
+    `inputs`: `InputRequest`s, or the command line's text (``images:0[8,224,224,3]``); `assignments`: placeholder
+    name -> value (``{"is_training": False}``), or ``NAME=VALUE`` texts."""
     outdir = Path(outdir)
     check_outdir(outdir, force)  # before TensorFlow starts: a refusal should not take seconds
 
@@ -56,8 +60,10 @@ def freeze_model(source: Path | str, outdir: Path | str, outputs: Sequence[str],
 
     from ckpt2pb.freeze import freeze_source
 
-    requests = parse_inputs(inputs) if inputs.strip() else ()
-    sets = dict(parse_assignment(text) for text in assignments)
+    requests = (parse_inputs(inputs) if inputs.strip() else ()) if isinstance(inputs, str) else tuple(inputs)
+    sets = ({name: str(value).lower() if isinstance(value, bool) else str(value)
+             for name, value in assignments.items()} if isinstance(assignments, Mapping)
+            else dict(parse_assignment(text) for text in assignments))
     loaded = load_source(source)
     frozen = freeze_source(loaded, [o.strip() for o in outputs if o.strip()], inputs=requests, batch=batch,
                            assignments=sets, verify=verify)

@@ -20,7 +20,7 @@ from binio.binfile import check_bin_size, sha256_file
 from binio.dataset import digests_checked_beside
 from binio.errors import InferError
 from binio.lock import folder_lock
-from binio.manifest import DatasetManifest
+from binio.manifest import DatasetManifest, dataset_folder
 from infer.contract import ModelContract, load_contract
 from infer.layout import output_file_name, timestamp_folder_name
 from infer.preflight import input_for, preflight
@@ -77,8 +77,11 @@ class RunResult:
         return self.record.completed
 
 
-def resolve_model(model: Path) -> tuple[ModelContract, str | None]:
-    """The contract for MODEL (a model.json, its folder, or an .om/.onnx/.pb beside one) and the file's kind."""
+def resolve_model(model: ModelContract | Path | str) -> tuple[ModelContract, str | None]:
+    """The contract for MODEL (a contract, a model.json, its folder, or an .om/.onnx/.pb beside one) and the
+    file's kind."""
+    if isinstance(model, ModelContract):
+        return model, None
     model = Path(model)
     if model.is_dir() or model.suffix == ".json":
         return load_contract(model), None
@@ -203,16 +206,16 @@ def _run_tool(runner: ToolRunner, manifest: DatasetManifest, record: RunRecord, 
                    tool_command=run.command, finished=now()).save()
 
 
-def run_model(model: Path, bins: Path, out: Path, options: RunOptions | None = None, *,
-              progress: Progress | None = None) -> RunResult:
+def run_model(model: ModelContract | Path | str, bins: DatasetManifest | Path | str, out: Path | str,
+              options: RunOptions | None = None, *, progress: Progress | None = None) -> RunResult:
     """Runs every batch of `bins` through `model` and writes ``out/<timestamp>/`` (outputs + run.json)."""
     options = options or RunOptions()
     options.check()
-    contract, kind = resolve_model(Path(model))
+    contract, kind = resolve_model(model)
     backend = choose_backend(contract, options.backend, kind)
-    runner = make_runner(contract, backend, options, bins=Path(bins))
+    runner = make_runner(contract, backend, options, bins=dataset_folder(bins))
     # The golden run feeds the frozen pb the converted model's bins: float16 ones are widened, exactly.
-    manifest = preflight(Path(bins), runner.inputs, widen=backend == "tf")
+    manifest = preflight(dataset_folder(bins), runner.inputs, widen=backend == "tf")
     running = model_file(contract, backend)
     known = {contract.pb_sha256, contract.converted.sha256 if contract.converted else "", options.bins_made_for}
     if manifest.model_sha256 and manifest.model_sha256 not in known:  # bins made for the om feed the pb too

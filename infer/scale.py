@@ -25,8 +25,9 @@ from pathlib import Path
 from binio.binfile import sha256_file
 from binio.errors import InferError
 from binio.lock import folder_lock
-from binio.manifest import DatasetManifest
+from binio.manifest import DatasetManifest, dataset_folder
 from binio.spec import TensorSpec
+from infer.contract import ModelContract
 from infer.engines.base import ENGINES, Engine
 from infer.engines.worker import ShardOutcome, ShardTask
 from infer.layout import RUN_JSON, parse_timestamp_folder
@@ -180,15 +181,17 @@ def _record(base: RunRecord, book: _Book, scale_out: ScaleOut, *, completed: boo
                    scale_out=scale_out).save()
 
 
-def run_sharded(model: Path, bins: Path, out: Path, options: RunOptions, scale: ScaleOptions, *,
-                progress: Progress | None = None) -> RunResult:
+def run_sharded(model: ModelContract | Path | str, bins: DatasetManifest | Path | str, out: Path | str,
+                options: RunOptions,
+                scale: ScaleOptions, *, progress: Progress | None = None) -> RunResult:
     """Runs every batch of `bins` through `model` in shards; the run folder is that of a plain run."""
     options.check()
     _check(options, scale)
-    contract, kind = resolve_model(Path(model))
+    contract, kind = resolve_model(model)
+    opened = contract.path if isinstance(model, ModelContract) else Path(model)  # what the workers open
     backend = choose_backend(contract, options.backend, kind)
-    runner = make_runner(contract, backend, options, bins=Path(bins))
-    manifest = preflight(Path(bins), runner.inputs, widen=backend == "tf")
+    runner = make_runner(contract, backend, options, bins=dataset_folder(bins))
+    manifest = preflight(dataset_folder(bins), runner.inputs, widen=backend == "tf")
     if isinstance(runner, ToolRunner):  # a missing msame is refused before any folder or worker exists
         runner.activate()
         runner.deactivate()
@@ -198,7 +201,7 @@ def run_sharded(model: Path, bins: Path, out: Path, options: RunOptions, scale: 
     if out.exists() and not out.is_dir():
         raise ScaleOutError(f"{out}: exists and is not a folder", hint="choose another -o")
     with folder_lock(out, command="run"):
-        return _run_locked(model, backend, manifest, out, options, scale, progress, model_path=model_path,
+        return _run_locked(opened, backend, manifest, out, options, scale, progress, model_path=model_path,
                            model_sha=model_sha, dataset_sha=dataset_sha, runner_outputs=runner.outputs)
 
 

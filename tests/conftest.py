@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-
+from ckpt2pb.logs import quiet_tensorflow_logs
 from infer.contract import ModelContract
 from tests.frozen import freeze_by_hand
 from tests.models import BuiltModel, build_small_cnn
+
+quiet_tensorflow_logs()  # before any test imports TensorFlow
 
 
 @pytest.fixture(scope="session")

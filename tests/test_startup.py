@@ -1,4 +1,4 @@
-"""`infer --help` answers without importing any heavy framework (DESIGN.md: well under a second)."""
+"""`infer --help` answers without importing any heavy framework (docs/architecture.md: the layers and lazy imports)."""
 
 from __future__ import annotations
 

@@ -2,23 +2,111 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import signal
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, NoReturn
 
 import typer
+import typer.main
+from typer.core import TyperGroup
 
 from binio.errors import InferError, Terminated, permission_error
+from infer import __version__
 from infer.cli import bin_info, compare, convert, demo, doctor, dump_bin, freeze, inspect, pipeline, run, tune_precision
-from infer.cli.console import err
+from infer.cli.console import err, show
 from infer.cli.quiet import quiet_frameworks
+
+_VERBOSE_HELP = "-v: what runs; -vv: tool output too. Before or after the command."
+_QUIET_HELP = "Only errors on stderr (no progress lines or warnings). Before or after the command."
+
+
+@dataclass
+class _Verbosity:
+    """What -v/-vv/-q asked for in this invocation: the root's options reset it, a command's own add to it."""
+
+    verbose: int = 0
+    quiet: bool = False
+
+    def apply(self) -> None:
+        if self.quiet and self.verbose:
+            raise InferError("-q/--quiet and -v/--verbose ask for opposite things: give one of them")
+        level = logging.ERROR if self.quiet else logging.WARNING - 10 * min(self.verbose, 2)
+        logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr, force=True)
+        quiet_frameworks(self.verbose)
+
+
+_asked = _Verbosity()
+
+
+def _more_verbose(value: int) -> None:
+    _asked.verbose += value
+
+
+def _quieter(value: bool) -> None:
+    _asked.quiet = _asked.quiet or value
+
+
+def _verbosity_options(
+    verbose: int = typer.Option(0, "--verbose", "-v", count=True, expose_value=False, callback=_more_verbose,
+                                help=_VERBOSE_HELP),
+    quiet: bool = typer.Option(False, "--quiet", "-q", expose_value=False, callback=_quieter, help=_QUIET_HELP),
+) -> None:
+    """Never called: typer turns its parameters into the options every command accepts after its name."""
+
+
+def _shared_options() -> list[Any]:
+    holder = typer.Typer(add_completion=False)
+    holder.command()(_verbosity_options)
+    return list(typer.main.get_command(holder).params)
+
+
+_SHARED_OPTIONS = _shared_options()
+
+
+def _applying_verbosity(callback: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(callback)
+    def invoke(*args: Any, **kwargs: Any) -> Any:
+        _asked.apply()  # every -v/-q has been read by now, before the command's name or after it
+        return callback(*args, **kwargs)
+
+    return invoke
+
+
+def _accept_verbosity(command: Any) -> None:
+    """Gives `command` (and, for a group, each of its commands) the -v/-q options; a command applies them."""
+    command.params.extend(_SHARED_OPTIONS)
+    subcommands = getattr(command, "commands", None)
+    if subcommands is not None:
+        for subcommand in subcommands.values():
+            _accept_verbosity(subcommand)
+    elif command.callback is not None:
+        command.callback = _applying_verbosity(command.callback)
+
+
+class _InferGroup(TyperGroup):
+    """The root group: every command under it takes -v/-vv/-q after its name as well as before it."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        for command in self.commands.values():
+            _accept_verbosity(command)
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        show(f"infer {__version__}")
+        raise typer.Exit()
+
 
 app = typer.Typer(
     name="infer",
+    cls=_InferGroup,
     help="TF1 checkpoint -> frozen pb -> Ascend .om (or an ONNX Runtime stand-in), verified with numbers.",
     no_args_is_help=True,
     add_completion=False,
@@ -31,11 +119,12 @@ app = typer.Typer(
 
 @app.callback()
 def _root(
-    verbose: int = typer.Option(0, "--verbose", "-v", count=True, help="-v: what runs; -vv: tool output too."),
+    verbose: int = typer.Option(0, "--verbose", "-v", count=True, help=_VERBOSE_HELP),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help=_QUIET_HELP),
+    version: bool = typer.Option(False, "--version", is_eager=True, callback=_show_version,
+                                 help="Print infer's version and exit."),
 ) -> None:
-    level = logging.WARNING - 10 * min(verbose, 2)
-    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr, force=True)
-    quiet_frameworks(verbose)
+    _asked.verbose, _asked.quiet = verbose, quiet
 
 
 # One module per command, in the order the stages run; each command's docstring is its --help.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from typing import Any
 
@@ -24,8 +25,10 @@ def print_json(document: Any) -> None:
 
 
 def say(message: str) -> None:
-    """One plain line of progress for the user, on stderr so stdout stays clean for --json."""
-    err().print(message, markup=False)
+    """One plain line of progress for the user, on stderr so stdout stays clean for --json. -q (logging set to
+    errors only) silences it with the warnings."""
+    if logging.getLogger().isEnabledFor(logging.WARNING):
+        err().print(message, markup=False)
 
 
 def show(text: str) -> None:

@@ -26,6 +26,7 @@ def doctor(
     if as_json:
         print_json(report.to_json())
         return
+    show(f"infer {report.infer_version}")
     show("python packages")
     in_range = report.python_in_range
     python_range = f" (tested {report.python_range})" if report.python_range else ""

@@ -7,16 +7,16 @@ from pathlib import Path
 import typer
 
 from binio.errors import InferError
-from infer.cli.console import err, out, print_json
+from infer.cli.console import err, out, print_json, say
 from infer.cli.image_options import image_options
 
 
-def _pairs(items: list[str]) -> list[tuple[str, str]]:
+def _pairs(items: list[str], flag: str) -> list[tuple[str, str]]:
     pairs: list[tuple[str, str]] = []
     for item in items:
         name, sep, source = item.partition("=")
         if not sep or not name or not source:
-            raise InferError(f"--input {item}: expected NAME=SOURCE (e.g. --input images:0=data.npy)")
+            raise InferError(f"{flag} {item}: expected NAME=SOURCE (e.g. {flag} images:0=data.npy)")
         pairs.append((name, source))
     return pairs
 
@@ -25,7 +25,10 @@ def dump_bin(
     source: str | None = typer.Argument(None, help="The source for a single-input model (or an .npz for all)."),
     model: Path = typer.Option(..., "--model", "-m", help="The model.json the bins are for."),
     output: Path = typer.Option(..., "--output", "-o", help="The dataset folder to write."),
-    inputs: list[str] = typer.Option([], "--input", "-i", help="NAME=SOURCE, once per model input."),
+    sources: list[str] = typer.Option([], "--source", "-s", help="NAME=SOURCE, once per model input."),
+    # Until the next release: --input now names a dataset folder in every command (run, compare).
+    old_sources: list[str] = typer.Option([], "--input", "-i", hidden=True,
+                                          help="Deprecated spelling of --source NAME=SOURCE."),
     dtype_name: str | None = typer.Option(None, "--dtype", help="Refused unless it is the model's input dtype."),
     batch: int | None = typer.Option(None, "--batch", help="Needed only when the model's batch is dynamic."),
     layout: str | None = typer.Option(None, "--layout", help="NHWC or NCHW, for images (default: the model's)."),
@@ -51,12 +54,15 @@ def dump_bin(
     from infer.dump import DumpOptions, dump_bins
 
     image = image_options(resize=resize, color=color, scale=scale, mean=mean, std=std)
+    if old_sources:
+        say(f"warning: dump-bin --input NAME=SOURCE is deprecated and goes in the next release; write --source "
+            f"{old_sources[0]} (--input names a dataset folder, as in infer run and infer compare)")
     contract = load_contract(model)
-    pairs = _pairs(inputs)
+    pairs = _pairs(old_sources, "--input") + _pairs(sources, "--source")
     if source is not None:
         pairs.insert(0, ("", source))
     if not pairs:
-        raise InferError("no source: give SOURCE or --input NAME=SOURCE",
+        raise InferError("no source: give SOURCE or --source NAME=SOURCE",
                          hint="e.g. infer dump-bin -m model.json -o bins data.npy")
     options = DumpOptions(
         output=output, sources=tuple(pairs), dtype=dtype_name, batch=batch, layout=layout,

@@ -18,6 +18,8 @@ import sys
 from collections.abc import Iterator, Sequence
 from types import ModuleType
 
+from ckpt2pb.logs import quiet_tensorflow_logs
+
 _NOISY = "tensorflow"
 
 
@@ -66,9 +68,8 @@ def quiet_frameworks(verbosity: int) -> None:
     through; -vv shows everything, C++ lines included."""
     if verbosity >= 2:
         return
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    quiet_tensorflow_logs(python_logs=verbosity == 0)
     if _NOISY not in sys.modules and not any(isinstance(f, _QuietTensorFlowFinder) for f in sys.meta_path):
         sys.meta_path.insert(0, _QuietTensorFlowFinder())
     if verbosity == 0:
-        logging.getLogger("tensorflow").setLevel(logging.ERROR)
         logging.getLogger("tf2onnx").setLevel(logging.CRITICAL)

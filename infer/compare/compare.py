@@ -15,7 +15,7 @@ import numpy as np
 
 from binio.dataset import digests_checked_beside
 from binio.errors import InferError
-from binio.manifest import DatasetManifest, load_manifest
+from binio.manifest import DatasetManifest, dataset_folder, load_manifest
 from binio.spec import TensorSpec
 from infer.compare.aipp_check import check_aipp
 from infer.compare.expected import DEFAULT_FACTOR, ExpectedError, check_emulation_possible, stand_in_available
@@ -27,7 +27,7 @@ from infer.compare.result import CompareResult, OutputResult
 from infer.compare.sources import OutputPair, check_run_folder, output_pairs, resolve_run_folder, written_specs
 from infer.compare.thresholds import Thresholds
 from infer.compare.topk import is_classifier
-from infer.contract import ModelContract, load_contract
+from infer.contract import ModelContract, as_contract
 
 log = logging.getLogger(__name__)
 
@@ -174,7 +174,8 @@ def _expected_errors(contract: ModelContract, manifest: DatasetManifest, golden_
                  for a, e in zip(outputs, emulated, strict=True))
 
 
-def compare(contract_path: Path, dataset: Path, actual: Path, *, golden: Path | None = None,
+def compare(model: ModelContract | Path | str, dataset: DatasetManifest | Path | str, actual: Path | str, *,
+            golden: Path | None = None,
             options: CompareOptions | None = None, layerwise: bool = False, dump_golden: Path | None = None,
             cache_root: Path | None = None, on_golden_run: Callable[[], None] | None = None,
             progress: CompareProgress | None = None) -> CompareResult:
@@ -186,11 +187,11 @@ def compare(contract_path: Path, dataset: Path, actual: Path, *, golden: Path | 
         from infer.compare.reports import check_output_folder
 
         check_output_folder(dump_golden, "--dump-golden")
-    contract = load_contract(contract_path)
+    contract, actual = as_contract(model), Path(actual)
     # A SavedModel's signature keys name its outputs in --threshold too (note:cosine=0.999).
     options = replace(options, thresholds=options.thresholds.naming_tensors(
         contract.signature_keys, [s.name for s in contract.outputs]))
-    manifest = load_manifest(dataset)
+    manifest = load_manifest(dataset_folder(dataset))
     # The bins both runs read: one changed since dump-bin (same size, other bytes) makes the outputs describe
     # another dataset than the one named. Hashed beside the comparison.
     with digests_checked_beside(manifest) as bins_unchanged:

@@ -22,9 +22,11 @@ from typing import Any
 import numpy as np
 
 from binio.binfile import read_bin
+from binio.dtypes import DTYPE_NAMES, dtype
 from binio.errors import InferError
 from binio.manifest import DatasetManifest
 from binio.spec import TensorSpec, node_name, output_index
+from ckpt2pb.protobuf import read_graph_def
 from infer.compare.layer_diagnosis import diagnose, layer_thresholds, verdict_note
 from infer.compare.layer_match import correspondence, unnamed_stand_ins
 from infer.compare.metrics import compute_metrics
@@ -38,7 +40,7 @@ log = logging.getLogger(__name__)
 
 _NOT_ACTIVATIONS = frozenset({"Const", "Placeholder", "PlaceholderWithDefault", "VariableV2", "VarHandleOp",
                               "NoOp", "Assert"})
-_ONNX_TYPES = {1: np.float32, 10: np.float16, 11: np.float64}
+_ONNX_FLOATS = frozenset(dtype(name).onnx for name in DTYPE_NAMES if dtype(name).is_float)
 _RANDOM_PREFIXES = ("Random", "StatelessRandom", "StatelessTruncated", "StatelessMultinomial")
 _RANDOM_OPS = frozenset({"TruncatedNormal", "Multinomial", "ParameterizedTruncatedNormal", "RandomShuffle"})
 
@@ -82,11 +84,7 @@ def _load_graph(contract: ModelContract) -> Any:
 
     tf1 = tf.compat.v1
     contract.check_pb_unchanged()
-    graph_def = tf1.GraphDef()
-    try:
-        graph_def.ParseFromString(contract.pb_path.read_bytes())
-    except Exception as exc:  # protobuf's DecodeError, kept from the user as one line
-        raise LayerwiseError(f"{contract.pb_path}: not a TensorFlow GraphDef ({exc})") from None
+    graph_def = read_graph_def(contract.pb_path)
     graph = tf.Graph()
     with graph.as_default():
         tf1.import_graph_def(graph_def, name="")
@@ -194,7 +192,7 @@ def _onnx_side(contract: ModelContract, manifest: DatasetManifest, tensors: list
     for name in (stand_ins.get(t.name, t.name) for t in tensors):
         if name not in graph.producer:
             missing[name] = "not in the ONNX model (fused or renamed by the converter)"
-        elif types.get(name) not in _ONNX_TYPES:
+        elif types.get(name) not in _ONNX_FLOATS:
             missing[name] = "no float type known for it in the ONNX model"
         else:
             wanted.append(name)

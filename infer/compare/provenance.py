@@ -10,7 +10,6 @@ stops such a comparison unless it is asked for on purpose.
 from __future__ import annotations
 
 import datetime
-import importlib.metadata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ from typing import Any
 from binio.binfile import sha256_file
 from binio.errors import InferError
 from binio.manifest import DatasetManifest
+from infer import __version__
 from infer.contract import ModelContract
 from infer.layout import RUN_JSON
 
@@ -29,10 +29,8 @@ class SameBackendError(InferError):
 
 
 def infer_version() -> str:
-    try:
-        return importlib.metadata.version("infer")
-    except importlib.metadata.PackageNotFoundError:  # run from a source tree that was never installed
-        return "unknown"
+    """The version of the code that runs (infer.__version__, which the installed metadata is built from)."""
+    return __version__
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ import io
 from pathlib import Path
 
 from binio.atomic import write_bytes_atomic, write_json_atomic
+from binio.dtypes import dtype
 from binio.spec import node_name, output_index
 from infer.compare.metrics import CSV_METRICS, Metrics, json_float
 from infer.compare.result import CompareResult
@@ -24,12 +25,9 @@ COLUMNS: tuple[str, ...] = (
     "Index", "OpType", "NPUDump", "DataType", "Address", "GroundTruth", "DataType", "Address", "TensorIndex",
     "Shape", *CSV_METRICS, "CompareFailReason",
 )
-_TF_TYPE = {"float32": "DT_FLOAT", "float64": "DT_DOUBLE"}
-
-
-def tf_type_name(dtype: str) -> str:
+def tf_type_name(name: str) -> str:
     """msaccucmp's dtype spelling: ``float16`` -> ``DT_FLOAT16``, ``float32`` -> ``DT_FLOAT``."""
-    return _TF_TYPE.get(dtype, f"DT_{dtype.upper()}")
+    return dtype(name).msaccucmp
 
 
 def _cell(value: float) -> str:

@@ -13,7 +13,7 @@ from atc_wrap.process import quote_command
 from binio.atomic import write_bytes_atomic
 from binio.errors import InferError
 from binio.lock import folder_lock
-from infer.pipeline.config import PipelineConfig
+from infer.pipeline.config import PipelineConfig, load_config
 from infer.pipeline.stages import STAGE_FUNCTIONS, STAGES, WorkLayout
 from infer.pipeline.state import StageRecord, digest_paths, load_state, save_state, settings_digest
 
@@ -63,17 +63,15 @@ def msame_command(work: WorkLayout, om: Path, config: PipelineConfig) -> tuple[s
     """msame's own command line for the bins of this pipeline (folder mode, one folder per input)."""
     import json
 
+    from infer.runners.msame import msame_argv
+
     try:
         manifest = json.loads((work.bins / "dataset.json").read_text())
-        folders = ",".join(str(work.bins / item["folder"]) for item in manifest["inputs"])
+        folders = [work.bins / item["folder"] for item in manifest["inputs"]]
     except (OSError, ValueError, KeyError, TypeError):
-        folders = str(work.bins / "INPUT")
-    argv = ["msame", "--model", str(om), "--input", folders, "--output", str(work.out / "msame"), "--outfmt", "BIN"]
-    if config.run.device is not None:
-        argv += ["--device", str(config.run.device)]
-    if config.run.loop != 1:
-        argv += ["--loop", str(config.run.loop)]
-    return tuple(argv)
+        folders = [work.bins / "INPUT"]
+    return tuple(msame_argv("msame", om, folders, work.out / "msame", device=config.run.device,
+                            loop=config.run.loop))
 
 
 def report_tail(result: PipelineResult) -> list[str]:
@@ -113,10 +111,13 @@ def _atc_command(config: PipelineConfig, work: WorkLayout,
         return (), exc.message
 
 
-def run_pipeline(config: PipelineConfig, *, on_stage: Callable[[StageOutcome], None] | None = None,
+def run_pipeline(config: PipelineConfig | Path | str, *, on_stage: Callable[[StageOutcome], None] | None = None,
                  stages: Sequence[str] = STAGES, force: bool = False) -> PipelineResult:
-    """Runs `stages` in order; a stage is skipped when its settings and the sha256 of everything it reads and
-    wrote are as recorded (unless `force`). `on_stage` hears of each stage as it finishes."""
+    """Runs `stages` of `config` (a pipeline TOML file, or one already loaded) in order; a stage is skipped
+    when its settings and the sha256 of everything it reads and wrote are as recorded (unless `force`).
+    `on_stage` hears of each stage as it finishes."""
+    if not isinstance(config, PipelineConfig):
+        config = load_config(config)
     work = WorkLayout(config.work_dir)
     with folder_lock(work.root, command="pipeline run"):  # one pipeline per work folder at a time
         return _run_stages(config, work, on_stage, stages, force)

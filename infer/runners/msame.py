@@ -18,7 +18,7 @@ import numpy as np
 
 from atc_wrap.process import find_tool, run_tool
 from infer.layout import newest_run_folder
-from infer.runners.tool import ToolRun, ToolRunner, ToolTimings, failure_line, timings_from_batches
+from infer.runners.tool import ToolRun, ToolRunner, ToolTimings, failure_line, folder_argv, timings_from_batches
 
 log = logging.getLogger(__name__)
 SUCCESS = "Execute sample success"
@@ -44,6 +44,13 @@ def msame_timings(lines: Sequence[str], *, loop: int, batches: int) -> ToolTimin
     return timings
 
 
+def msame_argv(executable: str, om: Path, input_dirs: Sequence[Path], out: Path, *, device: int | None = None,
+               loop: int = 1) -> list[str]:
+    """msame's command line in folder mode, one folder per model input: what the runner runs and what the
+    pipeline report prints for an Ascend machine."""
+    return folder_argv([executable], om, input_dirs, out, device=device, loop=loop)
+
+
 class MsameRunner(ToolRunner):
     backend = "msame"
     tool = "msame"
@@ -57,7 +64,7 @@ class MsameRunner(ToolRunner):
         self.executable = found
 
     def argv(self, input_dirs: Sequence[Path], out: Path) -> list[str]:
-        return self.folder_argv([str(self.executable)], input_dirs, out)
+        return msame_argv(str(self.executable), self.om, input_dirs, out, device=self.device_id, loop=self.loop)
 
     def run_folders(self, input_dirs: Sequence[Path], stems: Sequence[str], work: Path) -> ToolRun:
         work.mkdir(parents=True, exist_ok=True)

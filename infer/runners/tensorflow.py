@@ -5,12 +5,13 @@ Usable on its own: ``with TensorFlowRunner(contract) as runner: runner.infer({"i
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
+from ckpt2pb.logs import quiet_tensorflow_logs
+from ckpt2pb.protobuf import read_graph_def
 from infer.contract import ModelContract
 from infer.runners.base import BaseRunner, RunnerError
 
@@ -36,19 +37,11 @@ class TensorFlowRunner(BaseRunner):
     def activate_impl(self) -> None:
         if self.check_sha256:
             self.contract.check_pb_unchanged()
-        # TensorFlow's C++ start-up chatter (oneDNN, CPU features) would bury the run's own lines; at level 2 the
-        # oneDNN notice still shows. Failures still raise as Python exceptions; set the variable to see the logs.
-        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+        quiet_tensorflow_logs()  # before the import: TensorFlow's C++ side reads its level once, while starting
         import tensorflow as tf
 
         tf1 = tf.compat.v1
-        graph_def = tf1.GraphDef()
-        try:
-            graph_def.ParseFromString(self.contract.pb_path.read_bytes())
-        except FileNotFoundError:
-            raise RunnerError(f"{self.contract.pb_path}: no such frozen graph") from None
-        except Exception as exc:  # protobuf's DecodeError, kept from the user as one line
-            raise RunnerError(f"{self.contract.pb_path}: not a TensorFlow GraphDef ({exc})") from None
+        graph_def = read_graph_def(self.contract.pb_path)
         graph = tf.Graph()
         with graph.as_default():
             tf1.import_graph_def(graph_def, name="")

@@ -27,6 +27,19 @@ DEFAULT_TIMEOUT_S = 3600.0
 STAND_IN = "the stand-in is --backend onnxrt after infer convert --target onnx"
 
 
+def folder_argv(command: Sequence[str], om: Path, input_dirs: Sequence[Path], out: Path, *, device: int | None,
+                loop: int) -> list[str]:
+    """`command` with the arguments msame and ais_bench share: model, input folders (paired by file name),
+    output folder, BIN output, and the device and loop count when set. The one place their argv is built."""
+    argv = [*command, "--model", str(om), "--input", ",".join(str(d) for d in input_dirs),
+            "--output", str(out), "--outfmt", "BIN"]
+    if device is not None:
+        argv += ["--device", str(device)]
+    if loop > 1:
+        argv += ["--loop", str(loop)]
+    return argv
+
+
 @dataclass(frozen=True)
 class ToolTimings:
     """What the tool itself reported about its speed; None where it did not say."""
@@ -123,15 +136,7 @@ class ToolRunner(BaseRunner):
         """Runs the tool over every file of `input_dirs` (paired by name), writing under `work`."""
 
     def folder_argv(self, command: list[str], input_dirs: Sequence[Path], out: Path) -> list[str]:
-        """`command` with the arguments msame and ais_bench share: model, input folders (paired by file name),
-        output folder, BIN output, and the device and loop count when set."""
-        argv = [*command, "--model", str(self.om), "--input", ",".join(str(d) for d in input_dirs),
-                "--output", str(out), "--outfmt", "BIN"]
-        if self.device_id is not None:
-            argv += ["--device", str(self.device_id)]
-        if self.loop > 1:
-            argv += ["--loop", str(self.loop)]
-        return argv
+        return folder_argv(command, self.om, input_dirs, out, device=self.device_id, loop=self.loop)
 
     def not_installed(self, how: str) -> RunnerError:
         return RunnerError(f"{self.tool} is not installed ({how}); {STAND_IN}",

@@ -156,7 +156,7 @@ class NpzSource(_ArraySource):
                 raise SourceError(
                     f"{path}: no array for input {tensor} (looked for {node_name(tensor)!r}); "
                     f"its keys are: {', '.join(keys) or 'none'}",
-                    hint=f"name the array {node_name(tensor)!r} in np.savez, or pass --input {tensor}=FILE.npy",
+                    hint=f"name the array {node_name(tensor)!r} in np.savez, or pass --source {tensor}=FILE.npy",
                 )
             self.key = key
             try:

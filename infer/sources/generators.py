@@ -69,7 +69,7 @@ class GeneratedSource:
             rng = np.random.default_rng([self.seed, index])
             if self._dt.is_float:
                 rows[offset] = rng.random(self._shape)
-            elif self._dt.name == "bool":
+            elif self._dt.is_bool:
                 rows[offset] = rng.integers(0, 2, self._shape).astype(bool)
             else:
                 rows[offset] = rng.integers(0, 10, self._shape)

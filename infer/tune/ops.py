@@ -72,7 +72,7 @@ def tunable_ops(contract: ModelContract, onnx_nodes: Set[str]) -> tuple[TunableO
     import tensorflow as tf
 
     from atc_wrap.emulation import tf_origin
-    from atc_wrap.graph import read_graph_def
+    from ckpt2pb.protobuf import read_graph_def
 
     contract.check_pb_unchanged()
     graph_def = read_graph_def(contract.pb_path)

@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from binio.errors import InferError, OutputExistsError
-from binio.manifest import DatasetManifest, load_manifest
+from binio.manifest import DatasetManifest, dataset_folder, load_manifest
 from infer.compare.compare import CompareOptions
 from infer.compare.result import CompareResult
 from infer.compare.thresholds import Thresholds
-from infer.contract import ModelContract, load_contract
+from infer.contract import ModelContract, as_contract, load_contract
 from infer.tune.ops import TunableOp, tunable_ops
 from infer.tune.search import MODES, search
 from infer.tune.suspects import Suspect, layer_suspects
@@ -213,7 +213,8 @@ def _atc_command(contract: ModelContract, options: TuneOptions, keep: Path) -> t
     return dry.command
 
 
-def tune_precision(model: Path, bins: Path, out: Path, options: TuneOptions | None = None, *,
+def tune_precision(model: ModelContract | Path | str, bins: DatasetManifest | Path | str, out: Path | str,
+                   options: TuneOptions | None = None, *,
                    progress: TuneProgress | None = None,
                    on_candidate: Callable[[Candidate], None] | None = None) -> TuneResult:
     """Searches a keep_dtype set for `model` over `bins`; writes keep_dtype.cfg, tune.json, the converted model
@@ -225,14 +226,14 @@ def tune_precision(model: Path, bins: Path, out: Path, options: TuneOptions | No
         if progress is not None:
             progress(line)
 
-    contract = load_contract(model)
+    contract = as_contract(model)
     contract.check_pb_unchanged()
     options.thresholds.check_outputs([spec.name for spec in contract.outputs])
     if options.soc_version:
         from atc_wrap.soc import check_soc_version
 
         check_soc_version(options.soc_version)
-    manifest = load_manifest(bins)
+    manifest = load_manifest(dataset_folder(bins))
     out = Path(out)
     _check_output(out, options.force)
     work = out / _WORK

@@ -10,7 +10,7 @@ from infer.contract import ModelContract
 def tf_outputs(contract: ModelContract, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
     import tensorflow as tf
 
-    from atc_wrap.graph import read_graph_def
+    from ckpt2pb.protobuf import read_graph_def
 
     tf1 = tf.compat.v1
     graph = tf.Graph()

@@ -35,8 +35,9 @@ def _weights(contract: ModelContract) -> dict[str, np.ndarray]:
     """The conv kernel, conv bias and dense weights as the frozen pb holds them (the inputs of the ops)."""
     import tensorflow as tf
 
-    graph_def = tf.compat.v1.GraphDef()
-    graph_def.ParseFromString(contract.pb_path.read_bytes())
+    from ckpt2pb.protobuf import read_graph_def
+
+    graph_def = read_graph_def(contract.pb_path)
     graph = tf.Graph()
     with graph.as_default():
         tf.compat.v1.import_graph_def(graph_def, name="")

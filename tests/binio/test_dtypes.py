@@ -68,3 +68,11 @@ def test_first_line_of_a_foreign_error() -> None:
     assert first_line(ValueError("Graph execution error:\n\n  long trace\n")) == "Graph execution error:"
     assert first_line(ValueError("")) == "ValueError"
     assert first_line(RuntimeError("  \n"), default="") == ""
+    assert dtype("bool").is_bool and not dtype("bool").is_integer and not dtype("uint8").is_bool
+
+
+def test_msaccucmp_spells_float32_as_tensorflow_does_and_float16_its_own_way() -> None:
+    assert [dtype(n).msaccucmp for n in ("float32", "float64", "float16", "int32", "bool")] == [
+        "DT_FLOAT", "DT_DOUBLE", "DT_FLOAT16", "DT_INT32", "DT_BOOL"]
+    assert all(dtype(name).msaccucmp == f"DT_{name.upper()}" for name in DTYPE_NAMES
+               if name not in ("float32", "float64"))

@@ -102,13 +102,34 @@ def test_generators_fill_an_input_as_long_as_the_others(capsys: pytest.CaptureFi
     contract = two_input_model(tmp_path / "model")
     np.save(tmp_path / "ids.npy", np.arange(20, dtype=np.int32).reshape(5, 4))
     out = tmp_path / "bins"
-    result = run_cli(capsys, "dump-bin", "-m", contract.path, "-o", out, "--input", "ids=" + str(tmp_path / "ids.npy"),
-                     "--input", "mask:0=const:1")
+    result = run_cli(capsys, "dump-bin", "-m", contract.path, "-o", out, "--source", "ids=" + str(tmp_path / "ids.npy"),
+                     "--source", "mask:0=const:1")
     assert result.code == 0, result.err
     manifest = load_manifest(out)
     mask = np.concatenate(list(iter_samples(manifest, "mask:0")))
     assert mask.shape == (5, 4) and (mask == 1).all()
     assert manifest.input("mask:0").preprocessing["generator"] == "const"
+
+
+def test_the_old_input_spelling_still_works_with_a_deprecation_warning(capsys: pytest.CaptureFixture[str],
+                                                                       tmp_path: Path) -> None:
+    """--input NAME=SOURCE was dump-bin's spelling; --input now names a dataset folder everywhere (run, compare)."""
+    contract = two_input_model(tmp_path / "model")
+    old = run_cli(capsys, "dump-bin", "-m", contract.path, "-o", tmp_path / "old", "-i", "ids=random:1",
+                  "--input", "mask:0=const:1")
+    assert old.code == 0, old.err
+    assert ("warning: dump-bin --input NAME=SOURCE is deprecated and goes in the next release; write --source "
+            "ids=random:1 (--input names a dataset folder, as in infer run and infer compare)") in old.err.splitlines()
+    new = run_cli(capsys, "dump-bin", "-m", contract.path, "-o", tmp_path / "new", "-s", "ids=random:1",
+                  "--source", "mask:0=const:1")
+    assert new.code == 0, new.err
+    assert "deprecated" not in new.err
+    old_files, new_files = (load_manifest(tmp_path / name).inputs for name in ("old", "new"))
+    assert [[e.sha256 for e in item.files] for item in old_files] == [[e.sha256 for e in item.files]
+                                                                       for item in new_files]
+    quiet = run_cli(capsys, "dump-bin", "-m", contract.path, "-o", tmp_path / "quiet", "--input", "ids=random:1",
+                    "--input", "mask:0=const:1", "-q")
+    assert (quiet.code, quiet.err) == (0, "")
 
 
 def test_random_generator_is_reproducible_whatever_the_batch(tmp_path: Path) -> None:
@@ -323,8 +344,8 @@ def test_inputs_with_different_sample_counts_are_refused(capsys: pytest.CaptureF
     contract = two_input_model(tmp_path / "model")
     np.save(tmp_path / "ids.npy", np.zeros((5, 4), np.int32))
     np.save(tmp_path / "mask.npy", np.zeros((4, 4), np.float32))
-    line = _refused(capsys, tmp_path / "bins", "-m", contract.path, "--input", f"ids={tmp_path / 'ids.npy'}",
-                    "--input", f"mask={tmp_path / 'mask.npy'}")
+    line = _refused(capsys, tmp_path / "bins", "-m", contract.path, "--source", f"ids={tmp_path / 'ids.npy'}",
+                    "--source", f"mask={tmp_path / 'mask.npy'}")
     assert line == (f"error: inputs differ in sample count: ids:0 has 5 ({tmp_path / 'ids.npy'}), "
                     f"mask:0 has 4 ({tmp_path / 'mask.npy'})")
 
@@ -476,8 +497,8 @@ def test_a_dynamic_batch_needs_batch_and_a_static_one_refuses_another(capsys: py
     assert result.code == 0, result.err
     assert load_manifest(tmp_path / "bins").inputs[0].shape == (4, 3)
     static = two_input_model(tmp_path / "static")
-    line = _refused(capsys, tmp_path / "bins2", "-m", static.path, "--batch", "4", "--input", "ids=random:1",
-                    "--input", "mask=random:2")
+    line = _refused(capsys, tmp_path / "bins2", "-m", static.path, "--batch", "4", "--source", "ids=random:1",
+                    "--source", "mask=random:2")
     assert line == "error: --batch 4 differs from the model's batch 2 (input ids:0 has shape (2,4))"
 
 
@@ -486,7 +507,7 @@ def test_a_lone_npy_for_a_two_input_model_is_refused(capsys: pytest.CaptureFixtu
     np.save(tmp_path / "x.npy", np.zeros((2, 4), np.float32))
     line = _refused(capsys, tmp_path / "bins", "-m", contract.path, tmp_path / "x.npy")
     assert line == (f"error: {tmp_path / 'x.npy'}: the model has 2 inputs (ids:0, mask:0); name a source for each "
-                    f"with --input NAME=SOURCE")
+                    f"with --source NAME=SOURCE")
 
 
 def test_a_layout_other_than_the_models_is_refused(capsys: pytest.CaptureFixture[str],
@@ -509,8 +530,8 @@ def test_a_refused_run_into_an_empty_folder_leaves_it_empty(capsys: pytest.Captu
 
 def test_a_bad_generator_names_what_it_expected(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     contract = two_input_model(tmp_path / "model")
-    line = _refused(capsys, tmp_path / "bins", "-m", contract.path, "--input", "ids=const:1.5",
-                    "--input", "mask=random:x")
+    line = _refused(capsys, tmp_path / "bins", "-m", contract.path, "--source", "ids=const:1.5",
+                    "--source", "mask=random:x")
     assert line == "error: source 'const:1.5': expected an integer (the input is int32) after 'const:', found '1.5'"
 
 
@@ -530,8 +551,8 @@ def test_an_image_folder_for_a_non_image_input_names_the_folder(capsys: pytest.C
                                                                 tmp_path: Path) -> None:
     contract = two_input_model(tmp_path / "model")
     _images(tmp_path / "images", 2)
-    line = _refused(capsys, tmp_path / "bins", "-m", contract.path, "--input", f"ids={tmp_path / 'images'}",
-                    "--input", "mask=const:1")
+    line = _refused(capsys, tmp_path / "bins", "-m", contract.path, "--source", f"ids={tmp_path / 'images'}",
+                    "--source", "mask=const:1")
     assert line == (f"error: {tmp_path / 'images'}: a folder of images for input ids:0, which is not an image input: "
                     "images need a 4-D input (N,H,W,C or N,C,H,W), its samples have shape (4)")
 
@@ -604,14 +625,15 @@ def test_each_option_mistake_is_one_line_naming_the_option(capsys: pytest.Captur
     images = str(tmp_path / "images")
     (tmp_path / "a-file").write_text("not a folder")
     cases: list[tuple[tuple[object, ...], str]] = [
-        (("-m", cnn), "no source: give SOURCE or --input NAME=SOURCE"),
+        (("-m", cnn), "no source: give SOURCE or --source NAME=SOURCE"),
+        (("-m", cnn, "--source", "images"), "--source images: expected NAME=SOURCE (e.g. --source images:0=data.npy)"),
         (("-m", cnn, "--input", "images"), "--input images: expected NAME=SOURCE (e.g. --input images:0=data.npy)"),
-        (("-m", cnn, "--input", f"labels={data}"),
-         f"--input labels={data}: the model has no input 'labels'; its inputs are: images:0"),
-        (("-m", two.path, "--input", "ids=const:1", "--input", "ids:0=const:2"),
-         "--input ids:0: given twice (const:1, const:2)"),
-        (("-m", two.path, "--input", "ids=const:1"),
-         "no source for input mask:0: pass --input NAME=SOURCE for each input"),
+        (("-m", cnn, "--source", f"labels={data}"),
+         f"--source labels={data}: the model has no input 'labels'; its inputs are: images:0"),
+        (("-m", two.path, "--source", "ids=const:1", "--source", "ids:0=const:2"),
+         "--source ids:0: given twice (const:1, const:2)"),
+        (("-m", two.path, "--source", "ids=const:1"),
+         "no source for input mask:0: pass --source NAME=SOURCE for each input"),
         (("-m", cnn, data, "--samples", "4"), "--samples 4: the sources hold only 3"),
         (("-m", cnn, data, "--samples", "0"), "--samples 0: expected 1 or more"),
         (("-m", cnn, data, "--workers", "0"), "--workers 0: expected 1 or more"),
@@ -655,8 +677,8 @@ def test_a_dataset_without_the_input_is_refused_naming_what_it_holds(capsys: pyt
     assert run_cli(capsys, "dump-bin", "-m", frozen_small_cnn.path, "-o", tmp_path / "cnn_bins",
                    tmp_path / "data.npy").code == 0
     two = two_input_model(tmp_path / "two")
-    line = _refused(capsys, tmp_path / "bins", "-m", two.path, "--input", f"ids={tmp_path / 'cnn_bins'}",
-                    "--input", "mask=const:1")
+    line = _refused(capsys, tmp_path / "bins", "-m", two.path, "--source", f"ids={tmp_path / 'cnn_bins'}",
+                    "--source", "mask=const:1")
     assert line == f"error: {tmp_path / 'cnn_bins' / 'dataset.json'}: no input 'ids:0'; it holds: images:0"
 
 

@@ -12,6 +12,7 @@ import pytest
 
 from binio.binfile import sha256_file, write_bin
 from binio.manifest import BinEntry, DatasetManifest, InputManifest, bin_file_name
+from ckpt2pb.protobuf import read_graph_def
 from infer.contract import ModelContract, load_contract
 
 CNN_SAMPLES, CNN_BATCH = 5, 2  # three files; the last holds one real sample and one row of padding
@@ -57,8 +58,7 @@ def converted_with_edited_kernel(frozen: ModelContract, folder: Path, edit: Call
 
     shutil.copytree(frozen.folder, folder)
     original = load_contract(folder / "model.json")
-    graph_def = tf.compat.v1.GraphDef()
-    graph_def.ParseFromString(original.pb_path.read_bytes())
+    graph_def = read_graph_def(original.pb_path)
     kernel = next(node for node in graph_def.node if node.name == "conv/kernel")
     values = tf.make_ndarray(kernel.attr["value"].tensor)
     kernel.attr["value"].tensor.CopyFrom(tf.make_tensor_proto(edit(values).astype(values.dtype)))

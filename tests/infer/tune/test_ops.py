@@ -11,7 +11,7 @@ from tests.infer.tune.graphs import build_cnn_energy
 
 def test_flops_count_a_reduction_by_what_it_reads_and_a_conv_by_its_kernel(tmp_path: Path) -> None:
     contract = write_frozen(tmp_path / "model", build_cnn_energy, ("x:0",), ("out:0",))
-    from atc_wrap.graph import read_graph_def
+    from ckpt2pb.protobuf import read_graph_def
 
     everything = {node.name for node in read_graph_def(contract.pb_path).node}
     ops = {op.name: op for op in tunable_ops(contract, everything)}

@@ -68,8 +68,8 @@ def _tf_tensors(contract: ModelContract, bins: Path, names: tuple[str, ...]) -> 
     """These tensors of the pb in TensorFlow over every bin of the dataset, concatenated over the batches."""
     import tensorflow as tf
 
-    from atc_wrap.graph import read_graph_def
     from binio.manifest import load_manifest
+    from ckpt2pb.protobuf import read_graph_def
 
     spec = load_manifest(bins).inputs[0]
     graph = tf.Graph()
@@ -159,8 +159,8 @@ def test_underflow_finds_the_square_the_shift_and_the_log(underflow: tuple[Model
 
 def test_a_damaged_weight_is_not_fp16s_failure(underflow: tuple[ModelContract, Path], tmp_path: Path,
                                                capsys: pytest.CaptureFixture[str]) -> None:
-    from atc_wrap.graph import read_graph_def
     from binio.binfile import sha256_file
+    from ckpt2pb.protobuf import read_graph_def
 
     contract, bins = underflow
     golden = run_model(contract.path, bins, tmp_path / "golden", RunOptions(backend="tf")).folder

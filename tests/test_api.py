@@ -1,0 +1,167 @@
+"""The Python API: what `import infer` exports, that it stays lazy, and the README's example, run as written."""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import importlib
+import io
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import infer
+from infer.contract import ModelContract
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+
+
+def _type_checking_imports() -> dict[str, tuple[str, str]]:
+    """Exported name -> (module, name there), from the ``if TYPE_CHECKING:`` imports of infer/__init__.py."""
+    tree = ast.parse((ROOT / "infer" / "__init__.py").read_text())
+    block = next(node for node in tree.body if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING")
+    return {alias.asname or alias.name: (node.module or "", alias.name)
+            for node in block.body if isinstance(node, ast.ImportFrom) for alias in node.names}
+
+
+def test_all_lists_every_export_and_type_checkers_see_the_same_names() -> None:
+    exports = infer._EXPORTS
+    assert infer.__all__ == sorted(exports)
+    assert _type_checking_imports() == exports
+
+
+@pytest.mark.parametrize("name", infer.__all__)
+def test_every_export_is_the_object_its_module_defines(name: str) -> None:
+    module, attribute = infer._EXPORTS[name]
+    assert getattr(infer, name) is getattr(importlib.import_module(module), attribute)
+
+
+def test_the_stages_options_results_contract_and_error_are_exported() -> None:
+    stages = {"inspect_model", "freeze_model", "convert_model", "dump_bins", "run_model", "compare_outputs",
+              "run_pipeline"}
+    types = {"ConvertOptions", "ConvertResult", "DumpOptions", "DumpResult", "RunOptions", "RunResult",
+             "CompareOptions", "CompareResult", "FreezeReport", "ModelContract", "InferError"}
+    assert stages | types | {"load_contract"} <= set(infer.__all__)
+    importlib.import_module("infer.compare.compare")  # sets the attribute `compare` of infer to the package
+    assert callable(infer.compare_outputs)  # which is why the stage's function has a name of its own
+
+
+def test_an_unknown_name_is_an_attribute_error() -> None:
+    with pytest.raises(AttributeError, match="no attribute 'no_such_stage'"):
+        infer.no_such_stage  # noqa: B018
+
+
+def test_import_infer_starts_no_framework() -> None:
+    probe = ("import sys, infer; infer.__all__; infer.__version__; "
+             "print([m for m in ('tensorflow', 'onnxruntime', 'tf2onnx', 'onnx', 'matplotlib', 'PIL', 'typer') "
+             "if m in sys.modules])")
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120)
+    assert result.stdout.strip() == "[]"
+
+
+def test_py_typed_ships_with_every_package() -> None:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    package_data = config["tool"]["setuptools"]["package-data"]
+    for package in ("binio", "ckpt2pb", "atc_wrap", "infer"):
+        assert (ROOT / package / "py.typed").is_file()
+        assert "py.typed" in package_data[package]
+
+
+def test_the_version_is_the_one_the_package_declares() -> None:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert "version" in config["project"]["dynamic"]
+    assert config["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "infer.__version__"}
+    assert re.fullmatch(r"\d+\.\d+\.\d+", infer.__version__)
+
+
+def test_a_stage_takes_the_contract_or_its_path(frozen_small_cnn: ModelContract, tmp_path: Path) -> None:
+    by_path = infer.dump_bins(str(frozen_small_cnn.path), infer.DumpOptions(
+        output=tmp_path / "by_path", sources=(("", "const:1"),), samples=4))
+    by_object = infer.dump_bins(infer.load_contract(frozen_small_cnn.folder), infer.DumpOptions(
+        output=tmp_path / "by_object", sources=(("", "const:1"),), samples=4))
+    assert by_path.manifest.samples == by_object.manifest.samples == 4
+    hashes = [[entry.sha256 for entry in result.manifest.inputs[0].files] for result in (by_path, by_object)]
+    assert hashes[0] == hashes[1]
+
+
+def readme_python_example() -> str:
+    """The one ```python block of the README's "From Python" section."""
+    section = README.read_text().split("\n## From Python\n", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"^```python\n(.*?)^```", section, re.S | re.M)
+    assert len(blocks) == 1, "the From Python section should hold exactly one python example"
+    return blocks[0]
+
+
+def test_the_readme_example_is_about_ten_lines() -> None:
+    code = [line for line in readme_python_example().splitlines() if line.strip()]
+    assert len(code) <= 12
+
+
+@pytest.mark.slow
+def test_the_readme_example_runs_the_whole_pipeline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The paths the example names are made here: the demo's checkpoint in ckpt/, its PNGs and labels.txt."""
+    from infer.demo.dataset import write_dataset
+    from infer.demo.model import build_demo_model
+
+    model = build_demo_model(tmp_path / "ckpt")
+    assert model.prefix == tmp_path / "ckpt" / "model.ckpt"
+    assert (model.input, model.output) == ("images:0", "probs:0")
+    write_dataset(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PATH", "/nonexistent")  # no atc on PATH: the stand-in, whatever this machine has
+    monkeypatch.delenv("ASCEND_TOOLKIT_HOME", raising=False)
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        exec(compile(readme_python_example(), str(README), "exec"), {"__name__": "readme_example"})
+    assert printed.getvalue() == "PASSED\n"
+    assert (tmp_path / "model" / "model.onnx").is_file()
+    assert (tmp_path / "bins" / "dataset.json").is_file()
+    runs = list((tmp_path / "out").iterdir())
+    assert len(runs) == 1 and (runs[0] / "run.json").is_file()
+
+
+def test_run_takes_the_dataset_as_its_manifest_or_its_folder(onnx_small_cnn: ModelContract, tmp_path: Path) -> None:
+    dumped = infer.dump_bins(onnx_small_cnn.path, infer.DumpOptions(output=tmp_path / "bins",
+                                                                    sources=(("", "random:3"),), samples=4))
+    by_manifest = infer.run_model(onnx_small_cnn, dumped.manifest, tmp_path / "a")
+    by_folder = infer.run_model(str(onnx_small_cnn.path), str(tmp_path / "bins"), tmp_path / "b")
+    outputs = [sorted((p.name, p.read_bytes()) for p in result.folder.glob("*.bin"))
+               for result in (by_manifest, by_folder)]
+    assert outputs[0] == outputs[1] and len(outputs[0]) == 2
+
+
+def test_a_pipeline_is_run_from_its_file_or_its_loaded_config(tmp_path: Path) -> None:
+    with pytest.raises(infer.InferError, match=r"pipeline\.toml"):
+        infer.run_pipeline(tmp_path / "pipeline.toml")
+
+
+@pytest.mark.slow
+def test_freeze_takes_typed_inputs_and_a_mapping_as_well_as_the_command_line_text(tmp_path: Path) -> None:
+    from tests.models import build_resnet_like
+
+    model = build_resnet_like(tmp_path / "ckpt")
+    (name, (_, shape)), = model.inputs.items()
+    fixed_shape = (2, *shape[1:])
+    typed = infer.freeze_model(model.path, tmp_path / "typed", list(model.outputs),
+                               inputs=[infer.InputRequest(name, shape=fixed_shape, dtype="float32")],
+                               assignments={"is_training": False})
+    text = infer.freeze_model(model.path, tmp_path / "text", list(model.outputs),
+                              inputs=f"{name}[{','.join(map(str, fixed_shape))}]:float32",
+                              assignments=["is_training=false"])
+    from ckpt2pb.protobuf import read_graph_def
+
+    # Two freezes of one model are equal graphs, not equal bytes (TensorFlow's serialisation varies).
+    assert ({n.name: n.op for n in read_graph_def(typed.contract.pb_path).node}
+            == {n.name: n.op for n in read_graph_def(text.contract.pb_path).node})
+    assert (typed.contract.inputs, typed.contract.outputs, typed.contract.fixed) == (
+        text.contract.inputs, text.contract.outputs, text.contract.fixed)
+    assert typed.contract.inputs[0].shape == fixed_shape and "is_training" in typed.contract.fixed

@@ -1,0 +1,94 @@
+"""Command-line conventions every command shares: -v/-vv/-q before or after the command's name, --version."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import infer
+from infer.contract import ModelContract
+from tests.cli import run_cli
+
+
+@pytest.fixture(autouse=True)
+def _restore_logging() -> Iterator[None]:
+    """The CLI configures the root logger; put it back for the tests that follow."""
+    root = logging.getLogger()
+    level, handlers = root.level, list(root.handlers)
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
+
+
+def _level_after(capsys: pytest.CaptureFixture[str], *args: object) -> int:
+    outcome = run_cli(capsys, *args)
+    assert "No such option" not in outcome.err, outcome.err
+    return logging.getLogger().getEffectiveLevel()
+
+
+@pytest.mark.parametrize(("args", "level"), [
+    (("doctor",), logging.WARNING),
+    (("-v", "doctor"), logging.INFO),
+    (("doctor", "-v"), logging.INFO),
+    (("doctor", "-vv"), logging.DEBUG),
+    (("doctor", "--verbose", "--verbose"), logging.DEBUG),
+    (("-v", "doctor", "-v"), logging.DEBUG),
+    (("doctor", "--json", "-q"), logging.ERROR),
+    (("-q", "doctor"), logging.ERROR),
+    (("pipeline", "-v", "init", "no-such-model", "-o", "x.toml"), logging.INFO),
+    (("pipeline", "init", "no-such-model", "-o", "x.toml", "-vv"), logging.DEBUG),
+])
+def test_verbosity_is_read_before_and_after_the_command(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch, args: tuple[str, ...],
+                                                        level: int) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert _level_after(capsys, *args) == level
+
+
+def test_run_takes_v_after_its_arguments(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """`infer run ... -v` was refused as an unknown option: -v only worked before the subcommand."""
+    outcome = run_cli(capsys, "run", tmp_path / "model.json", "--input", tmp_path, "-o", tmp_path / "out", "-v")
+    assert outcome.error_line.startswith(f"error: {tmp_path / 'model.json'}: no such model contract")
+    assert logging.getLogger().getEffectiveLevel() == logging.INFO
+
+
+def test_quiet_and_verbose_together_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    outcome = run_cli(capsys, "-q", "doctor", "-v")
+    assert (outcome.code, outcome.error_line) == (
+        2, "error: -q/--quiet and -v/--verbose ask for opposite things: give one of them")
+    assert outcome.out == ""
+
+
+def test_quiet_keeps_the_result_and_drops_the_progress_lines(capsys: pytest.CaptureFixture[str],
+                                                             frozen_small_cnn: ModelContract, tmp_path: Path) -> None:
+    np.save(tmp_path / "data.npy", np.zeros((4, 8, 8, 3), np.float32))
+    source = "images=" + str(tmp_path / "data.npy")
+    spoken = run_cli(capsys, "dump-bin", "-m", frozen_small_cnn.path, "-o", tmp_path / "a", "--input", source)
+    assert spoken.code == 0 and "warning: dump-bin --input" in spoken.err
+    quiet = run_cli(capsys, "dump-bin", "-m", frozen_small_cnn.path, "-o", tmp_path / "b", "--input", source, "-q")
+    assert (quiet.code, quiet.err) == (0, "")
+    assert quiet.out == spoken.out.replace(str(tmp_path / "a"), str(tmp_path / "b"))
+    refused = run_cli(capsys, "-q", "bin-info", tmp_path / "missing")
+    assert refused.code == 2 and refused.error_line  # errors still come through
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    outcome = run_cli(capsys, "--version")
+    assert (outcome.code, outcome.out, outcome.err) == (0, f"infer {infer.__version__}\n", "")
+
+
+def test_doctor_names_infers_own_version(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_cli(capsys, "doctor").out.splitlines()[0] == f"infer {infer.__version__}"
+    assert json.loads(run_cli(capsys, "doctor", "--json").out)["infer"] == {"version": infer.__version__}
+
+
+def test_every_command_lists_the_verbosity_options_in_its_help(capsys: pytest.CaptureFixture[str]) -> None:
+    for command in (("run",), ("dump-bin",), ("pipeline", "run"), ("doctor",)):
+        outcome = run_cli(capsys, *command, "--help")
+        assert outcome.code == 0
+        assert "--verbose" in outcome.out and "--quiet" in outcome.out, command

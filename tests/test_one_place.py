@@ -1,0 +1,67 @@
+"""One place for each piece of knowledge that had drifted between copies, read from the source with `ast`."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+# benchmarks/hand/ holds what a user writes without infer (the baselines infer is measured against): left out.
+SOURCES = sorted(path for folder in ("binio", "ckpt2pb", "atc_wrap", "infer", "benchmarks")
+                 for path in (ROOT / folder).rglob("*.py") if "hand" not in path.relative_to(ROOT).parts)
+
+
+def _trees(paths: list[Path]) -> dict[str, ast.AST]:
+    return {path.relative_to(ROOT).as_posix(): ast.parse(path.read_text(encoding="utf-8")) for path in paths}
+
+
+TREES = _trees(SOURCES)
+TEST_TREES = _trees(sorted((ROOT / "tests").rglob("*.py")))
+
+
+def files_with_string(predicate: Callable[[str], bool]) -> set[str]:
+    return {path for path, tree in TREES.items()
+            if any(isinstance(node, ast.Constant) and isinstance(node.value, str) and predicate(node.value)
+                   for node in ast.walk(tree))}
+
+
+def files_calling(method: str, trees: dict[str, ast.AST] = TREES) -> set[str]:
+    return {path for path, tree in trees.items()
+            if any(isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == method
+                   for node in ast.walk(tree))}
+
+
+def test_the_sources_were_read() -> None:
+    assert len(TREES) > 100
+
+
+def test_tensorflows_log_level_is_set_in_one_place() -> None:
+    assert files_with_string(lambda text: text == "TF_CPP_MIN_LOG_LEVEL") == {"ckpt2pb/logs.py"}
+
+
+def test_a_graph_def_is_parsed_by_one_reader() -> None:
+    """ckpt2pb's: the converter side is handed the graph its caller read (atc_wrap may not import ckpt2pb)."""
+    assert files_calling("ParseFromString") == {"ckpt2pb/protobuf.py"}
+    assert files_calling("ParseFromString", TEST_TREES) == set()  # the tests read pbs with it too
+
+
+def test_msame_and_ais_bench_argv_is_built_in_one_place() -> None:
+    assert files_with_string(lambda text: text == "--outfmt") == {"infer/runners/tool.py"}
+
+
+def test_tensorflow_and_msaccucmp_dtype_spellings_live_in_binio() -> None:
+    found = files_with_string(lambda text: text.startswith("DT_"))
+    assert {path for path in found if not path.startswith("binio/")} == set()
+
+
+def test_the_version_is_written_once() -> None:
+    """infer.__version__; pyproject reads it from there, doctor and the compare reports show it."""
+    import infer
+
+    assert files_with_string(lambda text: text == infer.__version__) == {"infer/__init__.py"}
+    asking_metadata = {path for path, tree in TREES.items() for node in ast.walk(tree)
+                       if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                       and node.func.attr == "version" and any(isinstance(a, ast.Constant) and a.value == "infer"
+                                                               for a in node.args)}
+    assert asking_metadata == set()
