@@ -7,7 +7,7 @@ Every stage calls the library function its command calls; nothing here starts `i
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -151,16 +151,14 @@ def _dump_args(config: PipelineConfig) -> list[str]:
 
 
 def _run_args(config: PipelineConfig) -> list[str]:
+    """[run] as `infer run`'s flags, from the section's fields: each key is the flag of the same name, given when
+    it differs from the key's default (which is run's own, tests/infer/test_options_agree.py holds them equal)."""
     section = config.run
-    args = [] if section.backend == "auto" else ["--backend", section.backend]
-    if section.device is not None:
-        args += ["--device", str(section.device)]
-    if section.loop != 1:
-        args += ["--loop", str(section.loop)]
-    if section.warmup != RunSection.warmup:  # run's own default; 0 must be said to be meant
-        args += ["--warmup", str(section.warmup)]
-    if section.threads:
-        args += ["--threads", str(section.threads)]
+    args: list[str] = []
+    for item in fields(RunSection):
+        value = getattr(section, item.name)
+        if value != item.default:
+            args += [f"--{item.name.replace('_', '-')}", str(value)]
     return args
 
 

@@ -339,3 +339,11 @@ def test_soc_version_default_is_the_command_lines(project: Path) -> None:
     assert "--soc-version" not in _convert_args(config)
     chosen = load_config(_write(project, MINIMAL + '[convert]\nsoc_version = "Ascend310P3"\n'))
     assert _convert_args(chosen)[:2] == ["--soc-version", "Ascend310P3"]
+
+
+def test_every_run_key_is_the_flag_of_its_name(project: Path) -> None:
+    from infer.pipeline.stages import _run_args
+
+    text = MINIMAL + '[run]\nbackend = "onnxrt"\ndevice = 1\nloop = 3\nwarmup = 2\nthreads = 4\n'
+    assert _run_args(load_config(_write(project, text))) == [
+        "--backend", "onnxrt", "--device", "1", "--loop", "3", "--warmup", "2", "--threads", "4"]
