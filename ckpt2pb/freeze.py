@@ -361,7 +361,7 @@ def freeze_source(source: LoadedSource, outputs: Sequence[str], *, inputs: Seque
             raise FreezeError(f"frozen graph is {size / 2**30:.2f} GiB, over protobuf's 2 GiB limit for one .pb",
                               hint="ATC and TensorFlow cannot read such a pb; freeze fewer outputs or shrink the model")
         try:
-            serialized = frozen.SerializeToString(deterministic=True)  # map order fixed: same graph, same bytes
+            serialized = frozen.SerializeToString(deterministic=True)  # map fields sorted: one graph, one sha256
         except (ValueError, OverflowError) as exc:  # protobuf's own refusal, should ByteSize not have caught it
             raise FreezeError("frozen graph is over protobuf's 2 GiB limit for one .pb", hint=str(exc)) from None
         if verify:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from binio.spec import node_name
 from infer.contract import load_contract
-from infer.freeze import FreezeReport
+from infer.freeze import FreezeReport, freeze_model
+from tests.ckpt2pb.conftest import FREEZE_ARGS
 from tests.models import ReferenceModel
 
 
@@ -173,3 +176,13 @@ def test_checks_and_prints_are_stripped(tmp_path) -> None:  # type: ignore[no-un
     probs = next(node for node in graph_def.node if node.name == "probs")
     assert list(probs.input) == ["Print"]  # the control edge on the assert went with it
     assert "If" not in ops and not graph_def.library.function  # TF2 wraps the Assert in an AssertGuard cond
+
+
+def test_freezing_again_writes_the_same_bytes(resnet_model: ReferenceModel, tmp_path: Path) -> None:
+    """The pb's sha256 is recorded everywhere downstream: one graph must give one file (protobuf's map fields
+    serialise in insertion order unless asked to sort them)."""
+    args = FREEZE_ARGS["resnet_model"]
+    digests = {freeze_model(resnet_model.path, tmp_path / f"again{i}", args["outputs"],  # type: ignore[arg-type]
+                            batch=args["batch"]).contract.pb_sha256  # type: ignore[arg-type]
+               for i in range(3)}
+    assert len(digests) == 1
