@@ -222,6 +222,23 @@ def test_an_earlier_result_is_kept_without_force(overflow: tuple[ModelContract, 
     assert earlier.read_text() == "{}" and [p.name for p in earlier.parent.iterdir()] == ["tune.json"]
 
 
+def test_force_never_replaces_an_earlier_result_through_a_link_out(overflow: tuple[ModelContract, Path],
+                                                                   tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    contract, bins = overflow
+    precious = tmp_path / "precious"
+    precious.mkdir()
+    (precious / "keep_dtype.cfg").write_text("mine\n")
+    tuned = tmp_path / "tuned"
+    tuned.mkdir()
+    (tuned / "tune.json").write_text("{}")
+    (tuned / "model").symlink_to(precious)
+    outcome = run_cli(capsys, "tune-precision", contract.path, "--input", bins, "-o", tuned, "--force")
+    assert outcome.code == 2
+    assert outcome.error_line.startswith(f"error: {tuned / 'model'}: a link to {precious.resolve()}, outside")
+    assert (precious / "keep_dtype.cfg").read_text() == "mine\n" and (tuned / "model").is_symlink()
+
+
 def test_the_expected_band_replays_the_keep_dtype_file(overflow: tuple[ModelContract, Path], tmp_path: Path,
                                                        capsys: pytest.CaptureFixture[str]) -> None:
     """compare's emulated precision converts with the same keep_dtype file (recorded in model.json): without it the
