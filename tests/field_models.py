@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tests.models import ReferenceModel
+from tests.models import ReferenceModel, dense_graph
 
 
 def _small_head(images: Any, classes: int = 5) -> Any:
@@ -27,20 +27,6 @@ def _feed(seed: int, batch: int) -> Any:
     import numpy as np
 
     return np.random.default_rng(seed).standard_normal((batch, 8, 8, 3)).astype(np.float32)
-
-
-def _dense_graph(seed: int) -> tuple[Any, Any]:
-    """The start of the features-fed models: a seeded graph, `features:0` (None, 6) times `dense/weights`
-    (6, 4); returns (the graph, that product)."""
-    import tensorflow as tf
-
-    tf1 = tf.compat.v1
-    graph = tf.Graph()
-    with graph.as_default():
-        tf1.set_random_seed(seed)
-        features = tf1.placeholder(tf.float32, [None, 6], name="features")
-        weights = tf1.get_variable("dense/weights", [6, 4], initializer=tf1.glorot_uniform_initializer())
-        return graph, tf.matmul(features, weights)
 
 
 def _features_model(graph: Any, folder: Path, outputs: tuple[str, ...], *, seed: int, batch: int,
@@ -144,7 +130,7 @@ def build_dropout_switches(folder: Path, *, seed: int = 12, batch: int = 2) -> R
     import tensorflow as tf
 
     tf1 = tf.compat.v1
-    graph, product = _dense_graph(seed)
+    graph, product = dense_graph(seed)
     with graph.as_default():
         default_kp = tf1.placeholder_with_default(1.0, [], name="default_keep_prob")
         keep_prob = tf1.placeholder(tf.float32, [], name="keep_prob")
@@ -163,7 +149,7 @@ def build_noisy(folder: Path, *, seed: int = 13, batch: int = 2) -> ReferenceMod
     import tensorflow as tf
 
     tf1 = tf.compat.v1
-    graph, scores = _dense_graph(seed)
+    graph, scores = dense_graph(seed)
     with graph.as_default():
         tf.add(scores, 1e-9 * tf1.random_normal(tf.shape(scores)), name="noisy")
     return _features_model(graph, folder, ("noisy:0",), seed=seed, batch=batch)
@@ -267,7 +253,7 @@ def build_data_cond(folder: Path, *, seed: int = 17, batch: int = 2) -> Referenc
     import tensorflow as tf
 
     tf1 = tf.compat.v1
-    graph, hidden = _dense_graph(seed)
+    graph, hidden = dense_graph(seed)
     with graph.as_default():
         features = graph.get_tensor_by_name("features:0")
         gamma = tf1.get_variable("bn/gamma", [4], initializer=tf1.random_uniform_initializer(0.5, 1.5))

@@ -205,9 +205,9 @@ def build_bert_like(folder: Path, *, seed: int = 3, batch: int = 2, length: int 
                           expected={"span_logits:0": got[0], "class_probs:0": got[1]}, batch=batch)
 
 
-def build_saved_model(folder: Path, *, seed: int = 4, batch: int = 3) -> ReferenceModel:
-    """A TF1-style SavedModel (builder, tag `serve`) of a dense net with a batch-None input."""
-    import numpy as np
+def dense_graph(seed: int) -> tuple[Any, Any]:
+    """The start of the features-fed models (the SavedModel here, tests/field_models.py's): a seeded graph,
+    `features:0` (None, 6) times `dense/weights` (6, 4); returns (the graph, that product)."""
     import tensorflow as tf
 
     tf1 = tf.compat.v1
@@ -216,8 +216,20 @@ def build_saved_model(folder: Path, *, seed: int = 4, batch: int = 3) -> Referen
         tf1.set_random_seed(seed)
         features = tf1.placeholder(tf.float32, [None, 6], name="features")
         weights = tf1.get_variable("dense/weights", [6, 4], initializer=tf1.glorot_uniform_initializer())
+        return graph, tf.matmul(features, weights)
+
+
+def build_saved_model(folder: Path, *, seed: int = 4, batch: int = 3) -> ReferenceModel:
+    """A TF1-style SavedModel (builder, tag `serve`) of a dense net with a batch-None input."""
+    import numpy as np
+    import tensorflow as tf
+
+    tf1 = tf.compat.v1
+    graph, product = dense_graph(seed)
+    with graph.as_default():
+        features = graph.get_tensor_by_name("features:0")
         bias = tf1.get_variable("dense/bias", [4], initializer=tf1.random_normal_initializer(stddev=0.1))
-        scores = tf.sigmoid(tf.matmul(features, weights) + bias, name="scores")
+        scores = tf.sigmoid(product + bias, name="scores")
         session = tf1.Session(graph=graph)
         session.run(tf1.global_variables_initializer())
         feed = np.random.default_rng(seed).standard_normal((batch, 6)).astype(np.float32)
