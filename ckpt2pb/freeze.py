@@ -225,8 +225,7 @@ def _edit(graph_def: Any, plan: _Plan, output_nodes: list[str]) -> Any:
     if folded:
         log.info("folded %d tf.cond with a constant predicate to their live branch", folded)
     pruned = tf.compat.v1.graph_util.extract_sub_graph(pruned, keep)
-    if fold_decided_draws(pruned, keep=keep):  # dropout with its switch off: the sampler cannot change the result
-        pruned = tf.compat.v1.graph_util.extract_sub_graph(pruned, keep)
+    fold_decided_draws(pruned, keep=keep)  # dropout with its switch off: the samplers left unread go in the prune below
     surgery.strip_checks(pruned)
     result = tf.compat.v1.graph_util.extract_sub_graph(pruned, keep)
     prune_library(result)  # the functions of the conds folded or stripped above

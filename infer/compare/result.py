@@ -276,7 +276,9 @@ class CompareResult:
         return not output.failures and not self.asked_reasons(output)
 
     def failing_count(self, output: OutputResult) -> str:
-        count = len(output.failing_samples)
+        return self._failing_text(len(output.failing_samples))
+
+    def _failing_text(self, count: int) -> str:
         return f"{count} of {self.samples} sample{'s' if self.samples != 1 else ''} fail on their own"
 
     @property
@@ -318,10 +320,9 @@ class CompareResult:
         if worst is None:
             return ""
         output, score = worst
-        failing = self.samples_failing
         return (f"worst sample {score.sample} ({score.source}): {output.name} cosine "
                 f"{shown(score.cosine_similarity, 'CosineSimilarity')}, max |diff| {shown(score.max_absolute_error)}; "
-                f"{failing} of {self.samples} sample{'s' if self.samples != 1 else ''} fail on their own")
+                f"{self._failing_text(self.samples_failing)}")
 
     def verdict_line(self) -> str:
         """The last line the CLI prints: the verdict, then what was compared with what, then the samples:
