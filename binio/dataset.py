@@ -72,13 +72,18 @@ def verify_file(manifest: DatasetManifest, item: InputManifest, index: int, *, s
     return path
 
 
-def verify_digests(manifest: DatasetManifest, stop: threading.Event | None = None) -> None:
-    """Refuses the first listed file whose sha256 is not the manifest's (changed after dump-bin, size kept)."""
+def verify_files(manifest: DatasetManifest, *, sha: bool, stop: threading.Event | None = None) -> None:
+    """Checks every listed file as `verify_file` does, in manifest order, until `stop` is set."""
     for item in manifest.inputs:
         for index in range(len(item.files)):
             if stop is not None and stop.is_set():
                 return
-            verify_file(manifest, item, index, sha=True)
+            verify_file(manifest, item, index, sha=sha)
+
+
+def verify_digests(manifest: DatasetManifest, stop: threading.Event | None = None) -> None:
+    """Refuses the first listed file whose sha256 is not the manifest's (changed after dump-bin, size kept)."""
+    verify_files(manifest, sha=True, stop=stop)
 
 
 @contextlib.contextmanager
@@ -98,9 +103,7 @@ def open_dataset(root: Path | str, *, verify: bool = False) -> DatasetManifest:
     """The manifest of a dataset folder, after checking every file's size (and sha256 with `verify`)."""
     manifest = load_manifest(root)
     check_manifest_consistent(manifest)
-    for item in manifest.inputs:
-        for index in range(len(item.files)):
-            verify_file(manifest, item, index, sha=verify)
+    verify_files(manifest, sha=verify)
     return manifest
 
 
