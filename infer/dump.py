@@ -338,17 +338,17 @@ def dump_bins(model: ModelContract | Path | str, options: DumpOptions, progress:
         if source_path.is_dir() and output.resolve() in (source_path.resolve(), *source_path.resolve().parents):
             raise SourceError(f"{plan.source_text}: the source lies inside the output folder {output}",
                               hint="write the re-batched bins to another folder")
-    declared_preprocessing(contract, options)  # refused before any source opens
+    declared = declared_preprocessing(contract, options)  # refused before any source opens
     if output.exists() and not output.is_dir():
         raise OutputExistsError(f"{output}: exists and is not a folder")
     with folder_lock(output, command="dump-bin"):
         fresh = not check_output(output, force=options.force,
                                  hint="pass --force to overwrite it (files whose sha256 matches are kept)")
-        return _dump_locked(contract, options, plans, batch, fresh, progress)
+        return _dump_locked(contract, options, plans, batch, fresh, declared, progress)
 
 
 def _dump_locked(contract: ModelContract, options: DumpOptions, plans: list[_Plan], batch: int, fresh: bool,
-                 progress: Progress | None) -> DumpResult:
+                 declared: dict[str, dict[str, Any]], progress: Progress | None) -> DumpResult:
     output = Path(options.output)
     sources = _open_sources(contract, options, plans)
     created: list[Path] = []
@@ -359,7 +359,8 @@ def _dump_locked(contract: ModelContract, options: DumpOptions, plans: list[_Pla
         try:
             folders = _make_folders(output, plans)
             (output / MANIFEST_NAME).unlink(missing_ok=True)  # until the new one is written, the folder is no dataset
-            result = _write_all(contract, options, plans, sources, slots, batch, samples, progress, created)
+            result = _write_all(contract, options, plans, sources, slots, batch, samples, declared, progress,
+                                created)
         except BaseException as exc:
             # An interrupted run keeps its whole files, so that a re-run with --force resumes from them.
             if fresh and not isinstance(exc, (KeyboardInterrupt, Terminated)):
@@ -386,8 +387,8 @@ def _make_folders(output: Path, plans: list[_Plan]) -> list[Path]:
 
 
 def _write_all(contract: ModelContract, options: DumpOptions, plans: list[_Plan], sources: list[SampleSource],
-               slots: tuple[BatchSlot, ...], batch: int, samples: int, progress: Progress | None,
-               created: list[Path]) -> DumpResult:
+               slots: tuple[BatchSlot, ...], batch: int, samples: int, declared: dict[str, dict[str, Any]],
+               progress: Progress | None, created: list[Path]) -> DumpResult:
     output = Path(options.output)
     reports = [CastReport(source_dtype="", target_dtype=p.spec.dtype) for p in plans]
     entries: list[list[BinEntry]] = [[] for _ in plans]
@@ -437,7 +438,6 @@ def _write_all(contract: ModelContract, options: DumpOptions, plans: list[_Plan]
                 future.cancel()
             raise
     _remove_stale(output, plans, len(slots))
-    declared = declared_preprocessing(contract, options)
     inputs = tuple(
         InputManifest(
             tensor=plan.spec.name, folder=plan.folder, dtype=plan.spec.dtype,
