@@ -155,7 +155,7 @@ def _print_layers(console: Any, layers: Any) -> None:
     growth = layers.growth
     if growth is not None and growth.metrics is not None:
         red = growth.metrics.relative_euclidean_distance
-        source = ("from inputs that match TensorFlow" if red / growth.error_growth <= ERROR_FLOOR * 1.001 else
+        source = ("from inputs that match TensorFlow" if growth.upstream_error <= ERROR_FLOOR else
                   f"{growth.error_growth:.3g} times the largest RED of the compared tensors it reads")
         console.print(f"error grows most at: {growth.tensor} ({growth.op_type}), RED {shown(red)}, {source}",
                       markup=False)

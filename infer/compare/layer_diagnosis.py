@@ -77,7 +77,8 @@ def diagnose(rows: Sequence[LayerRow], inputs_of: Mapping[str, tuple[str, ...]])
             best, best_growth = row.tensor, growth
         if row.failures and not tainted[row.tensor]:
             origins.append(row.tensor)
-        result.append(replace(row, error_growth=growth, first_failing=origins[:1] == [row.tensor]))
+        result.append(replace(row, error_growth=growth, upstream_error=base,
+                              first_failing=origins[:1] == [row.tensor]))
     return tuple(result), tuple(origins), best
 
 

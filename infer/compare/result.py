@@ -119,6 +119,7 @@ class LayerRow:
     match: str = ""  # how the name was matched: "op and inputs", "values", or "op differs: ..."
     layout: str = ""  # the ONNX tensor's layout relative to TensorFlow's, from the conversion's transposes
     error_growth: float = math.nan  # its RED over the largest RED of the compared tensors it reads
+    upstream_error: float = math.nan  # that largest RED upstream (0 where it reads no compared tensor)
     random_source: str = ""  # the random op it is computed from (never compared)
 
     @property
