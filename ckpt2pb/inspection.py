@@ -101,8 +101,13 @@ class GraphReport:
     other_signatures: tuple[str, ...] = ()  # a SavedModel's signatures besides the one read
     note: str = ""  # how the source was read, where it was not the usual way (a fallback)
 
+    @property
+    def input_keys(self) -> dict[str, str]:
+        """Input tensor -> its signature key, for a SavedModel's inputs."""
+        return {e.tensor: e.key for e in self.signature if e.role == "input"}
+
     def to_json(self) -> dict[str, Any]:
-        input_keys = {e.tensor: e.key for e in self.signature if e.role == "input"}
+        input_keys = self.input_keys
         return {
             "source": self.source, "kind": self.kind, "tf_version": self.tf_version, "nodes": self.nodes,
             "inputs": [{"tensor": p.tensor, "dtype": p.dtype, "shape": None if p.shape is None else list(p.shape),

@@ -84,7 +84,7 @@ def inspect(
     _tensor_column(inputs, [item.tensor for item in report.placeholders])
     for column in ("dtype", "shape", "note"):
         inputs.add_column(column)
-    input_keys = {entry.tensor: entry.key for entry in report.signature if entry.role == "input"}
+    input_keys = report.input_keys
     for item in report.placeholders:
         notes = [f"signature key {input_keys[item.tensor]}"] if item.tensor in input_keys else []
         if item.dynamic_dims:

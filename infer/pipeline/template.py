@@ -181,7 +181,7 @@ def values_from_model(model: Path, *, data_source: str = "images/", labels: str 
     unset = [p for p in report.placeholders if p.is_switch and not p.has_default
              and (not outputs or p.tensor in needed)]
     fed = [p for p in report.placeholders if not p.has_default and p not in unset]
-    input_keys = {entry.tensor: entry.key for entry in report.signature if entry.role == "input"}
+    input_keys = report.input_keys
     taken = [p for p in fed if not outputs or p.tensor in needed]
     inputs = tuple(input_keys.get(p.tensor, p.tensor) for p in taken)
     unused = [p.tensor for p in fed if p not in taken]
