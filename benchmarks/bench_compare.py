@@ -29,7 +29,7 @@ from binio.binfile import write_bin
 from binio.manifest import BinEntry, DatasetManifest, InputManifest, bin_file_name
 from binio.spec import TensorSpec
 from infer.contract import ModelContract, SourceInfo
-from infer.layout import output_file_name
+from infer.run.layout import output_file_name
 
 BATCH, WIDTH = 256, 1024  # one batch file of the output: 1 MiB of float32
 PADDING = 100

@@ -105,7 +105,8 @@ def _warm_up(contract: ModelContract, bins: Path, folder: Path) -> None:
     paid before any search is timed."""
     from infer.compare.golden import tensorflow_golden
     from infer.convert import ConvertOptions, convert_model
-    from infer.run import RunOptions, run_model
+    from infer.run.options import RunOptions
+    from infer.run.plain import run_model
     from infer.tune.trial import stage_contract
 
     staged = convert_model(stage_contract(contract, folder), ConvertOptions(target="onnx")).contract

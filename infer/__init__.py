@@ -32,21 +32,21 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "FreezeReport": ("infer.freeze", "FreezeReport"),
     "InputRequest": ("ckpt2pb.inputs", "InputRequest"),
     "freeze_model": ("infer.freeze", "freeze_model"),
-    "AippOptions": ("infer.aipp", "AippOptions"),
+    "AippOptions": ("infer.data.aipp", "AippOptions"),
     "ConvertOptions": ("infer.convert", "ConvertOptions"),
     "ConvertResult": ("infer.convert", "ConvertResult"),
     "convert_model": ("infer.convert", "convert_model"),
-    "DumpOptions": ("infer.dump", "DumpOptions"),
-    "DumpResult": ("infer.dump", "DumpResult"),
-    "ImageOptions": ("infer.sources.open", "ImageOptions"),
-    "dump_bins": ("infer.dump", "dump_bins"),
-    "BinInfoReport": ("infer.bininfo", "BinInfoReport"),
-    "describe_path": ("infer.bininfo", "describe_path"),
-    "RunOptions": ("infer.run", "RunOptions"),
-    "RunResult": ("infer.run", "RunResult"),
-    "run_model": ("infer.run", "run_model"),
-    "ScaleOptions": ("infer.scale", "ScaleOptions"),
-    "run_sharded": ("infer.scale", "run_sharded"),
+    "DumpOptions": ("infer.data.dump", "DumpOptions"),
+    "DumpResult": ("infer.data.dump", "DumpResult"),
+    "ImageOptions": ("infer.data.sources.open", "ImageOptions"),
+    "dump_bins": ("infer.data.dump", "dump_bins"),
+    "BinInfoReport": ("infer.data.bininfo", "BinInfoReport"),
+    "describe_path": ("infer.data.bininfo", "describe_path"),
+    "RunOptions": ("infer.run.options", "RunOptions"),
+    "RunResult": ("infer.run.plain", "RunResult"),
+    "run_model": ("infer.run.plain", "run_model"),
+    "ScaleOptions": ("infer.run.options", "ScaleOptions"),
+    "run_sharded": ("infer.run.sharded", "run_sharded"),
     "CompareOptions": ("infer.compare.compare", "CompareOptions"),
     "CompareResult": ("infer.compare.result", "CompareResult"),
     "Thresholds": ("infer.compare.thresholds", "Thresholds"),
@@ -77,22 +77,23 @@ if TYPE_CHECKING:
     from binio.manifest import DatasetManifest, load_manifest
     from ckpt2pb.inputs import InputRequest
     from ckpt2pb.inspection import GraphReport, inspect_model
-    from infer.aipp import AippOptions
-    from infer.bininfo import BinInfoReport, describe_path
     from infer.compare.compare import CompareOptions
     from infer.compare.compare import compare as compare_outputs
     from infer.compare.result import CompareResult
     from infer.compare.thresholds import Thresholds
     from infer.contract import ModelContract, load_contract
     from infer.convert import ConvertOptions, ConvertResult, convert_model
+    from infer.data.aipp import AippOptions
+    from infer.data.bininfo import BinInfoReport, describe_path
+    from infer.data.dump import DumpOptions, DumpResult, dump_bins
+    from infer.data.sources.open import ImageOptions
     from infer.doctor import DoctorReport, diagnose
-    from infer.dump import DumpOptions, DumpResult, dump_bins
     from infer.freeze import FreezeReport, freeze_model
     from infer.pipeline.config import PipelineConfig, load_config
     from infer.pipeline.runner import PipelineResult, run_pipeline
-    from infer.run import RunOptions, RunResult, run_model
-    from infer.scale import ScaleOptions, run_sharded
-    from infer.sources.open import ImageOptions
+    from infer.run.options import RunOptions, ScaleOptions
+    from infer.run.plain import RunResult, run_model
+    from infer.run.sharded import run_sharded
     from infer.tune.tune import TuneOptions, TuneResult, tune_precision
 
 

@@ -22,8 +22,8 @@ from binio.atomic import write_bytes_atomic
 from binio.binfile import sha256_file
 from binio.memory import check_fits
 from ckpt2pb.protobuf import read_graph_def
-from infer.aipp import AIPP_FILE, AippOptions, aipp_config_for, aipp_record
 from infer.contract import ConvertedInfo, ModelContract, as_contract
+from infer.data.aipp import AIPP_FILE, AippOptions, aipp_config_for, aipp_record
 
 TARGETS: tuple[str, ...] = ("om", "onnx")
 DEFAULT_TIMEOUT_S = 3600.0  # a large model takes ATC tens of minutes; a hang should still end

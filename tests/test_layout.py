@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from binio.errors import InferError
-from infer.layout import (
+from infer.run.layout import (
     newest_run_folder,
     output_file_name,
     parse_output_file_name,

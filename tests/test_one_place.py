@@ -47,7 +47,7 @@ def test_a_graph_def_is_parsed_by_one_reader() -> None:
 
 
 def test_msame_and_ais_bench_argv_is_built_in_one_place() -> None:
-    assert files_with_string(lambda text: text == "--outfmt") == {"infer/runners/tool.py"}
+    assert files_with_string(lambda text: text == "--outfmt") == {"infer/run/runners/tool.py"}
 
 
 def test_tensorflow_and_msaccucmp_dtype_spellings_live_in_binio() -> None:

@@ -27,7 +27,7 @@ def bin_info(
 
     --verify re-checks every sha256 and size; --to-npy exports (padding rows dropped)."""
     from binio.spec import format_shape
-    from infer.bininfo import describe_path
+    from infer.data.bininfo import describe_path
 
     report = describe_path(path, verify=verify, to_npy=to_npy, dtype_name=dtype_name, shape_text=shape,
                            per_file=per_file, force=force)

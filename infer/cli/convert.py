@@ -84,10 +84,10 @@ def convert(
     the exact ATC command or converter settings, and the converted model's input and output dtypes.
     """
     from atc_wrap.process import quote_command
-    from infer.aipp import AippOptions
     from infer.cli.image_options import image_options, int_pair
     from infer.contract import load_contract
     from infer.convert import ConvertOptions, choose_target, convert_model
+    from infer.data.aipp import AippOptions
 
     aipp_options = None
     if aipp or aipp_config is not None:

@@ -51,7 +51,7 @@ def dump_bin(
 
     from binio.spec import format_shape
     from infer.contract import load_contract
-    from infer.dump import DumpOptions, dump_bins
+    from infer.data.dump import DumpOptions, dump_bins
 
     image = image_options(resize=resize, color=color, scale=scale, mean=mean, std=std)
     if old_sources:
@@ -72,7 +72,7 @@ def dump_bin(
     console = err()
     with Progress("dump-bin", BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), console=console,
                   transient=True, disable=not console.is_terminal, auto_refresh=False) as bar:
-        # auto_refresh=False: no refresh thread, so image workers can be forked (see infer.sources.images)
+        # auto_refresh=False: no refresh thread, so image workers can be forked (see infer.data.sources.images)
         task = bar.add_task("batches", total=None)
         result = dump_bins(contract, options, progress=lambda done, total: bar.update(task, completed=done,
                                                                                       total=total, refresh=True))

@@ -42,10 +42,12 @@ def run(
     whether the run completed)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-    from infer.run import RunOptions, run_model
+    from infer.run.options import RunOptions
+    from infer.run.plain import run_model
 
     options = RunOptions(backend=backend, device=device, loop=loop, warmup=warmup, threads=threads, timeout=timeout)
-    from infer.scale import ScaleOptions, parse_devices, run_sharded
+    from infer.run.options import ScaleOptions, parse_devices
+    from infer.run.sharded import run_sharded
 
     scale = ScaleOptions(devices=parse_devices(devices) if devices is not None else (), shards=shards,
                          engine=engine, address=address, retries=retries, resume=resume)

@@ -205,7 +205,7 @@ def _compare(contract: ModelContract, manifest: DatasetManifest, actual: Path, g
              options: CompareOptions, layerwise: bool, dump_golden: Path | None, cache_root: Path | None,
              on_golden_run: Callable[[], None] | None, progress: CompareProgress | None) -> CompareResult:
     if layerwise or dump_golden is not None:
-        from infer.aipp import model_aipp
+        from infer.data.aipp import model_aipp
 
         if model_aipp(contract) is not None:
             raise InferError(f"--layerwise/--dump-golden: {contract.path} was converted with AIPP, whose uint8 bins "

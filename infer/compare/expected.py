@@ -170,11 +170,12 @@ def emulated_run(contract: ModelContract, manifest: DatasetManifest, cache_root:
     converted with tf2onnx in the same precision mode (same --input-fp16-nodes, --output-type and per-op precision
     files) and run by ONNX Runtime. Cached under `cache_root`/emulated/<sha256 of pb, settings and dataset>/, like
     the golden outputs. Returns the emulated model's contract and its run folder."""
-    from infer.aipp import AippOptions, model_aipp
     from infer.compare.golden import cached_run
     from infer.contract import load_contract
     from infer.convert import ConvertOptions, convert_model
-    from infer.run import RunOptions, run_model
+    from infer.data.aipp import AippOptions, model_aipp
+    from infer.run.options import RunOptions
+    from infer.run.plain import run_model
 
     precision_mode, fp16_nodes, output_type = _emulation_settings(contract)
     contract.check_pb_unchanged()

@@ -30,7 +30,7 @@ def golden_key(contract: ModelContract, manifest: DatasetManifest) -> str:
 
 def cached_run(root: Path) -> Path | None:
     """The newest completed run folder under `root`, if any (an interrupted one is not trusted)."""
-    from infer.run_record import load_run
+    from infer.run.record import load_run
 
     if not root.is_dir():
         return None
@@ -45,8 +45,9 @@ def tensorflow_golden(contract: ModelContract, manifest: DatasetManifest, *, cac
                       progress: Callable[[int, int], None] | None = None) -> tuple[Path, str]:
     """The run folder of TensorFlow's outputs for these bins, and whether it came from the cache; `on_run` is
     called when they are not cached, before TensorFlow starts. With `workers` > 1 the batches are split over
-    that many TensorFlow processes (`infer.scale`), which write the same files a single run writes."""
-    from infer.run import RunOptions, run_model
+    that many TensorFlow processes (`infer.run.sharded`), which write the same files a single run writes."""
+    from infer.run.options import RunOptions
+    from infer.run.plain import run_model
 
     contract.check_pb_unchanged()
     root = (cache_root or contract.folder / CACHE_FOLDER) / "golden" / golden_key(contract, manifest)
@@ -58,7 +59,8 @@ def tensorflow_golden(contract: ModelContract, manifest: DatasetManifest, *, cac
     if on_run is not None:
         on_run()
     if workers > 1:
-        from infer.scale import ScaleOptions, run_sharded
+        from infer.run.options import ScaleOptions
+        from infer.run.sharded import run_sharded
 
         result = run_sharded(contract.path, manifest.root, root, RunOptions(backend="tf"),
                              ScaleOptions(shards=workers, devices=tuple(range(workers))), progress=progress)

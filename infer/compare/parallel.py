@@ -22,7 +22,7 @@ from infer.compare.thresholds import Thresholds
 def compare_outputs_in_workers(pairs: tuple[OutputPair, ...], thresholds: Thresholds, options: CompareOptions,
                                labels: np.ndarray | None) -> tuple[OutputResult, ...]:
     """Every output, its batches split over `options.workers` processes (spawned: TensorFlow may be loaded)."""
-    from infer.shard import split
+    from infer.run.shard import split
 
     if not pairs:
         return ()

@@ -25,13 +25,13 @@ import numpy as np
 
 from binio.manifest import DatasetManifest
 from infer.compare.accumulate import MetricAccumulator
+from infer.compare.heap import keep_freed_memory
 from infer.compare.metrics import HIGHER_IS_BETTER, Metrics, as_float64
 from infer.compare.provenance import sample_names, sample_source
 from infer.compare.result import BatchResult, OutputResult, PlotData, SampleScore
 from infer.compare.sources import OutputPair
 from infer.compare.thresholds import SAMPLE_METRICS, Failure, Thresholds
 from infer.compare.topk import TopKAccumulator, is_classifier
-from infer.heap import keep_freed_memory
 
 if TYPE_CHECKING:  # compare.py imports this module: a runtime import back would be circular
     from infer.compare.compare import CompareOptions

@@ -19,7 +19,7 @@ from binio.errors import InferError
 from binio.manifest import DatasetManifest
 from infer import __version__
 from infer.contract import ModelContract
-from infer.layout import RUN_JSON
+from infer.run.layout import RUN_JSON
 
 _BACKEND_NAMES = {"tf": "tensorflow"}  # run.json's short name -> what the verdict line says
 
@@ -68,7 +68,7 @@ def _precision(contract: ModelContract, sha256: str) -> str:
 def run_side(contract: ModelContract, folder: Path, role: str) -> Side:
     """The side `folder` holds, from its run.json; without one (msame wrote it alone), what model.json says the
     run must have used: the frozen pb for the golden side, the converted model for the actual side."""
-    from infer.run_record import load_run
+    from infer.run.record import load_run
 
     if (folder / RUN_JSON).is_file():
         record = load_run(folder)

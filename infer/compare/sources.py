@@ -17,7 +17,7 @@ from binio.binfile import check_bin_size, read_bin, sha256_file
 from binio.errors import InferError
 from binio.manifest import DatasetManifest
 from binio.spec import TensorSpec, format_shape
-from infer.layout import newest_run_folder, output_file_name, parse_output_file_name
+from infer.run.layout import newest_run_folder, output_file_name, parse_output_file_name
 
 
 class RunFolderError(InferError):
@@ -46,8 +46,8 @@ def written_specs(folder: Path, contract_specs: tuple[TensorSpec, ...], manifest
     A run.json also says which dataset the run read: outputs of another dataset are refused, since comparing them
     would give numbers that mean nothing.
     """
-    from infer.layout import RUN_JSON
-    from infer.run_record import load_run
+    from infer.run.layout import RUN_JSON
+    from infer.run.record import load_run
 
     if not (folder / RUN_JSON).is_file():
         return contract_specs

@@ -12,10 +12,10 @@ from infer.pipeline.config import PipelineConfig
 from infer.pipeline.stages import StageDone, WorkLayout
 
 if TYPE_CHECKING:
-    from infer.aipp import AippOptions
     from infer.compare.compare import CompareOptions
     from infer.convert import ConvertOptions
-    from infer.sources.open import ImageOptions
+    from infer.data.aipp import AippOptions
+    from infer.data.sources.open import ImageOptions
 
 
 def freeze(config: PipelineConfig, work: WorkLayout) -> str:
@@ -105,7 +105,7 @@ def compare(config: PipelineConfig, work: WorkLayout, run_folder: Path) -> Stage
 
 def image_options(config: PipelineConfig) -> ImageOptions:
     """[data.preprocessing] as dump-bin's image options, which --aipp also takes: one source of truth."""
-    from infer.sources.open import ImageOptions
+    from infer.data.sources.open import ImageOptions
 
     prep = config.data.preprocessing
     return ImageOptions(resize=prep.resize or None, color=prep.color, scale=prep.scale, mean=prep.mean,
@@ -122,7 +122,7 @@ def _pair(values: tuple[int, ...], key: str) -> tuple[int, int] | None:
 
 def aipp_options(config: PipelineConfig) -> AippOptions | None:
     """[convert] aipp = true (or aipp_config) as `infer convert --aipp`'s options."""
-    from infer.aipp import AippOptions
+    from infer.data.aipp import AippOptions
 
     section = config.convert
     if not section.aipp and not section.aipp_config:

@@ -311,7 +311,7 @@ def config_from_dict(document: dict[str, Any], path: Path) -> PipelineConfig:
 
 def _check_preprocessing(config: PipelineConfig) -> None:
     """Refuses a colour order dump-bin's --color would refuse, when the file is read."""
-    from infer.sources.open import COLORS
+    from infer.data.sources.open import COLORS
 
     color = config.data.preprocessing.color
     if color not in COLORS:

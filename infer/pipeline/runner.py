@@ -63,7 +63,7 @@ def msame_command(work: WorkLayout, om: Path, config: PipelineConfig) -> tuple[s
     """msame's own command line for the bins of this pipeline (folder mode, one folder per input)."""
     import json
 
-    from infer.runners.msame import msame_argv
+    from infer.run.runners.msame import msame_argv
 
     try:
         manifest = json.loads((work.bins / "dataset.json").read_text())

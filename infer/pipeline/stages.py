@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from infer.pipeline.config import GENERATOR_PREFIXES, PipelineConfig, RunSection
 
 if TYPE_CHECKING:
-    from infer.run import RunOptions
+    from infer.run.options import RunOptions
 
 STAGES: tuple[str, ...] = ("inspect", "freeze", "convert", "dump-bin", "run", "compare")
 
@@ -270,7 +270,7 @@ def plan_dump(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StagePl
 def run_dump(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StageDone:
     from binio.spec import format_shape
     from infer.contract import load_contract
-    from infer.dump import DumpOptions, dump_bins
+    from infer.data.dump import DumpOptions, dump_bins
     from infer.pipeline.calls import image_options
 
     data = config.data
@@ -297,7 +297,7 @@ def plan_run(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StagePla
 
 def run_options(config: PipelineConfig) -> RunOptions:
     """[run] as `infer run`'s options ("auto" and threads 0 mean: run's own default; device 0 is a device)."""
-    from infer.run import RunOptions
+    from infer.run.options import RunOptions
 
     section = config.run
     return RunOptions(backend=None if section.backend == "auto" else section.backend, device=section.device,
@@ -305,7 +305,7 @@ def run_options(config: PipelineConfig) -> RunOptions:
 
 
 def run_run(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StageDone:
-    from infer.run import run_model
+    from infer.run.plain import run_model
 
     result = run_model(work.contract, work.bins, work.out, run_options(config))
     record = result.record

@@ -69,7 +69,7 @@ def stage_contract(contract: ModelContract, folder: Path) -> ModelContract:
 def replayed_settings(contract: ModelContract, folder: Path) -> dict[str, Any]:
     """The user's conversion's --input-fp16-nodes, --output-type and AIPP (its config written into `folder`), as
     ConvertOptions fields: the candidates take the same bins as the model the user converted."""
-    from infer.aipp import AippOptions, model_aipp
+    from infer.data.aipp import AippOptions, model_aipp
 
     settings = contract.converted.settings if contract.converted is not None else {}
     replayed: dict[str, Any] = {"input_fp16_nodes": str(settings.get("input_fp16_nodes", "") or ""),
@@ -110,7 +110,8 @@ class Trials:
 
     def compare(self, staged: ModelContract, dataset: Dataset) -> CompareResult:
         """Runs the converted stand-in over the dataset and compares it with the golden outputs."""
-        from infer.run import RunOptions, run_model
+        from infer.run.options import RunOptions
+        from infer.run.plain import run_model
 
         # The bins were made for the user's converted model, not this candidate: no warning that they were.
         options = RunOptions(backend="onnxrt", bins_made_for=dataset.manifest.model_sha256)

@@ -125,7 +125,7 @@ TuneProgress = Callable[[str], None]
 
 def _subset(manifest: DatasetManifest, samples: int | None, work: Path) -> DatasetManifest | None:
     """The first batches holding `samples` samples as a dataset of their own, or None for the whole dataset."""
-    from infer.shard import write_view
+    from infer.run.shard import write_view
 
     if samples is None or samples >= manifest.samples:
         return None

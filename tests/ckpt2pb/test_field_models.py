@@ -183,7 +183,10 @@ def test_dropout_switched_off_leaves_no_random_op_with_a_dynamic_batch(dropout: 
         feeds = {name: np.concatenate([value] * copies) for name, value in dropout.feeds.items()}
         got, _ = _run_pb(report.contract.pb_path.read_bytes(), feeds, list(dropout.outputs))
         for name, value in zip(dropout.outputs, got, strict=True):
-            np.testing.assert_array_equal(value, np.concatenate([dropout.expected[name]] * copies), err_msg=name)
+            # Not bit-exact: the matmul's kernel blocking changes with the batch (one float32 ulp seen at batch 6),
+            # while a dropout still drawing would zero or scale whole elements, far outside this tolerance.
+            np.testing.assert_allclose(value, np.concatenate([dropout.expected[name]] * copies), rtol=1e-6,
+                                       atol=1e-7, err_msg=name)
 
 
 def test_remaining_randomness_is_named_recorded_and_in_the_verdict(tmp_path_factory: pytest.TempPathFactory,

@@ -1,6 +1,6 @@
 """Datasets, converted-model stand-ins and fake Ascend tools for the tests of `infer run` and its runners.
 
-Plain functions, not fixtures, so both tests/infer/test_run.py and tests/infer/runners/ use them.
+Plain functions, not fixtures, so both tests/infer/test_run.py and tests/infer/run/runners/ use them.
 """
 
 from __future__ import annotations

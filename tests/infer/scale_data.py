@@ -6,7 +6,7 @@ import filecmp
 from pathlib import Path
 
 from binio.manifest import DatasetManifest
-from infer.layout import RUN_JSON
+from infer.run.layout import RUN_JSON
 from tests.infer.run_data import cnn_batches, write_dataset
 
 BATCHES = 5  # split 2 ways: 3 + 2; 3 ways: 2 + 2 + 1

@@ -11,9 +11,10 @@ import pytest
 from binio.manifest import DatasetManifest
 from infer.compare.compare import CompareOptions, compare
 from infer.contract import ModelContract
-from infer.layout import RUN_JSON
-from infer.run import RunOptions, run_model
-from infer.run_record import load_run
+from infer.run.layout import RUN_JSON
+from infer.run.options import RunOptions
+from infer.run.plain import run_model
+from infer.run.record import load_run
 from tests.cli import run_cli
 from tests.infer.run_data import as_om, cnn_batches, use_fake_tools, write_dataset
 

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from binio.manifest import DatasetManifest
 from infer.contract import ModelContract
-from infer.layout import RUN_JSON
+from infer.run.layout import RUN_JSON
 from tests.cli import run_cli
 from tests.infer.run_data import cnn_batches, write_dataset
 

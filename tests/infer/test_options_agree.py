@@ -15,11 +15,11 @@ import pytest
 
 from infer.compare.compare import CompareOptions
 from infer.convert import ConvertOptions
+from infer.data.sources.open import ImageOptions
 from infer.pipeline.calls import compare_options, convert_options, image_options
 from infer.pipeline.config import PipelineConfig, config_from_dict
 from infer.pipeline.stages import run_options
-from infer.run import RunOptions
-from infer.sources.open import ImageOptions
+from infer.run.options import RunOptions
 
 
 def _minimal() -> PipelineConfig:

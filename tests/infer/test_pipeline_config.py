@@ -300,7 +300,7 @@ def test_color_is_read_like_the_command_line_takes_it(project: Path) -> None:
 
 def test_image_options_refuse_an_unknown_color_whoever_builds_them() -> None:
     from binio.errors import InferError
-    from infer.sources.open import ImageOptions
+    from infer.data.sources.open import ImageOptions
 
     assert ImageOptions(color="bgr").color == "BGR"
     with pytest.raises(InferError, match=r"^--color GBR: expected RGB or BGR$"):
@@ -309,7 +309,7 @@ def test_image_options_refuse_an_unknown_color_whoever_builds_them() -> None:
 
 def test_run_defaults_are_the_command_lines(project: Path) -> None:
     from infer.pipeline.stages import _run_args
-    from infer.run import RunOptions
+    from infer.run.options import RunOptions
 
     config = load_config(_write(project, MINIMAL))
     assert config.run.warmup == RunOptions().warmup == 1  # was 0 in the pipeline, 1 on the command line

@@ -10,10 +10,11 @@ import pytest
 
 from binio.manifest import DatasetManifest
 from infer.contract import ModelContract
-from infer.run import RunOptions, RunResult, run_model
-from infer.run_record import load_run
-from infer.scale import ScaleOptions, run_sharded
-from infer.shard import split
+from infer.run.options import RunOptions, ScaleOptions
+from infer.run.plain import RunResult, run_model
+from infer.run.record import load_run
+from infer.run.shard import split
+from infer.run.sharded import run_sharded
 from tests.cli import run_cli
 from tests.infer.run_data import as_om, use_fake_tools
 from tests.infer.scale_data import BATCHES, assert_same_outputs, output_files, scale_bins

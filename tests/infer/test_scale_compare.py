@@ -11,8 +11,8 @@ from binio.manifest import DatasetManifest, load_manifest
 from infer.compare.compare import CompareOptions, compare
 from infer.compare.golden import tensorflow_golden
 from infer.contract import ModelContract
-from infer.run import run_model
-from infer.run_record import load_run
+from infer.run.plain import run_model
+from infer.run.record import load_run
 from tests.cli import run_cli
 from tests.infer.scale_data import assert_same_outputs, scale_bins
 

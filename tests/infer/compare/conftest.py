@@ -41,7 +41,8 @@ def cnn_bins(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def cnn_golden(frozen_small_cnn: ModelContract, cnn_bins: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """TensorFlow's outputs for `cnn_bins`: a run folder."""
-    from infer.run import RunOptions, run_model
+    from infer.run.options import RunOptions
+    from infer.run.plain import run_model
 
     return run_model(frozen_small_cnn.path, cnn_bins, tmp_path_factory.mktemp("cnn_golden"),
                      RunOptions(backend="tf")).folder

@@ -10,7 +10,7 @@ from binio.binfile import write_bin
 from binio.manifest import BinEntry, DatasetManifest, InputManifest, bin_file_name
 from binio.spec import TensorSpec
 from infer.contract import ModelContract, SourceInfo
-from infer.layout import output_file_name
+from infer.run.layout import output_file_name
 
 
 def write_dataset(root: Path, *, batch: int, samples: int, names: list[str] | None = None) -> DatasetManifest:

@@ -10,7 +10,8 @@ import pytest
 from infer.compare.compare import CompareOptions, compare
 from infer.compare.metrics import shown
 from infer.contract import ModelContract
-from infer.run import RunOptions, run_model
+from infer.run.options import RunOptions
+from infer.run.plain import run_model
 from tests.cli import run_cli
 
 pytestmark = pytest.mark.slow

@@ -13,7 +13,8 @@ from binio.binfile import write_bin
 from binio.manifest import BinEntry, DatasetManifest, InputManifest, bin_file_name
 from infer.compare.compare import CompareResult, compare
 from infer.contract import ModelContract
-from infer.run import RunOptions, run_model
+from infer.run.options import RunOptions
+from infer.run.plain import run_model
 from tests.atc_wrap.graphs import write_frozen
 from tests.cli import run_cli
 from tests.infer.compare.corpus import edited_copy, write_bins

@@ -14,7 +14,8 @@ import pytest
 from binio.binfile import sha256_file
 from infer.compare.compare import CompareOptions, compare
 from infer.contract import ModelContract, load_contract
-from infer.run import RunOptions, run_model
+from infer.run.options import RunOptions
+from infer.run.plain import run_model
 from tests.cli import run_cli
 from tests.infer.compare.conftest import converted_with_edited_kernel
 
@@ -116,14 +117,14 @@ def test_the_emulated_run_takes_the_converted_models_bins_without_a_warning(  # 
     shutil.copytree(cnn_bins, bins)
     replace(load_manifest(bins / "dataset.json"), model_sha256=contract.converted.sha256).save()
     actual = _run(contract, bins, tmp_path / "out")
-    with caplog.at_level("WARNING", logger="infer.run"):
+    with caplog.at_level("WARNING", logger="infer.run.plain"):
         result = compare(contract.path, bins, actual, options=CompareOptions(expected_from_emulation=True),
                          cache_root=tmp_path / "cache")
     assert len(result.expected) == 1
     assert caplog.messages == []
     # The same bins run by hand on another model of that pb still say so.
     emulated = load_contract(next((tmp_path / "cache").glob("emulated/*/model/model.json")))
-    with caplog.at_level("WARNING", logger="infer.run"):
+    with caplog.at_level("WARNING", logger="infer.run.plain"):
         _run(emulated, bins, tmp_path / "by_hand")
     assert [m for m in caplog.messages if "made for another model" in m]
 

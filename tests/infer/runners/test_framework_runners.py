@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from infer.contract import ModelContract
-from infer.runners.base import RunnerError
-from infer.runners.onnxrt import OnnxRuntimeRunner
-from infer.runners.tensorflow import TensorFlowRunner
+from infer.run.runners.base import RunnerError
+from infer.run.runners.onnxrt import OnnxRuntimeRunner
+from infer.run.runners.tensorflow import TensorFlowRunner
 from tests.infer.run_data import cnn_batches, two_input_model
 
 

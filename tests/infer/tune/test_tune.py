@@ -20,7 +20,8 @@ import pytest
 from infer.compare.compare import CompareOptions, compare
 from infer.contract import ModelContract, load_contract
 from infer.convert import ConvertOptions, convert_model
-from infer.run import RunOptions, run_model
+from infer.run.options import RunOptions
+from infer.run.plain import run_model
 from tests.atc_wrap.graphs import build_energy, write_frozen
 from tests.cli import run_cli
 from tests.infer.tune.graphs import build_cnn_energy, build_underflow, write_bins

@@ -3,6 +3,6 @@
 Heavy frameworks are imported by the runner that needs them, when it is activated, never by this package.
 """
 
-from infer.runners.base import BaseRunner, RunnerError
+from infer.run.runners.base import BaseRunner, RunnerError
 
 __all__ = ["BaseRunner", "RunnerError"]

@@ -17,7 +17,7 @@ from binio.binfile import check_bin_size
 from binio.errors import InferError
 from binio.manifest import DatasetManifest
 from binio.spec import TensorSpec
-from infer.layout import output_file_name
+from infer.run.layout import output_file_name
 
 
 class ShardError(InferError):

@@ -20,8 +20,8 @@ from binio.dtypes import dtype
 from binio.errors import BinFileError
 from binio.manifest import MANIFEST_NAME, DatasetManifest, InputManifest, load_manifest
 from binio.spec import TensorSpec, format_shape
-from infer.sources.arrays import SourceError
-from infer.sources.order import NATURAL_ORDER, natural_order
+from infer.data.sources.arrays import SourceError
+from infer.data.sources.order import NATURAL_ORDER, natural_order
 
 
 @dataclass(frozen=True)

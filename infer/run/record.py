@@ -14,8 +14,8 @@ from binio.document import load_document
 from binio.errors import InferError, first_line
 from binio.fields import Fields, check_inside, shown
 from binio.spec import TensorSpec
-from infer.layout import RUN_JSON, newest_run_folder, output_file_name, parse_timestamp_folder
-from infer.scale_record import ScaleOut
+from infer.run.layout import RUN_JSON, newest_run_folder, output_file_name, parse_timestamp_folder
+from infer.run.sharded_record import ScaleOut
 
 SCHEMA = "infer.run"
 SCHEMA_VERSION = 1

@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 
 from binio.errors import InferError
-from infer.sources.open import ImageOptions
-from infer.yuv import yuv420sp_to_rgb
+from infer.data.sources.open import ImageOptions
+from infer.data.yuv import yuv420sp_to_rgb
 
 
 @dataclass(frozen=True)

@@ -23,11 +23,11 @@ from binio.binfile import read_bin, write_raw
 from binio.dtypes import from_numpy
 from binio.manifest import DatasetManifest
 from binio.spec import TensorSpec
-from infer.layout import output_file_name
-from infer.preflight import input_for
-from infer.run_record import LatencyStats, RunRecord
-from infer.runners.base import BaseRunner, RunnerError
-from infer.runners.tool import percentile
+from infer.run.layout import output_file_name
+from infer.run.preflight import input_for
+from infer.run.record import LatencyStats, RunRecord
+from infer.run.runners.base import BaseRunner, RunnerError
+from infer.run.runners.tool import percentile
 
 log = logging.getLogger(__name__)
 Progress = Callable[[int, int], None]

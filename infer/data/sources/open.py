@@ -8,11 +8,11 @@ from pathlib import Path
 from binio.errors import InferError
 from binio.regular import refuse_special
 from binio.spec import format_shape
-from infer.sources.arrays import NpySource, NpzSource, SourceError
-from infer.sources.base import SampleSource
-from infer.sources.bins import BinFolderSource, has_bins
-from infer.sources.generators import GeneratedSource, is_generator
-from infer.sources.images import ImageFolderSource, ImagePreprocessing
+from infer.data.sources.arrays import NpySource, NpzSource, SourceError
+from infer.data.sources.base import SampleSource
+from infer.data.sources.bins import BinFolderSource, has_bins
+from infer.data.sources.generators import GeneratedSource, is_generator
+from infer.data.sources.images import ImageFolderSource, ImagePreprocessing
 
 COLORS = ("RGB", "BGR")
 

@@ -21,7 +21,7 @@ from binio.binfile import read_bin, write_raw
 from binio.manifest import bin_file_name
 from binio.spec import TensorSpec
 from infer.contract import ModelContract
-from infer.runners.base import BaseRunner, RunnerError
+from infer.run.runners.base import BaseRunner, RunnerError
 
 DEFAULT_TIMEOUT_S = 3600.0
 STAND_IN = "the stand-in is --backend onnxrt after infer convert --target onnx"

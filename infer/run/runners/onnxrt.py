@@ -11,7 +11,7 @@ import numpy as np
 from binio.errors import first_line
 from binio.spec import TensorSpec, node_name
 from infer.contract import ModelContract
-from infer.runners.base import BaseRunner, RunnerError
+from infer.run.runners.base import BaseRunner, RunnerError
 
 CUDA = "CUDAExecutionProvider"
 CPU = "CPUExecutionProvider"

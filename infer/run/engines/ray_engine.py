@@ -14,8 +14,8 @@ import os
 from concurrent.futures import Future
 from typing import Any
 
-from infer.engines.base import EngineError
-from infer.engines.worker import ShardOutcome, ShardTask, run_shard
+from infer.run.engines.base import EngineError
+from infer.run.engines.worker import ShardOutcome, ShardTask, run_shard
 
 INSTALL_HINT = 'pip install "infer[ray]" (or pip install ".[ray]" in a checkout of infer)'
 TOOL_BACKENDS = ("msame", "ais_bench")

@@ -18,10 +18,10 @@ from pathlib import Path
 
 from binio.errors import InferError, first_line
 from binio.spec import TensorSpec
-from infer.layout import newest_run_folder, output_file_name
-from infer.run import RunOptions
-from infer.run_record import RunRecord, load_run
-from infer.shard import Shard
+from infer.run.layout import newest_run_folder, output_file_name
+from infer.run.options import RunOptions
+from infer.run.record import RunRecord, load_run
+from infer.run.shard import Shard
 
 
 @dataclass(frozen=True)
@@ -116,7 +116,7 @@ def _move(record: RunRecord, target: Path) -> tuple[str, ...]:
 
 def run_shard(task: ShardTask) -> ShardOutcome:
     """Runs one attempt of one shard; never raises for a failed run (the outcome says why)."""
-    from infer.run import run_model
+    from infer.run.plain import run_model
 
     start = time.perf_counter()
     out = Path(task.work) / "out"

@@ -15,7 +15,7 @@ from atc_wrap.aipp import AippConfig, Normalisation, aipp_from_preprocessing, ch
 from atc_wrap.errors import ConvertError
 from binio.spec import TensorSpec, format_shape
 from infer.contract import ModelContract
-from infer.sources.open import ImageOptions
+from infer.data.sources.open import ImageOptions
 
 AIPP_FILE = "aipp.cfg"
 # What AIPP cannot do, so what stays host-side or is refused: said in model.json and the README.

@@ -2,7 +2,7 @@
 
 AIPP does the rest on the device (swap, crop, colour-space conversion, normalisation), so nothing else is done
 here; XRGB8888_U8 sources get their X channel (zeros) where AIPP reads it: first with ax_swap_switch, else last;
-YUV420SP_U8 sources are encoded as a decoder of the config's CSC standard would (`infer.yuv`), NV21 where the
+YUV420SP_U8 sources are encoded as a decoder of the config's CSC standard would (`infer.data.yuv`), NV21 where the
 config swaps U and V.
 """
 
@@ -14,10 +14,10 @@ from typing import Any
 import numpy as np
 
 from atc_wrap.aipp import CSC_MATRICES, AippConfig, csc_rows, csc_standard
-from infer.sources.arrays import SourceError
-from infer.sources.images import ImageFolderSource, ImagePreprocessing
-from infer.sources.open import ImageOptions
-from infer.yuv import rgb_to_yuv420sp
+from infer.data.sources.arrays import SourceError
+from infer.data.sources.images import ImageFolderSource, ImagePreprocessing
+from infer.data.sources.open import ImageOptions
+from infer.data.yuv import rgb_to_yuv420sp
 
 
 def source_channels(config: AippConfig) -> str:

@@ -14,7 +14,7 @@ import os
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
-from infer.engines.worker import ShardOutcome, ShardTask, exit_with_driver, run_shard
+from infer.run.engines.worker import ShardOutcome, ShardTask, exit_with_driver, run_shard
 
 IN_PROCESS_BACKENDS = ("onnxrt", "tf")
 

@@ -18,52 +18,22 @@ from pathlib import Path
 
 from binio.binfile import check_bin_size, sha256_file
 from binio.dataset import digests_checked_beside
-from binio.errors import InferError
 from binio.lock import folder_lock
 from binio.manifest import DatasetManifest, dataset_folder
 from infer.contract import ModelContract, load_contract
-from infer.layout import output_file_name, timestamp_folder_name
-from infer.preflight import input_for, preflight
-from infer.run_batches import Progress, now, run_batches
-from infer.run_record import LatencyStats, RunRecord
-from infer.runners.base import BaseRunner
-from infer.runners.tool import ToolRunner, ToolTimings, percentile
+from infer.run.batches import Progress, now, run_batches
+from infer.run.layout import output_file_name, timestamp_folder_name
+from infer.run.options import RunError, RunOptions
+from infer.run.preflight import input_for, preflight
+from infer.run.record import LatencyStats, RunRecord
+from infer.run.runners.base import BaseRunner
+from infer.run.runners.tool import ToolRunner, ToolTimings, percentile
 
 log = logging.getLogger(__name__)
 
 BACKENDS: tuple[str, ...] = ("onnxrt", "tf", "msame", "ais_bench")
 _BACKENDS_OF_FILE = {".pb": ("tf",), ".onnx": ("onnxrt",), ".om": ("msame", "ais_bench")}
 _DEFAULT_OF_TARGET = {"om": "msame", "onnx": "onnxrt"}
-
-
-class RunError(InferError):
-    """A model, backend or output folder `infer run` cannot use."""
-
-
-@dataclass(frozen=True)
-class RunOptions:
-    backend: str | None = None  # None: chosen from the contract
-    device: int | None = None
-    loop: int = 1
-    warmup: int = 1  # the first call of a session builds its kernels: slow, and not what a batch costs
-    threads: int | None = None
-    timeout: float = 3600.0  # seconds msame or ais_bench may take for the whole dataset (--timeout)
-    # The sha256 of another model whose bins this run takes on purpose (compare's emulated precision runs a model
-    # of the same pb on the converted model's bins): no "made for another model" warning for it.
-    bins_made_for: str = ""
-
-    def check(self) -> None:
-        """Refuses counts out of range, naming the option, before anything is loaded."""
-        if self.loop < 1:
-            raise RunError(f"--loop {self.loop}: expected 1 or more")
-        if self.warmup < 0:
-            raise RunError(f"--warmup {self.warmup}: expected 0 or more")
-        if self.device is not None and self.device < 0:
-            raise RunError(f"--device {self.device}: expected a device index, 0 or more")
-        if not self.timeout > 0:
-            raise RunError(f"--timeout {self.timeout:g}: expected seconds, more than 0")
-        if self.threads is not None and self.threads < 1:
-            raise RunError(f"--threads {self.threads}: expected 1 or more (leave it out for the framework's default)")
 
 
 @dataclass(frozen=True)
@@ -121,19 +91,19 @@ def choose_backend(contract: ModelContract, requested: str | None, kind: str | N
 def make_runner(contract: ModelContract, backend: str, options: RunOptions, *,
                 bins: Path | None = None) -> BaseRunner:
     """The runner for `backend`, not yet activated. With the dataset `bins`, TensorFlow takes an AIPP dataset's
-    uint8 bins through their declared preprocessing (`infer.runners.declared`)."""
+    uint8 bins through their declared preprocessing (`infer.run.runners.declared`)."""
     if backend == "tf":
-        from infer.runners.declared import with_declared_preprocessing
-        from infer.runners.tensorflow import TensorFlowRunner
+        from infer.run.runners.declared import with_declared_preprocessing
+        from infer.run.runners.tensorflow import TensorFlowRunner
 
         runner = TensorFlowRunner(contract, threads=options.threads)
         return runner if bins is None else with_declared_preprocessing(runner, contract, bins)
     if backend == "onnxrt":
-        from infer.runners.onnxrt import OnnxRuntimeRunner
+        from infer.run.runners.onnxrt import OnnxRuntimeRunner
 
         return OnnxRuntimeRunner.from_contract(contract, threads=options.threads, device=options.device)
-    from infer.runners.ais_bench import AisBenchRunner
-    from infer.runners.msame import MsameRunner
+    from infer.run.runners.ais_bench import AisBenchRunner
+    from infer.run.runners.msame import MsameRunner
 
     tool = MsameRunner if backend == "msame" else AisBenchRunner
     return tool.from_contract(contract, device=options.device, loop=options.loop, warmup=options.warmup,

@@ -15,8 +15,8 @@ from binio.errors import InferError
 from binio.manifest import MANIFEST_NAME, load_manifest
 from binio.spec import TensorSpec
 from infer.contract import ModelContract
-from infer.declared import DeclaredPreprocessing
-from infer.runners.base import BaseRunner
+from infer.data.declared import DeclaredPreprocessing
+from infer.run.runners.base import BaseRunner
 
 
 class DeclaredPreprocessingRunner(BaseRunner):
@@ -51,7 +51,7 @@ def with_declared_preprocessing(runner: BaseRunner, contract: ModelContract, bin
 
     A model converted with AIPP whose dataset declares no preprocessing for its AIPP input is refused: TensorFlow
     would have nothing to compare the AIPP path with."""
-    from infer.aipp import model_aipp
+    from infer.data.aipp import model_aipp
 
     config = model_aipp(contract)
     if not (Path(bins) / MANIFEST_NAME).is_file():

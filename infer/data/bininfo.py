@@ -17,7 +17,7 @@ from binio.info import TensorStats, merge_stats, tensor_stats
 from binio.manifest import MANIFEST_NAME, DatasetManifest, InputManifest, load_manifest
 from binio.output import check_output
 from binio.spec import TensorSpec, format_shape, parse_shape
-from infer.sources.bins import parent_input
+from infer.data.sources.bins import parent_input
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 msame exits 0 on many failures, so success is its ``Execute sample success`` line and no ``[ERROR]`` line,
 whatever the exit code. It writes ``OUT/<timestamp>/<stem>_output_<i>.bin`` with a timestamp in one of two forms
-(`infer.layout` reads both) and prints ``Inference average time: X ms``.
+(`infer.run.layout` reads both) and prints ``Inference average time: X ms``.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 
 from atc_wrap.process import find_tool, run_tool
-from infer.layout import newest_run_folder
-from infer.runners.tool import ToolRun, ToolRunner, ToolTimings, failure_line, folder_argv, timings_from_batches
+from infer.run.layout import newest_run_folder
+from infer.run.runners.tool import ToolRun, ToolRunner, ToolTimings, failure_line, folder_argv, timings_from_batches
 
 log = logging.getLogger(__name__)
 SUCCESS = "Execute sample success"

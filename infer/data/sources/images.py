@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from infer.sources.arrays import SourceError
-from infer.sources.order import NATURAL_ORDER, natural_path_key
+from infer.data.sources.arrays import SourceError
+from infer.data.sources.order import NATURAL_ORDER, natural_path_key
 
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp")
 _TASK_FILES = 4  # images per task sent to a worker: enough to amortise the pickling of the result

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from binio.dtypes import dtype
-from infer.sources.arrays import SourceError
+from infer.data.sources.arrays import SourceError
 
 GENERATOR_PREFIXES = ("const:", "random:")
 

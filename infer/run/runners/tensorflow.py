@@ -13,7 +13,7 @@ import numpy as np
 from ckpt2pb.logs import quiet_tensorflow_logs
 from ckpt2pb.protobuf import read_graph_def
 from infer.contract import ModelContract
-from infer.runners.base import BaseRunner, RunnerError
+from infer.run.runners.base import BaseRunner, RunnerError
 
 
 class TensorFlowRunner(BaseRunner):

@@ -1,7 +1,7 @@
 """`infer run` over shards: the dataset's batches split across devices (``--devices``) or Ray tasks, one layout.
 
 The driver checks everything a plain run checks before anything starts (model, backend, every bin, the tool being
-installed), creates the run folder, cuts the batches into contiguous shards (`infer.shard`), gives each a view of
+installed), creates the run folder, cuts the batches into contiguous shards (`infer.run.shard`), gives each a view of
 the dataset, and hands the shards to an engine. Workers run ordinary `infer run`s and move their outputs into the
 run folder, so the folder holds exactly what a single run writes, byte for byte, plus a ``scale_out`` part in
 run.json (per shard: batches, device, throughput, attempts). run.json is rewritten as each shard finishes.
@@ -23,17 +23,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from binio.binfile import sha256_file
-from binio.errors import InferError
 from binio.lock import folder_lock
 from binio.manifest import DatasetManifest, dataset_folder
 from binio.spec import TensorSpec
 from infer.contract import ModelContract
-from infer.engines.base import ENGINES, Engine
-from infer.engines.worker import ShardOutcome, ShardTask
-from infer.layout import RUN_JSON, parse_timestamp_folder
-from infer.preflight import preflight
-from infer.run import (
-    RunOptions,
+from infer.run.batches import Progress, latency_stats, now
+from infer.run.engines.base import ENGINES, Engine
+from infer.run.engines.worker import ShardOutcome, ShardTask
+from infer.run.layout import RUN_JSON, parse_timestamp_folder
+from infer.run.options import RunOptions, ScaleOptions, ScaleOutError
+from infer.run.plain import (
     RunResult,
     choose_backend,
     make_run_folder,
@@ -41,46 +40,14 @@ from infer.run import (
     model_file,
     resolve_model,
 )
-from infer.run_batches import Progress, latency_stats, now
-from infer.run_record import LatencyStats, RunRecord, RunRecordError, load_run
-from infer.runners.tool import ToolRunner
-from infer.scale_record import ScaleOut, ShardStats
-from infer.shard import Shard, finished_stems, split, write_view
+from infer.run.preflight import preflight
+from infer.run.record import LatencyStats, RunRecord, RunRecordError, load_run
+from infer.run.runners.tool import ToolRunner
+from infer.run.shard import Shard, finished_stems, split, write_view
+from infer.run.sharded_record import ScaleOut, ShardStats
 
 log = logging.getLogger(__name__)
 WORK_FOLDER = ".infer-shards"
-
-
-class ScaleOutError(InferError):
-    """A sharded run that could not be set up, or whose shards failed after their retries."""
-
-
-@dataclass(frozen=True)
-class ScaleOptions:
-    devices: tuple[int, ...] = ()  # local engine: one slot per device (msame/ais_bench --device, ORT's GPU)
-    shards: int | None = None  # default: one per slot (local) or per NPU/CPU of the cluster (ray)
-    engine: str = "local"
-    address: str | None = None  # ray: the cluster; None starts a local one
-    retries: int = 1  # further attempts of a failed shard
-    resume: bool = False
-
-    @property
-    def wanted(self) -> bool:
-        """Whether a run takes the sharded path at all."""
-        return (bool(self.devices) or self.shards is not None or self.engine != "local" or self.resume
-                or self.address is not None)
-
-
-def parse_devices(text: str) -> tuple[int, ...]:
-    """``0,1,2,3`` -> (0, 1, 2, 3); refuses anything but distinct non-negative integers."""
-    try:
-        devices = tuple(int(part) for part in text.replace(" ", "").split(","))
-    except ValueError:
-        raise ScaleOutError(f"--devices {text}: expected device numbers separated by commas (e.g. 0,1,2,3)") \
-            from None
-    if any(d < 0 for d in devices) or len(set(devices)) != len(devices):
-        raise ScaleOutError(f"--devices {text}: expected distinct device numbers, 0 or more")
-    return devices
 
 
 def _check(options: RunOptions, scale: ScaleOptions) -> None:
@@ -101,10 +68,10 @@ def _check(options: RunOptions, scale: ScaleOptions) -> None:
 
 def _open_engine(backend: str, options: RunOptions, scale: ScaleOptions) -> Engine:
     if scale.engine == "ray":
-        from infer.engines.ray_engine import RayEngine
+        from infer.run.engines.ray_engine import RayEngine
 
         return RayEngine(backend, address=scale.address, threads=options.threads)
-    from infer.engines.local import LocalEngine
+    from infer.run.engines.local import LocalEngine
 
     devices: tuple[int | None, ...] = scale.devices or ((options.device,) if options.device is not None else ())
     return LocalEngine(backend, devices)

@@ -31,11 +31,11 @@ from binio.memory import check_fits
 from binio.output import check_output
 from binio.spec import LAYOUTS, TensorSpec, format_shape
 from infer.contract import ModelContract, as_contract
-from infer.sources.aipp_images import AippImageSource
-from infer.sources.arrays import SourceError
-from infer.sources.base import SampleSource
-from infer.sources.bins import has_bins
-from infer.sources.open import ImageOptions, open_source
+from infer.data.sources.aipp_images import AippImageSource
+from infer.data.sources.arrays import SourceError
+from infer.data.sources.base import SampleSource
+from infer.data.sources.bins import has_bins
+from infer.data.sources.open import ImageOptions, open_source
 
 Progress = Callable[[int, int], None]  # (batches written, batches in all)
 _WRITES_IN_FLIGHT = 2  # batches being hashed and written while the next one is read and cast
@@ -223,7 +223,7 @@ def _write_batch(path: Path, buffer: np.ndarray, hashed: concurrent.futures.Futu
 
 def _aipp_input(contract: ModelContract) -> tuple[str, AippConfig] | None:
     """(the input's name, its AIPP config) for a model converted with AIPP."""
-    from infer.aipp import model_aipp
+    from infer.data.aipp import model_aipp
 
     config = model_aipp(contract)
     return None if config is None else (contract.inputs[config.related_input_rank].name, config)
@@ -232,9 +232,9 @@ def _aipp_input(contract: ModelContract) -> tuple[str, AippConfig] | None:
 def declared_preprocessing(contract: ModelContract, options: DumpOptions) -> dict[str, dict[str, Any]]:
     """The AIPP input's declared preprocessing (dump-bin's own --mean/--std/--scale/--color), by input name."""
     from atc_wrap.aipp import csc_standard
-    from infer.aipp import image_dims
-    from infer.declared import DeclaredPreprocessing
-    from infer.sources.aipp_images import csc_of, source_channels
+    from infer.data.aipp import image_dims
+    from infer.data.declared import DeclaredPreprocessing
+    from infer.data.sources.aipp_images import csc_of, source_channels
 
     found = _aipp_input(contract)
     if found is None:

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from atc_wrap.process import run_tool
-from infer.runners.base import RunnerError
-from infer.runners.tool import ToolRun, ToolRunner, ToolTimings, failure_line
+from infer.run.runners.base import RunnerError
+from infer.run.runners.tool import ToolRun, ToolRunner, ToolTimings, failure_line
 
 FOLDER_FORMAT = "%Y_%m_%d-%H_%M_%S"
 _MISSING = "No module named ais_bench"

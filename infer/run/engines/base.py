@@ -6,7 +6,7 @@ from concurrent.futures import Future
 from typing import Protocol
 
 from binio.errors import InferError
-from infer.engines.worker import ShardOutcome, ShardTask
+from infer.run.engines.worker import ShardOutcome, ShardTask
 
 ENGINES: tuple[str, ...] = ("local", "ray")
 

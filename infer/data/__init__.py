@@ -1,0 +1,1 @@
+"""`infer dump-bin` and `infer bin-info`: datasets in (sources/), .bin files and dataset.json out."""

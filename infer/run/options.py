@@ -1,0 +1,73 @@
+"""What `infer run` is asked to do: one backend's options (RunOptions) and how a run is cut into shards (ScaleOptions).
+
+Kept apart from the code that runs, so the command line, the pipeline file and the Python API decode into the same
+types without importing the runners.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from binio.errors import InferError
+
+
+class RunError(InferError):
+    """A model, backend or output folder `infer run` cannot use."""
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    backend: str | None = None  # None: chosen from the contract
+    device: int | None = None
+    loop: int = 1
+    warmup: int = 1  # the first call of a session builds its kernels: slow, and not what a batch costs
+    threads: int | None = None
+    timeout: float = 3600.0  # seconds msame or ais_bench may take for the whole dataset (--timeout)
+    # The sha256 of another model whose bins this run takes on purpose (compare's emulated precision runs a model
+    # of the same pb on the converted model's bins): no "made for another model" warning for it.
+    bins_made_for: str = ""
+
+    def check(self) -> None:
+        """Refuses counts out of range, naming the option, before anything is loaded."""
+        if self.loop < 1:
+            raise RunError(f"--loop {self.loop}: expected 1 or more")
+        if self.warmup < 0:
+            raise RunError(f"--warmup {self.warmup}: expected 0 or more")
+        if self.device is not None and self.device < 0:
+            raise RunError(f"--device {self.device}: expected a device index, 0 or more")
+        if not self.timeout > 0:
+            raise RunError(f"--timeout {self.timeout:g}: expected seconds, more than 0")
+        if self.threads is not None and self.threads < 1:
+            raise RunError(f"--threads {self.threads}: expected 1 or more (leave it out for the framework's default)")
+
+
+class ScaleOutError(InferError):
+    """A sharded run that could not be set up, or whose shards failed after their retries."""
+
+
+@dataclass(frozen=True)
+class ScaleOptions:
+    devices: tuple[int, ...] = ()  # local engine: one slot per device (msame/ais_bench --device, ORT's GPU)
+    shards: int | None = None  # default: one per slot (local) or per NPU/CPU of the cluster (ray)
+    engine: str = "local"
+    address: str | None = None  # ray: the cluster; None starts a local one
+    retries: int = 1  # further attempts of a failed shard
+    resume: bool = False
+
+    @property
+    def wanted(self) -> bool:
+        """Whether a run takes the sharded path at all."""
+        return (bool(self.devices) or self.shards is not None or self.engine != "local" or self.resume
+                or self.address is not None)
+
+
+def parse_devices(text: str) -> tuple[int, ...]:
+    """``0,1,2,3`` -> (0, 1, 2, 3); refuses anything but distinct non-negative integers."""
+    try:
+        devices = tuple(int(part) for part in text.replace(" ", "").split(","))
+    except ValueError:
+        raise ScaleOutError(f"--devices {text}: expected device numbers separated by commas (e.g. 0,1,2,3)") \
+            from None
+    if any(d < 0 for d in devices) or len(set(devices)) != len(devices):
+        raise ScaleOutError(f"--devices {text}: expected distinct device numbers, 0 or more")
+    return devices
