@@ -13,7 +13,7 @@ from pathlib import Path
 
 from atc_wrap.atc_command import AtcCommand
 from atc_wrap.errors import ConvertError
-from atc_wrap.process import ToolResult, find_tool, run_tool
+from binio.process import ToolResult, find_tool, run_tool
 
 SUCCESS_LINE = "ATC run success"
 _CODE = re.compile(r"\b(E[0-9A-Z]\d{4})\b")

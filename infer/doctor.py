@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from atc_wrap.atc_run import ATC_SUBDIRS
-from atc_wrap.process import find_tool
+from binio.process import find_tool
 from infer import __version__
 
 DISTRIBUTION = "infer"

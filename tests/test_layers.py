@@ -104,3 +104,8 @@ def test_the_reader_sees_imports_inside_functions_and_relative_ones() -> None:
     source = "def f():\n    import typer\n    from .cli import app\n    from infer import cli\n"
     assert imported_modules(source, "infer.run") >= {"typer", "infer.cli", "infer.cli.app"}
     assert "infer.cli" in imported_modules("from . import cli\n", "infer.__init__")
+
+
+def test_the_runners_reach_their_tools_without_the_converter_layer() -> None:
+    """msame and ais_bench run through binio's subprocess wrapper: infer/run needs nothing of atc_wrap for it."""
+    assert _violations("infer/run/", lambda name: not _within(name, "atc_wrap")) == []

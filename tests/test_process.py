@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from atc_wrap.process import ToolError, find_tool, quote_command, run_tool
+from binio.process import ToolError, find_tool, quote_command, run_tool
 
 
 def _script(folder: Path, name: str, body: str) -> Path:

@@ -83,7 +83,7 @@ def convert(
     ATC's precision mode (fp16 storage after every op). model.json records the result: target, path, sha256,
     the exact ATC command or converter settings, and the converted model's input and output dtypes.
     """
-    from atc_wrap.process import quote_command
+    from binio.process import quote_command
     from infer.cli.image_options import image_options, int_pair
     from infer.contract import load_contract
     from infer.convert import ConvertOptions, choose_target, convert_model

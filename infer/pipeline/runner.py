@@ -9,10 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from atc_wrap.process import quote_command
 from binio.atomic import write_bytes_atomic
 from binio.errors import InferError
 from binio.lock import folder_lock
+from binio.process import quote_command
 from infer.pipeline.config import PipelineConfig, load_config
 from infer.pipeline.stages import STAGE_FUNCTIONS, STAGES, WorkLayout
 from infer.pipeline.state import StageRecord, digest_paths, load_state, save_state, settings_digest

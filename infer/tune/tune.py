@@ -313,8 +313,8 @@ def _finish(trials: Trials, out: Path, options: TuneOptions, start: float, args:
             contract: ModelContract, grown: int, *, reason: str = "") -> TuneResult:
     """Writes keep_dtype.cfg, the converted model and the ATC command (when a set was found) and tune.json."""
     from atc_wrap.op_controls import write_keep_dtype
-    from atc_wrap.process import quote_command
     from binio.atomic import write_bytes_atomic, write_json_atomic
+    from binio.process import quote_command
 
     by_name = {op.name: op for op in args["tunable"]}
     chosen = tuple(by_name[name] for name in found)

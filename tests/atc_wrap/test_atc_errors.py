@@ -8,7 +8,7 @@ import pytest
 
 from atc_wrap.atc_run import HINTS, error_codes, judge_output
 from atc_wrap.errors import ConvertError
-from atc_wrap.process import ToolResult
+from binio.process import ToolResult
 
 FAILED = "ATC run failed, Please check the detail log, Try 'atc --help' for more information"
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from atc_wrap.process import quote_command
 from binio.binfile import sha256_file
+from binio.process import quote_command
 from infer.contract import ModelContract, load_contract
 from tests.atc_wrap.conftest import FakeAtc
 from tests.cli import run_cli

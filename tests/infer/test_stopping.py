@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from atc_wrap.process import ToolError, run_tool
 from binio.manifest import DatasetManifest
+from binio.process import ToolError, run_tool
 from infer.contract import ModelContract
 from tests.cli import run_cli
 from tests.infer.run_data import as_om, cnn_batches, use_fake_tools, write_dataset

@@ -56,7 +56,7 @@ class LocalEngine:
 
     def close(self, *, cancel: bool = False) -> None:
         if cancel and not self.processes:  # msame/ais_bench of the shards' threads: stopped, not waited for
-            from atc_wrap.process import stop_running_tools
+            from binio.process import stop_running_tools
 
             stop_running_tools("the sharded run was stopped")
         for executor in self._executors.values():

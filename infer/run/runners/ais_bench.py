@@ -13,7 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from atc_wrap.process import run_tool
+from binio.process import run_tool
 from infer.run.runners.base import RunnerError
 from infer.run.runners.tool import ToolRun, ToolRunner, ToolTimings, failure_line
 

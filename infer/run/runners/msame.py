@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from atc_wrap.process import find_tool, run_tool
+from binio.process import find_tool, run_tool
 from infer.run.layout import newest_run_folder
 from infer.run.runners.tool import ToolRun, ToolRunner, ToolTimings, failure_line, folder_argv, timings_from_batches
 

@@ -16,9 +16,9 @@ from typing import TypeVar
 
 import numpy as np
 
-from atc_wrap.process import ToolResult, quote_command
 from binio.binfile import read_bin, write_raw
 from binio.manifest import bin_file_name
+from binio.process import ToolResult, quote_command
 from binio.spec import TensorSpec
 from infer.contract import ModelContract
 from infer.run.runners.base import BaseRunner, RunnerError
