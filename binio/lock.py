@@ -11,7 +11,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from binio.errors import InferError
+from binio.errors import InferError, OutputExistsError
 from binio.output import LOCK_NAME
 
 
@@ -32,9 +32,11 @@ def folder_lock(folder: Path, *, command: str) -> Iterator[Path]:
     """Holds `folder`'s lock (creating the folder) while the body runs; yields the folder.
 
     The lock is the file ``.infer.lock`` inside, holding the holder's pid. It is removed on release, and so is the
-    folder when this call created it and nothing else was left in it.
+    folder when this call created it and nothing else was left in it. Refuses a `folder` that is a file.
     """
     folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise OutputExistsError(f"{folder}: exists and is not a folder", hint="choose another output folder")
     created = not os.path.lexists(folder)
     try:
         folder.mkdir(parents=True, exist_ok=True)

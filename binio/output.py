@@ -17,14 +17,15 @@ def is_empty_folder(folder: Path) -> bool:
         return all(entry.name == LOCK_NAME for entry in entries)
 
 
-def check_output(path: Path, *, force: bool, hint: str = "pass --force to overwrite it") -> bool:
+def check_output(path: Path, *, force: bool, hint: str = "pass --force to overwrite it", what: str = "") -> bool:
     """Refuses an existing `path` (a file, or a folder holding anything) unless `force`; with `force`, refuses a
-    folder holding a link out of it. Returns whether `path` exists (an empty folder does not count)."""
+    folder holding a link out of it. Returns whether `path` exists (an empty folder does not count). `what` says
+    in the refusal what wrote it (e.g. "an earlier tune-precision")."""
     path = Path(path)
     if not os.path.lexists(path) or (path.is_dir() and is_empty_folder(path)):
         return False
     if not force:
-        raise OutputExistsError(f"{path}: exists already", hint=hint)
+        raise OutputExistsError(f"{path}: exists already" + (f" ({what})" if what else ""), hint=hint)
     if path.is_dir():
         check_no_links_out(path)
     return True

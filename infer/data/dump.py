@@ -24,7 +24,7 @@ from binio.batching import BatchSlot, padded_buffer, plan_batches
 from binio.binfile import sha256_file
 from binio.cast import CastReport, checked_cast_into
 from binio.dtypes import dtype
-from binio.errors import DtypeError, InferError, OutputExistsError, ShapeError, Terminated
+from binio.errors import DtypeError, InferError, ShapeError, Terminated
 from binio.lock import folder_lock
 from binio.manifest import MANIFEST_NAME, BinEntry, DatasetManifest, InputManifest, bin_file_name, safe_folder_name
 from binio.memory import check_fits
@@ -339,8 +339,6 @@ def dump_bins(model: ModelContract | Path | str, options: DumpOptions, progress:
             raise SourceError(f"{plan.source_text}: the source lies inside the output folder {output}",
                               hint="write the re-batched bins to another folder")
     declared = declared_preprocessing(contract, options)  # refused before any source opens
-    if output.exists() and not output.is_dir():
-        raise OutputExistsError(f"{output}: exists and is not a folder")
     with folder_lock(output, command="dump-bin"):
         fresh = not check_output(output, force=options.force,
                                  hint="pass --force to overwrite it (files whose sha256 matches are kept)")

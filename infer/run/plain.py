@@ -120,8 +120,6 @@ def model_file(contract: ModelContract, backend: str) -> tuple[Path, str]:
 def make_run_folder(out: Path) -> Path:
     """A new ``OUT/<timestamp>`` folder; refuses an output root that cannot be written."""
     out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise RunError(f"{out}: exists and is not a folder", hint="choose another -o")
     try:
         out.mkdir(parents=True, exist_ok=True)
         while True:
@@ -193,8 +191,6 @@ def run_model(model: ModelContract | Path | str, bins: DatasetManifest | Path | 
                     running[0])
     runner.activate()  # before the run folder exists: a missing tool leaves nothing behind
     try:
-        if Path(out).exists() and not Path(out).is_dir():
-            raise RunError(f"{out}: exists and is not a folder", hint="choose another -o")
         with folder_lock(Path(out), command="run"):
             return _run(runner, manifest, running, backend, Path(out), options, progress)
     finally:

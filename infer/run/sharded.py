@@ -165,8 +165,6 @@ def run_sharded(model: ModelContract | Path | str, bins: DatasetManifest | Path 
     model_path, model_sha = model_file(contract, backend)
     dataset_sha = sha256_file(manifest.path)
     out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise ScaleOutError(f"{out}: exists and is not a folder", hint="choose another -o")
     with folder_lock(out, command="run"):
         return _run_locked(opened, backend, manifest, out, options, scale, progress, model_path=model_path,
                            model_sha=model_sha, dataset_sha=dataset_sha, runner_outputs=runner.outputs)

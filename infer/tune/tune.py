@@ -18,9 +18,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from binio.errors import InferError, OutputExistsError
+from binio.errors import InferError
 from binio.manifest import DatasetManifest, dataset_folder, load_manifest
-from binio.output import check_no_links_out
+from binio.output import check_no_links_out, check_output
 from infer.compare.compare import CompareOptions
 from infer.compare.result import CompareResult
 from infer.compare.thresholds import Thresholds
@@ -195,12 +195,9 @@ def _remove(path: Path) -> None:
 def _check_output(out: Path, force: bool) -> None:
     if out.exists() and not out.is_dir():
         raise TuneError(f"-o {out}: is a file; expected a folder to write into")
-    if not (out / TUNE_JSON).exists():
-        return
-    if not force:
-        raise OutputExistsError(f"{out / TUNE_JSON}: exists already (an earlier tune-precision)",
-                                hint="pass --force to replace it, or choose another -o")
-    check_no_links_out(out)  # --force replaces the earlier result: never through a link out of -o
+    if check_output(out / TUNE_JSON, force=force, hint="pass --force to replace it, or choose another -o",
+                    what="an earlier tune-precision"):
+        check_no_links_out(out)  # --force replaces the earlier result: never through a link out of -o
 
 
 def _atc_command(contract: ModelContract, options: TuneOptions, keep: Path) -> tuple[str, ...]:
