@@ -24,7 +24,7 @@ from infer.contract import ModelContract, load_contract
 from infer.run.batches import Progress, now, run_batches
 from infer.run.layout import output_file_name, timestamp_folder_name
 from infer.run.options import RunError, RunOptions
-from infer.run.preflight import input_for, preflight
+from infer.run.preflight import dataset_if_any, input_for, preflight
 from infer.run.record import LatencyStats, RunRecord
 from infer.run.runners.base import BaseRunner
 from infer.run.runners.tool import ToolRunner, ToolTimings, percentile
@@ -89,15 +89,15 @@ def choose_backend(contract: ModelContract, requested: str | None, kind: str | N
 
 
 def make_runner(contract: ModelContract, backend: str, options: RunOptions, *,
-                bins: Path | None = None) -> BaseRunner:
-    """The runner for `backend`, not yet activated. With the dataset `bins`, TensorFlow takes an AIPP dataset's
+                dataset: DatasetManifest | None = None) -> BaseRunner:
+    """The runner for `backend`, not yet activated. With the `dataset`, TensorFlow takes an AIPP dataset's
     uint8 bins through their declared preprocessing (`infer.run.runners.declared`)."""
     if backend == "tf":
         from infer.run.runners.declared import with_declared_preprocessing
         from infer.run.runners.tensorflow import TensorFlowRunner
 
         runner = TensorFlowRunner(contract, threads=options.threads)
-        return runner if bins is None else with_declared_preprocessing(runner, contract, bins)
+        return with_declared_preprocessing(runner, contract, dataset)
     if backend == "onnxrt":
         from infer.run.runners.onnxrt import OnnxRuntimeRunner
 
@@ -181,9 +181,10 @@ def run_model(model: ModelContract | Path | str, bins: DatasetManifest | Path | 
     options.check()
     contract, kind = resolve_model(model)
     backend = choose_backend(contract, options.backend, kind)
-    runner = make_runner(contract, backend, options, bins=dataset_folder(bins))
+    dataset = dataset_if_any(dataset_folder(bins))
+    runner = make_runner(contract, backend, options, dataset=dataset)
     # The golden run feeds the frozen pb the converted model's bins: float16 ones are widened, exactly.
-    manifest = preflight(dataset_folder(bins), runner.inputs, widen=backend == "tf")
+    manifest = preflight(dataset_folder(bins), runner.inputs, widen=backend == "tf", loaded=dataset)
     running = model_file(contract, backend)
     known = {contract.pb_sha256, contract.converted.sha256 if contract.converted else "", options.bins_made_for}
     if manifest.model_sha256 and manifest.model_sha256 not in known:  # bins made for the om feed the pb too

@@ -72,11 +72,19 @@ def _refuse_without_manifest(bins: Path) -> None:
                          hint="infer dump-bin -m MODEL -o BINS SOURCE writes one")
 
 
-def preflight(bins: Path, specs: tuple[TensorSpec, ...], *, widen: bool = False) -> DatasetManifest:
+def dataset_if_any(bins: Path) -> DatasetManifest | None:
+    """The dataset.json in `bins`, read once for a whole run (the runner and `preflight` both need it); None where
+    there is no such file (`preflight` says why)."""
+    return load_manifest(bins) if (Path(bins) / MANIFEST_NAME).is_file() else None
+
+
+def preflight(bins: Path, specs: tuple[TensorSpec, ...], *, widen: bool = False,
+              loaded: DatasetManifest | None = None) -> DatasetManifest:
     """The dataset at `bins` after checking each of its files against the model's input `specs`.
 
     With `widen`, bins of a narrower dtype that casts to the input's without loss are taken (float16 bins made
-    for an om with --input_fp16_nodes, fed to the frozen pb's float32 input for the golden run).
+    for an om with --input_fp16_nodes, fed to the frozen pb's float32 input for the golden run). `loaded` is its
+    dataset.json read already (`dataset_if_any`).
     """
     bins = Path(bins)
     if not bins.is_dir():
@@ -84,7 +92,7 @@ def preflight(bins: Path, specs: tuple[TensorSpec, ...], *, widen: bool = False)
     refuse_special(bins / MANIFEST_NAME, "a dataset manifest")
     if not (bins / MANIFEST_NAME).is_file():
         _refuse_without_manifest(bins)
-    manifest = load_manifest(bins)
+    manifest = loaded if loaded is not None else load_manifest(bins)
     model_names = ", ".join(spec.name for spec in specs)
     for spec in specs:
         if manifest.find(spec.name) is None:

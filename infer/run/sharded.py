@@ -40,7 +40,7 @@ from infer.run.plain import (
     model_file,
     resolve_model,
 )
-from infer.run.preflight import preflight
+from infer.run.preflight import dataset_if_any, preflight
 from infer.run.record import LatencyStats, RunRecord, RunRecordError, load_run
 from infer.run.runners.tool import ToolRunner
 from infer.run.shard import Shard, finished_stems, split, write_view
@@ -157,8 +157,9 @@ def run_sharded(model: ModelContract | Path | str, bins: DatasetManifest | Path 
     contract, kind = resolve_model(model)
     opened = contract.path if isinstance(model, ModelContract) else Path(model)  # what the workers open
     backend = choose_backend(contract, options.backend, kind)
-    runner = make_runner(contract, backend, options, bins=dataset_folder(bins))
-    manifest = preflight(dataset_folder(bins), runner.inputs, widen=backend == "tf")
+    dataset = dataset_if_any(dataset_folder(bins))
+    runner = make_runner(contract, backend, options, dataset=dataset)
+    manifest = preflight(dataset_folder(bins), runner.inputs, widen=backend == "tf", loaded=dataset)
     if isinstance(runner, ToolRunner):  # a missing msame is refused before any folder or worker exists
         runner.activate()
         runner.deactivate()

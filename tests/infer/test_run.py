@@ -384,3 +384,21 @@ def test_a_model_argument_run_cannot_use(onnx_small_cnn: ModelContract, cnn_bins
             f"error: {other}: {onnx_small_cnn.path} describes {onnx_small_cnn.converted_path.name}, not this file")
     finally:
         other.unlink()
+
+
+def test_a_tf_run_reads_dataset_json_once(frozen_small_cnn: ModelContract, cnn_bins: DatasetManifest,
+                                          tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The declared-preprocessing wrapper and the preflight share one read of dataset.json."""
+    import binio.manifest
+
+    real = binio.manifest.load_document
+    read: list[Path] = []
+
+    def counting(path: Path, **kwargs: object) -> object:
+        read.append(Path(path))
+        return real(path, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(binio.manifest, "load_document", counting)
+    result = run_model(frozen_small_cnn, cnn_bins.root, tmp_path / "out", RunOptions(backend="tf"))
+    assert result.record.completed
+    assert read == [cnn_bins.path]

@@ -7,12 +7,11 @@ preprocessing is computed in float64 (the exact formula) and cast to the frozen 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 
 import numpy as np
 
 from binio.errors import InferError
-from binio.manifest import MANIFEST_NAME, load_manifest
+from binio.manifest import DatasetManifest
 from binio.spec import TensorSpec
 from infer.contract import ModelContract
 from infer.data.declared import DeclaredPreprocessing
@@ -46,7 +45,8 @@ class DeclaredPreprocessingRunner(BaseRunner):
         self.inner.deactivate()
 
 
-def with_declared_preprocessing(runner: BaseRunner, contract: ModelContract, bins: Path) -> BaseRunner:
+def with_declared_preprocessing(runner: BaseRunner, contract: ModelContract,
+                                manifest: DatasetManifest | None) -> BaseRunner:
     """`runner` (the frozen pb's) wrapped to take an AIPP dataset's uint8 bins; `runner` itself otherwise.
 
     A model converted with AIPP whose dataset declares no preprocessing for its AIPP input is refused: TensorFlow
@@ -54,9 +54,8 @@ def with_declared_preprocessing(runner: BaseRunner, contract: ModelContract, bin
     from infer.data.aipp import model_aipp
 
     config = model_aipp(contract)
-    if not (Path(bins) / MANIFEST_NAME).is_file():
+    if manifest is None:
         return runner
-    manifest = load_manifest(bins)
     declared: dict[str, DeclaredPreprocessing] = {}
     taken: dict[str, TensorSpec] = {}
     for item in manifest.inputs:
