@@ -13,7 +13,12 @@ from typing import Any
 
 from atc_wrap.aipp import AippConfig, aipp_input_spec
 from atc_wrap.errors import ConvertError
-from atc_wrap.op_controls import check_mixlist_mode, prepare_op_precision, read_op_controls
+from atc_wrap.op_controls import (
+    OpControls,
+    check_mixlist_mode,
+    prepare_op_precision,
+    read_op_controls,
+)
 from atc_wrap.precision import (
     DEFAULT_PRECISION_MODE,
     check_implmode,
@@ -58,6 +63,7 @@ class AtcCommand:
     inputs: tuple[TensorSpec, ...]  # as the om takes them (fp16 for --input_fp16_nodes)
     outputs: tuple[TensorSpec, ...]  # as it gives them (per --output_type)
     input_format: str
+    controls: OpControls  # the per-op control files as read (their texts go into model.json)
 
 
 def build_atc_command(
@@ -123,7 +129,7 @@ def build_atc_command(
         argv=tuple(argv), om=om,
         inputs=taken,
         outputs=tuple(_typed_output(s, output_types) for s in outputs),
-        input_format=input_format,
+        input_format=input_format, controls=controls,
     )
 
 

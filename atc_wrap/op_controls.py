@@ -76,6 +76,7 @@ class OpControls:
     keep_dtype: OpEntries = field(default_factory=OpEntries)
     mixlist: MixlistChanges = field(default_factory=MixlistChanges)
     customize: tuple[DtypeRule, ...] = ()
+    texts: Mapping[str, str] = field(default_factory=dict)  # each given file's text, keyed as model.json records it
 
     def __bool__(self) -> bool:
         return bool(self.keep_dtype.names or self.keep_dtype.types or self.mixlist.types() or self.customize)
@@ -93,22 +94,25 @@ class OpPrecision:
     output_dtypes: tuple[str, ...] = ()
 
 
-def _lines(path: Path, flag: str) -> list[tuple[int, str]]:
+def _read_text(path: Path, flag: str, *, unreadable: str = "cannot read it as text") -> str:
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        return Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ConvertError(f"{flag} {path}: no such file") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise ConvertError(f"{flag} {path}: cannot read it as text ({exc})") from None
+        raise ConvertError(f"{flag} {path}: {unreadable} ({exc})") from None
+
+
+def _lines(text: str) -> list[tuple[int, str]]:
     return [(number, line.strip()) for number, line in enumerate(text.splitlines(), 1)
             if line.strip() and not line.strip().startswith("#")]
 
 
-def read_keep_dtype(path: Path) -> OpEntries:
+def parse_keep_dtype(text: str, path: Path) -> OpEntries:
     """ATC's keep_dtype file: one op name or ``OpType::TypeName`` a line (blank lines and ``#`` lines skipped)."""
     names: list[str] = []
     types: list[str] = []
-    for number, line in _lines(path, "--keep-dtype"):
+    for number, line in _lines(text):
         if line.startswith(OP_TYPE_PREFIX):
             kind = line[len(OP_TYPE_PREFIX):].strip()
             if not kind:
@@ -129,14 +133,12 @@ def write_keep_dtype(path: Path, names: Iterable[str]) -> Path:
     return Path(path)
 
 
-def read_modify_mixlist(path: Path) -> MixlistChanges:
+def parse_modify_mixlist(text: str, path: Path) -> MixlistChanges:
     """ATC's modify_mixlist JSON: ``{"black-list": {"to-add": [...], "to-remove": [...]}, "white-list": ...}``."""
     flag = f"--modify-mixlist {path}"
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConvertError(f"{flag}: no such file") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
         raise ConvertError(f"{flag}: not a JSON file ({exc})") from None
     if not isinstance(data, dict):
         raise ConvertError(f"{flag}: expected a JSON object with {', '.join(MIXLIST_KEYS)}, found "
@@ -171,10 +173,10 @@ def _dtypes(text: str, where: str) -> tuple[str, ...]:
     return tuple(found)
 
 
-def read_customize_dtypes(path: Path) -> tuple[DtypeRule, ...]:
+def parse_customize_dtypes(text: str, path: Path) -> tuple[DtypeRule, ...]:
     """``Opname::InputDtype:dt,...,OutputDtype:dt,...`` and ``OpType::Type:InputDtype:...,OutputDtype:...``."""
     rules = []
-    for number, line in _lines(path, "--customize-dtypes"):
+    for number, line in _lines(text):
         where = f"--customize-dtypes {path}:{number}"
         if line.startswith(OP_TYPE_PREFIX):
             target, _, spec = line[len(OP_TYPE_PREFIX):].partition(":")
@@ -217,19 +219,24 @@ CONTROL_FILE_NAMES: Mapping[str, str] = {"keep_dtype": "keep_dtype.cfg", "modify
                                          "customize_dtypes": "customize_dtypes.cfg"}
 
 
-def control_texts(keep_dtype: Path | None, modify_mixlist: Path | None,
-                  customize_dtypes: Path | None) -> dict[str, str]:
-    """The given control files' texts, as model.json records them (so the conversion can be replayed)."""
-    given = {"keep_dtype": keep_dtype, "modify_mixlist": modify_mixlist, "customize_dtypes": customize_dtypes}
-    return {key: Path(path).read_text(encoding="utf-8") for key, path in given.items() if path is not None}
-
-
 def read_op_controls(keep_dtype: Path | None, modify_mixlist: Path | None,
                      customize_dtypes: Path | None) -> OpControls:
+    """The given control files, each read once: parsed, and their texts kept as model.json records them (so the
+    conversion can be replayed)."""
+    texts: dict[str, str] = {}
+    if keep_dtype is not None:
+        texts["keep_dtype"] = _read_text(keep_dtype, "--keep-dtype")
+    if modify_mixlist is not None:
+        texts["modify_mixlist"] = _read_text(modify_mixlist, "--modify-mixlist", unreadable="not a JSON file")
+    if customize_dtypes is not None:
+        texts["customize_dtypes"] = _read_text(customize_dtypes, "--customize-dtypes")
     return OpControls(
-        keep_dtype=read_keep_dtype(keep_dtype) if keep_dtype is not None else OpEntries(),
-        mixlist=read_modify_mixlist(modify_mixlist) if modify_mixlist is not None else MixlistChanges(),
-        customize=read_customize_dtypes(customize_dtypes) if customize_dtypes is not None else (),
+        keep_dtype=parse_keep_dtype(texts["keep_dtype"], keep_dtype) if keep_dtype is not None else OpEntries(),
+        mixlist=(parse_modify_mixlist(texts["modify_mixlist"], modify_mixlist) if modify_mixlist is not None
+                 else MixlistChanges()),
+        customize=(parse_customize_dtypes(texts["customize_dtypes"], customize_dtypes)
+                   if customize_dtypes is not None else ()),
+        texts=texts,
     )
 
 

@@ -177,6 +177,7 @@ def _with_aipp(settings: dict[str, Any], options: ConvertOptions, config: AippCo
 def _convert_om(contract: ModelContract, options: ConvertOptions, reason: str) -> ConvertResult:
     from atc_wrap.atc_command import AtcOptions, build_atc_command
     from atc_wrap.atc_run import find_atc, require_atc, run_atc
+    from atc_wrap.op_controls import ignored_controls
 
     atc = find_atc() if options.dry_run else require_atc()
     om = _artefact(contract, options, ".om")
@@ -196,7 +197,7 @@ def _convert_om(contract: ModelContract, options: ConvertOptions, reason: str) -
         ),
     )
     ignored = ("--opset",) if options.opset is not None else ()
-    notes = _notes(options)
+    notes = ignored_controls(command.controls, options.precision_mode)
     if options.dry_run:
         return ConvertResult(contract=contract, target="om", artefact=om, target_reason=reason,
                              command=command.argv, dry_run=True, ignored=ignored, notes=notes,
@@ -213,7 +214,7 @@ def _convert_om(contract: ModelContract, options: ConvertOptions, reason: str) -
         "dynamic_batch": list(options.dynamic_batch), "op_select_implmode": options.op_select_implmode,
         "fusion_switch_file": str(options.fusion_switch_file or ""), "keep_dtype": str(options.keep_dtype or ""),
         "modify_mixlist": str(options.modify_mixlist or ""), "customize_dtypes": str(options.customize_dtypes or ""),
-        "op_control_files": _control_texts(options),
+        "op_control_files": dict(command.controls.texts),
         "atc_args": list(options.atc_args), "seconds": round(run.seconds, 3), "warnings": list(run.warnings),
     }
     _with_aipp(settings, options, aipp, aipp_file, contract.folder)
@@ -231,20 +232,6 @@ def _absolute(path: Path | None) -> Path | None:
     return None if path is None else Path(path).absolute()
 
 
-def _control_texts(options: ConvertOptions) -> dict[str, str]:
-    from atc_wrap.op_controls import control_texts
-
-    return control_texts(options.keep_dtype, options.modify_mixlist, options.customize_dtypes)
-
-
-def _notes(options: ConvertOptions) -> tuple[str, ...]:
-    from atc_wrap.op_controls import OpControls, OpEntries, ignored_controls
-
-    if options.keep_dtype is None:
-        return ()
-    return ignored_controls(OpControls(keep_dtype=OpEntries(names=("given",))), options.precision_mode)
-
-
 def _atc_only(options: ConvertOptions) -> tuple[str, ...]:
     given = {
         "--soc-version": bool(options.soc_version), "--input-format": bool(options.input_format),
@@ -260,13 +247,13 @@ def _convert_onnx(contract: ModelContract, options: ConvertOptions, reason: str)
     import time
 
     from atc_wrap.atc_command import check_shapes
-    from atc_wrap.op_controls import read_op_controls
+    from atc_wrap.op_controls import ignored_controls, read_op_controls
     from atc_wrap.opset import check_opset
     from atc_wrap.standin import check_output_types, convert_to_onnx
 
     destination = _artefact(contract, options, ".onnx")
     controls = read_op_controls(options.keep_dtype, options.modify_mixlist, options.customize_dtypes)
-    notes = _notes(options)
+    notes = ignored_controls(controls, options.precision_mode)
     aipp, aipp_file, aipp_text = _aipp(contract, options, destination)
     fp16_nodes = parse_input_fp16_nodes(options.input_fp16_nodes, contract.inputs)
     output_types = parse_output_type(options.output_type, contract.outputs)
@@ -290,7 +277,7 @@ def _convert_onnx(contract: ModelContract, options: ConvertOptions, reason: str)
                      "dynamic_batch": list(options.dynamic_batch), "ignored_options": list(ignored),
                      "keep_dtype": str(options.keep_dtype or ""), "modify_mixlist": str(options.modify_mixlist or ""),
                      "customize_dtypes": str(options.customize_dtypes or ""),
-                     "op_control_files": _control_texts(options)})
+                     "op_control_files": dict(controls.texts)})
     _with_aipp(settings, options, aipp, aipp_file, contract.folder)
     converted = ConvertedInfo(
         target="onnx", path=_relative(destination, contract.folder), sha256=sha256_file(destination),

@@ -230,3 +230,26 @@ def test_nodes_tf2onnx_names_after_their_op_type_are_not_taken_for_a_tf_node_of_
 
     recorded = read_type_named(onnx.load(str(converted.converted_path)))
     assert set(inserted) <= recorded and not recorded & {"conv", "Transpose", "relu"}
+
+
+def test_each_control_file_is_read_once_and_its_text_recorded(energy_model: ModelContract, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """What model.json records is the very text that was parsed: one read of each file, not one per use."""
+    keep = _write(tmp_path, "keep.cfg", "# kept in fp32\nSquare\n")
+    mixlist = _write(tmp_path, "mix.json", json.dumps({"gray-list": {"to-add": ["Sqrt"]}}))
+    real = Path.read_text
+    reads: list[Path] = []
+
+    def counting(self: Path, *args: Any, **kwargs: Any) -> str:
+        if self.parent == tmp_path:
+            reads.append(self)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "read_text", counting)
+    _, emulation = _run(energy_model, tmp_path, _big_x(), precision_mode="allow_mix_precision", keep_dtype=keep,
+                        modify_mixlist=mixlist)
+    assert sorted(reads) == sorted([keep, mixlist])
+    assert emulation["op_controls"]["keep_dtype"] == {"names": ["Square"], "types": []}
+    converted = json.loads((sorted(tmp_path.glob("model-*"))[-1] / "model.json").read_text())
+    assert converted["converted"]["settings"]["op_control_files"] == {
+        "keep_dtype": "# kept in fp32\nSquare\n", "modify_mixlist": json.dumps({"gray-list": {"to-add": ["Sqrt"]}})}
