@@ -73,6 +73,8 @@ def compare(
                              workers=workers, allow_same_backend=allow_same_backend, expected_from_emulation=expected,
                              expected_factor=expected_factor, fail_on_expected=fail_on_expected)
 
+    contract = load_contract(model)  # once: the comparison and the signature keys shown below
+
     def golden_run() -> None:
         say("golden outputs: running TensorFlow on the frozen pb (cached for the next compare)")
 
@@ -88,11 +90,11 @@ def compare(
                 tasks[what] = bar.add_task(label, total=total)
             bar.update(tasks[what], completed=done, total=total)
 
-        result = run_compare(model, bins, actual, golden=golden, options=options, layerwise=layerwise,
+        result = run_compare(contract, bins, actual, golden=golden, options=options, layerwise=layerwise,
                              dump_golden=dump_golden, on_golden_run=golden_run, progress=progress)
     console = out()
     width = console.width if console.is_terminal else None  # a pipe or a log file: the table whole
-    keys = load_contract(model).signature_keys
+    keys = contract.signature_keys
     named = [f"{keys[o.name]} = {o.name}" for o in result.outputs if o.name in keys]
     if named:  # a SavedModel's outputs: the graph's names (Identity_1:0) are not the ones its users know
         console.print(f"signature keys: {', '.join(named)}", markup=False, soft_wrap=True)

@@ -17,12 +17,19 @@ from binio.dataset import digests_checked_beside
 from binio.errors import InferError
 from binio.manifest import DatasetManifest, dataset_folder, load_manifest
 from binio.spec import TensorSpec
-from infer.compare.aipp_check import check_aipp
+from infer.compare.aipp_check import AippCheck, check_aipp
 from infer.compare.expected import DEFAULT_FACTOR, ExpectedError, check_emulation_possible, stand_in_available
 from infer.compare.golden import CACHE_FOLDER
 from infer.compare.labels import labels_for_samples
 from infer.compare.passes import measure_output
-from infer.compare.provenance import make_provenance, refuse_same_backend, run_side, sample_names, tensorflow_side
+from infer.compare.provenance import (
+    Side,
+    make_provenance,
+    refuse_same_backend,
+    run_side,
+    sample_names,
+    tensorflow_side,
+)
 from infer.compare.result import CompareResult, OutputResult
 from infer.compare.sources import OutputPair, check_run_folder, output_pairs, resolve_run_folder, written_specs
 from infer.compare.thresholds import Thresholds
@@ -126,8 +133,12 @@ def _wants_expected(contract: ModelContract, options: CompareOptions) -> bool:
 
 def compare_run_folders(contract: ModelContract, manifest: DatasetManifest, actual_dir: Path, golden_dir: Path,
                         options: CompareOptions, *, golden_source: str = "given",
-                        cache_root: Path | None = None, progress: CompareProgress | None = None) -> CompareResult:
-    """Both sides already on disk in msame's layout: the converted model's outputs and TensorFlow's."""
+                        cache_root: Path | None = None, progress: CompareProgress | None = None,
+                        preprocessing: tuple[AippCheck, ...] | None = None) -> CompareResult:
+    """Both sides already on disk in msame's layout: the converted model's outputs and TensorFlow's.
+
+    `preprocessing` is the AIPP check of this contract's AIPP config on `manifest` when the caller has it already
+    (tune-precision compares many candidates that share both); None to make it here."""
     actual_dir = resolve_run_folder(actual_dir, what="--actual")
     golden_dir = resolve_run_folder(golden_dir, what="--golden")
     actual, golden = run_side(contract, actual_dir, "actual"), run_side(contract, golden_dir, "golden")
@@ -135,8 +146,18 @@ def compare_run_folders(contract: ModelContract, manifest: DatasetManifest, actu
         golden = tensorflow_side(contract, golden_dir)
     if not options.allow_same_backend:
         refuse_same_backend(contract, actual, golden)
+    return _compare_sides(contract, manifest, actual, golden, options, golden_source=golden_source,
+                          cache_root=cache_root, progress=progress, preprocessing=preprocessing)
+
+
+def _compare_sides(contract: ModelContract, manifest: DatasetManifest, actual: Side, golden: Side,
+                   options: CompareOptions, *, golden_source: str, cache_root: Path | None,
+                   progress: CompareProgress | None, preprocessing: tuple[AippCheck, ...] | None) -> CompareResult:
+    """The comparison of two resolved run folders whose sides were checked (`refuse_same_backend`)."""
+    actual_dir, golden_dir = Path(actual.run_folder), Path(golden.run_folder)
     labels = dataset_labels(options.labels, manifest, contract.outputs)
-    preprocessing = check_aipp(contract, manifest)
+    if preprocessing is None:
+        preprocessing = check_aipp(contract, manifest)
     outputs = _measure(contract, manifest, actual_dir, golden_dir, options, labels, progress)
     expected: tuple[ExpectedError, ...] = ()
     if _wants_expected(contract, options):
@@ -213,7 +234,8 @@ def _compare(contract: ModelContract, manifest: DatasetManifest, actual: Path, g
     if options.fail_on_expected or options.expected_from_emulation:
         check_emulation_possible(contract)
     if golden is not None:
-        golden_dir, source = Path(golden), "given"
+        result = compare_run_folders(contract, manifest, actual, Path(golden), options, cache_root=cache_root,
+                                     progress=progress)
     else:
         from infer.compare.golden import tensorflow_golden
 
@@ -224,8 +246,9 @@ def _compare(contract: ModelContract, manifest: DatasetManifest, actual: Path, g
             from infer.compare.layerwise import check_layerwise
 
             check_layerwise(contract)
+        actual_side = run_side(contract, actual_dir, "actual")
         if not options.allow_same_backend:
-            refuse_same_backend(contract, run_side(contract, actual_dir, "actual"), tensorflow_side(contract))
+            refuse_same_backend(contract, actual_side, tensorflow_side(contract))
         options.thresholds.check_outputs([s.name for s in contract.outputs])
         dataset_labels(options.labels, manifest, contract.outputs)
 
@@ -235,8 +258,9 @@ def _compare(contract: ModelContract, manifest: DatasetManifest, actual: Path, g
 
         golden_dir, source = tensorflow_golden(contract, manifest, cache_root=cache_root, on_run=on_golden_run,
                                                workers=options.workers, progress=golden_progress)
-    result = compare_run_folders(contract, manifest, actual, golden_dir, options, golden_source=source,
-                                 cache_root=cache_root, progress=progress)
+        # The sides were resolved and checked above, before TensorFlow ran: not again.
+        result = _compare_sides(contract, manifest, actual_side, tensorflow_side(contract, golden_dir), options,
+                                golden_source=source, cache_root=cache_root, progress=progress, preprocessing=None)
     if layerwise or dump_golden is not None:
         from infer.compare.layerwise import compare_layers
 

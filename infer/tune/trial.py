@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from binio.manifest import DatasetManifest
+from infer.compare.aipp_check import AippCheck
 from infer.compare.compare import CompareOptions, compare_run_folders
 from infer.compare.metrics import json_float
 from infer.compare.result import CompareResult
@@ -96,6 +97,9 @@ class Trials:
         self.tried: list[Candidate] = []
         self._verdicts: dict[tuple[str, frozenset[str]], Candidate] = {}
         self.baseline: CompareResult | None = None  # the comparison with no op kept, for the layer-by-layer seeds
+        # Per dataset: the AIPP check. Every candidate replays the same AIPP config on the same bins, so its answer
+        # is the first candidate's.
+        self._preprocessing: dict[str, tuple[AippCheck, ...]] = {}
 
     def convert(self, ops: tuple[str, ...], folder: Path | None = None) -> ModelContract:
         """The stand-in with `ops` kept in fp32 (the contract's --input-fp16-nodes and --output-type kept)."""
@@ -117,8 +121,11 @@ class Trials:
         options = RunOptions(backend="onnxrt", bins_made_for=dataset.manifest.model_sha256)
         folder = run_model(staged.path, dataset.manifest.root, self.work / "runs", options).folder
         try:
-            return compare_run_folders(staged, dataset.manifest, folder, dataset.golden, self.compare_options,
-                                       golden_source="tensorflow")
+            result = compare_run_folders(staged, dataset.manifest, folder, dataset.golden, self.compare_options,
+                                         golden_source="tensorflow",
+                                         preprocessing=self._preprocessing.get(dataset.name))
+            self._preprocessing.setdefault(dataset.name, result.preprocessing)
+            return result
         finally:
             shutil.rmtree(folder, ignore_errors=True)
 

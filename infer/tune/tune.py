@@ -142,12 +142,11 @@ def _golden(contract: ModelContract, manifest: DatasetManifest, work: Path, give
     return tensorflow_golden(contract, manifest, cache_root=work / "cache")[0]
 
 
-def _suspects(staged: ModelContract, manifest: DatasetManifest, options: TuneOptions,
+def _suspects(staged: ModelContract, model: Any, manifest: DatasetManifest, options: TuneOptions,
               tunable: tuple[TunableOp, ...], outcome: CompareResult | None) -> tuple[Suspect, ...]:
     """The layer-by-layer suspects on the batch `outcome` (the baseline's comparison) picks, each named by the
-    tunable op that makes its tensor in the stand-in (a TF Identity's tensor is made by the op before it there)."""
-    import onnx
-
+    tunable op that makes its tensor in the stand-in `model` (`staged`'s ONNX; a TF Identity's tensor is made by
+    the op before it there)."""
     from atc_wrap.converter_names import read_type_named
     from atc_wrap.emulation import tf_origin
     from infer.compare.layerwise import LayerwiseError, compare_layers
@@ -159,9 +158,6 @@ def _suspects(staged: ModelContract, manifest: DatasetManifest, options: TuneOpt
         log.warning("no layer-by-layer seeds: %s", exc.message)
         return ()
     names = {op.name for op in tunable}
-    path = staged.converted_path
-    assert path is not None
-    model = onnx.load(str(path))
     makers = {out: node.name for node in model.graph.node for out in node.output}
     type_named = read_type_named(model)
     found: dict[str, Suspect] = {}
@@ -172,15 +168,19 @@ def _suspects(staged: ModelContract, manifest: DatasetManifest, options: TuneOpt
     return tuple(found.values())
 
 
-def _onnx_node_names(contract: ModelContract) -> set[str]:
-    """The stand-in's node names but those tf2onnx named after their op type (no TF node of theirs)."""
+def _load_onnx(contract: ModelContract) -> Any:
+    """The stand-in's ONNX model, read once for the tunable ops and the seeds."""
     import onnx
-
-    from atc_wrap.converter_names import read_type_named
 
     path = contract.converted_path
     assert path is not None
-    model = onnx.load(str(path))
+    return onnx.load(str(path))
+
+
+def _onnx_node_names(model: Any) -> set[str]:
+    """The stand-in's node names but those tf2onnx named after their op type (no TF node of theirs)."""
+    from atc_wrap.converter_names import read_type_named
+
     return {node.name for node in model.graph.node} - read_type_named(model)
 
 
@@ -259,7 +259,9 @@ def _tune(contract: ModelContract, manifest: DatasetManifest, out: Path, work: P
     trials = Trials(contract, options.precision_mode, work, compare_options, on_candidate)
 
     before = trials.evaluate((), "baseline", whole)
-    tunable = tunable_ops(contract, _onnx_node_names(_converted_contract(trials)))
+    baseline = _converted_contract(trials)
+    baseline_onnx = _load_onnx(baseline)
+    tunable = tunable_ops(contract, _onnx_node_names(baseline_onnx))
     result_args: dict[str, Any] = dict(tunable=tunable, before=before, mode=options.mode,
                                        precision_mode=options.precision_mode, output=out)
     if before.passed:
@@ -272,7 +274,7 @@ def _tune(contract: ModelContract, manifest: DatasetManifest, out: Path, work: P
     suspects: tuple[Suspect, ...] = ()
     if options.seeds:
         say(f"layer by layer ({len(tunable)} ops the keep_dtype file can name): looking for the first diverging ops")
-        suspects = _suspects(_converted_contract(trials), whole.manifest, options, tunable, trials.baseline)
+        suspects = _suspects(baseline, baseline_onnx, whole.manifest, options, tunable, trials.baseline)
     if suspects:
         say("seeds: " + ", ".join(f"{s.op} ({s.why})" for s in suspects))
     names = tuple(op.name for op in tunable)

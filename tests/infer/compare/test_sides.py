@@ -151,3 +151,23 @@ def test_progress_is_heard_for_the_golden_run_and_every_batch_read(onnx_small_cn
     assert golden[-1] == ("golden", 3, 3)  # three batch files
     reading = [h for h in heard if h[0] == "probs:0"]
     assert reading == [("probs:0", done, 6) for done in range(7)]  # two passes over three batches
+
+
+def test_with_tensorflows_golden_the_sides_are_checked_once_before_it_runs(onnx_small_cnn, cnn_bins, copy_model,  # type: ignore[no-untyped-def]
+                                                                           tmp_path, monkeypatch) -> None:
+    import infer.compare.compare
+
+    contract = copy_model(onnx_small_cnn)
+    actual = _run(contract, cnn_bins, tmp_path / "out")
+    real = infer.compare.compare.refuse_same_backend
+    checked: list[tuple[str, str]] = []
+
+    def counting(contract, actual, golden):  # type: ignore[no-untyped-def]
+        checked.append((actual.backend, golden.backend))
+        real(contract, actual, golden)
+
+    monkeypatch.setattr(infer.compare.compare, "refuse_same_backend", counting)
+    result = compare(contract.path, cnn_bins, tmp_path / "out")  # the run's root: resolved to its run folder
+    assert result.actual_dir == str(actual) and result.golden_source in ("tensorflow", "cache")
+    assert checked == [("onnxrt", "tensorflow")]
+    assert result.provenance.golden.backend == "tensorflow" and result.provenance.actual.backend == "onnxrt"

@@ -282,3 +282,26 @@ def test_a_model_that_passes_already_keeps_nothing_and_its_aipp_is_replayed(
     handed = load_contract(tmp_path / "tuned" / "model" / "model.json")
     assert handed.converted is not None and [s.dtype for s in handed.converted.inputs] == ["uint8"]
     assert "--insert_op_conf=" in (tmp_path / "tuned" / "atc_command.txt").read_text()
+
+
+def test_the_aipp_check_runs_once_per_dataset_not_per_candidate(overflow: tuple[ModelContract, Path],
+                                                                 tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every candidate replays the same AIPP config (here: none) on the same bins: its check is made once for the
+    subset and once for the whole dataset, and each candidate's comparison carries that answer."""
+    import infer.compare.compare
+    from infer.tune.tune import TuneOptions, tune_precision
+
+    real = infer.compare.compare.check_aipp
+    checked: list[Path] = []
+
+    def counting(contract: ModelContract, manifest: Any) -> Any:
+        checked.append(manifest.root)
+        return real(contract, manifest)
+
+    monkeypatch.setattr(infer.compare.compare, "check_aipp", counting)
+    contract, bins = overflow
+    result = tune_precision(contract.path, bins, tmp_path / "tuned", TuneOptions(samples=2))
+    datasets = {c.dataset for c in result.candidates}
+    assert datasets == {"subset", "whole"} and len(result.candidates) > len(datasets)
+    assert len(checked) == len(set(checked)) == 2
