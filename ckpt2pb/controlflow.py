@@ -15,6 +15,7 @@ from typing import Any
 from binio.spec import node_name, output_index
 from ckpt2pb import surgery
 from ckpt2pb.constfold import constant_values
+from ckpt2pb.errors import FreezeError
 
 _IF_OPS = frozenset({"If", "StatelessIf"})
 _CALL_OPS = frozenset({"PartitionedCall", "StatefulPartitionedCall"})
@@ -36,10 +37,11 @@ def _library_graph(graph_def: Any) -> Any:
 
 
 def _inline(graph_def: Any, caller: Any, function: Any, arguments: list[str], scope: str, keep: bool,
-            library: Any) -> None:
-    """Puts `function`'s body in the graph in place of `caller` (an If or a call op), its arguments read from
-    `arguments`. Readers of the caller's outputs read the body's results; a caller in `keep` (an output the user
-    named) stays as an Identity (IdentityN) of them, so its tensor names live on."""
+            library: Any) -> list[str] | None:
+    """Puts `function`'s body in the graph beside `caller` (an If or a call op), its arguments read from
+    `arguments`. A caller in `keep` (an output the user named) becomes an Identity (IdentityN) of the body's
+    results, so its tensor names live on: None. Otherwise returns the results, the tensors that the readers of the
+    caller's outputs are to read instead (`_replace_callers` rewires them all at once and drops the caller)."""
     from tensorflow.python.framework.function_def_to_graph import (  # no public API turns a FunctionDef into nodes
         function_def_to_graph_def,
     )
@@ -81,16 +83,47 @@ def _inline(graph_def: Any, caller: Any, function: Any, arguments: list[str], sc
     types = [caller.attr["Tout"].list.type[i] if "Tout" in caller.attr else 0 for i in range(len(results))]
     if keep and results:
         surgery.make_identity_n(caller, types, [*results, *controls])
-        return
-    for index, target in enumerate(results):
-        surgery.rewire(graph_def, f"{caller.name}:{index}", target)
-    for node in graph_def.node:  # control edges on the caller now wait for its (first) result
-        replaced = [("^" + node_name(results[0]) if results else None) if ref == f"^{caller.name}" else ref
-                    for ref in node.input]
-        if replaced != list(node.input):
+        return None
+    return results
+
+
+def _replace_callers(graph_def: Any, replaced: dict[str, list[str]]) -> None:
+    """Readers of each replaced caller's outputs read its results instead, control edges on it wait for its
+    (first) result, and the callers go: one pass over the graph for all of them. A result may itself be an output
+    of another caller replaced in the same round (a call fed by a call), so each reference is followed to its end."""
+    data: dict[str, str] = {}
+    control: dict[str, str | None] = {}
+    for name, results in replaced.items():
+        for index, target in enumerate(results):
+            data[f"{name}:{index}"] = target
+        if results:
+            data[name] = results[0]
+        control[f"^{name}"] = "^" + node_name(results[0]) if results else None
+
+    def follow(ref: str) -> str | None:
+        seen = 0
+        while seen <= len(replaced):  # each step leaves one caller behind: a longer chain would be a cycle
+            if ref in data:
+                ref = data[ref]
+            elif ref in control:
+                found = control[ref]
+                if found is None:
+                    return None
+                ref = found
+            else:
+                return ref
+            seen += 1
+        raise FreezeError(f"{ref}: the inlined function calls read each other in a cycle")
+
+    kept = []
+    for node in graph_def.node:
+        if node.name in replaced:
+            continue
+        inputs = [follow(ref) for ref in node.input]
+        if inputs != list(node.input):
             del node.input[:]
-            node.input.extend(ref for ref in replaced if ref is not None)
-    kept = [n for n in graph_def.node if n.name != caller.name]
+            node.input.extend(ref for ref in inputs if ref is not None)
+        kept.append(node)
     del graph_def.node[:]
     graph_def.node.extend(kept)
 
@@ -112,15 +145,20 @@ def fold_constant_conds(graph_def: Any, keep: Collection[str] = ()) -> int:
         calls = [node.name for node in graph_def.node
                  if node.op in _CALL_OPS and node.attr["f"].func.name in functions]
         library = _library_graph(graph_def) if live or calls else None
-        # Inlining rebuilds the node list (its messages are copied), so each caller is looked up afresh.
+        # Inlining appends nodes (indices of the present ones hold) and rewires the readers once, at the end.
+        position = {n.name: i for i, n in enumerate(graph_def.node)}
+        replaced: dict[str, list[str]] = {}
         for name in [*live, *calls]:
-            node = next(n for n in graph_def.node if n.name == name)
+            node = graph_def.node[position[name]]
             if name in live:
                 function, arguments, scope = node.attr[live[name]].func.name, node.input[1:], live[name][:-7]
             else:
                 function, arguments, scope = node.attr["f"].func.name, node.input, "call"
-            _inline(graph_def, node, functions[function], [ref for ref in arguments if not ref.startswith("^")],
-                    scope, name in keep, library)
+            results = _inline(graph_def, node, functions[function],
+                              [ref for ref in arguments if not ref.startswith("^")], scope, name in keep, library)
+            if results is not None:
+                replaced[name] = results
+        _replace_callers(graph_def, replaced)
         folded += len(live)
         changed = bool(live or calls)
         if not changed:
