@@ -15,13 +15,19 @@ DATASET_OPS = ITERATOR_OUTPUT_OPS | frozenset({"IteratorV2", "Iterator", "OneSho
                                                "AnonymousIteratorV3", "MakeIterator"})
 
 
-def is_switch(node: Any) -> bool:
-    """A bool placeholder that is a scalar or has no shape at all: a switch (is_training) to fix, not data."""
-    from tensorflow.core.framework import types_pb2
+def is_switch_tensor(dtype: str, shape: tuple[int | None, ...] | None) -> bool:
+    """A bool that is a scalar or has no shape at all (None: rank unknown): a switch (is_training) to fix with
+    --set, not data. The one rule, for placeholder nodes (`is_switch`) and inspected tensors alike."""
+    return dtype == "bool" and (shape is None or shape == ())
 
-    dtype = node.attr["dtype"].type
+
+def is_switch(node: Any) -> bool:
+    """A placeholder node that is a switch (`is_switch_tensor`), read from its attributes."""
+    from tensorflow import as_dtype
+
     shape = node.attr["shape"].shape if "shape" in node.attr else None
-    return dtype == types_pb2.DT_BOOL and (shape is None or shape.unknown_rank or not shape.dim)
+    dims = None if shape is None or shape.unknown_rank else tuple(d.size if d.size >= 0 else None for d in shape.dim)
+    return is_switch_tensor(as_dtype(node.attr["dtype"].type).name, dims)
 
 
 def topological_order(graph_def: Any) -> list[Any]:

@@ -17,6 +17,7 @@ from ckpt2pb.graphinfo import (
     consumed_nodes,
     feed_tensors_by_node,
     import_graph,
+    is_switch_tensor,
     shape_of,
     topological_order,
 )
@@ -56,7 +57,7 @@ class PlaceholderInfo:
     @property
     def is_switch(self) -> bool:
         """A bool scalar or shape-less placeholder: a switch such as is_training, fixed with --set."""
-        return self.dtype == "bool" and (self.shape is None or self.shape == ())
+        return is_switch_tensor(self.dtype, self.shape)
 
     @property
     def dynamic_dims(self) -> tuple[int, ...]:

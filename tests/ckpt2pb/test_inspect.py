@@ -119,3 +119,24 @@ def test_loss_plumbing_ranks_below_the_loss_and_the_prediction(tmp_path) -> None
     assert shapes, ranked  # the plumbing is there to be ranked
     assert all(ranked.index(t) > 0 for t in shapes), ranked
     assert "Mean:0" not in ranked  # the loss: a scalar computed from the labels is never an output
+
+
+def test_inspect_and_freeze_take_the_same_placeholders_for_switches() -> None:
+    """One rule: what inspect lists as a switch is what freeze asks to --set."""
+    import tensorflow as tf
+
+    from ckpt2pb.graphinfo import is_switch
+    from ckpt2pb.inspection import placeholders
+
+    graph = tf.Graph()
+    with graph.as_default():
+        tf.compat.v1.placeholder(tf.bool, shape=(), name="scalar_flag")
+        tf.compat.v1.placeholder(tf.bool, shape=None, name="shapeless_flag")
+        tf.compat.v1.placeholder(tf.bool, shape=(None,), name="mask")
+        tf.compat.v1.placeholder(tf.float32, shape=(), name="rate")
+        tf.compat.v1.placeholder_with_default(tf.constant(False), shape=(), name="is_training")
+    graph_def = graph.as_graph_def()
+    by_inspect = {p.tensor.split(":")[0]: p.is_switch for p in placeholders(graph_def, graph)}
+    by_freeze = {n.name: is_switch(n) for n in graph_def.node if n.op.startswith("Placeholder")}
+    assert by_inspect == by_freeze == {"scalar_flag": True, "shapeless_flag": True, "mask": False, "rate": False,
+                                       "is_training": True}
