@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import re
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -187,12 +187,20 @@ def _serving_meta_graph(folder: Path) -> Any:
     return (serving or list(saved.meta_graphs))[0]
 
 
+def serving_signature_name(names: Iterable[str]) -> str:
+    """The signature a SavedModel is read through: serving_default, else the first by name, never TensorFlow's own
+    (`__saved_model_init_op`); "" when there is none. Both loaders choose with this, whatever order they list in."""
+    usable = sorted(name for name in names if not name.startswith("__"))
+    if "serving_default" in usable:
+        return "serving_default"
+    return usable[0] if usable else ""
+
+
 def _serving_signature(meta_graph: Any) -> tuple[str, tuple[SignatureTensor, ...]]:
-    """The meta graph's serving signature (serving_default, else the first) as key -> graph tensor entries."""
-    names = sorted(meta_graph.signature_def)
-    if not names:
+    """The meta graph's serving signature (`serving_signature_name`) as key -> graph tensor entries."""
+    name = serving_signature_name(meta_graph.signature_def)
+    if not name:
         return "", ()
-    name = "serving_default" if "serving_default" in names else names[0]
     signature = meta_graph.signature_def[name]
     entries = [SignatureTensor(key, info.name, "input") for key, info in sorted(signature.inputs.items())]
     entries += [SignatureTensor(key, info.name, "output") for key, info in sorted(signature.outputs.items())]
@@ -252,8 +260,9 @@ def _load_object_saved_model(folder: Path, meta_graph: Any) -> LoadedSource | st
         loaded = tf.saved_model.load(str(folder))
     except Exception as exc:  # TF raises many kinds for objects it cannot revive or a broken SavedModel
         return f"{type(exc).__name__}: {first_line(exc)}"
-    names = list(loaded.signatures.keys())
-    signature_name = "serving_default" if "serving_default" in names else names[0]
+    signature_name = serving_signature_name(loaded.signatures.keys())
+    if not signature_name:
+        return "TensorFlow revives no signature from it"
     function = loaded.signatures[signature_name]
     frozen = convert_variables_to_constants_v2(function)
     graph_def = frozen.graph.as_graph_def()

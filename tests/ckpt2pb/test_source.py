@@ -285,3 +285,34 @@ def test_saved_model_without_its_variables(saved_model: ReferenceModel, tmp_path
         freeze_model(tmp_path / "export", tmp_path / "out", ["scores"], inputs="features[3,6]")
     assert str(caught.value) == f"{tmp_path / 'export'}: the graph has variables but no checkpoint holds their values"
     assert caught.value.hint == "its variables/ folder (variables.index, variables.data-*) is missing"
+
+
+def test_a_saved_model_without_serving_default_is_read_through_the_first_signature_by_name(tmp_path: Path) -> None:
+    """TensorFlow lists the revived signatures in the order they were saved (zeta, alpha) and the meta graph's in
+    its map's order (alpha, __saved_model_init_op, zeta): both loaders read the same one, the first by name."""
+    import tensorflow as tf
+
+    from ckpt2pb.source import _serving_meta_graph, _serving_signature
+
+    class Two(tf.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.scale = tf.Variable(2.0)
+
+        @tf.function(input_signature=[tf.TensorSpec([1, 3], tf.float32, name="x")])
+        def zeta(self, x: tf.Tensor) -> dict[str, tf.Tensor]:
+            return {"z": x * self.scale}
+
+        @tf.function(input_signature=[tf.TensorSpec([1, 3], tf.float32, name="x")])
+        def alpha(self, x: tf.Tensor) -> dict[str, tf.Tensor]:
+            return {"a": x + self.scale}
+
+    module = Two()
+    folder = tmp_path / "two_signatures"
+    tf.saved_model.save(module, str(folder), signatures={"zeta": module.zeta, "alpha": module.alpha})
+    assert list(tf.saved_model.load(str(folder)).signatures) == ["zeta", "alpha"]  # the orders differ
+    source = load_source(folder)
+    assert (source.signature_name, source.other_signatures) == ("alpha", ("zeta",))
+    assert [(s.key, s.role) for s in source.signature] == [("x", "input"), ("a", "output")]
+    name, entries = _serving_signature(_serving_meta_graph(folder))
+    assert name == "alpha" and [(s.key, s.role) for s in entries] == [("x", "input"), ("a", "output")]
