@@ -83,9 +83,14 @@ def feed_tensors_read(graph_def: Any, nodes: set[str]) -> set[str]:
     return found
 
 
-def consumed_nodes(graph_def: Any) -> set[str]:
-    """Every node some other node takes as a data or control input."""
-    return {node_name(ref) for node in graph_def.node for ref in node.input}  # `^ctrl`, `op:1` -> node
+def node_readers(graph_def: Any) -> dict[str, list[str]]:
+    """Per node, the nodes that take it as a data or control input, in graph order; a node nothing reads is
+    absent (so the keys are every consumed node)."""
+    readers: dict[str, list[str]] = {}
+    for node in graph_def.node:
+        for ref in node.input:
+            readers.setdefault(node_name(ref), []).append(node.name)  # `^ctrl`, `op:1` -> node
+    return readers
 
 
 def import_graph(graph_def: Any, origin: object = "the graph") -> Any:

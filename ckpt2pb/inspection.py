@@ -10,14 +10,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from binio.spec import node_name
 from ckpt2pb.graphinfo import (
     ITERATOR_OUTPUT_OPS,
     PLACEHOLDER_OPS,
-    consumed_nodes,
     feed_tensors_by_node,
     import_graph,
     is_switch_tensor,
+    node_readers,
     shape_of,
     topological_order,
 )
@@ -149,7 +148,7 @@ def _score(node: Any) -> int:
     return score
 
 
-def _training_only(graph_def: Any) -> tuple[set[str], set[str]]:
+def _training_only(graph_def: Any, readers: dict[str, list[str]]) -> tuple[set[str], set[str]]:
     """(nodes whose results only training reads, nodes computed from labels).
 
     Labels are the feeds (placeholders, tf.data iterator outputs) no softmax/sigmoid op (else argmax-like op)
@@ -166,14 +165,10 @@ def _training_only(graph_def: Any) -> tuple[set[str], set[str]]:
     every_feed = set().union(*feeds.values())
     label_feeds = every_feed - model_feeds if model_feeds else set()
     from_labels = {name for name, used in feeds.items() if used & label_feeds}
-    consumers: dict[str, list[str]] = {}
-    for node in order:
-        for ref in node.input:
-            consumers.setdefault(node_name(ref), []).append(node.name)
     training: set[str] = set()
     for node in reversed(order):
-        readers = consumers.get(node.name, [])
-        if _is_bookkeeping(node) or node.name in from_labels or (readers and all(r in training for r in readers)):
+        read_by = readers.get(node.name, [])
+        if _is_bookkeeping(node) or node.name in from_labels or (read_by and all(r in training for r in read_by)):
             training.add(node.name)
     return training, from_labels
 
@@ -182,18 +177,14 @@ def rank_output_candidates(graph_def: Any, graph: Any) -> tuple[OutputCandidate,
     """Nodes nothing consumes, minus bookkeeping, best first; later nodes first among equals (deeper). A
     softmax/sigmoid/argmax-like node that only training ops read (a loss, an accuracy) is a candidate too;
     scalars computed from labels (metrics) are not."""
-    consumed = consumed_nodes(graph_def)
-    training, from_labels = _training_only(graph_def)
-    readers: dict[str, set[str]] = {}
-    for node in graph_def.node:
-        for ref in node.input:
-            readers.setdefault(node_name(ref), set()).add(node.name)
+    readers = node_readers(graph_def)
+    training, from_labels = _training_only(graph_def, readers)
     ranked: list[tuple[int, int, OutputCandidate]] = []
     for position, node in enumerate(graph_def.node):
         if _is_bookkeeping(node):
             continue
-        if node.name in consumed and not (node.op in _OUTPUT_OPS and node.name not in from_labels
-                                          and readers.get(node.name, set()) <= training):
+        if node.name in readers and not (node.op in _OUTPUT_OPS and node.name not in from_labels
+                                         and set(readers[node.name]) <= training):
             continue
         op = graph.get_operation_by_name(node.name)
         for tensor in op.outputs:

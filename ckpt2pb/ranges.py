@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from binio.spec import node_name
+from ckpt2pb.graphinfo import node_readers
 
 _UNIFORM_OPS = frozenset({"RandomUniform", "StatelessRandomUniform", "StatelessRandomUniformV2"})
 _PASS_OPS = frozenset({"Identity", "Snapshot", "StopGradient", "Cast"})
@@ -155,10 +156,7 @@ def _fill_hidden_samplers(graph_def: Any, ranges: dict[str, _Range], decided: se
     import numpy as np
     import tensorflow as tf
 
-    consumers: dict[str, list[str]] = {}
-    for node in graph_def.node:
-        for ref in node.input:
-            consumers.setdefault(node_name(ref), []).append(node.name)
+    consumers = node_readers(graph_def)
     names = {node.name for node in graph_def.node}
     filled = 0
     for node in list(graph_def.node):
