@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
 from binio.dtypes import DType, dtype
@@ -112,10 +111,6 @@ class TensorSpec:
     def to_json(self) -> dict[str, Any]:
         return {"node": self.node, "tensor": self.name, "dtype": self.dtype, "shape": list(self.shape),
                 "layout": self.layout}
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> TensorSpec:
-        return cls.from_fields(Fields(data, path=Path("tensor"), entry="", error=ShapeError))
 
     @classmethod
     def from_fields(cls, fields: Fields) -> TensorSpec:

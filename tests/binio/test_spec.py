@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from binio.errors import DtypeError, ShapeError
+from binio.fields import Fields
 from binio.spec import TensorSpec, format_shape, node_name, output_index, parse_shape, tensor_name
 
 
@@ -73,5 +76,5 @@ def test_spec_json_round_trip() -> None:
     spec = TensorSpec("a/b:1", "int32", (None, 128))
     assert spec.to_json() == {"node": "a/b", "tensor": "a/b:1", "dtype": "int32", "shape": [None, 128],
                               "layout": "ND"}
-    assert TensorSpec.from_json(spec.to_json()) == spec
+    assert TensorSpec.from_fields(Fields(spec.to_json(), path=Path("tensor"), entry="", error=ShapeError)) == spec
     assert spec.with_dtype("fp16").dtype == "float16"
