@@ -43,7 +43,8 @@ def compare(
                                           help="How many times the emulated error an output may reach."),
     fail_on_expected: bool = typer.Option(False, "--fail-on-expected",
                                           help="Fail the run when an output is past --expected-factor."),
-    force: bool = typer.Option(False, "--force", help="Replace the reports in an existing --report folder."),
+    force: bool = typer.Option(False, "--force", help="Replace the reports in an existing --report folder; write "
+                                                      "into an existing --dump-golden folder."),
 ) -> None:
     """Compare the converted model's outputs with TensorFlow's, with the metrics of Ascend's accuracy tools.
 
@@ -91,7 +92,7 @@ def compare(
             bar.update(tasks[what], completed=done, total=total)
 
         result = run_compare(contract, bins, actual, golden=golden, options=options, layerwise=layerwise,
-                             dump_golden=dump_golden, on_golden_run=golden_run, progress=progress)
+                             dump_golden=dump_golden, on_golden_run=golden_run, progress=progress, force=force)
     console = out()
     width = console.width if console.is_terminal else None  # a pipe or a log file: the table whole
     keys = contract.signature_keys

@@ -6,6 +6,7 @@ Each batch file is memory-mapped, so memory holds a few batches, never the datas
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -199,15 +200,26 @@ def compare(model: ModelContract | Path | str, dataset: DatasetManifest | Path |
             golden: Path | None = None,
             options: CompareOptions | None = None, layerwise: bool = False, dump_golden: Path | None = None,
             cache_root: Path | None = None, on_golden_run: Callable[[], None] | None = None,
-            progress: CompareProgress | None = None) -> CompareResult:
+            progress: CompareProgress | None = None, force: bool = False) -> CompareResult:
     """The whole command: find or make the golden outputs, compare, and (optionally) go layer by layer.
     `on_golden_run` hears when TensorFlow is about to compute the golden outputs (not when they are cached);
-    `progress` how far the golden run and the reading of each output's batches are."""
+    `progress` how far the golden run and the reading of each output's batches are. `dump_golden` is a folder
+    like any other output: locked while written, and one holding anything is written into only with `force`."""
     options = options or CompareOptions()
-    if dump_golden is not None:
-        from infer.compare.reports import check_output_folder
+    with contextlib.ExitStack() as held:
+        if dump_golden is not None:
+            from infer.compare.reports import output_folder
 
-        check_output_folder(dump_golden, "--dump-golden")
+            held.enter_context(output_folder(dump_golden, option="--dump-golden", force=force,
+                                             hint="pass --force to write into it"))
+        return _compare_whole(model, dataset, actual, golden, options, layerwise, dump_golden, cache_root,
+                              on_golden_run, progress)
+
+
+def _compare_whole(model: ModelContract | Path | str, dataset: DatasetManifest | Path | str, actual: Path | str,
+                   golden: Path | None, options: CompareOptions, layerwise: bool, dump_golden: Path | None,
+                   cache_root: Path | None, on_golden_run: Callable[[], None] | None,
+                   progress: CompareProgress | None) -> CompareResult:
     contract, actual = as_contract(model), Path(actual)
     # A SavedModel's signature keys name its outputs in --threshold too (note:cosine=0.999).
     options = replace(options, thresholds=options.thresholds.naming_tensors(

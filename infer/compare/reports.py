@@ -24,13 +24,18 @@ def write_reports(result: CompareResult, folder: Path) -> tuple[Path, ...]:
 
 
 @contextlib.contextmanager
-def report_folder(folder: Path, *, force: bool) -> Iterator[Path]:
-    """`folder` checked (an existing one is replaced only with `force`) and locked for this compare, from before
-    the comparison runs until its reports are written."""
-    check_output_folder(folder, "--report")
-    with folder_lock(folder, command="compare --report"):
-        check_output(folder, force=force, hint="pass --force to replace its reports")
+def output_folder(folder: Path, *, option: str, force: bool, hint: str) -> Iterator[Path]:
+    """A folder compare writes into (`option` names it): checked (an existing one holding anything is written into
+    only with `force`) and locked for this compare, from before the comparison runs until it is written."""
+    check_output_folder(folder, option)
+    with folder_lock(folder, command=f"compare {option}"):
+        check_output(folder, force=force, hint=hint)
         yield Path(folder)
+
+
+def report_folder(folder: Path, *, force: bool) -> contextlib.AbstractContextManager[Path]:
+    """The --report folder, checked and locked (`output_folder`)."""
+    return output_folder(folder, option="--report", force=force, hint="pass --force to replace its reports")
 
 
 def check_output_folder(path: Path, option: str) -> None:

@@ -188,3 +188,19 @@ def test_layer_table_fits_the_terminal_through_the_cli(perturbed_small_cnn, cnn_
         assert row.metrics is not None
         assert shown(row.metrics.cosine_similarity, "CosineSimilarity") in words
         assert shown(row.metrics.relative_euclidean_distance) in words
+
+
+def test_dump_golden_into_a_folder_holding_files_needs_force(frozen_small_cnn, cnn_bins, cnn_golden, tmp_path,  # type: ignore[no-untyped-def]
+                                                             capsys) -> None:
+    dump = tmp_path / "dump"
+    dump.mkdir()
+    (dump / "notes.txt").write_text("mine")
+    args = ("compare", frozen_small_cnn.path, "--input", cnn_bins, "--actual", cnn_golden, "--golden", cnn_golden,
+            "--dump-golden", dump, "--allow-same-backend")
+    outcome = run_cli(capsys, *args)
+    assert (outcome.code, outcome.error_line, outcome.out) == (2, f"error: {dump}: exists already", "")
+    assert sorted(p.name for p in dump.iterdir()) == ["notes.txt"]
+    outcome = run_cli(capsys, *args, "--force")
+    assert outcome.code == 0, outcome.err
+    names = sorted(p.name for p in dump.iterdir())
+    assert len(names) == 7 and "notes.txt" in names and not (dump / ".infer.lock").exists()
