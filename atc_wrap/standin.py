@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -117,18 +118,25 @@ def check_output_types(output_types: Mapping[str, str]) -> None:
                            "FP16 outputs only", hint="--target om passes it to ATC")
 
 
+# One conversion at a time: the numbers tf2onnx draws for its names during one are known (`generated_names`).
+_NAMING = threading.Lock()
+
+
 def _tf2onnx(graph_def: Any, pb: Path, inputs: Sequence[TensorSpec], outputs: Sequence[TensorSpec],
              opset: int) -> Any:
     import tf2onnx
 
     from atc_wrap.converter_names import recording_type_named_nodes, store_type_named
+    from atc_wrap.generated_names import counter, renumber_generated_names
 
     try:
-        with recording_type_named_nodes() as type_named:
+        with _NAMING, recording_type_named_nodes() as type_named:
+            before = counter()
             model, _ = tf2onnx.convert.from_graph_def(
                 graph_def, name=pb.stem, input_names=[s.name for s in inputs],
                 output_names=[s.name for s in outputs], opset=opset,
             )
+            drawn = range(before + 1, counter() + 1)
     except ValueError as exc:  # tf2onnx reports graph problems (bad names, cycles) as ValueError
         raise ConvertError(f"{pb}: tf2onnx could not convert the graph ({exc})") from None
     except Exception as exc:  # its handlers also fail with KeyError, AssertionError...: name it, no traceback
@@ -136,7 +144,8 @@ def _tf2onnx(graph_def: Any, pb: Path, inputs: Sequence[TensorSpec], outputs: Se
         raise ConvertError(f"{pb}: tf2onnx {tf2onnx.__version__} failed on this graph ({type(exc).__name__}"
                            f"{': ' + first if first else ''})",
                            hint="-vv shows tf2onnx's log; --target om gives the pb to ATC instead") from None
-    store_type_named(model, type_named)
+    renamed = renumber_generated_names(model, {node.name for node in graph_def.node}, drawn)
+    store_type_named(model, {renamed.get(name, name) for name in type_named})
     return model
 
 
