@@ -13,6 +13,7 @@ from binio.atomic import write_bytes_atomic
 from binio.errors import InferError
 from binio.lock import folder_lock
 from binio.process import quote_command
+from infer import __version__
 from infer.pipeline.config import PipelineConfig, load_config
 from infer.pipeline.stages import STAGE_FUNCTIONS, STAGES, WorkLayout
 from infer.pipeline.state import StageRecord, digest_paths, load_state, save_state, settings_digest
@@ -89,7 +90,7 @@ def report_tail(result: PipelineResult) -> list[str]:
 
 
 def _report_text(config: PipelineConfig, result: PipelineResult) -> str:
-    lines = [f"infer pipeline {config.path}", ""]
+    lines = [f"infer pipeline {config.path}", f"infer {__version__}", ""]
     lines += [outcome.line() for outcome in result.stages]
     lines += ["", *report_tail(result)]
     return "\n".join(lines) + "\n"

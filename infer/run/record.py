@@ -14,6 +14,7 @@ from binio.document import load_document
 from binio.errors import InferError, first_line
 from binio.fields import Fields, check_inside, shown
 from binio.spec import TensorSpec
+from infer import __version__
 from infer.run.layout import RUN_JSON, newest_run_folder, output_file_name, parse_timestamp_folder
 from infer.run.sharded_record import ScaleOut
 
@@ -74,6 +75,7 @@ class RunRecord:
     started: str = ""
     finished: str = ""
     scale_out: ScaleOut | None = None  # a sharded run (--devices, --engine ray): its shards
+    infer_version: str = __version__  # of the infer that wrote it; "" in a run.json written before it was recorded
 
     def __bool__(self) -> bool:
         return self.completed
@@ -91,7 +93,8 @@ class RunRecord:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "schema": SCHEMA, "version": SCHEMA_VERSION, "completed": self.completed,
+            "schema": SCHEMA, "version": SCHEMA_VERSION, "infer_version": self.infer_version,
+            "completed": self.completed,
             "backend": self.backend, "device": self.device,
             "model": {"path": self.model_path, "sha256": self.model_sha256},
             "dataset": {"path": self.dataset_path, "sha256": self.dataset_sha256, "batch": self.batch,
@@ -133,6 +136,7 @@ def load_run(folder: Path | str) -> RunRecord:
     threads = fields.integer("threads", None, minimum=1) if fields.has("threads") else None
     return RunRecord(
         folder=folder, backend=fields.text("backend"), device=fields.text("device", ""),
+        infer_version=fields.text("infer_version", ""),
         model_path=model.text("path"), model_sha256=model.text("sha256"),
         dataset_path=dataset.text("path"), dataset_sha256=dataset.text("sha256"),
         batch=dataset.integer("batch", minimum=1), samples=dataset.integer("samples", minimum=0),

@@ -87,6 +87,14 @@ def test_pipeline_report_ends_with_the_commands(demo: tuple[DemoResult, list[str
         f"--output {work / 'out' / 'msame'} --outfmt BIN")
 
 
+def test_pipeline_report_names_the_infer_that_wrote_it(demo: tuple[DemoResult, list[str]]) -> None:
+    import infer
+
+    result, _ = demo
+    lines = result.pipeline.report_path.read_text().splitlines()
+    assert lines[0].startswith("infer pipeline ") and lines[1] == f"infer {infer.__version__}"
+
+
 def test_demo_again_skips_every_stage(demo: tuple[DemoResult, list[str]],
                                       capsys: pytest.CaptureFixture[str]) -> None:
     result, _ = demo

@@ -402,3 +402,15 @@ def test_a_tf_run_reads_dataset_json_once(frozen_small_cnn: ModelContract, cnn_b
     result = run_model(frozen_small_cnn, cnn_bins.root, tmp_path / "out", RunOptions(backend="tf"))
     assert result.record.completed
     assert read == [cnn_bins.path]
+
+
+def test_run_json_records_the_infer_that_wrote_it(tf_run: RunResult, tmp_path: Path) -> None:
+    import infer
+
+    written = json.loads((tf_run.folder / RUN_JSON).read_text())
+    assert written["infer_version"] == infer.__version__
+    assert load_run(tf_run.folder).infer_version == infer.__version__
+    older = shutil.copytree(tf_run.folder, tmp_path / tf_run.folder.name)
+    del written["infer_version"]  # a run.json written before the version was recorded still loads
+    (older / RUN_JSON).write_text(json.dumps(written))
+    assert load_run(older).infer_version == ""
