@@ -21,11 +21,11 @@ from binio.dataset import digests_checked_beside
 from binio.lock import folder_lock
 from binio.manifest import DatasetManifest, dataset_folder
 from infer.contract import ModelContract, load_contract
-from infer.run.batches import Progress, now, run_batches
+from infer.run.batches import Progress, run_batches
 from infer.run.layout import output_file_name, timestamp_folder_name
 from infer.run.options import RunError, RunOptions
 from infer.run.preflight import input_for, preflight
-from infer.run.record import LatencyStats, RunRecord
+from infer.run.record import LatencyStats, RunRecord, now
 from infer.run.runners.base import BaseRunner
 from infer.run.runners.tool import ToolRunner, ToolTimings, percentile
 
@@ -203,16 +203,10 @@ def run_model(model: ModelContract | Path | str, bins: DatasetManifest | Path | 
 
 def _run(runner: BaseRunner, manifest: DatasetManifest, running: tuple[Path, str], backend: str, out: Path,
          options: RunOptions, progress: Progress | None) -> RunResult:
-    model_path, model_sha = running
     folder = make_run_folder(out)
-    record = RunRecord(
-        folder=folder, backend=backend, model_path=str(model_path.resolve()), model_sha256=model_sha,
-        dataset_path=str(manifest.root.resolve()), dataset_sha256=sha256_file(manifest.path), batch=manifest.batch,
-        samples=manifest.samples, padding=manifest.padding, outputs=runner.outputs, stems=(), rows=(),
-        latency=LatencyStats(per_batch_ms=(), mean_ms=None, p50_ms=None, p99_ms=None), throughput=None,
-        completed=False, loop=options.loop, warmup=options.warmup, threads=options.threads, started=now(),
-        device=runner.device,
-    ).save()
+    record = RunRecord.begin(folder, backend=backend, model=running, manifest=manifest,
+                             dataset_sha256=sha256_file(manifest.path), outputs=runner.outputs, options=options,
+                             device=runner.device).save()
     log.info("running %d batches of %s on %s into %s", manifest.file_count, manifest.root, backend, folder)
     # A bin changed after dump-bin but kept at its size passes preflight: its sha256 is checked on a thread beside
     # the inference, and a mismatch leaves the run incomplete (compare refuses such a run).

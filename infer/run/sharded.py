@@ -27,7 +27,7 @@ from binio.lock import folder_lock
 from binio.manifest import DatasetManifest, dataset_folder
 from binio.spec import TensorSpec
 from infer.contract import ModelContract
-from infer.run.batches import Progress, latency_stats, now
+from infer.run.batches import Progress, latency_stats
 from infer.run.engines.base import ENGINES, Engine
 from infer.run.engines.worker import ShardOutcome, ShardTask
 from infer.run.layout import RUN_JSON, parse_timestamp_folder
@@ -41,7 +41,7 @@ from infer.run.plain import (
     resolve_model,
 )
 from infer.run.preflight import preflight
-from infer.run.record import LatencyStats, RunRecord, RunRecordError, load_run
+from infer.run.record import RunRecord, RunRecordError, load_run, now
 from infer.run.runners.tool import ToolRunner
 from infer.run.shard import Shard, finished_stems, split, write_view
 from infer.run.sharded_record import ScaleOut, ShardStats
@@ -214,13 +214,9 @@ def _drive(engine: Engine, model: Path, backend: str, manifest: DatasetManifest,
     book = _Book(manifest=manifest, outputs=outputs, done=set(done))
     if previous is not None:
         book.latency.update(zip(previous.stems, previous.latency.per_batch_ms, strict=False))
-    base = RunRecord(
-        folder=folder, backend=backend, model_path=str(model_path.resolve()), model_sha256=model_sha,
-        dataset_path=str(manifest.root.resolve()), dataset_sha256=dataset_sha, batch=manifest.batch,
-        samples=manifest.samples, padding=manifest.padding, outputs=outputs or runner_outputs, stems=(), rows=(),
-        latency=LatencyStats(per_batch_ms=(), mean_ms=None, p50_ms=None, p99_ms=None), throughput=None,
-        completed=False, loop=options.loop, warmup=options.warmup, threads=threads,
-        started=previous.started if previous is not None else now(), device=f"{engine.name} engine")
+    base = RunRecord.begin(folder, backend=backend, model=(model_path, model_sha), manifest=manifest,
+                           dataset_sha256=dataset_sha, outputs=outputs or runner_outputs, options=task_options,
+                           device=f"{engine.name} engine", started=previous.started if previous is not None else None)
     work = folder / WORK_FOLDER
     start = time.perf_counter()
 
