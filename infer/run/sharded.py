@@ -42,7 +42,6 @@ from infer.run.plain import (
 )
 from infer.run.preflight import preflight
 from infer.run.record import RunRecord, RunRecordError, load_run, now
-from infer.run.runners.tool import ToolRunner
 from infer.run.shard import Shard, finished_stems, split, write_view
 from infer.run.sharded_record import ScaleOut, ShardStats
 
@@ -159,9 +158,7 @@ def run_sharded(model: ModelContract | Path | str, bins: DatasetManifest | Path 
     backend = choose_backend(contract, options.backend, kind)
     runner = make_runner(contract, backend, options, bins=dataset_folder(bins))
     manifest = preflight(dataset_folder(bins), runner.inputs, widen=backend == "tf")
-    if isinstance(runner, ToolRunner):  # a missing msame is refused before any folder or worker exists
-        runner.activate()
-        runner.deactivate()
+    runner.check_available()  # a missing msame is refused before any folder or worker exists
     model_path, model_sha = model_file(contract, backend)
     dataset_sha = sha256_file(manifest.path)
     out = Path(out)
