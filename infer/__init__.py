@@ -44,6 +44,8 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "describe_path": ("infer.data.bininfo", "describe_path"),
     "RunOptions": ("infer.run.options", "RunOptions"),
     "RunResult": ("infer.run.plain", "RunResult"),
+    # `infer.run` is run's package, so its one entry (plain or sharded, as ScaleOptions ask) has a name of its own.
+    "run_inference": ("infer.run.entry", "run"),
     "run_model": ("infer.run.plain", "run_model"),
     "ScaleOptions": ("infer.run.options", "ScaleOptions"),
     "run_sharded": ("infer.run.sharded", "run_sharded"),
@@ -69,7 +71,7 @@ __all__ = [
     "InferError", "InputRequest", "ModelContract", "PipelineConfig", "PipelineResult", "RunOptions", "RunResult",
     "ScaleOptions", "Thresholds", "TuneOptions", "TuneResult", "compare_outputs", "convert_model", "describe_path",
     "diagnose", "dump_bins", "freeze_model", "inspect_model", "load_config", "load_contract", "load_manifest",
-    "run_model", "run_pipeline", "run_sharded", "tune_precision",
+    "run_inference", "run_model", "run_pipeline", "run_sharded", "tune_precision",
 ]  # a literal list, so type checkers see the API; equal to _EXPORTS (tests/test_api.py)
 
 if TYPE_CHECKING:
@@ -91,6 +93,7 @@ if TYPE_CHECKING:
     from infer.freeze import FreezeReport, freeze_model
     from infer.pipeline.config import PipelineConfig, load_config
     from infer.pipeline.runner import PipelineResult, run_pipeline
+    from infer.run.entry import run as run_inference
     from infer.run.options import RunOptions, ScaleOptions
     from infer.run.plain import RunResult, run_model
     from infer.run.sharded import run_sharded

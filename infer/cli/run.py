@@ -42,12 +42,11 @@ def run(
     whether the run completed)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+    from infer.run import run as run_inference
     from infer.run.options import RunOptions
-    from infer.run.plain import run_model
 
     options = RunOptions(backend=backend, device=device, loop=loop, warmup=warmup, threads=threads, timeout=timeout)
     from infer.run.options import ScaleOptions, parse_devices
-    from infer.run.sharded import run_sharded
 
     scale = ScaleOptions(devices=parse_devices(devices) if devices is not None else (), shards=shards,
                          engine=engine, address=address, retries=retries, resume=resume)
@@ -60,10 +59,7 @@ def run(
         def progress(done: int, total: int) -> None:
             bar.update(task, completed=done, total=total)
 
-        if scale.wanted:
-            result = run_sharded(model, bins, output, options, scale, progress=progress)
-        else:
-            result = run_model(model, bins, output, options, progress=progress)
+        result = run_inference(model, bins, output, options, scale, progress=progress)
     record = result.record
     throughput = "n/a" if record.throughput is None else f"{record.throughput:.1f} samples/s"
     console = out()

@@ -174,8 +174,8 @@ def emulated_run(contract: ModelContract, manifest: DatasetManifest, cache_root:
     from infer.contract import load_contract
     from infer.convert import ConvertOptions, convert_model
     from infer.data.aipp import AippOptions, model_aipp
+    from infer.run import run
     from infer.run.options import RunOptions
-    from infer.run.plain import run_model
 
     precision_mode, fp16_nodes, output_type = _emulation_settings(contract)
     contract.check_pb_unchanged()
@@ -210,4 +210,4 @@ def emulated_run(contract: ModelContract, manifest: DatasetManifest, cache_root:
             customize_dtypes=files.get("customize_dtypes"))).contract
     # The emulated model is another model of the same pb on purpose, fed the converted model's bins.
     options = RunOptions(backend="onnxrt", bins_made_for=manifest.model_sha256)
-    return staged, run_model(staged.path, manifest.root, runs, options, progress=progress).folder
+    return staged, run(staged.path, manifest.root, runs, options, progress=progress).folder

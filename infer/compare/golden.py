@@ -2,7 +2,7 @@
 
 The cache key is the sha256 of the frozen pb and of dataset.json (which holds the sha256 of every bin), so a
 changed model or dataset never reuses stale outputs. The cache lives beside the contract, in
-``.infer-cache/golden/<key>/<timestamp>/``, an ordinary run folder written by `infer.run.run_model`.
+``.infer-cache/golden/<key>/<timestamp>/``, an ordinary run folder written by `infer.run.run`.
 """
 
 from __future__ import annotations
@@ -46,8 +46,8 @@ def tensorflow_golden(contract: ModelContract, manifest: DatasetManifest, *, cac
     """The run folder of TensorFlow's outputs for these bins, and whether it came from the cache; `on_run` is
     called when they are not cached, before TensorFlow starts. With `workers` > 1 the batches are split over
     that many TensorFlow processes (`infer.run.sharded`), which write the same files a single run writes."""
-    from infer.run.options import RunOptions
-    from infer.run.plain import run_model
+    from infer.run import run
+    from infer.run.options import RunOptions, ScaleOptions
 
     contract.check_pb_unchanged()
     root = (cache_root or contract.folder / CACHE_FOLDER) / "golden" / golden_key(contract, manifest)
@@ -58,12 +58,6 @@ def tensorflow_golden(contract: ModelContract, manifest: DatasetManifest, *, cac
     log.info("computing golden outputs with TensorFlow on %s", contract.pb_path)
     if on_run is not None:
         on_run()
-    if workers > 1:
-        from infer.run.options import ScaleOptions
-        from infer.run.sharded import run_sharded
-
-        result = run_sharded(contract.path, manifest.root, root, RunOptions(backend="tf"),
-                             ScaleOptions(shards=workers, devices=tuple(range(workers))), progress=progress)
-    else:
-        result = run_model(contract.path, manifest.root, root, RunOptions(backend="tf"), progress=progress)
+    scale = ScaleOptions(shards=workers, devices=tuple(range(workers))) if workers > 1 else None
+    result = run(contract.path, manifest.root, root, RunOptions(backend="tf"), scale, progress=progress)
     return result.folder, "tensorflow"

@@ -305,9 +305,9 @@ def run_options(config: PipelineConfig) -> RunOptions:
 
 
 def run_run(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StageDone:
-    from infer.run.plain import run_model
+    from infer.run import run
 
-    result = run_model(work.contract, work.bins, work.out, run_options(config))
+    result = run(work.contract, work.bins, work.out, run_options(config))
     record = result.record
     speed = f", {record.throughput:,.0f} samples/s" if record.throughput else ""
     latency = f", {record.latency.mean_ms:.2f} ms per batch" if record.latency.mean_ms is not None else ""

@@ -14,7 +14,6 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
@@ -25,17 +24,13 @@ from binio.manifest import DatasetManifest
 from binio.spec import TensorSpec
 from infer.run.layout import output_file_name
 from infer.run.preflight import input_for
-from infer.run.record import LatencyStats, RunRecord
+from infer.run.record import LatencyStats, RunRecord, now
 from infer.run.runners.base import BaseRunner, RunnerError
 from infer.run.runners.tool import percentile
 
 log = logging.getLogger(__name__)
 Progress = Callable[[int, int], None]
 _QUEUE = 2  # batches whose files may still be in flight: bounds memory, keeps the writer busy
-
-
-def now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
 def latency_stats(per_batch_ms: Sequence[float], samples_ms: Sequence[float]) -> LatencyStats:

@@ -9,25 +9,24 @@ valid outputs and a record marked incomplete.
 from __future__ import annotations
 
 import logging
-import os
-import shutil
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from binio.binfile import check_bin_size, sha256_file
+from binio.binfile import sha256_file
 from binio.dataset import digests_checked_beside
 from binio.lock import folder_lock
 from binio.manifest import DatasetManifest, dataset_folder
 from infer.contract import ModelContract, load_contract
-from infer.run.batches import Progress, now, run_batches
-from infer.run.layout import output_file_name, timestamp_folder_name
+from infer.run.batches import Progress, run_batches
+from infer.run.folders import run_folders
+from infer.run.layout import timestamp_folder_name
 from infer.run.options import RunError, RunOptions
-from infer.run.preflight import dataset_if_any, input_for, preflight
-from infer.run.record import LatencyStats, RunRecord
+from infer.run.preflight import dataset_if_any, preflight
+from infer.run.record import RunRecord
 from infer.run.runners.base import BaseRunner
-from infer.run.runners.tool import ToolRunner, ToolTimings, percentile
+from infer.run.runners.tool import ToolRunner
 
 log = logging.getLogger(__name__)
 
@@ -134,46 +133,6 @@ def make_run_folder(out: Path) -> Path:
                        hint="choose a writable -o") from None
 
 
-def _tool_latency(timings: ToolTimings, batches: int) -> LatencyStats:
-    """The tool's own figures; where it gave only a mean, that mean stands for every batch."""
-    per_batch = timings.per_batch_ms or ((timings.mean_ms,) * batches if timings.mean_ms is not None else ())
-
-    def or_percentile(value: float | None, q: float) -> float | None:
-        return value if value is not None or not per_batch else percentile(per_batch, q)
-
-    return LatencyStats(per_batch_ms=tuple(per_batch), mean_ms=timings.mean_ms,
-                        p50_ms=or_percentile(timings.p50_ms, 50), p99_ms=or_percentile(timings.p99_ms, 99))
-
-
-def _run_tool(runner: ToolRunner, manifest: DatasetManifest, record: RunRecord, progress: Progress | None,
-              inputs_unchanged: Callable[[], None]) -> RunRecord:
-    """One tool start for the whole dataset, in a work folder; its outputs moved into our layout once checked."""
-    stems = manifest.stems
-    if progress is not None:
-        progress(0, len(stems))
-    work = record.folder / f".{runner.tool}-work"
-    dirs = [manifest.root / input_for(manifest, spec).folder for spec in runner.inputs]
-    run = runner.run_folders(dirs, stems, work)
-    moves = [(path, record.folder / output_file_name(stem, index), spec)
-             for stem in stems
-             for index, (path, spec) in enumerate(zip(run.files[stem], runner.outputs, strict=True))]
-    inputs_unchanged()  # the bins' sha256, checked while the tool ran
-    for path, _, spec in moves:  # every file checked before any moves: a refused run moves nothing
-        check_bin_size(path, spec)
-    for path, target, _ in moves:
-        os.replace(path, target)
-    shutil.rmtree(work, ignore_errors=True)
-    if progress is not None:
-        progress(len(stems), len(stems))
-    timings = run.timings
-    throughput = timings.throughput
-    if throughput is None and timings.mean_ms:
-        throughput = manifest.batch * 1000.0 / timings.mean_ms
-    return replace(record, stems=tuple(stems), rows=tuple(e.rows for e in manifest.inputs[0].files),
-                   latency=_tool_latency(timings, len(stems)), throughput=throughput, completed=True,
-                   tool_command=run.command, finished=now()).save()
-
-
 def run_model(model: ModelContract | Path | str, bins: DatasetManifest | Path | str, out: Path | str,
               options: RunOptions | None = None, *, progress: Progress | None = None) -> RunResult:
     """Runs every batch of `bins` through `model` and writes ``out/<timestamp>/`` (outputs + run.json)."""
@@ -200,23 +159,31 @@ def run_model(model: ModelContract | Path | str, bins: DatasetManifest | Path | 
 
 def _run(runner: BaseRunner, manifest: DatasetManifest, running: tuple[Path, str], backend: str, out: Path,
          options: RunOptions, progress: Progress | None) -> RunResult:
-    model_path, model_sha = running
     folder = make_run_folder(out)
-    record = RunRecord(
-        folder=folder, backend=backend, model_path=str(model_path.resolve()), model_sha256=model_sha,
-        dataset_path=str(manifest.root.resolve()), dataset_sha256=sha256_file(manifest.path), batch=manifest.batch,
-        samples=manifest.samples, padding=manifest.padding, outputs=runner.outputs, stems=(), rows=(),
-        latency=LatencyStats(per_batch_ms=(), mean_ms=None, p50_ms=None, p99_ms=None), throughput=None,
-        completed=False, loop=options.loop, warmup=options.warmup, threads=options.threads, started=now(),
-        device=runner.device,
-    ).save()
+    record = RunRecord.begin(folder, backend=backend, model=running, manifest=manifest,
+                             dataset_sha256=sha256_file(manifest.path), outputs=runner.outputs, options=options,
+                             device=runner.device).save()
     log.info("running %d batches of %s on %s into %s", manifest.file_count, manifest.root, backend, folder)
     # A bin changed after dump-bin but kept at its size passes preflight: its sha256 is checked on a thread beside
     # the inference, and a mismatch leaves the run incomplete (compare refuses such a run).
     with digests_checked_beside(manifest) as inputs_unchanged:
-        if isinstance(runner, ToolRunner):
-            record = _run_tool(runner, manifest, record, progress, inputs_unchanged)
-        else:
-            record = run_batches(runner, manifest, record, loop=options.loop, warmup=options.warmup,
-                                 progress=progress, inputs_unchanged=inputs_unchanged)
+        record = runner.take_dataset(_Feed(manifest, record, options, progress, inputs_unchanged))
     return RunResult(folder=folder, record=record)
+
+
+@dataclass(frozen=True)
+class _Feed:
+    """One run's dataset, for the runner to take its own way (`BaseRunner.take_dataset`)."""
+
+    manifest: DatasetManifest
+    record: RunRecord
+    options: RunOptions
+    progress: Progress | None
+    inputs_unchanged: Callable[[], None]
+
+    def batch_by_batch(self, runner: BaseRunner) -> RunRecord:
+        return run_batches(runner, self.manifest, self.record, loop=self.options.loop, warmup=self.options.warmup,
+                           progress=self.progress, inputs_unchanged=self.inputs_unchanged)
+
+    def whole_folders(self, runner: ToolRunner) -> RunRecord:
+        return run_folders(runner, self.manifest, self.record, self.progress, self.inputs_unchanged)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -13,9 +14,11 @@ from binio.binfile import read_bin
 from binio.document import load_document
 from binio.errors import InferError, first_line
 from binio.fields import Fields, check_inside, shown
+from binio.manifest import DatasetManifest
 from binio.spec import TensorSpec
 from infer import __version__
 from infer.run.layout import RUN_JSON, newest_run_folder, output_file_name, parse_timestamp_folder
+from infer.run.options import RunOptions
 from infer.run.sharded_record import ScaleOut
 
 SCHEMA = "infer.run"
@@ -24,6 +27,11 @@ SCHEMA_VERSION = 1
 
 class RunRecordError(InferError):
     """A run folder without a readable run.json, or whose outputs are not what run.json says."""
+
+
+def now() -> str:
+    """A moment as run.json records it (``started``, ``finished``): UTC, to the second."""
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
 @dataclass(frozen=True)
@@ -76,6 +84,22 @@ class RunRecord:
     finished: str = ""
     scale_out: ScaleOut | None = None  # a sharded run (--devices, --engine ray): its shards
     infer_version: str = __version__  # of the infer that wrote it; "" in a run.json written before it was recorded
+
+    @classmethod
+    def begin(cls, folder: Path, *, backend: str, model: tuple[Path, str], manifest: DatasetManifest,
+              dataset_sha256: str, outputs: tuple[TensorSpec, ...], options: RunOptions, device: str,
+              started: str | None = None) -> RunRecord:
+        """The record of a run that has just begun in `folder` (nothing finished, so incomplete; not yet saved):
+        the one place a plain run and the sharded driver build theirs. `model` is the file run and its sha256;
+        `started` defaults to now (a resumed run keeps its first start)."""
+        model_path, model_sha256 = model
+        return cls(
+            folder=folder, backend=backend, model_path=str(model_path.resolve()), model_sha256=model_sha256,
+            dataset_path=str(manifest.root.resolve()), dataset_sha256=dataset_sha256, batch=manifest.batch,
+            samples=manifest.samples, padding=manifest.padding, outputs=outputs, stems=(), rows=(),
+            latency=LatencyStats(per_batch_ms=(), mean_ms=None, p50_ms=None, p99_ms=None), throughput=None,
+            completed=False, loop=options.loop, warmup=options.warmup, threads=options.threads,
+            started=now() if started is None else started, device=device)
 
     def __bool__(self) -> bool:
         return self.completed

@@ -17,7 +17,6 @@ import logging
 import os
 import shutil
 import time
-from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -27,7 +26,7 @@ from binio.lock import folder_lock
 from binio.manifest import DatasetManifest, dataset_folder
 from binio.spec import TensorSpec
 from infer.contract import ModelContract
-from infer.run.batches import Progress, latency_stats, now
+from infer.run.batches import Progress, latency_stats
 from infer.run.engines.base import ENGINES, Engine
 from infer.run.engines.worker import ShardOutcome, ShardTask
 from infer.run.layout import RUN_JSON, parse_timestamp_folder
@@ -41,8 +40,7 @@ from infer.run.plain import (
     resolve_model,
 )
 from infer.run.preflight import dataset_if_any, preflight
-from infer.run.record import LatencyStats, RunRecord, RunRecordError, load_run
-from infer.run.runners.tool import ToolRunner
+from infer.run.record import RunRecord, RunRecordError, load_run, now
 from infer.run.shard import Shard, finished_stems, split, write_view
 from infer.run.sharded_record import ScaleOut, ShardStats
 
@@ -133,21 +131,6 @@ class _Book:
         return tuple(sorted(self.done, key=self.position.__getitem__))
 
 
-def _record(base: RunRecord, book: _Book, scale_out: ScaleOut, *, completed: bool) -> RunRecord:
-    manifest = book.manifest
-    rows_of = {stem: entry.rows for stem, entry in zip(manifest.stems, manifest.inputs[0].files, strict=True)}
-    stems = book.stems()
-    per_batch = [book.latency[s] for s in stems if s in book.latency]
-    latency = latency_stats(per_batch, per_batch)
-    rates = [s.throughput for s in scale_out.shards if s.throughput is not None]
-    devices = list(dict.fromkeys(s.device for s in scale_out.shards if s.device))
-    first_command = next((s.command for s in scale_out.shards if s.command), ())
-    return replace(base, outputs=book.outputs or base.outputs, stems=stems, rows=tuple(rows_of[s] for s in stems),
-                   latency=latency, throughput=sum(rates) if rates else None, completed=completed,
-                   device=", ".join(devices) or base.device, tool_command=first_command, finished=now(),
-                   scale_out=scale_out).save()
-
-
 def run_sharded(model: ModelContract | Path | str, bins: DatasetManifest | Path | str, out: Path | str,
                 options: RunOptions,
                 scale: ScaleOptions, *, progress: Progress | None = None) -> RunResult:
@@ -160,133 +143,176 @@ def run_sharded(model: ModelContract | Path | str, bins: DatasetManifest | Path 
     dataset = dataset_if_any(dataset_folder(bins))
     runner = make_runner(contract, backend, options, dataset=dataset)
     manifest = preflight(dataset_folder(bins), runner.inputs, widen=backend == "tf", loaded=dataset)
-    if isinstance(runner, ToolRunner):  # a missing msame is refused before any folder or worker exists
-        runner.activate()
-        runner.deactivate()
-    model_path, model_sha = model_file(contract, backend)
-    dataset_sha = sha256_file(manifest.path)
+    runner.check_available()  # a missing msame is refused before any folder or worker exists
+    checked = _Checked(model=opened, backend=backend, running=model_file(contract, backend), manifest=manifest,
+                       dataset_sha256=sha256_file(manifest.path), outputs=runner.outputs)
     out = Path(out)
     with folder_lock(out, command="run"):
-        return _run_locked(opened, backend, manifest, out, options, scale, progress, model_path=model_path,
-                           model_sha=model_sha, dataset_sha=dataset_sha, runner_outputs=runner.outputs)
+        previous = _previous_run(out, backend, checked.running[1], checked.dataset_sha256) if scale.resume else None
+        if previous is not None and previous.completed:
+            log.info("%s: already complete; nothing to resume", previous.folder)
+            return RunResult(folder=previous.folder, record=previous)
+        engine = _open_engine(backend, options, scale)
+        try:
+            return ShardedRun(checked, engine, options, scale, out=out, previous=previous).drive(progress)
+        finally:
+            engine.close()
 
 
-def _run_locked(model: Path, backend: str, manifest: DatasetManifest, out: Path, options: RunOptions,
-                scale: ScaleOptions, progress: Progress | None, *, model_path: Path, model_sha: str,
-                dataset_sha: str, runner_outputs: tuple[TensorSpec, ...]) -> RunResult:
-    previous = _previous_run(out, backend, model_sha, dataset_sha) if scale.resume else None
-    if previous is not None and previous.completed:
-        log.info("%s: already complete; nothing to resume", previous.folder)
-        return RunResult(folder=previous.folder, record=previous)
-    engine = _open_engine(backend, options, scale)
-    try:
-        return _drive(engine, model, backend, manifest, out, options, scale, previous, progress,
-                      model_path=model_path, model_sha=model_sha, dataset_sha=dataset_sha,
-                      runner_outputs=runner_outputs)
-    finally:
-        engine.close()
+@dataclass(frozen=True)
+class _Checked:
+    """What the driver checked before taking the lock: the model, its backend, and every bin of the dataset."""
+
+    model: Path  # as the workers open it
+    backend: str
+    running: tuple[Path, str]  # the file the backend runs, with its sha256
+    manifest: DatasetManifest
+    dataset_sha256: str
+    outputs: tuple[TensorSpec, ...]  # the runner's specs, until a shard reports what it wrote
 
 
-def _drive(engine: Engine, model: Path, backend: str, manifest: DatasetManifest,
-           out: Path, options: RunOptions, scale: ScaleOptions, previous: RunRecord | None,
-           progress: Callable[[int, int], None] | None, *, model_path: Path, model_sha: str, dataset_sha: str,
-           runner_outputs: tuple[TensorSpec, ...]) -> RunResult:
-    shards = split(manifest.stems, scale.shards or engine.default_shards())
+def _worker_threads(options: RunOptions, backend: str, engine: Engine, shard_count: int) -> int | None:
+    """Intra-op threads per worker: what was asked for, else a share of the cores for ONNX Runtime."""
     threads = options.threads
     # ONNX Runtime's threads spin: workers that each take every core slow each other down, so they share them.
     # Its CPU kernels split work by output element, never along a sum, so the thread count changes no result bit.
     # TensorFlow (Eigen) may split a contraction along its sum, so its workers keep the default a plain run has.
-    if threads is None and backend == "onnxrt" and engine.name == "local" and len(shards) > 1:
+    if threads is None and backend == "onnxrt" and engine.name == "local" and shard_count > 1:
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-        threads = max(1, cores // min(len(shards), engine.default_shards()))
+        threads = max(1, cores // min(shard_count, engine.default_shards()))
     if threads is None and backend == "onnxrt" and engine.name == "ray":
         threads = 1  # what each task asked Ray for
-    task_options = replace(options, backend=backend, device=None, threads=threads)
-    if previous is not None:
-        folder = previous.folder
-        outputs: tuple[TensorSpec, ...] | None = previous.outputs if previous.outputs and all(
-            s.is_static for s in previous.outputs) else None
-        done = finished_stems(folder, manifest.stems, outputs or ())
-        log.info("resuming %s: %d of %d batches already done", folder, len(done), manifest.file_count)
-    else:
-        folder, outputs, done = make_run_folder(out), None, ()
-    book = _Book(manifest=manifest, outputs=outputs, done=set(done))
-    if previous is not None:
-        book.latency.update(zip(previous.stems, previous.latency.per_batch_ms, strict=False))
-    base = RunRecord(
-        folder=folder, backend=backend, model_path=str(model_path.resolve()), model_sha256=model_sha,
-        dataset_path=str(manifest.root.resolve()), dataset_sha256=dataset_sha, batch=manifest.batch,
-        samples=manifest.samples, padding=manifest.padding, outputs=outputs or runner_outputs, stems=(), rows=(),
-        latency=LatencyStats(per_batch_ms=(), mean_ms=None, p50_ms=None, p99_ms=None), throughput=None,
-        completed=False, loop=options.loop, warmup=options.warmup, threads=threads,
-        started=previous.started if previous is not None else now(), device=f"{engine.name} engine")
-    work = folder / WORK_FOLDER
-    start = time.perf_counter()
+    return threads
 
-    def scale_out() -> ScaleOut:
+
+class ShardedRun:
+    """One sharded run while the driver drives it: the shards on their engine, the book of what they did, and
+    run.json, rewritten as each attempt finishes.
+
+    A new run gets a new run folder; a resumed one (`previous`) goes on in its folder, counting the batches whose
+    outputs are all there as done.
+    """
+
+    def __init__(self, checked: _Checked, engine: Engine, options: RunOptions, scale: ScaleOptions, *, out: Path,
+                 previous: RunRecord | None) -> None:
+        manifest = checked.manifest
+        self.checked = checked
+        self.engine = engine
+        self.retries = scale.retries
+        self.shards = split(manifest.stems, scale.shards or engine.default_shards())
+        self.task_options = replace(options, backend=checked.backend, device=None,
+                                    threads=_worker_threads(options, checked.backend, engine, len(self.shards)))
+        if previous is not None:
+            self.folder = previous.folder
+            outputs: tuple[TensorSpec, ...] | None = previous.outputs if previous.outputs and all(
+                s.is_static for s in previous.outputs) else None
+            done = finished_stems(self.folder, manifest.stems, outputs or ())
+            log.info("resuming %s: %d of %d batches already done", self.folder, len(done), manifest.file_count)
+        else:
+            self.folder, outputs, done = make_run_folder(out), None, ()
+        self.resumed = len(done)
+        self.book = _Book(manifest=manifest, outputs=outputs, done=set(done))
+        if previous is not None:
+            self.book.latency.update(zip(previous.stems, previous.latency.per_batch_ms, strict=False))
+        self.base = RunRecord.begin(self.folder, backend=checked.backend, model=checked.running, manifest=manifest,
+                                    dataset_sha256=checked.dataset_sha256, outputs=outputs or checked.outputs,
+                                    options=self.task_options, device=f"{engine.name} engine",
+                                    started=previous.started if previous is not None else None)
+        self.work = self.folder / WORK_FOLDER
+        self.pending: dict[Future[ShardOutcome], tuple[Shard, int]] = {}
+        self.start = time.perf_counter()
+
+    def drive(self, progress: Progress | None) -> RunResult:
+        """Every shard's missing batches through the engine, failed attempts retried; raises, keeping what
+        finished, when a shard still fails."""
+        total = self.checked.manifest.file_count
+        self.save(completed=False)
+        if progress is not None:
+            progress(len(self.book.done), total)
+        try:
+            for shard in self.shards:
+                todo = tuple(s for s in shard.stems if s not in self.book.done)
+                if todo:
+                    self.submit(replace(shard, stems=todo), 1)
+            while self.pending:
+                finished, _ = wait(self.pending, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    self.settle(future)
+                    if progress is not None:
+                        progress(len(self.book.done), total)
+                self.save(completed=False)
+        except BaseException:
+            self.engine.close(cancel=True)
+            self.save(completed=False)
+            raise
+        return self.finish()
+
+    def submit(self, shard: Shard, attempt: int) -> None:
+        """One attempt at `shard`'s batches, on a view of the dataset that holds only them."""
+        shard_work = self.work / f"shard-{shard.index:03d}"
+        view = write_view(self.checked.manifest, shard.stems, shard_work / "bins")
+        task = ShardTask(shard=shard, model=str(self.checked.model.resolve()), options=self.task_options,
+                         view=str(view.root), work=str(shard_work), run_folder=str(self.folder),
+                         slot=self.engine.slot(shard.index), engine=self.engine.name)
+        self.pending[self.engine.submit(task)] = (shard, attempt)
+
+    def settle(self, future: Future[ShardOutcome]) -> None:
+        """Books a finished attempt; a failed one goes again for its missing batches, or, out of retries, is
+        named as failed."""
+        shard, attempt = self.pending.pop(future)
+        try:
+            outcome = future.result()
+        except Exception as exc:  # the worker process died (or Ray lost it): nothing of it is in place
+            outcome = ShardOutcome(index=shard.index, stems=(), per_batch_ms=(), outputs=(), device="",
+                                   throughput=None, command=(), seconds=0.0,
+                                   error=f"its worker died ({type(exc).__name__}: {exc})".splitlines()[0])
+        error = self.book.book(shard, attempt, outcome)
+        if not error:
+            return
+        missing = tuple(s for s in shard.stems if s not in self.book.done)
+        if attempt <= self.retries and missing:
+            log.warning("%s failed (%s); attempt %d of %d for its %d missing batches", shard.describe(), error,
+                        attempt + 1, self.retries + 1, len(missing))
+            self.submit(replace(shard, stems=missing), attempt + 1)
+        else:
+            self.book.failed[shard.index] = f"{self.shards[shard.index].describe()}: {error}"
+
+    def scale_out(self) -> ScaleOut:
+        book = self.book
         ran = sum(len(s.stems) for s in book.stats.values())
-        seconds = time.perf_counter() - start
-        return ScaleOut(engine=engine.name, shard_count=len(shards),
+        seconds = time.perf_counter() - self.start
+        return ScaleOut(engine=self.engine.name, shard_count=len(self.shards),
                         shards=tuple(book.stats[i] for i in sorted(book.stats)),
                         failed=tuple(book.failed[i] for i in sorted(book.failed)), wall_seconds=seconds,
-                        wall_throughput=ran * manifest.batch / seconds if ran and seconds > 0 else None,
-                        resumed_stems=len(done))
+                        wall_throughput=ran * self.checked.manifest.batch / seconds if ran and seconds > 0 else None,
+                        resumed_stems=self.resumed)
 
-    record = _record(base, book, scale_out(), completed=False)
-    if progress is not None:
-        progress(len(book.done), manifest.file_count)
+    def save(self, *, completed: bool) -> RunRecord:
+        """run.json as the book stands: the batches in place, their latency, the shards' figures."""
+        book, base, scale_out = self.book, self.base, self.scale_out()
+        manifest = book.manifest
+        rows_of = {stem: entry.rows for stem, entry in zip(manifest.stems, manifest.inputs[0].files, strict=True)}
+        stems = book.stems()
+        per_batch = [book.latency[s] for s in stems if s in book.latency]
+        rates = [s.throughput for s in scale_out.shards if s.throughput is not None]
+        devices = list(dict.fromkeys(s.device for s in scale_out.shards if s.device))
+        first_command = next((s.command for s in scale_out.shards if s.command), ())
+        return replace(base, outputs=book.outputs or base.outputs, stems=stems, rows=tuple(rows_of[s] for s in stems),
+                       latency=latency_stats(per_batch, per_batch), throughput=sum(rates) if rates else None,
+                       completed=completed, device=", ".join(devices) or base.device, tool_command=first_command,
+                       finished=now(), scale_out=scale_out).save()
 
-    def submit(shard: Shard, attempt: int) -> tuple[Future[ShardOutcome], Shard, int]:
-        shard_work = work / f"shard-{shard.index:03d}"
-        view = write_view(manifest, shard.stems, shard_work / "bins")
-        task = ShardTask(shard=shard, model=str(Path(model).resolve()), options=task_options, view=str(view.root),
-                         work=str(shard_work), run_folder=str(folder), slot=engine.slot(shard.index),
-                         engine=engine.name)
-        return engine.submit(task), shard, attempt
-
-    pending: dict[Future[ShardOutcome], tuple[Shard, int]] = {}
-    try:
-        for shard in shards:
-            todo = tuple(s for s in shard.stems if s not in book.done)
-            if todo:
-                future, sent, attempt = submit(replace(shard, stems=todo), 1)
-                pending[future] = (sent, attempt)
-        while pending:
-            finished, _ = wait(pending, return_when=FIRST_COMPLETED)
-            for future in finished:
-                shard, attempt = pending.pop(future)
-                try:
-                    outcome = future.result()
-                except Exception as exc:  # the worker process died (or Ray lost it): nothing of it is in place
-                    outcome = ShardOutcome(index=shard.index, stems=(), per_batch_ms=(), outputs=(), device="",
-                                           throughput=None, command=(), seconds=0.0,
-                                           error=f"its worker died ({type(exc).__name__}: {exc})".splitlines()[0])
-                error = book.book(shard, attempt, outcome)
-                if error:
-                    missing = tuple(s for s in shard.stems if s not in book.done)
-                    if attempt <= scale.retries and missing:
-                        log.warning("%s failed (%s); attempt %d of %d for its %d missing batches", shard.describe(),
-                                    error, attempt + 1, scale.retries + 1, len(missing))
-                        future, sent, next_attempt = submit(replace(shard, stems=missing), attempt + 1)
-                        pending[future] = (sent, next_attempt)
-                    else:
-                        original = shards[shard.index]
-                        book.failed[shard.index] = f"{original.describe()}: {error}"
-                if progress is not None:
-                    progress(len(book.done), manifest.file_count)
-            record = _record(base, book, scale_out(), completed=False)
-    except BaseException:
-        engine.close(cancel=True)
-        _record(base, book, scale_out(), completed=False)
-        raise
-    complete = not book.failed and len(book.done) == manifest.file_count
-    record = _record(base, book, scale_out(), completed=complete)
-    if not complete:
-        names = ", ".join(shards[i].describe() for i in sorted(book.failed))
-        first = book.failed[min(book.failed)] if book.failed else "batches missing"
-        raise ScaleOutError(f"{folder}: {len(book.failed)} of {len(shards)} shards failed ({names}) after "
-                            f"{scale.retries + 1} attempt(s) each; {first}",
-                            hint=f"the {len(book.done)} finished batches are kept; re-run with --resume to run only "
-                                 "the missing ones")
-    shutil.rmtree(work, ignore_errors=True)
-    return RunResult(folder=folder, record=record)
+    def finish(self) -> RunResult:
+        """The final record; a run with a failed shard or a missing batch raises, naming the shards."""
+        book = self.book
+        complete = not book.failed and len(book.done) == self.checked.manifest.file_count
+        record = self.save(completed=complete)
+        if not complete:
+            names = ", ".join(self.shards[i].describe() for i in sorted(book.failed))
+            first = book.failed[min(book.failed)] if book.failed else "batches missing"
+            raise ScaleOutError(f"{self.folder}: {len(book.failed)} of {len(self.shards)} shards failed ({names}) "
+                                f"after {self.retries + 1} attempt(s) each; {first}",
+                                hint=f"the {len(book.done)} finished batches are kept; re-run with --resume to run "
+                                     "only the missing ones")
+        shutil.rmtree(self.work, ignore_errors=True)
+        return RunResult(folder=self.folder, record=record)

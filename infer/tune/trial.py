@@ -114,12 +114,12 @@ class Trials:
 
     def compare(self, staged: ModelContract, dataset: Dataset) -> CompareResult:
         """Runs the converted stand-in over the dataset and compares it with the golden outputs."""
+        from infer.run import run
         from infer.run.options import RunOptions
-        from infer.run.plain import run_model
 
         # The bins were made for the user's converted model, not this candidate: no warning that they were.
         options = RunOptions(backend="onnxrt", bins_made_for=dataset.manifest.model_sha256)
-        folder = run_model(staged.path, dataset.manifest.root, self.work / "runs", options).folder
+        folder = run(staged.path, dataset.manifest.root, self.work / "runs", options).folder
         try:
             result = compare_run_folders(staged, dataset.manifest, folder, dataset.golden, self.compare_options,
                                          golden_source="tensorflow",

@@ -1,6 +1,6 @@
 """One shard of a sharded run, as a worker executes it: an ordinary `infer run` over the shard's view.
 
-The worker runs `infer.run.run_model` on its view of the dataset into its own work folder, then moves the output
+The worker runs `infer.run.plain.run_model` on its view of the dataset into its own work folder, then moves the output
 files into the shared run folder (a rename: same file system). Errors come back as values, not exceptions, so
 nothing has to survive pickling across a process pool or Ray, and the batches a failed attempt finished (an
 in-process backend books them one by one) are moved too, so a retry runs only what is missing.

@@ -4,6 +4,10 @@ A runner describes the tensors it takes and returns (`TensorSpec`s, in contract 
 (sessions built, tools found), answers `infer(feeds)` any number of times with its outputs in contract order, and is
 deactivated. Subclasses implement the ``*_impl`` methods; this class checks the feeds, so every backend refuses a
 wrong feed with the same message, and times each call.
+
+A runner also says how it takes a whole dataset (`take_dataset`): in process, batch by batch (the default), or,
+for an external tool, the dataset's folders in one start (`ToolRunner`). `infer run` asks the runner instead of
+testing its type.
 """
 
 from __future__ import annotations
@@ -12,18 +16,35 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from types import TracebackType
-from typing import TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import numpy as np
 
 from binio.errors import InferError
 from binio.spec import TensorSpec, format_shape
 
+if TYPE_CHECKING:
+    from infer.run.runners.tool import ToolRunner
+
 _Runner = TypeVar("_Runner", bound="BaseRunner")
+_Done = TypeVar("_Done")
+_Done_co = TypeVar("_Done_co", covariant=True)
 
 
 class RunnerError(InferError):
     """A runner that cannot start, or a feed it cannot take."""
+
+
+class DatasetFeed(Protocol[_Done_co]):
+    """The two ways a dataset goes into a runner; the runner picks its own (`BaseRunner.take_dataset`)."""
+
+    def batch_by_batch(self, runner: BaseRunner) -> _Done_co:
+        """In process: one `infer` call per batch."""
+        ...
+
+    def whole_folders(self, runner: ToolRunner) -> _Done_co:
+        """To an external tool: every input's folder of bins, in one start of the tool."""
+        ...
 
 
 class BaseRunner(ABC):
@@ -51,6 +72,15 @@ class BaseRunner(ABC):
     def device(self) -> str:
         """Where it computes, in words (``CPUExecutionProvider``, ``msame device 0``); known once active."""
         return ""
+
+    def take_dataset(self, feed: DatasetFeed[_Done]) -> _Done:
+        """Hands a whole dataset to this runner the way it takes one: here, batch by batch through `infer`."""
+        return feed.batch_by_batch(self)
+
+    def check_available(self) -> None:
+        """Refuses a backend that is not there, as far as that can be told without loading the model: a sharded
+        run asks before its workers start. An in-process framework is found when a worker activates it."""
+        return None
 
     def activate(self) -> None:
         if self.is_active:

@@ -21,7 +21,7 @@ from binio.manifest import bin_file_name
 from binio.process import ToolResult, quote_command
 from binio.spec import TensorSpec
 from infer.contract import ModelContract
-from infer.run.runners.base import BaseRunner, RunnerError
+from infer.run.runners.base import BaseRunner, DatasetFeed, RunnerError
 
 DEFAULT_TIMEOUT_S = 3600.0
 STAND_IN = "the stand-in is --backend onnxrt after infer convert --target onnx"
@@ -81,6 +81,7 @@ def failure_line(result: ToolResult) -> str | None:
 
 
 _Tool = TypeVar("_Tool", bound="ToolRunner")
+_Done = TypeVar("_Done")
 
 
 class ToolRunner(BaseRunner):
@@ -121,6 +122,16 @@ class ToolRunner(BaseRunner):
     @property
     def device(self) -> str:
         return f"{self.tool} device {self.device_id or 0}"
+
+    def take_dataset(self, feed: DatasetFeed[_Done]) -> _Done:
+        """A tool takes the dataset's folders in one start (`run_folders`): one start per batch would cost more
+        than the batch."""
+        return feed.whole_folders(self)
+
+    def check_available(self) -> None:
+        """Looks for the tool and the .om (what activating a tool runner does, at no cost)."""
+        self.activate()
+        self.deactivate()
 
     def activate_impl(self) -> None:
         self.find()
