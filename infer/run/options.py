@@ -54,6 +54,25 @@ class ScaleOptions:
     retries: int = 1  # further attempts of a failed shard
     resume: bool = False
 
+    def check(self, options: RunOptions | None = None) -> None:
+        """Refuses a sharding no engine can carry out, naming the option; with the run's `options`, also a
+        --device given beside --devices."""
+        from infer.run.engines.base import ENGINES  # the engines' module imports the worker, which imports numpy
+
+        if self.engine not in ENGINES:
+            raise ScaleOutError(f"--engine {self.engine}: expected one of {', '.join(ENGINES)}")
+        if self.engine == "ray" and self.devices:
+            raise ScaleOutError("--devices with --engine ray: Ray grants the devices itself",
+                                hint="give --shards N (default: one per NPU, or CPU for the stand-in, of the cluster)")
+        if self.engine != "ray" and self.address is not None:
+            raise ScaleOutError("--address is for --engine ray")
+        if self.devices and options is not None and options.device is not None:
+            raise ScaleOutError("--device and --devices together: give one", hint="--devices 0 runs on device 0 alone")
+        if self.shards is not None and self.shards < 1:
+            raise ScaleOutError(f"--shards {self.shards}: expected 1 or more")
+        if self.retries < 0:
+            raise ScaleOutError(f"--retries {self.retries}: expected 0 or more")
+
     @property
     def wanted(self) -> bool:
         """Whether a run takes the sharded path at all."""
