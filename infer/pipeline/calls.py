@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from binio.errors import InferError
 from infer.pipeline.config import PipelineConfig
-from infer.pipeline.stages import StageDone, WorkLayout
+from infer.pipeline.work import StageDone, WorkLayout
 
 if TYPE_CHECKING:
     from infer.compare.compare import CompareOptions

@@ -6,74 +6,19 @@ Every stage calls the library function its command calls; nothing here starts `i
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field, fields
+from collections.abc import Callable
+from dataclasses import asdict, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from infer.pipeline.calls import compare, convert_options, freeze, image_options, precision_files
 from infer.pipeline.config import GENERATOR_PREFIXES, PipelineConfig, RunSection
+from infer.pipeline.work import Facts, StageDone, StagePlan, WorkLayout
 
 if TYPE_CHECKING:
     from infer.run.options import RunOptions
 
 STAGES: tuple[str, ...] = ("inspect", "freeze", "convert", "dump-bin", "run", "compare")
-
-
-@dataclass(frozen=True)
-class WorkLayout:
-    """Where each stage writes, inside the pipeline's work folder."""
-
-    root: Path
-
-    @property
-    def model_dir(self) -> Path:
-        return self.root / "model"
-
-    @property
-    def contract(self) -> Path:
-        return self.model_dir / "model.json"
-
-    @property
-    def pb(self) -> Path:
-        return self.model_dir / "model.pb"
-
-    @property
-    def bins(self) -> Path:
-        return self.root / "bins"
-
-    @property
-    def out(self) -> Path:
-        return self.root / "out"
-
-    @property
-    def report(self) -> Path:
-        return self.root / "report"
-
-    @property
-    def golden_cache(self) -> Path:
-        return self.root / "golden"
-
-
-@dataclass(frozen=True)
-class StagePlan:
-    """What a stage will read and with which settings: enough to tell whether it must run again."""
-
-    stage: str
-    inputs: tuple[Path, ...]
-    settings: dict[str, Any]
-    command: tuple[str, ...]  # the equivalent `infer ...` argv
-
-
-@dataclass(frozen=True)
-class StageDone:
-    """What a stage that ran made: its one line, the files to watch, and facts for later stages."""
-
-    summary: str
-    outputs: tuple[Path, ...]
-    facts: dict[str, Any] = field(default_factory=dict)
-
-
-Facts = Mapping[str, Mapping[str, Any]]  # stage -> the facts it recorded
 
 
 def model_source_files(source: Path) -> tuple[Path, ...]:
@@ -95,7 +40,6 @@ def _freeze_args(config: PipelineConfig) -> list[str]:
 
 
 def _convert_args(config: PipelineConfig) -> list[str]:
-    from infer.pipeline.calls import precision_files
 
     section = config.convert
     args = [] if section.target == "auto" else ["--target", section.target]
@@ -216,7 +160,6 @@ def plan_freeze(config: PipelineConfig, work: WorkLayout, facts: Facts) -> Stage
 
 
 def run_freeze(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StageDone:
-    from infer.pipeline.calls import freeze
 
     summary = freeze(config, work)
     return StageDone(summary, (work.pb,))
@@ -225,7 +168,6 @@ def run_freeze(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StageD
 # --- convert ---------------------------------------------------------------------------------------------------
 
 def plan_convert(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StagePlan:
-    from infer.pipeline.calls import precision_files
 
     command = ("infer", "convert", str(work.contract), *_convert_args(config))
     settings = asdict(config.convert)
@@ -240,7 +182,6 @@ def plan_convert(config: PipelineConfig, work: WorkLayout, facts: Facts) -> Stag
 def run_convert(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StageDone:
     from infer.contract import load_contract
     from infer.convert import convert_model
-    from infer.pipeline.calls import convert_options
 
     result = convert_model(load_contract(work.contract), convert_options(config))
     converted = result.contract.converted
@@ -271,7 +212,6 @@ def run_dump(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StageDon
     from binio.spec import format_shape
     from infer.contract import load_contract
     from infer.data.dump import DumpOptions, dump_bins
-    from infer.pipeline.calls import image_options
 
     data = config.data
     options = DumpOptions(
@@ -330,7 +270,6 @@ def plan_compare(config: PipelineConfig, work: WorkLayout, facts: Facts) -> Stag
 
 
 def run_compare(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StageDone:
-    from infer.pipeline.calls import compare
 
     run_folder = Path(str(facts["run"]["run_folder"]))
     return compare(config, work, run_folder)
