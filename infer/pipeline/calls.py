@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from binio.errors import InferError
+from infer.option_fields import toml_text_value
 from infer.pipeline.config import PipelineConfig
 from infer.pipeline.work import StageDone, WorkLayout
 
@@ -31,7 +32,7 @@ def freeze(config: PipelineConfig, work: WorkLayout) -> str:
                               force=True)
     except UnsetSwitchError as exc:  # the fix is a line of this file, not a flag
         fixed = {**{k: str(v) for k, v in model.set.items()}, exc.placeholder: "false"}
-        items = ", ".join(f"{k} = {_toml_scalar(v)}" for k, v in sorted(fixed.items()))
+        items = ", ".join(f"{k} = {toml_text_value(v)}" for k, v in sorted(fixed.items()))
         exc.hint = f"in {config.path} [model]: set = {{ {items} }}"
         raise
     contract = report.contract
@@ -40,19 +41,6 @@ def freeze(config: PipelineConfig, work: WorkLayout) -> str:
     checked = "" if report.verification is None else f"; max |frozen - checkpoint| {report.verification.worst:.2g}"
     return (f"{work.pb.name}: {report.nodes} nodes, inputs {inputs}"
             f"{f', folded {folded}' if folded else ''}{checked}")
-
-
-def _toml_scalar(text: str) -> str:
-    """How a `--set` value reads in TOML: true/false and numbers bare, anything else quoted."""
-    import json
-
-    if text in ("true", "false"):
-        return text
-    try:
-        float(text)
-    except ValueError:
-        return json.dumps(text)
-    return text
 
 
 def _percent(value: float) -> str:
@@ -104,12 +92,8 @@ def compare(config: PipelineConfig, work: WorkLayout, run_folder: Path) -> Stage
 
 
 def image_options(config: PipelineConfig) -> ImageOptions:
-    """[data.preprocessing] as dump-bin's image options, which --aipp also takes: one source of truth."""
-    from infer.data.sources.open import ImageOptions
-
-    prep = config.data.preprocessing
-    return ImageOptions(resize=prep.resize or None, color=prep.color, scale=prep.scale, mean=prep.mean,
-                        std=prep.std)
+    """[data.preprocessing], which is dump-bin's image options (--aipp takes them too): one source of truth."""
+    return config.data.preprocessing
 
 
 def _pair(values: tuple[int, ...], key: str) -> tuple[int, int] | None:
