@@ -31,16 +31,18 @@ class Setting:
     negative: str | None = None  # the flag that gives False for a bool | None field (--no-expected-from-emulation)
     decode: Callable[[Any, str], Any] | None = None  # (TOML value, where) -> the field's value, for a table of its own
     always: bool = False  # given on the command line even at its default (the command's own default differs)
+    example: Any = NO_UNSET  # what the template shows, commented out, for a key whose default TOML cannot write
 
 
 def setting(default: Any = MISSING, *, default_factory: Any = MISSING, toml: str | bool | None = True,
             flag: str | bool | None = True, help: str = "", unset: Any = NO_UNSET, repeat: bool = False,
             negative: str | None = None, decode: Callable[[Any, str], Any] | None = None,
-            always: bool = False) -> Any:
+            always: bool = False, example: Any = NO_UNSET) -> Any:
     """A dataclass field with its Setting. ``toml=True``/``flag=True`` name it after the field (``--loop``);
     False leaves it out of the file / the command line."""
     spelling = {"toml": toml, "flag": flag, "help": help, "unset": unset, "repeat": repeat, "negative": negative,
-                "decode": decode, "always": always}
+                "decode": decode, "always": always,
+                "example": example}
     if default_factory is not MISSING:
         return dataclasses.field(default_factory=default_factory, metadata={_KEY: spelling})
     return dataclasses.field(default=default, metadata={_KEY: spelling})
@@ -122,7 +124,8 @@ def template_lines(cls: type, written: dict[str, Any] | None = None,
     before a key."""
     lines: list[str] = []
     width = max((len(f"# {setting_of(f).toml} = {toml_literal(default_of(f))}") for f in dataclasses.fields(cls)
-                 if setting_of(f).toml is not None and default_of(f) is not MISSING), default=0)
+                 if setting_of(f).toml is not None and default_of(f) is not MISSING
+                 and not dataclasses.is_dataclass(default_of(f))), default=0)
     for item in dataclasses.fields(cls):
         spelling = setting_of(item)
         if spelling.toml is None or dataclasses.is_dataclass(default_of(item)):
@@ -133,8 +136,12 @@ def template_lines(cls: type, written: dict[str, Any] | None = None,
             lines.append(f"{text.ljust(width)}  # {spelling.help}" if spelling.help else text)
             continue
         default = default_of(item)
+        if default is None and spelling.example is not NO_UNSET:
+            text = f"# {spelling.toml} = {toml_literal(spelling.example)}"
+            lines.append(f"{text.ljust(width)}  # {spelling.help}" if spelling.help else text)
+            continue
         if default is None and spelling.unset is NO_UNSET:
-            lines.append(f"# {spelling.toml}: left out, {spelling.help}" if spelling.help else f"# {spelling.toml}")
+            lines.append(f"# {spelling.toml}: left out = {spelling.help}" if spelling.help else f"# {spelling.toml}")
             continue
         shown = spelling.unset if default is None else default
         if isinstance(shown, dict):

@@ -89,17 +89,19 @@ class ConvertSection:
 
     target: str = setting("auto", help="om where ATC is installed, else onnx (the ONNX Runtime stand-in)")
     soc_version: str = setting("", help="the chip ATC compiles for (npu-smi info names it); an om needs one")
-    precision_mode: str = setting("force_fp16", help="force_fp32 | allow_fp32_to_fp16 | must_keep_origin_dtype | "
-                                                     "allow_mix_precision")
+    precision_mode: str = setting("force_fp16", always=True,  # the report's command says which mode it ran
+                                  help="force_fp32 | allow_fp32_to_fp16 | must_keep_origin_dtype | "
+                                       "allow_mix_precision")
     input_fp16_nodes: str = setting("", help='"a;b": these inputs take float16 bins')
     output_type: str = setting("", help='FP32 | FP16 | "node:0:FP16;..."')
     input_format: str = setting("", help='NHWC | NCHW | ND; "" = from the model')
-    op_select_implmode: str = ""
+    op_select_implmode: str = setting("", help="high_precision | high_performance | ...")
     atc_args: tuple[str, ...] = setting((), flag="--atc-arg", repeat=True, help="more ATC flags, passed as they are")
     opset: int = setting(0, help="stand-in: 0 = the highest tf2onnx and onnxruntime both handle")
     # AIPP: the NPU preprocesses uint8 images with [data.preprocessing]'s settings (one source of truth)
-    aipp: bool = False
-    aipp_config: str = ""  # a hand-written aipp.cfg (relative to this file) instead of [data.preprocessing]
+    aipp: bool = setting(False, help="the NPU does [data.preprocessing] on uint8 images")
+    # a hand-written aipp.cfg (relative to this file) instead of [data.preprocessing]
+    aipp_config: str = setting("", help="a hand-written AIPP config instead (relative to this file)")
     aipp_input_format: str = setting("", help="RGB888_U8 | YUV420SP_U8 | XRGB8888_U8 | YUV400_U8")
     aipp_src_size: tuple[int, ...] = setting((), help="[width, height] of the uint8 source; [] = the model "
                                                       "input's size")
@@ -115,8 +117,9 @@ class ConvertSection:
 class CompareSection:
     """What `infer compare` needs."""
 
-    labels: str = ""  # txt (one class index per line) or npy; "" = no accuracy figures
-    topk: int = 5
+    # txt (one class index per line) or npy; "" = no accuracy figures
+    labels: str = setting("", help="class indices (a line each, or .npy) or 'name label' lines")
+    topk: int = setting(5, help="k of top-k agreement and accuracy")
     # cosine = 0.99; kl = "off" (None) lifts it
     thresholds: dict[str, float | None] = setting(default_factory=dict, decode=_thresholds_table,
                                                   flag="--threshold", repeat=True)
@@ -125,7 +128,7 @@ class CompareSection:
     allow_same_backend: bool = setting(False, help='compare a [run] backend = "tf" with TF, on purpose')
     # compare --expected-from-emulation / --no-expected-from-emulation; left out: on for an om with the stand-in
     expected_from_emulation: bool | None = setting(
-        None, unset=None, negative="--no-expected-from-emulation",
+        None, example=True, negative="--no-expected-from-emulation",
         help="error against the stand-in's emulated precision (default: om only)")
     expected_factor: float = setting(10.0, help="how many times the emulated error an output may reach")
     fail_on_expected: bool = setting(False, help="an output past that factor fails the run")
