@@ -1,9 +1,11 @@
-"""What `infer dump-bin` is asked to do with images: kept apart from the readers (numpy, PIL), so the command line,
-the pipeline file and the Python API decode into the same type without importing them."""
+"""What `infer dump-bin` is asked to do (DumpOptions, with the images' ImageOptions inside): kept apart from the
+readers and writers (numpy, PIL), so the command line, the pipeline file and the Python API decode into the same
+types without importing them."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from binio.errors import InferError
 from infer.option_fields import setting
@@ -27,3 +29,22 @@ class ImageOptions:
         if self.color.upper() not in COLORS:
             raise InferError(f"--color {self.color}: expected RGB or BGR")
         object.__setattr__(self, "color", self.color.upper())
+
+
+@dataclass(frozen=True)
+class DumpOptions:
+    """dump-bin's options; the image preprocessing is `image` ([data.preprocessing] in pipeline.toml)."""
+
+    output: Path = setting(flag="--output", toml=False)
+    # (input name, source); an empty name is the lone SOURCE argument
+    sources: tuple[tuple[str, str], ...] = setting(flag=False, toml=False)
+    dtype: str | None = setting(None, unset="")  # what the user asked for; must equal the model's
+    batch: int | None = setting(None, toml=False)
+    # NHWC | NCHW, for image sources of a model whose layout is not recorded
+    layout: str | None = setting(None, unset="")
+    image: ImageOptions = setting(default_factory=ImageOptions, toml="preprocessing", flag=False)
+    # the first N samples only; and how many a generator-only dataset has
+    samples: int | None = setting(None, toml=False)
+    allow_lossy: bool = False
+    force: bool = setting(False, toml=False)
+    workers: int = setting(1, toml=False)  # image decoding processes

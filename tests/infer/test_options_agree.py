@@ -139,3 +139,23 @@ def test_a_table_that_is_the_options_has_the_commands_defaults(cls: type, module
             continue
         given = flags[spelling.flag]
         assert given == default_of(item) or (given is None and isinstance(default_of(item), tuple)), item.name
+
+
+@pytest.mark.parametrize(("cls", "module", "command"), [("DumpOptions", "infer.cli.dump_bin", "dump_bin"),
+                                                        ("ScaleOptions", "infer.cli.run", "run")])
+def test_options_the_pipeline_file_does_not_take_are_flags_of_their_command(cls: str, module: str,
+                                                                          command: str) -> None:
+    """dump-bin's own options (output, batch, samples, workers...) and run's sharding: each field's flag is one
+    the command takes, with the field's default."""
+    import infer
+    from infer.option_fields import default_of, setting_of
+
+    options = getattr(infer, cls)
+    flags = _cli_flags(module, command)
+    named = [(setting_of(f).flag, default_of(f)) for f in dataclasses.fields(options) if setting_of(f).flag]
+    assert named
+    for flag, default in named:
+        assert flag in flags, flag
+        if default is not dataclasses.MISSING and not isinstance(default, tuple) and \
+                not dataclasses.is_dataclass(default):
+            assert flags[flag] == default, flag
