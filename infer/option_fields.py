@@ -149,3 +149,16 @@ def template_lines(cls: type, written: dict[str, Any] | None = None,
         text = f"# {spelling.toml} = {toml_literal(shown)}"
         lines.append(f"{text.ljust(width)}  # {spelling.help}" if spelling.help else text)
     return lines
+
+
+def options_from(cls: type, table: Any, **given: Any) -> Any:
+    """A `cls` from a pipeline table's values: each field of the same name copied (the table's spelling of None,
+    `cls`'s Setting.unset, read as None), `given` for the rest (paths resolved, values built from several keys)."""
+    own = {item.name: item for item in dataclasses.fields(cls)}
+    values = dict(given)
+    for item in dataclasses.fields(table):
+        if item.name in own and item.name not in given:
+            value = getattr(table, item.name)
+            unset = setting_of(own[item.name]).unset
+            values[item.name] = None if unset is not NO_UNSET and value == unset else value
+    return cls(**values)
