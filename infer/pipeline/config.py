@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from infer.data.options import ImageOptions
-from infer.option_fields import setting
+from infer.option_fields import options_from, setting
 from infer.pipeline.decode import ConfigError, decode_table, type_name
 from infer.run.options import RunOptions
 
@@ -132,6 +132,14 @@ class CompareSection:
         help="error against the stand-in's emulated precision (default: om only)")
     expected_factor: float = setting(10.0, help="how many times the emulated error an output may reach")
     fail_on_expected: bool = setting(False, help="an output past that factor fails the run")
+
+    def check(self) -> None:
+        """Refuses what `infer compare` refuses (topk 0, a factor under 1...), through CompareOptions' own check
+        (the thresholds are checked against the outputs once [model] is read)."""
+        from infer.compare.compare import CompareOptions
+        from infer.compare.thresholds import Thresholds
+
+        options_from(CompareOptions, self, labels=None, thresholds=Thresholds())
 
     @property
     def threshold_texts(self) -> tuple[str, ...]:
