@@ -39,12 +39,10 @@ def _convert_args(config: PipelineConfig) -> list[str]:
     resolved = {key: str(path) for key, path in precision_files(config).items()}
     if section.aipp_config:
         resolved["aipp_config"] = str(config.resolve(section.aipp_config))
-    aipp_made = section.aipp and not section.aipp_config
-    skip = ("aipp",) + (() if aipp_made else AIPP_KEYS) + (("aipp_config",) if aipp_made else ())
-    args = flag_args(section, skip=skip + AIPP_KEYS, values=resolved)
-    if aipp_made:
-        args += ["--aipp", *_normalise_args(config), *flag_args(section, skip=tuple(
-            f.name for f in fields(section) if f.name not in AIPP_KEYS))]
+    args = flag_args(section, skip=("aipp", *AIPP_KEYS), values=resolved)  # aipp_config: a file, as --aipp-config
+    if section.aipp and not section.aipp_config:  # --aipp: AIPP made from [data.preprocessing] and the aipp_* keys
+        args += ["--aipp", *_normalise_args(config),
+                 *flag_args(section, skip=tuple(f.name for f in fields(section) if f.name not in AIPP_KEYS))]
     return args
 
 
@@ -55,8 +53,7 @@ def _normalise_args(config: PipelineConfig) -> list[str]:
 
 def _dump_args(config: PipelineConfig) -> list[str]:
     """[data] and [data.preprocessing] as `infer dump-bin`'s flags, from their fields."""
-    return flag_args(config.data, skip=("allow_lossy",)) + flag_args(config.data.preprocessing) \
-        + flag_args(config.data, skip=("dtype", "layout"))
+    return flag_args(config.data) + flag_args(config.data.preprocessing)
 
 
 def _run_args(config: PipelineConfig) -> list[str]:
