@@ -36,9 +36,9 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "ConvertOptions": ("infer.convert", "ConvertOptions"),
     "ConvertResult": ("infer.convert", "ConvertResult"),
     "convert_model": ("infer.convert", "convert_model"),
-    "DumpOptions": ("infer.data.dump", "DumpOptions"),
+    "DumpOptions": ("infer.data.options", "DumpOptions"),
     "DumpResult": ("infer.data.dump", "DumpResult"),
-    "ImageOptions": ("infer.data.sources.open", "ImageOptions"),
+    "ImageOptions": ("infer.data.options", "ImageOptions"),
     "dump_bins": ("infer.data.dump", "dump_bins"),
     "BinInfoReport": ("infer.data.bininfo", "BinInfoReport"),
     "describe_path": ("infer.data.bininfo", "describe_path"),
@@ -87,8 +87,8 @@ if TYPE_CHECKING:
     from infer.convert import ConvertOptions, ConvertResult, convert_model
     from infer.data.aipp import AippOptions
     from infer.data.bininfo import BinInfoReport, describe_path
-    from infer.data.dump import DumpOptions, DumpResult, dump_bins
-    from infer.data.sources.open import ImageOptions
+    from infer.data.dump import DumpResult, dump_bins
+    from infer.data.options import DumpOptions, ImageOptions
     from infer.doctor import DoctorReport, diagnose
     from infer.freeze import FreezeReport, freeze_model
     from infer.pipeline.config import PipelineConfig, load_config

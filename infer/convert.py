@@ -24,6 +24,7 @@ from binio.memory import check_fits
 from ckpt2pb.protobuf import read_graph_def
 from infer.contract import ConvertedInfo, ModelContract, as_contract
 from infer.data.aipp import AIPP_FILE, AippOptions, aipp_config_for, aipp_record
+from infer.option_fields import setting
 
 TARGETS: tuple[str, ...] = ("om", "onnx")
 DEFAULT_TIMEOUT_S = 3600.0  # a large model takes ATC tens of minutes; a hang should still end
@@ -33,7 +34,7 @@ DEFAULT_TIMEOUT_S = 3600.0  # a large model takes ATC tens of minutes; a hang sh
 class ConvertOptions:
     """The user's choices; empty values leave ATC's defaults."""
 
-    target: str | None = None  # None: om where ATC is found, else onnx
+    target: str | None = setting(None, unset="auto")  # None (pipeline.toml: "auto"): om where ATC is found, else onnx
     output: Path | None = None  # the artefact; default beside the contract, named after the pb
     soc_version: str = ""
     precision_mode: str = DEFAULT_PRECISION_MODE
@@ -47,7 +48,7 @@ class ConvertOptions:
     modify_mixlist: Path | None = None  # ATC's --modify_mixlist JSON (allow_mix_precision only)
     customize_dtypes: Path | None = None  # ATC's --customize_dtypes, applied over keep_dtype
     atc_args: tuple[str, ...] = ()
-    opset: int | None = None
+    opset: int | None = setting(None, unset=0)  # None (pipeline.toml: 0): the highest tf2onnx and onnxruntime take
     allow_unknown_soc: bool = False
     dry_run: bool = False
     timeout: float = DEFAULT_TIMEOUT_S

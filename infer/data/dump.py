@@ -12,7 +12,7 @@ import hashlib
 import math
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,11 +31,12 @@ from binio.memory import check_fits
 from binio.output import check_output
 from binio.spec import LAYOUTS, TensorSpec, format_shape
 from infer.contract import ModelContract, as_contract
+from infer.data.options import DumpOptions
 from infer.data.sources.aipp_images import AippImageSource
 from infer.data.sources.arrays import SourceError
 from infer.data.sources.base import SampleSource
 from infer.data.sources.bins import has_bins
-from infer.data.sources.open import ImageOptions, open_source
+from infer.data.sources.open import open_source
 
 Progress = Callable[[int, int], None]  # (batches written, batches in all)
 _WRITES_IN_FLIGHT = 2  # batches being hashed and written while the next one is read and cast
@@ -44,20 +45,6 @@ _BUFFERS = _WRITES_IN_FLIGHT + 2  # per input, reused in turn: fresh buffers cos
 
 class LossyCastError(InferError):
     """Values that do not survive the cast to the model's dtype, refused without --allow-lossy."""
-
-
-@dataclass(frozen=True)
-class DumpOptions:
-    output: Path
-    sources: tuple[tuple[str, str], ...]  # (input name, source); an empty name is the lone SOURCE argument
-    dtype: str | None = None  # what the user asked for; must equal the model's
-    batch: int | None = None
-    layout: str | None = None  # NHWC | NCHW, for image sources of a model whose layout is not recorded
-    image: ImageOptions = field(default_factory=ImageOptions)
-    samples: int | None = None  # the first N samples only; and how many a generator-only dataset has
-    allow_lossy: bool = False
-    force: bool = False
-    workers: int = 1  # image decoding processes
 
 
 @dataclass(frozen=True)

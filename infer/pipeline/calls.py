@@ -8,8 +8,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from binio.errors import InferError
+from infer.option_fields import options_from, toml_text_value
 from infer.pipeline.config import PipelineConfig
-from infer.pipeline.stages import StageDone, WorkLayout
+from infer.pipeline.work import StageDone, WorkLayout
 
 if TYPE_CHECKING:
     from infer.compare.compare import CompareOptions
@@ -31,7 +32,7 @@ def freeze(config: PipelineConfig, work: WorkLayout) -> str:
                               force=True)
     except UnsetSwitchError as exc:  # the fix is a line of this file, not a flag
         fixed = {**{k: str(v) for k, v in model.set.items()}, exc.placeholder: "false"}
-        items = ", ".join(f"{k} = {_toml_scalar(v)}" for k, v in sorted(fixed.items()))
+        items = ", ".join(f"{k} = {toml_text_value(v)}" for k, v in sorted(fixed.items()))
         exc.hint = f"in {config.path} [model]: set = {{ {items} }}"
         raise
     contract = report.contract
@@ -42,33 +43,18 @@ def freeze(config: PipelineConfig, work: WorkLayout) -> str:
             f"{f', folded {folded}' if folded else ''}{checked}")
 
 
-def _toml_scalar(text: str) -> str:
-    """How a `--set` value reads in TOML: true/false and numbers bare, anything else quoted."""
-    import json
-
-    if text in ("true", "false"):
-        return text
-    try:
-        float(text)
-    except ValueError:
-        return json.dumps(text)
-    return text
-
-
 def _percent(value: float) -> str:
     return f"{100 * value:.1f}%"
 
 
 def compare_options(config: PipelineConfig) -> CompareOptions:
-    """The [compare] section as compare's options (the same settings `infer compare`'s flags give)."""
+    """[compare] as compare's options: the keys of the same name copied, the labels resolved, the thresholds
+    parsed as `infer compare --threshold` parses them."""
     from infer.compare.compare import CompareOptions
     from infer.compare.thresholds import Thresholds
 
-    section = config.compare
-    return CompareOptions(thresholds=Thresholds.parse(section.threshold_texts), topk=section.topk,
-                          labels=config.labels, allow_same_backend=section.allow_same_backend,
-                          expected_from_emulation=section.expected_from_emulation,
-                          expected_factor=section.expected_factor, fail_on_expected=section.fail_on_expected)
+    return options_from(CompareOptions, config.compare, labels=config.labels,
+                        thresholds=Thresholds.parse(config.compare.threshold_texts))
 
 
 def compare(config: PipelineConfig, work: WorkLayout, run_folder: Path) -> StageDone:
@@ -104,12 +90,8 @@ def compare(config: PipelineConfig, work: WorkLayout, run_folder: Path) -> Stage
 
 
 def image_options(config: PipelineConfig) -> ImageOptions:
-    """[data.preprocessing] as dump-bin's image options, which --aipp also takes: one source of truth."""
-    from infer.data.sources.open import ImageOptions
-
-    prep = config.data.preprocessing
-    return ImageOptions(resize=prep.resize or None, color=prep.color, scale=prep.scale, mean=prep.mean,
-                        std=prep.std)
+    """[data.preprocessing], which is dump-bin's image options (--aipp takes them too): one source of truth."""
+    return config.data.preprocessing
 
 
 def _pair(values: tuple[int, ...], key: str) -> tuple[int, int] | None:
@@ -135,19 +117,13 @@ def aipp_options(config: PipelineConfig) -> AippOptions | None:
 
 
 def convert_options(config: PipelineConfig) -> ConvertOptions:
-    """[convert] as `infer convert`'s options ("auto" and 0 mean: convert's own default)."""
+    """[convert] as `infer convert`'s options: the keys of the same name copied ("auto" and 0 are ConvertOptions'
+    None), the precision files resolved, AIPP built from [data.preprocessing] and the aipp_* keys."""
     from infer.convert import ConvertOptions
 
-    section = config.convert
     files = precision_files(config)
-    return ConvertOptions(
-        target=None if section.target == "auto" else section.target, soc_version=section.soc_version,
-        precision_mode=section.precision_mode, input_fp16_nodes=section.input_fp16_nodes,
-        output_type=section.output_type, input_format=section.input_format,
-        op_select_implmode=section.op_select_implmode, atc_args=section.atc_args, opset=section.opset or None,
-        aipp=aipp_options(config), keep_dtype=files.get("keep_dtype"), modify_mixlist=files.get("modify_mixlist"),
-        customize_dtypes=files.get("customize_dtypes"),
-    )
+    return options_from(ConvertOptions, config.convert, aipp=aipp_options(config), keep_dtype=files.get("keep_dtype"),
+                        modify_mixlist=files.get("modify_mixlist"), customize_dtypes=files.get("customize_dtypes"))
 
 
 def precision_files(config: PipelineConfig) -> dict[str, Path]:

@@ -6,74 +6,17 @@ Every stage calls the library function its command calls; nothing here starts `i
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field, fields
+from collections.abc import Callable
+from dataclasses import asdict, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
-from infer.pipeline.config import GENERATOR_PREFIXES, PipelineConfig, RunSection
-
-if TYPE_CHECKING:
-    from infer.run.options import RunOptions
+from infer.option_fields import flag_args
+from infer.pipeline.calls import compare, convert_options, freeze, image_options, precision_files
+from infer.pipeline.config import AIPP_KEYS, GENERATOR_PREFIXES, PipelineConfig
+from infer.pipeline.work import Facts, StageDone, StagePlan, WorkLayout
+from infer.run.options import RunOptions
 
 STAGES: tuple[str, ...] = ("inspect", "freeze", "convert", "dump-bin", "run", "compare")
-
-
-@dataclass(frozen=True)
-class WorkLayout:
-    """Where each stage writes, inside the pipeline's work folder."""
-
-    root: Path
-
-    @property
-    def model_dir(self) -> Path:
-        return self.root / "model"
-
-    @property
-    def contract(self) -> Path:
-        return self.model_dir / "model.json"
-
-    @property
-    def pb(self) -> Path:
-        return self.model_dir / "model.pb"
-
-    @property
-    def bins(self) -> Path:
-        return self.root / "bins"
-
-    @property
-    def out(self) -> Path:
-        return self.root / "out"
-
-    @property
-    def report(self) -> Path:
-        return self.root / "report"
-
-    @property
-    def golden_cache(self) -> Path:
-        return self.root / "golden"
-
-
-@dataclass(frozen=True)
-class StagePlan:
-    """What a stage will read and with which settings: enough to tell whether it must run again."""
-
-    stage: str
-    inputs: tuple[Path, ...]
-    settings: dict[str, Any]
-    command: tuple[str, ...]  # the equivalent `infer ...` argv
-
-
-@dataclass(frozen=True)
-class StageDone:
-    """What a stage that ran made: its one line, the files to watch, and facts for later stages."""
-
-    summary: str
-    outputs: tuple[Path, ...]
-    facts: dict[str, Any] = field(default_factory=dict)
-
-
-Facts = Mapping[str, Mapping[str, Any]]  # stage -> the facts it recorded
 
 
 def model_source_files(source: Path) -> tuple[Path, ...]:
@@ -84,104 +27,46 @@ def model_source_files(source: Path) -> tuple[Path, ...]:
 
 
 def _freeze_args(config: PipelineConfig) -> list[str]:
+    """[model] as `infer freeze`'s flags, from the section's fields (`infer.option_fields`)."""
     model = config.model
-    args = ["--outputs", ",".join(model.outputs)]
-    if model.inputs:
-        args += ["--inputs", ",".join(model.inputs)]
-    args += ["--batch", str(model.batch)]
-    for name, value in sorted(model.set.items()):
-        args += ["--set", f"{name}={value}"]
-    return args
+    return flag_args(model, values={"set": tuple(f"{k}={v}" for k, v in sorted(model.set.items()))})
 
 
 def _convert_args(config: PipelineConfig) -> list[str]:
-    from infer.pipeline.calls import precision_files
-
+    """[convert] as `infer convert`'s flags, from the section's fields: the files resolved against the pipeline
+    file, the aipp_* keys with --aipp only, and --aipp's normalisation from [data.preprocessing]."""
     section = config.convert
-    args = [] if section.target == "auto" else ["--target", section.target]
-    pairs = (("--soc-version", section.soc_version), ("--precision-mode", section.precision_mode),
-             ("--input-fp16-nodes", section.input_fp16_nodes), ("--output-type", section.output_type),
-             ("--input-format", section.input_format), ("--op-select-implmode", section.op_select_implmode))
-    args += [item for flag, value in pairs if value for item in (flag, value)]
-    if section.opset:
-        args += ["--opset", str(section.opset)]
-    for extra in section.atc_args:
-        args += ["--atc-arg", extra]
-    for key, path in precision_files(config).items():
-        args += [f"--{key.replace('_', '-')}", str(path)]
+    resolved = {key: str(path) for key, path in precision_files(config).items()}
     if section.aipp_config:
-        args += ["--aipp-config", str(config.resolve(section.aipp_config))]
-    elif section.aipp:
-        args += ["--aipp", *_normalise_args(config)]
-        aipp_pairs = (("--aipp-input-format", section.aipp_input_format),
-                      ("--aipp-src-size", ",".join(map(str, section.aipp_src_size))),
-                      ("--aipp-crop", ",".join(map(str, section.aipp_crop))), ("--aipp-csc", section.aipp_csc))
-        args += [item for flag, value in aipp_pairs if value for item in (flag, value)]
+        resolved["aipp_config"] = str(config.resolve(section.aipp_config))
+    args = flag_args(section, skip=("aipp", *AIPP_KEYS), values=resolved)  # aipp_config: a file, as --aipp-config
+    if section.aipp and not section.aipp_config:  # --aipp: AIPP made from [data.preprocessing] and the aipp_* keys
+        args += ["--aipp", *_normalise_args(config),
+                 *flag_args(section, skip=tuple(f.name for f in fields(section) if f.name not in AIPP_KEYS))]
     return args
 
 
 def _normalise_args(config: PipelineConfig) -> list[str]:
     """[data.preprocessing]'s colour and normalisation, as dump-bin and convert --aipp both take them."""
-    prep = config.data.preprocessing
-    args = []
-    if prep.color != "RGB":
-        args += ["--color", prep.color]
-    if prep.scale != 1.0:
-        args += ["--scale", repr(prep.scale)]
-    if prep.mean != (0.0,):
-        args += ["--mean", ",".join(repr(v) for v in prep.mean)]
-    if prep.std != (1.0,):
-        args += ["--std", ",".join(repr(v) for v in prep.std)]
-    return args
+    return flag_args(config.data.preprocessing, skip=("resize",))
 
 
 def _dump_args(config: PipelineConfig) -> list[str]:
-    data, prep = config.data, config.data.preprocessing
-    args = []
-    if data.dtype:
-        args += ["--dtype", data.dtype]
-    if data.layout:
-        args += ["--layout", data.layout]
-    if prep.resize:
-        args += ["--resize", str(prep.resize)]
-    args += _normalise_args(config)
-    if data.allow_lossy:
-        args.append("--allow-lossy")
-    return args
+    """[data] and [data.preprocessing] as `infer dump-bin`'s flags, from their fields."""
+    return flag_args(config.data) + flag_args(config.data.preprocessing)
 
 
 def _run_args(config: PipelineConfig) -> list[str]:
-    """[run] as `infer run`'s flags, from the section's fields: each key is the flag of the same name, given when
-    it differs from the key's default (which is run's own, tests/infer/test_options_agree.py holds them equal)."""
-    section = config.run
-    args: list[str] = []
-    for item in fields(RunSection):
-        value = getattr(section, item.name)
-        if value != item.default:
-            args += [f"--{item.name.replace('_', '-')}", str(value)]
-    return args
+    """[run] as `infer run`'s flags: [run] is RunOptions, each key the flag of its name, given when it differs
+    from run's default."""
+    return flag_args(config.run)
 
 
 def _compare_args(config: PipelineConfig) -> list[str]:
+    """[compare] as `infer compare`'s flags, from the section's fields; labels resolved against the file."""
     section = config.compare
-    args = []
-    if config.labels is not None:
-        args += ["--labels", str(config.labels)]
-    if section.topk != 5:
-        args += ["--topk", str(section.topk)]
-    for text in sorted(section.threshold_texts):
-        args += ["--threshold", text]
-    if section.layerwise:
-        args.append("--layerwise")
-    if section.allow_same_backend:
-        args.append("--allow-same-backend")
-    if section.expected_from_emulation is not None:
-        args.append("--expected-from-emulation" if section.expected_from_emulation else "--no-expected-from-emulation")
-    if section.expected_factor != 10.0:
-        args += ["--expected-factor", repr(section.expected_factor)]
-    if section.fail_on_expected:
-        args.append("--fail-on-expected")
-    return args
+    return flag_args(section, values={"labels": str(config.labels),
+                                      "thresholds": tuple(sorted(section.threshold_texts))})
 
 
 # --- inspect ---------------------------------------------------------------------------------------------------
@@ -216,7 +101,6 @@ def plan_freeze(config: PipelineConfig, work: WorkLayout, facts: Facts) -> Stage
 
 
 def run_freeze(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StageDone:
-    from infer.pipeline.calls import freeze
 
     summary = freeze(config, work)
     return StageDone(summary, (work.pb,))
@@ -225,7 +109,6 @@ def run_freeze(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StageD
 # --- convert ---------------------------------------------------------------------------------------------------
 
 def plan_convert(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StagePlan:
-    from infer.pipeline.calls import precision_files
 
     command = ("infer", "convert", str(work.contract), *_convert_args(config))
     settings = asdict(config.convert)
@@ -240,7 +123,6 @@ def plan_convert(config: PipelineConfig, work: WorkLayout, facts: Facts) -> Stag
 def run_convert(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StageDone:
     from infer.contract import load_contract
     from infer.convert import convert_model
-    from infer.pipeline.calls import convert_options
 
     result = convert_model(load_contract(work.contract), convert_options(config))
     converted = result.contract.converted
@@ -271,7 +153,6 @@ def run_dump(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StageDon
     from binio.spec import format_shape
     from infer.contract import load_contract
     from infer.data.dump import DumpOptions, dump_bins
-    from infer.pipeline.calls import image_options
 
     data = config.data
     options = DumpOptions(
@@ -296,12 +177,8 @@ def plan_run(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StagePla
 
 
 def run_options(config: PipelineConfig) -> RunOptions:
-    """[run] as `infer run`'s options ("auto" and threads 0 mean: run's own default; device 0 is a device)."""
-    from infer.run.options import RunOptions
-
-    section = config.run
-    return RunOptions(backend=None if section.backend == "auto" else section.backend, device=section.device,
-                      loop=section.loop, warmup=section.warmup, threads=section.threads or None)
+    """[run], which is `infer run`'s options."""
+    return config.run
 
 
 def run_run(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StageDone:
@@ -330,7 +207,6 @@ def plan_compare(config: PipelineConfig, work: WorkLayout, facts: Facts) -> Stag
 
 
 def run_compare(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StageDone:
-    from infer.pipeline.calls import compare
 
     run_folder = Path(str(facts["run"]["run_folder"]))
     return compare(config, work, run_folder)

@@ -5,14 +5,16 @@ The same renderer writes the demo's pipeline file, so what the demo runs is a fi
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from binio.atomic import write_bytes_atomic
 from binio.output import check_output
-from infer.pipeline.config import GENERATOR_PREFIXES
+from infer.data.options import ImageOptions
+from infer.option_fields import template_lines, toml_literal, toml_text_value
+from infer.pipeline.config import GENERATOR_PREFIXES, CompareSection, ConvertSection, DataSection
+from infer.run.options import RunOptions
 
 
 @dataclass(frozen=True)
@@ -35,20 +37,26 @@ class TemplateValues:
     soc_version: str = ""  # [convert] soc_version written out; "" = commented out (convert's default: none)
 
 
-def _toml(value: object) -> str:
-    """A TOML literal for a str, number, bool or list of them (JSON's spelling is TOML's for these)."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float):
-        return repr(value)
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(_toml(v) for v in value) + "]"
-    return json.dumps(value)
+_DESCRIBE: dict[str, dict[str, list[str]]] = {
+    "data": {"source": ["# An image folder, an .npy/.npz, a folder of .bin files, or const:VALUE / random:SEED."]},
+    "convert": {
+        "precision_mode": ["# ATC's default precision mode; the stand-in emulates it (fp16 storage after every op)."],
+        "aipp": ["# AIPP: the NPU does [data.preprocessing] (colour, mean, std, scale) on uint8 images; resize stays",
+                 "# host-side. aipp_config = \"aipp.cfg\" takes a hand-written config instead."],
+        "keep_dtype": ["# ATC's per-op precision files, relative to this file: passed to ATC, emulated by the "
+                       "stand-in."],
+    },
+    "compare": {"thresholds": [
+        "# Defaults are msit's: cosine < 0.99, RED > 0.05, KL > 0.005, RMSE > 1.0 or MeanRE > 1.0 fails.",
+        "# thresholds = { cosine = 0.999, \"probs:0:kl\" = 0.01 }",
+        "# (a key \"sample:cosine\" limits each sample on its own: one bad sample fails the run)"]},
+}
 
 
-def _switch_value(text: str) -> str:
-    """true/false bare (a TOML boolean), anything else as _toml writes it."""
-    return text if text in ("true", "false") else _toml(text)
+def _table(name: str, cls: type, written: dict[str, Any]) -> list[str]:
+    """A [name] table of the template: its keys, their defaults and help from `cls`'s fields."""
+    notes = _DESCRIBE.get(name, {})
+    return ["", f"[{name}]", *template_lines(cls, written, lambda key: notes.get(key, []))]
 
 
 def render_template(values: TemplateValues) -> str:
@@ -58,81 +66,36 @@ def render_template(values: TemplateValues) -> str:
     lines += [f"# {note}" for note in values.notes]
     lines += ["", "[model]",
               "# A checkpoint prefix or folder, a .meta, a frozen .pb, a SavedModel folder or a Keras file.",
-              f"source = {_toml(values.source)}",
+              f"source = {toml_literal(values.source)}",
               "# The tensors the converted model returns (ATC's --out_nodes)."]
     if values.other_candidates:
         lines.append(f"# Other candidates inspect ranked: {', '.join(values.other_candidates)}")
-    lines.append(f"outputs = {_toml(list(values.outputs))}")
+    lines.append(f"outputs = {toml_literal(list(values.outputs))}")
     lines += ["# The model's inputs; a tensor that is not a placeholder (IteratorGetNext:0) becomes one.",
               "# Shape and dtype may be given per input: \"images:0[8,224,224,3]\"."]
-    lines.append(f"inputs = {_toml(list(values.inputs))}")
+    lines.append(f"inputs = {toml_literal(list(values.inputs))}")
     lines += ["# Fixes an unknown first dimension: ATC and msame need a static batch.",
               f"batch = {values.batch}",
               "# Placeholders folded to a value at freeze; those with a default are folded to it anyway."]
     if values.switches:
         lines.append(f"# With a default here: {', '.join(values.switches)}")
-    set_items = ", ".join(f"{_toml(k) if not k.isidentifier() else k} = {_switch_value(v)}"
+    set_items = ", ".join(f"{toml_literal(k) if not k.isidentifier() else k} = {toml_text_value(v)}"
                           for k, v in sorted(values.set_values.items()))
     lines.append(f"set = {{ {set_items} }}" if set_items else "# set = { is_training = \"false\" }")
 
-    lines += ["", "[data]",
-              "# An image folder, an .npy/.npz, a folder of .bin files, or const:VALUE / random:SEED.",
-              f"source = {_toml(values.data_source)}",
-              "# dtype = \"\"          # \"\" = the converted model's input dtype; anything else must equal it",
-              "# layout = \"\"         # NHWC | NCHW for images; \"\" = the model's",
-              "# allow_lossy = false  # write values the cast loses (fp16 overflow, NaN) instead of refusing",
-              "", "[data.preprocessing]  # images only: (pixel * scale - mean) / std after resize + centre crop",
-              "# resize = 0          # shorter side before the crop; 0 = just large enough",
-              "# color = \"RGB\"       # or BGR",
-              f"scale = {_toml(values.scale)}",
-              "# mean = [0.0]        # one value, or one per channel",
-              "# std = [1.0]"]
-
-    lines += ["", "[convert]",
-              "# target = \"auto\"        # om where ATC is installed, else onnx (the ONNX Runtime stand-in)",
-              f"soc_version = {_toml(values.soc_version)}" if values.soc_version
-              else "# soc_version = \"\"      # the chip ATC compiles for (npu-smi info names it); an om needs one",
-              "# ATC's default precision mode; the stand-in emulates it (fp16 storage after every op).",
-              "precision_mode = \"force_fp16\"  # force_fp32 | allow_fp32_to_fp16 | must_keep_origin_dtype | "
-              "allow_mix_precision",
-              "# input_fp16_nodes = \"\"   # \"a;b\": these inputs take float16 bins",
-              "# output_type = \"\"        # FP32 | FP16 | \"node:0:FP16;...\"",
-              "# input_format = \"\"       # NHWC | NCHW | ND; \"\" = from the model",
-              "# op_select_implmode = \"\"",
-              "# atc_args = []           # more ATC flags, passed as they are",
-              "# opset = 0               # stand-in: 0 = the highest tf2onnx and onnxruntime both handle",
-              "# keep_dtype = \"\"         # ATC's keep_dtype file (from infer tune-precision): ops kept in fp32",
-              "# modify_mixlist = \"\"     # ATC's modify_mixlist JSON (allow_mix_precision only)",
-              "# customize_dtypes = \"\"   # ATC's customize_dtypes file",
-              "# AIPP: the NPU does [data.preprocessing] (colour, mean, std, scale) on uint8 images; resize stays",
-              "# host-side. aipp_config = \"aipp.cfg\" takes a hand-written config instead.",
-              "aipp = true" if values.aipp else "# aipp = false",
-              "# aipp_input_format = \"\"  # RGB888_U8 | YUV420SP_U8 | XRGB8888_U8 | YUV400_U8",
-              "# aipp_src_size = []      # [width, height] of the uint8 source; [] = the model input's size",
-              "# aipp_crop = []          # [x, y] of the crop window; [] = centred",
-              "# aipp_csc = \"\"           # YUV420SP_U8: jpeg | bt601n | bt601w | bt709n | bt709w; \"\" = jpeg"]
-
-    lines += ["", "[run]",
-              "# backend = \"auto\"  # from what convert made; or onnxrt | tf | msame | ais_bench",
-              "# device: left out = the backend's default; device = 1 runs on the second NPU (or GPU)",
-              "# loop = 1",
-              "# warmup = 1        # untimed runs of the first batch before timing starts",
-              "# threads = 0       # 0 = the backend's default"]
-
-    lines += ["", "[compare]"]
-    lines.append(f"labels = {_toml(values.labels)}" if values.labels
-                 else "# labels = \"labels.txt\"  # class indices (a line each, or .npy) or 'name label' lines")
-    lines += ["# topk = 5",
-              "# layerwise = false  # stand-in only: find the first layer whose outputs diverge",
-              "# expected_from_emulation = true  # error against the stand-in's emulated precision (default: om only)",
-              "# expected_factor = 10.0          # how many times the emulated error an output may reach",
-              "# fail_on_expected = false        # an output past that factor fails the run",
-              "# allow_same_backend = false      # compare a [run] backend = \"tf\" with TF, on purpose",
-              "# Defaults are msit's: cosine < 0.99, RED > 0.05, KL > 0.005, RMSE > 1.0 or MeanRE > 1.0 fails.",
-              "# thresholds = { cosine = 0.999, \"probs:0:kl\" = 0.01 }",
-              "# (a key \"sample:cosine\" limits each sample on its own: one bad sample fails the run)"]
-
-    lines += ["", "[paths]", f"work_dir = {_toml(values.work_dir)}  # model/, bins/, out/, report/ and the state file"]
+    lines += _table("data", DataSection, {"source": values.data_source})
+    lines += ["", "[data.preprocessing]  # images only: (pixel * scale - mean) / std after resize + centre crop",
+              *template_lines(ImageOptions, {"scale": values.scale})]
+    convert: dict[str, Any] = {"precision_mode": ConvertSection().precision_mode}
+    if values.soc_version:
+        convert["soc_version"] = values.soc_version
+    if values.aipp:
+        convert["aipp"] = True
+    lines += _table("convert", ConvertSection, convert)
+    lines += _table("run", RunOptions, {})
+    lines += _table("compare", CompareSection, {"labels": values.labels} if values.labels else {})
+    lines += ["", "[paths]",
+              f"work_dir = {toml_literal(values.work_dir)}  # model/, bins/, out/, report/ and the state file"]
     return "\n".join(lines) + "\n"
 
 

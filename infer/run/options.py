@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from binio.errors import InferError
+from infer.option_fields import setting
 
 
 class RunError(InferError):
@@ -17,15 +18,19 @@ class RunError(InferError):
 
 @dataclass(frozen=True)
 class RunOptions:
-    backend: str | None = None  # None: chosen from the contract
-    device: int | None = None
+    """In pipeline.toml: [run]."""
+
+    backend: str | None = setting(None, unset="auto",  # None: chosen from the contract
+                                  help="from what convert made; or onnxrt | tf | msame | ais_bench")
+    device: int | None = setting(None, help="the backend's default; device = 1 runs on the second NPU (or GPU)")
     loop: int = 1
-    warmup: int = 1  # the first call of a session builds its kernels: slow, and not what a batch costs
-    threads: int | None = None
-    timeout: float = 3600.0  # seconds msame or ais_bench may take for the whole dataset (--timeout)
+    # the first call of a session builds its kernels: slow, and not what a batch costs
+    warmup: int = setting(1, help="untimed runs of the first batch before timing starts")
+    threads: int | None = setting(None, unset=0, help="0 = the backend's default")
+    timeout: float = setting(3600.0, help="seconds msame or ais_bench may take for the whole dataset")
     # The sha256 of another model whose bins this run takes on purpose (compare's emulated precision runs a model
     # of the same pb on the converted model's bins): no "made for another model" warning for it.
-    bins_made_for: str = ""
+    bins_made_for: str = setting("", toml=False, flag=False)
 
     def check(self) -> None:
         """Refuses counts out of range, naming the option, before anything is loaded."""
@@ -53,6 +58,25 @@ class ScaleOptions:
     address: str | None = None  # ray: the cluster; None starts a local one
     retries: int = 1  # further attempts of a failed shard
     resume: bool = False
+
+    def check(self, options: RunOptions | None = None) -> None:
+        """Refuses a sharding no engine can carry out, naming the option; with the run's `options`, also a
+        --device given beside --devices."""
+        from infer.run.engines.base import ENGINES  # the engines' module imports the worker, which imports numpy
+
+        if self.engine not in ENGINES:
+            raise ScaleOutError(f"--engine {self.engine}: expected one of {', '.join(ENGINES)}")
+        if self.engine == "ray" and self.devices:
+            raise ScaleOutError("--devices with --engine ray: Ray grants the devices itself",
+                                hint="give --shards N (default: one per NPU, or CPU for the stand-in, of the cluster)")
+        if self.engine != "ray" and self.address is not None:
+            raise ScaleOutError("--address is for --engine ray")
+        if self.devices and options is not None and options.device is not None:
+            raise ScaleOutError("--device and --devices together: give one", hint="--devices 0 runs on device 0 alone")
+        if self.shards is not None and self.shards < 1:
+            raise ScaleOutError(f"--shards {self.shards}: expected 1 or more")
+        if self.retries < 0:
+            raise ScaleOutError(f"--retries {self.retries}: expected 0 or more")
 
     @property
     def wanted(self) -> bool:

@@ -27,7 +27,7 @@ from binio.manifest import DatasetManifest, dataset_folder
 from binio.spec import TensorSpec
 from infer.contract import ModelContract
 from infer.run.batches import Progress, latency_stats
-from infer.run.engines.base import ENGINES, Engine
+from infer.run.engines.base import Engine
 from infer.run.engines.worker import ShardOutcome, ShardTask
 from infer.run.layout import RUN_JSON, parse_timestamp_folder
 from infer.run.options import RunOptions, ScaleOptions, ScaleOutError
@@ -49,19 +49,7 @@ WORK_FOLDER = ".infer-shards"
 
 
 def _check(options: RunOptions, scale: ScaleOptions) -> None:
-    if scale.engine not in ENGINES:
-        raise ScaleOutError(f"--engine {scale.engine}: expected one of {', '.join(ENGINES)}")
-    if scale.engine == "ray" and scale.devices:
-        raise ScaleOutError("--devices with --engine ray: Ray grants the devices itself",
-                            hint="give --shards N (default: one per NPU, or CPU for the stand-in, of the cluster)")
-    if scale.engine != "ray" and scale.address is not None:
-        raise ScaleOutError("--address is for --engine ray")
-    if scale.devices and options.device is not None:
-        raise ScaleOutError("--device and --devices together: give one", hint="--devices 0 runs on device 0 alone")
-    if scale.shards is not None and scale.shards < 1:
-        raise ScaleOutError(f"--shards {scale.shards}: expected 1 or more")
-    if scale.retries < 0:
-        raise ScaleOutError(f"--retries {scale.retries}: expected 0 or more")
+    scale.check(options)
 
 
 def _open_engine(backend: str, options: RunOptions, scale: ScaleOptions) -> Engine:

@@ -232,11 +232,45 @@ def test_the_reports_commands_reproduce_every_stage(demo: tuple[DemoResult, list
                                                     capsys: pytest.CaptureFixture[str]) -> None:
     """Each `infer ...` line of the report, run by hand in a copy of the demo folder, writes what the pipeline
     stage wrote: the same bytes, the same recorded settings (issue 14: the pipeline and the flags cannot drift)."""
+    result, _ = demo
+    _sync(capsys, result)
+    _reproduce_by_hand(result, tmp_path, capsys)
+
+
+def test_the_reports_commands_reproduce_every_stage_with_every_table_edited(
+        demo: tuple[DemoResult, list[str]], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The same with settings off their defaults in every table: image options (colour, resize, mean, std),
+    run's counts and threads, compare's top-k, thresholds and band; each reaches the printed command."""
+    result, _ = demo
+    toml = result.pipeline_file
+    text = toml.read_text()
+    edits = {"\n[run]\n": "\n[run]\nloop = 2\nwarmup = 0\nthreads = 1\n",
+             "\n[compare]\n": "\n[compare]\ntopk = 3\nexpected_factor = 20\n"
+                              'thresholds = { cosine = 0.9, kl = "off" }\n',
+             "\nscale = ": '\ncolor = "bgr"\nresize = 40\nmean = [0.5, 0.4, 0.3]\nstd = [0.25]\nscale = '}
+    edited = text
+    for old, new in edits.items():
+        assert edited.count(old) == 1, old
+        edited = edited.replace(old, new)
+    toml.write_text(edited)
+    try:
+        assert run_cli(capsys, "pipeline", "run", str(toml)).code == 0
+        words = " " + " ".join(result.pipeline.report_path.read_text().split()) + " "
+        for flags in ("--resize 40 --color BGR", "--mean 0.5,0.4,0.3 --std 0.25", "--loop 2 --warmup 0 --threads 1",
+                      "--topk 3 --threshold cosine=0.9 --threshold kl=off", "--expected-factor 20.0"):
+            assert f" {flags} " in words, flags
+        _reproduce_by_hand(result, tmp_path, capsys)
+    finally:
+        toml.write_text(text)
+        _sync(capsys, result)  # the demo's own report and work folder back for the tests that read them
+
+
+def _reproduce_by_hand(result: DemoResult, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Runs every `infer ...` line of the pipeline's report in a copy of the demo folder and asserts that each
+    wrote what its stage wrote."""
     import shlex
     import shutil
 
-    result, _ = demo
-    _sync(capsys, result)
     root = result.pipeline_file.parent
     work = result.pipeline.work_dir
     copy = tmp_path / "copy"

@@ -347,3 +347,15 @@ def test_every_run_key_is_the_flag_of_its_name(project: Path) -> None:
     text = MINIMAL + '[run]\nbackend = "onnxrt"\ndevice = 1\nloop = 3\nwarmup = 2\nthreads = 4\n'
     assert _run_args(load_config(_write(project, text))) == [
         "--backend", "onnxrt", "--device", "1", "--loop", "3", "--warmup", "2", "--threads", "4"]
+
+
+@pytest.mark.parametrize(("table", "expected"), [
+    ("[run]\nloop = 0\n", "[run] loop: expected 1 or more, got 0"),
+    ("[run]\nthreads = -2\n", "[run] threads: expected 1 or more (leave it out for the framework's default), got -2"),
+    ("[compare]\ntopk = 0\n", "[compare] topk: expected 1 or more, got 0"),
+    ("[compare]\nexpected_factor = 0.5\n", "[compare] expected_factor: expected 1 or more, got 0.5"),
+])
+def test_a_value_the_command_refuses_is_refused_when_the_file_is_read(project: Path, table: str,
+                                                                        expected: str) -> None:
+    """The options' own check (the command line's) refuses it before any stage runs, said as the file's key."""
+    assert _error(project, MINIMAL + table) == f"{project / 'pipeline.toml'}: {expected}"

@@ -2,36 +2,18 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
-from binio.errors import InferError
 from binio.regular import refuse_special
 from binio.spec import format_shape
+from infer.data.options import COLORS, ImageOptions
 from infer.data.sources.arrays import NpySource, NpzSource, SourceError
 from infer.data.sources.base import SampleSource
 from infer.data.sources.bins import BinFolderSource, has_bins
 from infer.data.sources.generators import GeneratedSource, is_generator
 from infer.data.sources.images import ImageFolderSource, ImagePreprocessing
 
-COLORS = ("RGB", "BGR")
-
-
-@dataclass(frozen=True)
-class ImageOptions:
-    """The image preprocessing a user chose; the crop size and channels come from the model's input shape."""
-
-    resize: int | None = None
-    color: str = "RGB"
-    scale: float = 1.0
-    mean: tuple[float, ...] = (0.0,)
-    std: tuple[float, ...] = (1.0,)
-
-    def __post_init__(self) -> None:
-        # One check for every caller (command line, pipeline file, Python): "bgr" is BGR, "GBR" is refused.
-        if self.color.upper() not in COLORS:
-            raise InferError(f"--color {self.color}: expected RGB or BGR")
-        object.__setattr__(self, "color", self.color.upper())
+__all__ = ["COLORS", "ImageOptions", "image_preprocessing", "open_source"]
 
 
 def _listed(values: tuple[float, ...]) -> str:
