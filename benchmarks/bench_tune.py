@@ -19,6 +19,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -45,9 +46,9 @@ def build_resnet(folder: Path, stages: tuple[int, ...]) -> ModelContract:
     graph = tf.Graph()
     counter = [0]
 
-    def unit(x: object, out: int, size: int = 1, relu: bool = True) -> object:
+    def unit(x: Any, out: int, size: int = 1, relu: bool = True) -> Any:  # TensorFlow tensors: untyped
         counter[0] += 1
-        channels = x.shape[-1]  # type: ignore[attr-defined]
+        channels = x.shape[-1]
         kernel = (rng.normal(size=(size, size, channels, out)) * np.sqrt(2 / (size * size * channels)))
         y = tf.nn.conv2d(x, tf.constant(kernel.astype(np.float32)), 1, "SAME", name=f"conv{counter[0]}")
         y = tf.nn.bias_add(y, tf.constant((rng.normal(size=out) * 0.01).astype(np.float32)))
