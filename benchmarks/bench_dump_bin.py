@@ -13,6 +13,7 @@ Both sides' bins are checked equal byte for byte. Times are medians of alternate
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import json
 import os
@@ -70,7 +71,7 @@ def bench_npy(root: Path, sizes: tuple[int, ...], batch: int, rounds: int) -> li
             result = alternate(
                 [Side("infer dump-bin", infer_command("dump-bin", "-m", model.path, "-o", ours, data), ours),
                  Side("hand/dump_npy.py", hand_command("dump_npy.py", data, hand, target, batch), hand)],
-                rounds, check=lambda ours=ours, hand=hand: same_files(ours / "images", hand))
+                rounds, check=functools.partial(same_files, ours / "images", hand))
             rows.append((f"npy -> {target}, {mb:.0f} MB: time", result.ratio("infer dump-bin", "hand/dump_npy.py"),
                          median_note(result, "infer dump-bin", "hand/dump_npy.py", f"{target_ratio}, lower is better")))
         data.unlink()

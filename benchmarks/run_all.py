@@ -2,7 +2,8 @@
 
     python benchmarks/run_all.py            # every benchmarks/bench_*.py
     python benchmarks/run_all.py run dump   # only those whose name contains one of these words
-    python benchmarks/run_all.py --quick    # smaller cases, one round each: a check that they all still run
+    python benchmarks/run_all.py --quick    # small cases, few rounds (a few minutes): a check that they all run
+    python benchmarks/run_all.py --markdown # the README's table on stdout (details on stderr), to paste as is
 
 What they measure: whole `infer` commands against whole hand-written scripts doing the same job
 (`benchmarks/hand/`), run in turns by `benchmarks/endtoend.py` (medians with min-max, peak RSS per process, the
@@ -22,9 +23,13 @@ asserted.
 
 from __future__ import annotations
 
+import argparse
+import contextlib
+import datetime
 import importlib.util
 import os
 import platform
+import subprocess
 import sys
 import time
 import traceback
@@ -117,29 +122,60 @@ def format_markdown(results: Sequence[tuple[str, list[Row], str, float]], comman
     return "\n".join(lines)
 
 
-def main(words: Sequence[str] = (), *, quick: bool = False) -> int:
+def commit() -> str:
+    """The checkout's commit, with `+changes` when its tracked files differ from it."""
+    def git(*arguments: str) -> str:
+        done = subprocess.run(["git", *arguments], cwd=HERE.parent, capture_output=True, text=True, check=False)
+        return done.stdout.strip() if done.returncode == 0 else ""
+
+    head = git("rev-parse", "--short", "HEAD") or "unknown"
+    return head + ("+changes" if git("status", "--porcelain", "--untracked-files=no") else "")
+
+
+def readme_section(results: Sequence[tuple[str, list[Row], str, float]], command: str, base: str,
+                   load: tuple[float, ...], after: tuple[float, ...]) -> str:
+    """The README's "Latest full run" line and table, as `--markdown` prints them."""
+    day = datetime.datetime.now(datetime.timezone.utc).strftime("%-d %B %Y")
+    return (f"Latest full run: `{command}`, {day}, commit {commit()}; {machine()}. Load average (1, 5, 15 min) "
+            f"{load[0]:.1f} {load[1]:.1f} {load[2]:.1f} at the start, {after[0]:.1f} {after[1]:.1f} {after[2]:.1f} "
+            f"at the end (each row gives its own).\n\n{format_markdown(results, base)}")
+
+
+def main(words: Sequence[str] = (), *, quick: bool = False, markdown: bool = False) -> int:
     files = benchmark_files(words)
     if not files:
         print(f"no benchmarks/bench_*.py matches {' '.join(words)}", file=sys.stderr)
         return 2
+    base = "python benchmarks/run_all.py" + (" --quick" if quick else "")  # each row adds its benchmark's word
+    command = " ".join([base, *words])
     results = []
     load = os.getloadavg()
-    for path in files:
-        print(f"== {path.name}", flush=True)
-        rows, problem, seconds = run_one(path, quick=quick)
-        results.append((path.stem.removeprefix("bench_"), rows, problem, seconds))
+    # --markdown: stdout holds the table alone; what the benchmarks print as they go goes to stderr.
+    with contextlib.redirect_stdout(sys.stderr) if markdown else contextlib.nullcontext():
+        for path in files:
+            print(f"== {path.name}", flush=True)
+            rows, problem, seconds = run_one(path, quick=quick)
+            results.append((path.stem.removeprefix("bench_"), rows, problem, seconds))
+    after = os.getloadavg()
+    if markdown:
+        print(readme_section(results, command, base, load, after))
+        return 1 if any(problem for _, _, problem, _ in results) else 0
     print()
     print(f"machine: {machine()}{' (--quick: smaller cases)' if quick else ''}")
-    after = os.getloadavg()
     print(f"load average (1, 5, 15 min): {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} at the start, "
           f"{after[0]:.1f} {after[1]:.1f} {after[2]:.1f} at the end")
     print(format_table(results))
     print()
-    print(format_markdown(results, "python benchmarks/run_all.py" + (" --quick" if quick else "")))
+    print(format_markdown(results, base))
     return 1 if any(problem for _, _, problem, _ in results) else 0
 
 
 if __name__ == "__main__":
     sys.path.insert(0, str(HERE.parent))  # the benchmarks import the package from the checkout
-    arguments = sys.argv[1:]
-    sys.exit(main([a for a in arguments if a != "--quick"], quick="--quick" in arguments))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("words", nargs="*", help="only the benchmarks whose name contains one of these")
+    parser.add_argument("--quick", action="store_true", help="small cases, few rounds: a check that they all run")
+    parser.add_argument("--markdown", action="store_true",
+                        help="print the README's section (run line and table) on stdout, the details on stderr")
+    arguments = parser.parse_args()
+    sys.exit(main(arguments.words, quick=arguments.quick, markdown=arguments.markdown))

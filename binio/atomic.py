@@ -28,6 +28,16 @@ def umask() -> int:
     return current
 
 
+def new_file_mode() -> int:
+    """The mode ``open()`` would give a new file under the current umask (0o666 less the umask's bits).
+
+    A stage that writes many files reads it once per call and hands it to `atomic_path`: the umask is read from
+    /proc (a file open and parse, or two umask() calls), which would otherwise be paid per file; it is read again
+    on the next call, so a umask changed between calls in one process is honoured.
+    """
+    return 0o666 & ~umask()
+
+
 def _disk_error(path: Path, exc: OSError) -> InferError:
     if exc.errno == errno.ENOSPC:
         return InferError(f"{path}: no space left on the device while writing", hint="free some space and re-run")
@@ -37,8 +47,11 @@ def _disk_error(path: Path, exc: OSError) -> InferError:
 
 
 @contextlib.contextmanager
-def atomic_path(path: Path) -> Iterator[Path]:
-    """Yields a temporary path beside `path`; on success it is renamed onto `path`, on failure removed."""
+def atomic_path(path: Path, mode: int | None = None) -> Iterator[Path]:
+    """Yields a temporary path beside `path`; on success it is renamed onto `path`, on failure removed.
+
+    `mode` is the new file's mode (`new_file_mode()` taken once by a caller writing many files); None reads the
+    umask now."""
     path = Path(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -46,7 +59,7 @@ def atomic_path(path: Path) -> Iterator[Path]:
         try:
             # mkstemp makes the file 0600 and the rename keeps that: give it the mode open() would have, so
             # msame running as another user, a colleague or a Ray worker can read what infer wrote.
-            os.fchmod(fd, 0o666 & ~umask())
+            os.fchmod(fd, new_file_mode() if mode is None else mode)
         finally:
             os.close(fd)
     except OSError as exc:

@@ -51,3 +51,26 @@ def test_endtoend_alternates_whole_processes_and_checks_their_outputs(tmp_path: 
     with pytest.raises(AssertionError, match="differs"):
         alternate([Side("ours", writer(ours, "one"), ours), Side("theirs", writer(theirs, "two"), theirs)], 1,
                   check=lambda: same_files(ours, theirs))
+
+
+def test_markdown_prints_the_readme_section_with_each_rows_command() -> None:
+    """`run_all.py --markdown` output: the run line (command, machine, load) and one table row per figure, each
+    naming the command that measures it; a benchmark that failed is a row saying so."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("run_all_under_test", BENCHMARKS[0].parent / "run_all.py")
+    assert spec is not None and spec.loader is not None
+    run_all = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(run_all)
+    results = [("dump_bin", [("npy -> float16, 301 MB: time", 1.04, "infer dump-bin 1.2 s | target <= 1.25x")], "",
+                3.0), ("run", [], "failed: RuntimeError: boom", 1.0)]
+    section = run_all.readme_section(results, "python benchmarks/run_all.py dump run", "python benchmarks/run_all.py",
+                                     (5.0, 4.0, 3.0), (6.0, 4.5, 3.1))
+    lines = section.splitlines()
+    assert lines[0].startswith("Latest full run: `python benchmarks/run_all.py dump run`, ")
+    assert "5.0 4.0 3.0 at the start, 6.0 4.5 3.1 at the end" in lines[0]
+    assert lines[2:] == [
+        "| benchmark | case | figure | against, target, detail | command |", "|---|---|---|---|---|",
+        "| dump_bin | npy -> float16, 301 MB: time | 1.04x | infer dump-bin 1.2 s / target <= 1.25x | "
+        "`python benchmarks/run_all.py dump` |",
+        "| run | - | - | failed: RuntimeError: boom | `python benchmarks/run_all.py run` |"]

@@ -77,3 +77,14 @@ def test_the_error_root_imports_no_numpy() -> None:
     probe = "import sys, binio.errors; print(sorted(m for m in ('numpy',) if m in sys.modules))"
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
     assert result.stdout.strip() == "[]"
+
+
+def test_no_command_help_imports_pydantic() -> None:
+    """typer coerces values through pydantic; values click has already typed (the flags that --help parses) pass
+    as they are (infer/cli/typed_values.py), so help does not pay for pydantic (about a third of its time)."""
+    probe = HELP_PROBE.replace('"PIL")', '"PIL", "pydantic")')
+    for argv in (["--help"], ["dump-bin", "--help"], ["run", "-h"], ["pipeline", "run", "--help"]):
+        result = subprocess.run([sys.executable, "-c", probe, *argv], capture_output=True, text=True, timeout=120,
+                                check=True)
+        assert "Usage: infer" in result.stdout, argv
+        assert result.stdout.splitlines()[-1] == "imported:", argv

@@ -16,7 +16,7 @@ actual_folder, golden_folder, samples, width, out = sys.argv[1], sys.argv[2], in
     sys.argv[5]
 
 
-def read(folder):
+def read(folder: str) -> np.ndarray:
     names = sorted(n for n in os.listdir(folder) if n.endswith("_output_0.bin"))
     whole = np.concatenate([np.fromfile(os.path.join(folder, n), np.float32).reshape(-1, width) for n in names])
     return whole[:samples].astype(np.float64).ravel()

@@ -21,6 +21,7 @@ from infer import __version__
 from infer.cli import bin_info, compare, convert, demo, doctor, dump_bin, freeze, inspect, pipeline, run, tune_precision
 from infer.cli.console import err, show
 from infer.cli.quiet import quiet_frameworks
+from infer.cli.typed_values import typed_values_pass_through
 
 _VERBOSE_HELP = "-v: what runs; -vv: tool output too. Before or after the command."
 _QUIET_HELP = "Only errors on stderr (no progress lines or warnings). Before or after the command."
@@ -143,6 +144,7 @@ app.command("doctor")(doctor.doctor)
 
 def _paths_read_by_the_commands(command: Any) -> Any:
     """Leaves reading a path to the command: click's own readability check prints a usage box, not one line."""
+    typed_values_pass_through(command)
     for param in command.params:
         described = getattr(param, "type_descriptor", None)  # typer >= 0.24 checks paths itself
         if described is not None and described.is_path:

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from atc_wrap.aipp import AippConfig
-from binio.atomic import atomic_path
+from binio.atomic import atomic_path, new_file_mode
 from binio.batching import BatchSlot, padded_buffer, plan_batches
 from binio.binfile import sha256_file
 from binio.cast import CastReport, checked_cast_into
@@ -192,7 +192,7 @@ def _sha256(buffer: np.ndarray) -> str:
 
 
 def _write_batch(path: Path, buffer: np.ndarray, hashed: concurrent.futures.Future[str],
-                 created: list[Path]) -> tuple[str, bool]:
+                 created: list[Path], mode: int) -> tuple[str, bool]:
     """Writes `buffer` to `path` atomically unless the same bytes are there: (sha256, written).
 
     The sha256 of `buffer` is being taken on another thread meanwhile: it is waited for only to compare with a file
@@ -201,7 +201,7 @@ def _write_batch(path: Path, buffer: np.ndarray, hashed: concurrent.futures.Futu
     existed = os.path.lexists(path)
     if existed and path.is_file() and path.stat().st_size == buffer.nbytes and sha256_file(path) == hashed.result():
         return hashed.result(), False
-    with atomic_path(path) as tmp:
+    with atomic_path(path, mode) as tmp:
         _write_payload(tmp, buffer)
     if not existed:
         created.append(path)
@@ -379,6 +379,7 @@ def _write_all(contract: ModelContract, options: DumpOptions, plans: list[_Plan]
     entries: list[list[BinEntry]] = [[] for _ in plans]
     pending: list[tuple[int, int, concurrent.futures.Future[tuple[str, bool]]]] = []
     written = kept = 0
+    mode = new_file_mode()  # once per call, not per file
 
     def settle(upto: int) -> None:
         nonlocal written, kept
@@ -416,7 +417,8 @@ def _write_all(contract: ModelContract, options: DumpOptions, plans: list[_Plan]
                     path = output / plan.folder / bin_file_name(slot.index)
                     settle(_WRITES_IN_FLIGHT * len(plans) - 1)
                     hashed = hasher.submit(_sha256, buffer)
-                    pending.append((index, slot.index, writer.submit(_write_batch, path, buffer, hashed, created)))
+                    written_future = writer.submit(_write_batch, path, buffer, hashed, created, mode)
+                    pending.append((index, slot.index, written_future))
             settle(0)
         except BaseException:
             for _, _, future in pending:
