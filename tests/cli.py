@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import pytest
 
 from infer.cli.app import main
+
+Arg = str | os.PathLike[str]
+"""A command-line argument; paths may be passed as they are, since run_cli makes every argument a string."""
 
 
 @dataclass(frozen=True)
@@ -23,7 +27,7 @@ class Outcome:
         return lines[0]
 
 
-def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> Outcome:
+def run_cli(capsys: pytest.CaptureFixture[str], *args: Arg) -> Outcome:
     capsys.readouterr()
     code = 0
     try:

@@ -12,7 +12,7 @@ import pytest
 
 import infer
 from infer.contract import ModelContract
-from tests.cli import run_cli
+from tests.cli import Arg, run_cli
 
 
 @pytest.fixture(autouse=True)
@@ -25,7 +25,7 @@ def _restore_logging() -> Iterator[None]:
     root.setLevel(level)
 
 
-def _level_after(capsys: pytest.CaptureFixture[str], *args: object) -> int:
+def _level_after(capsys: pytest.CaptureFixture[str], *args: Arg) -> int:
     outcome = run_cli(capsys, *args)
     assert "No such option" not in outcome.err, outcome.err
     return logging.getLogger().getEffectiveLevel()

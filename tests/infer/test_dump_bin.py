@@ -14,7 +14,7 @@ from binio.manifest import load_manifest
 from infer.contract import ModelContract
 from infer.data.dump import DumpOptions, dump_bins
 from infer.data.sources.images import ImagePreprocessing, decode_image
-from tests.cli import run_cli
+from tests.cli import Arg, run_cli
 from tests.infer.dump_models import fp16_model, two_input_model
 
 
@@ -311,7 +311,7 @@ def test_allow_lossy_writes_and_reports_the_loss(capsys: pytest.CaptureFixture[s
 # --- refusals: the exact error line, and nothing half-written ----------------------------------------------------
 
 
-def _refused(capsys: pytest.CaptureFixture[str], out: Path, *args: object) -> str:
+def _refused(capsys: pytest.CaptureFixture[str], out: Path, *args: Arg) -> str:
     result = run_cli(capsys, "dump-bin", "-o", out, *args)
     assert result.code == 2, result.err
     assert not out.exists(), f"{out} was left behind"
@@ -624,7 +624,7 @@ def test_each_option_mistake_is_one_line_naming_the_option(capsys: pytest.Captur
     _images(tmp_path / "images", 2)
     images = str(tmp_path / "images")
     (tmp_path / "a-file").write_text("not a folder")
-    cases: list[tuple[tuple[object, ...], str]] = [
+    cases: list[tuple[tuple[Arg, ...], str]] = [
         (("-m", cnn), "no source: give SOURCE or --source NAME=SOURCE"),
         (("-m", cnn, "--source", "images"), "--source images: expected NAME=SOURCE (e.g. --source images:0=data.npy)"),
         (("-m", cnn, "--input", "images"), "--input images: expected NAME=SOURCE (e.g. --input images:0=data.npy)"),
