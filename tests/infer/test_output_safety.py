@@ -7,7 +7,7 @@ import os
 import stat
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -84,7 +84,7 @@ def test_compare_report_into_an_existing_folder_needs_force(onnx_small_cnn: Mode
 
 
 @pytest.fixture
-def lock_holder() -> Iterator[callable]:  # type: ignore[valid-type]
+def lock_holder() -> Iterator[Callable[[Path], int]]:
     """Starts another process that holds a folder's lock until the test ends; returns its pid."""
     started: list[subprocess.Popen[str]] = []
 
@@ -105,7 +105,8 @@ def lock_holder() -> Iterator[callable]:  # type: ignore[valid-type]
 
 
 def test_a_second_dump_bin_into_a_folder_being_written_is_refused_at_once(
-        frozen_small_cnn: ModelContract, tmp_path: Path, capsys: pytest.CaptureFixture[str], lock_holder) -> None:  # type: ignore[no-untyped-def]
+        frozen_small_cnn: ModelContract, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        lock_holder: Callable[[Path], int]) -> None:
     out = tmp_path / "bins"
     data = _npy(tmp_path / "data.npy")
     assert run_cli(capsys, "dump-bin", "-m", frozen_small_cnn.path, "-o", out, data).code == 0
@@ -119,7 +120,8 @@ def test_a_second_dump_bin_into_a_folder_being_written_is_refused_at_once(
 
 
 def test_run_compare_report_and_pipeline_hold_the_lock_too(onnx_small_cnn: ModelContract, tmp_path: Path,
-                                                            capsys: pytest.CaptureFixture[str], lock_holder) -> None:  # type: ignore[no-untyped-def]
+                                                            capsys: pytest.CaptureFixture[str],
+                                                            lock_holder: Callable[[Path], int]) -> None:
     bins = tmp_path / "bins"
     write_dataset(bins, {"images:0": cnn_batches(2)}, layout="NHWC")
     pid = lock_holder(tmp_path / "out")
@@ -138,7 +140,8 @@ def test_run_compare_report_and_pipeline_hold_the_lock_too(onnx_small_cnn: Model
 
 
 def test_pipeline_run_holds_its_work_folder(frozen_small_cnn: ModelContract, tmp_path: Path,
-                                            capsys: pytest.CaptureFixture[str], lock_holder) -> None:  # type: ignore[no-untyped-def]
+                                            capsys: pytest.CaptureFixture[str],
+                                            lock_holder: Callable[[Path], int]) -> None:
     from infer.pipeline.config import load_config
 
     target = tmp_path / "pipeline.toml"
