@@ -29,7 +29,7 @@ def run_om(om: Path, dirs: list[Path]) -> list[tuple[str, list[np.ndarray]]]:
     for name in input_names(dirs):
         feeds = {}
         for spec, folder in zip(session.get_inputs(), dirs, strict=True):
-            data = np.fromfile(folder / name, dtype=_ORT_TYPES[spec.type])
+            data: np.ndarray = np.fromfile(folder / name, dtype=_ORT_TYPES[spec.type])
             feeds[spec.name] = data.reshape([int(d) for d in spec.shape])
         results.append((Path(name).stem, list(session.run(None, feeds))))
     return results
