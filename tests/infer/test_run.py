@@ -90,6 +90,7 @@ def test_onnxrt_run_agrees_with_tf_run(tf_run: RunResult, onnx_small_cnn: ModelC
 
 def test_a_model_json_runs_what_convert_made_and_a_file_picks_its_backend(
         onnx_small_cnn: ModelContract, cnn_bins: DatasetManifest, tmp_path: Path) -> None:
+    assert onnx_small_cnn.converted_path is not None
     assert run_model(onnx_small_cnn.path, cnn_bins.root, tmp_path / "a").record.backend == "onnxrt"
     assert run_model(onnx_small_cnn.pb_path, cnn_bins.root, tmp_path / "b").record.backend == "tf"
     assert run_model(onnx_small_cnn.converted_path, cnn_bins.root, tmp_path / "c").record.backend == "onnxrt"
@@ -323,6 +324,7 @@ def test_msame_missing(om_small_cnn: ModelContract, cnn_bins: DatasetManifest, t
 
 def test_backend_that_cannot_run_the_file(om_small_cnn: ModelContract, cnn_bins: DatasetManifest, tmp_path: Path,
                                           capsys: pytest.CaptureFixture[str]) -> None:
+    assert om_small_cnn.converted_path is not None
     assert _refusal(capsys, om_small_cnn.converted_path, cnn_bins.root, tmp_path / "out", "--backend", "onnxrt") == (
         "error: --backend onnxrt cannot run a .om file (it takes msame or ais_bench)")
     assert _refusal(capsys, om_small_cnn.path, cnn_bins.root, tmp_path / "out", "--backend", "onnxrt") == (
@@ -365,6 +367,7 @@ def test_golden_tf_run_widens_float16_bins_exactly_and_other_backends_refuse_the
 
 def test_a_model_argument_run_cannot_use(onnx_small_cnn: ModelContract, cnn_bins: DatasetManifest, tmp_path: Path,
                                          capsys: pytest.CaptureFixture[str]) -> None:
+    assert onnx_small_cnn.converted_path is not None
     out = tmp_path / "out"
     assert _refusal(capsys, onnx_small_cnn.path, cnn_bins.root, out, "--backend", "trt") == (
         "error: --backend trt: expected one of onnxrt, tf, msame, ais_bench")
