@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,9 @@ from tests.frozen import freeze_by_hand
 from tests.models import BuiltModel, build_small_cnn
 
 quiet_tensorflow_logs()  # before any test imports TensorFlow
+
+Copy = Callable[[ModelContract], ModelContract]
+"""What the `copy_model` fixture gives: contract -> the contract of a copy in the test's tmp_path."""
 
 
 @pytest.fixture(scope="session")
@@ -26,7 +30,7 @@ def frozen_small_cnn(small_cnn: BuiltModel, tmp_path_factory: pytest.TempPathFac
 
 
 @pytest.fixture
-def copy_model(tmp_path: Path):  # type: ignore[no-untyped-def]
+def copy_model(tmp_path: Path) -> Copy:
     """Copies a contract's folder into tmp_path and returns the copy's contract, for tests that change it."""
     import shutil
 

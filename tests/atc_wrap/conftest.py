@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from infer.contract import ModelContract
 from tests.atc_wrap.graphs import build_energy, build_matmul_sum, write_frozen
+
+Convert = Callable[..., ModelContract]
+"""What the `converted` fixture gives: (contract, **ConvertOptions fields) -> the converted copy's contract."""
 
 
 @pytest.fixture(scope="session")
@@ -24,7 +29,7 @@ def matmul_sum_model(tmp_path_factory: pytest.TempPathFactory) -> ModelContract:
 
 
 @pytest.fixture(scope="session")
-def converted(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+def converted(tmp_path_factory: pytest.TempPathFactory) -> Convert:
     """converted(contract, **ConvertOptions fields) -> the contract of a converted copy, made once per session."""
     import shutil
 
@@ -33,13 +38,13 @@ def converted(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-unty
 
     cache: dict[tuple[str, tuple[tuple[str, object], ...]], ModelContract] = {}
 
-    def convert(contract: ModelContract, **options: object) -> ModelContract:
+    def convert(contract: ModelContract, **options: Any) -> ModelContract:
         key = (str(contract.path), tuple(sorted(options.items())))
         if key not in cache:
             folder = tmp_path_factory.mktemp("converted") / contract.folder.name
             shutil.copytree(contract.folder, folder)
             copy = load_contract(folder / contract.path.name)
-            cache[key] = convert_model(copy, ConvertOptions(**{"target": "onnx", **options})).contract  # type: ignore[arg-type]
+            cache[key] = convert_model(copy, ConvertOptions(**{"target": "onnx", **options})).contract
         return cache[key]
 
     return convert

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -11,8 +10,7 @@ from atc_wrap.aipp_parse import read_aipp_config
 from infer.contract import ModelContract, load_contract
 from tests.atc_wrap.conftest import FakeAtc
 from tests.cli import Outcome, run_cli
-
-Copy = Callable[[ModelContract], ModelContract]
+from tests.conftest import Copy
 
 
 def _convert_with_config(capsys: pytest.CaptureFixture[str], contract: ModelContract, hand: Path,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -12,8 +11,7 @@ from binio.process import quote_command
 from infer.contract import ModelContract, load_contract
 from tests.atc_wrap.conftest import FakeAtc
 from tests.cli import run_cli
-
-Copy = Callable[[ModelContract], ModelContract]
+from tests.conftest import Copy
 
 
 def base_argv(atc: Path | str, contract: ModelContract, soc: str = "Ascend310P3") -> list[str]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -12,8 +11,7 @@ from atc_wrap.opset import default_opset
 from infer.contract import ModelContract, load_contract
 from tests.atc_wrap.graphs import build_unconvertible, write_frozen
 from tests.cli import run_cli
-
-Copy = Callable[[ModelContract], ModelContract]
+from tests.conftest import Copy
 
 
 def test_without_atc_the_default_target_is_the_stand_in(

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 import pytest
 
 from infer.contract import ModelContract, load_contract
+from tests.atc_wrap.conftest import Convert
 from tests.atc_wrap.outputs import cosine, onnx_outputs, tf_outputs
-
-Convert = Callable[..., ModelContract]
 
 
 def images(seed: int = 1) -> dict[str, np.ndarray]:

@@ -4,7 +4,6 @@ preprocessing recorded, TensorFlow fed it, the converted model fed the bins thro
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -15,8 +14,7 @@ from binio.manifest import load_manifest
 from infer.contract import ModelContract
 from infer.data.sources.images import ImageFolderSource, ImagePreprocessing
 from tests.cli import run_cli
-
-Copy = Callable[[ModelContract], ModelContract]
+from tests.conftest import Copy
 
 
 def _images(folder: Path, count: int = 3) -> Path:
