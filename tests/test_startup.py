@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 from ckpt2pb.logs import TF_CPP_MIN_LOG_LEVEL
+from infer.contract import ModelContract
 
 HEAVY = ("tensorflow", "onnxruntime", "tf2onnx", "onnx", "matplotlib", "PIL")
 
@@ -30,7 +31,7 @@ def test_help_imports_no_heavy_framework() -> None:
     assert [line for line in result.stdout.splitlines() if line.startswith("imported:")] == []
 
 
-def test_tensorflow_start_up_chatter_stays_off_the_terminal(frozen_small_cnn) -> None:  # type: ignore[no-untyped-def]
+def test_tensorflow_start_up_chatter_stays_off_the_terminal(frozen_small_cnn: ModelContract) -> None:
     """TF prints notices from C++ while it is imported (absl, oneDNN, CPU features); -vv lets them through."""
     env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
     probe = "import sys; from infer.cli.app import main; main(sys.argv[1:])"

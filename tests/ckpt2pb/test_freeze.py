@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from binio.spec import node_name
 from infer.contract import load_contract
@@ -70,7 +71,7 @@ def test_pb_is_clean_for_older_consumers(frozen: tuple[ReferenceModel, FreezeRep
     assert not graph_def.library.function
 
 
-def test_resnet_batch_norm_loses_its_newer_default_attrs(resnet_model: ReferenceModel, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_resnet_batch_norm_loses_its_newer_default_attrs(resnet_model: ReferenceModel, tmp_path: Path) -> None:
     import tensorflow as tf
 
     from infer.freeze import freeze_model
@@ -87,7 +88,7 @@ def test_resnet_batch_norm_loses_its_newer_default_attrs(resnet_model: Reference
     assert {node.op for node in graph_def.node} >= {"MaxPoolWithArgmax", "Conv2D", "Softmax", "AddV2"}
 
 
-def test_channels_first_graph_gets_nchw_layout(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_channels_first_graph_gets_nchw_layout(tmp_path: Path) -> None:
     import tensorflow as tf
 
     from infer.freeze import freeze_model
@@ -107,7 +108,8 @@ def test_channels_first_graph_gets_nchw_layout(tmp_path) -> None:  # type: ignor
     assert [s.layout for s in report.contract.outputs] == ["NCHW"]
 
 
-def test_batch_minus_one_keeps_the_batch_dynamic_for_atc(capsys, resnet_model: ReferenceModel, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_batch_minus_one_keeps_the_batch_dynamic_for_atc(capsys: pytest.CaptureFixture[str],
+                                                         resnet_model: ReferenceModel, tmp_path: Path) -> None:
     """--batch -1: the pb's placeholder keeps batch -1, the contract says ?, and convert's --dynamic-batch acts on
     it; verification still runs (at batch 2)."""
     import tensorflow as tf
@@ -132,7 +134,7 @@ def test_batch_minus_one_keeps_the_batch_dynamic_for_atc(capsys, resnet_model: R
     assert "--input_shape=images:-1,16,16,3" in outcome.out and "--dynamic_batch_size=1,2,4" in outcome.out
 
 
-def test_batch_minus_one_refuses_a_static_batch(bert_model: ReferenceModel, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_batch_minus_one_refuses_a_static_batch(bert_model: ReferenceModel, tmp_path: Path) -> None:
     import pytest
 
     from ckpt2pb.errors import FreezeError
@@ -147,7 +149,7 @@ def test_batch_minus_one_refuses_a_static_batch(bert_model: ReferenceModel, tmp_
     assert str(caught.value) == "--batch -2: expected a positive number, or -1 to keep the first dim unknown"
 
 
-def test_checks_and_prints_are_stripped(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_checks_and_prints_are_stripped(tmp_path: Path) -> None:
     """Asserts go (with the control edges on them and, in TF2, the AssertGuard cond around them); CheckNumerics,
     StopGradient and v1 Print (which returns its input) become Identity."""
     import tensorflow as tf

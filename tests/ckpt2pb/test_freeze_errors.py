@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from ckpt2pb import freeze as freeze_module
 from ckpt2pb.errors import FreezeError, GraphNameError, VerifyError
 from infer.freeze import freeze_model
-from tests.cli import run_cli
+from tests.cli import Outcome, run_cli
 from tests.models import ReferenceModel
 
 
-def _freeze(capsys: pytest.CaptureFixture[str], model: ReferenceModel, out: Path, *args: str):  # type: ignore[no-untyped-def]
+def _freeze(capsys: pytest.CaptureFixture[str], model: ReferenceModel, out: Path, *args: str) -> Outcome:
     return run_cli(capsys, "freeze", model.path, "-o", out, *args)
 
 
@@ -175,7 +176,7 @@ def test_verification_catches_a_wrong_freeze(resnet_model: ReferenceModel, tmp_p
 
     clear_devices = freeze_module.surgery.clear_devices
 
-    def clear_devices_and_break_the_head(graph_def) -> None:  # type: ignore[no-untyped-def]
+    def clear_devices_and_break_the_head(graph_def: Any) -> None:  # a GraphDef; TensorFlow ships no types
         clear_devices(graph_def)
         for node in graph_def.node:
             if node.op == "Const" and len(node.attr["value"].tensor.tensor_shape.dim) == 2:  # the dense kernel

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from ckpt2pb.inspection import inspect_model
+from infer.contract import ModelContract
 from tests.cli import run_cli
 from tests.models import ReferenceModel
 
@@ -48,7 +50,7 @@ def test_dataset_model_lists_the_iterator_outputs(dataset_model: ReferenceModel)
                                                                          ("IteratorGetNext:1", True)]
 
 
-def test_frozen_pb_counts_constants(frozen_small_cnn) -> None:  # type: ignore[no-untyped-def]
+def test_frozen_pb_counts_constants(frozen_small_cnn: ModelContract) -> None:
     report = inspect_model(frozen_small_cnn.pb_path)
     assert report.parameters_from == "constants" and report.variables == 0
     assert report.parameters == 3 * 3 * 3 * 4 + 4 + 4 * 5
@@ -76,7 +78,7 @@ def test_cli_tables(capsys: pytest.CaptureFixture[str], resnet_model: ReferenceM
     assert outcome.code == 2 and "Invalid value for '--top'" in outcome.err
 
 
-def test_cli_prints_long_tensor_names_whole(capsys: pytest.CaptureFixture[str], tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_cli_prints_long_tensor_names_whole(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     """A name is for copying into --outputs: the table grows wider rather than cut it; assert plumbing is no
     candidate."""
     import tensorflow as tf
@@ -97,7 +99,7 @@ def test_cli_prints_long_tensor_names_whole(capsys: pytest.CaptureFixture[str], 
     assert "assert_positive" not in outcome.out
 
 
-def test_loss_plumbing_ranks_below_the_loss_and_the_prediction(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_loss_plumbing_ranks_below_the_loss_and_the_prediction(tmp_path: Path) -> None:
     """A sparse cross-entropy leaves an unconsumed Shape node named after softmax: shape metadata, no output."""
     import tensorflow as tf
 

@@ -9,7 +9,7 @@ import pytest
 
 from ckpt2pb.errors import SourceError
 from ckpt2pb.source import load_source
-from infer.contract import load_contract
+from infer.contract import ModelContract, load_contract
 from infer.freeze import freeze_model
 from tests.cli import run_cli
 from tests.models import ReferenceModel
@@ -131,7 +131,7 @@ def test_old_output_shapes_are_dropped(resnet_model: ReferenceModel, tmp_path: P
     assert freeze_model(prefix, tmp_path / "out", ["probs"], batch=2).verification
 
 
-def test_frozen_pb_is_a_source(frozen_small_cnn, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_frozen_pb_is_a_source(frozen_small_cnn: ModelContract, tmp_path: Path) -> None:
     source = load_source(frozen_small_cnn.pb_path)
     assert source.kind == "pb" and source.prefix is None and not source.has_variables
     report = freeze_model(frozen_small_cnn.pb_path, tmp_path, ["probs:0"])

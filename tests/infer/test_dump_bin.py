@@ -15,6 +15,7 @@ from infer.contract import ModelContract
 from infer.data.dump import DumpOptions, dump_bins
 from infer.data.sources.images import ImagePreprocessing, decode_image
 from tests.cli import Arg, run_cli
+from tests.conftest import Copy
 from tests.infer.dump_models import fp16_model, two_input_model
 
 
@@ -682,7 +683,7 @@ def test_a_dataset_without_the_input_is_refused_naming_what_it_holds(capsys: pyt
     assert line == f"error: {tmp_path / 'cnn_bins' / 'dataset.json'}: no input 'ids:0'; it holds: images:0"
 
 
-def test_a_contract_whose_pb_changed_is_refused_before_anything_is_written(copy_model,  # type: ignore[no-untyped-def]
+def test_a_contract_whose_pb_changed_is_refused_before_anything_is_written(copy_model: Copy,
                                                                           frozen_small_cnn: ModelContract,
                                                                           tmp_path: Path) -> None:
     """The library refuses it too (the pipeline calls dump_bins directly): bins record the model's sha256."""

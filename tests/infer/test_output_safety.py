@@ -9,6 +9,7 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -187,7 +188,7 @@ def test_a_failed_dump_removes_only_the_files_it_created(frozen_small_cnn: Model
     original = infer.data.dump._write_batch
     foreign = out / "images" / "someone-elses.bin"
 
-    def write_and_meanwhile_another_writes(*args, **kwargs):  # type: ignore[no-untyped-def]
+    def write_and_meanwhile_another_writes(*args: Any, **kwargs: Any) -> Any:  # passes the call through as it is
         if not foreign.exists():
             foreign.write_bytes(b"not ours")
         return original(*args, **kwargs)

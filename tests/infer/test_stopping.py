@@ -8,7 +8,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -53,7 +53,7 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def _wait_for(predicate, seconds: float) -> bool:  # type: ignore[no-untyped-def]
+def _wait_for(predicate: Callable[[], bool], seconds: float) -> bool:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if predicate():

@@ -20,9 +20,12 @@ from tests.infer.compare.handmade import write_contract, write_dataset, write_ru
 
 BATCH, SAMPLES, FILES = 4, 10, 3  # the last file holds 2 real rows and 2 rows of padding
 
+Case = tuple[ModelContract, Path, np.ndarray, np.ndarray]
+"""The `case` fixture: the contract, its bins folder, the golden probs and feature map."""
+
 
 @pytest.fixture
-def case(tmp_path: Path) -> tuple[ModelContract, Path, np.ndarray, np.ndarray]:
+def case(tmp_path: Path) -> Case:
     """A contract with a classifier output and a feature map; golden outputs; bins."""
     contract = write_contract(tmp_path / "model", (TensorSpec("probs:0", "float32", (None, 5)),
                                                    TensorSpec("feat:0", "float32", (None, 2, 3))))
@@ -43,7 +46,8 @@ def _args(tmp_path: Path, contract: ModelContract, *extra: str) -> list[str]:
             "--golden", str(tmp_path / "golden"), *extra]
 
 
-def test_close_outputs_pass_and_padding_is_left_out(case, tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_close_outputs_pass_and_padding_is_left_out(case: Case, tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
     contract, _, probs, feat = case
     actual_probs = probs + np.float32(1e-6)
     actual_probs[-2:] = 1e6  # the two padding rows: garbage the comparison must not see
@@ -58,7 +62,7 @@ def test_close_outputs_pass_and_padding_is_left_out(case, tmp_path, capsys) -> N
     assert [b.rows for b in result.outputs[0].batches] == [4, 4, 2]
 
 
-def test_streamed_metrics_equal_the_in_memory_ones(case, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_streamed_metrics_equal_the_in_memory_ones(case: Case, tmp_path: Path) -> None:
     contract, _, probs, feat = case
     noisy = feat + np.random.default_rng(1).normal(scale=0.05, size=feat.shape).astype(np.float32)
     _actual(tmp_path, probs, noisy)
@@ -71,7 +75,7 @@ def test_streamed_metrics_equal_the_in_memory_ones(case, tmp_path) -> None:  # t
     assert streamed.golden_std == pytest.approx(direct.golden_std, rel=1e-9)
 
 
-def test_one_bad_sample_fails_and_is_the_worst(case, tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_one_bad_sample_fails_and_is_the_worst(case: Case, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     contract, _, probs, feat = case
     bad = feat.copy()
     bad[5] = -bad[5] * 3  # sample 5: second file, row 1
@@ -88,7 +92,7 @@ def test_one_bad_sample_fails_and_is_the_worst(case, tmp_path, capsys) -> None: 
     assert [bool(b.failures) for b in result.outputs[1].batches] == [False, True, False]
 
 
-def test_thresholds_override_the_verdict(case, tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_thresholds_override_the_verdict(case: Case, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     contract, _, probs, feat = case
     _actual(tmp_path, probs, feat * 1.1)  # RED 0.1 fails msit's 0.05; KL and cosine are unchanged by scaling
     assert run_cli(capsys, *_args(tmp_path, contract)).code == 1
@@ -98,7 +102,7 @@ def test_thresholds_override_the_verdict(case, tmp_path, capsys) -> None:  # typ
                                                      "feat:0 CosineSimilarity 1 < 1.5")
 
 
-def test_topk_and_labels(case, tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_topk_and_labels(case: Case, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     contract, _, probs, feat = case
     golden_top1 = probs[:SAMPLES].argmax(axis=1)
     actual = probs.copy()
@@ -123,7 +127,7 @@ def test_topk_and_labels(case, tmp_path, capsys) -> None:  # type: ignore[no-unt
     assert "top-1 accuracy golden 90.00% actual 80.00% (-10.00%)" in outcome.out
 
 
-def test_reports(case, tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_reports(case: Case, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     contract, _, probs, feat = case
     _actual(tmp_path, probs, feat * 1.1)
     outcome = run_cli(capsys, *_args(tmp_path, contract, "--report", str(tmp_path / "report")))
@@ -149,7 +153,8 @@ def test_reports(case, tmp_path, capsys) -> None:  # type: ignore[no-untyped-def
     assert "FAILED: feat:0 RelativeEuclideanDistance" in page
 
 
-def test_fp16_actual_outputs_read_as_the_converted_model_gives_them(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_fp16_actual_outputs_read_as_the_converted_model_gives_them(tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
     contract = write_contract(tmp_path / "model", (TensorSpec("y:0", "float32", (None, 3)),),
                               converted_outputs=(TensorSpec("y:0", "float16", (None, 3)),))
     write_dataset(tmp_path / "bins", batch=2, samples=4)
@@ -163,7 +168,7 @@ def test_fp16_actual_outputs_read_as_the_converted_model_gives_them(tmp_path, ca
     assert result.outputs[0].actual_dtype == "float16"
 
 
-def test_missing_output_file(case, tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_missing_output_file(case: Case, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     contract, _, probs, feat = case
     folder = _actual(tmp_path, probs, feat)
     (folder / "000002_output_1.bin").unlink()
@@ -173,7 +178,7 @@ def test_missing_output_file(case, tmp_path, capsys) -> None:  # type: ignore[no
                                   "and the model has output 1 (feat:0)")
 
 
-def test_wrong_size_output_file(case, tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_wrong_size_output_file(case: Case, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     contract, _, probs, feat = case
     folder = _actual(tmp_path, probs, feat)
     (folder / "000000_output_0.bin").write_bytes(probs[:4].astype(np.float64).tobytes())
@@ -182,7 +187,7 @@ def test_wrong_size_output_file(case, tmp_path, capsys) -> None:  # type: ignore
                                   "float32, got 160 (is it float64?)")
 
 
-def test_labels_count_must_match(case, tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_labels_count_must_match(case: Case, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     contract, _, probs, feat = case
     _actual(tmp_path, probs, feat)
     (tmp_path / "labels.txt").write_text("1\n2\n")
@@ -190,7 +195,7 @@ def test_labels_count_must_match(case, tmp_path, capsys) -> None:  # type: ignor
     assert outcome.error_line == f"error: {tmp_path / 'labels.txt'}: 2 labels for a dataset of 10 samples"
 
 
-def test_threshold_for_unknown_output(case, tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_threshold_for_unknown_output(case: Case, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     contract, _, probs, feat = case
     _actual(tmp_path, probs, feat)
     outcome = run_cli(capsys, *_args(tmp_path, contract, "-t", "logits:kl=0.1"))
@@ -198,7 +203,7 @@ def test_threshold_for_unknown_output(case, tmp_path, capsys) -> None:  # type: 
                                   "outputs are: probs:0, feat:0")
 
 
-def test_actual_folder_without_outputs(case, tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_actual_folder_without_outputs(case: Case, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     contract, *_ = case
     (tmp_path / "actual").mkdir()
     outcome = run_cli(capsys, *_args(tmp_path, contract))
@@ -206,7 +211,7 @@ def test_actual_folder_without_outputs(case, tmp_path, capsys) -> None:  # type:
                                   "and no timestamp folder inside")
 
 
-def test_sides_of_different_sizes_refused(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_sides_of_different_sizes_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     contract = write_contract(tmp_path / "model", (TensorSpec("y:0", "float32", (None, 3)),),
                               converted_outputs=(TensorSpec("y:0", "float32", (None, 4)),))
     write_dataset(tmp_path / "bins", batch=2, samples=2)
@@ -216,7 +221,8 @@ def test_sides_of_different_sizes_refused(tmp_path, capsys) -> None:  # type: ig
     assert outcome.error_line == "error: output 0 (y:0): actual (2,4) and golden (2,3) hold different element counts"
 
 
-def test_mistakes_are_refused_before_tensorflow_runs_for_the_golden(case, tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_mistakes_are_refused_before_tensorflow_runs_for_the_golden(case: Case, tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
     """Without --golden TensorFlow runs first, for minutes on a large dataset (here it could not: the contract has
     no pb); a wrong labels file, threshold or --actual must be refused before that."""
     contract, _, probs, feat = case
@@ -234,7 +240,8 @@ def test_mistakes_are_refused_before_tensorflow_runs_for_the_golden(case, tmp_pa
 
 
 @pytest.mark.parametrize(("bad", "shown"), [(5, "5"), (-1, "-1")])
-def test_label_outside_the_classes_is_refused(case, tmp_path, capsys, bad: int, shown: str) -> None:  # type: ignore[no-untyped-def]
+def test_label_outside_the_classes_is_refused(case: Case, tmp_path: Path, capsys: pytest.CaptureFixture[str], bad: int,
+                                              shown: str) -> None:
     """1-based labels (5 for the last of 5 classes) would silently count as wrong answers."""
     contract, _, probs, feat = case
     _actual(tmp_path, probs, feat)
@@ -247,7 +254,8 @@ def test_label_outside_the_classes_is_refused(case, tmp_path, capsys, bad: int, 
 
 
 @pytest.mark.parametrize("option", ["--report", "--dump-golden"])
-def test_output_folder_that_is_a_file_is_refused_first(case, tmp_path, capsys, option: str) -> None:  # type: ignore[no-untyped-def]
+def test_output_folder_that_is_a_file_is_refused_first(case: Case, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                       option: str) -> None:
     contract, _, probs, feat = case
     _actual(tmp_path, probs, feat)
     (tmp_path / "taken").write_text("a file")
@@ -261,7 +269,8 @@ def test_output_folder_that_is_a_file_is_refused_first(case, tmp_path, capsys, o
     ("--atol", "-1e-3", "--atol -0.001: expected 0 or more"),
     ("--rtol", "nan", "--rtol nan: expected 0 or more"),
 ])
-def test_option_values_out_of_range(case, tmp_path, capsys, option: str, value: str, message: str) -> None:  # type: ignore[no-untyped-def]
+def test_option_values_out_of_range(case: Case, tmp_path: Path, capsys: pytest.CaptureFixture[str], option: str,
+                                    value: str, message: str) -> None:
     contract, _, probs, feat = case
     _actual(tmp_path, probs, feat)
     outcome = run_cli(capsys, *_args(tmp_path, contract, option, value))

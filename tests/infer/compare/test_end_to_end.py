@@ -13,6 +13,7 @@ from infer.contract import ModelContract
 from infer.run.options import RunOptions
 from infer.run.plain import run_model
 from tests.cli import run_cli
+from tests.conftest import Copy
 
 pytestmark = pytest.mark.slow
 
@@ -21,8 +22,9 @@ def _run_onnx(contract: ModelContract, bins: Path, out: Path) -> Path:
     return run_model(contract.path, bins, out, RunOptions(backend="onnxrt")).folder
 
 
-def test_fp32_stand_in_passes_with_default_golden_cached(onnx_small_cnn, cnn_bins, copy_model, tmp_path,  # type: ignore[no-untyped-def]
-                                                         capsys) -> None:
+def test_fp32_stand_in_passes_with_default_golden_cached(onnx_small_cnn: ModelContract, cnn_bins: Path,
+                                                         copy_model: Copy, tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
     contract = copy_model(onnx_small_cnn)
     actual = _run_onnx(contract, cnn_bins, tmp_path / "out")
     outcome = run_cli(capsys, "compare", contract.path, "--input", cnn_bins, "--actual", actual)
@@ -35,7 +37,8 @@ def test_fp32_stand_in_passes_with_default_golden_cached(onnx_small_cnn, cnn_bin
     assert metrics.cosine_similarity > 0.999999 and metrics.max_absolute_error < 1e-5
 
 
-def test_fp16_emulation_gives_small_nonzero_errors(onnx_small_cnn_fp16, cnn_bins, cnn_golden, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_fp16_emulation_gives_small_nonzero_errors(onnx_small_cnn_fp16: ModelContract, cnn_bins: Path, cnn_golden: Path,
+                                                   tmp_path: Path) -> None:
     actual = _run_onnx(onnx_small_cnn_fp16, cnn_bins, tmp_path / "out")
     result = compare(onnx_small_cnn_fp16.path, cnn_bins, actual, golden=cnn_golden)
     metrics = result.outputs[0].metrics
@@ -45,7 +48,8 @@ def test_fp16_emulation_gives_small_nonzero_errors(onnx_small_cnn_fp16, cnn_bins
     assert metrics.allclose_pass_rate < 1.0 or metrics.max_absolute_error > 1e-4
 
 
-def test_fp16_layerwise_every_matched_tensor_close(onnx_small_cnn_fp16, cnn_bins, cnn_golden, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_fp16_layerwise_every_matched_tensor_close(onnx_small_cnn_fp16: ModelContract, cnn_bins: Path, cnn_golden: Path,
+                                                   tmp_path: Path) -> None:
     actual = _run_onnx(onnx_small_cnn_fp16, cnn_bins, tmp_path / "out")
     result = compare(onnx_small_cnn_fp16.path, cnn_bins, actual, golden=cnn_golden, layerwise=True)
     layers = result.layerwise
@@ -56,8 +60,9 @@ def test_fp16_layerwise_every_matched_tensor_close(onnx_small_cnn_fp16, cnn_bins
     assert [row.tensor for row in layers.unmatched] == ["Conv2D:0"]
 
 
-def test_perturbed_layer_fails_and_layerwise_marks_it_first(perturbed_small_cnn, cnn_bins, cnn_golden,  # type: ignore[no-untyped-def]
-                                                            tmp_path, capsys) -> None:
+def test_perturbed_layer_fails_and_layerwise_marks_it_first(perturbed_small_cnn: ModelContract, cnn_bins: Path,
+                                                            cnn_golden: Path, tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
     actual = _run_onnx(perturbed_small_cnn, cnn_bins, tmp_path / "out")
     outcome = run_cli(capsys, "compare", perturbed_small_cnn.path, "--input", cnn_bins, "--actual", actual,
                       "--golden", cnn_golden, "--layerwise", "--dump-golden", tmp_path / "dump",
@@ -83,7 +88,8 @@ def test_perturbed_layer_fails_and_layerwise_marks_it_first(perturbed_small_cnn,
     assert any(line.split(",")[5] == "BiasAdd:0" and "first to diverge" in line for line in csv_text.splitlines())
 
 
-def test_fp32_layerwise_marks_nothing(onnx_small_cnn, cnn_bins, cnn_golden, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_fp32_layerwise_marks_nothing(onnx_small_cnn: ModelContract, cnn_bins: Path, cnn_golden: Path,
+                                      tmp_path: Path) -> None:
     actual = _run_onnx(onnx_small_cnn, cnn_bins, tmp_path / "out")
     result = compare(onnx_small_cnn.path, cnn_bins, actual, golden=cnn_golden, layerwise=True,
                      options=CompareOptions())
@@ -91,7 +97,8 @@ def test_fp32_layerwise_marks_nothing(onnx_small_cnn, cnn_bins, cnn_golden, tmp_
     assert all(row.metrics.max_absolute_error < 1e-5 for row in result.layerwise.matched if row.metrics)
 
 
-def test_layerwise_refuses_an_unconverted_model(frozen_small_cnn, cnn_bins, cnn_golden, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_layerwise_refuses_an_unconverted_model(frozen_small_cnn: ModelContract, cnn_bins: Path, cnn_golden: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
     outcome = run_cli(capsys, "compare", frozen_small_cnn.path, "--input", cnn_bins, "--actual", cnn_golden,
                       "--golden", cnn_golden, "--layerwise", "--allow-same-backend")
     assert outcome.code == 2
@@ -99,8 +106,8 @@ def test_layerwise_refuses_an_unconverted_model(frozen_small_cnn, cnn_bins, cnn_
                                   "comparison runs the ONNX stand-in")
 
 
-def test_dump_golden_alone_needs_no_converted_model(frozen_small_cnn, cnn_bins, cnn_golden, tmp_path,  # type: ignore[no-untyped-def]
-                                                    capsys) -> None:
+def test_dump_golden_alone_needs_no_converted_model(frozen_small_cnn: ModelContract, cnn_bins: Path, cnn_golden: Path,
+                                                    tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     outcome = run_cli(capsys, "compare", frozen_small_cnn.path, "--input", cnn_bins, "--actual", cnn_golden,
                       "--golden", cnn_golden, "--dump-golden", tmp_path / "dump", "--allow-same-backend")
     assert outcome.code == 0 and outcome.out.strip().splitlines()[-1].split(" | ")[0] == "PASSED"
@@ -109,7 +116,8 @@ def test_dump_golden_alone_needs_no_converted_model(frozen_small_cnn, cnn_bins, 
     assert len({n.split(".")[2] for n in names}) == 1  # one timestamp for the whole dump
 
 
-def test_outputs_of_another_dataset_are_refused(onnx_small_cnn, cnn_bins, cnn_golden, tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_outputs_of_another_dataset_are_refused(onnx_small_cnn: ModelContract, cnn_bins: Path, cnn_golden: Path,
+                                                tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from tests.infer.compare.conftest import write_image_bins
 
     other = write_image_bins(tmp_path / "other", seed=7)
@@ -120,7 +128,7 @@ def test_outputs_of_another_dataset_are_refused(onnx_small_cnn, cnn_bins, cnn_go
                                   f"from {cnn_bins / 'dataset.json'}")
 
 
-def test_fp16_overflow_is_flagged_and_located(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_fp16_overflow_is_flagged_and_located(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """sqrt(Σx²)/16 with |x| ≈ 300: x² passes 65504, so emulated fp16 gives inf where TensorFlow does not."""
     from binio.binfile import write_bin
     from binio.manifest import BinEntry, DatasetManifest, InputManifest, bin_file_name
@@ -152,7 +160,8 @@ def test_fp16_overflow_is_flagged_and_located(tmp_path, capsys) -> None:  # type
     assert "first inf/NaN: Square:0 (Square): " in outcome.out and "overflow" in outcome.out
 
 
-def test_failed_run_without_a_mark_says_why(onnx_small_cnn_fp16, cnn_bins, cnn_golden, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_failed_run_without_a_mark_says_why(onnx_small_cnn_fp16: ModelContract, cnn_bins: Path, cnn_golden: Path,
+                                            tmp_path: Path) -> None:
     """An absolute limit the outputs break is no divergence of a layer: no mark, and the reason instead."""
     from infer.compare.thresholds import Thresholds
 
@@ -166,8 +175,10 @@ def test_failed_run_without_a_mark_says_why(onnx_small_cnn_fp16, cnn_bins, cnn_g
 
 
 @pytest.mark.parametrize("width", [80, 120])
-def test_layer_table_fits_the_terminal_through_the_cli(perturbed_small_cnn, cnn_bins, cnn_golden, tmp_path,  # type: ignore[no-untyped-def]
-                                                       capsys, monkeypatch, width: int) -> None:
+def test_layer_table_fits_the_terminal_through_the_cli(perturbed_small_cnn: ModelContract, cnn_bins: Path,
+                                                       cnn_golden: Path, tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture[str],
+                                                       monkeypatch: pytest.MonkeyPatch, width: int) -> None:
     from infer.cli.layer_table import layer_table
 
     actual = _run_onnx(perturbed_small_cnn, cnn_bins, tmp_path / "out")
@@ -190,8 +201,9 @@ def test_layer_table_fits_the_terminal_through_the_cli(perturbed_small_cnn, cnn_
         assert shown(row.metrics.relative_euclidean_distance) in words
 
 
-def test_dump_golden_into_a_folder_holding_files_needs_force(frozen_small_cnn, cnn_bins, cnn_golden, tmp_path,  # type: ignore[no-untyped-def]
-                                                             capsys) -> None:
+def test_dump_golden_into_a_folder_holding_files_needs_force(frozen_small_cnn: ModelContract, cnn_bins: Path,
+                                                             cnn_golden: Path, tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
     dump = tmp_path / "dump"
     dump.mkdir()
     (dump / "notes.txt").write_text("mine")

@@ -13,11 +13,13 @@ import pytest
 
 from binio.binfile import sha256_file
 from infer.compare.compare import CompareOptions, compare
+from infer.compare.provenance import Side
 from infer.contract import ModelContract, load_contract
 from infer.convert import ConvertOptions, convert_model
 from infer.run.options import RunOptions
 from infer.run.plain import run_model
 from tests.cli import run_cli
+from tests.conftest import Copy
 from tests.infer.compare.conftest import converted_with_edited_kernel
 
 pytestmark = pytest.mark.slow
@@ -35,8 +37,9 @@ def _damaged_fp16(frozen: ModelContract, folder: Path, scale: float) -> ModelCon
         "force_fp16")
 
 
-def test_last_line_names_both_sides_by_sha256(onnx_small_cnn_fp16, cnn_bins, cnn_golden, copy_model, tmp_path,  # type: ignore[no-untyped-def]
-                                               capsys) -> None:
+def test_last_line_names_both_sides_by_sha256(onnx_small_cnn_fp16: ModelContract, cnn_bins: Path, cnn_golden: Path,
+                                              copy_model: Copy, tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
     contract = copy_model(onnx_small_cnn_fp16)
     actual = _run(contract, cnn_bins, tmp_path / "out")
     outcome = run_cli(capsys, "compare", contract.path, "--input", cnn_bins, "--actual", actual, "--golden",
@@ -49,8 +52,9 @@ def test_last_line_names_both_sides_by_sha256(onnx_small_cnn_fp16, cnn_bins, cnn
     assert outcome.out.strip().splitlines()[-1].startswith(expected)
 
 
-def test_golden_and_actual_from_one_graph_on_one_backend_are_refused(onnx_small_cnn, cnn_bins, cnn_golden,  # type: ignore[no-untyped-def]
-                                                                     copy_model, tmp_path, capsys) -> None:
+def test_golden_and_actual_from_one_graph_on_one_backend_are_refused(onnx_small_cnn: ModelContract, cnn_bins: Path,
+                                                                     cnn_golden: Path, copy_model: Copy, tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
     contract = copy_model(onnx_small_cnn)
     tf_run = _run(contract, cnn_bins, tmp_path / "tf", backend="tf")
     message = (f"error: --actual {tf_run}: computed by tensorflow model.pb ({contract.pb_sha256[:8]}), the same graph "
@@ -78,8 +82,10 @@ def test_golden_and_actual_from_one_graph_on_one_backend_are_refused(onnx_small_
     assert outcome.code == 2 and "the same graph on the same backend" in outcome.error_line
 
 
-def test_expected_band_flags_damage_that_msit_passes(frozen_small_cnn, onnx_small_cnn_fp16, cnn_bins, cnn_golden,  # type: ignore[no-untyped-def]
-                                                     copy_model, tmp_path, capsys) -> None:
+def test_expected_band_flags_damage_that_msit_passes(frozen_small_cnn: ModelContract,
+                                                     onnx_small_cnn_fp16: ModelContract, cnn_bins: Path,
+                                                     cnn_golden: Path, copy_model: Copy, tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
     damaged = _damaged_fp16(frozen_small_cnn, tmp_path / "damaged", scale=0.05)
     actual = _run(damaged, cnn_bins, tmp_path / "out")
     outcome = run_cli(capsys, "compare", damaged.path, "--input", cnn_bins, "--actual", actual, "--golden", cnn_golden,
@@ -107,8 +113,10 @@ def test_expected_band_flags_damage_that_msit_passes(frozen_small_cnn, onnx_smal
     assert result.passed and not band.flagged and band.rmse_ratio == pytest.approx(1.0)
 
 
-def test_the_emulated_run_takes_the_converted_models_bins_without_a_warning(  # type: ignore[no-untyped-def]
-        onnx_small_cnn_fp16, cnn_bins, copy_model, tmp_path, caplog) -> None:
+def test_the_emulated_run_takes_the_converted_models_bins_without_a_warning(onnx_small_cnn_fp16: ModelContract,
+                                                                            cnn_bins: Path, copy_model: Copy,
+                                                                            tmp_path: Path,
+                                                                            caplog: pytest.LogCaptureFixture) -> None:
     """Bins dumped for the converted model feed the emulated model (another model of the same pb) on purpose."""
     from binio.manifest import load_manifest
 
@@ -136,8 +144,8 @@ def test_the_emulated_run_takes_the_converted_models_bins_without_a_warning(  # 
     assert [m for m in caplog.messages if "made for another model" in m]
 
 
-def test_expected_band_is_on_by_default_for_an_om(onnx_small_cnn_fp16, cnn_bins, cnn_golden, copy_model,  # type: ignore[no-untyped-def]
-                                                  tmp_path) -> None:
+def test_expected_band_is_on_by_default_for_an_om(onnx_small_cnn_fp16: ModelContract, cnn_bins: Path, cnn_golden: Path,
+                                                  copy_model: Copy, tmp_path: Path) -> None:
     contract = copy_model(onnx_small_cnn_fp16)
     actual = _run(contract, cnn_bins, tmp_path / "out")
     assert contract.converted is not None
@@ -148,8 +156,8 @@ def test_expected_band_is_on_by_default_for_an_om(onnx_small_cnn_fp16, cnn_bins,
                    options=CompareOptions(expected_from_emulation=False)).expected == ()
 
 
-def test_progress_is_heard_for_the_golden_run_and_every_batch_read(onnx_small_cnn, cnn_bins, copy_model,  # type: ignore[no-untyped-def]
-                                                                   tmp_path) -> None:
+def test_progress_is_heard_for_the_golden_run_and_every_batch_read(onnx_small_cnn: ModelContract, cnn_bins: Path,
+                                                                   copy_model: Copy, tmp_path: Path) -> None:
     contract = copy_model(onnx_small_cnn)
     actual = _run(contract, cnn_bins, tmp_path / "out")
     heard: list[tuple[str, int, int]] = []
@@ -160,8 +168,10 @@ def test_progress_is_heard_for_the_golden_run_and_every_batch_read(onnx_small_cn
     assert reading == [("probs:0", done, 6) for done in range(7)]  # two passes over three batches
 
 
-def test_with_tensorflows_golden_the_sides_are_checked_once_before_it_runs(onnx_small_cnn, cnn_bins, copy_model,  # type: ignore[no-untyped-def]
-                                                                           tmp_path, monkeypatch) -> None:
+def test_with_tensorflows_golden_the_sides_are_checked_once_before_it_runs(onnx_small_cnn: ModelContract,
+                                                                           cnn_bins: Path, copy_model: Copy,
+                                                                           tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     import infer.compare.compare
 
     contract = copy_model(onnx_small_cnn)
@@ -169,7 +179,7 @@ def test_with_tensorflows_golden_the_sides_are_checked_once_before_it_runs(onnx_
     real = infer.compare.compare.refuse_same_backend
     checked: list[tuple[str, str]] = []
 
-    def counting(contract, actual, golden):  # type: ignore[no-untyped-def]
+    def counting(contract: ModelContract, actual: Side, golden: Side) -> None:
         checked.append((actual.backend, golden.backend))
         real(contract, actual, golden)
 
@@ -177,4 +187,5 @@ def test_with_tensorflows_golden_the_sides_are_checked_once_before_it_runs(onnx_
     result = compare(contract.path, cnn_bins, tmp_path / "out")  # the run's root: resolved to its run folder
     assert result.actual_dir == str(actual) and result.golden_source in ("tensorflow", "cache")
     assert checked == [("onnxrt", "tensorflow")]
+    assert result.provenance is not None
     assert result.provenance.golden.backend == "tensorflow" and result.provenance.actual.backend == "onnxrt"

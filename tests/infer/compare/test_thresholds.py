@@ -5,13 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from infer.compare.metrics import compute_metrics
+from infer.compare.metrics import Metrics, compute_metrics
 from infer.compare.thresholds import ThresholdError, Thresholds, parse_threshold
 
 GOLDEN = np.linspace(1.0, 2.0, 100)
 
 
-def _metrics(actual: np.ndarray):  # type: ignore[no-untyped-def]
+def _metrics(actual: np.ndarray) -> Metrics:
     return compute_metrics(actual, GOLDEN, atol=1e-4, rtol=1e-3)
 
 

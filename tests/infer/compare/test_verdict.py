@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +18,7 @@ from infer.compare.metrics import shown
 from infer.compare.report_html import histogram_bars, worst_bars
 from infer.compare.thresholds import ThresholdError, Thresholds, parse_threshold
 from infer.contract import ModelContract
-from tests.cli import run_cli
+from tests.cli import Arg, run_cli
 from tests.infer.compare.handmade import write_contract, write_dataset, write_run
 
 BATCH, SAMPLES = 4, 40
@@ -33,7 +34,7 @@ def _case(tmp_path: Path, *, names: list[str] | None = NAMES, classes: int = 5) 
     return contract, probs
 
 
-def _args(tmp_path: Path, contract: ModelContract, *extra: str) -> list[str]:
+def _args(tmp_path: Path, contract: ModelContract, *extra: Arg) -> list[Arg]:
     return ["compare", str(contract.path), "--input", str(tmp_path / "bins"), "--actual", str(tmp_path / "actual"),
             "--golden", str(tmp_path / "golden"), *extra]
 
@@ -51,7 +52,8 @@ def _one_bad_sample(tmp_path: Path) -> tuple[ModelContract, np.ndarray]:
 # --- point 4: per-sample truth ----------------------------------------------------------------------------------
 
 
-def test_one_bad_sample_is_named_and_counted_inside_a_passing_aggregate(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_one_bad_sample_is_named_and_counted_inside_a_passing_aggregate(tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
     contract, _ = _one_bad_sample(tmp_path)
     result = compare(contract.path, tmp_path / "bins", tmp_path / "actual", golden=tmp_path / "golden")
     output = result.outputs[0]
@@ -72,7 +74,7 @@ def test_one_bad_sample_is_named_and_counted_inside_a_passing_aggregate(tmp_path
     assert row.split()[-1] == "pass"  # counted, not asked to fail the run
 
 
-def test_a_per_sample_threshold_fails_the_run_on_one_sample(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_a_per_sample_threshold_fails_the_run_on_one_sample(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     contract, _ = _one_bad_sample(tmp_path)
     outcome = run_cli(capsys, *_args(tmp_path, contract, "--threshold", "sample:cosine=0.99", "--report",
                                      tmp_path / "report"))
@@ -117,7 +119,7 @@ def test_per_sample_threshold_parsing() -> None:
     assert thresholds.sample_limits("y:0") == {"CosineSimilarity": 0.999, "RelativeEuclideanDistance": 0.1}
 
 
-def test_worst_sample_ties_go_to_the_larger_error_then_to_dataset_order(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_worst_sample_ties_go_to_the_larger_error_then_to_dataset_order(tmp_path: Path) -> None:
     """Samples 3 and 9 point exactly the other way (cosine -1 both), 9 twice as far: 9 ranks first. Samples 20
     and 30 are equal in both keys: dataset order. Sample 25 has one all-zero side (NaN cosine): worse than any."""
     contract, probs = _case(tmp_path)
@@ -143,7 +145,7 @@ def test_worst_sample_ties_go_to_the_larger_error_then_to_dataset_order(tmp_path
 # --- point 1: what was compared ---------------------------------------------------------------------------------
 
 
-def test_reports_record_what_was_compared(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_reports_record_what_was_compared(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     contract, _ = _one_bad_sample(tmp_path)
     outcome = run_cli(capsys, *_args(tmp_path, contract, "-t", "probs:0:red=0.2", "--report", tmp_path / "report"))
     assert outcome.code == 0
@@ -176,7 +178,7 @@ def test_reports_record_what_was_compared(tmp_path, capsys) -> None:  # type: ig
     assert "img_1.png, img_2.png, img_3.png, ..., img_40.png (40 files)" in outcome.out
 
 
-def test_a_model_never_converted_is_refused_unless_asked(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_a_model_never_converted_is_refused_unless_asked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     contract = write_contract(tmp_path / "model", (TensorSpec("probs:0", "float32", (None, 5)),))
     from dataclasses import replace
 
@@ -203,7 +205,8 @@ def test_a_model_never_converted_is_refused_unless_asked(tmp_path, capsys) -> No
     (("--fail-on-expected", "--no-expected-from-emulation"),
      "error: --fail-on-expected with --no-expected-from-emulation: the band it fails on would not be computed"),
 ])
-def test_expected_band_options_that_cannot_work_are_refused(tmp_path, capsys, flags, message) -> None:  # type: ignore[no-untyped-def]
+def test_expected_band_options_that_cannot_work_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                            flags: tuple[str, ...], message: str) -> None:
     contract = write_contract(tmp_path / "model", (TensorSpec("probs:0", "float32", (None, 5)),))
     write_dataset(tmp_path / "bins", batch=BATCH, samples=8)
     probs = np.ones((8, 5), np.float32)
@@ -216,7 +219,7 @@ def test_expected_band_options_that_cannot_work_are_refused(tmp_path, capsys, fl
 # --- point 5: labels that belong to the samples -----------------------------------------------------------------
 
 
-def test_named_labels_are_matched_by_name_not_by_position(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_named_labels_are_matched_by_name_not_by_position(tmp_path: Path) -> None:
     """The labels file lists the images sorted as text (img_1, img_10, img_11, ...), the dataset holds them in
     natural order: read by position, most labels would land on a neighbour's sample."""
     contract, probs = _case(tmp_path)
@@ -247,7 +250,9 @@ def test_named_labels_are_matched_by_name_not_by_position(tmp_path) -> None:  # 
      "labels.txt:41: a second label for sample 2 (img_3.png); the first is on line 3"),
     (lambda t: ["img_1.png 1", "2"], "labels.txt:2: a bare label after `name label` lines (line 1)"),
 ])
-def test_named_labels_that_do_not_fit_are_refused_by_name(tmp_path, capsys, lines, message: str) -> None:  # type: ignore[no-untyped-def]
+def test_named_labels_that_do_not_fit_are_refused_by_name(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                          lines: Callable[[dict[str, int]], list[str]],
+                                                          message: str) -> None:
     contract, probs = _case(tmp_path)
     write_run(tmp_path / "actual" / "20240101_130000", [probs], BATCH)
     truth = {name: int(np.argmax(row)) for name, row in zip(NAMES, probs, strict=True)}
@@ -258,7 +263,7 @@ def test_named_labels_that_do_not_fit_are_refused_by_name(tmp_path, capsys, line
     assert outcome.error_line.endswith(message), outcome.error_line
 
 
-def test_named_labels_for_samples_without_names_are_refused(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_named_labels_for_samples_without_names_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     contract, probs = _case(tmp_path, names=None)
     write_run(tmp_path / "actual" / "20240101_130000", [probs], BATCH)
     (tmp_path / "labels.txt").write_text("".join(f"img{i}.jpg 1\n" for i in range(SAMPLES)))
@@ -272,7 +277,7 @@ def test_named_labels_for_samples_without_names_are_refused(tmp_path, capsys) ->
 
 
 @pytest.mark.parametrize("width", [80, 120])
-def test_terminal_table_fits_the_width_and_cuts_no_number(tmp_path, width: int) -> None:  # type: ignore[no-untyped-def]
+def test_terminal_table_fits_the_width_and_cuts_no_number(tmp_path: Path, width: int) -> None:
     contract = write_contract(tmp_path / "model", (TensorSpec("bert/encoder/layer_11/output/LayerNorm/add:0",
                                                               "float32", (None, 5)),
                                                    TensorSpec("probs:0", "float32", (None, 5))))
@@ -296,7 +301,7 @@ def test_terminal_table_fits_the_width_and_cuts_no_number(tmp_path, width: int) 
     assert (lines == whole) is False  # narrower than the table: one block per output
 
 
-def test_error_histogram_fits_the_data_and_has_an_exact_bar(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_error_histogram_fits_the_data_and_has_an_exact_bar(tmp_path: Path) -> None:
     contract = write_contract(tmp_path / "model", (TensorSpec("y:0", "float64", (None, 5)),))
     write_dataset(tmp_path / "bins", batch=BATCH, samples=8)
     golden = np.ones((8, 5), np.float64)
@@ -315,7 +320,7 @@ def test_error_histogram_fits_the_data_and_has_an_exact_bar(tmp_path) -> None:  
     assert exact[1] < edges[0]
 
 
-def test_worst_samples_chart_draws_the_metric_it_ranks_by(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_worst_samples_chart_draws_the_metric_it_ranks_by(tmp_path: Path) -> None:
     contract, probs = _case(tmp_path)
     actual = probs.copy()
     actual[5] *= 100.0  # a huge error at cosine 1: ranked last by cosine, it must not draw the longest bar
@@ -332,7 +337,8 @@ def test_worst_samples_chart_draws_the_metric_it_ranks_by(tmp_path) -> None:  # 
 
 
 @pytest.mark.parametrize(("width", "layout"), [(80, "blocks"), (120, "table")])
-def test_compare_prints_its_table_for_the_terminals_width(tmp_path, capsys, monkeypatch, width: int,  # type: ignore[no-untyped-def]
+def test_compare_prints_its_table_for_the_terminals_width(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                          monkeypatch: pytest.MonkeyPatch, width: int,
                                                           layout: str) -> None:
     contract, probs = _case(tmp_path)
     write_run(tmp_path / "actual" / "20240101_130000", [probs * np.float32(1.001)], BATCH)
