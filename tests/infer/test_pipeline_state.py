@@ -13,8 +13,7 @@ from infer.pipeline.config import PipelineConfig, config_from_dict
 from infer.pipeline.runner import run_pipeline
 from infer.pipeline.stages import StageDone, StagePlan, WorkLayout
 from infer.pipeline.state import STATE_FILE, digest_path
-
-Facts = dict[str, dict[str, Any]]
+from infer.pipeline.work import Facts
 
 
 @pytest.fixture
