@@ -235,7 +235,7 @@ def test_workers_send_uint8_crops_and_the_batch_is_normalised_as_each_image_woul
         size = (max(8, round(image.size[0] * scale)), max(8, round(image.size[1] * scale)))
         image = image.resize(size, Image.Resampling.BILINEAR)
         left, top = (size[0] - 8) // 2, (size[1] - 8) // 2
-        pixels = np.asarray(image.crop((left, top, left + 8, top + 8)), dtype=np.float32)[:, :, ::-1]
+        pixels: np.ndarray = np.asarray(image.crop((left, top, left + 8, top + 8)), dtype=np.float32)[:, :, ::-1]
         pixels = (pixels * np.float32(1 / 255) - np.asarray(prep.mean, np.float32)) / np.asarray(prep.std, np.float32)
         expected.append(pixels.transpose(2, 0, 1))
     assert found.dtype == np.float32

@@ -204,7 +204,7 @@ def _mutate(document: Any, data: st.DataObject, base: Path) -> Any:
     document = copy.deepcopy(document)
     for _ in range(data.draw(st.integers(min_value=1, max_value=3))):
         named = [p for p in _locations(document) if p and (p[-1] in _NAMED or (len(p) > 1 and p[-2] in _NAMED))]
-        if named and data.draw(st.booleans()):
+        if bool(named) and data.draw(st.booleans()):  # bool(): with a list on the left, mypy types the draw as one
             place = data.draw(st.sampled_from(named))
             parent = document
             for key in place[:-1]:

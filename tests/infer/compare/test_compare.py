@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -276,4 +277,5 @@ def test_option_values_out_of_range(case: Case, tmp_path: Path, capsys: pytest.C
     outcome = run_cli(capsys, *_args(tmp_path, contract, option, value))
     assert (outcome.code, outcome.error_line) == (2, f"error: {message}")
     with pytest.raises(InferError, match=message.replace("+", r"\+")):
-        CompareOptions(**{option.removeprefix("--"): float(value) if option != "--topk" else int(value)})
+        keyword: dict[str, Any] = {option.removeprefix("--"): float(value) if option != "--topk" else int(value)}
+        CompareOptions(**keyword)

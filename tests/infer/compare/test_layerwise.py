@@ -3,6 +3,8 @@ diagnosis over compared rows, and the causes of inf/NaN."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -46,8 +48,7 @@ def test_a_model_output_is_compared_as_the_model_gives_it() -> None:
     assert "a transpose back to TensorFlow's layout is missing" in layout
 
 
-def _onnx_graph(nodes: list[tuple[str, list[str], list[str], dict[str, object]]]) -> tuple[OnnxGraph,
-                                                                                          dict[str, int]]:
+def _onnx_graph(nodes: list[tuple[str, list[str], list[str], dict[str, Any]]]) -> tuple[OnnxGraph, dict[str, int]]:
     import onnx
     from onnx import TensorProto, helper
 
