@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -158,7 +159,10 @@ def test_pipeline_template_lists_every_aipp_setting_and_they_read_back() -> None
               "aipp_csc": '"bt709w"'}
     for key in keys:
         text = text.replace(f"# {key} = ", f"{key} = {chosen[key]}  # ", 1)
-    import tomllib
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
 
     config = config_from_dict(tomllib.loads(text), Path("pipeline.toml"))
     assert (config.convert.aipp_input_format, config.convert.aipp_src_size, config.convert.aipp_crop,
