@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -11,12 +12,12 @@ from atc_wrap.aipp_parse import parse_aipp_text
 from atc_wrap.errors import ConvertError
 
 
-def _generated(**overrides: object) -> AippConfig:
-    values: dict[str, object] = {
+def _generated(**overrides: Any) -> AippConfig:
+    values: dict[str, Any] = {
         "input_format": "RGB888_U8", "height": 224, "width": 224, "channels": 3, "color": "RGB",
         "normalisation": Normalisation(scale=1.0, mean=(123.7, 116.3, 103.5), std=(58.4, 57.1, 57.4))}
     values.update(overrides)
-    return aipp_from_preprocessing(**values)  # type: ignore[arg-type]
+    return aipp_from_preprocessing(**values)
 
 
 def test_mean_splits_into_integer_mean_chn_and_fractional_min_chn_and_var_reci_is_scale_over_std() -> None:

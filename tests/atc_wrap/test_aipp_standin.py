@@ -178,7 +178,8 @@ def test_numpy_apply_matches_the_stand_in(tmp_path: Path) -> None:
     csc += "".join(f" input_bias_{i}: {bias[i]}\n" for i in range(3))
     text = _block("YUV420SP_U8", (10, 8), (2, 2), " csc_switch: true\n" + csc + NORM)
     contract = _convert(_identity_model(tmp_path, 3), text)
-    config: AippConfig = AippConfig.from_json(contract.converted.settings["aipp"]["config"])  # type: ignore[union-attr]
+    assert contract.converted is not None
+    config: AippConfig = AippConfig.from_json(contract.converted.settings["aipp"]["config"])
     source = np.random.default_rng(6).integers(0, 256, size=(2, 12, 10, 1), dtype=np.uint8)
     np.testing.assert_array_equal(apply_aipp(config, source).astype(np.float32),
                                   onnx_outputs(contract, {"x:0": source})[0])

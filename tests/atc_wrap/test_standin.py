@@ -37,7 +37,8 @@ def test_onnx_model_passes_the_checker_at_the_default_opset(onnx_small_cnn: Mode
     model = onnx.load(str(onnx_small_cnn.converted_path))
     onnx.checker.check_model(model, full_check=True)
     opset = {o.domain: o.version for o in model.opset_import}[""]
-    assert opset == default_opset() == onnx_small_cnn.converted.settings["opset"]  # type: ignore[union-attr]
+    assert onnx_small_cnn.converted is not None
+    assert opset == default_opset() == onnx_small_cnn.converted.settings["opset"]
     assert opset >= 15
 
 
@@ -50,7 +51,8 @@ def test_force_fp16_stays_close_to_tensorflow_but_is_not_fp32(
     assert cosine(fp16, expected) >= 0.999
     assert np.abs(fp16 - expected).max() < 1e-2
     assert np.abs(fp16 - fp32).max() > 1e-5  # the emulation is real: fp16 rounding shows
-    emulation = onnx_small_cnn_fp16.converted.settings["emulation"]  # type: ignore[union-attr]
+    assert onnx_small_cnn_fp16.converted is not None
+    emulation = onnx_small_cnn_fp16.converted.settings["emulation"]
     assert emulation["storage"] == "fp16"
     assert emulation["rounded_tensors"] > 0 and emulation["rounded_weights"] > 0
     assert any("fusion" in line for line in emulation["not_emulated"])
@@ -75,7 +77,7 @@ def test_must_keep_origin_dtype_keeps_fp32(energy_model: ModelContract, converte
     x = {"x:0": np.random.default_rng(2).uniform(250, 350, size=(2, 64)).astype(np.float32)}
     kept = converted(energy_model, precision_mode="must_keep_origin_dtype")
     np.testing.assert_allclose(onnx_outputs(kept, x)[0], tf_outputs(energy_model, x)[0], rtol=1e-5, atol=1e-5)
-    assert kept.converted.settings["emulation"]["rounded_tensors"] == 0  # type: ignore[union-attr]
+    assert kept.converted is not None and kept.converted.settings["emulation"]["rounded_tensors"] == 0
 
 
 def test_mix_precision_keeps_the_reduction_in_fp32(matmul_sum_model: ModelContract, converted: Convert) -> None:
@@ -89,7 +91,8 @@ def test_mix_precision_keeps_the_reduction_in_fp32(matmul_sum_model: ModelContra
     np.testing.assert_allclose(mixed, expected, rtol=1e-3)
     fp32 = onnx_outputs(converted(matmul_sum_model, precision_mode="force_fp32"), x)[0]
     assert np.abs(mixed - fp32).max() > 1e-3  # the MatMul still rounds its inputs and output to fp16
-    emulation = mixed_contract.converted.settings["emulation"]  # type: ignore[union-attr]
+    assert mixed_contract.converted is not None
+    emulation = mixed_contract.converted.settings["emulation"]
     assert emulation["storage"] == "mixed" and "ReduceSum" in emulation["fp32_op_types"]
     assert emulation["rounded_tensors"] > 0  # the MatMul's inputs and output still go through fp16
 

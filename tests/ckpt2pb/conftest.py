@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TypedDict
+
 import pytest
 
 from infer.freeze import FreezeReport, freeze_model
@@ -57,8 +59,18 @@ def tf2_saved_model(tmp_path_factory: pytest.TempPathFactory) -> ReferenceModel:
     return build_tf2_saved_model(tmp_path_factory.mktemp("tf2_saved_model"))
 
 
+class _FreezeOutputs(TypedDict):
+    outputs: list[str]
+
+
+class FreezeArgs(_FreezeOutputs, total=False):
+    """The arguments of freeze_model a test gives: outputs always, inputs and batch where the model needs them."""
+    inputs: str
+    batch: int
+
+
 # How each model is frozen: the arguments a user would give.
-FREEZE_ARGS: dict[str, dict[str, object]] = {
+FREEZE_ARGS: dict[str, FreezeArgs] = {
     "resnet_model": {"outputs": ["probs:0"], "batch": 2},
     "dataset_model": {"outputs": ["fc/logits:0", "predictions:0"], "inputs": "IteratorGetNext:0[?,8,8,3]:float32",
                       "batch": 4},
@@ -80,6 +92,6 @@ def frozen(request: pytest.FixtureRequest,
     model: ReferenceModel = request.getfixturevalue(request.param)
     args = FREEZE_ARGS[request.param]
     report = freeze_model(model.path, tmp_path_factory.mktemp(f"frozen_{request.param}"),
-                          args["outputs"], inputs=str(args.get("inputs", "")),  # type: ignore[arg-type]
-                          batch=args.get("batch"))  # type: ignore[arg-type]
+                          args["outputs"], inputs=str(args.get("inputs", "")),
+                          batch=args.get("batch"))
     return model, report

@@ -38,16 +38,16 @@ _CONTROL_AND_RANDOM = {"If", "StatelessIf", "Switch", "Merge", "RandomUniform", 
                        "StatefulPartitionedCall"}
 
 
-def _graph_def(pb: Path) -> object:
+def _graph_def(pb: Path) -> Any:  # a GraphDef; TensorFlow ships no types
     import tensorflow as tf
 
     return tf.compat.v1.GraphDef.FromString(pb.read_bytes())
 
 
-def _all_ops(graph_def: object) -> set[str]:
+def _all_ops(graph_def: Any) -> set[str]:
     """The op types of the graph and of every function in its library."""
-    ops = {node.op for node in graph_def.node}  # type: ignore[attr-defined]
-    for function in graph_def.library.function:  # type: ignore[attr-defined]
+    ops = {node.op for node in graph_def.node}
+    for function in graph_def.library.function:
         ops |= {node.op for node in function.node_def}
     return ops
 
@@ -100,9 +100,9 @@ def test_shapeless_switch_folds_the_cond_and_passes(switch_cond: ReferenceModel,
     assert result.verdict == "PASSED", result.compare.out + result.compare.err
     graph_def = _graph_def(result.contract.pb_path)
     assert not _all_ops(graph_def) & _CONTROL_AND_RANDOM
-    assert not graph_def.library.function  # type: ignore[attr-defined]
+    assert not graph_def.library.function
     assert {"OptionalFromValue", "OptionalNone"}.isdisjoint(_all_ops(graph_def))
-    norms = [node for node in graph_def.node if node.op == "FusedBatchNormV3"]  # type: ignore[attr-defined]
+    norms = [node for node in graph_def.node if node.op == "FusedBatchNormV3"]
     assert len(norms) == 1 and "exponential_avg_factor" not in norms[0].attr
     assert [(s.name, s.shape) for s in result.contract.outputs] == [("probs:0", (2, 5))]  # the batch static again
     assert result.contract.tf115_unknown_ops == {} and result.contract.random_ops == {}
@@ -343,7 +343,7 @@ def test_unrevivable_saved_model_freezes_by_signature_keys_and_passes(unrevivabl
     assert "(signature key onset)" in result.freeze.out
     assert contract.tf115_unknown_ops == {}  # the signature's function calls are inlined
     graph_def = _graph_def(contract.pb_path)
-    assert not _all_ops(graph_def) & _CONTROL_AND_RANDOM and not graph_def.library.function  # type: ignore[attr-defined]
+    assert not _all_ops(graph_def) & _CONTROL_AND_RANDOM and not graph_def.library.function
     names = [spec.name for spec in contract.outputs]
     got, placeholders = _run_pb(contract.pb_path.read_bytes(), {contract.inputs[0].name: unrevivable.feeds["audio"]},
                                 names)
@@ -485,7 +485,7 @@ def test_control_flow_left_in_the_graph_is_warned_about_and_recorded(tmp_path_fa
     (node, op), = unknown.items()
     assert f"warning: ops ATC's TensorFlow 1.15 parser does not know: {node} ({op})" in result.freeze.err
     assert json.loads(result.contract.path.read_text())["tf115_unknown_ops"] == unknown
-    library = _graph_def(result.contract.pb_path).library.function  # type: ignore[attr-defined]
+    library = _graph_def(result.contract.pb_path).library.function
     assert len(library) == 2  # the If's two branches, and nothing the pruning could drop
     norms = [node for function in library for node in function.node_def if node.op == "FusedBatchNormV3"]
     assert len(norms) == 1 and "exponential_avg_factor" not in norms[0].attr  # stripped inside the branch too

@@ -184,7 +184,7 @@ def test_freezing_again_writes_the_same_bytes(resnet_model: ReferenceModel, tmp_
     """The pb's sha256 is recorded everywhere downstream: one graph must give one file (protobuf's map fields
     serialise in insertion order unless asked to sort them)."""
     args = FREEZE_ARGS["resnet_model"]
-    digests = {freeze_model(resnet_model.path, tmp_path / f"again{i}", args["outputs"],  # type: ignore[arg-type]
-                            batch=args["batch"]).contract.pb_sha256  # type: ignore[arg-type]
+    digests = {freeze_model(resnet_model.path, tmp_path / f"again{i}", args["outputs"],
+                            batch=args["batch"]).contract.pb_sha256
                for i in range(3)}
     assert len(digests) == 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -71,7 +72,7 @@ def test_compare_refuses_a_bin_changed_after_the_runs(onnx_small_cnn: ModelContr
                                  f"dump-bin)")
 
 
-def _golden_runs(contract: ModelContract, bins: DatasetManifest, actual: Path, tmp_path: Path, **kwargs: object
+def _golden_runs(contract: ModelContract, bins: DatasetManifest, actual: Path, tmp_path: Path, **kwargs: Any
                  ) -> list[str]:
     """Runs compare with a golden run to make; returns whether it started, and the refusal."""
     from binio.errors import InferError
@@ -79,7 +80,7 @@ def _golden_runs(contract: ModelContract, bins: DatasetManifest, actual: Path, t
     heard: list[str] = []
     try:
         compare(contract.path, bins.root, actual, options=CompareOptions(), cache_root=tmp_path / "cache",
-                on_golden_run=lambda: heard.append("golden run"), **kwargs)  # type: ignore[arg-type]
+                on_golden_run=lambda: heard.append("golden run"), **kwargs)
     except InferError as exc:
         heard.append(exc.message)
     return heard

@@ -7,6 +7,7 @@ import json
 import shutil
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -397,9 +398,9 @@ def test_a_tf_run_reads_dataset_json_once(frozen_small_cnn: ModelContract, cnn_b
     real = binio.manifest.load_document
     read: list[Path] = []
 
-    def counting(path: Path, **kwargs: object) -> object:
+    def counting(path: Path, **kwargs: Any) -> dict[str, Any]:  # passes the keywords through as they are
         read.append(Path(path))
-        return real(path, **kwargs)  # type: ignore[arg-type]
+        return real(path, **kwargs)
 
     monkeypatch.setattr(binio.manifest, "load_document", counting)
     result = run_model(frozen_small_cnn, cnn_bins.root, tmp_path / "out", RunOptions(backend="tf"))

@@ -98,8 +98,10 @@ def test_first_diverging_is_where_the_error_enters_not_the_first_failure_listed(
     assert [r.tensor for r in marked if r.first_failing] == ["a:0"]  # exactly one marked
     assert growth == "a:0"
     by_name = {r.tensor: r for r in marked}
+    b_metrics, a_metrics = by_name["b:0"].metrics, by_name["a:0"].metrics
+    assert b_metrics is not None and a_metrics is not None
     assert by_name["b:0"].error_growth == pytest.approx(
-        by_name["b:0"].metrics.relative_euclidean_distance / by_name["a:0"].metrics.relative_euclidean_distance)  # type: ignore[union-attr]
+        b_metrics.relative_euclidean_distance / a_metrics.relative_euclidean_distance)
 
 
 def test_an_unmatched_tensor_between_two_compared_ones_is_walked_through() -> None:

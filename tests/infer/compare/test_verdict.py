@@ -228,18 +228,22 @@ def test_named_labels_are_matched_by_name_not_by_position(tmp_path: Path) -> Non
     (tmp_path / "labels.txt").write_text("".join(f"photos/{name} {truth[name]}\n" for name in sorted(NAMES)))
     result = compare(contract.path, tmp_path / "bins", tmp_path / "actual", golden=tmp_path / "golden",
                      options=CompareOptions(labels=tmp_path / "labels.txt"))
-    accuracy = result.outputs[0].topk.accuracy  # type: ignore[union-attr]
+    topk = result.outputs[0].topk
+    assert topk is not None
+    accuracy = topk.accuracy
     assert accuracy is not None and accuracy.golden_top1 == 1.0 and accuracy.actual_top1 == 1.0
     # Names without the extension match too.
     (tmp_path / "stems.txt").write_text("".join(f"{name[:-4]} {truth[name]}\n" for name in reversed(NAMES)))
     result = compare(contract.path, tmp_path / "bins", tmp_path / "actual", golden=tmp_path / "golden",
                      options=CompareOptions(labels=tmp_path / "stems.txt"))
-    assert result.outputs[0].topk.accuracy.golden_top1 == 1.0  # type: ignore[union-attr]
+    topk = result.outputs[0].topk
+    assert topk is not None and topk.accuracy is not None and topk.accuracy.golden_top1 == 1.0
     # Bare labels are taken by position, in the dataset's (natural) order.
     (tmp_path / "bare.txt").write_text("".join(f"{truth[name]}\n" for name in NAMES))
     result = compare(contract.path, tmp_path / "bins", tmp_path / "actual", golden=tmp_path / "golden",
                      options=CompareOptions(labels=tmp_path / "bare.txt"))
-    assert result.outputs[0].topk.accuracy.golden_top1 == 1.0  # type: ignore[union-attr]
+    topk = result.outputs[0].topk
+    assert topk is not None and topk.accuracy is not None and topk.accuracy.golden_top1 == 1.0
 
 
 @pytest.mark.parametrize(("lines", "message"), [
