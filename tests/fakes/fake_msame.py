@@ -1,0 +1,97 @@
+"""A fake msame: the real one's arguments, printed lines, output layout and habits, on the ONNX model beside the om.
+
+Like the real one it writes OUT/<timestamp>/<stem>_output_<i>.bin, names the folder by the newer unpadded
+timestamp (FAKE_MSAME_TIMESTAMP=padded for the older form), and exits 0 even when it prints [ERROR]
+(FAKE_MSAME_FAIL=1 makes it fail that way).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from fake_om import run_om
+
+
+def stamp(now: datetime) -> str:
+    if os.environ.get("FAKE_MSAME_TIMESTAMP") == "padded":
+        return now.strftime("%Y%m%d_%H%M%S")
+    return f"{now.year}{now.month}{now.day}_{now.hour}_{now.minute}_{now.second}_{now.microsecond}"
+
+
+def forced_failure(om: Path, inputs: str) -> bool:
+    """A marker file beside the om, ``model.om.fail-once.WORD`` or ``model.om.fail-always.WORD``, fails the runs
+    whose --input contains WORD (a shard's folder name); a fail-once marker is used up by the run it fails."""
+    for marker in sorted(om.parent.glob(om.name + ".fail-*")):
+        mode, _, word = marker.name[len(om.name) + len(".fail-"):].partition(".")
+        if not word or word not in inputs:
+            continue
+        if mode == "once":
+            try:
+                marker.unlink()
+            except FileNotFoundError:  # another run took it
+                continue
+        return True
+    return False
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(prog="msame")
+    parser.add_argument("--model", required=True)
+    parser.add_argument("--input", default="")
+    parser.add_argument("--output", default="./")
+    parser.add_argument("--outfmt", default="BIN")
+    parser.add_argument("--device", type=int, default=0)
+    parser.add_argument("--loop", type=int, default=1)
+    parser.add_argument("--dymBatch", type=int, default=0)
+    args = parser.parse_args()
+    print("[INFO] acl init success")
+    print(f"[INFO] open device {args.device} success")
+    print("[INFO] create context success")
+    print("[INFO] create stream success")
+    om = Path(args.model)
+    if not om.is_file() or os.environ.get("FAKE_MSAME_FAIL") == "load":
+        print(f"[ERROR] load model from file failed, model file is {args.model}")
+        print("[ERROR] execute LoadModelFromFileWithMem failed, errorCode is 145000")
+        return 0  # the real msame exits 0 here too
+    print(f"[INFO] load model {args.model} success")
+    print("[INFO] create model description success")
+    out = Path(args.output) / stamp(datetime.now())
+    out.mkdir(parents=True, exist_ok=True)
+    print(out)
+    dirs = [Path(d) for d in args.input.split(",")]
+    if os.environ.get("FAKE_MSAME_FAIL") == "1" or forced_failure(om, args.input):
+        print("[INFO] start to process file:" + str(dirs[0]))
+        print("[ERROR] input file size is not equal to model input size")
+        print("[ERROR] CreateInput failed")
+        return 0
+    times = []
+    for _ in range(args.loop):
+        for stem, outputs in run_om(om, dirs):
+            start = time.perf_counter()
+            print(f"[INFO] start to process file:{dirs[0] / (stem + '.bin')}")
+            print("[INFO] model execute success")
+            elapsed = (time.perf_counter() - start) * 1000 + 0.5
+            times.append(elapsed)
+            print(f"Inference time: {elapsed:.3f}ms")
+            for index, array in enumerate(outputs):
+                array.tofile(out / f"{stem}_output_{index}.bin")
+            print("[INFO] output data success")
+    print(f"Inference average time: {sum(times) / len(times):.6f} ms")
+    print("[INFO] destroy model input success")
+    print("[INFO] unload model success, model Id is 1")
+    print("[INFO] end to destroy context")
+    print(f"[INFO] end to reset device is {args.device}")
+    print("[INFO] end to finalize acl")
+    print("[INFO] Execute sample success")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
