@@ -56,9 +56,9 @@ def compare(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
 
     from infer.cli.compare_table import metrics_table
-    from infer.compare.compare import CompareOptions
     from infer.compare.compare import compare as run_compare
     from infer.compare.metrics import shown_limit
+    from infer.compare.options import CompareOptions
     from infer.compare.thresholds import Thresholds
     from infer.contract import load_contract
 

@@ -1,7 +1,7 @@
 """`infer compare`: the converted model's outputs against TensorFlow's, streamed batch by batch.
 
 The two passes over each output's batches and their fold are `infer.compare.passes`: here they run in this process
-over one shard of every batch, under `--workers N` (`infer.compare.parallel`) in N processes, with equal results.
+over one shard of every batch, under `--workers N` in N processes, with equal results.
 Each batch file is memory-mapped, so memory holds a few batches, never the dataset.
 """
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -19,10 +19,11 @@ from binio.errors import InferError
 from binio.manifest import DatasetManifest, dataset_folder, load_manifest
 from binio.spec import TensorSpec
 from infer.compare.aipp_check import AippCheck, check_aipp
-from infer.compare.expected import DEFAULT_FACTOR, ExpectedError, check_emulation_possible, stand_in_available
+from infer.compare.expected import ExpectedError, check_emulation_possible, stand_in_available
 from infer.compare.golden import CACHE_FOLDER
 from infer.compare.labels import labels_for_samples
-from infer.compare.passes import measure_output
+from infer.compare.options import CompareOptions, CompareProgress
+from infer.compare.passes import compare_outputs_in_workers, measure_output
 from infer.compare.provenance import (
     Side,
     make_provenance,
@@ -38,40 +39,6 @@ from infer.compare.topk import is_classifier
 from infer.contract import ModelContract, as_contract
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class CompareOptions:
-    thresholds: Thresholds = field(default_factory=Thresholds)
-    atol: float = 1e-4
-    rtol: float = 1e-3
-    topk: int = 5
-    labels: Path | None = None
-    worst_samples: int = 10
-    scatter_points: int = 4000
-    workers: int = 1  # processes for the golden outputs and for the metrics, the batches split between them
-    allow_same_backend: bool = False  # compare one graph with itself on one backend, on purpose
-    # The expected-error band (`infer.compare.expected`): None = on for an om where the stand-in is installed.
-    expected_from_emulation: bool | None = None
-    expected_factor: float = DEFAULT_FACTOR
-    fail_on_expected: bool = False  # an output past the band fails the run (implies the band is computed)
-
-    def __post_init__(self) -> None:
-        """Refuses values no comparison can use, whether they came from the command line or a pipeline file."""
-        if self.topk < 1:
-            raise InferError(f"--topk {self.topk}: expected 1 or more")
-        if not self.expected_factor >= 1:  # NaN too
-            raise InferError(f"--expected-factor {self.expected_factor}: expected 1 or more")
-        if self.fail_on_expected and self.expected_from_emulation is False:
-            raise InferError("--fail-on-expected with --no-expected-from-emulation: the band it fails on would not "
-                             "be computed", hint="leave out one of them")
-        for name, value in (("--atol", self.atol), ("--rtol", self.rtol)):
-            if not value >= 0:  # NaN too
-                raise InferError(f"{name} {value}: expected 0 or more")
-
-
-# Hears how far the comparison is: (what, done, total), e.g. ("golden", 3, 8) or ("probs:0", 5, 16).
-CompareProgress = Callable[[str, int, int], None]
 
 
 def compare_output(pair: OutputPair, thresholds: Thresholds, options: CompareOptions,
@@ -118,8 +85,6 @@ def _measure(contract: ModelContract, manifest: DatasetManifest, actual_dir: Pat
                          golden_dir, manifest)
     options.thresholds.check_outputs([p.name for p in pairs])
     if options.workers > 1 and manifest.file_count > 1:
-        from infer.compare.parallel import compare_outputs_in_workers
-
         return compare_outputs_in_workers(pairs, options.thresholds, options, labels)
     return tuple(compare_output(pair, options.thresholds, options, labels, progress) for pair in pairs)
 

@@ -13,7 +13,7 @@ from infer.pipeline.config import PipelineConfig
 from infer.pipeline.work import StageDone, WorkLayout
 
 if TYPE_CHECKING:
-    from infer.compare.compare import CompareOptions
+    from infer.compare.options import CompareOptions
     from infer.convert import ConvertOptions
     from infer.data.aipp import AippOptions
     from infer.data.sources.open import ImageOptions
@@ -50,7 +50,7 @@ def _percent(value: float) -> str:
 def compare_options(config: PipelineConfig) -> CompareOptions:
     """[compare] as compare's options: the keys of the same name copied, the labels resolved, the thresholds
     parsed as `infer compare --threshold` parses them."""
-    from infer.compare.compare import CompareOptions
+    from infer.compare.options import CompareOptions
     from infer.compare.thresholds import Thresholds
 
     return options_from(CompareOptions, config.compare, labels=config.labels,

@@ -136,7 +136,7 @@ class CompareSection:
     def check(self) -> None:
         """Refuses what `infer compare` refuses (topk 0, a factor under 1...), through CompareOptions' own check
         (the thresholds are checked against the outputs once [model] is read)."""
-        from infer.compare.compare import CompareOptions
+        from infer.compare.options import CompareOptions
         from infer.compare.thresholds import Thresholds
 
         options_from(CompareOptions, self, labels=None, thresholds=Thresholds())

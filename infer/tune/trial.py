@@ -15,8 +15,9 @@ from typing import Any
 
 from binio.manifest import DatasetManifest
 from infer.compare.aipp_check import AippCheck
-from infer.compare.compare import CompareOptions, compare_run_folders
+from infer.compare.compare import compare_run_folders
 from infer.compare.metrics import json_float
+from infer.compare.options import CompareOptions
 from infer.compare.result import CompareResult
 from infer.contract import ModelContract
 

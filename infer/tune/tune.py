@@ -21,7 +21,7 @@ from typing import Any
 from binio.errors import InferError
 from binio.manifest import DatasetManifest, dataset_folder, load_manifest
 from binio.output import check_no_links_out, check_output
-from infer.compare.compare import CompareOptions
+from infer.compare.options import CompareOptions
 from infer.compare.result import CompareResult
 from infer.compare.thresholds import Thresholds
 from infer.contract import ModelContract, as_contract, load_contract
