@@ -19,9 +19,16 @@ from binio.errors import InferError
 from binio.manifest import DatasetManifest, dataset_folder, load_manifest
 from binio.spec import TensorSpec
 from infer.compare.aipp_check import AippCheck, check_aipp
-from infer.compare.expected import ExpectedError, check_emulation_possible, stand_in_available
-from infer.compare.golden import CACHE_FOLDER
+from infer.compare.expected import (
+    ExpectedError,
+    check_emulation_possible,
+    emulated_run,
+    expected_error,
+    stand_in_available,
+)
+from infer.compare.golden import CACHE_FOLDER, tensorflow_golden
 from infer.compare.labels import labels_for_samples
+from infer.compare.layerwise import check_layerwise, compare_layers
 from infer.compare.options import CompareOptions, CompareProgress
 from infer.compare.passes import compare_outputs_in_workers, measure_output
 from infer.compare.provenance import (
@@ -32,11 +39,13 @@ from infer.compare.provenance import (
     sample_names,
     tensorflow_side,
 )
+from infer.compare.reports import output_folder
 from infer.compare.result import CompareResult, OutputResult
 from infer.compare.sources import OutputPair, check_run_folder, output_pairs, resolve_run_folder, written_specs
 from infer.compare.thresholds import Thresholds
 from infer.compare.topk import is_classifier
 from infer.contract import ModelContract, as_contract
+from infer.data.aipp import model_aipp
 
 log = logging.getLogger(__name__)
 
@@ -146,8 +155,6 @@ def _expected_errors(contract: ModelContract, manifest: DatasetManifest, golden_
                      progress: CompareProgress | None) -> tuple[ExpectedError, ...]:
     """Each output's error against the emulated precision's: the stand-in's run of the same precision mode over
     the same bins, compared with the same golden outputs."""
-    from infer.compare.expected import emulated_run, expected_error
-
     def emulated_progress(done: int, total: int) -> None:
         if progress is not None:
             progress("emulated", done, total)
@@ -173,8 +180,6 @@ def compare(model: ModelContract | Path | str, dataset: DatasetManifest | Path |
     options = options or CompareOptions()
     with contextlib.ExitStack() as held:
         if dump_golden is not None:
-            from infer.compare.reports import output_folder
-
             held.enter_context(output_folder(dump_golden, option="--dump-golden", force=force,
                                              hint="pass --force to write into it"))
         return _compare_whole(model, dataset, actual, golden, options, layerwise, dump_golden, cache_root,
@@ -202,26 +207,19 @@ def _compare_whole(model: ModelContract | Path | str, dataset: DatasetManifest |
 def _compare(contract: ModelContract, manifest: DatasetManifest, actual: Path, golden: Path | None,
              options: CompareOptions, layerwise: bool, dump_golden: Path | None, cache_root: Path | None,
              on_golden_run: Callable[[], None] | None, progress: CompareProgress | None) -> CompareResult:
-    if layerwise or dump_golden is not None:
-        from infer.data.aipp import model_aipp
-
-        if model_aipp(contract) is not None:
-            raise InferError(f"--layerwise/--dump-golden: {contract.path} was converted with AIPP, whose uint8 bins "
-                             "the layer-by-layer runs do not feed yet", hint="convert a copy without --aipp for it")
+    if (layerwise or dump_golden is not None) and model_aipp(contract) is not None:
+        raise InferError(f"--layerwise/--dump-golden: {contract.path} was converted with AIPP, whose uint8 bins "
+                         "the layer-by-layer runs do not feed yet", hint="convert a copy without --aipp for it")
     if options.fail_on_expected or options.expected_from_emulation:
         check_emulation_possible(contract)
     if golden is not None:
         result = compare_run_folders(contract, manifest, actual, Path(golden), options, cache_root=cache_root,
                                      progress=progress)
     else:
-        from infer.compare.golden import tensorflow_golden
-
         # What the user named is checked before TensorFlow runs (seconds to minutes) rather than after it.
         actual_dir = resolve_run_folder(actual, what="--actual")
         check_run_folder(actual_dir, contract.model_outputs, manifest, what="--actual")
         if layerwise:
-            from infer.compare.layerwise import check_layerwise
-
             check_layerwise(contract)
         actual_side = run_side(contract, actual_dir, "actual")
         if not options.allow_same_backend:
@@ -239,8 +237,6 @@ def _compare(contract: ModelContract, manifest: DatasetManifest, actual: Path, g
         result = _compare_sides(contract, manifest, actual_side, tensorflow_side(contract, golden_dir), options,
                                 golden_source=source, cache_root=cache_root, progress=progress, preprocessing=None)
     if layerwise or dump_golden is not None:
-        from infer.compare.layerwise import compare_layers
-
         layers = compare_layers(contract, manifest, options.thresholds, atol=options.atol, rtol=options.rtol,
                                 with_converted=layerwise, dump_golden=dump_golden, outcome=result)
         result = replace(result, layerwise=layers if layerwise else None,
