@@ -13,6 +13,7 @@ from typing import Any
 
 from atc_wrap.aipp import AippConfig, aipp_input_spec
 from atc_wrap.errors import ConvertError
+from atc_wrap.nodes import check_nodes_exist
 from atc_wrap.op_controls import (
     OpControls,
     check_mixlist_mode,
@@ -72,8 +73,6 @@ def build_atc_command(
 ) -> AtcCommand:
     """The argv for `atc` converting `pb` to `om` (which must end in .om), after every check ATC would make.
     `graph_def` is the pb as read by the caller (the TensorFlow side owns reading it), for the node checks."""
-    from atc_wrap.nodes import check_nodes_exist
-
     soc = check_soc_version(options.soc_version, allow_unknown=options.allow_unknown_soc)
     mode = check_precision_mode(options.precision_mode)
     implmode = check_implmode(options.op_select_implmode)

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Set
 from dataclasses import dataclass, field
 from typing import Any
 
+from atc_wrap.converter_names import read_type_named
 from atc_wrap.op_controls import OpPrecision
 from atc_wrap.precision import check_precision_mode
 from binio.dtypes import dtype
@@ -168,7 +169,6 @@ class _Rewriter:
         self.storage = storage
         self.op_precision = op_precision
         # ONNX node name -> the control for its TF node; the TF node of every ONNX node, for the record
-        from atc_wrap.converter_names import read_type_named
 
         type_named = read_type_named(model)
         self.origin = ({n.name: tf_origin(n.name, tf_nodes, type_named) for n in self.graph.node} if op_precision

@@ -17,6 +17,7 @@ from typing import Any
 
 from atc_wrap.errors import ConvertError
 from atc_wrap.op_types import closest, known_op_types
+from binio.atomic import write_bytes_atomic
 
 OP_TYPE_PREFIX = "OpType::"
 MIXLIST_KEYS: tuple[str, ...] = ("black-list", "white-list", "gray-list")
@@ -127,8 +128,6 @@ def parse_keep_dtype(text: str, path: Path) -> OpEntries:
 
 def write_keep_dtype(path: Path, names: Iterable[str]) -> Path:
     """A keep_dtype file of op names, one a line, written atomically."""
-    from binio.atomic import write_bytes_atomic
-
     write_bytes_atomic(Path(path), "".join(f"{name}\n" for name in names).encode())
     return Path(path)
 

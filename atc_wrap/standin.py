@@ -10,8 +10,11 @@ from pathlib import Path
 from typing import Any
 
 from atc_wrap.aipp import AippConfig, aipp_input_spec
+from atc_wrap.aipp_onnx import insert_aipp_stage
+from atc_wrap.converter_names import recording_type_named_nodes, store_type_named
 from atc_wrap.emulation import Emulation, emulate_precision
 from atc_wrap.errors import ConvertError
+from atc_wrap.generated_names import counter, renumber_generated_names
 from atc_wrap.nodes import check_nodes_exist
 from atc_wrap.op_controls import OpControls, controls_record, prepare_op_precision
 from atc_wrap.opset import check_opset
@@ -100,8 +103,6 @@ def convert_to_onnx(
 
 
 def _insert_aipp(model: Any, inputs: tuple[TensorSpec, ...], aipp: AippConfig) -> tuple[TensorSpec, ...]:
-    from atc_wrap.aipp_onnx import insert_aipp_stage
-
     spec = inputs[aipp.related_input_rank]
     if spec.shape and spec.shape[0] is None:
         raise ConvertError(f"input {spec.name}: AIPP on the stand-in needs a static batch, found "
@@ -125,9 +126,6 @@ _NAMING = threading.Lock()
 def _tf2onnx(graph_def: Any, pb: Path, inputs: Sequence[TensorSpec], outputs: Sequence[TensorSpec],
              opset: int) -> Any:
     import tf2onnx
-
-    from atc_wrap.converter_names import recording_type_named_nodes, store_type_named
-    from atc_wrap.generated_names import counter, renumber_generated_names
 
     try:
         with _NAMING, recording_type_named_nodes() as type_named:

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from binio.spec import node_name
-from ckpt2pb.graphinfo import node_readers
+from ckpt2pb import surgery
+from ckpt2pb.graphinfo import import_graph, node_readers, topological_order
 
 _UNIFORM_OPS = frozenset({"RandomUniform", "StatelessRandomUniform", "StatelessRandomUniformV2"})
 _PASS_OPS = frozenset({"Identity", "Snapshot", "StopGradient", "Cast"})
@@ -121,9 +122,6 @@ def fold_decided_draws(graph_def: Any, keep: Collection[str] = ()) -> int:
     through such tensors by a fill of its own shape with a value it can draw; returns how many. The samplers
     are then unread, for pruning to remove. `keep`: nodes read from outside (the outputs)."""
     import numpy as np
-
-    from ckpt2pb import surgery
-    from ckpt2pb.graphinfo import import_graph, topological_order
 
     ranges: dict[str, _Range] = {}
     order = topological_order(graph_def)

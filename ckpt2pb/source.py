@@ -16,9 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from binio.errors import first_line
+from binio.spec import node_name
 from ckpt2pb.errors import SourceError, tensorflow_reason
 from ckpt2pb.prefix import CheckpointPrefix
 from ckpt2pb.protobuf import parse_protobuf, read_graph_def
+from ckpt2pb.surgery import rename_node
 from ckpt2pb.verify import session_config
 
 KINDS = ("checkpoint", "meta", "pb", "saved_model", "keras")
@@ -318,9 +320,6 @@ def _load_keras(path: Path) -> LoadedSource:
 def _name_outputs_after_layers(graph_def: Any, function: Any, layer_names: list[str]) -> None:
     """The traced outputs are Identity nodes named ``Identity``, ``Identity_1``...; they take the names of the
     Keras output layers (``probs``) where those are free, so the user sees the names they gave."""
-    from binio.spec import node_name
-    from ckpt2pb.surgery import rename_node
-
     taken = {node.name for node in graph_def.node}
     outputs = [node_name(tensor.name) for tensor in function.outputs]
     if len(outputs) != len(layer_names):

@@ -49,7 +49,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "run_model": ("infer.run.plain", "run_model"),
     "ScaleOptions": ("infer.run.options", "ScaleOptions"),
     "run_sharded": ("infer.run.sharded", "run_sharded"),
-    "CompareOptions": ("infer.compare.compare", "CompareOptions"),
+    "CompareOptions": ("infer.compare.options", "CompareOptions"),
     "CompareResult": ("infer.compare.result", "CompareResult"),
     "Thresholds": ("infer.compare.thresholds", "Thresholds"),
     # `infer.compare` is the comparison's package, so the stage's function is exported under a name of its own.
@@ -79,8 +79,8 @@ if TYPE_CHECKING:
     from binio.manifest import DatasetManifest, load_manifest
     from ckpt2pb.inputs import InputRequest
     from ckpt2pb.inspection import GraphReport, inspect_model
-    from infer.compare.compare import CompareOptions
     from infer.compare.compare import compare as compare_outputs
+    from infer.compare.options import CompareOptions
     from infer.compare.result import CompareResult
     from infer.compare.thresholds import Thresholds
     from infer.contract import ModelContract, load_contract

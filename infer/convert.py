@@ -11,13 +11,18 @@ from pathlib import Path
 from typing import Any
 
 from atc_wrap.aipp import AippConfig
+from atc_wrap.atc_command import AtcOptions, build_atc_command, check_shapes
+from atc_wrap.atc_run import find_atc, require_atc, run_atc
 from atc_wrap.errors import ConvertError
+from atc_wrap.op_controls import check_mixlist_mode, ignored_controls, read_op_controls
+from atc_wrap.opset import check_opset
 from atc_wrap.precision import (
     DEFAULT_PRECISION_MODE,
     check_precision_mode,
     parse_input_fp16_nodes,
     parse_output_type,
 )
+from atc_wrap.standin import check_output_types, convert_to_onnx
 from binio.atomic import write_bytes_atomic
 from binio.binfile import sha256_file
 from binio.memory import check_fits
@@ -73,8 +78,6 @@ class ConvertResult:
 
 def convert_model(model: ModelContract | Path | str, options: ConvertOptions | None = None) -> ConvertResult:
     """Converts the contract's pb per `options` and saves the contract with its `converted` section."""
-    from atc_wrap.op_controls import check_mixlist_mode
-
     contract = as_contract(model)
     options = options or ConvertOptions()
     contract.check_pb_unchanged()
@@ -97,8 +100,6 @@ def _check_batch_fits(contract: ModelContract) -> None:
 
 def choose_target(asked: str | None) -> tuple[str, str]:
     """The target and one plain line saying why: om where ATC is found, else the ONNX stand-in."""
-    from atc_wrap.atc_run import find_atc
-
     if asked is not None:
         if asked not in TARGETS:
             raise ConvertError(f"--target {asked!r}: expected one of {', '.join(TARGETS)}")
@@ -176,10 +177,6 @@ def _with_aipp(settings: dict[str, Any], options: ConvertOptions, config: AippCo
 
 
 def _convert_om(contract: ModelContract, options: ConvertOptions, reason: str) -> ConvertResult:
-    from atc_wrap.atc_command import AtcOptions, build_atc_command
-    from atc_wrap.atc_run import find_atc, require_atc, run_atc
-    from atc_wrap.op_controls import ignored_controls
-
     atc = find_atc() if options.dry_run else require_atc()
     om = _artefact(contract, options, ".om")
     aipp, aipp_file, aipp_text = _aipp(contract, options, om)
@@ -246,11 +243,6 @@ def _atc_only(options: ConvertOptions) -> tuple[str, ...]:
 
 def _convert_onnx(contract: ModelContract, options: ConvertOptions, reason: str) -> ConvertResult:
     import time
-
-    from atc_wrap.atc_command import check_shapes
-    from atc_wrap.op_controls import ignored_controls, read_op_controls
-    from atc_wrap.opset import check_opset
-    from atc_wrap.standin import check_output_types, convert_to_onnx
 
     destination = _artefact(contract, options, ".onnx")
     controls = read_op_controls(options.keep_dtype, options.modify_mixlist, options.customize_dtypes)

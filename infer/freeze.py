@@ -10,6 +10,7 @@ from binio.atomic import write_bytes_atomic
 from binio.binfile import sha256_file
 from binio.errors import OutputExistsError
 from binio.output import check_output
+from ckpt2pb.freeze import freeze_source
 from ckpt2pb.inputs import InputRequest, parse_assignment, parse_inputs
 from ckpt2pb.source import LoadedSource, load_source
 from ckpt2pb.verify import Verification
@@ -57,8 +58,6 @@ def freeze_model(source: Path | str, outdir: Path | str, outputs: Sequence[str],
     check_outdir(outdir, force)  # before TensorFlow starts: a refusal should not take seconds
 
     import tensorflow as tf
-
-    from ckpt2pb.freeze import freeze_source
 
     requests = (parse_inputs(inputs) if inputs.strip() else ()) if isinstance(inputs, str) else tuple(inputs)
     sets = ({name: str(value).lower() if isinstance(value, bool) else str(value)

@@ -18,33 +18,58 @@ PACKAGES = ("binio", "ckpt2pb", "atc_wrap", "infer")
 ENTRY_POINTS = {"infer/__main__.py"}  # `python -m infer` runs the command line: the one module allowed to
 
 
+def _import_names(node: ast.Import | ast.ImportFrom, module: str) -> set[str]:
+    """The modules one import statement of `module` names, as dotted names; relative imports made absolute."""
+    if isinstance(node, ast.Import):
+        return {alias.name for alias in node.names}
+    if node.level:
+        package = module.split(".")[:-1]  # a module's package; for an __init__, its own
+        prefix = ".".join(package[: len(package) - node.level + 1])
+        name = f"{prefix}.{node.module}" if node.module else prefix
+    else:
+        name = node.module or ""
+    # `from infer import cli` imports infer.cli: the names may be modules too
+    return {name} | {f"{name}.{alias.name}" for alias in node.names if alias.name != "*"}
+
+
 def imported_modules(source: str, module: str) -> set[str]:
     """Every module `source` (the text of `module`) imports, as dotted names; relative imports made absolute."""
     found: set[str] = set()
     for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                package = module.split(".")[:-1]  # a module's package; for an __init__, its own
-                prefix = ".".join(package[: len(package) - node.level + 1])
-                name = f"{prefix}.{node.module}" if node.module else prefix
-            else:
-                name = node.module or ""
-            found.add(name)
-            # `from infer import cli` imports infer.cli: the names may be modules too
-            found.update(f"{name}.{alias.name}" for alias in node.names if alias.name != "*")
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            found |= _import_names(node, module)
     return found
 
 
-def _package_imports() -> dict[str, set[str]]:
-    """Source file (relative to the repository) -> the modules it imports."""
+def _type_checking(node: ast.stmt) -> bool:
+    return isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING")
+
+
+def import_time_modules(source: str, module: str) -> set[str]:
+    """The modules `source` imports while it is itself imported: at module level (in a class body, an `if` or a
+    `try` too), not inside a function nor under `if TYPE_CHECKING:`."""
+    found: set[str] = set()
+    todo: list[ast.AST] = [ast.parse(source)]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            found |= _import_names(node, module)
+        elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) and not (
+                isinstance(node, ast.stmt) and _type_checking(node)):
+            todo.extend(ast.iter_child_nodes(node))
+        elif isinstance(node, ast.If):  # `if TYPE_CHECKING: ... else: ...`: the else branch runs
+            todo.extend(node.orelse)
+    return found
+
+
+def _package_imports(read: Callable[[str, str], set[str]] = imported_modules) -> dict[str, set[str]]:
+    """Source file (relative to the repository) -> the modules it imports (as `read` sees them)."""
     imports: dict[str, set[str]] = {}
     for package in PACKAGES:
         for path in sorted((ROOT / package).rglob("*.py")):
             relative = path.relative_to(ROOT)
             module = ".".join(relative.with_suffix("").parts)
-            imports[relative.as_posix()] = imported_modules(path.read_text(encoding="utf-8"), module)
+            imports[relative.as_posix()] = read(path.read_text(encoding="utf-8"), module)
     return imports
 
 
@@ -109,3 +134,95 @@ def test_the_reader_sees_imports_inside_functions_and_relative_ones() -> None:
 def test_the_runners_reach_their_tools_without_the_converter_layer() -> None:
     """msame and ais_bench run through binio's subprocess wrapper: infer/run needs nothing of atc_wrap for it."""
     assert _violations("infer/run/", lambda name: not _within(name, "atc_wrap")) == []
+
+
+def _module_name(path: str) -> str:
+    """infer/run/options.py -> infer.run.options; infer/run/__init__.py -> infer.run."""
+    return path.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
+
+
+def import_graph(imports: dict[str, set[str]]) -> dict[str, set[str]]:
+    """Project module -> the project modules importing it runs: each one named and the packages above it (their
+    __init__ runs first), but for the importer's own packages, which are being imported already."""
+    modules = {_module_name(path) for path in imports}
+    graph: dict[str, set[str]] = {}
+    for path, names in imports.items():
+        module = _module_name(path)
+        own = {".".join(module.split(".")[:i]) for i in range(1, module.count(".") + 1)}
+        runs = {".".join(name.split(".")[:i]) for name in names for i in range(1, name.count(".") + 2)}
+        graph[module] = (runs & modules) - own - {module}
+    return graph
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """One cycle (a -> b -> ... -> a) through each group of modules that import each other (Tarjan's strongly
+    connected components), in a stable order."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    groups: list[set[str]] = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        for other in sorted(graph.get(module, ())):
+            if other not in index:
+                visit(other)
+                low[module] = min(low[module], low[other])
+            elif other in stack:
+                low[module] = min(low[module], index[other])
+        if low[module] == index[module]:
+            group = {stack.pop()}
+            while module not in group:
+                group.add(stack.pop())
+            if len(group) > 1:
+                groups.append(group)
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    return [_cycle_in(graph, group) for group in sorted(groups, key=min)]
+
+
+def _cycle_in(graph: dict[str, set[str]], group: set[str]) -> list[str]:
+    """A shortest path from the group's first module back to itself, inside the group (breadth first)."""
+    start = min(group)
+    paths = {start: [start]}
+    todo = [start]
+    while todo:
+        module = todo.pop(0)
+        for other in sorted(graph[module] & group):
+            if other == start:
+                return [*paths[module], start]
+            if other not in paths:
+                paths[other] = [*paths[module], other]
+                todo.append(other)
+    raise AssertionError(f"no cycle through {start}")  # a strongly connected group always has one
+
+
+def test_no_import_cycle_among_the_projects_modules() -> None:
+    """No module imports, while it is imported, one that imports it back (directly or around a longer loop):
+    imports inside functions and under TYPE_CHECKING left out, since they are what hid the cycles."""
+    cycles = import_cycles(import_graph(_package_imports(import_time_modules)))
+    assert [" -> ".join(cycle) for cycle in cycles] == []
+
+
+def test_the_cycle_check_sees_module_level_cycles_only() -> None:
+    """The check can fail: a loop at module level is reported (relative imports and packages' __init__ too);
+    one closed by an import inside a function, or under TYPE_CHECKING, is not."""
+    sources = {
+        "infer/a.py": "from infer import b\n",
+        "infer/b.py": "from .c import name\n",
+        "infer/c.py": "import infer.a\n",
+        "infer/d.py": "import infer.e\n",
+        "infer/e.py": "def f():\n    import infer.d\n",
+        "infer/f.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import infer.g\n",
+        "infer/g.py": "import infer.f\n",
+        "infer/h/__init__.py": "",
+        "infer/h/i.py": "try:\n    from infer.j import k\nexcept ImportError:\n    pass\n",
+        "infer/j.py": "class K:\n    from infer.h import i\n",
+    }
+    imports = {path: import_time_modules(source, ".".join(Path(path).with_suffix("").parts))
+               for path, source in sources.items()}
+    assert import_cycles(import_graph(imports)) == [["infer.a", "infer.b", "infer.c", "infer.a"],
+                                                    ["infer.h.i", "infer.j", "infer.h.i"]]

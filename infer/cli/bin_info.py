@@ -26,6 +26,7 @@ def bin_info(
     """Show a .bin file or a dataset: shape, dtype, min/max/mean, NaN and inf counts.
 
     --verify re-checks every sha256 and size; --to-npy exports (padding rows dropped)."""
+    # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
     from binio.spec import format_shape
     from infer.data.bininfo import describe_path
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import typer
 
+from binio.errors import InferError
 from infer.cli.console import err, out, say
 
 
@@ -55,18 +56,18 @@ def compare(
     one bad sample."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
 
+    # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
     from infer.cli.compare_table import metrics_table
-    from infer.compare.compare import CompareOptions
     from infer.compare.compare import compare as run_compare
     from infer.compare.metrics import shown_limit
+    from infer.compare.options import CompareOptions
     from infer.compare.thresholds import Thresholds
     from infer.contract import load_contract
 
     if workers < 1:
-        from binio.errors import InferError
-
         raise InferError(f"--workers {workers}: expected 1 or more")
     if report is not None:  # checked, and locked until the command ends, before the comparison runs
+        # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
         from infer.compare.reports import report_folder
 
         ctx.with_resource(report_folder(report, force=force))
@@ -124,6 +125,7 @@ def compare(
     if result.dumped_golden:
         console.print(f"golden dump (msaccucmp naming): {result.dumped_golden}", markup=False)
     if report is not None:
+        # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
         from infer.compare.reports import write_reports
 
         for path in write_reports(result, report):
@@ -142,6 +144,7 @@ def compare(
 
 def _print_layers(console: Any, layers: Any) -> None:
     """The layer-by-layer table and its diagnosis lines."""
+    # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
     from infer.cli.layer_table import layer_table
     from infer.compare.layer_diagnosis import ERROR_FLOOR
     from infer.compare.metrics import shown

@@ -6,13 +6,12 @@ from pathlib import Path
 
 import typer
 
+from atc_wrap.errors import ConvertError
 from binio.errors import InferError
 from infer.cli.console import out, say
 
 
 def _batches(text: str) -> tuple[int, ...]:
-    from atc_wrap.errors import ConvertError
-
     parts = [p.strip() for p in text.split(",") if p.strip()]
     if not all(p.isdigit() for p in parts):
         raise ConvertError(f"--dynamic-batch {text!r}: expected comma-separated batch sizes, e.g. 1,2,4,8")
@@ -83,6 +82,7 @@ def convert(
     ATC's precision mode (fp16 storage after every op). model.json records the result: target, path, sha256,
     the exact ATC command or converter settings, and the converted model's input and output dtypes.
     """
+    # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
     from binio.process import quote_command
     from infer.cli.image_options import image_options, int_pair
     from infer.contract import load_contract

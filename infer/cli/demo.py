@@ -21,6 +21,7 @@ def demo(
     with force_fp16, ATC's default) -> dump-bin -> run -> compare: one line per stage, then the verdict and the
     HTML report's path. Exit 1 when compare fails.
     """
+    # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
     from infer.demo.run import run_demo
 
     result = run_demo(output, on_step=show, on_stage=lambda outcome: show(outcome.line()), aipp=aipp)

@@ -20,6 +20,7 @@ def doctor(
     ais_bench found or not (and their versions); ASCEND_TOOLKIT_HOME, set_env.sh, the devlib entry of
     LD_LIBRARY_PATH; a writable temp folder. Ends with which stages run for real and which use the stand-in.
     """
+    # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
     from infer.doctor import diagnose
 
     report = diagnose()

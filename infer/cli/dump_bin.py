@@ -49,6 +49,7 @@ def dump_bin(
     zero-padded file per batch."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
+    # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
     from binio.spec import format_shape
     from infer.contract import load_contract
     from infer.data.dump import DumpOptions, dump_bins

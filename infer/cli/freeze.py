@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 
+from ckpt2pb.compat import describe
 from infer.cli.console import out, print_json, say
 
 
@@ -34,6 +35,7 @@ def freeze(
     frozen graph run on the same seeded inputs: a difference beyond float tolerance is an error (--no-verify skips
     it).
     """
+    # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
     from binio.spec import TensorSpec, node_name
     from infer.freeze import freeze_model
 
@@ -58,7 +60,6 @@ def freeze(
             console.print(f"output  {spec.describe()}{key(spec)}", markup=False)
         for name, value in contract.fixed.items():
             console.print(f"fixed   {node_name(name)} = {value}", markup=False)
-    from ckpt2pb.compat import describe
 
     if contract.tf115_unknown_ops:
         say(f"warning: ops ATC's TensorFlow 1.15 parser does not know: {describe(contract.tf115_unknown_ops)} "

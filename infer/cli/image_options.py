@@ -31,6 +31,7 @@ def int_pair(text: str | None, option: str, example: str) -> tuple[int, int] | N
 
 def image_options(*, resize: int | None, color: str, scale: float, mean: str | None,
                   std: str | None) -> ImageOptions:
+    # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
     from infer.data.sources.open import ImageOptions
 
     if color.upper() not in ("RGB", "BGR"):

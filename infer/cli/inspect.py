@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 
 
 def _shape(shape: tuple[int | None, ...] | None) -> str:
+    # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
     from binio.spec import format_shape
 
     return "unknown rank" if shape is None else format_shape(shape)
@@ -46,6 +47,7 @@ def inspect(
     """
     from rich.table import Table
 
+    # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
     from ckpt2pb.inspection import inspect_model
 
     report = inspect_model(model)

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import typer
 
+from binio.errors import InferError
+from binio.output import check_output
 from infer.cli.console import say, show
 
 pipeline_app = typer.Typer(
@@ -26,6 +28,7 @@ def run(
     read (in WORK/pipeline-state.json) and is skipped next time when nothing it reads has changed. Ends with the
     verdict and the equivalent `infer ...`, ATC and msame commands. Exit 1 when compare fails.
     """
+    # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
     from infer.pipeline.config import load_config
     from infer.pipeline.runner import report_tail, run_pipeline
 
@@ -52,14 +55,12 @@ def init(
     Fills in the model's inputs, its most likely output and its switches (is_training...); every other setting
     is written at its default, commented. Refuses to overwrite an existing file without --force.
     """
+    # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
     from infer.pipeline.template import values_from_model, write_template
 
     if output.is_dir():
-        from binio.errors import InferError
-
         raise InferError(f"-o {output}: is a folder; expected the pipeline file to write",
                          hint=f"-o {output / 'pipeline.toml'}")
-    from binio.output import check_output
 
     check_output(output, force=force)  # before the model is inspected: a refusal should not take seconds
     values = values_from_model(model, data_source=data, labels=labels, relative_to=output.resolve().parent)

@@ -42,12 +42,11 @@ def run(
     whether the run completed)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+    # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
     from infer.run import run as run_inference
-    from infer.run.options import RunOptions
+    from infer.run.options import RunOptions, ScaleOptions, parse_devices
 
     options = RunOptions(backend=backend, device=device, loop=loop, warmup=warmup, threads=threads, timeout=timeout)
-    from infer.run.options import ScaleOptions, parse_devices
-
     scale = ScaleOptions(devices=parse_devices(devices) if devices is not None else (), shards=shards,
                          engine=engine, address=address, retries=retries, resume=resume)
     status = err()

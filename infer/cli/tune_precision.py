@@ -42,6 +42,7 @@ def tune_precision(
     and infer convert --keep-dtype), tune.json (every candidate, its verdict, metrics and time), the converted
     stand-in with the final set and the exact ATC command. Exit 0 when a passing set was found, 1 when not.
     """
+    # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
     from binio.process import quote_command
     from infer.compare.metrics import shown
     from infer.compare.thresholds import Thresholds

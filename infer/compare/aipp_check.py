@@ -25,6 +25,7 @@ from binio.binfile import read_bin
 from binio.errors import InferError
 from binio.manifest import DatasetManifest
 from infer.contract import ModelContract
+from infer.data.aipp import model_aipp
 from infer.data.declared import DeclaredPreprocessing
 
 _RELATIVE = 2.0 ** -10  # fp16's half-ulp is 2**-11 of the value; twice that leaves room for float32 arithmetic
@@ -121,8 +122,6 @@ def _held_parameters_bound(config: AippConfig) -> float:
 
 def check_aipp(contract: ModelContract, manifest: DatasetManifest) -> tuple[AippCheck, ...]:
     """The check for the model's AIPP input; () for a model without AIPP or a dataset declaring nothing."""
-    from infer.data.aipp import model_aipp
-
     config = model_aipp(contract)
     if config is None:
         return ()

@@ -1,7 +1,7 @@
 """`infer compare`: the converted model's outputs against TensorFlow's, streamed batch by batch.
 
 The two passes over each output's batches and their fold are `infer.compare.passes`: here they run in this process
-over one shard of every batch, under `--workers N` (`infer.compare.parallel`) in N processes, with equal results.
+over one shard of every batch, under `--workers N` in N processes, with equal results.
 Each batch file is memory-mapped, so memory holds a few batches, never the dataset.
 """
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -19,10 +19,18 @@ from binio.errors import InferError
 from binio.manifest import DatasetManifest, dataset_folder, load_manifest
 from binio.spec import TensorSpec
 from infer.compare.aipp_check import AippCheck, check_aipp
-from infer.compare.expected import DEFAULT_FACTOR, ExpectedError, check_emulation_possible, stand_in_available
-from infer.compare.golden import CACHE_FOLDER
+from infer.compare.expected import (
+    ExpectedError,
+    check_emulation_possible,
+    emulated_run,
+    expected_error,
+    stand_in_available,
+)
+from infer.compare.golden import CACHE_FOLDER, tensorflow_golden
 from infer.compare.labels import labels_for_samples
-from infer.compare.passes import measure_output
+from infer.compare.layerwise import check_layerwise, compare_layers
+from infer.compare.options import CompareOptions, CompareProgress
+from infer.compare.passes import compare_outputs_in_workers, measure_output
 from infer.compare.provenance import (
     Side,
     make_provenance,
@@ -31,47 +39,15 @@ from infer.compare.provenance import (
     sample_names,
     tensorflow_side,
 )
+from infer.compare.reports import output_folder
 from infer.compare.result import CompareResult, OutputResult
 from infer.compare.sources import OutputPair, check_run_folder, output_pairs, resolve_run_folder, written_specs
 from infer.compare.thresholds import Thresholds
 from infer.compare.topk import is_classifier
 from infer.contract import ModelContract, as_contract
+from infer.data.aipp import model_aipp
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class CompareOptions:
-    thresholds: Thresholds = field(default_factory=Thresholds)
-    atol: float = 1e-4
-    rtol: float = 1e-3
-    topk: int = 5
-    labels: Path | None = None
-    worst_samples: int = 10
-    scatter_points: int = 4000
-    workers: int = 1  # processes for the golden outputs and for the metrics, the batches split between them
-    allow_same_backend: bool = False  # compare one graph with itself on one backend, on purpose
-    # The expected-error band (`infer.compare.expected`): None = on for an om where the stand-in is installed.
-    expected_from_emulation: bool | None = None
-    expected_factor: float = DEFAULT_FACTOR
-    fail_on_expected: bool = False  # an output past the band fails the run (implies the band is computed)
-
-    def __post_init__(self) -> None:
-        """Refuses values no comparison can use, whether they came from the command line or a pipeline file."""
-        if self.topk < 1:
-            raise InferError(f"--topk {self.topk}: expected 1 or more")
-        if not self.expected_factor >= 1:  # NaN too
-            raise InferError(f"--expected-factor {self.expected_factor}: expected 1 or more")
-        if self.fail_on_expected and self.expected_from_emulation is False:
-            raise InferError("--fail-on-expected with --no-expected-from-emulation: the band it fails on would not "
-                             "be computed", hint="leave out one of them")
-        for name, value in (("--atol", self.atol), ("--rtol", self.rtol)):
-            if not value >= 0:  # NaN too
-                raise InferError(f"{name} {value}: expected 0 or more")
-
-
-# Hears how far the comparison is: (what, done, total), e.g. ("golden", 3, 8) or ("probs:0", 5, 16).
-CompareProgress = Callable[[str, int, int], None]
 
 
 def compare_output(pair: OutputPair, thresholds: Thresholds, options: CompareOptions,
@@ -118,8 +94,6 @@ def _measure(contract: ModelContract, manifest: DatasetManifest, actual_dir: Pat
                          golden_dir, manifest)
     options.thresholds.check_outputs([p.name for p in pairs])
     if options.workers > 1 and manifest.file_count > 1:
-        from infer.compare.parallel import compare_outputs_in_workers
-
         return compare_outputs_in_workers(pairs, options.thresholds, options, labels)
     return tuple(compare_output(pair, options.thresholds, options, labels, progress) for pair in pairs)
 
@@ -181,8 +155,6 @@ def _expected_errors(contract: ModelContract, manifest: DatasetManifest, golden_
                      progress: CompareProgress | None) -> tuple[ExpectedError, ...]:
     """Each output's error against the emulated precision's: the stand-in's run of the same precision mode over
     the same bins, compared with the same golden outputs."""
-    from infer.compare.expected import emulated_run, expected_error
-
     def emulated_progress(done: int, total: int) -> None:
         if progress is not None:
             progress("emulated", done, total)
@@ -208,8 +180,6 @@ def compare(model: ModelContract | Path | str, dataset: DatasetManifest | Path |
     options = options or CompareOptions()
     with contextlib.ExitStack() as held:
         if dump_golden is not None:
-            from infer.compare.reports import output_folder
-
             held.enter_context(output_folder(dump_golden, option="--dump-golden", force=force,
                                              hint="pass --force to write into it"))
         return _compare_whole(model, dataset, actual, golden, options, layerwise, dump_golden, cache_root,
@@ -237,26 +207,19 @@ def _compare_whole(model: ModelContract | Path | str, dataset: DatasetManifest |
 def _compare(contract: ModelContract, manifest: DatasetManifest, actual: Path, golden: Path | None,
              options: CompareOptions, layerwise: bool, dump_golden: Path | None, cache_root: Path | None,
              on_golden_run: Callable[[], None] | None, progress: CompareProgress | None) -> CompareResult:
-    if layerwise or dump_golden is not None:
-        from infer.data.aipp import model_aipp
-
-        if model_aipp(contract) is not None:
-            raise InferError(f"--layerwise/--dump-golden: {contract.path} was converted with AIPP, whose uint8 bins "
-                             "the layer-by-layer runs do not feed yet", hint="convert a copy without --aipp for it")
+    if (layerwise or dump_golden is not None) and model_aipp(contract) is not None:
+        raise InferError(f"--layerwise/--dump-golden: {contract.path} was converted with AIPP, whose uint8 bins "
+                         "the layer-by-layer runs do not feed yet", hint="convert a copy without --aipp for it")
     if options.fail_on_expected or options.expected_from_emulation:
         check_emulation_possible(contract)
     if golden is not None:
         result = compare_run_folders(contract, manifest, actual, Path(golden), options, cache_root=cache_root,
                                      progress=progress)
     else:
-        from infer.compare.golden import tensorflow_golden
-
         # What the user named is checked before TensorFlow runs (seconds to minutes) rather than after it.
         actual_dir = resolve_run_folder(actual, what="--actual")
         check_run_folder(actual_dir, contract.model_outputs, manifest, what="--actual")
         if layerwise:
-            from infer.compare.layerwise import check_layerwise
-
             check_layerwise(contract)
         actual_side = run_side(contract, actual_dir, "actual")
         if not options.allow_same_backend:
@@ -274,8 +237,6 @@ def _compare(contract: ModelContract, manifest: DatasetManifest, actual: Path, g
         result = _compare_sides(contract, manifest, actual_side, tensorflow_side(contract, golden_dir), options,
                                 golden_source=source, cache_root=cache_root, progress=progress, preprocessing=None)
     if layerwise or dump_golden is not None:
-        from infer.compare.layerwise import compare_layers
-
         layers = compare_layers(contract, manifest, options.thresholds, atol=options.atol, rtol=options.rtol,
                                 with_converted=layerwise, dump_golden=dump_golden, outcome=result)
         result = replace(result, layerwise=layers if layerwise else None,

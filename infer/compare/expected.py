@@ -28,11 +28,17 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from atc_wrap.op_controls import CONTROL_FILE_NAMES
 from binio.binfile import sha256_file
 from binio.errors import InferError
 from binio.manifest import DatasetManifest
+from infer.compare.golden import cached_run
 from infer.compare.metrics import Metrics, json_float, shown
-from infer.contract import ModelContract
+from infer.contract import ModelContract, load_contract
+from infer.convert import ConvertOptions, convert_model
+from infer.data.aipp import AippOptions, model_aipp
+from infer.run import run
+from infer.run.options import RunOptions
 
 RMSE_FLOOR_RELATIVE = 1e-6
 ONE_MINUS_COSINE_FLOOR = 1e-7
@@ -139,16 +145,12 @@ def _emulation_settings(contract: ModelContract) -> tuple[str, str, str]:
 
 def _op_control_files(contract: ModelContract) -> dict[str, str]:
     """The per-op precision files' texts the conversion used (ConvertOptions field -> text)."""
-    from atc_wrap.op_controls import CONTROL_FILE_NAMES
-
     assert contract.converted is not None
     recorded = contract.converted.settings.get("op_control_files") or {}
     return {key: str(text) for key, text in recorded.items() if key in CONTROL_FILE_NAMES}
 
 
 def _write_op_control_files(controls: dict[str, str], folder: Path) -> dict[str, Path]:
-    from atc_wrap.op_controls import CONTROL_FILE_NAMES
-
     files = {}
     for key, text in controls.items():
         path = folder / CONTROL_FILE_NAMES[key]
@@ -170,13 +172,6 @@ def emulated_run(contract: ModelContract, manifest: DatasetManifest, cache_root:
     converted with tf2onnx in the same precision mode (same --input-fp16-nodes, --output-type and per-op precision
     files) and run by ONNX Runtime. Cached under `cache_root`/emulated/<sha256 of pb, settings and dataset>/, like
     the golden outputs. Returns the emulated model's contract and its run folder."""
-    from infer.compare.golden import cached_run
-    from infer.contract import load_contract
-    from infer.convert import ConvertOptions, convert_model
-    from infer.data.aipp import AippOptions, model_aipp
-    from infer.run import run
-    from infer.run.options import RunOptions
-
     precision_mode, fp16_nodes, output_type = _emulation_settings(contract)
     contract.check_pb_unchanged()
     aipp = model_aipp(contract)  # the om's AIPP goes in front of the emulation too: it takes the same uint8 bins

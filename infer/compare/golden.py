@@ -15,6 +15,9 @@ from pathlib import Path
 from binio.binfile import sha256_file
 from binio.manifest import DatasetManifest
 from infer.contract import ModelContract
+from infer.run import run
+from infer.run.options import RunOptions, ScaleOptions
+from infer.run.record import load_run
 
 log = logging.getLogger(__name__)
 
@@ -30,8 +33,6 @@ def golden_key(contract: ModelContract, manifest: DatasetManifest) -> str:
 
 def cached_run(root: Path) -> Path | None:
     """The newest completed run folder under `root`, if any (an interrupted one is not trusted)."""
-    from infer.run.record import load_run
-
     if not root.is_dir():
         return None
     for folder in sorted((p for p in root.iterdir() if p.is_dir()), reverse=True):
@@ -46,9 +47,6 @@ def tensorflow_golden(contract: ModelContract, manifest: DatasetManifest, *, cac
     """The run folder of TensorFlow's outputs for these bins, and whether it came from the cache; `on_run` is
     called when they are not cached, before TensorFlow starts. With `workers` > 1 the batches are split over
     that many TensorFlow processes (`infer.run.sharded`), which write the same files a single run writes."""
-    from infer.run import run
-    from infer.run.options import RunOptions, ScaleOptions
-
     contract.check_pb_unchanged()
     root = (cache_root or contract.folder / CACHE_FOLDER) / "golden" / golden_key(contract, manifest)
     cached = cached_run(root)

@@ -21,8 +21,9 @@ from typing import Any
 
 import numpy as np
 
+from binio.atomic import atomic_path
 from binio.binfile import read_bin
-from binio.dtypes import DTYPE_NAMES, dtype
+from binio.dtypes import DTYPE_NAMES, dtype, from_tf_enum
 from binio.errors import InferError
 from binio.manifest import DatasetManifest
 from binio.spec import TensorSpec, node_name, output_index
@@ -110,8 +111,6 @@ def graph_tensors(graph: Any, input_names: tuple[str, ...], output_names: tuple[
 
     Tensors nothing reads that are not model outputs are left out: the batch statistics FusedBatchNorm also
     returns, an unused argmax; they lead nowhere, and TensorFlow often cannot even fetch them at inference."""
-    from binio.dtypes import from_tf_enum
-
     fed = set(input_names)
     outputs = set(output_names)
     random = _random_sources(graph)
@@ -402,8 +401,6 @@ def golden_file_name(tensor: str, timestamp: int) -> str:
 
 def dump_golden_tensors(values: dict[str, np.ndarray], folder: Path) -> tuple[Path, ...]:
     """Writes every tensor as ``op_name.output_index.timestamp.npy`` (atomically, one timestamp per dump)."""
-    from binio.atomic import atomic_path
-
     folder = Path(folder)
     timestamp = int(time.time() * 1_000_000)
     written = []

@@ -4,7 +4,7 @@ Pass one reads every batch once: per-batch metrics and pass-one accumulator, per
 the plot data. Pass two reads every batch again for the dataset's KullbackLeiblerDivergence, which needs the global
 extremes of pass one (see `infer.compare.accumulate`). Each pass runs over a shard, a contiguous run of the
 dataset's batch stems, and returns per-batch pieces; `measure_output` folds them in dataset order. One process runs
-a single shard holding every stem, in itself; `infer.compare.parallel` hands N shards to a process pool. The same
+a single shard holding every stem, in itself; `compare_outputs_in_workers` hands N shards to a process pool. The same
 floats are added in the same order either way, so 1 and N workers give equal results, bit for bit.
 
 Memory holds a few batches, never the dataset: each batch file is memory-mapped, a per-batch piece keeps only
@@ -15,11 +15,12 @@ points per batch.
 from __future__ import annotations
 
 import math
+import multiprocessing
 from collections.abc import Callable, Sequence
-from concurrent.futures import Executor
+from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
 import numpy as np
 
@@ -27,14 +28,13 @@ from binio.manifest import DatasetManifest
 from infer.compare.accumulate import MetricAccumulator
 from infer.compare.heap import keep_freed_memory
 from infer.compare.metrics import HIGHER_IS_BETTER, Metrics, as_float64
+from infer.compare.options import CompareOptions
 from infer.compare.provenance import sample_names, sample_source
 from infer.compare.result import BatchResult, OutputResult, PlotData, SampleScore
 from infer.compare.sources import OutputPair
 from infer.compare.thresholds import SAMPLE_METRICS, Failure, Thresholds
 from infer.compare.topk import TopKAccumulator, is_classifier
-
-if TYPE_CHECKING:  # compare.py imports this module: a runtime import back would be circular
-    from infer.compare.compare import CompareOptions
+from infer.run.shard import split
 
 _T = TypeVar("_T")
 
@@ -327,3 +327,16 @@ class _SampleScores:
 
 _SCORE_FIELDS = {"CosineSimilarity": "cosine_similarity", "RelativeEuclideanDistance": "relative_euclidean_distance",
                  "RootMeanSquareError": "root_mean_square_error", "MaxAbsoluteError": "max_absolute_error"}
+
+
+def compare_outputs_in_workers(pairs: tuple[OutputPair, ...], thresholds: Thresholds, options: CompareOptions,
+                               labels: np.ndarray | None) -> tuple[OutputResult, ...]:
+    """`infer compare --workers N`: every output, its batches split into `options.workers` contiguous shards
+    measured in as many processes (spawned: TensorFlow may be loaded); this process folds the pieces in dataset
+    order, so the result equals one process's bit for bit."""
+    if not pairs:
+        return ()
+    shards = [frozenset(s.stems) for s in split(pairs[0].manifest.stems, options.workers)]
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=len(shards), mp_context=context) as pool:
+        return tuple(measure_output(pair, thresholds, options, labels, shards, pool) for pair in pairs)

@@ -20,6 +20,7 @@ from binio.manifest import DatasetManifest
 from infer import __version__
 from infer.contract import ModelContract
 from infer.run.layout import RUN_JSON
+from infer.run.record import load_run
 
 _BACKEND_NAMES = {"tf": "tensorflow"}  # run.json's short name -> what the verdict line says
 
@@ -68,8 +69,6 @@ def _precision(contract: ModelContract, sha256: str) -> str:
 def run_side(contract: ModelContract, folder: Path, role: str) -> Side:
     """The side `folder` holds, from its run.json; without one (msame wrote it alone), what model.json says the
     run must have used: the frozen pb for the golden side, the converted model for the actual side."""
-    from infer.run.record import load_run
-
     if (folder / RUN_JSON).is_file():
         record = load_run(folder)
         return Side(role=role, run_folder=str(folder), backend=_BACKEND_NAMES.get(record.backend, record.backend),

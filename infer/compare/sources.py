@@ -17,7 +17,8 @@ from binio.binfile import check_bin_size, read_bin, sha256_file
 from binio.errors import InferError
 from binio.manifest import DatasetManifest
 from binio.spec import TensorSpec, format_shape
-from infer.run.layout import newest_run_folder, output_file_name, parse_output_file_name
+from infer.run.layout import RUN_JSON, newest_run_folder, output_file_name, parse_output_file_name
+from infer.run.record import load_run
 
 
 class RunFolderError(InferError):
@@ -46,9 +47,6 @@ def written_specs(folder: Path, contract_specs: tuple[TensorSpec, ...], manifest
     A run.json also says which dataset the run read: outputs of another dataset are refused, since comparing them
     would give numbers that mean nothing.
     """
-    from infer.run.layout import RUN_JSON
-    from infer.run.record import load_run
-
     if not (folder / RUN_JSON).is_file():
         return contract_specs
     record = load_run(folder)

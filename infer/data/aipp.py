@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from atc_wrap.aipp import AippConfig, Normalisation, aipp_from_preprocessing, check_against_input
+from atc_wrap.aipp_parse import read_aipp_config
 from atc_wrap.errors import ConvertError
 from binio.spec import TensorSpec, format_shape
 from infer.contract import ModelContract
@@ -66,8 +67,6 @@ def aipp_config_for(contract: ModelContract, options: AippOptions) -> AippConfig
     """The checked AIPP config for the contract's input: generated from the preprocessing, or read from a file."""
     options.check()
     if options.config is not None:
-        from atc_wrap.aipp_parse import read_aipp_config
-
         config = read_aipp_config(options.config)
         rank = config.related_input_rank
         if rank >= len(contract.inputs):

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from atc_wrap.aipp import AippConfig
+from atc_wrap.aipp import AippConfig, csc_standard
 from binio.atomic import atomic_path, new_file_mode
 from binio.batching import BatchSlot, padded_buffer, plan_batches
 from binio.binfile import sha256_file
@@ -31,8 +31,10 @@ from binio.memory import check_fits
 from binio.output import check_output
 from binio.spec import LAYOUTS, TensorSpec, format_shape
 from infer.contract import ModelContract, as_contract
+from infer.data.aipp import image_dims, model_aipp
+from infer.data.declared import DeclaredPreprocessing
 from infer.data.options import DumpOptions
-from infer.data.sources.aipp_images import AippImageSource
+from infer.data.sources.aipp_images import AippImageSource, csc_of, source_channels
 from infer.data.sources.arrays import SourceError
 from infer.data.sources.base import SampleSource
 from infer.data.sources.bins import has_bins
@@ -210,19 +212,12 @@ def _write_batch(path: Path, buffer: np.ndarray, hashed: concurrent.futures.Futu
 
 def _aipp_input(contract: ModelContract) -> tuple[str, AippConfig] | None:
     """(the input's name, its AIPP config) for a model converted with AIPP."""
-    from infer.data.aipp import model_aipp
-
     config = model_aipp(contract)
     return None if config is None else (contract.inputs[config.related_input_rank].name, config)
 
 
 def declared_preprocessing(contract: ModelContract, options: DumpOptions) -> dict[str, dict[str, Any]]:
     """The AIPP input's declared preprocessing (dump-bin's own --mean/--std/--scale/--color), by input name."""
-    from atc_wrap.aipp import csc_standard
-    from infer.data.aipp import image_dims
-    from infer.data.declared import DeclaredPreprocessing
-    from infer.data.sources.aipp_images import csc_of, source_channels
-
     found = _aipp_input(contract)
     if found is None:
         return {}

@@ -8,23 +8,26 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from binio.errors import InferError
+from binio.spec import format_shape
+from ckpt2pb.errors import UnsetSwitchError
+from infer.compare.compare import compare as compare_outputs
+from infer.compare.options import CompareOptions
+from infer.compare.reports import write_reports
+from infer.compare.thresholds import Thresholds
+from infer.contract import load_contract
+from infer.convert import ConvertOptions, convert_model
+from infer.data.aipp import AippOptions
+from infer.freeze import freeze_model
 from infer.option_fields import options_from, toml_text_value
-from infer.pipeline.config import PipelineConfig
+from infer.pipeline.config import PRECISION_FILES, PipelineConfig
 from infer.pipeline.work import StageDone, WorkLayout
 
 if TYPE_CHECKING:
-    from infer.compare.compare import CompareOptions
-    from infer.convert import ConvertOptions
-    from infer.data.aipp import AippOptions
     from infer.data.sources.open import ImageOptions
 
 
 def freeze(config: PipelineConfig, work: WorkLayout) -> str:
     """Freezes the model source into work/model (model.pb + model.json), verified; returns the stage's line."""
-    from binio.spec import format_shape
-    from ckpt2pb.errors import UnsetSwitchError
-    from infer.freeze import freeze_model
-
     model = config.model
     try:
         report = freeze_model(config.model_source, work.model_dir, model.outputs, inputs=",".join(model.inputs),
@@ -50,19 +53,12 @@ def _percent(value: float) -> str:
 def compare_options(config: PipelineConfig) -> CompareOptions:
     """[compare] as compare's options: the keys of the same name copied, the labels resolved, the thresholds
     parsed as `infer compare --threshold` parses them."""
-    from infer.compare.compare import CompareOptions
-    from infer.compare.thresholds import Thresholds
-
     return options_from(CompareOptions, config.compare, labels=config.labels,
                         thresholds=Thresholds.parse(config.compare.threshold_texts))
 
 
 def compare(config: PipelineConfig, work: WorkLayout, run_folder: Path) -> StageDone:
     """Compares the run against TensorFlow's outputs on the same bins and writes report.json/csv/html."""
-    from infer.compare.compare import compare as compare_outputs
-    from infer.compare.reports import write_reports
-    from infer.contract import load_contract
-
     section = config.compare
     result = compare_outputs(work.contract, work.bins, run_folder, options=compare_options(config),
                              layerwise=section.layerwise, cache_root=work.golden_cache)
@@ -104,8 +100,6 @@ def _pair(values: tuple[int, ...], key: str) -> tuple[int, int] | None:
 
 def aipp_options(config: PipelineConfig) -> AippOptions | None:
     """[convert] aipp = true (or aipp_config) as `infer convert --aipp`'s options."""
-    from infer.data.aipp import AippOptions
-
     section = config.convert
     if not section.aipp and not section.aipp_config:
         return None
@@ -119,8 +113,6 @@ def aipp_options(config: PipelineConfig) -> AippOptions | None:
 def convert_options(config: PipelineConfig) -> ConvertOptions:
     """[convert] as `infer convert`'s options: the keys of the same name copied ("auto" and 0 are ConvertOptions'
     None), the precision files resolved, AIPP built from [data.preprocessing] and the aipp_* keys."""
-    from infer.convert import ConvertOptions
-
     files = precision_files(config)
     return options_from(ConvertOptions, config.convert, aipp=aipp_options(config), keep_dtype=files.get("keep_dtype"),
                         modify_mixlist=files.get("modify_mixlist"), customize_dtypes=files.get("customize_dtypes"))
@@ -128,17 +120,12 @@ def convert_options(config: PipelineConfig) -> ConvertOptions:
 
 def precision_files(config: PipelineConfig) -> dict[str, Path]:
     """[convert]'s keep_dtype / modify_mixlist / customize_dtypes, resolved against the pipeline file."""
-    from infer.pipeline.config import PRECISION_FILES
-
     return {key: config.resolve(getattr(config.convert, key)) for key in PRECISION_FILES
             if getattr(config.convert, key)}
 
 
 def atc_dry_run(config: PipelineConfig, work: WorkLayout) -> tuple[str, ...]:
     """The ATC command `infer convert --target om` would run for this pipeline's model, without running it."""
-    from infer.contract import load_contract
-    from infer.convert import convert_model
-
     options = replace(convert_options(config), target="om", dry_run=True, opset=None,
                       output=work.model_dir / "model.om")
     contract = load_contract(work.contract)

@@ -14,6 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from binio.spec import node_name
+from infer.compare.options import CompareOptions
+from infer.compare.thresholds import ThresholdError, Thresholds, parse_threshold
 from infer.data.options import ImageOptions
 from infer.option_fields import options_from, setting
 from infer.pipeline.decode import ConfigError, decode_table, type_name
@@ -136,9 +139,6 @@ class CompareSection:
     def check(self) -> None:
         """Refuses what `infer compare` refuses (topk 0, a factor under 1...), through CompareOptions' own check
         (the thresholds are checked against the outputs once [model] is read)."""
-        from infer.compare.compare import CompareOptions
-        from infer.compare.thresholds import Thresholds
-
         options_from(CompareOptions, self, labels=None, thresholds=Thresholds())
 
     @property
@@ -226,9 +226,6 @@ def config_from_dict(document: dict[str, Any], path: Path) -> PipelineConfig:
 
 def _check_thresholds(config: PipelineConfig) -> None:
     """Refuses a threshold on an unknown metric or output when the file is read, not after five stages ran."""
-    from binio.spec import node_name
-    from infer.compare.thresholds import ThresholdError, parse_threshold
-
     outputs = config.model.outputs
     for key, text in zip(config.compare.thresholds, config.compare.threshold_texts, strict=True):
         where = f"{config.path}: [compare] thresholds.{key}"

@@ -14,9 +14,11 @@ from binio.errors import InferError
 from binio.lock import folder_lock
 from binio.process import quote_command
 from infer import __version__
+from infer.pipeline.calls import atc_dry_run
 from infer.pipeline.config import PipelineConfig, load_config
 from infer.pipeline.stages import STAGE_FUNCTIONS, STAGES, WorkLayout
 from infer.pipeline.state import StageRecord, digest_paths, load_state, save_state, settings_digest
+from infer.run.runners.msame import msame_argv
 
 REPORT_FILE = "pipeline-report.txt"
 
@@ -64,8 +66,6 @@ def msame_command(work: WorkLayout, om: Path, config: PipelineConfig) -> tuple[s
     """msame's own command line for the bins of this pipeline (folder mode, one folder per input)."""
     import json
 
-    from infer.run.runners.msame import msame_argv
-
     try:
         manifest = json.loads((work.bins / "dataset.json").read_text())
         folders = [work.bins / item["folder"] for item in manifest["inputs"]]
@@ -104,7 +104,6 @@ def _atc_command(config: PipelineConfig, work: WorkLayout,
     ran = tuple(str(a) for a in facts["convert"].get("atc_command", ()))
     if ran:
         return ran, ""
-    from infer.pipeline.calls import atc_dry_run
 
     try:
         return atc_dry_run(config, work), ""

@@ -10,10 +10,16 @@ from collections.abc import Callable
 from dataclasses import asdict, fields
 from pathlib import Path
 
+from binio.spec import format_shape
+from ckpt2pb.inspection import inspect_model
+from infer.contract import load_contract
+from infer.convert import convert_model
+from infer.data.dump import DumpOptions, dump_bins
 from infer.option_fields import flag_args
 from infer.pipeline.calls import compare, convert_options, freeze, image_options, precision_files
 from infer.pipeline.config import AIPP_KEYS, GENERATOR_PREFIXES, PipelineConfig
 from infer.pipeline.work import Facts, StageDone, StagePlan, WorkLayout
+from infer.run import run
 from infer.run.options import RunOptions
 
 STAGES: tuple[str, ...] = ("inspect", "freeze", "convert", "dump-bin", "run", "compare")
@@ -77,9 +83,6 @@ def plan_inspect(config: PipelineConfig, work: WorkLayout, facts: Facts) -> Stag
 
 
 def run_inspect(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StageDone:
-    from binio.spec import format_shape
-    from ckpt2pb.inspection import inspect_model
-
     report = inspect_model(config.model_source)
     inputs = ", ".join(
         f"{p.tensor}{' (rank ?)' if p.shape is None else ' scalar' if not p.shape else format_shape(p.shape)}"
@@ -121,9 +124,6 @@ def plan_convert(config: PipelineConfig, work: WorkLayout, facts: Facts) -> Stag
 
 
 def run_convert(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StageDone:
-    from infer.contract import load_contract
-    from infer.convert import convert_model
-
     result = convert_model(load_contract(work.contract), convert_options(config))
     converted = result.contract.converted
     mode = converted.precision_mode if converted is not None else config.convert.precision_mode
@@ -150,10 +150,6 @@ def plan_dump(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StagePl
 
 
 def run_dump(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StageDone:
-    from binio.spec import format_shape
-    from infer.contract import load_contract
-    from infer.data.dump import DumpOptions, dump_bins
-
     data = config.data
     options = DumpOptions(
         output=work.bins, sources=(("", config.data_source),), dtype=data.dtype or None, layout=data.layout or None,
@@ -182,8 +178,6 @@ def run_options(config: PipelineConfig) -> RunOptions:
 
 
 def run_run(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StageDone:
-    from infer.run import run
-
     result = run(work.contract, work.bins, work.out, run_options(config))
     record = result.record
     speed = f", {record.throughput:,.0f} samples/s" if record.throughput else ""

@@ -11,6 +11,10 @@ from typing import Any
 
 from binio.atomic import write_bytes_atomic
 from binio.output import check_output
+from binio.spec import node_name
+from ckpt2pb.graphinfo import feed_tensors_read
+from ckpt2pb.inspection import inspect_loaded
+from ckpt2pb.source import load_source
 from infer.data.options import ImageOptions
 from infer.option_fields import template_lines, toml_literal, toml_text_value
 from infer.pipeline.config import GENERATOR_PREFIXES, CompareSection, ConvertSection, DataSection
@@ -108,8 +112,6 @@ def write_template(path: Path, values: TemplateValues, *, force: bool = False) -
 
 def _ancestors(graph_def: Any, start: set[str]) -> set[str]:
     """Every node the `start` nodes read, directly or through others (data and control inputs)."""
-    from binio.spec import node_name
-
     inputs = {node.name: [node_name(ref) for ref in node.input] for node in graph_def.node}
     seen: set[str] = set()
     todo = [n for n in start if n in inputs]
@@ -126,11 +128,6 @@ def values_from_model(model: Path, *, data_source: str = "images/", labels: str 
     """Inspects `model` (imports TensorFlow): its best output candidate, the placeholders that output reads
     (a training graph's `labels` placeholder is left out), and its switches."""
     import os
-
-    from binio.spec import node_name
-    from ckpt2pb.graphinfo import feed_tensors_read
-    from ckpt2pb.inspection import inspect_loaded
-    from ckpt2pb.source import load_source
 
     loaded = load_source(model)
     report = inspect_loaded(loaded)

@@ -11,6 +11,10 @@ from dataclasses import dataclass
 from binio.errors import InferError
 from infer.option_fields import setting
 
+# The engines a sharded run may use (`infer.run.engines`): named here, where --engine is checked, so checking the
+# options imports no engine (they import the worker, which imports numpy).
+ENGINES: tuple[str, ...] = ("local", "ray")
+
 
 class RunError(InferError):
     """A model, backend or output folder `infer run` cannot use."""
@@ -62,8 +66,6 @@ class ScaleOptions:
     def check(self, options: RunOptions | None = None) -> None:
         """Refuses a sharding no engine can carry out, naming the option; with the run's `options`, also a
         --device given beside --devices."""
-        from infer.run.engines.base import ENGINES  # the engines' module imports the worker, which imports numpy
-
         if self.engine not in ENGINES:
             raise ScaleOutError(f"--engine {self.engine}: expected one of {', '.join(ENGINES)}")
         if self.engine == "ray" and self.devices:

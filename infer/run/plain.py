@@ -25,7 +25,12 @@ from infer.run.layout import timestamp_folder_name
 from infer.run.options import RunError, RunOptions
 from infer.run.preflight import dataset_if_any, preflight
 from infer.run.record import RunRecord
+from infer.run.runners.ais_bench import AisBenchRunner
 from infer.run.runners.base import BaseRunner
+from infer.run.runners.declared import with_declared_preprocessing
+from infer.run.runners.msame import MsameRunner
+from infer.run.runners.onnxrt import OnnxRuntimeRunner
+from infer.run.runners.tensorflow import TensorFlowRunner
 from infer.run.runners.tool import ToolRunner
 
 log = logging.getLogger(__name__)
@@ -92,17 +97,10 @@ def make_runner(contract: ModelContract, backend: str, options: RunOptions, *,
     """The runner for `backend`, not yet activated. With the `dataset`, TensorFlow takes an AIPP dataset's
     uint8 bins through their declared preprocessing (`infer.run.runners.declared`)."""
     if backend == "tf":
-        from infer.run.runners.declared import with_declared_preprocessing
-        from infer.run.runners.tensorflow import TensorFlowRunner
-
         runner = TensorFlowRunner(contract, threads=options.threads)
         return with_declared_preprocessing(runner, contract, dataset)
     if backend == "onnxrt":
-        from infer.run.runners.onnxrt import OnnxRuntimeRunner
-
         return OnnxRuntimeRunner.from_contract(contract, threads=options.threads, device=options.device)
-    from infer.run.runners.ais_bench import AisBenchRunner
-    from infer.run.runners.msame import MsameRunner
 
     tool = MsameRunner if backend == "msame" else AisBenchRunner
     return tool.from_contract(contract, device=options.device, loop=options.loop, warmup=options.warmup,

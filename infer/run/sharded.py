@@ -28,6 +28,8 @@ from binio.spec import TensorSpec
 from infer.contract import ModelContract
 from infer.run.batches import Progress, latency_stats
 from infer.run.engines.base import Engine
+from infer.run.engines.local import LocalEngine
+from infer.run.engines.ray_engine import RayEngine
 from infer.run.engines.worker import ShardOutcome, ShardTask
 from infer.run.layout import RUN_JSON, parse_timestamp_folder
 from infer.run.options import RunOptions, ScaleOptions, ScaleOutError
@@ -54,10 +56,7 @@ def _check(options: RunOptions, scale: ScaleOptions) -> None:
 
 def _open_engine(backend: str, options: RunOptions, scale: ScaleOptions) -> Engine:
     if scale.engine == "ray":
-        from infer.run.engines.ray_engine import RayEngine
-
         return RayEngine(backend, address=scale.address, threads=options.threads)
-    from infer.run.engines.local import LocalEngine
 
     devices: tuple[int | None, ...] = scale.devices or ((options.device,) if options.device is not None else ())
     return LocalEngine(backend, devices)

@@ -10,6 +10,8 @@ from collections.abc import Set
 from dataclasses import dataclass
 from typing import Any
 
+from atc_wrap.emulation import tf_origin
+from ckpt2pb.protobuf import read_graph_def
 from infer.contract import ModelContract
 
 _PRODUCTS = frozenset({"MatMul", "BatchMatMul", "BatchMatMulV2", "BatchMatMulV3"})
@@ -70,9 +72,6 @@ def tunable_ops(contract: ModelContract, onnx_nodes: Set[str]) -> tuple[TunableO
     """The pb's float ops computed from the inputs, in graph order, that have nodes among `onnx_nodes` (the
     stand-in's node names, attributed to TF nodes as the emulation attributes them)."""
     import tensorflow as tf
-
-    from atc_wrap.emulation import tf_origin
-    from ckpt2pb.protobuf import read_graph_def
 
     contract.check_pb_unchanged()
     graph_def = read_graph_def(contract.pb_path)

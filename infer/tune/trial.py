@@ -13,12 +13,18 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from atc_wrap.op_controls import write_keep_dtype
 from binio.manifest import DatasetManifest
 from infer.compare.aipp_check import AippCheck
-from infer.compare.compare import CompareOptions, compare_run_folders
+from infer.compare.compare import compare_run_folders
 from infer.compare.metrics import json_float
+from infer.compare.options import CompareOptions
 from infer.compare.result import CompareResult
 from infer.contract import ModelContract
+from infer.convert import ConvertOptions, convert_model
+from infer.data.aipp import AippOptions, model_aipp
+from infer.run import run
+from infer.run.options import RunOptions
 
 log = logging.getLogger(__name__)
 KEEP_DTYPE_FILE = "keep_dtype.cfg"
@@ -70,8 +76,6 @@ def stage_contract(contract: ModelContract, folder: Path) -> ModelContract:
 def replayed_settings(contract: ModelContract, folder: Path) -> dict[str, Any]:
     """The user's conversion's --input-fp16-nodes, --output-type and AIPP (its config written into `folder`), as
     ConvertOptions fields: the candidates take the same bins as the model the user converted."""
-    from infer.data.aipp import AippOptions, model_aipp
-
     settings = contract.converted.settings if contract.converted is not None else {}
     replayed: dict[str, Any] = {"input_fp16_nodes": str(settings.get("input_fp16_nodes", "") or ""),
                                 "output_type": str(settings.get("output_type", "") or "")}
@@ -103,9 +107,6 @@ class Trials:
 
     def convert(self, ops: tuple[str, ...], folder: Path | None = None) -> ModelContract:
         """The stand-in with `ops` kept in fp32 (the contract's --input-fp16-nodes and --output-type kept)."""
-        from atc_wrap.op_controls import write_keep_dtype
-        from infer.convert import ConvertOptions, convert_model
-
         staged = self.staged if folder is None else stage_contract(self.contract, folder)
         keep = write_keep_dtype(staged.folder / KEEP_DTYPE_FILE, ops) if ops else None
         options = ConvertOptions(target="onnx", precision_mode=self.precision_mode, keep_dtype=keep,
@@ -114,9 +115,6 @@ class Trials:
 
     def compare(self, staged: ModelContract, dataset: Dataset) -> CompareResult:
         """Runs the converted stand-in over the dataset and compares it with the golden outputs."""
-        from infer.run import run
-        from infer.run.options import RunOptions
-
         # The bins were made for the user's converted model, not this candidate: no warning that they were.
         options = RunOptions(backend="onnxrt", bins_made_for=dataset.manifest.model_sha256)
         folder = run(staged.path, dataset.manifest.root, self.work / "runs", options).folder

@@ -18,17 +18,29 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from atc_wrap.converter_names import read_type_named
+from atc_wrap.emulation import tf_origin
+from atc_wrap.op_controls import KEEP_DTYPE_MODES, write_keep_dtype
+from atc_wrap.precision import check_precision_mode
+from atc_wrap.soc import check_soc_version
+from binio.atomic import write_bytes_atomic, write_json_atomic
 from binio.errors import InferError
 from binio.manifest import DatasetManifest, dataset_folder, load_manifest
 from binio.output import check_no_links_out, check_output
-from infer.compare.compare import CompareOptions
+from binio.process import quote_command
+from infer.compare.golden import tensorflow_golden
+from infer.compare.layerwise import LayerwiseError, compare_layers
+from infer.compare.options import CompareOptions
 from infer.compare.result import CompareResult
+from infer.compare.sources import resolve_run_folder
 from infer.compare.thresholds import Thresholds
 from infer.contract import ModelContract, as_contract, load_contract
+from infer.convert import ConvertOptions, convert_model
+from infer.run.shard import write_view
 from infer.tune.ops import TunableOp, tunable_ops
 from infer.tune.search import MODES, search
 from infer.tune.suspects import Suspect, layer_suspects
-from infer.tune.trial import KEEP_DTYPE_FILE, Candidate, Dataset, Trials
+from infer.tune.trial import KEEP_DTYPE_FILE, Candidate, Dataset, Trials, replayed_settings
 
 log = logging.getLogger(__name__)
 
@@ -58,9 +70,6 @@ class TuneOptions:
     force: bool = False  # replace an earlier tune-precision's files in the output folder
 
     def __post_init__(self) -> None:
-        from atc_wrap.op_controls import KEEP_DTYPE_MODES
-        from atc_wrap.precision import check_precision_mode
-
         check_precision_mode(self.precision_mode)
         if self.precision_mode not in KEEP_DTYPE_MODES:
             raise TuneError(f"--precision-mode {self.precision_mode}: keep_dtype changes nothing in this mode; "
@@ -125,8 +134,6 @@ TuneProgress = Callable[[str], None]
 
 def _subset(manifest: DatasetManifest, samples: int | None, work: Path) -> DatasetManifest | None:
     """The first batches holding `samples` samples as a dataset of their own, or None for the whole dataset."""
-    from infer.run.shard import write_view
-
     if samples is None or samples >= manifest.samples:
         return None
     count = max(1, math.ceil(samples / manifest.batch))
@@ -134,9 +141,6 @@ def _subset(manifest: DatasetManifest, samples: int | None, work: Path) -> Datas
 
 
 def _golden(contract: ModelContract, manifest: DatasetManifest, work: Path, given: Path | None) -> Path:
-    from infer.compare.golden import tensorflow_golden
-    from infer.compare.sources import resolve_run_folder
-
     if given is not None:
         return resolve_run_folder(given, what="--golden")
     return tensorflow_golden(contract, manifest, cache_root=work / "cache")[0]
@@ -147,10 +151,6 @@ def _suspects(staged: ModelContract, model: Any, manifest: DatasetManifest, opti
     """The layer-by-layer suspects on the batch `outcome` (the baseline's comparison) picks, each named by the
     tunable op that makes its tensor in the stand-in `model` (`staged`'s ONNX; a TF Identity's tensor is made by
     the op before it there)."""
-    from atc_wrap.converter_names import read_type_named
-    from atc_wrap.emulation import tf_origin
-    from infer.compare.layerwise import LayerwiseError, compare_layers
-
     try:
         layers = compare_layers(staged, manifest, options.thresholds, atol=options.atol, rtol=options.rtol,
                                 outcome=outcome)
@@ -179,8 +179,6 @@ def _load_onnx(contract: ModelContract) -> Any:
 
 def _onnx_node_names(model: Any) -> set[str]:
     """The stand-in's node names but those tf2onnx named after their op type (no TF node of theirs)."""
-    from atc_wrap.converter_names import read_type_named
-
     return {node.name for node in model.graph.node} - read_type_named(model)
 
 
@@ -202,9 +200,6 @@ def _check_output(out: Path, force: bool) -> None:
 
 def _atc_command(contract: ModelContract, options: TuneOptions, keep: Path) -> tuple[str, ...]:
     """What `infer convert --target om --keep-dtype KEEP` runs on an Ascend machine (its dry run)."""
-    from infer.convert import ConvertOptions, convert_model
-    from infer.tune.trial import replayed_settings
-
     converted = contract.converted
     soc = options.soc_version or (converted.soc_version if converted is not None and converted.soc_version
                                   else DEFAULT_SOC)
@@ -231,8 +226,6 @@ def tune_precision(model: ModelContract | Path | str, bins: DatasetManifest | Pa
     contract.check_pb_unchanged()
     options.thresholds.check_outputs([spec.name for spec in contract.outputs])
     if options.soc_version:
-        from atc_wrap.soc import check_soc_version
-
         check_soc_version(options.soc_version)
     manifest = load_manifest(dataset_folder(bins))
     out = Path(out)
@@ -311,10 +304,6 @@ def _finish(trials: Trials, out: Path, options: TuneOptions, start: float, args:
             found: tuple[str, ...], suspects: tuple[Suspect, ...], after: Candidate | None,
             contract: ModelContract, grown: int, *, reason: str = "") -> TuneResult:
     """Writes keep_dtype.cfg, the converted model and the ATC command (when a set was found) and tune.json."""
-    from atc_wrap.op_controls import write_keep_dtype
-    from binio.atomic import write_bytes_atomic, write_json_atomic
-    from binio.process import quote_command
-
     by_name = {op.name: op for op in args["tunable"]}
     chosen = tuple(by_name[name] for name in found)
     command: tuple[str, ...] = ()

@@ -8,8 +8,6 @@ from typing import Protocol
 from binio.errors import InferError
 from infer.run.engines.worker import ShardOutcome, ShardTask
 
-ENGINES: tuple[str, ...] = ("local", "ray")
-
 
 class EngineError(InferError):
     """An engine that cannot start (Ray not installed, a cluster without the resource the shards ask for)."""

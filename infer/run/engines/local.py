@@ -14,6 +14,7 @@ import os
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
+from binio.process import stop_running_tools
 from infer.run.engines.worker import ShardOutcome, ShardTask, exit_with_driver, run_shard
 
 IN_PROCESS_BACKENDS = ("onnxrt", "tf")
@@ -56,7 +57,6 @@ class LocalEngine:
 
     def close(self, *, cancel: bool = False) -> None:
         if cancel and not self.processes:  # msame/ais_bench of the shards' threads: stopped, not waited for
-            from binio.process import stop_running_tools
 
             stop_running_tools("the sharded run was stopped")
         for executor in self._executors.values():

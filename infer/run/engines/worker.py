@@ -20,6 +20,7 @@ from binio.errors import InferError, first_line
 from binio.spec import TensorSpec
 from infer.run.layout import newest_run_folder, output_file_name
 from infer.run.options import RunOptions
+from infer.run.plain import run_model
 from infer.run.record import RunRecord, load_run
 from infer.run.shard import Shard
 
@@ -116,8 +117,6 @@ def _move(record: RunRecord, target: Path) -> tuple[str, ...]:
 
 def run_shard(task: ShardTask) -> ShardOutcome:
     """Runs one attempt of one shard; never raises for a failed run (the outcome says why)."""
-    from infer.run.plain import run_model
-
     start = time.perf_counter()
     out = Path(task.work) / "out"
     shutil.rmtree(out, ignore_errors=True)

@@ -14,6 +14,7 @@ from binio.errors import InferError
 from binio.manifest import DatasetManifest
 from binio.spec import TensorSpec
 from infer.contract import ModelContract
+from infer.data.aipp import model_aipp
 from infer.data.declared import DeclaredPreprocessing
 from infer.run.runners.base import BaseRunner
 
@@ -51,8 +52,6 @@ def with_declared_preprocessing(runner: BaseRunner, contract: ModelContract,
 
     A model converted with AIPP whose dataset declares no preprocessing for its AIPP input is refused: TensorFlow
     would have nothing to compare the AIPP path with."""
-    from infer.data.aipp import model_aipp
-
     config = model_aipp(contract)
     if manifest is None:
         return runner
