@@ -13,6 +13,7 @@ import infer.data.dump
 from binio.binfile import sha256_file
 from infer.contract import ModelContract
 from infer.data.dump import DumpOptions, LossyCastError, dump_bins
+from infer.data.sources.arrays import NpySource
 
 
 def _data(path: Path, samples: int) -> np.ndarray:
@@ -64,3 +65,13 @@ def test_nan_and_inf_in_a_whole_batch_are_still_refused_and_counted_with_allow_l
     (item,) = result.manifest.inputs
     written = b"".join(result.manifest.file_path(item, e).read_bytes() for e in item.files)
     assert written == array.tobytes()  # NaN and inf written as they are, bit for bit
+
+
+def test_rows_read_from_an_npy_stay_readable_after_the_source_is_closed(tmp_path: Path) -> None:
+    """Closing the source must not unmap rows still held elsewhere (a batch being written): reading them after
+    an explicit unmap would crash the process."""
+    array = _data(tmp_path / "data.npy", samples=6)
+    source = NpySource(tmp_path / "data.npy")
+    rows = [source.read(0, 2), source.read(2, 4)]
+    source.close()
+    np.testing.assert_array_equal(np.concatenate(rows), array[:4])

@@ -131,10 +131,10 @@ class NpySource(_ArraySource):
             self._released = end
 
     def close(self) -> None:
-        mapped = getattr(self.array, "_mmap", None)
+        # The mapping goes (unmapped, its file closed) with the last array that views it: rows handed out may still
+        # be being written on another thread (dump-bin writes whole batches straight from the mapping, and a second
+        # Ctrl-C can cut short its wait for them), and unmapping under them would crash the process.
         del self.array
-        if mapped is not None:
-            mapped.close()
 
 
 def npz_key_for(keys: list[str], tensor: str) -> str | None:
