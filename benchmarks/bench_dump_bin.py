@@ -1,13 +1,15 @@
 """`infer dump-bin` against the scripts people write by hand, whole processes, measured in one run on the same data:
 
-    python benchmarks/bench_dump_bin.py [--quick]
+    python benchmarks/bench_dump_bin.py [--quick] [--only npy] [--samples 500 1000] [--targets float16]
+                                        [--rounds 7]
 
 - an .npy -> float32 and -> float16 bins, at 300 and 600 MB, against `hand/dump_npy.py` (memory-map, slice,
   astype, tofile); targets: <= 1.1x the hand script's time at 600 MB, <= 1.25x at 300 MB;
 - a folder of JPEGs (640x480 -> 224x224, float32 x 1/255) with --workers 1, 2 and every core, against
   `hand/dump_images.py` (one process, Pillow); target: --workers 2 >= 1.6x the hand script's speed on 2 cores;
 - the peak memory of a dump of a dataset 1000x its batch (in-process; target: a few batches).
-Both sides' bins are checked equal byte for byte. Times are medians of alternated runs (`endtoend.alternate`).
+Both sides' bins are checked equal byte for byte. Times are medians of alternated runs (`endtoend.alternate`), wall
+time and CPU time (user + system of the whole process): on a shared machine the CPU time is the steadier figure.
 """
 
 from __future__ import annotations
@@ -57,10 +59,11 @@ def write_npy(path: Path, samples: int) -> float:
     return path.stat().st_size / 1e6
 
 
-def bench_npy(root: Path, sizes: tuple[int, ...], batch: int, rounds: int) -> list[Row]:
+def bench_npy(root: Path, sizes: tuple[int, ...], batch: int, rounds: int,
+              targets: tuple[str, ...] = ("float32", "float16")) -> list[Row]:
     rows: list[Row] = []
     models = {target: contract(root / f"model_{target}", (batch, 224, 224, 3), fp16=target == "float16")
-              for target in ("float32", "float16")}
+              for target in targets}
     for samples in sizes:
         data = root / f"data_{samples}.npy"
         mb = write_npy(data, samples)
@@ -74,6 +77,9 @@ def bench_npy(root: Path, sizes: tuple[int, ...], batch: int, rounds: int) -> li
                 rounds, check=functools.partial(same_files, ours / "images", hand))
             rows.append((f"npy -> {target}, {mb:.0f} MB: time", result.ratio("infer dump-bin", "hand/dump_npy.py"),
                          median_note(result, "infer dump-bin", "hand/dump_npy.py", f"{target_ratio}, lower is better")))
+            rows.append((f"npy -> {target}, {mb:.0f} MB: CPU time",
+                         result.cpu_ratio("infer dump-bin", "hand/dump_npy.py"),
+                         "user + system of the whole process, medians; no target (for scale), lower is better"))
         data.unlink()
     return rows
 
@@ -167,17 +173,36 @@ def bench_memory(root: Path, batch: int) -> list[Row]:
     return [("dump-bin peak memory, 1000-batch npy", growth, "peak RSS growth in float32 batches, target: a few")]
 
 
-def main(quick: bool = False) -> list[Row]:
-    rounds = 1 if quick else 5
+CASES = ("npy", "images", "memory")
+
+
+def main(quick: bool = False, *, only: tuple[str, ...] = CASES, samples: tuple[int, ...] | None = None,
+         targets: tuple[str, ...] = ("float32", "float16"), rounds: int | None = None) -> list[Row]:
+    rounds = rounds or (1 if quick else 5)
+    rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="bench_dump_bin_") as tmp:
         root = Path(tmp)
-        rows = bench_npy(root, (32,) if quick else (500, 1000), batch=16, rounds=rounds)
-        rows += bench_images(root, count=48 if quick else 600, batch=8, rounds=rounds)
-        rows += bench_memory(root, batch=16)
+        if "npy" in only:
+            rows += bench_npy(root, samples or ((32,) if quick else (500, 1000)), batch=16, rounds=rounds,
+                              targets=targets)
+        if "images" in only:
+            rows += bench_images(root, count=48 if quick else 600, batch=8, rounds=rounds)
+        if "memory" in only:
+            rows += bench_memory(root, batch=16)
     return rows
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="small datasets, one round each")
-    main(quick=parser.parse_args().quick)
+    parser.add_argument("--only", nargs="+", choices=CASES, default=CASES, help="the cases to run (default: all)")
+    parser.add_argument("--samples", nargs="+", type=int,
+                        help="npy sizes in 224x224x3 float32 samples (500 = 301 MB; default 500 1000)")
+    parser.add_argument("--targets", nargs="+", choices=("float32", "float16"), default=("float32", "float16"),
+                        help="npy: the bins' dtypes (default: both)")
+    parser.add_argument("--rounds", type=int, help="alternated rounds per case (default 5, 1 with --quick)")
+    arguments = parser.parse_args()
+    for row in main(quick=arguments.quick, only=tuple(arguments.only),
+                    samples=tuple(arguments.samples) if arguments.samples else None,
+                    targets=tuple(arguments.targets), rounds=arguments.rounds):
+        print(f"{row[0]}: {row[1]:.2f}x  {row[2]}")

@@ -3,9 +3,11 @@
 A case is two command lines, `infer ...` and a hand-written script in `benchmarks/hand/` doing the same job the way
 a user would write it, each with the folder or file it writes. `alternate` runs them in turns (the lead changing
 every round, each side's output deleted before its run, so both write to the disk in the same state), times each
-whole process (start-up, imports and exit included) and takes its peak resident memory from the kernel
-(`wait4`'s ru_maxrss), then checks once that the two outputs are equal. Medians with min-max, and the load average
-before and after: the machine may be shared, and a figure means little without it. Nothing here asserts a time.
+whole process (start-up, imports and exit included), takes its CPU time (user + system, every thread) and its peak
+resident memory from the kernel (`wait4`'s ru_utime + ru_stime and ru_maxrss), then checks once that the two
+outputs are equal. Medians with min-max, and the load average before and after: the machine may be shared, and a
+figure means little without it (CPU time moves less than wall time when other work competes for the cores).
+Nothing here asserts a time.
 """
 
 from __future__ import annotations
@@ -57,10 +59,15 @@ class Side:
 class Runs:
     seconds: list[float] = field(default_factory=list)
     peak_mib: list[float] = field(default_factory=list)
+    cpu_seconds: list[float] = field(default_factory=list)  # user + system, all threads
 
     @property
     def median(self) -> float:
         return statistics.median(self.seconds)
+
+    @property
+    def median_cpu(self) -> float:
+        return statistics.median(self.cpu_seconds)
 
     @property
     def median_peak_mib(self) -> float:
@@ -68,6 +75,7 @@ class Runs:
 
     def describe(self) -> str:
         return (f"{self.median:.2f} s ({min(self.seconds):.2f}-{max(self.seconds):.2f}), "
+                f"CPU {self.median_cpu:.2f} s ({min(self.cpu_seconds):.2f}-{max(self.cpu_seconds):.2f}), "
                 f"peak {self.median_peak_mib:.0f} MiB")
 
 
@@ -90,21 +98,21 @@ process = subprocess.Popen(sys.argv[2:])
 _, status, usage = os.wait4(process.pid, 0)
 seconds = time.perf_counter() - started
 with open(sys.argv[1], "w") as report:
-    report.write(f"{os.waitstatus_to_exitcode(status)} {seconds} {usage.ru_maxrss}")
+    report.write(f"{os.waitstatus_to_exitcode(status)} {seconds} {usage.ru_maxrss} {usage.ru_utime + usage.ru_stime}")
 """
 
 
-def run_once(side: Side, env: dict[str, str] | None = None) -> tuple[float, float]:
-    """(wall seconds, peak RSS MiB) of one whole process; its output on failure."""
+def run_once(side: Side, env: dict[str, str] | None = None) -> tuple[float, float, float]:
+    """(wall seconds, peak RSS MiB, CPU seconds) of one whole process; its output on failure."""
     _remove(side.output)
     with tempfile.NamedTemporaryFile(prefix="bench-", suffix=".txt") as report:
         done = subprocess.run([sys.executable, "-c", _LAUNCHER, report.name, *side.argv], stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, env=env or environment(), cwd=ROOT, check=False)
-        code, seconds, peak_kb = Path(report.name).read_text().split()
+        code, seconds, peak_kb, cpu = Path(report.name).read_text().split()
     if done.returncode != 0 or int(code) != 0:
         raise RuntimeError(f"{side.name} exited {code}: {' '.join(side.argv)}\n"
                            f"{done.stdout.decode(errors='replace')[-3000:]}")
-    return float(seconds), int(peak_kb) / 1024
+    return float(seconds), int(peak_kb) / 1024, float(cpu)
 
 
 def load_average() -> float:
@@ -121,6 +129,9 @@ class Result:
     def ratio(self, ours: str, theirs: str) -> float:
         return self.runs[ours].median / self.runs[theirs].median
 
+    def cpu_ratio(self, ours: str, theirs: str) -> float:
+        return self.runs[ours].median_cpu / self.runs[theirs].median_cpu
+
     def load(self) -> str:
         return f"load {self.load_before:.1f}->{self.load_after:.1f}"
 
@@ -135,9 +146,10 @@ def alternate(sides: Sequence[Side], rounds: int, check: Callable[[], str] | Non
     for attempt in range(rounds):
         shift = attempt % len(sides)
         for side in [*sides[shift:], *sides[:shift]]:
-            seconds, peak = run_once(side, env)
+            seconds, peak, cpu = run_once(side, env)
             runs[side.name].seconds.append(seconds)
             runs[side.name].peak_mib.append(peak)
+            runs[side.name].cpu_seconds.append(cpu)
         if attempt == 0 and check is not None:
             equal = check()
     for side in sides:

@@ -260,6 +260,29 @@ def checked_cast_into(out: np.ndarray, src: np.ndarray) -> CastReport:
         return _check(report, flat_src, flat_out, source, target)
 
 
+def check_unchanged(src: np.ndarray) -> CastReport:
+    """What `checked_cast_into` reports for a cast of `src` to its own dtype, without the copy: for a caller that
+    can write `src` itself (same dtype, C-contiguous, little-endian).
+
+    The values pass unchanged, so the only losses are NaN and inf in a float source (counted whatever the target,
+    as every cast counts them). Their absence is settled by a min and a max (NaN propagates through both, inf shows
+    as either), each a fast pass that reads and writes nothing else; only a batch holding one is counted value by
+    value.
+    """
+    source = np.dtype(src.dtype)
+    if not src.flags.c_contiguous:
+        raise ValueError("check_unchanged needs a C-contiguous array")
+    flat = src.reshape(-1)
+    report = CastReport(source_dtype=source.name, target_dtype=source.name, values=int(flat.size))
+    if source.kind != "f" or flat.size == 0:
+        return report  # integers and bools cast to their own dtype are always exact and in range
+    with np.errstate(all="ignore"):
+        if np.isfinite(float(flat.min())) and np.isfinite(float(flat.max())):
+            return report
+        overflow, nan, inf, max_error = _check_float_target(flat, flat)
+    return replace(report, overflow=overflow, nan=nan, inf=inf, max_error=max_error)
+
+
 def _check(report: CastReport, flat_src: np.ndarray, flat_out: np.ndarray, source: np.dtype,
            target: np.dtype) -> CastReport:
     # Float targets are cast and checked together, chunk by chunk, in _cast_float_target.

@@ -22,7 +22,7 @@ from atc_wrap.aipp import AippConfig, csc_standard
 from binio.atomic import atomic_path, new_file_mode
 from binio.batching import BatchSlot, padded_buffer, plan_batches
 from binio.binfile import sha256_file
-from binio.cast import CastReport, checked_cast_into
+from binio.cast import CastReport, check_unchanged, checked_cast_into
 from binio.dtypes import dtype
 from binio.errors import DtypeError, InferError, ShapeError, Terminated
 from binio.lock import folder_lock
@@ -187,6 +187,21 @@ def _remove_created(created: list[Path], folders: list[Path]) -> None:
 def _write_payload(tmp: Path, buffer: np.ndarray) -> None:
     with open(tmp, "wb") as handle:
         handle.write(buffer.data.cast("B"))
+
+
+def _batch_payload(rows: np.ndarray, buffer: np.ndarray, slot: BatchSlot) -> tuple[np.ndarray, CastReport]:
+    """One batch file's contents and what the cast did: `rows` themselves when they are a whole batch already in
+    the bin's dtype, byte order and C order (an .npy in the model's dtype), with no copy and only the NaN/inf check
+    a same-dtype cast makes; else `buffer`, `rows` cast into it and the rest zeroed (the padding).
+
+    `rows` may be written and hashed after the next batch is read: sources hand out rows that stay valid
+    (`SampleSource.read`).
+    """
+    if rows.dtype == buffer.dtype and rows.shape == buffer.shape and rows.flags.c_contiguous:
+        return rows, check_unchanged(rows)
+    report = checked_cast_into(buffer[: slot.rows], rows)
+    buffer[slot.rows:] = 0  # the padding
+    return buffer, report
 
 
 def _sha256(buffer: np.ndarray) -> str:
@@ -403,16 +418,14 @@ def _write_all(contract: ModelContract, options: DumpOptions, plans: list[_Plan]
                     rows = source.read(slot.start, slot.stop)
                     # Buffer slot.index % _BUFFERS was last written _BUFFERS batches ago; settle() below keeps at
                     # most _WRITES_IN_FLIGHT batches pending, so that write is done.
-                    buffer = buffers[index][slot.index % _BUFFERS]
-                    report = checked_cast_into(buffer[: slot.rows], rows)
-                    buffer[slot.rows:] = 0  # the padding
+                    payload, report = _batch_payload(rows, buffers[index][slot.index % _BUFFERS], slot)
                     if report.lossy and not options.allow_lossy:
                         raise _lossy(plan, slot, report)
                     reports[index] = reports[index].merge(report)
                     path = output / plan.folder / bin_file_name(slot.index)
                     settle(_WRITES_IN_FLIGHT * len(plans) - 1)
-                    hashed = hasher.submit(_sha256, buffer)
-                    written_future = writer.submit(_write_batch, path, buffer, hashed, created, mode)
+                    hashed = hasher.submit(_sha256, payload)
+                    written_future = writer.submit(_write_batch, path, payload, hashed, created, mode)
                     pending.append((index, slot.index, written_future))
             settle(0)
         except BaseException:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import mmap
 import zipfile
 from pathlib import Path
@@ -79,6 +80,12 @@ class _ArraySource:
         pass
 
 
+# The rows of this many latest reads stay mapped: dump-bin writes and hashes a batch already in the bins' dtype
+# straight from the mapping, up to two batches behind the one it reads. Dropped sooner, they would only be read back
+# from the page cache (a page fault each), never lost: the mapping is shared and read-only.
+_READS_KEPT = 4
+
+
 class NpySource(_ArraySource):
     """A ``.npy`` file, memory-mapped: rows are read from disk as batches are written."""
 
@@ -95,20 +102,22 @@ class NpySource(_ArraySource):
             raise SourceError(f"{path}: cannot read ({exc.strerror or exc})") from None
         self.array = _checked_array(array, str(path))
         self._released = 0  # bytes of the mapping handed back to the kernel
+        self._starts: collections.deque[int] = collections.deque(maxlen=_READS_KEPT)  # the latest reads' first rows
 
     @property
     def description(self) -> str:
         return str(self.path)
 
     def read(self, start: int, stop: int) -> np.ndarray:
-        self._release_before(start)
+        self._starts.append(start)
+        self._release_before(self._starts[0])
         return self.array[start:stop]
 
     def _release_before(self, row: int) -> None:
         """Drops the pages of rows already read from this process's memory (they stay in the page cache).
 
-        Rows are read once, in order, and copied by the cast, so without this a memory-mapped dataset would grow
-        the resident size to the whole file; with it, memory stays a few batches whatever the file's size.
+        Rows are read once, in order, so without this a memory-mapped dataset would grow the resident size to the
+        whole file; with it, memory stays a few batches (`_READS_KEPT`) whatever the file's size.
         """
         mapped = getattr(self.array, "_mmap", None)
         if mapped is None or not self.array.flags.c_contiguous or not hasattr(mapped, "madvise"):
@@ -122,10 +131,10 @@ class NpySource(_ArraySource):
             self._released = end
 
     def close(self) -> None:
-        mapped = getattr(self.array, "_mmap", None)
+        # The mapping goes (unmapped, its file closed) with the last array that views it: rows handed out may still
+        # be being written on another thread (dump-bin writes whole batches straight from the mapping, and a second
+        # Ctrl-C can cut short its wait for them), and unmapping under them would crash the process.
         del self.array
-        if mapped is not None:
-            mapped.close()
 
 
 def npz_key_for(keys: list[str], tensor: str) -> str | None:

@@ -26,6 +26,9 @@ class SampleSource(Protocol):
         """What was done to the samples on the way (image resize/crop/normalise, file order), for the manifest."""
 
     def read(self, start: int, stop: int) -> np.ndarray:
-        """Rows ``[start, stop)``, shaped ``(stop - start, *sample_shape)``, in the source's own dtype."""
+        """Rows ``[start, stop)``, shaped ``(stop - start, *sample_shape)``, in the source's own dtype.
+
+        The array stays valid and unchanged after later reads: dump-bin may still be writing (and hashing) it
+        straight from the source while it reads the next batches."""
 
     def close(self) -> None: ...
