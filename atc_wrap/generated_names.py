@@ -5,7 +5,8 @@ tf2onnx names what it adds ``<name>__<n>`` (a helper of a TF node, a folded cons
 reset and that some of its modules also draw from when first imported. A second conversion in one process
 (tune-precision's candidates, a pipeline) therefore wrote other names, hence other bytes, than the first. After a
 conversion, the numbers it drew are replaced by their rank among those the model holds (1, 2, ...): the same
-conversion gives the same names whatever the counter stood at. Names of the TF graph are never changed.
+conversion gives the same names whatever the counter stood at. Names of the TF graph are never changed, nor
+the TF name a generated one starts with (``a__3/conv__6``: only ``__6``), so each name keeps its TF origin.
 """
 
 from __future__ import annotations
@@ -65,18 +66,31 @@ def renumber_generated_names(model: Any, tf_nodes: Set[str], drawn: range) -> di
     def generated(name: str) -> bool:
         return bool(name) and node_name(name) not in tf_nodes
 
-    numbers = sorted({int(m.group(1)) for name in names if generated(name) for m in _NUMBER.finditer(name)
+    def split(name: str) -> tuple[str, str]:
+        """(the longest TF node name `name` starts with, followed by ``__``, or ""; the rest): only the rest was
+        numbered by tf2onnx (a TF scope may itself hold ``__3``)."""
+        head = name
+        while True:
+            head, sep, _ = head.rpartition("__")
+            if not sep or not head:
+                return "", name
+            if head in tf_nodes:
+                return head, name[len(head):]
+
+    numbers = sorted({int(m.group(1)) for name in names if generated(name) for m in _NUMBER.finditer(split(name)[1])
                       if int(m.group(1)) in drawn})
     rank = {number: index for index, number in enumerate(numbers, 1)}
 
     def renamed(name: str) -> str:
         if not generated(name):
             return name
-        return _NUMBER.sub(lambda m: f"__{rank.get(int(m.group(1)), int(m.group(1)))}", name)
+        head, tail = split(name)
+        return head + _NUMBER.sub(lambda m: f"__{rank.get(int(m.group(1)), int(m.group(1)))}", tail)
 
     changed = {name: renamed(name) for name in names if renamed(name) != name}
     new_names = set(changed.values())
-    if len(new_names) < len(changed) or new_names & (names - changed.keys()):
+    taken = (names - changed.keys()) | set(tf_nodes)  # a new name may not look like a TF node pruned from the model
+    if len(new_names) < len(changed) or new_names & taken or {node_name(n) for n in new_names} & set(tf_nodes):
         return {}
     _visit_names(model, lambda name: changed.get(name, name))
     return changed

@@ -14,6 +14,10 @@ from pathlib import Path
 from binio.errors import InferError, OutputExistsError
 from binio.output import LOCK_NAME
 
+# The folders this process holds, by (device, inode): one command may name a folder twice (compare --report D
+# --dump-golden D), and flock refuses a second lock of this process's own. A nested hold locks nothing more.
+_held: set[tuple[int, int]] = set()
+
 
 class FolderBusyError(InferError):
     """An output folder another infer process is writing now."""
@@ -43,6 +47,10 @@ def folder_lock(folder: Path, *, command: str) -> Iterator[Path]:
     except OSError as exc:
         raise InferError(f"{folder}: cannot create the output folder here ({exc.strerror or exc})",
                          hint="choose another output folder") from None
+    identity = (folder.stat().st_dev, folder.stat().st_ino)
+    if identity in _held:
+        yield folder
+        return
     path = folder / LOCK_NAME
     while True:
         try:
@@ -70,8 +78,10 @@ def folder_lock(folder: Path, *, command: str) -> Iterator[Path]:
     try:
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        _held.add(identity)
         yield folder
     finally:
+        _held.discard(identity)
         with contextlib.suppress(OSError):
             path.unlink()
         os.close(fd)

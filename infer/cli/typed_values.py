@@ -32,8 +32,18 @@ _PLAIN_NUMBER = {int: re.compile(r"[+-]?[0-9]+"),
                  float: re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")}
 
 
-if RuntimeParam is not None:
+def _define_pass_through() -> Any:
+    """The pass-through class, or None where typer's RuntimeParam is not the frozen dataclass it is in 0.29
+    (a later typer that changed it falls back to its own coercion instead of failing at start-up)."""
+    if RuntimeParam is None:
+        return None
+    try:
+        return _pass_through_class()
+    except (TypeError, AttributeError):  # pragma: no cover - a typer whose internals differ
+        return None
 
+
+def _pass_through_class() -> Any:
     @dataclass(frozen=True)
     class _TypedPassThrough(RuntimeParam):
         """A value of exactly the annotated type as it is; anything else through typer's own coercion."""
@@ -52,11 +62,19 @@ if RuntimeParam is not None:
                 return list(value)
             path_type: Any = self.parameter_info.path_type or self.annotation
             if _is_path(path_type) and type(value) is str:
-                return coerce_cli_path(path_type(value), self.parameter_info, path_type=path_type, param=param,
-                                       ctx=ctx)
+                try:
+                    return coerce_cli_path(path_type(value), self.parameter_info, path_type=path_type, param=param,
+                                           ctx=ctx)
+                except TypeError:  # pragma: no cover - a typer whose coerce_cli_path takes other arguments
+                    pass
             if not self.built:
                 self.built.append(build_runtime_param(self.descriptor))
             return self.built[0]._coerce_value(value, param=param, ctx=ctx)
+
+    return _TypedPassThrough
+
+
+_TypedPassThrough = _define_pass_through()
 
 
 def _is_path(annotation: Any) -> bool:
@@ -66,7 +84,7 @@ def _is_path(annotation: Any) -> bool:
 def pass_typed_values_through(param: Any) -> None:
     """Gives `param` the pass-through coercion when it is typer's and of a type handled here (bool, int, float, str,
     list[str], a Path) with no constraint that needs typer's adapter."""
-    if RuntimeParam is None or getattr(param, "_runtime_param", "absent") is not None:
+    if _TypedPassThrough is None or getattr(param, "_runtime_param", "absent") is not None:
         return  # not typer's parameter, or its coercion is built already
     descriptor = getattr(param, "type_descriptor", None)
     info = getattr(descriptor, "parameter_info", None)
@@ -76,7 +94,10 @@ def pass_typed_values_through(param: Any) -> None:
     if getattr(descriptor, "file_annotation", None) is not None or any(
             getattr(info, name, None) is not None for name in ("parser", "min", "max", "click_type")):
         return
-    param._runtime_param = _TypedPassThrough(parameter_info=info, annotation=annotation, descriptor=descriptor)
+    try:
+        param._runtime_param = _TypedPassThrough(parameter_info=info, annotation=annotation, descriptor=descriptor)
+    except TypeError:  # pragma: no cover - a typer whose RuntimeParam takes other fields: its own coercion stays
+        return
 
 
 def typed_values_pass_through(command: Any) -> None:

@@ -46,6 +46,15 @@ def test_scale_options_that_ask_for_no_shards_give_a_plain_run(onnx_small_cnn: M
     assert (record.device, record.threads) == ("CPUExecutionProvider", 1)  # the runner's own, not "local engine"
 
 
+def test_a_bad_scale_option_is_refused_where_no_shard_is_asked_for(onnx_small_cnn: ModelContract,
+                                                                   bins: DatasetManifest, tmp_path: Path) -> None:
+    from infer.run.options import ScaleOutError
+
+    with pytest.raises(ScaleOutError, match=r"--retries -3: expected 0 or more"):
+        run(onnx_small_cnn, bins, tmp_path / "out", RunOptions(), ScaleOptions(retries=-3))
+    assert not (tmp_path / "out").exists()
+
+
 def test_a_resume_goes_to_the_sharded_path_which_finds_the_run_complete(onnx_small_cnn: ModelContract,
                                                                         bins: DatasetManifest,
                                                                         tmp_path: Path) -> None:
