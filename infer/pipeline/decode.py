@@ -121,7 +121,9 @@ def _in_file_words(message: str, keyed: dict[str, dataclasses.Field[Any]], table
     """``--color GBR: expected RGB or BGR`` as ``FILE: [data.preprocessing] color: expected RGB or BGR, got
     'GBR'``: the key the flag is, and the value as the file wrote it."""
     flag, _, rest = message.partition(" ")
-    for key, item in keyed.items():
-        if setting_of(item).flag == flag and key in table and ": " in rest:
-            return f"{_where(path, name, key)}: {rest.split(': ', 1)[1]}, got {table[key]!r}"
+    value, said, reason = rest.partition(": ")
+    if said and " " not in value:  # the `--flag VALUE: reason` shape; any other message is kept whole
+        for key, item in keyed.items():
+            if setting_of(item).flag == flag and key in table:
+                return f"{_where(path, name, key)}: {reason}, got {table[key]!r}"
     return f"{path}: [{name}] {message}"

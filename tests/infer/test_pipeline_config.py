@@ -354,6 +354,9 @@ def test_every_run_key_is_the_flag_of_its_name(project: Path) -> None:
     ("[run]\nthreads = -2\n", "[run] threads: expected 1 or more (leave it out for the framework's default), got -2"),
     ("[compare]\ntopk = 0\n", "[compare] topk: expected 1 or more, got 0"),
     ("[compare]\nexpected_factor = 0.5\n", "[compare] expected_factor: expected 1 or more, got 0.5"),
+    # A message of another shape than `--flag VALUE: reason` is kept whole, both flags named.
+    ("[compare]\nfail_on_expected = true\nexpected_from_emulation = false\n",
+     "[compare] --fail-on-expected with --no-expected-from-emulation: the band it fails on would not be computed"),
 ])
 def test_a_value_the_command_refuses_is_refused_when_the_file_is_read(project: Path, table: str,
                                                                         expected: str) -> None:
