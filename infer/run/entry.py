@@ -24,8 +24,8 @@ def run(model: ModelContract | Path | str, bins: DatasetManifest | Path | str, o
     Sharded (`run_sharded`) when `scale` asks for it (devices, shards, Ray, a resume: `ScaleOptions.wanted`),
     plain (`run_model`) otherwise. Both write the same output files, byte for byte; a sharded run's run.json
     adds ``scale_out``."""
+    if scale is not None and scale.wanted:
+        return run_sharded(model, bins, out, options or RunOptions(), scale, progress=progress)  # checks `scale`
     if scale is not None:
         scale.check(options)  # a bad value (--retries -3) is refused even where nothing asks for shards
-    if scale is not None and scale.wanted:
-        return run_sharded(model, bins, out, options or RunOptions(), scale, progress=progress)
     return run_model(model, bins, out, options, progress=progress)

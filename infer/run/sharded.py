@@ -50,10 +50,6 @@ log = logging.getLogger(__name__)
 WORK_FOLDER = ".infer-shards"
 
 
-def _check(options: RunOptions, scale: ScaleOptions) -> None:
-    scale.check(options)
-
-
 def _open_engine(backend: str, options: RunOptions, scale: ScaleOptions) -> Engine:
     if scale.engine == "ray":
         return RayEngine(backend, address=scale.address, threads=options.threads)
@@ -123,7 +119,7 @@ def run_sharded(model: ModelContract | Path | str, bins: DatasetManifest | Path 
                 scale: ScaleOptions, *, progress: Progress | None = None) -> RunResult:
     """Runs every batch of `bins` through `model` in shards; the run folder is that of a plain run."""
     options.check()
-    _check(options, scale)
+    scale.check(options)
     contract, kind = resolve_model(model)
     opened = contract.path if isinstance(model, ModelContract) else Path(model)  # what the workers open
     backend = choose_backend(contract, options.backend, kind)
