@@ -19,7 +19,7 @@ from typer.core import TyperGroup
 from binio.errors import InferError, Terminated, permission_error
 from infer import __version__
 from infer.cli import bin_info, compare, convert, demo, doctor, dump_bin, freeze, inspect, pipeline, run, tune_precision
-from infer.cli.console import err, show
+from infer.cli.console import HELP_SETTINGS, PLAIN_HELP, err, show
 from infer.cli.quiet import quiet_frameworks
 from infer.cli.typed_values import typed_values_pass_through
 
@@ -112,9 +112,8 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
-    # Markdown joins the lines of a docstring paragraph, so help text rewraps to the terminal's width.
-    rich_markup_mode="markdown",
-    context_settings={"help_option_names": ["-h", "--help"]},
+    rich_markup_mode=PLAIN_HELP,
+    context_settings=HELP_SETTINGS,
 )
 
 

@@ -5,16 +5,27 @@ from __future__ import annotations
 import json
 import logging
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
-from rich.console import Console
+if TYPE_CHECKING:
+    from rich.console import Console
+
+# Help is click's plain formatter (it rewraps each docstring paragraph to the terminal, up to 120 columns), not
+# typer's rich one: that imports rich's markdown, syntax and traceback modules, about 0.1 s of every --help and
+# half of what a command may take to answer. The same setting gives usage errors as click's plain lines.
+PLAIN_HELP: Literal[None] = None
+HELP_SETTINGS: dict[str, Any] = {"help_option_names": ["-h", "--help"], "max_content_width": 120}
 
 
 def out() -> Console:
+    from rich.console import Console  # imported on first output: --help and argument errors never need it
+
     return Console(file=sys.stdout, soft_wrap=True, highlight=False)
 
 
 def err() -> Console:
+    from rich.console import Console
+
     return Console(file=sys.stderr, soft_wrap=True, highlight=False)
 
 

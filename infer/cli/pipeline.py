@@ -8,12 +8,13 @@ import typer
 
 from binio.errors import InferError
 from binio.output import check_output
-from infer.cli.console import say, show
+from infer.cli.console import HELP_SETTINGS, PLAIN_HELP, say, show
 
 pipeline_app = typer.Typer(
     help="Every stage from one TOML file; a re-run skips the stages whose inputs have not changed.",
     no_args_is_help=True,
-    context_settings={"help_option_names": ["-h", "--help"]},
+    rich_markup_mode=PLAIN_HELP,
+    context_settings=HELP_SETTINGS,
 )
 
 
