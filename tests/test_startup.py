@@ -58,12 +58,14 @@ try:
     main(sys.argv[1:])
 except SystemExit:
     pass
-print("imported:", *sorted(name for name in ("numpy", "tensorflow", "onnxruntime", "PIL") if name in sys.modules))
+print("imported:", *sorted(name for name in ("numpy", "tensorflow", "onnxruntime", "PIL", "rich")
+                            if name in sys.modules))
 """
 
 
-def test_every_command_help_imports_no_numpy() -> None:
-    """Help is text: no command's --help pays for numpy (about 40 ms, a fifth of the start-up), let alone more."""
+def test_every_command_help_imports_neither_numpy_nor_rich() -> None:
+    """Help is text: no command's --help pays for numpy (about 40 ms, a fifth of the start-up), let alone more, nor
+    for rich (click formats help; rich's markdown renderer cost about 0.1 s)."""
     commands = [["--help"], *([name, "--help"] for name in ("inspect", "freeze", "convert", "dump-bin", "bin-info",
                                                             "run", "compare", "demo", "doctor", "pipeline"))]
     for argv in commands:
