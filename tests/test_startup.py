@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 from ckpt2pb.logs import TF_CPP_MIN_LOG_LEVEL
 from infer.contract import ModelContract
@@ -91,3 +92,13 @@ def test_no_command_help_imports_pydantic() -> None:
                                 check=True)
         assert "Usage: infer" in result.stdout, argv
         assert result.stdout.splitlines()[-1] == "imported:", argv
+
+
+def test_a_scripted_dump_imports_no_rich(frozen_small_cnn: ModelContract, tmp_path: Path) -> None:
+    """Off a terminal there is no progress bar and every line is plain, so rich (about 50 ms) is not loaded."""
+    argv = ["dump-bin", "-m", str(frozen_small_cnn.path), "-o", f"{tmp_path}/bins", "random:0", "--samples", "2"]
+    probe = HELP_PROBE.replace('("numpy", ', "(")  # dump-bin needs numpy, and only numpy of these
+    result = subprocess.run([sys.executable, "-c", probe, *argv], capture_output=True, text=True, timeout=120,
+                            check=True)
+    assert result.stdout.startswith("wrote 1 batch file(s)"), result.stdout
+    assert result.stdout.splitlines()[-1] == "imported:", result.stdout

@@ -19,7 +19,7 @@ from typer.core import TyperGroup
 from binio.errors import InferError, Terminated, permission_error
 from infer import __version__
 from infer.cli import bin_info, compare, convert, demo, doctor, dump_bin, freeze, inspect, pipeline, run, tune_precision
-from infer.cli.console import HELP_SETTINGS, PLAIN_HELP, err, show
+from infer.cli.console import HELP_SETTINGS, PLAIN_HELP, show, tell_error
 from infer.cli.quiet import quiet_frameworks
 from infer.cli.typed_values import typed_values_pass_through
 
@@ -173,10 +173,9 @@ def _check_utf8(args: Sequence[str]) -> None:
 
 
 def _fail(exc: InferError) -> NoReturn:
-    console = err()
-    console.print(f"error: {exc.message}", markup=False)
+    tell_error(f"error: {exc.message}")
     if exc.hint:
-        console.print(f"hint: {exc.hint}", markup=False)
+        tell_error(f"hint: {exc.hint}")
     sys.exit(exc.exit_code)
 
 
@@ -193,7 +192,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     except PermissionError as exc:  # a file of the user's this user may not read or write, wherever it was opened
         _fail(permission_error(exc))
     except Terminated:
-        err().print("terminated", markup=False)
+        tell_error("terminated")
         # Every clean-up ran while the exception unwound (tools stopped, records saved): exit now rather than wait
         # for threads that may still be busy (a shard's thread reading its stopped tool's last output).
         logging.shutdown()
@@ -201,7 +200,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         sys.stderr.flush()
         os._exit(128 + signal.SIGTERM)
     except KeyboardInterrupt:
-        err().print("interrupted", markup=False)
+        tell_error("interrupted")
         sys.exit(130)
     finally:
         if in_main_thread:

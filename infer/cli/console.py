@@ -1,11 +1,14 @@
-"""Where the CLI writes: rich consoles made per call, so output follows sys.stdout/sys.stderr as they are now."""
+"""Where the CLI writes: plain lines, and rich consoles (tables, bars) made per call, so output follows
+sys.stdout/sys.stderr as they are now."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import sys
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -35,13 +38,41 @@ def print_json(document: Any) -> None:
     sys.stdout.flush()
 
 
+def _line(stream: TextIO, text: str) -> None:
+    stream.write(text + "\n")
+    stream.flush()
+
+
 def say(message: str) -> None:
     """One plain line of progress for the user, on stderr so stdout stays clean for --json. -q (logging set to
     errors only) silences it with the warnings."""
     if logging.getLogger().isEnabledFor(logging.WARNING):
-        err().print(message, markup=False)
+        _line(sys.stderr, message)
 
 
 def show(text: str) -> None:
     """One plain line of a command's result on stdout, as written (no markup, no wrapping)."""
-    out().print(text, markup=False)
+    _line(sys.stdout, text)
+
+
+def tell_error(text: str) -> None:
+    """One plain line on stderr, whatever -q says: an error, or why the command stopped."""
+    _line(sys.stderr, text)
+
+
+@contextlib.contextmanager
+def batch_bar(label: str) -> Iterator[Callable[[int, int], None] | None]:
+    """A transient progress bar on stderr, given as the callback the library calls with (done, total); None off a
+    terminal, where a bar would leave an empty line and rich (about 50 ms to import) is not loaded at all.
+
+    The bar redraws on each call only (no refresh thread), so image workers can still be forked
+    (`infer.data.sources.images`)."""
+    if not sys.stderr.isatty():
+        yield None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    with Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), console=err(),
+                  transient=True, auto_refresh=False) as bar:
+        task = bar.add_task(label, total=None)
+        yield lambda done, total: bar.update(task, completed=done, total=total, refresh=True)

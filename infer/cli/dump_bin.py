@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from binio.errors import InferError
-from infer.cli.console import err, out, print_json, say
+from infer.cli.console import batch_bar, print_json, say, show
 from infer.cli.image_options import image_options
 
 
@@ -47,8 +47,6 @@ def dump_bin(
 
     Sources: .npy, .npz, an image folder, a .bin folder, const:V or random:SEED. One folder per input, one
     zero-padded file per batch."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
-
     # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
     from binio.spec import format_shape
     from infer.contract import load_contract
@@ -70,27 +68,21 @@ def dump_bin(
         image=image,
         samples=samples, allow_lossy=allow_lossy, force=force, workers=workers,
     )
-    console = err()
-    with Progress("dump-bin", BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), console=console,
-                  transient=True, disable=not console.is_terminal, auto_refresh=False) as bar:
-        # auto_refresh=False: no refresh thread, so image workers can be forked (see infer.data.sources.images)
-        task = bar.add_task("batches", total=None)
-        result = dump_bins(contract, options, progress=lambda done, total: bar.update(task, completed=done,
-                                                                                      total=total, refresh=True))
+    with batch_bar("dump-bin") as progress:
+        result = dump_bins(contract, options, progress=progress)
     manifest = result.manifest
     if as_json:
         print_json({**manifest.to_json(), "root": str(manifest.root), "written": result.files_written,
                     "kept": result.files_kept, "cast": {i.tensor: i.cast.to_json() for i in result.inputs}})
         return
-    write = out()
     kept = f", {result.files_kept} kept (sha256 matched)" if result.files_kept else ""
-    write.print(f"wrote {manifest.file_count} batch file(s) of {manifest.batch} per input: {manifest.samples} "
-                f"samples, {manifest.padding} padding row(s), to {manifest.root}{kept}", markup=False)
+    show(f"wrote {manifest.file_count} batch file(s) of {manifest.batch} per input: {manifest.samples} "
+         f"samples, {manifest.padding} padding row(s), to {manifest.root}{kept}")
     for item in result.inputs:
         cast = item.cast
         change = (f"cast {cast.source_dtype} -> {cast.target_dtype}, largest error {cast.max_error:g}"
                   if cast.source_dtype != cast.target_dtype else f"no cast (already {cast.target_dtype})")
-        write.print(f"  {item.tensor}  {item.dtype}{format_shape(item.shape)}  {item.folder}/  <- {item.source}"
-                    f"  ({change})", markup=False)
+        show(f"  {item.tensor}  {item.dtype}{format_shape(item.shape)}  {item.folder}/  <- {item.source}"
+             f"  ({change})")
         if cast.lossy:
-            write.print(f"  !! {item.tensor}: {cast.describe_loss()} written (--allow-lossy)", markup=False)
+            show(f"  !! {item.tensor}: {cast.describe_loss()} written (--allow-lossy)")

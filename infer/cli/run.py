@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from infer.cli.console import err, out
+from infer.cli.console import batch_bar, show
 
 
 def _ms(value: float | None) -> str:
@@ -40,8 +40,6 @@ def run(
     msame or ais_bench run an .om, ONNX Runtime the stand-in, TensorFlow the frozen pb. Every bin is checked
     against the model first. Writes `OUT/<timestamp>/<stem>_output_<i>.bin` and run.json (latency, throughput,
     whether the run completed)."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
     # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
     from infer.run import run as run_inference
     from infer.run.options import RunOptions, ScaleOptions, parse_devices
@@ -49,32 +47,23 @@ def run(
     options = RunOptions(backend=backend, device=device, loop=loop, warmup=warmup, threads=threads, timeout=timeout)
     scale = ScaleOptions(devices=parse_devices(devices) if devices is not None else (), shards=shards,
                          engine=engine, address=address, retries=retries, resume=resume)
-    status = err()
-    # Disabled off a terminal: a transient bar still leaves an empty line on a redirected stderr.
-    with Progress(TextColumn("running"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                  console=status, transient=True, disable=not status.is_terminal) as bar:
-        task = bar.add_task("run", total=None)
-
-        def progress(done: int, total: int) -> None:
-            bar.update(task, completed=done, total=total)
-
+    with batch_bar("running") as progress:
         result = run_inference(model, bins, output, options, scale, progress=progress)
     record = result.record
     throughput = "n/a" if record.throughput is None else f"{record.throughput:.1f} samples/s"
-    console = out()
     where = record.device.removeprefix(f"{record.backend} ")  # "msame (device 0)", not "msame (msame device 0)"
-    console.print(f"{record.backend} ({where}): {len(record.stems)} batches of {record.batch}, "
-                  f"{record.samples} samples ({record.padding} padding)", markup=False)
-    console.print(f"latency per batch: mean {_ms(record.latency.mean_ms)}, p50 {_ms(record.latency.p50_ms)}, "
-                  f"p99 {_ms(record.latency.p99_ms)}; throughput {throughput}", markup=False)
+    show(f"{record.backend} ({where}): {len(record.stems)} batches of {record.batch}, "
+         f"{record.samples} samples ({record.padding} padding)")
+    show(f"latency per batch: mean {_ms(record.latency.mean_ms)}, p50 {_ms(record.latency.p50_ms)}, "
+         f"p99 {_ms(record.latency.p99_ms)}; throughput {throughput}")
     if record.scale_out is not None:
         scaled = record.scale_out
         for shard in scaled.shards:
             rate = "n/a" if shard.throughput is None else f"{shard.throughput:.1f} samples/s"
-            console.print(f"  shard {shard.index}: {len(shard.stems)} batches on {shard.device or '?'}, {rate}"
-                          + (f", {shard.attempts} attempts" if shard.attempts > 1 else ""), markup=False)
+            show(f"  shard {shard.index}: {len(shard.stems)} batches on {shard.device or '?'}, {rate}"
+                 + (f", {shard.attempts} attempts" if shard.attempts > 1 else ""))
         wall = "n/a" if scaled.wall_throughput is None else f"{scaled.wall_throughput:.1f} samples/s"
         resumed = f", {scaled.resumed_stems} batches already done" if scaled.resumed_stems else ""
-        console.print(f"{scaled.shard_count} shards ({scaled.engine}): {wall} wall clock, process starts "
-                      f"included{resumed}", markup=False)
-    console.print(f"wrote {result.folder}", markup=False)
+        show(f"{scaled.shard_count} shards ({scaled.engine}): {wall} wall clock, process starts "
+             f"included{resumed}")
+    show(f"wrote {result.folder}")
