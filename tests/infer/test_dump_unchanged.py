@@ -1,5 +1,5 @@
-"""dump-bin of an .npy already in the model's dtype: whole batches are written straight from the memory-mapped
-file (no copy, no cast) with the same refusals, bytes and digests as a cast into a batch buffer."""
+"""dump-bin of an .npy already in the model's dtype: whole batches are written straight from the rows the source
+read (no second copy, no cast) with the same refusals, bytes and digests as a cast into a batch buffer."""
 
 from __future__ import annotations
 
@@ -75,3 +75,29 @@ def test_rows_read_from_an_npy_stay_readable_after_the_source_is_closed(tmp_path
     rows = [source.read(0, 2), source.read(2, 4)]
     source.close()
     np.testing.assert_array_equal(np.concatenate(rows), array[:4])
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_npy_rows_read_from_the_file_are_the_arrays_rows(tmp_path: Path, order: str) -> None:
+    """C order is read with preadv, batch by batch; Fortran order (rows spread over the file) through the map."""
+    array = np.random.default_rng(3).normal(size=(7, 5, 4)).astype(">f4" if order == "C" else "<f8")
+    np.save(tmp_path / "data.npy", np.asarray(array, order=order))
+    source = NpySource(tmp_path / "data.npy")
+    rows = [source.read(0, 3), source.read(3, 6), source.read(6, 7)]
+    assert all(r.dtype == array.dtype for r in rows)
+    np.testing.assert_array_equal(np.concatenate(rows), array)
+    source.close()
+
+
+def test_an_npy_cut_short_after_it_was_opened_is_refused_by_name(tmp_path: Path) -> None:
+    from infer.data.sources.arrays import SourceError
+
+    _data(tmp_path / "data.npy", samples=6)
+    source = NpySource(tmp_path / "data.npy")
+    size = (tmp_path / "data.npy").stat().st_size
+    with open(tmp_path / "data.npy", "r+b") as handle:
+        handle.truncate(size - 8 * 8 * 3 * 4)  # the last sample gone
+    assert source.read(0, 5).shape == (5, 8, 8, 3)
+    with pytest.raises(SourceError, match=r"data\.npy: ends before sample 6"):
+        source.read(5, 6)
+    source.close()
