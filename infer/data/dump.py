@@ -210,20 +210,20 @@ def _sha256(buffer: np.ndarray) -> str:
 
 
 def _write_batch(path: Path, buffer: np.ndarray, hashed: concurrent.futures.Future[str],
-                 created: list[Path], mode: int) -> tuple[str, bool]:
-    """Writes `buffer` to `path` atomically unless the same bytes are there: (sha256, written).
+                 created: list[Path], mode: int) -> bool:
+    """Writes `buffer` to `path` atomically unless the same bytes are there; whether it wrote.
 
     The sha256 of `buffer` is being taken on another thread meanwhile: it is waited for only to compare with a file
-    already there, so a new file is written while its hash is taken.
+    already there, so a new file is written while its hash is taken, and the next one after it without waiting.
     """
     existed = os.path.lexists(path)
     if existed and path.is_file() and path.stat().st_size == buffer.nbytes and sha256_file(path) == hashed.result():
-        return hashed.result(), False
+        return False
     with atomic_path(path, mode) as tmp:
         _write_payload(tmp, buffer)
     if not existed:
         created.append(path)
-    return hashed.result(), True
+    return True
 
 
 def _aipp_input(contract: ModelContract) -> tuple[str, AippConfig] | None:
@@ -388,15 +388,16 @@ def _write_all(contract: ModelContract, options: DumpOptions, plans: list[_Plan]
     output = Path(options.output)
     reports = [CastReport(source_dtype="", target_dtype=p.spec.dtype) for p in plans]
     entries: list[list[BinEntry]] = [[] for _ in plans]
-    pending: list[tuple[int, int, concurrent.futures.Future[tuple[str, bool]]]] = []
+    pending: list[tuple[int, int, concurrent.futures.Future[str], concurrent.futures.Future[bool]]] = []
     written = kept = 0
     mode = new_file_mode()  # once per call, not per file
 
     def settle(upto: int) -> None:
         nonlocal written, kept
         while len(pending) > upto:
-            index, slot_index, future = pending.pop(0)
-            digest, fresh = future.result()
+            index, slot_index, hashed, written_future = pending.pop(0)
+            fresh = written_future.result()  # first: a failed write is the error to report, not a hash cancelled
+            digest = hashed.result()
             entries[index].append(BinEntry(name=bin_file_name(slot_index), sha256=digest,
                                            rows=slots[slot_index].rows))
             written, kept = written + fresh, kept + (not fresh)
@@ -428,11 +429,12 @@ def _write_all(contract: ModelContract, options: DumpOptions, plans: list[_Plan]
                     settle(_WRITES_IN_FLIGHT * len(plans) - 1)
                     hashed = hasher.submit(_sha256, payload)
                     written_future = writer.submit(_write_batch, path, payload, hashed, created, mode)
-                    pending.append((index, slot.index, written_future))
+                    pending.append((index, slot.index, hashed, written_future))
             settle(0)
         except BaseException:
-            for _, _, future in pending:
-                future.cancel()
+            for _, _, hashed, written_future in pending:
+                written_future.cancel()
+                hashed.cancel()
             raise
     _remove_stale(output, plans, len(slots))
     inputs = tuple(
