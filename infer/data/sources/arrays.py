@@ -112,6 +112,7 @@ class NpySource(_ArraySource):
             raise SourceError(f"{path}: cannot read ({exc.strerror or exc})") from None
         self.array = _checked_array(array, str(path))
         self._row_bytes = self.array.itemsize * math.prod(self.array.shape[1:])
+        self._offset = int(getattr(self.array, "offset", 0))  # where the data starts: np.memmap read the header
         self._file: int | None = None
         if self.array.flags.c_contiguous and hasattr(os, "preadv"):
             try:
@@ -133,8 +134,8 @@ class NpySource(_ArraySource):
         rows = np.empty((stop - start, *self.array.shape[1:]), dtype=self.array.dtype)
         wanted = rows.nbytes
         done = 0
-        offset = int(self.array.offset) + start * self._row_bytes
-        view = memoryview(rows.reshape(-1).view(np.uint8)) if wanted else memoryview(b"")
+        offset = self._offset + start * self._row_bytes
+        view = rows.data.cast("B") if wanted else memoryview(b"")
         while done < wanted:  # a read may return less than asked (a signal, a network file system)
             try:
                 got = os.preadv(self._file, [view[done:]], offset + done)
@@ -154,7 +155,7 @@ class NpySource(_ArraySource):
         mapped = getattr(self.array, "_mmap", None)
         if mapped is None or not self.array.flags.c_contiguous or not hasattr(mapped, "madvise"):
             return  # Fortran order: a row is spread over the whole file, so no prefix of it is done with
-        offset = int(getattr(self.array, "offset", 0))
+        offset = self._offset
         base = offset - offset % mmap.ALLOCATIONGRANULARITY  # where np.memmap starts its mapping
         end = (offset - base + row * self._row_bytes) // mmap.PAGESIZE * mmap.PAGESIZE
         if end > self._released:
