@@ -1,7 +1,7 @@
 """`infer dump-bin` against the scripts people write by hand, whole processes, measured in one run on the same data:
 
     python benchmarks/bench_dump_bin.py [--quick] [--only npy] [--samples 500 1000] [--targets float16]
-                                        [--rounds 7]
+                                        [--rounds 7] [--folder /dev/shm]
 
 - an .npy -> float32 and -> float16 bins, at 300 and 600 MB, against `hand/dump_npy.py` (memory-map, slice,
   astype, tofile); targets: <= 1.1x the hand script's time at 600 MB, <= 1.25x at 300 MB;
@@ -177,10 +177,12 @@ CASES = ("npy", "images", "memory")
 
 
 def main(quick: bool = False, *, only: tuple[str, ...] = CASES, samples: tuple[int, ...] | None = None,
-         targets: tuple[str, ...] = ("float32", "float16"), rounds: int | None = None) -> list[Row]:
+         targets: tuple[str, ...] = ("float32", "float16"), rounds: int | None = None,
+         folder: Path | None = None) -> list[Row]:
+    """`folder`: where the data and both sides' outputs go (default: the temporary folder's file system)."""
     rounds = rounds or (1 if quick else 5)
     rows: list[Row] = []
-    with tempfile.TemporaryDirectory(prefix="bench_dump_bin_") as tmp:
+    with tempfile.TemporaryDirectory(prefix="bench_dump_bin_", dir=folder) as tmp:
         root = Path(tmp)
         if "npy" in only:
             rows += bench_npy(root, samples or ((32,) if quick else (500, 1000)), batch=16, rounds=rounds,
@@ -201,8 +203,12 @@ if __name__ == "__main__":
     parser.add_argument("--targets", nargs="+", choices=("float32", "float16"), default=("float32", "float16"),
                         help="npy: the bins' dtypes (default: both)")
     parser.add_argument("--rounds", type=int, help="alternated rounds per case (default 5, 1 with --quick)")
+    parser.add_argument("--folder", type=Path,
+                        help="put the data and the outputs here, e.g. /dev/shm: a file system in memory measures "
+                             "the two sides' own cost without the disk's writeback, which on a shared virtual "
+                             "machine can stall either side by seconds at random")
     arguments = parser.parse_args()
     for row in main(quick=arguments.quick, only=tuple(arguments.only),
                     samples=tuple(arguments.samples) if arguments.samples else None,
-                    targets=tuple(arguments.targets), rounds=arguments.rounds):
+                    targets=tuple(arguments.targets), rounds=arguments.rounds, folder=arguments.folder):
         print(f"{row[0]}: {row[1]:.2f}x  {row[2]}")

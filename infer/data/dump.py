@@ -35,7 +35,7 @@ from infer.data.aipp import image_dims, model_aipp
 from infer.data.declared import DeclaredPreprocessing
 from infer.data.options import DumpOptions
 from infer.data.sources.aipp_images import AippImageSource, csc_of, source_channels
-from infer.data.sources.arrays import SourceError
+from infer.data.sources.arrays import NpySource, SourceError
 from infer.data.sources.base import SampleSource
 from infer.data.sources.bins import has_bins
 from infer.data.sources.open import open_source
@@ -190,14 +190,22 @@ def _write_payload(tmp: Path, buffer: np.ndarray) -> None:
         handle.write(buffer.data.cast("B"))
 
 
-def _batch_payload(rows: np.ndarray, buffer: np.ndarray, slot: BatchSlot) -> tuple[np.ndarray, CastReport]:
-    """One batch file's contents and what the cast did: `rows` themselves when they are a whole batch already in
-    the bin's dtype, byte order and C order (an .npy in the model's dtype), with no copy and only the NaN/inf check
-    a same-dtype cast makes; else `buffer`, `rows` cast into it and the rest zeroed (the padding).
+def _batch_payload(source: SampleSource, buffer: np.ndarray, slot: BatchSlot) -> tuple[np.ndarray, CastReport]:
+    """One batch file's contents and what the cast did, with only the NaN/inf check a same-dtype cast makes where
+    the rows are in the bin's dtype already:
+    - an .npy in the bin's dtype: its rows read straight into `buffer`, the rest zeroed (the padding);
+    - rows handed out whole in the bin's dtype, byte order and C order (an .npz member): the rows themselves, no
+      copy;
+    - else `buffer`, the rows cast into it and the rest zeroed.
 
-    `rows` may be written and hashed after the next batch is read: sources hand out rows that stay valid
+    Rows handed out may be written and hashed after the next batch is read: sources hand out rows that stay valid
     (`SampleSource.read`).
     """
+    if isinstance(source, NpySource) and source.reads_into(buffer):
+        source.read_into(buffer[: slot.rows], slot.start)
+        buffer[slot.rows:] = 0
+        return buffer, check_unchanged(buffer[: slot.rows])
+    rows = source.read(slot.start, slot.stop)
     if rows.dtype == buffer.dtype and rows.shape == buffer.shape and rows.flags.c_contiguous:
         return rows, check_unchanged(rows)
     report = checked_cast_into(buffer[: slot.rows], rows)
@@ -418,10 +426,9 @@ def _write_all(contract: ModelContract, options: DumpOptions, plans: list[_Plan]
         try:
             for slot in slots:
                 for index, (plan, source) in enumerate(zip(plans, sources, strict=True)):
-                    rows = source.read(slot.start, slot.stop)
                     # Buffer slot.index % _BUFFERS was last written _BUFFERS batches ago; settle() below keeps at
                     # most _WRITES_IN_FLIGHT batches pending, so that write is done.
-                    payload, report = _batch_payload(rows, buffers[index][slot.index % _BUFFERS], slot)
+                    payload, report = _batch_payload(source, buffers[index][slot.index % _BUFFERS], slot)
                     if report.lossy and not options.allow_lossy:
                         raise _lossy(plan, slot, report)
                     reports[index] = reports[index].merge(report)

@@ -132,19 +132,31 @@ class NpySource(_ArraySource):
             self._release_before(self._starts[0])
             return self.array[start:stop]
         rows = np.empty((stop - start, *self.array.shape[1:]), dtype=self.array.dtype)
-        wanted = rows.nbytes
+        self.read_into(rows, start)
+        return rows
+
+    def reads_into(self, out: np.ndarray) -> bool:
+        """Whether `read_into` can fill `out`: C-contiguous rows of this file's dtype (byte order included)."""
+        return (self._file is not None and out.dtype == self.array.dtype and out.flags.c_contiguous
+                and out.shape[1:] == self.array.shape[1:])
+
+    def read_into(self, out: np.ndarray, start: int) -> None:
+        """Rows ``[start, start + len(out))`` into `out`, straight from the file: dump-bin reads a batch already in
+        the bins' dtype into the batch buffer it writes from, so no array is made (and page-faulted in) per batch."""
+        assert self._file is not None and out.flags.c_contiguous
+        wanted = out.nbytes
         done = 0
         offset = self._offset + start * self._row_bytes
-        view = rows.data.cast("B") if wanted else memoryview(b"")
+        view = out.data.cast("B") if wanted else memoryview(b"")
         while done < wanted:  # a read may return less than asked (a signal, a network file system)
             try:
                 got = os.preadv(self._file, [view[done:]], offset + done)
             except OSError as exc:
                 raise SourceError(f"{self.path}: cannot read ({exc.strerror or exc})") from None
             if got == 0:
-                raise SourceError(f"{self.path}: ends before sample {stop} (was it cut short while being read?)")
+                raise SourceError(f"{self.path}: ends before sample {start + len(out)} (was it cut short while "
+                                  "being read?)")
             done += got
-        return rows
 
     def _release_before(self, row: int) -> None:
         """Drops the pages of rows already read from this process's memory (they stay in the page cache).
