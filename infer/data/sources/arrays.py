@@ -178,9 +178,9 @@ class NpySource(_ArraySource):
         if self._file is not None:
             os.close(self._file)
             self._file = None
-        # The mapping goes (unmapped, its file closed) with the last array that views it: rows handed out may still
-        # be being written on another thread (dump-bin writes whole batches straight from the mapping, and a second
-        # Ctrl-C can cut short its wait for them), and unmapping under them would crash the process.
+        # The mapping goes (unmapped, its file closed) with the last array that views it: rows it handed out (Fortran
+        # order, or no preadv) may still be being written on another thread (dump-bin writes whole batches straight
+        # from them, and a second Ctrl-C can cut short its wait), and unmapping under them would crash the process.
         del self.array
 
 
