@@ -79,7 +79,7 @@ def test_rows_read_from_an_npy_stay_readable_after_the_source_is_closed(tmp_path
 
 @pytest.mark.parametrize("order", ["C", "F"])
 def test_npy_rows_read_from_the_file_are_the_arrays_rows(tmp_path: Path, order: str) -> None:
-    """C order is read with preadv, batch by batch; Fortran order (rows spread over the file) through the map."""
+    """C order is read from the file batch by batch; Fortran order (rows spread over the file) through the map."""
     array = np.random.default_rng(3).normal(size=(7, 5, 4)).astype(">f4" if order == "C" else "<f8")
     np.save(tmp_path / "data.npy", np.ascontiguousarray(array) if order == "C" else np.asfortranarray(array))
     source = NpySource(tmp_path / "data.npy")

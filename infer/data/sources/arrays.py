@@ -1,11 +1,9 @@
-"""``.npy`` (memory-mapped, so a dataset larger than memory streams) and ``.npz`` sources; pickles refused."""
+"""``.npy`` (read batch by batch, so a dataset larger than memory streams) and ``.npz`` sources; pickles refused."""
 
 from __future__ import annotations
 
-import collections
+import io
 import math
-import mmap
-import os
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -82,21 +80,14 @@ class _ArraySource:
         pass
 
 
-# Rows read through the map (no preadv on the platform): the rows of this many latest reads stay mapped, as
-# dump-bin writes a batch in the bins' dtype straight from them, up to two batches behind the one it reads. Dropped
-# sooner, they would only be read back from the page cache (a page fault each), never lost: the mapping is shared
-# and read-only.
-_READS_KEPT = 4
-
-
 class NpySource(_ArraySource):
-    """A ``.npy`` file, streamed: each read copies its rows from the file into an array of their own, so memory stays
-    a few batches whatever the file's size.
+    """A ``.npy`` file, streamed: each read copies its rows from the file, so memory stays a few batches whatever
+    the file's size.
 
-    Rows are read with ``preadv``, not through the memory map numpy offers: one system call copies a batch from
-    the page cache, where a mapping faults it in page by page (three to four times the time, measured on a
+    Rows are read with one ``readinto`` a batch, not through the memory map numpy offers: a read copies a batch
+    from the page cache, where a mapping faults it in page by page (three to four times the time, measured on a
     300 MB file). The map is still opened, for numpy's checks of the header and the file's size, and serves the
-    rare Fortran-ordered file, whose rows are not contiguous on disk, and platforms without preadv (Windows).
+    rare Fortran-ordered file, whose rows are not contiguous on disk.
     """
 
     def __init__(self, path: Path) -> None:
@@ -113,14 +104,12 @@ class NpySource(_ArraySource):
         self.array = _checked_array(array, str(path))
         self._row_bytes = self.array.itemsize * math.prod(self.array.shape[1:])
         self._offset = int(getattr(self.array, "offset", 0))  # where the data starts: np.memmap read the header
-        self._file: int | None = None
-        if self.array.flags.c_contiguous and hasattr(os, "preadv"):
+        self._file: io.FileIO | None = None
+        if self.array.flags.c_contiguous:
             try:
-                self._file = os.open(path, os.O_RDONLY)
+                self._file = io.FileIO(path, "r")  # unbuffered: a batch is one read into its array
             except OSError as exc:
                 raise SourceError(f"{path}: cannot read ({exc.strerror or exc})") from None
-        self._released = 0  # bytes of the mapping handed back to the kernel
-        self._starts: collections.deque[int] = collections.deque(maxlen=_READS_KEPT)  # the latest reads' first rows
 
     @property
     def description(self) -> str:
@@ -128,9 +117,7 @@ class NpySource(_ArraySource):
 
     def read(self, start: int, stop: int) -> np.ndarray:
         if self._file is None:
-            self._starts.append(start)
-            self._release_before(self._starts[0])
-            return self.array[start:stop]
+            return self.array[start:stop]  # Fortran order: through the map
         rows = np.empty((stop - start, *self.array.shape[1:]), dtype=self.array.dtype)
         self.read_into(rows, start)
         return rows
@@ -145,42 +132,26 @@ class NpySource(_ArraySource):
         the bins' dtype into the batch buffer it writes from, so no array is made (and page-faulted in) per batch."""
         assert self._file is not None and out.flags.c_contiguous
         wanted = out.nbytes
-        done = 0
-        offset = self._offset + start * self._row_bytes
         view = out.data.cast("B") if wanted else memoryview(b"")
-        while done < wanted:  # a read may return less than asked (a signal, a network file system)
-            try:
-                got = os.preadv(self._file, [view[done:]], offset + done)
-            except OSError as exc:
-                raise SourceError(f"{self.path}: cannot read ({exc.strerror or exc})") from None
-            if got == 0:
-                raise SourceError(f"{self.path}: ends before sample {start + len(out)} (was it cut short while "
-                                  "being read?)")
-            done += got
-
-    def _release_before(self, row: int) -> None:
-        """Drops the pages of rows already read from this process's memory (they stay in the page cache).
-
-        Rows are read once, in order, so without this a memory-mapped dataset would grow the resident size to the
-        whole file; with it, memory stays a few batches (`_READS_KEPT`) whatever the file's size.
-        """
-        mapped = getattr(self.array, "_mmap", None)
-        if mapped is None or not self.array.flags.c_contiguous or not hasattr(mapped, "madvise"):
-            return  # Fortran order: a row is spread over the whole file, so no prefix of it is done with
-        offset = self._offset
-        base = offset - offset % mmap.ALLOCATIONGRANULARITY  # where np.memmap starts its mapping
-        end = (offset - base + row * self._row_bytes) // mmap.PAGESIZE * mmap.PAGESIZE
-        if end > self._released:
-            mapped.madvise(mmap.MADV_DONTNEED, self._released, end - self._released)
-            self._released = end
+        done = 0
+        try:
+            self._file.seek(self._offset + start * self._row_bytes)
+            while done < wanted:  # a read may return less than asked (a signal, a network file system)
+                got = self._file.readinto(view[done:])
+                if not got:
+                    raise SourceError(f"{self.path}: ends before sample {start + len(out)} (was it cut short while "
+                                      "being read?)")
+                done += got
+        except OSError as exc:
+            raise SourceError(f"{self.path}: cannot read ({exc.strerror or exc})") from None
 
     def close(self) -> None:
         if self._file is not None:
-            os.close(self._file)
+            self._file.close()
             self._file = None
-        # The mapping goes (unmapped, its file closed) with the last array that views it: rows it handed out (Fortran
-        # order, or no preadv) may still be being written on another thread (dump-bin writes whole batches straight
-        # from them, and a second Ctrl-C can cut short its wait), and unmapping under them would crash the process.
+        # The mapping goes (unmapped, its file closed) with the last array that views it: rows it handed out
+        # (Fortran order) may still be being written on another thread (dump-bin writes whole batches straight from
+        # them, and a second Ctrl-C can cut short its wait), and unmapping under them would crash the process.
         del self.array
 
 
