@@ -32,15 +32,14 @@ def err() -> Console:
     return Console(file=sys.stderr, soft_wrap=True, highlight=False)
 
 
-def print_json(document: Any) -> None:
-    """Plain JSON on stdout (no colour codes), for scripts."""
-    sys.stdout.write(json.dumps(document, indent=2) + "\n")
-    sys.stdout.flush()
-
-
 def _line(stream: TextIO, text: str) -> None:
     stream.write(text + "\n")
     stream.flush()
+
+
+def print_json(document: Any) -> None:
+    """Plain JSON on stdout (no colour codes), for scripts."""
+    _line(sys.stdout, json.dumps(document, indent=2))
 
 
 def say(message: str) -> None:
