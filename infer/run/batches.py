@@ -9,7 +9,6 @@ for the progress bar, only once its files are in place, so an interrupted run re
 from __future__ import annotations
 
 import logging
-import statistics
 from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -22,11 +21,11 @@ from binio.binfile import read_bin, write_raw
 from binio.dtypes import from_numpy
 from binio.manifest import DatasetManifest
 from binio.spec import TensorSpec
+from infer.run.latency import mean, percentile
 from infer.run.layout import output_file_name
 from infer.run.preflight import input_for
 from infer.run.record import LatencyStats, RunRecord, now
 from infer.run.runners.base import BaseRunner, RunnerError
-from infer.run.runners.tool import percentile
 
 log = logging.getLogger(__name__)
 Progress = Callable[[int, int], None]
@@ -36,7 +35,7 @@ _QUEUE = 2  # batches whose files may still be in flight: bounds memory, keeps t
 def latency_stats(per_batch_ms: Sequence[float], samples_ms: Sequence[float]) -> LatencyStats:
     if not samples_ms:
         return LatencyStats(per_batch_ms=tuple(per_batch_ms), mean_ms=None, p50_ms=None, p99_ms=None)
-    return LatencyStats(per_batch_ms=tuple(per_batch_ms), mean_ms=statistics.fmean(samples_ms),
+    return LatencyStats(per_batch_ms=tuple(per_batch_ms), mean_ms=mean(samples_ms),
                         p50_ms=percentile(samples_ms, 50), p99_ms=percentile(samples_ms, 99))
 
 
@@ -94,7 +93,7 @@ class _Ledger:
 
     def book(self, stem: str, times: list[float]) -> None:
         self.stems.append(stem)
-        self.per_batch_ms.append(statistics.fmean(times))
+        self.per_batch_ms.append(mean(times))
         self.samples_ms.extend(times)
 
 

@@ -13,7 +13,6 @@ from infer.contract import ModelContract
 from infer.run.batches import Progress
 from infer.run.options import RunOptions, ScaleOptions
 from infer.run.plain import RunResult, run_model
-from infer.run.sharded import run_sharded
 
 
 def run(model: ModelContract | Path | str, bins: DatasetManifest | Path | str, out: Path | str,
@@ -25,6 +24,8 @@ def run(model: ModelContract | Path | str, bins: DatasetManifest | Path | str, o
     plain (`run_model`) otherwise. Both write the same output files, byte for byte; a sharded run's run.json
     adds ``scale_out``."""
     if scale is not None and scale.wanted:
+        from infer.run.sharded import run_sharded  # its engines (multiprocessing, sockets) serve shards only
+
         return run_sharded(model, bins, out, options or RunOptions(), scale, progress=progress)  # checks `scale`
     if scale is not None:
         scale.check(options)  # a bad value (--retries -3) is refused even where nothing asks for shards

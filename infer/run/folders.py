@@ -14,10 +14,11 @@ from dataclasses import replace
 from binio.binfile import check_bin_size
 from binio.manifest import DatasetManifest
 from infer.run.batches import Progress
+from infer.run.latency import percentile
 from infer.run.layout import output_file_name
 from infer.run.preflight import input_for
 from infer.run.record import LatencyStats, RunRecord, now
-from infer.run.runners.tool import ToolRunner, ToolTimings, percentile
+from infer.run.runners.tool import ToolRunner, ToolTimings
 
 
 def _tool_latency(timings: ToolTimings, batches: int) -> LatencyStats:

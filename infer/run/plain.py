@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from binio.binfile import sha256_file
 from binio.dataset import digests_checked_beside
@@ -20,18 +21,14 @@ from binio.lock import folder_lock
 from binio.manifest import DatasetManifest, dataset_folder
 from infer.contract import ModelContract, load_contract
 from infer.run.batches import Progress, run_batches
-from infer.run.folders import run_folders
 from infer.run.layout import timestamp_folder_name
 from infer.run.options import RunError, RunOptions
 from infer.run.preflight import dataset_if_any, preflight
 from infer.run.record import RunRecord
-from infer.run.runners.ais_bench import AisBenchRunner
 from infer.run.runners.base import BaseRunner
-from infer.run.runners.declared import with_declared_preprocessing
-from infer.run.runners.msame import MsameRunner
-from infer.run.runners.onnxrt import OnnxRuntimeRunner
-from infer.run.runners.tensorflow import TensorFlowRunner
-from infer.run.runners.tool import ToolRunner
+
+if TYPE_CHECKING:
+    from infer.run.runners.tool import ToolRunner
 
 log = logging.getLogger(__name__)
 
@@ -95,12 +92,23 @@ def choose_backend(contract: ModelContract, requested: str | None, kind: str | N
 def make_runner(contract: ModelContract, backend: str, options: RunOptions, *,
                 dataset: DatasetManifest | None = None) -> BaseRunner:
     """The runner for `backend`, not yet activated. With the `dataset`, TensorFlow takes an AIPP dataset's
-    uint8 bins through their declared preprocessing (`infer.run.runners.declared`)."""
+    uint8 bins through their declared preprocessing (`infer.run.runners.declared`).
+
+    Each backend's modules are imported here, for that backend only: a plain ONNX Runtime run has no use for the
+    tool runners or AIPP's preprocessing (about 25 ms of a command's start)."""
     if backend == "tf":
+        from infer.run.runners.declared import with_declared_preprocessing
+        from infer.run.runners.tensorflow import TensorFlowRunner
+
         runner = TensorFlowRunner(contract, threads=options.threads)
         return with_declared_preprocessing(runner, contract, dataset)
     if backend == "onnxrt":
+        from infer.run.runners.onnxrt import OnnxRuntimeRunner
+
         return OnnxRuntimeRunner.from_contract(contract, threads=options.threads, device=options.device)
+
+    from infer.run.runners.ais_bench import AisBenchRunner
+    from infer.run.runners.msame import MsameRunner
 
     tool = MsameRunner if backend == "msame" else AisBenchRunner
     return tool.from_contract(contract, device=options.device, loop=options.loop, warmup=options.warmup,
@@ -184,4 +192,6 @@ class _Feed:
                            progress=self.progress, inputs_unchanged=self.inputs_unchanged)
 
     def whole_folders(self, runner: ToolRunner) -> RunRecord:
+        from infer.run.folders import run_folders  # the tool runners' path only
+
         return run_folders(runner, self.manifest, self.record, self.progress, self.inputs_unchanged)

@@ -6,7 +6,6 @@ to a scratch folder and runs the tool on it, so these runners honour the same co
 
 from __future__ import annotations
 
-import statistics
 import tempfile
 from abc import abstractmethod
 from collections.abc import Mapping, Sequence
@@ -21,6 +20,7 @@ from binio.manifest import bin_file_name
 from binio.process import ToolResult, quote_command
 from binio.spec import TensorSpec
 from infer.contract import ModelContract
+from infer.run.latency import mean, percentile
 from infer.run.runners.base import BaseRunner, DatasetFeed, RunnerError
 
 DEFAULT_TIMEOUT_S = 3600.0
@@ -62,15 +62,10 @@ class ToolRun:
     seconds: float
 
 
-def percentile(values: Sequence[float], q: float) -> float:
-    """The q-th percentile with linear interpolation (numpy's default), of a non-empty list."""
-    return float(np.percentile(np.asarray(values, dtype=np.float64), q))
-
-
 def timings_from_batches(per_batch_ms: Sequence[float], mean_ms: float | None) -> ToolTimings:
     if not per_batch_ms:
         return ToolTimings(mean_ms=mean_ms)
-    return ToolTimings(mean_ms=mean_ms if mean_ms is not None else statistics.fmean(per_batch_ms),
+    return ToolTimings(mean_ms=mean_ms if mean_ms is not None else mean(per_batch_ms),
                        p50_ms=percentile(per_batch_ms, 50), p99_ms=percentile(per_batch_ms, 99),
                        per_batch_ms=tuple(per_batch_ms))
 
