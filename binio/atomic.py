@@ -6,36 +6,12 @@ import contextlib
 import errno
 import json
 import os
-import tempfile
+import secrets
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from binio.errors import InferError
-
-
-def umask() -> int:
-    """The process's umask, read without changing it where Linux says it (``os.umask`` sets as it reads)."""
-    try:
-        with open("/proc/self/status") as status:
-            for line in status:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except (OSError, ValueError):
-        pass
-    current = os.umask(0o022)
-    os.umask(current)
-    return current
-
-
-def new_file_mode() -> int:
-    """The mode ``open()`` would give a new file under the current umask (0o666 less the umask's bits).
-
-    A stage that writes many files reads it once per call and hands it to `atomic_path`: the umask is read from
-    /proc (a file open and parse, or two umask() calls), which would otherwise be paid per file; it is read again
-    on the next call, so a umask changed between calls in one process is honoured.
-    """
-    return 0o666 & ~umask()
 
 
 def _disk_error(path: Path, exc: OSError) -> InferError:
@@ -46,27 +22,30 @@ def _disk_error(path: Path, exc: OSError) -> InferError:
     return InferError(f"{path}: write failed ({exc.strerror or exc})")
 
 
-@contextlib.contextmanager
-def atomic_path(path: Path, mode: int | None = None) -> Iterator[Path]:
-    """Yields a temporary path beside `path`; on success it is renamed onto `path`, on failure removed.
+_TEMP_TRIES = 100
 
-    `mode` is the new file's mode (`new_file_mode()` taken once by a caller writing many files); None reads the
-    umask now."""
-    path = Path(path)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+
+def _create_beside(path: Path) -> tuple[int, Path]:
+    """A new, empty, uniquely named file in `path`'s folder, open for writing: its descriptor and path.
+
+    Created as ``open()`` creates a file (mode 0o666 less the umask, the folder's default ACL), so the rename
+    hands readers (msame as another user, a colleague, a Ray worker) what a plain write would have; O_EXCL
+    refuses a name already taken, a symlink included, so nothing is written through a link."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+    for _ in range(_TEMP_TRIES):
+        tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
         try:
-            # mkstemp makes the file 0600 and the rename keeps that: give it the mode open() would have, so
-            # msame running as another user, a colleague or a Ray worker can read what infer wrote.
-            os.fchmod(fd, new_file_mode() if mode is None else mode)
-        finally:
-            os.close(fd)
-    except OSError as exc:
-        raise _disk_error(path, exc) from exc
-    tmp = Path(tmp_name)
+            return os.open(tmp, flags, 0o666), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, f"no free temporary name beside it after {_TEMP_TRIES} tries")
+
+
+@contextlib.contextmanager
+def _renamed_onto(path: Path, tmp: Path) -> Iterator[None]:
+    """Renames `tmp` onto `path` when the body succeeds; removes `tmp` when it fails."""
     try:
-        yield tmp
+        yield
         os.replace(tmp, path)
     except OSError as exc:
         tmp.unlink(missing_ok=True)
@@ -76,9 +55,41 @@ def atomic_path(path: Path, mode: int | None = None) -> Iterator[Path]:
         raise
 
 
+def _new_temp(path: Path) -> tuple[int, Path]:
+    try:
+        try:
+            return _create_beside(path)
+        except FileNotFoundError:  # the folder is made only when missing: a writer of many files pays no mkdir
+            path.parent.mkdir(parents=True, exist_ok=True)
+            return _create_beside(path)
+    except OSError as exc:
+        raise _disk_error(path, exc) from exc
+
+
+@contextlib.contextmanager
+def atomic_path(path: Path) -> Iterator[Path]:
+    """Yields a new, empty temporary file beside `path`, by name; on success it is renamed onto `path`, on failure
+    removed. For writers that open the file themselves (np.save, json); `atomic_file` saves them the second open."""
+    path = Path(path)
+    fd, tmp = _new_temp(path)
+    os.close(fd)
+    with _renamed_onto(path, tmp):
+        yield tmp
+
+
+@contextlib.contextmanager
+def atomic_file(path: Path) -> Iterator[BinaryIO]:
+    """Yields a temporary file beside `path`, open for binary writing (a large write goes straight through, whole);
+    on success it is closed and renamed onto `path`, on failure removed."""
+    path = Path(path)
+    fd, tmp = _new_temp(path)
+    with _renamed_onto(path, tmp), open(fd, "wb") as handle:
+        yield handle
+
+
 def write_bytes_atomic(path: Path, data: bytes) -> None:
-    with atomic_path(path) as tmp:
-        tmp.write_bytes(data)
+    with atomic_file(path) as handle:
+        handle.write(data)
 
 
 def write_json_atomic(path: Path, document: Any) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from binio.atomic import atomic_path
+from binio.atomic import atomic_file
 from binio.dtypes import DTYPE_NAMES, dtype
 from binio.errors import BinFileError
 from binio.regular import refuse_special
@@ -76,6 +76,6 @@ def write_raw(path: Path, array: np.ndarray) -> memoryview:
     where the array is already little-endian and C-contiguous), for a caller that wants their sha256."""
     data = np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<"))
     payload = data.reshape(-1).view(np.uint8).data if data.size else memoryview(b"")
-    with atomic_path(Path(path)) as tmp, open(tmp, "wb") as handle:
+    with atomic_file(Path(path)) as handle:
         handle.write(payload)
     return payload

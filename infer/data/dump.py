@@ -14,12 +14,12 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
 from atc_wrap.aipp import AippConfig, csc_standard
-from binio.atomic import atomic_path, new_file_mode
+from binio.atomic import atomic_file
 from binio.batching import BatchSlot, padded_buffer, plan_batches
 from binio.binfile import sha256_file
 from binio.cast import CastReport, check_unchanged, checked_cast_into
@@ -185,11 +185,6 @@ def _remove_created(created: list[Path], folders: list[Path]) -> None:
             folder.rmdir()
 
 
-def _write_payload(tmp: Path, buffer: np.ndarray) -> None:
-    with open(tmp, "wb") as handle:
-        handle.write(buffer.data.cast("B"))
-
-
 def _batch_payload(source: SampleSource, buffer: np.ndarray, slot: BatchSlot) -> tuple[np.ndarray, CastReport]:
     """One batch file's contents and what the cast did, with only the NaN/inf check a same-dtype cast makes where
     the rows are in the bin's dtype already:
@@ -213,12 +208,16 @@ def _batch_payload(source: SampleSource, buffer: np.ndarray, slot: BatchSlot) ->
     return buffer, report
 
 
+def _write_payload(handle: BinaryIO, buffer: np.ndarray) -> None:
+    handle.write(buffer.data.cast("B"))
+
+
 def _sha256(buffer: np.ndarray) -> str:
     return hashlib.sha256(buffer.data.cast("B")).hexdigest()
 
 
 def _write_batch(path: Path, buffer: np.ndarray, hashed: concurrent.futures.Future[str],
-                 created: list[Path], mode: int) -> bool:
+                 created: list[Path]) -> bool:
     """Writes `buffer` to `path` atomically unless the same bytes are there; whether it wrote.
 
     The sha256 of `buffer` is being taken on another thread meanwhile: it is waited for only to compare with a file
@@ -227,8 +226,8 @@ def _write_batch(path: Path, buffer: np.ndarray, hashed: concurrent.futures.Futu
     existed = os.path.lexists(path)
     if existed and path.is_file() and path.stat().st_size == buffer.nbytes and sha256_file(path) == hashed.result():
         return False
-    with atomic_path(path, mode) as tmp:
-        _write_payload(tmp, buffer)
+    with atomic_file(path) as handle:
+        _write_payload(handle, buffer)
     if not existed:
         created.append(path)
     return True
@@ -398,7 +397,6 @@ def _write_all(contract: ModelContract, options: DumpOptions, plans: list[_Plan]
     entries: list[list[BinEntry]] = [[] for _ in plans]
     pending: list[tuple[int, int, concurrent.futures.Future[str], concurrent.futures.Future[bool]]] = []
     written = kept = 0
-    mode = new_file_mode()  # once per call, not per file
 
     def settle(upto: int) -> None:
         nonlocal written, kept
@@ -435,7 +433,7 @@ def _write_all(contract: ModelContract, options: DumpOptions, plans: list[_Plan]
                     path = output / plan.folder / bin_file_name(slot.index)
                     settle(_WRITES_IN_FLIGHT * len(plans) - 1)
                     hashed = hasher.submit(_sha256, payload)
-                    written_future = writer.submit(_write_batch, path, payload, hashed, created, mode)
+                    written_future = writer.submit(_write_batch, path, payload, hashed, created)
                     pending.append((index, slot.index, hashed, written_future))
             settle(0)
         except BaseException:

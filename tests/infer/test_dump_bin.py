@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 import pytest
@@ -436,14 +437,14 @@ def test_a_pickled_npy_is_never_loaded(capsys: pytest.CaptureFixture[str], froze
 def test_no_space_left_is_a_clean_error(capsys: pytest.CaptureFixture[str], frozen_small_cnn: ModelContract,
                                         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     np.save(tmp_path / "data.npy", np.zeros((6, 8, 8, 3), np.float32))
-    calls: list[Path] = []
+    calls: list[int] = []
 
-    def disk_full(tmp: Path, buffer: np.ndarray) -> None:
-        calls.append(tmp)
+    def disk_full(handle: BinaryIO, buffer: np.ndarray) -> None:
+        calls.append(1)
         if len(calls) == 2:
-            tmp.write_bytes(b"half")  # what a real full disk leaves: part of the file
+            handle.write(b"half")  # what a real full disk leaves: part of the file
             raise OSError(errno.ENOSPC, "No space left on device")
-        tmp.write_bytes(buffer.tobytes())
+        handle.write(buffer.tobytes())
 
     monkeypatch.setattr("infer.data.dump._write_payload", disk_full)
     line = _refused(capsys, tmp_path / "bins", "-m", frozen_small_cnn.path, tmp_path / "data.npy")
@@ -459,11 +460,11 @@ def test_interrupted_run_into_an_existing_folder_keeps_whole_files_only(
     real_write = __import__("infer.data.dump", fromlist=["_write_payload"])._write_payload
     calls: list[int] = []
 
-    def interrupted(tmp: Path, buffer: np.ndarray) -> None:
+    def interrupted(handle: BinaryIO, buffer: np.ndarray) -> None:
         calls.append(1)
         if len(calls) == 1:
             raise KeyboardInterrupt
-        real_write(tmp, buffer)
+        real_write(handle, buffer)
 
     monkeypatch.setattr("infer.data.dump._write_payload", interrupted)
     np.save(tmp_path / "data.npy", np.full((6, 8, 8, 3), 2, np.float32))

@@ -1,5 +1,5 @@
-"""dump-bin's write loop: the umask is read once per call (not per file) and still honoured when it changes
-between calls; the digests taken on the hashing thread are the sha256 of the files on disk."""
+"""dump-bin's write loop: new files take the umask in force when they are created, a change between calls
+included; the digests taken on the hashing thread are the sha256 of the files on disk."""
 
 from __future__ import annotations
 
@@ -8,9 +8,7 @@ import stat
 from pathlib import Path
 
 import numpy as np
-import pytest
 
-import binio.atomic
 from binio.binfile import sha256_file
 from infer.contract import ModelContract
 from infer.data.dump import DumpOptions, dump_bins
@@ -21,29 +19,17 @@ def _npy(path: Path, samples: int) -> Path:
     return path
 
 
-def test_the_umask_is_read_once_per_dump_and_again_after_it_changes(frozen_small_cnn: ModelContract,
-                                                                    tmp_path: Path,
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    reads: list[int] = []
-    original = binio.atomic.umask
-
-    def counting_umask() -> int:
-        reads.append(1)
-        return original()
-
-    monkeypatch.setattr(binio.atomic, "umask", counting_umask)
+def test_files_take_the_umask_of_the_moment_they_are_created(frozen_small_cnn: ModelContract,
+                                                             tmp_path: Path) -> None:
     data = _npy(tmp_path / "data.npy", samples=20)  # batch 2: 10 bins
     previous = os.umask(0o077)
     try:
         first = dump_bins(frozen_small_cnn, DumpOptions(output=tmp_path / "first", sources=(("", str(data)),)))
-        first_reads = len(reads)
         os.umask(0o002)
         second = dump_bins(frozen_small_cnn, DumpOptions(output=tmp_path / "second", sources=(("", str(data)),)))
     finally:
         os.umask(previous)
     assert first.files_written == 10
-    # One read for the bins, one for dataset.json: not one per file.
-    assert first_reads == 2 and len(reads) == 4
     for result, mode in ((first, 0o600), (second, 0o664)):
         manifest = result.manifest
         written = [manifest.path, *(manifest.file_path(i, e) for i in manifest.inputs for e in i.files)]
