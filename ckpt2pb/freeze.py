@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from binio.heap import keep_freed_memory
 from binio.spec import TensorSpec, format_shape, node_name, output_index, tensor_name
 from ckpt2pb import surgery
 from ckpt2pb.compat import random_ops, unknown_to_tf115
@@ -314,6 +315,10 @@ def freeze_source(source: LoadedSource, outputs: Sequence[str], *, inputs: Seque
                   seed: int = 0) -> FrozenGraph:
     """Freezes `source` into an inference graph for `outputs`; verifies it against the original by default."""
     import tensorflow as tf
+
+    # Every weight is copied several times over, up to the whole graph at once (protobuf's 2 GiB): served from a
+    # heap that keeps what is freed, each copy reuses the last one's pages instead of faulting in fresh ones.
+    keep_freed_memory(largest_block=PROTOBUF_LIMIT, kept=PROTOBUF_LIMIT)
 
     assignments = dict(assignments or {})
     # A SavedModel's signature keys name its tensors too (--outputs note,onset): the graph names may be

@@ -24,9 +24,9 @@ from typing import TypeVar
 
 import numpy as np
 
+from binio.heap import keep_freed_memory
 from binio.manifest import DatasetManifest
 from infer.compare.accumulate import MetricAccumulator
-from infer.compare.heap import keep_freed_memory
 from infer.compare.metrics import HIGHER_IS_BETTER, Metrics, as_float64
 from infer.compare.options import CompareOptions
 from infer.compare.provenance import sample_names, sample_source
