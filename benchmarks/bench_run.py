@@ -128,13 +128,14 @@ def measure(batches: int, rounds: int) -> list[Row]:
 
 
 def main(quick: bool = False) -> list[Row]:
-    return measure(batches=5 if quick else 50, rounds=1 if quick else 3)
+    return measure(batches=5 if quick else 50, rounds=1 if quick else 5)
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batches", type=int, help="default 50; 5 with --quick")
-    parser.add_argument("--rounds", type=int, help="default 3; 1 with --quick")
+    parser.add_argument("--rounds", type=int,
+                        help="default 5 (one run on 2 shared cores varies by 30%%); 1 with --quick")
     parser.add_argument("--quick", action="store_true", help="fewer batches, one round")
     args = parser.parse_args()
-    measure(batches=args.batches or (5 if args.quick else 50), rounds=args.rounds or (1 if args.quick else 3))
+    measure(batches=args.batches or (5 if args.quick else 50), rounds=args.rounds or (1 if args.quick else 5))
