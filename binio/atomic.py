@@ -6,7 +6,6 @@ import contextlib
 import errno
 import json
 import os
-import secrets
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -25,6 +24,10 @@ def _disk_error(path: Path, exc: OSError) -> InferError:
 _TEMP_TRIES = 100
 
 
+def _random_suffix() -> str:
+    return os.urandom(4).hex()  # not `secrets`, whose import (hmac, base64, random) costs more than the writes
+
+
 def _create_beside(path: Path) -> tuple[int, Path]:
     """A new, empty, uniquely named file in `path`'s folder, open for writing: its descriptor and path.
 
@@ -33,7 +36,7 @@ def _create_beside(path: Path) -> tuple[int, Path]:
     refuses a name already taken, a symlink included, so nothing is written through a link."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
     for _ in range(_TEMP_TRIES):
-        tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+        tmp = path.with_name(f".{path.name}.{_random_suffix()}.tmp")
         try:
             return os.open(tmp, flags, 0o666), tmp
         except FileExistsError:

@@ -10,13 +10,16 @@ quieted too.
 from __future__ import annotations
 
 import contextlib
-import importlib.abc
 import importlib.machinery
 import logging
 import os
 import sys
 from collections.abc import Iterator, Sequence
 from types import ModuleType
+from typing import TYPE_CHECKING, cast
+
+if TYPE_CHECKING:
+    import importlib.abc  # its import pulls importlib.resources, tempfile and random: a few ms of every command
 
 from ckpt2pb.logs import quiet_tensorflow_logs
 
@@ -36,7 +39,9 @@ def _stderr_fd_silenced() -> Iterator[None]:
         os.close(saved)
 
 
-class _QuietLoader(importlib.abc.Loader):
+class _QuietLoader:
+    """A loader (duck-typed, as the import system takes them) that runs another one with fd 2 silenced."""
+
     def __init__(self, loader: importlib.abc.Loader) -> None:
         self._loader = loader
 
@@ -48,7 +53,7 @@ class _QuietLoader(importlib.abc.Loader):
             self._loader.exec_module(module)
 
 
-class _QuietTensorFlowFinder(importlib.abc.MetaPathFinder):
+class _QuietTensorFlowFinder:
     """Wraps the loader of the top-level `tensorflow` package, once, the first time it is imported."""
 
     def find_spec(
@@ -59,7 +64,7 @@ class _QuietTensorFlowFinder(importlib.abc.MetaPathFinder):
         sys.meta_path.remove(self)
         spec = importlib.machinery.PathFinder.find_spec(fullname, path)
         if spec is not None and spec.loader is not None:
-            spec.loader = _QuietLoader(spec.loader)
+            spec.loader = cast("importlib.abc.Loader", _QuietLoader(spec.loader))
         return spec
 
 

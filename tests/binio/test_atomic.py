@@ -55,7 +55,7 @@ def test_a_symlink_in_the_way_of_the_temporary_is_not_followed(tmp_path: Path,
     folder = tmp_path / "out"
     folder.mkdir()
     names = iter(["aaaaaaaa", "bbbbbbbb"])
-    monkeypatch.setattr("binio.atomic.secrets.token_hex", lambda _: next(names))
+    monkeypatch.setattr("binio.atomic._random_suffix", lambda: next(names))
     (folder / ".a.bin.aaaaaaaa.tmp").symlink_to(outside)  # the first name tried is a link planted there
     write_bytes_atomic(folder / "a.bin", b"new")
     assert outside.read_bytes() == b"keep"
