@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import threading
-from collections.abc import Mapping, Sequence
+import traceback
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from atc_wrap.aipp import AippConfig, aipp_input_spec
 from atc_wrap.aipp_onnx import insert_aipp_stage
@@ -21,9 +24,12 @@ from atc_wrap.opset import check_opset
 from atc_wrap.precision import check_precision_mode
 from binio.atomic import write_bytes_atomic
 from binio.errors import first_line
+from binio.heap import keep_freed_memory
 from binio.spec import TensorSpec, format_shape
 
 log = logging.getLogger(__name__)
+_PROTOBUF_LIMIT = 2**31 - 1  # bytes: the largest model (and so block) one ONNX protobuf holds
+_ROLLBACK_VARIABLE = "TF2ONNX_CATCH_ERRORS"  # tf2onnx.constants.ENV_TF2ONNX_CATCH_ERRORS, read at each conversion
 
 
 @dataclass(frozen=True)
@@ -69,6 +75,9 @@ def convert_to_onnx(
     """
     check_precision_mode(precision_mode)
     check_output_types(output_types or {})
+    # tf2onnx copies every weight again and again (a copy per optimizer pass, up to the whole graph at once):
+    # served from a heap that keeps what is freed, each copy reuses pages instead of faulting fresh ones in.
+    keep_freed_memory(largest_block=_PROTOBUF_LIMIT, kept=_PROTOBUF_LIMIT)
     chosen_opset = check_opset(opset)
     check_nodes_exist(graph_def, pb, inputs, outputs)
     controls = op_controls or OpControls()
@@ -123,28 +132,73 @@ def check_output_types(output_types: Mapping[str, str]) -> None:
 _NAMING = threading.Lock()
 
 
+@contextlib.contextmanager
+def _optimizer_rollback(wanted: bool) -> Iterator[None]:
+    """Whether tf2onnx copies the graph before each of its optimizer passes, to roll back one that raises.
+
+    The copy is a deep copy of the whole graph, weights included, for every pass (two dozen on a small MLP): on
+    192 MiB of weights, 35 s and 2 GiB of the conversion's 90 s and 10 GiB. tf2onnx turns the rollback off when
+    its environment variable is set, to any value (1.17 compares the variable's name, not its value, with
+    "TRUE"), and reads it at each conversion; the user's own setting is put back afterwards."""
+    users = os.environ.pop(_ROLLBACK_VARIABLE, None)
+    if not wanted:
+        os.environ[_ROLLBACK_VARIABLE] = "FALSE"
+    try:
+        yield
+    finally:
+        os.environ.pop(_ROLLBACK_VARIABLE, None)
+        if users is not None:
+            os.environ[_ROLLBACK_VARIABLE] = users
+
+
+def _raised_by_an_optimizer(exc: BaseException) -> bool:
+    return any(frame.f_globals.get("__name__", "").startswith("tf2onnx.optimizer")
+               for frame, _ in traceback.walk_tb(exc.__traceback__))
+
+
 def _tf2onnx(graph_def: Any, pb: Path, inputs: Sequence[TensorSpec], outputs: Sequence[TensorSpec],
              opset: int) -> Any:
-    import tf2onnx
-
+    """tf2onnx's model of `graph_def`. Its optimizer passes run in place; should one raise, the graph is converted
+    again with tf2onnx's rollback, which skips the failing pass as tf2onnx does by default."""
     try:
-        with _NAMING, recording_type_named_nodes() as type_named:
-            before = counter()
-            model, _ = tf2onnx.convert.from_graph_def(
-                graph_def, name=pb.stem, input_names=[s.name for s in inputs],
-                output_names=[s.name for s in outputs], opset=opset,
-            )
-            drawn = range(before + 1, counter() + 1)
-    except ValueError as exc:  # tf2onnx reports graph problems (bad names, cycles) as ValueError
-        raise ConvertError(f"{pb}: tf2onnx could not convert the graph ({exc})") from None
-    except Exception as exc:  # its handlers also fail with KeyError, AssertionError...: name it, no traceback
-        first = first_line(exc, "")
-        raise ConvertError(f"{pb}: tf2onnx {tf2onnx.__version__} failed on this graph ({type(exc).__name__}"
-                           f"{': ' + first if first else ''})",
-                           hint="-vv shows tf2onnx's log; --target om gives the pb to ATC instead") from None
+        model, drawn, type_named = _tf2onnx_once(graph_def, pb, inputs, outputs, opset, rollback=False)
+    except Exception as exc:
+        if not _raised_by_an_optimizer(exc):
+            _conversion_failed(exc, pb)
+        log.info("a tf2onnx optimizer pass failed (%s): converting again with its rollback", first_line(exc, ""))
+        try:
+            model, drawn, type_named = _tf2onnx_once(graph_def, pb, inputs, outputs, opset, rollback=True)
+        except Exception as again:
+            _conversion_failed(again, pb)
     renamed = renumber_generated_names(model, {node.name for node in graph_def.node}, drawn)
     store_type_named(model, {renamed.get(name, name) for name in type_named})
     return model
+
+
+def _tf2onnx_once(graph_def: Any, pb: Path, inputs: Sequence[TensorSpec], outputs: Sequence[TensorSpec],
+                  opset: int, *, rollback: bool) -> tuple[Any, range, set[str]]:
+    """One conversion: the model, the name numbers tf2onnx drew, the nodes it named after their type."""
+    import tf2onnx
+
+    with _NAMING, recording_type_named_nodes() as type_named, _optimizer_rollback(rollback):
+        before = counter()
+        model, _ = tf2onnx.convert.from_graph_def(
+            graph_def, name=pb.stem, input_names=[s.name for s in inputs],
+            output_names=[s.name for s in outputs], opset=opset,
+        )
+        return model, range(before + 1, counter() + 1), set(type_named)
+
+
+def _conversion_failed(exc: Exception, pb: Path) -> NoReturn:
+    import tf2onnx
+
+    if isinstance(exc, ValueError):  # tf2onnx reports graph problems (bad names, cycles) as ValueError
+        raise ConvertError(f"{pb}: tf2onnx could not convert the graph ({exc})") from None
+    # its handlers also fail with KeyError, AssertionError...: name it, no traceback
+    first = first_line(exc, "")
+    raise ConvertError(f"{pb}: tf2onnx {tf2onnx.__version__} failed on this graph ({type(exc).__name__}"
+                       f"{': ' + first if first else ''})",
+                       hint="-vv shows tf2onnx's log; --target om gives the pb to ATC instead") from None
 
 
 def _refuse_unconverted(model: Any, pb: Path, opset: int) -> None:
