@@ -24,11 +24,10 @@ from atc_wrap.opset import check_opset
 from atc_wrap.precision import check_precision_mode
 from binio.atomic import write_bytes_atomic
 from binio.errors import first_line
-from binio.heap import keep_freed_memory
+from binio.heap import ANY_SIZE, keep_freed_memory
 from binio.spec import TensorSpec, format_shape
 
 log = logging.getLogger(__name__)
-_PROTOBUF_LIMIT = 2**31 - 1  # bytes: the largest model (and so block) one ONNX protobuf holds
 _ROLLBACK_VARIABLE = "TF2ONNX_CATCH_ERRORS"  # tf2onnx.constants.ENV_TF2ONNX_CATCH_ERRORS, read at each conversion
 
 
@@ -77,7 +76,7 @@ def convert_to_onnx(
     check_output_types(output_types or {})
     # tf2onnx copies every weight again and again (a copy per optimizer pass, up to the whole graph at once):
     # served from a heap that keeps what is freed, each copy reuses pages instead of faulting fresh ones in.
-    keep_freed_memory(largest_block=_PROTOBUF_LIMIT, kept=_PROTOBUF_LIMIT)
+    keep_freed_memory(largest_block=ANY_SIZE, kept=ANY_SIZE)
     chosen_opset = check_opset(opset)
     check_nodes_exist(graph_def, pb, inputs, outputs)
     controls = op_controls or OpControls()

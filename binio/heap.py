@@ -2,12 +2,13 @@
 not page-fault each one in again.
 
 With glibc's defaults a freed block of a few MiB or more goes back to the kernel (a heap trimmed above 2x the block,
-or a mapping of its own unmapped), and the next one is faulted in again page by page and zeroed:
+or a mapping of its own unmapped), and the next one is faulted in again page by page and zeroed. Measured:
 - compare allocates the same few batch-sized arrays (float64 copies, differences, KL terms) for every batch; two
   thirds of its time went to page faults (1.2 million for 256 MiB of outputs);
-- freeze copies every weight several times over (session variables, the constant graph, the frozen graph, its
-  serialisation, the frozen graph loaded for verification), each copy a block of up to the largest weight or the
-  whole graph; on a model with 192 MiB of weights more than half of its 13 s was the kernel's (faults and zeroing).
+- freeze and convert copy every weight several times over (session variables, constant graphs, serialisations,
+  tf2onnx's passes), each copy a block of up to the largest weight or the whole graph: on a model with 192 MiB of
+  weights more than half of freeze's 13 s, and of convert's 90 s, was the kernel's;
+- image decoding frees an image's worth of pixels per file.
 Raising the two thresholds serves blocks up to `largest_block` from the heap and keeps up to `kept` of freed heap
 for reuse; larger blocks are mapped and unmapped as before. What is kept was held at some moment, so the peak grows
 only by what the heap cannot hand back in pieces (measured on freeze: +10%). Only glibc has `mallopt`; elsewhere
@@ -23,6 +24,7 @@ import sys
 _M_TRIM_THRESHOLD = -1
 _M_MMAP_THRESHOLD = -3
 INT_MAX = 2**31 - 1  # mallopt takes an int
+ANY_SIZE = INT_MAX  # as `largest_block` and `kept`: every block a protobuf (2 GiB at most) can need, and all of it
 
 _set = {_M_MMAP_THRESHOLD: 0, _M_TRIM_THRESHOLD: 0}
 

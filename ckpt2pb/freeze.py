@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from binio.heap import keep_freed_memory
+from binio.heap import ANY_SIZE, keep_freed_memory
 from binio.spec import TensorSpec, format_shape, node_name, output_index, tensor_name
 from ckpt2pb import surgery
 from ckpt2pb.compat import random_ops, unknown_to_tf115
@@ -318,7 +318,7 @@ def freeze_source(source: LoadedSource, outputs: Sequence[str], *, inputs: Seque
 
     # Every weight is copied several times over, up to the whole graph at once (protobuf's 2 GiB): served from a
     # heap that keeps what is freed, each copy reuses the last one's pages instead of faulting in fresh ones.
-    keep_freed_memory(largest_block=PROTOBUF_LIMIT, kept=PROTOBUF_LIMIT)
+    keep_freed_memory(largest_block=ANY_SIZE, kept=ANY_SIZE)
 
     assignments = dict(assignments or {})
     # A SavedModel's signature keys name its tensors too (--outputs note,onset): the graph names may be
