@@ -8,7 +8,7 @@ import typer
 
 from atc_wrap.errors import ConvertError
 from binio.errors import InferError
-from infer.cli.console import out, say
+from infer.cli.console import say, show
 
 
 def _batches(text: str) -> tuple[int, ...]:
@@ -122,13 +122,12 @@ def convert(
         say(f"ignored for target {result.target}: {', '.join(result.ignored)}")
     for note in result.notes:
         say(note)
-    console = out()
     if result.dry_run:
         if result.command:
-            console.print(quote_command(result.command), markup=False)
+            show(quote_command(result.command))
         else:
-            console.print(f"would write {result.artefact} from {result.contract.pb_path} with tf2onnx, "
-                          f"emulating {options.precision_mode}", markup=False)
+            show(f"would write {result.artefact} from {result.contract.pb_path} with tf2onnx, "
+                 f"emulating {options.precision_mode}")
         if result.aipp_file is not None:
             say(f"dry run: nothing written ({result.aipp_file} would be written first)")
         else:
@@ -136,10 +135,10 @@ def convert(
         return
     converted = result.contract.converted
     assert converted is not None
-    console.print(f"wrote {result.artefact} ({converted.target}, {converted.precision_mode}, "
-                  f"sha256 {converted.sha256[:12]}) in {result.seconds:.1f} s", markup=False)
+    show(f"wrote {result.artefact} ({converted.target}, {converted.precision_mode}, "
+         f"sha256 {converted.sha256[:12]}) in {result.seconds:.1f} s")
     io = ", ".join(f"{s.name} {s.dtype}" for s in (*converted.inputs, *converted.outputs))
-    console.print(f"inputs/outputs: {io}", markup=False)
+    show(f"inputs/outputs: {io}")
     if result.aipp_file is not None:
-        console.print(f"AIPP config {result.aipp_file}: the model now takes uint8 images", markup=False)
-    console.print(f"updated {result.contract.path}", markup=False)
+        show(f"AIPP config {result.aipp_file}: the model now takes uint8 images")
+    show(f"updated {result.contract.path}")

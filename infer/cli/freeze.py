@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from ckpt2pb.compat import describe
-from infer.cli.console import out, print_json, say
+from infer.cli.console import print_json, say, show
 
 
 def freeze(
@@ -49,17 +49,16 @@ def freeze(
     if as_json:
         print_json(contract.to_json())
     else:
-        console = out()
         def key(spec: TensorSpec) -> str:
             return f"  (signature key {contract.signature_keys[spec.name]})" if spec.name in contract.signature_keys \
                 else ""
 
         for spec in contract.inputs:
-            console.print(f"input   {spec.describe()}{key(spec)}", markup=False)
+            show(f"input   {spec.describe()}{key(spec)}")
         for spec in contract.outputs:
-            console.print(f"output  {spec.describe()}{key(spec)}", markup=False)
+            show(f"output  {spec.describe()}{key(spec)}")
         for name, value in contract.fixed.items():
-            console.print(f"fixed   {node_name(name)} = {value}", markup=False)
+            show(f"fixed   {node_name(name)} = {value}")
 
     if contract.tf115_unknown_ops:
         say(f"warning: ops ATC's TensorFlow 1.15 parser does not know: {describe(contract.tf115_unknown_ops)} "

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from infer.cli.console import out, say
+from infer.cli.console import say, show
 
 
 def tune_precision(
@@ -63,27 +63,25 @@ def tune_precision(
             f"cosine {shown(cosine, 'CosineSimilarity')} ({candidate.seconds:.1f} s)")
 
     result = run_tune(model, bins, output, options, progress=say, on_candidate=candidate_line)
-    console = out()
-    console.print(f"before: {result.before.verdict}", markup=False, soft_wrap=True)
+    show(f"before: {result.before.verdict}")
     if result.ops:
-        console.print(f"kept in fp32 ({len(result.ops)} of {len(result.tunable)} ops):", markup=False)
+        show(f"kept in fp32 ({len(result.ops)} of {len(result.tunable)} ops):")
         for op in result.ops:
             flops, params = result.share(op)
-            console.print(f"  {op.name}  {op.op_type}  {flops:.2%} of FLOPs, {params:.2%} of parameters",
-                          markup=False)
+            show(f"  {op.name}  {op.op_type}  {flops:.2%} of FLOPs, {params:.2%} of parameters")
         total_flops = sum(result.share(op)[0] for op in result.ops)
         total_params = sum(result.share(op)[1] for op in result.ops)
-        console.print(f"  together: {total_flops:.2%} of FLOPs, {total_params:.2%} of parameters", markup=False)
+        show(f"  together: {total_flops:.2%} of FLOPs, {total_params:.2%} of parameters")
     if result.after is not None:
-        console.print(f"after: {result.after.verdict}", markup=False, soft_wrap=True)
+        show(f"after: {result.after.verdict}")
     tried = f"{len(result.candidates)} candidate{'' if len(result.candidates) == 1 else 's'}"
-    console.print(f"{tried} in {result.seconds:.1f} s ({result.mode})", markup=False)
-    console.print(f"wrote {result.output / 'tune.json'}", markup=False)
+    show(f"{tried} in {result.seconds:.1f} s ({result.mode})")
+    show(f"wrote {result.output / 'tune.json'}")
     if result.found:
-        console.print(f"wrote {result.output / 'keep_dtype.cfg'}, {result.output / 'model'}, "
-                      f"{result.output / 'atc_command.txt'}", markup=False)
-        console.print(f"atc: {quote_command(result.atc_command)}", markup=False, soft_wrap=True)
-        console.print("FOUND", markup=False)
+        show(f"wrote {result.output / 'keep_dtype.cfg'}, {result.output / 'model'}, "
+             f"{result.output / 'atc_command.txt'}")
+        show(f"atc: {quote_command(result.atc_command)}")
+        show("FOUND")
         return
-    console.print(f"NOT FOUND: {result.reason}", markup=False, soft_wrap=True)
+    show(f"NOT FOUND: {result.reason}")
     sys.exit(1)
