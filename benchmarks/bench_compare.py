@@ -25,7 +25,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from endtoend import Row, Side, alternate, hand_command, infer_command, median_note
 
-from binio.binfile import sha256_file, write_bin
+from binio.binfile import write_bin
 from binio.manifest import BinEntry, DatasetManifest, InputManifest, bin_file_name
 from binio.spec import TensorSpec
 from infer.contract import ModelContract, SourceInfo
@@ -45,9 +45,9 @@ def write_case(root: Path, files: int) -> None:
         stem = bin_file_name(index)[:-4]
         rows = BATCH - PADDING if index == files - 1 else BATCH
         bins = root / "bins" / "x" / bin_file_name(index)
-        write_bin(bins, np.zeros((BATCH, 1), dtype=np.float32))
         # compare checks the inputs' digests against dataset.json's (the bins must be those the outputs came from)
-        entries.append(BinEntry(name=bin_file_name(index), sha256=sha256_file(bins), rows=rows))
+        digest = write_bin(bins, np.zeros((BATCH, 1), dtype=np.float32))
+        entries.append(BinEntry(name=bin_file_name(index), digest=digest, rows=rows))
         golden = rng.normal(size=(BATCH, WIDTH)).astype(np.float32)
         actual = golden + rng.normal(scale=1e-3, size=golden.shape).astype(np.float32)
         write_bin(root / "golden" / output_file_name(stem, 0), golden)

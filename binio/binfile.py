@@ -2,28 +2,21 @@
 
 from __future__ import annotations
 
-import hashlib
 import math
 from pathlib import Path
 
 import numpy as np
 
 from binio.atomic import atomic_file
+from binio.digest import BIN_DIGEST, digest_bytes, digest_file
 from binio.dtypes import DTYPE_NAMES, dtype
 from binio.errors import BinFileError
-from binio.regular import refuse_special
 from binio.spec import TensorSpec, format_shape
-
-_HASH_CHUNK = 1 << 20
 
 
 def sha256_file(path: Path) -> str:
-    refuse_special(path)
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while chunk := handle.read(_HASH_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
+    """The sha256 of a model or a document: what model.json and run.json record (bins: `binio.digest`)."""
+    return digest_file("sha256", path)
 
 
 def _size_hint(got: int, count: int, expected_dtype: str) -> str:
@@ -61,19 +54,20 @@ def read_bin(path: Path, spec: TensorSpec, *, mmap: bool = False) -> np.ndarray:
 
 
 def write_bin(path: Path, array: np.ndarray, dtype_name: str | None = None) -> str:
-    """Writes `array` as raw little-endian bytes, atomically, and returns the file's sha256.
+    """Writes `array` as raw little-endian bytes, atomically, and returns their digest, as a manifest's file entry
+    records it (`binio.digest.BIN_DIGEST`).
 
     With `dtype_name`, the array must already have that dtype: casting is the caller's decision, made where
     the loss can be counted (`binio.cast`), never a silent ``tofile()`` of whatever dtype came along.
     """
     if dtype_name is not None and np.dtype(array.dtype) != np.dtype(dtype(dtype_name).numpy):
         raise BinFileError(f"{path}: array is {array.dtype}, expected {dtype(dtype_name).name}")
-    return hashlib.sha256(write_raw(path, array)).hexdigest()
+    return digest_bytes(BIN_DIGEST, write_raw(path, array))
 
 
 def write_raw(path: Path, array: np.ndarray) -> memoryview:
     """Writes `array` as raw little-endian bytes, atomically, unhashed; returns the bytes written (a view, no copy
-    where the array is already little-endian and C-contiguous), for a caller that wants their sha256."""
+    where the array is already little-endian and C-contiguous), for a caller that wants their digest."""
     data = np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<"))
     payload = data.reshape(-1).view(np.uint8).data if data.size else memoryview(b"")
     with atomic_file(Path(path)) as handle:

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import numpy as np
 
-from binio.binfile import check_bin_size, read_bin, sha256_file
+from binio.binfile import check_bin_size, read_bin
 from binio.errors import BinFileError, ManifestError
-from binio.manifest import DatasetManifest, InputManifest, load_manifest
+from binio.manifest import BinEntry, DatasetManifest, InputManifest, load_manifest
 
 
 @dataclass(frozen=True)
@@ -55,43 +55,43 @@ def _check_same_names(manifest: DatasetManifest, first: InputManifest, names: li
     raise ManifestError(f"{manifest.root / item.folder}: files listed in another order than in {first.folder}/ {why}")
 
 
-def check_sha256(path: Path, expected: str, manifest_path: Path) -> None:
+def check_digest(path: Path, entry: BinEntry, manifest_path: Path) -> None:
     """Refuses a listed file whose bytes changed since its manifest was written."""
-    if sha256_file(path) != expected:
-        raise BinFileError(f"{path}: sha256 differs from {manifest_path.name}'s (the file changed after dump-bin)",
-                           hint="re-run infer dump-bin to rewrite it")
+    if not entry.matches(path):
+        raise BinFileError(f"{path}: {entry.algorithm} differs from {manifest_path.name}'s (the file changed after "
+                           f"dump-bin)", hint="re-run infer dump-bin to rewrite it")
 
 
-def verify_file(manifest: DatasetManifest, item: InputManifest, index: int, *, sha: bool = True) -> Path:
-    """Checks one listed file's size (always) and sha256 (when `sha`); returns its path."""
+def verify_file(manifest: DatasetManifest, item: InputManifest, index: int, *, digest: bool = True) -> Path:
+    """Checks one listed file's size (always) and digest (when `digest`); returns its path."""
     entry = item.files[index]
     path = manifest.file_path(item, entry)
     check_bin_size(path, item.spec)
-    if sha:
-        check_sha256(path, entry.sha256, manifest.path)
+    if digest:
+        check_digest(path, entry, manifest.path)
     return path
 
 
-def verify_files(manifest: DatasetManifest, *, sha: bool, stop: threading.Event | None = None) -> None:
+def verify_files(manifest: DatasetManifest, *, digest: bool, stop: threading.Event | None = None) -> None:
     """Checks every listed file as `verify_file` does, in manifest order, until `stop` is set."""
     for item in manifest.inputs:
         for index in range(len(item.files)):
             if stop is not None and stop.is_set():
                 return
-            verify_file(manifest, item, index, sha=sha)
+            verify_file(manifest, item, index, digest=digest)
 
 
 def verify_digests(manifest: DatasetManifest, stop: threading.Event | None = None) -> None:
-    """Refuses the first listed file whose sha256 is not the manifest's (changed after dump-bin, size kept)."""
-    verify_files(manifest, sha=True, stop=stop)
+    """Refuses the first listed file whose digest is not the manifest's (changed after dump-bin, size kept)."""
+    verify_files(manifest, digest=True, stop=stop)
 
 
 @contextlib.contextmanager
 def digests_checked_beside(manifest: DatasetManifest) -> Iterator[Callable[[], None]]:
-    """Checks every listed file's sha256 on a thread of its own while the body runs (hashing beside inference,
+    """Checks every listed file's digest on a thread of its own while the body runs (hashing beside inference,
     not before it); the yielded function waits for the check and raises its refusal, if any."""
     stop = threading.Event()
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="infer-sha256") as pool:
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="infer-digest") as pool:
         checked = pool.submit(verify_digests, manifest, stop)
         try:
             yield checked.result
@@ -100,20 +100,20 @@ def digests_checked_beside(manifest: DatasetManifest) -> Iterator[Callable[[], N
 
 
 def open_dataset(root: Path | str, *, verify: bool = False) -> DatasetManifest:
-    """The manifest of a dataset folder, after checking every file's size (and sha256 with `verify`)."""
+    """The manifest of a dataset folder, after checking every file's size (and digest with `verify`)."""
     manifest = load_manifest(root)
     check_manifest_consistent(manifest)
-    verify_files(manifest, sha=verify)
+    verify_files(manifest, digest=verify)
     return manifest
 
 
 def iter_dataset(manifest: DatasetManifest, *, verify: bool = False, mmap: bool = False) -> Iterator[DatasetBatch]:
-    """Aligned batches of every input, in file order, each file's size checked (and sha256 with `verify`)."""
+    """Aligned batches of every input, in file order, each file's size checked (and digest with `verify`)."""
     check_manifest_consistent(manifest)
     for index, stem in enumerate(manifest.stems):
         arrays: dict[str, np.ndarray] = {}
         for item in manifest.inputs:
-            path = verify_file(manifest, item, index, sha=verify)
+            path = verify_file(manifest, item, index, digest=verify)
             arrays[item.tensor] = read_bin(path, item.spec, mmap=mmap)
         yield DatasetBatch(index=index, stem=stem, rows=manifest.inputs[0].files[index].rows, arrays=arrays)
 
@@ -122,5 +122,5 @@ def iter_samples(manifest: DatasetManifest, tensor: str, *, verify: bool = False
     """One input's real rows, file by file, padding dropped: what was dumped, for export or re-batching."""
     item = manifest.input(tensor)
     for index, entry in enumerate(item.files):
-        path = verify_file(manifest, item, index, sha=verify)
+        path = verify_file(manifest, item, index, digest=verify)
         yield read_bin(path, item.spec, mmap=True)[: entry.rows]

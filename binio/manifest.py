@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from binio.atomic import write_json_atomic
+from binio.digest import BIN_DIGEST, DIGESTS, digest_file
 from binio.document import load_document
 from binio.dtypes import dtype
 from binio.errors import InferError, ManifestError
@@ -18,7 +19,7 @@ from binio.fields import Fields
 from binio.spec import TensorSpec, node_name
 
 SCHEMA = "infer.dataset"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: a file's digest is xxh128 (version 1: sha256, still read)
 MANIFEST_NAME = "dataset.json"
 FILE_DIGITS = 6
 
@@ -40,8 +41,28 @@ class BinEntry:
     """One batch file of one input."""
 
     name: str  # file name inside the input's folder
-    sha256: str
+    digest: str  # hex, of the file's bytes
     rows: int  # real samples in this file; the rest of its batch is padding
+    algorithm: str = BIN_DIGEST  # the digest's (binio.digest), its key in the file's JSON entry
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, self.algorithm: self.digest, "rows": self.rows}
+
+    def matches(self, path: Path) -> bool:
+        """Whether the file at `path` holds the bytes this entry's digest was taken of."""
+        return digest_file(self.algorithm, path) == self.digest
+
+    @classmethod
+    def from_fields(cls, entry: Fields, folder: Path) -> BinEntry:
+        # A bin may be a link (a shard's view of the dataset is made of them): bins are only ever read through a
+        # link; a writer replaces one by a rename, so the name alone is checked.
+        name = entry.name("name", folder, follow_links=False)
+        algorithm = next((a for a in DIGESTS if entry.has(a)), None)
+        if algorithm is None:
+            raise entry.refuse(BIN_DIGEST, f"missing, and no {' or '.join(d for d in DIGESTS if d != BIN_DIGEST)} "
+                                           f"either: a file's digest, to check it by")
+        return cls(name=name, digest=entry.text(algorithm), rows=entry.integer("rows", minimum=0),
+                   algorithm=algorithm)
 
 
 @dataclass(frozen=True)
@@ -67,7 +88,7 @@ class InputManifest:
             "tensor": self.tensor, "folder": self.folder, "dtype": self.dtype, "shape": list(self.shape),
             "layout": self.layout, "byte_order": self.byte_order, "source": self.source,
             "preprocessing": self.preprocessing,
-            "files": [{"name": f.name, "sha256": f.sha256, "rows": f.rows} for f in self.files],
+            "files": [f.to_json() for f in self.files],
         }
 
     @classmethod
@@ -81,11 +102,7 @@ class InputManifest:
             raise fields.refuse("dtype", exc.message) from None
         shape = tuple(fields.check_integer(f"shape[{i}]", d, minimum=0) for i, d in enumerate(fields.values("shape")))
         preprocessing = fields.mapping("preprocessing", {})
-        # A bin may be a link (a shard's view of the dataset is made of them): bins are only ever read through a
-        # link; a writer replaces one by a rename, so the name alone is checked.
-        files = tuple(BinEntry(name=entry.name("name", root / folder, follow_links=False), sha256=entry.text("sha256"),
-                               rows=entry.integer("rows", minimum=0))
-                      for entry in fields.children("files"))
+        files = tuple(BinEntry.from_fields(entry, root / folder) for entry in fields.children("files"))
         return cls(tensor=fields.text("tensor"), folder=folder, dtype=dtype_name, shape=shape,
                    layout=fields.text("layout", "ND"), byte_order=fields.text("byte_order", "little"),
                    source=fields.text("source", ""), preprocessing=dict(preprocessing), files=files)

@@ -89,7 +89,7 @@ def test_a_stage_takes_the_contract_or_its_path(frozen_small_cnn: ModelContract,
     by_object = infer.dump_bins(infer.load_contract(frozen_small_cnn.folder), infer.DumpOptions(
         output=tmp_path / "by_object", sources=(("", "const:1"),), samples=4))
     assert by_path.manifest.samples == by_object.manifest.samples == 4
-    hashes = [[entry.sha256 for entry in result.manifest.inputs[0].files] for result in (by_path, by_object)]
+    hashes = [[entry.digest for entry in result.manifest.inputs[0].files] for result in (by_path, by_object)]
     assert hashes[0] == hashes[1]
 
 

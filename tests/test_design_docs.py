@@ -78,7 +78,7 @@ def test_dataset_and_run_json_keys_are_documented(onnx_small_cnn: ModelContract,
 
 
 @pytest.mark.parametrize(("document", "schema", "version"), [
-    ("model.json", "infer.model-contract", "1"), ("dataset.json", "infer.dataset", "1"),
+    ("model.json", "infer.model-contract", "1"), ("dataset.json", "infer.dataset", "2"),
     ("run.json", "infer.run", "1")])
 def test_each_documents_schema_and_version_are_the_code_s(document: str, schema: str, version: str) -> None:
     from binio import manifest

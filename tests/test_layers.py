@@ -1,6 +1,6 @@
 """The layers hold, read from the source with `ast` (every import, at module level or inside a function).
 
-binio (numpy only) < ckpt2pb (TensorFlow) and atc_wrap (ATC, tf2onnx), apart from each other < infer; only
+binio (numpy and xxhash only) < ckpt2pb (TensorFlow) and atc_wrap (ATC, tf2onnx), apart from each other < infer; only
 infer.cli imports typer and rich, and nothing but the `infer` entry point imports infer.cli (docs/architecture.md).
 """
 
@@ -94,9 +94,9 @@ def test_the_sources_were_read() -> None:
     assert "numpy" in IMPORTS["binio/binfile.py"]
 
 
-def test_binio_imports_only_numpy_and_the_standard_library() -> None:
+def test_binio_imports_only_numpy_xxhash_and_the_standard_library() -> None:
     def allowed(name: str) -> bool:
-        return _top(name) in sys.stdlib_module_names or _top(name) in ("numpy", "binio")
+        return _top(name) in sys.stdlib_module_names or _top(name) in ("numpy", "xxhash", "binio")
 
     assert _violations("binio/", allowed) == []
 

@@ -15,7 +15,7 @@ def _number(value: float | None) -> str:
 
 def bin_info(
     path: Path = typer.Argument(..., help="A .bin file or a dump-bin dataset folder."),
-    verify: bool = typer.Option(False, "--verify", help="Re-check every file's sha256 and size."),
+    verify: bool = typer.Option(False, "--verify", help="Re-check every file's size and digest."),
     to_npy: Path | None = typer.Option(None, "--to-npy", help="Export: one .npy (a file) or a folder of them."),
     dtype_name: str | None = typer.Option(None, "--dtype", help="For a bare .bin with no dataset.json."),
     shape: str | None = typer.Option(None, "--shape", help="For a bare .bin: e.g. 1,224,224,3."),
@@ -25,7 +25,7 @@ def bin_info(
 ) -> None:
     """Show a .bin file or a dataset: shape, dtype, min/max/mean, NaN and inf counts.
 
-    --verify re-checks every sha256 and size; --to-npy exports (padding rows dropped)."""
+    --verify re-checks every size and digest; --to-npy exports (padding rows dropped)."""
     # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
     from binio.spec import format_shape
     from infer.data.bininfo import describe_path
@@ -44,6 +44,6 @@ def bin_info(
         show(f"  {row.label}  {stats.dtype}{format_shape(stats.shape)}  min {_number(stats.min)}"
              f"  max {_number(stats.max)}  mean {_number(stats.mean)}  nan {stats.nan}  inf {stats.inf}{flags}")
     if report.verified:
-        show(f"verified: {report.verified} file(s), sizes and sha256 match the manifest")
+        show(f"verified: {report.verified} file(s), sizes and digests match the manifest")
     for written in report.exported:
         show(f"exported {written}")

@@ -40,7 +40,7 @@ def dump_bin(
     samples: int | None = typer.Option(None, "--samples", help="Only the first N samples (generators: how many)."),
     workers: int = typer.Option(1, "--workers", help="Image decoding processes."),
     allow_lossy: bool = typer.Option(False, "--allow-lossy", help="Write values the cast loses (overflow, NaN...)."),
-    force: bool = typer.Option(False, "--force", help="Overwrite OUTPUT; files whose sha256 matches are kept."),
+    force: bool = typer.Option(False, "--force", help="Overwrite OUTPUT; files whose contents match are kept."),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
     """Write a dataset as .bin files in the dtype the model takes, with dataset.json beside them.
@@ -75,7 +75,7 @@ def dump_bin(
         print_json({**manifest.to_json(), "root": str(manifest.root), "written": result.files_written,
                     "kept": result.files_kept, "cast": {i.tensor: i.cast.to_json() for i in result.inputs}})
         return
-    kept = f", {result.files_kept} kept (sha256 matched)" if result.files_kept else ""
+    kept = f", {result.files_kept} kept (contents matched)" if result.files_kept else ""
     show(f"wrote {manifest.file_count} batch file(s) of {manifest.batch} per input: {manifest.samples} "
          f"samples, {manifest.padding} padding row(s), to {manifest.root}{kept}")
     for item in result.inputs:

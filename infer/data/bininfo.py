@@ -30,7 +30,7 @@ class InfoRow:
 class BinInfoReport:
     title: str
     rows: tuple[InfoRow, ...]
-    verified: int = 0  # files whose size and sha256 were re-checked
+    verified: int = 0  # files whose size and digest were re-checked
     exported: tuple[Path, ...] = ()
 
     def to_json(self) -> dict[str, object]:
@@ -67,7 +67,7 @@ def _describe_dataset(root: Path, *, verify: bool, to_npy: Path | None, per_file
         for item in manifest.inputs:
             for index in range(len(item.files)):
                 try:
-                    verify_file(manifest, item, index, sha=True)
+                    verify_file(manifest, item, index, digest=True)
                     verified += 1
                 except InferError as exc:
                     problems.append(exc.message)
@@ -126,7 +126,7 @@ def _describe_file(path: Path, *, verify: bool, to_npy: Path | None, dtype_name:
     verified = 0
     if listed is not None:
         manifest, item, index = listed
-        verify_file(manifest, item, index, sha=verify)
+        verify_file(manifest, item, index, digest=verify)
         verified = 1 if verify else 0
         spec, rows, origin = item.spec, item.files[index].rows, f"listed in {manifest.path}"
     else:
@@ -141,7 +141,7 @@ def _describe_file(path: Path, *, verify: bool, to_npy: Path | None, dtype_name:
         rows = spec.static_shape()[0] if shape else 1
         origin = "as given by --dtype/--shape"
         if verify:
-            raise BinFileError(f"--verify: {path} is in no dataset.json, so there is no sha256 to check it against "
+            raise BinFileError(f"--verify: {path} is in no dataset.json, so there is no digest to check it against "
                                f"(its size was checked: {spec.nbytes()} bytes for "
                                f"{format_shape(spec.shape)} {spec.dtype})")
     array = read_bin(path, spec)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
-import hashlib
 import math
 import os
 from collections.abc import Callable
@@ -21,8 +20,8 @@ import numpy as np
 from atc_wrap.aipp import AippConfig, csc_standard
 from binio.atomic import atomic_file
 from binio.batching import BatchSlot, padded_buffer, plan_batches
-from binio.binfile import sha256_file
 from binio.cast import CastReport, check_unchanged, checked_cast_into
+from binio.digest import BIN_DIGEST, digest_bytes, digest_file
 from binio.dtypes import dtype
 from binio.errors import DtypeError, InferError, ShapeError, Terminated
 from binio.lock import folder_lock
@@ -42,7 +41,6 @@ from infer.data.sources.open import open_source
 
 Progress = Callable[[int, int], None]  # (batches written, batches in all)
 _WRITES_IN_FLIGHT = 2  # batches being hashed and written while the next one is read and cast
-_HASHERS = 2  # threads taking the sha256 of batches in flight (see _write_all)
 _BUFFERS = _WRITES_IN_FLIGHT + 2  # per input, reused in turn: fresh buffers cost a page fault per 4 KiB
 
 
@@ -67,7 +65,7 @@ class DumpResult:
     manifest: DatasetManifest
     inputs: tuple[InputDump, ...]
     files_written: int  # per-input files written in this run
-    files_kept: int  # files already there whose sha256 matched (a resumed run)
+    files_kept: int  # files already there with the same bytes (a resumed run)
 
 
 @dataclass(frozen=True)
@@ -212,25 +210,17 @@ def _write_payload(handle: BinaryIO, buffer: np.ndarray) -> None:
     handle.write(buffer.data.cast("B"))
 
 
-def _sha256(buffer: np.ndarray) -> str:
-    return hashlib.sha256(buffer.data.cast("B")).hexdigest()
-
-
-def _write_batch(path: Path, buffer: np.ndarray, hashed: concurrent.futures.Future[str],
-                 created: list[Path]) -> bool:
-    """Writes `buffer` to `path` atomically unless the same bytes are there; whether it wrote.
-
-    The sha256 of `buffer` is being taken on another thread meanwhile: it is waited for only to compare with a file
-    already there, so a new file is written while its hash is taken, and the next one after it without waiting.
-    """
+def _write_batch(path: Path, buffer: np.ndarray, created: list[Path]) -> tuple[str, bool]:
+    """Writes `buffer` to `path` atomically unless the same bytes are there; (their digest, whether it wrote)."""
+    digest = digest_bytes(BIN_DIGEST, buffer.data.cast("B"))
     existed = os.path.lexists(path)
-    if existed and path.is_file() and path.stat().st_size == buffer.nbytes and sha256_file(path) == hashed.result():
-        return False
+    if existed and path.is_file() and path.stat().st_size == buffer.nbytes and digest_file(BIN_DIGEST, path) == digest:
+        return digest, False
     with atomic_file(path) as handle:
         _write_payload(handle, buffer)
     if not existed:
         created.append(path)
-    return True
+    return digest, True
 
 
 def _aipp_input(contract: ModelContract) -> tuple[str, AippConfig] | None:
@@ -395,16 +385,15 @@ def _write_all(contract: ModelContract, options: DumpOptions, plans: list[_Plan]
     output = Path(options.output)
     reports = [CastReport(source_dtype="", target_dtype=p.spec.dtype) for p in plans]
     entries: list[list[BinEntry]] = [[] for _ in plans]
-    pending: list[tuple[int, int, concurrent.futures.Future[str], concurrent.futures.Future[bool]]] = []
+    pending: list[tuple[int, int, concurrent.futures.Future[tuple[str, bool]]]] = []
     written = kept = 0
 
     def settle(upto: int) -> None:
         nonlocal written, kept
         while len(pending) > upto:
-            index, slot_index, hashed, written_future = pending.pop(0)
-            fresh = written_future.result()  # first: a failed write is the error to report, not a hash cancelled
-            digest = hashed.result()
-            entries[index].append(BinEntry(name=bin_file_name(slot_index), sha256=digest,
+            index, slot_index, written_future = pending.pop(0)
+            digest, fresh = written_future.result()
+            entries[index].append(BinEntry(name=bin_file_name(slot_index), digest=digest,
                                            rows=slots[slot_index].rows))
             written, kept = written + fresh, kept + (not fresh)
             if progress is not None and index == len(plans) - 1:
@@ -414,13 +403,10 @@ def _write_all(contract: ModelContract, options: DumpOptions, plans: list[_Plan]
                for p in plans]
     if progress is not None:
         progress(0, len(slots))
-    # This thread reads and casts; a batch's sha256 is taken on `hasher` while `writer` writes it, so on 2 cores the
-    # cast of one batch runs beside the hash and the write of the ones before (numpy's casts, hashlib and writes
-    # release the GIL). Two hashing threads: the sha256 (about 1.5 GB/s a core) is the slowest of the three, and
-    # with one it set the pace of a dump that needs no cast. One writer: files are written in order, so a failure
-    # leaves those before it whole and none after.
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="dump-bin-writer") as writer, \
-            concurrent.futures.ThreadPoolExecutor(max_workers=_HASHERS, thread_name_prefix="dump-bin-hash") as hasher:
+    # This thread reads and casts while `writer` hashes and writes the batches before (numpy's casts, reads and
+    # writes release the GIL), so on 2 cores a cast runs beside a write. One writer: files are written in order, so
+    # a failure leaves those before it whole and none after.
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="dump-bin-writer") as writer:
         try:
             for slot in slots:
                 for index, (plan, source) in enumerate(zip(plans, sources, strict=True)):
@@ -432,14 +418,11 @@ def _write_all(contract: ModelContract, options: DumpOptions, plans: list[_Plan]
                     reports[index] = reports[index].merge(report)
                     path = output / plan.folder / bin_file_name(slot.index)
                     settle(_WRITES_IN_FLIGHT * len(plans) - 1)
-                    hashed = hasher.submit(_sha256, payload)
-                    written_future = writer.submit(_write_batch, path, payload, hashed, created)
-                    pending.append((index, slot.index, hashed, written_future))
+                    pending.append((index, slot.index, writer.submit(_write_batch, path, payload, created)))
             settle(0)
         except BaseException:
-            for _, _, hashed, written_future in pending:
+            for _, _, written_future in pending:
                 written_future.cancel()
-                hashed.cancel()
             raise
     _remove_stale(output, plans, len(slots))
     inputs = tuple(

@@ -101,7 +101,7 @@ def run_batches(runner: BaseRunner, manifest: DatasetManifest, record: RunRecord
                 progress: Progress | None, inputs_unchanged: Callable[[], None] | None = None) -> RunRecord:
     """Every batch through an active in-process runner; returns the record saved as complete.
 
-    `inputs_unchanged` (the bins' sha256 checked beside the run) is asked before the run is called complete: a
+    `inputs_unchanged` (the bins' digests checked beside the run) is asked before the run is called complete: a
     refusal leaves the record incomplete, so compare never takes outputs of changed bins."""
     rows = [entry.rows for entry in manifest.inputs[0].files]
     ledger = _Ledger(total=manifest.file_count, progress=progress)

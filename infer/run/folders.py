@@ -44,7 +44,7 @@ def run_folders(runner: ToolRunner, manifest: DatasetManifest, record: RunRecord
     moves = [(path, record.folder / output_file_name(stem, index), spec)
              for stem in stems
              for index, (path, spec) in enumerate(zip(run.files[stem], runner.outputs, strict=True))]
-    inputs_unchanged()  # the bins' sha256, checked while the tool ran
+    inputs_unchanged()  # the bins' digests, checked while the tool ran
     for path, _, spec in moves:  # every file checked before any moves: a refused run moves nothing
         check_bin_size(path, spec)
     for path, target, _ in moves:

@@ -170,7 +170,7 @@ def _run(runner: BaseRunner, manifest: DatasetManifest, running: tuple[Path, str
                              dataset_sha256=sha256_file(manifest.path), outputs=runner.outputs, options=options,
                              device=runner.device).save()
     log.info("running %d batches of %s on %s into %s", manifest.file_count, manifest.root, backend, folder)
-    # A bin changed after dump-bin but kept at its size passes preflight: its sha256 is checked on a thread beside
+    # A bin changed after dump-bin but kept at its size passes preflight: its digest is checked on a thread beside
     # the inference, and a mismatch leaves the run incomplete (compare refuses such a run).
     with digests_checked_beside(manifest) as inputs_unchanged:
         record = runner.take_dataset(_Feed(manifest, record, options, progress, inputs_unchanged))

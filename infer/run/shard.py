@@ -53,7 +53,7 @@ def split(stems: tuple[str, ...], count: int) -> tuple[Shard, ...]:
 
 
 def sub_manifest(manifest: DatasetManifest, stems: tuple[str, ...], root: Path) -> DatasetManifest:
-    """The manifest of only `stems`' batches, rooted at `root` (their file entries and sha256 unchanged)."""
+    """The manifest of only `stems`' batches, rooted at `root` (their file entries and digests unchanged)."""
     wanted = set(stems)
     inputs = tuple(replace(item, files=tuple(e for e in item.files if Path(e.name).stem in wanted))
                    for item in manifest.inputs)

@@ -55,7 +55,7 @@ def test_a_changed_file_fails_only_the_sha_check(tmp_path: Path) -> None:
     target = tmp_path / "ids" / "000000.bin"
     target.write_bytes(bytes(16))
     open_dataset(tmp_path)  # sizes still fit
-    with pytest.raises(BinFileError, match=r"000000.bin: sha256 differs from dataset.json's"):
+    with pytest.raises(BinFileError, match=r"000000.bin: xxh128 differs from dataset.json's"):
         open_dataset(tmp_path, verify=True)
 
 

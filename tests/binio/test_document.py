@@ -47,7 +47,7 @@ def test_a_dataset_manifest_uses_it(tmp_path: Path) -> None:
     with pytest.raises(ManifestError) as caught:
         load_manifest(tmp_path)
     assert str(caught.value) == (f"{tmp_path / 'dataset.json'}: manifest version 9 is newer than this infer reads "
-                                 "(up to 1)")
+                                 "(up to 2)")
 
 
 def test_a_binary_file_is_named_as_such(tmp_path: Path) -> None:

@@ -36,7 +36,7 @@ def write_dataset(root: Path, batches: dict[str, list[np.ndarray]], *, samples: 
         entries = []
         for index, (array, real) in enumerate(zip(arrays, rows, strict=True)):
             digest = write_bin(root / folder / bin_file_name(index), array)
-            entries.append(BinEntry(name=bin_file_name(index), sha256=digest, rows=real))
+            entries.append(BinEntry(name=bin_file_name(index), digest=digest, rows=real))
         inputs.append(InputManifest(tensor=tensor, folder=folder, dtype=from_numpy(arrays[0].dtype).name,
                                     shape=tuple(arrays[0].shape), layout=layout, files=tuple(entries)))
     return DatasetManifest(root=root, batch=batch, samples=total, inputs=tuple(inputs), created_by="tests").save()

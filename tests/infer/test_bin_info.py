@@ -46,7 +46,7 @@ def test_per_file_lines_and_verify(capsys: pytest.CaptureFixture[str], dataset: 
     assert lines[1].endswith("nan 1  inf 0  !! 1 NaN, 0 inf")  # sample 1 holds the NaN
     assert lines[2] == "  images/000001.bin (2 rows)  float32(2,8,8,3)  min 384  max 767  mean 575.5  nan 0  inf 0"
     assert lines[3].startswith("  images/000002.bin (1 row, 1 padding)")
-    assert lines[-1] == "verified: 3 file(s), sizes and sha256 match the manifest"
+    assert lines[-1] == "verified: 3 file(s), sizes and digests match the manifest"
 
 
 def test_verify_names_a_changed_file(capsys: pytest.CaptureFixture[str], dataset: tuple[Path, np.ndarray]) -> None:
@@ -56,7 +56,7 @@ def test_verify_names_a_changed_file(capsys: pytest.CaptureFixture[str], dataset
     assert run_cli(capsys, "bin-info", root).code == 0  # sizes still fit: only --verify reads the hashes
     result = run_cli(capsys, "bin-info", root, "--verify")
     assert result.code == 2
-    assert result.error_line == (f"error: 1 of 3 files fail verification; first: {changed}: sha256 differs from "
+    assert result.error_line == (f"error: 1 of 3 files fail verification; first: {changed}: xxh128 differs from "
                                  f"dataset.json's (the file changed after dump-bin)")
 
 
@@ -125,7 +125,7 @@ def test_bin_info_option_mistakes(capsys: pytest.CaptureFixture[str], dataset: t
     outcome = run_cli(capsys, "bin-info", bare, "--dtype", "float32", "--shape", "?,3")
     assert outcome.error_line == "error: --shape ?,3: every dim must be known, found (?,3)"
     outcome = run_cli(capsys, "bin-info", bare, "--dtype", "float32", "--shape", "2,3", "--verify")
-    assert outcome.error_line == (f"error: --verify: {bare} is in no dataset.json, so there is no sha256 to check it "
+    assert outcome.error_line == (f"error: --verify: {bare} is in no dataset.json, so there is no digest to check it "
                                   "against (its size was checked: 24 bytes for (2,3) float32)")
     outcome = run_cli(capsys, "bin-info", root, "--dtype", "float16")
     assert outcome.error_line == (f"error: {root}: --dtype and --shape are for a bare .bin; a dataset's dataset.json "

@@ -38,7 +38,7 @@ def test_run_refuses_a_bin_changed_after_dump_bin_and_leaves_the_run_incomplete(
     _change_keeping_size(changed)
     result = run_cli(capsys, "run", onnx_small_cnn.path, "--input", bins.root, "-o", tmp_path / "out")
     assert result.code == 2
-    assert result.error_line == (f"error: {changed}: sha256 differs from dataset.json's (the file changed after "
+    assert result.error_line == (f"error: {changed}: xxh128 differs from dataset.json's (the file changed after "
                                  f"dump-bin)")
     (folder,) = (tmp_path / "out").iterdir()
     assert not load_run(folder).completed
@@ -51,7 +51,7 @@ def test_a_tool_run_refuses_it_too_and_moves_no_output(onnx_small_cnn: ModelCont
     use_fake_tools(monkeypatch)
     om = as_om(onnx_small_cnn, tmp_path / "om")
     _change_keeping_size(bins.root / "images" / "000002.bin")
-    with pytest.raises(BinFileError, match=r"000002\.bin: sha256 differs"):
+    with pytest.raises(BinFileError, match=r"000002\.bin: xxh128 differs"):
         run_model(om.path, bins.root, tmp_path / "out", RunOptions(backend="msame"))
     (folder,) = (tmp_path / "out").iterdir()
     assert not list(folder.glob("*_output_*.bin")) and not load_run(folder).completed
@@ -68,7 +68,7 @@ def test_compare_refuses_a_bin_changed_after_the_runs(onnx_small_cnn: ModelContr
     result = run_cli(capsys, "compare", onnx_small_cnn.path, "--input", bins.root, "--actual", actual, "--golden",
                      golden)
     assert result.code == 2
-    assert result.error_line == (f"error: {changed}: sha256 differs from dataset.json's (the file changed after "
+    assert result.error_line == (f"error: {changed}: xxh128 differs from dataset.json's (the file changed after "
                                  f"dump-bin)")
 
 

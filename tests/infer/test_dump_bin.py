@@ -8,8 +8,9 @@ from typing import BinaryIO
 
 import numpy as np
 import pytest
+import xxhash
 
-from binio.binfile import read_bin, sha256_file
+from binio.binfile import read_bin
 from binio.dataset import iter_samples, open_dataset
 from binio.manifest import load_manifest
 from infer.contract import ModelContract
@@ -127,7 +128,7 @@ def test_the_old_input_spelling_still_works_with_a_deprecation_warning(capsys: p
     assert new.code == 0, new.err
     assert "deprecated" not in new.err
     old_files, new_files = (load_manifest(tmp_path / name).inputs for name in ("old", "new"))
-    assert [[e.sha256 for e in item.files] for item in old_files] == [[e.sha256 for e in item.files]
+    assert [[e.digest for e in item.files] for item in old_files] == [[e.digest for e in item.files]
                                                                        for item in new_files]
     quiet = run_cli(capsys, "dump-bin", "-m", contract.path, "-o", tmp_path / "quiet", "--input", "ids=random:1",
                     "--input", "mask:0=const:1", "-q")
@@ -197,7 +198,7 @@ def test_image_workers_give_the_same_bins_as_one_process(frozen_small_cnn: Model
     sources = (("", str(tmp_path / "images")),)
     serial = dump_bins(frozen_small_cnn, DumpOptions(output=tmp_path / "one", sources=sources))
     parallel = dump_bins(frozen_small_cnn, DumpOptions(output=tmp_path / "two", sources=sources, workers=2))
-    assert [f.sha256 for f in serial.manifest.inputs[0].files] == [f.sha256 for f in parallel.manifest.inputs[0].files]
+    assert [f.digest for f in serial.manifest.inputs[0].files] == [f.digest for f in parallel.manifest.inputs[0].files]
     assert serial.manifest.samples == 11
 
 
@@ -409,7 +410,7 @@ def test_a_changed_bin_of_a_dataset_is_refused_when_rebatched(capsys: pytest.Cap
     changed.write_bytes(bytes(range(256)) * (changed.stat().st_size // 256))  # same size, other bytes
     for source in (tmp_path / "old", tmp_path / "old" / "images"):  # the dataset, or one of its input folders
         line = _refused(capsys, tmp_path / "bins", "-m", frozen_small_cnn.path, source)
-        assert line == f"error: {changed}: sha256 differs from dataset.json's (the file changed after dump-bin)"
+        assert line == f"error: {changed}: xxh128 differs from dataset.json's (the file changed after dump-bin)"
 
 
 def test_an_existing_output_is_refused_without_force(capsys: pytest.CaptureFixture[str],
@@ -482,7 +483,8 @@ def test_interrupted_run_into_an_existing_folder_keeps_whole_files_only(
     assert fresh in ([], ["000001.bin"])
     resumed = dump_bins(frozen_small_cnn, options)
     assert (resumed.files_written, resumed.files_kept) == (3 - len(fresh), len(fresh))
-    assert sha256_file(out / "images" / "000000.bin") == resumed.manifest.inputs[0].files[0].sha256
+    assert xxhash.xxh3_128((out / "images" / "000000.bin").read_bytes()).hexdigest() == \
+        resumed.manifest.inputs[0].files[0].digest
 
 
 def test_a_dynamic_batch_needs_batch_and_a_static_one_refuses_another(capsys: pytest.CaptureFixture[str],

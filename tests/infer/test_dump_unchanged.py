@@ -7,10 +7,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import xxhash
 
 import binio.cast
 import infer.data.dump
-from binio.binfile import sha256_file
 from infer.contract import ModelContract
 from infer.data.dump import DumpOptions, LossyCastError, dump_bins
 from infer.data.sources.arrays import NpySource
@@ -22,7 +22,7 @@ def _data(path: Path, samples: int) -> np.ndarray:
     return array
 
 
-def test_whole_batches_skip_the_cast_and_the_files_are_the_rows_with_their_sha256(
+def test_whole_batches_skip_the_cast_and_the_files_are_the_rows_with_their_digest(
         frozen_small_cnn: ModelContract, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     casts: list[int] = []
 
@@ -42,7 +42,7 @@ def test_whole_batches_skip_the_cast_and_the_files_are_the_rows_with_their_sha25
     for index, entry in enumerate(item.files):
         path = manifest.file_path(item, entry)
         assert path.read_bytes() == padded[2 * index:2 * index + 2].tobytes()
-        assert entry.sha256 == sha256_file(path)
+        assert entry.digest == xxhash.xxh3_128(path.read_bytes()).hexdigest()
     assert item.preprocessing["cast"] == {"from": "float32", "to": "float32", "values": 21 * 192, "overflow": 0,
                                           "nan": 0, "inf": 0, "truncated": 0, "out_of_range": 0, "max_error": 0.0}
 

@@ -1,5 +1,5 @@
 """dump-bin's write loop: new files take the umask in force when they are created, a change between calls
-included; the digests taken on the hashing thread are the sha256 of the files on disk."""
+included; the digests taken on the writing thread are the XXH3-128 of the files on disk."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import stat
 from pathlib import Path
 
 import numpy as np
+import xxhash
 
-from binio.binfile import sha256_file
 from infer.contract import ModelContract
 from infer.data.dump import DumpOptions, dump_bins
 
@@ -36,11 +36,12 @@ def test_files_take_the_umask_of_the_moment_they_are_created(frozen_small_cnn: M
         assert {stat.S_IMODE(p.stat().st_mode) for p in written} == {mode}
 
 
-def test_the_digests_in_the_manifest_are_the_sha256_of_the_files_written(frozen_small_cnn: ModelContract,
+def test_the_digests_in_the_manifest_are_the_xxh128_of_the_files_written(frozen_small_cnn: ModelContract,
                                                                          tmp_path: Path) -> None:
     data = _npy(tmp_path / "data.npy", samples=15)  # 8 bins, the last one padded
     result = dump_bins(frozen_small_cnn, DumpOptions(output=tmp_path / "bins", sources=(("", str(data)),)))
     manifest = result.manifest
-    entries = [(manifest.file_path(i, e), e.sha256) for i in manifest.inputs for e in i.files]
+    entries = [(manifest.file_path(i, e), e) for i in manifest.inputs for e in i.files]
     assert len(entries) == 8
-    assert [sha256_file(path) for path, _ in entries] == [digest for _, digest in entries]
+    assert {entry.algorithm for _, entry in entries} == {"xxh128"}
+    assert [xxhash.xxh3_128(path.read_bytes()).hexdigest() for path, _ in entries] == [e.digest for _, e in entries]

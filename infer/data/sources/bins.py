@@ -1,4 +1,4 @@
-"""A folder of existing ``.bin`` files as a source: checked (size always, sha256 when a manifest lists it), re-batched.
+"""A folder of existing ``.bin`` files as a source: checked (size always, digest when a manifest lists it), re-batched.
 
 The folder is a dump-bin dataset (its ``dataset.json`` names dtype, shape and padding), one input folder inside
 one, or bare bins with no manifest: then each file must hold whole samples of the model's input in its dtype.
@@ -15,10 +15,10 @@ from typing import Any
 import numpy as np
 
 from binio.binfile import check_bin_size, read_bin
-from binio.dataset import check_sha256
+from binio.dataset import check_digest
 from binio.dtypes import dtype
 from binio.errors import BinFileError
-from binio.manifest import MANIFEST_NAME, DatasetManifest, InputManifest, load_manifest
+from binio.manifest import MANIFEST_NAME, BinEntry, DatasetManifest, InputManifest, load_manifest
 from binio.spec import TensorSpec, format_shape
 from infer.data.sources.arrays import SourceError
 from infer.data.sources.order import NATURAL_ORDER, natural_order
@@ -26,12 +26,12 @@ from infer.data.sources.order import NATURAL_ORDER, natural_order
 
 @dataclass(frozen=True)
 class _BinPiece:
-    """One file's real rows; a file listed in a manifest has its sha256 checked when first read."""
+    """One file's real rows; a file listed in a manifest has its digest checked when first read."""
 
     path: Path
     spec: TensorSpec
     rows: int
-    sha256: str | None = None
+    entry: BinEntry | None = None
     manifest_path: Path | None = None
 
 
@@ -82,7 +82,7 @@ class BinFolderSource:
         for entry in item.files:
             path = manifest.file_path(item, entry)
             check_bin_size(path, item.spec)
-            self._pieces.append(_BinPiece(path, item.spec, entry.rows, entry.sha256, manifest.path))
+            self._pieces.append(_BinPiece(path, item.spec, entry.rows, entry, manifest.path))
 
     def _bare(self, files: list[Path], dtype_name: str) -> None:
         if not files:
@@ -125,8 +125,8 @@ class BinFolderSource:
 
     def _piece_rows(self, index: int) -> np.ndarray:
         piece = self._pieces[index]
-        if piece.sha256 is not None and piece.manifest_path is not None and index not in self._verified:
-            check_sha256(piece.path, piece.sha256, piece.manifest_path)
+        if piece.entry is not None and piece.manifest_path is not None and index not in self._verified:
+            check_digest(piece.path, piece.entry, piece.manifest_path)
             self._verified.add(index)
         return read_bin(piece.path, piece.spec, mmap=True)[: piece.rows]
 

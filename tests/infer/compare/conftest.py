@@ -26,7 +26,7 @@ def write_image_bins(root: Path, *, samples: int = CNN_SAMPLES, batch: int = CNN
         images = np.zeros((batch, 8, 8, 3), dtype=np.float32)
         images[:rows] = rng.normal(size=(rows, 8, 8, 3))
         name = bin_file_name(index)
-        files.append(BinEntry(name=name, sha256=write_bin(root / "images" / name, images), rows=rows))
+        files.append(BinEntry(name=name, digest=write_bin(root / "images" / name, images), rows=rows))
     item = InputManifest(tensor="images:0", folder="images", dtype="float32", shape=(batch, 8, 8, 3), layout="NHWC",
                          files=tuple(files))
     DatasetManifest(root=root, batch=batch, samples=samples, inputs=(item,)).save()

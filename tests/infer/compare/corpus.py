@@ -207,7 +207,7 @@ def write_bins(root: Path, tensor: str, shape: tuple[int, ...], *, files: int = 
     entries = []
     for index in range(files):
         values = (offset + scale * rng.normal(size=shape)).astype(np.float32)
-        entries.append(BinEntry(name=bin_file_name(index), sha256=write_bin(root / "x" / bin_file_name(index), values),
+        entries.append(BinEntry(name=bin_file_name(index), digest=write_bin(root / "x" / bin_file_name(index), values),
                                 rows=shape[0]))
     item = InputManifest(tensor=tensor, folder="x", dtype="float32", shape=shape,
                          layout="NHWC" if len(shape) == 4 else "ND", files=tuple(entries))

@@ -21,7 +21,7 @@ def write_dataset(root: Path, *, batch: int, samples: int, names: list[str] | No
     for index in range(count):
         name = bin_file_name(index)
         sha = write_bin(root / "x" / name, np.zeros((batch, 3), dtype=np.float32))
-        files.append(BinEntry(name=name, sha256=sha, rows=min(batch, samples - index * batch)))
+        files.append(BinEntry(name=name, digest=sha, rows=min(batch, samples - index * batch)))
     preprocessing = {} if names is None else {"order": "natural (numbers in names compared as numbers)",
                                               "files": names}
     item = InputManifest(tensor="x:0", folder="x", dtype="float32", shape=(batch, 3), layout="ND", files=tuple(files),
