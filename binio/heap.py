@@ -18,7 +18,6 @@ this does nothing.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import sys
 
 _M_TRIM_THRESHOLD = -1
@@ -35,8 +34,7 @@ def keep_freed_memory(*, largest_block: int = 32 << 20, kept: int = 256 << 20) -
     if not sys.platform.startswith("linux"):
         return False
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        mallopt = libc.mallopt
+        mallopt = ctypes.CDLL(None).mallopt  # the process's own symbols, the C library's among them
     except (OSError, AttributeError):  # not glibc (musl has no mallopt)
         return False
     mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
