@@ -102,3 +102,29 @@ def test_a_scripted_dump_imports_no_rich(frozen_small_cnn: ModelContract, tmp_pa
                             check=True)
     assert result.stdout.startswith("wrote 1 batch file(s)"), result.stdout
     assert result.stdout.splitlines()[-1] == "imported:", result.stdout
+
+
+MODULES_PROBE = """
+import sys
+from infer.cli.app import main
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+print("modules:", *sorted(name for name in sys.modules if name.startswith("infer.cli.")))
+"""
+
+
+def test_a_command_imports_and_builds_only_its_own_module() -> None:
+    """Each command lives in a module of its own; running one (its help here) does not import the ten others."""
+    shared = {"infer.cli.app", "infer.cli.console", "infer.cli.quiet", "infer.cli.typed_values"}
+    for argv, own in ((["dump-bin", "--help"], {"infer.cli.dump_bin", "infer.cli.image_options"}),
+                      (["-q", "bin-info", "-h"], {"infer.cli.bin_info"}),
+                      (["pipeline", "init", "--help"], {"infer.cli.pipeline"})):
+        result = subprocess.run([sys.executable, "-c", MODULES_PROBE, *argv], capture_output=True, text=True,
+                                timeout=120, check=True)
+        assert "Usage: infer" in result.stdout, argv
+        assert set(result.stdout.splitlines()[-1].split()[1:]) - shared == own, argv
+    whole = subprocess.run([sys.executable, "-c", MODULES_PROBE, "--help", "dump-bin"], capture_output=True,
+                           text=True, timeout=120, check=True)
+    assert "tune-precision" in whole.stdout  # the root's help lists every command

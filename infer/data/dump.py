@@ -17,7 +17,6 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from atc_wrap.aipp import AippConfig, csc_standard
 from binio.atomic import atomic_file
 from binio.batching import BatchSlot, padded_buffer, plan_batches
 from binio.cast import CastReport, check_unchanged, checked_cast_into
@@ -30,13 +29,9 @@ from binio.memory import check_fits
 from binio.output import check_output
 from binio.spec import LAYOUTS, TensorSpec, format_shape
 from infer.contract import ModelContract, as_contract
-from infer.data.aipp import image_dims, model_aipp
-from infer.data.declared import DeclaredPreprocessing
 from infer.data.options import DumpOptions
-from infer.data.sources.aipp_images import AippImageSource, csc_of, source_channels
 from infer.data.sources.arrays import NpySource, SourceError
 from infer.data.sources.base import SampleSource
-from infer.data.sources.bins import has_bins
 from infer.data.sources.open import open_source
 
 Progress = Callable[[int, int], None]  # (batches written, batches in all)
@@ -223,38 +218,21 @@ def _write_batch(path: Path, buffer: np.ndarray, created: list[Path]) -> tuple[s
     return digest, True
 
 
-def _aipp_input(contract: ModelContract) -> tuple[str, AippConfig] | None:
-    """(the input's name, its AIPP config) for a model converted with AIPP."""
-    config = model_aipp(contract)
-    return None if config is None else (contract.inputs[config.related_input_rank].name, config)
-
-
-def declared_preprocessing(contract: ModelContract, options: DumpOptions) -> dict[str, dict[str, Any]]:
-    """The AIPP input's declared preprocessing (dump-bin's own --mean/--std/--scale/--color), by input name."""
-    found = _aipp_input(contract)
-    if found is None:
-        return {}
-    name, config = found
-    if config.is_yuv and csc_standard(config) is None:  # YUV bins from a decoder: no known way back to RGB
-        return {}
-    spec = contract.inputs[config.related_input_rank]
-    height, width, _ = image_dims(spec)
-    channels = source_channels(config)
-    declared = DeclaredPreprocessing.from_options(options.image, channels, height, width, spec.layout,
-                                                  csc_of(config) if channels in ("NV12", "NV21") else ((), ()))
-    return {name: declared.to_json()}
+def _has_aipp(contract: ModelContract) -> bool:
+    """Whether model.json records an AIPP for the converted model: only then are the AIPP modules imported."""
+    return contract.converted is not None and "aipp" in contract.converted.settings
 
 
 def _open_sources(contract: ModelContract, options: DumpOptions, plans: list[_Plan]) -> list[SampleSource]:
-    aipp = _aipp_input(contract)
     opened: list[SampleSource] = []
     try:
         for plan in plans:
-            source: SampleSource
-            if aipp is not None and aipp[0] == plan.spec.name and Path(plan.source_text).is_dir() \
-                    and not has_bins(Path(plan.source_text)):
-                source = AippImageSource(Path(plan.source_text), aipp[1], options.image, workers=options.workers)
-            else:
+            source: SampleSource | None = None
+            if _has_aipp(contract):
+                from infer.data.dump_aipp import aipp_image_source
+
+                source = aipp_image_source(contract, plan.spec.name, Path(plan.source_text), options)
+            if source is None:
                 source = open_source(
                     plan.source_text, tensor=plan.spec.name, sample_shape=plan.spec.static_shape()[1:],
                     dtype_name=plan.spec.dtype, layout=plan.layout, single_input=len(plans) == 1,
@@ -333,7 +311,11 @@ def dump_bins(model: ModelContract | Path | str, options: DumpOptions, progress:
         if source_path.is_dir() and output.resolve() in (source_path.resolve(), *source_path.resolve().parents):
             raise SourceError(f"{plan.source_text}: the source lies inside the output folder {output}",
                               hint="write the re-batched bins to another folder")
-    declared = declared_preprocessing(contract, options)  # refused before any source opens
+    declared: dict[str, dict[str, Any]] = {}
+    if _has_aipp(contract):
+        from infer.data.dump_aipp import declared_preprocessing
+
+        declared = declared_preprocessing(contract, options)  # refused before any source opens
     with folder_lock(output, command="dump-bin"):
         fresh = not check_output(output, force=options.force,
                                  hint="pass --force to overwrite it (files whose sha256 matches are kept)")

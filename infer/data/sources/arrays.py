@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import math
-import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -168,6 +167,8 @@ class NpzSource(_ArraySource):
     """One array of a ``.npz``, the key matched to the input's name. Loaded whole (npz members are zipped)."""
 
     def __init__(self, path: Path, tensor: str, *, single_input: bool) -> None:
+        import zipfile  # here: the .npy sources, the common case, do not need it
+
         self.path = path
         _check_head(path, ".npz")
         try:

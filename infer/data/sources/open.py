@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from binio.regular import refuse_special
 from binio.spec import format_shape
 from infer.data.options import COLORS, ImageOptions
 from infer.data.sources.arrays import NpySource, NpzSource, SourceError
 from infer.data.sources.base import SampleSource
-from infer.data.sources.bins import BinFolderSource, has_bins
 from infer.data.sources.generators import GeneratedSource, is_generator
-from infer.data.sources.images import ImageFolderSource, ImagePreprocessing
+
+if TYPE_CHECKING:
+    from infer.data.sources.images import ImagePreprocessing
+
+# The folder sources (images, bins) are imported when a folder is opened: an .npy dump does without them.
 
 __all__ = ["COLORS", "ImageOptions", "image_preprocessing", "open_source"]
 
@@ -41,6 +45,8 @@ def image_preprocessing(folder: Path, tensor: str, sample_shape: tuple[int, ...]
                                                                      "it out (just enough for the crop)")
     if any(s == 0 for s in options.std):
         raise SourceError(f"--std {_listed(options.std)}: a value is 0, which would divide by zero")
+    from infer.data.sources.images import ImagePreprocessing
+
     return ImagePreprocessing(height=height, width=width, channels=channels, resize=options.resize,
                               color=options.color, scale=options.scale, mean=options.mean, std=options.std,
                               layout=layout)
@@ -57,6 +63,9 @@ def open_source(text: str, *, tensor: str, sample_shape: tuple[int, ...], dtype_
                           hint="a source is a .npy, .npz, a folder of images or .bin files, const:V or random:SEED")
     refuse_special(path, "a .npy, .npz or a folder")
     if path.is_dir():
+        from infer.data.sources.bins import BinFolderSource, has_bins
+        from infer.data.sources.images import ImageFolderSource
+
         if has_bins(path):
             return BinFolderSource(path, tensor, sample_shape, dtype_name, single_input=single_input)
         prep = image_preprocessing(path, tensor, sample_shape, layout, image_options)
