@@ -1,8 +1,10 @@
-"""The pipeline's memory: per stage, the sha256 of everything it read and wrote, and its settings.
+"""The pipeline's memory: per stage, the digest of everything it read and wrote, and its settings.
 
-A stage is skipped on a re-run when its settings, the sha256 of every input and the sha256 of every output it
+A stage is skipped on a re-run when its settings, the digest of every input and the digest of every output it
 wrote are all what they were when it last ran: nothing it depends on changed and nothing it made was touched.
-The state file lives in the work folder and is written atomically after each stage.
+The state file lives in the work folder and is written atomically after each stage. Files are digested as bins
+are (XXH3-128, `binio.digest`): a re-run reads every bin the stages made, and sha256 made that check cost 0.4 s of
+CPU per 600 MB of bins, where XXH3-128 costs a few hundredths.
 """
 
 from __future__ import annotations
@@ -15,24 +17,23 @@ from pathlib import Path
 from typing import Any
 
 from binio.atomic import write_json_atomic
-from binio.binfile import sha256_file
+from binio.digest import BIN_DIGEST, digest_bytes, digest_file
 
 STATE_FILE = "pipeline-state.json"
 STATE_SCHEMA = "infer.pipeline-state"
-STATE_VERSION = 1
+STATE_VERSION = 2  # 2: files digested with XXH3-128 (1: sha256)
 
 
 def digest_path(path: Path) -> str:
-    """sha256 of a file; for a folder, of the sorted (relative path, sha256) list of every file in it; a
+    """The digest of a file; for a folder, of the sorted (relative path, digest) list of every file in it; a
     missing path digests to "" so that its later appearance counts as a change."""
     path = Path(path)
     if path.is_file():
-        return sha256_file(path)
+        return digest_file(BIN_DIGEST, path)
     if path.is_dir():
-        listing = hashlib.sha256()
-        for item in sorted(p for p in path.rglob("*") if p.is_file()):
-            listing.update(f"{item.relative_to(path).as_posix()}\0{sha256_file(item)}\n".encode())
-        return "dir:" + listing.hexdigest()
+        listing = "".join(f"{item.relative_to(path).as_posix()}\0{digest_file(BIN_DIGEST, item)}\n"
+                          for item in sorted(p for p in path.rglob("*") if p.is_file()))
+        return "dir:" + digest_bytes(BIN_DIGEST, listing.encode())
     return ""
 
 
@@ -50,8 +51,8 @@ def settings_digest(settings: Mapping[str, Any]) -> str:
 class StageRecord:
     stage: str
     settings: str  # settings_digest of the stage's settings
-    inputs: dict[str, str]  # path -> sha256 of what it read
-    outputs: dict[str, str]  # path -> sha256 of what it wrote
+    inputs: dict[str, str]  # path -> digest_path of what it read
+    outputs: dict[str, str]  # path -> digest_path of what it wrote
     summary: str  # the one line it printed
     facts: dict[str, Any] = field(default_factory=dict)  # what later stages need (run folder, verdict, ...)
 
