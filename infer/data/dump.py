@@ -318,7 +318,7 @@ def dump_bins(model: ModelContract | Path | str, options: DumpOptions, progress:
         declared = declared_preprocessing(contract, options)  # refused before any source opens
     with folder_lock(output, command="dump-bin"):
         fresh = not check_output(output, force=options.force,
-                                 hint="pass --force to overwrite it (files whose sha256 matches are kept)")
+                                 hint="pass --force to overwrite it (files whose digest matches are kept)")
         return _dump_locked(contract, options, plans, batch, fresh, declared, progress)
 
 
