@@ -28,6 +28,7 @@ _RANGE_PACKAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("onnx", ("onnx",)),
     ("onnxruntime", ("onnxruntime", "onnxruntime-gpu")),
     ("numpy", ("numpy",)),
+    ("xxhash", ("xxhash",)),
 )
 _SET_ENV_CANDIDATES = ("set_env.sh", "../set_env.sh", "bin/setenv.bash")
 _DEFAULT_TOOLKIT = Path("/usr/local/Ascend/ascend-toolkit")

@@ -125,6 +125,7 @@ def test_a_command_imports_and_builds_only_its_own_module() -> None:
                                 timeout=120, check=True)
         assert "Usage: infer" in result.stdout, argv
         assert set(result.stdout.splitlines()[-1].split()[1:]) - shared == own, argv
-    whole = subprocess.run([sys.executable, "-c", MODULES_PROBE, "--help", "dump-bin"], capture_output=True,
-                           text=True, timeout=120, check=True)
-    assert "tune-precision" in whole.stdout  # the root's help lists every command
+    for argv in (["--help", "dump-bin"], ["-vh", "run"]):  # the root's help lists every command
+        whole = subprocess.run([sys.executable, "-c", MODULES_PROBE, *argv], capture_output=True, text=True,
+                               timeout=120, check=True)
+        assert "tune-precision" in whole.stdout, argv

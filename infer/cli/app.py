@@ -166,7 +166,7 @@ def _invoked_command(args: Sequence[str]) -> str | None:
     None for the root's own help (which lists every command, a command named after it or not), and for a mistyped
     name, which the whole app answers with the names it has."""
     for arg in args:
-        if arg in ("-h", "--help"):
+        if arg == "--help" or (arg.startswith("-") and not arg.startswith("--") and "h" in arg[1:]):  # -h, -vh
             return None
         if not arg.startswith("-"):
             return arg if arg in _COMMANDS else None

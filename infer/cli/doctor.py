@@ -16,7 +16,7 @@ def doctor(
 ) -> None:
     """Check this machine: versions, Ascend tools, and what will run for real.
 
-    Python, TensorFlow, tf2onnx, onnx, onnxruntime and numpy against the ranges we test; atc, msame and
+    Python, TensorFlow, tf2onnx, onnx, onnxruntime, numpy and xxhash against the ranges we test; atc, msame and
     ais_bench found or not (and their versions); ASCEND_TOOLKIT_HOME, set_env.sh, the devlib entry of
     LD_LIBRARY_PATH; a writable temp folder. Ends with which stages run for real and which use the stand-in.
     """

@@ -174,7 +174,7 @@ class Provenance:
     precision_mode: str
     emulation: dict[str, Any]  # the stand-in's emulation of the precision mode; {} for an om or no conversion
     dataset: str
-    dataset_sha256: str  # of dataset.json, which holds every bin's sha256
+    dataset_sha256: str  # of dataset.json, which holds every bin's digest
     samples: int
     thresholds: dict[str, dict[str, float]]  # output -> metric -> limit, dataset-wide
     sample_thresholds: dict[str, dict[str, float]]  # output -> metric -> limit, for each sample

@@ -66,7 +66,7 @@ class RunRecord:
     model_path: str
     model_sha256: str
     dataset_path: str
-    dataset_sha256: str  # of dataset.json, which holds every bin's sha256
+    dataset_sha256: str  # of dataset.json, which holds every bin's digest
     batch: int
     samples: int  # real samples in the dataset, padding excluded
     padding: int  # rows of padding in the last batch, carried from the manifest

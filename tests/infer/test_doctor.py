@@ -80,6 +80,7 @@ def test_packages_report_installed_versions_and_declared_ranges(bare_machine: Pa
     assert onnx.tested_range == ">=1.16,<1.24"  # from infer's own metadata, i.e. pyproject.toml
     assert report.package("tensorflow").distribution in ("tensorflow-cpu", "tensorflow")
     assert report.package("tensorflow").tested_range == ">=2.16,<2.22"
+    assert report.package("xxhash").tested_range == ">=3.4,<5"  # the bins' digests
     assert report.tested_combination  # this environment was installed from those very ranges
 
 

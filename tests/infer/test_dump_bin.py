@@ -413,6 +413,26 @@ def test_a_changed_bin_of_a_dataset_is_refused_when_rebatched(capsys: pytest.Cap
         assert line == f"error: {changed}: xxh128 differs from dataset.json's (the file changed after dump-bin)"
 
 
+def test_a_version_1_dataset_is_rebatched_and_checked_by_its_sha256(capsys: pytest.CaptureFixture[str],
+                                                                   frozen_small_cnn: ModelContract,
+                                                                   tmp_path: Path) -> None:
+    from tests.binio.test_digest import _as_version_1
+
+    data = np.random.default_rng(2).normal(size=(5, 8, 8, 3)).astype(np.float32)
+    np.save(tmp_path / "data.npy", data)
+    assert run_cli(capsys, "dump-bin", "-m", frozen_small_cnn.path, "-o", tmp_path / "old",
+                   tmp_path / "data.npy").code == 0
+    _as_version_1(tmp_path / "old")  # as infer wrote it before XXH3-128: every bin's sha256
+    assert run_cli(capsys, "bin-info", tmp_path / "old", "--verify").code == 0
+    assert run_cli(capsys, "dump-bin", "-m", frozen_small_cnn.path, "-o", tmp_path / "new", tmp_path / "old").code == 0
+    np.testing.assert_array_equal(np.concatenate(list(iter_samples(load_manifest(tmp_path / "new"), "images:0"))),
+                                  data)
+    changed = tmp_path / "old" / "images" / "000001.bin"
+    changed.write_bytes(bytes(changed.stat().st_size))
+    line = _refused(capsys, tmp_path / "bins", "-m", frozen_small_cnn.path, tmp_path / "old")
+    assert line == f"error: {changed}: sha256 differs from dataset.json's (the file changed after dump-bin)"
+
+
 def test_an_existing_output_is_refused_without_force(capsys: pytest.CaptureFixture[str],
                                                      frozen_small_cnn: ModelContract, tmp_path: Path) -> None:
     np.save(tmp_path / "data.npy", np.zeros((2, 8, 8, 3), np.float32))

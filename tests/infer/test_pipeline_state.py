@@ -106,6 +106,19 @@ def test_force_and_a_corrupt_state_file_run_everything(config: PipelineConfig, c
     assert _run(config) == [True, True]
 
 
+def test_a_state_file_of_version_1_runs_everything_once(config: PipelineConfig, calls: list[str]) -> None:
+    """Version 1 recorded sha256 digests: its records cannot be compared with today's, so the stages run again."""
+    import json
+
+    _run(config)
+    state = json.loads((config.work_dir / STATE_FILE).read_text())
+    assert state["version"] == 2
+    state["version"] = 1
+    (config.work_dir / STATE_FILE).write_text(json.dumps(state))
+    assert _run(config) == [True, True]
+    assert _run(config) == [False, False]
+
+
 def test_a_stage_refusal_names_the_stage_and_keeps_what_ran_before(config: PipelineConfig, calls: list[str]) -> None:
     from binio.errors import InferError
     from infer.pipeline.runner import StageError
