@@ -20,6 +20,7 @@ from binio.regular import refuse_special
 
 BIN_DIGEST = "xxh128"  # what dump-bin records
 DIGESTS = ("xxh128", "sha256")  # what a manifest's file entry may hold, the preferred first
+HEX_LENGTHS = {"xxh128": 32, "sha256": 64}  # a digest's length in hex digits
 _CHUNK = 1 << 22
 
 

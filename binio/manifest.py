@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from binio.atomic import write_json_atomic
-from binio.digest import BIN_DIGEST, DIGESTS, digest_file
+from binio.digest import BIN_DIGEST, DIGESTS, HEX_LENGTHS, digest_file
 from binio.document import load_document
 from binio.dtypes import dtype
 from binio.errors import InferError, ManifestError
@@ -45,6 +45,12 @@ class BinEntry:
     rows: int  # real samples in this file; the rest of its batch is padding
     algorithm: str = BIN_DIGEST  # the digest's (binio.digest), its key in the file's JSON entry
 
+    def __post_init__(self) -> None:
+        # A sha256 given where an xxh128 is expected (code written for version 1) would fail every check later.
+        if len(self.digest) != HEX_LENGTHS.get(self.algorithm, -1):
+            raise ValueError(f"{self.name}: {self.digest!r} is not a {self.algorithm} digest "
+                             f"({HEX_LENGTHS.get(self.algorithm)} hex digits)")
+
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, self.algorithm: self.digest, "rows": self.rows}
 
@@ -61,8 +67,10 @@ class BinEntry:
         if algorithm is None:
             raise entry.refuse(BIN_DIGEST, f"missing, and no {' or '.join(d for d in DIGESTS if d != BIN_DIGEST)} "
                                            f"either: a file's digest, to check it by")
-        return cls(name=name, digest=entry.text(algorithm), rows=entry.integer("rows", minimum=0),
-                   algorithm=algorithm)
+        digest = entry.text(algorithm)
+        if len(digest) != HEX_LENGTHS[algorithm]:
+            raise entry.refuse(algorithm, f"expected {HEX_LENGTHS[algorithm]} hex digits, found {len(digest)}")
+        return cls(name=name, digest=digest, rows=entry.integer("rows", minimum=0), algorithm=algorithm)
 
 
 @dataclass(frozen=True)

@@ -77,3 +77,17 @@ def test_a_file_entry_without_a_digest_is_refused_by_name(tmp_path: Path) -> Non
         load_manifest(tmp_path)
     assert str(caught.value).endswith("inputs[0].files[1].xxh128: missing, and no sha256 either: a file's digest, "
                                       "to check it by")
+
+
+def test_a_digest_of_the_wrong_length_is_refused(tmp_path: Path) -> None:
+    sha256 = digest_bytes("sha256", b"x")
+    with pytest.raises(ValueError, match=r"000000\.bin: '[0-9a-f]{64}' is not a xxh128 digest \(32 hex digits\)"):
+        BinEntry("000000.bin", sha256, 2)  # code written for version 1, where the digest was a sha256
+    assert BinEntry("000000.bin", sha256, 2, algorithm="sha256").digest == sha256
+    _manifest(tmp_path)
+    document = json.loads((tmp_path / "dataset.json").read_text())
+    document["inputs"][0]["files"][0]["xxh128"] = sha256
+    (tmp_path / "dataset.json").write_text(json.dumps(document))
+    with pytest.raises(ManifestError) as caught:
+        load_manifest(tmp_path)
+    assert str(caught.value).endswith("inputs[0].files[0].xxh128: expected 32 hex digits, found 64")
