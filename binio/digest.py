@@ -2,7 +2,7 @@
 
 A bin's digest guards against a file changed by accident after dump-bin (a re-dump of another dataset, a copy cut
 short, a disk): not against a forger. For that, a 128-bit non-cryptographic hash is as good as sha256 (rsync
-chooses XXH3-128 for the same job) and about 25 times faster: sha256 runs at 1.5 GB/s a core, so on two cores it
+chooses XXH3-128 for the same job) and about 20 times faster: sha256 runs at 1.5 GB/s a core, so on two cores it
 was a third of a dump's CPU. Models keep sha256 (model.json, run.json): one file,
 read once per command, and the digest people compare with `sha256sum`. `xxh128sum` (xxHash's command-line tool)
 prints the same hex as a bin's ``xxh128``.
