@@ -25,6 +25,7 @@ from atc_wrap.precision import check_precision_mode
 from atc_wrap.soc import check_soc_version
 from binio.atomic import write_bytes_atomic, write_json_atomic
 from binio.errors import InferError
+from binio.lock import folder_lock
 from binio.manifest import DatasetManifest, dataset_folder, load_manifest
 from binio.output import check_no_links_out, check_output
 from binio.process import quote_command
@@ -191,8 +192,6 @@ def _remove(path: Path) -> None:
 
 
 def _check_output(out: Path, force: bool) -> None:
-    if out.exists() and not out.is_dir():
-        raise TuneError(f"-o {out}: is a file; expected a folder to write into")
     if check_output(out / TUNE_JSON, force=force, hint="pass --force to replace it, or choose another -o",
                     what="an earlier tune-precision"):
         check_no_links_out(out)  # --force replaces the earlier result: never through a link out of -o
@@ -229,14 +228,18 @@ def tune_precision(model: ModelContract | Path | str, bins: DatasetManifest | Pa
         check_soc_version(options.soc_version)
     manifest = load_manifest(dataset_folder(bins))
     out = Path(out)
-    _check_output(out, options.force)
-    work = out / _WORK
-    _remove(work)
-    work.mkdir(parents=True)
-    try:
-        return _tune(contract, manifest, out, work, options, start, say, on_candidate)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    if out.exists() and not out.is_dir():
+        raise TuneError(f"-o {out}: is a file; expected a folder to write into")
+    # One tune per -o at a time: a second one would clear the first's work folder under it.
+    with folder_lock(out, command="tune-precision"):
+        _check_output(out, options.force)
+        work = out / _WORK
+        _remove(work)
+        work.mkdir(parents=True)
+        try:
+            return _tune(contract, manifest, out, work, options, start, say, on_candidate)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
 
 
 def _tune(contract: ModelContract, manifest: DatasetManifest, out: Path, work: Path, options: TuneOptions,
