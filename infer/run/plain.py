@@ -122,6 +122,16 @@ def model_file(contract: ModelContract, backend: str) -> tuple[Path, str]:
     return contract.folder / contract.converted.path, contract.converted.sha256
 
 
+def warn_if_made_for_another(manifest: DatasetManifest, contract: ModelContract, options: RunOptions,
+                             running: Path) -> None:
+    """Warns when dataset.json names a model other than this contract's pb or converted model (or the one the
+    caller says the bins were made for): its bins may hold another model's dtypes or preprocessing."""
+    known = {contract.pb_sha256, contract.converted.sha256 if contract.converted else "", options.bins_made_for}
+    if manifest.model_sha256 and manifest.model_sha256 not in known:  # bins made for the om feed the pb too
+        log.warning("%s: made for another model (sha256 %s), running %s", manifest.path, manifest.model_sha256[:12],
+                    running)
+
+
 def make_run_folder(out: Path) -> Path:
     """A new ``OUT/<timestamp>`` folder; refuses an output root that cannot be written."""
     out = Path(out)
@@ -151,10 +161,7 @@ def run_model(model: ModelContract | Path | str, bins: DatasetManifest | Path | 
     # The golden run feeds the frozen pb the converted model's bins: float16 ones are widened, exactly.
     manifest = preflight(dataset_folder(bins), runner.inputs, widen=backend == "tf", loaded=dataset)
     running = model_file(contract, backend)
-    known = {contract.pb_sha256, contract.converted.sha256 if contract.converted else "", options.bins_made_for}
-    if manifest.model_sha256 and manifest.model_sha256 not in known:  # bins made for the om feed the pb too
-        log.warning("%s: made for another model (sha256 %s), running %s", manifest.path, manifest.model_sha256[:12],
-                    running[0])
+    warn_if_made_for_another(manifest, contract, options, running[0])
     runner.activate()  # before the run folder exists: a missing tool leaves nothing behind
     try:
         with folder_lock(Path(out), command="run"):

@@ -40,6 +40,7 @@ from infer.run.plain import (
     make_runner,
     model_file,
     resolve_model,
+    warn_if_made_for_another,
 )
 from infer.run.preflight import dataset_if_any, preflight
 from infer.run.record import RunRecord, RunRecordError, load_run, now
@@ -127,7 +128,9 @@ def run_sharded(model: ModelContract | Path | str, bins: DatasetManifest | Path 
     runner = make_runner(contract, backend, options, dataset=dataset)
     manifest = preflight(dataset_folder(bins), runner.inputs, widen=backend == "tf", loaded=dataset)
     runner.check_available()  # a missing msame is refused before any folder or worker exists
-    checked = _Checked(model=opened, backend=backend, running=model_file(contract, backend), manifest=manifest,
+    running = model_file(contract, backend)
+    warn_if_made_for_another(manifest, contract, options, running[0])
+    checked = _Checked(model=opened, backend=backend, running=running, manifest=manifest,
                        dataset_sha256=sha256_file(manifest.path), outputs=runner.outputs)
     out = Path(out)
     with folder_lock(out, command="run"):
@@ -183,8 +186,11 @@ class ShardedRun:
         self.engine = engine
         self.retries = scale.retries
         self.shards = split(manifest.stems, scale.shards or engine.default_shards())
+        # bins_made_for: run_sharded warned once, naming the user's dataset, if its bins were made for another model;
+        # the shards take them on purpose, and would warn once each, naming their views.
         self.task_options = replace(options, backend=checked.backend, device=None,
-                                    threads=_worker_threads(options, checked.backend, engine, len(self.shards)))
+                                    threads=_worker_threads(options, checked.backend, engine, len(self.shards)),
+                                    bins_made_for=checked.manifest.model_sha256)
         if previous is not None:
             self.folder = previous.folder
             outputs: tuple[TensorSpec, ...] | None = previous.outputs if previous.outputs and all(

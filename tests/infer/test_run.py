@@ -140,6 +140,14 @@ def test_bins_made_for_another_model_run_with_a_warning(onnx_small_cnn: ModelCon
         options = RunOptions(bins_made_for="ab" * 32)
         assert run_model(onnx_small_cnn.path, manifest.root, tmp_path / "out", options).record.completed
     assert caplog.messages == []
+    from infer.run.options import ScaleOptions
+    from infer.run.sharded import run_sharded
+
+    with caplog.at_level("WARNING", logger="infer.run.plain"):  # a sharded run warns once, as a plain one does
+        assert run_sharded(onnx_small_cnn.path, manifest.root, tmp_path / "sharded", RunOptions(),
+                           ScaleOptions(devices=(0, 1))).record.completed
+    assert caplog.messages == [f"{manifest.path}: made for another model (sha256 {'ab' * 6}), running "
+                               f"{onnx_small_cnn.converted_path}"]
 
 
 def test_interrupted_run_keeps_finished_outputs_and_is_marked_incomplete(
