@@ -120,22 +120,9 @@ def test_a_second_dump_bin_into_a_folder_being_written_is_refused_at_once(
     assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file() and p.name != ".infer.lock"} == before
 
 
-def test_a_second_tune_precision_into_a_folder_being_written_is_refused(
+def test_run_compare_report_and_tune_precision_hold_the_lock_too(
         onnx_small_cnn: ModelContract, tmp_path: Path, capsys: pytest.CaptureFixture[str],
         lock_holder: Callable[[Path], int]) -> None:
-    """Two tunes into one -o would clear each other's work folder: the second is refused before it starts."""
-    bins = tmp_path / "bins"
-    write_dataset(bins, {"images:0": cnn_batches(2)}, layout="NHWC")
-    pid = lock_holder(tmp_path / "tune")
-    result = run_cli(capsys, "tune-precision", onnx_small_cnn.path, "--input", bins, "-o", tmp_path / "tune")
-    assert result.error_line == (f"error: {tmp_path / 'tune'}: another infer (pid {pid}) is writing into this "
-                                 f"folder now; tune-precision refused")
-    assert [p.name for p in (tmp_path / "tune").iterdir()] == [".infer.lock"]  # the holder's; nothing of ours
-
-
-def test_run_compare_report_and_pipeline_hold_the_lock_too(onnx_small_cnn: ModelContract, tmp_path: Path,
-                                                            capsys: pytest.CaptureFixture[str],
-                                                            lock_holder: Callable[[Path], int]) -> None:
     bins = tmp_path / "bins"
     write_dataset(bins, {"images:0": cnn_batches(2)}, layout="NHWC")
     pid = lock_holder(tmp_path / "out")
@@ -151,6 +138,12 @@ def test_run_compare_report_and_pipeline_hold_the_lock_too(onnx_small_cnn: Model
                       actual, "--allow-same-backend", "--report", tmp_path / "report")
     assert compare.error_line == (f"error: {tmp_path / 'report'}: another infer (pid {pid}) is writing into this "
                                   f"folder now; compare --report refused")
+    # Two tunes into one -o would clear each other's work folder: the second is refused before it starts.
+    pid = lock_holder(tmp_path / "tune")
+    tune = run_cli(capsys, "tune-precision", onnx_small_cnn.path, "--input", bins, "-o", tmp_path / "tune")
+    assert tune.error_line == (f"error: {tmp_path / 'tune'}: another infer (pid {pid}) is writing into this folder "
+                               f"now; tune-precision refused")
+    assert [p.name for p in (tmp_path / "tune").iterdir()] == [".infer.lock"]  # the holder's; nothing of ours
 
 
 def test_pipeline_run_holds_its_work_folder(frozen_small_cnn: ModelContract, tmp_path: Path,
