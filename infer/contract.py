@@ -49,6 +49,13 @@ class ConvertedInfo:
     command: tuple[str, ...] = ()  # the exact ATC argv, or () for the stand-in
     settings: dict[str, Any] = field(default_factory=dict)  # converter settings: opset, emulation, ...
 
+    @property
+    def aipp_config(self) -> dict[str, Any] | None:
+        """The AIPP config convert recorded (as JSON); None for a model converted without AIPP. Read here, with no
+        AIPP module imported, so that a stage can tell whether it needs them."""
+        record = self.settings.get("aipp")
+        return record["config"] if isinstance(record, dict) and isinstance(record.get("config"), dict) else None
+
 
 @dataclass(frozen=True)
 class ModelContract:

@@ -102,9 +102,5 @@ def aipp_record(config: AippConfig, options: AippOptions, config_file: str) -> d
 
 def model_aipp(contract: ModelContract) -> AippConfig | None:
     """The AIPP the converted model has, from model.json; None for a model converted without it."""
-    if contract.converted is None:
-        return None
-    record = contract.converted.settings.get("aipp")
-    if not isinstance(record, dict) or not isinstance(record.get("config"), dict):
-        return None
-    return AippConfig.from_json(record["config"])
+    config = contract.converted.aipp_config if contract.converted is not None else None
+    return None if config is None else AippConfig.from_json(config)

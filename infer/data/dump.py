@@ -220,7 +220,7 @@ def _write_batch(path: Path, buffer: np.ndarray, created: list[Path]) -> tuple[s
 
 def _has_aipp(contract: ModelContract) -> bool:
     """Whether model.json records an AIPP for the converted model: only then are the AIPP modules imported."""
-    return contract.converted is not None and "aipp" in contract.converted.settings
+    return contract.converted is not None and contract.converted.aipp_config is not None
 
 
 def _open_sources(contract: ModelContract, options: DumpOptions, plans: list[_Plan]) -> list[SampleSource]:
