@@ -19,8 +19,8 @@ import xxhash
 from binio.regular import refuse_special
 
 BIN_DIGEST = "xxh128"  # what dump-bin records
-DIGESTS = ("xxh128", "sha256")  # what a manifest's file entry may hold, the preferred first
-HEX_LENGTHS = {"xxh128": 32, "sha256": 64}  # a digest's length in hex digits
+HEX_LENGTHS = {"xxh128": 32, "sha256": 64}  # what a manifest's file entry may hold, the preferred first; hex digits
+DIGESTS = tuple(HEX_LENGTHS)
 _CHUNK = 1 << 22
 
 
