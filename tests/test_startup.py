@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from ckpt2pb.logs import TF_CPP_MIN_LOG_LEVEL
 from infer.contract import ModelContract
 
@@ -129,3 +131,30 @@ def test_a_command_imports_and_builds_only_its_own_module() -> None:
         whole = subprocess.run([sys.executable, "-c", MODULES_PROBE, *argv], capture_output=True, text=True,
                                timeout=120, check=True)
         assert "tune-precision" in whole.stdout, argv
+
+
+BLAS_PROBE = """
+import os, sys
+from infer.cli.app import main
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+import numpy
+print("blas:", os.environ.get("OPENBLAS_NUM_THREADS"), "threads:", len(os.listdir("/proc/self/task")))
+"""
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="counts the process's threads in /proc")
+def test_numpy_starts_no_blas_threads_unless_the_user_asks(tmp_path: Path) -> None:
+    """numpy's OpenBLAS would start a spinning thread per core: infer asks for one (its own thread), and keeps a
+    number the user set."""
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    argv = ["dump-bin", "-m", str(tmp_path / "missing.json"), "-o", str(tmp_path / "bins"), "random:0"]
+    ours = subprocess.run([sys.executable, "-c", BLAS_PROBE, *argv], capture_output=True, text=True, timeout=120,
+                          env=env)
+    assert "missing.json: no such model contract" in ours.stderr, ours.stderr
+    assert ours.stdout.splitlines()[-1] == "blas: 1 threads: 1", ours.stdout
+    theirs = subprocess.run([sys.executable, "-c", BLAS_PROBE, *argv], capture_output=True, text=True, timeout=120,
+                            env={**env, "OPENBLAS_NUM_THREADS": "2"})
+    assert theirs.stdout.splitlines()[-1] == "blas: 2 threads: 2", theirs.stdout
