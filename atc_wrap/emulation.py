@@ -9,6 +9,7 @@ accumulate, fp16 out). Values past 65504 become inf, and what follows them inf o
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Mapping, Set
 from dataclasses import dataclass, field
@@ -39,6 +40,18 @@ _VALUE_PRESERVING = frozenset({
     # them would change nothing and cost two passes over the tensor.
     "Floor", "Ceil", "Round", "Sign",
 })
+# Single-float-input ops that commute with the rounding: round(op(x)) == op(round(x)) for every fp32 x, because
+# they move values, or select them by a comparison (fp16 rounding is monotone), or flip their sign (it is
+# symmetric). A rounding due on their only input is made after them instead: the same values, and ONNX Runtime
+# then fuses Conv+Relu and rounds a pooled tensor rather than the full one. Not Floor/Ceil/Round/Sign (2.9999999
+# floors to 2 but rounds to 3.0 first), nor Pad (its constant need not be an fp16 value).
+_COMMUTE_WITH_ROUNDING = frozenset({
+    "Identity", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten", "DepthToSpace", "SpaceToDepth",
+    "Slice", "Gather", "Expand", "Tile", "Relu", "MaxPool", "GlobalMaxPool", "ReduceMax", "ReduceMin", "Neg", "Abs",
+})
+# The model's metadata key listing the tensors whose rounding was made after the op that reads them: what they
+# hold is the unrounded value, and `emulated_value` gives what the emulation means by them.
+ROUNDED_LATER_KEY = "infer.fp16_rounded_later"
 _NOT_EMULATED = (
     "ATC's fusion passes (conv+bn+relu and others change where roundings happen)",
     "the hardware's accumulation order and its fp32 accumulation width inside an op",
@@ -56,6 +69,7 @@ class Emulation:
     mode: str
     storage: str  # fp16 | mixed | fp32: where float tensors are rounded to fp16
     rounded_tensors: int = 0  # op outputs and inputs rounded to fp16 by a Cast pair
+    rounded_later: int = 0  # op outputs whose rounding is made after the op reading them (_COMMUTE_WITH_ROUNDING)
     rounded_weights: int = 0  # float initializers whose values were rounded to fp16
     fp16_inputs: tuple[str, ...] = ()  # inputs the model takes as float16 (--input-fp16-nodes)
     fp16_outputs: tuple[str, ...] = ()  # outputs it gives as float16 (--output-type)
@@ -70,6 +84,10 @@ class Emulation:
         done = ["fp16 storage: every float tensor an fp16 op makes is rounded to fp16 (Cast pair), overflow "
                 "past 65504 gives inf", "fp32 arithmetic inside each op (fp16 in, fp32 accumulate, fp16 out)",
                 "float weights rounded to fp16"]
+        if self.rounded_later:
+            done.append("a rounding due on the only input of an op that commutes with it (moves, Relu, MaxPool, Neg, "
+                        "Abs) is made after that op instead: the same values, fewer passes, Conv+Relu fused; "
+                        "such a tensor holds its unrounded value, which layerwise compare rounds as it reads it")
         if self.storage == "mixed":
             done.append(f"{', '.join(FP32_OP_TYPES)} kept in fp32; ops fed only by fp32 tensors stay fp32; "
                         f"{', '.join(FP16_OP_TYPES)} always fp16")
@@ -83,6 +101,7 @@ class Emulation:
     def to_json(self) -> dict[str, Any]:
         return {
             "mode": self.mode, "storage": self.storage, "rounded_tensors": self.rounded_tensors,
+            "rounded_later": self.rounded_later,
             "rounded_weights": self.rounded_weights, "fp16_inputs": list(self.fp16_inputs),
             "fp16_outputs": list(self.fp16_outputs), "untyped_tensors": self.untyped_tensors,
             "fp32_op_types": list(FP32_OP_TYPES) if self.storage == "mixed" else [],
@@ -152,6 +171,7 @@ def emulate_precision(model: Any, mode: str, *, fp16_inputs: Set[str], fp16_outp
     rewriter.outputs(fp16_outputs)
     rewriter.finish()
     return Emulation(mode=mode, storage=rewriter.storage, rounded_tensors=rewriter.rounded,
+                     rounded_later=len(rewriter.later),
                      rounded_weights=rewriter.rounded_weights, fp16_inputs=tuple(sorted(fp16_inputs)),
                      fp16_outputs=tuple(sorted(fp16_outputs)), untyped_tensors=len(rewriter.untyped),
                      per_op=rewriter.records(), controls=controls or {})
@@ -182,6 +202,8 @@ class _Rewriter:
         self.rounded = 0
         self.rounded_weights = 0
         self.untyped: set[str] = set()
+        self.later: set[str] = set()  # fp16 tensors still unrounded: the op reading them rounds its output
+        self._sole_readers = _sole_readers(self.graph)
         self.changed: set[str] = set()  # names whose value_info is no longer right
         self._rounded_cache: dict[str, str] = {}
         self._names: set[str] = {n.name for n in self.graph.node}
@@ -322,18 +344,32 @@ class _Rewriter:
             if not fp16:
                 self.state.update(dict.fromkeys(float_outputs, "fp32"))
                 continue
-            inputs_fp16 = all(self.state.get(name) == "fp16" for name in float_inputs)
+            inputs_fp16 = all(self.state.get(name) == "fp16" and name not in self.later for name in float_inputs)
             if node.op_type in _VALUE_PRESERVING and inputs_fp16:
                 self.state.update(dict.fromkeys(float_outputs, "fp16"))
                 continue
             for position, name in enumerate(node.output):
-                if name in float_outputs:
+                if name in float_outputs and self._rounds_later(name):
+                    self.later.add(name)
+                    self.state[name] = "fp16"
+                elif name in float_outputs:
                     raw = self._unique(f"{name}/fp32")
                     node.output[position] = raw
                     rewritten.extend(self._round_pair(raw, name))
                     self.state[name] = "fp16"
         del self.graph.node[:]
         self.graph.node.extend(rewritten)
+
+    def _rounds_later(self, name: str) -> bool:
+        """Whether `name`'s rounding can be made after the op reading it: one op reads it, once, and that op
+        commutes with the rounding and has one output, a float. Not with per-op controls, which decide each op's
+        precision on its own."""
+        reader = self._sole_readers.get(name)
+        if reader is None or self.rules or reader.op_type not in _COMMUTE_WITH_ROUNDING:
+            return False
+        outputs = [n for n in reader.output if n]
+        float_inputs = [n for n in reader.input if n and self.types.get(n) == _FLOAT]
+        return len(outputs) == 1 and self.types.get(outputs[0]) == _FLOAT and float_inputs == [name]
 
     def _customized(self, node: Any, rule: OpPrecision, float_inputs: list[str], float_outputs: list[str],
                     rewritten: list[Any]) -> None:
@@ -383,12 +419,58 @@ class _Rewriter:
             self.changed.add(name)
 
     def finish(self) -> None:
+        if self.later:
+            entry = self.model.metadata_props.add()
+            entry.key, entry.value = ROUNDED_LATER_KEY, json.dumps(sorted(self.later))
         kept = [v for v in self.graph.value_info if v.name not in self.changed]
         del self.graph.value_info[:]
         self.graph.value_info.extend(kept)
         if self.untyped:
             log.warning("%d tensors have no type after shape inference and were left unrounded: %s",
                         len(self.untyped), ", ".join(sorted(self.untyped)[:5]))
+
+
+def rounded_later(model: Any) -> frozenset[str]:
+    """The tensors of an emulated model that hold their unrounded values (their rounding is made after the op that
+    reads them); empty for a model converted before roundings were moved."""
+    for prop in model.metadata_props:
+        if prop.key == ROUNDED_LATER_KEY:
+            return frozenset(json.loads(prop.value))
+    return frozenset()
+
+
+def emulated_value(value: Any, name: str, later: Set[str]) -> Any:
+    """`value`, read from tensor `name` of an emulated model, as the emulation means it: rounded to fp16 where
+    the rounding was moved past the op reading it (exactly what the Cast pair there would have stored)."""
+    import numpy as np
+
+    if name not in later:
+        return value
+    with np.errstate(over="ignore"):
+        return np.asarray(value).astype(np.float16).astype(np.float32)
+
+
+def _sole_readers(graph: Any) -> dict[str, Any]:
+    """Tensor -> the one node reading it, for tensors one node reads, once, that are no graph output and that no
+    subgraph (an If or Loop body) reads."""
+    reads: dict[str, list[Any]] = {}
+    for node in graph.node:
+        for name in node.input:
+            if name:
+                reads.setdefault(name, []).append(node)
+    elsewhere = {o.name for o in graph.output} | _read_in_subgraphs(graph)
+    return {name: readers[0] for name, readers in reads.items() if len(readers) == 1 and name not in elsewhere}
+
+
+def _read_in_subgraphs(graph: Any) -> set[str]:
+    """Every tensor name a node of a subgraph of `graph` reads (an outer tensor used by name, or its own)."""
+    names: set[str] = set()
+    for node in graph.node:
+        for attribute in node.attribute:
+            for body in (*([attribute.g] if attribute.HasField("g") else []), *attribute.graphs):
+                names.update(n for inner in body.node for n in inner.input)
+                names |= _read_in_subgraphs(body)
+    return names
 
 
 def _at(dtypes: tuple[str, ...], position: int) -> str:
