@@ -70,6 +70,6 @@ def write_raw(path: Path, array: np.ndarray) -> memoryview:
     where the array is already little-endian and C-contiguous), for a caller that wants their digest."""
     data = np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<"))
     payload = data.reshape(-1).view(np.uint8).data if data.size else memoryview(b"")
-    with atomic_file(Path(path)) as handle:
+    with atomic_file(Path(path), payload.nbytes) as handle:
         handle.write(payload)
     return payload

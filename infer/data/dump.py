@@ -211,7 +211,7 @@ def _write_batch(path: Path, buffer: np.ndarray, created: list[Path]) -> tuple[s
     existed = os.path.lexists(path)
     if existed and path.is_file() and path.stat().st_size == buffer.nbytes and digest_file(BIN_DIGEST, path) == digest:
         return digest, False
-    with atomic_file(path) as handle:
+    with atomic_file(path, buffer.nbytes) as handle:
         _write_payload(handle, buffer)
     if not existed:
         created.append(path)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import sys
 from pathlib import Path
 
 import pytest
@@ -60,3 +61,45 @@ def test_a_symlink_in_the_way_of_the_temporary_is_not_followed(tmp_path: Path,
     write_bytes_atomic(folder / "a.bin", b"new")
     assert outside.read_bytes() == b"keep"
     assert (folder / "a.bin").read_bytes() == b"new" and not (folder / "a.bin").is_symlink()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="fallocate is Linux's")
+def test_a_file_of_known_size_is_reserved_before_it_is_written(tmp_path: Path) -> None:
+    """ext4 writes a batch-sized file with less system time when its blocks are allocated at once, as numpy's
+    tofile does it; the size stays what is written."""
+    from binio.atomic import _fallocate
+
+    size = 4 << 20
+    with open(tmp_path / "probe", "wb") as probe:
+        if _fallocate() is None or _fallocate()(probe.fileno(), 0, 0, size) != 0:
+            pytest.skip(f"{tmp_path}: its file system does not allocate ahead (fallocate refused)")
+    with atomic_file(tmp_path / "a.bin", size) as handle:
+        assert os.fstat(handle.fileno()).st_blocks * 512 >= size and os.fstat(handle.fileno()).st_size == 0
+        handle.write(b"x" * (size // 2))  # less than reserved: no zeros are added at the end
+    assert (tmp_path / "a.bin").stat().st_size == size // 2
+    (tmp_path / "probe").unlink()
+    with atomic_file(tmp_path / "small.bin", 1000) as handle:  # not worth a system call
+        assert os.fstat(handle.fileno()).st_blocks == 0
+
+
+def test_no_space_to_reserve_is_the_error_a_full_disk_gives(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The C library's fallocate failing for lack of space; any other refusal is ignored and the file written."""
+    import ctypes
+
+    from binio import atomic
+
+    def full(fd: int, mode: int, offset: int, size: int) -> int:
+        ctypes.set_errno(errno.ENOSPC)
+        return -1
+
+    def unsupported(fd: int, mode: int, offset: int, size: int) -> int:
+        ctypes.set_errno(errno.EOPNOTSUPP)
+        return -1
+
+    monkeypatch.setattr(atomic, "_fallocate", lambda: unsupported)
+    write_bytes_atomic(tmp_path / "a.bin", b"y" * (2 << 20))
+    assert (tmp_path / "a.bin").read_bytes() == b"y" * (2 << 20)
+    monkeypatch.setattr(atomic, "_fallocate", lambda: full)
+    with pytest.raises(InferError, match=r"b\.bin: no space left on the device"):
+        write_bytes_atomic(tmp_path / "b.bin", b"y" * (2 << 20))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.bin"]
