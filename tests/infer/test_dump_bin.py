@@ -717,3 +717,18 @@ def test_a_contract_whose_pb_changed_is_refused_before_anything_is_written(copy_
     with pytest.raises(ContractError, match=r"model\.pb changed since freeze \(sha256 differs from the contract's\)"):
         dump_bins(contract, DumpOptions(output=tmp_path / "bins", sources=(("", "random:0"),), samples=4))
     assert not (tmp_path / "bins").exists()
+
+
+def test_a_stale_contract_leaves_a_dataset_already_there_untouched(copy_model: Copy, frozen_small_cnn: ModelContract,
+                                                                   tmp_path: Path) -> None:
+    """The pb is hashed beside the dump; --force over a dataset waits for it before the old manifest goes."""
+    from infer.contract import ContractError
+
+    contract = copy_model(frozen_small_cnn)
+    dump_bins(contract, DumpOptions(output=tmp_path / "bins", sources=(("", "random:0"),), samples=4))
+    before = {p.relative_to(tmp_path): p.read_bytes() for p in (tmp_path / "bins").rglob("*") if p.is_file()}
+    contract.pb_path.write_bytes(contract.pb_path.read_bytes() + b"\n")
+    with pytest.raises(ContractError, match=r"model\.pb changed since freeze"):
+        dump_bins(contract, DumpOptions(output=tmp_path / "bins", sources=(("", "random:1"),), samples=4, force=True))
+    after = {p.relative_to(tmp_path): p.read_bytes() for p in (tmp_path / "bins").rglob("*") if p.is_file()}
+    assert after == before and Path("bins/dataset.json") in after
