@@ -12,9 +12,11 @@ testing its type.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from types import TracebackType
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
@@ -33,6 +35,27 @@ _Done_co = TypeVar("_Done_co", covariant=True)
 
 class RunnerError(InferError):
     """A runner that cannot start, or a feed it cannot take."""
+
+
+@contextlib.contextmanager
+def model_checked_beside(check: Callable[[], None] | None) -> Iterator[None]:
+    """Runs `check` (the model file's sha256 against the contract's, 0.7 s a GB) on a thread while the body imports
+    the framework and loads the model, and raises what it raised once the body is done: the file is read beside
+    work that holds the GIL, and hashed off it. Where both fail, the check's error is the one raised: a model file
+    that is not the contract's explains whatever loading it did next."""
+    if check is None:
+        yield
+        return
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="model-check") as checker:
+        checked = checker.submit(check)
+        try:
+            yield
+        except Exception:
+            stale = checked.exception()
+            if stale is not None:
+                raise stale from None
+            raise
+        checked.result()
 
 
 class DatasetFeed(Protocol[_Done_co]):

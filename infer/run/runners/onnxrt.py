@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +11,7 @@ import numpy as np
 from binio.errors import first_line
 from binio.spec import TensorSpec, node_name
 from infer.contract import ModelContract
-from infer.run.runners.base import BaseRunner, RunnerError
+from infer.run.runners.base import BaseRunner, RunnerError, model_checked_beside
 
 CUDA = "CUDAExecutionProvider"
 CPU = "CPUExecutionProvider"
@@ -45,9 +45,13 @@ class OnnxRuntimeRunner(BaseRunner):
         *,
         threads: int | None = None,
         device: int | None = None,
+        model_check: Callable[[], None] | None = None,
     ) -> None:
+        """`model_check` refuses a model file that is not the one its contract describes; it runs as the session
+        is made."""
         super().__init__(inputs, outputs)
         self.model = Path(model)
+        self._model_check = model_check
         self.threads = threads
         self.device_id = device
         self._session: Any = None
@@ -65,15 +69,18 @@ class OnnxRuntimeRunner(BaseRunner):
             found = "nothing" if converted is None else converted.target
             raise RunnerError(f"{contract.path}: the onnxrt backend needs an ONNX model, convert produced {found}",
                               hint="run infer convert --target onnx")
-        contract.check_converted_unchanged()
         return cls(contract.folder / converted.path, converted.inputs, converted.outputs, threads=threads,
-                   device=device)
+                   device=device, model_check=contract.check_converted_unchanged)
 
     @property
     def device(self) -> str:
         return self._provider
 
     def activate_impl(self) -> None:
+        with model_checked_beside(self._model_check):
+            self._make_session()
+
+    def _make_session(self) -> None:
         import onnxruntime as ort
 
         options = ort.SessionOptions()

@@ -13,7 +13,7 @@ import numpy as np
 from ckpt2pb.logs import quiet_tensorflow_logs
 from ckpt2pb.protobuf import read_graph_def
 from infer.contract import ModelContract
-from infer.run.runners.base import BaseRunner, RunnerError
+from infer.run.runners.base import BaseRunner, RunnerError, model_checked_beside
 
 
 class TensorFlowRunner(BaseRunner):
@@ -35,16 +35,8 @@ class TensorFlowRunner(BaseRunner):
         return "TensorFlow CPU"
 
     def activate_impl(self) -> None:
-        if self.check_sha256:
-            self.contract.check_pb_unchanged()
-        quiet_tensorflow_logs()  # before the import: TensorFlow's C++ side reads its level once, while starting
-        import tensorflow as tf
-
-        tf1 = tf.compat.v1
-        graph_def = read_graph_def(self.contract.pb_path)
-        graph = tf.Graph()
-        with graph.as_default():
-            tf1.import_graph_def(graph_def, name="")
+        with model_checked_beside(self.contract.check_pb_unchanged if self.check_sha256 else None):
+            graph = self._load_graph()
 
         def tensor(name: str) -> Any:
             try:
@@ -55,11 +47,24 @@ class TensorFlowRunner(BaseRunner):
 
         self._feed_tensors = {spec.name: tensor(spec.name) for spec in self.inputs}
         self._fetches = [tensor(spec.name) for spec in self.outputs]
+        import tensorflow as tf  # imported already, beside the model check
+
+        tf1 = tf.compat.v1
         config = tf1.ConfigProto()
         if self.threads:
             config.intra_op_parallelism_threads = self.threads
             config.inter_op_parallelism_threads = self.threads
         self._session = tf1.Session(graph=graph, config=config)
+
+    def _load_graph(self) -> Any:
+        quiet_tensorflow_logs()  # before the import: TensorFlow's C++ side reads its level once, while starting
+        import tensorflow as tf
+
+        graph_def = read_graph_def(self.contract.pb_path)
+        graph = tf.Graph()
+        with graph.as_default():
+            tf.compat.v1.import_graph_def(graph_def, name="")
+        return graph
 
     def infer_impl(self, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
         feed_dict = {self._feed_tensors[name]: array for name, array in feeds.items()}

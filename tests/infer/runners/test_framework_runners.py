@@ -11,6 +11,7 @@ from infer.contract import ModelContract
 from infer.run.runners.base import RunnerError
 from infer.run.runners.onnxrt import OnnxRuntimeRunner
 from infer.run.runners.tensorflow import TensorFlowRunner
+from tests.conftest import Copy
 from tests.infer.run_data import cnn_batches, two_input_model
 
 
@@ -77,3 +78,29 @@ def test_onnxrt_runner_refuses_a_contract_without_onnx(frozen_small_cnn: ModelCo
         OnnxRuntimeRunner.from_contract(frozen_small_cnn)
     assert str(caught.value) == (f"{frozen_small_cnn.path}: the onnxrt backend needs an ONNX model, "
                                  "convert produced nothing")
+
+
+def test_a_model_file_that_is_not_the_contracts_is_refused_as_the_runner_starts(
+        copy_model: Copy, frozen_small_cnn: ModelContract, onnx_small_cnn: ModelContract) -> None:
+    """Its sha256 is checked beside the framework's import and the model's load; where the load fails too (a file
+    that is no model at all), the stale file is what the error names."""
+    from infer.contract import ContractError
+
+    onnx_model = copy_model(onnx_small_cnn)
+    assert onnx_model.converted_path is not None
+    import onnx
+
+    edited = onnx.load(str(onnx_model.converted_path))
+    edited.doc_string = "edited after convert"  # loads as before, but is not the file convert recorded
+    onnx.save(edited, str(onnx_model.converted_path))
+    with pytest.raises(ContractError, match=r"model\.onnx changed since convert"):
+        OnnxRuntimeRunner.from_contract(onnx_model).activate()
+    onnx_model.converted_path.write_bytes(b"not a model")
+    runner = OnnxRuntimeRunner.from_contract(onnx_model)
+    with pytest.raises(ContractError, match=r"model\.onnx changed since convert"):
+        runner.activate()
+    assert not runner.is_active
+    tf_model = copy_model(frozen_small_cnn)
+    tf_model.pb_path.write_bytes(tf_model.pb_path.read_bytes() + b"\n")
+    with pytest.raises(ContractError, match=r"model\.pb changed since freeze"):
+        TensorFlowRunner(tf_model).activate()
