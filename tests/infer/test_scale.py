@@ -16,6 +16,7 @@ from infer.run.record import load_run
 from infer.run.shard import split
 from infer.run.sharded import run_sharded
 from tests.cli import run_cli
+from tests.conftest import Copy
 from tests.infer.run_data import as_om, use_fake_tools
 from tests.infer.scale_data import BATCHES, assert_same_outputs, output_files, scale_bins
 
@@ -159,4 +160,18 @@ def test_engine_ray_without_ray_says_how_to_install_it(onnx_small_cnn: ModelCont
                       "--engine", "ray")
     assert (outcome.code, outcome.error_line) == (2, "error: --engine ray: Ray is not installed")
     assert 'hint: pip install "infer[ray]" (or pip install ".[ray]" in a checkout of infer)' in outcome.err
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("backend", ["onnxrt", "tf"])
+def test_a_model_changed_since_the_contract_is_refused_before_any_worker_starts(
+        copy_model: Copy, onnx_small_cnn: ModelContract, bins: DatasetManifest, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str], backend: str) -> None:
+    model = copy_model(onnx_small_cnn)
+    changed = model.pb_path if backend == "tf" else model.converted_path
+    assert changed is not None
+    changed.write_bytes(changed.read_bytes() + b"\0")
+    outcome = run_cli(capsys, "run", model.path, "--input", bins.root, "-o", tmp_path / "out", "--backend", backend,
+                      "--devices", "0,1")
+    assert outcome.code == 2 and f"{changed.name} changed since" in outcome.error_line
     assert not (tmp_path / "out").exists()

@@ -76,6 +76,11 @@ class OnnxRuntimeRunner(BaseRunner):
     def device(self) -> str:
         return self._provider
 
+    def check_available(self) -> None:
+        """The model file is the contract's (a sharded run asks before its workers start, each checking it again)."""
+        if self._model_check is not None:
+            self._model_check()
+
     def activate_impl(self) -> None:
         with model_checked_beside(self._model_check):
             self._make_session()

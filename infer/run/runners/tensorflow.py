@@ -34,6 +34,11 @@ class TensorFlowRunner(BaseRunner):
     def device(self) -> str:
         return "TensorFlow CPU"
 
+    def check_available(self) -> None:
+        """The pb is the contract's (a sharded run asks before its workers start, each checking it again)."""
+        if self.check_sha256:
+            self.contract.check_pb_unchanged()
+
     def activate_impl(self) -> None:
         with model_checked_beside(self.contract.check_pb_unchanged if self.check_sha256 else None):
             graph = self._load_graph()
