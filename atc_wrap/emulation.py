@@ -34,17 +34,20 @@ FP16_OP_TYPES: tuple[str, ...] = ("Conv", "ConvTranspose", "MatMul", "Gemm")
 # or (the last four) compute values fp16 holds exactly. No rounding after them.
 _VALUE_PRESERVING = frozenset({
     "Identity", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten", "Concat", "Split", "Slice", "Gather",
-    "GatherElements", "GatherND", "Expand", "Tile", "MaxPool", "Relu", "ReduceMax", "ReduceMin", "Max", "Min",
-    "Neg", "Abs", "DepthToSpace", "SpaceToDepth", "Pad", "Where", "GlobalMaxPool", "Dropout",
+    "GatherElements", "GatherND", "Expand", "Tile", "Relu", "ReduceMax", "ReduceMin", "Max", "Min",
+    "Neg", "Abs", "DepthToSpace", "SpaceToDepth", "Pad", "Where", "Dropout",
     # Not moves, but their results from fp16 values are fp16 values too (integers, or -1/0/1): a rounding after
     # them would change nothing and cost two passes over the tensor.
     "Floor", "Ceil", "Round", "Sign",
 })
-# Single-float-input ops that commute with the rounding: round(op(x)) == op(round(x)) for every fp32 x, because
-# they move values, or select them by a comparison (fp16 rounding is monotone), or flip their sign (it is
-# symmetric). A rounding due on their only input is made after them instead: the same values, and ONNX Runtime
-# then fuses Conv+Relu and rounds a pooled tensor rather than the full one. Not Floor/Ceil/Round/Sign (2.9999999
-# floors to 2 but rounds to 3.0 first), nor Pad (its constant need not be an fp16 value).
+# Not MaxPool or GlobalMaxPool above: ONNX Runtime starts a window at the lowest float32, so a window of -inf (or
+# of padding alone) gives -3.4e38, which fp16 cannot hold; they are rounded after like any op.
+# Single-float-input ops that commute with the rounding: round(op(x)) == round(op(round(x))) for every fp32 x,
+# because they move values, or select them by a comparison (fp16 rounding is monotone), or flip their sign (it is
+# symmetric); the same numbers, but for the sign of a zero (Relu of a rounded -1e-10 is -0.0, a rounded Relu of
+# it +0.0). A rounding due on their only input is made after them instead, so ONNX Runtime can fuse Conv+Relu and
+# the Cast pair after a MaxPool reads the pooled tensor. Not Floor/Ceil/Round/Sign (2.9999999 floors to 2 but
+# rounds to 3.0 first), nor Pad (its constant need not be an fp16 value).
 _COMMUTE_WITH_ROUNDING = frozenset({
     "Identity", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten", "DepthToSpace", "SpaceToDepth",
     "Slice", "Gather", "Expand", "Tile", "Relu", "MaxPool", "GlobalMaxPool", "ReduceMax", "ReduceMin", "Neg", "Abs",
@@ -86,8 +89,9 @@ class Emulation:
                 "float weights rounded to fp16"]
         if self.rounded_later:
             done.append("a rounding due on the only input of an op that commutes with it (moves, Relu, MaxPool, Neg, "
-                        "Abs) is made after that op instead: the same values, fewer passes, Conv+Relu fused; "
-                        "such a tensor holds its unrounded value, which layerwise compare rounds as it reads it")
+                        "Abs) is made after that op instead: the same numbers, fewer passes (ONNX Runtime can fuse "
+                        "Conv+Relu); such a tensor holds its unrounded value, which layerwise compare rounds as it "
+                        "reads it")
         if self.storage == "mixed":
             done.append(f"{', '.join(FP32_OP_TYPES)} kept in fp32; ops fed only by fp32 tensors stay fp32; "
                         f"{', '.join(FP16_OP_TYPES)} always fp16")
@@ -430,7 +434,7 @@ class _Rewriter:
                         len(self.untyped), ", ".join(sorted(self.untyped)[:5]))
 
 
-def rounded_later(model: Any) -> frozenset[str]:
+def tensors_rounded_later(model: Any) -> frozenset[str]:
     """The tensors of an emulated model that hold their unrounded values (their rounding is made after the op that
     reads them); empty for a model converted before roundings were moved."""
     for prop in model.metadata_props:

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from atc_wrap.emulation import emulated_value, rounded_later
+from atc_wrap.emulation import emulated_value, tensors_rounded_later
 from binio.atomic import atomic_path
 from binio.binfile import read_bin
 from binio.dtypes import DTYPE_NAMES, dtype, from_tf_enum
@@ -206,7 +206,7 @@ def _onnx_side(contract: ModelContract, manifest: DatasetManifest, tensors: list
     session_inputs = [i.name for i in session.get_inputs()]
     feed = {name if name in session_inputs else node_name(name): value for name, value in feeds.items()}
     values = session.run(wanted, feed)
-    later = rounded_later(model)
+    later = tensors_rounded_later(model)
     found = {name: np.asarray(emulated_value(v, name, later)) for name, v in zip(wanted, values, strict=True)}
     return OnnxSide(graph=graph, layouts=layouts, missing=missing, stand_ins=stand_ins,
                     values={t.name: found[stand_ins.get(t.name, t.name)] for t in tensors

@@ -94,7 +94,7 @@ def stand_in(contract: ModelContract, images: np.ndarray) -> dict[str, np.ndarra
     import onnx
     import onnxruntime as ort
 
-    from atc_wrap.emulation import emulated_value, rounded_later
+    from atc_wrap.emulation import emulated_value, tensors_rounded_later
     from infer.compare.onnx_graph import OnnxGraph, ranks_of
 
     assert contract.converted_path is not None
@@ -106,7 +106,7 @@ def stand_in(contract: ModelContract, images: np.ndarray) -> dict[str, np.ndarra
             model.graph.output.append(onnx.helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, None))
     session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     values = session.run(list(TENSORS), {"images:0": images})
-    later = rounded_later(model)
+    later = tensors_rounded_later(model)
     read = {}
     for name, value in zip(TENSORS, values, strict=True):
         layout = layouts[name]
