@@ -117,6 +117,8 @@ def _reserve(fd: int, size: int) -> None:
 def _fallocate() -> Any:
     import ctypes
 
+    if ctypes.sizeof(ctypes.c_long) != 8:  # off_t is 64-bit there; a 32-bit build would need fallocate64
+        return None
     try:
         function = ctypes.CDLL(None, use_errno=True).fallocate  # the C library's, among the process's own symbols
     except (OSError, AttributeError):

@@ -287,14 +287,15 @@ def dump_bins(model: ModelContract | Path | str, options: DumpOptions, progress:
     """Writes every input's samples as batch files in the model's dtype, with the manifest last."""
     contract = as_contract(model)
     # Bins are made for the model the contract describes (its sha256 goes into dataset.json): a stale contract is
-    # refused. The pb is hashed beside the dump (sha256 takes 0.7 s a GB), and waited for before a dataset already
-    # there is touched or the manifest is written: a refusal leaves what was there, and none of this dump's files.
+    # refused. The pb is hashed beside the dump (sha256 takes 0.7 s a GB): a dataset already there is touched, and
+    # the manifest written, only once it is known good, and a refusal found while writing stops the writing. A
+    # refusal leaves what was there, and none of this dump's files.
     with concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="dump-bin-model-check") as checker:
-        return _dump(contract, options, progress, checker.submit(contract.check_pb_unchanged).result)
+        return _dump(contract, options, progress, checker.submit(contract.check_pb_unchanged))
 
 
 def _dump(contract: ModelContract, options: DumpOptions, progress: Progress | None,
-          model_unchanged: Callable[[], None]) -> DumpResult:
+          model_check: concurrent.futures.Future[None]) -> DumpResult:
     specs = contract.model_inputs
     for spec in specs:
         _check_dtype(contract, spec, options.dtype)
@@ -327,13 +328,13 @@ def _dump(contract: ModelContract, options: DumpOptions, progress: Progress | No
         fresh = not check_output(output, force=options.force,
                                  hint="pass --force to overwrite it (files whose digest matches are kept)")
         if not fresh:
-            model_unchanged()  # before a dataset already there loses its manifest
-        return _dump_locked(contract, options, plans, batch, fresh, declared, progress, model_unchanged)
+            model_check.result()  # before a dataset already there loses its manifest
+        return _dump_locked(contract, options, plans, batch, fresh, declared, progress, model_check)
 
 
 def _dump_locked(contract: ModelContract, options: DumpOptions, plans: list[_Plan], batch: int, fresh: bool,
                  declared: dict[str, dict[str, Any]], progress: Progress | None,
-                 model_unchanged: Callable[[], None]) -> DumpResult:
+                 model_check: concurrent.futures.Future[None]) -> DumpResult:
     output = Path(options.output)
     sources = _open_sources(contract, options, plans)
     created: list[Path] = []
@@ -345,7 +346,7 @@ def _dump_locked(contract: ModelContract, options: DumpOptions, plans: list[_Pla
             folders = _make_folders(output, plans)
             (output / MANIFEST_NAME).unlink(missing_ok=True)  # until the new one is written, the folder is no dataset
             result = _write_all(contract, options, plans, sources, slots, batch, samples, declared, progress,
-                                created, model_unchanged)
+                                created, model_check)
         except BaseException as exc:
             # An interrupted run keeps its whole files, so that a re-run with --force resumes from them.
             if fresh and not isinstance(exc, (KeyboardInterrupt, Terminated)):
@@ -373,7 +374,8 @@ def _make_folders(output: Path, plans: list[_Plan]) -> list[Path]:
 
 def _write_all(contract: ModelContract, options: DumpOptions, plans: list[_Plan], sources: list[SampleSource],
                slots: tuple[BatchSlot, ...], batch: int, samples: int, declared: dict[str, dict[str, Any]],
-               progress: Progress | None, created: list[Path], model_unchanged: Callable[[], None]) -> DumpResult:
+               progress: Progress | None, created: list[Path],
+               model_check: concurrent.futures.Future[None]) -> DumpResult:
     output = Path(options.output)
     reports = [CastReport(source_dtype="", target_dtype=p.spec.dtype) for p in plans]
     entries: list[list[BinEntry]] = [[] for _ in plans]
@@ -401,6 +403,8 @@ def _write_all(contract: ModelContract, options: DumpOptions, plans: list[_Plan]
     with concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="dump-bin-writer") as writer:
         try:
             for slot in slots:
+                if model_check.done():
+                    model_check.result()  # a stale contract stops the dump as soon as it is known
                 for index, (plan, source) in enumerate(zip(plans, sources, strict=True)):
                     # Buffer slot.index % _BUFFERS was last written _BUFFERS batches ago; settle() below keeps at
                     # most _WRITES_IN_FLIGHT batches pending, so that write is done.
@@ -427,7 +431,7 @@ def _write_all(contract: ModelContract, options: DumpOptions, plans: list[_Plan]
         )
         for i, (plan, source) in enumerate(zip(plans, sources, strict=True))
     )
-    model_unchanged()  # the manifest names the model by its sha256
+    model_check.result()  # the manifest names the model by its sha256
     manifest = DatasetManifest(root=output, batch=batch, samples=samples, inputs=inputs,
                                model_sha256=model_sha256(contract), created_by="infer dump-bin").save()
     dumps = tuple(InputDump(tensor=i.tensor, folder=i.folder, dtype=i.dtype, shape=i.shape, source=i.source,

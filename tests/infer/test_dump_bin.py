@@ -706,17 +706,20 @@ def test_a_dataset_without_the_input_is_refused_naming_what_it_holds(capsys: pyt
     assert line == f"error: {tmp_path / 'cnn_bins' / 'dataset.json'}: no input 'ids:0'; it holds: images:0"
 
 
-def test_a_contract_whose_pb_changed_is_refused_before_anything_is_written(copy_model: Copy,
-                                                                          frozen_small_cnn: ModelContract,
-                                                                          tmp_path: Path) -> None:
-    """The library refuses it too (the pipeline calls dump_bins directly): bins record the model's sha256."""
+def test_a_contract_whose_pb_changed_is_refused_and_leaves_nothing(copy_model: Copy, frozen_small_cnn: ModelContract,
+                                                                   tmp_path: Path) -> None:
+    """The library refuses it too (the pipeline calls dump_bins directly): bins record the model's sha256. The pb
+    is hashed beside the dump, which stops once the hash is known to differ, not at the end."""
     from infer.contract import ContractError
 
     contract = copy_model(frozen_small_cnn)
     contract.pb_path.write_bytes(contract.pb_path.read_bytes() + b"\n")
+    written: list[int] = []
     with pytest.raises(ContractError, match=r"model\.pb changed since freeze \(sha256 differs from the contract's\)"):
-        dump_bins(contract, DumpOptions(output=tmp_path / "bins", sources=(("", "random:0"),), samples=4))
+        dump_bins(contract, DumpOptions(output=tmp_path / "bins", sources=(("", "random:0"),), samples=2 * 400),
+                  progress=lambda done, total: written.append(done))
     assert not (tmp_path / "bins").exists()
+    assert max(written) < 400  # batches of 2: the hash of a small pb is known long before the last
 
 
 def test_a_stale_contract_leaves_a_dataset_already_there_untouched(copy_model: Copy, frozen_small_cnn: ModelContract,

@@ -34,6 +34,9 @@ class DeclaredPreprocessingRunner(BaseRunner):
     def device(self) -> str:
         return f"{self.inner.device}, fed the declared float preprocessing of the uint8 bins"
 
+    def check_available(self) -> None:
+        self.inner.check_available()
+
     def activate_impl(self) -> None:
         self.inner.activate()
 

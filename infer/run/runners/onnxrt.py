@@ -82,8 +82,12 @@ class OnnxRuntimeRunner(BaseRunner):
             self._model_check()
 
     def activate_impl(self) -> None:
-        with model_checked_beside(self._model_check):
-            self._make_session()
+        try:
+            with model_checked_beside(self._model_check):
+                self._make_session()
+        except BaseException:
+            self._session = None  # a session made from a stale file goes now, not with the runner
+            raise
 
     def _make_session(self) -> None:
         import onnxruntime as ort

@@ -104,3 +104,8 @@ def test_a_model_file_that_is_not_the_contracts_is_refused_as_the_runner_starts(
     tf_model.pb_path.write_bytes(tf_model.pb_path.read_bytes() + b"\n")
     with pytest.raises(ContractError, match=r"model\.pb changed since freeze"):
         TensorFlowRunner(tf_model).activate()
+    from infer.run.runners.declared import DeclaredPreprocessingRunner
+
+    wrapped = DeclaredPreprocessingRunner(TensorFlowRunner(tf_model), {}, {})  # an AIPP dataset's golden run
+    with pytest.raises(ContractError, match=r"model\.pb changed since freeze"):
+        wrapped.check_available()  # what a sharded run asks before its workers start
