@@ -467,12 +467,14 @@ def _sole_readers(graph: Any) -> dict[str, Any]:
 
 
 def _read_in_subgraphs(graph: Any) -> set[str]:
-    """Every tensor name a node of a subgraph of `graph` reads (an outer tensor used by name, or its own)."""
+    """Every tensor name a subgraph of `graph` reads: its nodes' inputs and its outputs (a body may give an outer
+    tensor straight back), its own or the outer graph's."""
     names: set[str] = set()
     for node in graph.node:
         for attribute in node.attribute:
             for body in (*([attribute.g] if attribute.HasField("g") else []), *attribute.graphs):
                 names.update(n for inner in body.node for n in inner.input)
+                names.update(output.name for output in body.output)
                 names |= _read_in_subgraphs(body)
     return names
 

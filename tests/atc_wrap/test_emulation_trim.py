@@ -129,3 +129,17 @@ def test_no_rounding_moves_past_an_op_it_does_not_commute_with_or_off_a_tensor_r
     emulate_precision(floor_only, "force_fp16", fp16_inputs=set(), fp16_outputs=set())
     assert {o: n for n in floor_only.graph.node for o in n.output}["conv"].op_type == "Cast"
     assert tensors_rounded_later(floor_only) == frozenset()
+
+
+def test_no_rounding_moves_off_a_tensor_a_subgraph_gives_back() -> None:
+    """An If body that returns the Conv's output by name reads it too: it is rounded where it is made."""
+    from onnx import TensorProto, helper
+
+    model = _conv_net()
+    body = helper.make_graph([], "same", [], [helper.make_tensor_value_info("conv", TensorProto.FLOAT, None)])
+    model.graph.input.append(helper.make_tensor_value_info("flag", TensorProto.BOOL, []))
+    model.graph.node.append(helper.make_node("If", ["flag"], ["z"], then_branch=body, else_branch=body))
+    model.graph.output.append(helper.make_tensor_value_info("z", TensorProto.FLOAT, None))
+    emulate_precision(model, "force_fp16", fp16_inputs=set(), fp16_outputs=set())
+    assert {o: n for n in model.graph.node for o in n.output}["conv"].op_type == "Cast"
+    assert tensors_rounded_later(model) == frozenset()
