@@ -32,6 +32,7 @@ from binio.process import quote_command
 from infer.compare.golden import tensorflow_golden
 from infer.compare.layerwise import LayerwiseError, compare_layers
 from infer.compare.options import CompareOptions
+from infer.compare.reports import check_output_folder
 from infer.compare.result import CompareResult
 from infer.compare.sources import resolve_run_folder
 from infer.compare.thresholds import Thresholds
@@ -228,8 +229,7 @@ def tune_precision(model: ModelContract | Path | str, bins: DatasetManifest | Pa
         check_soc_version(options.soc_version)
     manifest = load_manifest(dataset_folder(bins))
     out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise TuneError(f"-o {out}: is a file; expected a folder to write into")
+    check_output_folder(out, "-o")
     # One tune per -o at a time: a second one would clear the first's work folder under it.
     with folder_lock(out, command="tune-precision"):
         _check_output(out, options.force)

@@ -211,6 +211,16 @@ def test_bad_options_are_refused(overflow: tuple[ModelContract, Path], tmp_path:
     assert not (tmp_path / "tuned").exists()
 
 
+def test_an_output_that_is_a_file_is_refused(overflow: tuple[ModelContract, Path], tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    contract, bins = overflow
+    (tmp_path / "tuned").write_text("mine")
+    outcome = run_cli(capsys, "tune-precision", contract.path, "--input", bins, "-o", tmp_path / "tuned")
+    assert outcome.code == 2
+    assert outcome.error_line == f"error: -o {tmp_path / 'tuned'}: is a file; expected a folder to write into"
+    assert (tmp_path / "tuned").read_text() == "mine"
+
+
 def test_an_earlier_result_is_kept_without_force(overflow: tuple[ModelContract, Path], tmp_path: Path,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
     contract, bins = overflow
