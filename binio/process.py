@@ -6,6 +6,7 @@ hang; and typed errors carrying the tail of the tool's output, so no raw CalledP
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shlex
@@ -14,7 +15,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -117,6 +118,45 @@ def _why_stopped(exc: BaseException) -> str:
     return f"infer stopped on {type(exc).__name__}"
 
 
+def _start(args: list[str], *, env: Mapping[str, str] | None, cwd: Path | None) -> subprocess.Popen[str]:
+    try:
+        return subprocess.Popen(
+            args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            env=None if env is None else dict(env), cwd=cwd, text=True, errors="replace", bufsize=1,
+            start_new_session=True,  # its own process group, and no Ctrl-C from the terminal: infer stops it
+        )
+    except FileNotFoundError:
+        raise ToolError(f"{args[0]}: executable not found") from None
+    except PermissionError:
+        raise ToolError(f"{args[0]}: not executable (permission denied)") from None
+
+
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+@contextlib.contextmanager
+def _stop_signals_held() -> Iterator[None]:
+    """Holds Ctrl-C and SIGTERM while the body runs, then delivers them to the handlers they had. Python raises a
+    signal's exception at whichever line runs when it lands: one landing after a tool's fork but before the tool is
+    registered would unwind with nothing to stop it, and the tool would outlive infer. Signals reach the main
+    thread only, and only Python's own handlers can be put back, so elsewhere nothing is held."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[int] = []
+    previous = {signum: signal.getsignal(signum) for signum in _STOP_SIGNALS}
+    holdable = [signum for signum, handler in previous.items() if handler is not None and handler != signal.SIG_IGN]
+    for signum in holdable:
+        signal.signal(signum, lambda signum, frame: held.append(signum))
+    try:
+        yield
+    finally:
+        for signum in holdable:
+            signal.signal(signum, previous[signum])
+        for held_signal in held:
+            signal.raise_signal(held_signal)  # its handler runs here, inside the caller's clean-up
+
+
 def run_tool(
     argv: Sequence[str],
     *,
@@ -135,34 +175,27 @@ def run_tool(
     log.info("running: %s", quote_command(args))
     if cwd is not None and not Path(cwd).is_dir():
         raise ToolError(f"{cwd}: working folder for {Path(args[0]).name} does not exist")
-    start = time.monotonic()
-    try:
-        process = subprocess.Popen(
-            args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            env=None if env is None else dict(env), cwd=cwd, text=True, errors="replace", bufsize=1,
-            start_new_session=True,  # its own process group, and no Ctrl-C from the terminal: infer stops it
-        )
-    except FileNotFoundError:
-        raise ToolError(f"{args[0]}: executable not found") from None
-    except PermissionError:
-        raise ToolError(f"{args[0]}: not executable (permission denied)") from None
-
-    lines: list[str] = []
     tool = Path(args[0]).name
+    lines: list[str] = []
+    process: subprocess.Popen[str] | None = None
 
     def pump() -> None:
-        assert process.stdout is not None
+        assert process is not None and process.stdout is not None
         for line in process.stdout:
             lines.append(line)
             log.debug("%s: %s", tool, line.rstrip("\n"))
 
-    reader = threading.Thread(target=pump, daemon=True)
-    try:  # from the start: a Ctrl-C or SIGTERM arriving before the wait must stop the tool too
-        with _RUNNING_LOCK:
-            _RUNNING[process.pid] = process
+    start = time.monotonic()
+    try:
+        with _stop_signals_held():  # a Ctrl-C or SIGTERM as the tool starts lands once it is known, to be stopped
+            process = _start(args, env=env, cwd=cwd)
+            with _RUNNING_LOCK:
+                _RUNNING[process.pid] = process
+        reader = threading.Thread(target=pump, daemon=True)
         reader.start()
         returncode = process.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
+        assert process is not None
         stop_group(process, grace=grace)
         reader.join(timeout=5)
         tail = "\n".join("".join(lines).splitlines()[-_TAIL_LINES:])
@@ -173,13 +206,15 @@ def run_tool(
             hint="raise --timeout if the model is large, or run the command by hand to see where it hangs",
         ) from None
     except BaseException as exc:  # Ctrl-C, SIGTERM: the tool's group is not the terminal's, so stop it here
-        log.warning("%s: stopping it and the processes it started (process group %d): %s", tool, process.pid,
-                    _why_stopped(exc))
-        stop_group(process, grace=grace)
+        if process is not None:
+            log.warning("%s: stopping it and the processes it started (process group %d): %s", tool, process.pid,
+                        _why_stopped(exc))
+            stop_group(process, grace=grace)
         raise
     finally:
-        with _RUNNING_LOCK:
-            _RUNNING.pop(process.pid, None)
+        if process is not None:
+            with _RUNNING_LOCK:
+                _RUNNING.pop(process.pid, None)
     reader.join()
     seconds = time.monotonic() - start
     log.info("%s exited %d after %.1f s", tool, returncode, seconds)

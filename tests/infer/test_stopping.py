@@ -10,9 +10,11 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from binio.errors import Terminated
 from binio.manifest import DatasetManifest
 from binio.process import ToolError, run_tool
 from infer.contract import ModelContract
@@ -89,6 +91,36 @@ def test_a_timeout_stops_the_tool_and_every_process_it_started(tmp_path: Path) -
     assert caught.value.message.startswith("atc: no result after 1 s; stopped it and the processes it started "
                                            "(TERM, then KILL after 0.5 s). Last output:\nstarted, now hanging")
     assert _all_ended(_pids(pids))
+
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["Ctrl-C", "SIGTERM"])
+def test_a_signal_landing_as_the_tool_starts_still_stops_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                            signum: int) -> None:
+    """The signal lands after the fork, before run_tool knows the process: it is held until then, not lost."""
+    tool, pids = _hanging_tool(tmp_path, "msame")
+    started = subprocess.Popen
+
+    def start_then_signal(*args: Any, **kwargs: Any) -> subprocess.Popen[str]:
+        process = started(*args, **kwargs)
+        _pids(pids)  # the tool and both its children are running
+        os.kill(os.getpid(), signum)
+        time.sleep(0.2)  # Python runs a handler at the next instruction: here, were the signal not held
+        return process
+
+    def terminate(signum: int, frame: object) -> None:
+        raise Terminated()
+
+    monkeypatch.setattr(subprocess, "Popen", start_then_signal)
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        with pytest.raises(KeyboardInterrupt if signum == signal.SIGINT else Terminated):
+            run_tool([str(tool)], timeout=60, grace=0.5)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert _all_ended(_pids(pids))
+    assert signal.getsignal(signal.SIGTERM) is previous  # the handlers it held the signals from are back
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
 def _run_infer(args: list[object], env: dict[str, str]) -> subprocess.Popen[str]:
