@@ -11,6 +11,7 @@ prints the same hex as a bin's ``xxh128``.
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 from typing import Protocol
 
@@ -50,7 +51,9 @@ def digest_file(algorithm: str, path: Path) -> str:
     refuse_special(path)
     hasher = _new(algorithm)
     with open(path, "rb", buffering=0) as handle:
-        buffer = bytearray(_CHUNK)
+        # No bigger than the file (plus the byte that shows its end): a bytearray is zeroed, so a 4 MiB buffer
+        # for each of dump-bin's re-dumped bins, or for a small model, cost more than reading the file.
+        buffer = bytearray(min(_CHUNK, os.fstat(handle.fileno()).st_size + 1))
         view = memoryview(buffer)
         while got := handle.readinto(buffer):
             hasher.update(view[:got])

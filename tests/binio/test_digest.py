@@ -39,9 +39,10 @@ def test_known_values_of_both_digests(tmp_path: Path) -> None:
     assert digest_bytes("xxh128", b"") == "99aa06d3014798d86001c324468d497f"
     assert digest_bytes("sha256", b"") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
     data = np.random.default_rng(0).bytes(5 << 20)  # more than one read's chunk
-    (tmp_path / "f.bin").write_bytes(data)
-    for algorithm in ("xxh128", "sha256"):
-        assert digest_file(algorithm, tmp_path / "f.bin") == digest_bytes(algorithm, data)
+    for size in (0, 1, 100, 5 << 20):  # the buffer is sized to the file: none, one byte, smaller than a chunk
+        (tmp_path / "f.bin").write_bytes(data[:size])
+        for algorithm in ("xxh128", "sha256"):
+            assert digest_file(algorithm, tmp_path / "f.bin") == digest_bytes(algorithm, data[:size])
     with pytest.raises(ValueError, match="unknown digest 'md5'"):
         digest_bytes("md5", data)
 
