@@ -94,15 +94,49 @@ def stop_groups(processes: Sequence[subprocess.Popen[str]], *, grace: float = GR
         process.wait()
 
 
-_RUNNING: dict[int, subprocess.Popen[str]] = {}  # the tools this process is waiting for, by pid
-_RUNNING_LOCK = threading.Lock()
+class _Running:
+    """The tools this process is waiting for, by pid, and how many are being started: a stop waits for those to be
+    registered, so that a tool forked on one thread as another stops them all is stopped too."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._tools: dict[int, subprocess.Popen[str]] = {}
+        self._starting = 0
+
+    @contextlib.contextmanager
+    def starting(self) -> Iterator[None]:
+        """Around a tool's start and its `add`."""
+        with self._changed:
+            self._starting += 1
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._starting -= 1
+                self._changed.notify_all()
+
+    def add(self, process: subprocess.Popen[str]) -> None:
+        with self._changed:
+            self._tools[process.pid] = process
+
+    def remove(self, process: subprocess.Popen[str]) -> None:
+        with self._changed:
+            self._tools.pop(process.pid, None)
+
+    def all_started(self, *, timeout: float) -> list[subprocess.Popen[str]]:
+        """Every tool running once none is being started (a fork takes milliseconds; `timeout` bounds the wait)."""
+        with self._changed:
+            self._changed.wait_for(lambda: self._starting == 0, timeout)
+            return list(self._tools.values())
+
+
+_RUNNING = _Running()
 
 
 def stop_running_tools(why: str, *, grace: float = GRACE_SECONDS) -> None:
     """Stops every tool this process is running, from any thread (sharded runs wait for theirs on threads that
     neither Ctrl-C nor SIGTERM reaches), saying which and why."""
-    with _RUNNING_LOCK:
-        running = list(_RUNNING.values())
+    running = _RUNNING.all_started(timeout=grace)
     for process in running:
         log.warning("%s: stopping it and the processes it started (process group %d): %s",
                     Path(str(process.args[0])).name if isinstance(process.args, list) else process.args,
@@ -187,10 +221,10 @@ def run_tool(
 
     start = time.monotonic()
     try:
-        with _stop_signals_held():  # a Ctrl-C or SIGTERM as the tool starts lands once it is known, to be stopped
+        # A Ctrl-C or SIGTERM as the tool starts lands once it is registered, and so does another thread's stop.
+        with _stop_signals_held(), _RUNNING.starting():
             process = _start(args, env=env, cwd=cwd)
-            with _RUNNING_LOCK:
-                _RUNNING[process.pid] = process
+            _RUNNING.add(process)
         reader = threading.Thread(target=pump, daemon=True)
         reader.start()
         returncode = process.wait(timeout=timeout)
@@ -213,8 +247,7 @@ def run_tool(
         raise
     finally:
         if process is not None:
-            with _RUNNING_LOCK:
-                _RUNNING.pop(process.pid, None)
+            _RUNNING.remove(process)
     reader.join()
     seconds = time.monotonic() - start
     log.info("%s exited %d after %.1f s", tool, returncode, seconds)

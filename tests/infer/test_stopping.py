@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -16,7 +17,7 @@ import pytest
 
 from binio.errors import Terminated
 from binio.manifest import DatasetManifest
-from binio.process import ToolError, run_tool
+from binio.process import ToolError, ToolResult, run_tool, stop_running_tools
 from infer.contract import ModelContract
 from tests.cli import run_cli
 from tests.infer.run_data import as_om, cnn_batches, use_fake_tools, write_dataset
@@ -122,6 +123,32 @@ def test_a_signal_landing_as_the_tool_starts_still_stops_it(tmp_path: Path, monk
     assert signal.getsignal(signal.SIGTERM) is previous  # the handlers it held the signals from are back
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
+
+
+def test_a_stop_from_another_thread_waits_for_a_tool_being_started(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A sharded run's tools are started on threads: a stop that comes between a fork and the registration of the
+    tool waits for it, rather than miss it and leave the thread waiting on a tool that nobody stops."""
+    tool, pids = _hanging_tool(tmp_path, "msame")
+    started = subprocess.Popen
+    forked = threading.Event()
+
+    def slow_start(*args: Any, **kwargs: Any) -> subprocess.Popen[str]:
+        process = started(*args, **kwargs)
+        _pids(pids)
+        forked.set()
+        time.sleep(0.5)  # the stop comes now, before run_tool has the process
+        return process
+
+    monkeypatch.setattr(subprocess, "Popen", slow_start)
+    results: list[ToolResult] = []
+    thread = threading.Thread(target=lambda: results.append(run_tool([str(tool)], timeout=60, grace=0.5)))
+    thread.start()
+    assert forked.wait(60)
+    stop_running_tools("the test stopped it", grace=0.5)
+    thread.join(20)
+    assert not thread.is_alive() and results[0].returncode != 0
+    assert _all_ended(_pids(pids))
 
 def _run_infer(args: list[object], env: dict[str, str]) -> subprocess.Popen[str]:
     return subprocess.Popen([sys.executable, "-m", "infer", *map(str, args)], cwd=REPO, text=True, env=env,
