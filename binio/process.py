@@ -124,19 +124,20 @@ class _Running:
             self._tools.pop(process.pid, None)
 
     def all_started(self, *, timeout: float) -> list[subprocess.Popen[str]]:
-        """Every tool running once none is being started (a fork takes milliseconds; `timeout` bounds the wait)."""
+        """Every tool running, once none is being started (or after `timeout` seconds)."""
         with self._changed:
             self._changed.wait_for(lambda: self._starting == 0, timeout)
             return list(self._tools.values())
 
 
 _RUNNING = _Running()
+_START_SECONDS = 30.0  # how long a stop waits for tools being started: a fork and an exec, milliseconds unless swamped
 
 
 def stop_running_tools(why: str, *, grace: float = GRACE_SECONDS) -> None:
     """Stops every tool this process is running, from any thread (sharded runs wait for theirs on threads that
     neither Ctrl-C nor SIGTERM reaches), saying which and why."""
-    running = _RUNNING.all_started(timeout=grace)
+    running = _RUNNING.all_started(timeout=_START_SECONDS)
     for process in running:
         log.warning("%s: stopping it and the processes it started (process group %d): %s",
                     Path(str(process.args[0])).name if isinstance(process.args, list) else process.args,
