@@ -58,8 +58,23 @@ def _check_same_names(manifest: DatasetManifest, first: InputManifest, names: li
 def check_digest(path: Path, entry: BinEntry, manifest_path: Path) -> None:
     """Refuses a listed file whose bytes changed since its manifest was written."""
     if not entry.matches(path):
-        raise BinFileError(f"{path}: {entry.algorithm} differs from {manifest_path.name}'s (the file changed after "
-                           f"dump-bin)", hint="re-run infer dump-bin to rewrite it")
+        raise _changed(path, entry, manifest_path)
+
+
+def _changed(path: Path, entry: BinEntry, manifest_path: Path) -> BinFileError:
+    return BinFileError(f"{path}: {entry.algorithm} differs from {manifest_path.name}'s (the file changed after "
+                        f"dump-bin)", hint="re-run infer dump-bin to rewrite it")
+
+
+def read_checked(manifest: DatasetManifest, item: InputManifest, index: int) -> np.ndarray:
+    """One listed file's tensor, its size checked and the digest of the bytes read: what is returned is what was
+    checked, read once (hashing the file apart would read it twice, and it could change in between)."""
+    entry = item.files[index]
+    path = manifest.file_path(item, entry)
+    array = read_bin(path, item.spec)
+    if not entry.describes(array.data.cast("B")):
+        raise _changed(path, entry, manifest.path)
+    return array
 
 
 def verify_file(manifest: DatasetManifest, item: InputManifest, index: int, *, digest: bool = True) -> Path:

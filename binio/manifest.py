@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from binio.atomic import write_json_atomic
-from binio.digest import BIN_DIGEST, DIGESTS, HEX_LENGTHS, digest_file
+from binio.digest import BIN_DIGEST, DIGESTS, HEX_LENGTHS, digest_bytes, digest_file
 from binio.document import load_document
 from binio.dtypes import dtype
 from binio.errors import InferError, ManifestError
@@ -57,6 +57,10 @@ class BinEntry:
     def matches(self, path: Path) -> bool:
         """Whether the file at `path` holds the bytes this entry's digest was taken of."""
         return digest_file(self.algorithm, path) == self.digest
+
+    def describes(self, data: bytes | memoryview) -> bool:
+        """Whether `data` (the file's bytes, as read) are the bytes this entry's digest was taken of."""
+        return digest_bytes(self.algorithm, data) == self.digest
 
     @classmethod
     def from_fields(cls, entry: Fields, folder: Path) -> BinEntry:

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from binio.binfile import read_bin, write_raw
+from binio.binfile import write_raw
+from binio.dataset import read_checked
 from binio.dtypes import from_numpy
 from binio.manifest import DatasetManifest
 from binio.spec import TensorSpec
@@ -50,10 +51,12 @@ def _written_spec(spec: TensorSpec, array: np.ndarray) -> TensorSpec:
 
 
 def _feeds(manifest: DatasetManifest, runner: BaseRunner, index: int) -> dict[str, np.ndarray]:
+    """Batch `index` of every input, each file's digest checked on the bytes fed: a bin changed after dump-bin but
+    kept at its size passes preflight, and would make the outputs describe another dataset."""
     feeds = {}
     for spec in runner.inputs:
         item = input_for(manifest, spec)
-        stored = read_bin(manifest.file_path(item, item.files[index]), item.spec)
+        stored = read_checked(manifest, item, index)
         # preflight let a different dtype through only where the cast is exact (float16 -> float32)
         feeds[spec.name] = stored if item.dtype == spec.dtype else stored.astype(spec.dt.np_dtype)
     return feeds
@@ -98,11 +101,9 @@ class _Ledger:
 
 
 def run_batches(runner: BaseRunner, manifest: DatasetManifest, record: RunRecord, *, loop: int, warmup: int,
-                progress: Progress | None, inputs_unchanged: Callable[[], None] | None = None) -> RunRecord:
-    """Every batch through an active in-process runner; returns the record saved as complete.
-
-    `inputs_unchanged` (the bins' digests checked beside the run) is asked before the run is called complete: a
-    refusal leaves the record incomplete, so compare never takes outputs of changed bins."""
+                progress: Progress | None) -> RunRecord:
+    """Every batch through an active in-process runner; returns the record saved as complete. A bin whose bytes
+    are not its manifest's stops the run there, its record incomplete, so compare never takes its outputs."""
     rows = [entry.rows for entry in manifest.inputs[0].files]
     ledger = _Ledger(total=manifest.file_count, progress=progress)
     outputs = record.outputs
@@ -127,8 +128,6 @@ def run_batches(runner: BaseRunner, manifest: DatasetManifest, record: RunRecord
                 ledger.pending.append((stem, times, writer.submit(_write_outputs, record.folder, stem, results)))
                 ledger.settle(keep=_QUEUE)
             ledger.settle(keep=0)
-            if inputs_unchanged is not None:
-                inputs_unchanged()
         except BaseException:
             ledger.settle_quietly()
             replace(record, outputs=outputs, stems=tuple(ledger.stems), rows=tuple(rows[: len(ledger.stems)]),

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Callable
 from dataclasses import replace
 
 from binio.binfile import check_bin_size
+from binio.dataset import digests_checked_beside
 from binio.manifest import DatasetManifest
 from infer.run.batches import Progress
 from infer.run.latency import percentile
@@ -32,19 +32,22 @@ def _tool_latency(timings: ToolTimings, batches: int) -> LatencyStats:
                         p50_ms=or_percentile(timings.p50_ms, 50), p99_ms=or_percentile(timings.p99_ms, 99))
 
 
-def run_folders(runner: ToolRunner, manifest: DatasetManifest, record: RunRecord, progress: Progress | None,
-                inputs_unchanged: Callable[[], None]) -> RunRecord:
+def run_folders(runner: ToolRunner, manifest: DatasetManifest, record: RunRecord,
+                progress: Progress | None) -> RunRecord:
     """One tool start for the whole dataset, in a work folder; its outputs moved into our layout once checked."""
     stems = manifest.stems
     if progress is not None:
         progress(0, len(stems))
     work = record.folder / f".{runner.tool}-work"
     dirs = [manifest.root / input_for(manifest, spec).folder for spec in runner.inputs]
-    run = runner.run_folders(dirs, stems, work)
+    # The tool reads the bins itself: a bin changed after dump-bin but kept at its size passes preflight, so their
+    # digests are checked on a thread while it runs, and a refusal leaves the run incomplete.
+    with digests_checked_beside(manifest) as inputs_unchanged:
+        run = runner.run_folders(dirs, stems, work)
+        inputs_unchanged()
     moves = [(path, record.folder / output_file_name(stem, index), spec)
              for stem in stems
              for index, (path, spec) in enumerate(zip(run.files[stem], runner.outputs, strict=True))]
-    inputs_unchanged()  # the bins' digests, checked while the tool ran
     for path, _, spec in moves:  # every file checked before any moves: a refused run moves nothing
         check_bin_size(path, spec)
     for path, target, _ in moves:

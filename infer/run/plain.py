@@ -9,14 +9,12 @@ valid outputs and a record marked incomplete.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from binio.binfile import sha256_file
-from binio.dataset import digests_checked_beside
 from binio.lock import folder_lock
 from binio.manifest import DatasetManifest, dataset_folder
 from infer.contract import ModelContract, load_contract
@@ -177,10 +175,7 @@ def _run(runner: BaseRunner, manifest: DatasetManifest, running: tuple[Path, str
                              dataset_sha256=sha256_file(manifest.path), outputs=runner.outputs, options=options,
                              device=runner.device).save()
     log.info("running %d batches of %s on %s into %s", manifest.file_count, manifest.root, backend, folder)
-    # A bin changed after dump-bin but kept at its size passes preflight: its digest is checked on a thread beside
-    # the inference, and a mismatch leaves the run incomplete (compare refuses such a run).
-    with digests_checked_beside(manifest) as inputs_unchanged:
-        record = runner.take_dataset(_Feed(manifest, record, options, progress, inputs_unchanged))
+    record = runner.take_dataset(_Feed(manifest, record, options, progress))
     return RunResult(folder=folder, record=record)
 
 
@@ -192,13 +187,12 @@ class _Feed:
     record: RunRecord
     options: RunOptions
     progress: Progress | None
-    inputs_unchanged: Callable[[], None]
 
     def batch_by_batch(self, runner: BaseRunner) -> RunRecord:
         return run_batches(runner, self.manifest, self.record, loop=self.options.loop, warmup=self.options.warmup,
-                           progress=self.progress, inputs_unchanged=self.inputs_unchanged)
+                           progress=self.progress)
 
     def whole_folders(self, runner: ToolRunner) -> RunRecord:
         from infer.run.folders import run_folders  # the tool runners' path only
 
-        return run_folders(runner, self.manifest, self.record, self.progress, self.inputs_unchanged)
+        return run_folders(runner, self.manifest, self.record, self.progress)

@@ -41,7 +41,10 @@ def test_run_refuses_a_bin_changed_after_dump_bin_and_leaves_the_run_incomplete(
     assert result.error_line == (f"error: {changed}: xxh128 differs from dataset.json's (the file changed after "
                                  f"dump-bin)")
     (folder,) = (tmp_path / "out").iterdir()
-    assert not load_run(folder).completed
+    record = load_run(folder)
+    # Checked on the bytes fed, as each batch is read: the run stops there, with the batch before it kept.
+    assert not record.completed and record.stems == ("000000",)
+    assert sorted(p.name for p in folder.glob("*_output_*.bin")) == ["000000_output_0.bin"]
 
 
 def test_a_tool_run_refuses_it_too_and_moves_no_output(onnx_small_cnn: ModelContract, bins: DatasetManifest,
