@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
 import threading
 from collections.abc import Callable, Iterator
@@ -11,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
+from binio.beside import start_beside
 from binio.binfile import check_bin_size, read_bin
 from binio.errors import BinFileError, ManifestError
 from binio.manifest import BinEntry, DatasetManifest, InputManifest, load_manifest
@@ -106,12 +106,11 @@ def digests_checked_beside(manifest: DatasetManifest) -> Iterator[Callable[[], N
     """Checks every listed file's digest on a thread of its own while the body runs (hashing beside inference,
     not before it); the yielded function waits for the check and raises its refusal, if any."""
     stop = threading.Event()
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="infer-digest") as pool:
-        checked = pool.submit(verify_digests, manifest, stop)
-        try:
-            yield checked.result
-        finally:
-            stop.set()  # a body that failed need not wait for the whole dataset to be hashed
+    checked = start_beside(lambda: verify_digests(manifest, stop), "infer-digest")
+    try:
+        yield checked.result
+    finally:
+        stop.set()  # a body that failed need not wait for the whole dataset to be hashed
 
 
 def open_dataset(root: Path | str, *, verify: bool = False) -> DatasetManifest:

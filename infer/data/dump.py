@@ -19,6 +19,7 @@ import numpy as np
 
 from binio.atomic import atomic_file
 from binio.batching import BatchSlot, padded_buffer, plan_batches
+from binio.beside import start_beside
 from binio.cast import CastReport, check_unchanged, checked_cast_into
 from binio.digest import BIN_DIGEST, digest_bytes, digest_file
 from binio.dtypes import dtype
@@ -290,8 +291,7 @@ def dump_bins(model: ModelContract | Path | str, options: DumpOptions, progress:
     # refused. The pb is hashed beside the dump (sha256 takes 0.7 s a GB): a dataset already there is touched, and
     # the manifest written, only once it is known good, and a refusal found while writing stops the writing. A
     # refusal leaves what was there, and none of this dump's files.
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="dump-bin-model-check") as checker:
-        return _dump(contract, options, progress, checker.submit(contract.check_pb_unchanged))
+    return _dump(contract, options, progress, start_beside(contract.check_pb_unchanged, "dump-bin-model-check"))
 
 
 def _dump(contract: ModelContract, options: DumpOptions, progress: Progress | None,

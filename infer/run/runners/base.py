@@ -16,12 +16,12 @@ import contextlib
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from types import TracebackType
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import numpy as np
 
+from binio.beside import start_beside
 from binio.errors import InferError
 from binio.spec import TensorSpec, format_shape
 
@@ -46,16 +46,15 @@ def model_checked_beside(check: Callable[[], None] | None) -> Iterator[None]:
     if check is None:
         yield
         return
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="model-check") as checker:
-        checked = checker.submit(check)
-        try:
-            yield
-        except Exception:
-            stale = checked.exception()
-            if stale is not None:
-                raise stale from None
-            raise
-        checked.result()
+    checked = start_beside(check, "model-check")
+    try:
+        yield
+    except Exception:
+        stale = checked.exception()
+        if stale is not None:
+            raise stale from None
+        raise
+    checked.result()
 
 
 class DatasetFeed(Protocol[_Done_co]):
