@@ -115,7 +115,6 @@ def _replace_callers(graph_def: Any, replaced: dict[str, list[str]]) -> None:
             seen += 1
         raise FreezeError(f"{ref}: the inlined function calls read each other in a cycle")
 
-    kept = []
     for node in graph_def.node:
         if node.name in replaced:
             continue
@@ -123,9 +122,7 @@ def _replace_callers(graph_def: Any, replaced: dict[str, list[str]]) -> None:
         if inputs != list(node.input):
             del node.input[:]
             node.input.extend(ref for ref in inputs if ref is not None)
-        kept.append(node)
-    del graph_def.node[:]
-    graph_def.node.extend(kept)
+    surgery.keep_nodes(graph_def, {node.name for node in graph_def.node} - replaced.keys())
 
 
 def fold_constant_conds(graph_def: Any, keep: Collection[str] = ()) -> int:

@@ -146,7 +146,7 @@ def _plan(source: LoadedSource, graph: Any, known: list[str], outputs: Sequence[
 
     placeholder_nodes = {n.name: n for n in source.graph_def.node if n.op in PLACEHOLDER_OPS}
     if not requests:  # the plain placeholders the outputs need become the inputs, as the graph has them
-        needed = _needed_nodes(source.graph_def, [node_name(o) for o in outputs])
+        needed = surgery.reachable(source.graph_def, [node_name(o) for o in outputs])
         requests = [InputRequest(name=f"{name}:0") for name, node in placeholder_nodes.items()
                     if node.op != "PlaceholderWithDefault" and not is_switch(node) and name in needed
                     and name not in assignments
@@ -187,22 +187,9 @@ def _plan(source: LoadedSource, graph: Any, known: list[str], outputs: Sequence[
     return _Plan(inputs=tuple(specs), replaced=replaced, sets=sets, set_texts=texts)
 
 
-def _needed_nodes(graph_def: Any, targets: Sequence[str]) -> set[str]:
-    """Every node the targets reach through data and control inputs."""
-    inputs = {node.name: [node_name(ref) for ref in node.input] for node in graph_def.node}
-    seen: set[str] = set()
-    stack = list(targets)
-    while stack:
-        name = stack.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        stack.extend(inputs.get(name, ()))
-    return seen
-
-
-def _edit(graph_def: Any, plan: _Plan, output_nodes: list[str]) -> Any:
-    """Applies the plan to the constant graph; returns the pruned GraphDef with final input names."""
+def _edit(graph_def: Any, plan: _Plan, output_nodes: list[str]) -> None:
+    """Applies the plan to the constant graph and prunes it to the outputs, in place (its nodes hold the weights:
+    none is copied)."""
     import tensorflow as tf
 
     nodes = {node.name: node for node in graph_def.node}
@@ -221,22 +208,21 @@ def _edit(graph_def: Any, plan: _Plan, output_nodes: list[str]) -> Any:
         if node.op == "PlaceholderWithDefault":
             surgery.fold_to_default(node)
     keep = output_nodes + [name for name in plan.replaced.values()]
-    pruned = tf.compat.v1.graph_util.extract_sub_graph(graph_def, keep)  # the training side is never folded
-    folded = fold_constant_conds(pruned, keep=set(output_nodes)) + fold_constant_switches(pruned)
+    surgery.prune_to(graph_def, keep)  # the training side is never folded
+    folded = fold_constant_conds(graph_def, keep=set(output_nodes)) + fold_constant_switches(graph_def)
     if folded:
         log.info("folded %d tf.cond with a constant predicate to their live branch", folded)
-    pruned = tf.compat.v1.graph_util.extract_sub_graph(pruned, keep)
-    fold_decided_draws(pruned, keep=keep)  # dropout with its switch off: the samplers left unread go in the prune below
-    surgery.strip_checks(pruned)
-    result = tf.compat.v1.graph_util.extract_sub_graph(pruned, keep)
-    prune_library(result)  # the functions of the conds folded or stripped above
-    return result
+    surgery.prune_to(graph_def, keep)
+    fold_decided_draws(graph_def, keep=keep)  # dropout with its switch off: the samplers left unread go below
+    surgery.strip_checks(graph_def)
+    surgery.prune_to(graph_def, keep)
+    prune_library(graph_def)  # the functions of the conds folded or stripped above
 
 
 def _check_leftovers(graph_def: Any, plan: _Plan, output_nodes: list[str]) -> None:
     """Refuses placeholders and tf.data ops the outputs still need: they would make a pb nobody can feed; and
     inputs the outputs do not read: the contract would list a tensor the pb does not take."""
-    reached = _needed_nodes(graph_def, output_nodes)
+    reached = surgery.reachable(graph_def, output_nodes)
     unread = [spec.name for spec in plan.inputs if plan.replaced.get(spec.name, spec.node) not in reached]
     if unread:
         raise FreezeError(
@@ -349,9 +335,9 @@ def freeze_source(source: LoadedSource, outputs: Sequence[str], *, inputs: Seque
     with restored_session(source) as (session_graph, session):
         constant = tf.compat.v1.graph_util.convert_variables_to_constants(
             session, session_graph.as_graph_def(), output_nodes)
-        needed = _needed_nodes(constant, output_nodes)
-        frozen = _edit(constant, plan, output_nodes)
-        del constant
+        needed = surgery.reachable(constant, output_nodes)
+        _edit(constant, plan, output_nodes)
+        frozen = constant
         _check_leftovers(frozen, plan, output_nodes)
         input_specs = _final_names(frozen, plan)
         channels_first = _channels_first(frozen)
@@ -360,14 +346,15 @@ def freeze_source(source: LoadedSource, outputs: Sequence[str], *, inputs: Seque
         surgery.clear_devices(frozen)
         surgery.strip_stale_colocation(frozen)
         stripped = surgery.strip_default_attrs(frozen)
-        size = frozen.ByteSize()
-        if size > PROTOBUF_LIMIT:
-            raise FreezeError(f"frozen graph is {size / 2**30:.2f} GiB, over protobuf's 2 GiB limit for one .pb",
-                              hint="ATC and TensorFlow cannot read such a pb; freeze fewer outputs or shrink the model")
+        # Serialised before its size is known: ByteSize costs a serialisation of its own (upb's, protobuf's default).
         try:
             serialized = frozen.SerializeToString(deterministic=True)  # map fields sorted: one graph, one sha256
-        except (ValueError, OverflowError) as exc:  # protobuf's own refusal, should ByteSize not have caught it
+        except (ValueError, OverflowError) as exc:  # protobuf's own refusal, where it makes one
             raise FreezeError("frozen graph is over protobuf's 2 GiB limit for one .pb", hint=str(exc)) from None
+        if len(serialized) > PROTOBUF_LIMIT:
+            raise FreezeError(f"frozen graph is {len(serialized) / 2**30:.2f} GiB, over protobuf's 2 GiB limit for "
+                              "one .pb", hint="ATC and TensorFlow cannot read such a pb; freeze fewer outputs or "
+                              "shrink the model")
         if verify:
             reference = run_original(session, _at_batch(plan.inputs), tuple(output_tensors),
                                      {f"{name}:0": value for name, value in plan.sets.items()}, seed=seed)

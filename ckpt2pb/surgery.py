@@ -3,6 +3,7 @@ what an older consumer (TF 1.15, ATC's TF parser) would stumble on is removed.""
 
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from binio.spec import node_name, output_index
@@ -32,6 +33,45 @@ def rewire(graph_def: Any, tensor: str, replacement_node: str) -> int:
                 changed += 1
     return changed
 
+
+
+def reachable(graph_def: Any, targets: Sequence[str]) -> set[str]:
+    """The names of every node the target nodes reach through data and control inputs, themselves included."""
+    inputs = {node.name: [node_name(ref) for ref in node.input] for node in graph_def.node}
+    seen: set[str] = set()
+    stack = list(targets)
+    while stack:
+        name = stack.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        stack.extend(inputs.get(name, ()))
+    return seen
+
+
+def keep_nodes(graph_def: Any, kept: Collection[str]) -> int:
+    """Removes, in place, every node not named in `kept`; the rest keep their order. Returns how many went.
+
+    Nothing is copied: the nodes are sorted, kept first (protobuf moves a repeated field's elements, it does not
+    copy them), and the rest cut off the end. Rebuilding the list instead (TF's extract_sub_graph, or `del` and
+    `extend`) copies every node kept, and a frozen graph's nodes hold its weights. Node names are unique in a
+    GraphDef (TensorFlow refuses one where they are not)."""
+    count = sum(node.name in kept for node in graph_def.node)
+    removed = len(graph_def.node) - count
+    if removed:
+        position = {node.name: index for index, node in enumerate(graph_def.node)}
+        graph_def.node.sort(key=lambda node: (node.name not in kept, position[node.name]))
+        del graph_def.node[count:]
+    return removed
+
+
+def prune_to(graph_def: Any, targets: Sequence[str]) -> int:
+    """Keeps, in place, only the nodes the target nodes reach (TF's extract_sub_graph without its copy); returns
+    how many went."""
+    missing = sorted(set(targets) - {node.name for node in graph_def.node})
+    if missing:
+        raise ValueError(f"no node {', '.join(missing)} in the graph to prune to")
+    return keep_nodes(graph_def, reachable(graph_def, targets))
 
 def add_placeholder(graph_def: Any, name: str, dtype_enum: int, shape: tuple[int, ...]) -> None:
     node = graph_def.node.add()
