@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from binio.atomic import write_bytes_atomic
-from binio.binfile import sha256_file
+from binio.beside import start_beside
+from binio.digest import digest_bytes
 from binio.errors import OutputExistsError
 from binio.output import check_output
 from ckpt2pb.freeze import freeze_source
@@ -66,9 +67,11 @@ def freeze_model(source: Path | str, outdir: Path | str, outputs: Sequence[str],
     loaded = load_source(source)
     frozen = freeze_source(loaded, [o.strip() for o in outputs if o.strip()], inputs=requests, batch=batch,
                            assignments=sets, verify=verify)
+    # The bytes written are hashed as they are written (both release the GIL), not read back from the file.
+    hashed = start_beside(lambda: digest_bytes("sha256", frozen.serialized), "freeze-pb-sha256")
     write_bytes_atomic(outdir / PB_NAME, frozen.serialized)
     contract = ModelContract(
-        path=outdir / CONTRACT_NAME, pb=PB_NAME, pb_sha256=sha256_file(outdir / PB_NAME),
+        path=outdir / CONTRACT_NAME, pb=PB_NAME, pb_sha256=hashed.result(),
         source=SourceInfo(path=_read_from(loaded, Path(source)), kind=loaded.kind,
                           tf_version=loaded.tf_version,
                           frozen_with_tf=tf.__version__),
