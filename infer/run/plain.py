@@ -1,9 +1,9 @@
 """`infer run`: the bins through one backend, into one layout: ``OUT/<timestamp>/<stem>_output_<i>.bin`` + run.json.
 
 The backend comes from the contract (an .om goes to msame, or ais_bench on request; an ONNX stand-in to ONNX
-Runtime; ``tf`` runs the frozen pb). Every bin is checked before the backend starts. Outputs are written one
-batch at a time under temporary names, and run.json says how far the run got, so an interrupted run leaves
-valid outputs and a record marked incomplete.
+Runtime; ``tf`` runs the frozen pb). Every bin's size is checked before the backend starts, its digest as it is
+read (or beside the tool that reads it). Outputs are written one batch at a time under temporary names, and
+run.json says how far the run got, so an interrupted run leaves valid outputs and a record marked incomplete.
 """
 
 from __future__ import annotations
