@@ -23,6 +23,7 @@ BIN_DIGEST = "xxh128"  # what dump-bin records
 HEX_LENGTHS = {"xxh128": 32, "sha256": 64}  # what a manifest's file entry may hold, the preferred first; hex digits
 DIGESTS = tuple(HEX_LENGTHS)
 _CHUNK = 1 << 22
+_SMALLEST_CHUNK = 1 << 16
 
 
 class _Hasher(Protocol):
@@ -51,9 +52,11 @@ def digest_file(algorithm: str, path: Path) -> str:
     refuse_special(path)
     hasher = _new(algorithm)
     with open(path, "rb", buffering=0) as handle:
-        # No bigger than the file (plus the byte that shows its end): a bytearray is zeroed, so a 4 MiB buffer
-        # for each of dump-bin's re-dumped bins, or for a small model, cost more than reading the file.
-        buffer = bytearray(min(_CHUNK, os.fstat(handle.fileno()).st_size + 1))
+        # No bigger than the file needs (plus the byte that shows its end): a bytearray is zeroed, so a 4 MiB
+        # buffer for each of dump-bin's re-dumped bins, or for a small model, cost more than reading the file. At
+        # least 64 KiB: a size the file system does not know (0 for a growing file) is not read byte by byte.
+        size = os.fstat(handle.fileno()).st_size + 1
+        buffer = bytearray(min(_CHUNK, max(size, _SMALLEST_CHUNK)))
         view = memoryview(buffer)
         while got := handle.readinto(buffer):
             hasher.update(view[:got])

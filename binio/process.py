@@ -7,6 +7,7 @@ hang; and typed errors carrying the tail of the tool's output, so no raw CalledP
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import logging
 import os
 import shlex
@@ -104,9 +105,13 @@ class _Running:
         self._starting = 0
 
     @contextlib.contextmanager
-    def starting(self) -> Iterator[None]:
-        """Around a tool's start and its `add`."""
+    def starting(self, tool: str) -> Iterator[None]:
+        """Around a tool's start and its `add`; refuses the start once this thread's stop (`stops_tools_with`) is
+        set, so that a stop misses no tool: one that began starting before it is waited for, one after refused."""
+        stopped = _STOPPED.get()
         with self._changed:
+            if stopped is not None and stopped.is_set():
+                raise ToolError(f"{tool}: not started, the run was stopped")
             self._starting += 1
         try:
             yield
@@ -131,6 +136,18 @@ class _Running:
 
 
 _RUNNING = _Running()
+_STOPPED: contextvars.ContextVar[threading.Event | None] = contextvars.ContextVar("infer_tools_stopped", default=None)
+
+
+@contextlib.contextmanager
+def stops_tools_with(stopped: threading.Event) -> Iterator[None]:
+    """In the body (a shard's work, on a thread of its own), no tool starts once `stopped` is set. Who stops the
+    run sets it, then calls `stop_running_tools`: a thread that had not got to its tool yet does not start it."""
+    token = _STOPPED.set(stopped)
+    try:
+        yield
+    finally:
+        _STOPPED.reset(token)
 _START_SECONDS = 30.0  # how long a stop waits for tools being started: a fork and an exec, milliseconds unless swamped
 
 
@@ -166,7 +183,7 @@ def _start(args: list[str], *, env: Mapping[str, str] | None, cwd: Path | None) 
         raise ToolError(f"{args[0]}: not executable (permission denied)") from None
 
 
-_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)  # delivered in this order: the first one raised unwinds
 
 
 @contextlib.contextmanager
@@ -174,21 +191,22 @@ def _stop_signals_held() -> Iterator[None]:
     """Holds Ctrl-C and SIGTERM while the body runs, then delivers them to the handlers they had. Python raises a
     signal's exception at whichever line runs when it lands: one landing after a tool's fork but before the tool is
     registered would unwind with nothing to stop it, and the tool would outlive infer. Signals reach the main
-    thread only, and only Python's own handlers can be put back, so elsewhere nothing is held."""
+    thread only, and only a handler of Python's can raise there (the default action would end infer at once, the
+    tool left running either way), so elsewhere nothing is held."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    held: list[int] = []
+    held: set[int] = set()
     previous = {signum: signal.getsignal(signum) for signum in _STOP_SIGNALS}
-    holdable = [signum for signum, handler in previous.items() if handler is not None and handler != signal.SIG_IGN]
+    holdable = [signum for signum, handler in previous.items() if callable(handler)]
     for signum in holdable:
-        signal.signal(signum, lambda signum, frame: held.append(signum))
+        signal.signal(signum, lambda signum, frame: held.add(signum))
     try:
         yield
     finally:
         for signum in holdable:
             signal.signal(signum, previous[signum])
-        for held_signal in held:
+        for held_signal in (signum for signum in _STOP_SIGNALS if signum in held):
             signal.raise_signal(held_signal)  # its handler runs here, inside the caller's clean-up
 
 
@@ -223,7 +241,7 @@ def run_tool(
     start = time.monotonic()
     try:
         # A Ctrl-C or SIGTERM as the tool starts lands once it is registered, and so does another thread's stop.
-        with _stop_signals_held(), _RUNNING.starting():
+        with _stop_signals_held(), _RUNNING.starting(tool):
             process = _start(args, env=env, cwd=cwd)
             _RUNNING.add(process)
         reader = threading.Thread(target=pump, daemon=True)

@@ -301,6 +301,7 @@ def freeze_source(source: LoadedSource, outputs: Sequence[str], *, inputs: Seque
                   seed: int = 0) -> FrozenGraph:
     """Freezes `source` into an inference graph for `outputs`; verifies it against the original by default."""
     import tensorflow as tf
+    from google.protobuf.message import EncodeError
 
     # Every weight is copied several times over, up to the whole graph at once (protobuf's 2 GiB): served from a
     # heap that keeps what is freed, each copy reuses the last one's pages instead of faulting in fresh ones.
@@ -328,9 +329,9 @@ def freeze_source(source: LoadedSource, outputs: Sequence[str], *, inputs: Seque
     plan = _plan(source, graph, known, output_tensors, inputs, batch, assignments)
     output_nodes = list(dict.fromkeys(node_name(t) for t in output_tensors))
 
-    # Memory: the weights are held by the session's variables, the constant graph, the frozen graph, its
-    # serialisation, and the frozen graph loaded in TensorFlow. The constant graph goes once the frozen (pruned)
-    # copy is made, and the session closes, its outputs for verification taken, before the frozen graph loads.
+    # Memory: the weights are held by the session's variables, the constant graph (edited and pruned in place into
+    # the frozen one: no copy of it is made), its serialisation, and the frozen graph loaded in TensorFlow. The
+    # session closes, its outputs for verification taken, before the frozen graph loads.
     reference: Reference | None = None
     with restored_session(source) as (session_graph, session):
         constant = tf.compat.v1.graph_util.convert_variables_to_constants(
@@ -349,7 +350,7 @@ def freeze_source(source: LoadedSource, outputs: Sequence[str], *, inputs: Seque
         # Serialised before its size is known: ByteSize costs a serialisation of its own (upb's, protobuf's default).
         try:
             serialized = frozen.SerializeToString(deterministic=True)  # map fields sorted: one graph, one sha256
-        except (ValueError, OverflowError) as exc:  # protobuf's own refusal, where it makes one
+        except (ValueError, OverflowError, EncodeError) as exc:  # protobuf's own refusal, where it makes one
             raise FreezeError("frozen graph is over protobuf's 2 GiB limit for one .pb", hint=str(exc)) from None
         if len(serialized) > PROTOBUF_LIMIT:
             raise FreezeError(f"frozen graph is {len(serialized) / 2**30:.2f} GiB, over protobuf's 2 GiB limit for "

@@ -34,10 +34,16 @@ def rewire(graph_def: Any, tensor: str, replacement_node: str) -> int:
     return changed
 
 
-
-def reachable(graph_def: Any, targets: Sequence[str]) -> set[str]:
-    """The names of every node the target nodes reach through data and control inputs, themselves included."""
+def reachable(graph_def: Any, targets: Sequence[str], *, colocation: bool = False) -> set[str]:
+    """The names of every node the target nodes reach through data and control inputs, themselves included; with
+    `colocation`, through the nodes each is placed with (``_class: loc:@NODE``) too, as TF's extract_sub_graph
+    follows them."""
     inputs = {node.name: [node_name(ref) for ref in node.input] for node in graph_def.node}
+    if colocation:
+        for node in graph_def.node:
+            if "_class" in node.attr:
+                inputs[node.name] += [value.decode("utf-8", "replace").removeprefix("loc:@")
+                                      for value in node.attr["_class"].list.s]
     seen: set[str] = set()
     stack = list(targets)
     while stack:
@@ -66,12 +72,13 @@ def keep_nodes(graph_def: Any, kept: Collection[str]) -> int:
 
 
 def prune_to(graph_def: Any, targets: Sequence[str]) -> int:
-    """Keeps, in place, only the nodes the target nodes reach (TF's extract_sub_graph without its copy); returns
-    how many went."""
+    """Keeps, in place, only the nodes the target nodes reach, colocation included: the nodes TF's
+    extract_sub_graph keeps, in their order, without its copy of each. Returns how many went."""
     missing = sorted(set(targets) - {node.name for node in graph_def.node})
     if missing:
         raise ValueError(f"no node {', '.join(missing)} in the graph to prune to")
-    return keep_nodes(graph_def, reachable(graph_def, targets))
+    return keep_nodes(graph_def, reachable(graph_def, targets, colocation=True))
+
 
 def add_placeholder(graph_def: Any, name: str, dtype_enum: int, shape: tuple[int, ...]) -> None:
     node = graph_def.node.add()
@@ -167,9 +174,7 @@ def strip_checks(graph_def: Any) -> int:
         if len(inputs) != len(node.input):
             del node.input[:]
             node.input.extend(inputs)
-    if dropped:
-        del graph_def.node[:]
-        graph_def.node.extend(kept)
+    keep_nodes(graph_def, {node.name for node in kept})
     return len(dropped)
 
 

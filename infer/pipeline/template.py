@@ -15,6 +15,7 @@ from binio.spec import node_name
 from ckpt2pb.graphinfo import feed_tensors_read
 from ckpt2pb.inspection import inspect_loaded
 from ckpt2pb.source import load_source
+from ckpt2pb.surgery import reachable
 from infer.data.options import ImageOptions
 from infer.option_fields import template_lines, toml_literal, toml_text_value
 from infer.pipeline.config import GENERATOR_PREFIXES, CompareSection, ConvertSection, DataSection
@@ -110,19 +111,6 @@ def write_template(path: Path, values: TemplateValues, *, force: bool = False) -
     return path
 
 
-def _ancestors(graph_def: Any, start: set[str]) -> set[str]:
-    """Every node the `start` nodes read, directly or through others (data and control inputs)."""
-    inputs = {node.name: [node_name(ref) for ref in node.input] for node in graph_def.node}
-    seen: set[str] = set()
-    todo = [n for n in start if n in inputs]
-    while todo:
-        name = todo.pop()
-        if name not in seen:
-            seen.add(name)
-            todo += [n for n in inputs.get(name, ()) if n not in seen]
-    return seen
-
-
 def values_from_model(model: Path, *, data_source: str = "images/", labels: str = "",
                       relative_to: Path | None = None) -> TemplateValues:
     """Inspects `model` (imports TensorFlow): its best output candidate, the placeholders that output reads
@@ -136,7 +124,7 @@ def values_from_model(model: Path, *, data_source: str = "images/", labels: str 
     keyed = tuple(c for c in report.candidates if c.signature_key)
     chosen = keyed or report.candidates[:1]
     outputs = tuple(c.signature_key or c.tensor for c in chosen)
-    needed = feed_tensors_read(loaded.graph_def, _ancestors(loaded.graph_def, {node_name(c.tensor) for c in chosen}))
+    needed = feed_tensors_read(loaded.graph_def, reachable(loaded.graph_def, [node_name(c.tensor) for c in chosen]))
     # A bool scalar (or shape-less) placeholder without a default is a switch: fixed with `set`, not fed.
     unset = [p for p in report.placeholders if p.is_switch and not p.has_default
              and (not outputs or p.tensor in needed)]

@@ -12,7 +12,8 @@ from ckpt2pb.surgery import keep_nodes, prune_to
 
 
 def _graph() -> Any:
-    """x -> a -> out, with a control edge from `guard` to `out`, a training side (`loss` on `label`) and a dead end."""
+    """x -> a -> placed -> out, with a control edge from `guard` to `out`, `placed` colocated with `anchor` (which
+    nothing reads), a training side (`loss` on `label`) and a dead end."""
     import tensorflow as tf
 
     tf1 = tf.compat.v1
@@ -24,9 +25,12 @@ def _graph() -> Any:
         a = tf.add(x, weights, name="a")
         tf.reduce_sum(tf.square(a - label), name="loss")
         tf.identity(weights, name="dead_end")
+        anchor = tf.constant(1.0, name="anchor")
+        with tf1.colocate_with(anchor):
+            placed = tf.identity(a, name="placed")
         guard = tf.no_op(name="guard")
         with tf.control_dependencies([guard]):
-            tf.identity(a, name="out")
+            tf.identity(placed, name="out")
     return graph.as_graph_def()
 
 
@@ -37,7 +41,8 @@ def test_it_keeps_what_extract_sub_graph_keeps_in_its_order() -> None:
     expected = [node.name for node in tf.compat.v1.graph_util.extract_sub_graph(graph_def, ["out"]).node]
     removed = prune_to(graph_def, ["out"])
     assert [node.name for node in graph_def.node] == expected
-    assert "guard" in expected and "loss" not in expected  # control inputs are followed, the training side goes
+    # Control inputs and colocation are followed, the training side goes.
+    assert {"guard", "anchor"} <= set(expected) and "loss" not in expected
     assert removed == len(_graph().node) - len(expected)
 
 

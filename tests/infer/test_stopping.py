@@ -17,7 +17,7 @@ import pytest
 
 from binio.errors import Terminated
 from binio.manifest import DatasetManifest
-from binio.process import ToolError, ToolResult, run_tool, stop_running_tools
+from binio.process import ToolError, ToolResult, run_tool, stop_running_tools, stops_tools_with
 from infer.contract import ModelContract
 from tests.cli import run_cli
 from tests.infer.run_data import as_om, cnn_batches, use_fake_tools, write_dataset
@@ -94,7 +94,6 @@ def test_a_timeout_stops_the_tool_and_every_process_it_started(tmp_path: Path) -
     assert _all_ended(_pids(pids))
 
 
-
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["Ctrl-C", "SIGTERM"])
 def test_a_signal_landing_as_the_tool_starts_still_stops_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                             signum: int) -> None:
@@ -117,12 +116,12 @@ def test_a_signal_landing_as_the_tool_starts_still_stops_it(tmp_path: Path, monk
     try:
         with pytest.raises(KeyboardInterrupt if signum == signal.SIGINT else Terminated):
             run_tool([str(tool)], timeout=60, grace=0.5)
+        # The handlers it held the signals from are back.
+        assert signal.getsignal(signal.SIGTERM) is terminate
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     finally:
         signal.signal(signal.SIGTERM, previous)
     assert _all_ended(_pids(pids))
-    assert signal.getsignal(signal.SIGTERM) is previous  # the handlers it held the signals from are back
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
-
 
 
 def test_a_stop_from_another_thread_waits_for_a_tool_being_started(tmp_path: Path,
@@ -149,6 +148,18 @@ def test_a_stop_from_another_thread_waits_for_a_tool_being_started(tmp_path: Pat
     thread.join(20)
     assert not thread.is_alive() and results[0].returncode != 0
     assert _all_ended(_pids(pids))
+
+
+def test_a_thread_of_a_stopped_run_starts_no_tool(tmp_path: Path) -> None:
+    """A shard's thread that gets to its tool only after the run was stopped does not start it."""
+    tool, pids = _hanging_tool(tmp_path, "msame")
+    stopped = threading.Event()
+    with stops_tools_with(stopped):
+        stopped.set()
+        with pytest.raises(ToolError, match=r"^msame: not started, the run was stopped$"):
+            run_tool([str(tool)], timeout=60, grace=0.5)
+    assert not pids.exists()
+
 
 def _run_infer(args: list[object], env: dict[str, str]) -> subprocess.Popen[str]:
     return subprocess.Popen([sys.executable, "-m", "infer", *map(str, args)], cwd=REPO, text=True, env=env,

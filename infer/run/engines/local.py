@@ -9,12 +9,14 @@ kill -9, which runs no clean-up) ends itself: a pool worker would otherwise fini
 
 from __future__ import annotations
 
+import functools
 import multiprocessing
 import os
+import threading
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
-from binio.process import stop_running_tools
+from binio.process import stop_running_tools, stops_tools_with
 from infer.run.engines.worker import ShardOutcome, ShardTask, exit_with_driver, run_shard
 
 IN_PROCESS_BACKENDS = ("onnxrt", "tf")
@@ -28,6 +30,7 @@ class LocalEngine:
         # One slot needs no process of its own: the run happens in a thread of this one, as a plain run does.
         self.processes = backend in IN_PROCESS_BACKENDS and len(self.devices) > 1
         self._executors: dict[int, Executor] = {}
+        self._stopped = threading.Event()  # set on a cancel: the shards' threads start no tool after it
 
     def default_shards(self) -> int:
         return len(self.devices)
@@ -50,15 +53,22 @@ class LocalEngine:
 
     def submit(self, task: ShardTask) -> Future[ShardOutcome]:
         position = task.shard.index % len(self.devices)
+        work = run_shard if self.processes else functools.partial(_run_shard_stoppable, self._stopped)
         try:
-            return self._executor(position).submit(run_shard, task)
+            return self._executor(position).submit(work, task)
         except BrokenProcessPool:  # its worker died in an earlier attempt: a new one for this slot
-            return self._executor(position, fresh=True).submit(run_shard, task)
+            return self._executor(position, fresh=True).submit(work, task)
 
     def close(self, *, cancel: bool = False) -> None:
         if cancel and not self.processes:  # msame/ais_bench of the shards' threads: stopped, not waited for
-
+            self._stopped.set()
             stop_running_tools("the sharded run was stopped")
         for executor in self._executors.values():
             executor.shutdown(wait=not cancel, cancel_futures=cancel)
         self._executors.clear()
+
+
+def _run_shard_stoppable(stopped: threading.Event, task: ShardTask) -> ShardOutcome:
+    """A shard on a thread of this process, whose tool is not started once the run is stopped."""
+    with stops_tools_with(stopped):
+        return run_shard(task)
