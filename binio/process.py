@@ -136,6 +136,7 @@ class _Running:
 
 
 _RUNNING = _Running()
+_START_SECONDS = 30.0  # how long a stop waits for tools being started: a fork and an exec, milliseconds unless swamped
 _STOPPED: contextvars.ContextVar[threading.Event | None] = contextvars.ContextVar("infer_tools_stopped", default=None)
 
 
@@ -148,7 +149,6 @@ def stops_tools_with(stopped: threading.Event) -> Iterator[None]:
         yield
     finally:
         _STOPPED.reset(token)
-_START_SECONDS = 30.0  # how long a stop waits for tools being started: a fork and an exec, milliseconds unless swamped
 
 
 def stop_running_tools(why: str, *, grace: float = GRACE_SECONDS) -> None:
