@@ -30,28 +30,28 @@ FP32_OP_TYPES: tuple[str, ...] = (
 )
 # allow_mix_precision: op types that always compute in fp16 (the cube unit's), their inputs rounded first.
 FP16_OP_TYPES: tuple[str, ...] = ("Conv", "ConvTranspose", "MatMul", "Gemm")
-# Ops whose float outputs are fp16 values whenever their inputs are: they move or select values of their inputs,
-# or (the last four) compute values fp16 holds exactly. No rounding after them.
-_VALUE_PRESERVING = frozenset({
-    "Identity", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten", "Concat", "Split", "Slice", "Gather",
-    "GatherElements", "GatherND", "Expand", "Tile", "Relu", "ReduceMax", "ReduceMin", "Max", "Min",
-    "Neg", "Abs", "DepthToSpace", "SpaceToDepth", "Pad", "Where", "Dropout",
-    # Not moves, but their results from fp16 values are fp16 values too (integers, or -1/0/1): a rounding after
-    # them would change nothing and cost two passes over the tensor.
-    "Floor", "Ceil", "Round", "Sign",
-})
-# Not MaxPool or GlobalMaxPool above: ONNX Runtime starts a window at the lowest float32, so a window of -inf (or
-# of padding alone) gives -3.4e38, which fp16 cannot hold; they are rounded after like any op.
 # Single-float-input ops that commute with the rounding: round(op(x)) == round(op(round(x))) for every fp32 x,
 # because they move values, or select them by a comparison (fp16 rounding is monotone), or flip their sign (it is
 # symmetric); the same numbers, but for the sign of a zero (Relu of a rounded -1e-10 is -0.0, a rounded Relu of
-# it +0.0). A rounding due on their only input is made after them instead, so ONNX Runtime can fuse Conv+Relu and
-# the Cast pair after a MaxPool reads the pooled tensor. Not Floor/Ceil/Round/Sign (2.9999999 floors to 2 but
-# rounds to 3.0 first), nor Pad (its constant need not be an fp16 value).
-_COMMUTE_WITH_ROUNDING = frozenset({
+# it +0.0). A rounding due on their only input is made after them instead (_COMMUTE_WITH_ROUNDING), so ONNX
+# Runtime can fuse Conv+Relu and the Cast pair after a MaxPool reads the pooled tensor.
+_ONE_INPUT_MOVES = frozenset({
     "Identity", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten", "DepthToSpace", "SpaceToDepth",
-    "Slice", "Gather", "Expand", "Tile", "Relu", "MaxPool", "GlobalMaxPool", "ReduceMax", "ReduceMin", "Neg", "Abs",
+    "Slice", "Gather", "Expand", "Tile", "Relu", "ReduceMax", "ReduceMin", "Neg", "Abs",
 })
+# Ops whose float outputs are fp16 values whenever their inputs are: they move or select values of their inputs,
+# or (the last four) compute values fp16 holds exactly. No rounding after them.
+_VALUE_PRESERVING = _ONE_INPUT_MOVES | {
+    "Concat", "Split", "GatherElements", "GatherND", "Max", "Min", "Pad", "Where", "Dropout",
+    # Not moves, but their results from fp16 values are fp16 values too (integers, or -1/0/1): a rounding after
+    # them would change nothing and cost two passes over the tensor.
+    "Floor", "Ceil", "Round", "Sign",
+}
+# MaxPool and GlobalMaxPool commute with the rounding but are not value-preserving: ONNX Runtime starts a window at
+# the lowest float32, so a window of -inf (or of padding alone) gives -3.4e38, which fp16 cannot hold; rounded after
+# them, that becomes -inf as it should. Not Floor/Ceil/Round/Sign (2.9999999 floors to 2 but rounds to 3.0 first),
+# nor Pad (its constant need not be an fp16 value).
+_COMMUTE_WITH_ROUNDING = _ONE_INPUT_MOVES | {"MaxPool", "GlobalMaxPool"}
 # The model's metadata key listing the tensors whose rounding was made after the op that reads them: what they
 # hold is the unrounded value, and `emulated_value` gives what the emulation means by them.
 ROUNDED_LATER_KEY = "infer.fp16_rounded_later"
