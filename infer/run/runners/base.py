@@ -74,9 +74,13 @@ class BaseRunner(ABC):
 
     backend: str = ""
 
-    def __init__(self, inputs: tuple[TensorSpec, ...], outputs: tuple[TensorSpec, ...]) -> None:
+    def __init__(self, inputs: tuple[TensorSpec, ...], outputs: tuple[TensorSpec, ...], *,
+                 model_check: Callable[[], None] | None = None) -> None:
+        """`model_check` refuses a model file that is not the one its contract describes: asked by
+        `check_available`, and by an in-process runner beside its model's load (`model_checked_beside`)."""
         self._inputs = inputs
         self._outputs = outputs
+        self.model_check = model_check
         self.is_active = False
         self.last_inference_seconds: float | None = None
 
@@ -100,9 +104,11 @@ class BaseRunner(ABC):
         return feed.batch_by_batch(self)
 
     def check_available(self) -> None:
-        """Refuses a backend that is not there, as far as that can be told without loading the model: a sharded
-        run asks before its workers start. An in-process framework is found when a worker activates it."""
-        return None
+        """Refuses a backend that is not there, as far as that can be told without loading the model, and a model
+        file that is not its contract's: a sharded run asks before its workers start (each checks the model again).
+        An in-process framework is found when a worker activates it."""
+        if self.model_check is not None:
+            self.model_check()
 
     def activate(self) -> None:
         if self.is_active:

@@ -47,11 +47,8 @@ class OnnxRuntimeRunner(BaseRunner):
         device: int | None = None,
         model_check: Callable[[], None] | None = None,
     ) -> None:
-        """`model_check` refuses a model file that is not the one its contract describes; it runs as the session
-        is made."""
-        super().__init__(inputs, outputs)
+        super().__init__(inputs, outputs, model_check=model_check)
         self.model = Path(model)
-        self._model_check = model_check
         self.threads = threads
         self.device_id = device
         self._session: Any = None
@@ -76,14 +73,9 @@ class OnnxRuntimeRunner(BaseRunner):
     def device(self) -> str:
         return self._provider
 
-    def check_available(self) -> None:
-        """The model file is the contract's (a sharded run asks before its workers start, each checking it again)."""
-        if self._model_check is not None:
-            self._model_check()
-
     def activate_impl(self) -> None:
         try:
-            with model_checked_beside(self._model_check):
+            with model_checked_beside(self.model_check):
                 self._make_session()
         except BaseException:
             self._session = None  # a session made from a stale file goes now, not with the runner

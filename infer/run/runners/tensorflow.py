@@ -22,10 +22,10 @@ class TensorFlowRunner(BaseRunner):
     backend = "tf"
 
     def __init__(self, contract: ModelContract, *, threads: int | None = None, check_sha256: bool = True) -> None:
-        super().__init__(contract.inputs, contract.outputs)
+        super().__init__(contract.inputs, contract.outputs,
+                         model_check=contract.check_pb_unchanged if check_sha256 else None)
         self.contract = contract
         self.threads = threads
-        self.check_sha256 = check_sha256
         self._session: Any = None
         self._fetches: list[Any] = []
         self._feed_tensors: dict[str, Any] = {}
@@ -34,13 +34,8 @@ class TensorFlowRunner(BaseRunner):
     def device(self) -> str:
         return "TensorFlow CPU"
 
-    def check_available(self) -> None:
-        """The pb is the contract's (a sharded run asks before its workers start, each checking it again)."""
-        if self.check_sha256:
-            self.contract.check_pb_unchanged()
-
     def activate_impl(self) -> None:
-        with model_checked_beside(self.contract.check_pb_unchanged if self.check_sha256 else None):
+        with model_checked_beside(self.model_check):
             graph = self._load_graph()
 
         def tensor(name: str) -> Any:
