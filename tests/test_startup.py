@@ -149,7 +149,9 @@ print("blas:", os.environ.get("OPENBLAS_NUM_THREADS"), "threads:", len(os.listdi
 def test_numpy_starts_no_blas_threads_unless_the_user_asks(tmp_path: Path) -> None:
     """numpy's OpenBLAS would start a spinning thread per core: infer asks for one (its own thread), and keeps a
     number the user set."""
-    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    from infer.cli.app import _BLAS_THREADS
+
+    env = {k: v for k, v in os.environ.items() if k not in _BLAS_THREADS}  # any of them set would be kept
     argv = ["dump-bin", "-m", str(tmp_path / "missing.json"), "-o", str(tmp_path / "bins"), "random:0"]
     ours = subprocess.run([sys.executable, "-c", BLAS_PROBE, *argv], capture_output=True, text=True, timeout=120,
                           env=env)
