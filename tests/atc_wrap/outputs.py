@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from infer.contract import ModelContract
@@ -33,6 +35,20 @@ def onnx_outputs(contract: ModelContract, feeds: dict[str, np.ndarray], *, optim
     typed = {s.name: feeds[s.name].astype(s.dt.np_dtype) for s in contract.model_inputs}
     return list(session.run([s.name for s in contract.model_outputs], typed))
 
+
+
+def onnx_tensors(model: Any, feeds: dict[str, np.ndarray], names: list[str]) -> list[np.ndarray]:
+    """ONNX Runtime's values of any float tensors of `model` (an onnx ModelProto, left as it is), made outputs of a
+    copy of it."""
+    import onnx
+    import onnxruntime
+
+    exposed = onnx.ModelProto.FromString(model.SerializeToString())
+    outputs = {o.name for o in exposed.graph.output}
+    exposed.graph.output.extend(onnx.helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, None)
+                                for name in names if name not in outputs)
+    session = onnxruntime.InferenceSession(exposed.SerializeToString(), providers=["CPUExecutionProvider"])
+    return [np.asarray(value) for value in session.run(names, feeds)]
 
 def cosine(x: np.ndarray, y: np.ndarray) -> float:
     a, b = x.astype(np.float64).ravel(), y.astype(np.float64).ravel()

@@ -92,20 +92,15 @@ def conv_error_bound(images: np.ndarray, weights: dict[str, np.ndarray]) -> np.n
 def stand_in(contract: ModelContract, images: np.ndarray) -> dict[str, np.ndarray]:
     """The ONNX stand-in's tensors of the same names, read in TF's layout by the conversion's transposes."""
     import onnx
-    import onnxruntime as ort
 
     from atc_wrap.emulation import emulated_value, tensors_rounded_later
     from infer.compare.onnx_graph import OnnxGraph, ranks_of
+    from tests.atc_wrap.outputs import onnx_tensors
 
     assert contract.converted_path is not None
     model = onnx.load(str(contract.converted_path))
     layouts = OnnxGraph(model).tensor_layouts(ranks_of(onnx.shape_inference.infer_shapes(model)))
-    outputs = {o.name for o in model.graph.output}
-    for name in TENSORS:
-        if name not in outputs:
-            model.graph.output.append(onnx.helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, None))
-    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    values = session.run(list(TENSORS), {"images:0": images})
+    values = onnx_tensors(model, {"images:0": images}, list(TENSORS))
     later = tensors_rounded_later(model)
     read = {}
     for name, value in zip(TENSORS, values, strict=True):

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from atc_wrap.emulation import emulate_precision, emulated_value, tensors_rounded_later
+from tests.atc_wrap.outputs import onnx_tensors
 
 
 @pytest.mark.parametrize("op", ["Floor", "Ceil", "Round", "Sign"])
@@ -54,18 +55,6 @@ def _conv_net(second_reader: str | None = None) -> Any:
     return onnx.shape_inference.infer_shapes(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
 
 
-def _run(model: Any, x: np.ndarray, names: list[str]) -> list[np.ndarray]:
-    import onnx
-    import onnxruntime as ort
-
-    model = onnx.ModelProto.FromString(model.SerializeToString())
-    for name in names:
-        if name not in {o.name for o in model.graph.output}:
-            model.graph.output.append(onnx.helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, None))
-    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    return [np.asarray(v) for v in session.run(names, {"x": x})]
-
-
 def _rounded_after_every_op(model: Any) -> Any:
     """The documented rule by hand: a Cast pair after the Conv, Relu and MaxPool, and the input and weights
     rounded, in a copy of the un-emulated `model`."""
@@ -107,8 +96,8 @@ def test_a_rounding_moves_past_relu_and_maxpool_with_the_same_values(between: st
     x[1, :, 2:5, 2:5] = 40000.0  # past fp16's 65504 after the Conv: inf on both sides, in the same places
     x[0, :, :, :] = -40000.0  # windows of -inf, where ONNX Runtime's MaxPool starts from -3.4e38
     names = ["conv", "relu", "y"]
-    got = _run(model, x, names)
-    want = _run(_rounded_after_every_op(original), x, names)
+    got = onnx_tensors(model, {"x": x}, names)
+    want = onnx_tensors(_rounded_after_every_op(original), {"x": x}, names)
     assert np.isposinf(want[2]).any() and np.isfinite(want[2]).any()
     assert np.isneginf(want[2]).any() == (between == "Identity")
     for name, have, expected in zip(names, got, want, strict=True):
