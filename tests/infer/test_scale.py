@@ -9,11 +9,13 @@ from pathlib import Path
 import pytest
 
 from binio.manifest import DatasetManifest
+from binio.spec import TensorSpec
 from infer.contract import ModelContract
+from infer.run.layout import output_file_name
 from infer.run.options import RunOptions, ScaleOptions
 from infer.run.plain import RunResult, run_model
 from infer.run.record import load_run
-from infer.run.shard import split
+from infer.run.shard import finished_stems, split
 from infer.run.sharded import run_sharded
 from tests.cli import run_cli
 from tests.conftest import Copy
@@ -124,6 +126,39 @@ def test_a_shard_failing_every_attempt_is_named_the_rest_kept_and_resume_runs_on
     assert [s.index for s in record.scale_out.shards] == [1]
     outcome = run_cli(capsys, "run", om.path, "--input", bins.root, "-o", out, "--devices", "0,1", "--resume")
     assert outcome.code == 0 and [p for p in out.iterdir()] == [folder]  # complete: nothing to do
+
+
+def test_resume_redoes_a_batch_whose_output_was_cut_short(om: ModelContract, bins: DatasetManifest,
+                                                         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A run stopped while an output was being written (or a disk that filled) leaves a short file: resume counts
+    a batch as done only when every output file has its full size, and runs the short one again."""
+    single = run_model(om.path, bins.root, tmp_path / "single")
+    marker = om.folder / "model.om.fail-always.shard-001"
+    marker.touch()
+    out = tmp_path / "sharded"
+    assert run_cli(capsys, "run", om.path, "--input", bins.root, "-o", out, "--devices", "0,1").code == 2
+    folder = next(out.iterdir())
+    cut = folder / "000001_output_0.bin"
+    whole = cut.read_bytes()
+    cut.write_bytes(whole[: len(whole) // 2])
+    marker.unlink()
+    outcome = run_cli(capsys, "run", om.path, "--input", bins.root, "-o", out, "--devices", "0,1", "--resume")
+    assert outcome.code == 0, outcome.err
+    assert "2 batches already done" in outcome.out
+    assert cut.read_bytes() == whole
+    assert_same_outputs(single.folder, folder)
+    record = load_run(folder)
+    assert record.completed and record.scale_out is not None and record.scale_out.resumed_stems == 2
+
+
+def test_finished_stems_counts_only_batches_with_every_output_whole(tmp_path: Path) -> None:
+    outputs = (TensorSpec("a:0", "float32", (2, 3)), TensorSpec("b:0", "int32", (2,)))
+    for stem, sizes in {"000000": (24, 8), "000001": (24, 4), "000002": (23, 8), "000004": (24, 8)}.items():
+        for index, size in enumerate(sizes):
+            (tmp_path / output_file_name(stem, index)).write_bytes(bytes(size))
+    (tmp_path / output_file_name("000003", 0)).write_bytes(bytes(24))  # its second output is missing
+    stems = ("000000", "000001", "000002", "000003", "000004")
+    assert finished_stems(tmp_path, stems, outputs) == ("000000", "000004")
 
 
 def test_cli_devices_prints_each_shard(onnx_small_cnn: ModelContract, bins: DatasetManifest, tmp_path: Path,

@@ -91,3 +91,43 @@ def test_bad_threshold(text: str, message: str) -> None:
 def test_unknown_output_refused() -> None:
     with pytest.raises(ThresholdError, match="no output named 'logits'; outputs are: probs:0"):
         Thresholds.parse(["logits:kl=0.1"]).check_outputs(["probs:0"])
+
+
+@pytest.mark.parametrize(("metric", "limit"), sorted(Thresholds().limits("probs:0").items()))
+def test_a_metric_exactly_at_its_limit_passes_and_one_step_past_fails(metric: str, limit: float) -> None:
+    """msit's rule is strict on both sides (cosine < 0.99 fails, RED > 0.05 fails): the limit itself passes."""
+    from infer.compare.metrics import HIGHER_IS_BETTER
+    from infer.compare.thresholds import breaks
+
+    worse = np.nextafter(limit, -np.inf if metric in HIGHER_IS_BETTER else np.inf)
+    better = np.nextafter(limit, np.inf if metric in HIGHER_IS_BETTER else -np.inf)
+    assert not breaks(metric, limit, limit)
+    assert not breaks(metric, float(better), limit)
+    assert breaks(metric, float(worse), limit)
+
+
+def test_a_comparison_whose_red_is_exactly_the_limit_passes() -> None:
+    """Through the whole rule on real metrics: an actual whose RED is the limit (to the last bit) is not a failure,
+    and the same limit one step below it is."""
+    metrics = _metrics(GOLDEN * 1.02)
+    red = metrics.relative_euclidean_distance
+    assert Thresholds.parse([f"red={red!r}"]).failures("probs:0", metrics) == ()
+    below = float(np.nextafter(red, -np.inf))
+    assert [f.metric for f in Thresholds.parse([f"red={below!r}"]).failures("probs:0", metrics)] == [
+        "RelativeEuclideanDistance"]
+
+
+@pytest.mark.parametrize("metric", ["CosineSimilarity", "RelativeEuclideanDistance", "MaxAbsoluteError"])
+def test_per_sample_limits_follow_the_same_strict_rule(metric: str) -> None:
+    """The per-sample check is the dataset rule over arrays: a sample exactly at its limit passes, NaN fails."""
+    from infer.compare.metrics import HIGHER_IS_BETTER
+    from infer.compare.passes import _SampleScores
+    from infer.compare.thresholds import breaks
+
+    limit = 0.5
+    worse = np.nextafter(limit, -np.inf if metric in HIGHER_IS_BETTER else np.inf)
+    values = np.array([limit, worse, np.nan, limit])
+    scores = _SampleScores(scores={metric: values}, sample=np.arange(4), stem=("0",) * 4, row=np.arange(4),
+                           names=None, manifest=None)  # type: ignore[arg-type]  # the mask reads the scores only
+    assert scores.breaking(metric, limit).tolist() == [breaks(metric, float(v), limit) for v in values] == [
+        False, True, True, False]
