@@ -128,7 +128,7 @@ _MEMORY_CHILD = """
 import json, sys, tracemalloc
 from pathlib import Path
 from infer.contract import load_contract
-from infer.data.dump import DumpOptions, dump_bins
+from infer.dump_bin._dump import DumpOptions, dump_bins
 
 def status_kb(key):
     for line in Path("/proc/self/status").read_text().splitlines():

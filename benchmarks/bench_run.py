@@ -69,7 +69,7 @@ def build_model(folder: Path, precision_mode: str = "force_fp32") -> ModelContra
         inputs=(TensorSpec("images:0", "float32", (BATCH, SIDE, SIDE, CHANNELS), "NHWC"),),
         outputs=(TensorSpec("probs:0", "float32", (BATCH, 1000)),),
     ).save()
-    from infer.convert import ConvertOptions, convert_model
+    from infer.convert._convert import ConvertOptions, convert_model
 
     return convert_model(contract, ConvertOptions(target="onnx", precision_mode=precision_mode)).contract
 

@@ -26,9 +26,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench_run, beside th
 
 from bench_run import BATCH, CHANNELS, SIDE, build_model, write_bins
 
+from infer.run import RunResult, run_model
+from infer.run._sharded import run_sharded
 from infer.run.options import RunOptions, ScaleOptions
-from infer.run.plain import RunResult, run_model
-from infer.run.sharded import run_sharded
 
 Row = tuple[str, float, str]
 

@@ -28,7 +28,7 @@ from binio.manifest import BinEntry, DatasetManifest, InputManifest, bin_file_na
 from binio.spec import TensorSpec
 from ckpt2pb.logs import quiet_tensorflow_logs
 from infer.contract import ModelContract, SourceInfo
-from infer.tune.tune import TuneOptions, TuneResult, tune_precision
+from infer.tune._tune import TuneOptions, TuneResult, tune_precision
 
 BATCH, SIDE = 2, 16
 Row = tuple[str, float, str]
@@ -104,11 +104,11 @@ def _tune(contract: ModelContract, bins: Path, out: Path, **options: object) -> 
 def _warm_up(contract: ModelContract, bins: Path, folder: Path) -> None:
     """One conversion, run and golden run, so that TensorFlow's, tf2onnx's and ONNX Runtime's start-up costs are
     paid before any search is timed."""
-    from infer.compare.golden import tensorflow_golden
-    from infer.convert import ConvertOptions, convert_model
+    from infer.compare._golden import tensorflow_golden
+    from infer.convert._convert import ConvertOptions, convert_model
+    from infer.run import run_model
     from infer.run.options import RunOptions
-    from infer.run.plain import run_model
-    from infer.tune.trial import stage_contract
+    from infer.tune._trial import stage_contract
 
     staged = convert_model(stage_contract(contract, folder), ConvertOptions(target="onnx")).contract
     run_model(staged.path, bins, folder / "runs", RunOptions(backend="onnxrt"))

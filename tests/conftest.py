@@ -48,7 +48,7 @@ def _convert_copy(contract: ModelContract, folder: Path, precision_mode: str) ->
     import shutil
 
     from infer.contract import load_contract
-    from infer.convert import ConvertOptions, convert_model
+    from infer.convert._convert import ConvertOptions, convert_model
 
     shutil.copytree(contract.folder, folder)
     copied = load_contract(folder / contract.path.name)

@@ -25,24 +25,42 @@ ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 
 
-def _type_checking_imports() -> dict[str, tuple[str, str]]:
-    """Exported name -> (module, name there), from the ``if TYPE_CHECKING:`` imports of infer/__init__.py."""
-    tree = ast.parse((ROOT / "infer" / "__init__.py").read_text())
+def _lazy_packages() -> list[str]:
+    """Every package whose ``__init__`` exports its names through `lazy_exports`."""
+    return sorted(".".join(path.parent.relative_to(ROOT).parts) for path in (ROOT / "infer").rglob("__init__.py")
+                  if "lazy_exports(" in path.read_text())
+
+
+def _declared(package: str) -> tuple[dict[str, tuple[str, str]], dict[str, tuple[str, str]]]:
+    """(the ``if TYPE_CHECKING:`` imports, the names given to lazy_exports) of `package`'s ``__init__``, each as
+    exported name -> (module, name there)."""
+    tree = ast.parse((ROOT / package.replace(".", "/") / "__init__.py").read_text())
     block = next(node for node in tree.body if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING")
-    return {alias.asname or alias.name: (node.module or "", alias.name)
+    seen = {alias.asname or alias.name: (node.module or "", alias.name)
             for node in block.body if isinstance(node, ast.ImportFrom) for alias in node.names}
+    call = next(node for node in ast.walk(tree) if isinstance(node, ast.Call) and ast.unparse(node.func) ==
+                "lazy_exports")
+    given = ast.literal_eval(call.args[1])
+    lazy = {name: (where.partition(":")[0], where.partition(":")[2] or name) for name, where in given.items()}
+    return seen, lazy
 
 
-def test_all_lists_every_export_and_type_checkers_see_the_same_names() -> None:
-    exports = infer._EXPORTS
-    assert infer.__all__ == sorted(exports)
-    assert _type_checking_imports() == exports
+def test_the_packages_with_lazy_exports_were_found() -> None:
+    assert {"infer", "infer.freeze", "infer.convert", "infer.dump_bin", "infer.run", "infer.compare",
+            "infer.tune", "infer.pipeline"} <= set(_lazy_packages())
 
 
-@pytest.mark.parametrize("name", infer.__all__)
-def test_every_export_is_the_object_its_module_defines(name: str) -> None:
-    module, attribute = infer._EXPORTS[name]
-    assert getattr(infer, name) is getattr(importlib.import_module(module), attribute)
+@pytest.mark.parametrize("package", _lazy_packages())
+def test_all_lists_every_export_and_type_checkers_see_the_same_names(package: str) -> None:
+    seen, lazy = _declared(package)
+    assert seen == lazy
+    assert sorted(importlib.import_module(package).__all__) == sorted(lazy)
+
+
+@pytest.mark.parametrize(("package", "name"), [(p, n) for p in _lazy_packages() for n in _declared(p)[1]])
+def test_every_export_is_the_object_its_module_defines(package: str, name: str) -> None:
+    module, attribute = _declared(package)[1][name]
+    assert getattr(importlib.import_module(package), name) is getattr(importlib.import_module(module), attribute)
 
 
 def test_the_stages_options_results_contract_and_error_are_exported() -> None:
@@ -51,7 +69,7 @@ def test_the_stages_options_results_contract_and_error_are_exported() -> None:
     types = {"ConvertOptions", "ConvertResult", "DumpOptions", "DumpResult", "RunOptions", "RunResult",
              "CompareOptions", "CompareResult", "FreezeReport", "ModelContract", "InferError"}
     assert stages | types | {"load_contract"} <= set(infer.__all__)
-    importlib.import_module("infer.compare.compare")  # sets the attribute `compare` of infer to the package
+    importlib.import_module("infer.compare._compare")  # sets the attribute `compare` of infer to the package
     assert callable(infer.compare_outputs)  # which is why the stage's function has a name of its own
 
 
@@ -79,7 +97,7 @@ def test_py_typed_ships_with_every_package() -> None:
 def test_the_version_is_the_one_the_package_declares() -> None:
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())
     assert "version" in config["project"]["dynamic"]
-    assert config["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "infer.__version__"}
+    assert config["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "infer._version.__version__"}
     assert re.fullmatch(r"\d+\.\d+\.\d+", infer.__version__)
 
 
@@ -109,8 +127,8 @@ def test_the_readme_example_is_about_ten_lines() -> None:
 @pytest.mark.slow
 def test_the_readme_example_runs_the_whole_pipeline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The paths the example names are made here: the demo's checkpoint in ckpt/, its PNGs and labels.txt."""
-    from infer.demo.dataset import write_dataset
-    from infer.demo.model import build_demo_model
+    from infer.demo._dataset import write_dataset
+    from infer.demo._model import build_demo_model
 
     model = build_demo_model(tmp_path / "ckpt")
     assert model.prefix == tmp_path / "ckpt" / "model.ckpt"

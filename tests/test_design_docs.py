@@ -83,7 +83,7 @@ def test_dataset_and_run_json_keys_are_documented(onnx_small_cnn: ModelContract,
 def test_each_documents_schema_and_version_are_the_code_s(document: str, schema: str, version: str) -> None:
     from binio import manifest
     from infer import contract
-    from infer.run import record as run_record
+    from infer.run import record as run_record  # the public module run.json is written by
 
     module = {"model.json": contract, "dataset.json": manifest, "run.json": run_record}[document]
     assert (module.SCHEMA, str(module.SCHEMA_VERSION)) == (schema, version)

@@ -47,7 +47,7 @@ def test_a_graph_def_is_parsed_by_one_reader() -> None:
 
 
 def test_msame_and_ais_bench_argv_is_built_in_one_place() -> None:
-    assert files_with_string(lambda text: text == "--outfmt") == {"infer/run/runners/tool.py"}
+    assert files_with_string(lambda text: text == "--outfmt") == {"infer/run/_runners/tool.py"}
 
 
 def test_tensorflow_and_msaccucmp_dtype_spellings_live_in_binio() -> None:
@@ -56,10 +56,11 @@ def test_tensorflow_and_msaccucmp_dtype_spellings_live_in_binio() -> None:
 
 
 def test_the_version_is_written_once() -> None:
-    """infer.__version__; pyproject reads it from there, doctor and the compare reports show it."""
+    """infer._version.__version__ (infer.__version__); pyproject reads it from there, doctor and the compare reports
+    show it."""
     import infer
 
-    assert files_with_string(lambda text: text == infer.__version__) == {"infer/__init__.py"}
+    assert files_with_string(lambda text: text == infer.__version__) == {"infer/_version.py"}
     asking_metadata = {path for path, tree in TREES.items() for node in ast.walk(tree)
                        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                        and node.func.attr == "version" and any(isinstance(a, ast.Constant) and a.value == "infer"

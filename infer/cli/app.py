@@ -18,7 +18,7 @@ import typer.main
 from typer.core import TyperGroup
 
 from binio.errors import InferError, Terminated, permission_error
-from infer import __version__
+from infer._version import __version__
 from infer.cli.console import HELP_SETTINGS, PLAIN_HELP, show, tell_error
 from infer.cli.quiet import quiet_frameworks
 from infer.cli.typed_values import typed_values_pass_through
@@ -218,7 +218,7 @@ def _one_blas_thread() -> None:
     """Asks numpy's OpenBLAS for one thread, unless the user chose a number. Imported with its default, it starts a
     thread per core, which spin a while waiting for work: measured here, 0.14 s of CPU and 30 ms of each process's
     start-up (image workers' too), taken from the command's own threads. infer gives BLAS no work worth threading:
-    its metrics sum with einsum, which stays off BLAS on purpose (infer/compare/metrics.py), and TensorFlow and ONNX
+    its metrics sum with einsum, which stays off BLAS on purpose (infer/compare/_metrics.py), and TensorFlow and ONNX
     Runtime have pools of their own. Too late, and left alone, where numpy is loaded already."""
     if "numpy" not in sys.modules and not any(name in os.environ for name in _BLAS_THREADS):
         os.environ["OPENBLAS_NUM_THREADS"] = "1"

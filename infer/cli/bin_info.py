@@ -28,7 +28,7 @@ def bin_info(
     --verify re-checks every size and digest; --to-npy exports (padding rows dropped)."""
     # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
     from binio.spec import format_shape
-    from infer.data.bininfo import describe_path
+    from infer.bin_info._bin_info import describe_path
 
     report = describe_path(path, verify=verify, to_npy=to_npy, dtype_name=dtype_name, shape_text=shape,
                            per_file=per_file, force=force)

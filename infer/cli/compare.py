@@ -58,8 +58,8 @@ def compare(
 
     # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
     from infer.cli.compare_table import metrics_table
-    from infer.compare.compare import compare as run_compare
-    from infer.compare.metrics import shown_limit
+    from infer.compare._compare import compare as run_compare
+    from infer.compare._metrics import shown_limit
     from infer.compare.options import CompareOptions
     from infer.compare.thresholds import Thresholds
     from infer.contract import load_contract
@@ -68,7 +68,7 @@ def compare(
         raise InferError(f"--workers {workers}: expected 1 or more")
     if report is not None:  # checked, and locked until the command ends, before the comparison runs
         # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
-        from infer.compare.reports import report_folder
+        from infer.compare._reports import report_folder
 
         ctx.with_resource(report_folder(report, force=force))
     options = CompareOptions(thresholds=Thresholds.parse(threshold), atol=atol, rtol=rtol, topk=topk, labels=labels,
@@ -126,7 +126,7 @@ def compare(
         console.print(f"golden dump (msaccucmp naming): {result.dumped_golden}", markup=False)
     if report is not None:
         # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
-        from infer.compare.reports import write_reports
+        from infer.compare._reports import write_reports
 
         for path in write_reports(result, report):
             console.print(f"wrote {path}", markup=False)
@@ -146,8 +146,8 @@ def _print_layers(console: Any, layers: Any) -> None:
     """The layer-by-layer table and its diagnosis lines."""
     # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
     from infer.cli.layer_table import layer_table
-    from infer.compare.layer_diagnosis import ERROR_FLOOR
-    from infer.compare.metrics import shown
+    from infer.compare._layer_diagnosis import ERROR_FLOOR
+    from infer.compare._metrics import shown
 
     width = console.width if console.is_terminal else None  # a pipe or a log file: the table whole
     for line in layer_table(layers, width):

@@ -65,7 +65,7 @@ def batch_bar(label: str) -> Iterator[Callable[[int, int], None] | None]:
     terminal, where a bar would leave an empty line and rich (about 50 ms to import) is not loaded at all.
 
     The bar redraws on each call only (no refresh thread), so image workers can still be forked
-    (`infer.data.sources.images`)."""
+    (`infer.dump_bin._sources.images`)."""
     if not sys.stderr.isatty():
         yield None
         return

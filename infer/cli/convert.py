@@ -84,10 +84,10 @@ def convert(
     """
     # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
     from binio.process import quote_command
+    from infer.aipp.config import AippOptions
     from infer.cli.image_options import image_options, int_pair
     from infer.contract import load_contract
-    from infer.convert import ConvertOptions, choose_target, convert_model
-    from infer.data.aipp import AippOptions
+    from infer.convert._convert import ConvertOptions, choose_target, convert_model
 
     aipp_options = None
     if aipp or aipp_config is not None:

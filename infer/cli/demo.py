@@ -22,7 +22,7 @@ def demo(
     HTML report's path. Exit 1 when compare fails.
     """
     # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
-    from infer.demo.run import run_demo
+    from infer.demo._run import run_demo
 
     result = run_demo(output, on_step=show, on_stage=lambda outcome: show(outcome.line()), aipp=aipp)
     pipeline = result.pipeline

@@ -21,7 +21,7 @@ def doctor(
     LD_LIBRARY_PATH; a writable temp folder. Ends with which stages run for real and which use the stand-in.
     """
     # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
-    from infer.doctor import diagnose
+    from infer.doctor._doctor import diagnose
 
     report = diagnose()
     if as_json:

@@ -50,7 +50,7 @@ def dump_bin(
     # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
     from binio.spec import format_shape
     from infer.contract import load_contract
-    from infer.data.dump import DumpOptions, dump_bins
+    from infer.dump_bin._dump import DumpOptions, dump_bins
 
     image = image_options(resize=resize, color=color, scale=scale, mean=mean, std=std)
     if old_sources:

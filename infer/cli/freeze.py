@@ -37,7 +37,7 @@ def freeze(
     """
     # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
     from binio.spec import TensorSpec, node_name
-    from infer.freeze import freeze_model
+    from infer.freeze._freeze import freeze_model
 
     report = freeze_model(source, output, outputs.split(",") if outputs else [], inputs=inputs, batch=batch,
                           assignments=assignments, force=force, verify=not no_verify)

@@ -30,8 +30,8 @@ def run(
     verdict and the equivalent `infer ...`, ATC and msame commands. Exit 1 when compare fails.
     """
     # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
+    from infer.pipeline._runner import report_tail, run_pipeline
     from infer.pipeline.config import load_config
-    from infer.pipeline.runner import report_tail, run_pipeline
 
     config = load_config(config_file)
     result = run_pipeline(config, on_stage=lambda outcome: show(outcome.line()), force=force)
@@ -57,7 +57,7 @@ def init(
     is written at its default, commented. Refuses to overwrite an existing file without --force.
     """
     # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
-    from infer.pipeline.template import values_from_model, write_template
+    from infer.pipeline._template import values_from_model, write_template
 
     if output.is_dir():
         raise InferError(f"-o {output}: is a folder; expected the pipeline file to write",

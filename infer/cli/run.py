@@ -41,14 +41,14 @@ def run(
     against the model first. Writes `OUT/<timestamp>/<stem>_output_<i>.bin` and run.json (latency, throughput,
     whether the run completed)."""
     # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
-    from infer.run import run as run_inference
+    from infer.run import run_model
     from infer.run.options import RunOptions, ScaleOptions, parse_devices
 
     options = RunOptions(backend=backend, device=device, loop=loop, warmup=warmup, threads=threads, timeout=timeout)
     scale = ScaleOptions(devices=parse_devices(devices) if devices is not None else (), shards=shards,
                          engine=engine, address=address, retries=retries, resume=resume)
     with batch_bar("running") as progress:
-        result = run_inference(model, bins, output, options, scale, progress=progress)
+        result = run_model(model, bins, output, options, scale, progress=progress)
     record = result.record
     throughput = "n/a" if record.throughput is None else f"{record.throughput:.1f} samples/s"
     where = record.device.removeprefix(f"{record.backend} ")  # "msame (device 0)", not "msame (msame device 0)"

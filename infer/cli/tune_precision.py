@@ -44,11 +44,11 @@ def tune_precision(
     """
     # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
     from binio.process import quote_command
-    from infer.compare.metrics import shown
+    from infer.compare._metrics import shown
     from infer.compare.thresholds import Thresholds
-    from infer.tune.trial import Candidate
-    from infer.tune.tune import TuneOptions
-    from infer.tune.tune import tune_precision as run_tune
+    from infer.tune._trial import Candidate
+    from infer.tune._tune import TuneOptions
+    from infer.tune._tune import tune_precision as run_tune
 
     options = TuneOptions(precision_mode=precision_mode, thresholds=Thresholds.parse(threshold), atol=atol,
                           rtol=rtol, samples=samples, max_ops=max_ops, mode=mode, seeds=seeds, golden=golden,

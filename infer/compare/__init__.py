@@ -1,1 +1,40 @@
 """`infer compare`: the converted model against TensorFlow, with Ascend's accuracy metrics."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from infer._exports import lazy_exports
+
+if TYPE_CHECKING:
+    from infer.compare._aipp_check import AippCheck
+    from infer.compare._compare import compare as compare_outputs
+    from infer.compare._compare import compare_run_folders
+    from infer.compare._golden import tensorflow_golden
+    from infer.compare._layerwise import LayerwiseError, compare_layers
+    from infer.compare._reports import check_output_folder, write_reports
+    from infer.compare._sources import resolve_run_folder
+    from infer.compare.options import CompareOptions
+    from infer.compare.result import CompareResult
+    from infer.compare.thresholds import Thresholds
+
+__all__ = [
+    "AippCheck", "CompareOptions", "CompareResult", "LayerwiseError", "Thresholds", "check_output_folder",
+    "compare_layers", "compare_outputs", "compare_run_folders", "resolve_run_folder", "tensorflow_golden",
+    "write_reports",
+]
+
+__getattr__, __dir__ = lazy_exports(__name__, {
+    "AippCheck": "infer.compare._aipp_check",
+    "CompareOptions": "infer.compare.options",
+    "CompareResult": "infer.compare.result",
+    "LayerwiseError": "infer.compare._layerwise",
+    "Thresholds": "infer.compare.thresholds",
+    "check_output_folder": "infer.compare._reports",
+    "compare_layers": "infer.compare._layerwise",
+    "compare_outputs": "infer.compare._compare:compare",
+    "compare_run_folders": "infer.compare._compare",
+    "resolve_run_folder": "infer.compare._sources",
+    "tensorflow_golden": "infer.compare._golden",
+    "write_reports": "infer.compare._reports",
+})

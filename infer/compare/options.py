@@ -1,5 +1,5 @@
 """What `infer compare` is asked (`CompareOptions`) and how it reports progress: apart from the comparison, so the
-passes (`infer.compare.passes`), tune-precision and the pipeline take them without importing the command's module.
+passes (`infer.compare._passes`), tune-precision and the pipeline take them without importing the command's module.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from binio.errors import InferError
-from infer.compare.expected import DEFAULT_FACTOR
+from infer.compare._expected import DEFAULT_FACTOR
 from infer.compare.thresholds import Thresholds
 
 
@@ -24,7 +24,7 @@ class CompareOptions:
     scatter_points: int = 4000
     workers: int = 1  # processes for the golden outputs and for the metrics, the batches split between them
     allow_same_backend: bool = False  # compare one graph with itself on one backend, on purpose
-    # The expected-error band (`infer.compare.expected`): None = on for an om where the stand-in is installed.
+    # The expected-error band (`infer.compare._expected`): None = on for an om where the stand-in is installed.
     expected_from_emulation: bool | None = None
     expected_factor: float = DEFAULT_FACTOR
     fail_on_expected: bool = False  # an output past the band fails the run (implies the band is computed)

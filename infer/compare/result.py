@@ -6,13 +6,13 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from infer.compare.aipp_check import AippCheck
-from infer.compare.expected import ExpectedError
-from infer.compare.metrics import Metrics, json_float, shown
-from infer.compare.nonfinite import NonfiniteFinding
-from infer.compare.provenance import Provenance
+from infer.compare._aipp_check import AippCheck
+from infer.compare._expected import ExpectedError
+from infer.compare._metrics import Metrics, json_float, shown
+from infer.compare._nonfinite import NonfiniteFinding
+from infer.compare._provenance import Provenance
+from infer.compare._topk import TopKResult
 from infer.compare.thresholds import Failure
-from infer.compare.topk import TopKResult
 
 
 @dataclass(frozen=True)

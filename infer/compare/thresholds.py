@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 
 from binio.errors import InferError
 from binio.spec import node_name
-from infer.compare.metrics import HIGHER_IS_BETTER, SCALAR_METRICS, Metrics, shown_against, shown_limit
+from infer.compare._metrics import HIGHER_IS_BETTER, SCALAR_METRICS, Metrics, shown_against, shown_limit
 
 DEFAULT_THRESHOLDS: dict[str, float] = {
     "CosineSimilarity": 0.99,
@@ -48,7 +48,7 @@ _ALIASES: dict[str, str] = {
 }
 _OFF = ("off", "none")
 _SAMPLE = "sample:"
-# What a single sample is measured by (`infer.compare.passes`): the metrics a per-sample limit may name.
+# What a single sample is measured by (`infer.compare._passes`): the metrics a per-sample limit may name.
 SAMPLE_METRICS: tuple[str, ...] = ("CosineSimilarity", "RelativeEuclideanDistance", "RootMeanSquareError",
                                    "MaxAbsoluteError")
 

@@ -3,7 +3,7 @@
 A mistake in the file is one line naming the file, the key and what was expected: an unknown key (with the
 closest valid key suggested), a value of the wrong type, a file that is not there. Relative paths are taken
 relative to the file's folder, so a pipeline folder can be moved as a whole. [run] and [data.preprocessing] are
-`infer run`'s RunOptions and dump-bin's ImageOptions themselves; every table is read by `infer.pipeline.decode`.
+`infer run`'s RunOptions and dump-bin's ImageOptions themselves; every table is read by `infer.pipeline._decode`.
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from binio.spec import node_name
+from infer._option_fields import options_from, setting
 from infer.compare.options import CompareOptions
 from infer.compare.thresholds import ThresholdError, Thresholds, parse_threshold
-from infer.data.options import ImageOptions
-from infer.option_fields import options_from, setting
-from infer.pipeline.decode import ConfigError, decode_table, type_name
+from infer.dump_bin.options import ImageOptions
+from infer.pipeline._decode import ConfigError, decode_table, type_name
 from infer.run.options import RunOptions
 
 __all__ = ["GENERATOR_PREFIXES", "PRECISION_FILES", "CompareSection", "ConfigError", "ConvertSection", "DataSection",

@@ -1,23 +1,29 @@
-"""`infer run`: one entry, `run` (entry.py), which takes the plain path (plain.py: one batch loop over a runner) or,
-asked for shards, the sharded one (sharded.py: shards over devices or Ray). docs/architecture.md maps the modules.
-
-`run` is imported on first use (PEP 562), so importing a light module of this package (options.py) costs no numpy.
-"""
+"""`infer run`: one entry, `run_model`, which takes the plain path (one batch loop over a runner) or, asked for
+shards, the sharded one (shards over devices or Ray). docs/architecture.md maps the modules."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from infer._exports import lazy_exports
 
 if TYPE_CHECKING:
-    from infer.run.entry import run
+    from infer.run._entry import run_model
+    from infer.run._plain import BACKENDS, RunResult
+    from infer.run._runners.msame import msame_argv
+    from infer.run.options import RunError, RunOptions, ScaleOptions, ScaleOutError
 
-__all__ = ["run"]
+__all__ = [
+    "BACKENDS", "RunError", "RunOptions", "RunResult", "ScaleOptions", "ScaleOutError", "msame_argv", "run_model",
+]
 
-
-def __getattr__(name: str) -> Any:
-    if name != "run":
-        raise AttributeError(f"module 'infer.run' has no attribute {name!r}")
-    from infer.run.entry import run as entry
-
-    globals()["run"] = entry
-    return entry
+__getattr__, __dir__ = lazy_exports(__name__, {
+    "BACKENDS": "infer.run._plain",
+    "RunError": "infer.run.options",
+    "RunOptions": "infer.run.options",
+    "RunResult": "infer.run._plain",
+    "ScaleOptions": "infer.run.options",
+    "ScaleOutError": "infer.run.options",
+    "msame_argv": "infer.run._runners.msame",
+    "run_model": "infer.run._entry",
+})

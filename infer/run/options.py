@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from binio.errors import InferError
-from infer.option_fields import setting
+from infer._option_fields import setting
 
-# The engines a sharded run may use (`infer.run.engines`): named here, where --engine is checked, so checking the
+# The engines a sharded run may use (`infer.run._engines`): named here, where --engine is checked, so checking the
 # options imports no engine (they import the worker, which imports numpy).
 ENGINES: tuple[str, ...] = ("local", "ray")
 

@@ -16,10 +16,10 @@ from binio.errors import InferError, first_line
 from binio.fields import Fields, check_inside, shown
 from binio.manifest import DatasetManifest
 from binio.spec import TensorSpec
-from infer import __version__
+from infer._version import __version__
+from infer.run._sharded_record import ScaleOut
 from infer.run.layout import RUN_JSON, newest_run_folder, output_file_name, parse_timestamp_folder
 from infer.run.options import RunOptions
-from infer.run.sharded_record import ScaleOut
 
 SCHEMA = "infer.run"
 SCHEMA_VERSION = 1

@@ -34,7 +34,7 @@ def converted(tmp_path_factory: pytest.TempPathFactory) -> Convert:
     import shutil
 
     from infer.contract import load_contract
-    from infer.convert import ConvertOptions, convert_model
+    from infer.convert._convert import ConvertOptions, convert_model
 
     cache: dict[tuple[str, tuple[tuple[str, object], ...]], ModelContract] = {}
 

@@ -127,8 +127,8 @@ def test_emulated_band_of_an_aipp_om_puts_the_same_aipp_in_front(capsys: pytest.
 
     from atc_wrap.aipp_parse import read_aipp_config
     from binio.manifest import load_manifest
-    from infer.compare.expected import emulated_run
-    from infer.data.aipp import model_aipp
+    from infer.aipp.config import model_aipp
+    from infer.compare._expected import emulated_run
 
     contract = copy_model(frozen_small_cnn)
     assert run_cli(capsys, "convert", contract.path, "--soc-version", "Ascend310", "--aipp", "--color", "BGR",
@@ -149,8 +149,8 @@ def test_pipeline_template_lists_every_aipp_setting_and_they_read_back() -> None
     with a value it is read as that value."""
     from dataclasses import fields
 
+    from infer.pipeline._template import TemplateValues, render_template
     from infer.pipeline.config import ConvertSection, config_from_dict
-    from infer.pipeline.template import TemplateValues, render_template
 
     text = render_template(TemplateValues(source="model.pb", outputs=("out:0",), aipp=True))
     keys = [f.name for f in fields(ConvertSection) if f.name.startswith("aipp_") and f.name != "aipp_config"]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from infer.contract import ModelContract, load_contract
-from infer.convert import ConvertOptions, convert_model
+from infer.convert._convert import ConvertOptions, convert_model
 
 pytestmark = pytest.mark.slow
 

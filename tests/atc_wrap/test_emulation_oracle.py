@@ -94,7 +94,7 @@ def stand_in(contract: ModelContract, images: np.ndarray) -> dict[str, np.ndarra
     import onnx
 
     from atc_wrap.emulation import emulated_value, tensors_rounded_later
-    from infer.compare.onnx_graph import OnnxGraph, ranks_of
+    from infer.compare._onnx_graph import OnnxGraph, ranks_of
     from tests.atc_wrap.outputs import onnx_tensors
 
     assert contract.converted_path is not None
@@ -126,7 +126,7 @@ def converted(frozen_small_cnn: ModelContract, tmp_path_factory: pytest.TempPath
     import shutil
 
     from infer.contract import load_contract
-    from infer.convert import ConvertOptions, convert_model
+    from infer.convert._convert import ConvertOptions, convert_model
 
     made = {}
     for mode in ("force_fp16", "allow_mix_precision"):

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from infer.contract import ModelContract
-from infer.convert import ConvertOptions, convert_model
+from infer.convert._convert import ConvertOptions, convert_model
 from tests.atc_wrap.graphs import write_frozen
 from tests.cli import run_cli
 

@@ -13,7 +13,7 @@ import pytest
 
 from binio.errors import InferError
 from infer.contract import ModelContract, load_contract
-from infer.convert import ConvertOptions, convert_model
+from infer.convert._convert import ConvertOptions, convert_model
 from tests.atc_wrap.outputs import onnx_outputs, tf_outputs
 
 pytestmark = pytest.mark.slow

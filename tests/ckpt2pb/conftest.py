@@ -6,7 +6,7 @@ from typing import TypedDict
 
 import pytest
 
-from infer.freeze import FreezeReport, freeze_model
+from infer.freeze._freeze import FreezeReport, freeze_model
 from tests.models import (
     ReferenceModel,
     build_bert_like,

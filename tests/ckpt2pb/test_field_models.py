@@ -110,7 +110,7 @@ def test_shapeless_switch_folds_the_cond_and_passes(switch_cond: ReferenceModel,
 
 
 def test_shapeless_switch_output_matches_tensorflow(switch_cond: ReferenceModel, tmp_path: Path) -> None:
-    from infer.freeze import freeze_model
+    from infer.freeze._freeze import freeze_model
     from tests.ckpt2pb.test_freeze import _run_pb
 
     report = freeze_model(switch_cond.path, tmp_path, ["probs:0"], batch=2, assignments=["is_training=false"])
@@ -160,7 +160,7 @@ def test_dropout_switched_off_leaves_no_random_op(dropout: ReferenceModel, tmp_p
 
 
 def test_dropout_switched_off_computes_the_identity(dropout: ReferenceModel, tmp_path: Path) -> None:
-    from infer.freeze import freeze_model
+    from infer.freeze._freeze import freeze_model
     from tests.ckpt2pb.test_freeze import _run_pb
 
     report = freeze_model(dropout.path, tmp_path, list(dropout.outputs), batch=2, assignments=["keep_prob=1.0"])
@@ -172,7 +172,7 @@ def test_dropout_switched_off_computes_the_identity(dropout: ReferenceModel, tmp
 def test_dropout_switched_off_leaves_no_random_op_with_a_dynamic_batch(dropout: ReferenceModel,
                                                                        tmp_path: Path) -> None:
     """`--batch -1` (for ATC's dynamic batch): the masks have no static shape, so the samplers become fills."""
-    from infer.freeze import freeze_model
+    from infer.freeze._freeze import freeze_model
     from tests.ckpt2pb.test_freeze import _run_pb
 
     report = freeze_model(dropout.path, tmp_path, list(dropout.outputs), batch=-1, assignments=["keep_prob=1.0"])
@@ -429,7 +429,7 @@ def test_a_saved_model_s_other_signatures_are_named_as_not_read(tmp_path: Path,
 
 
 def test_revivable_saved_model_takes_signature_keys_too(tf2_saved_model: ReferenceModel, tmp_path: Path) -> None:
-    from infer.freeze import freeze_model
+    from infer.freeze._freeze import freeze_model
 
     report = freeze_model(tf2_saved_model.path, tmp_path, ["probs"], inputs="x", batch=2)
     assert [(s.name, report.contract.signature_keys[s.name]) for s in report.contract.outputs] == [
@@ -495,7 +495,7 @@ def test_cond_predicate_folds_through_any_chain_of_ops(tmp_path: Path) -> None:
     """The predicate is the switch cast, negated, compared and combined with a default: TensorFlow computes it."""
     import tensorflow as tf
 
-    from infer.freeze import freeze_model
+    from infer.freeze._freeze import freeze_model
 
     tf1 = tf.compat.v1
     graph = tf.Graph()

@@ -9,7 +9,7 @@ import pytest
 
 from binio.spec import node_name
 from infer.contract import load_contract
-from infer.freeze import FreezeReport, freeze_model
+from infer.freeze._freeze import FreezeReport, freeze_model
 from tests.ckpt2pb.conftest import FREEZE_ARGS
 from tests.models import ReferenceModel
 
@@ -74,7 +74,7 @@ def test_pb_is_clean_for_older_consumers(frozen: tuple[ReferenceModel, FreezeRep
 def test_resnet_batch_norm_loses_its_newer_default_attrs(resnet_model: ReferenceModel, tmp_path: Path) -> None:
     import tensorflow as tf
 
-    from infer.freeze import freeze_model
+    from infer.freeze._freeze import freeze_model
 
     report = freeze_model(resnet_model.path, tmp_path, ["probs"], batch=2, verify=False)
     graph_def = tf.compat.v1.GraphDef.FromString(report.contract.pb_path.read_bytes())
@@ -91,7 +91,7 @@ def test_resnet_batch_norm_loses_its_newer_default_attrs(resnet_model: Reference
 def test_channels_first_graph_gets_nchw_layout(tmp_path: Path) -> None:
     import tensorflow as tf
 
-    from infer.freeze import freeze_model
+    from infer.freeze._freeze import freeze_model
 
     tf1 = tf.compat.v1
     graph = tf.Graph()
@@ -114,7 +114,7 @@ def test_batch_minus_one_keeps_the_batch_dynamic_for_atc(capsys: pytest.CaptureF
     it; verification still runs (at batch 2)."""
     import tensorflow as tf
 
-    from infer.freeze import freeze_model
+    from infer.freeze._freeze import freeze_model
     from tests.cli import run_cli
 
     report = freeze_model(resnet_model.path, tmp_path / "dyn", ["probs"], batch=-1)
@@ -138,7 +138,7 @@ def test_batch_minus_one_refuses_a_static_batch(bert_model: ReferenceModel, tmp_
     import pytest
 
     from ckpt2pb.errors import FreezeError
-    from infer.freeze import freeze_model
+    from infer.freeze._freeze import freeze_model
 
     with pytest.raises(FreezeError) as caught:
         freeze_model(bert_model.path, tmp_path, ["class_probs"], inputs="input_ids[2,16],input_mask,segment_ids",
@@ -154,7 +154,7 @@ def test_checks_and_prints_are_stripped(tmp_path: Path) -> None:
     StopGradient and v1 Print (which returns its input) become Identity."""
     import tensorflow as tf
 
-    from infer.freeze import freeze_model
+    from infer.freeze._freeze import freeze_model
 
     tf1 = tf.compat.v1
     graph = tf.Graph()

@@ -9,7 +9,7 @@ import pytest
 
 from ckpt2pb import freeze as freeze_module
 from ckpt2pb.errors import FreezeError, GraphNameError, VerifyError
-from infer.freeze import freeze_model
+from infer.freeze._freeze import freeze_model
 from tests.cli import Outcome, run_cli
 from tests.models import ReferenceModel
 

@@ -10,7 +10,7 @@ import pytest
 from ckpt2pb.errors import SourceError
 from ckpt2pb.source import load_source
 from infer.contract import ModelContract, load_contract
-from infer.freeze import freeze_model
+from infer.freeze._freeze import freeze_model
 from tests.cli import run_cli
 from tests.models import ReferenceModel
 

@@ -14,9 +14,9 @@ import pytest
 
 from binio.binfile import read_bin
 from binio.manifest import load_manifest
+from infer.aipp.declared import DeclaredPreprocessing
 from infer.contract import load_contract
-from infer.data.declared import DeclaredPreprocessing
-from infer.demo.run import DemoResult, run_demo
+from infer.demo._run import DemoResult, run_demo
 from tests.cli import Outcome, run_cli
 
 pytestmark = pytest.mark.slow
@@ -62,8 +62,8 @@ def test_aipp_pipeline_passes_with_full_top1_agreement(demo: DemoResult) -> None
 def test_declared_preprocessing_of_the_bins_is_what_dump_bin_does_host_side(demo: DemoResult,
                                                                               tmp_path: Path) -> None:
     """TensorFlow's feed in compare equals the float bins dump-bin writes for the unconverted model."""
-    from infer.data.dump import DumpOptions, dump_bins
-    from infer.data.sources.open import ImageOptions
+    from infer.dump_bin._dump import DumpOptions, dump_bins
+    from infer.dump_bin._sources.open import ImageOptions
 
     work = demo.pipeline.work_dir
     contract = load_contract(work / "model" / "model.json")

@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 
 from binio.manifest import DatasetManifest
-from infer.compare.compare import CompareOptions, compare
+from infer.compare._compare import CompareOptions, compare
 from infer.contract import ModelContract
+from infer.run import run_model
 from infer.run.layout import RUN_JSON
 from infer.run.options import RunOptions
-from infer.run.plain import run_model
 from infer.run.record import load_run
 from tests.cli import run_cli
 from tests.infer.run_data import as_om, cnn_batches, use_fake_tools, write_dataset

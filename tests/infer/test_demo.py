@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from infer.demo.run import DemoResult, run_demo
-from infer.pipeline.stages import STAGES
+from infer.demo._run import DemoResult, run_demo
+from infer.pipeline._stages import STAGES
 from tests.cli import Outcome, run_cli
 
 pytestmark = pytest.mark.slow

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from infer.doctor import diagnose, version_in_range
+from infer.doctor._doctor import diagnose, version_in_range
 from tests.cli import run_cli
 
 
@@ -88,13 +88,13 @@ def test_a_package_outside_its_range_is_not_a_tested_combination(bare_machine: P
                                                                  capsys: pytest.CaptureFixture[str]) -> None:
     from dataclasses import replace
 
-    import infer.doctor
+    import infer.doctor._doctor
 
     report = diagnose()
     newer = tuple(replace(p, version="1.99.0") if p.name == "onnx" else p for p in report.packages)
     untested = replace(report, packages=newer)
     assert not untested.tested_combination and untested.package("onnx").in_range is False
-    monkeypatch.setattr(infer.doctor, "diagnose", lambda: untested)
+    monkeypatch.setattr(infer.doctor._doctor, "diagnose", lambda: untested)
     lines = run_cli(capsys, "doctor").out.splitlines()
     assert "  !! onnx         1.99.0 (tested >=1.16,<1.24)" in lines
     assert "  NOT a tested combination: onnx outside the tested ranges or missing" in lines
@@ -164,7 +164,7 @@ def test_cli_json(bare_machine: Path, capsys: pytest.CaptureFixture[str]) -> Non
 
 
 def test_doctor_imports_no_framework() -> None:
-    code = ("import sys; from infer.doctor import diagnose; diagnose(); "
+    code = ("import sys; from infer.doctor._doctor import diagnose; diagnose(); "
             "heavy = [m for m in ('tensorflow', 'onnx', 'onnxruntime', 'tf2onnx') if m in sys.modules]; "
             "print(heavy); sys.exit(1 if heavy else 0)")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

@@ -14,8 +14,8 @@ from binio.binfile import read_bin
 from binio.dataset import iter_samples, open_dataset
 from binio.manifest import load_manifest
 from infer.contract import ModelContract
-from infer.data.dump import DumpOptions, dump_bins
-from infer.data.sources.images import ImagePreprocessing, decode_image
+from infer.dump_bin._dump import DumpOptions, dump_bins
+from infer.dump_bin._sources.images import ImagePreprocessing, decode_image
 from tests.cli import Arg, run_cli
 from tests.conftest import Copy
 from tests.infer.dump_models import fp16_model, two_input_model
@@ -179,7 +179,7 @@ def test_image_folder_is_read_in_natural_order_and_the_order_recorded(frozen_sma
     """img_2.png before img_10.png, folder by folder (set_2 before set_10), as a folder of bare bins is read."""
     from PIL import Image
 
-    from infer.data.sources.order import NATURAL_ORDER
+    from infer.dump_bin._sources.order import NATURAL_ORDER
 
     names = ["set_2/img_1.png", "set_2/img_2.png", "set_2/img_10.png", "set_10/img_1.png", "set_10/img_3.png"]
     for index, name in enumerate(names):
@@ -203,7 +203,7 @@ def test_image_workers_give_the_same_bins_as_one_process(frozen_small_cnn: Model
 
 
 def test_nchw_layout_transposes_images(tmp_path: Path) -> None:
-    from infer.data.sources.images import ImageFolderSource
+    from infer.dump_bin._sources.images import ImageFolderSource
 
     _images(tmp_path / "images", 1)
     nhwc = ImagePreprocessing(height=8, width=8)
@@ -217,7 +217,7 @@ def test_workers_send_uint8_crops_and_the_batch_is_normalised_as_each_image_woul
     float32 arithmetic gives (scale, per-channel mean and std, BGR, NCHW)."""
     from PIL import Image
 
-    from infer.data.sources.images import ImageFolderSource, _decode_task
+    from infer.dump_bin._sources.images import ImageFolderSource, _decode_task
 
     _images(tmp_path / "images", 11, size=(20, 14))
     prep = ImagePreprocessing(height=8, width=8, color="BGR", scale=1 / 255, mean=(0.485, 0.456, 0.406),
@@ -467,7 +467,7 @@ def test_no_space_left_is_a_clean_error(capsys: pytest.CaptureFixture[str], froz
             raise OSError(errno.ENOSPC, "No space left on device")
         handle.write(buffer.tobytes())
 
-    monkeypatch.setattr("infer.data.dump._write_payload", disk_full)
+    monkeypatch.setattr("infer.dump_bin._dump._write_payload", disk_full)
     line = _refused(capsys, tmp_path / "bins", "-m", frozen_small_cnn.path, tmp_path / "data.npy")
     assert line == f"error: {tmp_path / 'bins' / 'images' / '000001.bin'}: no space left on the device while writing"
 
@@ -478,7 +478,7 @@ def test_interrupted_run_into_an_existing_folder_keeps_whole_files_only(
     out = tmp_path / "bins"
     options = DumpOptions(output=out, sources=(("", str(tmp_path / "data.npy")),), force=True)
     dump_bins(frozen_small_cnn, options)
-    real_write = __import__("infer.data.dump", fromlist=["_write_payload"])._write_payload
+    real_write = __import__("infer.dump_bin._dump", fromlist=["_write_payload"])._write_payload
     calls: list[int] = []
 
     def interrupted(handle: BinaryIO, buffer: np.ndarray) -> None:
@@ -487,7 +487,7 @@ def test_interrupted_run_into_an_existing_folder_keeps_whole_files_only(
             raise KeyboardInterrupt
         real_write(handle, buffer)
 
-    monkeypatch.setattr("infer.data.dump._write_payload", interrupted)
+    monkeypatch.setattr("infer.dump_bin._dump._write_payload", interrupted)
     np.save(tmp_path / "data.npy", np.full((6, 8, 8, 3), 2, np.float32))
     with pytest.raises(KeyboardInterrupt):
         dump_bins(frozen_small_cnn, options)

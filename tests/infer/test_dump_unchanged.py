@@ -10,10 +10,10 @@ import pytest
 import xxhash
 
 import binio.cast
-import infer.data.dump
+import infer.dump_bin._dump
 from infer.contract import ModelContract
-from infer.data.dump import DumpOptions, LossyCastError, dump_bins
-from infer.data.sources.arrays import NpySource
+from infer.dump_bin._dump import DumpOptions, LossyCastError, dump_bins
+from infer.dump_bin._sources.arrays import NpySource
 
 
 def _data(path: Path, samples: int) -> np.ndarray:
@@ -30,7 +30,7 @@ def test_whole_batches_skip_the_cast_and_the_files_are_the_rows_with_their_diges
         casts.append(len(src))
         return binio.cast.checked_cast_into(out, src)
 
-    monkeypatch.setattr(infer.data.dump, "checked_cast_into", counting_cast)
+    monkeypatch.setattr(infer.dump_bin._dump, "checked_cast_into", counting_cast)
     array = _data(tmp_path / "data.npy", samples=21)  # batch 2: 10 whole batches and one padded
     result = dump_bins(frozen_small_cnn,
                        DumpOptions(output=tmp_path / "bins", sources=(("", str(tmp_path / "data.npy")),)))
@@ -90,7 +90,7 @@ def test_npy_rows_read_from_the_file_are_the_arrays_rows(tmp_path: Path, order: 
 
 
 def test_an_npy_cut_short_after_it_was_opened_is_refused_by_name(tmp_path: Path) -> None:
-    from infer.data.sources.arrays import SourceError
+    from infer.dump_bin._sources.arrays import SourceError
 
     _data(tmp_path / "data.npy", samples=6)
     source = NpySource(tmp_path / "data.npy")

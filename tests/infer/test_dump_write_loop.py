@@ -11,7 +11,7 @@ import numpy as np
 import xxhash
 
 from infer.contract import ModelContract
-from infer.data.dump import DumpOptions, dump_bins
+from infer.dump_bin._dump import DumpOptions, dump_bins
 
 
 def _npy(path: Path, samples: int) -> Path:

@@ -7,7 +7,7 @@ import statistics
 import numpy as np
 import pytest
 
-from infer.run.latency import mean, percentile
+from infer.run._latency import mean, percentile
 
 
 @pytest.mark.parametrize("size", [1, 2, 3, 7, 50, 101])

@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
-from infer.compare.compare import CompareOptions
-from infer.convert import ConvertOptions
-from infer.data.sources.open import ImageOptions
-from infer.pipeline.calls import compare_options, convert_options, image_options
+from infer.compare._compare import CompareOptions
+from infer.convert._convert import ConvertOptions
+from infer.dump_bin._sources.open import ImageOptions
+from infer.pipeline._calls import compare_options, convert_options, image_options
+from infer.pipeline._stages import run_options
 from infer.pipeline.config import PipelineConfig, config_from_dict
-from infer.pipeline.stages import run_options
 from infer.run.options import RunOptions
 
 
@@ -78,7 +78,7 @@ def _cli_flags(module: str, command: str) -> dict[str, Any]:
 
 
 def _tables() -> list[tuple[str, type, str, str]]:
-    from infer.data.options import ImageOptions as Image
+    from infer.dump_bin.options import ImageOptions as Image
     from infer.pipeline.config import CompareSection, ConvertSection, DataSection, ModelSection
 
     return [("model", ModelSection, "infer.cli.freeze", "freeze"),
@@ -93,8 +93,8 @@ def test_every_field_is_a_key_of_its_table_and_a_flag_of_its_command(table: str,
                                                                      command: str) -> None:
     """Each options field the pipeline file takes is a key of its table that reads back as given, and its flag
     is one the command takes (the report's equivalent command is made of these flags)."""
-    from infer.option_fields import setting_of
-    from infer.pipeline.decode import decode_table
+    from infer._option_fields import setting_of
+    from infer.pipeline._decode import decode_table
 
     flags = _cli_flags(module, command)
     checked = 0
@@ -106,7 +106,7 @@ def test_every_field_is_a_key_of_its_table_and_a_flag_of_its_command(table: str,
                 assert spelling.negative in flags, f"[{table}] {item.name}: {command} has no {spelling.negative}"
             checked += 1
     # every key at its default, written as TOML writes it, reads back as that default
-    from infer.option_fields import default_of
+    from infer._option_fields import default_of
 
     document: dict[str, Any] = {}
     for item in dataclasses.fields(cls):
@@ -130,7 +130,7 @@ def test_every_field_is_a_key_of_its_table_and_a_flag_of_its_command(table: str,
 def test_a_table_that_is_the_options_has_the_commands_defaults(cls: type, module: str, command: str) -> None:
     """[run] is RunOptions and [data.preprocessing] ImageOptions: a flag left out and a key left out are the same
     default (a list flag's None is the field's default list)."""
-    from infer.option_fields import default_of, setting_of
+    from infer._option_fields import default_of, setting_of
 
     flags = _cli_flags(module, command)
     for item in dataclasses.fields(cls):
@@ -148,7 +148,7 @@ def test_options_the_pipeline_file_does_not_take_are_flags_of_their_command(cls:
     """dump-bin's own options (output, batch, samples, workers...) and run's sharding: each field's flag is one
     the command takes, with the field's default."""
     import infer
-    from infer.option_fields import default_of, setting_of
+    from infer._option_fields import default_of, setting_of
 
     options = getattr(infer, cls)
     flags = _cli_flags(module, command)

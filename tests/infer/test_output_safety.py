@@ -184,14 +184,14 @@ def test_two_dump_bins_at_once_never_leave_a_mix(frozen_small_cnn: ModelContract
 def test_a_failed_dump_removes_only_the_files_it_created(frozen_small_cnn: ModelContract, tmp_path: Path,
                                                          capsys: pytest.CaptureFixture[str],
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    import infer.data.dump
+    import infer.dump_bin._dump
 
     data = np.zeros((6, 8, 8, 3), np.float64)
     data[5, 0, 0, 0] = 1e300  # does not survive the cast to float32: the third batch is refused
     np.save(tmp_path / "data.npy", data)
     out = tmp_path / "bins"
     out.mkdir()
-    original = infer.data.dump._write_batch
+    original = infer.dump_bin._dump._write_batch
     foreign = out / "images" / "someone-elses.bin"
 
     def write_and_meanwhile_another_writes(*args: Any, **kwargs: Any) -> Any:  # passes the call through as it is
@@ -199,7 +199,7 @@ def test_a_failed_dump_removes_only_the_files_it_created(frozen_small_cnn: Model
             foreign.write_bytes(b"not ours")
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(infer.data.dump, "_write_batch", write_and_meanwhile_another_writes)
+    monkeypatch.setattr(infer.dump_bin._dump, "_write_batch", write_and_meanwhile_another_writes)
     result = run_cli(capsys, "dump-bin", "-m", frozen_small_cnn.path, "-o", out, tmp_path / "data.npy")
     assert result.code == 2 and "casting float64 to float32" in result.error_line
     assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*")) == ["images", "images/someone-elses.bin"]

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from infer.pipeline._template import TemplateValues, render_template
 from infer.pipeline.config import ConfigError, PipelineConfig, load_config
-from infer.pipeline.template import TemplateValues, render_template
 from tests.cli import run_cli
 
 MINIMAL = """\
@@ -219,7 +219,7 @@ def test_template_loads_and_every_commented_setting_is_a_valid_key(project: Path
 
 
 def test_compare_per_sample_limits_and_switches_reach_the_command(project: Path) -> None:
-    from infer.pipeline.stages import _compare_args
+    from infer.pipeline._stages import _compare_args
 
     text = MINIMAL + ('[compare]\nthresholds = { "sample:cosine" = 0.99, "sample:probs:0:max_abs" = 0.1 }\n'
                       "allow_same_backend = true\nfail_on_expected = true\n")
@@ -234,8 +234,8 @@ def test_compare_per_sample_limits_and_switches_reach_the_command(project: Path)
 
 
 def test_compare_expected_band_settings_reach_the_command_and_the_options(project: Path) -> None:
-    from infer.pipeline.calls import compare_options
-    from infer.pipeline.stages import _compare_args
+    from infer.pipeline._calls import compare_options
+    from infer.pipeline._stages import _compare_args
 
     default = load_config(_write(project, MINIMAL))
     assert default.compare.expected_from_emulation is None  # left out: compare's own default (an om only)
@@ -267,8 +267,8 @@ def test_aipp_config_must_exist_and_not_come_with_aipp(project: Path) -> None:
 
 
 def test_per_op_precision_files_resolve_against_the_file_and_reach_convert(project: Path) -> None:
-    from infer.pipeline.calls import convert_options
-    from infer.pipeline.stages import _convert_args
+    from infer.pipeline._calls import convert_options
+    from infer.pipeline._stages import _convert_args
 
     missing = _error(project, MINIMAL + '[convert]\nkeep_dtype = "keep.cfg"\n')
     assert missing == f"{project / 'pipeline.toml'}: [convert] keep_dtype: no such file: {project / 'keep.cfg'}"
@@ -287,8 +287,8 @@ def test_per_op_precision_files_resolve_against_the_file_and_reach_convert(proje
 # --- the pipeline and the command line agree (issue 14: one options type per stage) ---------------------------
 
 def test_color_is_read_like_the_command_line_takes_it(project: Path) -> None:
-    from infer.pipeline.calls import image_options
-    from infer.pipeline.stages import _dump_args
+    from infer.pipeline._calls import image_options
+    from infer.pipeline._stages import _dump_args
 
     config = load_config(_write(project, MINIMAL + '[data.preprocessing]\ncolor = "bgr"\n'))
     assert config.data.preprocessing.color == "BGR"  # was kept as "bgr" and decoded as RGB
@@ -300,7 +300,7 @@ def test_color_is_read_like_the_command_line_takes_it(project: Path) -> None:
 
 def test_image_options_refuse_an_unknown_color_whoever_builds_them() -> None:
     from binio.errors import InferError
-    from infer.data.sources.open import ImageOptions
+    from infer.dump_bin._sources.open import ImageOptions
 
     assert ImageOptions(color="bgr").color == "BGR"
     with pytest.raises(InferError, match=r"^--color GBR: expected RGB or BGR$"):
@@ -308,7 +308,7 @@ def test_image_options_refuse_an_unknown_color_whoever_builds_them() -> None:
 
 
 def test_run_defaults_are_the_command_lines(project: Path) -> None:
-    from infer.pipeline.stages import _run_args
+    from infer.pipeline._stages import _run_args
     from infer.run.options import RunOptions
 
     config = load_config(_write(project, MINIMAL))
@@ -319,7 +319,7 @@ def test_run_defaults_are_the_command_lines(project: Path) -> None:
 
 
 def test_device_zero_is_a_device(project: Path) -> None:
-    from infer.pipeline.stages import _run_args, run_options
+    from infer.pipeline._stages import _run_args, run_options
 
     config = load_config(_write(project, MINIMAL + "[run]\ndevice = 0\n"))
     assert config.run.device == 0  # was 0 = "unset"
@@ -329,9 +329,9 @@ def test_device_zero_is_a_device(project: Path) -> None:
 
 
 def test_soc_version_default_is_the_command_lines(project: Path) -> None:
-    from infer.convert import ConvertOptions
-    from infer.pipeline.calls import convert_options
-    from infer.pipeline.stages import _convert_args
+    from infer.convert._convert import ConvertOptions
+    from infer.pipeline._calls import convert_options
+    from infer.pipeline._stages import _convert_args
 
     config = load_config(_write(project, MINIMAL))
     assert config.convert.soc_version == ConvertOptions().soc_version == ""  # was Ascend310 in the pipeline only
@@ -342,7 +342,7 @@ def test_soc_version_default_is_the_command_lines(project: Path) -> None:
 
 
 def test_every_run_key_is_the_flag_of_its_name(project: Path) -> None:
-    from infer.pipeline.stages import _run_args
+    from infer.pipeline._stages import _run_args
 
     text = MINIMAL + '[run]\nbackend = "onnxrt"\ndevice = 1\nloop = 3\nwarmup = 2\nthreads = 4\n'
     assert _run_args(load_config(_write(project, text))) == [

@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
-from infer.pipeline import runner as runner_module
+from infer.pipeline import _runner as runner_module
+from infer.pipeline._runner import run_pipeline
+from infer.pipeline._stages import StageDone, StagePlan, WorkLayout
+from infer.pipeline._state import STATE_FILE, digest_path
+from infer.pipeline._work import Facts
 from infer.pipeline.config import PipelineConfig, config_from_dict
-from infer.pipeline.runner import run_pipeline
-from infer.pipeline.stages import StageDone, StagePlan, WorkLayout
-from infer.pipeline.state import STATE_FILE, digest_path
-from infer.pipeline.work import Facts
 
 
 @pytest.fixture
@@ -121,7 +121,7 @@ def test_a_state_file_of_version_1_runs_everything_once(config: PipelineConfig, 
 
 def test_a_stage_refusal_names_the_stage_and_keeps_what_ran_before(config: PipelineConfig, calls: list[str]) -> None:
     from binio.errors import InferError
-    from infer.pipeline.runner import StageError
+    from infer.pipeline._runner import StageError
 
     stages = runner_module.STAGE_FUNCTIONS  # the `calls` fixture's own dict
     count = stages["count"]

@@ -14,9 +14,9 @@ import pytest
 
 from binio.manifest import DatasetManifest
 from infer.contract import ModelContract
+from infer.run import RunResult, run_model
 from infer.run.layout import RUN_JSON, output_file_name, parse_timestamp_folder
 from infer.run.options import RunOptions
-from infer.run.plain import RunResult, run_model
 from infer.run.record import load_run
 from tests.cli import run_cli
 from tests.infer.run_data import (
@@ -57,7 +57,7 @@ def _outputs(folder: Path) -> list[np.ndarray]:
 
 def test_tf_run_writes_msames_layout_and_a_complete_record(tf_run: RunResult, frozen_small_cnn: ModelContract,
                                                            cnn_bins: DatasetManifest) -> None:
-    from infer.run.runners.tensorflow import TensorFlowRunner
+    from infer.run._runners.tensorflow import TensorFlowRunner
 
     assert tf_run and parse_timestamp_folder(tf_run.folder.name) is not None
     assert sorted(p.name for p in tf_run.folder.iterdir()) == [
@@ -131,19 +131,20 @@ def test_om_contract_defaults_to_msame_and_reads_outputs_with_the_oms_dtypes(
 def test_bins_made_for_another_model_run_with_a_warning(onnx_small_cnn: ModelContract, tmp_path: Path,
                                                         caplog: pytest.LogCaptureFixture) -> None:
     manifest = replace(write_dataset(tmp_path / "bins", {"images:0": cnn_batches(1)}), model_sha256="ab" * 32).save()
-    with caplog.at_level("WARNING", logger="infer.run.plain"):
+    with caplog.at_level("WARNING", logger="infer.run._plain"):
         assert run_model(onnx_small_cnn.path, manifest.root, tmp_path / "out").record.completed
     assert caplog.messages == [f"{manifest.path}: made for another model (sha256 {'ab' * 6}), running "
                                f"{onnx_small_cnn.converted_path}"]
     caplog.clear()
-    with caplog.at_level("WARNING", logger="infer.run.plain"):  # taken on purpose (compare's emulated precision): quiet
+    # taken on purpose (compare's emulated precision): quiet
+    with caplog.at_level("WARNING", logger="infer.run._plain"):
         options = RunOptions(bins_made_for="ab" * 32)
         assert run_model(onnx_small_cnn.path, manifest.root, tmp_path / "out", options).record.completed
     assert caplog.messages == []
+    from infer.run._sharded import run_sharded
     from infer.run.options import ScaleOptions
-    from infer.run.sharded import run_sharded
 
-    with caplog.at_level("WARNING", logger="infer.run.plain"):  # a sharded run warns once, as a plain one does
+    with caplog.at_level("WARNING", logger="infer.run._plain"):  # a sharded run warns once, as a plain one does
         assert run_sharded(onnx_small_cnn.path, manifest.root, tmp_path / "sharded", RunOptions(),
                            ScaleOptions(devices=(0, 1))).record.completed
     assert caplog.messages == [f"{manifest.path}: made for another model (sha256 {'ab' * 6}), running "

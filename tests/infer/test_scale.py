@@ -11,12 +11,12 @@ import pytest
 from binio.manifest import DatasetManifest
 from binio.spec import TensorSpec
 from infer.contract import ModelContract
+from infer.run import RunResult, run_model
+from infer.run._shard import finished_stems, split
+from infer.run._sharded import run_sharded
 from infer.run.layout import output_file_name
 from infer.run.options import RunOptions, ScaleOptions
-from infer.run.plain import RunResult, run_model
 from infer.run.record import load_run
-from infer.run.shard import finished_stems, split
-from infer.run.sharded import run_sharded
 from tests.cli import run_cli
 from tests.conftest import Copy
 from tests.infer.run_data import as_om, use_fake_tools

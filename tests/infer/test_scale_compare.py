@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from binio.manifest import DatasetManifest, load_manifest
-from infer.compare.compare import CompareOptions, compare
-from infer.compare.golden import tensorflow_golden
+from infer.compare._compare import CompareOptions, compare
+from infer.compare._golden import tensorflow_golden
 from infer.contract import ModelContract
-from infer.run.plain import run_model
+from infer.run import run_model
 from infer.run.record import load_run
 from tests.cli import run_cli
 from tests.infer.scale_data import assert_same_outputs, scale_bins

@@ -12,10 +12,10 @@ import pytest
 
 from binio.manifest import DatasetManifest
 from infer.contract import ModelContract
+from infer.run import run_model
+from infer.run._sharded import run_sharded
 from infer.run.options import RunOptions, ScaleOptions
-from infer.run.plain import run_model
 from infer.run.record import load_run
-from infer.run.sharded import run_sharded
 from tests.infer.run_data import FAKES, as_om
 from tests.infer.scale_data import assert_same_outputs, scale_bins
 

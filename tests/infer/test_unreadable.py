@@ -65,7 +65,7 @@ def world(tmp_path_factory: pytest.TempPathFactory, onnx_small_cnn: ModelContrac
     np.save(root / "data.npy", np.zeros((3, 8, 8, 3), np.float32))
     capsys = None
     del capsys, _pytest
-    from infer.run.plain import run_model
+    from infer.run import run_model
 
     run_model(root / "model" / "model.json", root / "bins", root / "out")
     return root

@@ -41,8 +41,8 @@ def cnn_bins(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def cnn_golden(frozen_small_cnn: ModelContract, cnn_bins: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """TensorFlow's outputs for `cnn_bins`: a run folder."""
+    from infer.run import run_model
     from infer.run.options import RunOptions
-    from infer.run.plain import run_model
 
     return run_model(frozen_small_cnn.path, cnn_bins, tmp_path_factory.mktemp("cnn_golden"),
                      RunOptions(backend="tf")).folder
@@ -55,7 +55,7 @@ def converted_with_edited_kernel(frozen: ModelContract, folder: Path, edit: Call
     tensor of the converted one from the conv layer on differs."""
     import tensorflow as tf
 
-    from infer.convert import ConvertOptions, convert_model
+    from infer.convert._convert import ConvertOptions, convert_model
 
     shutil.copytree(frozen.folder, folder)
     original = load_contract(folder / "model.json")

@@ -262,7 +262,7 @@ def base_model(root: Path, base: str) -> tuple[ModelContract, Path]:
 
 def converted_copy(frozen: ModelContract, folder: Path, precision_mode: str) -> ModelContract:
     """A copy of a frozen model's folder, converted to the ONNX stand-in under `precision_mode`."""
-    from infer.convert import ConvertOptions, convert_model
+    from infer.convert._convert import ConvertOptions, convert_model
 
     shutil.copytree(frozen.folder, folder)
     return convert_model(load_contract(folder / "model.json"), ConvertOptions(

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from infer.compare.compare import CompareOptions, CompareResult, compare
+from infer.compare._compare import CompareOptions, CompareResult, compare
+from infer.run import run_model
 from infer.run.options import RunOptions
-from infer.run.plain import run_model
 from tests.infer.compare.corpus import CASES, BuiltCase, build_corpus
 
 pytestmark = pytest.mark.slow

@@ -7,11 +7,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from infer.compare.compare import CompareOptions, compare
-from infer.compare.metrics import shown
+from infer.compare._compare import CompareOptions, compare
+from infer.compare._metrics import shown
 from infer.contract import ModelContract
+from infer.run import run_model
 from infer.run.options import RunOptions
-from infer.run.plain import run_model
 from tests.cli import run_cli
 from tests.conftest import Copy
 
@@ -132,7 +132,7 @@ def test_fp16_overflow_is_flagged_and_located(tmp_path: Path, capsys: pytest.Cap
     """sqrt(Σx²)/16 with |x| ≈ 300: x² passes 65504, so emulated fp16 gives inf where TensorFlow does not."""
     from binio.binfile import write_bin
     from binio.manifest import BinEntry, DatasetManifest, InputManifest, bin_file_name
-    from infer.convert import ConvertOptions, convert_model
+    from infer.convert._convert import ConvertOptions, convert_model
     from tests.atc_wrap.graphs import build_energy, write_frozen
 
     frozen = write_frozen(tmp_path / "energy", build_energy, ("x:0",), ("energy:0",))

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from infer.cli.layer_table import layer_table
-from infer.compare.metrics import compute_metrics, shown
+from infer.compare._metrics import compute_metrics, shown
 from infer.compare.result import LayerRow, LayerwiseResult
 
 LONG = "encoder/layer_11/attention/self/query/BiasAdd:0"

@@ -8,11 +8,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from infer.compare.layer_diagnosis import diagnose, verdict_note
-from infer.compare.layerwise import aligned_to_golden
-from infer.compare.metrics import compute_metrics
-from infer.compare.nonfinite import NAN_FROM_INF, OVERFLOW, UNDERFLOW, TensorInfo, classify
-from infer.compare.onnx_graph import OnnxGraph, ranks_of
+from infer.compare._layer_diagnosis import diagnose, verdict_note
+from infer.compare._layerwise import aligned_to_golden
+from infer.compare._metrics import compute_metrics
+from infer.compare._nonfinite import NAN_FROM_INF, OVERFLOW, UNDERFLOW, TensorInfo, classify
+from infer.compare._onnx_graph import OnnxGraph, ranks_of
 from infer.compare.result import CompareResult, LayerRow, OutputResult, PlotData
 from infer.compare.thresholds import Failure, Thresholds
 

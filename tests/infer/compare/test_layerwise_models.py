@@ -11,10 +11,10 @@ import pytest
 
 from binio.binfile import write_bin
 from binio.manifest import BinEntry, DatasetManifest, InputManifest, bin_file_name
-from infer.compare.compare import CompareResult, compare
+from infer.compare._compare import CompareResult, compare
 from infer.contract import ModelContract
+from infer.run import run_model
 from infer.run.options import RunOptions
-from infer.run.plain import run_model
 from tests.atc_wrap.graphs import write_frozen
 from tests.cli import run_cli
 from tests.infer.compare.corpus import edited_copy, write_bins
@@ -24,7 +24,7 @@ pytestmark = pytest.mark.slow
 
 def _converted(folder: Path, build: Any, inputs: tuple[str, ...], outputs: tuple[str, ...],
                mode: str = "force_fp32") -> ModelContract:
-    from infer.convert import ConvertOptions, convert_model
+    from infer.convert._convert import ConvertOptions, convert_model
 
     frozen = write_frozen(folder, build, inputs, outputs)
     return convert_model(frozen, ConvertOptions(target="onnx", precision_mode=mode)).contract
@@ -197,7 +197,7 @@ def test_bert_like_embedding_sum_reordered_by_tf2onnx_is_unmatched(tmp_path: Pat
     reference = build_bert_like(tmp_path / "ckpt")
     frozen = freeze_by_hand(BuiltModel(prefix=reference.path, inputs=reference.inputs, outputs=reference.outputs),
                             tmp_path / "frozen", batch=reference.batch)
-    from infer.convert import ConvertOptions, convert_model
+    from infer.convert._convert import ConvertOptions, convert_model
 
     contract = convert_model(frozen, ConvertOptions(target="onnx", precision_mode="force_fp16")).contract
     items = []

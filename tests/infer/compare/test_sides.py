@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 
 from binio.binfile import sha256_file
-from infer.compare.compare import CompareOptions, compare
-from infer.compare.provenance import Side
+from infer.compare._compare import CompareOptions, compare
+from infer.compare._provenance import Side
 from infer.contract import ModelContract, load_contract
-from infer.convert import ConvertOptions, convert_model
+from infer.convert._convert import ConvertOptions, convert_model
+from infer.run import run_model
 from infer.run.options import RunOptions
-from infer.run.plain import run_model
 from tests.cli import run_cli
 from tests.conftest import Copy
 from tests.infer.compare.conftest import converted_with_edited_kernel
@@ -126,7 +126,7 @@ def test_the_emulated_run_takes_the_converted_models_bins_without_a_warning(onnx
     shutil.copytree(cnn_bins, bins)
     replace(load_manifest(bins / "dataset.json"), model_sha256=contract.converted.sha256).save()
     actual = _run(contract, bins, tmp_path / "out")
-    with caplog.at_level("WARNING", logger="infer.run.plain"):
+    with caplog.at_level("WARNING", logger="infer.run._plain"):
         result = compare(contract.path, bins, actual, options=CompareOptions(expected_from_emulation=True),
                          cache_root=tmp_path / "cache")
     assert len(result.expected) == 1
@@ -139,7 +139,7 @@ def test_the_emulated_run_takes_the_converted_models_bins_without_a_warning(onnx
     shutil.copytree(contract.folder, other)
     another = convert_model(load_contract(other / "model.json"),
                             ConvertOptions(target="onnx", precision_mode="force_fp32")).contract
-    with caplog.at_level("WARNING", logger="infer.run.plain"):
+    with caplog.at_level("WARNING", logger="infer.run._plain"):
         _run(another, bins, tmp_path / "by_hand")
     assert [m for m in caplog.messages if "made for another model" in m]
 
@@ -172,18 +172,18 @@ def test_with_tensorflows_golden_the_sides_are_checked_once_before_it_runs(onnx_
                                                                            cnn_bins: Path, copy_model: Copy,
                                                                            tmp_path: Path,
                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    import infer.compare.compare
+    import infer.compare._compare
 
     contract = copy_model(onnx_small_cnn)
     actual = _run(contract, cnn_bins, tmp_path / "out")
-    real = infer.compare.compare.refuse_same_backend
+    real = infer.compare._compare.refuse_same_backend
     checked: list[tuple[str, str]] = []
 
     def counting(contract: ModelContract, actual: Side, golden: Side) -> None:
         checked.append((actual.backend, golden.backend))
         real(contract, actual, golden)
 
-    monkeypatch.setattr(infer.compare.compare, "refuse_same_backend", counting)
+    monkeypatch.setattr(infer.compare._compare, "refuse_same_backend", counting)
     result = compare(contract.path, cnn_bins, tmp_path / "out")  # the run's root: resolved to its run folder
     assert result.actual_dir == str(actual) and result.golden_source in ("tensorflow", "cache")
     assert checked == [("onnxrt", "tensorflow")]

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from binio.spec import TensorSpec
-from infer.run.runners.base import BaseRunner, RunnerError
+from infer.run._runners.base import BaseRunner, RunnerError
 
 
 class DoublingRunner(BaseRunner):

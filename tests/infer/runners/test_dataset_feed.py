@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 
 from infer.contract import ModelContract
-from infer.run.runners.ais_bench import AisBenchRunner
-from infer.run.runners.base import BaseRunner, RunnerError
-from infer.run.runners.msame import MsameRunner
-from infer.run.runners.onnxrt import OnnxRuntimeRunner
-from infer.run.runners.tensorflow import TensorFlowRunner
-from infer.run.runners.tool import ToolRunner
+from infer.run._runners.ais_bench import AisBenchRunner
+from infer.run._runners.base import BaseRunner, RunnerError
+from infer.run._runners.msame import MsameRunner
+from infer.run._runners.onnxrt import OnnxRuntimeRunner
+from infer.run._runners.tensorflow import TensorFlowRunner
+from infer.run._runners.tool import ToolRunner
 from tests.infer.run_data import hide_tools, two_input_model, use_fake_tools
 
 

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from infer.contract import ModelContract
-from infer.run.runners.base import RunnerError
-from infer.run.runners.onnxrt import OnnxRuntimeRunner
-from infer.run.runners.tensorflow import TensorFlowRunner
+from infer.run._runners.base import RunnerError
+from infer.run._runners.onnxrt import OnnxRuntimeRunner
+from infer.run._runners.tensorflow import TensorFlowRunner
 from tests.conftest import Copy
 from tests.infer.run_data import cnn_batches, two_input_model
 
@@ -104,7 +104,7 @@ def test_a_model_file_that_is_not_the_contracts_is_refused_as_the_runner_starts(
     tf_model.pb_path.write_bytes(tf_model.pb_path.read_bytes() + b"\n")
     with pytest.raises(ContractError, match=r"model\.pb changed since freeze"):
         TensorFlowRunner(tf_model).activate()
-    from infer.run.runners.declared import DeclaredPreprocessingRunner
+    from infer.run._runners.declared import DeclaredPreprocessingRunner
 
     wrapped = DeclaredPreprocessingRunner(TensorFlowRunner(tf_model), {}, {})  # an AIPP dataset's golden run
     with pytest.raises(ContractError, match=r"model\.pb changed since freeze"):

@@ -12,10 +12,10 @@ import pytest
 
 from binio.manifest import bin_file_name
 from infer.contract import ModelContract
+from infer.run._runners.ais_bench import AisBenchRunner
+from infer.run._runners.base import RunnerError
+from infer.run._runners.msame import MsameRunner
 from infer.run.layout import parse_timestamp_folder
-from infer.run.runners.ais_bench import AisBenchRunner
-from infer.run.runners.base import RunnerError
-from infer.run.runners.msame import MsameRunner
 from tests.infer.run_data import hide_tools, two_input_batches, two_input_model, use_fake_tools, write_dataset
 
 STAND_IN = "the stand-in is --backend onnxrt after infer convert --target onnx"
@@ -132,7 +132,7 @@ def test_msame_loop_repeats_the_folder_and_latency_is_per_batch(
 def test_msame_timings_are_its_own_lines() -> None:
     """msame's average leaves out the first run, so it is not the mean of the per-file lines: it is read, not
     recomputed; with --loop 2 each batch's latency is the mean of its two runs."""
-    from infer.run.runners.msame import msame_timings
+    from infer.run._runners.msame import msame_timings
 
     lines = ["[INFO] start to process file:bins/a/000000.bin", "Inference time: 9.500ms",
              "[INFO] start to process file:bins/a/000001.bin", "Inference time: 1.500ms",

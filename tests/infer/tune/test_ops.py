@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from infer.tune.ops import tunable_ops
+from infer.tune._ops import tunable_ops
 from tests.atc_wrap.graphs import write_frozen
 from tests.infer.tune.graphs import build_cnn_energy
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from infer.tune.search import search
+from infer.tune._search import search
 
 OPS = tuple(f"op{i}" for i in range(64))
 

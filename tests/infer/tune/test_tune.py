@@ -17,11 +17,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from infer.compare.compare import CompareOptions, compare
+from infer.compare._compare import CompareOptions, compare
 from infer.contract import ModelContract, load_contract
-from infer.convert import ConvertOptions, convert_model
+from infer.convert._convert import ConvertOptions, convert_model
+from infer.run import run_model
 from infer.run.options import RunOptions
-from infer.run.plain import run_model
 from tests.atc_wrap.graphs import build_energy, write_frozen
 from tests.cli import run_cli
 from tests.infer.tune.graphs import build_cnn_energy, build_underflow, write_bins
@@ -299,17 +299,17 @@ def test_the_aipp_check_runs_once_per_dataset_not_per_candidate(overflow: tuple[
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """Every candidate replays the same AIPP config (here: none) on the same bins: its check is made once for the
     subset and once for the whole dataset, and each candidate's comparison carries that answer."""
-    import infer.compare.compare
-    from infer.tune.tune import TuneOptions, tune_precision
+    import infer.compare._compare
+    from infer.tune._tune import TuneOptions, tune_precision
 
-    real = infer.compare.compare.check_aipp
+    real = infer.compare._compare.check_aipp
     checked: list[Path] = []
 
     def counting(contract: ModelContract, manifest: Any) -> Any:
         checked.append(manifest.root)
         return real(contract, manifest)
 
-    monkeypatch.setattr(infer.compare.compare, "check_aipp", counting)
+    monkeypatch.setattr(infer.compare._compare, "check_aipp", counting)
     contract, bins = overflow
     result = tune_precision(contract.path, bins, tmp_path / "tuned", TuneOptions(samples=2))
     datasets = {c.dataset for c in result.candidates}

@@ -1,0 +1,19 @@
+"""`infer bin-info`: what is in a .bin file or a dump-bin dataset, checked against its manifest."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from infer._exports import lazy_exports
+
+if TYPE_CHECKING:
+    from infer.bin_info._bin_info import BinInfoReport, describe_path
+
+__all__ = [
+    "BinInfoReport", "describe_path",
+]
+
+__getattr__, __dir__ = lazy_exports(__name__, {
+    "BinInfoReport": "infer.bin_info._bin_info",
+    "describe_path": "infer.bin_info._bin_info",
+})

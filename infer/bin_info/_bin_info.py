@@ -1,0 +1,173 @@
+"""bin-info: what is in a .bin file or a dump-bin dataset, checked against its manifest, optionally exported."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+
+from binio.atomic import atomic_path
+from binio.binfile import read_bin
+from binio.dataset import check_manifest_consistent, iter_samples, verify_file
+from binio.dtypes import dtype
+from binio.errors import BinFileError, InferError, OutputExistsError, ShapeError
+from binio.info import TensorStats, merge_stats, tensor_stats
+from binio.manifest import MANIFEST_NAME, DatasetManifest, InputManifest, load_manifest
+from binio.output import check_output
+from binio.spec import TensorSpec, format_shape, parse_shape
+from infer.dump_bin._sources.bins import parent_input
+
+
+@dataclass(frozen=True)
+class InfoRow:
+    label: str  # ``images:0 (5 files, 9 samples + 1 padding)`` or ``images/000000.bin``
+    stats: TensorStats  # over the real rows; padding rows are not data
+
+
+@dataclass(frozen=True)
+class BinInfoReport:
+    title: str
+    rows: tuple[InfoRow, ...]
+    verified: int = 0  # files whose size and digest were re-checked
+    exported: tuple[Path, ...] = ()
+
+    def to_json(self) -> dict[str, object]:
+        return {"title": self.title, "verified": self.verified, "exported": [str(p) for p in self.exported],
+                "rows": [{"label": r.label, **r.stats.to_json()} for r in self.rows]}
+
+
+def _save_npy(path: Path, array: np.ndarray) -> None:
+    with atomic_path(path) as tmp, open(tmp, "wb") as handle:
+        np.save(handle, array, allow_pickle=False)
+
+
+def _export_input(manifest: DatasetManifest, item: InputManifest, target: Path) -> None:
+    """One input's real rows into one .npy, written file by file so memory stays one batch."""
+    sample_shape = tuple(item.shape[1:])
+    with atomic_path(target) as tmp:
+        array = np.lib.format.open_memmap(tmp, mode="w+", dtype=item.spec.dt.np_dtype,
+                                          shape=(manifest.samples, *sample_shape))
+        position = 0
+        for rows in iter_samples(manifest, item.tensor):
+            array[position:position + len(rows)] = rows
+            position += len(rows)
+        array.flush()
+        del array
+
+
+def _describe_dataset(root: Path, *, verify: bool, to_npy: Path | None, per_file: bool,
+                      force: bool) -> BinInfoReport:
+    manifest = load_manifest(root)
+    check_manifest_consistent(manifest)
+    verified = 0
+    if verify:
+        problems: list[str] = []
+        for item in manifest.inputs:
+            for index in range(len(item.files)):
+                try:
+                    verify_file(manifest, item, index, digest=True)
+                    verified += 1
+                except InferError as exc:
+                    problems.append(exc.message)
+        if problems:
+            total = sum(len(i.files) for i in manifest.inputs)
+            raise BinFileError(f"{len(problems)} of {total} files fail verification; first: {problems[0]}")
+    rows: list[InfoRow] = []
+    for item in manifest.inputs:
+        parts: list[TensorStats] = []
+        for entry, samples in zip(item.files, iter_samples(manifest, item.tensor), strict=True):
+            stats = tensor_stats(samples)
+            parts.append(stats)
+            if per_file:
+                padding = f", {item.shape[0] - entry.rows} padding" if entry.rows < item.shape[0] else ""
+                rows.append(InfoRow(label=f"{item.folder}/{entry.name} ({_rows(entry.rows)}{padding})",
+                                    stats=_with_shape(stats, item.shape)))
+        if not per_file:
+            padded = sum(item.shape[0] - f.rows for f in item.files)
+            rows.append(InfoRow(label=f"{item.tensor} ({len(item.files)} files, {manifest.samples} samples"
+                                      f" + {padded} padding)", stats=merge_stats(parts, tuple(item.shape))))
+    exported: list[Path] = []
+    if to_npy is not None:
+        if to_npy.exists() and not to_npy.is_dir():
+            raise OutputExistsError(f"{to_npy}: exists and is not a folder (a dataset exports one .npy per input)")
+        for item in manifest.inputs:
+            target = to_npy / f"{item.folder}.npy"
+            check_output(target, force=force)
+            _export_input(manifest, item, target)
+            exported.append(target)
+    title = (f"{manifest.root}: {len(manifest.inputs)} input(s), batch {manifest.batch}, {manifest.samples} samples"
+             f" in {manifest.file_count} file(s) per input, model sha256 {manifest.model_sha256[:12] or '-'}")
+    return BinInfoReport(title=title, rows=tuple(rows), verified=verified, exported=tuple(exported))
+
+
+def _rows(count: int) -> str:
+    return f"{count} row" if count == 1 else f"{count} rows"
+
+
+def _with_shape(stats: TensorStats, shape: tuple[int, ...]) -> TensorStats:
+    return replace(stats, shape=tuple(shape))
+
+
+def _listed(path: Path) -> tuple[DatasetManifest, InputManifest, int] | None:
+    """The manifest entry of a .bin inside a dump-bin dataset, if it is one."""
+    parent = parent_input(path.parent)
+    if parent is None:
+        return None
+    manifest, item = parent
+    index = next((i for i, entry in enumerate(item.files) if entry.name == path.name), None)
+    return None if index is None else (manifest, item, index)
+
+
+def _describe_file(path: Path, *, verify: bool, to_npy: Path | None, dtype_name: str | None,
+                   shape_text: str | None, force: bool) -> BinInfoReport:
+    listed = None if (dtype_name and shape_text) else _listed(path)
+    verified = 0
+    if listed is not None:
+        manifest, item, index = listed
+        verify_file(manifest, item, index, digest=verify)
+        verified = 1 if verify else 0
+        spec, rows, origin = item.spec, item.files[index].rows, f"listed in {manifest.path}"
+    else:
+        if not dtype_name or not shape_text:
+            half = f" ({'--shape' if dtype_name else '--dtype'} missing)" if dtype_name or shape_text else ""
+            raise BinFileError(f"{path}: no dataset.json lists this file, so its dtype and shape are unknown{half}",
+                               hint="pass --dtype and --shape (e.g. --dtype float32 --shape 1,224,224,3)")
+        shape = parse_shape(shape_text, what="--shape")
+        if any(d is None for d in shape):
+            raise ShapeError(f"--shape {shape_text}: every dim must be known, found {format_shape(shape)}")
+        spec = TensorSpec(name=path.name, dtype=dtype(dtype_name, what="--dtype").name, shape=shape)
+        rows = spec.static_shape()[0] if shape else 1
+        origin = "as given by --dtype/--shape"
+        if verify:
+            raise BinFileError(f"--verify: {path} is in no dataset.json, so there is no digest to check it against "
+                               f"(its size was checked: {spec.nbytes()} bytes for "
+                               f"{format_shape(spec.shape)} {spec.dtype})")
+    array = read_bin(path, spec)
+    data = array[:rows] if array.ndim else array
+    exported: list[Path] = []
+    if to_npy is not None:
+        check_output(to_npy, force=force)
+        _save_npy(to_npy, np.ascontiguousarray(data))
+        exported.append(to_npy)
+    stats = _with_shape(tensor_stats(data), spec.static_shape())
+    padding = math.prod(spec.static_shape()[:1]) - rows if spec.shape else 0
+    label = f"{path.name} ({_rows(rows)}, {padding} padding)" if padding else path.name
+    return BinInfoReport(title=f"{path}: {spec.dtype} {format_shape(spec.shape)}, {origin}",
+                         rows=(InfoRow(label=label, stats=stats),), verified=verified, exported=tuple(exported))
+
+
+def describe_path(path: Path, *, verify: bool = False, to_npy: Path | None = None, dtype_name: str | None = None,
+                  shape_text: str | None = None, per_file: bool = False, force: bool = False) -> BinInfoReport:
+    """A .bin file or a dataset folder: stats per input (or per file), re-checked and exported on request."""
+    path = Path(path)
+    if path.is_dir():
+        if dtype_name or shape_text:
+            raise InferError(f"{path}: --dtype and --shape are for a bare .bin; a dataset's {MANIFEST_NAME} gives "
+                             "every input's dtype and shape")
+        return _describe_dataset(path, verify=verify, to_npy=to_npy, per_file=per_file, force=force)
+    if path.is_file():
+        return _describe_file(path, verify=verify, to_npy=to_npy, dtype_name=dtype_name, shape_text=shape_text,
+                              force=force)
+    raise InferError(f"{path}: no such file or folder")

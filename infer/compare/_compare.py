@@ -1,0 +1,244 @@
+"""`infer compare`: the converted model's outputs against TensorFlow's, streamed batch by batch.
+
+The two passes over each output's batches and their fold are `infer.compare._passes`: here they run in this process
+over one shard of every batch, under `--workers N` in N processes, with equal results.
+Each batch file is memory-mapped, so memory holds a few batches, never the dataset.
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from binio.dataset import digests_checked_beside
+from binio.errors import InferError
+from binio.manifest import DatasetManifest, dataset_folder, load_manifest
+from binio.spec import TensorSpec
+from infer.aipp.config import model_aipp
+from infer.compare._aipp_check import AippCheck, check_aipp
+from infer.compare._expected import (
+    ExpectedError,
+    check_emulation_possible,
+    emulated_run,
+    expected_error,
+    stand_in_available,
+)
+from infer.compare._golden import CACHE_FOLDER, tensorflow_golden
+from infer.compare._labels import labels_for_samples
+from infer.compare._layerwise import check_layerwise, compare_layers
+from infer.compare._passes import compare_outputs_in_workers, measure_output
+from infer.compare._provenance import (
+    Side,
+    make_provenance,
+    refuse_same_backend,
+    run_side,
+    sample_names,
+    tensorflow_side,
+)
+from infer.compare._reports import output_folder
+from infer.compare._sources import OutputPair, check_run_folder, output_pairs, resolve_run_folder, written_specs
+from infer.compare._topk import is_classifier
+from infer.compare.options import CompareOptions, CompareProgress
+from infer.compare.result import CompareResult, OutputResult
+from infer.compare.thresholds import Thresholds
+from infer.contract import ModelContract, as_contract
+
+log = logging.getLogger(__name__)
+
+
+def compare_output(pair: OutputPair, thresholds: Thresholds, options: CompareOptions,
+                   labels: np.ndarray | None, progress: CompareProgress | None = None) -> OutputResult:
+    """One output over the whole dataset, in two streaming passes: the one shard of every stem, in this process."""
+    on_batch = None
+    if progress is not None:
+        total, done = 2 * pair.manifest.file_count, [0]
+        progress(pair.name, 0, total)
+
+        def on_batch() -> None:
+            done[0] += 1
+            progress(pair.name, done[0], total)
+
+    return measure_output(pair, thresholds, options, labels, [frozenset(pair.manifest.stems)], on_batch=on_batch)
+
+
+def dataset_labels(path: Path | None, manifest: DatasetManifest, outputs: Sequence[TensorSpec]) -> np.ndarray | None:
+    """The labels file's classes, one per sample of the dataset (padding excluded), each a class index of the
+    model's classifier outputs (0-based); None without a file. A file of ``name label`` lines is matched to the
+    samples by name (`infer.compare._labels`), a file of bare labels by position."""
+    if path is None:
+        return None
+    labels = labels_for_samples(path, manifest.samples, sample_names(manifest))
+    classifiers = {spec.name: spec.shape[1] for spec in outputs
+                   if len(spec.shape) == 2 and spec.shape[0] in (None, manifest.batch) and spec.shape[1] is not None
+                   and is_classifier((manifest.batch, spec.shape[1]), spec.dt.is_float)}
+    if classifiers:
+        name = max(classifiers, key=lambda n: classifiers[n] or 0)
+        classes = classifiers[name] or 0
+        outside = np.flatnonzero((labels < 0) | (labels >= classes))
+        if outside.size:
+            sample = int(outside[0])
+            raise InferError(f"{path}: label {int(labels[sample])} of sample {sample} is not a class of {name} "
+                             f"(0 to {classes - 1})", hint="labels are 0-based class indices")
+    return labels
+
+
+def _measure(contract: ModelContract, manifest: DatasetManifest, actual_dir: Path, golden_dir: Path,
+             options: CompareOptions, labels: np.ndarray | None, progress: CompareProgress | None,
+             *, what: str = "--actual") -> tuple[OutputResult, ...]:
+    pairs = output_pairs(written_specs(actual_dir, contract.model_outputs, manifest, what=what),
+                         written_specs(golden_dir, contract.outputs, manifest, what="--golden"), actual_dir,
+                         golden_dir, manifest)
+    options.thresholds.check_outputs([p.name for p in pairs])
+    if options.workers > 1 and manifest.file_count > 1:
+        return compare_outputs_in_workers(pairs, options.thresholds, options, labels)
+    return tuple(compare_output(pair, options.thresholds, options, labels, progress) for pair in pairs)
+
+
+def _wants_expected(contract: ModelContract, options: CompareOptions) -> bool:
+    if options.fail_on_expected or options.expected_from_emulation:
+        return True
+    if options.expected_from_emulation is None:  # by default for an om, where the stand-in is at hand
+        return contract.converted is not None and contract.converted.target == "om" and stand_in_available()
+    return False
+
+
+def compare_run_folders(contract: ModelContract, manifest: DatasetManifest, actual_dir: Path, golden_dir: Path,
+                        options: CompareOptions, *, golden_source: str = "given",
+                        cache_root: Path | None = None, progress: CompareProgress | None = None,
+                        preprocessing: tuple[AippCheck, ...] | None = None) -> CompareResult:
+    """Both sides already on disk in msame's layout: the converted model's outputs and TensorFlow's.
+
+    `preprocessing` is the AIPP check of this contract's AIPP config on `manifest` when the caller has it already
+    (tune-precision compares many candidates that share both); None to make it here."""
+    actual_dir = resolve_run_folder(actual_dir, what="--actual")
+    golden_dir = resolve_run_folder(golden_dir, what="--golden")
+    actual, golden = run_side(contract, actual_dir, "actual"), run_side(contract, golden_dir, "golden")
+    if golden_source != "given":
+        golden = tensorflow_side(contract, golden_dir)
+    if not options.allow_same_backend:
+        refuse_same_backend(contract, actual, golden)
+    return _compare_sides(contract, manifest, actual, golden, options, golden_source=golden_source,
+                          cache_root=cache_root, progress=progress, preprocessing=preprocessing)
+
+
+def _compare_sides(contract: ModelContract, manifest: DatasetManifest, actual: Side, golden: Side,
+                   options: CompareOptions, *, golden_source: str, cache_root: Path | None,
+                   progress: CompareProgress | None, preprocessing: tuple[AippCheck, ...] | None) -> CompareResult:
+    """The comparison of two resolved run folders whose sides were checked (`refuse_same_backend`)."""
+    actual_dir, golden_dir = Path(actual.run_folder), Path(golden.run_folder)
+    labels = dataset_labels(options.labels, manifest, contract.outputs)
+    if preprocessing is None:
+        preprocessing = check_aipp(contract, manifest)
+    outputs = _measure(contract, manifest, actual_dir, golden_dir, options, labels, progress)
+    expected: tuple[ExpectedError, ...] = ()
+    if _wants_expected(contract, options):
+        expected = _expected_errors(contract, manifest, golden_dir, options, outputs, cache_root, progress)
+    thresholds = options.thresholds
+    names = [o.name for o in outputs]
+    provenance = make_provenance(contract, manifest, golden, actual, {n: thresholds.limits(n) for n in names},
+                                 {n: thresholds.sample_limits(n) for n in names})
+    return CompareResult(
+        contract=str(contract.path), dataset=str(manifest.root), actual_dir=str(actual_dir),
+        golden_dir=str(golden_dir), golden_source=golden_source, samples=manifest.samples,
+        padding=manifest.padding, outputs=outputs, provenance=provenance,
+        per_sample_asked=thresholds.per_sample_asked, expected=expected, expected_asked=options.fail_on_expected,
+        preprocessing=preprocessing, random_ops=dict(contract.random_ops),
+    )
+
+
+def _expected_errors(contract: ModelContract, manifest: DatasetManifest, golden_dir: Path, options: CompareOptions,
+                     outputs: tuple[OutputResult, ...], cache_root: Path | None,
+                     progress: CompareProgress | None) -> tuple[ExpectedError, ...]:
+    """Each output's error against the emulated precision's: the stand-in's run of the same precision mode over
+    the same bins, compared with the same golden outputs."""
+    def emulated_progress(done: int, total: int) -> None:
+        if progress is not None:
+            progress("emulated", done, total)
+
+    staged, emulated_dir = emulated_run(contract, manifest, cache_root or contract.folder / CACHE_FOLDER,
+                                        emulated_progress)
+    quiet = replace(options, labels=None, workers=1)
+    emulated = _measure(staged, manifest, emulated_dir, golden_dir, quiet, None, None, what="emulated")
+    precision = contract.converted.precision_mode if contract.converted is not None else ""
+    return tuple(expected_error(a.name, precision, a.metrics, e.metrics, options.expected_factor)
+                 for a, e in zip(outputs, emulated, strict=True))
+
+
+def compare(model: ModelContract | Path | str, dataset: DatasetManifest | Path | str, actual: Path | str, *,
+            golden: Path | None = None,
+            options: CompareOptions | None = None, layerwise: bool = False, dump_golden: Path | None = None,
+            cache_root: Path | None = None, on_golden_run: Callable[[], None] | None = None,
+            progress: CompareProgress | None = None, force: bool = False) -> CompareResult:
+    """The whole command: find or make the golden outputs, compare, and (optionally) go layer by layer.
+    `on_golden_run` hears when TensorFlow is about to compute the golden outputs (not when they are cached);
+    `progress` how far the golden run and the reading of each output's batches are. `dump_golden` is a folder
+    like any other output: locked while written, and one holding anything is written into only with `force`."""
+    options = options or CompareOptions()
+    with contextlib.ExitStack() as held:
+        if dump_golden is not None:
+            held.enter_context(output_folder(dump_golden, option="--dump-golden", force=force,
+                                             hint="pass --force to write into it"))
+        return _compare_whole(model, dataset, actual, golden, options, layerwise, dump_golden, cache_root,
+                              on_golden_run, progress)
+
+
+def _compare_whole(model: ModelContract | Path | str, dataset: DatasetManifest | Path | str, actual: Path | str,
+                   golden: Path | None, options: CompareOptions, layerwise: bool, dump_golden: Path | None,
+                   cache_root: Path | None, on_golden_run: Callable[[], None] | None,
+                   progress: CompareProgress | None) -> CompareResult:
+    contract, actual = as_contract(model), Path(actual)
+    # A SavedModel's signature keys name its outputs in --threshold too (note:cosine=0.999).
+    options = replace(options, thresholds=options.thresholds.naming_tensors(
+        contract.signature_keys, [s.name for s in contract.outputs]))
+    manifest = load_manifest(dataset_folder(dataset))
+    # The bins both runs read: one changed since dump-bin (same size, other bytes) makes the outputs describe
+    # another dataset than the one named. Hashed beside the comparison.
+    with digests_checked_beside(manifest) as bins_unchanged:
+        result = _compare(contract, manifest, actual, golden, options, layerwise, dump_golden, cache_root,
+                          on_golden_run, progress)
+        bins_unchanged()
+    return result
+
+
+def _compare(contract: ModelContract, manifest: DatasetManifest, actual: Path, golden: Path | None,
+             options: CompareOptions, layerwise: bool, dump_golden: Path | None, cache_root: Path | None,
+             on_golden_run: Callable[[], None] | None, progress: CompareProgress | None) -> CompareResult:
+    if (layerwise or dump_golden is not None) and model_aipp(contract) is not None:
+        raise InferError(f"--layerwise/--dump-golden: {contract.path} was converted with AIPP, whose uint8 bins "
+                         "the layer-by-layer runs do not feed yet", hint="convert a copy without --aipp for it")
+    if options.fail_on_expected or options.expected_from_emulation:
+        check_emulation_possible(contract)
+    if golden is not None:
+        result = compare_run_folders(contract, manifest, actual, Path(golden), options, cache_root=cache_root,
+                                     progress=progress)
+    else:
+        # What the user named is checked before TensorFlow runs (seconds to minutes) rather than after it.
+        actual_dir = resolve_run_folder(actual, what="--actual")
+        check_run_folder(actual_dir, contract.model_outputs, manifest, what="--actual")
+        if layerwise:
+            check_layerwise(contract)
+        actual_side = run_side(contract, actual_dir, "actual")
+        if not options.allow_same_backend:
+            refuse_same_backend(contract, actual_side, tensorflow_side(contract))
+        options.thresholds.check_outputs([s.name for s in contract.outputs])
+        dataset_labels(options.labels, manifest, contract.outputs)
+
+        def golden_progress(done: int, total: int) -> None:
+            if progress is not None:
+                progress("golden", done, total)
+
+        golden_dir, source = tensorflow_golden(contract, manifest, cache_root=cache_root, on_run=on_golden_run,
+                                               workers=options.workers, progress=golden_progress)
+        # The sides were resolved and checked above, before TensorFlow ran: not again.
+        result = _compare_sides(contract, manifest, actual_side, tensorflow_side(contract, golden_dir), options,
+                                golden_source=source, cache_root=cache_root, progress=progress, preprocessing=None)
+    if layerwise or dump_golden is not None:
+        layers = compare_layers(contract, manifest, options.thresholds, atol=options.atol, rtol=options.rtol,
+                                with_converted=layerwise, dump_golden=dump_golden, outcome=result)
+        result = replace(result, layerwise=layers if layerwise else None,
+                         dumped_golden=str(dump_golden) if dump_golden is not None else "")
+    return result

@@ -1,0 +1,311 @@
+"""report.html: one self-contained page (plots inline as base64 PNG) a user can mail or attach to a review.
+
+Per output: the distribution of |actual - golden| on a log scale, cosine similarity per batch, golden against
+actual for a bounded sample of elements, and the worst samples; then top-k figures and, with --layerwise, the
+tensors in graph order with the first one below threshold marked. Plots are drawn with matplotlib's Agg canvas
+directly (no pyplot), so nothing global of the caller's matplotlib is touched.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from binio.atomic import write_bytes_atomic
+from infer.compare._metrics import shown, shown_limit
+from infer.compare.result import CompareResult, LayerwiseResult, OutputResult, PlotData, fp16_cause
+
+REPORT_HTML = "report.html"
+_COSINE = "CosineSimilarity"
+# The metrics of the summary table, headed by their short names (msaccucmp's full name shows on hover).
+_SHOWN = {"CosineSimilarity": "cosine", "RelativeEuclideanDistance": "RED", "KullbackLeiblerDivergence": "KL",
+          "RootMeanSquareError": "RMSE", "MeanRelativeError": "MeanRE", "MaxAbsoluteError": "MaxAbsErr",
+          "MeanAbsoluteError": "MeanAbsErr", "MaxRelativeError": "MaxRE", "AllclosePassRate": "allclose"}
+_STYLE = """
+body { font-family: sans-serif; margin: 2em; color: #222; }
+table { border-collapse: collapse; margin: 1em 0; font-size: 90%; }
+td, th { border: 1px solid #bbb; padding: 3px 8px; text-align: right; }
+th { background: #eee; } td.name { text-align: left; font-family: monospace; } th:first-child { text-align: left; }
+.pass { color: #1a7f37; font-weight: bold; } .fail { color: #cf222e; font-weight: bold; }
+tr.first td { background: #ffe0e0; } img { max-width: 32%; margin: 0.3em; border: 1px solid #ddd; }
+img.wide { max-width: 66%; }
+"""
+
+
+def _png(draw: Callable[[Any], None], width: float = 5.0, height: float = 3.6, css_class: str = "") -> str:
+    """An <img> whose PNG is drawn by `draw(axes)` and embedded as a data URI."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(width, height), dpi=90)
+    FigureCanvasAgg(figure)
+    draw(figure.add_subplot(1, 1, 1))
+    figure.tight_layout()
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png")
+    klass = f' class="{css_class}"' if css_class else ""
+    return f'<img alt="plot"{klass} src="data:image/png;base64,{base64.b64encode(buffer.getvalue()).decode()}">'
+
+
+def histogram_bars(plot: PlotData) -> tuple[tuple[float, ...], tuple[int, ...], tuple[float, float]]:
+    """What the error histogram draws: the bins the data fills (edges, counts), and the bar of the exact ones
+    (|x - y| < 1e-12), one bin wide, left of them with a bin's gap."""
+    filled = plot.filled_range()
+    low, high = filled if filled is not None else (0, 1)
+    edges, counts = plot.error_edges[low:high + 1], plot.error_counts[low:high]
+    width = edges[1] - edges[0]
+    return edges, counts, (edges[0] - 2 * width, edges[0] - width)
+
+
+def _histogram(output: OutputResult) -> str:
+    plot = output.plot
+    edges, counts, exact = histogram_bars(plot)
+
+    def draw(axes: Any) -> None:
+        axes.stairs(counts, edges, fill=True, color="#4c72b0")
+        axes.bar([(exact[0] + exact[1]) / 2], [plot.exact_count], width=exact[1] - exact[0], color="#1a7f37")
+        ticks = [t for t in axes.get_xticks() if edges[0] <= t <= edges[-1]]
+        axes.set_xticks([(exact[0] + exact[1]) / 2, *ticks], ["exact", *(f"{t:g}" for t in ticks)])
+        axes.set_xlim(exact[0] - (exact[1] - exact[0]), edges[-1])
+        axes.set_xlabel("log10 |actual - golden|  (exact: below 1e-12)")
+        axes.set_ylabel("elements")
+        axes.set_title(f"{output.name}: error distribution\n{plot.exact_count} exact, "
+                       f"{plot.nonfinite_count} NaN/inf", fontsize=9)
+
+    return _png(draw)
+
+
+def _cosine_per_batch(output: OutputResult) -> str:
+    def draw(axes: Any) -> None:
+        values = [b.metrics.cosine_similarity for b in output.batches]
+        axes.plot(range(len(values)), values, marker="o", markersize=3)
+        limit = output.limits.get("CosineSimilarity")
+        if limit is not None:
+            axes.axhline(limit, color="#cf222e", linestyle="--", label=f"threshold {limit:g}")
+        undefined = [i for i, v in enumerate(values) if math.isnan(v)]
+        if undefined:  # a NaN draws no point: mark those batches on the plot's floor
+            floor = min([v for v in values if not math.isnan(v)] + ([limit] if limit is not None else []), default=0.0)
+            axes.plot(undefined, [floor] * len(undefined), "x", color="#cf222e", label=f"NaN ({len(undefined)})")
+        if limit is not None or undefined:
+            axes.legend(fontsize=8)
+        axes.set_xlabel("batch")
+        axes.set_ylabel("cosine similarity")
+        axes.set_title(f"{output.name}: cosine per batch", fontsize=9)
+
+    return _png(draw)
+
+
+def _scatter(output: OutputResult) -> str:
+    plot = output.plot
+
+    def draw(axes: Any) -> None:
+        axes.scatter(plot.scatter_golden, plot.scatter_actual, s=3, alpha=0.5)
+        finite = [v for v in (*plot.scatter_golden, *plot.scatter_actual) if math.isfinite(v)]
+        if finite:
+            low, high = min(finite), max(finite)
+            axes.plot([low, high], [low, high], color="#cf222e", linewidth=0.8)
+        axes.set_xlabel("golden (TensorFlow)")
+        axes.set_ylabel("actual (converted)")
+        axes.set_title(f"{output.name}: {len(plot.scatter_golden)} elements", fontsize=9)
+
+    return _png(draw)
+
+
+def worst_bars(output: OutputResult) -> tuple[tuple[str, ...], tuple[float, ...], tuple[bool, ...]]:
+    """What the worst-samples chart draws, top to bottom: the samples in the order they are ranked (the lowest
+    cosine first), each bar 1 - cosine, the metric they are ranked by; a NaN cosine has no length and is drawn
+    full width, marked (False)."""
+    samples = output.worst_samples
+    distances = [1.0 - s.cosine_similarity for s in samples]
+    widest = max((d for d in distances if math.isfinite(d)), default=0.0) or 1.0
+    return (tuple(f"{s.sample}" for s in samples), tuple(d if math.isfinite(d) else widest for d in distances),
+            tuple(math.isfinite(d) for d in distances))
+
+
+def _worst_plot(output: OutputResult) -> str:
+    labels, lengths, defined = worst_bars(output)
+
+    def draw(axes: Any) -> None:
+        # barh draws its first bar at the bottom: reversed, the worst sample is on top.
+        axes.barh([f"#{i + 1}: {label}" for i, label in enumerate(labels)][::-1], lengths[::-1],
+                  color=["#4c72b0" if ok else "#cf222e" for ok in defined][::-1])
+        axes.set_xlabel("1 - cosine similarity")
+        axes.set_ylabel("rank: sample")
+        undefined = "" if all(defined) else "; red: NaN cosine"
+        axes.set_title(f"{output.name}: worst samples by cosine, worst on top{undefined}", fontsize=9)
+
+    return _png(draw)
+
+
+def _metrics_table(result: CompareResult) -> str:
+    head = "<th>output</th>" + "".join(f"<th title='{name}'>{short}</th>" for name, short in _SHOWN.items())
+    head += "<th>NaN/inf</th><th>fp16</th><th>verdict</th>"
+    rows = []
+    for output in result.outputs:
+        m = output.metrics
+        counts = m.counts
+        cells = "".join(f"<td>{shown(m.value(name), name)}</td>" for name in _SHOWN)
+        verdict = '<span class="pass">pass</span>' if result.output_passed(output) else '<span class="fail">FAIL</span>'
+        rows.append(f'<tr><td class="name">{html.escape(output.name)}</td>{cells}'
+                    f"<td>{counts.nan_actual + counts.inf_actual}</td><td>{fp16_cause(output, result.layerwise)}"
+                    f"</td><td>{verdict}</td></tr>")
+    return f"<table><tr>{head}</tr>{''.join(rows)}</table>"
+
+
+def _output_section(output: OutputResult) -> str:
+    parts = [f"<h2>{html.escape(output.name)}</h2>"]
+    if output.failures:
+        parts.append("<p class='fail'>" + "<br>".join(html.escape(f.describe()) for f in output.failures) + "</p>")
+    sd = output.metrics
+    parts.append(f"<p>StandardDeviation (mean;std): actual ({shown(sd.actual_mean)};{shown(sd.actual_std)}), golden "
+                 f"({shown(sd.golden_mean)};{shown(sd.golden_std)}); {sd.elements} elements; allclose atol="
+                 f"{sd.atol:g} rtol={sd.rtol:g}</p>")
+    parts.append(_histogram(output) + _cosine_per_batch(output) + _scatter(output))
+    if output.worst_samples:
+        parts.append(_worst_plot(output))
+        rows = "".join(f"<tr><td>{s.sample}</td><td class='name'>{html.escape(s.source)}</td>"
+                       f"<td class='name'>{s.stem}</td><td>{s.row}</td>"
+                       f"<td>{shown(s.cosine_similarity, _COSINE)}</td><td>{shown(s.max_absolute_error)}</td>"
+                       f"<td>{shown(s.root_mean_square_error)}</td><td>{shown(s.relative_euclidean_distance)}</td></tr>"
+                       for s in output.worst_samples)
+        parts.append("<h3>Worst samples (ranked by cosine, ties by max abs error)</h3><table><tr><th>sample</th>"
+                     "<th>source</th><th>batch</th><th>row</th><th>cosine</th><th>max abs error</th><th>RMSE</th>"
+                     f"<th>RED</th></tr>{rows}</table>")
+    limits = ", ".join(f"{name} {shown_limit(limit)}" for name, limit in output.sample_limits.items()) or "none"
+    failing = len(output.failing_samples)
+    worst = f"; worst: {html.escape(output.worst_failing.describe())}" if output.worst_failing is not None else ""
+    parts.append(f"<p>Per sample: {failing} sample{'s' if failing != 1 else ''} fail on their own (limits: "
+                 f"{html.escape(limits)}){worst}</p>")
+    if output.topk is not None:
+        t = output.topk
+        text = (f"top-1 agreement {t.top1_agreement:.4%}, top-{t.k} overlap {t.topk_overlap:.4%} over "
+                f"{t.samples} samples")
+        if t.accuracy is not None:
+            a = t.accuracy
+            text += (f"; accuracy against labels: top-1 golden {a.golden_top1:.4%}, actual {a.actual_top1:.4%} "
+                     f"(difference {a.top1_difference:+.4%}); top-{t.k} golden {a.golden_topk:.4%}, actual "
+                     f"{a.actual_topk:.4%} (difference {a.topk_difference:+.4%})")
+        parts.append(f"<h3>Classifier</h3><p>{text}</p>")
+    return "\n".join(parts)
+
+
+def _layerwise_section(layers: LayerwiseResult) -> str:
+    first = layers.first_failing
+    lines = [("first tensor to diverge" + (" (a warning: the outputs pass)" if layers.is_warning else "")
+              + ": <span class='fail'>" + html.escape(first.tensor) + "</span>") if first else
+             "no tensor diverges"]
+    growth = layers.growth
+    if growth is not None:
+        lines.append(f"error grows most at {html.escape(growth.tensor)} (x{growth.error_growth:.3g})")
+    if layers.nonfinite is not None:
+        lines.append("first inf/NaN: " + html.escape(layers.nonfinite.describe()))
+    if layers.note:
+        lines.append(html.escape(layers.note))
+    parts = [f"<h2>Layer by layer (batch {html.escape(layers.batch_stem)}, {html.escape(layers.batch_reason)})</h2>",
+             "<p>" + "<br>".join(lines) + "</p>"]
+    matched = layers.matched
+    if matched:
+        def draw(axes: Any) -> None:
+            axes.plot(range(len(matched)), [r.metrics.cosine_similarity if r.metrics else math.nan for r in matched],
+                      marker="o", markersize=3)
+            axes.set_xlabel("tensor (graph order)")
+            axes.set_ylabel("cosine similarity")
+            axes.set_title("cosine per tensor", fontsize=9)
+
+        parts.append(_png(draw, width=8.0, css_class="wide"))
+    rows = []
+    for row in layers.rows:
+        klass = " class='first'" if row.first_failing else ""
+        if row.metrics is None:
+            cells = f"<td colspan='3' class='name'>{html.escape(row.unmatched_reason)}</td>"
+        else:
+            m = row.metrics
+            cells = (f"<td>{shown(m.cosine_similarity, _COSINE)}</td><td>{shown(m.max_absolute_error)}</td>"
+                     f"<td>{shown(m.relative_euclidean_distance)}</td>")
+        rows.append(f"<tr{klass}><td class='name'>{html.escape(row.tensor)}</td><td class='name'>{row.op_type}</td>"
+                    f"{cells}</tr>")
+    parts.append("<table><tr><th>tensor</th><th>op</th><th>cosine</th><th>max abs error</th><th>RED</th></tr>"
+                 + "".join(rows) + "</table>")
+    return "\n".join(parts)
+
+
+def _provenance_section(result: CompareResult) -> str:
+    """What was compared with what: the header a report read weeks later is judged by."""
+    p = result.provenance
+    if p is None:
+        return ""
+    emulation = ", ".join(f"{k} {v}" for k, v in p.emulation.items() if k in ("mode", "storage", "rounded_tensors",
+                                                                            "rounded_weights")) or "none"
+    thresholds = "; ".join(f"{name}: " + ", ".join(f"{m} {shown_limit(v)}" for m, v in limits.items())
+                           for name, limits in p.thresholds.items())
+    sample_limits = "; ".join(f"{name}: " + ", ".join(f"{m} {shown_limit(v)}" for m, v in limits.items())
+                              for name, limits in p.sample_thresholds.items())
+    rows = [("infer version", p.infer_version), ("date", p.date), ("golden", p.golden.describe()),
+            ("golden model sha256", p.golden.model_sha256), ("actual", p.actual.describe()),
+            ("actual model sha256", p.actual.model_sha256), ("frozen pb sha256", p.pb_sha256),
+            ("converted model sha256", p.converted_sha256 or "not converted"),
+            ("precision mode", p.precision_mode or "none (fp32 graph)"), ("emulation", emulation),
+            ("dataset", f"{p.dataset} ({p.samples} samples)"), ("dataset sha256", p.dataset_sha256),
+            ("thresholds", thresholds), ("per-sample limits", sample_limits + (
+                " (fail the run)" if result.per_sample_asked else " (counted, not failing the run)")),
+            *(("sample order", o.describe(shown=5)) for o in p.sample_order)]
+    cells = "".join(f"<tr><th>{html.escape(k)}</th><td class='name'>{html.escape(v)}</td></tr>" for k, v in rows)
+    return f"<h2>Compared</h2><table>{cells}</table>"
+
+
+def _titled_table(title: str, headers: tuple[str, ...], rows: list[str]) -> str:
+    """A section of one table: `rows` are ready ``<tr>`` elements; none, no section."""
+    if not rows:
+        return ""
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
+    return f"<h2>{html.escape(title)}</h2><table><tr>{head}</tr>{''.join(rows)}</table>"
+
+
+def _expected_section(result: CompareResult) -> str:
+    rows = [f"<tr><td class='name'>{html.escape(e.output)}</td><td>{shown(e.actual_rmse)}</td>"
+            f"<td>{shown(e.emulated_rmse)}</td><td>{shown(e.rmse_ratio)}</td>"
+            f"<td>{shown(e.actual_one_minus_cosine)}</td><td>{shown(e.emulated_one_minus_cosine)}</td>"
+            f"<td>{shown(e.cosine_ratio)}</td>"
+            f"<td>{'<span class=fail>FLAGGED</span>' if e.flagged else 'within'}</td></tr>" for e in result.expected]
+    return _titled_table("Expected error (emulated precision)", (
+        "output", "RMSE", "emulated", "ratio", "1-cosine", "emulated", "ratio", "band"), rows)
+
+
+def _preprocessing_section(result: CompareResult) -> str:
+    """AIPP's output against the declared preprocessing: per channel, and the settings that differ."""
+    rows = [f"<tr><td class='name'>{html.escape(c.input)}</td><td>{', '.join(shown(d) for d in c.max_abs_diff)}</td>"
+            f"<td>{shown(c.tolerance)}</td><td>{'ok' if c.passed else '<span class=fail>FAILED</span>'}</td>"
+            f"<td class='name'>{html.escape('; '.join(c.mismatches) or '-')}</td></tr>" for c in result.preprocessing]
+    return _titled_table("Preprocessing (AIPP against the declared preprocessing)", (
+        "input", "max |diff| per channel", "limit", "check", "settings that differ"), rows)
+
+
+def render_html(result: CompareResult) -> str:
+    verdict_class = "pass" if result.passed else "fail"
+    body = [
+        "<h1>infer compare</h1>",
+        f"<p class='{verdict_class}'>{html.escape(result.verdict_line())}</p>",
+        _provenance_section(result),
+        f"<p>model {html.escape(result.contract)}<br>dataset {html.escape(result.dataset)} ({result.samples} "
+        f"samples, {result.padding} padding rows left out)<br>actual {html.escape(result.actual_dir)}<br>golden "
+        f"{html.escape(result.golden_dir)} ({result.golden_source})</p>",
+        _metrics_table(result),
+        _preprocessing_section(result),
+        _expected_section(result),
+        *(_output_section(o) for o in result.outputs),
+    ]
+    if result.layerwise is not None:
+        body.append(_layerwise_section(result.layerwise))
+    return (f"<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>infer compare</title><style>{_STYLE}</style>"
+            f"</head><body>\n" + "\n".join(body) + "\n</body></html>\n")
+
+
+def write_report_html(result: CompareResult, folder: Path) -> Path:
+    path = Path(folder) / REPORT_HTML
+    write_bytes_atomic(path, render_html(result).encode())
+    return path

@@ -1,0 +1,282 @@
+"""`infer convert`: the frozen pb of a contract -> an Ascend .om through ATC, or the ONNX Runtime stand-in.
+
+Reads the contract, converts, and writes the converted model's description back into the contract.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from atc_wrap.aipp import AippConfig
+from atc_wrap.atc_command import AtcOptions, build_atc_command, check_shapes
+from atc_wrap.atc_run import find_atc, require_atc, run_atc
+from atc_wrap.errors import ConvertError
+from atc_wrap.op_controls import check_mixlist_mode, ignored_controls, read_op_controls
+from atc_wrap.opset import check_opset
+from atc_wrap.precision import (
+    DEFAULT_PRECISION_MODE,
+    check_precision_mode,
+    parse_input_fp16_nodes,
+    parse_output_type,
+)
+from atc_wrap.standin import check_output_types, convert_to_onnx
+from binio.atomic import write_bytes_atomic
+from binio.binfile import sha256_file
+from binio.memory import check_fits
+from ckpt2pb.protobuf import read_graph_def
+from infer._option_fields import setting
+from infer.aipp.config import AIPP_FILE, AippOptions, aipp_config_for, aipp_record
+from infer.contract import ConvertedInfo, ModelContract, as_contract
+
+TARGETS: tuple[str, ...] = ("om", "onnx")
+DEFAULT_TIMEOUT_S = 3600.0  # a large model takes ATC tens of minutes; a hang should still end
+
+
+@dataclass(frozen=True)
+class ConvertOptions:
+    """The user's choices; empty values leave ATC's defaults."""
+
+    target: str | None = setting(None, unset="auto")  # None (pipeline.toml: "auto"): om where ATC is found, else onnx
+    output: Path | None = None  # the artefact; default beside the contract, named after the pb
+    soc_version: str = ""
+    precision_mode: str = DEFAULT_PRECISION_MODE
+    input_fp16_nodes: str = ""  # ATC syntax: "a;b"
+    output_type: str = ""  # ATC syntax: FP32 | FP16 | "node:0:FP16;node2:1:FP32"
+    input_format: str = ""  # NHWC | NCHW | ND; default from the contract's inputs
+    dynamic_batch: tuple[int, ...] = ()
+    op_select_implmode: str = ""
+    fusion_switch_file: Path | None = None
+    keep_dtype: Path | None = None  # ATC's --keep_dtype: ops kept in fp32 (passed to ATC, emulated by the stand-in)
+    modify_mixlist: Path | None = None  # ATC's --modify_mixlist JSON (allow_mix_precision only)
+    customize_dtypes: Path | None = None  # ATC's --customize_dtypes, applied over keep_dtype
+    atc_args: tuple[str, ...] = ()
+    opset: int | None = setting(None, unset=0)  # None (pipeline.toml: 0): the highest tf2onnx and onnxruntime take
+    allow_unknown_soc: bool = False
+    dry_run: bool = False
+    timeout: float = DEFAULT_TIMEOUT_S
+    aipp: AippOptions | None = None  # AIPP in front of an image input: aipp.cfg beside the model, --insert_op_conf
+
+
+@dataclass(frozen=True)
+class ConvertResult:
+    """The contract as saved after conversion (as it was, for a dry run) and how the target was chosen."""
+
+    contract: ModelContract
+    target: str
+    artefact: Path
+    target_reason: str  # one plain line: why this target
+    command: tuple[str, ...] = ()  # the ATC argv; () for the stand-in
+    dry_run: bool = False
+    ignored: tuple[str, ...] = ()  # options that mean nothing to the chosen target
+    notes: tuple[str, ...] = ()  # given options that change nothing here, and why (--keep-dtype under fp32)
+    seconds: float = 0.0
+    aipp_file: Path | None = None  # the aipp.cfg written (or, for a dry run, that would be)
+
+
+def convert_model(model: ModelContract | Path | str, options: ConvertOptions | None = None) -> ConvertResult:
+    """Converts the contract's pb per `options` and saves the contract with its `converted` section."""
+    contract = as_contract(model)
+    options = options or ConvertOptions()
+    contract.check_pb_unchanged()
+    check_precision_mode(options.precision_mode)
+    _check_batch_fits(contract)
+    check_mixlist_mode(options.modify_mixlist, options.precision_mode)
+    target, reason = choose_target(options.target)
+    if target == "onnx":
+        return _convert_onnx(contract, options, reason)
+    return _convert_om(contract, options, reason)
+
+
+def _check_batch_fits(contract: ModelContract) -> None:
+    """Refuses a model one batch of whose inputs cannot be held in memory: nothing after convert could run it."""
+    specs = [s.with_shape(tuple(1 if d is None else d for d in s.shape)) for s in contract.inputs]
+    check_fits(sum(s.nbytes() for s in specs),
+               f"{contract.path}: one batch of the inputs " + ", ".join(s.describe() for s in specs),
+               hint="re-freeze with a smaller --batch or fixed shapes (infer freeze --inputs 'NAME[DIMS]')")
+
+
+def choose_target(asked: str | None) -> tuple[str, str]:
+    """The target and one plain line saying why: om where ATC is found, else the ONNX stand-in."""
+    if asked is not None:
+        if asked not in TARGETS:
+            raise ConvertError(f"--target {asked!r}: expected one of {', '.join(TARGETS)}")
+        return asked, f"target {asked}, as asked"
+    atc = find_atc()
+    if atc is None:
+        return "onnx", "ATC not found: converting to the ONNX Runtime stand-in (--target om to insist)"
+    return "om", f"ATC found at {atc}: converting to om"
+
+
+def _artefact(contract: ModelContract, options: ConvertOptions, suffix: str) -> Path:
+    if options.output is None:
+        return contract.folder.absolute() / f"{Path(contract.pb).stem}{suffix}"
+    output = Path(options.output).absolute()
+    if output.is_dir():
+        output = output / f"{Path(contract.pb).stem}{suffix}"
+    elif output.suffix != suffix:
+        output = output.with_name(output.name + suffix)
+    # model.json records the converted model's path relative to its folder, and a path read from it must stay
+    # inside it (so the folder moves as a whole, and a model.json received from someone names nothing elsewhere).
+    if not output.resolve().is_relative_to(contract.folder.resolve()):
+        raise ConvertError(f"-o {options.output}: outside the model folder {contract.folder}",
+                           hint="write the converted model inside it (e.g. -o "
+                                f"{contract.folder / output.name}), or copy the model folder there first")
+    return output
+
+
+def _relative(path: Path, folder: Path) -> str:
+    return os.path.relpath(Path(path).resolve(), Path(folder).resolve())
+
+
+def _aipp(contract: ModelContract, options: ConvertOptions,
+          artefact: Path) -> tuple[AippConfig | None, Path | None, str]:
+    """(AippConfig or None, where aipp.cfg goes: beside the converted model, its text). A hand-written file is
+    copied as written (its comments kept); a generated one says what it was made from."""
+    if options.aipp is None:
+        return None, None, ""
+    config = aipp_config_for(contract, options.aipp)
+    destination = artefact.parent / AIPP_FILE
+    if options.aipp.config is not None:
+        text = Path(options.aipp.config).read_text(encoding="utf-8")
+    else:
+        prep = options.aipp.preprocessing
+        text = config.to_prototxt((
+            f"AIPP for {contract.inputs[config.related_input_rank].name}, written by infer convert --aipp from the "
+            "training preprocessing", f"(pixel * {prep.scale!r} - mean {list(prep.mean)}) / std {list(prep.std)}, "
+            f"channels {prep.color}: mean_chn + min_chn = mean / scale, var_reci_chn = scale / std",
+            "hardware order: channel swap -> crop -> colour-space conversion -> normalisation; output fp16"))
+    return config, destination, text
+
+
+def _write_aipp(destination: Path | None, text: str) -> bytes | None:
+    """Writes aipp.cfg; returns what was there before (None: nothing), for `_restore_aipp`."""
+    if destination is None:
+        return None
+    before = destination.read_bytes() if destination.is_file() else None
+    write_bytes_atomic(destination, text.encode("utf-8"))
+    return before
+
+
+def _restore_aipp(destination: Path | None, before: bytes | None) -> None:
+    """After a failed ATC run: aipp.cfg as it was, so it still belongs to the model the contract describes."""
+    if destination is None:
+        return
+    if before is None:
+        destination.unlink(missing_ok=True)
+    else:
+        write_bytes_atomic(destination, before)
+
+
+def _with_aipp(settings: dict[str, Any], options: ConvertOptions, config: AippConfig | None, destination: Path | None,
+               folder: Path) -> None:
+    if options.aipp is not None and config is not None and destination is not None:
+        settings["aipp"] = aipp_record(config, options.aipp, _relative(destination, folder))
+
+
+def _convert_om(contract: ModelContract, options: ConvertOptions, reason: str) -> ConvertResult:
+    atc = find_atc() if options.dry_run else require_atc()
+    om = _artefact(contract, options, ".om")
+    aipp, aipp_file, aipp_text = _aipp(contract, options, om)
+    command = build_atc_command(
+        str(atc) if atc is not None else "atc", contract.pb_path.absolute(), read_graph_def(contract.pb_path),
+        contract.inputs, contract.outputs, om,
+        AtcOptions(
+            soc_version=options.soc_version, precision_mode=options.precision_mode,
+            input_format=options.input_format, input_fp16_nodes=options.input_fp16_nodes,
+            output_type=options.output_type, dynamic_batch=options.dynamic_batch,
+            op_select_implmode=options.op_select_implmode,
+            fusion_switch_file=_absolute(options.fusion_switch_file),
+            keep_dtype=_absolute(options.keep_dtype), modify_mixlist=_absolute(options.modify_mixlist),
+            customize_dtypes=_absolute(options.customize_dtypes), extra_args=options.atc_args,
+            allow_unknown_soc=options.allow_unknown_soc, insert_op_conf=aipp_file, aipp=aipp,
+        ),
+    )
+    ignored = ("--opset",) if options.opset is not None else ()
+    notes = ignored_controls(command.controls, options.precision_mode)
+    if options.dry_run:
+        return ConvertResult(contract=contract, target="om", artefact=om, target_reason=reason,
+                             command=command.argv, dry_run=True, ignored=ignored, notes=notes,
+                             aipp_file=aipp_file)
+    before = _write_aipp(aipp_file, aipp_text)  # ATC reads it: written first, put back if ATC fails
+    try:
+        run = run_atc(command, timeout=options.timeout)
+    except BaseException:
+        _restore_aipp(aipp_file, before)
+        raise
+    settings: dict[str, Any] = {
+        "converter": "atc", "atc": str(atc), "cwd": str(om.parent), "input_format": command.input_format,
+        "input_fp16_nodes": options.input_fp16_nodes, "output_type": options.output_type,
+        "dynamic_batch": list(options.dynamic_batch), "op_select_implmode": options.op_select_implmode,
+        "fusion_switch_file": str(options.fusion_switch_file or ""), "keep_dtype": str(options.keep_dtype or ""),
+        "modify_mixlist": str(options.modify_mixlist or ""), "customize_dtypes": str(options.customize_dtypes or ""),
+        "op_control_files": dict(command.controls.texts),
+        "atc_args": list(options.atc_args), "seconds": round(run.seconds, 3), "warnings": list(run.warnings),
+    }
+    _with_aipp(settings, options, aipp, aipp_file, contract.folder)
+    converted = ConvertedInfo(
+        target="om", path=_relative(om, contract.folder), sha256=sha256_file(om), inputs=command.inputs,
+        outputs=command.outputs, soc_version=options.soc_version, precision_mode=options.precision_mode,
+        command=run.argv, settings=settings,
+    )
+    saved = contract.with_converted(converted).save()
+    return ConvertResult(contract=saved, target="om", artefact=om, target_reason=reason, command=run.argv,
+                         ignored=ignored, notes=notes, seconds=run.seconds, aipp_file=aipp_file)
+
+
+def _absolute(path: Path | None) -> Path | None:
+    return None if path is None else Path(path).absolute()
+
+
+def _atc_only(options: ConvertOptions) -> tuple[str, ...]:
+    given = {
+        "--soc-version": bool(options.soc_version), "--input-format": bool(options.input_format),
+        "--op-select-implmode": bool(options.op_select_implmode),
+        "--fusion-switch-file": options.fusion_switch_file is not None,
+        "--atc-arg": bool(options.atc_args),
+        "--allow-unknown-soc": options.allow_unknown_soc,
+    }
+    return tuple(flag for flag, present in given.items() if present)
+
+
+def _convert_onnx(contract: ModelContract, options: ConvertOptions, reason: str) -> ConvertResult:
+    import time
+
+    destination = _artefact(contract, options, ".onnx")
+    controls = read_op_controls(options.keep_dtype, options.modify_mixlist, options.customize_dtypes)
+    notes = ignored_controls(controls, options.precision_mode)
+    aipp, aipp_file, aipp_text = _aipp(contract, options, destination)
+    fp16_nodes = parse_input_fp16_nodes(options.input_fp16_nodes, contract.inputs)
+    output_types = parse_output_type(options.output_type, contract.outputs)
+    check_output_types(output_types)
+    if options.dynamic_batch:
+        check_shapes(contract.inputs, options.dynamic_batch)
+    ignored = _atc_only(options)
+    if options.dry_run:
+        check_opset(options.opset)
+        return ConvertResult(contract=contract, target="onnx", artefact=destination, target_reason=reason,
+                             dry_run=True, ignored=ignored, notes=notes, aipp_file=aipp_file)
+    start = time.monotonic()
+    conversion = convert_to_onnx(
+        contract.pb_path, read_graph_def(contract.pb_path), contract.inputs, contract.outputs, destination,
+        opset=options.opset, precision_mode=options.precision_mode, input_fp16_nodes=fp16_nodes,
+        output_types=output_types, aipp=aipp, op_controls=controls,
+    )
+    _write_aipp(aipp_file, aipp_text)
+    settings = conversion.settings()
+    settings.update({"input_fp16_nodes": options.input_fp16_nodes, "output_type": options.output_type,
+                     "dynamic_batch": list(options.dynamic_batch), "ignored_options": list(ignored),
+                     "keep_dtype": str(options.keep_dtype or ""), "modify_mixlist": str(options.modify_mixlist or ""),
+                     "customize_dtypes": str(options.customize_dtypes or ""),
+                     "op_control_files": dict(controls.texts)})
+    _with_aipp(settings, options, aipp, aipp_file, contract.folder)
+    converted = ConvertedInfo(
+        target="onnx", path=_relative(destination, contract.folder), sha256=sha256_file(destination),
+        inputs=conversion.inputs, outputs=conversion.outputs, soc_version="",
+        precision_mode=conversion.precision_mode, command=(), settings=settings,
+    )
+    saved = contract.with_converted(converted).save()
+    return ConvertResult(contract=saved, target="onnx", artefact=destination, target_reason=reason,
+                         ignored=ignored, notes=notes, seconds=time.monotonic() - start, aipp_file=aipp_file)

@@ -1,1 +1,0 @@
-"""`infer dump-bin` and `infer bin-info`: datasets in (sources/), .bin files and dataset.json out."""

@@ -1,0 +1,455 @@
+"""dump-bin: a dataset to ``BINS/<input>/NNNNNN.bin`` + ``BINS/dataset.json``, in the dtype the model takes.
+
+The dtype is the model's (the converted one's once ``convert`` has run), never whatever the array happened to
+be: the commonest cause of a "wrong" om is a float32 or float64 ``tofile()`` fed to a float16 input.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextlib
+import math
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import numpy as np
+
+from binio.atomic import atomic_file
+from binio.batching import BatchSlot, padded_buffer, plan_batches
+from binio.beside import start_beside
+from binio.cast import CastReport, check_unchanged, checked_cast_into
+from binio.digest import BIN_DIGEST, digest_bytes, digest_file
+from binio.dtypes import dtype
+from binio.errors import DtypeError, InferError, ShapeError, Terminated
+from binio.lock import folder_lock
+from binio.manifest import MANIFEST_NAME, BinEntry, DatasetManifest, InputManifest, bin_file_name, safe_folder_name
+from binio.memory import check_fits
+from binio.output import check_output
+from binio.spec import LAYOUTS, TensorSpec, format_shape
+from infer.contract import ModelContract, as_contract
+from infer.dump_bin._sources.arrays import NpySource, SourceError
+from infer.dump_bin._sources.base import SampleSource
+from infer.dump_bin._sources.open import open_source
+from infer.dump_bin.options import DumpOptions
+
+Progress = Callable[[int, int], None]  # (batches written, batches in all)
+_WRITES_IN_FLIGHT = 2  # batches being hashed and written while the next one is read and cast
+_BUFFERS = _WRITES_IN_FLIGHT + 2  # per input, reused in turn: fresh buffers cost a page fault per 4 KiB
+
+
+class LossyCastError(InferError):
+    """Values that do not survive the cast to the model's dtype, refused without --allow-lossy."""
+
+
+@dataclass(frozen=True)
+class InputDump:
+    """What was written for one input, and what the cast to its dtype did."""
+
+    tensor: str
+    folder: str
+    dtype: str
+    shape: tuple[int, ...]
+    source: str
+    cast: CastReport
+
+
+@dataclass(frozen=True)
+class DumpResult:
+    manifest: DatasetManifest
+    inputs: tuple[InputDump, ...]
+    files_written: int  # per-input files written in this run
+    files_kept: int  # files already there with the same bytes (a resumed run)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    spec: TensorSpec
+    folder: str
+    layout: str
+    source_text: str
+
+
+def model_sha256(contract: ModelContract) -> str:
+    """The model the bins are made for: the converted one once there is one, else the frozen pb."""
+    return contract.converted.sha256 if contract.converted else contract.pb_sha256
+
+
+def _check_dtype(contract: ModelContract, spec: TensorSpec, asked: str | None) -> None:
+    if asked is None:
+        return
+    wanted = dtype(asked, what="--dtype").name
+    if wanted == spec.dtype:
+        return
+    which = "converted model's" if contract.converted else "model's"
+    message = f"--dtype {wanted} differs from the {which} input {spec.name}, which takes {spec.dtype}"
+    if wanted == "float16" and spec.dtype == "float32":
+        hint = (f"bins must be what the model takes: for float16 there, convert with "
+                f"`infer convert {contract.path} --input-fp16-nodes {spec.node}` (the converted model then takes "
+                f"float16), or drop --dtype")
+    else:
+        hint = f"drop --dtype: bins are written in the model's own dtype ({spec.dtype})"
+    raise DtypeError(message, hint=hint)
+
+
+def _model_batch(specs: tuple[TensorSpec, ...], asked: int | None) -> int:
+    batches = {s.shape[0] if s.shape else None for s in specs}
+    for spec in specs:
+        if not spec.shape:
+            raise ShapeError(f"input {spec.name}: a scalar input has no batch dimension to write bins for")
+        if any(d is None for d in spec.shape[1:]):
+            raise ShapeError(f"input {spec.name}: shape {format_shape(spec.shape)} has unknown dims besides the "
+                             f"batch", hint="re-freeze with a fixed shape (infer freeze --inputs 'NAME[DIMS]')")
+    static = {b for b in batches if b is not None}
+    if len(static) > 1:
+        raise ShapeError("the model's inputs disagree on the batch: "
+                         + ", ".join(f"{s.name} {format_shape(s.shape)}" for s in specs))
+    if static:
+        (model_batch,) = static
+        if asked is not None and asked != model_batch:
+            raise ShapeError(f"--batch {asked} differs from the model's batch {model_batch} "
+                             f"(input {specs[0].name} has shape {format_shape(specs[0].shape)})",
+                             hint="drop --batch, or re-freeze the model for that batch")
+        return int(model_batch)
+    if asked is None:
+        raise ShapeError(f"input {specs[0].name}: the batch dimension is dynamic "
+                         f"{format_shape(specs[0].shape)}: pass --batch N")
+    if asked < 1:
+        raise ShapeError(f"--batch {asked}: expected 1 or more")
+    return asked
+
+
+def _layout(spec: TensorSpec, asked: str | None) -> str:
+    if asked is None:
+        return spec.layout if spec.layout in ("NHWC", "NCHW") else "NHWC"
+    layout = asked.upper()
+    if layout not in ("NHWC", "NCHW"):
+        raise ShapeError(f"--layout {asked}: expected NHWC or NCHW")
+    if spec.layout in ("NHWC", "NCHW") and spec.layout != layout:
+        raise ShapeError(f"--layout {layout} differs from the model's input {spec.name}, which is {spec.layout}")
+    return layout
+
+
+def _assign_sources(specs: tuple[TensorSpec, ...], sources: tuple[tuple[str, str], ...],
+                    keys: dict[str, str]) -> dict[str, str]:
+    """Input tensor name -> source text, from ``--source NAME=SOURCE`` pairs and the lone SOURCE; NAME may be a
+    SavedModel signature key (`keys`: tensor -> key)."""
+    assigned: dict[str, str] = {}
+    lone: str | None = None
+    for name, text in sources:
+        if not name:
+            if lone is not None:
+                raise SourceError(f"two unnamed sources ({lone}, {text}): name them with --source NAME=SOURCE")
+            lone = text
+            continue
+        # A tensor or node name first: a folder name (bert_ids for bert/ids:0) may also be another input's node name.
+        spec = next((s for s in specs if name in (s.name, s.node)), None) or next(
+            (s for s in specs if name == safe_folder_name(s.name)), None) or next(
+            (s for s in specs if name == keys.get(s.name)), None)
+        if spec is None:
+            raise SourceError(f"--source {name}={text}: the model has no input {name!r}; its inputs are: "
+                              + ", ".join(s.name for s in specs))
+        if spec.name in assigned:
+            raise SourceError(f"--source {name}: given twice ({assigned[spec.name]}, {text})")
+        assigned[spec.name] = text
+    if lone is not None:
+        rest = [s for s in specs if s.name not in assigned]
+        shared = lone.lower().endswith(".npz") or (Path(lone).is_dir() and (Path(lone) / MANIFEST_NAME).is_file())
+        if len(rest) > 1 and not shared:
+            raise SourceError(f"{lone}: the model has {len(specs)} inputs ({', '.join(s.name for s in specs)}); "
+                              f"name a source for each with --source NAME=SOURCE",
+                              hint="a lone .npz (keys named after the inputs) or dump-bin dataset feeds them all")
+        for spec in rest:
+            assigned[spec.name] = lone
+    missing = [s.name for s in specs if s.name not in assigned]
+    if missing:
+        raise SourceError(f"no source for input {', '.join(missing)}: pass --source NAME=SOURCE for each input")
+    return assigned
+
+
+def _remove_created(created: list[Path], folders: list[Path]) -> None:
+    """Undoes a failed run into a new (or empty) folder: the files and folders this run created, nothing else
+    (the folder itself goes with its lock, when this run created it)."""
+    for path in created:
+        path.unlink(missing_ok=True)
+    for folder in reversed(folders):
+        with contextlib.suppress(OSError):
+            folder.rmdir()
+
+
+def _batch_payload(source: SampleSource, buffer: np.ndarray, slot: BatchSlot) -> tuple[np.ndarray, CastReport]:
+    """One batch file's contents and what the cast did, with only the NaN/inf check a same-dtype cast makes where
+    the rows are in the bin's dtype already:
+    - an .npy in the bin's dtype: its rows read straight into `buffer`, the rest zeroed (the padding);
+    - rows handed out whole in the bin's dtype, byte order and C order (an .npz member): the rows themselves, no
+      copy;
+    - else `buffer`, the rows cast into it and the rest zeroed.
+
+    Rows handed out may be written and hashed after the next batch is read: sources hand out rows that stay valid
+    (`SampleSource.read`).
+    """
+    if isinstance(source, NpySource) and source.reads_into(buffer):
+        source.read_into(buffer[: slot.rows], slot.start)
+        buffer[slot.rows:] = 0
+        return buffer, check_unchanged(buffer[: slot.rows])
+    rows = source.read(slot.start, slot.stop)
+    if rows.dtype == buffer.dtype and rows.shape == buffer.shape and rows.flags.c_contiguous:
+        return rows, check_unchanged(rows)
+    report = checked_cast_into(buffer[: slot.rows], rows)
+    buffer[slot.rows:] = 0  # the padding
+    return buffer, report
+
+
+def _write_payload(handle: BinaryIO, buffer: np.ndarray) -> None:
+    handle.write(buffer.data.cast("B"))
+
+
+def _write_batch(path: Path, buffer: np.ndarray, created: list[Path]) -> tuple[str, bool]:
+    """Writes `buffer` to `path` atomically unless the same bytes are there; (their digest, whether it wrote)."""
+    digest = digest_bytes(BIN_DIGEST, buffer.data.cast("B"))
+    existed = os.path.lexists(path)
+    if existed and path.is_file() and path.stat().st_size == buffer.nbytes and digest_file(BIN_DIGEST, path) == digest:
+        return digest, False
+    with atomic_file(path, buffer.nbytes) as handle:
+        _write_payload(handle, buffer)
+    if not existed:
+        created.append(path)
+    return digest, True
+
+
+def _has_aipp(contract: ModelContract) -> bool:
+    """Whether model.json records an AIPP for the converted model: only then are the AIPP modules imported."""
+    return contract.converted is not None and contract.converted.aipp_config is not None
+
+
+def _open_sources(contract: ModelContract, options: DumpOptions, plans: list[_Plan]) -> list[SampleSource]:
+    opened: list[SampleSource] = []
+    try:
+        for plan in plans:
+            source: SampleSource | None = None
+            if _has_aipp(contract):
+                from infer.dump_bin._dump_aipp import aipp_image_source
+
+                source = aipp_image_source(contract, plan.spec.name, Path(plan.source_text), options)
+            if source is None:
+                source = open_source(
+                    plan.source_text, tensor=plan.spec.name, sample_shape=plan.spec.static_shape()[1:],
+                    dtype_name=plan.spec.dtype, layout=plan.layout, single_input=len(plans) == 1,
+                    image_options=options.image, workers=options.workers,
+                )
+            opened.append(source)
+            expected = plan.spec.static_shape()[1:]
+            if tuple(source.sample_shape) != expected:
+                raise ShapeError(
+                    f"{source.description}: samples of shape {format_shape(source.sample_shape)} for input "
+                    f"{plan.spec.name}, but the model takes {format_shape(expected)} per sample "
+                    f"(batch shape {format_shape(plan.spec.shape)})"
+                )
+    except BaseException:
+        for source in opened:
+            source.close()
+        raise
+    return opened
+
+
+def _sample_count(plans: list[_Plan], sources: list[SampleSource], asked: int | None, batch: int) -> int:
+    counts = [(p, s) for p, s in zip(plans, sources, strict=True) if s.samples is not None]
+    distinct = {s.samples for _, s in counts}
+    if len(distinct) > 1:
+        raise ShapeError("inputs differ in sample count: "
+                         + ", ".join(f"{p.spec.name} has {s.samples} ({s.description})" for p, s in counts),
+                         hint="every input needs one sample per sample of the others")
+    available = counts[0][1].samples if counts else None
+    if asked is not None:
+        if asked < 1:
+            raise ShapeError(f"--samples {asked}: expected 1 or more")
+        if available is not None and asked > available:
+            raise ShapeError(f"--samples {asked}: the sources hold only {available}")
+        return asked
+    if available is None:
+        return batch  # generators only: one batch, a smoke run
+    if available == 0:
+        raise ShapeError(f"{counts[0][1].description}: holds no samples")
+    return int(available)
+
+
+def _remove_stale(output: Path, plans: list[_Plan], files: int) -> None:
+    """Bins of an earlier, longer dump that this one does not list: msame would read them as inputs."""
+    keep = {bin_file_name(i) for i in range(files)}
+    for plan in plans:
+        for path in (output / plan.folder).glob("*.bin"):
+            if path.name not in keep:
+                path.unlink()
+
+
+def dump_bins(model: ModelContract | Path | str, options: DumpOptions, progress: Progress | None = None) -> DumpResult:
+    """Writes every input's samples as batch files in the model's dtype, with the manifest last."""
+    contract = as_contract(model)
+    # Bins are made for the model the contract describes (its sha256 goes into dataset.json): a stale contract is
+    # refused. The pb is hashed beside the dump (sha256 takes 0.7 s a GB): a dataset already there is touched, and
+    # the manifest written, only once it is known good, and a refusal found while writing stops the writing. A
+    # refusal leaves what was there, and none of this dump's files.
+    return _dump(contract, options, progress, start_beside(contract.check_pb_unchanged, "dump-bin-model-check"))
+
+
+def _dump(contract: ModelContract, options: DumpOptions, progress: Progress | None,
+          model_check: concurrent.futures.Future[None]) -> DumpResult:
+    specs = contract.model_inputs
+    for spec in specs:
+        _check_dtype(contract, spec, options.dtype)
+    if options.workers < 1:
+        raise InferError(f"--workers {options.workers}: expected 1 or more")
+    batch = _model_batch(specs, options.batch)
+    assigned = _assign_sources(specs, options.sources, contract.signature_keys)
+    folders = [safe_folder_name(s.name) for s in specs]
+    if len(set(folders)) != len(folders):
+        folders = [f"{i:02d}_{name}" for i, name in enumerate(folders)]
+    # A dynamic batch (None) is pinned to --batch from here on: every file has that shape.
+    plans = [_Plan(spec=spec.with_shape((batch, *spec.shape[1:])), folder=folder, layout=_layout(spec, options.layout),
+                   source_text=assigned[spec.name]) for spec, folder in zip(specs, folders, strict=True)]
+    needed = sum(_BUFFERS * math.prod(p.spec.static_shape()) * p.spec.dt.itemsize for p in plans)
+    check_fits(needed, f"dump-bin with batch {batch}: {_BUFFERS} batch buffers per input ("
+               + ", ".join(f"{p.spec.name} {format_shape(p.spec.shape)} {p.spec.dtype}" for p in plans) + ")",
+               hint="a smaller --batch (or re-freeze the model for one)")
+    output = Path(options.output)
+    for plan in plans:
+        source_path = Path(plan.source_text)
+        if source_path.is_dir() and output.resolve() in (source_path.resolve(), *source_path.resolve().parents):
+            raise SourceError(f"{plan.source_text}: the source lies inside the output folder {output}",
+                              hint="write the re-batched bins to another folder")
+    declared: dict[str, dict[str, Any]] = {}
+    if _has_aipp(contract):
+        from infer.dump_bin._dump_aipp import declared_preprocessing
+
+        declared = declared_preprocessing(contract, options)  # refused before any source opens
+    with folder_lock(output, command="dump-bin"):
+        fresh = not check_output(output, force=options.force,
+                                 hint="pass --force to overwrite it (files whose digest matches are kept)")
+        if not fresh:
+            model_check.result()  # before a dataset already there loses its manifest
+        return _dump_locked(contract, options, plans, batch, fresh, declared, progress, model_check)
+
+
+def _dump_locked(contract: ModelContract, options: DumpOptions, plans: list[_Plan], batch: int, fresh: bool,
+                 declared: dict[str, dict[str, Any]], progress: Progress | None,
+                 model_check: concurrent.futures.Future[None]) -> DumpResult:
+    output = Path(options.output)
+    sources = _open_sources(contract, options, plans)
+    created: list[Path] = []
+    folders: list[Path] = []
+    try:
+        samples = _sample_count(plans, sources, options.samples, batch)
+        slots = plan_batches(samples, batch)
+        try:
+            folders = _make_folders(output, plans)
+            (output / MANIFEST_NAME).unlink(missing_ok=True)  # until the new one is written, the folder is no dataset
+            result = _write_all(contract, options, plans, sources, slots, batch, samples, declared, progress,
+                                created, model_check)
+        except BaseException as exc:
+            # An interrupted run keeps its whole files, so that a re-run with --force resumes from them.
+            if fresh and not isinstance(exc, (KeyboardInterrupt, Terminated)):
+                _remove_created(created, folders)
+            raise
+    finally:
+        for source in sources:
+            source.close()
+    return result
+
+
+def _make_folders(output: Path, plans: list[_Plan]) -> list[Path]:
+    """Each input's folder; returns those this call created."""
+    made = []
+    for plan in plans:
+        try:
+            if not (output / plan.folder).is_dir():
+                (output / plan.folder).mkdir(parents=True)
+                made.append(output / plan.folder)
+        except OSError as exc:
+            raise InferError(f"{output}: cannot create the dataset folder here ({exc.strerror or exc})",
+                             hint="choose another -o") from None
+    return made
+
+
+def _write_all(contract: ModelContract, options: DumpOptions, plans: list[_Plan], sources: list[SampleSource],
+               slots: tuple[BatchSlot, ...], batch: int, samples: int, declared: dict[str, dict[str, Any]],
+               progress: Progress | None, created: list[Path],
+               model_check: concurrent.futures.Future[None]) -> DumpResult:
+    output = Path(options.output)
+    reports = [CastReport(source_dtype="", target_dtype=p.spec.dtype) for p in plans]
+    entries: list[list[BinEntry]] = [[] for _ in plans]
+    pending: list[tuple[int, int, concurrent.futures.Future[tuple[str, bool]]]] = []
+    written = kept = 0
+
+    def settle(upto: int) -> None:
+        nonlocal written, kept
+        while len(pending) > upto:
+            index, slot_index, written_future = pending.pop(0)
+            digest, fresh = written_future.result()
+            entries[index].append(BinEntry(name=bin_file_name(slot_index), digest=digest,
+                                           rows=slots[slot_index].rows))
+            written, kept = written + fresh, kept + (not fresh)
+            if progress is not None and index == len(plans) - 1:
+                progress(slot_index + 1, len(slots))
+
+    buffers = [[padded_buffer(batch, p.spec.static_shape()[1:], p.spec.dt.np_dtype) for _ in range(_BUFFERS)]
+               for p in plans]
+    if progress is not None:
+        progress(0, len(slots))
+    # This thread reads and casts while `writer` hashes and writes the batches before (numpy's casts, reads and
+    # writes release the GIL), so on 2 cores a cast runs beside a write. One writer: files are written in order, so
+    # a failure leaves those before it whole and none after.
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="dump-bin-writer") as writer:
+        try:
+            for slot in slots:
+                if model_check.done():
+                    model_check.result()  # a stale contract stops the dump as soon as it is known
+                for index, (plan, source) in enumerate(zip(plans, sources, strict=True)):
+                    # Buffer slot.index % _BUFFERS was last written _BUFFERS batches ago; settle() below keeps at
+                    # most _WRITES_IN_FLIGHT batches pending, so that write is done.
+                    payload, report = _batch_payload(source, buffers[index][slot.index % _BUFFERS], slot)
+                    if report.lossy and not options.allow_lossy:
+                        raise _lossy(plan, slot, report)
+                    reports[index] = reports[index].merge(report)
+                    path = output / plan.folder / bin_file_name(slot.index)
+                    settle(_WRITES_IN_FLIGHT * len(plans) - 1)
+                    pending.append((index, slot.index, writer.submit(_write_batch, path, payload, created)))
+            settle(0)
+        except BaseException:
+            for _, _, written_future in pending:
+                written_future.cancel()
+            raise
+    _remove_stale(output, plans, len(slots))
+    inputs = tuple(
+        InputManifest(
+            tensor=plan.spec.name, folder=plan.folder, dtype=plan.spec.dtype,
+            shape=plan.spec.static_shape(), layout=_manifest_layout(plan, source), files=tuple(entries[i]),
+            source=source.description,
+            preprocessing={**source.preprocessing, "padding": "zeros", "cast": reports[i].to_json(),
+                           **({"declared": declared[plan.spec.name]} if plan.spec.name in declared else {})},
+        )
+        for i, (plan, source) in enumerate(zip(plans, sources, strict=True))
+    )
+    model_check.result()  # the manifest names the model by its sha256
+    manifest = DatasetManifest(root=output, batch=batch, samples=samples, inputs=inputs,
+                               model_sha256=model_sha256(contract), created_by="infer dump-bin").save()
+    dumps = tuple(InputDump(tensor=i.tensor, folder=i.folder, dtype=i.dtype, shape=i.shape, source=i.source,
+                            cast=reports[n]) for n, i in enumerate(inputs))
+    return DumpResult(manifest=manifest, inputs=dumps, files_written=written, files_kept=kept)
+
+
+def _manifest_layout(plan: _Plan, source: SampleSource) -> str:
+    if plan.spec.layout in LAYOUTS and plan.spec.layout != "ND":
+        return plan.spec.layout
+    return plan.layout if "layout" in source.preprocessing else plan.spec.layout
+
+
+def _lossy(plan: _Plan, slot: BatchSlot, report: CastReport) -> LossyCastError:
+    return LossyCastError(
+        f"input {plan.spec.name}: {report.describe_loss()} casting {report.source_dtype} to "
+        f"{report.target_dtype} in {plan.folder}/{bin_file_name(slot.index)} (samples {slot.start}..{slot.stop - 1})",
+        hint=f"pass --allow-lossy to write them anyway (largest finite cast error {report.max_error:g}), "
+             f"or fix the source values",
+    )
+

@@ -1,0 +1,6 @@
+"""Where dump-bin's samples come from: npy/npz arrays, image folders, existing bins, generators."""
+
+from infer.dump_bin._sources.base import SampleSource
+from infer.dump_bin._sources.open import open_source
+
+__all__ = ["SampleSource", "open_source"]

@@ -1,0 +1,133 @@
+"""The library calls behind the freeze and compare stages, and ATC's command line for a model converted to the
+stand-in: the parts of the pipeline that say most about the result, kept out of stages.py's bookkeeping."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from binio.errors import InferError
+from binio.spec import format_shape
+from ckpt2pb.errors import UnsetSwitchError
+from infer._option_fields import options_from, toml_text_value
+from infer.aipp.config import AippOptions
+from infer.compare._compare import compare as compare_outputs
+from infer.compare._reports import write_reports
+from infer.compare.options import CompareOptions
+from infer.compare.thresholds import Thresholds
+from infer.contract import load_contract
+from infer.convert._convert import ConvertOptions, convert_model
+from infer.freeze._freeze import freeze_model
+from infer.pipeline._work import StageDone, WorkLayout
+from infer.pipeline.config import PRECISION_FILES, PipelineConfig
+
+if TYPE_CHECKING:
+    from infer.dump_bin._sources.open import ImageOptions
+
+
+def freeze(config: PipelineConfig, work: WorkLayout) -> str:
+    """Freezes the model source into work/model (model.pb + model.json), verified; returns the stage's line."""
+    model = config.model
+    try:
+        report = freeze_model(config.model_source, work.model_dir, model.outputs, inputs=",".join(model.inputs),
+                              batch=model.batch, assignments=[f"{k}={v}" for k, v in sorted(model.set.items())],
+                              force=True)
+    except UnsetSwitchError as exc:  # the fix is a line of this file, not a flag
+        fixed = {**{k: str(v) for k, v in model.set.items()}, exc.placeholder: "false"}
+        items = ", ".join(f"{k} = {toml_text_value(v)}" for k, v in sorted(fixed.items()))
+        exc.hint = f"in {config.path} [model]: set = {{ {items} }}"
+        raise
+    contract = report.contract
+    inputs = ", ".join(f"{s.name} {s.dtype}{format_shape(s.shape)}" for s in contract.inputs)
+    folded = ", ".join(f"{k}={v}" for k, v in sorted(contract.fixed.items()))
+    checked = "" if report.verification is None else f"; max |frozen - checkpoint| {report.verification.worst:.2g}"
+    return (f"{work.pb.name}: {report.nodes} nodes, inputs {inputs}"
+            f"{f', folded {folded}' if folded else ''}{checked}")
+
+
+def _percent(value: float) -> str:
+    return f"{100 * value:.1f}%"
+
+
+def compare_options(config: PipelineConfig) -> CompareOptions:
+    """[compare] as compare's options: the keys of the same name copied, the labels resolved, the thresholds
+    parsed as `infer compare --threshold` parses them."""
+    return options_from(CompareOptions, config.compare, labels=config.labels,
+                        thresholds=Thresholds.parse(config.compare.threshold_texts))
+
+
+def compare(config: PipelineConfig, work: WorkLayout, run_folder: Path) -> StageDone:
+    """Compares the run against TensorFlow's outputs on the same bins and writes report.json/csv/html."""
+    section = config.compare
+    result = compare_outputs(work.contract, work.bins, run_folder, options=compare_options(config),
+                             layerwise=section.layerwise, cache_root=work.golden_cache)
+    paths = write_reports(result, work.report)
+    html = next(p for p in paths if p.suffix == ".html")
+    parts = []
+    keys = load_contract(work.contract).signature_keys  # a SavedModel's outputs go by key in this file
+    for output in result.outputs:
+        metrics = output.metrics
+        name = f"{keys[output.name]} ({output.name})" if output.name in keys else output.name
+        text = f"{name} cosine {metrics.cosine_similarity:.7f}, max |diff| {metrics.max_absolute_error:.2g}"
+        if output.topk is not None:
+            text += f", top-1 agreement {_percent(output.topk.top1_agreement)}"
+            accuracy = output.topk.accuracy
+            if accuracy is not None:
+                text += (f", accuracy TF {_percent(accuracy.golden_top1)} vs converted "
+                         f"{_percent(accuracy.actual_top1)}")
+        parts.append(text)
+    if result.layerwise is not None and result.layerwise.first_failing is not None:
+        warning = " (warning: the outputs pass)" if result.layerwise.is_warning else ""
+        parts.append(f"first diverging tensor {result.layerwise.first_failing.tensor}{warning}")
+    summary = "; ".join(parts) + f" -> {result.verdict()}"
+    return StageDone(summary, (work.report / "report.json",),
+                     {"passed": result.passed, "verdict": result.verdict_line(), "report_html": str(html)})
+
+
+def image_options(config: PipelineConfig) -> ImageOptions:
+    """[data.preprocessing], which is dump-bin's image options (--aipp takes them too): one source of truth."""
+    return config.data.preprocessing
+
+
+def _pair(values: tuple[int, ...], key: str) -> tuple[int, int] | None:
+    if not values:
+        return None
+    if len(values) != 2:
+        raise InferError(f"[convert] {key} = {list(values)}: expected two numbers, e.g. [256, 256]")
+    return values[0], values[1]
+
+
+def aipp_options(config: PipelineConfig) -> AippOptions | None:
+    """[convert] aipp = true (or aipp_config) as `infer convert --aipp`'s options."""
+    section = config.convert
+    if not section.aipp and not section.aipp_config:
+        return None
+    if section.aipp_config:
+        return AippOptions(config=config.resolve(section.aipp_config))
+    return AippOptions(preprocessing=image_options(config), input_format=section.aipp_input_format.upper(),
+                       src_size=_pair(section.aipp_src_size, "aipp_src_size"),
+                       crop=_pair(section.aipp_crop, "aipp_crop"), csc=section.aipp_csc or None)
+
+
+def convert_options(config: PipelineConfig) -> ConvertOptions:
+    """[convert] as `infer convert`'s options: the keys of the same name copied ("auto" and 0 are ConvertOptions'
+    None), the precision files resolved, AIPP built from [data.preprocessing] and the aipp_* keys."""
+    files = precision_files(config)
+    return options_from(ConvertOptions, config.convert, aipp=aipp_options(config), keep_dtype=files.get("keep_dtype"),
+                        modify_mixlist=files.get("modify_mixlist"), customize_dtypes=files.get("customize_dtypes"))
+
+
+def precision_files(config: PipelineConfig) -> dict[str, Path]:
+    """[convert]'s keep_dtype / modify_mixlist / customize_dtypes, resolved against the pipeline file."""
+    return {key: config.resolve(getattr(config.convert, key)) for key in PRECISION_FILES
+            if getattr(config.convert, key)}
+
+
+def atc_dry_run(config: PipelineConfig, work: WorkLayout) -> tuple[str, ...]:
+    """The ATC command `infer convert --target om` would run for this pipeline's model, without running it."""
+    options = replace(convert_options(config), target="om", dry_run=True, opset=None,
+                      output=work.model_dir / "model.om")
+    contract = load_contract(work.contract)
+    result = convert_model(replace(contract, converted=None), options)
+    return tuple(result.command)

@@ -1,0 +1,168 @@
+"""Runs the stages of a pipeline in order, skipping those whose inputs and settings have not changed, and writes
+the report that ends with the commands to reproduce every stage by hand."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from binio.atomic import write_bytes_atomic
+from binio.errors import InferError
+from binio.lock import folder_lock
+from binio.process import quote_command
+from infer._version import __version__
+from infer.pipeline._calls import atc_dry_run
+from infer.pipeline._stages import STAGE_FUNCTIONS, STAGES, WorkLayout
+from infer.pipeline._state import StageRecord, digest_paths, load_state, save_state, settings_digest
+from infer.pipeline.config import PipelineConfig, load_config
+from infer.run._runners.msame import msame_argv
+
+REPORT_FILE = "pipeline-report.txt"
+
+
+class StageError(InferError):
+    """A stage refused its input; the message starts with the stage's name (``freeze: output 'x' ...``)."""
+
+
+@dataclass(frozen=True)
+class StageOutcome:
+    stage: str
+    ran: bool  # False: skipped, nothing it reads changed since it last ran
+    summary: str
+    seconds: float
+    inputs: dict[str, str]  # path -> sha256 of what it read
+    command: tuple[str, ...]  # the equivalent `infer ...` argv
+
+    def line(self) -> str:
+        status = f"{self.seconds:5.1f}s" if self.ran else "  skip"
+        suffix = "" if self.ran else " (unchanged)"
+        return f"{self.stage:<9}{status}  {self.summary}{suffix}"
+
+
+@dataclass(frozen=True)
+class PipelineResult:
+    work_dir: Path
+    stages: tuple[StageOutcome, ...]
+    passed: bool
+    verdict: str  # compare's last line: PASSED or FAILED: ..., then what was compared with what
+    report_html: Path | None
+    report_path: Path  # the pipeline's own text report
+    atc_command: tuple[str, ...]  # the ATC argv that makes the om (what convert ran, or would run)
+    atc_note: str  # why there is no ATC command, when there is none
+    msame_command: tuple[str, ...]
+
+    def __bool__(self) -> bool:
+        return self.passed
+
+    @property
+    def commands(self) -> tuple[tuple[str, ...], ...]:
+        return tuple(s.command for s in self.stages)
+
+
+def msame_command(work: WorkLayout, om: Path, config: PipelineConfig) -> tuple[str, ...]:
+    """msame's own command line for the bins of this pipeline (folder mode, one folder per input)."""
+    import json
+
+    try:
+        manifest = json.loads((work.bins / "dataset.json").read_text())
+        folders = [work.bins / item["folder"] for item in manifest["inputs"]]
+    except (OSError, ValueError, KeyError, TypeError):
+        folders = [work.bins / "INPUT"]
+    return tuple(msame_argv("msame", om, folders, work.out / "msame", device=config.run.device,
+                            loop=config.run.loop))
+
+
+def report_tail(result: PipelineResult) -> list[str]:
+    """What follows the stage lines: the verdict, the HTML report, and the commands that reproduce each stage."""
+    lines = [result.verdict]
+    if result.report_html is not None:
+        lines.append(f"report: {result.report_html}")
+    lines.append("the same, stage by stage:")
+    lines += [f"  {quote_command(outcome.command)}" for outcome in result.stages]
+    lines.append("on an Ascend machine, by hand:")
+    lines.append(f"  {quote_command(result.atc_command)}" if result.atc_command
+                 else f"  (no ATC command: {result.atc_note})")
+    lines.append(f"  {quote_command(result.msame_command)}")
+    return lines
+
+
+def _report_text(config: PipelineConfig, result: PipelineResult) -> str:
+    lines = [f"infer pipeline {config.path}", f"infer {__version__}", ""]
+    lines += [outcome.line() for outcome in result.stages]
+    lines += ["", *report_tail(result)]
+    return "\n".join(lines) + "\n"
+
+
+def _atc_command(config: PipelineConfig, work: WorkLayout,
+                 facts: dict[str, dict[str, Any]]) -> tuple[tuple[str, ...], str]:
+    """The ATC argv convert ran, or the one `infer convert --target om --dry-run` gives; else why there is none."""
+    if "convert" not in facts:
+        return (), "convert has not run"
+    ran = tuple(str(a) for a in facts["convert"].get("atc_command", ()))
+    if ran:
+        return ran, ""
+
+    try:
+        return atc_dry_run(config, work), ""
+    except InferError as exc:  # the stand-in converted it; ATC's own checks refuse it: say why, keep the result
+        return (), exc.message
+
+
+def run_pipeline(config: PipelineConfig | Path | str, *, on_stage: Callable[[StageOutcome], None] | None = None,
+                 stages: Sequence[str] = STAGES, force: bool = False) -> PipelineResult:
+    """Runs `stages` of `config` (a pipeline TOML file, or one already loaded) in order; a stage is skipped
+    when its settings and the sha256 of everything it reads and wrote are as recorded (unless `force`).
+    `on_stage` hears of each stage as it finishes."""
+    if not isinstance(config, PipelineConfig):
+        config = load_config(config)
+    work = WorkLayout(config.work_dir)
+    with folder_lock(work.root, command="pipeline run"):  # one pipeline per work folder at a time
+        return _run_stages(config, work, on_stage, stages, force)
+
+
+def _run_stages(config: PipelineConfig, work: WorkLayout, on_stage: Callable[[StageOutcome], None] | None,
+                stages: Sequence[str], force: bool) -> PipelineResult:
+    records = {} if force else load_state(work.root)
+    facts: dict[str, dict[str, Any]] = {name: dict(r.facts) for name, r in records.items()}
+    outcomes = []
+    for name in stages:
+        plan_stage, run_stage = STAGE_FUNCTIONS[name]
+        plan = plan_stage(config, work, facts)
+        inputs = digest_paths(plan.inputs)
+        settings = settings_digest(plan.settings)
+        previous = records.get(name)
+        start = time.monotonic()
+        if previous is not None and previous.is_current(settings, inputs):
+            outcome = StageOutcome(name, False, previous.summary, 0.0, inputs, plan.command)
+        else:
+            try:
+                done = run_stage(config, work, facts)
+            except InferError as exc:  # the stage's own refusal, said with the stage it came from
+                raise StageError(f"{name}: {exc.message}", hint=exc.hint, exit_code=exc.exit_code) from None
+            records[name] = StageRecord(name, settings, inputs, digest_paths(done.outputs), done.summary,
+                                        done.facts)
+            facts[name] = dict(done.facts)
+            save_state(work.root, records)
+            plan = plan_stage(config, work, facts)  # the command may name what the stage made (the run folder)
+            outcome = StageOutcome(name, True, done.summary, time.monotonic() - start, inputs, plan.command)
+        outcomes.append(outcome)
+        if on_stage is not None:
+            on_stage(outcome)
+
+    compared = facts.get("compare", {})
+    atc_command, atc_note = _atc_command(config, work, facts)
+    artefact = Path(str(facts.get("convert", {}).get("artefact", work.model_dir / "model.om")))
+    om = artefact if artefact.suffix == ".om" else artefact.with_suffix(".om")
+    result = PipelineResult(
+        work_dir=work.root, stages=tuple(outcomes), passed=bool(compared.get("passed", False)),
+        verdict=str(compared.get("verdict", "no verdict: compare did not run")),
+        report_html=Path(compared["report_html"]) if compared.get("report_html") else None,
+        report_path=work.root / REPORT_FILE,
+        atc_command=atc_command, atc_note=atc_note,
+        msame_command=msame_command(work, om, config),
+    )
+    write_bytes_atomic(result.report_path, _report_text(config, result).encode())
+    return result

@@ -1,0 +1,218 @@
+"""The six stages as the pipeline runs them: what each reads (for the skip check), with which settings, how to
+run it through the library, and the `infer ...` command that does the same by hand.
+
+Every stage calls the library function its command calls; nothing here starts `infer` as a subprocess.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, fields
+from pathlib import Path
+
+from binio.spec import format_shape
+from ckpt2pb.inspection import inspect_model
+from infer._option_fields import flag_args
+from infer.contract import load_contract
+from infer.convert._convert import convert_model
+from infer.dump_bin._dump import DumpOptions, dump_bins
+from infer.pipeline._calls import compare, convert_options, freeze, image_options, precision_files
+from infer.pipeline._work import Facts, StageDone, StagePlan, WorkLayout
+from infer.pipeline.config import AIPP_KEYS, GENERATOR_PREFIXES, PipelineConfig
+from infer.run import run_model
+from infer.run.options import RunOptions
+
+STAGES: tuple[str, ...] = ("inspect", "freeze", "convert", "dump-bin", "run", "compare")
+
+
+def model_source_files(source: Path) -> tuple[Path, ...]:
+    """The files a model source consists of: a checkpoint prefix's .index/.meta/.data-*, or the path itself."""
+    if source.exists():
+        return (source,)
+    return tuple(sorted(source.parent.glob(source.name + ".*")))
+
+
+def _freeze_args(config: PipelineConfig) -> list[str]:
+    """[model] as `infer freeze`'s flags, from the section's fields (`infer._option_fields`)."""
+    model = config.model
+    return flag_args(model, values={"set": tuple(f"{k}={v}" for k, v in sorted(model.set.items()))})
+
+
+def _convert_args(config: PipelineConfig) -> list[str]:
+    """[convert] as `infer convert`'s flags, from the section's fields: the files resolved against the pipeline
+    file, the aipp_* keys with --aipp only, and --aipp's normalisation from [data.preprocessing]."""
+    section = config.convert
+    resolved = {key: str(path) for key, path in precision_files(config).items()}
+    if section.aipp_config:
+        resolved["aipp_config"] = str(config.resolve(section.aipp_config))
+    args = flag_args(section, skip=("aipp", *AIPP_KEYS), values=resolved)  # aipp_config: a file, as --aipp-config
+    if section.aipp and not section.aipp_config:  # --aipp: AIPP made from [data.preprocessing] and the aipp_* keys
+        args += ["--aipp", *_normalise_args(config),
+                 *flag_args(section, skip=tuple(f.name for f in fields(section) if f.name not in AIPP_KEYS))]
+    return args
+
+
+def _normalise_args(config: PipelineConfig) -> list[str]:
+    """[data.preprocessing]'s colour and normalisation, as dump-bin and convert --aipp both take them."""
+    return flag_args(config.data.preprocessing, skip=("resize",))
+
+
+def _dump_args(config: PipelineConfig) -> list[str]:
+    """[data] and [data.preprocessing] as `infer dump-bin`'s flags, from their fields."""
+    return flag_args(config.data) + flag_args(config.data.preprocessing)
+
+
+def _run_args(config: PipelineConfig) -> list[str]:
+    """[run] as `infer run`'s flags: [run] is RunOptions, each key the flag of its name, given when it differs
+    from run's default."""
+    return flag_args(config.run)
+
+
+def _compare_args(config: PipelineConfig) -> list[str]:
+    """[compare] as `infer compare`'s flags, from the section's fields; labels resolved against the file."""
+    section = config.compare
+    return flag_args(section, values={"labels": str(config.labels),
+                                      "thresholds": tuple(sorted(section.threshold_texts))})
+
+
+# --- inspect ---------------------------------------------------------------------------------------------------
+
+def plan_inspect(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StagePlan:
+    return StagePlan("inspect", model_source_files(config.model_source), {},
+                     ("infer", "inspect", str(config.model_source)))
+
+
+def run_inspect(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StageDone:
+    report = inspect_model(config.model_source)
+    inputs = ", ".join(
+        f"{p.tensor}{' (rank ?)' if p.shape is None else ' scalar' if not p.shape else format_shape(p.shape)}"
+        f"{' with default' if p.has_default else ''}" for p in report.placeholders)
+    candidates = ", ".join(f"{c.signature_key} ({c.tensor})" if c.signature_key else c.tensor
+                           for c in report.candidates[:3])
+    summary = (f"{report.kind}: inputs {inputs or 'none'}; likely outputs {candidates or 'none'}; "
+               f"{report.parameters:,} parameters")
+    return StageDone(summary, (), {"candidates": [c.tensor for c in report.candidates[:5]]})
+
+
+# --- freeze ----------------------------------------------------------------------------------------------------
+
+def plan_freeze(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StagePlan:
+    settings = asdict(config.model) | {"source": str(config.model_source)}
+    command = ("infer", "freeze", str(config.model_source), "-o", str(work.model_dir), *_freeze_args(config),
+               "--force")
+    return StagePlan("freeze", model_source_files(config.model_source), settings, command)
+
+
+def run_freeze(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StageDone:
+
+    summary = freeze(config, work)
+    return StageDone(summary, (work.pb,))
+
+
+# --- convert ---------------------------------------------------------------------------------------------------
+
+def plan_convert(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StagePlan:
+
+    command = ("infer", "convert", str(work.contract), *_convert_args(config))
+    settings = asdict(config.convert)
+    if config.convert.aipp and not config.convert.aipp_config:  # AIPP is made from [data.preprocessing]
+        settings["preprocessing"] = asdict(config.data.preprocessing)
+    inputs: tuple[Path, ...] = (work.pb, config.resolve(config.convert.aipp_config)) if config.convert.aipp_config \
+        else (work.pb,)
+    inputs += tuple(precision_files(config).values())  # an edited keep_dtype file re-runs the stage
+    return StagePlan("convert", inputs, settings, command)
+
+
+def run_convert(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StageDone:
+    result = convert_model(load_contract(work.contract), convert_options(config))
+    converted = result.contract.converted
+    mode = converted.precision_mode if converted is not None else config.convert.precision_mode
+    summary = f"{result.artefact.name} ({result.target_reason}); precision {mode}"
+    if result.aipp_file is not None:
+        summary += f"; AIPP {result.aipp_file.name}, uint8 input"
+    return StageDone(summary, (result.artefact, work.contract), {"target": result.target,
+                                                                  "artefact": str(result.artefact),
+                                                                  "atc_command": list(result.command)})
+
+
+# --- dump-bin --------------------------------------------------------------------------------------------------
+
+def _data_inputs(config: PipelineConfig) -> tuple[Path, ...]:
+    source = config.data_source
+    return () if config.data.source.startswith(GENERATOR_PREFIXES) else (Path(source),)
+
+
+def plan_dump(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StagePlan:
+    settings = asdict(config.data) | {"source": config.data_source}
+    command = ("infer", "dump-bin", "-m", str(work.contract), "-o", str(work.bins), config.data_source,
+               *_dump_args(config), "--force")
+    return StagePlan("dump-bin", (*_data_inputs(config), work.contract), settings, command)
+
+
+def run_dump(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StageDone:
+    data = config.data
+    options = DumpOptions(
+        output=work.bins, sources=(("", config.data_source),), dtype=data.dtype or None, layout=data.layout or None,
+        image=image_options(config),
+        allow_lossy=data.allow_lossy, force=True,
+    )
+    result = dump_bins(load_contract(work.contract), options)
+    manifest = result.manifest
+    shapes = ", ".join(f"{i.folder} {i.dtype}{format_shape(i.shape)}" for i in manifest.inputs)
+    padding = f", {manifest.padding} padding rows in the last" if manifest.padding else ""
+    summary = f"{manifest.samples} samples -> {manifest.file_count} files per input ({shapes}){padding}"
+    return StageDone(summary, (manifest.path,))
+
+
+# --- run -------------------------------------------------------------------------------------------------------
+
+def plan_run(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StagePlan:
+    command = ("infer", "run", str(work.contract), "--input", str(work.bins), "-o", str(work.out),
+               *_run_args(config))
+    return StagePlan("run", (work.contract, work.bins / "dataset.json"), asdict(config.run), command)
+
+
+def run_options(config: PipelineConfig) -> RunOptions:
+    """[run], which is `infer run`'s options."""
+    return config.run
+
+
+def run_run(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StageDone:
+    result = run_model(work.contract, work.bins, work.out, run_options(config))
+    record = result.record
+    speed = f", {record.throughput:,.0f} samples/s" if record.throughput else ""
+    latency = f", {record.latency.mean_ms:.2f} ms per batch" if record.latency.mean_ms is not None else ""
+    summary = f"{record.backend}: {record.samples} samples{speed}{latency} -> {result.folder}"
+    return StageDone(summary, (record.path,), {"run_folder": str(result.folder), "backend": record.backend,
+                                               "tool_command": list(record.tool_command)})
+
+
+# --- compare ---------------------------------------------------------------------------------------------------
+
+def plan_compare(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StagePlan:
+    run_folder = Path(str(facts.get("run", {}).get("run_folder", work.out)))
+    inputs = [work.contract, work.bins / "dataset.json", run_folder / "run.json"]
+    if config.labels is not None:
+        inputs.append(config.labels)
+    command = ("infer", "compare", str(work.contract), "--input", str(work.bins), "--actual", str(run_folder),
+               *_compare_args(config), "--report", str(work.report))
+    return StagePlan("compare", tuple(inputs), asdict(config.compare) | {"labels": str(config.labels or "")},
+                     command)
+
+
+def run_compare(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StageDone:
+
+    run_folder = Path(str(facts["run"]["run_folder"]))
+    return compare(config, work, run_folder)
+
+
+Planner = Callable[[PipelineConfig, WorkLayout, Facts], StagePlan]
+Runner = Callable[[PipelineConfig, WorkLayout, Facts], StageDone]
+STAGE_FUNCTIONS: dict[str, tuple[Planner, Runner]] = {
+    "inspect": (plan_inspect, run_inspect),
+    "freeze": (plan_freeze, run_freeze),
+    "convert": (plan_convert, run_convert),
+    "dump-bin": (plan_dump, run_dump),
+    "run": (plan_run, run_run),
+    "compare": (plan_compare, run_compare),
+}

@@ -1,0 +1,32 @@
+"""`infer run`'s one entry: a plain run, or a sharded one when the scale options ask for shards.
+
+Every caller (the command line, the pipeline's run stage, compare's golden and emulated runs, tune's trials)
+comes through `run`; none of them chooses between the two paths.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from binio.manifest import DatasetManifest
+from infer.contract import ModelContract
+from infer.run._batches import Progress
+from infer.run._plain import RunResult, run_plain
+from infer.run.options import RunOptions, ScaleOptions
+
+
+def run_model(model: ModelContract | Path | str, bins: DatasetManifest | Path | str, out: Path | str,
+        options: RunOptions | None = None, scale: ScaleOptions | None = None, *,
+        progress: Progress | None = None) -> RunResult:
+    """Runs every batch of `bins` through `model` into ``out/<timestamp>/`` (outputs + run.json).
+
+    Sharded (`run_sharded`) when `scale` asks for it (devices, shards, Ray, a resume: `ScaleOptions.wanted`),
+    plain (`run_plain`) otherwise. Both write the same output files, byte for byte; a sharded run's run.json
+    adds ``scale_out``."""
+    if scale is not None and scale.wanted:
+        from infer.run._sharded import run_sharded  # its engines (multiprocessing, sockets) serve shards only
+
+        return run_sharded(model, bins, out, options or RunOptions(), scale, progress=progress)  # checks `scale`
+    if scale is not None:
+        scale.check(options)  # a bad value (--retries -3) is refused even where nothing asks for shards
+    return run_plain(model, bins, out, options, progress=progress)

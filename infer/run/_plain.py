@@ -1,0 +1,198 @@
+"""`infer run`: the bins through one backend, into one layout: ``OUT/<timestamp>/<stem>_output_<i>.bin`` + run.json.
+
+The backend comes from the contract (an .om goes to msame, or ais_bench on request; an ONNX stand-in to ONNX
+Runtime; ``tf`` runs the frozen pb). Every bin's size is checked before the backend starts, its digest as it is
+read (or beside the tool that reads it). Outputs are written one batch at a time under temporary names, and
+run.json says how far the run got, so an interrupted run leaves valid outputs and a record marked incomplete.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from binio.binfile import sha256_file
+from binio.lock import folder_lock
+from binio.manifest import DatasetManifest, dataset_folder
+from infer.contract import ModelContract, load_contract
+from infer.run._batches import Progress, run_batches
+from infer.run._preflight import dataset_if_any, preflight
+from infer.run._runners.base import BaseRunner
+from infer.run.layout import timestamp_folder_name
+from infer.run.options import RunError, RunOptions
+from infer.run.record import RunRecord
+
+if TYPE_CHECKING:
+    from infer.run._runners.tool import ToolRunner
+
+log = logging.getLogger(__name__)
+
+BACKENDS: tuple[str, ...] = ("onnxrt", "tf", "msame", "ais_bench")
+_BACKENDS_OF_FILE = {".pb": ("tf",), ".onnx": ("onnxrt",), ".om": ("msame", "ais_bench")}
+_DEFAULT_OF_TARGET = {"om": "msame", "onnx": "onnxrt"}
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """What a run did: the run folder and its record (also in run.json)."""
+
+    folder: Path
+    record: RunRecord
+
+    def __bool__(self) -> bool:
+        return self.record.completed
+
+
+def resolve_model(model: ModelContract | Path | str) -> tuple[ModelContract, str | None]:
+    """The contract for MODEL (a contract, a model.json, its folder, or an .om/.onnx/.pb beside one) and the
+    file's kind."""
+    if isinstance(model, ModelContract):
+        return model, None
+    model = Path(model)
+    if model.is_dir() or model.suffix == ".json":
+        return load_contract(model), None
+    if model.suffix not in _BACKENDS_OF_FILE:
+        raise RunError(f"{model}: not a model this runs (expected model.json, .om, .onnx or .pb)")
+    if not model.is_file():
+        raise RunError(f"{model}: no such model")
+    beside = model.parent / "model.json"
+    if not beside.is_file():
+        raise RunError(f"{model}: no model.json beside it to say its inputs and outputs",
+                       hint="run infer freeze (and infer convert), which write it")
+    contract = load_contract(beside)
+    described = contract.pb_path if model.suffix == ".pb" else contract.converted_path
+    if described is None or described.resolve() != model.resolve():
+        raise RunError(f"{model}: {beside} describes {described.name if described else 'no converted model'}, "
+                       f"not this file", hint="pass the model.json, or re-run infer convert for this model")
+    return contract, model.suffix
+
+
+def choose_backend(contract: ModelContract, requested: str | None, kind: str | None) -> str:
+    if requested is not None and requested not in BACKENDS:
+        raise RunError(f"--backend {requested}: expected one of {', '.join(BACKENDS)}")
+    if kind is not None:
+        allowed = _BACKENDS_OF_FILE[kind]
+        if requested is not None and requested not in allowed:
+            raise RunError(f"--backend {requested} cannot run a {kind} file (it takes {' or '.join(allowed)})",
+                           hint="pass the model.json to pick the backend freely")
+        return requested or allowed[0]
+    if requested is not None:
+        return requested
+    if contract.converted is None:
+        log.info("%s: not converted; running the frozen pb on TensorFlow", contract.path)
+        return "tf"
+    return _DEFAULT_OF_TARGET.get(contract.converted.target, "tf")
+
+
+def make_runner(contract: ModelContract, backend: str, options: RunOptions, *,
+                dataset: DatasetManifest | None = None) -> BaseRunner:
+    """The runner for `backend`, not yet activated. With the `dataset`, TensorFlow takes an AIPP dataset's
+    uint8 bins through their declared preprocessing (`infer.run._runners.declared`).
+
+    Each backend's modules are imported here, for that backend only: a plain ONNX Runtime run has no use for the
+    tool runners or AIPP's preprocessing (about 25 ms of a command's start)."""
+    if backend == "tf":
+        from infer.run._runners.declared import with_declared_preprocessing
+        from infer.run._runners.tensorflow import TensorFlowRunner
+
+        runner = TensorFlowRunner(contract, threads=options.threads)
+        return with_declared_preprocessing(runner, contract, dataset)
+    if backend == "onnxrt":
+        from infer.run._runners.onnxrt import OnnxRuntimeRunner
+
+        return OnnxRuntimeRunner.from_contract(contract, threads=options.threads, device=options.device)
+
+    from infer.run._runners.ais_bench import AisBenchRunner
+    from infer.run._runners.msame import MsameRunner
+
+    tool = MsameRunner if backend == "msame" else AisBenchRunner
+    return tool.from_contract(contract, device=options.device, loop=options.loop, warmup=options.warmup,
+                              timeout=options.timeout)
+
+
+def model_file(contract: ModelContract, backend: str) -> tuple[Path, str]:
+    """The file `backend` runs, with the sha256 the contract records for it."""
+    if backend == "tf" or contract.converted is None:
+        return contract.pb_path, contract.pb_sha256
+    return contract.folder / contract.converted.path, contract.converted.sha256
+
+
+def warn_if_made_for_another(manifest: DatasetManifest, contract: ModelContract, options: RunOptions,
+                             running: Path) -> None:
+    """Warns when dataset.json names a model other than this contract's pb or converted model (or the one the
+    caller says the bins were made for): its bins may hold another model's dtypes or preprocessing."""
+    known = {contract.pb_sha256, contract.converted.sha256 if contract.converted else "", options.bins_made_for}
+    if manifest.model_sha256 and manifest.model_sha256 not in known:  # bins made for the om feed the pb too
+        log.warning("%s: made for another model (sha256 %s), running %s", manifest.path, manifest.model_sha256[:12],
+                    running)
+
+
+def make_run_folder(out: Path) -> Path:
+    """A new ``OUT/<timestamp>`` folder; refuses an output root that cannot be written."""
+    out = Path(out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        while True:
+            folder = out / timestamp_folder_name(datetime.now())
+            try:
+                folder.mkdir()
+                return folder
+            except FileExistsError:
+                continue
+    except OSError as exc:
+        raise RunError(f"{out}: cannot create the run folder here ({exc.strerror or exc})",
+                       hint="choose a writable -o") from None
+
+
+def run_plain(model: ModelContract | Path | str, bins: DatasetManifest | Path | str, out: Path | str,
+              options: RunOptions | None = None, *, progress: Progress | None = None) -> RunResult:
+    """Runs every batch of `bins` through `model` and writes ``out/<timestamp>/`` (outputs + run.json)."""
+    options = options or RunOptions()
+    options.check()
+    contract, kind = resolve_model(model)
+    backend = choose_backend(contract, options.backend, kind)
+    dataset = dataset_if_any(dataset_folder(bins))
+    runner = make_runner(contract, backend, options, dataset=dataset)
+    # The golden run feeds the frozen pb the converted model's bins: float16 ones are widened, exactly.
+    manifest = preflight(dataset_folder(bins), runner.inputs, widen=backend == "tf", loaded=dataset)
+    running = model_file(contract, backend)
+    warn_if_made_for_another(manifest, contract, options, running[0])
+    runner.activate()  # before the run folder exists: a missing tool leaves nothing behind
+    try:
+        with folder_lock(Path(out), command="run"):
+            return _run(runner, manifest, running, backend, Path(out), options, progress)
+    finally:
+        runner.deactivate()
+
+
+def _run(runner: BaseRunner, manifest: DatasetManifest, running: tuple[Path, str], backend: str, out: Path,
+         options: RunOptions, progress: Progress | None) -> RunResult:
+    folder = make_run_folder(out)
+    record = RunRecord.begin(folder, backend=backend, model=running, manifest=manifest,
+                             dataset_sha256=sha256_file(manifest.path), outputs=runner.outputs, options=options,
+                             device=runner.device).save()
+    log.info("running %d batches of %s on %s into %s", manifest.file_count, manifest.root, backend, folder)
+    record = runner.take_dataset(_Feed(manifest, record, options, progress))
+    return RunResult(folder=folder, record=record)
+
+
+@dataclass(frozen=True)
+class _Feed:
+    """One run's dataset, for the runner to take its own way (`BaseRunner.take_dataset`)."""
+
+    manifest: DatasetManifest
+    record: RunRecord
+    options: RunOptions
+    progress: Progress | None
+
+    def batch_by_batch(self, runner: BaseRunner) -> RunRecord:
+        return run_batches(runner, self.manifest, self.record, loop=self.options.loop, warmup=self.options.warmup,
+                           progress=self.progress)
+
+    def whole_folders(self, runner: ToolRunner) -> RunRecord:
+        from infer.run._folders import run_folders  # the tool runners' path only
+
+        return run_folders(runner, self.manifest, self.record, self.progress)

@@ -1,0 +1,176 @@
+"""What msame and ais_bench share: an .om run by an external tool over whole folders of bins at once.
+
+`run_folders` is the fast path `infer run` takes (one tool start for the whole dataset); `infer` writes one batch
+to a scratch folder and runs the tool on it, so these runners honour the same contract as the in-process ones.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from abc import abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+import numpy as np
+
+from binio.binfile import read_bin, write_raw
+from binio.manifest import bin_file_name
+from binio.process import ToolResult, quote_command
+from binio.spec import TensorSpec
+from infer.contract import ModelContract
+from infer.run._latency import mean, percentile
+from infer.run._runners.base import BaseRunner, DatasetFeed, RunnerError
+
+DEFAULT_TIMEOUT_S = 3600.0
+STAND_IN = "the stand-in is --backend onnxrt after infer convert --target onnx"
+
+
+def folder_argv(command: Sequence[str], om: Path, input_dirs: Sequence[Path], out: Path, *, device: int | None,
+                loop: int) -> list[str]:
+    """`command` with the arguments msame and ais_bench share: model, input folders (paired by file name),
+    output folder, BIN output, and the device and loop count when set. The one place their argv is built."""
+    argv = [*command, "--model", str(om), "--input", ",".join(str(d) for d in input_dirs),
+            "--output", str(out), "--outfmt", "BIN"]
+    if device is not None:
+        argv += ["--device", str(device)]
+    if loop > 1:
+        argv += ["--loop", str(loop)]
+    return argv
+
+
+@dataclass(frozen=True)
+class ToolTimings:
+    """What the tool itself reported about its speed; None where it did not say."""
+
+    mean_ms: float | None
+    p50_ms: float | None = None
+    p99_ms: float | None = None
+    per_batch_ms: tuple[float, ...] = ()
+    throughput: float | None = None  # samples/s, as the tool counts them
+
+
+@dataclass(frozen=True)
+class ToolRun:
+    """One tool run over folders of bins: its output files by input stem, in output order."""
+
+    command: tuple[str, ...]
+    folder: Path  # the tool's own (timestamp) output folder
+    files: dict[str, tuple[Path, ...]]
+    timings: ToolTimings
+    seconds: float
+
+
+def timings_from_batches(per_batch_ms: Sequence[float], mean_ms: float | None) -> ToolTimings:
+    if not per_batch_ms:
+        return ToolTimings(mean_ms=mean_ms)
+    return ToolTimings(mean_ms=mean_ms if mean_ms is not None else mean(per_batch_ms),
+                       p50_ms=percentile(per_batch_ms, 50), p99_ms=percentile(per_batch_ms, 99),
+                       per_batch_ms=tuple(per_batch_ms))
+
+
+def failure_line(result: ToolResult) -> str | None:
+    """The first ``[ERROR]`` line: these tools print one and may still exit 0."""
+    return next((line.strip() for line in result.lines if "[ERROR]" in line), None)
+
+
+_Tool = TypeVar("_Tool", bound="ToolRunner")
+_Done = TypeVar("_Done")
+
+
+class ToolRunner(BaseRunner):
+    """An .om run by an external tool; subclasses build the argv and read the tool's layout."""
+
+    tool = ""
+
+    def __init__(
+        self,
+        om: Path,
+        inputs: tuple[TensorSpec, ...],
+        outputs: tuple[TensorSpec, ...],
+        *,
+        device: int | None = None,
+        loop: int = 1,
+        warmup: int = 0,
+        timeout: float = DEFAULT_TIMEOUT_S,
+    ) -> None:
+        super().__init__(inputs, outputs)
+        self.om = Path(om)
+        self.device_id = device
+        self.loop = loop
+        self.warmup = warmup
+        self.timeout = timeout
+
+    @classmethod
+    def from_contract(cls: type[_Tool], contract: ModelContract, *, device: int | None = None, loop: int = 1,
+                      warmup: int = 0, timeout: float = DEFAULT_TIMEOUT_S) -> _Tool:
+        converted = contract.converted
+        if converted is None or converted.target != "om":
+            found = "nothing" if converted is None else f"an {converted.target} model"
+            raise RunnerError(f"{contract.path}: the {cls.backend} backend runs an .om, convert produced {found}",
+                              hint="run infer convert (ATC) for an .om, or use --backend onnxrt for the stand-in")
+        contract.check_converted_unchanged()
+        return cls(contract.folder / converted.path, converted.inputs, converted.outputs, device=device, loop=loop,
+                   warmup=warmup, timeout=timeout)
+
+    @property
+    def device(self) -> str:
+        return f"{self.tool} device {self.device_id or 0}"
+
+    def take_dataset(self, feed: DatasetFeed[_Done]) -> _Done:
+        """A tool takes the dataset's folders in one start (`run_folders`): one start per batch would cost more
+        than the batch."""
+        return feed.whole_folders(self)
+
+    def check_available(self) -> None:
+        """Looks for the tool and the .om (what activating a tool runner does, at no cost)."""
+        self.activate()
+        self.deactivate()
+
+    def activate_impl(self) -> None:
+        self.find()
+        if not self.om.is_file():
+            raise RunnerError(f"{self.om}: no such .om model")
+
+    @abstractmethod
+    def find(self) -> None:
+        """Refuses, saying so plainly and naming the stand-in, when the tool is not installed."""
+
+    @abstractmethod
+    def run_folders(self, input_dirs: Sequence[Path], stems: Sequence[str], work: Path) -> ToolRun:
+        """Runs the tool over every file of `input_dirs` (paired by name), writing under `work`."""
+
+    def folder_argv(self, command: list[str], input_dirs: Sequence[Path], out: Path) -> list[str]:
+        return folder_argv(command, self.om, input_dirs, out, device=self.device_id, loop=self.loop)
+
+    def not_installed(self, how: str) -> RunnerError:
+        return RunnerError(f"{self.tool} is not installed ({how}); {STAND_IN}",
+                           hint="run on an Ascend host with the CANN toolkit set up (source set_env.sh)")
+
+    def failed(self, result: ToolResult, why: str) -> RunnerError:
+        return RunnerError(f"{self.tool} failed (exit {result.returncode}): {why}",
+                           hint=f"command: {quote_command(result.argv)}; run it by hand, or -vv to see its output")
+
+    def infer_impl(self, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+        with tempfile.TemporaryDirectory(prefix=f"infer-{self.tool}-") as scratch:
+            root = Path(scratch)
+            stem = bin_file_name(0).removesuffix(".bin")
+            dirs = []
+            for index, spec in enumerate(self.inputs):
+                folder = root / "inputs" / str(index)
+                write_raw(folder / bin_file_name(0), np.asarray(feeds[spec.name]))
+                dirs.append(folder)
+            run = self.run_folders(dirs, [stem], root / "out")
+            return [np.array(read_bin(path, spec)) for path, spec in zip(run.files[stem], self.outputs, strict=True)]
+
+    def collect(self, folder: Path, stems: Sequence[str], result: ToolResult, name: str) -> dict[str, tuple[Path, ...]]:
+        """The output files of every stem, named by `name` (a format with {stem} and {index})."""
+        files: dict[str, tuple[Path, ...]] = {}
+        for stem in stems:
+            paths = tuple(folder / name.format(stem=stem, index=i) for i in range(len(self.outputs)))
+            missing = next((p for p in paths if not p.is_file()), None)
+            if missing is not None:
+                raise self.failed(result, f"it reported success but wrote no {missing}")
+            files[stem] = paths
+        return files
