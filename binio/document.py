@@ -4,6 +4,7 @@ version, so a foreign file or one from a newer infer is refused by name instead 
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -41,3 +42,12 @@ def load_document(path: Path, *, schema: str, version: int, kind: str, short: st
         raise error(f"{path}: {short} version {found} is newer than this infer reads (up to {version})",
                     hint="upgrade infer")
     return data
+
+
+def json_float(value: float) -> float | str:
+    """JSON has no NaN or inf: they are written as the strings "NaN", "inf", "-inf"."""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    return value

@@ -199,3 +199,12 @@ def load_manifest(path: Path | str) -> DatasetManifest:
         inputs=tuple(InputManifest.from_fields(item, path.parent) for item in fields.children("inputs")),
         model_sha256=fields.text("model_sha256", ""), created_by=fields.text("created_by", ""),
     )
+
+
+def parent_input(folder: Path) -> tuple[DatasetManifest, InputManifest] | None:
+    """The dataset `folder` is one input folder of, with that input's entry."""
+    if not (folder.parent / MANIFEST_NAME).is_file():
+        return None
+    manifest = load_manifest(folder.parent)
+    item = next((i for i in manifest.inputs if i.folder == folder.name), None)
+    return None if item is None else (manifest, item)

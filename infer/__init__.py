@@ -33,9 +33,10 @@ if TYPE_CHECKING:
     from infer.contract import ModelContract, load_contract
     from infer.convert import ConvertOptions, ConvertResult, convert_model
     from infer.doctor import DoctorReport, diagnose
-    from infer.dump_bin import DumpOptions, DumpResult, ImageOptions, dump_bins
+    from infer.dump_bin import DumpOptions, DumpResult, dump_bins
     from infer.freeze import FreezeReport, freeze_model
     from infer.pipeline import PipelineConfig, PipelineResult, load_config, run_pipeline
+    from infer.preprocessing import ImageOptions
     from infer.run import RunOptions, RunResult, ScaleOptions, run_model
     from infer.tune import TuneOptions, TuneResult, tune_precision
 
@@ -61,7 +62,7 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     "DumpResult": "infer.dump_bin",
     "FreezeReport": "infer.freeze",
     "GraphReport": "ckpt2pb.inspection",
-    "ImageOptions": "infer.dump_bin",
+    "ImageOptions": "infer.preprocessing",
     "InferError": "binio.errors",
     "InputRequest": "ckpt2pb.inputs",
     "ModelContract": "infer.contract",

@@ -28,8 +28,27 @@ def _import_names(node: ast.Import | ast.ImportFrom, module: str) -> set[str]:
         name = f"{prefix}.{node.module}" if node.module else prefix
     else:
         name = node.module or ""
-    # `from infer import cli` imports infer.cli: the names may be modules too
-    return {name} | {f"{name}.{alias.name}" for alias in node.names if alias.name != "*"}
+    # `from infer import cli` imports infer.cli: the names may be modules too; a name a package exports lazily
+    # (`from infer.compare import compare_layers`) imports the module it lives in, there and then
+    lazy = LAZY_EXPORTS.get(name, {})
+    return {name} | {f"{name}.{alias.name}" for alias in node.names if alias.name != "*"} | {
+        lazy[alias.name] for alias in node.names if alias.name in lazy}
+
+
+def _lazy_exports() -> dict[str, dict[str, str]]:
+    """Package -> {exported name: the module it lives in}, from each ``lazy_exports(__name__, {...})`` call."""
+    found: dict[str, dict[str, str]] = {}
+    for path in sorted(ROOT.glob("*/**/__init__.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and ast.unparse(node.func) == "lazy_exports":
+                package = ".".join(path.parent.relative_to(ROOT).parts)
+                found[package] = {name: where.partition(":")[0]
+                                  for name, where in ast.literal_eval(node.args[1]).items()}
+    return found
+
+
+LAZY_EXPORTS = _lazy_exports()
 
 
 def imported_modules(source: str, module: str) -> set[str]:
@@ -226,3 +245,29 @@ def test_the_cycle_check_sees_module_level_cycles_only() -> None:
                for path, source in sources.items()}
     assert import_cycles(import_graph(imports)) == [["infer.a", "infer.b", "infer.c", "infer.a"],
                                                     ["infer.h.i", "infer.j", "infer.h.i"]]
+
+
+def test_the_lazy_exports_were_read() -> None:
+    assert LAZY_EXPORTS["infer.compare"]["compare_layers"] == "infer.compare._layerwise"
+    assert "infer.compare._layerwise" in imported_modules("from infer.compare import compare_layers\n", "infer.x")
+
+
+def _private_of_another(path: str, name: str) -> bool:
+    """Whether `name` is a module of infer's that starts with _ (a package's own) inside a package other than
+    the one `path` is in: `infer/tune/_tune.py` importing `infer.compare._golden`, say."""
+    parts = name.split(".")
+    if parts[0] != "infer" or len(parts) < 3 or not any(part.startswith("_") for part in parts[2:]):
+        return False
+    return not path.startswith(f"infer/{parts[1]}/")
+
+
+def test_no_stage_imports_another_stages_own_modules() -> None:
+    """A stage reaches another through the names its package exports (`from infer.compare import ...`), never
+    through the modules that package keeps to itself; the command line and the API's exports may."""
+    written = [f"{path}: imports {node.module}" for path in IMPORTS if path.startswith("infer/")
+               and not path.startswith("infer/cli/") and path != "infer/__init__.py"
+               for node in ast.walk(ast.parse((ROOT / path).read_text(encoding="utf-8")))
+               if isinstance(node, ast.ImportFrom) and node.module and _private_of_another(path, node.module)]
+    assert written == []
+    assert _private_of_another("infer/tune/_tune.py", "infer.compare._golden")  # the check can fail
+    assert not _private_of_another("infer/compare/_compare.py", "infer.compare._golden")

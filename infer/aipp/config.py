@@ -16,7 +16,7 @@ from atc_wrap.aipp_parse import read_aipp_config
 from atc_wrap.errors import ConvertError
 from binio.spec import TensorSpec, format_shape
 from infer.contract import ModelContract
-from infer.dump_bin._sources.open import ImageOptions
+from infer.preprocessing import ImageOptions
 
 AIPP_FILE = "aipp.cfg"
 # What AIPP cannot do, so what stays host-side or is refused: said in model.json and the README.

@@ -15,7 +15,7 @@ import numpy as np
 
 from binio.errors import InferError
 from infer.aipp.yuv import yuv420sp_to_rgb
-from infer.dump_bin._sources.open import ImageOptions
+from infer.preprocessing import ImageOptions
 
 
 @dataclass(frozen=True)

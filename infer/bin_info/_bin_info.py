@@ -14,10 +14,9 @@ from binio.dataset import check_manifest_consistent, iter_samples, verify_file
 from binio.dtypes import dtype
 from binio.errors import BinFileError, InferError, OutputExistsError, ShapeError
 from binio.info import TensorStats, merge_stats, tensor_stats
-from binio.manifest import MANIFEST_NAME, DatasetManifest, InputManifest, load_manifest
+from binio.manifest import MANIFEST_NAME, DatasetManifest, InputManifest, load_manifest, parent_input
 from binio.output import check_output
 from binio.spec import TensorSpec, format_shape, parse_shape
-from infer.dump_bin._sources.bins import parent_input
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from binio.errors import InferError
 
 if TYPE_CHECKING:  # imported where it is built: infer.dump_bin._sources pulls numpy, which no --help should pay for
-    from infer.dump_bin._sources.open import ImageOptions
+    from infer.preprocessing import ImageOptions
 
 
 def floats(text: str | None, option: str, default: tuple[float, ...]) -> tuple[float, ...]:
@@ -32,7 +32,7 @@ def int_pair(text: str | None, option: str, example: str) -> tuple[int, int] | N
 def image_options(*, resize: int | None, color: str, scale: float, mean: str | None,
                   std: str | None) -> ImageOptions:
     # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
-    from infer.dump_bin._sources.open import ImageOptions
+    from infer.preprocessing import ImageOptions
 
     if color.upper() not in ("RGB", "BGR"):
         raise InferError(f"--color {color}: expected RGB or BGR")

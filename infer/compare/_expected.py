@@ -30,13 +30,14 @@ from typing import Any
 
 from atc_wrap.op_controls import CONTROL_FILE_NAMES
 from binio.binfile import sha256_file
+from binio.document import json_float
 from binio.errors import InferError
 from binio.manifest import DatasetManifest
 from infer.aipp.config import AippOptions, model_aipp
 from infer.compare._golden import cached_run
-from infer.compare._metrics import Metrics, json_float, shown
+from infer.compare._metrics import Metrics, shown
 from infer.contract import ModelContract, load_contract
-from infer.convert._convert import ConvertOptions, convert_model
+from infer.convert import ConvertOptions, convert_model
 from infer.run import run_model
 from infer.run.options import RunOptions
 

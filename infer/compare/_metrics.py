@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from binio.document import json_float
+
 EPS = float(np.finfo(np.float64).eps)
 FP16_MAX = float(np.finfo(np.float16).max)  # 65504: beyond it an fp16 tensor holds inf
 
@@ -114,15 +116,6 @@ class Metrics:
         }
         document.update(elements=self.elements, atol=self.atol, rtol=self.rtol, counts=self.counts.to_json())
         return document
-
-
-def json_float(value: float) -> float | str:
-    """JSON has no NaN or inf: they are written as the strings "NaN", "inf", "-inf"."""
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "inf" if value > 0 else "-inf"
-    return value
 
 
 def shown(value: float, metric: str = "") -> str:

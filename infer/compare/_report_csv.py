@@ -13,9 +13,10 @@ import io
 from pathlib import Path
 
 from binio.atomic import write_bytes_atomic, write_json_atomic
+from binio.document import json_float
 from binio.dtypes import dtype
 from binio.spec import node_name, output_index
-from infer.compare._metrics import CSV_METRICS, Metrics, json_float
+from infer.compare._metrics import CSV_METRICS, Metrics
 from infer.compare.result import CompareResult
 from infer.compare.thresholds import Failure
 

@@ -6,9 +6,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from binio.document import json_float
 from infer.compare._aipp_check import AippCheck
 from infer.compare._expected import ExpectedError
-from infer.compare._metrics import Metrics, json_float, shown
+from infer.compare._metrics import Metrics, shown
 from infer.compare._nonfinite import NonfiniteFinding
 from infer.compare._provenance import Provenance
 from infer.compare._topk import TopKResult

@@ -14,8 +14,7 @@ from pathlib import Path
 from binio.errors import InferError
 from infer.demo._dataset import DemoDataset, write_dataset
 from infer.demo._model import DemoModel, build_demo_model
-from infer.pipeline._runner import PipelineResult, StageOutcome, run_pipeline
-from infer.pipeline._template import TemplateValues, write_template
+from infer.pipeline import PipelineResult, StageOutcome, TemplateValues, run_pipeline, write_template
 from infer.pipeline.config import load_config
 
 PIPELINE_FILE = "pipeline.toml"

@@ -12,18 +12,17 @@ from binio.spec import format_shape
 from ckpt2pb.errors import UnsetSwitchError
 from infer._option_fields import options_from, toml_text_value
 from infer.aipp.config import AippOptions
-from infer.compare._compare import compare as compare_outputs
-from infer.compare._reports import write_reports
+from infer.compare import compare_outputs, write_reports
 from infer.compare.options import CompareOptions
 from infer.compare.thresholds import Thresholds
 from infer.contract import load_contract
-from infer.convert._convert import ConvertOptions, convert_model
-from infer.freeze._freeze import freeze_model
+from infer.convert import ConvertOptions, convert_model
+from infer.freeze import freeze_model
 from infer.pipeline._work import StageDone, WorkLayout
 from infer.pipeline.config import PRECISION_FILES, PipelineConfig
 
 if TYPE_CHECKING:
-    from infer.dump_bin._sources.open import ImageOptions
+    from infer.preprocessing import ImageOptions
 
 
 def freeze(config: PipelineConfig, work: WorkLayout) -> str:

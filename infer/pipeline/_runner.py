@@ -18,7 +18,7 @@ from infer.pipeline._calls import atc_dry_run
 from infer.pipeline._stages import STAGE_FUNCTIONS, STAGES, WorkLayout
 from infer.pipeline._state import StageRecord, digest_paths, load_state, save_state, settings_digest
 from infer.pipeline.config import PipelineConfig, load_config
-from infer.run._runners.msame import msame_argv
+from infer.run import msame_argv
 
 REPORT_FILE = "pipeline-report.txt"
 

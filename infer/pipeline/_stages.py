@@ -14,8 +14,8 @@ from binio.spec import format_shape
 from ckpt2pb.inspection import inspect_model
 from infer._option_fields import flag_args
 from infer.contract import load_contract
-from infer.convert._convert import convert_model
-from infer.dump_bin._dump import DumpOptions, dump_bins
+from infer.convert import convert_model
+from infer.dump_bin import DumpOptions, dump_bins
 from infer.pipeline._calls import compare, convert_options, freeze, image_options, precision_files
 from infer.pipeline._work import Facts, StageDone, StagePlan, WorkLayout
 from infer.pipeline.config import AIPP_KEYS, GENERATOR_PREFIXES, PipelineConfig

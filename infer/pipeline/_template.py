@@ -17,8 +17,8 @@ from ckpt2pb.inspection import inspect_loaded
 from ckpt2pb.source import load_source
 from ckpt2pb.surgery import reachable
 from infer._option_fields import template_lines, toml_literal, toml_text_value
-from infer.dump_bin.options import ImageOptions
 from infer.pipeline.config import GENERATOR_PREFIXES, CompareSection, ConvertSection, DataSection
+from infer.preprocessing import ImageOptions
 from infer.run.options import RunOptions
 
 

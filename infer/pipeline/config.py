@@ -18,8 +18,8 @@ from binio.spec import node_name
 from infer._option_fields import options_from, setting
 from infer.compare.options import CompareOptions
 from infer.compare.thresholds import ThresholdError, Thresholds, parse_threshold
-from infer.dump_bin.options import ImageOptions
 from infer.pipeline._decode import ConfigError, decode_table, type_name
+from infer.preprocessing import ImageOptions
 from infer.run.options import RunOptions
 
 __all__ = ["GENERATOR_PREFIXES", "PRECISION_FILES", "CompareSection", "ConfigError", "ConvertSection", "DataSection",

@@ -24,6 +24,7 @@ from pathlib import Path
 from binio.binfile import sha256_file
 from binio.lock import folder_lock
 from binio.manifest import DatasetManifest, dataset_folder
+from binio.shards import Shard, split, write_view
 from binio.spec import TensorSpec
 from infer.contract import ModelContract
 from infer.run._batches import Progress, latency_stats
@@ -41,7 +42,7 @@ from infer.run._plain import (
     warn_if_made_for_another,
 )
 from infer.run._preflight import dataset_if_any, preflight
-from infer.run._shard import Shard, finished_stems, split, write_view
+from infer.run._shard import finished_stems
 from infer.run._sharded_record import ScaleOut, ShardStats
 from infer.run.layout import RUN_JSON, parse_timestamp_folder
 from infer.run.options import RunOptions, ScaleOptions, ScaleOutError

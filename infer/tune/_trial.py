@@ -14,15 +14,14 @@ from pathlib import Path
 from typing import Any
 
 from atc_wrap.op_controls import write_keep_dtype
+from binio.document import json_float
 from binio.manifest import DatasetManifest
 from infer.aipp.config import AippOptions, model_aipp
-from infer.compare._aipp_check import AippCheck
-from infer.compare._compare import compare_run_folders
-from infer.compare._metrics import json_float
+from infer.compare import AippCheck, compare_run_folders
 from infer.compare.options import CompareOptions
 from infer.compare.result import CompareResult
 from infer.contract import ModelContract
-from infer.convert._convert import ConvertOptions, convert_model
+from infer.convert import ConvertOptions, convert_model
 from infer.run import run_model
 from infer.run.options import RunOptions
 

@@ -29,16 +29,13 @@ from binio.lock import folder_lock
 from binio.manifest import DatasetManifest, dataset_folder, load_manifest
 from binio.output import check_no_links_out, check_output
 from binio.process import quote_command
-from infer.compare._golden import tensorflow_golden
-from infer.compare._layerwise import LayerwiseError, compare_layers
-from infer.compare._reports import check_output_folder
-from infer.compare._sources import resolve_run_folder
+from binio.shards import write_view
+from infer.compare import LayerwiseError, check_output_folder, compare_layers, resolve_run_folder, tensorflow_golden
 from infer.compare.options import CompareOptions
 from infer.compare.result import CompareResult
 from infer.compare.thresholds import Thresholds
 from infer.contract import ModelContract, as_contract, load_contract
-from infer.convert._convert import ConvertOptions, convert_model
-from infer.run._shard import write_view
+from infer.convert import ConvertOptions, convert_model
 from infer.tune._ops import TunableOp, tunable_ops
 from infer.tune._search import MODES, search
 from infer.tune._suspects import Suspect, layer_suspects

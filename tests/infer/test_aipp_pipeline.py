@@ -63,7 +63,7 @@ def test_declared_preprocessing_of_the_bins_is_what_dump_bin_does_host_side(demo
                                                                               tmp_path: Path) -> None:
     """TensorFlow's feed in compare equals the float bins dump-bin writes for the unconverted model."""
     from infer.dump_bin._dump import DumpOptions, dump_bins
-    from infer.dump_bin._sources.open import ImageOptions
+    from infer.preprocessing import ImageOptions
 
     work = demo.pipeline.work_dir
     contract = load_contract(work / "model" / "model.json")

@@ -15,10 +15,10 @@ import pytest
 
 from infer.compare._compare import CompareOptions
 from infer.convert._convert import ConvertOptions
-from infer.dump_bin._sources.open import ImageOptions
 from infer.pipeline._calls import compare_options, convert_options, image_options
 from infer.pipeline._stages import run_options
 from infer.pipeline.config import PipelineConfig, config_from_dict
+from infer.preprocessing import ImageOptions
 from infer.run.options import RunOptions
 
 
@@ -78,8 +78,8 @@ def _cli_flags(module: str, command: str) -> dict[str, Any]:
 
 
 def _tables() -> list[tuple[str, type, str, str]]:
-    from infer.dump_bin.options import ImageOptions as Image
     from infer.pipeline.config import CompareSection, ConvertSection, DataSection, ModelSection
+    from infer.preprocessing import ImageOptions as Image
 
     return [("model", ModelSection, "infer.cli.freeze", "freeze"),
             ("data", DataSection, "infer.cli.dump_bin", "dump_bin"),

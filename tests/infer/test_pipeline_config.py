@@ -300,7 +300,7 @@ def test_color_is_read_like_the_command_line_takes_it(project: Path) -> None:
 
 def test_image_options_refuse_an_unknown_color_whoever_builds_them() -> None:
     from binio.errors import InferError
-    from infer.dump_bin._sources.open import ImageOptions
+    from infer.preprocessing import ImageOptions
 
     assert ImageOptions(color="bgr").color == "BGR"
     with pytest.raises(InferError, match=r"^--color GBR: expected RGB or BGR$"):

@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 
 from binio.manifest import DatasetManifest
+from binio.shards import split
 from binio.spec import TensorSpec
 from infer.contract import ModelContract
 from infer.run import RunResult, run_model
-from infer.run._shard import finished_stems, split
+from infer.run._shard import finished_stems
 from infer.run._sharded import run_sharded
 from infer.run.layout import output_file_name
 from infer.run.options import RunOptions, ScaleOptions

@@ -17,7 +17,7 @@ from atc_wrap.aipp import CSC_MATRICES, AippConfig, csc_rows, csc_standard
 from infer.aipp.yuv import rgb_to_yuv420sp
 from infer.dump_bin._sources.arrays import SourceError
 from infer.dump_bin._sources.images import ImageFolderSource, ImagePreprocessing
-from infer.dump_bin._sources.open import ImageOptions
+from infer.preprocessing import ImageOptions
 
 
 def source_channels(config: AippConfig) -> str:

@@ -18,7 +18,7 @@ from binio.binfile import check_bin_size, read_bin
 from binio.dataset import check_digest
 from binio.dtypes import dtype
 from binio.errors import BinFileError
-from binio.manifest import MANIFEST_NAME, BinEntry, DatasetManifest, InputManifest, load_manifest
+from binio.manifest import MANIFEST_NAME, BinEntry, DatasetManifest, InputManifest, load_manifest, parent_input
 from binio.spec import TensorSpec, format_shape
 from infer.dump_bin._sources.arrays import SourceError
 from infer.dump_bin._sources.order import NATURAL_ORDER, natural_order
@@ -44,15 +44,6 @@ def _pick_input(manifest: DatasetManifest, tensor: str, single_input: bool) -> I
     if manifest.find(tensor) is None and single_input and len(manifest.inputs) == 1:
         return manifest.inputs[0]
     return manifest.input(tensor)
-
-
-def parent_input(folder: Path) -> tuple[DatasetManifest, InputManifest] | None:
-    """The dataset `folder` is one input folder of, with that input's entry."""
-    if not (folder.parent / MANIFEST_NAME).is_file():
-        return None
-    manifest = load_manifest(folder.parent)
-    item = next((i for i in manifest.inputs if i.folder == folder.name), None)
-    return None if item is None else (manifest, item)
 
 
 class BinFolderSource:

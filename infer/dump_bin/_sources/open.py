@@ -10,7 +10,7 @@ from binio.spec import format_shape
 from infer.dump_bin._sources.arrays import NpySource, NpzSource, SourceError
 from infer.dump_bin._sources.base import SampleSource
 from infer.dump_bin._sources.generators import GeneratedSource, is_generator
-from infer.dump_bin.options import COLORS, ImageOptions
+from infer.preprocessing import COLORS, ImageOptions
 
 if TYPE_CHECKING:
     from infer.dump_bin._sources.images import ImagePreprocessing

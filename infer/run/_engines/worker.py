@@ -17,9 +17,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from binio.errors import InferError, first_line
+from binio.shards import Shard
 from binio.spec import TensorSpec
 from infer.run._plain import run_plain
-from infer.run._shard import Shard
 from infer.run.layout import newest_run_folder, output_file_name
 from infer.run.options import RunOptions
 from infer.run.record import RunRecord, load_run
