@@ -9,23 +9,10 @@ from typing import Any
 from binio.dtypes import DType, dtype
 from binio.errors import InferError, ShapeError
 from binio.fields import Fields
+from binio.names import node_name, tensor_name
 
 Shape = tuple["int | None", ...]
 LAYOUTS: tuple[str, ...] = ("NHWC", "NCHW", "ND")
-
-
-def node_name(tensor_or_node: str) -> str:
-    """``scope/op:1`` -> ``scope/op``; a node name is returned as it is (a leading ``^`` is dropped)."""
-    name = tensor_or_node.lstrip("^")
-    head, sep, tail = name.rpartition(":")
-    return head if sep and tail.isdigit() else name
-
-
-def tensor_name(tensor_or_node: str) -> str:
-    """``scope/op`` -> ``scope/op:0``; a tensor name is returned as it is."""
-    name = tensor_or_node.lstrip("^")
-    head, sep, tail = name.rpartition(":")
-    return name if sep and tail.isdigit() and head else f"{name}:0"
 
 
 def output_index(tensor: str) -> int:

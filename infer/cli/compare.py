@@ -59,7 +59,7 @@ def compare(
     # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
     from infer.cli.compare_table import metrics_table
     from infer.compare._compare import compare as run_compare
-    from infer.compare._metrics import shown_limit
+    from infer.compare.metric_names import shown_limit
     from infer.compare.options import CompareOptions
     from infer.compare.thresholds import Thresholds
     from infer.contract import load_contract
@@ -147,7 +147,7 @@ def _print_layers(console: Any, layers: Any) -> None:
     # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
     from infer.cli.layer_table import layer_table
     from infer.compare._layer_diagnosis import ERROR_FLOOR
-    from infer.compare._metrics import shown
+    from infer.compare.metric_names import shown
 
     width = console.width if console.is_terminal else None  # a pipe or a log file: the table whole
     for line in layer_table(layers, width):

@@ -6,7 +6,7 @@ packed into lines that fit (as Polygraphy prints its statistics). A pipe or a lo
 
 from __future__ import annotations
 
-from infer.compare._metrics import shown
+from infer.compare.metric_names import shown
 from infer.compare.result import CompareResult, OutputResult, fp16_cause
 
 # The metric columns: short header -> msaccucmp's name.

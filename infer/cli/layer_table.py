@@ -10,7 +10,7 @@ from __future__ import annotations
 import textwrap
 
 from infer.cli.compare_table import aligned, packed
-from infer.compare._metrics import shown
+from infer.compare.metric_names import shown
 from infer.compare.result import LayerRow, LayerwiseResult
 
 _HEADERS = ["tensor", "op", "cosine", "RED", "growth"]

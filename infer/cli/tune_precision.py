@@ -44,7 +44,7 @@ def tune_precision(
     """
     # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
     from binio.process import quote_command
-    from infer.compare._metrics import shown
+    from infer.compare.metric_names import shown
     from infer.compare.thresholds import Thresholds
     from infer.tune._trial import Candidate
     from infer.tune._tune import TuneOptions

@@ -35,7 +35,8 @@ from binio.errors import InferError
 from binio.manifest import DatasetManifest
 from infer.aipp.config import AippOptions, model_aipp
 from infer.compare._golden import cached_run
-from infer.compare._metrics import Metrics, shown
+from infer.compare._metrics import Metrics
+from infer.compare.metric_names import shown
 from infer.contract import ModelContract, load_contract
 from infer.convert import ConvertOptions, convert_model
 from infer.run import run_model

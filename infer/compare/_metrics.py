@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from binio.document import json_float
+from infer.compare.metric_names import SCALAR_METRICS
 
 EPS = float(np.finfo(np.float64).eps)
 FP16_MAX = float(np.finfo(np.float16).max)  # 65504: beyond it an fp16 tensor holds inf
@@ -28,21 +29,6 @@ FP16_MAX = float(np.finfo(np.float16).max)  # 65504: beyond it an fp16 tensor ho
 # NaN and inf in a tensor are data here (counted, reported, judged by the thresholds), so numpy's warnings about
 # them (inf - inf, 0/0, log of 0) are silenced where the metrics are computed: they would only reach the terminal.
 nonfinite_is_data = np.errstate(divide="ignore", invalid="ignore", over="ignore")
-
-# The metric names as msaccucmp's CSV spells them, in its column order.
-CSV_METRICS: tuple[str, ...] = (
-    "CosineSimilarity", "MaxAbsoluteError", "AccumulatedRelativeError", "RelativeEuclideanDistance",
-    "KullbackLeiblerDivergence", "StandardDeviation", "MeanAbsoluteError", "RootMeanSquareError",
-    "MaxRelativeError", "MeanRelativeError",
-)
-# The metrics a threshold can be put on: every scalar one, plus our allclose pass rate.
-SCALAR_METRICS: tuple[str, ...] = (
-    "CosineSimilarity", "MaxAbsoluteError", "MeanAbsoluteError", "RootMeanSquareError",
-    "RelativeEuclideanDistance", "AccumulatedRelativeError", "MaxRelativeError", "MeanRelativeError",
-    "KullbackLeiblerDivergence", "AllclosePassRate",
-)
-# Metrics where a larger value is better: a threshold on them is a floor, on the others a ceiling.
-HIGHER_IS_BETTER: frozenset[str] = frozenset({"CosineSimilarity", "AllclosePassRate"})
 
 _FIELD_OF = {
     "CosineSimilarity": "cosine_similarity", "MaxAbsoluteError": "max_absolute_error",
@@ -116,34 +102,6 @@ class Metrics:
         }
         document.update(elements=self.elements, atol=self.atol, rtol=self.rtol, counts=self.counts.to_json())
         return document
-
-
-def shown(value: float, metric: str = "") -> str:
-    """A number as people read it (terminal, HTML): six significant digits, eight for a CosineSimilarity (fp16
-    moves it in the 7th, which six would round to 1), a percentage for AllclosePassRate; NaN spelled ``NaN``."""
-    if math.isnan(value):
-        return "NaN"
-    if metric == "AllclosePassRate":
-        return f"{value:.2%}"
-    return f"{value:.8g}" if metric == "CosineSimilarity" else f"{value:.6g}"
-
-
-def shown_limit(limit: float) -> str:
-    """A limit as the user set it: every digit given (0.9999999 stays 0.9999999, where ``:g`` shows 1)."""
-    return f"{limit:.12g}"
-
-
-def shown_against(value: float, limit: float, metric: str = "") -> str:
-    """A value that breaks `limit`, with as many digits as it takes not to read as the limit itself
-    (0.99999981 against 0.9999999, not 1 < 1)."""
-    text = shown(value, metric)
-    if math.isnan(value) or metric == "AllclosePassRate" or value == limit:
-        return text
-    digits = 8 if metric == "CosineSimilarity" else 6
-    while float(text) == float(shown_limit(limit)) and digits < 17:
-        digits += 1
-        text = f"{value:.{digits}g}"
-    return text
 
 
 def sum_of_products(a: np.ndarray, b: np.ndarray) -> float:

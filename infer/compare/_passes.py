@@ -28,10 +28,11 @@ from binio.heap import keep_freed_memory
 from binio.manifest import DatasetManifest
 from binio.shards import split
 from infer.compare._accumulate import MetricAccumulator
-from infer.compare._metrics import HIGHER_IS_BETTER, Metrics, as_float64
+from infer.compare._metrics import Metrics, as_float64
 from infer.compare._provenance import sample_names, sample_source
 from infer.compare._sources import OutputPair
 from infer.compare._topk import TopKAccumulator, is_classifier
+from infer.compare.metric_names import HIGHER_IS_BETTER
 from infer.compare.options import CompareOptions
 from infer.compare.result import BatchResult, OutputResult, PlotData, SampleScore
 from infer.compare.thresholds import SAMPLE_METRICS, Failure, Thresholds

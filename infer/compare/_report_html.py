@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from binio.atomic import write_bytes_atomic
-from infer.compare._metrics import shown, shown_limit
+from infer.compare.metric_names import shown, shown_limit
 from infer.compare.result import CompareResult, LayerwiseResult, OutputResult, PlotData, fp16_cause
 
 REPORT_HTML = "report.html"

@@ -9,10 +9,11 @@ from typing import Any
 from binio.document import json_float
 from infer.compare._aipp_check import AippCheck
 from infer.compare._expected import ExpectedError
-from infer.compare._metrics import Metrics, shown
+from infer.compare._metrics import Metrics
 from infer.compare._nonfinite import NonfiniteFinding
 from infer.compare._provenance import Provenance
 from infer.compare._topk import TopKResult
+from infer.compare.metric_names import shown
 from infer.compare.thresholds import Failure
 
 

@@ -21,10 +21,14 @@ import difflib
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from binio.errors import InferError
-from binio.spec import node_name
-from infer.compare._metrics import HIGHER_IS_BETTER, SCALAR_METRICS, Metrics, shown_against, shown_limit
+from binio.names import node_name
+from infer.compare.metric_names import HIGHER_IS_BETTER, SCALAR_METRICS, shown_against, shown_limit
+
+if TYPE_CHECKING:
+    from infer.compare._metrics import Metrics
 
 DEFAULT_THRESHOLDS: dict[str, float] = {
     "CosineSimilarity": 0.99,

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from infer.compare._compare import CompareOptions, compare
-from infer.compare._metrics import shown
+from infer.compare.metric_names import shown
 from infer.contract import ModelContract
 from infer.run import run_model
 from infer.run.options import RunOptions

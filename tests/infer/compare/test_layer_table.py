@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from infer.cli.layer_table import layer_table
-from infer.compare._metrics import compute_metrics, shown
+from infer.compare._metrics import compute_metrics
+from infer.compare.metric_names import shown
 from infer.compare.result import LayerRow, LayerwiseResult
 
 LONG = "encoder/layer_11/attention/self/query/BiasAdd:0"

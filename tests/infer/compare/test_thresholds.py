@@ -96,7 +96,7 @@ def test_unknown_output_refused() -> None:
 @pytest.mark.parametrize(("metric", "limit"), sorted(Thresholds().limits("probs:0").items()))
 def test_a_metric_exactly_at_its_limit_passes_and_one_step_past_fails(metric: str, limit: float) -> None:
     """msit's rule is strict on both sides (cosine < 0.99 fails, RED > 0.05 fails): the limit itself passes."""
-    from infer.compare._metrics import HIGHER_IS_BETTER
+    from infer.compare.metric_names import HIGHER_IS_BETTER
     from infer.compare.thresholds import breaks
 
     worse = np.nextafter(limit, -np.inf if metric in HIGHER_IS_BETTER else np.inf)
@@ -120,8 +120,8 @@ def test_a_comparison_whose_red_is_exactly_the_limit_passes() -> None:
 @pytest.mark.parametrize("metric", ["CosineSimilarity", "RelativeEuclideanDistance", "MaxAbsoluteError"])
 def test_per_sample_limits_follow_the_same_strict_rule(metric: str) -> None:
     """The per-sample check is the dataset rule over arrays: a sample exactly at its limit passes, NaN fails."""
-    from infer.compare._metrics import HIGHER_IS_BETTER
     from infer.compare._passes import _SampleScores
+    from infer.compare.metric_names import HIGHER_IS_BETTER
     from infer.compare.thresholds import breaks
 
     limit = 0.5

@@ -14,8 +14,8 @@ from binio.binfile import sha256_file
 from binio.spec import TensorSpec
 from infer.cli.compare_table import metrics_table
 from infer.compare._compare import CompareOptions, compare
-from infer.compare._metrics import shown
 from infer.compare._report_html import histogram_bars, worst_bars
+from infer.compare.metric_names import shown
 from infer.compare.thresholds import ThresholdError, Thresholds, parse_threshold
 from infer.contract import ModelContract
 from tests.cli import Arg, run_cli
