@@ -17,6 +17,7 @@ from typing import Any
 
 from atc_wrap.errors import ConvertError
 from atc_wrap.op_types import closest, known_op_types
+from atc_wrap.precision import KEEP_DTYPE_MODES
 from binio.atomic import write_bytes_atomic
 
 OP_TYPE_PREFIX = "OpType::"
@@ -27,9 +28,6 @@ CUSTOM_DTYPES: Mapping[str, str] = {"float": "float32", "float32": "float32", "f
                                     "int8": "int8", "int16": "int16", "int32": "int32", "int64": "int64",
                                     "uint8": "uint8", "bool": "bool", "bfloat16": "bfloat16"}
 EMULATED_DTYPES: tuple[str, ...] = ("float32", "float16")
-# Modes in which --keep_dtype changes anything: ATC ignores it under must_keep_origin_dtype, and under force_fp32
-# every op is fp32 already.
-KEEP_DTYPE_MODES: tuple[str, ...] = ("force_fp16", "allow_fp32_to_fp16", "allow_mix_precision")
 MIXLIST_MODE = "allow_mix_precision"
 
 

@@ -6,14 +6,21 @@ Parsed once here so the ATC command and the ONNX stand-in read the user's option
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from atc_wrap.errors import ConvertError
-from binio.spec import TensorSpec, node_name
+from binio.names import node_name
+
+if TYPE_CHECKING:  # the options that check a mode import this module: no numpy for --help
+    from binio.spec import TensorSpec
 
 PRECISION_MODES: tuple[str, ...] = (
     "force_fp16", "force_fp32", "allow_fp32_to_fp16", "must_keep_origin_dtype", "allow_mix_precision",
 )
 DEFAULT_PRECISION_MODE = "force_fp16"  # ATC's own default for TensorFlow models
+# Modes in which --keep_dtype changes anything: ATC ignores it under must_keep_origin_dtype, and under force_fp32
+# every op is fp32 already.
+KEEP_DTYPE_MODES: tuple[str, ...] = ("force_fp16", "allow_fp32_to_fp16", "allow_mix_precision")
 IMPL_MODES: tuple[str, ...] = (
     "high_precision", "high_performance", "high_precision_for_all", "high_performance_for_all",
 )

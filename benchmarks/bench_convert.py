@@ -39,9 +39,10 @@ def measure(width: int, rounds: int) -> list[Row]:
     work = Path(tempfile.mkdtemp(prefix="bench-convert-"))
     try:
         prefix = build_checkpoint(work / "checkpoint", width, 3)
-        from infer.freeze._freeze import freeze_model
+        from infer.freeze import FreezeOptions, freeze_model
 
-        frozen = freeze_model(prefix, work / "model", ["y:0"], inputs="x:0", batch=8, verify=False).contract
+        frozen = freeze_model(prefix, work / "model", FreezeOptions(
+            outputs=("y:0",), inputs=("x:0",), batch=8, verify=False)).contract
         print(f"convert: MLP of 3 {width}x{width} dense layers ({3 * (width * width + width) * 4 / 2**20:.0f} MiB)")
         ours_onnx, hand_onnx = frozen.folder / "model.onnx", work / "hand" / "model.onnx"  # ours: beside model.json
         (work / "hand").mkdir()

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from binio.dtypes import dtype
 from binio.errors import DtypeError
 from binio.spec import Shape, parse_shape
+from binio.texts import split_top_level
 from ckpt2pb.errors import FreezeError
 
 _ITEM = re.compile(
@@ -29,22 +30,6 @@ class InputRequest:
     shape: Shape | None = None
     dtype: str | None = None
     text: str = ""  # as the user wrote it, for messages
-
-
-def split_top_level(text: str) -> list[str]:
-    """Splits on commas that are not inside brackets: ``a[1,2],b`` -> ``a[1,2]``, ``b``."""
-    items: list[str] = []
-    current: list[str] = []
-    depth = 0
-    for char in text:
-        depth += {"[": 1, "]": -1}.get(char, 0)
-        if char == "," and depth == 0:
-            items.append("".join(current))
-            current = []
-        else:
-            current.append(char)
-    items.append("".join(current))
-    return [item.strip() for item in items if item.strip()]
 
 
 def parse_input(text: str) -> InputRequest:

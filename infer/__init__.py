@@ -8,7 +8,8 @@ its modules whose names start with ``_`` are its own. Each name is imported the 
 
     import infer
 
-    frozen = infer.freeze_model("ckpt/model.ckpt", "model", ["probs:0"], batch=8, assignments={"is_training": False})
+    frozen = infer.freeze_model("ckpt/model.ckpt", "model", infer.FreezeOptions(
+        outputs=("probs:0",), batch=8, assignments={"is_training": "false"}))
     converted = infer.convert_model(frozen.contract, infer.ConvertOptions(soc_version="Ascend310"))
     ...
 
@@ -25,7 +26,6 @@ from infer._version import __version__ as __version__  # `infer.__version__`, as
 if TYPE_CHECKING:
     from binio.errors import InferError
     from binio.manifest import DatasetManifest, load_manifest
-    from ckpt2pb.inputs import InputRequest
     from ckpt2pb.inspection import GraphReport, inspect_model
     from infer.aipp import AippOptions
     from infer.bin_info import BinInfoReport, describe_path
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from infer.convert import ConvertOptions, ConvertResult, convert_model
     from infer.doctor import DoctorReport, diagnose
     from infer.dump_bin import DumpOptions, DumpResult, dump_bins
-    from infer.freeze import FreezeReport, freeze_model
+    from infer.freeze import FreezeOptions, FreezeReport, freeze_model
     from infer.pipeline import PipelineConfig, PipelineResult, load_config, run_pipeline
     from infer.preprocessing import ImageOptions
     from infer.run import RunOptions, RunResult, ScaleOptions, run_model
@@ -42,8 +42,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AippOptions", "BinInfoReport", "CompareOptions", "CompareResult", "ConvertOptions", "ConvertResult",
-    "DatasetManifest", "DoctorReport", "DumpOptions", "DumpResult", "FreezeReport", "GraphReport", "ImageOptions",
-    "InferError", "InputRequest", "ModelContract", "PipelineConfig", "PipelineResult", "RunOptions", "RunResult",
+    "DatasetManifest", "DoctorReport", "DumpOptions", "DumpResult", "FreezeOptions", "FreezeReport", "GraphReport",
+    "ImageOptions", "InferError", "ModelContract", "PipelineConfig", "PipelineResult", "RunOptions", "RunResult",
     "ScaleOptions", "Thresholds", "TuneOptions", "TuneResult", "compare_outputs", "convert_model", "describe_path",
     "diagnose", "dump_bins", "freeze_model", "inspect_model", "load_config", "load_contract", "load_manifest",
     "run_model", "run_pipeline", "tune_precision",
@@ -60,11 +60,11 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     "DoctorReport": "infer.doctor",
     "DumpOptions": "infer.dump_bin",
     "DumpResult": "infer.dump_bin",
+    "FreezeOptions": "infer.freeze",
     "FreezeReport": "infer.freeze",
     "GraphReport": "ckpt2pb.inspection",
     "ImageOptions": "infer.preprocessing",
     "InferError": "binio.errors",
-    "InputRequest": "ckpt2pb.inputs",
     "ModelContract": "infer.contract",
     "PipelineConfig": "infer.pipeline",
     "PipelineResult": "infer.pipeline",

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from binio.errors import InferError
+from binio.texts import floats
 from infer._option_fields import setting
 
 COLORS = ("RGB", "BGR")
@@ -18,11 +19,15 @@ class ImageOptions:
     """The image preprocessing a user chose; the crop size and channels come from the model's input shape.
     In pipeline.toml: [data.preprocessing]."""
 
-    resize: int | None = setting(None, unset=0, help="shorter side before the crop; 0 = just large enough")
-    color: str = setting("RGB", help="or BGR")
-    scale: float = 1.0
-    mean: tuple[float, ...] = setting((0.0,), help="one value, or one per channel")
-    std: tuple[float, ...] = (1.0,)
+    resize: int | None = setting(None, unset=0, shown="just large enough for the crop",
+                                 help="Images: the shorter side is resized to this before the centre crop.")
+    color: str = setting("RGB", help="The channel order the model was trained on: RGB or BGR (images are read as "
+                                     "RGB).")
+    scale: float = setting(1.0, help="Pixels are multiplied by this first (e.g. 0.00392 for 1/255).")
+    mean: tuple[float, ...] = setting((0.0,), parse=floats,
+                                      help="Subtracted after the scale: one value, or one per channel.")
+    std: tuple[float, ...] = setting((1.0,), parse=floats,
+                                     help="Divided by after the mean: one value, or one per channel.")
 
     def __post_init__(self) -> None:
         # One check for every caller (command line, pipeline file, Python): "bgr" is BGR, "GBR" is refused.

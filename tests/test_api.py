@@ -163,18 +163,22 @@ def test_a_pipeline_is_run_from_its_file_or_its_loaded_config(tmp_path: Path) ->
 
 
 @pytest.mark.slow
-def test_freeze_takes_typed_inputs_and_a_mapping_as_well_as_the_command_line_text(tmp_path: Path) -> None:
+def test_freeze_takes_a_mapping_of_values_as_the_command_line_takes_text(tmp_path: Path,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.cli import run_cli
     from tests.models import build_resnet_like
 
     model = build_resnet_like(tmp_path / "ckpt")
     (name, (_, shape)), = model.inputs.items()
     fixed_shape = (2, *shape[1:])
-    typed = infer.freeze_model(model.path, tmp_path / "typed", list(model.outputs),
-                               inputs=[infer.InputRequest(name, shape=fixed_shape, dtype="float32")],
-                               assignments={"is_training": False})
-    text = infer.freeze_model(model.path, tmp_path / "text", list(model.outputs),
-                              inputs=f"{name}[{','.join(map(str, fixed_shape))}]:float32",
-                              assignments=["is_training=false"])
+    given = f"{name}[{','.join(map(str, fixed_shape))}]:float32"
+    typed = infer.freeze_model(model.path, tmp_path / "typed", infer.FreezeOptions(
+        outputs=tuple(model.outputs), inputs=(given,), assignments={"is_training": False}))  # type: ignore[dict-item]
+    outcome = run_cli(capsys, "freeze", model.path, "-o", tmp_path / "text", "--outputs", ",".join(model.outputs),
+                      "--inputs", given, "--set", "is_training=false")
+    assert outcome.code == 0, outcome.err
+    text = infer.FreezeReport(contract=infer.load_contract(tmp_path / "text"), verification=None, nodes=0,
+                              stripped_attrs=0)
     from ckpt2pb.protobuf import read_graph_def
 
     # Two freezes of one model are equal graphs, not equal bytes (TensorFlow's serialisation varies).

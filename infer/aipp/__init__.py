@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING
 from infer._exports import lazy_exports
 
 if TYPE_CHECKING:
-    from infer.aipp.config import AIPP_FILE, AippOptions, aipp_config_for, aipp_record, model_aipp
+    from infer.aipp.config import AIPP_FILE, aipp_config_for, aipp_record, model_aipp
     from infer.aipp.declared import DeclaredPreprocessing
+    from infer.aipp.options import AippOptions
 
 __all__ = [
     "AIPP_FILE", "AippOptions", "DeclaredPreprocessing", "aipp_config_for", "aipp_record", "model_aipp",
@@ -17,7 +18,7 @@ __all__ = [
 
 __getattr__, __dir__ = lazy_exports(__name__, {
     "AIPP_FILE": "infer.aipp.config",
-    "AippOptions": "infer.aipp.config",
+    "AippOptions": "infer.aipp.options",
     "DeclaredPreprocessing": "infer.aipp.declared",
     "aipp_config_for": "infer.aipp.config",
     "aipp_record": "infer.aipp.config",

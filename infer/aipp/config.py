@@ -7,16 +7,14 @@ One source of truth: `--aipp` takes the same ``--mean/--std/--scale/--color`` as
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from atc_wrap.aipp import AippConfig, Normalisation, aipp_from_preprocessing, check_against_input
 from atc_wrap.aipp_parse import read_aipp_config
 from atc_wrap.errors import ConvertError
 from binio.spec import TensorSpec, format_shape
+from infer.aipp.options import AippOptions
 from infer.contract import ModelContract
-from infer.preprocessing import ImageOptions
 
 AIPP_FILE = "aipp.cfg"
 # What AIPP cannot do, so what stays host-side or is refused: said in model.json and the README.
@@ -25,31 +23,6 @@ NOT_EXPRESSIBLE: tuple[str, ...] = (
     "per-pixel mean images: mean_chn/min_chn are one value per channel",
     "a negative mean / scale: mean_chn and min_chn only subtract",
 )
-
-
-@dataclass(frozen=True)
-class AippOptions:
-    """AIPP for `infer convert`: made from `preprocessing` (mean, std, scale, color; its resize stays host-side),
-    or read from a hand-written `config` file."""
-
-    preprocessing: ImageOptions = field(default_factory=ImageOptions)
-    input_format: str = ""  # "": RGB888_U8 for a 3-channel input, YUV400_U8 for a 1-channel one
-    src_size: tuple[int, int] | None = None  # (width, height) of the uint8 source; default the model input's
-    crop: tuple[int, int] | None = None  # (x, y) of the crop window in the source; default centred
-    csc: str | None = None  # YUV420SP_U8: jpeg | bt601n | bt601w | bt709n | bt709w (default jpeg)
-    config: Path | None = None  # a hand-written aipp.cfg instead of all of the above
-    input_rank: int = 0  # which model input (related_input_rank)
-
-    def check(self) -> None:
-        if self.config is not None:
-            given = [flag for flag, present in (
-                ("--mean", self.preprocessing.mean != (0.0,)), ("--std", self.preprocessing.std != (1.0,)),
-                ("--scale", self.preprocessing.scale != 1.0), ("--color", self.preprocessing.color != "RGB"),
-                ("--aipp-input-format", bool(self.input_format)), ("--aipp-src-size", self.src_size is not None),
-                ("--aipp-crop", self.crop is not None), ("--aipp-csc", self.csc is not None)) if present]
-            if given:
-                raise ConvertError(f"--aipp-config {self.config} with {', '.join(given)}: the file holds every AIPP "
-                                   "setting; give one or the other")
 
 
 def image_dims(spec: TensorSpec) -> tuple[int, int, int]:

@@ -114,26 +114,45 @@ def _root(
     _asked.verbose, _asked.quiet = verbose, quiet
 
 
-# Command name -> (module, the function or typer app in it): one module per command, in the order the stages run;
-# each command's docstring is its --help.
+# Command name -> (module, the function or typer app in it, its one-line summary): one module per command, in the
+# order the stages run; each command's docstring is its --help. The summary is the docstring's first line, written
+# here so the root's help lists every command without importing one (tests/test_cli_conventions.py holds the two
+# equal): importing all eleven, and building their flags, cost about a fifth of `infer --help`.
 _COMMANDS = {
-    "inspect": ("infer.cli.inspect", "inspect"),
-    "freeze": ("infer.cli.freeze", "freeze"),
-    "convert": ("infer.cli.convert", "convert"),
-    "dump-bin": ("infer.cli.dump_bin", "dump_bin"),
-    "bin-info": ("infer.cli.bin_info", "bin_info"),
-    "run": ("infer.cli.run", "run"),
-    "compare": ("infer.cli.compare", "compare"),
-    "tune-precision": ("infer.cli.tune_precision", "tune_precision"),
-    "demo": ("infer.cli.demo", "demo"),
-    "pipeline": ("infer.cli.pipeline", "pipeline_app"),
-    "doctor": ("infer.cli.doctor", "doctor"),
+    "inspect": ("infer.cli.inspect", "inspect",
+                "List a model's inputs, its likely outputs (ranked), dynamic dims, op types and parameter count."),
+    "freeze": ("infer.cli.freeze", "freeze",
+               "Freeze a checkpoint, SavedModel or Keras model into OUTDIR/model.pb + model.json (the contract)."),
+    "convert": ("infer.cli.convert", "convert",
+                "Convert the frozen pb to an Ascend .om with ATC, or to ONNX for the ONNX Runtime stand-in."),
+    "dump-bin": ("infer.cli.dump_bin", "dump_bin",
+                 "Write a dataset as .bin files in the dtype the model takes, with dataset.json beside them."),
+    "bin-info": ("infer.cli.bin_info", "bin_info",
+                 "Show a .bin file or a dataset: shape, dtype, min/max/mean, NaN and inf counts."),
+    "run": ("infer.cli.run", "run", "Run every batch of a dataset through the model, in msame's output layout."),
+    "compare": ("infer.cli.compare", "compare",
+                "Compare the converted model's outputs with TensorFlow's, with the metrics of Ascend's accuracy "
+                "tools."),
+    "tune-precision": ("infer.cli.tune_precision", "tune_precision",
+                       "Find a small set of ops to keep in fp32 so that compare PASSES under an fp16 precision mode."),
+    "demo": ("infer.cli.demo", "demo",
+             "Run every stage on a built-in example model and image set, and print the verdict."),
+    "pipeline": ("infer.cli.pipeline", "pipeline_app",
+                 "Every stage from one TOML file; a re-run skips the stages whose inputs have not changed."),
+    "doctor": ("infer.cli.doctor", "doctor", "Check this machine: versions, Ascend tools, and what will run for real."),
 }
 
 
-def make_app(only: str | None = None) -> typer.Typer:
+def command_target(name: str) -> Any:
+    """The function or typer app of command `name`, its module imported."""
+    module, attribute, _ = _COMMANDS[name]
+    return getattr(importlib.import_module(module), attribute)
+
+
+def make_app(only: str | None = None, *, listed: bool = False) -> typer.Typer:
     """The `infer` app with every command, or with the one named `only`: a command being run is the only one
-    imported and built (building all eleven cost about 17 ms of each command's start-up)."""
+    imported and built (building all eleven cost about 17 ms of each command's start-up). `listed`: every command
+    by its summary alone, for the root's help and a mistyped name (click lists and suggests the names)."""
     built = typer.Typer(
         name="infer",
         cls=_InferGroup,
@@ -145,14 +164,21 @@ def make_app(only: str | None = None) -> typer.Typer:
         context_settings=HELP_SETTINGS,
     )
     built.callback()(_root)
+    if listed:
+        for name, (_, _, summary) in _COMMANDS.items():
+            built.command(name, help=summary, add_help_option=False)(_listed_only)
+        return built
     for name in (only,) if only is not None else _COMMANDS:
-        module, attribute = _COMMANDS[name]
-        target = getattr(importlib.import_module(module), attribute)
+        target = command_target(name)
         if isinstance(target, typer.Typer):
             built.add_typer(target, name=name)
         else:
             built.command(name)(target)
     return built
+
+
+def _listed_only() -> None:
+    """Never called: a command as the root's help lists it (main builds the real one to run it)."""
 
 
 def __getattr__(name: str) -> Any:
@@ -232,7 +258,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         args = list(argv) if argv is not None else sys.argv[1:]
         _check_utf8(args)
-        command = _paths_read_by_the_commands(typer.main.get_command(make_app(_invoked_command(args))))
+        invoked = _invoked_command(args)
+        app = make_app(invoked, listed=invoked is None)
+        command = _paths_read_by_the_commands(typer.main.get_command(app))
         command(args=args, prog_name="infer")
     except InferError as exc:
         _fail(exc)

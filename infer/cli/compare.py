@@ -8,10 +8,12 @@ from typing import Any
 
 import typer
 
-from binio.errors import InferError
 from infer.cli.console import err, out, say
+from infer.cli.options import takes_options
+from infer.compare.options import CompareOptions
 
 
+@takes_options(options=CompareOptions)
 def compare(
     ctx: typer.Context,
     model: Path = typer.Argument(..., help="model.json of the converted model."),
@@ -19,33 +21,13 @@ def compare(
     actual: Path = typer.Option(..., "--actual", "-a", help="The converted model's run folder, `OUT/<timestamp>`."),
     golden: Path | None = typer.Option(None, "--golden", "-g",
                                        help="TensorFlow's run folder; default: run the frozen pb (cached)."),
-    labels: Path | None = typer.Option(None, "--labels",
-                                       help="0-based class indices: one a line in the dataset's order (.txt, .npy), "
-                                            "or 'name label' lines matched to the samples' files by name."),
-    topk: int = typer.Option(5, "--topk", help="k for top-k overlap and accuracy of classifier outputs."),
-    threshold: list[str] = typer.Option([], "--threshold", "-t",
-                                        help="metric=value or output:metric=value (value 'off' lifts it); "
-                                             "sample:metric=value limits each sample and fails the run."),
-    atol: float = typer.Option(1e-4, "--atol", help="Absolute tolerance of the allclose pass rate."),
-    rtol: float = typer.Option(1e-3, "--rtol", help="Relative tolerance of the allclose pass rate."),
     report: Path | None = typer.Option(None, "--report", "-r", help="Write report.json, .csv and .html here."),
-    layerwise: bool = typer.Option(False, "--layerwise",
-                                   help="Compare every intermediate tensor on one batch (ONNX stand-in)."),
     dump_golden: Path | None = typer.Option(None, "--dump-golden",
                                             help="Write TF's intermediate tensors in msaccucmp's golden naming."),
-    workers: int = typer.Option(1, "--workers", help="Processes for golden outputs and metrics."),
-    allow_same_backend: bool = typer.Option(False, "--allow-same-backend",
-                                            help="Compare one graph with itself on one backend, on purpose."),
-    expected: bool | None = typer.Option(
-        None, "--expected-from-emulation/--no-expected-from-emulation",
-        help="Set each output's error against the stand-in's emulation of the same precision mode "
-             "(default: on for an om where the stand-in is installed)."),
-    expected_factor: float = typer.Option(10.0, "--expected-factor",
-                                          help="How many times the emulated error an output may reach."),
-    fail_on_expected: bool = typer.Option(False, "--fail-on-expected",
-                                          help="Fail the run when an output is past --expected-factor."),
     force: bool = typer.Option(False, "--force", help="Replace the reports in an existing --report folder; write "
                                                       "into an existing --dump-golden folder."),
+    *,
+    options: CompareOptions,  # its flags: takes_options
 ) -> None:
     """Compare the converted model's outputs with TensorFlow's, with the metrics of Ascend's accuracy tools.
 
@@ -58,22 +40,15 @@ def compare(
 
     # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
     from infer.cli.compare_table import metrics_table
-    from infer.compare._compare import compare as run_compare
+    from infer.compare import compare_outputs
     from infer.compare.metric_names import shown_limit
-    from infer.compare.options import CompareOptions
-    from infer.compare.thresholds import Thresholds
     from infer.contract import load_contract
 
-    if workers < 1:
-        raise InferError(f"--workers {workers}: expected 1 or more")
     if report is not None:  # checked, and locked until the command ends, before the comparison runs
         # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
         from infer.compare._reports import report_folder
 
         ctx.with_resource(report_folder(report, force=force))
-    options = CompareOptions(thresholds=Thresholds.parse(threshold), atol=atol, rtol=rtol, topk=topk, labels=labels,
-                             workers=workers, allow_same_backend=allow_same_backend, expected_from_emulation=expected,
-                             expected_factor=expected_factor, fail_on_expected=fail_on_expected)
 
     contract = load_contract(model)  # once: the comparison and the signature keys shown below
 
@@ -92,8 +67,8 @@ def compare(
                 tasks[what] = bar.add_task(label, total=total)
             bar.update(tasks[what], completed=done, total=total)
 
-        result = run_compare(contract, bins, actual, golden=golden, options=options, layerwise=layerwise,
-                             dump_golden=dump_golden, on_golden_run=golden_run, progress=progress, force=force)
+        result = compare_outputs(contract, bins, actual, golden=golden, options=options, dump_golden=dump_golden,
+                                 on_golden_run=golden_run, progress=progress, force=force)
     console = out()
     width = console.width if console.is_terminal else None  # a pipe or a log file: the table whole
     keys = contract.signature_keys

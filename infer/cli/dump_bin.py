@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import typer
 
 from binio.errors import InferError
 from infer.cli.console import batch_bar, print_json, say, show
-from infer.cli.image_options import image_options
+from infer.cli.options import takes_options
+from infer.dump_bin.options import DumpOptions
 
 
 def _pairs(items: list[str], flag: str) -> list[tuple[str, str]]:
@@ -21,27 +23,17 @@ def _pairs(items: list[str], flag: str) -> list[tuple[str, str]]:
     return pairs
 
 
+@takes_options(options=DumpOptions)
 def dump_bin(
     source: str | None = typer.Argument(None, help="The source for a single-input model (or an .npz for all)."),
     model: Path = typer.Option(..., "--model", "-m", help="The model.json the bins are for."),
-    output: Path = typer.Option(..., "--output", "-o", help="The dataset folder to write."),
     sources: list[str] = typer.Option([], "--source", "-s", help="NAME=SOURCE, once per model input."),
     # Until the next release: --input now names a dataset folder in every command (run, compare).
     old_sources: list[str] = typer.Option([], "--input", "-i", hidden=True,
                                           help="Deprecated spelling of --source NAME=SOURCE."),
-    dtype_name: str | None = typer.Option(None, "--dtype", help="Refused unless it is the model's input dtype."),
-    batch: int | None = typer.Option(None, "--batch", help="Needed only when the model's batch is dynamic."),
-    layout: str | None = typer.Option(None, "--layout", help="NHWC or NCHW, for images (default: the model's)."),
-    resize: int | None = typer.Option(None, "--resize", help="Images: shorter side before the centre crop."),
-    color: str = typer.Option("RGB", "--color", help="Images: RGB or BGR channel order."),
-    scale: float = typer.Option(1.0, "--scale", help="Images: pixels are multiplied by this first (e.g. 0.00392)."),
-    mean: str | None = typer.Option(None, "--mean", help="Images: subtracted after --scale, one or per channel."),
-    std: str | None = typer.Option(None, "--std", help="Images: divided by after --mean, one or per channel."),
-    samples: int | None = typer.Option(None, "--samples", help="Only the first N samples (generators: how many)."),
-    workers: int = typer.Option(1, "--workers", help="Image decoding processes."),
-    allow_lossy: bool = typer.Option(False, "--allow-lossy", help="Write values the cast loses (overflow, NaN...)."),
-    force: bool = typer.Option(False, "--force", help="Overwrite OUTPUT; files whose contents match are kept."),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+    *,
+    options: DumpOptions,  # its flags: takes_options
 ) -> None:
     """Write a dataset as .bin files in the dtype the model takes, with dataset.json beside them.
 
@@ -50,9 +42,8 @@ def dump_bin(
     # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
     from binio.spec import format_shape
     from infer.contract import load_contract
-    from infer.dump_bin._dump import DumpOptions, dump_bins
+    from infer.dump_bin import dump_bins
 
-    image = image_options(resize=resize, color=color, scale=scale, mean=mean, std=std)
     if old_sources:
         say(f"warning: dump-bin --input NAME=SOURCE is deprecated and goes in the next release; write --source "
             f"{old_sources[0]} (--input names a dataset folder, as in infer run and infer compare)")
@@ -60,14 +51,7 @@ def dump_bin(
     pairs = _pairs(old_sources, "--input") + _pairs(sources, "--source")
     if source is not None:
         pairs.insert(0, ("", source))
-    if not pairs:
-        raise InferError("no source: give SOURCE or --source NAME=SOURCE",
-                         hint="e.g. infer dump-bin -m model.json -o bins data.npy")
-    options = DumpOptions(
-        output=output, sources=tuple(pairs), dtype=dtype_name, batch=batch, layout=layout,
-        image=image,
-        samples=samples, allow_lossy=allow_lossy, force=force, workers=workers,
-    )
+    options = replace(options, sources=tuple(pairs))
     with batch_bar("dump-bin") as progress:
         result = dump_bins(contract, options, progress=progress)
     manifest = result.manifest

@@ -8,23 +8,18 @@ import typer
 
 from ckpt2pb.compat import describe
 from infer.cli.console import print_json, say, show
+from infer.cli.options import takes_options
+from infer.freeze.options import FreezeOptions
 
 
+@takes_options(options=FreezeOptions)
 def freeze(
     source: Path = typer.Argument(..., help="A checkpoint prefix or folder, a .meta, a .pb, a SavedModel folder, "
                                   "or a Keras .h5/.keras file."),
     output: Path = typer.Option(..., "--output", "-o", help="Folder for model.pb and model.json."),
-    outputs: str = typer.Option("", "--outputs", help="Output tensors or nodes, comma-separated: probs:0,logits."),
-    inputs: str = typer.Option("", "--inputs", help="Inputs as NAME[DIMS]:DTYPE, comma-separated, shape and dtype "
-                               "optional: 'IteratorGetNext:0[?,224,224,3]:float32,is_training'. A tensor that is "
-                               "not a placeholder is replaced by one. Default: the placeholders the outputs need."),
-    batch: int | None = typer.Option(None, "--batch", help="Fix an unknown first dim of every input to N; -1 "
-                                     "keeps it unknown, for infer convert --dynamic-batch."),
-    assignments: list[str] = typer.Option([], "--set", help="Fix a placeholder to a value: --set is_training=false "
-                                          "(repeatable). Placeholders with a default are folded to it otherwise."),
-    force: bool = typer.Option(False, "--force", help="Overwrite an existing model.pb/model.json."),
-    no_verify: bool = typer.Option(False, "--no-verify", help="Skip running original and frozen graph side by side."),
     as_json: bool = typer.Option(False, "--json", help="Print the written contract as JSON on stdout."),
+    *,
+    options: FreezeOptions,  # its flags: takes_options
 ) -> None:
     """Freeze a checkpoint, SavedModel or Keras model into OUTDIR/model.pb + model.json (the contract).
 
@@ -37,10 +32,9 @@ def freeze(
     """
     # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
     from binio.spec import TensorSpec, node_name
-    from infer.freeze._freeze import freeze_model
+    from infer.freeze import freeze_model
 
-    report = freeze_model(source, output, outputs.split(",") if outputs else [], inputs=inputs, batch=batch,
-                          assignments=assignments, force=force, verify=not no_verify)
+    report = freeze_model(source, output, options)
     contract = report.contract
     if report.note:
         say(report.note)

@@ -8,31 +8,18 @@ from pathlib import Path
 import typer
 
 from infer.cli.console import say, show
+from infer.cli.options import takes_options
+from infer.tune.options import TuneOptions
 
 
+@takes_options(options=TuneOptions)
 def tune_precision(
     model: Path = typer.Argument(..., help="model.json written by infer freeze (converted or not)."),
     bins: Path = typer.Option(..., "--input", "-i", help="The dataset folder (infer dump-bin) to compare on."),
     output: Path = typer.Option(..., "--output", "-o", help="Folder for keep_dtype.cfg, tune.json, the converted "
                                 "stand-in (model/) and the ATC command (atc_command.txt)."),
-    precision_mode: str = typer.Option("force_fp16", "--precision-mode", help="The mode to tune: force_fp16 "
-                                       "(ATC's default), allow_fp32_to_fp16 or allow_mix_precision."),
-    threshold: list[str] = typer.Option([], "--threshold", "-t", help="As compare's: metric=value or "
-                                        "output:metric=value (value 'off' lifts it)."),
-    atol: float = typer.Option(1e-4, "--atol", help="Absolute tolerance of the allclose pass rate."),
-    rtol: float = typer.Option(1e-3, "--rtol", help="Relative tolerance of the allclose pass rate."),
-    samples: int | None = typer.Option(None, "--samples", help="Search on the batches holding the first N samples; "
-                                       "the set found is checked on the whole dataset."),
-    max_ops: int | None = typer.Option(None, "--max-ops", help="A set of more ops than this counts as not found."),
-    mode: str = typer.Option("bisect", "--mode", help="bisect (halve the ops in graph order) or linear (one op at "
-                             "a time), as Polygraphy's debug precision names them."),
-    seeds: bool = typer.Option(True, "--seeds/--no-seeds", help="Start from the ops compare --layerwise points "
-                               "at (first diverging, inf/NaN); --no-seeds searches from the graph's order alone."),
-    golden: Path | None = typer.Option(None, "--golden", "-g", help="TensorFlow's run folder for the dataset; "
-                                       "default: run the frozen pb."),
-    soc_version: str = typer.Option("", "--soc-version", help="The chip in the ATC command line written; default: "
-                                    "the contract's, else Ascend310."),
-    force: bool = typer.Option(False, "--force", help="Replace an earlier tune-precision's files in -o."),
+    *,
+    options: TuneOptions,  # its flags: takes_options
 ) -> None:
     """Find a small set of ops to keep in fp32 so that compare PASSES under an fp16 precision mode.
 
@@ -45,14 +32,8 @@ def tune_precision(
     # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
     from binio.process import quote_command
     from infer.compare.metric_names import shown
-    from infer.compare.thresholds import Thresholds
+    from infer.tune import tune_precision as run_tune
     from infer.tune._trial import Candidate
-    from infer.tune._tune import TuneOptions
-    from infer.tune._tune import tune_precision as run_tune
-
-    options = TuneOptions(precision_mode=precision_mode, thresholds=Thresholds.parse(threshold), atol=atol,
-                          rtol=rtol, samples=samples, max_ops=max_ops, mode=mode, seeds=seeds, golden=golden,
-                          soc_version=soc_version, force=force)
 
     def candidate_line(candidate: Candidate) -> None:
         cosine = min((m.get("CosineSimilarity", float("nan")) for m in candidate.metrics.values()),

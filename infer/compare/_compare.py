@@ -170,7 +170,7 @@ def _expected_errors(contract: ModelContract, manifest: DatasetManifest, golden_
 
 def compare(model: ModelContract | Path | str, dataset: DatasetManifest | Path | str, actual: Path | str, *,
             golden: Path | None = None,
-            options: CompareOptions | None = None, layerwise: bool = False, dump_golden: Path | None = None,
+            options: CompareOptions | None = None, dump_golden: Path | None = None,
             cache_root: Path | None = None, on_golden_run: Callable[[], None] | None = None,
             progress: CompareProgress | None = None, force: bool = False) -> CompareResult:
     """The whole command: find or make the golden outputs, compare, and (optionally) go layer by layer.
@@ -182,12 +182,12 @@ def compare(model: ModelContract | Path | str, dataset: DatasetManifest | Path |
         if dump_golden is not None:
             held.enter_context(output_folder(dump_golden, option="--dump-golden", force=force,
                                              hint="pass --force to write into it"))
-        return _compare_whole(model, dataset, actual, golden, options, layerwise, dump_golden, cache_root,
+        return _compare_whole(model, dataset, actual, golden, options, dump_golden, cache_root,
                               on_golden_run, progress)
 
 
 def _compare_whole(model: ModelContract | Path | str, dataset: DatasetManifest | Path | str, actual: Path | str,
-                   golden: Path | None, options: CompareOptions, layerwise: bool, dump_golden: Path | None,
+                   golden: Path | None, options: CompareOptions, dump_golden: Path | None,
                    cache_root: Path | None, on_golden_run: Callable[[], None] | None,
                    progress: CompareProgress | None) -> CompareResult:
     contract, actual = as_contract(model), Path(actual)
@@ -198,15 +198,16 @@ def _compare_whole(model: ModelContract | Path | str, dataset: DatasetManifest |
     # The bins both runs read: one changed since dump-bin (same size, other bytes) makes the outputs describe
     # another dataset than the one named. Hashed beside the comparison.
     with digests_checked_beside(manifest) as bins_unchanged:
-        result = _compare(contract, manifest, actual, golden, options, layerwise, dump_golden, cache_root,
+        result = _compare(contract, manifest, actual, golden, options, dump_golden, cache_root,
                           on_golden_run, progress)
         bins_unchanged()
     return result
 
 
 def _compare(contract: ModelContract, manifest: DatasetManifest, actual: Path, golden: Path | None,
-             options: CompareOptions, layerwise: bool, dump_golden: Path | None, cache_root: Path | None,
+             options: CompareOptions, dump_golden: Path | None, cache_root: Path | None,
              on_golden_run: Callable[[], None] | None, progress: CompareProgress | None) -> CompareResult:
+    layerwise = options.layerwise
     if (layerwise or dump_golden is not None) and model_aipp(contract) is not None:
         raise InferError(f"--layerwise/--dump-golden: {contract.path} was converted with AIPP, whose uint8 bins "
                          "the layer-by-layer runs do not feed yet", hint="convert a copy without --aipp for it")

@@ -33,10 +33,11 @@ from binio.binfile import sha256_file
 from binio.document import json_float
 from binio.errors import InferError
 from binio.manifest import DatasetManifest
-from infer.aipp.config import AippOptions, model_aipp
+from infer.aipp import AippOptions, model_aipp
 from infer.compare._golden import cached_run
 from infer.compare._metrics import Metrics
 from infer.compare.metric_names import shown
+from infer.compare.options import DEFAULT_FACTOR
 from infer.contract import ModelContract, load_contract
 from infer.convert import ConvertOptions, convert_model
 from infer.run import run_model
@@ -44,7 +45,6 @@ from infer.run.options import RunOptions
 
 RMSE_FLOOR_RELATIVE = 1e-6
 ONE_MINUS_COSINE_FLOOR = 1e-7
-DEFAULT_FACTOR = 10.0
 _EMULATED = "emulated"
 
 

@@ -1,38 +1,74 @@
 """What `infer compare` is asked (`CompareOptions`) and how it reports progress: apart from the comparison, so the
-passes (`infer.compare._passes`), tune-precision and the pipeline take them without importing the command's module.
-"""
+passes, tune-precision and the pipeline take them without importing the command's module. The one declaration of
+compare's flags and of [compare]'s keys. Standard library only: `infer compare --help` builds its flags from it."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from binio.errors import InferError
-from infer.compare._expected import DEFAULT_FACTOR
-from infer.compare.thresholds import Thresholds
+from infer._option_fields import setting
+from infer.compare.thresholds import Thresholds, thresholds_key
+
+DEFAULT_ATOL = 1e-4
+DEFAULT_RTOL = 1e-3
+DEFAULT_FACTOR = 10.0  # how many times the emulated error an output may reach (`infer.compare._expected`)
+
+THRESHOLD_HELP = ("metric=value or output:metric=value (value 'off' lifts it); sample:metric=value limits each "
+                  "sample and fails the run. Default msit's: cosine < 0.99, RED > 0.05, KL > 0.005, RMSE > 1.0 or "
+                  "MeanRE > 1.0 fails.")
+
+
+def _parse_thresholds(texts: list[str], flag: str) -> Thresholds:
+    return Thresholds.parse(texts)
+
+
+def _threshold_texts(thresholds: Thresholds) -> tuple[str, ...]:
+    return thresholds.texts
+
+
+def threshold_setting() -> Any:
+    """The thresholds field as compare and tune-precision both declare it."""
+    return setting(default_factory=Thresholds, flag="--threshold", short="-t", repeat=True,
+                   parse=_parse_thresholds, decode=thresholds_key, text=_threshold_texts, help=THRESHOLD_HELP)
 
 
 @dataclass(frozen=True)
 class CompareOptions:
-    thresholds: Thresholds = field(default_factory=Thresholds)
-    atol: float = 1e-4
-    rtol: float = 1e-3
-    topk: int = 5
-    labels: Path | None = None
-    worst_samples: int = 10
-    scatter_points: int = 4000
-    workers: int = 1  # processes for the golden outputs and for the metrics, the batches split between them
-    allow_same_backend: bool = False  # compare one graph with itself on one backend, on purpose
+    """In pipeline.toml: [compare], labels relative to it."""
+
+    labels: Path | None = setting(None, unset="", help="0-based class indices: one a line in the dataset's order "
+                                                       "(.txt, .npy), or 'name label' lines matched to the samples' "
+                                                       "files by name.")
+    topk: int = setting(5, help="k of the top-k agreement and accuracy of classifier outputs.")
+    thresholds: Thresholds = threshold_setting()
+    atol: float = setting(DEFAULT_ATOL, help="Absolute tolerance of the allclose pass rate.")
+    rtol: float = setting(DEFAULT_RTOL, help="Relative tolerance of the allclose pass rate.")
+    worst_samples: int = setting(10, flag=False, toml=False)
+    scatter_points: int = setting(4000, flag=False, toml=False)
+    workers: int = setting(1, help="Processes for the golden outputs and for the metrics, the batches split between "
+                                   "them.")
+    allow_same_backend: bool = setting(False, help="Compare one graph with itself on one backend, on purpose (a "
+                                                   "[run] backend = \"tf\" compared with TF).")
     # The expected-error band (`infer.compare._expected`): None = on for an om where the stand-in is installed.
-    expected_from_emulation: bool | None = None
-    expected_factor: float = DEFAULT_FACTOR
-    fail_on_expected: bool = False  # an output past the band fails the run (implies the band is computed)
+    expected_from_emulation: bool | None = setting(
+        None, example=True, negative="--no-expected-from-emulation", shown="on for an om where the stand-in is "
+                                                                           "installed",
+        help="Set each output's error against the stand-in's emulation of the same precision mode.")
+    expected_factor: float = setting(DEFAULT_FACTOR, help="How many times the emulated error an output may reach.")
+    fail_on_expected: bool = setting(False, help="Fail the run when an output is past --expected-factor.")
+    layerwise: bool = setting(False, help="Compare every intermediate tensor on one batch (ONNX stand-in): the "
+                                          "first layer whose outputs diverge.")
 
     def __post_init__(self) -> None:
         """Refuses values no comparison can use, whether they came from the command line or a pipeline file."""
         if self.topk < 1:
             raise InferError(f"--topk {self.topk}: expected 1 or more")
+        if self.workers < 1:
+            raise InferError(f"--workers {self.workers}: expected 1 or more")
         if not self.expected_factor >= 1:  # NaN too
             raise InferError(f"--expected-factor {self.expected_factor}: expected 1 or more")
         if self.fail_on_expected and self.expected_from_emulation is False:

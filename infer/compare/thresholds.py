@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from binio.errors import InferError
 from binio.names import node_name
+from infer._option_fields import type_name
 from infer.compare.metric_names import HIGHER_IS_BETTER, SCALAR_METRICS, shown_against, shown_limit
 
 if TYPE_CHECKING:
@@ -86,10 +87,20 @@ class ThresholdSetting:
     limit: float | None
     output: str | None = None
     per_sample: bool = False  # ``sample:...``: a limit for each sample on its own
+    written: str = field(default="", compare=False)  # as the user wrote it (``cosine=0.999``), for the commands shown
 
     def describe(self) -> str:
         limit = "off" if self.limit is None else shown_limit(self.limit)
         where = f"{self.output}:" if self.output else ""
+        return f"{'sample:' if self.per_sample else ''}{where}{self.metric}={limit}"
+
+    @property
+    def text(self) -> str:
+        """The setting as --threshold takes it (as the user wrote it, where they did): it parses back to itself."""
+        if self.written:
+            return self.written
+        where = f"{self.output}:" if self.output else ""
+        limit = "off" if self.limit is None else repr(self.limit)
         return f"{'sample:' if self.per_sample else ''}{where}{self.metric}={limit}"
 
 
@@ -97,6 +108,7 @@ def parse_threshold(text: str, *, where: str = "") -> ThresholdSetting:
     """``metric=value`` or ``output:metric=value``; the output may itself hold colons (``probs:0:kl=0.01``).
     A refusal starts with `where` (default: ``--threshold 'TEXT'``)."""
     where = where or f"--threshold {text!r}"
+    written = text
     per_sample = text.lower().startswith(_SAMPLE) and not text[len(_SAMPLE):].split(":", 1)[0].isdigit()
     if per_sample:
         text = text[len(_SAMPLE):]
@@ -118,7 +130,8 @@ def parse_threshold(text: str, *, where: str = "") -> ThresholdSetting:
             raise ThresholdError(f"{where}: expected a number (or off) after '=', found {value!r}") from None
         if math.isnan(limit):
             raise ThresholdError(f"{where}: the limit cannot be NaN")
-    return ThresholdSetting(metric=metric, limit=limit, output=output.strip() or None, per_sample=per_sample)
+    return ThresholdSetting(metric=metric, limit=limit, output=output.strip() or None, per_sample=per_sample,
+                            written=written)
 
 
 @dataclass(frozen=True)
@@ -148,6 +161,12 @@ class Thresholds:
     @classmethod
     def parse(cls, texts: Iterable[str]) -> Thresholds:
         return cls(settings=tuple(parse_threshold(t) for t in texts))
+
+    @property
+    def texts(self) -> tuple[str, ...]:
+        """The settings as --threshold takes them (the defaults are not settings)."""
+        return tuple(s.text for s in self.settings)
+
 
     def naming_tensors(self, keys: Mapping[str, str], outputs: Sequence[str]) -> Thresholds:
         """The settings with an output named by its SavedModel signature key (`keys`: tensor -> key) renamed to
@@ -208,3 +227,21 @@ def breaks(metric: str, value: float, limit: float) -> bool:
 
 def _matches(selector: str, output: str) -> bool:
     return selector in (output, node_name(output))
+
+
+
+def thresholds_key(value: object, where: str) -> Thresholds:
+    """pipeline.toml's ``thresholds = { cosine = 0.999, kl = "off" }``: a number, or "off" to lift msit's default;
+    each key a metric or ``output:metric`` as --threshold names them."""
+    if not isinstance(value, dict):
+        raise ThresholdError(f"{where}: expected a table of metric = number, got {type_name(value)} {value!r}")
+    settings = []
+    for key, limit in value.items():
+        if isinstance(limit, (int, float)) and not isinstance(limit, bool):
+            text = f"{key}={float(limit)!r}"
+        elif limit == "off":
+            text = f"{key}=off"
+        else:
+            raise ThresholdError(f'{where}.{key}: expected a number or "off", got {type_name(limit)} {limit!r}')
+        settings.append(parse_threshold(text, where=f"{where}.{key}"))
+    return Thresholds(settings=tuple(settings))

@@ -7,17 +7,20 @@ from typing import TYPE_CHECKING
 from infer._exports import lazy_exports
 
 if TYPE_CHECKING:
-    from atc_wrap.errors import ConvertError
-    from infer.convert._convert import ConvertOptions, ConvertResult, choose_target, convert_model
+    from infer.convert._convert import choose_target, convert_model
+    from infer.convert.errors import ConvertError
+    from infer.convert.options import TARGETS, ConvertOptions
+    from infer.convert.result import ConvertResult
 
 __all__ = [
-    "ConvertError", "ConvertOptions", "ConvertResult", "choose_target", "convert_model",
+    "TARGETS", "ConvertError", "ConvertOptions", "ConvertResult", "choose_target", "convert_model",
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, {
-    "ConvertError": "atc_wrap.errors",
-    "ConvertOptions": "infer.convert._convert",
-    "ConvertResult": "infer.convert._convert",
+    "ConvertError": "infer.convert.errors",
+    "ConvertOptions": "infer.convert.options",
+    "ConvertResult": "infer.convert.result",
+    "TARGETS": "infer.convert.options",
     "choose_target": "infer.convert._convert",
     "convert_model": "infer.convert._convert",
 })

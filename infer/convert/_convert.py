@@ -6,7 +6,6 @@ Reads the contract, converts, and writes the converted model's description back 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +16,6 @@ from atc_wrap.errors import ConvertError
 from atc_wrap.op_controls import check_mixlist_mode, ignored_controls, read_op_controls
 from atc_wrap.opset import check_opset
 from atc_wrap.precision import (
-    DEFAULT_PRECISION_MODE,
     check_precision_mode,
     parse_input_fp16_nodes,
     parse_output_type,
@@ -27,53 +25,10 @@ from binio.atomic import write_bytes_atomic
 from binio.binfile import sha256_file
 from binio.memory import check_fits
 from ckpt2pb.protobuf import read_graph_def
-from infer._option_fields import setting
-from infer.aipp.config import AIPP_FILE, AippOptions, aipp_config_for, aipp_record
+from infer.aipp import AIPP_FILE, aipp_config_for, aipp_record
 from infer.contract import ConvertedInfo, ModelContract, as_contract
-
-TARGETS: tuple[str, ...] = ("om", "onnx")
-DEFAULT_TIMEOUT_S = 3600.0  # a large model takes ATC tens of minutes; a hang should still end
-
-
-@dataclass(frozen=True)
-class ConvertOptions:
-    """The user's choices; empty values leave ATC's defaults."""
-
-    target: str | None = setting(None, unset="auto")  # None (pipeline.toml: "auto"): om where ATC is found, else onnx
-    output: Path | None = None  # the artefact; default beside the contract, named after the pb
-    soc_version: str = ""
-    precision_mode: str = DEFAULT_PRECISION_MODE
-    input_fp16_nodes: str = ""  # ATC syntax: "a;b"
-    output_type: str = ""  # ATC syntax: FP32 | FP16 | "node:0:FP16;node2:1:FP32"
-    input_format: str = ""  # NHWC | NCHW | ND; default from the contract's inputs
-    dynamic_batch: tuple[int, ...] = ()
-    op_select_implmode: str = ""
-    fusion_switch_file: Path | None = None
-    keep_dtype: Path | None = None  # ATC's --keep_dtype: ops kept in fp32 (passed to ATC, emulated by the stand-in)
-    modify_mixlist: Path | None = None  # ATC's --modify_mixlist JSON (allow_mix_precision only)
-    customize_dtypes: Path | None = None  # ATC's --customize_dtypes, applied over keep_dtype
-    atc_args: tuple[str, ...] = ()
-    opset: int | None = setting(None, unset=0)  # None (pipeline.toml: 0): the highest tf2onnx and onnxruntime take
-    allow_unknown_soc: bool = False
-    dry_run: bool = False
-    timeout: float = DEFAULT_TIMEOUT_S
-    aipp: AippOptions | None = None  # AIPP in front of an image input: aipp.cfg beside the model, --insert_op_conf
-
-
-@dataclass(frozen=True)
-class ConvertResult:
-    """The contract as saved after conversion (as it was, for a dry run) and how the target was chosen."""
-
-    contract: ModelContract
-    target: str
-    artefact: Path
-    target_reason: str  # one plain line: why this target
-    command: tuple[str, ...] = ()  # the ATC argv; () for the stand-in
-    dry_run: bool = False
-    ignored: tuple[str, ...] = ()  # options that mean nothing to the chosen target
-    notes: tuple[str, ...] = ()  # given options that change nothing here, and why (--keep-dtype under fp32)
-    seconds: float = 0.0
-    aipp_file: Path | None = None  # the aipp.cfg written (or, for a dry run, that would be)
+from infer.convert.options import TARGETS, ConvertOptions
+from infer.convert.result import ConvertResult
 
 
 def convert_model(model: ModelContract | Path | str, options: ConvertOptions | None = None) -> ConvertResult:

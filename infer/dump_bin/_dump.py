@@ -294,8 +294,18 @@ def dump_bins(model: ModelContract | Path | str, options: DumpOptions, progress:
     return _dump(contract, options, progress, start_beside(contract.check_pb_unchanged, "dump-bin-model-check"))
 
 
+def _output(options: DumpOptions) -> Path:
+    assert options.output is not None  # refused by _dump first
+    return Path(options.output)
+
+
 def _dump(contract: ModelContract, options: DumpOptions, progress: Progress | None,
           model_check: concurrent.futures.Future[None]) -> DumpResult:
+    if options.output is None:
+        raise InferError("dump-bin: no output folder given (-o BINS)")
+    if not options.sources:
+        raise InferError("no source: give SOURCE or --source NAME=SOURCE",
+                         hint="e.g. infer dump-bin -m model.json -o bins data.npy")
     specs = contract.model_inputs
     for spec in specs:
         _check_dtype(contract, spec, options.dtype)
@@ -313,7 +323,7 @@ def _dump(contract: ModelContract, options: DumpOptions, progress: Progress | No
     check_fits(needed, f"dump-bin with batch {batch}: {_BUFFERS} batch buffers per input ("
                + ", ".join(f"{p.spec.name} {format_shape(p.spec.shape)} {p.spec.dtype}" for p in plans) + ")",
                hint="a smaller --batch (or re-freeze the model for one)")
-    output = Path(options.output)
+    output = _output(options)
     for plan in plans:
         source_path = Path(plan.source_text)
         if source_path.is_dir() and output.resolve() in (source_path.resolve(), *source_path.resolve().parents):
@@ -335,7 +345,7 @@ def _dump(contract: ModelContract, options: DumpOptions, progress: Progress | No
 def _dump_locked(contract: ModelContract, options: DumpOptions, plans: list[_Plan], batch: int, fresh: bool,
                  declared: dict[str, dict[str, Any]], progress: Progress | None,
                  model_check: concurrent.futures.Future[None]) -> DumpResult:
-    output = Path(options.output)
+    output = _output(options)
     sources = _open_sources(contract, options, plans)
     created: list[Path] = []
     folders: list[Path] = []
@@ -376,7 +386,7 @@ def _write_all(contract: ModelContract, options: DumpOptions, plans: list[_Plan]
                slots: tuple[BatchSlot, ...], batch: int, samples: int, declared: dict[str, dict[str, Any]],
                progress: Progress | None, created: list[Path],
                model_check: concurrent.futures.Future[None]) -> DumpResult:
-    output = Path(options.output)
+    output = _output(options)
     reports = [CastReport(source_dtype="", target_dtype=p.spec.dtype) for p in plans]
     entries: list[list[BinEntry]] = [[] for _ in plans]
     pending: list[tuple[int, int, concurrent.futures.Future[tuple[str, bool]]]] = []

@@ -13,18 +13,21 @@ from infer.preprocessing import ImageOptions
 
 @dataclass(frozen=True)
 class DumpOptions:
-    """dump-bin's options; the image preprocessing is `image` ([data.preprocessing] in pipeline.toml)."""
+    """dump-bin's options; the image preprocessing is `image` ([data.preprocessing] in pipeline.toml). In
+    pipeline.toml: [data], which also names the source; the pipeline gives the output folder and the batch."""
 
-    output: Path = setting(flag="--output", toml=False)
-    # (input name, source); an empty name is the lone SOURCE argument
-    sources: tuple[tuple[str, str], ...] = setting(flag=False, toml=False)
-    dtype: str | None = setting(None, unset="")  # what the user asked for; must equal the model's
-    batch: int | None = setting(None, toml=False)
-    # NHWC | NCHW, for image sources of a model whose layout is not recorded
-    layout: str | None = setting(None, unset="")
-    image: ImageOptions = setting(default_factory=ImageOptions, toml="preprocessing", flag=False)
-    # the first N samples only; and how many a generator-only dataset has
-    samples: int | None = setting(None, toml=False)
-    allow_lossy: bool = False
-    force: bool = setting(False, toml=False)
-    workers: int = setting(1, toml=False)  # image decoding processes
+    output: Path | None = setting(None, short="-o", toml=False, required=True, help="The dataset folder to write.")
+    # (input name, source); an empty name is the lone SOURCE argument (the command line's SOURCE and --source)
+    sources: tuple[tuple[str, str], ...] = setting((), flag=False, toml=False)
+    dtype: str | None = setting(None, unset="", shown="the converted model's input dtype",
+                                help="The dtype to write; refused unless it is the model's input dtype.")
+    batch: int | None = setting(None, toml=False, shown="the model's",
+                                help="Samples per file; needed only when the model's batch is dynamic.")
+    layout: str | None = setting(None, unset="", shown="the model's", help="NHWC or NCHW, for images.")
+    image: ImageOptions = setting(default_factory=ImageOptions, toml="preprocessing")
+    samples: int | None = setting(None, unset=0, shown="all",
+                                  help="Only the first N samples (a generator-only dataset: how many).")
+    allow_lossy: bool = setting(False, help="Write values the cast loses (fp16 overflow, NaN...) instead of "
+                                            "refusing.")
+    force: bool = setting(False, toml=False, help="Overwrite OUTPUT; files whose contents match are kept.")
+    workers: int = setting(1, help="Image decoding processes.")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -12,10 +11,11 @@ from binio.digest import digest_bytes
 from binio.errors import OutputExistsError
 from binio.output import check_output
 from ckpt2pb.freeze import freeze_source
-from ckpt2pb.inputs import InputRequest, parse_assignment, parse_inputs
+from ckpt2pb.inputs import parse_input
 from ckpt2pb.source import LoadedSource, load_source
 from ckpt2pb.verify import Verification
 from infer.contract import ModelContract, SourceInfo
+from infer.freeze.options import FreezeOptions
 
 PB_NAME = "model.pb"
 CONTRACT_NAME = "model.json"
@@ -47,26 +47,18 @@ def _read_from(loaded: LoadedSource, given: Path) -> str:
     return str(given.resolve())
 
 
-def freeze_model(source: Path | str, outdir: Path | str, outputs: Sequence[str], *,
-                 inputs: str | Sequence[InputRequest] = "", batch: int | None = None,
-                 assignments: Sequence[str] | Mapping[str, str | bool | int | float] = (), force: bool = False,
-                 verify: bool = True) -> FreezeReport:
-    """Freezes `source` for `outputs` and writes the pb and its contract into `outdir`, atomically.
-
-    `inputs`: `InputRequest`s, or the command line's text (``images:0[8,224,224,3]``); `assignments`: placeholder
-    name -> value (``{"is_training": False}``), or ``NAME=VALUE`` texts."""
+def freeze_model(source: Path | str, outdir: Path | str, options: FreezeOptions | None = None) -> FreezeReport:
+    """Freezes `source` for `options.outputs` and writes the pb and its contract into `outdir`, atomically."""
+    options = options or FreezeOptions()
     outdir = Path(outdir)
-    check_outdir(outdir, force)  # before TensorFlow starts: a refusal should not take seconds
+    check_outdir(outdir, options.force)  # before TensorFlow starts: a refusal should not take seconds
 
     import tensorflow as tf
 
-    requests = (parse_inputs(inputs) if inputs.strip() else ()) if isinstance(inputs, str) else tuple(inputs)
-    sets = ({name: str(value).lower() if isinstance(value, bool) else str(value)
-             for name, value in assignments.items()} if isinstance(assignments, Mapping)
-            else dict(parse_assignment(text) for text in assignments))
+    requests = tuple(parse_input(text) for text in options.inputs)
     loaded = load_source(source)
-    frozen = freeze_source(loaded, [o.strip() for o in outputs if o.strip()], inputs=requests, batch=batch,
-                           assignments=sets, verify=verify)
+    frozen = freeze_source(loaded, list(options.outputs), inputs=requests, batch=options.batch,
+                           assignments=dict(options.assignments), verify=options.verify)
     # The bytes written are hashed as they are written (both release the GIL), not read back from the file.
     hashed = start_beside(lambda: digest_bytes("sha256", frozen.serialized), "freeze-pb-sha256")
     write_bytes_atomic(outdir / PB_NAME, frozen.serialized)

@@ -7,14 +7,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from binio.errors import InferError
 from binio.spec import format_shape
 from ckpt2pb.errors import UnsetSwitchError
-from infer._option_fields import options_from, toml_text_value
-from infer.aipp.config import AippOptions
+from infer._option_fields import toml_text_value
 from infer.compare import compare_outputs, write_reports
-from infer.compare.options import CompareOptions
-from infer.compare.thresholds import Thresholds
 from infer.contract import load_contract
 from infer.convert import ConvertOptions, convert_model
 from infer.freeze import freeze_model
@@ -27,13 +23,11 @@ if TYPE_CHECKING:
 
 def freeze(config: PipelineConfig, work: WorkLayout) -> str:
     """Freezes the model source into work/model (model.pb + model.json), verified; returns the stage's line."""
-    model = config.model
+    options = config.model.freeze
     try:
-        report = freeze_model(config.model_source, work.model_dir, model.outputs, inputs=",".join(model.inputs),
-                              batch=model.batch, assignments=[f"{k}={v}" for k, v in sorted(model.set.items())],
-                              force=True)
+        report = freeze_model(config.model_source, work.model_dir, replace(options, force=True))
     except UnsetSwitchError as exc:  # the fix is a line of this file, not a flag
-        fixed = {**{k: str(v) for k, v in model.set.items()}, exc.placeholder: "false"}
+        fixed = {**options.assignments, exc.placeholder: "false"}
         items = ", ".join(f"{k} = {toml_text_value(v)}" for k, v in sorted(fixed.items()))
         exc.hint = f"in {config.path} [model]: set = {{ {items} }}"
         raise
@@ -49,18 +43,10 @@ def _percent(value: float) -> str:
     return f"{100 * value:.1f}%"
 
 
-def compare_options(config: PipelineConfig) -> CompareOptions:
-    """[compare] as compare's options: the keys of the same name copied, the labels resolved, the thresholds
-    parsed as `infer compare --threshold` parses them."""
-    return options_from(CompareOptions, config.compare, labels=config.labels,
-                        thresholds=Thresholds.parse(config.compare.threshold_texts))
-
-
 def compare(config: PipelineConfig, work: WorkLayout, run_folder: Path) -> StageDone:
     """Compares the run against TensorFlow's outputs on the same bins and writes report.json/csv/html."""
     section = config.compare
-    result = compare_outputs(work.contract, work.bins, run_folder, options=compare_options(config),
-                             layerwise=section.layerwise, cache_root=work.golden_cache)
+    result = compare_outputs(work.contract, work.bins, run_folder, options=section, cache_root=work.golden_cache)
     paths = write_reports(result, work.report)
     html = next(p for p in paths if p.suffix == ".html")
     parts = []
@@ -86,41 +72,21 @@ def compare(config: PipelineConfig, work: WorkLayout, run_folder: Path) -> Stage
 
 def image_options(config: PipelineConfig) -> ImageOptions:
     """[data.preprocessing], which is dump-bin's image options (--aipp takes them too): one source of truth."""
-    return config.data.preprocessing
-
-
-def _pair(values: tuple[int, ...], key: str) -> tuple[int, int] | None:
-    if not values:
-        return None
-    if len(values) != 2:
-        raise InferError(f"[convert] {key} = {list(values)}: expected two numbers, e.g. [256, 256]")
-    return values[0], values[1]
-
-
-def aipp_options(config: PipelineConfig) -> AippOptions | None:
-    """[convert] aipp = true (or aipp_config) as `infer convert --aipp`'s options."""
-    section = config.convert
-    if not section.aipp and not section.aipp_config:
-        return None
-    if section.aipp_config:
-        return AippOptions(config=config.resolve(section.aipp_config))
-    return AippOptions(preprocessing=image_options(config), input_format=section.aipp_input_format.upper(),
-                       src_size=_pair(section.aipp_src_size, "aipp_src_size"),
-                       crop=_pair(section.aipp_crop, "aipp_crop"), csc=section.aipp_csc or None)
+    return config.data.dump.image
 
 
 def convert_options(config: PipelineConfig) -> ConvertOptions:
-    """[convert] as `infer convert`'s options: the keys of the same name copied ("auto" and 0 are ConvertOptions'
-    None), the precision files resolved, AIPP built from [data.preprocessing] and the aipp_* keys."""
-    files = precision_files(config)
-    return options_from(ConvertOptions, config.convert, aipp=aipp_options(config), keep_dtype=files.get("keep_dtype"),
-                        modify_mixlist=files.get("modify_mixlist"), customize_dtypes=files.get("customize_dtypes"))
+    """[convert], which is `infer convert`'s options, with AIPP made from [data.preprocessing] (a hand-written
+    aipp_config holds its own)."""
+    convert = config.convert
+    if convert.aipp is None or convert.aipp.config is not None:
+        return convert
+    return replace(convert, aipp=replace(convert.aipp, preprocessing=image_options(config)))
 
 
 def precision_files(config: PipelineConfig) -> dict[str, Path]:
-    """[convert]'s keep_dtype / modify_mixlist / customize_dtypes, resolved against the pipeline file."""
-    return {key: config.resolve(getattr(config.convert, key)) for key in PRECISION_FILES
-            if getattr(config.convert, key)}
+    """[convert]'s keep_dtype / modify_mixlist / customize_dtypes (resolved against the pipeline file)."""
+    return {key: getattr(config.convert, key) for key in PRECISION_FILES if getattr(config.convert, key) is not None}
 
 
 def atc_dry_run(config: PipelineConfig, work: WorkLayout) -> tuple[str, ...]:

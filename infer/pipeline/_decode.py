@@ -1,32 +1,36 @@
 """One decoder for every table of pipeline.toml: a TOML table into an options dataclass, driven by its fields (their
 types, their defaults and the `infer._option_fields` Setting each carries: the key's name, the value meaning None,
-a decoder of a table of its own). A mistake is one line naming the file, the table, the key and what was expected.
+a decoder of a value of its own, nested options inline or in a table of their own). A path is taken relative to the
+pipeline file's folder. A mistake is one line naming the file, the table, the key and what was expected.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import difflib
-import types
 import typing
 from pathlib import Path
 from typing import Any
 
 from binio.errors import InferError
-from infer._option_fields import NO_UNSET, setting_of
+from infer._option_fields import (
+    NO_UNSET,
+    default_of,
+    field_types,
+    is_optional,
+    nested_class,
+    setting_of,
+    toml_fields,
+    type_name,
+    without_none,
+)
 
 
 class ConfigError(InferError):
     """A pipeline file that is missing, not TOML, or holds a key or value the pipeline does not take."""
 
 
-_PLAIN = {bool: "boolean", int: "integer", float: "number", str: "string"}
-
-
-def type_name(value: Any) -> str:
-    names = {bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "a list",
-             dict: "a table"}
-    return names.get(type(value), type(value).__name__)
+_PLAIN = {bool: "boolean", int: "integer", float: "number", str: "string", Path: "string"}
 
 
 def _expected_name(kind: Any) -> str:
@@ -45,14 +49,8 @@ def _where(path: Path, table: str, key: str) -> str:
     return f"{path}: [{table}] {key}" if table else f"{path}: {key}"
 
 
-def _without_none(kind: Any) -> Any:
-    if typing.get_origin(kind) in (typing.Union, types.UnionType):
-        return next(k for k in typing.get_args(kind) if k is not type(None))
-    return kind
-
-
 def _value(value: Any, kind: Any, where: str, path: Path, table: str) -> Any:
-    kind = _without_none(kind)
+    kind = without_none(kind)
     origin = typing.get_origin(kind)
     if dataclasses.is_dataclass(kind):
         if not isinstance(value, dict):
@@ -68,6 +66,11 @@ def _value(value: Any, kind: Any, where: str, path: Path, table: str) -> Any:
         if not isinstance(value, dict):
             raise ConfigError(f"{where}: expected {_expected_name(kind)}, got {type_name(value)} {value!r}")
         return {str(k): _value(v, item, f"{where}.{k}", path, table) for k, v in value.items()}
+    if kind is Path:
+        if type(value) is not str:
+            raise ConfigError(f"{where}: expected a path (a string), got {type_name(value)} {value!r}")
+        given = Path(value).expanduser()
+        return given if given.is_absolute() else path.resolve().parent / given
     # TOML has real types; only an integer where a number is asked is widened (1 for 1.0).
     if kind is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
@@ -76,54 +79,109 @@ def _value(value: Any, kind: Any, where: str, path: Path, table: str) -> Any:
     return value
 
 
+def _keys(cls: type) -> dict[str, tuple[dataclasses.Field[Any], Any]]:
+    """Every key a [table] of `cls` takes (inline nested options' keys included): key -> (field, its class)."""
+    return {setting.toml: (item, owner) for item, setting, owner in toml_fields(cls) if setting.toml is not None}
+
+
 def decode_table(cls: type, table: dict[str, Any], path: Path, name: str) -> Any:
     """The `cls` that the TOML `table` ([name]) describes: refuses an unknown key (with the closest one), a value
     of the wrong type and a missing required key; a key left out keeps the field's default. Errors the options'
     own check raises (an InferError naming the flag) are given the file and the key."""
-    hints = typing.get_type_hints(cls)
-    keyed = {key: f for f in dataclasses.fields(cls) if (key := setting_of(f).toml) is not None}
+    keyed = _keys(cls)
     for key in table:
         if key not in keyed:
             close = difflib.get_close_matches(key, list(keyed), n=1, cutoff=0.5)
             suggestion = f"; did you mean {close[0]!r}?" if close else ""
             raise ConfigError(f"{_where(path, name, key)}: unknown key{suggestion} (valid keys: {', '.join(keyed)})")
-    values: dict[str, Any] = {}
-    for key, item in keyed.items():
-        where = _where(path, name, key)
-        if key not in table:
-            if item.default is dataclasses.MISSING and item.default_factory is dataclasses.MISSING:
-                raise ConfigError(f"{where}: missing (it has no default)")
-            continue
-        spelling, value = setting_of(item), table[key]
-        if spelling.decode is not None:
-            values[item.name] = spelling.decode(value, where)
-        elif spelling.unset is not NO_UNSET and value == spelling.unset \
-                and type(value) is type(spelling.unset):
-            values[item.name] = None
-        else:
-            child = key if not name else f"{name}.{key}"
-            values[item.name] = _value(value, hints[item.name], where, path,
-                                       child if dataclasses.is_dataclass(_without_none(hints[item.name])) else name)
     try:
-        options = cls(**values)
-        check = getattr(options, "check", None)
-        if callable(check):
-            check()
+        return _decode(cls, table, path, name)
     except ConfigError:
         raise
     except InferError as exc:  # the options' own check, in the command line's words: said in the file's
         raise ConfigError(_in_file_words(exc.message, keyed, table, path, name), hint=exc.hint) from None
+
+
+def _decode(cls: type, table: dict[str, Any], path: Path, name: str) -> Any:
+    values: dict[str, Any] = {}
+    for item in dataclasses.fields(cls):
+        spelling = setting_of(item)
+        if spelling.toml is None:
+            continue
+        inner = nested_class(cls, item)
+        if inner is not None and spelling.inline:
+            nested = _decode_inline(cls, item, inner, table, path, name)
+            if nested is not _LEFT_OUT:
+                values[item.name] = nested
+            continue
+        key, where = spelling.toml, _where(path, name, spelling.toml)
+        if key not in table:
+            if item.default is dataclasses.MISSING and item.default_factory is dataclasses.MISSING:
+                raise ConfigError(f"{where}: missing (it has no default)")
+            continue
+        value = table[key]
+        if spelling.decode is not None:
+            try:
+                values[item.name] = spelling.decode(value, where)
+            except ConfigError:
+                raise
+            except InferError as exc:  # a decoder's refusal already names the file and the key
+                raise ConfigError(exc.message, hint=exc.hint) from None
+        elif _is_unset(spelling, value):
+            values[item.name] = None
+        else:
+            kind = field_types(cls)[item.name]
+            child = key if not name else f"{name}.{key}"
+            values[item.name] = _value(value, kind, where, path, child if inner is not None else name)
+    options = cls(**values)
+    check = getattr(options, "check", None)
+    if callable(check):
+        check()
     return options
 
 
-def _in_file_words(message: str, keyed: dict[str, dataclasses.Field[Any]], table: dict[str, Any], path: Path,
-                   name: str) -> str:
+_LEFT_OUT: Any = object()
+
+
+def _is_unset(spelling: Any, value: Any) -> bool:
+    """Whether `value` is TOML's spelling of "left out" for the key (``aipp_config = ""``)."""
+    return spelling.unset is not NO_UNSET and value == spelling.unset and type(value) is type(spelling.unset)
+
+
+def _decode_inline(cls: type, item: dataclasses.Field[Any], inner: type, table: dict[str, Any], path: Path,
+                   name: str) -> Any:
+    """Nested options whose keys sit in the table itself: [model]'s freeze options, [convert]'s aipp_* keys. An
+    optional one is there when its switch (``aipp = true``) or a key that enables it (``aipp_config``) says so;
+    its other keys alone are refused."""
+    spelling = setting_of(item)
+    own = [key for key, (field, _) in _keys(inner).items() if key in table
+           and not _is_unset(setting_of(field), table[key]) and table[key] != default_of(field)]
+    if not is_optional(field_types(cls)[item.name]):
+        return _decode(inner, table, path, name) if own else _LEFT_OUT
+    switch = spelling.toml or ""
+    where = _where(path, name, switch)
+    on = table.get(switch, False)
+    if type(on) is not bool:
+        raise ConfigError(f"{where}: expected a boolean, got {type_name(on)} {on!r}")
+    enabling = [key for key, (field, _) in _keys(inner).items() if key in table and setting_of(field).enables
+                and not _is_unset(setting_of(field), table[key])]
+    if not on and not enabling:
+        if own:
+            raise ConfigError(f"{_where(path, name, own[0])}: set without {switch} = true"
+                              + (f": {spelling.needs[0]}" if spelling.needs[0] else ""),
+                              hint=f"add {switch} = true to [{name}]")
+        return None
+    return _decode(inner, table, path, name)
+
+
+def _in_file_words(message: str, keyed: dict[str, tuple[dataclasses.Field[Any], Any]], table: dict[str, Any],
+                   path: Path, name: str) -> str:
     """``--color GBR: expected RGB or BGR`` as ``FILE: [data.preprocessing] color: expected RGB or BGR, got
     'GBR'``: the key the flag is, and the value as the file wrote it."""
     flag, _, rest = message.partition(" ")
     value, said, reason = rest.partition(": ")
     if said and " " not in value:  # the `--flag VALUE: reason` shape; any other message is kept whole
-        for key, item in keyed.items():
+        for key, (item, _) in keyed.items():
             if setting_of(item).flag == flag and key in table:
                 return f"{_where(path, name, key)}: {reason}, got {table[key]!r}"
     return f"{path}: [{name}] {message}"

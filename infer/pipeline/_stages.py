@@ -7,7 +7,7 @@ Every stage calls the library function its command calls; nothing here starts `i
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, fields
+from dataclasses import asdict, replace
 from pathlib import Path
 
 from binio.spec import format_shape
@@ -15,10 +15,10 @@ from ckpt2pb.inspection import inspect_model
 from infer._option_fields import flag_args
 from infer.contract import load_contract
 from infer.convert import convert_model
-from infer.dump_bin import DumpOptions, dump_bins
-from infer.pipeline._calls import compare, convert_options, freeze, image_options, precision_files
+from infer.dump_bin import dump_bins
+from infer.pipeline._calls import compare, convert_options, freeze, precision_files
 from infer.pipeline._work import Facts, StageDone, StagePlan, WorkLayout
-from infer.pipeline.config import AIPP_KEYS, GENERATOR_PREFIXES, PipelineConfig
+from infer.pipeline.config import GENERATOR_PREFIXES, PipelineConfig
 from infer.run import run_model
 from infer.run.options import RunOptions
 
@@ -33,33 +33,19 @@ def model_source_files(source: Path) -> tuple[Path, ...]:
 
 
 def _freeze_args(config: PipelineConfig) -> list[str]:
-    """[model] as `infer freeze`'s flags, from the section's fields (`infer._option_fields`)."""
-    model = config.model
-    return flag_args(model, values={"set": tuple(f"{k}={v}" for k, v in sorted(model.set.items()))})
+    """[model] as `infer freeze`'s flags, from FreezeOptions' fields (`infer._option_fields`)."""
+    return flag_args(config.model.freeze)
 
 
 def _convert_args(config: PipelineConfig) -> list[str]:
-    """[convert] as `infer convert`'s flags, from the section's fields: the files resolved against the pipeline
-    file, the aipp_* keys with --aipp only, and --aipp's normalisation from [data.preprocessing]."""
-    section = config.convert
-    resolved = {key: str(path) for key, path in precision_files(config).items()}
-    if section.aipp_config:
-        resolved["aipp_config"] = str(config.resolve(section.aipp_config))
-    args = flag_args(section, skip=("aipp", *AIPP_KEYS), values=resolved)  # aipp_config: a file, as --aipp-config
-    if section.aipp and not section.aipp_config:  # --aipp: AIPP made from [data.preprocessing] and the aipp_* keys
-        args += ["--aipp", *_normalise_args(config),
-                 *flag_args(section, skip=tuple(f.name for f in fields(section) if f.name not in AIPP_KEYS))]
-    return args
-
-
-def _normalise_args(config: PipelineConfig) -> list[str]:
-    """[data.preprocessing]'s colour and normalisation, as dump-bin and convert --aipp both take them."""
-    return flag_args(config.data.preprocessing, skip=("resize",))
+    """[convert] as `infer convert`'s flags, from ConvertOptions' fields: --aipp with [data.preprocessing]'s
+    normalisation, or --aipp-config with the file."""
+    return flag_args(convert_options(config))
 
 
 def _dump_args(config: PipelineConfig) -> list[str]:
-    """[data] and [data.preprocessing] as `infer dump-bin`'s flags, from their fields."""
-    return flag_args(config.data) + flag_args(config.data.preprocessing)
+    """[data] and [data.preprocessing] as `infer dump-bin`'s flags, from DumpOptions' fields."""
+    return flag_args(config.data.dump)
 
 
 def _run_args(config: PipelineConfig) -> list[str]:
@@ -69,10 +55,8 @@ def _run_args(config: PipelineConfig) -> list[str]:
 
 
 def _compare_args(config: PipelineConfig) -> list[str]:
-    """[compare] as `infer compare`'s flags, from the section's fields; labels resolved against the file."""
-    section = config.compare
-    return flag_args(section, values={"labels": str(config.labels),
-                                      "thresholds": tuple(sorted(section.threshold_texts))})
+    """[compare] as `infer compare`'s flags, from CompareOptions' fields."""
+    return flag_args(config.compare)
 
 
 # --- inspect ---------------------------------------------------------------------------------------------------
@@ -114,11 +98,10 @@ def run_freeze(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StageD
 def plan_convert(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StagePlan:
 
     command = ("infer", "convert", str(work.contract), *_convert_args(config))
-    settings = asdict(config.convert)
-    if config.convert.aipp and not config.convert.aipp_config:  # AIPP is made from [data.preprocessing]
-        settings["preprocessing"] = asdict(config.data.preprocessing)
-    inputs: tuple[Path, ...] = (work.pb, config.resolve(config.convert.aipp_config)) if config.convert.aipp_config \
-        else (work.pb,)
+    options = convert_options(config)  # AIPP made from [data.preprocessing] is in it
+    settings = asdict(options)
+    aipp_file = options.aipp.config if options.aipp is not None else None
+    inputs: tuple[Path, ...] = (work.pb, aipp_file) if aipp_file is not None else (work.pb,)
     inputs += tuple(precision_files(config).values())  # an edited keep_dtype file re-runs the stage
     return StagePlan("convert", inputs, settings, command)
 
@@ -150,12 +133,7 @@ def plan_dump(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StagePl
 
 
 def run_dump(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StageDone:
-    data = config.data
-    options = DumpOptions(
-        output=work.bins, sources=(("", config.data_source),), dtype=data.dtype or None, layout=data.layout or None,
-        image=image_options(config),
-        allow_lossy=data.allow_lossy, force=True,
-    )
+    options = replace(config.data.dump, output=work.bins, sources=(("", config.data_source),), force=True)
     result = dump_bins(load_contract(work.contract), options)
     manifest = result.manifest
     shapes = ", ".join(f"{i.folder} {i.dtype}{format_shape(i.shape)}" for i in manifest.inputs)
@@ -196,8 +174,7 @@ def plan_compare(config: PipelineConfig, work: WorkLayout, facts: Facts) -> Stag
         inputs.append(config.labels)
     command = ("infer", "compare", str(work.contract), "--input", str(work.bins), "--actual", str(run_folder),
                *_compare_args(config), "--report", str(work.report))
-    return StagePlan("compare", tuple(inputs), asdict(config.compare) | {"labels": str(config.labels or "")},
-                     command)
+    return StagePlan("compare", tuple(inputs), asdict(config.compare), command)
 
 
 def run_compare(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StageDone:

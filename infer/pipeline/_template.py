@@ -17,9 +17,12 @@ from ckpt2pb.inspection import inspect_loaded
 from ckpt2pb.source import load_source
 from ckpt2pb.surgery import reachable
 from infer._option_fields import template_lines, toml_literal, toml_text_value
-from infer.pipeline.config import GENERATOR_PREFIXES, CompareSection, ConvertSection, DataSection
+from infer.compare.options import CompareOptions
+from infer.convert.options import ConvertOptions
+from infer.pipeline.config import GENERATOR_PREFIXES, DataSection, ModelSection
 from infer.preprocessing import ImageOptions
 from infer.run.options import RunOptions
+from infer.tune.options import TuneOptions
 
 
 @dataclass(frozen=True)
@@ -51,6 +54,7 @@ _DESCRIBE: dict[str, dict[str, list[str]]] = {
         "keep_dtype": ["# ATC's per-op precision files, relative to this file: passed to ATC, emulated by the "
                        "stand-in."],
     },
+    "tune": {"precision_mode": ["# `infer pipeline tune THIS_FILE`: the ops to keep in fp32 so that compare passes."]},
     "compare": {"thresholds": [
         "# Defaults are msit's: cosine < 0.99, RED > 0.05, KL > 0.005, RMSE > 1.0 or MeanRE > 1.0 fails.",
         "# thresholds = { cosine = 0.999, \"probs:0:kl\" = 0.01 }",
@@ -66,7 +70,8 @@ def _table(name: str, cls: type, written: dict[str, Any]) -> list[str]:
 
 def render_template(values: TemplateValues) -> str:
     lines = ["# infer pipeline: every stage from one file. `infer pipeline run THIS_FILE` runs them all;",
-             "# a re-run skips the stages whose inputs (sha256) and settings have not changed.",
+             "# a re-run skips the stages whose inputs (their digests) and settings have not changed.",
+             "# Each table is one stage's options; a key is the flag of the same name (docs/options.md).",
              "# Relative paths are relative to this file's folder."]
     lines += [f"# {note}" for note in values.notes]
     lines += ["", "[model]",
@@ -79,7 +84,7 @@ def render_template(values: TemplateValues) -> str:
     lines += ["# The model's inputs; a tensor that is not a placeholder (IteratorGetNext:0) becomes one.",
               "# Shape and dtype may be given per input: \"images:0[8,224,224,3]\"."]
     lines.append(f"inputs = {toml_literal(list(values.inputs))}")
-    lines += ["# Fixes an unknown first dimension: ATC and msame need a static batch.",
+    lines += ["# Fixes an unknown first dimension: ATC and msame need a static batch (left out: the graph's own).",
               f"batch = {values.batch}",
               "# Placeholders folded to a value at freeze; those with a default are folded to it anyway."]
     if values.switches:
@@ -87,18 +92,20 @@ def render_template(values: TemplateValues) -> str:
     set_items = ", ".join(f"{toml_literal(k) if not k.isidentifier() else k} = {toml_text_value(v)}"
                           for k, v in sorted(values.set_values.items()))
     lines.append(f"set = {{ {set_items} }}" if set_items else "# set = { is_training = \"false\" }")
+    lines += [line for line in template_lines(ModelSection) if line.startswith("# verify")]
 
     lines += _table("data", DataSection, {"source": values.data_source})
     lines += ["", "[data.preprocessing]  # images only: (pixel * scale - mean) / std after resize + centre crop",
               *template_lines(ImageOptions, {"scale": values.scale})]
-    convert: dict[str, Any] = {"precision_mode": ConvertSection().precision_mode}
+    convert: dict[str, Any] = {"precision_mode": ConvertOptions().precision_mode}
     if values.soc_version:
         convert["soc_version"] = values.soc_version
     if values.aipp:
         convert["aipp"] = True
-    lines += _table("convert", ConvertSection, convert)
+    lines += _table("convert", ConvertOptions, convert)
     lines += _table("run", RunOptions, {})
-    lines += _table("compare", CompareSection, {"labels": values.labels} if values.labels else {})
+    lines += _table("compare", CompareOptions, {"labels": values.labels} if values.labels else {})
+    lines += _table("tune", TuneOptions, {})
     lines += ["", "[paths]",
               f"work_dir = {toml_literal(values.work_dir)}  # model/, bins/, out/, report/ and the state file"]
     return "\n".join(lines) + "\n"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from binio.defaults import DEFAULT_TOOL_TIMEOUT_S
 from binio.errors import InferError
 from infer._option_fields import setting
 
@@ -24,14 +25,17 @@ class RunError(InferError):
 class RunOptions:
     """In pipeline.toml: [run]."""
 
-    backend: str | None = setting(None, unset="auto",  # None: chosen from the contract
-                                  help="from what convert made; or onnxrt | tf | msame | ais_bench")
-    device: int | None = setting(None, help="the backend's default; device = 1 runs on the second NPU (or GPU)")
-    loop: int = 1
+    backend: str | None = setting(None, unset="auto", short="-b", shown="from what convert made",
+                                  help="onnxrt, tf, msame or ais_bench.")
+    device: int | None = setting(None, shown="the backend's", help="NPU (msame, ais_bench) or GPU (onnxrt) index: "
+                                                                   "1 runs on the second.")
+    loop: int = setting(1, help="Run each batch this many times; latency is their mean.")
     # the first call of a session builds its kernels: slow, and not what a batch costs
-    warmup: int = setting(1, help="untimed runs of the first batch before timing starts")
-    threads: int | None = setting(None, unset=0, help="0 = the backend's default")
-    timeout: float = setting(3600.0, help="seconds msame or ais_bench may take for the whole dataset")
+    warmup: int = setting(1, help="Untimed runs of the first batch before timing starts.")
+    threads: int | None = setting(None, unset=0, shown="the framework's", help="Intra-op threads (onnxrt, tf).")
+    timeout: float = setting(DEFAULT_TOOL_TIMEOUT_S,
+                             help="Seconds msame or ais_bench may take for the whole dataset; then they are stopped, "
+                                  "with every process they started.")
     # The sha256 of another model whose bins this run takes on purpose (compare's emulated precision runs a model
     # of the same pb on the converted model's bins): no "made for another model" warning for it.
     bins_made_for: str = setting("", toml=False, flag=False)
@@ -56,12 +60,16 @@ class ScaleOutError(InferError):
 
 @dataclass(frozen=True)
 class ScaleOptions:
-    devices: tuple[int, ...] = ()  # local engine: one slot per device (msame/ais_bench --device, ORT's GPU)
-    shards: int | None = None  # default: one per slot (local) or per NPU/CPU of the cluster (ray)
-    engine: str = "local"
-    address: str | None = None  # ray: the cluster; None starts a local one
-    retries: int = 1  # further attempts of a failed shard
-    resume: bool = False
+    """How a run is cut into shards; command line only (a pipeline's [run] is RunOptions)."""
+
+    devices: tuple[int, ...] = setting((), toml=False, parse=lambda text, flag: parse_devices(text),
+                                       help="Shard the batches over these devices, e.g. 0,1,2,3 (one process each).")
+    shards: int | None = setting(None, toml=False, shown="one per device or Ray slot", help="Shards to cut.")
+    engine: str = setting("local", toml=False, help=f"{' | '.join(ENGINES)}: where the shards run.")
+    address: str | None = setting(None, toml=False, shown="start a local Ray", help="Ray cluster address.")
+    retries: int = setting(1, toml=False, help="Further attempts of a failed shard (sharded runs).")
+    resume: bool = setting(False, toml=False,
+                           help="Finish the newest unfinished run of this model and dataset under -o.")
 
     def check(self, options: RunOptions | None = None) -> None:
         """Refuses a sharding no engine can carry out, naming the option; with the run's `options`, also a

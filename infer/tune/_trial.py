@@ -16,7 +16,7 @@ from typing import Any
 from atc_wrap.op_controls import write_keep_dtype
 from binio.document import json_float
 from binio.manifest import DatasetManifest
-from infer.aipp.config import AippOptions, model_aipp
+from infer.aipp import AippOptions, model_aipp
 from infer.compare import AippCheck, compare_run_folders
 from infer.compare.options import CompareOptions
 from infer.compare.result import CompareResult

@@ -14,17 +14,15 @@ import math
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from atc_wrap.converter_names import read_type_named
 from atc_wrap.emulation import tf_origin
-from atc_wrap.op_controls import KEEP_DTYPE_MODES, write_keep_dtype
-from atc_wrap.precision import check_precision_mode
+from atc_wrap.op_controls import write_keep_dtype
 from atc_wrap.soc import check_soc_version
 from binio.atomic import write_bytes_atomic, write_json_atomic
-from binio.errors import InferError
 from binio.lock import folder_lock
 from binio.manifest import DatasetManifest, dataset_folder, load_manifest
 from binio.output import check_no_links_out, check_output
@@ -33,13 +31,14 @@ from binio.shards import write_view
 from infer.compare import LayerwiseError, check_output_folder, compare_layers, resolve_run_folder, tensorflow_golden
 from infer.compare.options import CompareOptions
 from infer.compare.result import CompareResult
-from infer.compare.thresholds import Thresholds
 from infer.contract import ModelContract, as_contract, load_contract
 from infer.convert import ConvertOptions, convert_model
 from infer.tune._ops import TunableOp, tunable_ops
-from infer.tune._search import MODES, search
+from infer.tune._search import search
 from infer.tune._suspects import Suspect, layer_suspects
 from infer.tune._trial import KEEP_DTYPE_FILE, Candidate, Dataset, Trials, replayed_settings
+from infer.tune.options import DEFAULT_SOC, TuneOptions
+from infer.tune.result import TuneResult
 
 log = logging.getLogger(__name__)
 
@@ -47,86 +46,6 @@ TUNE_JSON = "tune.json"
 ATC_COMMAND_FILE = "atc_command.txt"
 MODEL_FOLDER = "model"
 _WORK = ".tune-work"
-DEFAULT_SOC = "Ascend310"  # the ATC command needs one; the contract's own when it was converted to om
-
-
-class TuneError(InferError):
-    """Options or a model `infer tune-precision` cannot work with."""
-
-
-@dataclass(frozen=True)
-class TuneOptions:
-    precision_mode: str = "force_fp16"
-    thresholds: Thresholds = field(default_factory=Thresholds)
-    atol: float = 1e-4
-    rtol: float = 1e-3
-    samples: int | None = None  # search on the batches holding the first N samples; None: the whole dataset
-    max_ops: int | None = None  # a set larger than this counts as not found
-    mode: str = "bisect"  # bisect | linear, as Polygraphy names them
-    seeds: bool = True  # start from the ops compare --layerwise points at
-    golden: Path | None = None  # TensorFlow's run folder for the whole dataset; default: run the pb
-    soc_version: str = ""  # for the ATC command line; default: the contract's, else DEFAULT_SOC
-    force: bool = False  # replace an earlier tune-precision's files in the output folder
-
-    def __post_init__(self) -> None:
-        check_precision_mode(self.precision_mode)
-        if self.precision_mode not in KEEP_DTYPE_MODES:
-            raise TuneError(f"--precision-mode {self.precision_mode}: keep_dtype changes nothing in this mode; "
-                            f"expected one of {', '.join(KEEP_DTYPE_MODES)}")
-        if self.mode not in MODES:
-            raise TuneError(f"--mode {self.mode}: expected one of {', '.join(MODES)}")
-        for flag, value in (("--samples", self.samples), ("--max-ops", self.max_ops)):
-            if value is not None and value < 1:
-                raise TuneError(f"{flag} {value}: expected 1 or more")
-
-
-@dataclass(frozen=True)
-class TuneResult:
-    found: bool
-    reason: str  # why not found ("" when found)
-    ops: tuple[TunableOp, ...]  # the final set, graph order
-    tunable: tuple[TunableOp, ...]  # every op the search could choose from
-    suspects: tuple[Suspect, ...]
-    before: Candidate  # the precision mode as it is, on the whole dataset
-    after: Candidate | None  # the final set, on the whole dataset
-    candidates: tuple[Candidate, ...]
-    mode: str
-    precision_mode: str
-    seconds: float
-    output: Path
-    atc_command: tuple[str, ...] = ()
-    grown: int = 0  # ops in the set before the shrink step: what a linear search walks to, one op at a time
-
-    def __bool__(self) -> bool:
-        return self.found
-
-    @property
-    def total_flops(self) -> int:
-        return sum(op.flops for op in self.tunable)
-
-    @property
-    def total_params(self) -> int:
-        return sum(op.params for op in self.tunable)
-
-    def share(self, op: TunableOp) -> tuple[float, float]:
-        """The op's share of the model's FLOPs and of its parameters (0 when the model has none)."""
-        return (op.flops / self.total_flops if self.total_flops else 0.0,
-                op.params / self.total_params if self.total_params else 0.0)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "schema": "infer.tune-precision", "version": 1, "found": self.found, "reason": self.reason,
-            "precision_mode": self.precision_mode, "mode": self.mode, "seconds": round(self.seconds, 3),
-            "keep_dtype": [op.name for op in self.ops],
-            "ops": [{**op.to_json(), "flops_share": self.share(op)[0], "params_share": self.share(op)[1]}
-                    for op in self.ops],
-            "verdict_before": self.before.verdict, "verdict_after": self.after.verdict if self.after else None,
-            "suspects": [s.to_json() for s in self.suspects], "tunable_ops": len(self.tunable),
-            "candidates_tried": len(self.candidates), "grown_to": self.grown,
-            "candidates": [c.to_json() for c in self.candidates], "atc_command": list(self.atc_command),
-        }
-
-
 # Hears what the tuning is doing: a stage line ("golden outputs: TensorFlow") or a candidate's verdict.
 TuneProgress = Callable[[str], None]
 

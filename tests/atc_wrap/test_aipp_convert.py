@@ -149,11 +149,13 @@ def test_pipeline_template_lists_every_aipp_setting_and_they_read_back() -> None
     with a value it is read as that value."""
     from dataclasses import fields
 
+    from infer._option_fields import setting_of
+    from infer.aipp import AippOptions
     from infer.pipeline._template import TemplateValues, render_template
-    from infer.pipeline.config import ConvertSection, config_from_dict
+    from infer.pipeline.config import config_from_dict
 
     text = render_template(TemplateValues(source="model.pb", outputs=("out:0",), aipp=True))
-    keys = [f.name for f in fields(ConvertSection) if f.name.startswith("aipp_") and f.name != "aipp_config"]
+    keys = [key for f in fields(AippOptions) if (key := setting_of(f).toml) is not None and key != "aipp_config"]
     assert keys and all(f"# {key} = " in text for key in keys)
     chosen = {"aipp_input_format": '"YUV420SP_U8"', "aipp_src_size": "[36, 34]", "aipp_crop": "[2, 0]",
               "aipp_csc": '"bt709w"'}
@@ -165,5 +167,6 @@ def test_pipeline_template_lists_every_aipp_setting_and_they_read_back() -> None
         import tomli as tomllib
 
     config = config_from_dict(tomllib.loads(text), Path("pipeline.toml"))
-    assert (config.convert.aipp_input_format, config.convert.aipp_src_size, config.convert.aipp_crop,
-            config.convert.aipp_csc) == ("YUV420SP_U8", (36, 34), (2, 0), "bt709w")
+    aipp = config.convert.aipp
+    assert aipp is not None
+    assert (aipp.input_format, aipp.src_size, aipp.crop, aipp.csc) == ("YUV420SP_U8", (36, 34), (2, 0), "bt709w")

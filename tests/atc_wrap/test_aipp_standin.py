@@ -33,7 +33,7 @@ def _identity_model(folder: Path, channels: int, layout: str = "NHWC") -> ModelC
 
 
 def _convert(contract: ModelContract, config_text: str) -> ModelContract:
-    from infer.aipp.config import AippOptions
+    from infer.aipp import AippOptions
     from infer.convert._convert import ConvertOptions, convert_model
 
     cfg = contract.folder / "hand.cfg"

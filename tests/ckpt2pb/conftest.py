@@ -6,7 +6,8 @@ from typing import TypedDict
 
 import pytest
 
-from infer.freeze._freeze import FreezeReport, freeze_model
+from binio.texts import split_top_level
+from infer.freeze import FreezeOptions, FreezeReport, freeze_model
 from tests.models import (
     ReferenceModel,
     build_bert_like,
@@ -91,7 +92,7 @@ def frozen(request: pytest.FixtureRequest,
     """Each model frozen once, with the arguments in FREEZE_ARGS, into its own folder."""
     model: ReferenceModel = request.getfixturevalue(request.param)
     args = FREEZE_ARGS[request.param]
-    report = freeze_model(model.path, tmp_path_factory.mktemp(f"frozen_{request.param}"),
-                          args["outputs"], inputs=str(args.get("inputs", "")),
-                          batch=args.get("batch"))
+    report = freeze_model(model.path, tmp_path_factory.mktemp(f"frozen_{request.param}"), FreezeOptions(
+        outputs=tuple(args["outputs"]), inputs=tuple(split_top_level(str(args.get("inputs", "")))),
+        batch=args.get("batch")))
     return model, report

@@ -110,10 +110,11 @@ def test_shapeless_switch_folds_the_cond_and_passes(switch_cond: ReferenceModel,
 
 
 def test_shapeless_switch_output_matches_tensorflow(switch_cond: ReferenceModel, tmp_path: Path) -> None:
-    from infer.freeze._freeze import freeze_model
+    from infer.freeze import FreezeOptions, freeze_model
     from tests.ckpt2pb.test_freeze import _run_pb
 
-    report = freeze_model(switch_cond.path, tmp_path, ["probs:0"], batch=2, assignments=["is_training=false"])
+    report = freeze_model(switch_cond.path, tmp_path, FreezeOptions(
+        outputs=("probs:0",), batch=2, assignments={"is_training": "false"}))
     got, placeholders = _run_pb(report.contract.pb_path.read_bytes(), switch_cond.feeds, ["probs:0"])
     assert placeholders == ["images"]
     np.testing.assert_allclose(got[0], switch_cond.expected["probs:0"], rtol=0, atol=1e-6)
@@ -160,10 +161,11 @@ def test_dropout_switched_off_leaves_no_random_op(dropout: ReferenceModel, tmp_p
 
 
 def test_dropout_switched_off_computes_the_identity(dropout: ReferenceModel, tmp_path: Path) -> None:
-    from infer.freeze._freeze import freeze_model
+    from infer.freeze import FreezeOptions, freeze_model
     from tests.ckpt2pb.test_freeze import _run_pb
 
-    report = freeze_model(dropout.path, tmp_path, list(dropout.outputs), batch=2, assignments=["keep_prob=1.0"])
+    report = freeze_model(dropout.path, tmp_path, FreezeOptions(
+        outputs=tuple(dropout.outputs), batch=2, assignments={"keep_prob": "1.0"}))
     got, _ = _run_pb(report.contract.pb_path.read_bytes(), dropout.feeds, list(dropout.outputs))
     for name, value in zip(dropout.outputs, got, strict=True):
         np.testing.assert_array_equal(value, dropout.expected[name], err_msg=name)
@@ -172,10 +174,11 @@ def test_dropout_switched_off_computes_the_identity(dropout: ReferenceModel, tmp
 def test_dropout_switched_off_leaves_no_random_op_with_a_dynamic_batch(dropout: ReferenceModel,
                                                                        tmp_path: Path) -> None:
     """`--batch -1` (for ATC's dynamic batch): the masks have no static shape, so the samplers become fills."""
-    from infer.freeze._freeze import freeze_model
+    from infer.freeze import FreezeOptions, freeze_model
     from tests.ckpt2pb.test_freeze import _run_pb
 
-    report = freeze_model(dropout.path, tmp_path, list(dropout.outputs), batch=-1, assignments=["keep_prob=1.0"])
+    report = freeze_model(dropout.path, tmp_path, FreezeOptions(
+        outputs=tuple(dropout.outputs), batch=-1, assignments={"keep_prob": "1.0"}))
     assert not {op for op in _all_ops(_graph_def(report.contract.pb_path)) if "Random" in op}
     assert report.contract.random_ops == {}
     assert all(spec.shape[0] is None for spec in report.contract.outputs)
@@ -221,8 +224,8 @@ def test_pipeline_init_writes_the_switch_as_set_and_paths_relative_to_the_file(
     assert outcome.code == 0, outcome.err
     toml = tmp_path / "sub" / "p.toml"
     config = load_config(toml)  # checks that every named file is there
-    assert config.model.set == {"is_training": "false"}
-    assert config.model.inputs == ("images:0",) and config.model.outputs == ("probs:0",)
+    assert config.model.freeze.assignments == {"is_training": "false"}
+    assert config.model.freeze.inputs == ("images:0",) and config.model.outputs == ("probs:0",)
     text = toml.read_text()
     assert 'source = "../data.npy"' in text and 'labels = "../labels.txt"' in text
     assert "set = { is_training = false }" in text
@@ -295,7 +298,7 @@ def test_softmax_read_only_by_metrics_is_the_first_candidate(tmp_path_factory: p
     init = run_cli(capsys, "pipeline", "init", model.path, "-o", str(tmp_path / "p.toml"), "--data", "random:0")
     assert init.code == 0, init.err
     config = load_config(tmp_path / "p.toml")
-    assert config.model.outputs == ("probs:0",) and config.model.inputs == (images,)
+    assert config.model.outputs == ("probs:0",) and config.model.freeze.inputs == (images,)
     result = run_every_stage(capsys, model.path, tmp_path / "stages", "--outputs", "probs:0", "--inputs", images,
                              "--batch", "2")
     assert result.verdict == "PASSED", result.compare.out + result.compare.err
@@ -389,7 +392,7 @@ def test_pipeline_init_names_a_saved_model_by_its_signature_keys(unrevivable: Re
                       "--data", str(tmp_path / "audio.npy"))
     assert outcome.code == 0, outcome.err
     config = load_config(toml)
-    assert config.model.outputs == ("contour", "note", "onset") and config.model.inputs == ("audio",)
+    assert config.model.outputs == ("contour", "note", "onset") and config.model.freeze.inputs == ("audio",)
     assert "# Signature serving_default: audio = serving_default_audio:0 (input), contour = " \
            "StatefulPartitionedCall:0 (output)" in toml.read_text()
     toml.write_text(toml.read_text().replace('precision_mode = "force_fp16"', 'precision_mode = "force_fp32"'))
@@ -429,9 +432,9 @@ def test_a_saved_model_s_other_signatures_are_named_as_not_read(tmp_path: Path,
 
 
 def test_revivable_saved_model_takes_signature_keys_too(tf2_saved_model: ReferenceModel, tmp_path: Path) -> None:
-    from infer.freeze._freeze import freeze_model
+    from infer.freeze import FreezeOptions, freeze_model
 
-    report = freeze_model(tf2_saved_model.path, tmp_path, ["probs"], inputs="x", batch=2)
+    report = freeze_model(tf2_saved_model.path, tmp_path, FreezeOptions(outputs=("probs",), inputs=("x",), batch=2))
     assert [(s.name, report.contract.signature_keys[s.name]) for s in report.contract.outputs] == [
         ("Identity:0", "probs")]
     assert report.contract.signature_keys["x:0"] == "x" and report.note == ""
@@ -495,7 +498,7 @@ def test_cond_predicate_folds_through_any_chain_of_ops(tmp_path: Path) -> None:
     """The predicate is the switch cast, negated, compared and combined with a default: TensorFlow computes it."""
     import tensorflow as tf
 
-    from infer.freeze._freeze import freeze_model
+    from infer.freeze import FreezeOptions, freeze_model
 
     tf1 = tf.compat.v1
     graph = tf.Graph()
@@ -508,7 +511,7 @@ def test_cond_predicate_folds_through_any_chain_of_ops(tmp_path: Path) -> None:
         tf.identity(tf.cond(predicate, lambda: x * 3.0, lambda: tf.nn.dropout(x, rate=0.5)), name="y")
     pb = tmp_path / "graph.pb"
     pb.write_bytes(graph.as_graph_def().SerializeToString())
-    report = freeze_model(pb, tmp_path / "model", ["y:0"], batch=2, assignments=["mode=0"])
+    report = freeze_model(pb, tmp_path / "model", FreezeOptions(outputs=("y:0",), batch=2, assignments={"mode": "0"}))
     graph_def = _graph_def(report.contract.pb_path)
     assert not _all_ops(graph_def) & _CONTROL_AND_RANDOM
     assert report.contract.outputs[0].shape == (2, 3)

@@ -9,7 +9,7 @@ import pytest
 
 from binio.spec import node_name
 from infer.contract import load_contract
-from infer.freeze._freeze import FreezeReport, freeze_model
+from infer.freeze import FreezeOptions, FreezeReport, freeze_model
 from tests.ckpt2pb.conftest import FREEZE_ARGS
 from tests.models import ReferenceModel
 
@@ -74,9 +74,9 @@ def test_pb_is_clean_for_older_consumers(frozen: tuple[ReferenceModel, FreezeRep
 def test_resnet_batch_norm_loses_its_newer_default_attrs(resnet_model: ReferenceModel, tmp_path: Path) -> None:
     import tensorflow as tf
 
-    from infer.freeze._freeze import freeze_model
+    from infer.freeze import FreezeOptions, freeze_model
 
-    report = freeze_model(resnet_model.path, tmp_path, ["probs"], batch=2, verify=False)
+    report = freeze_model(resnet_model.path, tmp_path, FreezeOptions(outputs=("probs",), batch=2, verify=False))
     graph_def = tf.compat.v1.GraphDef.FromString(report.contract.pb_path.read_bytes())
     norms = [node for node in graph_def.node if node.op == "FusedBatchNormV3"]
     assert len(norms) == 3
@@ -91,7 +91,7 @@ def test_resnet_batch_norm_loses_its_newer_default_attrs(resnet_model: Reference
 def test_channels_first_graph_gets_nchw_layout(tmp_path: Path) -> None:
     import tensorflow as tf
 
-    from infer.freeze._freeze import freeze_model
+    from infer.freeze import FreezeOptions, freeze_model
 
     tf1 = tf.compat.v1
     graph = tf.Graph()
@@ -103,7 +103,8 @@ def test_channels_first_graph_gets_nchw_layout(tmp_path: Path) -> None:
             session.run(tf1.global_variables_initializer())
             tf1.train.Saver().save(session, str(tmp_path / "ckpt" / "model.ckpt"))
     # CPU kernels may not run NCHW convolutions, so only the graph is checked here.
-    report = freeze_model(tmp_path / "ckpt", tmp_path / "out", ["features"], batch=1, verify=False)
+    report = freeze_model(tmp_path / "ckpt", tmp_path / "out", FreezeOptions(
+        outputs=("features",), batch=1, verify=False))
     assert [(s.layout, s.shape) for s in report.contract.inputs] == [("NCHW", (1, 3, 8, 8))]
     assert [s.layout for s in report.contract.outputs] == ["NCHW"]
 
@@ -114,10 +115,10 @@ def test_batch_minus_one_keeps_the_batch_dynamic_for_atc(capsys: pytest.CaptureF
     it; verification still runs (at batch 2)."""
     import tensorflow as tf
 
-    from infer.freeze._freeze import freeze_model
+    from infer.freeze import FreezeOptions, freeze_model
     from tests.cli import run_cli
 
-    report = freeze_model(resnet_model.path, tmp_path / "dyn", ["probs"], batch=-1)
+    report = freeze_model(resnet_model.path, tmp_path / "dyn", FreezeOptions(outputs=("probs",), batch=-1))
     assert [s.shape for s in report.contract.inputs] == [(None, 16, 16, 3)]
     assert [s.shape for s in report.contract.outputs] == [(None, 10)]
     assert report.verification is not None and report.verification.worst <= 1e-5
@@ -138,14 +139,14 @@ def test_batch_minus_one_refuses_a_static_batch(bert_model: ReferenceModel, tmp_
     import pytest
 
     from ckpt2pb.errors import FreezeError
-    from infer.freeze._freeze import freeze_model
+    from infer.freeze import FreezeOptions, freeze_model
 
     with pytest.raises(FreezeError) as caught:
-        freeze_model(bert_model.path, tmp_path, ["class_probs"], inputs="input_ids[2,16],input_mask,segment_ids",
-                     batch=-1)
+        freeze_model(bert_model.path, tmp_path, FreezeOptions(
+            outputs=("class_probs",), inputs=("input_ids[2,16]", "input_mask", "segment_ids"), batch=-1))
     assert str(caught.value) == "input input_ids:0: --batch -1 keeps the first dim unknown, but it is 2 (shape (2,16))"
     with pytest.raises(FreezeError) as caught:
-        freeze_model(bert_model.path, tmp_path, ["class_probs"], batch=-2)
+        freeze_model(bert_model.path, tmp_path, FreezeOptions(outputs=("class_probs",), batch=-2))
     assert str(caught.value) == "--batch -2: expected a positive number, or -1 to keep the first dim unknown"
 
 
@@ -154,7 +155,7 @@ def test_checks_and_prints_are_stripped(tmp_path: Path) -> None:
     StopGradient and v1 Print (which returns its input) become Identity."""
     import tensorflow as tf
 
-    from infer.freeze._freeze import freeze_model
+    from infer.freeze import FreezeOptions, freeze_model
 
     tf1 = tf.compat.v1
     graph = tf.Graph()
@@ -169,7 +170,7 @@ def test_checks_and_prints_are_stripped(tmp_path: Path) -> None:
         with tf1.Session(graph=graph) as session:
             session.run(tf1.global_variables_initializer())
             tf1.train.Saver().save(session, str(tmp_path / "ckpt" / "model.ckpt"))
-    report = freeze_model(tmp_path / "ckpt", tmp_path / "out", ["probs"], batch=2)
+    report = freeze_model(tmp_path / "ckpt", tmp_path / "out", FreezeOptions(outputs=("probs",), batch=2))
     assert report.verification is not None and report.verification.worst <= 1e-5
     graph_def = tf1.GraphDef.FromString(report.contract.pb_path.read_bytes())
     ops = {node.op for node in graph_def.node}
@@ -184,7 +185,7 @@ def test_freezing_again_writes_the_same_bytes(resnet_model: ReferenceModel, tmp_
     """The pb's sha256 is recorded everywhere downstream: one graph must give one file (protobuf's map fields
     serialise in insertion order unless asked to sort them)."""
     args = FREEZE_ARGS["resnet_model"]
-    digests = {freeze_model(resnet_model.path, tmp_path / f"again{i}", args["outputs"],
-                            batch=args["batch"]).contract.pb_sha256
+    digests = {freeze_model(resnet_model.path, tmp_path / f"again{i}", FreezeOptions(
+        outputs=tuple(args["outputs"]), batch=args["batch"])).contract.pb_sha256
                for i in range(3)}
     assert len(digests) == 1

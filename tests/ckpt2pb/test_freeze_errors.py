@@ -9,7 +9,7 @@ import pytest
 
 from ckpt2pb import freeze as freeze_module
 from ckpt2pb.errors import FreezeError, GraphNameError, VerifyError
-from infer.freeze._freeze import freeze_model
+from infer.freeze import FreezeOptions, freeze_model
 from tests.cli import Outcome, run_cli
 from tests.models import ReferenceModel
 
@@ -140,8 +140,8 @@ def test_input_the_outputs_do_not_read(capsys: pytest.CaptureFixture[str], resne
 
 def test_set_fixes_a_plain_placeholder(bert_model: ReferenceModel, tmp_path: Path) -> None:
     """--set input_mask=1 makes the mask a constant (all tokens real): the pb takes two inputs."""
-    report = freeze_model(bert_model.path, tmp_path, ["class_probs"], inputs="input_ids,segment_ids", batch=2,
-                          assignments=["input_mask=1"])
+    report = freeze_model(bert_model.path, tmp_path, FreezeOptions(
+        outputs=("class_probs",), inputs=("input_ids", "segment_ids"), batch=2, assignments={"input_mask": "1"}))
     assert [s.name for s in report.contract.inputs] == ["input_ids:0", "segment_ids:0"]
     assert report.contract.fixed == {"input_mask": "1"}
 
@@ -155,7 +155,8 @@ def test_iterator_output_still_needed(capsys: pytest.CaptureFixture[str], datase
 
 
 def test_dataset_input_keeps_its_name(dataset_model: ReferenceModel, tmp_path: Path) -> None:
-    report = freeze_model(dataset_model.path, tmp_path, ["predictions"], inputs="IteratorGetNext:0", batch=4)
+    report = freeze_model(dataset_model.path, tmp_path, FreezeOptions(
+        outputs=("predictions",), inputs=("IteratorGetNext:0",), batch=4))
     assert [s.describe() for s in report.contract.inputs] == ["IteratorGetNext:0 float32(4,8,8,3)"]
 
 
@@ -163,7 +164,8 @@ def test_set_is_training_true_keeps_dropout(resnet_model: ReferenceModel, tmp_pa
     """--set picks the cond's other branch: dropout stays (op seeds make both graphs draw the same mask)."""
     import tensorflow as tf
 
-    report = freeze_model(resnet_model.path, tmp_path, ["probs"], batch=2, assignments=["is_training=true"])
+    report = freeze_model(resnet_model.path, tmp_path, FreezeOptions(
+        outputs=("probs",), batch=2, assignments={"is_training": "true"}))
     assert report.contract.fixed == {"is_training": "true"}
     graph_def = tf.compat.v1.GraphDef.FromString(report.contract.pb_path.read_bytes())
     assert "RandomUniform" in {node.op for node in graph_def.node}
@@ -185,21 +187,22 @@ def test_verification_catches_a_wrong_freeze(resnet_model: ReferenceModel, tmp_p
 
     monkeypatch.setattr(freeze_module.surgery, "clear_devices", clear_devices_and_break_the_head)
     with pytest.raises(VerifyError) as caught:
-        freeze_model(resnet_model.path, tmp_path, ["probs"], batch=2)
+        freeze_model(resnet_model.path, tmp_path, FreezeOptions(outputs=("probs",), batch=2))
     assert str(caught.value).startswith("output probs:0: frozen graph differs from the checkpoint's by ")
     assert not list(tmp_path.iterdir())
 
 
 def test_set_unknown_placeholder(resnet_model: ReferenceModel, tmp_path: Path) -> None:
     with pytest.raises(GraphNameError) as caught:
-        freeze_model(resnet_model.path, tmp_path, ["probs"], batch=2, assignments=["is_trainig=false"])
+        freeze_model(resnet_model.path, tmp_path, FreezeOptions(
+            outputs=("probs",), batch=2, assignments={"is_trainig": "false"}))
     assert str(caught.value) == "--set placeholder 'is_trainig' is not in the graph; closest: is_training"
 
 
 def test_over_protobuf_limit(resnet_model: ReferenceModel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(freeze_module, "PROTOBUF_LIMIT", 1000)  # a 2 GiB model is too slow to build in a test
     with pytest.raises(FreezeError) as caught:
-        freeze_model(resnet_model.path, tmp_path, ["probs"], batch=2)
+        freeze_model(resnet_model.path, tmp_path, FreezeOptions(outputs=("probs",), batch=2))
     assert str(caught.value).endswith("GiB, over protobuf's 2 GiB limit for one .pb")
     assert not list(tmp_path.iterdir())
 
@@ -222,7 +225,8 @@ def test_a_switch_can_stay_an_input(resnet_model: ReferenceModel, tmp_path: Path
     """Naming is_training in --inputs keeps it a (plain) placeholder, and the cond with it."""
     import tensorflow as tf
 
-    report = freeze_model(resnet_model.path, tmp_path, ["probs"], inputs="images,is_training", batch=2)
+    report = freeze_model(resnet_model.path, tmp_path, FreezeOptions(
+        outputs=("probs",), inputs=("images", "is_training"), batch=2))
     assert [s.describe() for s in report.contract.inputs] == ["images:0 float32(2,16,16,3)", "is_training:0 bool()"]
     assert report.contract.fixed == {}
     graph_def = tf.compat.v1.GraphDef.FromString(report.contract.pb_path.read_bytes())
@@ -232,10 +236,10 @@ def test_a_switch_can_stay_an_input(resnet_model: ReferenceModel, tmp_path: Path
 
 def test_output_node_without_that_output(resnet_model: ReferenceModel, tmp_path: Path) -> None:
     with pytest.raises(GraphNameError) as caught:
-        freeze_model(resnet_model.path, tmp_path, ["train_op"], batch=2)
+        freeze_model(resnet_model.path, tmp_path, FreezeOptions(outputs=("train_op",), batch=2))
     assert str(caught.value) == "output 'train_op': node train_op (AssignAddVariableOp) has 0 output(s)"
     with pytest.raises(GraphNameError) as caught:
-        freeze_model(resnet_model.path, tmp_path, ["probs:3"], batch=2)
+        freeze_model(resnet_model.path, tmp_path, FreezeOptions(outputs=("probs:3",), batch=2))
     assert str(caught.value) == "output 'probs:3': node probs (Softmax) has 1 output(s)"
 
 

@@ -10,7 +10,7 @@ import pytest
 from ckpt2pb.errors import SourceError
 from ckpt2pb.source import load_source
 from infer.contract import ModelContract, load_contract
-from infer.freeze._freeze import freeze_model
+from infer.freeze import FreezeOptions, freeze_model
 from tests.cli import run_cli
 from tests.models import ReferenceModel
 
@@ -47,7 +47,7 @@ def test_stale_checkpoint_file_with_prefix_given(resnet_model: ReferenceModel, t
     """A `checkpoint` file naming a step that is gone does not matter when the prefix is given."""
     prefix = _copy_checkpoint(resnet_model, tmp_path / "stale")
     (prefix.parent / "checkpoint").write_text('model_checkpoint_path: "model.ckpt-99999"\n')
-    report = freeze_model(prefix, tmp_path / "out", ["probs"], batch=2)
+    report = freeze_model(prefix, tmp_path / "out", FreezeOptions(outputs=("probs",), batch=2))
     assert report.verification is not None and report.verification.worst == 0.0
     assert str(load_source(prefix.parent).prefix) == str(prefix)  # the folder: the checkpoint that is there
 
@@ -98,7 +98,7 @@ def test_missing_data_file(capsys: pytest.CaptureFixture[str], resnet_model: Ref
     assert not (tmp_path / "out").exists()
     Path(f"{prefix}.data-00001-of-00002").write_bytes(b"")  # one shard of two, the other one lost
     with pytest.raises(SourceError) as caught:
-        freeze_model(prefix, tmp_path / "out", ["probs"], batch=2)
+        freeze_model(prefix, tmp_path / "out", FreezeOptions(outputs=("probs",), batch=2))
     assert str(caught.value) == f"{prefix}: checkpoint data is missing model.ckpt-1000.data-00000-of-00002"
 
 
@@ -128,13 +128,13 @@ def test_old_output_shapes_are_dropped(resnet_model: ReferenceModel, tmp_path: P
     meta_path.write_bytes(meta.SerializeToString())
     source = load_source(prefix)
     assert not any("_output_shapes" in node.attr for node in source.graph_def.node)
-    assert freeze_model(prefix, tmp_path / "out", ["probs"], batch=2).verification
+    assert freeze_model(prefix, tmp_path / "out", FreezeOptions(outputs=("probs",), batch=2)).verification
 
 
 def test_frozen_pb_is_a_source(frozen_small_cnn: ModelContract, tmp_path: Path) -> None:
     source = load_source(frozen_small_cnn.pb_path)
     assert source.kind == "pb" and source.prefix is None and not source.has_variables
-    report = freeze_model(frozen_small_cnn.pb_path, tmp_path, ["probs:0"])
+    report = freeze_model(frozen_small_cnn.pb_path, tmp_path, FreezeOptions(outputs=("probs:0",)))
     assert report.contract.inputs == frozen_small_cnn.inputs
 
 
@@ -238,7 +238,7 @@ def test_truncated_data(resnet_model: ReferenceModel, tmp_path: Path) -> None:
     data = Path(f"{prefix}.data-00000-of-00001")
     data.write_bytes(data.read_bytes()[:100])
     with pytest.raises(SourceError) as caught:
-        freeze_model(prefix, tmp_path / "out", ["probs"], batch=2)
+        freeze_model(prefix, tmp_path / "out", FreezeOptions(outputs=("probs",), batch=2))
     assert str(caught.value) == f"{prefix}: checkpoint data (.data-*) is corrupt or truncated"
 
 
@@ -282,7 +282,8 @@ def test_saved_model_without_its_variables(saved_model: ReferenceModel, tmp_path
     shutil.copytree(saved_model.path, tmp_path / "export")
     shutil.rmtree(tmp_path / "export" / "variables")
     with pytest.raises(SourceError) as caught:
-        freeze_model(tmp_path / "export", tmp_path / "out", ["scores"], inputs="features[3,6]")
+        freeze_model(tmp_path / "export", tmp_path / "out", FreezeOptions(outputs=("scores",),
+                                                                        inputs=("features[3,6]",)))
     assert str(caught.value) == f"{tmp_path / 'export'}: the graph has variables but no checkpoint holds their values"
     assert caught.value.hint == "its variables/ folder (variables.index, variables.data-*) is missing"
 

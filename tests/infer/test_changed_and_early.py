@@ -82,8 +82,8 @@ def _golden_runs(contract: ModelContract, bins: DatasetManifest, actual: Path, t
 
     heard: list[str] = []
     try:
-        compare(contract.path, bins.root, actual, options=CompareOptions(), cache_root=tmp_path / "cache",
-                on_golden_run=lambda: heard.append("golden run"), **kwargs)
+        compare(contract.path, bins.root, actual, options=CompareOptions(**kwargs), cache_root=tmp_path / "cache",
+                on_golden_run=lambda: heard.append("golden run"))
     except InferError as exc:
         heard.append(exc.message)
     return heard

@@ -135,7 +135,7 @@ def test_pipeline_init_from_the_demo_checkpoint(demo: tuple[DemoResult, list[str
     assert outcome.code == 0, outcome.err
     config = load_config(target)
     assert config.model.outputs == ("probs:0",)
-    assert config.model.inputs == ("images:0",)  # the loss's labels placeholder is not read by probs:0
+    assert config.model.freeze.inputs == ("images:0",)  # the loss's labels placeholder is not read by probs:0
     text = target.read_text()
     assert "# With a default here: is_training:0" in text
     assert "# Placeholders probs:0 does not read, left out of inputs: labels:0." in text
@@ -156,7 +156,8 @@ def test_pipeline_init_from_a_frozen_pb_takes_its_static_batch(demo: tuple[DemoR
                       str(target), "--data", str(result.dataset.image_folder))
     assert outcome.code == 0, outcome.err
     config = load_config(target)
-    assert (config.model.inputs, config.model.batch) == (("images:0",), 8)  # the pb's (8,32,32,3); 1 would clash
+    # the pb's (8,32,32,3); 1 would clash
+    assert (config.model.freeze.inputs, config.model.freeze.batch) == (("images:0",), 8)
 
 
 def test_report_says_why_there_is_no_atc_command(demo: tuple[DemoResult, list[str]],

@@ -46,9 +46,9 @@ def _error(folder: Path, text: str) -> str:
 def test_minimal_file_takes_defaults_and_resolves_paths_against_its_folder(project: Path) -> None:
     config = load_config(_write(project, MINIMAL))
     assert config.model.outputs == ("probs:0",)
-    assert config.model.batch == 1
+    assert config.model.freeze.batch is None  # as infer freeze: the graph's own batch (issue 26)
     assert config.convert.precision_mode == "force_fp16"
-    assert config.convert.target == "auto"
+    assert config.convert.target is None  # "auto": om where ATC is found
     assert config.model_source == project / "ckpt" / "model.ckpt"
     assert config.data_source == str(project / "images")
     assert config.work_dir == project / "work"
@@ -78,12 +78,12 @@ work_dir = "/tmp/elsewhere"
     config = load_config(_write(project, text.replace('outputs = ["probs:0"]',
                                                       'outputs = ["probs:0"]\nset = { is_training = false, '
                                                       'keep = 0.5 }\nbatch = 8')))
-    assert config.model.set == {"is_training": "false", "keep": "0.5"}
-    assert config.model.batch == 8
-    assert config.data.preprocessing.mean == (1.0, 2.0, 3.0)
+    assert config.model.freeze.assignments == {"is_training": "false", "keep": "0.5"}
+    assert config.model.freeze.batch == 8
+    assert config.data.dump.image.mean == (1.0, 2.0, 3.0)
     assert config.convert.atc_args == ("--log=error",)
     assert config.run.loop == 3
-    assert config.compare.thresholds == {"cosine": 0.999, "probs:0:kl": 1.0}
+    assert config.compare.thresholds.texts == ("cosine=0.999", "probs:0:kl=1.0")
     assert config.labels == project / "labels.txt"
     assert config.work_dir == Path("/tmp/elsewhere")
 
@@ -92,9 +92,9 @@ def test_unknown_key_suggests_the_closest(project: Path) -> None:
     message = _error(project, MINIMAL + '[convert]\nprecison_mode = "force_fp32"\n')
     assert message == (f"{project / 'pipeline.toml'}: [convert] precison_mode: unknown key; did you mean "
                        "'precision_mode'? (valid keys: target, soc_version, precision_mode, input_fp16_nodes, "
-                       "output_type, input_format, op_select_implmode, atc_args, opset, aipp, aipp_config, "
-                       "aipp_input_format, aipp_src_size, aipp_crop, aipp_csc, keep_dtype, modify_mixlist, "
-                       "customize_dtypes)")
+                       "output_type, input_format, dynamic_batch, op_select_implmode, fusion_switch_file, "
+                       "keep_dtype, modify_mixlist, customize_dtypes, atc_args, opset, allow_unknown_soc, timeout, "
+                       "aipp, aipp_input_format, aipp_src_size, aipp_crop, aipp_csc, aipp_config)")
 
 
 def test_unknown_nested_key(project: Path) -> None:
@@ -106,7 +106,7 @@ def test_unknown_nested_key(project: Path) -> None:
 def test_unknown_section_suggests_the_closest(project: Path) -> None:
     message = _error(project, MINIMAL + "[comapre]\ntopk = 1\n")
     assert message == (f"{project / 'pipeline.toml'}: unknown section [comapre]; did you mean [compare]? "
-                       "(sections: model, data, convert, run, compare, paths)")
+                       "(sections: model, data, convert, run, compare, tune, paths)")
 
 
 @pytest.mark.parametrize(
@@ -137,8 +137,12 @@ def test_threshold_must_be_a_number(project: Path) -> None:
 
 def test_threshold_off_lifts_it_and_limits_keep_every_digit(project: Path) -> None:
     config = load_config(_write(project, MINIMAL + '[compare]\nthresholds = { kl = "off", cosine = 0.9999999 }\n'))
-    assert config.compare.thresholds == {"kl": None, "cosine": 0.9999999}
-    assert config.compare.threshold_texts == ("kl=off", "cosine=0.9999999")  # :g would have written cosine=1
+    from infer.pipeline._stages import _compare_args
+
+    assert [(s.metric, s.limit) for s in config.compare.thresholds.settings] == [
+        ("KullbackLeiblerDivergence", None), ("CosineSimilarity", 0.9999999)]
+    assert _compare_args(config) == ["--threshold", "kl=off", "--threshold",
+                                     "cosine=0.9999999"]  # :g would have written cosine=1
 
 
 def test_threshold_on_an_unknown_metric_or_output_is_refused_when_read(project: Path) -> None:
@@ -148,12 +152,13 @@ def test_threshold_on_an_unknown_metric_or_output_is_refused_when_read(project: 
     message = _error(project, MINIMAL + '[compare]\nthresholds = { "prob:0:kl" = 0.01 }\n')
     assert message == f"{where}.prob:0:kl: no output named 'prob:0'; [model] outputs are: probs:0"
     config = load_config(_write(project, MINIMAL + '[compare]\nthresholds = { "probs:kl" = 0.01 }\n'))
-    assert config.compare.thresholds == {"probs:kl": 0.01}  # the node name of an output selects it too
+    assert config.compare.thresholds.texts == ("probs:kl=0.01",)  # the node name of an output selects it too
 
 
 def test_missing_required_key_and_section(project: Path) -> None:
     no_outputs = MINIMAL.replace('outputs = ["probs:0"]\n', "")
-    assert _error(project, no_outputs) == f"{project / 'pipeline.toml'}: [model] outputs: missing (it has no default)"
+    assert _error(project, no_outputs) == (f"{project / 'pipeline.toml'}: [model] outputs: missing (the tensors the "
+                                           "converted model returns)")
     no_data = MINIMAL.split("[data]")[0]
     assert _error(project, no_data) == f"{project / 'pipeline.toml'}: missing section [data]"
 
@@ -200,9 +205,9 @@ def test_template_loads_and_every_commented_setting_is_a_valid_key(project: Path
                             labels="labels.txt", switches=("is_training:0",))
     text = render_template(values)
     config = load_config(_write(project, text))
-    assert config.model.batch == 8 and config.model.inputs == ("images:0",)
-    assert config.model.set == {"is_training": "false"}
-    assert config.data.preprocessing.scale == 1 / 255
+    assert config.model.freeze.batch == 8 and config.model.freeze.inputs == ("images:0",)
+    assert config.model.freeze.assignments == {"is_training": "false"}
+    assert config.data.dump.image.scale == 1 / 255
     assert config.labels == project / "labels.txt"
 
     switched_on = _uncommented(text)
@@ -212,8 +217,8 @@ def test_template_loads_and_every_commented_setting_is_a_valid_key(project: Path
     defaults = PipelineConfig(path=full.path, model=full.model, data=full.data)
     assert full.convert == defaults.convert
     assert full.run == defaults.run
-    assert full.data.preprocessing.mean == (0.0,)
-    assert full.compare.thresholds == {"cosine": 0.999, "probs:0:kl": 0.01}
+    assert full.data.dump.image.mean == (0.0,)
+    assert full.compare.thresholds.texts == ("cosine=0.999", "probs:0:kl=0.01")
     assert full.compare.expected_from_emulation is True and full.compare.expected_factor == 10.0
     assert not full.compare.fail_on_expected and not full.compare.allow_same_backend
 
@@ -234,23 +239,22 @@ def test_compare_per_sample_limits_and_switches_reach_the_command(project: Path)
 
 
 def test_compare_expected_band_settings_reach_the_command_and_the_options(project: Path) -> None:
-    from infer.pipeline._calls import compare_options
     from infer.pipeline._stages import _compare_args
 
     default = load_config(_write(project, MINIMAL))
     assert default.compare.expected_from_emulation is None  # left out: compare's own default (an om only)
     assert "--expected-from-emulation" not in _compare_args(default)
-    assert compare_options(default).expected_from_emulation is None
+    assert default.compare.expected_from_emulation is None
 
     text = MINIMAL + "[compare]\nexpected_from_emulation = true\nexpected_factor = 4\nfail_on_expected = true\n"
     config = load_config(_write(project, text))
     assert _compare_args(config) == ["--expected-from-emulation", "--expected-factor", "4.0", "--fail-on-expected"]
-    options = compare_options(config)
+    options = config.compare
     assert (options.expected_from_emulation, options.expected_factor, options.fail_on_expected) == (True, 4.0, True)
 
     off = load_config(_write(project, MINIMAL + "[compare]\nexpected_from_emulation = false\n"))
     assert _compare_args(off) == ["--no-expected-from-emulation"]
-    assert compare_options(off).expected_from_emulation is False
+    assert off.compare.expected_from_emulation is False
     message = _error(project, MINIMAL + '[compare]\nexpected_from_emulation = "yes"\n')
     assert message.endswith("[compare] expected_from_emulation: expected a boolean, got a string 'yes'")
 
@@ -263,7 +267,7 @@ def test_aipp_config_must_exist_and_not_come_with_aipp(project: Path) -> None:
     assert both.endswith("[convert] aipp = true and aipp_config: aipp makes the config from [data.preprocessing], "
                          "aipp_config reads a written one; give one of them")
     config = load_config(_write(project, MINIMAL + '[convert]\naipp = true\naipp_src_size = [256, 240]\n'))
-    assert (config.convert.aipp, config.convert.aipp_src_size) == (True, (256, 240))
+    assert config.convert.aipp is not None and config.convert.aipp.src_size == (256, 240)
 
 
 def test_per_op_precision_files_resolve_against_the_file_and_reach_convert(project: Path) -> None:
@@ -291,7 +295,7 @@ def test_color_is_read_like_the_command_line_takes_it(project: Path) -> None:
     from infer.pipeline._stages import _dump_args
 
     config = load_config(_write(project, MINIMAL + '[data.preprocessing]\ncolor = "bgr"\n'))
-    assert config.data.preprocessing.color == "BGR"  # was kept as "bgr" and decoded as RGB
+    assert config.data.dump.image.color == "BGR"  # was kept as "bgr" and decoded as RGB
     assert image_options(config).color == "BGR"
     assert _dump_args(config) == ["--color", "BGR"]
     message = _error(project, MINIMAL + '[data.preprocessing]\ncolor = "GBR"\n')

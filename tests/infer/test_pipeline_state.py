@@ -30,12 +30,12 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     ran: list[str] = []
 
     def plan_upper(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StagePlan:
-        return StagePlan("upper", (config.model_source,), {"batch": config.model.batch}, ("upper",))
+        return StagePlan("upper", (config.model_source,), {"batch": config.model.freeze.batch}, ("upper",))
 
     def run_upper(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StageDone:
         ran.append("upper")
         target = work.root / "upper.txt"
-        target.write_text(config.model_source.read_text().upper() + ("!" * config.model.batch))
+        target.write_text(config.model_source.read_text().upper() + ("!" * (config.model.freeze.batch or 1)))
         return StageDone(f"wrote {target.name}", (target,), {"length": len(target.read_text())})
 
     def plan_count(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StagePlan:
@@ -94,7 +94,7 @@ def test_changed_settings_rerun_the_stage(config: PipelineConfig, calls: list[st
     from dataclasses import replace
 
     _run(config)
-    changed = replace(config, model=replace(config.model, batch=3))
+    changed = replace(config, model=replace(config.model, freeze=replace(config.model.freeze, batch=3)))
     assert _run(changed) == [True, True]  # upper.txt changed, so count reads something new
     assert (config.work_dir / "count.txt").read_text() == "9"
 

@@ -16,6 +16,7 @@ from typing import TypeVar
 import numpy as np
 
 from binio.binfile import read_bin, write_raw
+from binio.defaults import DEFAULT_TOOL_TIMEOUT_S
 from binio.manifest import bin_file_name
 from binio.process import ToolResult, quote_command
 from binio.spec import TensorSpec
@@ -23,7 +24,6 @@ from infer.contract import ModelContract
 from infer.run._latency import mean, percentile
 from infer.run._runners.base import BaseRunner, DatasetFeed, RunnerError
 
-DEFAULT_TIMEOUT_S = 3600.0
 STAND_IN = "the stand-in is --backend onnxrt after infer convert --target onnx"
 
 
@@ -93,7 +93,7 @@ class ToolRunner(BaseRunner):
         device: int | None = None,
         loop: int = 1,
         warmup: int = 0,
-        timeout: float = DEFAULT_TIMEOUT_S,
+        timeout: float = DEFAULT_TOOL_TIMEOUT_S,
     ) -> None:
         super().__init__(inputs, outputs)
         self.om = Path(om)
@@ -104,7 +104,7 @@ class ToolRunner(BaseRunner):
 
     @classmethod
     def from_contract(cls: type[_Tool], contract: ModelContract, *, device: int | None = None, loop: int = 1,
-                      warmup: int = 0, timeout: float = DEFAULT_TIMEOUT_S) -> _Tool:
+                      warmup: int = 0, timeout: float = DEFAULT_TOOL_TIMEOUT_S) -> _Tool:
         converted = contract.converted
         if converted is None or converted.target != "om":
             found = "nothing" if converted is None else f"an {converted.target} model"

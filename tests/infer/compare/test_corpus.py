@@ -22,9 +22,9 @@ def corpus_results(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[Built
     for built in build_corpus(root):
         actual = run_model(built.contract.path, built.bins, root / "out" / built.case.name,
                            RunOptions(backend="onnxrt")).folder
-        results.append((built, compare(built.contract.path, built.bins, actual, layerwise=True,
+        results.append((built, compare(built.contract.path, built.bins, actual,
                                        cache_root=root / "golden-cache",
-                                       options=CompareOptions(expected_from_emulation=True))))
+                                       options=CompareOptions(expected_from_emulation=True, layerwise=True))))
     return results
 
 
@@ -126,8 +126,8 @@ def test_undamaged_conversions_mark_nothing(tmp_path: Path, mode: str) -> None:
         frozen, bins = base_model(tmp_path, base)
         contract = converted_copy(frozen, tmp_path / base / mode, mode)
         actual = run_model(contract.path, bins, tmp_path / base / "out", RunOptions(backend="onnxrt")).folder
-        result = compare(contract.path, bins, actual, layerwise=True, cache_root=tmp_path / "golden-cache",
-                         options=CompareOptions(fail_on_expected=True))
+        result = compare(contract.path, bins, actual, cache_root=tmp_path / "golden-cache",
+                         options=CompareOptions(fail_on_expected=True, layerwise=True))
         assert result.passed and result.layerwise is not None, f"{base} {mode}: {result.verdict()}"
         assert [e.flagged for e in result.expected] == [False], f"{base} {mode}"  # the band has no false alarm
         assert result.layerwise.first_failing is None and result.layerwise.note == "", f"{base} {mode}"

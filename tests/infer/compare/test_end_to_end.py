@@ -17,6 +17,8 @@ from tests.conftest import Copy
 
 pytestmark = pytest.mark.slow
 
+LAYERWISE = CompareOptions(layerwise=True)
+
 
 def _run_onnx(contract: ModelContract, bins: Path, out: Path) -> Path:
     return run_model(contract.path, bins, out, RunOptions(backend="onnxrt")).folder
@@ -51,7 +53,7 @@ def test_fp16_emulation_gives_small_nonzero_errors(onnx_small_cnn_fp16: ModelCon
 def test_fp16_layerwise_every_matched_tensor_close(onnx_small_cnn_fp16: ModelContract, cnn_bins: Path, cnn_golden: Path,
                                                    tmp_path: Path) -> None:
     actual = _run_onnx(onnx_small_cnn_fp16, cnn_bins, tmp_path / "out")
-    result = compare(onnx_small_cnn_fp16.path, cnn_bins, actual, golden=cnn_golden, layerwise=True)
+    result = compare(onnx_small_cnn_fp16.path, cnn_bins, actual, golden=cnn_golden, options=LAYERWISE)
     layers = result.layerwise
     assert layers is not None and layers.first_failing is None
     matched = [row.tensor for row in layers.matched]
@@ -70,7 +72,7 @@ def test_perturbed_layer_fails_and_layerwise_marks_it_first(perturbed_small_cnn:
     assert outcome.code == 1
     assert outcome.out.strip().splitlines()[-1].startswith("FAILED: probs:0 ")
     assert "first tensor to diverge: BiasAdd:0 (BiasAdd)" in outcome.out
-    result = compare(perturbed_small_cnn.path, cnn_bins, actual, golden=cnn_golden, layerwise=True)
+    result = compare(perturbed_small_cnn.path, cnn_bins, actual, golden=cnn_golden, options=LAYERWISE)
     assert not result
     layers = result.layerwise
     assert layers is not None and layers.first_failing is not None
@@ -91,8 +93,7 @@ def test_perturbed_layer_fails_and_layerwise_marks_it_first(perturbed_small_cnn:
 def test_fp32_layerwise_marks_nothing(onnx_small_cnn: ModelContract, cnn_bins: Path, cnn_golden: Path,
                                       tmp_path: Path) -> None:
     actual = _run_onnx(onnx_small_cnn, cnn_bins, tmp_path / "out")
-    result = compare(onnx_small_cnn.path, cnn_bins, actual, golden=cnn_golden, layerwise=True,
-                     options=CompareOptions())
+    result = compare(onnx_small_cnn.path, cnn_bins, actual, golden=cnn_golden, options=LAYERWISE)
     assert result.passed and result.layerwise is not None and result.layerwise.first_failing is None
     assert all(row.metrics.max_absolute_error < 1e-5 for row in result.layerwise.matched if row.metrics)
 
@@ -150,7 +151,7 @@ def test_fp16_overflow_is_flagged_and_located(tmp_path: Path, capsys: pytest.Cap
                       "--layerwise")
     assert outcome.code == 1
     assert outcome.out.strip().splitlines()[-1].startswith("FAILED: energy:0 CosineSimilarity NaN")
-    result = compare(contract.path, tmp_path / "bins", actual, layerwise=True)
+    result = compare(contract.path, tmp_path / "bins", actual, options=LAYERWISE)
     counts = result.outputs[0].metrics.counts
     assert counts.fp16_overflow and counts.inf_actual == 4 and counts.nonfinite_actual_where_golden_finite == 4
     assert result.layerwise is not None and result.layerwise.first_failing is not None
@@ -166,8 +167,8 @@ def test_failed_run_without_a_mark_says_why(onnx_small_cnn_fp16: ModelContract, 
     from infer.compare.thresholds import Thresholds
 
     actual = _run_onnx(onnx_small_cnn_fp16, cnn_bins, tmp_path / "out")
-    result = compare(onnx_small_cnn_fp16.path, cnn_bins, actual, golden=cnn_golden, layerwise=True,
-                     options=CompareOptions(thresholds=Thresholds.parse(["rmse=1e-9"])))
+    result = compare(onnx_small_cnn_fp16.path, cnn_bins, actual, golden=cnn_golden,
+                     options=CompareOptions(thresholds=Thresholds.parse(["rmse=1e-9"]), layerwise=True))
     assert not result.passed and result.layerwise is not None and result.layerwise.first_failing is None
     assert result.layerwise.note == ("no tensor marked: probs:0 fails only on RootMeanSquareError, which the "
                                      "layer-wise view does not judge (it uses CosineSimilarity, "
@@ -191,7 +192,7 @@ def test_layer_table_fits_the_terminal_through_the_cli(perturbed_small_cnn: Mode
     end = next(i for i, line in enumerate(lines) if line.startswith("first tensor to diverge: "))
     table = lines[start:end]
     assert all(len(line) <= width for line in table), "\n".join(table)
-    result = compare(perturbed_small_cnn.path, cnn_bins, actual, golden=cnn_golden, layerwise=True)
+    result = compare(perturbed_small_cnn.path, cnn_bins, actual, golden=cnn_golden, options=LAYERWISE)
     assert result.layerwise is not None
     assert table == layer_table(result.layerwise, width)
     words = {word for line in table for word in line.split()}

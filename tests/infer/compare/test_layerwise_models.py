@@ -11,7 +11,7 @@ import pytest
 
 from binio.binfile import write_bin
 from binio.manifest import BinEntry, DatasetManifest, InputManifest, bin_file_name
-from infer.compare._compare import CompareResult, compare
+from infer.compare._compare import CompareOptions, CompareResult, compare
 from infer.contract import ModelContract
 from infer.run import run_model
 from infer.run.options import RunOptions
@@ -32,7 +32,7 @@ def _converted(folder: Path, build: Any, inputs: tuple[str, ...], outputs: tuple
 
 def _layerwise(contract: ModelContract, bins: Path, out: Path) -> CompareResult:
     actual = run_model(contract.path, bins, out, RunOptions(backend="onnxrt")).folder
-    return compare(contract.path, bins, actual, layerwise=True, cache_root=out / "golden-cache")
+    return compare(contract.path, bins, actual, options=CompareOptions(layerwise=True), cache_root=out / "golden-cache")
 
 
 def _producer(model: Any, tensor: str) -> Any:
