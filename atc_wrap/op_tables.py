@@ -172,7 +172,8 @@ def family_of(soc_version: str) -> str:
     raise OpTableError(f"--soc-version {soc_version!r}: no operator table for this chip{suggestion}; tables exist "
                        f"for the families {', '.join(FAMILIES)} (Ascend310, Ascend310B*, Ascend310P*, "
                        "Ascend910/910A/910Pro*/910PremiumA, Ascend910B*)",
-                       hint="the tables come from a 2022 CANN snapshot (docs/op-tables.md); a newer chip has none")
+                       hint="the tables come from a 2022 CANN snapshot and cover these families only "
+                            "(docs/op-tables.md)")
 
 
 def load_op_table(family: str) -> OpTable:
