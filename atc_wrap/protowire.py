@@ -88,6 +88,7 @@ def _skip_group(data: memoryview, pos: int, number: int) -> int:
     while open_groups:
         if pos >= len(data):
             raise WireError(f"group {open_groups[-1]} is not closed before the end of its message")
+        tag_at = pos
         tag, pos = read_varint(data, pos)
         wire_type, field_number = tag & 7, tag >> 3
         if wire_type == START_GROUP:
@@ -99,24 +100,28 @@ def _skip_group(data: memoryview, pos: int, number: int) -> int:
                 raise WireError(f"group {open_groups[-1]} closed by an end-group tag of field {field_number}")
             open_groups.pop()
         else:
-            _, pos = _read_value(data, pos, wire_type)
+            _, pos = _read_value(data, pos, wire_type, field_number, tag_at)
     return pos
 
 
-def _read_value(data: memoryview, pos: int, wire_type: int) -> tuple[int | memoryview, int]:
+def _read_value(data: memoryview, pos: int, wire_type: int, number: int, tag_at: int) -> tuple[int | memoryview, int]:
+    """The value of the record whose tag (field `number`, at byte `tag_at`) ends at `pos`."""
     if wire_type == VARINT:
         return read_varint(data, pos)
     if wire_type in (FIXED64, FIXED32):
         width = 8 if wire_type == FIXED64 else 4
         if pos + width > len(data):
-            raise WireError(f"{width * 8}-bit field at byte {pos} runs past the end of its {len(data)}-byte message")
+            raise WireError(f"{width * 8}-bit field {number} at byte {tag_at} runs past the end of its "
+                            f"{len(data)}-byte message")
         return int.from_bytes(data[pos:pos + width], "little"), pos + width
     if wire_type == LENGTH_DELIMITED:
         length, start = read_varint(data, pos)
         if length > len(data) - start:
-            raise WireError(f"field at byte {pos} declares {length} bytes, only {len(data) - start} follow")
+            raise WireError(f"field {number} at byte {tag_at} declares {length} bytes, only {len(data) - start} "
+                            f"follow")
         return data[start:start + length], start + length
-    raise WireError(f"wire type {wire_type} at byte {pos} is not one of 0, 1, 2, 5 (or a group)")
+    raise WireError(f"wire type {wire_type} of field {number} at byte {tag_at} is not one of 0, 1, 2, 5 "
+                    f"(or a group)")
 
 
 def iter_fields(data: bytes | memoryview) -> Iterator[Field]:
@@ -129,14 +134,14 @@ def iter_fields(data: bytes | memoryview) -> Iterator[Field]:
         tag_at = pos
         tag, pos = read_varint(view, pos)
         number, wire_type = tag >> 3, tag & 7
-        if number == 0 or number > 0x1FFFFFFF:
+        if not 1 <= number <= 0x1FFFFFFF:
             raise WireError(f"field number {number} at byte {tag_at} is outside 1..536870911")
         if wire_type == START_GROUP:
             pos = _skip_group(view, pos, number)
             continue
         if wire_type == END_GROUP:
             raise WireError(f"end-group tag of field {number} at byte {tag_at} closes no group")
-        value, pos = _read_value(view, pos, wire_type)
+        value, pos = _read_value(view, pos, wire_type, number, tag_at)
         yield Field(number, wire_type, value)
 
 
