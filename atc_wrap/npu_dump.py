@@ -195,8 +195,9 @@ def _tensor(item: _Pending, raw: bytes, offset: int) -> DumpTensor:
         sub_format=message.int64(sub_format_field), size=item.size, data_offset=offset,
         original_name=original.string(1) if original is not None else "",
         original_output_index=original.uint(2) if original is not None and original.string(1) else None,
-        original_dtype=ge_dtype_name(original.uint(3)) if original is not None and original.has(3) else "",
-        original_format=dump_format_name(original.uint(4)) if original is not None and original.has(4) else "",
+        # proto3 leaves zeros out: an original op without a format field is NCHW (0), as protobuf reads it
+        original_dtype=ge_dtype_name(original.uint(3)) if original is not None and original.string(1) else "",
+        original_format=dump_format_name(original.uint(4)) if original is not None and original.string(1) else "",
         ge_dtype=message.uint(1), raw=raw)
 
 
@@ -290,11 +291,16 @@ _LEVELS = ("time", "device", "model_name", "model_id", "step")
 _DUMP_TIME = re.compile(r"\d{14}")
 
 
-def _location(folders: tuple[str, ...]) -> DumpLocation:
-    anchor = next((i for i, part in enumerate(folders) if _DUMP_TIME.fullmatch(part)), None)
+def _location(above: tuple[str, ...], folders: tuple[str, ...]) -> DumpLocation:
+    """The levels of a file's folder: from the time folder (14 digits: YYYYMMDDhhmmss) down, looked for in the
+    whole path (`above` the walked folder, then `folders` below it); without one, the folders below the walked one
+    fill the innermost levels."""
+    path = above + folders
+    anchor = next((i for i in range(len(path) - 1, -1, -1)
+                   if _DUMP_TIME.fullmatch(path[i]) and len(path) - i <= len(_LEVELS)), None)
     if anchor is not None:
-        values = dict(zip(_LEVELS, folders[anchor:], strict=False))  # deeper folders: not a level
-    else:  # the folder given is below the time level: its innermost folders are the innermost levels
+        values = dict(zip(_LEVELS, path[anchor:], strict=False))
+    else:
         tail = folders[-len(_LEVELS):]
         values = dict(zip(_LEVELS[len(_LEVELS) - len(tail):], tail, strict=True))
     return DumpLocation(**{level: values.get(level, "") for level in _LEVELS})
@@ -307,6 +313,7 @@ def walk_dump_folder(root: str | Path) -> DumpFolder:
         raise NpuDumpError(f"{top}: expected a dump folder, found {'a file' if top.exists() else 'nothing'}")
     entries: list[DumpEntry] = []
     skipped: list[Path] = []
+    above = top.resolve().parts
     for folder, subfolders, files in os.walk(top, followlinks=False):
         subfolders.sort()
         relative = tuple(Path(folder).relative_to(top).parts)
@@ -316,7 +323,7 @@ def walk_dump_folder(root: str | Path) -> DumpFolder:
             if name is None:
                 skipped.append(path)
             else:
-                entries.append(DumpEntry(path, name, _location(relative)))
+                entries.append(DumpEntry(path, name, _location(above, relative)))
     entries.sort(key=lambda e: (e.location.time, e.location.device, e.location.model_name, e.location.model_id,
                                 e.location.step, e.name.timestamp, e.name.op_name))
     return DumpFolder(root=top, entries=tuple(entries), skipped=tuple(skipped))
