@@ -95,6 +95,17 @@ def _list_value(listed: Message) -> tuple[AttrValue, ...]:
     return ()
 
 
+def attr_json(value: AttrValue) -> object:
+    """An attribute value as JSON: Opaque as {"opaque": kind, "bytes": size}, NamedAttrs as {"name", "attrs"}."""
+    if isinstance(value, Opaque):
+        return {"opaque": value.kind, "bytes": value.size}
+    if isinstance(value, NamedAttrs):
+        return {"name": value.name, "attrs": {key: attr_json(inner) for key, inner in value.attrs}}
+    if isinstance(value, tuple):
+        return [attr_json(item) for item in value]
+    return value
+
+
 def named_attrs(message: Message) -> NamedAttrs:
     return NamedAttrs(message.string(1), tuple(attr_map(message, 2)))
 

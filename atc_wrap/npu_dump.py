@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from math import prod
 from pathlib import Path
 
@@ -75,6 +75,10 @@ class DumpTensor:
     original_format: str
     ge_dtype: int  # the GE DataType number the dump records
     raw: bytes = field(repr=False)
+
+    def to_json(self) -> dict[str, object]:
+        """The tensor's description, without its bytes."""
+        return {item.name: getattr(self, item.name) for item in fields(self) if item.name != "raw"}
 
     def array(self) -> np.ndarray:
         """The bytes as an array of the tensor's dtype and device shape."""
@@ -151,6 +155,16 @@ class NpuDump:
     workspaces: tuple[DumpTensor, ...]
     attrs: tuple[tuple[str, str], ...]
     unknown_fields: tuple[str, ...]  # "DumpData.12", "output[0].14": skipped fields a newer CANN may have added
+
+    def to_json(self) -> dict[str, object]:
+        """What `infer bin-info DUMPFILE --json` shows: the op, each tensor's description (no bytes), what was
+        skipped."""
+        return {"path": str(self.path), "file_name": asdict(self.file_name) if self.file_name else None,
+                "op_name": self.op_name, "version": self.version, "dump_time": self.dump_time,
+                **{role: [t.to_json() for t in tensors] for role, tensors in (
+                    ("inputs", self.inputs), ("outputs", self.outputs), ("buffers", self.buffers),
+                    ("workspaces", self.workspaces))},
+                "attrs": dict(self.attrs), "unknown_fields": list(self.unknown_fields)}
 
 
 def _shape(message: Message | None) -> tuple[int, ...]:

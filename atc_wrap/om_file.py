@@ -2,7 +2,7 @@
 
 The layout is GE's (mindspore-ai/graphengine, `inc/framework/common/types.h`, `ModelFileHeader`,
 `ModelPartitionTable`; the loader `base/common/helper/om_file_helper.cc`), checked against the real oms of
-Ascend/ModelZoo-TensorFlow (docs/om-files.md has the provenance):
+Ascend/ModelZoo-TensorFlow (docs/ascend-files.md has the provenance):
 
 - little-endian; magic 0x444F4D49 (the bytes ``IMOD``), headsize 256, version, checksum[64], length (the bytes
   after the header), is_encrypt, is_checksum, modeltype, genmode (one byte each), name[32], ops, userdefineinfo[32],
@@ -179,12 +179,12 @@ def parse_partitions(read_at: Callable[[int, int], bytes], body_length: int, hea
         if pos + count_size > body_length:
             raise OmFileError(f"{where}: truncated om: expected the {label} at byte {HEADER_SIZE + pos}, "
                               f"{body_length - pos} bytes remain")
-        count, = struct.unpack_from("<I", read_at(pos, 4))
+        count, = struct.unpack_from("<I", _exactly(read_at, pos, 4, where))
         room = (body_length - pos - count_size) // record_size
         if not 1 <= count <= min(_MAX_PARTITIONS, room):
             raise OmFileError(f"{where}: corrupt om: its {label} declares {count} partitions: expected 1 to "
                               f"{min(_MAX_PARTITIONS, room)}")
-        table = read_at(pos + count_size, count * record_size)
+        table = _exactly(read_at, pos + count_size, count * record_size, where)
         records = [struct.unpack_from("<I4xQQ" if wide else "<III", table, index * record_size)
                    for index in range(count)]
         pos += count_size + count * record_size
@@ -197,6 +197,14 @@ def parse_partitions(read_at: Callable[[int, int], bytes], body_length: int, hea
                                      declared_offset=declared, model_index=model_index))
             pos += size
     return tuple(found)
+
+
+def _exactly(read_at: Callable[[int, int], bytes], at: int, count: int, where: str | Path) -> bytes:
+    data = read_at(at, count)
+    if len(data) != count:  # the file shrank after its size was read
+        raise OmFileError(f"{where}: truncated om: expected {count} bytes at byte {HEADER_SIZE + at}, found "
+                          f"{len(data)}")
+    return data
 
 
 def _check_whole(header: OmHeader, size: int, where: str | Path) -> None:

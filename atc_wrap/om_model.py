@@ -21,11 +21,12 @@ NetOutput may carry `all_gears_info` ("1,224;2,448"). AIPP is a NamedAttrs `aipp
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from atc_wrap.errors import OmFileError
-from atc_wrap.ge_attrs import AttrValue, NamedAttrs, attr_map, attr_value
+from atc_wrap.ge_attrs import AttrValue, NamedAttrs, attr_json, attr_map, attr_value
 from atc_wrap.om_file import FLOW_MODEL_TYPE, MODEL_DEF, OmFile, OmHeader, OmPartition, read_om_file
 from atc_wrap.protowire import Message, WireError
 from binio.dtypes import ge_dtype_name
@@ -155,6 +156,24 @@ class OmModel:
         """Every op that names the framework nodes it came from (on itself or on an output), in graph order."""
         return tuple(FusionEntry(op.name, op.type, op.original_op_names, op.output_descs) for op in self.ops
                      if op.original_op_names or any(out.origin_name for out in op.output_descs))
+
+    def to_json(self) -> dict[str, Any]:
+        """What `infer inspect MODEL.om --json` shows: header, partitions, model attributes, inputs and outputs,
+        AIPP, gears, op counts and the fusion map (the ops' own descriptors and the raw attributes left out)."""
+        header = asdict(self.header)
+        header["version"] = f"0x{self.header.version:08X}"
+        return {
+            "path": str(self.path), "header": header, "partitions": [asdict(p) for p in self.partitions],
+            "name": self.name, "ir_version": self.ir_version, "soc_version": self.soc_version,
+            "atc_version": self.atc_version, "opp_version": self.opp_version, "framework_type": self.framework_type,
+            "target_type": self.target_type, "atc_cmdline": self.atc_cmdline,
+            "out_node_names": list(self.out_node_names),
+            "inputs": [asdict(io) for io in self.inputs], "outputs": [asdict(io) for io in self.outputs],
+            "aipp": [{"op_name": a.op_name, "params": {k: attr_json(v) for k, v in a.params}} for a in self.aipp],
+            "gears": asdict(self.gears) if self.gears is not None else None,
+            "op_count": len(self.ops), "op_counts": dict(self.op_counts),
+            "fusion_map": [asdict(entry) for entry in self.fusion_map],
+        }
 
 
 def _shape(message: Message | None) -> tuple[int, ...]:

@@ -125,3 +125,15 @@ def test_a_shape_that_does_not_fit_the_bytes_is_refused_on_reading_the_array(tmp
     (dumped,) = read_npu_dump(path).outputs
     with pytest.raises(NpuDumpError, match=r"output 0: shape \(3,\) float32 takes 12 bytes, the dump holds 32"):
         dumped.array()
+
+
+def test_the_bin_info_json_describes_the_tensors_without_their_bytes(tmp_path: Path) -> None:
+    import json
+
+    path = _write(tmp_path, "Relu.relu.1.1700000000000001", dump_bytes(
+        "relu", [], [DumpTensorSpec(np.ones(4, np.float32), "ND", original_name="relu")]))
+    shown = json.loads(json.dumps(read_npu_dump(path).to_json()))
+    (output,) = shown["outputs"]
+    assert "raw" not in output
+    assert (output["dtype"], output["shape"], output["size"], output["original_name"]) == ("float32", [4], 16, "relu")
+    assert shown["file_name"]["op_type"] == "Relu"

@@ -121,3 +121,18 @@ def test_an_unknown_dtype_is_named_not_fatal(tmp_path: Path) -> None:
     model = read_om(path)
     assert model.inputs[0].tensor.dtype == "bfloat16"
     assert model.soc_version == ""
+
+
+def test_the_inspect_json_holds_what_the_issue_lists(tmp_path: Path) -> None:
+    import json
+
+    ops = sample_ops()
+    ops[1].attrs["aipp"] = {"__name__": "aipp", "aipp_mode": 1}
+    shown = json.loads(json.dumps(read_om(write_sample_om(tmp_path, ops=ops)).to_json()))
+    assert shown["header"]["version"] == "0x20000000"
+    assert shown["soc_version"] == "Ascend310"
+    assert [i["name"] for i in shown["inputs"]] == ["image", "labels"]
+    assert shown["outputs"][0]["tensor"]["shape"] == [2, 10]
+    assert shown["aipp"] == [{"op_name": "image", "params": {"aipp_mode": 1}}]
+    assert shown["op_counts"]["Cast"] == 2
+    assert shown["fusion_map"][0]["original_op_names"] == ["scope/conv/add", "scope/conv/Conv2D"]
