@@ -1,4 +1,4 @@
-"""One dtype vocabulary for every stage: our names and their numpy, TensorFlow, ATC, ONNX and msaccucmp spellings.
+"""One dtype vocabulary for every stage: our names and their numpy, TensorFlow, ATC, ONNX, msaccucmp and GE spellings.
 
 The one place a dtype is spelled: other packages look names up here rather than keep their own tables."""
 
@@ -21,6 +21,9 @@ class DType:
     atc: str
     onnx: int  # onnx.TensorProto.DataType
     msaccucmp: str  # the DataType column of Ascend's msaccucmp CSV report (DT_FLOAT16, not TensorFlow's DT_HALF)
+    # GE's DataType enum (ge_ir.proto; the same numbers in a dump's OutputDataType, dump_task.proto), which an om's
+    # tensor descriptors and an NPU dump file store; GE spells the same names as msaccucmp (`origin_data_type`).
+    ge_enum: int
 
     @property
     def np_dtype(self) -> np.dtype:
@@ -45,18 +48,18 @@ class DType:
 
 
 _TABLE: tuple[DType, ...] = (
-    DType("float16", "float16", 19, "FP16", 10, "DT_FLOAT16"),
-    DType("float32", "float32", 1, "FP32", 1, "DT_FLOAT"),
-    DType("float64", "float64", 2, "DOUBLE", 11, "DT_DOUBLE"),
-    DType("int8", "int8", 6, "INT8", 3, "DT_INT8"),
-    DType("int16", "int16", 5, "INT16", 5, "DT_INT16"),
-    DType("int32", "int32", 3, "INT32", 6, "DT_INT32"),
-    DType("int64", "int64", 9, "INT64", 7, "DT_INT64"),
-    DType("uint8", "uint8", 4, "UINT8", 2, "DT_UINT8"),
-    DType("uint16", "uint16", 17, "UINT16", 4, "DT_UINT16"),
-    DType("uint32", "uint32", 22, "UINT32", 12, "DT_UINT32"),
-    DType("uint64", "uint64", 23, "UINT64", 13, "DT_UINT64"),
-    DType("bool", "bool", 10, "BOOL", 9, "DT_BOOL"),
+    DType("float16", "float16", 19, "FP16", 10, "DT_FLOAT16", 2),
+    DType("float32", "float32", 1, "FP32", 1, "DT_FLOAT", 1),
+    DType("float64", "float64", 2, "DOUBLE", 11, "DT_DOUBLE", 12),
+    DType("int8", "int8", 6, "INT8", 3, "DT_INT8", 3),
+    DType("int16", "int16", 5, "INT16", 5, "DT_INT16", 5),
+    DType("int32", "int32", 3, "INT32", 6, "DT_INT32", 7),
+    DType("int64", "int64", 9, "INT64", 7, "DT_INT64", 8),
+    DType("uint8", "uint8", 4, "UINT8", 2, "DT_UINT8", 4),
+    DType("uint16", "uint16", 17, "UINT16", 4, "DT_UINT16", 6),
+    DType("uint32", "uint32", 22, "UINT32", 12, "DT_UINT32", 9),
+    DType("uint64", "uint64", 23, "UINT64", 13, "DT_UINT64", 10),
+    DType("bool", "bool", 10, "BOOL", 9, "DT_BOOL", 11),
 )
 
 _BY_NAME = {d.name: d for d in _TABLE}
@@ -96,6 +99,39 @@ def from_tf_enum(value: int) -> DType:
         if entry.tf_enum == base:
             return entry
     raise DtypeError(f"TensorFlow dtype enum {value} is not supported: expected one of {', '.join(DTYPE_NAMES)}")
+
+
+# GE's DataType values outside the table, by GE's name less its DT_ prefix, lower-cased (ge_ir.proto, DataType): an
+# om or a dump may hold them; they are named, not read.
+_GE_OTHER_NAMES = {0: "undefined", 13: "string", 14: "dual_sub_int8", 15: "dual_sub_uint8", 16: "complex64",
+                   17: "complex128", 18: "qint8", 19: "qint16", 20: "qint32", 21: "quint8", 22: "quint16",
+                   23: "resource", 24: "string_ref", 25: "dual", 26: "variant", 27: "bfloat16", 28: "int4"}
+
+
+def from_ge_enum(value: int) -> DType:
+    """The entry for a GE ``DataType`` value (an om's tensor descriptor, a dump file's data_type)."""
+    for entry in _TABLE:
+        if entry.ge_enum == value:
+            return entry
+    raise DtypeError(f"GE dtype {ge_dtype_name(value)} ({value}) is not supported: expected one of "
+                     f"{', '.join(DTYPE_NAMES)}")
+
+
+def from_ge_name(name: str) -> DType:
+    """The entry for GE's spelling of a dtype (``DT_FLOAT``), as an om's `origin_data_type` attribute holds it."""
+    for entry in _TABLE:
+        if entry.msaccucmp == name:
+            return entry
+    raise DtypeError(f"GE dtype {name!r} is not supported: expected one of {', '.join(DTYPE_NAMES)}")
+
+
+def ge_dtype_name(value: int) -> str:
+    """A GE ``DataType`` value as a name: ours where the table has it (``float32``), else GE's own lower-cased
+    (``bfloat16``, ``string``), else ``ge_dtype_<value>``; for showing what a file holds, never failing."""
+    for entry in _TABLE:
+        if entry.ge_enum == value:
+            return entry.name
+    return _GE_OTHER_NAMES.get(value, f"ge_dtype_{value}")
 
 
 def from_onnx(value: int) -> DType:

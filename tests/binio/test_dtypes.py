@@ -5,7 +5,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from binio.dtypes import DTYPE_NAMES, dtype, from_numpy, from_onnx, from_tf_enum
+from binio.dtypes import (
+    DTYPE_NAMES,
+    dtype,
+    from_ge_enum,
+    from_ge_name,
+    from_numpy,
+    from_onnx,
+    from_tf_enum,
+    ge_dtype_name,
+)
 from binio.errors import DtypeError, InferError
 
 
@@ -76,3 +85,20 @@ def test_msaccucmp_spells_float32_as_tensorflow_does_and_float16_its_own_way() -
         "DT_FLOAT", "DT_DOUBLE", "DT_FLOAT16", "DT_INT32", "DT_BOOL"]
     assert all(dtype(name).msaccucmp == f"DT_{name.upper()}" for name in DTYPE_NAMES
                if name not in ("float32", "float64"))
+
+
+def test_ges_datatype_numbers() -> None:
+    """ge_ir.proto's DataType (and a dump's OutputDataType): DT_FLOAT 1, DT_FLOAT16 2, DT_INT8 3, DT_UINT8 4,
+    DT_INT16 5, DT_UINT16 6, DT_INT32 7, DT_INT64 8, DT_UINT32 9, DT_UINT64 10, DT_BOOL 11, DT_DOUBLE 12."""
+    assert [from_ge_enum(n).name for n in range(1, 13)] == [
+        "float32", "float16", "int8", "uint8", "int16", "uint16", "int32", "int64", "uint32", "uint64", "bool",
+        "float64"]
+    assert from_ge_name("DT_FLOAT16").name == "float16"
+
+
+def test_ge_types_outside_the_table_are_named_and_refused_for_reading() -> None:
+    assert (ge_dtype_name(27), ge_dtype_name(13), ge_dtype_name(999)) == ("bfloat16", "string", "ge_dtype_999")
+    with pytest.raises(DtypeError, match=r"GE dtype bfloat16 \(27\) is not supported"):
+        from_ge_enum(27)
+    with pytest.raises(DtypeError, match="GE dtype 'DT_BF16' is not supported"):
+        from_ge_name("DT_BF16")
