@@ -20,7 +20,9 @@ class DType:
     tf_enum: int  # tensorflow.core.framework.types_pb2.DataType; kept numeric so binio never imports TF
     atc: str
     onnx: int  # onnx.TensorProto.DataType
-    msaccucmp: str  # the DataType column of Ascend's msaccucmp CSV report (DT_FLOAT16, not TensorFlow's DT_HALF)
+    # The DataType cell of msaccucmp's CSV: the dtype of the array it compared, as numpy names it (mindstudio-probe
+    # 26.2.0, vector_cmp/fusion_manager/compare_result.py, FusionOpComResult.get_result: str(array.dtype)).
+    msaccucmp: str
 
     @property
     def np_dtype(self) -> np.dtype:
@@ -45,18 +47,18 @@ class DType:
 
 
 _TABLE: tuple[DType, ...] = (
-    DType("float16", "float16", 19, "FP16", 10, "DT_FLOAT16"),
-    DType("float32", "float32", 1, "FP32", 1, "DT_FLOAT"),
-    DType("float64", "float64", 2, "DOUBLE", 11, "DT_DOUBLE"),
-    DType("int8", "int8", 6, "INT8", 3, "DT_INT8"),
-    DType("int16", "int16", 5, "INT16", 5, "DT_INT16"),
-    DType("int32", "int32", 3, "INT32", 6, "DT_INT32"),
-    DType("int64", "int64", 9, "INT64", 7, "DT_INT64"),
-    DType("uint8", "uint8", 4, "UINT8", 2, "DT_UINT8"),
-    DType("uint16", "uint16", 17, "UINT16", 4, "DT_UINT16"),
-    DType("uint32", "uint32", 22, "UINT32", 12, "DT_UINT32"),
-    DType("uint64", "uint64", 23, "UINT64", 13, "DT_UINT64"),
-    DType("bool", "bool", 10, "BOOL", 9, "DT_BOOL"),
+    DType("float16", "float16", 19, "FP16", 10, "float16"),
+    DType("float32", "float32", 1, "FP32", 1, "float32"),
+    DType("float64", "float64", 2, "DOUBLE", 11, "float64"),
+    DType("int8", "int8", 6, "INT8", 3, "int8"),
+    DType("int16", "int16", 5, "INT16", 5, "int16"),
+    DType("int32", "int32", 3, "INT32", 6, "int32"),
+    DType("int64", "int64", 9, "INT64", 7, "int64"),
+    DType("uint8", "uint8", 4, "UINT8", 2, "uint8"),
+    DType("uint16", "uint16", 17, "UINT16", 4, "uint16"),
+    DType("uint32", "uint32", 22, "UINT32", 12, "uint32"),
+    DType("uint64", "uint64", 23, "UINT64", 13, "uint64"),
+    DType("bool", "bool", 10, "BOOL", 9, "bool"),
 )
 
 _BY_NAME = {d.name: d for d in _TABLE}
