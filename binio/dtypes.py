@@ -20,9 +20,12 @@ class DType:
     tf_enum: int  # tensorflow.core.framework.types_pb2.DataType; kept numeric so binio never imports TF
     atc: str
     onnx: int  # onnx.TensorProto.DataType
-    msaccucmp: str  # the DataType column of Ascend's msaccucmp CSV report (DT_FLOAT16, not TensorFlow's DT_HALF)
+    # The DataType cell of msaccucmp's CSV: the dtype of the array it compared, as numpy names it (mindstudio-probe
+    # 26.2.0, vector_cmp/fusion_manager/compare_result.py, FusionOpComResult.get_result: str(array.dtype)).
+    msaccucmp: str
+    ge: str  # GE's name (DT_FLOAT16, not TensorFlow's DT_HALF), as an om's `origin_data_type` attribute holds it
     # GE's DataType enum (ge_ir.proto; the same numbers in a dump's OutputDataType, dump_task.proto), which an om's
-    # tensor descriptors and an NPU dump file store; GE spells the same names as msaccucmp (`origin_data_type`).
+    # tensor descriptors and an NPU dump file store.
     ge_enum: int
 
     @property
@@ -48,18 +51,18 @@ class DType:
 
 
 _TABLE: tuple[DType, ...] = (
-    DType("float16", "float16", 19, "FP16", 10, "DT_FLOAT16", 2),
-    DType("float32", "float32", 1, "FP32", 1, "DT_FLOAT", 1),
-    DType("float64", "float64", 2, "DOUBLE", 11, "DT_DOUBLE", 12),
-    DType("int8", "int8", 6, "INT8", 3, "DT_INT8", 3),
-    DType("int16", "int16", 5, "INT16", 5, "DT_INT16", 5),
-    DType("int32", "int32", 3, "INT32", 6, "DT_INT32", 7),
-    DType("int64", "int64", 9, "INT64", 7, "DT_INT64", 8),
-    DType("uint8", "uint8", 4, "UINT8", 2, "DT_UINT8", 4),
-    DType("uint16", "uint16", 17, "UINT16", 4, "DT_UINT16", 6),
-    DType("uint32", "uint32", 22, "UINT32", 12, "DT_UINT32", 9),
-    DType("uint64", "uint64", 23, "UINT64", 13, "DT_UINT64", 10),
-    DType("bool", "bool", 10, "BOOL", 9, "DT_BOOL", 11),
+    DType("float16", "float16", 19, "FP16", 10, "float16", "DT_FLOAT16", 2),
+    DType("float32", "float32", 1, "FP32", 1, "float32", "DT_FLOAT", 1),
+    DType("float64", "float64", 2, "DOUBLE", 11, "float64", "DT_DOUBLE", 12),
+    DType("int8", "int8", 6, "INT8", 3, "int8", "DT_INT8", 3),
+    DType("int16", "int16", 5, "INT16", 5, "int16", "DT_INT16", 5),
+    DType("int32", "int32", 3, "INT32", 6, "int32", "DT_INT32", 7),
+    DType("int64", "int64", 9, "INT64", 7, "int64", "DT_INT64", 8),
+    DType("uint8", "uint8", 4, "UINT8", 2, "uint8", "DT_UINT8", 4),
+    DType("uint16", "uint16", 17, "UINT16", 4, "uint16", "DT_UINT16", 6),
+    DType("uint32", "uint32", 22, "UINT32", 12, "uint32", "DT_UINT32", 9),
+    DType("uint64", "uint64", 23, "UINT64", 13, "uint64", "DT_UINT64", 10),
+    DType("bool", "bool", 10, "BOOL", 9, "bool", "DT_BOOL", 11),
 )
 
 _BY_NAME = {d.name: d for d in _TABLE}
@@ -120,7 +123,7 @@ def from_ge_enum(value: int) -> DType:
 def from_ge_name(name: str) -> DType:
     """The entry for GE's spelling of a dtype (``DT_FLOAT``), as an om's `origin_data_type` attribute holds it."""
     for entry in _TABLE:
-        if entry.msaccucmp == name:
+        if entry.ge == name:
             return entry
     raise DtypeError(f"GE dtype {name!r} is not supported: expected one of {', '.join(DTYPE_NAMES)}")
 

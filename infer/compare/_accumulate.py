@@ -1,13 +1,13 @@
 """The metrics of `infer.compare._metrics`, computed batch by batch so a dataset never has to fit in memory.
 
 Every metric but one is a function of sums, maxima and counts that merge exactly across batches: Σxy, Σx², Σy²,
-Σ|x-y|, Σ(x-y)², max|x-y|, the relative-error sum, count and maximum, the isclose count; means and standard
-deviations merge by Chan's pairwise update (stable where Σx² - n·mean² is not).
+Σ|x-y|, Σ(x-y)², max|x-y|, the relative-error sum and maximum, the isclose count; means and standard deviations
+merge by Chan's pairwise update (stable where Σx² - n·mean² is not).
 
 KullbackLeiblerDivergence cannot be done in one pass: each tensor is min-max normalised by its *global* minimum
 and maximum before anything is summed. So it takes two passes over the (memory-mapped) outputs: pass one finds
-the four extremes along with everything else, pass two sums, with a = max((y-min_y)/(max_y-min_y), eps) and
-b likewise from x,
+the four extremes along with everything else, pass two sums, with a = max((x-min_x)/(max_x-min_x), eps32) from
+the actual tensor and b likewise from the golden y,
 
     S_a = Σa,  S_b = Σb,  T = Σ a·log(a/b),  and  KL = T/S_a + log(S_b/S_a)
 
@@ -86,7 +86,6 @@ class MetricAccumulator:
     sum_abs_diff: float = 0.0
     sum_sq_diff: float = 0.0
     max_abs_diff: float = 0.0
-    rel_count: int = 0
     rel_sum: float = 0.0
     rel_max: float = 0.0
     close_count: int = 0
@@ -127,7 +126,6 @@ class MetricAccumulator:
         relative -= 1.0
         np.abs(relative, out=relative)
         if relative.size:
-            self.rel_count += int(relative.size)
             self.rel_sum += float(np.sum(relative))
             self.rel_max = _max(self.rel_max, float(np.max(relative)))
         del relative
@@ -169,7 +167,6 @@ class MetricAccumulator:
         self.elements += other.elements
         for name in ("sum_xy", "sum_xx", "sum_yy", "sum_abs_diff", "sum_sq_diff", "rel_sum"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
-        self.rel_count += other.rel_count
         self.close_count += other.close_count
         self.max_abs_diff = _max(self.max_abs_diff, other.max_abs_diff)
         self.rel_max = _max(self.rel_max, other.rel_max)
@@ -186,8 +183,8 @@ class MetricAccumulator:
         x, y = as_float64(actual), as_float64(golden)
         if not x.size:
             return
-        a = kl_distribution(y, self.min_y, self.max_y)
-        b = kl_distribution(x, self.min_x, self.max_x)
+        a = kl_distribution(x, self.min_x, self.max_x)  # P: the actual tensor, as msaccucmp has it
+        b = kl_distribution(y, self.min_y, self.max_y)
         self.kl_sum_a += float(np.sum(a))
         self.kl_sum_b += float(np.sum(b))
         log_ab = np.divide(a, b, out=b)  # b is summed: its memory takes log(a/b)
@@ -226,7 +223,7 @@ class MetricAccumulator:
             relative_euclidean_distance=red_from_sums(self.sum_sq_diff, self.sum_yy),
             accumulated_relative_error=self.rel_sum,
             max_relative_error=self.rel_max,
-            mean_relative_error=self.rel_sum / self.rel_count if self.rel_count else 0.0,
+            mean_relative_error=self.rel_sum / n if n else 0.0,  # over every element, as msaccucmp
             kullback_leibler_divergence=self.kl_divergence(),
             actual_mean=self.moments_x.mean, actual_std=self.moments_x.std,
             golden_mean=self.moments_y.mean, golden_std=self.moments_y.std,

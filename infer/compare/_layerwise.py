@@ -8,7 +8,8 @@ scale-free measures; tensors computed from random ops are never compared. `infer
 finds where the error enters and where it grows, and `infer.compare._nonfinite` names the first inf/NaN's cause.
 
 `dump_golden_tensors` writes TensorFlow's tensors in msaccucmp's golden naming, ``op_name.output_index.timestamp
-.npy`` with ``/`` as ``_``, so a user with real NPU dumps can run Huawei's own comparator against them.
+.npy`` with ``/`` and ``.`` in the op name as ``_``, so a user with real NPU dumps can run Huawei's own comparator
+against them (tests/infer/compare/test_msaccucmp_golden.py runs it on such a folder).
 """
 
 from __future__ import annotations
@@ -397,8 +398,10 @@ def _first_nonfinite(rows: tuple[LayerRow, ...], aligned: dict[str, np.ndarray],
 
 
 def golden_file_name(tensor: str, timestamp: int) -> str:
-    """msaccucmp's golden naming: ``scope/conv:0`` -> ``scope_conv.0.<timestamp>.npy``."""
-    return f"{node_name(tensor).replace('/', '_')}.{output_index(tensor)}.{timestamp}.npy"
+    """msaccucmp's golden naming: ``scope/conv.1:0`` -> ``scope_conv_1.0.<timestamp>.npy``. It looks an op's file up
+    under the op name with ``/`` and ``.`` both made ``_`` (dump_parse/dump.py, DumpInfo.get_op_dump_file); the
+    timestamp has the 16 digits it sorts dumps by (microseconds since 1970)."""
+    return f"{node_name(tensor).replace('/', '_').replace('.', '_')}.{output_index(tensor)}.{timestamp}.npy"
 
 
 def dump_golden_tensors(values: dict[str, np.ndarray], folder: Path) -> tuple[Path, ...]:

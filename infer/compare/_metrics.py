@@ -1,15 +1,22 @@
 """The ten metrics of Ascend's accuracy tools (msaccucmp / msit compare), with their definitions, all in memory.
 
-x is the converted model's tensor (actual), y the golden (TensorFlow) one, both flattened and taken as float64;
-eps is float64's machine epsilon. These functions are the reference: `infer.compare._accumulate` computes the same
-numbers batch by batch, and the tests hold one to the other.
+x is the converted model's tensor (actual, msaccucmp's "my output"), y the golden (TensorFlow) one, both
+flattened and taken as float64; eps is float64's machine epsilon, as msaccucmp's ConstManager.FLOAT_EPSILON.
+These functions are the reference: `infer.compare._accumulate` computes the same numbers batch by batch, and the
+tests hold one to the other and both to msaccucmp's own code (mindstudio-probe 26.2.0,
+tests/infer/compare/test_msaccucmp_metrics.py). docs/metrics.md gives each definition with its source.
 
-Edge cases (msaccucmp reports them as a fail reason; we give the number a rule can judge):
-- cosine: both tensors all zero -> 1; exactly one all zero -> NaN (the angle is undefined, and such a pair is
-  wrong, so a NaN fails every threshold);
-- RelativeEuclideanDistance with Σy² = 0: 0 when x equals y, else inf;
-- the relative errors use only the elements with |y| > eps; where there are none they are 0;
-- an empty tensor has cosine 1 and every error 0.
+msaccucmp's edge cases, kept: a tensor whose norm is at most eps counts as all zero; cosine of two such tensors
+is 1, and otherwise NaN where either side's norm is at most eps²; the relative errors take
+|x/y - 1| where |y| > eps and 0 elsewhere, MeanRelativeError dividing by every element; KL takes P from the actual
+tensor and Q from the golden, each min-max normalised and clamped to float32's eps.
+
+Where infer departs on purpose (docs/metrics.md says why; a test pins each):
+- cosine of a tensor whose dims are all 1 is computed (msaccucmp says 1.0 for any such "scalar");
+- RelativeEuclideanDistance against an all-zero golden is inf unless the actual is all zero too (msaccucmp: 0);
+- sums are taken in float64 (msaccucmp casts to float32 first, where squares above ~1.8e19 overflow and squared
+  differences below ~1e-19 lose digits);
+- an empty tensor has cosine 1 and every error 0 (msaccucmp: NaN for most, numpy refusing the max of nothing).
 """
 
 from __future__ import annotations
@@ -24,6 +31,8 @@ from binio.document import json_float
 from infer.compare.metric_names import SCALAR_METRICS
 
 EPS = float(np.finfo(np.float64).eps)
+# KL clamps each normalised tensor here, not at EPS: msaccucmp's alg_KullbackLeiblerDivergence.FLOAT_EPSILON.
+KL_EPS = float(np.finfo(np.float32).eps)
 FP16_MAX = float(np.finfo(np.float16).max)  # 65504: beyond it an fp16 tensor holds inf
 
 # NaN and inf in a tensor are data here (counted, reported, judged by the thresholds), so numpy's warnings about
@@ -90,9 +99,10 @@ class Metrics:
 
     @property
     def standard_deviation(self) -> str:
-        """msaccucmp's StandardDeviation cell: ``(actual mean;actual std),(golden mean;golden std)``."""
-        return (f"({self.actual_mean:.6g};{self.actual_std:.6g}),"
-                f"({self.golden_mean:.6g};{self.golden_std:.6g})")
+        """msaccucmp's StandardDeviation cell: ``(actual mean;actual std),(golden mean;golden std)``, each to three
+        decimals and below 0.001 in magnitude written 0 (so never ``-0.000``), as alg_StandardDeviation writes it."""
+        return "({};{}),({};{})".format(*(_three_decimals(v) for v in (self.actual_mean, self.actual_std,
+                                                                        self.golden_mean, self.golden_std)))
 
     def to_json(self) -> dict[str, Any]:
         document: dict[str, Any] = {name: json_float(self.value(name)) for name in SCALAR_METRICS}
@@ -102,6 +112,10 @@ class Metrics:
         }
         document.update(elements=self.elements, atol=self.atol, rtol=self.rtol, counts=self.counts.to_json())
         return document
+
+
+def _three_decimals(value: float) -> str:
+    return "%.3f" % (0.0 if abs(value) < 0.001 else value)
 
 
 def sum_of_products(a: np.ndarray, b: np.ndarray) -> float:
@@ -129,11 +143,14 @@ def cosine_similarity(actual: Any, golden: Any) -> float:
 
 
 def cosine_from_sums(sum_xy: float, sum_xx: float, sum_yy: float) -> float:
-    if sum_xx == 0.0 and sum_yy == 0.0:
+    """msaccucmp's zero tests on the norms, in its order: both at most eps (the golden's strictly below) -> 1;
+    then either side's norm at most eps² -> NaN (the angle is undefined, and such a pair is wrong)."""
+    norm_x, norm_y = math.sqrt(sum_xx), math.sqrt(sum_yy)
+    if norm_x <= EPS and norm_y < EPS:
         return 1.0
-    if sum_xx == 0.0 or sum_yy == 0.0:
+    if math.sqrt(norm_x) <= EPS or math.sqrt(norm_y) <= EPS:
         return math.nan
-    value = sum_xy / (math.sqrt(sum_xx) * math.sqrt(sum_yy))
+    value = sum_xy / (norm_x * norm_y)
     return 1.0 if value > 1.0 else value
 
 
@@ -162,14 +179,16 @@ def relative_euclidean_distance(actual: Any, golden: Any) -> float:
 
 
 def red_from_sums(sum_sq_diff: float, sum_yy: float) -> float:
-    if sum_yy == 0.0:
-        return 0.0 if sum_sq_diff == 0.0 else math.inf
+    """A golden of norm at most eps is all zero to msaccucmp, which then says 0 whatever the actual holds; here it
+    is 0 only where the actual is as close to zero (‖x - y‖ <= eps), else inf: a wrong tensor must not pass."""
+    if math.sqrt(sum_yy) <= EPS:
+        return 0.0 if math.sqrt(sum_sq_diff) <= EPS else math.inf
     return math.sqrt(sum_sq_diff / sum_yy)
 
 
 @nonfinite_is_data
 def relative_errors(actual: Any, golden: Any) -> np.ndarray:
-    """|x/y - 1| over the elements where |y| > eps: the set the three relative errors use."""
+    """|x/y - 1| over the elements where |y| > eps; the others count as 0 (in the mean too)."""
     x, y = _pair(actual, golden)
     mask = np.abs(y) > EPS
     return np.abs(x[mask] / y[mask] - 1.0)
@@ -185,31 +204,34 @@ def max_relative_error(actual: Any, golden: Any) -> float:
 
 
 def mean_relative_error(actual: Any, golden: Any) -> float:
-    errors = relative_errors(actual, golden)
-    return float(np.mean(errors)) if errors.size else 0.0
+    """Divided by every element, as msaccucmp does (the elements with |y| <= eps add 0), not by the masked ones."""
+    elements = as_float64(golden).size
+    return float(np.sum(relative_errors(actual, golden))) / elements if elements else 0.0
 
 
 @nonfinite_is_data
 def kl_distribution(values: np.ndarray, low: float, high: float) -> np.ndarray:
-    """Min-max normalised to [0, 1] (all zeros for a constant tensor), clamped to >= eps: not yet summing to 1."""
+    """Min-max normalised to [0, 1] and clamped to >= float32's eps: not yet summing to 1. A constant tensor gives
+    equal values (msaccucmp keeps it unscaled, then clamps: equal values all the same), so a uniform distribution."""
     span = high - low
     if math.isnan(span):  # a NaN in the tensor: no distribution, and the KL is NaN
         return np.full_like(values, math.nan)
     if not span > 0:
-        return np.full_like(values, EPS)
+        return np.full_like(values, KL_EPS)
     scaled = np.subtract(values, low)
     scaled /= span
-    return np.maximum(scaled, EPS, out=scaled)
+    return np.maximum(scaled, KL_EPS, out=scaled)
 
 
 @nonfinite_is_data
 def kullback_leibler_divergence(actual: Any, golden: Any) -> float:
-    """Σ P log(P/Q) with P from the golden tensor and Q from the actual one, each normalised as msaccucmp does."""
+    """Σ P log(P/Q) with P from the actual tensor ("my output") and Q from the golden one, each normalised as
+    msaccucmp does: KL(actual ‖ golden), its direction (KL is not symmetric: the other is another number)."""
     x, y = _pair(actual, golden)
     if not x.size:
         return 0.0
-    p = kl_distribution(y, float(np.min(y)), float(np.max(y)))
-    q = kl_distribution(x, float(np.min(x)), float(np.max(x)))
+    p = kl_distribution(x, float(np.min(x)), float(np.max(x)))
+    q = kl_distribution(y, float(np.min(y)), float(np.max(y)))
     p, q = p / np.sum(p), q / np.sum(q)
     return float(np.sum(p * np.log(p / q)))
 

@@ -1,9 +1,15 @@
-"""report.csv with msaccucmp's columns, in its order, so scripts written for Huawei's comparator read ours.
+"""report.csv in msaccucmp's layout for a TensorFlow golden, so scripts written for Huawei's comparator read ours.
 
 One row per model output (over the whole dataset), then, with --layerwise, one row per intermediate tensor in
-graph order. msaccucmp repeats the DataType and Address headers (one pair per side), and so do we; unknown
-cells hold ``NaN`` as in its files. What was compared (both sides, the sha256s, precision, thresholds, sample
-order) goes into a sidecar, report.provenance.json: a comment line would break the readers of msaccucmp's files.
+graph order. The header is the one msaccucmp (mindstudio-probe 26.2.0) writes when the golden side is a folder of
+npy files: DataType repeated (one per side) and a single Address, the NPU side's, since it drops the golden's
+(vector_cmp/vector_comparison.py, `_pre_handle_header`); tests/infer/compare/test_msaccucmp_golden.py holds ours to
+the header msaccucmp itself writes. Cells are spelled as in its files: NPUDump and GroundTruth hold op names,
+TensorIndex ``op:output:N``, DataType numpy's dtype name, Shape ``[1,2,3]``, unknown cells ``NaN``, the
+StandardDeviation cell ``(mean;std),(mean;std)`` to three decimals. The other metric cells carry every digit of
+the number (msaccucmp rounds to six decimals: docs/metrics.md). What was compared (both sides, the sha256s,
+precision, thresholds, sample order) goes into a sidecar, report.provenance.json: a comment line would break the
+readers of msaccucmp's files.
 """
 
 from __future__ import annotations
@@ -24,12 +30,24 @@ from infer.compare.thresholds import Failure
 REPORT_CSV = "report.csv"
 PROVENANCE_JSON = "report.provenance.json"
 COLUMNS: tuple[str, ...] = (
-    "Index", "OpType", "NPUDump", "DataType", "Address", "GroundTruth", "DataType", "Address", "TensorIndex",
-    "Shape", *CSV_METRICS, "CompareFailReason",
+    "Index", "OpType", "NPUDump", "DataType", "Address", "GroundTruth", "DataType", "TensorIndex", "Shape",
+    *CSV_METRICS, "CompareFailReason",
 )
-def tf_type_name(name: str) -> str:
-    """msaccucmp's dtype spelling: ``float16`` -> ``DT_FLOAT16``, ``float32`` -> ``DT_FLOAT``."""
+
+
+def type_name(name: str) -> str:
+    """msaccucmp's DataType cell: the dtype of the array it compared, as numpy names it (``float16``)."""
     return dtype(name).msaccucmp
+
+
+def shape_cell(shape: tuple[int, ...]) -> str:
+    """msaccucmp's Shape cell: ``[1,224,224,3]``, no spaces."""
+    return "[" + ",".join(str(d) for d in shape) + "]"
+
+
+def tensor_index(tensor: str) -> str:
+    """msaccucmp's TensorIndex: ``scope/conv:1`` -> ``scope/conv:output:1``."""
+    return f"{node_name(tensor)}:output:{output_index(tensor)}"
 
 
 def _cell(value: float) -> str:
@@ -37,7 +55,7 @@ def _cell(value: float) -> str:
     return str(json_float(float(value)))
 
 
-def _metric_cells(metrics: Metrics | None) -> list[str]:
+def metric_cells(metrics: Metrics | None) -> list[str]:
     if metrics is None:
         return ["NaN"] * len(CSV_METRICS)
     return [metrics.standard_deviation if name == "StandardDeviation" else _cell(metrics.value(name))
@@ -52,19 +70,17 @@ def _reason(failures: tuple[Failure, ...], extra: str = "") -> str:
 def csv_rows(result: CompareResult) -> list[list[str]]:
     rows: list[list[str]] = []
     for output in result.outputs:
-        name = output.name
-        tensor_index = f"{node_name(name)}:output:{output_index(name)}"
-        rows.append([str(len(rows)), "NaN", name, tf_type_name(output.actual_dtype), "NaN", name,
-                     tf_type_name(output.golden_dtype), "NaN", tensor_index, str(list(output.shape)),
-                     *_metric_cells(output.metrics), _reason(output.failures, "; ".join(result.asked_reasons(output)))])
+        op = node_name(output.name)
+        rows.append([str(len(rows)), "NaN", op, type_name(output.actual_dtype), "NaN", op,
+                     type_name(output.golden_dtype), tensor_index(output.name), shape_cell(output.shape),
+                     *metric_cells(output.metrics), _reason(output.failures, "; ".join(result.asked_reasons(output)))])
     if result.layerwise is not None:
         warning = result.layerwise.is_warning
         for layer in result.layerwise.rows:
-            tensor_index = f"{node_name(layer.tensor)}:output:{output_index(layer.tensor)}"
-            dump = layer.tensor if layer.matched else "NaN"
-            rows.append([str(len(rows)), layer.op_type, dump, tf_type_name(layer.dtype), "NaN", layer.tensor,
-                         tf_type_name(layer.dtype), "NaN", tensor_index, str(list(layer.shape)),
-                         *_metric_cells(layer.metrics), _reason(layer.failures, layer.note(warning=warning))])
+            op = node_name(layer.tensor)
+            rows.append([str(len(rows)), layer.op_type, op if layer.matched else "NaN", type_name(layer.dtype), "NaN",
+                         op, type_name(layer.dtype), tensor_index(layer.tensor), shape_cell(layer.shape),
+                         *metric_cells(layer.metrics), _reason(layer.failures, layer.note(warning=warning))])
     return rows
 
 

@@ -136,12 +136,12 @@ def test_reports(case: Case, tmp_path: Path, capsys: pytest.CaptureFixture[str])
     with open(tmp_path / "report" / "report.csv", newline="") as handle:
         rows = list(csv.reader(handle))
     assert tuple(rows[0]) == COLUMNS
-    assert rows[0][:10] == ["Index", "OpType", "NPUDump", "DataType", "Address", "GroundTruth", "DataType",
-                            "Address", "TensorIndex", "Shape"]
+    assert rows[0][:9] == ["Index", "OpType", "NPUDump", "DataType", "Address", "GroundTruth", "DataType",
+                           "TensorIndex", "Shape"]
     assert len(rows) == 3 and all(len(r) == len(COLUMNS) for r in rows)
     feat_row = dict(zip(COLUMNS, rows[2], strict=True))
-    assert feat_row["NPUDump"] == "feat:0" and feat_row["TensorIndex"] == "feat:output:0"
-    assert feat_row["DataType"] == "DT_FLOAT" and feat_row["Shape"] == "[4, 2, 3]"
+    assert feat_row["NPUDump"] == "feat" and feat_row["TensorIndex"] == "feat:output:0"
+    assert feat_row["DataType"] == "float32" and feat_row["Shape"] == "[4,2,3]"
     assert float(feat_row["RelativeEuclideanDistance"]) == pytest.approx(0.1, rel=1e-5)
     assert feat_row["CompareFailReason"].startswith("feat:0 RelativeEuclideanDistance 0.1")
     assert rows[1][-1] == ""  # probs:0 passed

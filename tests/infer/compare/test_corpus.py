@@ -60,9 +60,10 @@ def test_the_mark_agrees_with_the_verdict(corpus_results: list[tuple[BuiltCase, 
             assert layers.is_warning and layers.note.startswith("warning: the outputs pass, but "), built.case.name
         else:
             assert not layers.is_warning and layers.note == "", built.case.name
-    # Subtle damage msit's default rule does not see (the count the report quotes).
-    assert sorted(passing) == ["bn-scale-small", "conv-bias-small", "conv-kernel-small", "conv-kernel-small-fp16",
-                               "dense-kernel-small", "mlp-dense1-small"]
+    # Damage msit's default rule does not see (the count the README quotes): the small ones, and the large bias shift,
+    # whose KL(actual ‖ golden), msaccucmp's direction, is 0.0049 against the limit of 0.005.
+    assert sorted(passing) == ["bn-scale-small", "conv-bias-large", "conv-bias-small", "conv-kernel-small",
+                               "conv-kernel-small-fp16", "dense-kernel-small", "mlp-dense1-small"]
 
 
 def test_subtle_damage_msit_passes_is_caught_by_the_expected_band(
@@ -71,10 +72,12 @@ def test_subtle_damage_msit_passes_is_caught_by_the_expected_band(
     default limits, msit's applied to each sample) and the expected-error band catch. The stand-in's emulation is
     computed from the undamaged pb, so the band is the healthy conversion's error."""
     passing = [(built.case.name, result) for built, result in corpus_results if result.passed]
-    assert len(corpus_results) == 18 and len(passing) == 6
-    assert [name for name, result in passing if result.samples_failing] == ["mlp-dense1-small"]
-    caught = next(result for name, result in passing if result.samples_failing).outputs[0].worst_failing
-    assert caught is not None and caught.metric == "RelativeEuclideanDistance"
+    assert len(corpus_results) == 18 and len(passing) == 7
+    assert [name for name, result in passing if result.samples_failing] == ["conv-bias-large", "mlp-dense1-small"]
+    for _, result in passing:
+        if result.samples_failing:
+            caught = result.outputs[0].worst_failing
+            assert caught is not None and caught.metric == "RelativeEuclideanDistance"
     assert all(len(result.expected) == 1 and result.expected[0].flagged for _, result in corpus_results)
     # Caught by a wide margin, not at the edge of the factor of 10.
     assert min(max(r.expected[0].rmse_ratio, r.expected[0].cosine_ratio) for _, r in passing) > 100

@@ -86,8 +86,8 @@ def test_perturbed_layer_fails_and_layerwise_marks_it_first(perturbed_small_cnn:
     html = (tmp_path / "report" / "report.html").read_text()
     assert "first tensor to diverge: <span class='fail'>BiasAdd:0</span>" in html
     csv_text = (tmp_path / "report" / "report.csv").read_text()
-    assert "Conv2D:0" in csv_text and "not in the ONNX model" in csv_text
-    assert any(line.split(",")[5] == "BiasAdd:0" and "first to diverge" in line for line in csv_text.splitlines())
+    assert "Conv2D:output:0" in csv_text and "not in the ONNX model" in csv_text
+    assert any(line.split(",")[5] == "BiasAdd" and "first to diverge" in line for line in csv_text.splitlines())
 
 
 def test_fp32_layerwise_marks_nothing(onnx_small_cnn: ModelContract, cnn_bins: Path, cnn_golden: Path,

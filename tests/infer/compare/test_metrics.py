@@ -40,11 +40,21 @@ def test_relative_errors_by_hand() -> None:
     assert m.mean_relative_error(X, Y) == pytest.approx(0.25 / 3, abs=1e-15)
 
 
+def test_mean_relative_error_divides_by_every_element() -> None:
+    # As msaccucmp: the element with a zero golden adds 0 and still counts, |4/2-1| / 2 (not / 1).
+    assert m.mean_relative_error(np.array([5.0, 4.0]), np.array([0.0, 2.0])) == pytest.approx(0.5)
+
+
 def test_kl_by_hand() -> None:
-    # golden -> (y-1)/3 = [0, 1/3, 1] -> P ≈ [eps·3/4, 1/4, 3/4]
-    # actual -> (x-1)/2 = [0, 1/2, 1] -> Q ≈ [eps·2/3, 1/3, 2/3]
-    expected = 0.25 * math.log(0.25 / (1 / 3)) + 0.75 * math.log(0.75 / (2 / 3))
+    # msaccucmp's direction, KL(actual ‖ golden); the zeros of the min-max scaling clamped to float32's eps e:
+    # actual -> (x-1)/2 = [0, 1/2, 1] -> P = [e, 1/2, 1] / (3/2 + e)
+    # golden -> (y-1)/3 = [0, 1/3, 1] -> Q = [e, 1/3, 1] / (4/3 + e)
+    e = float(np.finfo(np.float32).eps)
+    p = [v / (1.5 + e) for v in (e, 0.5, 1.0)]
+    q = [v / (4 / 3 + e) for v in (e, 1 / 3, 1.0)]
+    expected = sum(a * math.log(a / b) for a, b in zip(p, q, strict=True))
     assert m.kullback_leibler_divergence(X, Y) == pytest.approx(expected, abs=1e-12)
+    assert m.kullback_leibler_divergence(X, Y) != pytest.approx(m.kullback_leibler_divergence(Y, X), abs=1e-4)
     assert m.kullback_leibler_divergence(Y, Y) == 0.0
 
 
@@ -53,7 +63,9 @@ def test_standard_deviation_by_hand() -> None:
     assert (result.actual_mean, result.golden_mean) == (pytest.approx(2.0), pytest.approx(7 / 3))
     assert result.actual_std == pytest.approx(math.sqrt(2 / 3))
     assert result.golden_std == pytest.approx(math.sqrt(42 / 27))
-    assert result.standard_deviation == "(2;0.816497),(2.33333;1.24722)"
+    assert result.standard_deviation == "(2.000;0.816),(2.333;1.247)"  # msaccucmp's cell: three decimals
+    small = m.compute_metrics(np.array([0.0004, -0.0004]), np.array([1.0, 1.0]), atol=0.0, rtol=0.0)
+    assert small.standard_deviation == "(0.000;0.000),(1.000;0.000)"  # below 0.001 written 0, never -0.000
 
 
 def test_allclose_pass_rate() -> None:
@@ -63,6 +75,15 @@ def test_allclose_pass_rate() -> None:
 
 def test_cosine_is_capped_at_one() -> None:
     assert m.cosine_from_sums(1.0000001, 1.0, 1.0) == 1.0
+
+
+def test_a_norm_at_most_eps_is_zero_as_msaccucmp_has_it() -> None:
+    tiny = np.array([1e-20, -2e-20, 3e-20])
+    assert m.cosine_similarity(-tiny, tiny) == 1.0  # both norms <= eps: two zero tensors
+    assert math.isnan(m.cosine_similarity(tiny * 1e-13, X))  # a norm <= eps² against a real one: undefined
+    assert m.cosine_similarity(tiny, X) == pytest.approx(m.cosine_similarity(tiny * 1e20, X))  # else computed
+    assert m.relative_euclidean_distance(-tiny, tiny) == 0.0  # zero against zero
+    assert m.relative_euclidean_distance(X, tiny) == math.inf  # a real tensor against a zero golden
 
 
 def test_both_all_zero() -> None:

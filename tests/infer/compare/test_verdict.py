@@ -96,7 +96,7 @@ def test_a_per_sample_threshold_fails_the_run_on_one_sample(tmp_path: Path, caps
     import csv
 
     rows = list(csv.reader((tmp_path / "report" / "report.csv").read_text().splitlines()))
-    assert rows[1][2] == "probs:0" and rows[1][-1].startswith("probs:0 sample 17 (img_18.png) CosineSimilarity 0.9")
+    assert rows[1][2] == "probs" and rows[1][-1].startswith("probs:0 sample 17 (img_18.png) CosineSimilarity 0.9")
     # A per-sample limit loose enough for the sample passes again; the count follows the limits.
     outcome = run_cli(capsys, *_args(tmp_path, contract, "--threshold", "sample:cosine=0.9", "-t", "sample:red=0.5"))
     assert outcome.code == 0 and "0 of 40 samples fail on their own" in outcome.out
