@@ -1,7 +1,8 @@
 """From a loaded source to a frozen inference GraphDef: variables folded, inputs pinned, the training side cut.
 
 The order matters: variables become constants first (TF's own conversion, in the restored session), then the
-constant graph is edited (inputs, folded switches), pruned to the outputs, and cleaned for older consumers.
+constant graph goes through freeze's passes (`ckpt2pb.passes`: inputs pinned, switches folded, pruned to the
+outputs), is checked for what the outputs still need, and is cleaned for older consumers.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from binio.heap import ANY_SIZE, keep_freed_memory
 from binio.spec import TensorSpec, format_shape, node_name, output_index, tensor_name
 from ckpt2pb import surgery
 from ckpt2pb.compat import random_ops, unknown_to_tf115
-from ckpt2pb.controlflow import fold_constant_conds, fold_constant_switches, prune_library
 from ckpt2pb.errors import FreezeError, GraphNameError, UnsetSwitchError
 from ckpt2pb.graphinfo import (
     DATASET_OPS,
@@ -29,7 +29,7 @@ from ckpt2pb.graphinfo import (
 from ckpt2pb.inputs import InputRequest, parse_value
 from ckpt2pb.inspection import rank_output_candidates
 from ckpt2pb.names import unknown_name_error
-from ckpt2pb.ranges import fold_decided_draws
+from ckpt2pb.passes import CLEANUPS, EDITS, Plan, run_passes
 from ckpt2pb.source import LoadedSource, restored_session
 from ckpt2pb.verify import Reference, Verification, check_frozen, run_original
 
@@ -131,16 +131,8 @@ def _pinned_shape(request: InputRequest, graph_shape: tuple[int | None, ...] | N
     return tuple(shape)
 
 
-@dataclass(frozen=True)
-class _Plan:
-    inputs: tuple[TensorSpec, ...]
-    replaced: dict[str, str]  # tensor (not a placeholder) -> temporary placeholder name
-    sets: dict[str, Any]  # placeholder node -> numpy value
-    set_texts: dict[str, str]
-
-
 def _plan(source: LoadedSource, graph: Any, known: list[str], outputs: Sequence[str],
-          requests: Sequence[InputRequest], batch: int | None, assignments: Mapping[str, str]) -> _Plan:
+          requests: Sequence[InputRequest], batch: int | None, assignments: Mapping[str, str]) -> Plan:
     """`known`: the graph's node and tensor names, sorted (for the closest-name suggestions)."""
     import numpy as np
 
@@ -184,44 +176,14 @@ def _plan(source: LoadedSource, graph: Any, known: list[str], outputs: Sequence[
         sets[node] = np.full(tuple(int(d) for d in graph_shape if d is not None), value,
                              dtype=tensor.dtype.as_numpy_dtype)
         texts[node] = text
-    return _Plan(inputs=tuple(specs), replaced=replaced, sets=sets, set_texts=texts)
+    return Plan(inputs=tuple(specs), replaced=replaced, sets=sets, set_texts=texts,
+                output_nodes=tuple(dict.fromkeys(node_name(t) for t in outputs)))
 
 
-def _edit(graph_def: Any, plan: _Plan, output_nodes: list[str]) -> None:
-    """Applies the plan to the constant graph and prunes it to the outputs, in place (its nodes hold the weights:
-    none is copied)."""
-    import tensorflow as tf
-
-    nodes = {node.name: node for node in graph_def.node}
-    for spec in plan.inputs:
-        dtype_enum = tf.as_dtype(spec.dtype).as_datatype_enum
-        shape = tuple(-1 if d is None else d for d in spec.shape)
-        if spec.name in plan.replaced:
-            surgery.add_placeholder(graph_def, plan.replaced[spec.name], dtype_enum, shape)
-            surgery.rewire(graph_def, spec.name, plan.replaced[spec.name])
-        elif spec.node in nodes:
-            surgery.make_placeholder(nodes[spec.node], dtype_enum, shape)
-    for name, value in plan.sets.items():
-        if name in nodes:
-            surgery.make_constant(nodes[name], value)
-    for node in graph_def.node:
-        if node.op == "PlaceholderWithDefault":
-            surgery.fold_to_default(node)
-    keep = output_nodes + [name for name in plan.replaced.values()]
-    surgery.prune_to(graph_def, keep)  # the training side is never folded
-    folded = fold_constant_conds(graph_def, keep=set(output_nodes)) + fold_constant_switches(graph_def)
-    if folded:
-        log.info("folded %d tf.cond with a constant predicate to their live branch", folded)
-    surgery.prune_to(graph_def, keep)
-    fold_decided_draws(graph_def, keep=keep)  # dropout with its switch off: the samplers left unread go below
-    surgery.strip_checks(graph_def)
-    surgery.prune_to(graph_def, keep)
-    prune_library(graph_def)  # the functions of the conds folded or stripped above
-
-
-def _check_leftovers(graph_def: Any, plan: _Plan, output_nodes: list[str]) -> None:
+def _check_leftovers(graph_def: Any, plan: Plan) -> None:
     """Refuses placeholders and tf.data ops the outputs still need: they would make a pb nobody can feed; and
     inputs the outputs do not read: the contract would list a tensor the pb does not take."""
+    output_nodes = list(plan.output_nodes)
     reached = surgery.reachable(graph_def, output_nodes)
     unread = [spec.name for spec in plan.inputs if plan.replaced.get(spec.name, spec.node) not in reached]
     if unread:
@@ -270,7 +232,7 @@ def _dtype_name(dtype_enum: int) -> str:
     return str(tf.as_dtype(dtype_enum).name)
 
 
-def _final_names(graph_def: Any, plan: _Plan) -> tuple[TensorSpec, ...]:
+def _final_names(graph_def: Any, plan: Plan) -> tuple[TensorSpec, ...]:
     """Gives each new placeholder the node name of the tensor it replaced where that name is free again
     (``IteratorGetNext:0`` stays ``IteratorGetNext:0``), else ``<node>_<index>``."""
     names = {node.name for node in graph_def.node}
@@ -327,7 +289,7 @@ def freeze_source(source: LoadedSource, outputs: Sequence[str], *, inputs: Seque
     if batch is not None and batch < 1 and batch != DYNAMIC_BATCH:
         raise FreezeError(f"--batch {batch}: expected a positive number, or -1 to keep the first dim unknown")
     plan = _plan(source, graph, known, output_tensors, inputs, batch, assignments)
-    output_nodes = list(dict.fromkeys(node_name(t) for t in output_tensors))
+    output_nodes = list(plan.output_nodes)
 
     # Memory: the weights are held by the session's variables, the constant graph (edited and pruned in place into
     # the frozen one: no copy of it is made), its serialisation, and the frozen graph loaded in TensorFlow. The
@@ -337,16 +299,14 @@ def freeze_source(source: LoadedSource, outputs: Sequence[str], *, inputs: Seque
         constant = tf.compat.v1.graph_util.convert_variables_to_constants(
             session, session_graph.as_graph_def(), output_nodes)
         needed = surgery.reachable(constant, output_nodes)
-        _edit(constant, plan, output_nodes)
+        run_passes(constant, plan, EDITS)  # in place: the constant graph becomes the frozen one, no copy made
         frozen = constant
-        _check_leftovers(frozen, plan, output_nodes)
+        _check_leftovers(frozen, plan)
         input_specs = _final_names(frozen, plan)
         channels_first = _channels_first(frozen)
         if channels_first:
             input_specs = tuple(replace(spec, layout=_layout(spec.shape, True)) for spec in input_specs)
-        surgery.clear_devices(frozen)
-        surgery.strip_stale_colocation(frozen)
-        stripped = surgery.strip_default_attrs(frozen)
+        stripped = run_passes(frozen, plan, CLEANUPS)["strip-default-attrs"]
         # Serialised before its size is known: ByteSize costs a serialisation of its own (upb's, protobuf's default).
         try:
             serialized = frozen.SerializeToString(deterministic=True)  # map fields sorted: one graph, one sha256
