@@ -90,7 +90,7 @@ def test_strip_checks_takes_asserts_out_of_the_data_path() -> None:
             tf.identity(checked, name="out")
 
     graph_def = _graph(build)
-    assert _one("strip-checks")(graph_def, _plan(("out",))) >= 1  # the Assert (and its plumbing); CheckNumerics: Identity
+    assert _one("strip-checks")(graph_def, _plan(("out",))) >= 1  # the Assert and its plumbing
     ops = _ops(graph_def)
     assert "Assert" not in ops.values() and ops["checked"] == "Identity"
 
