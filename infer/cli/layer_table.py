@@ -10,8 +10,8 @@ from __future__ import annotations
 import textwrap
 
 from infer.cli.compare_table import aligned, packed
+from infer.compare.layer_result import LayerRow, LayerwiseResult
 from infer.compare.metric_names import shown
-from infer.compare.result import LayerRow, LayerwiseResult
 
 _HEADERS = ["tensor", "op", "cosine", "RED", "growth"]
 _NOTE_MIN = 24  # narrower than this, a note column reads a word a line: blocks instead

@@ -11,9 +11,10 @@ if TYPE_CHECKING:
     from infer.compare._compare import compare as compare_outputs
     from infer.compare._compare import compare_run_folders
     from infer.compare._golden import tensorflow_golden
-    from infer.compare._layerwise import LayerwiseError, compare_layers
+    from infer.compare._layerwise import compare_layers
     from infer.compare._reports import check_output_folder, write_reports
     from infer.compare._sources import resolve_run_folder
+    from infer.compare.errors import LayerwiseError
     from infer.compare.options import CompareOptions
     from infer.compare.result import CompareResult
     from infer.compare.thresholds import Thresholds
@@ -28,7 +29,7 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     "AippCheck": "infer.compare._aipp_check",
     "CompareOptions": "infer.compare.options",
     "CompareResult": "infer.compare.result",
-    "LayerwiseError": "infer.compare._layerwise",
+    "LayerwiseError": "infer.compare.errors",
     "Thresholds": "infer.compare.thresholds",
     "check_output_folder": "infer.compare._reports",
     "compare_layers": "infer.compare._layerwise",

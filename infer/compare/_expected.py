@@ -31,11 +31,11 @@ from typing import Any
 from atc_wrap.op_controls import CONTROL_FILE_NAMES
 from binio.binfile import sha256_file
 from binio.document import json_float
-from binio.errors import InferError
 from binio.manifest import DatasetManifest
 from infer.aipp import AippOptions, model_aipp
 from infer.compare._golden import cached_run
 from infer.compare._metrics import Metrics
+from infer.compare.errors import ExpectedErrorUnavailable
 from infer.compare.metric_names import shown
 from infer.compare.options import DEFAULT_FACTOR
 from infer.contract import ModelContract, load_contract
@@ -46,10 +46,6 @@ from infer.run.options import RunOptions
 RMSE_FLOOR_RELATIVE = 1e-6
 ONE_MINUS_COSINE_FLOOR = 1e-7
 _EMULATED = "emulated"
-
-
-class ExpectedErrorUnavailable(InferError):
-    """--expected-from-emulation where the stand-in cannot emulate the converted model's precision."""
 
 
 @dataclass(frozen=True)

@@ -18,13 +18,9 @@ from pathlib import Path, PurePosixPath
 
 import numpy as np
 
-from binio.errors import InferError
+from infer.compare.errors import LabelsError
 
 _SHOWN = 3  # names listed in a refusal
-
-
-class LabelsError(InferError):
-    """A labels file that cannot be read or does not fit the dataset."""
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from infer.compare._layer_match import tf_frontier
-from infer.compare.result import CompareResult, LayerRow
+from infer.compare.layer_result import LayerRow
+from infer.compare.result import CompareResult
 from infer.compare.thresholds import Thresholds
 
 # Only scale-free measures judge an intermediate tensor: an absolute one (msit's RMSE > 1) marks a correct fp32

@@ -15,18 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from binio.binfile import sha256_file
-from binio.errors import InferError
 from binio.manifest import DatasetManifest
 from infer._version import __version__
+from infer.compare.errors import SameBackendError
 from infer.contract import ModelContract
 from infer.run.layout import RUN_JSON
 from infer.run.record import load_run
 
 _BACKEND_NAMES = {"tf": "tensorflow"}  # run.json's short name -> what the verdict line says
-
-
-class SameBackendError(InferError):
-    """Golden and actual from the same graph on the same backend: a comparison that proves nothing."""
 
 
 def infer_version() -> str:

@@ -17,12 +17,9 @@ from binio.binfile import check_bin_size, read_bin, sha256_file
 from binio.errors import InferError
 from binio.manifest import DatasetManifest
 from binio.spec import TensorSpec, format_shape
+from infer.compare.errors import RunFolderError
 from infer.run.layout import RUN_JSON, newest_run_folder, output_file_name, parse_output_file_name
 from infer.run.record import load_run
-
-
-class RunFolderError(InferError):
-    """A run folder that is missing, empty, or lacks an output file the dataset needs."""
 
 
 def resolve_run_folder(path: Path, *, what: str) -> Path:

@@ -1,4 +1,5 @@
-"""What a comparison found, as values: per output, per batch, per sample, and (with --layerwise) per tensor."""
+"""What a comparison found, as values: per output, per batch and per sample (per tensor, with --layerwise:
+`infer.compare.layer_result`)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,9 @@ from binio.document import json_float
 from infer.compare._aipp_check import AippCheck
 from infer.compare._expected import ExpectedError
 from infer.compare._metrics import Metrics
-from infer.compare._nonfinite import NonfiniteFinding
 from infer.compare._provenance import Provenance
 from infer.compare._topk import TopKResult
+from infer.compare.layer_result import LayerwiseResult
 from infer.compare.metric_names import shown
 from infer.compare.thresholds import Failure
 
@@ -102,111 +103,6 @@ class OutputResult:
             "worst_samples": [s.to_json() for s in self.worst_samples],
             "batches": [b.to_json() for b in self.batches],
         }
-
-
-@dataclass(frozen=True)
-class LayerRow:
-    """One intermediate tensor in graph order: compared, or listed with why it was not."""
-
-    tensor: str
-    op_type: str
-    dtype: str
-    shape: tuple[int, ...]
-    metrics: Metrics | None  # None when not compared
-    failures: tuple[Failure, ...]
-    first_failing: bool = False  # the first tensor to diverge: it fails while every compared tensor upstream passes
-    unmatched_reason: str = ""  # why it was not compared
-    onnx_op: str = ""  # the ONNX op that computes the tensor of this name
-    onnx_tensor: str = ""  # the unnamed ONNX tensor compared in its place, where the converter fused and renamed
-    match: str = ""  # how the name was matched: "op and inputs", "values", or "op differs: ..."
-    layout: str = ""  # the ONNX tensor's layout relative to TensorFlow's, from the conversion's transposes
-    error_growth: float = math.nan  # its RED over the largest RED of the compared tensors it reads
-    upstream_error: float = math.nan  # that largest RED upstream (0 where it reads no compared tensor)
-    random_source: str = ""  # the random op it is computed from (never compared)
-
-    @property
-    def matched(self) -> bool:
-        return self.metrics is not None
-
-    @property
-    def passed(self) -> bool:
-        return self.matched and not self.failures
-
-    def note(self, *, warning: bool = False) -> str:
-        """What the numbers do not say (the terminal's table, report.csv): why it was not compared, or its mark,
-        how it was matched, and its layout where the conversion did not give it. `warning`: the outputs pass."""
-        if self.metrics is None:
-            return f"{'skipped' if self.random_source else 'unmatched'}: {self.unmatched_reason}"
-        notes = [f"first to diverge{' (warning)' if warning else ''}"] if self.first_failing else []
-        if self.onnx_tensor:
-            notes.append(f"as ONNX's unnamed {self.onnx_tensor} ({self.onnx_op}, fused)")
-        if self.match and self.match != "op and inputs":
-            notes.append(self.match if self.match.startswith("op differs") else f"matched by {self.match}")
-        if self.layout.startswith(("as the model gives", "unknown")) or "(the conversion does not say" in self.layout:
-            notes.append(f"layout {self.layout}")
-        return "; ".join(notes)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"tensor": self.tensor, "op_type": self.op_type, "dtype": self.dtype, "shape": list(self.shape),
-                "matched": self.matched, "first_failing": self.first_failing,
-                "unmatched_reason": self.unmatched_reason, "onnx_op": self.onnx_op,
-                "onnx_tensor": self.onnx_tensor or None, "match": self.match,
-                "layout": self.layout, "error_growth": json_float(self.error_growth),
-                "random_source": self.random_source or None,
-                "metrics": None if self.metrics is None else self.metrics.to_json(),
-                "failures": [f.describe() for f in self.failures]}
-
-
-@dataclass(frozen=True)
-class LayerwiseResult:
-    """Every tensor of one batch, and the diagnosis: where the error is introduced, where it grows most, where
-    inf/NaN first appears, and how that agrees with the verdict."""
-
-    batch_stem: str
-    rows: tuple[LayerRow, ...]
-    origins: tuple[str, ...] = ()  # every failing tensor whose compared upstream all passes, in graph order
-    growth_tensor: str = ""  # where the error grows most (largest error_growth)
-    outputs_passed: bool = True  # the verdict on the outputs, which the marks must agree with
-    note: str = ""  # the warning (a PASSED run with a diverging tensor) or why a FAILED run has no mark
-    batch_reason: str = ""  # why this batch was the one compared
-    nonfinite: NonfiniteFinding | None = None  # the first in graph order, over every output
-    # Per output (TF name): the first inf/NaN among the tensors it is computed from, where there is one.
-    nonfinite_by_output: dict[str, NonfiniteFinding] = field(default_factory=dict)
-
-    @property
-    def first_failing(self) -> LayerRow | None:
-        return next((r for r in self.rows if r.first_failing), None)
-
-    @property
-    def is_warning(self) -> bool:
-        """A tensor diverges while the outputs pass: reported as a warning, not as the verdict's cause."""
-        return self.outputs_passed and self.first_failing is not None
-
-    @property
-    def growth(self) -> LayerRow | None:
-        return next((r for r in self.rows if r.tensor == self.growth_tensor), None) if self.growth_tensor else None
-
-    @property
-    def matched(self) -> tuple[LayerRow, ...]:
-        return tuple(r for r in self.rows if r.matched)
-
-    @property
-    def unmatched(self) -> tuple[LayerRow, ...]:
-        return tuple(r for r in self.rows if not r.matched and not r.random_source)
-
-    @property
-    def skipped_random(self) -> tuple[LayerRow, ...]:
-        return tuple(r for r in self.rows if r.random_source)
-
-    def to_json(self) -> dict[str, Any]:
-        first = self.first_failing
-        return {"batch": self.batch_stem, "batch_reason": self.batch_reason,
-                "first_failing": None if first is None else first.tensor, "first_failing_is_warning": self.is_warning,
-                "origins": list(self.origins), "growth_tensor": self.growth_tensor or None, "note": self.note,
-                "nonfinite": None if self.nonfinite is None else self.nonfinite.to_json(),
-                "nonfinite_by_output": {name: f.to_json() for name, f in self.nonfinite_by_output.items()},
-                "skipped_random": [r.tensor for r in self.skipped_random],
-                "tensors": [r.to_json() for r in self.rows]}
 
 
 def fp16_cause(output: OutputResult, layers: LayerwiseResult | None) -> str:

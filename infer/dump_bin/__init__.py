@@ -7,8 +7,9 @@ from typing import TYPE_CHECKING
 from infer._exports import lazy_exports
 
 if TYPE_CHECKING:
-    from infer.dump_bin._dump import DumpResult, InputDump, LossyCastError, dump_bins
-    from infer.dump_bin._sources.arrays import SourceError
+    from infer.dump_bin._dump import dump_bins
+    from infer.dump_bin.result import DumpResult, InputDump
+    from infer.dump_bin.errors import LossyCastError, SourceError
     from infer.dump_bin.options import DumpOptions
     from infer.preprocessing import ImageOptions
 
@@ -18,10 +19,10 @@ __all__ = [
 
 __getattr__, __dir__ = lazy_exports(__name__, {
     "DumpOptions": "infer.dump_bin.options",
-    "DumpResult": "infer.dump_bin._dump",
+    "DumpResult": "infer.dump_bin.result",
     "ImageOptions": "infer.preprocessing",
-    "InputDump": "infer.dump_bin._dump",
-    "LossyCastError": "infer.dump_bin._dump",
-    "SourceError": "infer.dump_bin._sources.arrays",
+    "InputDump": "infer.dump_bin.result",
+    "LossyCastError": "infer.dump_bin.errors",
+    "SourceError": "infer.dump_bin.errors",
     "dump_bins": "infer.dump_bin._dump",
 })

@@ -11,7 +11,6 @@ import contextlib
 import math
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -22,151 +21,24 @@ from binio.batching import BatchSlot, padded_buffer, plan_batches
 from binio.beside import start_beside
 from binio.cast import CastReport, check_unchanged, checked_cast_into
 from binio.digest import BIN_DIGEST, digest_bytes, digest_file
-from binio.dtypes import dtype
-from binio.errors import DtypeError, InferError, ShapeError, Terminated
+from binio.errors import InferError, ShapeError, Terminated
 from binio.lock import folder_lock
 from binio.manifest import MANIFEST_NAME, BinEntry, DatasetManifest, InputManifest, bin_file_name, safe_folder_name
 from binio.memory import check_fits
 from binio.output import check_output
-from binio.spec import LAYOUTS, TensorSpec, format_shape
+from binio.spec import LAYOUTS, format_shape
 from infer.contract import ModelContract, as_contract
-from infer.dump_bin._sources.arrays import NpySource, SourceError
+from infer.dump_bin._plan import InputPlan, assign_sources, check_dtype, input_layout, model_batch, model_sha256
+from infer.dump_bin._sources.arrays import NpySource
 from infer.dump_bin._sources.base import SampleSource
 from infer.dump_bin._sources.open import open_source
+from infer.dump_bin.errors import LossyCastError, SourceError
 from infer.dump_bin.options import DumpOptions
+from infer.dump_bin.result import DumpResult, InputDump
 
 Progress = Callable[[int, int], None]  # (batches written, batches in all)
 _WRITES_IN_FLIGHT = 2  # batches being hashed and written while the next one is read and cast
 _BUFFERS = _WRITES_IN_FLIGHT + 2  # per input, reused in turn: fresh buffers cost a page fault per 4 KiB
-
-
-class LossyCastError(InferError):
-    """Values that do not survive the cast to the model's dtype, refused without --allow-lossy."""
-
-
-@dataclass(frozen=True)
-class InputDump:
-    """What was written for one input, and what the cast to its dtype did."""
-
-    tensor: str
-    folder: str
-    dtype: str
-    shape: tuple[int, ...]
-    source: str
-    cast: CastReport
-
-
-@dataclass(frozen=True)
-class DumpResult:
-    manifest: DatasetManifest
-    inputs: tuple[InputDump, ...]
-    files_written: int  # per-input files written in this run
-    files_kept: int  # files already there with the same bytes (a resumed run)
-
-
-@dataclass(frozen=True)
-class _Plan:
-    spec: TensorSpec
-    folder: str
-    layout: str
-    source_text: str
-
-
-def model_sha256(contract: ModelContract) -> str:
-    """The model the bins are made for: the converted one once there is one, else the frozen pb."""
-    return contract.converted.sha256 if contract.converted else contract.pb_sha256
-
-
-def _check_dtype(contract: ModelContract, spec: TensorSpec, asked: str | None) -> None:
-    if asked is None:
-        return
-    wanted = dtype(asked, what="--dtype").name
-    if wanted == spec.dtype:
-        return
-    which = "converted model's" if contract.converted else "model's"
-    message = f"--dtype {wanted} differs from the {which} input {spec.name}, which takes {spec.dtype}"
-    if wanted == "float16" and spec.dtype == "float32":
-        hint = (f"bins must be what the model takes: for float16 there, convert with "
-                f"`infer convert {contract.path} --input-fp16-nodes {spec.node}` (the converted model then takes "
-                f"float16), or drop --dtype")
-    else:
-        hint = f"drop --dtype: bins are written in the model's own dtype ({spec.dtype})"
-    raise DtypeError(message, hint=hint)
-
-
-def _model_batch(specs: tuple[TensorSpec, ...], asked: int | None) -> int:
-    batches = {s.shape[0] if s.shape else None for s in specs}
-    for spec in specs:
-        if not spec.shape:
-            raise ShapeError(f"input {spec.name}: a scalar input has no batch dimension to write bins for")
-        if any(d is None for d in spec.shape[1:]):
-            raise ShapeError(f"input {spec.name}: shape {format_shape(spec.shape)} has unknown dims besides the "
-                             f"batch", hint="re-freeze with a fixed shape (infer freeze --inputs 'NAME[DIMS]')")
-    static = {b for b in batches if b is not None}
-    if len(static) > 1:
-        raise ShapeError("the model's inputs disagree on the batch: "
-                         + ", ".join(f"{s.name} {format_shape(s.shape)}" for s in specs))
-    if static:
-        (model_batch,) = static
-        if asked is not None and asked != model_batch:
-            raise ShapeError(f"--batch {asked} differs from the model's batch {model_batch} "
-                             f"(input {specs[0].name} has shape {format_shape(specs[0].shape)})",
-                             hint="drop --batch, or re-freeze the model for that batch")
-        return int(model_batch)
-    if asked is None:
-        raise ShapeError(f"input {specs[0].name}: the batch dimension is dynamic "
-                         f"{format_shape(specs[0].shape)}: pass --batch N")
-    if asked < 1:
-        raise ShapeError(f"--batch {asked}: expected 1 or more")
-    return asked
-
-
-def _layout(spec: TensorSpec, asked: str | None) -> str:
-    if asked is None:
-        return spec.layout if spec.layout in ("NHWC", "NCHW") else "NHWC"
-    layout = asked.upper()
-    if layout not in ("NHWC", "NCHW"):
-        raise ShapeError(f"--layout {asked}: expected NHWC or NCHW")
-    if spec.layout in ("NHWC", "NCHW") and spec.layout != layout:
-        raise ShapeError(f"--layout {layout} differs from the model's input {spec.name}, which is {spec.layout}")
-    return layout
-
-
-def _assign_sources(specs: tuple[TensorSpec, ...], sources: tuple[tuple[str, str], ...],
-                    keys: dict[str, str]) -> dict[str, str]:
-    """Input tensor name -> source text, from ``--source NAME=SOURCE`` pairs and the lone SOURCE; NAME may be a
-    SavedModel signature key (`keys`: tensor -> key)."""
-    assigned: dict[str, str] = {}
-    lone: str | None = None
-    for name, text in sources:
-        if not name:
-            if lone is not None:
-                raise SourceError(f"two unnamed sources ({lone}, {text}): name them with --source NAME=SOURCE")
-            lone = text
-            continue
-        # A tensor or node name first: a folder name (bert_ids for bert/ids:0) may also be another input's node name.
-        spec = next((s for s in specs if name in (s.name, s.node)), None) or next(
-            (s for s in specs if name == safe_folder_name(s.name)), None) or next(
-            (s for s in specs if name == keys.get(s.name)), None)
-        if spec is None:
-            raise SourceError(f"--source {name}={text}: the model has no input {name!r}; its inputs are: "
-                              + ", ".join(s.name for s in specs))
-        if spec.name in assigned:
-            raise SourceError(f"--source {name}: given twice ({assigned[spec.name]}, {text})")
-        assigned[spec.name] = text
-    if lone is not None:
-        rest = [s for s in specs if s.name not in assigned]
-        shared = lone.lower().endswith(".npz") or (Path(lone).is_dir() and (Path(lone) / MANIFEST_NAME).is_file())
-        if len(rest) > 1 and not shared:
-            raise SourceError(f"{lone}: the model has {len(specs)} inputs ({', '.join(s.name for s in specs)}); "
-                              f"name a source for each with --source NAME=SOURCE",
-                              hint="a lone .npz (keys named after the inputs) or dump-bin dataset feeds them all")
-        for spec in rest:
-            assigned[spec.name] = lone
-    missing = [s.name for s in specs if s.name not in assigned]
-    if missing:
-        raise SourceError(f"no source for input {', '.join(missing)}: pass --source NAME=SOURCE for each input")
-    return assigned
 
 
 def _remove_created(created: list[Path], folders: list[Path]) -> None:
@@ -224,7 +96,7 @@ def _has_aipp(contract: ModelContract) -> bool:
     return contract.converted is not None and contract.converted.aipp_config is not None
 
 
-def _open_sources(contract: ModelContract, options: DumpOptions, plans: list[_Plan]) -> list[SampleSource]:
+def _open_sources(contract: ModelContract, options: DumpOptions, plans: list[InputPlan]) -> list[SampleSource]:
     opened: list[SampleSource] = []
     try:
         for plan in plans:
@@ -254,7 +126,7 @@ def _open_sources(contract: ModelContract, options: DumpOptions, plans: list[_Pl
     return opened
 
 
-def _sample_count(plans: list[_Plan], sources: list[SampleSource], asked: int | None, batch: int) -> int:
+def _sample_count(plans: list[InputPlan], sources: list[SampleSource], asked: int | None, batch: int) -> int:
     counts = [(p, s) for p, s in zip(plans, sources, strict=True) if s.samples is not None]
     distinct = {s.samples for _, s in counts}
     if len(distinct) > 1:
@@ -275,7 +147,7 @@ def _sample_count(plans: list[_Plan], sources: list[SampleSource], asked: int | 
     return int(available)
 
 
-def _remove_stale(output: Path, plans: list[_Plan], files: int) -> None:
+def _remove_stale(output: Path, plans: list[InputPlan], files: int) -> None:
     """Bins of an earlier, longer dump that this one does not list: msame would read them as inputs."""
     keep = {bin_file_name(i) for i in range(files)}
     for plan in plans:
@@ -308,17 +180,18 @@ def _dump(contract: ModelContract, options: DumpOptions, progress: Progress | No
                          hint="e.g. infer dump-bin -m model.json -o bins data.npy")
     specs = contract.model_inputs
     for spec in specs:
-        _check_dtype(contract, spec, options.dtype)
+        check_dtype(contract, spec, options.dtype)
     if options.workers < 1:
         raise InferError(f"--workers {options.workers}: expected 1 or more")
-    batch = _model_batch(specs, options.batch)
-    assigned = _assign_sources(specs, options.sources, contract.signature_keys)
+    batch = model_batch(specs, options.batch)
+    assigned = assign_sources(specs, options.sources, contract.signature_keys)
     folders = [safe_folder_name(s.name) for s in specs]
     if len(set(folders)) != len(folders):
         folders = [f"{i:02d}_{name}" for i, name in enumerate(folders)]
     # A dynamic batch (None) is pinned to --batch from here on: every file has that shape.
-    plans = [_Plan(spec=spec.with_shape((batch, *spec.shape[1:])), folder=folder, layout=_layout(spec, options.layout),
-                   source_text=assigned[spec.name]) for spec, folder in zip(specs, folders, strict=True)]
+    plans = [InputPlan(spec=spec.with_shape((batch, *spec.shape[1:])), folder=folder,
+                       layout=input_layout(spec, options.layout), source_text=assigned[spec.name])
+             for spec, folder in zip(specs, folders, strict=True)]
     needed = sum(_BUFFERS * math.prod(p.spec.static_shape()) * p.spec.dt.itemsize for p in plans)
     check_fits(needed, f"dump-bin with batch {batch}: {_BUFFERS} batch buffers per input ("
                + ", ".join(f"{p.spec.name} {format_shape(p.spec.shape)} {p.spec.dtype}" for p in plans) + ")",
@@ -342,7 +215,7 @@ def _dump(contract: ModelContract, options: DumpOptions, progress: Progress | No
         return _dump_locked(contract, options, plans, batch, fresh, declared, progress, model_check)
 
 
-def _dump_locked(contract: ModelContract, options: DumpOptions, plans: list[_Plan], batch: int, fresh: bool,
+def _dump_locked(contract: ModelContract, options: DumpOptions, plans: list[InputPlan], batch: int, fresh: bool,
                  declared: dict[str, dict[str, Any]], progress: Progress | None,
                  model_check: concurrent.futures.Future[None]) -> DumpResult:
     output = _output(options)
@@ -368,7 +241,7 @@ def _dump_locked(contract: ModelContract, options: DumpOptions, plans: list[_Pla
     return result
 
 
-def _make_folders(output: Path, plans: list[_Plan]) -> list[Path]:
+def _make_folders(output: Path, plans: list[InputPlan]) -> list[Path]:
     """Each input's folder; returns those this call created."""
     made = []
     for plan in plans:
@@ -382,7 +255,7 @@ def _make_folders(output: Path, plans: list[_Plan]) -> list[Path]:
     return made
 
 
-def _write_all(contract: ModelContract, options: DumpOptions, plans: list[_Plan], sources: list[SampleSource],
+def _write_all(contract: ModelContract, options: DumpOptions, plans: list[InputPlan], sources: list[SampleSource],
                slots: tuple[BatchSlot, ...], batch: int, samples: int, declared: dict[str, dict[str, Any]],
                progress: Progress | None, created: list[Path],
                model_check: concurrent.futures.Future[None]) -> DumpResult:
@@ -449,13 +322,13 @@ def _write_all(contract: ModelContract, options: DumpOptions, plans: list[_Plan]
     return DumpResult(manifest=manifest, inputs=dumps, files_written=written, files_kept=kept)
 
 
-def _manifest_layout(plan: _Plan, source: SampleSource) -> str:
+def _manifest_layout(plan: InputPlan, source: SampleSource) -> str:
     if plan.spec.layout in LAYOUTS and plan.spec.layout != "ND":
         return plan.spec.layout
     return plan.layout if "layout" in source.preprocessing else plan.spec.layout
 
 
-def _lossy(plan: _Plan, slot: BatchSlot, report: CastReport) -> LossyCastError:
+def _lossy(plan: InputPlan, slot: BatchSlot, report: CastReport) -> LossyCastError:
     return LossyCastError(
         f"input {plan.spec.name}: {report.describe_loss()} casting {report.source_dtype} to "
         f"{report.target_dtype} in {plan.folder}/{bin_file_name(slot.index)} (samples {slot.start}..{slot.stop - 1})",

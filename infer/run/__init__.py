@@ -9,9 +9,10 @@ from infer._exports import lazy_exports
 
 if TYPE_CHECKING:
     from infer.run._entry import run_model
-    from infer.run._plain import BACKENDS, RunResult
+    from infer.run._plain import BACKENDS
     from infer.run._runners.msame import msame_argv
     from infer.run.options import RunError, RunOptions, ScaleOptions, ScaleOutError
+    from infer.run.result import RunResult
 
 __all__ = [
     "BACKENDS", "RunError", "RunOptions", "RunResult", "ScaleOptions", "ScaleOutError", "msame_argv", "run_model",
@@ -21,7 +22,7 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     "BACKENDS": "infer.run._plain",
     "RunError": "infer.run.options",
     "RunOptions": "infer.run.options",
-    "RunResult": "infer.run._plain",
+    "RunResult": "infer.run.result",
     "ScaleOptions": "infer.run.options",
     "ScaleOutError": "infer.run.options",
     "msame_argv": "infer.run._runners.msame",

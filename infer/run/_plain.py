@@ -24,6 +24,7 @@ from infer.run._runners.base import BaseRunner
 from infer.run.layout import timestamp_folder_name
 from infer.run.options import RunError, RunOptions
 from infer.run.record import RunRecord
+from infer.run.result import RunResult
 
 if TYPE_CHECKING:
     from infer.run._runners.tool import ToolRunner
@@ -33,17 +34,6 @@ log = logging.getLogger(__name__)
 BACKENDS: tuple[str, ...] = ("onnxrt", "tf", "msame", "ais_bench")
 _BACKENDS_OF_FILE = {".pb": ("tf",), ".onnx": ("onnxrt",), ".om": ("msame", "ais_bench")}
 _DEFAULT_OF_TARGET = {"om": "msame", "onnx": "onnxrt"}
-
-
-@dataclass(frozen=True)
-class RunResult:
-    """What a run did: the run folder and its record (also in run.json)."""
-
-    folder: Path
-    record: RunRecord
-
-    def __bool__(self) -> bool:
-        return self.record.completed
 
 
 def resolve_model(model: ModelContract | Path | str) -> tuple[ModelContract, str | None]:

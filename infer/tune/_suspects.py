@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from binio.spec import node_name
-from infer.compare.result import LayerwiseResult
+from infer.compare.layer_result import LayerwiseResult
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,9 @@ import xxhash
 import binio.cast
 import infer.dump_bin._dump
 from infer.contract import ModelContract
-from infer.dump_bin._dump import DumpOptions, LossyCastError, dump_bins
+from infer.dump_bin._dump import DumpOptions, dump_bins
 from infer.dump_bin._sources.arrays import NpySource
+from infer.dump_bin.errors import LossyCastError
 
 
 def _data(path: Path, samples: int) -> np.ndarray:
@@ -90,7 +91,7 @@ def test_npy_rows_read_from_the_file_are_the_arrays_rows(tmp_path: Path, order: 
 
 
 def test_an_npy_cut_short_after_it_was_opened_is_refused_by_name(tmp_path: Path) -> None:
-    from infer.dump_bin._sources.arrays import SourceError
+    from infer.dump_bin.errors import SourceError
 
     _data(tmp_path / "data.npy", samples=6)
     source = NpySource(tmp_path / "data.npy")

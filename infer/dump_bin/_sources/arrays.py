@@ -13,10 +13,7 @@ from binio.dtypes import from_numpy
 from binio.errors import InferError
 from binio.manifest import safe_folder_name
 from binio.spec import node_name
-
-
-class SourceError(InferError):
-    """A dataset source that cannot be read as the samples of a model input."""
+from infer.dump_bin.errors import SourceError
 
 
 def _checked_array(array: np.ndarray, what: str) -> np.ndarray:

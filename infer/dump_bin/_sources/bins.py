@@ -20,8 +20,8 @@ from binio.dtypes import dtype
 from binio.errors import BinFileError
 from binio.manifest import MANIFEST_NAME, BinEntry, DatasetManifest, InputManifest, load_manifest, parent_input
 from binio.spec import TensorSpec, format_shape
-from infer.dump_bin._sources.arrays import SourceError
 from infer.dump_bin._sources.order import NATURAL_ORDER, natural_order
+from infer.dump_bin.errors import SourceError
 
 
 @dataclass(frozen=True)

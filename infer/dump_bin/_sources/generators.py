@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from binio.dtypes import dtype
-from infer.dump_bin._sources.arrays import SourceError
+from infer.dump_bin.errors import SourceError
 
 GENERATOR_PREFIXES = ("const:", "random:")
 

@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 
 from binio.heap import keep_freed_memory
-from infer.dump_bin._sources.arrays import SourceError
 from infer.dump_bin._sources.order import NATURAL_ORDER, natural_path_key
+from infer.dump_bin.errors import SourceError
 
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp")
 _TASK_FILES = 4  # images per task sent to a worker: enough to amortise the pickling of the result

@@ -7,9 +7,10 @@ from typing import TYPE_CHECKING
 
 from binio.regular import refuse_special
 from binio.spec import format_shape
-from infer.dump_bin._sources.arrays import NpySource, NpzSource, SourceError
+from infer.dump_bin._sources.arrays import NpySource, NpzSource
 from infer.dump_bin._sources.base import SampleSource
 from infer.dump_bin._sources.generators import GeneratedSource, is_generator
+from infer.dump_bin.errors import SourceError
 from infer.preprocessing import COLORS, ImageOptions
 
 if TYPE_CHECKING:

@@ -10,8 +10,8 @@ import pytest
 
 from infer.cli.layer_table import layer_table
 from infer.compare._metrics import compute_metrics
+from infer.compare.layer_result import LayerRow, LayerwiseResult
 from infer.compare.metric_names import shown
-from infer.compare.result import LayerRow, LayerwiseResult
 
 LONG = "encoder/layer_11/attention/self/query/BiasAdd:0"
 

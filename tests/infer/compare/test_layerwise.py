@@ -13,7 +13,8 @@ from infer.compare._layerwise import aligned_to_golden
 from infer.compare._metrics import compute_metrics
 from infer.compare._nonfinite import NAN_FROM_INF, OVERFLOW, UNDERFLOW, TensorInfo, classify
 from infer.compare._onnx_graph import OnnxGraph, ranks_of
-from infer.compare.result import CompareResult, LayerRow, OutputResult, PlotData
+from infer.compare.layer_result import LayerRow
+from infer.compare.result import CompareResult, OutputResult, PlotData
 from infer.compare.thresholds import Failure, Thresholds
 
 

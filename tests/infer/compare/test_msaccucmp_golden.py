@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from binio.spec import node_name, output_index
-from infer.compare._layerwise import dump_golden_tensors, golden_file_name
+from infer.compare._golden_dump import dump_golden_tensors, golden_file_name
 from infer.compare._metrics import compute_metrics
 from infer.compare._report_csv import COLUMNS, metric_cells, shape_cell, tensor_index, type_name
 from infer.compare.metric_names import CSV_METRICS

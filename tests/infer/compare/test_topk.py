@@ -7,8 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from infer.compare._labels import LabelsError, read_labels
+from infer.compare._labels import read_labels
 from infer.compare._topk import TopKAccumulator, top_indices
+from infer.compare.errors import LabelsError
 
 GOLDEN = np.array([[0.1, 0.5, 0.2, 0.9],    # order 3, 1, 2, 0
                    [0.4, 0.3, 0.2, 0.1]])   # order 0, 1, 2, 3
