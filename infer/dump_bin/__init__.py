@@ -8,9 +8,9 @@ from infer._exports import lazy_exports
 
 if TYPE_CHECKING:
     from infer.dump_bin._dump import dump_bins
-    from infer.dump_bin.result import DumpResult, InputDump
     from infer.dump_bin.errors import LossyCastError, SourceError
     from infer.dump_bin.options import DumpOptions
+    from infer.dump_bin.result import DumpResult, InputDump
     from infer.preprocessing import ImageOptions
 
 __all__ = [
