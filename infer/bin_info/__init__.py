@@ -7,13 +7,16 @@ from typing import TYPE_CHECKING
 from infer._exports import lazy_exports
 
 if TYPE_CHECKING:
-    from infer.bin_info._bin_info import BinInfoReport, describe_path
+    from infer.bin_info._bin_info import describe_path
+    from infer.bin_info.options import BinInfoOptions
+    from infer.bin_info.result import BinInfoReport
 
 __all__ = [
-    "BinInfoReport", "describe_path",
+    "BinInfoOptions", "BinInfoReport", "describe_path",
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, {
-    "BinInfoReport": "infer.bin_info._bin_info",
+    "BinInfoOptions": "infer.bin_info.options",
+    "BinInfoReport": "infer.bin_info.result",
     "describe_path": "infer.bin_info._bin_info",
 })

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -17,24 +17,8 @@ from binio.info import TensorStats, merge_stats, tensor_stats
 from binio.manifest import MANIFEST_NAME, DatasetManifest, InputManifest, load_manifest, parent_input
 from binio.output import check_output
 from binio.spec import TensorSpec, format_shape, parse_shape
-
-
-@dataclass(frozen=True)
-class InfoRow:
-    label: str  # ``images:0 (5 files, 9 samples + 1 padding)`` or ``images/000000.bin``
-    stats: TensorStats  # over the real rows; padding rows are not data
-
-
-@dataclass(frozen=True)
-class BinInfoReport:
-    title: str
-    rows: tuple[InfoRow, ...]
-    verified: int = 0  # files whose size and digest were re-checked
-    exported: tuple[Path, ...] = ()
-
-    def to_json(self) -> dict[str, object]:
-        return {"title": self.title, "verified": self.verified, "exported": [str(p) for p in self.exported],
-                "rows": [{"label": r.label, **r.stats.to_json()} for r in self.rows]}
+from infer.bin_info.options import BinInfoOptions
+from infer.bin_info.result import BinInfoReport, InfoRow
 
 
 def _save_npy(path: Path, array: np.ndarray) -> None:
@@ -157,9 +141,11 @@ def _describe_file(path: Path, *, verify: bool, to_npy: Path | None, dtype_name:
                          rows=(InfoRow(label=label, stats=stats),), verified=verified, exported=tuple(exported))
 
 
-def describe_path(path: Path, *, verify: bool = False, to_npy: Path | None = None, dtype_name: str | None = None,
-                  shape_text: str | None = None, per_file: bool = False, force: bool = False) -> BinInfoReport:
+def describe_path(path: Path, options: BinInfoOptions | None = None) -> BinInfoReport:
     """A .bin file or a dataset folder: stats per input (or per file), re-checked and exported on request."""
+    options = options or BinInfoOptions()
+    verify, to_npy, dtype_name, shape_text = options.verify, options.to_npy, options.dtype, options.shape
+    per_file, force = options.per_file, options.force
     path = Path(path)
     if path.is_dir():
         if dtype_name or shape_text:

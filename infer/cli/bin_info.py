@@ -6,32 +6,30 @@ from pathlib import Path
 
 import typer
 
+from infer.bin_info.options import BinInfoOptions
 from infer.cli.console import print_json, show
+from infer.cli.options import takes_options
 
 
 def _number(value: float | None) -> str:
     return "-" if value is None else f"{value:.6g}"
 
 
+@takes_options(options=BinInfoOptions)
 def bin_info(
     path: Path = typer.Argument(..., help="A .bin file or a dump-bin dataset folder."),
-    verify: bool = typer.Option(False, "--verify", help="Re-check every file's size and digest."),
-    to_npy: Path | None = typer.Option(None, "--to-npy", help="Export: one .npy (a file) or a folder of them."),
-    dtype_name: str | None = typer.Option(None, "--dtype", help="For a bare .bin with no dataset.json."),
-    shape: str | None = typer.Option(None, "--shape", help="For a bare .bin: e.g. 1,224,224,3."),
-    per_file: bool = typer.Option(False, "--per-file", help="One line per file, not one per input."),
-    force: bool = typer.Option(False, "--force", help="Overwrite what --to-npy names."),
     as_json: bool = typer.Option(False, "--json", help="Print the findings as JSON."),
+    *,
+    options: BinInfoOptions,  # its flags: takes_options
 ) -> None:
     """Show a .bin file or a dataset: shape, dtype, min/max/mean, NaN and inf counts.
 
     --verify re-checks every size and digest; --to-npy exports (padding rows dropped)."""
     # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
     from binio.spec import format_shape
-    from infer.bin_info._bin_info import describe_path
+    from infer.bin_info import describe_path
 
-    report = describe_path(path, verify=verify, to_npy=to_npy, dtype_name=dtype_name, shape_text=shape,
-                           per_file=per_file, force=force)
+    report = describe_path(path, options)
     if as_json:
         print_json(report.to_json())
         return

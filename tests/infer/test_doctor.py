@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from infer.doctor._doctor import diagnose, version_in_range
+from infer.doctor._doctor import diagnose
+from infer.doctor._versions import version_in_range
 from tests.cli import run_cli
 
 
