@@ -92,3 +92,18 @@ def test_every_command_lists_the_verbosity_options_in_its_help(capsys: pytest.Ca
         outcome = run_cli(capsys, *command, "--help")
         assert outcome.code == 0
         assert "--verbose" in outcome.out and "--quiet" in outcome.out, command
+
+
+def test_the_roots_summary_of_each_command_is_its_docstrings_first_line() -> None:
+    """The root's help lists the commands without importing them (infer/cli/app.py writes each summary): each is the
+    first line of its command's help, so the two cannot drift."""
+    import inspect
+
+    import typer
+
+    from infer.cli.app import _COMMANDS, command_target
+
+    for name, (_, _, summary) in _COMMANDS.items():
+        target = command_target(name)
+        text = target.info.help if isinstance(target, typer.Typer) else inspect.getdoc(target)
+        assert text is not None and text.splitlines()[0] == summary, name
