@@ -138,6 +138,7 @@ class CompareResult:
     expected_asked: bool = False  # an output worse than its emulated precision explains fails the run
     preprocessing: tuple[AippCheck, ...] = ()  # a model with AIPP: its output against the declared preprocessing
     random_ops: dict[str, str] = field(default_factory=dict)  # node -> op: the model draws random numbers
+    fp16_grid: tuple[str, ...] = ()  # float32 actual outputs whose every value equals its float16 rounding
 
     @property
     def failures(self) -> tuple[Failure, ...]:
@@ -235,6 +236,9 @@ class CompareResult:
                          "draw differently")
         if self.provenance is not None:
             parts.append(self.provenance.sides())
+        if self.fp16_grid:  # the actual side went through fp16, whatever dtype it was written in
+            parts.append(f"actual values on the fp16 grid: every value of {', '.join(self.fp16_grid)} equals its "
+                         "float16 rounding")
         summary = self.sample_summary()
         if summary:
             parts.append(summary)
@@ -251,6 +255,7 @@ class CompareResult:
                         for o in self.outputs],
             "layerwise": None if self.layerwise is None else self.layerwise.to_json(),
             "dumped_golden": self.dumped_golden or None, "random_ops": dict(self.random_ops),
+            "actual_on_fp16_grid": list(self.fp16_grid),
             "verdict_line": self.verdict_line(),
             "provenance": None if self.provenance is None else self.provenance.to_json(),
             "samples_failing_on_their_own": self.samples_failing, "per_sample_fails_run": self.per_sample_asked,
