@@ -141,8 +141,10 @@ def _compare_sides(contract: ModelContract, manifest: DatasetManifest, actual: S
     if preprocessing is None:
         preprocessing = check_aipp(contract, manifest)
     outputs = _measure(contract, manifest, actual_dir, golden_dir, options, labels, progress)
-    fp16_grid = outputs_on_fp16_grid(actual_dir, written_specs(actual_dir, contract.model_outputs, manifest,
-                                                               what="--actual"), manifest)
+    fp16_grid: tuple[str, ...] = ()
+    if contract.converted is not None and contract.converted.target == "om":  # what the chip computed in
+        fp16_grid = outputs_on_fp16_grid(actual_dir, written_specs(actual_dir, contract.model_outputs, manifest,
+                                                                   what="--actual"), manifest)
     expected: tuple[ExpectedError, ...] = ()
     if _wants_expected(contract, options):
         expected = _expected_errors(contract, manifest, golden_dir, options, outputs, cache_root, progress)

@@ -138,7 +138,7 @@ class CompareResult:
     expected_asked: bool = False  # an output worse than its emulated precision explains fails the run
     preprocessing: tuple[AippCheck, ...] = ()  # a model with AIPP: its output against the declared preprocessing
     random_ops: dict[str, str] = field(default_factory=dict)  # node -> op: the model draws random numbers
-    fp16_grid: tuple[str, ...] = ()  # float32 actual outputs whose every value equals its float16 rounding
+    fp16_grid: tuple[str, ...] = ()  # an om's float32 outputs whose every value equals its float16 rounding
 
     @property
     def failures(self) -> tuple[Failure, ...]:
@@ -236,12 +236,12 @@ class CompareResult:
                          "draw differently")
         if self.provenance is not None:
             parts.append(self.provenance.sides())
-        if self.fp16_grid:  # the actual side went through fp16, whatever dtype it was written in
-            parts.append(f"actual values on the fp16 grid: every value of {', '.join(self.fp16_grid)} equals its "
-                         "float16 rounding")
         summary = self.sample_summary()
         if summary:
             parts.append(summary)
+        if self.fp16_grid:  # the om computed in fp16, whatever dtype it wrote its outputs in
+            parts.append(f"actual values on the fp16 grid: every value of {', '.join(self.fp16_grid)} equals its "
+                         "float16 rounding")
         parts += [e.summary() for e in self.expected]
         return " | ".join(parts)
 
