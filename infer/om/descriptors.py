@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -32,7 +33,7 @@ from infer.om.errors import OmMismatchError
 log = logging.getLogger(__name__)
 
 RECORD_KEY = "om"  # converted.settings[RECORD_KEY]: what the om's own descriptors say (model.json)
-_GENERIC_OUTPUT = "output_"  # GE's name for an output when the om does not list its out nodes: output_<i>_<src>_<i>
+_INTEGER = re.compile(r"^-?\d{1,18}$")
 
 
 @dataclass(frozen=True)
@@ -262,7 +263,7 @@ def _gears(om: OmModel) -> OmGears | None:
         return None
     values = om.gears.gears
     if not values and om.gears.all_gears_info:  # only the NetOutput's "1,224;2,448" survived
-        values = tuple(tuple(int(v) for v in gear.split(",") if v.strip().lstrip("-").isdigit())
+        values = tuple(tuple(int(v) for v in gear.split(",") if _INTEGER.match(v.strip()))
                        for gear in om.gears.all_gears_info.split(";") if gear.strip())
     return OmGears(kind=om.gears.kind, values=values)
 

@@ -124,3 +124,26 @@ def test_the_om_atc_wrote_is_read_back_into_the_record(frozen_small_cnn: ModelCo
     assert recorded.settings["om"]["outputs"][0]["dtype"] == "float16"
     (contract.folder / "fake.om").write_bytes(b"fake om for Ascend310")
     assert with_om_record(contract, replace(predicted, path="fake.om")) == replace(predicted, path="fake.om")
+
+
+def test_an_om_that_does_not_decode_is_said_once_and_the_run_takes_model_jsons_specs(
+        onnx_small_cnn: ModelContract, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """The toolkit's reader may not follow every om CANN loads: where it cannot, run and compare go on with what
+    model.json says (a warning names why), rather than refuse an om msame would run."""
+    contract = _om_beside_the_onnx(onnx_small_cnn, tmp_path / "model")
+    assert contract.converted is not None
+    om = contract.folder / contract.converted.path
+    from atc_wrap.om_file import MODEL_DEF, read_om_file
+
+    model_def = read_om_file(om).partition(MODEL_DEF)
+    assert model_def is not None
+    whole = bytearray(om.read_bytes())
+    whole[model_def.offset:model_def.offset + model_def.size] = b"\xff" * model_def.size  # garbled, same length
+    om.write_bytes(bytes(whole))
+    settings = {k: v for k, v in contract.converted.settings.items() if k != "om"}
+    garbled = replace(contract, converted=replace(contract.converted, sha256=sha256_file(om),
+                                                  settings=settings)).save()
+    with caplog.at_level(logging.WARNING):
+        assert om_descriptors(garbled) is None
+        assert MsameRunner.from_contract(garbled).inputs == garbled.model_inputs
+    assert f"{om}: its MODEL_DEF partition is not a GE ModelDef" in caplog.text
