@@ -75,26 +75,29 @@ def _parse(path: Path) -> _OutputFile | None:
     return None
 
 
+def _listing(folder: Path) -> list[Path]:
+    try:
+        return sorted(folder.iterdir())
+    except OSError as err:
+        raise RunFolderError(f"--actual {folder}: cannot be listed ({err.strerror or err})") from None
+
+
 def _files(folder: Path) -> list[_OutputFile]:
     """The output files of `folder`, and of msit's device<id>_<index> folders below it."""
     found = []
-    try:
-        entries = sorted(folder.iterdir())
-    except OSError as err:
-        raise RunFolderError(f"--actual {folder}: cannot be listed ({err.strerror or err})") from None
-    for entry in entries:
+    for entry in _listing(folder):
         if entry.is_file():
             parsed = _parse(entry)
             if parsed is not None:
                 found.append(parsed)
         elif entry.is_dir() and _DEVICE_FOLDER.match(entry.name):
-            found += [f for sub in sorted(entry.iterdir()) if sub.is_file() and (f := _parse(sub)) is not None]
+            found += [f for sub in _listing(entry) if sub.is_file() and (f := _parse(sub)) is not None]
     return found
 
 
 def _stamped(folder: Path) -> Path | None:
     """The newest run folder below `folder` named by msame's, infer's or ais_bench's timestamps."""
-    stamped = [(when, path) for path in folder.iterdir() if path.is_dir()
+    stamped = [(when, path) for path in _listing(folder) if path.is_dir()
                and (when := parse_timestamp_folder(path.name) or parse_ais_bench_folder(path.name)) is not None]
     return max(stamped)[1] if stamped else None
 
@@ -109,7 +112,7 @@ def locate_output_folder(given: Path) -> Path:
     stamped = _stamped(given)
     if stamped is not None:
         return stamped
-    holding = [sub for sub in sorted(given.iterdir()) if sub.is_dir() and _files(sub)]
+    holding = [sub for sub in _listing(given) if sub.is_dir() and _files(sub)]
     if len(holding) == 1:
         return holding[0]
     if holding:
