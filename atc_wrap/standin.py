@@ -21,7 +21,7 @@ from atc_wrap.generated_names import counter, renumber_generated_names
 from atc_wrap.nodes import check_nodes_exist
 from atc_wrap.op_controls import OpControls, controls_record, prepare_op_precision
 from atc_wrap.opset import check_opset
-from atc_wrap.precision import check_precision_mode
+from atc_wrap.precision import DEFAULT_PRECISION_MODE, check_precision_mode
 from binio.atomic import write_bytes_atomic
 from binio.errors import first_line
 from binio.heap import ANY_SIZE, keep_freed_memory
@@ -57,7 +57,7 @@ def convert_to_onnx(
     destination: Path,
     *,
     opset: int | None = None,
-    precision_mode: str = "force_fp16",
+    precision_mode: str = DEFAULT_PRECISION_MODE,
     input_fp16_nodes: Sequence[str] = (),
     output_types: Mapping[str, str] | None = None,
     op_controls: OpControls | None = None,

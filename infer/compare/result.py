@@ -108,11 +108,13 @@ class OutputResult:
 def fp16_cause(output: OutputResult, layers: LayerwiseResult | None) -> str:
     """The fp16 column of the terminal table and the HTML report: ``ok``; ``overflow`` where TF's own values are
     past 65504; otherwise, for inf/NaN where TF is finite, the cause --layerwise found among the tensors this output
-    is computed from (overflow, underflow, NaN from inf), or ``inf/NaN`` without it."""
+    is computed from (overflow, underflow, NaN from inf), or ``inf/NaN`` without it; and where the output is finite
+    but --layerwise found inf/NaN among those tensors (x / sqrt(sum(x*x)) with the sum past 65504 gives 0s, not
+    inf), that cause, ``inside``."""
     counts = output.metrics.counts
     finding = layers.nonfinite_by_output.get(output.name) if layers is not None else None
-    if finding is not None and counts.nonfinite_actual_where_golden_finite:
-        return finding.cause
+    if finding is not None:
+        return finding.cause if counts.nonfinite_actual_where_golden_finite else f"{finding.cause} inside"
     if counts.beyond_fp16_golden:
         return "overflow"  # TF's own values are past 65504: fp16 cannot hold them
     return "inf/NaN" if counts.nonfinite_actual_where_golden_finite else "ok"

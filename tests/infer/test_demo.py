@@ -311,3 +311,23 @@ def _reproduce_by_hand(result: DemoResult, tmp_path: Path, capsys: pytest.Captur
     for key in ("outputs", "passed", "samples", "padding_excluded", "expected_from_emulation",
                 "samples_failing_on_their_own", "per_sample_fails_run"):
         assert hand_report.get(key) == pipeline_report.get(key), key
+
+
+def test_the_fp16_trouble_demo_fails_names_the_op_tunes_and_passes(tmp_path: Path) -> None:
+    """--fp16-trouble: the failure workflow end to end. The sum of squares of the scaled features passes 65504
+    under force_fp16: compare fails and --layerwise names an op of that normalisation, tune-precision keeps the
+    sum in fp32, and the pipeline run again with its keep_dtype file passes."""
+    lines: list[str] = []
+    result = run_demo(tmp_path, on_step=lines.append, on_stage=lambda outcome: lines.append(outcome.line()),
+                      fp16_trouble=True)
+    first = result.failed_first
+    assert first is not None and not first.passed and first.verdict.startswith("FAILED: probs:0 ")
+    compare_line = next(line for line in lines if line.startswith("compare"))
+    assert "first diverging tensor l2norm/" in compare_line
+    assert result.tuned is not None and result.tuned.found
+    assert "l2norm/energy" in {op.name for op in result.tuned.ops}
+    assert result.pipeline.passed and result.pipeline.verdict.startswith("PASSED")
+    assert result.pipeline_file.name == "pipeline-fp16-trouble.toml"
+    assert 'keep_dtype = "work-fp16-trouble/tune/keep_dtype.cfg"' in result.pipeline_file.read_text()
+    assert any(line.startswith("again, with [convert] keep_dtype") for line in lines)
+    assert not (tmp_path / "work").exists()  # the ordinary demo's work folder is its own
