@@ -199,3 +199,14 @@ def test_outputs_of_other_inputs_and_two_candidate_folders_are_refused(
         outputs["cat"].tofile(tmp_path / "results" / name / "cat_output0.bin")
     assert _compare(capsys, contract, bins, tmp_path / "results").error_line == (
         f"error: --actual {tmp_path / 'results'}: output files in 2 folders (a, b): expected one")
+
+
+def test_a_tools_folder_is_compared_with_a_given_golden_folder_too(
+        setup: tuple[ModelContract, Path, dict[str, np.ndarray]], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    contract, bins, outputs = setup
+    outcome = run_cli(capsys, "compare", contract.path, "--input", bins, "--actual", ais_bench_npy(tmp_path, outputs),
+                      "--golden", bins.parent / "tf", "--no-expected-from-emulation")
+    assert outcome.code == 0, outcome.err
+    line = outcome.out.strip().splitlines()[-1]
+    assert "| golden: tensorflow model.pb" in line and "| actual: ais_bench model.om on Ascend310 (from the om)" in line
