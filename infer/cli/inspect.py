@@ -35,7 +35,7 @@ def _tensor_column(table: Table, names: list[str]) -> None:
 
 def inspect(
     model: Path = typer.Argument(..., help="A checkpoint prefix or folder, a .meta, a frozen .pb, a SavedModel "
-                                 "folder, or a Keras .h5/.keras file."),
+                                 "folder, a Keras .h5/.keras file, or an Ascend .om."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout."),
     top: int = typer.Option(10, "--top", min=1, help="How many output candidates and op types to list."),
 ) -> None:
@@ -44,8 +44,18 @@ def inspect(
     Inputs are the placeholders (dynamic dims marked ?, placeholders with a default such as is_training marked)
     and the outputs of a tf.data iterator. Output candidates are the nodes nothing consumes, minus saver,
     summary, initialiser, assert and training ops; softmax, sigmoid, argmax and logits-like nodes come first.
+
+    An .om (read without CANN, both header versions): its header, inputs and outputs as the om stores them, AIPP,
+    dynamic gears, the output nodes ATC was given, op counts and the fusion map (each om op with the TF nodes
+    fused into it).
     """
     from rich.table import Table
+
+    from infer.cli.om_inspect import inspect_om, is_om
+
+    if is_om(model):
+        inspect_om(model, as_json=as_json, top=top)
+        return
 
     # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
     from ckpt2pb.inspection import inspect_model

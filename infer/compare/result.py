@@ -140,6 +140,7 @@ class CompareResult:
     expected_asked: bool = False  # an output worse than its emulated precision explains fails the run
     preprocessing: tuple[AippCheck, ...] = ()  # a model with AIPP: its output against the declared preprocessing
     random_ops: dict[str, str] = field(default_factory=dict)  # node -> op: the model draws random numbers
+    fp16_grid: tuple[str, ...] = ()  # an om's float32 outputs whose every value equals its float16 rounding
 
     @property
     def failures(self) -> tuple[Failure, ...]:
@@ -240,6 +241,9 @@ class CompareResult:
         summary = self.sample_summary()
         if summary:
             parts.append(summary)
+        if self.fp16_grid:  # the om computed in fp16, whatever dtype it wrote its outputs in
+            parts.append(f"actual values on the fp16 grid: every value of {', '.join(self.fp16_grid)} equals its "
+                         "float16 rounding")
         parts += [e.summary() for e in self.expected]
         return " | ".join(parts)
 
@@ -253,6 +257,7 @@ class CompareResult:
                         for o in self.outputs],
             "layerwise": None if self.layerwise is None else self.layerwise.to_json(),
             "dumped_golden": self.dumped_golden or None, "random_ops": dict(self.random_ops),
+            "actual_on_fp16_grid": list(self.fp16_grid),
             "verdict_line": self.verdict_line(),
             "provenance": None if self.provenance is None else self.provenance.to_json(),
             "samples_failing_on_their_own": self.samples_failing, "per_sample_fails_run": self.per_sample_asked,

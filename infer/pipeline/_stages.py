@@ -103,6 +103,8 @@ def plan_convert(config: PipelineConfig, work: WorkLayout, facts: Facts) -> Stag
     aipp_file = options.aipp.config if options.aipp is not None else None
     inputs: tuple[Path, ...] = (work.pb, aipp_file) if aipp_file is not None else (work.pb,)
     inputs += tuple(precision_files(config).values())  # an edited keep_dtype file re-runs the stage
+    if options.use_om is not None:  # an om built elsewhere: a new one re-runs the stage
+        inputs += (Path(options.use_om),)
     return StagePlan("convert", inputs, settings, command)
 
 
