@@ -150,3 +150,19 @@ def test_shell_completion_is_on_and_completes_a_commands_flags() -> None:
     done = subprocess.run([sys.executable, "-c", "from infer.cli.app import main; main()"], capture_output=True,
                           text=True, timeout=120, env=env)
     assert "--timeout" in done.stdout.split(), done.stdout + done.stderr
+
+
+def test_tables_are_plain_columns_in_a_pipe_or_under_no_color(monkeypatch: pytest.MonkeyPatch,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    import sys
+
+    from infer.cli.console import plain_output, table
+
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    assert not plain_output() and table("t").box is not None  # a terminal: boxed
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert plain_output() and table("t").box is None
+    monkeypatch.delenv("NO_COLOR")
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: False)
+    assert plain_output() and table("t").box is None  # a pipe or a file

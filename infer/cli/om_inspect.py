@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from infer.cli.console import out, print_json
+from infer.cli.console import table as plain_or_boxed_table
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -35,9 +36,7 @@ def _shape(shape: tuple[int, ...] | None) -> str:
 
 
 def _table(title: str, columns: tuple[str, ...]) -> Table:
-    from rich.table import Table
-
-    table = Table(title=title, title_justify="left")
+    table = plain_or_boxed_table(title)
     for column in columns:
         table.add_column(column, no_wrap=column != "TF nodes fused into it",
                          max_width=60 if column == "TF nodes fused into it" else None)
