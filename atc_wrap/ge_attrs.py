@@ -111,12 +111,13 @@ def named_attrs(message: Message) -> NamedAttrs:
 
 
 def attr_map(message: Message, number: int, only: frozenset[str] | None = None) -> list[tuple[str, AttrValue]]:
-    """A `map<string, AttrDef>` field decoded, in file order; with `only`, just those keys (the rest skipped
-    undecoded)."""
+    """A `map<string, AttrDef>` field decoded, by key: a protobuf map has no order, and its writers serialise one
+    in hash order (the same om written twice may differ), so file order would make inspect's lines and JSON vary.
+    With `only`, just those keys (the rest skipped undecoded)."""
     found: list[tuple[str, AttrValue]] = []
     for entry in message.messages(number, f"{message.what}.attr"):
         key = entry.string(1)
         if only is not None and key not in only:
             continue
         found.append((key, attr_value(entry.message(2, f"{message.what}.attr[{key!r}]"))))
-    return found
+    return sorted(found, key=lambda item: item[0])

@@ -17,6 +17,7 @@ from binio.info import TensorStats, merge_stats, tensor_stats
 from binio.manifest import MANIFEST_NAME, DatasetManifest, InputManifest, load_manifest, parent_input
 from binio.output import check_output
 from binio.spec import TensorSpec, format_shape, parse_shape
+from infer.bin_info._npu_dump import describe_npu_dump, is_npu_dump
 from infer.bin_info.options import BinInfoOptions
 from infer.bin_info.result import BinInfoReport, InfoRow
 
@@ -147,6 +148,11 @@ def describe_path(path: Path, options: BinInfoOptions | None = None) -> BinInfoR
     verify, to_npy, dtype_name, shape_text = options.verify, options.to_npy, options.dtype, options.shape
     per_file, force = options.per_file, options.force
     path = Path(path)
+    if is_npu_dump(path):
+        return describe_npu_dump(path, options)
+    if options.om is not None:
+        raise InferError(f"--om: {path} is not an NPU dump (a file named op_type.op_name.task.stream.timestamp, or "
+                         "a folder of them): --om turns a dump's layouts back")
     if path.is_dir():
         if dtype_name or shape_text:
             raise InferError(f"{path}: --dtype and --shape are for a bare .bin; a dataset's {MANIFEST_NAME} gives "

@@ -16,3 +16,5 @@ class BinInfoOptions:
     shape: str | None = setting(None, toml=False, help="For a bare .bin: e.g. 1,224,224,3.")
     per_file: bool = setting(False, toml=False, help="One line per file, not one per input.")
     force: bool = setting(False, toml=False, help="Overwrite what --to-npy names.")
+    om: Path | None = setting(None, toml=False, help="For an NPU dump: the om whose origin formats and shapes turn "
+                                                     "its layouts back (default: the dump's own, where it has them).")

@@ -18,9 +18,10 @@ def compare(
     ctx: typer.Context,
     model: Path = typer.Argument(..., help="model.json of the converted model."),
     bins: Path = typer.Option(..., "--input", "-i", help="The dataset folder the outputs were computed from."),
-    actual: Path = typer.Option(..., "--actual", "-a", help="The converted model's outputs: infer run's folder, or "
-                                "what msame, ais_bench or the ModelZoo benchmark wrote (OUT or OUT/<timestamp>; "
-                                ".bin, .txt, .npy), read with the om's dtypes."),
+    actual: Path | None = typer.Option(None, "--actual", "-a", help="The converted model's outputs: infer run's "
+                                       "folder, or what msame, ais_bench or the ModelZoo benchmark wrote (OUT or "
+                                       "OUT/<timestamp>; .bin, .txt, .npy), read with the om's dtypes; with "
+                                       "--npu-dump, default: the run folder holding the dump."),
     golden: Path | None = typer.Option(None, "--golden", "-g",
                                        help="TensorFlow's run folder; default: run the frozen pb (cached)."),
     report: Path | None = typer.Option(None, "--report", "-r", help="Write report.json, .csv and .html here."),
@@ -54,6 +55,11 @@ def compare(
         ctx.with_resource(report_folder(report, force=force))
 
     contract = load_contract(model)  # once: the comparison and the signature keys shown below
+    if actual is None:
+        # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
+        from infer.compare import run_folder_of_dump
+
+        actual = run_folder_of_dump(options.npu_dump)
 
     def golden_run() -> None:
         say("golden outputs: running TensorFlow on the frozen pb (cached for the next compare)")
@@ -132,7 +138,8 @@ def _print_layers(console: Any, layers: Any) -> None:
         console.print(line, markup=False, soft_wrap=True)
     first = layers.first_failing
     console.print(f"first tensor to diverge: {first.tensor if first else 'none'}"
-                  + (f" ({first.op_type})" if first else ""), markup=False)
+                  + (f" ({first.op_type})" if first else "")
+                  + (f", {first.npu_op_text}" if first is not None and first.npu_op else ""), markup=False)
     if len(layers.origins) > 1:
         console.print(f"diverging independently (each with every compared input passing): "
                       f"{', '.join(layers.origins)}", markup=False)
@@ -145,6 +152,9 @@ def _print_layers(console: Any, layers: Any) -> None:
                       markup=False)
     if layers.nonfinite is not None:
         console.print(f"first inf/NaN: {layers.nonfinite.describe()}", markup=False)
+    if layers.fed_from_dump:
+        console.print("fed to TensorFlow from the NPU dump (the device's random draws): "
+                      + ", ".join(layers.fed_from_dump), markup=False)
     if layers.skipped_random:
         console.print("not compared (computed from random ops): "
                       + ", ".join(r.tensor for r in layers.skipped_random), markup=False)

@@ -23,8 +23,10 @@ def _shape(shape: tuple[int | None, ...] | None) -> str:
 
 def _print_whole(console: Console, table: Table) -> None:
     """Prints `table` no narrower than its tensor names: a name is for copying into --inputs or --outputs, so
-    it is never cut short, even where that makes the table wider than the terminal."""
-    needed = console.measure(table, options=console.options.update_width(10_000)).minimum
+    it is never cut short, even where that makes the table wider than the terminal. Off a terminal (a pipe, a
+    file) no cell wraps at all: each row stays one line for grep."""
+    measured = console.measure(table, options=console.options.update_width(10_000))
+    needed = measured.minimum if console.is_terminal else measured.maximum
     console.width = max(console.width, needed)
     console.print(table)
 

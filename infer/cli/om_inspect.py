@@ -6,7 +6,7 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from infer.cli.console import out, print_json
+from infer.cli.console import out, plain_output, print_json
 from infer.cli.console import table as plain_or_boxed_table
 
 if TYPE_CHECKING:
@@ -37,9 +37,10 @@ def _shape(shape: tuple[int, ...] | None) -> str:
 
 def _table(title: str, columns: tuple[str, ...]) -> Table:
     table = plain_or_boxed_table(title)
+    wraps = not plain_output()  # off a terminal every row is one line, for grep
     for column in columns:
-        table.add_column(column, no_wrap=column != "TF nodes fused into it",
-                         max_width=60 if column == "TF nodes fused into it" else None)
+        fused = column == "TF nodes fused into it"
+        table.add_column(column, no_wrap=not (fused and wraps), max_width=60 if fused and wraps else None)
     return table
 
 
@@ -114,7 +115,7 @@ def _fusion_table(model: OmModel) -> Table:
 
 def _print(console: Console, table: Table) -> None:
     """A table no narrower than its cells: names are for copying, never cut short (only the fusion map's lists of
-    TF nodes wrap)."""
+    TF nodes wrap, on a terminal)."""
     needed = console.measure(table, options=console.options.update_width(100_000)).maximum
     console.width = max(console.width, needed)
     console.print(table)

@@ -12,6 +12,8 @@ if TYPE_CHECKING:
     from infer.compare._compare import compare_run_folders
     from infer.compare._golden import tensorflow_golden
     from infer.compare._layerwise import compare_layers
+    from infer.compare._npu_layers import compare_npu_layers
+    from infer.compare._npu_source import run_folder_of_dump
     from infer.compare._reports import check_output_folder, write_reports
     from infer.compare._sources import resolve_run_folder
     from infer.compare.errors import LayerwiseError
@@ -21,8 +23,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AippCheck", "CompareOptions", "CompareResult", "LayerwiseError", "Thresholds", "check_output_folder",
-    "compare_layers", "compare_outputs", "compare_run_folders", "resolve_run_folder", "tensorflow_golden",
-    "write_reports",
+    "compare_layers", "compare_npu_layers", "compare_outputs", "compare_run_folders", "resolve_run_folder",
+    "run_folder_of_dump", "tensorflow_golden", "write_reports",
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, {
@@ -33,9 +35,11 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     "Thresholds": "infer.compare.thresholds",
     "check_output_folder": "infer.compare._reports",
     "compare_layers": "infer.compare._layerwise",
+    "compare_npu_layers": "infer.compare._npu_layers",
     "compare_outputs": "infer.compare._compare:compare",
     "compare_run_folders": "infer.compare._compare",
     "resolve_run_folder": "infer.compare._sources",
+    "run_folder_of_dump": "infer.compare._npu_source",
     "tensorflow_golden": "infer.compare._golden",
     "write_reports": "infer.compare._reports",
 })

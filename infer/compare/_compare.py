@@ -31,6 +31,7 @@ from infer.compare._fp16_grid import outputs_on_fp16_grid
 from infer.compare._golden import CACHE_FOLDER, tensorflow_golden
 from infer.compare._labels import labels_for_samples
 from infer.compare._layerwise import check_layerwise, compare_layers
+from infer.compare._npu_layers import check_npu_dump, compare_npu_layers
 from infer.compare._passes import compare_outputs_in_workers, measure_output
 from infer.compare._provenance import (
     Side,
@@ -221,7 +222,7 @@ def _compare_whole(model: ModelContract | Path | str, dataset: DatasetManifest |
 def _compare(contract: ModelContract, manifest: DatasetManifest, actual: ActualFolder, golden: Path | None,
              options: CompareOptions, dump_golden: Path | None, cache_root: Path | None,
              on_golden_run: Callable[[], None] | None, progress: CompareProgress | None) -> CompareResult:
-    layerwise = options.layerwise
+    layerwise = options.layerwise or options.npu_dump is not None  # a dump is compared layer by layer
     if (layerwise or dump_golden is not None) and model_aipp(contract) is not None:
         raise InferError(f"--layerwise/--dump-golden: {contract.path} was converted with AIPP, whose uint8 bins "
                          "the layer-by-layer runs do not feed yet", hint="convert a copy without --aipp for it")
@@ -234,7 +235,7 @@ def _compare(contract: ModelContract, manifest: DatasetManifest, actual: ActualF
         # What the user named is checked before TensorFlow runs (seconds to minutes) rather than after it.
         check_run_folder(actual.folder, contract.model_outputs, manifest, what="--actual")
         if layerwise:
-            check_layerwise(contract)
+            (check_layerwise if options.npu_dump is None else check_npu_dump)(contract)
         actual_side = actual.side
         if not options.allow_same_backend:
             refuse_same_backend(contract, actual_side, tensorflow_side(contract))
@@ -250,7 +251,11 @@ def _compare(contract: ModelContract, manifest: DatasetManifest, actual: ActualF
         # The sides were resolved and checked above, before TensorFlow ran: not again.
         result = _compare_sides(contract, manifest, actual_side, tensorflow_side(contract, golden_dir), options,
                                 golden_source=source, cache_root=cache_root, progress=progress, preprocessing=None)
-    if layerwise or dump_golden is not None:
+    if options.npu_dump is not None:
+        layers = compare_npu_layers(contract, manifest, options.thresholds, options.npu_dump, atol=options.atol,
+                                    rtol=options.rtol, dump_golden=dump_golden, outcome=result)
+        result = replace(result, layerwise=layers, dumped_golden=str(dump_golden) if dump_golden is not None else "")
+    elif layerwise or dump_golden is not None:
         layers = compare_layers(contract, manifest, options.thresholds, atol=options.atol, rtol=options.rtol,
                                 with_converted=layerwise, dump_golden=dump_golden, outcome=result)
         result = replace(result, layerwise=layers if layerwise else None,

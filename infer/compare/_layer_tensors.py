@@ -4,6 +4,7 @@ tensors of the converted ONNX graph that carry their names, on one batch of the 
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -73,10 +74,13 @@ def _load_graph(contract: ModelContract) -> Any:
     return graph
 
 
-def _random_sources(graph: Any) -> dict[str, str]:
-    """Op name -> the random op it depends on, for every op downstream of a random op (the random op included)."""
+def _random_sources(graph: Any, drawn: frozenset[str] = frozenset()) -> dict[str, str]:
+    """Op name -> the random op it depends on, for every op downstream of a random op (the random op included).
+    The random ops in `drawn` are fed the numbers the device drew: neither they nor what follows them is random."""
     sources: dict[str, str] = {}
     for op in graph.get_operations():
+        if op.name in drawn:
+            continue
         if is_random_op(op.type):
             sources[op.name] = op.name
             continue
@@ -86,15 +90,16 @@ def _random_sources(graph: Any) -> dict[str, str]:
     return sources
 
 
-def graph_tensors(graph: Any, input_names: tuple[str, ...], output_names: tuple[str, ...] = ()) -> tuple[
-        GraphTensor, ...]:
-    """Every tensor computed (directly or not) from the inputs, in the graph's (topological) order.
+def graph_tensors(graph: Any, input_names: tuple[str, ...], output_names: tuple[str, ...] = (),
+                  drawn: frozenset[str] = frozenset()) -> tuple[GraphTensor, ...]:
+    """Every tensor computed (directly or not) from the inputs, in the graph's (topological) order; `drawn`: the
+    random ops fed the device's numbers (`run_tensorflow`).
 
     Tensors nothing reads that are not model outputs are left out: the batch statistics FusedBatchNorm also
     returns, an unused argmax; they lead nowhere, and TensorFlow often cannot even fetch them at inference."""
     fed = set(input_names)
     outputs = set(output_names)
-    random = _random_sources(graph)
+    random = _random_sources(graph, drawn)
     tensors = []
     for op in graph.get_operations():
         from_inputs = any(t.name in fed for t in op.inputs)
@@ -114,14 +119,37 @@ def graph_tensors(graph: Any, input_names: tuple[str, ...], output_names: tuple[
     return tuple(tensors)
 
 
-def run_tensorflow(contract: ModelContract, manifest: DatasetManifest, stem: str = "") -> tuple[
-        tuple[GraphTensor, ...], dict[str, np.ndarray]]:
-    """TensorFlow's value of every graph tensor on the batch `stem` (default: the first)."""
+def random_outputs(graph: Any, values: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The entries of `values` that are outputs of random ops of `graph` (by tensor name), in the tensor's dtype;
+    refused (LayerwiseError) where the shape is not the tensor's."""
+    found = {}
+    for name, value in values.items():
+        try:
+            tensor = graph.get_tensor_by_name(name)
+        except (KeyError, ValueError):
+            continue
+        if not is_random_op(tensor.op.type):
+            continue
+        if not tensor.shape.is_compatible_with(value.shape):
+            raise LayerwiseError(f"{name}: the NPU's draw has shape {list(value.shape)}, TensorFlow's "
+                                 f"{tensor.op.type} gives {tensor.shape.as_list()}")
+        found[name] = np.asarray(value, dtype=tensor.dtype.as_numpy_dtype)
+    return found
+
+
+def run_tensorflow(contract: ModelContract, manifest: DatasetManifest, stem: str = "", *,
+                   drawn: Mapping[str, np.ndarray] | None = None) -> tuple[tuple[GraphTensor, ...],
+                                                                           dict[str, np.ndarray]]:
+    """TensorFlow's value of every graph tensor on the batch `stem` (default: the first). `drawn`: values for
+    outputs of random ops (the numbers an NPU drew, from its dump), fed in place of TensorFlow's own draw, so that
+    what follows them is computed from the same numbers on both sides; other entries are ignored."""
     import tensorflow as tf
 
     graph = _load_graph(contract)
-    tensors = graph_tensors(graph, tuple(s.name for s in contract.inputs), tuple(s.name for s in contract.outputs))
-    feeds = _feeds(manifest, contract.model_inputs, contract.inputs, stem)
+    substitutes = random_outputs(graph, drawn or {})
+    tensors = graph_tensors(graph, tuple(s.name for s in contract.inputs), tuple(s.name for s in contract.outputs),
+                            frozenset(node_name(name) for name in substitutes))
+    feeds = {**_feeds(manifest, contract.model_inputs, contract.inputs, stem), **substitutes}
     with tf.compat.v1.Session(graph=graph) as session:
         feed_dict = {graph.get_tensor_by_name(name): value for name, value in feeds.items()}
         try:

@@ -107,8 +107,8 @@ def check_layerwise(contract: ModelContract) -> None:
     if contract.converted is None or contract.converted.target != "onnx":
         found = "not converted" if contract.converted is None else f"converted to {contract.converted.target}"
         raise LayerwiseError(f"--layerwise: {contract.path} is {found}; layer-by-layer comparison runs the ONNX "
-                             "stand-in", hint="on an Ascend server, dump the NPU tensors and use --dump-golden with "
-                             "msaccucmp; here, infer convert --target onnx")
+                             "stand-in", hint="for an om, compare an NPU dump: infer run --dump on the device, then "
+                             "compare --npu-dump; here, infer convert --target onnx")
 
 
 def compare_layers(contract: ModelContract, manifest: DatasetManifest, thresholds: Thresholds, *, atol: float,
@@ -139,13 +139,13 @@ def compare_layers(contract: ModelContract, manifest: DatasetManifest, threshold
     # Each output's own first inf/NaN: in a model of several outputs, another branch's cause is not this one's.
     per_output: dict[str, NonfiniteFinding] = {}
     for spec in contract.outputs:
-        own = _first_nonfinite(rows_marked, matcher.aligned, golden, info, within=_upstream(spec.name, inputs_of))
+        own = first_nonfinite(rows_marked, matcher.aligned, golden, info, within=upstream(spec.name, inputs_of))
         if own is not None:
             per_output[spec.name] = own
     return LayerwiseResult(batch_stem=stem, rows=rows_marked, origins=origins, growth_tensor=growth,
                            outputs_passed=outcome.passed if outcome is not None else True,
                            note=verdict_note(first, outcome, rows_marked, stem), batch_reason=batch_reason,
-                           nonfinite=_first_nonfinite(rows_marked, matcher.aligned, golden, info),
+                           nonfinite=first_nonfinite(rows_marked, matcher.aligned, golden, info),
                            nonfinite_by_output=per_output)
 
 
@@ -200,7 +200,7 @@ class _Matcher:
         return replace(base, metrics=metrics, failures=failures, match=match)
 
 
-def _upstream(tensor: str, inputs_of: dict[str, tuple[str, ...]]) -> set[str]:
+def upstream(tensor: str, inputs_of: dict[str, tuple[str, ...]]) -> set[str]:
     """`tensor` and every tensor it is computed from."""
     found = {tensor}
     pending = [tensor]
@@ -212,7 +212,7 @@ def _upstream(tensor: str, inputs_of: dict[str, tuple[str, ...]]) -> set[str]:
     return found
 
 
-def _first_nonfinite(rows: tuple[LayerRow, ...], aligned: dict[str, np.ndarray], golden: dict[str, np.ndarray],
+def first_nonfinite(rows: tuple[LayerRow, ...], aligned: dict[str, np.ndarray], golden: dict[str, np.ndarray],
                      info: dict[str, TensorInfo], within: set[str] | None = None) -> NonfiniteFinding | None:
     """The first compared tensor (of `within`, default all) with inf/NaN where TF is finite, classified."""
     compared = {row.tensor for row in rows if row.matched}

@@ -78,7 +78,8 @@ def csv_rows(result: CompareResult) -> list[list[str]]:
         warning = result.layerwise.is_warning
         for layer in result.layerwise.rows:
             op = node_name(layer.tensor)
-            rows.append([str(len(rows)), layer.op_type, op if layer.matched else "NaN", type_name(layer.dtype), "NaN",
+            npu = layer.npu_op or op  # msaccucmp's NPUDump column: the om op whose dump was compared
+            rows.append([str(len(rows)), layer.op_type, npu if layer.matched else "NaN", type_name(layer.dtype), "NaN",
                          op, type_name(layer.dtype), tensor_index(layer.tensor), shape_cell(layer.shape),
                          *metric_cells(layer.metrics), _reason(layer.failures, layer.note(warning=warning))])
     return rows

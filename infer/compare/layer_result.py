@@ -32,6 +32,18 @@ class LayerRow:
     error_growth: float = math.nan  # its RED over the largest RED of the compared tensors it reads
     upstream_error: float = math.nan  # that largest RED upstream (0 where it reads no compared tensor)
     random_source: str = ""  # the random op it is computed from (never compared)
+    # --npu-dump: the om op whose dumped output this tensor is, its type, and the TF nodes fused into it
+    npu_op: str = ""
+    npu_op_type: str = ""
+    fused_nodes: tuple[str, ...] = ()
+
+    @property
+    def npu_op_text(self) -> str:
+        """``NPU op conv/Conv2D (Conv2D) fusing conv/Conv2D, conv/BiasAdd, relu``; "" without one."""
+        if not self.npu_op:
+            return ""
+        fused = f" fusing {', '.join(self.fused_nodes)}" if len(self.fused_nodes) > 1 else ""
+        return f"NPU op {self.npu_op} ({self.npu_op_type}){fused}"
 
     @property
     def matched(self) -> bool:
@@ -47,6 +59,8 @@ class LayerRow:
         if self.metrics is None:
             return f"{'skipped' if self.random_source else 'unmatched'}: {self.unmatched_reason}"
         notes = [f"first to diverge{' (warning)' if warning else ''}"] if self.first_failing else []
+        if self.npu_op:
+            notes.append(self.npu_op_text)
         if self.onnx_tensor:
             notes.append(f"as ONNX's unnamed {self.onnx_tensor} ({self.onnx_op}, fused)")
         if self.match and self.match != "op and inputs":
@@ -62,6 +76,8 @@ class LayerRow:
                 "onnx_tensor": self.onnx_tensor or None, "match": self.match,
                 "layout": self.layout, "error_growth": json_float(self.error_growth),
                 "random_source": self.random_source or None,
+                **({"npu_op": self.npu_op, "npu_op_type": self.npu_op_type, "fused_nodes": list(self.fused_nodes)}
+                   if self.npu_op else {}),
                 "metrics": None if self.metrics is None else self.metrics.to_json(),
                 "failures": [f.describe() for f in self.failures]}
 
@@ -81,6 +97,8 @@ class LayerwiseResult:
     nonfinite: NonfiniteFinding | None = None  # the first in graph order, over every output
     # Per output (TF name): the first inf/NaN among the tensors it is computed from, where there is one.
     nonfinite_by_output: dict[str, NonfiniteFinding] = field(default_factory=dict)
+    npu_dump: str = ""  # --npu-dump: the dump folder the converted side was read from ("": the ONNX stand-in)
+    fed_from_dump: tuple[str, ...] = ()  # random ops' outputs TensorFlow was fed from the dump (the NPU's draw)
 
     @property
     def first_failing(self) -> LayerRow | None:
@@ -115,4 +133,5 @@ class LayerwiseResult:
                 "nonfinite": None if self.nonfinite is None else self.nonfinite.to_json(),
                 "nonfinite_by_output": {name: f.to_json() for name, f in self.nonfinite_by_output.items()},
                 "skipped_random": [r.tensor for r in self.skipped_random],
+                **({"npu_dump": self.npu_dump, "fed_from_dump": list(self.fed_from_dump)} if self.npu_dump else {}),
                 "tensors": [r.to_json() for r in self.rows]}

@@ -62,6 +62,9 @@ class CompareOptions:
     fail_on_expected: bool = setting(False, help="Fail the run when an output is past --expected-factor.")
     layerwise: bool = setting(False, help="Compare every intermediate tensor on one batch (ONNX stand-in): the "
                                           "first layer whose outputs diverge.")
+    npu_dump: Path | None = setting(None, toml=False, help="--layerwise against this NPU dump folder (infer run "
+                                                           "--dump's OUT/<timestamp>/dump) through the om's fusion "
+                                                           "map, in place of the stand-in.")
 
     def __post_init__(self) -> None:
         """Refuses values no comparison can use, whether they came from the command line or a pipeline file."""

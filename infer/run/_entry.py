@@ -12,7 +12,7 @@ from binio.manifest import DatasetManifest
 from infer.contract import ModelContract
 from infer.run._batches import Progress
 from infer.run._plain import RunResult, run_plain
-from infer.run.options import RunOptions, ScaleOptions
+from infer.run.options import RunOptions, ScaleOptions, check_dump
 
 
 def run_model(model: ModelContract | Path | str, bins: DatasetManifest | Path | str, out: Path | str,
@@ -24,6 +24,8 @@ def run_model(model: ModelContract | Path | str, bins: DatasetManifest | Path | 
     plain (`run_plain`) otherwise. Both write the same output files, byte for byte; a sharded run's run.json
     adds ``scale_out``."""
     if scale is not None and scale.wanted:
+        if options is not None and options.dump:
+            check_dump(options, options.backend or "msame", sharded=True)
         from infer.run._sharded import run_sharded  # its engines (multiprocessing, sockets) serve shards only
 
         return run_sharded(model, bins, out, options or RunOptions(), scale, progress=progress)  # checks `scale`

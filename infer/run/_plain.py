@@ -9,7 +9,7 @@ run.json says how far the run got, so an interrupted run leaves valid outputs an
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -22,7 +22,7 @@ from infer.run._batches import Progress, run_batches
 from infer.run._preflight import dataset_if_any, preflight
 from infer.run._runners.base import BaseRunner
 from infer.run.layout import timestamp_folder_name
-from infer.run.options import RunError, RunOptions
+from infer.run.options import RunError, RunOptions, check_dump
 from infer.run.record import RunRecord
 from infer.run.result import RunResult
 
@@ -149,6 +149,7 @@ def run_plain(model: ModelContract | Path | str, bins: DatasetManifest | Path | 
     options.check()
     contract, kind = resolve_model(model)
     backend = choose_backend(contract, options.backend, kind)
+    check_dump(options, backend)
     dataset = dataset_if_any(dataset_folder(bins))
     runner = make_runner(contract, backend, options, dataset=dataset)
     # The golden run feeds the frozen pb the converted model's bins: float16 ones are widened, exactly.
@@ -190,4 +191,9 @@ class _Feed:
     def whole_folders(self, runner: ToolRunner) -> RunRecord:
         from infer.run._folders import run_folders  # the tool runners' path only
 
-        return run_folders(runner, self.manifest, self.record, self.progress)
+        record = self.record
+        if self.options.dump:  # the dump's own start first: a dump that fails leaves no outputs to mistake
+            from infer.run._dump import dump_one_batch  # --dump's path only
+
+            record = replace(record, dump=dump_one_batch(runner, self.manifest, record.folder, self.options)).save()
+        return run_folders(runner, self.manifest, record, self.progress)

@@ -12,6 +12,8 @@ from binio.defaults import DEFAULT_TOOL_TIMEOUT_S
 from binio.errors import InferError
 from infer._option_fields import setting
 
+DUMP_MODES: tuple[str, ...] = ("output", "input", "all")  # acl.json's dump_mode
+
 # The engines a sharded run may use (`infer.run._engines`): named here, where --engine is checked, so checking the
 # options imports no engine (they import the worker, which imports numpy).
 ENGINES: tuple[str, ...] = ("local", "ray")
@@ -36,6 +38,12 @@ class RunOptions:
     timeout: float = setting(DEFAULT_TOOL_TIMEOUT_S,
                              help="Seconds msame or ais_bench may take for the whole dataset; then they are stopped, "
                                   "with every process they started.")
+    dump: bool = setting(False, toml=False, help="Also dump every op's tensors of one batch on the NPU (msame, "
+                                                 "ais_bench: acl.json), into OUT/<timestamp>/dump, for compare "
+                                                 "--npu-dump.")
+    dump_mode: str = setting("output", toml=False, help="With --dump: output, input or all (acl.json's dump_mode).")
+    dump_batch: str = setting("", toml=False, shown="the first", help="With --dump: the batch dumped, by its files' "
+                                                                      "stem (e.g. 000003).")
     # The sha256 of another model whose bins this run takes on purpose (compare's emulated precision runs a model
     # of the same pb on the converted model's bins): no "made for another model" warning for it.
     bins_made_for: str = setting("", toml=False, flag=False)
@@ -50,8 +58,28 @@ class RunOptions:
             raise RunError(f"--device {self.device}: expected a device index, 0 or more")
         if not self.timeout > 0:
             raise RunError(f"--timeout {self.timeout:g}: expected seconds, more than 0")
+        if self.dump_mode not in DUMP_MODES:
+            raise RunError(f"--dump-mode {self.dump_mode}: expected one of {', '.join(DUMP_MODES)}")
+        if not self.dump and (self.dump_mode != "output" or self.dump_batch):
+            raise RunError(f"{'--dump-batch' if self.dump_batch else '--dump-mode'} without --dump: nothing is "
+                           "dumped", hint="add --dump")
         if self.threads is not None and self.threads < 1:
             raise RunError(f"--threads {self.threads}: expected 1 or more (leave it out for the framework's default)")
+
+
+DUMP_BACKENDS: tuple[str, ...] = ("msame", "ais_bench")
+
+
+def check_dump(options: RunOptions, backend: str, *, sharded: bool = False) -> None:
+    """Refuses --dump where no NPU runs the model, and on a sharded run (one batch is dumped, by one start)."""
+    if not options.dump:
+        return
+    if backend not in DUMP_BACKENDS:
+        raise RunError(f"--dump with --backend {backend}: an NPU dump comes from msame or ais_bench running an om",
+                       hint="the stand-in's tensors are compared by infer compare --layerwise, no dump needed")
+    if sharded:
+        raise RunError("--dump with shards: the dump is of one batch, run once",
+                       hint="run --dump without --devices, --shards, --engine or --resume")
 
 
 class ScaleOutError(InferError):

@@ -18,6 +18,7 @@ from binio.manifest import DatasetManifest
 from binio.spec import TensorSpec
 from infer._version import __version__
 from infer.run._sharded_record import ScaleOut
+from infer.run.dump_record import DumpRecord
 from infer.run.layout import RUN_JSON, newest_run_folder, output_file_name, parse_timestamp_folder
 from infer.run.options import RunOptions
 
@@ -83,6 +84,7 @@ class RunRecord:
     started: str = ""
     finished: str = ""
     scale_out: ScaleOut | None = None  # a sharded run (--devices, --engine ray): its shards
+    dump: DumpRecord | None = None  # --dump: the NPU dump of one batch, beside the outputs
     infer_version: str = __version__  # of the infer that wrote it; "" in a run.json written before it was recorded
 
     @classmethod
@@ -129,6 +131,7 @@ class RunRecord:
             "loop": self.loop, "warmup": self.warmup, "threads": self.threads,
             "tool_command": list(self.tool_command), "started": self.started, "finished": self.finished,
             **({"scale_out": self.scale_out.to_json()} if self.scale_out is not None else {}),
+            **({"dump": self.dump.to_json()} if self.dump is not None else {}),
         }
 
     def save(self) -> RunRecord:
@@ -177,6 +180,7 @@ def load_run(folder: Path | str) -> RunRecord:
         loop=fields.integer("loop", 1, minimum=1), warmup=fields.integer("warmup", 0, minimum=0), threads=threads,
         tool_command=fields.texts("tool_command", []),
         started=fields.text("started", ""), finished=fields.text("finished", ""), scale_out=scale_out,
+        dump=DumpRecord.from_fields(fields.child("dump"), folder) if fields.has("dump") else None,
     )
 
 

@@ -131,7 +131,8 @@ def test_unset_bool_switch_is_hinted_as_a_set(switch_cond: ReferenceModel, input
                                   "an input nor set")
     assert "--set is_training=false" in outcome.err and "--inputs" not in outcome.err
     listed = run_cli(capsys, "inspect", switch_cond.path)
-    assert "a switch: fix it at freeze with" in listed.out and "--set is_training=false" in listed.out  # wrapped
+    assert re.search(r"is_training:0 +bool +unknown rank +a switch: fix it at freeze with --set is_training=false$",
+                     listed.out, re.MULTILINE), listed.out  # one line: off a terminal no cell wraps
 
 
 def test_wrong_set_name_gets_the_closest(switch_cond: ReferenceModel, tmp_path: Path,
@@ -253,7 +254,7 @@ def test_a_shapeless_keep_prob_is_hinted_as_a_set(tmp_path: Path, capsys: pytest
             session.run(tf1.global_variables_initializer())
             prefix = _save_checkpoint(graph, session, tmp_path / "ckpt")
     table = run_cli(capsys, "inspect", prefix)
-    assert re.search(r"keep_prob:0 +. float32 +. unknown rank +. no shape: a setting", table.out), table.out
+    assert re.search(r"keep_prob:0 +float32 +unknown rank +no shape: a setting", table.out), table.out
     refused = run_cli(capsys, "freeze", prefix, "-o", str(tmp_path / "model"), "--outputs", "scores", "--batch", "2")
     assert refused.code != 0
     assert "error: input keep_prob:0: the graph does not know its rank" in refused.err
@@ -381,7 +382,7 @@ def test_pipeline_init_names_a_saved_model_by_its_signature_keys(unrevivable: Re
         ("contour", "StatefulPartitionedCall:0"), ("note", "StatefulPartitionedCall:1"),
         ("onset", "StatefulPartitionedCall:2")]
     table = run_cli(capsys, "inspect", unrevivable.path)
-    assert re.search(r"1 +. contour +. StatefulPartitionedCall:0", table.out), table.out
+    assert re.search(r"1 +contour +StatefulPartitionedCall:0", table.out), table.out
     unnamed = run_cli(capsys, "freeze", unrevivable.path, "-o", str(tmp_path / "unnamed"))
     assert unnamed.code != 0 and "hint: likely outputs: contour, note, onset" in unnamed.err
     misspelt = run_cli(capsys, "freeze", unrevivable.path, "-o", str(tmp_path / "misspelt"), "--outputs", "onsets")

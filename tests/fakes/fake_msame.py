@@ -2,12 +2,16 @@
 
 Like the real one it writes OUT/<timestamp>/<stem>_output_<i>.bin, names the folder by the newer unpadded
 timestamp (FAKE_MSAME_TIMESTAMP=padded for the older form), and exits 0 even when it prints [ERROR]
-(FAKE_MSAME_FAIL=1 makes it fail that way).
+(FAKE_MSAME_FAIL=1 makes it fail that way). It dumps as the real one does (fake_dump.py): ``--dump true`` writes
+./acl.json (dump_path <--output>/dump, dump_mode output, the om's stem as model_name) and deletes it at the end;
+an ./acl.json already in the folder it runs in is read whatever --dump says (Ascend/tools msame, main.cpp,
+utils.cpp DumpJson, sample_process.cpp InitResource).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -16,7 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from fake_om import run_om
+from fake_dump import device_dump
+from fake_om import input_names, run_om
 
 
 def stamp(now: datetime) -> str:
@@ -41,6 +46,14 @@ def forced_failure(om: Path, inputs: str) -> bool:
     return False
 
 
+def write_acl_json(model: str, output: str) -> None:
+    """What msame's Utils::DumpJson writes for --dump true, into the folder it runs in."""
+    dump_path = f"{output}/dump"
+    Path("acl.json").write_text(json.dumps({"dump": {"dump_path": dump_path, "dump_mode": "output",
+                                                     "dump_list": [{"model_name": Path(model).stem}]}}))
+    Path(dump_path).mkdir(parents=True, exist_ok=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(prog="msame")
     parser.add_argument("--model", required=True)
@@ -50,7 +63,21 @@ def main() -> int:
     parser.add_argument("--device", type=int, default=0)
     parser.add_argument("--loop", type=int, default=1)
     parser.add_argument("--dymBatch", type=int, default=0)
+    parser.add_argument("--dump", default="false")
     args = parser.parse_args()
+    dumping = args.dump == "true"
+    if dumping:
+        write_acl_json(args.model, args.output)
+    try:
+        return run(args)
+    finally:
+        if dumping:
+            Path("acl.json").unlink()
+            print("[INFO] delete acl.json success")
+
+
+def run(args: argparse.Namespace) -> int:
+    acl_json = Path("acl.json")
     print("[INFO] acl init success")
     print(f"[INFO] open device {args.device} success")
     print("[INFO] create context success")
@@ -71,9 +98,16 @@ def main() -> int:
         print("[ERROR] input file size is not equal to model input size")
         print("[ERROR] CreateInput failed")
         return 0
+    try:
+        dump = device_dump(acl_json if acl_json.is_file() else None, om, args.device)
+    except ValueError as exc:
+        print(f"[ERROR] acl init failed: {exc}")
+        return 0
     times = []
     for _ in range(args.loop):
-        for stem, outputs in run_om(om, dirs):
+        for name, (stem, outputs) in zip(input_names(dirs), run_om(om, dirs), strict=True):
+            if dump is not None:
+                dump.execution(dirs, name)
             start = time.perf_counter()
             print(f"[INFO] start to process file:{dirs[0] / (stem + '.bin')}")
             print("[INFO] model execute success")

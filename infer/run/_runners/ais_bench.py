@@ -55,8 +55,10 @@ class AisBenchRunner(ToolRunner):
 
     def argv(self, input_dirs: Sequence[Path], out: Path) -> list[str]:
         argv = self.folder_argv([self.python, "-m", "ais_bench"], input_dirs, out)
-        if self.warmup:
+        if self.warmup or self.acl_json is not None:  # its own default is one warm-up run, which a dump would hold
             argv += ["--warmup_count", str(self.warmup)]
+        if self.acl_json is not None:
+            argv += ["--acl_json_path", str(self.acl_json)]
         return argv
 
     def run_folders(self, input_dirs: Sequence[Path], stems: Sequence[str], work: Path) -> ToolRun:

@@ -68,7 +68,9 @@ class MsameRunner(ToolRunner):
 
     def run_folders(self, input_dirs: Sequence[Path], stems: Sequence[str], work: Path) -> ToolRun:
         work.mkdir(parents=True, exist_ok=True)
-        result = run_tool(self.argv(input_dirs, work), timeout=self.timeout)
+        # msame reads ./acl.json wherever it runs (sample_process.cpp InitResource): a dump start runs beside it
+        result = run_tool(self.argv(input_dirs, work), timeout=self.timeout,
+                          cwd=self.acl_json.parent if self.acl_json is not None else None)
         error = failure_line(result)
         if error is not None:
             raise self.failed(result, error)

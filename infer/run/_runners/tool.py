@@ -102,6 +102,7 @@ class ToolRunner(BaseRunner):
         self.loop = loop
         self.warmup = warmup
         self.timeout = timeout
+        self.acl_json: Path | None = None  # a dump start's configuration (infer.run._dump), given as the tool takes it
 
     @classmethod
     def from_contract(cls: type[_Tool], contract: ModelContract, *, device: int | None = None, loop: int = 1,

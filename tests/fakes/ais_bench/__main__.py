@@ -1,7 +1,10 @@
 """A fake ``python3 -m ais_bench``: the real one's layout, summary and log lines, on the ONNX model beside the om.
 
 Writes OUT/<%Y_%m_%d-%H_%M_%S>/<stem>_<i>.bin and OUT/<that folder>_summary.json; FAKE_AIS_BENCH_FAIL=1 makes it
-log an [ERROR] and exit 1, as the real one does on a bad input.
+log an [ERROR] and exit 1, as the real one does on a bad input. It dumps as the real one does (fake_dump.py):
+``--acl_json_path FILE`` is the configuration, else ``--dump 1`` writes <--output>/acl.json (dump_mode all,
+dump_path <--output>/dump, the om's name before its first '.' as model_name); warm-up runs execute the model too
+(ais_bench/infer/miscellaneous.py get_acl_json_path, __main__.py warmup; Ascend/tools 9d6da90).
 """
 
 from __future__ import annotations
@@ -18,7 +21,27 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from fake_om import run_om
+from fake_dump import device_dump
+from fake_om import input_names, run_om
+
+
+def str2bool(text: str) -> bool:
+    return text.lower() in ("1", "true", "t", "yes", "y")
+
+
+def acl_json_for(args: argparse.Namespace) -> Path | None:
+    """ais_bench's get_acl_json_path: --acl_json_path, else for --dump one written into --output."""
+    if args.acl_json_path is not None:
+        return Path(args.acl_json_path)
+    if not args.dump:
+        return None
+    dump_path = Path(args.output) / "dump"
+    dump_path.mkdir(parents=True, exist_ok=True)
+    written = Path(args.output) / "acl.json"
+    written.write_text(json.dumps({"dump": {"dump_list": [{"model_name": Path(args.model).name.split(".")[0]}],
+                                            "dump_mode": "all", "dump_path": str(dump_path)}}, indent=4,
+                                  sort_keys=True))
+    return written
 
 
 def main() -> int:
@@ -30,7 +53,17 @@ def main() -> int:
     parser.add_argument("--device", type=int, default=0)
     parser.add_argument("--loop", type=int, default=1)
     parser.add_argument("--warmup_count", type=int, default=1)
+    parser.add_argument("--dump", type=str2bool, default=False)
+    parser.add_argument("--acl_json_path", default=None)
     args = parser.parse_args()
+    if args.dump and not args.output:
+        print("[ERROR] when dump or profiler, miss output path, please check them!")
+        return 1
+    try:
+        dump = device_dump(acl_json_for(args), Path(args.model), args.device)
+    except ValueError as exc:
+        print(f"[ERROR] acl init failed: {exc}")
+        return 1
     print("[INFO] acl init success")
     if os.environ.get("FAKE_AIS_BENCH_FAIL") == "1":
         print("[ERROR] Invalid input: file size is not equal to model input size")
@@ -43,7 +76,13 @@ def main() -> int:
     dirs = [Path(d) for d in args.input.split(",")]
     times = []
     count = 0
-    for stem, outputs in run_om(om, dirs):
+    names = input_names(dirs)
+    if dump is not None:
+        for _ in range(args.warmup_count):  # a warm-up run is an execution of the model: dumped as well
+            dump.execution(dirs, names[0])
+    for file_name, (stem, outputs) in zip(names, run_om(om, dirs), strict=True):
+        if dump is not None:
+            dump.execution(dirs, file_name)
         start = time.perf_counter()
         for index, array in enumerate(outputs):
             array.tofile(out / f"{stem}_{index}.bin")

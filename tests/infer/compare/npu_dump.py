@@ -28,7 +28,10 @@ import numpy as np
 
 NANO_MAGIC = 0x5A5A5A5A
 NANO_FLOAT32 = 0  # the nano format's own dtype numbering (nano_dump_data.py, NanoDataType.DT_FLOAT)
+NANO_DTYPES = {np.dtype("float32"): 0, np.dtype("float16"): 1}  # NanoDataType.DT_FLOAT, DT_FLOAT16
 FORMAT_ND = 2  # cmp_utils/constant/const_manager.py, DD.FORMAT_ND
+# DD.FORMAT_* of const_manager.py, the numbers of the dump's OutputFormat
+DD_FORMATS = {"NCHW": 0, "NHWC": 1, "ND": 2, "NC1HWC0": 3, "FRACTAL_Z": 4, "HWCN": 16, "FRACTAL_NZ": 29}
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,35 @@ def write_nano_dump(path: Path, outputs: tuple[np.ndarray, ...], origin: str) ->
     """One op's dump in the nano format: no inputs, `outputs` (float32) each with its TF op as origin name."""
     arrays = [np.ascontiguousarray(a, dtype="<f4") for a in outputs]
     described = struct.pack("<I", len(arrays)) + b"".join(_output_description(a, origin) for a in arrays)
+    header = struct.pack("<II", NANO_MAGIC, 1) + _tag(4, struct.pack("<I", 0)) + _tag(5, described)
+    path.write_bytes(struct.pack("<Q", len(header)) + header + b"".join(a.tobytes() for a in arrays))
+
+
+@dataclass(frozen=True)
+class NanoTensor:
+    """One output in a nano dump: its device data (float32 or float16), format, and the framework's format,
+    shape and op it stands for."""
+
+    data: np.ndarray
+    format: str
+    origin_format: str
+    origin_shape: tuple[int, ...]
+    origin: str
+
+
+def _nano_description(tensor: NanoTensor) -> bytes:
+    dtype = NANO_DTYPES[tensor.data.dtype]
+    shape = struct.pack(f"<{tensor.data.ndim}Q", *tensor.data.shape)
+    origin_shape = struct.pack(f"<{len(tensor.origin_shape)}Q", *tensor.origin_shape)
+    listed = _tag(0, shape) + _tag(1, origin_shape) + _tag(2, tensor.origin.encode())
+    return struct.pack("<6i3QI", dtype, DD_FORMATS[tensor.format], 0, 0, dtype, DD_FORMATS[tensor.origin_format],
+                       0, 0, tensor.data.nbytes, len(listed)) + listed
+
+
+def write_nano_tensors(path: Path, tensors: list[NanoTensor]) -> None:
+    """One op's dump in the nano format, no inputs, each output with its device format and origin."""
+    arrays = [np.ascontiguousarray(t.data, dtype=t.data.dtype.newbyteorder("<")) for t in tensors]
+    described = struct.pack("<I", len(tensors)) + b"".join(_nano_description(t) for t in tensors)
     header = struct.pack("<II", NANO_MAGIC, 1) + _tag(4, struct.pack("<I", 0)) + _tag(5, described)
     path.write_bytes(struct.pack("<Q", len(header)) + header + b"".join(a.tobytes() for a in arrays))
 
