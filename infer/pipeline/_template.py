@@ -146,7 +146,10 @@ def values_from_model(model: Path, *, data_source: str = "images/", labels: str 
         """A path as the pipeline file reads it: relative to that file's folder, as freeze's model is."""
         if relative_to is None or not path or path.startswith(GENERATOR_PREFIXES):
             return path
-        return os.path.relpath(Path(path).resolve(), Path(relative_to).resolve()) + ("/" if path.endswith("/") else "")
+        target, folder = Path(os.path.abspath(path)), Path(os.path.abspath(relative_to))
+        # Outside the file's folder, absolute: the file takes a relative path with '..' for a mistake.
+        written = os.path.relpath(target, folder) if target.is_relative_to(folder) else str(target)
+        return written + ("/" if path.endswith("/") else "")
 
     source = relative(str(model))
     dynamic = [input_keys.get(p.tensor, p.tensor) for p in taken if p.dynamic_dims]

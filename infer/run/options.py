@@ -15,6 +15,8 @@ from infer._option_fields import setting
 # The engines a sharded run may use (`infer.run._engines`): named here, where --engine is checked, so checking the
 # options imports no engine (they import the worker, which imports numpy).
 ENGINES: tuple[str, ...] = ("local", "ray")
+# The backends a run may use; run.json names one of them (`infer.run.record` refuses any other).
+BACKENDS: tuple[str, ...] = ("onnxrt", "tf", "msame", "ais_bench")
 
 
 class RunError(InferError):

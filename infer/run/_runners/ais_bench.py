@@ -19,6 +19,7 @@ from infer.run._runners.tool import ToolRun, ToolRunner, ToolTimings, failure_li
 
 FOLDER_FORMAT = "%Y_%m_%d-%H_%M_%S"
 _MISSING = "No module named ais_bench"
+_PROBE_TIMEOUT_S = 120.0  # `--help` imports ais_bench and its ACL bindings: seconds, not minutes
 
 
 def _number(table: dict[str, Any], *keys: str) -> float | None:
@@ -48,7 +49,8 @@ class AisBenchRunner(ToolRunner):
 
     def find(self) -> None:
         # Found by running it: the package may live in this interpreter's site-packages or on PYTHONPATH.
-        probe = run_tool([self.python, "-m", "ais_bench", "--help"], timeout=120)
+        # The probe is bounded by the run's own --timeout: a user who allows 10 s does not wait two minutes here.
+        probe = run_tool([self.python, "-m", "ais_bench", "--help"], timeout=min(self.timeout, _PROBE_TIMEOUT_S))
         if _MISSING in probe.output:
             raise self.not_installed(f"{self.python} -m ais_bench: {_MISSING}")
 
