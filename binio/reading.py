@@ -136,12 +136,12 @@ def too_deep(named: str, what: str) -> str:
 def check_depth(value: Any, *, named: str, what: str, error: type[InferError] = InferError) -> None:
     """Refuses a decoded document that nests lists or objects more than `MAX_DEPTH` levels (walked without
     recursion, so a deep one cannot exhaust the stack here)."""
-    pending: list[tuple[Any, int]] = [(value, 0)]
+    pending: list[tuple[Any, int]] = [(value, 1)]  # a list or an object, and how many enclose it, itself included
     while pending:
         item, depth = pending.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is None:
+            continue
         if depth > MAX_DEPTH:
             raise error(too_deep(named, what))
-        if isinstance(item, dict):
-            pending.extend((child, depth + 1) for child in item.values())
-        elif isinstance(item, list):
-            pending.extend((child, depth + 1) for child in item)
+        pending.extend((child, depth + 1) for child in children)

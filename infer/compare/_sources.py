@@ -58,9 +58,12 @@ def written_specs(folder: Path, contract_specs: tuple[TensorSpec, ...], manifest
                              f"{len(contract_specs)}")
     _check_batches_of(record, manifest)
     for index, (written, said) in enumerate(zip(record.outputs, contract_specs, strict=True)):
-        if written.name != said.name:
-            raise RunFolderError(f"{record.path}: outputs[{index}] is {written.name!r}, the model's output {index} "
-                                 f"is {said.name!r}")
+        fits = len(written.shape) == len(said.shape) and all(
+            want is None or want == got for want, got in zip(said.shape, written.shape, strict=True))
+        if written.name != said.name or written.dtype != said.dtype or not fits:
+            raise RunFolderError(f"{record.path}: outputs[{index}] is {written.name} {written.dtype}"
+                                 f"{format_shape(written.shape)}, the model's output {index} is {said.name} "
+                                 f"{said.dtype}{format_shape(said.shape)}")
     return record.outputs
 
 

@@ -72,7 +72,8 @@ def render_template(values: TemplateValues) -> str:
     lines = ["# infer pipeline: every stage from one file. `infer pipeline run THIS_FILE` runs them all;",
              "# a re-run skips the stages whose inputs (their digests) and settings have not changed.",
              "# Each table is one stage's options; a key is the flag of the same name (docs/options.md).",
-             "# Relative paths are relative to this file's folder."]
+             "# Relative paths are relative to this file's folder and stay inside it (no '..');",
+             "# a path outside it is written absolute."]
     lines += [f"# {note}" for note in values.notes]
     lines += ["", "[model]",
               "# A checkpoint prefix or folder, a .meta, a frozen .pb, a SavedModel folder or a Keras file.",

@@ -163,6 +163,13 @@ def _exists_as_model(path: Path) -> bool:
 
 def check_files(config: PipelineConfig) -> None:
     """Refuses a config whose model, data or labels file is not there, before any stage starts."""
+    try:
+        _check_files(config)
+    except OSError as exc:  # a name the system refuses to look up (too long, a component that is a file)
+        raise ConfigError(f"{config.path}: {exc.filename}: {exc.strerror or exc}") from None
+
+
+def _check_files(config: PipelineConfig) -> None:
     if not _exists_as_model(config.model_source):
         raise ConfigError(f"{config.path}: [model] source: no such file, folder or checkpoint prefix: "
                           f"{config.model_source}")

@@ -6,7 +6,6 @@ mean / median / 99th percentile, throughput); `infer run` renames its outputs in
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Sequence
 from datetime import datetime
@@ -14,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from binio.process import run_tool
+from binio.reading import parse_json, read_text_file
 from infer.run._runners.base import RunnerError
 from infer.run._runners.tool import ToolRun, ToolRunner, ToolTimings, failure_line
 
@@ -76,12 +76,10 @@ class AisBenchRunner(ToolRunner):
 
     @staticmethod
     def summary(path: Path) -> ToolTimings:
-        try:
-            data = json.loads(path.read_text())
-        except FileNotFoundError:
-            raise RunnerError(f"{path}: ais_bench wrote no summary") from None
-        except json.JSONDecodeError as exc:
-            raise RunnerError(f"{path}: not valid JSON ({exc.msg})") from None
+        if not path.is_file():
+            raise RunnerError(f"{path}: ais_bench wrote no summary")
+        data = parse_json(read_text_file(path, what="ais_bench's summary", error=RunnerError), named=str(path),
+                          what="ais_bench's summary", error=RunnerError)
         compute = data.get("NPU_compute_time", {}) if isinstance(data, dict) else {}
         compute = compute if isinstance(compute, dict) else {}
         throughput = data.get("throughput") if isinstance(data, dict) else None
