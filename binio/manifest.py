@@ -16,6 +16,7 @@ from binio.document import load_document
 from binio.dtypes import dtype
 from binio.errors import InferError, ManifestError
 from binio.fields import Fields, shown
+from binio.reading import reading
 from binio.spec import LAYOUTS, TensorSpec, format_shape, node_name
 
 SCHEMA = "infer.dataset"
@@ -201,6 +202,11 @@ def load_manifest(path: Path | str) -> DatasetManifest:
     data = load_document(path, schema=SCHEMA, version=SCHEMA_VERSION, kind="dataset manifest", short="manifest",
                          error=ManifestError, missing="no such dataset manifest",
                          missing_hint="infer dump-bin writes dataset.json")
+    with reading(path):
+        return _manifest(data, path)
+
+
+def _manifest(data: dict[str, Any], path: Path) -> DatasetManifest:
     fields = Fields(data, path=path, entry="", error=ManifestError)
     batch = fields.integer("batch", minimum=1)
     inputs = tuple(InputManifest.from_fields(item, path.parent) for item in fields.children("inputs"))

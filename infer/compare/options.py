@@ -44,7 +44,7 @@ class CompareOptions:
     labels: Path | None = setting(None, unset="", help="0-based class indices: one a line in the dataset's order "
                                                        "(.txt, .npy), or 'name label' lines matched to the samples' "
                                                        "files by name.")
-    topk: int | None = setting(None, shown=f"{DEFAULT_TOPK}, or the class count where fewer",
+    topk: int | None = setting(None, shown=f"{DEFAULT_TOPK}, or the class count where fewer", example=DEFAULT_TOPK,
                                help="k of the top-k agreement and accuracy of classifier outputs (at most their "
                                     "class count).")
     thresholds: Thresholds = threshold_setting()

@@ -19,6 +19,7 @@ from typing import Any
 from binio.errors import InferError, first_line
 from binio.names import node_name
 from binio.reading import check_depth, read_text_file, reading, too_deep
+from binio.regular import special_kind
 from infer._option_fields import setting, type_name
 from infer.compare.options import CompareOptions
 from infer.convert.options import ConvertOptions
@@ -175,18 +176,20 @@ def _check_files(config: PipelineConfig) -> None:
                           f"{config.model_source}")
     if not config.data.source.startswith(GENERATOR_PREFIXES) and not Path(config.data_source).exists():
         raise ConfigError(f"{config.path}: [data] source: no such file or folder: {config.data_source}")
-    if config.labels is not None and not config.labels.is_file():
-        raise ConfigError(f"{config.path}: [compare] labels: no such file: {config.labels}")
     convert = config.convert
-    for key in PRECISION_FILES:
-        named = getattr(convert, key)
-        if named is not None and not named.is_file():
-            raise ConfigError(f"{config.path}: [convert] {key}: no such file: {named}")
-    if convert.fusion_switch_file is not None and not convert.fusion_switch_file.is_file():
-        raise ConfigError(f"{config.path}: [convert] fusion_switch_file: no such file: {convert.fusion_switch_file}")
     aipp = convert.aipp
-    if aipp is not None and aipp.config is not None and not aipp.config.is_file():
-        raise ConfigError(f"{config.path}: [convert] aipp_config: no such file: {aipp.config}")
+    named = {"[compare] labels": config.labels, "[convert] fusion_switch_file": convert.fusion_switch_file,
+             "[convert] aipp_config": aipp.config if aipp is not None else None,
+             **{f"[convert] {key}": getattr(convert, key) for key in PRECISION_FILES}}
+    for key, path in named.items():
+        if path is None:
+            continue
+        kind = special_kind(path)  # a FIFO is named as one, not called missing
+        if kind is not None:
+            raise ConfigError(f"{config.path}: {key}: {path} is {kind}, not a regular file (reading it could wait "
+                              "forever)")
+        if not path.is_file():
+            raise ConfigError(f"{config.path}: {key}: no such file: {path}")
     if convert.aipp is None and config.data.dump.image != ImageOptions():
         _refuse_unused_preprocessing(config)
     if config.tune.golden is not None and not config.tune.golden.is_dir():

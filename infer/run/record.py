@@ -16,6 +16,7 @@ from binio.document import load_document
 from binio.errors import InferError, first_line
 from binio.fields import Fields, check_inside, shown
 from binio.manifest import DatasetManifest
+from binio.reading import reading
 from binio.spec import TensorSpec
 from infer._version import __version__
 from infer.run._sharded_record import ScaleOut
@@ -156,6 +157,11 @@ def load_run(folder: Path | str) -> RunRecord:
     data = load_document(path, schema=SCHEMA, version=SCHEMA_VERSION, kind="run record", short="run record",
                          error=RunRecordError, missing="no run.json in this run folder",
                          missing_hint="infer run writes it; a folder written by msame alone has none")
+    with reading(path):
+        return _record(data, path, folder)
+
+
+def _record(data: dict[str, Any], path: Path, folder: Path) -> RunRecord:
     fields = Fields(data, path=path, entry="", error=RunRecordError)
     dataset = fields.child("dataset")
     model = fields.child("model")

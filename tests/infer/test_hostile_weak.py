@@ -59,6 +59,18 @@ def test_a_fifo_as_the_pipeline_file(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert (result.code, result.error_line) == (2, _fifo_line(pipe, "a pipeline .toml file"))
 
 
+@pytest.mark.parametrize(("table", "key"), [("compare", "labels"), ("convert", "keep_dtype")])
+def test_a_fifo_named_by_the_pipeline_file_is_named_not_called_missing(mine: World, table: str, key: str,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    path = mine.root / "pipeline.toml"
+    path.write_text(f'[model]\nsource = "{mine.model.parent / "model.pb"}"\noutputs = ["probs:0"]\n'
+                    f'[data]\nsource = "random:0"\n[{table}]\n{key} = "named.txt"\n')
+    with fifo_at(mine.root / "named.txt") as pipe:
+        result = run_cli(capsys, "pipeline", "run", path)
+    assert (result.code, result.error_line) == (2, f"error: {path}: [{table}] {key}: {pipe} is a FIFO (named pipe), "
+                                                   "not a regular file (reading it could wait forever)")
+
+
 def test_a_fifo_as_the_labels_file_is_named_not_called_missing(mine: World, capsys: pytest.CaptureFixture[str]) -> None:
     with fifo_at(mine.labels) as pipe:
         result = run_cli(capsys, *mine.compare("--labels", pipe))
