@@ -66,3 +66,71 @@ def test_ci_runs_the_readme_test_command() -> None:
     assert len(test_lines) == 1, test_lines
     ci_script = (README.parent / ".ci" / "run").read_text().splitlines()
     assert test_lines[0].strip() in [line.strip() for line in ci_script]
+
+
+def _readme_command_lines() -> list[list[str]]:
+    """Every `infer COMMAND ...` line of the README's code blocks, its continuation lines joined, as words."""
+    import shlex
+
+    lines, in_code, joined = [], False, ""
+    for line in README.read_text().splitlines():
+        if line.startswith("```"):
+            in_code = not in_code
+            continue
+        if not in_code:
+            continue
+        text = joined + line.split("  #", 1)[0].strip()
+        joined = text[:-1] + " " if text.endswith("\\") else ""
+        if not joined and text.startswith("infer "):
+            lines.append(shlex.split(text.replace("<", "").replace(">", "")))
+    return lines
+
+
+def test_every_flag_a_readme_example_gives_is_one_its_command_takes() -> None:
+    """The README's examples use the flags the commands have: a flag renamed or dropped fails here."""
+    commands = dict(COMMANDS)
+    checked = 0
+    for words in _readme_command_lines():
+        path = "infer " + words[1]
+        if len(words) > 2 and f"{path} {words[2]}" in commands:
+            path = f"{path} {words[2]}"
+        command = commands.get(path)
+        if command is None:
+            continue  # the stage table's lines (`infer run  model.json + BINS -> ...`) are not commands
+        taken = {opt for parameter in command.params for opt in (*parameter.opts, *parameter.secondary_opts)}
+        for word in words:
+            flag = word.split("=", 1)[0]
+            if flag.startswith("-") and flag != "-":
+                assert flag in taken, f"{' '.join(words)}: {path} takes no {flag}"
+                checked += 1
+    assert checked > 50
+
+
+def test_every_key_the_readmes_pipeline_file_sets_is_a_key_of_its_table() -> None:
+    """The README's pipeline.toml example reads as a pipeline file, and every key it names in a comment
+    (``# device = 0``) is a key of its table too."""
+    import sys
+
+    from infer.pipeline._decode import _keys
+    from infer.pipeline.config import _SECTIONS, config_from_dict
+    from infer.preprocessing import ImageOptions
+
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
+    text = README.read_text().split("```toml\n", 1)[1].split("```", 1)[0]
+    config = config_from_dict(tomllib.loads(text), Path("pipeline.toml"))
+    assert config.model.freeze.batch == 8
+    tables = {**_SECTIONS, "data.preprocessing": ImageOptions}
+    table, named = "", []
+    for line in text.splitlines():
+        header = re.match(r"^\[([\w.]+)\]", line)
+        if header:
+            table = header.group(1)
+        key = re.match(r"^#? ?(\w+) = ", line)
+        if key and table:
+            named.append((table, key.group(1)))
+    assert len(named) > 20
+    unknown = [f"[{t}] {k}" for t, k in named if k not in _keys(tables[t])]
+    assert unknown == []

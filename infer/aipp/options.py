@@ -35,7 +35,8 @@ class AippOptions:
     preprocessing from [data.preprocessing]."""
 
     preprocessing: ImageOptions = setting(default_factory=ImageOptions, toml=False, only=("color", "scale", "mean",
-                                                                                          "std"))
+                                                                                          "std"),
+                                          help="[data.preprocessing]'s, in pipeline.toml")
     input_format: str = setting("", flag="--aipp-input-format", toml="aipp_input_format",
                                 shown="RGB888_U8 (YUV400_U8 for 1 channel)",
                                 help="The uint8 images' format: RGB888_U8, YUV420SP_U8, XRGB8888_U8 or YUV400_U8.")

@@ -23,7 +23,9 @@ def convert(
     Node names, shapes and dtypes come from model.json; everything ATC would reject (unknown node, chip or
     precision mode, a dynamic batch without an unknown dim) is refused before it runs. The stand-in emulates
     ATC's precision mode (fp16 storage after every op). model.json records the result: target, path, sha256,
-    the exact ATC command or converter settings, and the converted model's input and output dtypes.
+    the exact ATC command or converter settings, and the converted model's input and output dtypes (an om's as
+    the om itself stores them). --use-om records an om built elsewhere instead, once its inputs and outputs match
+    the frozen pb's (names, shapes, dtypes).
     """
     # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
     from binio.process import quote_command
@@ -31,15 +33,21 @@ def convert(
     from infer.convert import choose_target, convert_model
 
     contract = load_contract(model)
-    chosen, reason = choose_target(options.target)
-    if options.target is None:
-        say(reason)
-    options = replace(options, target=chosen)
+    if options.use_om is None:
+        chosen, reason = choose_target(options.target)
+        if options.target is None:
+            say(reason)
+        options = replace(options, target=chosen)
     result = convert_model(contract, options)
     if result.ignored:
-        say(f"ignored for target {result.target}: {', '.join(result.ignored)}")
+        given = "--use-om (the om is built already)" if result.used_om is not None else f"target {result.target}"
+        say(f"ignored for {given}: {', '.join(result.ignored)}")
     for note in result.notes:
         say(note)
+    if result.dry_run and result.used_om is not None:
+        show(f"would record {result.artefact}: {result.target_reason}")
+        say("dry run: nothing written")
+        return
     if result.dry_run:
         if result.command:
             show(quote_command(result.command))
@@ -53,8 +61,12 @@ def convert(
         return
     converted = result.contract.converted
     assert converted is not None
-    show(f"wrote {result.artefact} ({converted.target}, {converted.precision_mode}, "
-         f"sha256 {converted.sha256[:12]}) in {result.seconds:.1f} s")
+    if result.used_om is not None:
+        show(f"recorded {result.artefact} ({result.target_reason}; {converted.precision_mode}, "
+             f"sha256 {converted.sha256[:12]})")
+    else:
+        show(f"wrote {result.artefact} ({converted.target}, {converted.precision_mode}, "
+             f"sha256 {converted.sha256[:12]}) in {result.seconds:.1f} s")
     io = ", ".join(f"{s.name} {s.dtype}" for s in (*converted.inputs, *converted.outputs))
     show(f"inputs/outputs: {io}")
     if result.aipp_file is not None:

@@ -1,4 +1,4 @@
-"""`infer pipeline run` and `infer pipeline init`."""
+"""`infer pipeline run`, `infer pipeline init` and `infer pipeline tune`."""
 
 from __future__ import annotations
 
@@ -69,3 +69,24 @@ def init(
     outputs = ", ".join(values.outputs) or "none found: fill in [model] outputs"
     say(f"wrote {output}: inputs {', '.join(values.inputs) or 'none'}; outputs {outputs}")
     say(f"edit it, then: infer pipeline run {output}")
+
+
+@pipeline_app.command("tune")
+def tune(
+    config_file: Path = typer.Argument(..., help="The pipeline file (its [tune] table: tune-precision's options)."),
+) -> None:
+    """Find the ops to keep in fp32 so that compare passes, on the pipeline's model and dataset.
+
+    infer tune-precision with the [tune] table's settings, on WORK/model/model.json and WORK/bins (run the pipeline
+    first), writing into WORK/tune: keep_dtype.cfg (for [convert] keep_dtype), tune.json, the stand-in with the set
+    found and the ATC command. Exit 1 when no set passes.
+    """
+    from dataclasses import replace
+
+    # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
+    from infer.cli.tune_precision import tune_and_show
+    from infer.pipeline import load_config, tune_inputs
+
+    config = load_config(config_file)
+    contract, bins, output = tune_inputs(config)
+    tune_and_show(contract, bins, output, replace(config.tune, force=True))

@@ -29,6 +29,12 @@ def tune_precision(
     and infer convert --keep-dtype), tune.json (every candidate, its verdict, metrics and time), the converted
     stand-in with the final set and the exact ATC command. Exit 0 when a passing set was found, 1 when not.
     """
+    tune_and_show(model, bins, output, options)
+
+
+def tune_and_show(model: Path, bins: Path, output: Path, options: TuneOptions) -> None:
+    """Runs tune-precision with its progress on stderr and its findings on stdout; exits 1 when no set passes
+    (`infer tune-precision` and `infer pipeline tune` alike)."""
     # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
     from binio.process import quote_command
     from infer.compare.metric_names import shown

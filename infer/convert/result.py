@@ -22,3 +22,5 @@ class ConvertResult:
     notes: tuple[str, ...] = ()  # given options that change nothing here, and why (--keep-dtype under fp32)
     seconds: float = 0.0
     aipp_file: Path | None = None  # the aipp.cfg written (or, for a dry run, that would be)
+    used_om: Path | None = None  # --use-om: the om built elsewhere that was recorded (before any copy)
+    copied: bool = False  # --use-om: the om was copied into the model folder (`artefact` is the copy)

@@ -164,3 +164,14 @@ def _run_stages(config: PipelineConfig, work: WorkLayout, on_stage: Callable[[St
     )
     write_bytes_atomic(result.report_path, _report_text(config, result).encode())
     return result
+
+
+def tune_inputs(config: PipelineConfig) -> tuple[Path, Path, Path]:
+    """(model.json, the dataset, the output folder) `infer pipeline tune` works on: what `infer pipeline run`
+    froze and dumped, refused by name when it has not run yet."""
+    work = WorkLayout(config.work_dir)
+    for made, stage in ((work.contract, "freeze"), (work.bins / "dataset.json", "dump-bin")):
+        if not made.is_file():
+            raise StageError(f"{config.path}: no {made} yet ({stage} writes it)",
+                             hint=f"infer pipeline run {config.path} first")
+    return work.contract, work.bins, work.root / "tune"
