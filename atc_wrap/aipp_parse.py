@@ -19,6 +19,7 @@ from typing import Any
 
 from atc_wrap.aipp import DEFAULT_CSC_BIAS, INPUT_FORMATS, AippConfig, csc_defaults
 from atc_wrap.errors import ConvertError
+from binio.reading import read_text_file, reading
 
 _PACKAGE = "infer_aipp"
 _BOOLS = ("crop", "rbuv_swap_switch", "ax_swap_switch", "csc_switch")
@@ -212,10 +213,6 @@ def _check_ranges(op: Any, text: str, path: Path) -> None:
 def read_aipp_config(path: Path) -> AippConfig:
     """The AIPP config file at `path`, parsed and refused where infer cannot handle it."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConvertError(f"--aipp-config {path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConvertError(f"--aipp-config {path}: cannot read it as text ({exc})") from None
-    return parse_aipp_text(text, path)
+    text = read_text_file(path, what="an AIPP config", error=ConvertError, named=f"--aipp-config {path}")
+    with reading(path):
+        return parse_aipp_text(text, path)

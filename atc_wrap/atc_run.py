@@ -16,6 +16,7 @@ from atc_wrap.errors import ConvertError
 from binio.process import ToolResult, find_tool, run_tool
 
 SUCCESS_LINE = "ATC run success"
+ERROR_MARK = "[ERROR]"  # GE's log lines of an error: a failure, whatever the exit code and the success line
 _CODE = re.compile(r"\b(E[0-9A-Z]\d{4})\b")
 HINTS: dict[str, str] = {
     "E10016": "a node named in --input_shape or --out_nodes is not in the pb; infer inspect lists its nodes, "
@@ -100,7 +101,8 @@ def error_codes(output: str) -> tuple[str, ...]:
 
 def judge_output(result: ToolResult, om: Path) -> None:
     printed_success = any(SUCCESS_LINE in line for line in result.lines)
-    if result.returncode == 0 and printed_success and om.is_file():
+    error_line = next((line.strip() for line in result.lines if ERROR_MARK in line), None)
+    if result.returncode == 0 and printed_success and om.is_file() and error_line is None:
         return
     codes = error_codes(result.output)
     if codes:
@@ -110,6 +112,10 @@ def judge_output(result: ToolResult, om: Path) -> None:
                            hint="; ".join(hints) or _tail_hint(result))
     if result.returncode != 0:
         raise ConvertError(f"atc failed (exit {result.returncode}) without an error code", hint=_tail_hint(result))
+    if error_line is not None:  # an error it logged, whatever else it printed (its success line, even)
+        also = f" (and {SUCCESS_LINE!r})" if printed_success else ""
+        raise ConvertError(f"atc printed an error{also}: {error_line}",
+                           hint="the om may be incomplete: fix what the error says, or run atc by hand to check")
     if not printed_success:
         raise ConvertError(f"atc exited 0 but did not print {SUCCESS_LINE!r}: the conversion did not finish",
                            hint=_tail_hint(result))

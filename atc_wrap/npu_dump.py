@@ -35,6 +35,7 @@ from atc_wrap.npu_layouts import to_origin_layout
 from atc_wrap.protowire import Message, WireError
 from binio.dtypes import from_ge_enum, ge_dtype_name
 from binio.errors import DtypeError, permission_error
+from binio.regular import refuse_special
 
 _LENGTH_BYTES = 8
 
@@ -262,6 +263,7 @@ def read_npu_dump(path: str | Path) -> NpuDump:
     """The dump file at `path`. Refused with one line (NpuDumpError): too short, a header length past the file's
     end, a header that is not a DumpData message, tensor sizes that do not add up to the file's."""
     dump_path = Path(path)
+    refuse_special(dump_path, "an NPU dump file")
     try:
         data = dump_path.read_bytes()
     except PermissionError as err:

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from atc_wrap.errors import OmFileError
 from binio.errors import permission_error
+from binio.regular import refuse_special
 
 OM_MAGIC = 0x444F4D49
 HEADER_SIZE = 256
@@ -238,6 +239,7 @@ def read_om_file(path: str | Path) -> OmFile:
     (magic, version), truncated or padded (its header's length against the file's), encrypted, or a partition
     table that does not fit the file."""
     om_path = Path(path)
+    refuse_special(om_path, "an om file")
     try:
         with om_path.open("rb") as stream:
             header = parse_om_header(stream.read(HEADER_SIZE), om_path)

@@ -9,7 +9,6 @@ Ascend IR types, for TensorFlow models the TF op types (`atc_wrap.op_types`).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +18,7 @@ from atc_wrap.errors import ConvertError
 from atc_wrap.op_types import closest, known_op_types
 from atc_wrap.precision import KEEP_DTYPE_MODES
 from binio.atomic import write_bytes_atomic
+from binio.reading import parse_json, read_text_file
 
 OP_TYPE_PREFIX = "OpType::"
 MIXLIST_KEYS: tuple[str, ...] = ("black-list", "white-list", "gray-list")
@@ -93,13 +93,8 @@ class OpPrecision:
     output_dtypes: tuple[str, ...] = ()
 
 
-def _read_text(path: Path, flag: str, *, unreadable: str = "cannot read it as text") -> str:
-    try:
-        return Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConvertError(f"{flag} {path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConvertError(f"{flag} {path}: {unreadable} ({exc})") from None
+def _read_text(path: Path, flag: str, *, what: str) -> str:
+    return read_text_file(Path(path), what=what, error=ConvertError, named=f"{flag} {path}")
 
 
 def _lines(text: str) -> list[tuple[int, str]]:
@@ -133,10 +128,7 @@ def write_keep_dtype(path: Path, names: Iterable[str]) -> Path:
 def parse_modify_mixlist(text: str, path: Path) -> MixlistChanges:
     """ATC's modify_mixlist JSON: ``{"black-list": {"to-add": [...], "to-remove": [...]}, "white-list": ...}``."""
     flag = f"--modify-mixlist {path}"
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConvertError(f"{flag}: not a JSON file ({exc})") from None
+    data = parse_json(text, named=flag, what="a modify_mixlist JSON file", error=ConvertError)
     if not isinstance(data, dict):
         raise ConvertError(f"{flag}: expected a JSON object with {', '.join(MIXLIST_KEYS)}, found "
                            f"{type(data).__name__}")
@@ -222,11 +214,11 @@ def read_op_controls(keep_dtype: Path | None, modify_mixlist: Path | None,
     conversion can be replayed)."""
     texts: dict[str, str] = {}
     if keep_dtype is not None:
-        texts["keep_dtype"] = _read_text(keep_dtype, "--keep-dtype")
+        texts["keep_dtype"] = _read_text(keep_dtype, "--keep-dtype", what="a keep_dtype file")
     if modify_mixlist is not None:
-        texts["modify_mixlist"] = _read_text(modify_mixlist, "--modify-mixlist", unreadable="not a JSON file")
+        texts["modify_mixlist"] = _read_text(modify_mixlist, "--modify-mixlist", what="a modify_mixlist JSON file")
     if customize_dtypes is not None:
-        texts["customize_dtypes"] = _read_text(customize_dtypes, "--customize-dtypes")
+        texts["customize_dtypes"] = _read_text(customize_dtypes, "--customize-dtypes", what="a customize_dtypes file")
     return OpControls(
         keep_dtype=parse_keep_dtype(texts["keep_dtype"], keep_dtype) if keep_dtype is not None else OpEntries(),
         mixlist=(parse_modify_mixlist(texts["modify_mixlist"], modify_mixlist) if modify_mixlist is not None

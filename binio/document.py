@@ -3,12 +3,12 @@ version, so a foreign file or one from a newer infer is refused by name instead 
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
 
 from binio.errors import InferError
+from binio.reading import parse_json, unreadable
 from binio.regular import refuse_special
 
 
@@ -22,17 +22,20 @@ def load_document(path: Path, *, schema: str, version: int, kind: str, short: st
     """
     refuse_special(path, f"a {kind}")
     try:
-        text = path.read_text()
+        raw = path.read_bytes()
     except FileNotFoundError:
         raise error(f"{path}: {missing}", hint=missing_hint) from None
+    except IsADirectoryError:
+        raise error(f"{path}: a folder, where a {kind} is expected", hint=missing_hint) from None
+    except PermissionError as exc:
+        raise unreadable(exc, error) from None
     except OSError as exc:
         raise error(f"{path}: cannot read ({exc.strerror or exc})") from None
+    try:
+        text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise error(f"{path}: not a {kind} (binary, not JSON text)", hint=binary_hint or missing_hint) from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise error(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+    data = parse_json(text, named=str(path), what=f"a {kind}", error=error)
     if not isinstance(data, dict) or data.get("schema") != schema:
         raise error(f"{path}: not an infer {kind} (expected schema {schema!r})")
     found = data.get("version")

@@ -14,6 +14,9 @@ from binio.errors import InferError
 
 _MISSING: Any = object()
 _SHOWN = 60  # characters of a refused value shown in the message
+# The largest whole number a document may hold: a size, a count or a dim past 64 bits fits no numpy integer, and
+# would fail later (OverflowError) instead of here.
+LARGEST_INTEGER = 2**63 - 1
 
 
 def kind(value: Any) -> str:
@@ -36,6 +39,10 @@ def kind(value: Any) -> str:
 def shown(value: Any) -> str:
     """A value as it appears in a message: quoted, and cut short when long (a hostile name can be huge)."""
     text = repr(value) if isinstance(value, str) else f"{kind(value)} {value!r}"
+    return _cut(text)
+
+
+def _cut(text: str) -> str:
     return text if len(text) <= _SHOWN else text[: _SHOWN - 3] + "..."
 
 
@@ -79,7 +86,9 @@ class Fields:
         if isinstance(value, bool) or not isinstance(value, int):
             raise self.refuse(key, f"expected a whole number, found {shown(value)}")
         if minimum is not None and value < minimum:
-            raise self.refuse(key, f"expected {minimum} or more, found {value}")
+            raise self.refuse(key, f"expected {minimum} or more, found {_cut(str(value))}")
+        if not -LARGEST_INTEGER - 1 <= value <= LARGEST_INTEGER:
+            raise self.refuse(key, f"expected a whole number of 64 bits at most, found {_cut(str(value))}")
         return value
 
     def number(self, key: str, default: Any = _MISSING) -> float | None:

@@ -76,8 +76,12 @@ def folder_lock(folder: Path, *, command: str) -> Iterator[Path]:
             break
         os.close(fd)
     try:
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        except OSError as exc:  # a full disk, a quota: said as every writer says it
+            raise InferError(f"{path}: cannot write the lock file ({exc.strerror or exc})",
+                             hint="free some space on that disk, or choose another output folder") from None
         _held.add(identity)
         yield folder
     finally:

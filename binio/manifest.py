@@ -15,8 +15,9 @@ from binio.digest import BIN_DIGEST, DIGESTS, HEX_LENGTHS, digest_bytes, digest_
 from binio.document import load_document
 from binio.dtypes import dtype
 from binio.errors import InferError, ManifestError
-from binio.fields import Fields
-from binio.spec import TensorSpec, node_name
+from binio.fields import Fields, shown
+from binio.reading import reading
+from binio.spec import LAYOUTS, TensorSpec, format_shape, node_name
 
 SCHEMA = "infer.dataset"
 SCHEMA_VERSION = 2  # 2: a file's digest is xxh128 (version 1: sha256, still read)
@@ -115,9 +116,17 @@ class InputManifest:
         shape = tuple(fields.check_integer(f"shape[{i}]", d, minimum=0) for i, d in enumerate(fields.values("shape")))
         preprocessing = fields.mapping("preprocessing", {})
         files = tuple(BinEntry.from_fields(entry, root / folder) for entry in fields.children("files"))
-        return cls(tensor=fields.text("tensor"), folder=folder, dtype=dtype_name, shape=shape,
-                   layout=fields.text("layout", "ND"), byte_order=fields.text("byte_order", "little"),
-                   source=fields.text("source", ""), preprocessing=dict(preprocessing), files=files)
+        layout = fields.text("layout", "ND")
+        if layout not in LAYOUTS:
+            raise fields.refuse("layout", f"expected one of {', '.join(LAYOUTS)}, found {shown(layout)}")
+        byte_order = fields.text("byte_order", "little")
+        if byte_order != "little":
+            # msame and ais_bench read bins in the device's order, little-endian, as dump-bin writes them.
+            raise fields.refuse("byte_order", f"expected 'little' (bins are read little-endian, as msame and "
+                                              f"ais_bench read them), found {shown(byte_order)}")
+        return cls(tensor=fields.text("tensor"), folder=folder, dtype=dtype_name, shape=shape, layout=layout,
+                   byte_order=byte_order, source=fields.text("source", ""), preprocessing=dict(preprocessing),
+                   files=files)
 
 
 @dataclass(frozen=True)
@@ -193,12 +202,32 @@ def load_manifest(path: Path | str) -> DatasetManifest:
     data = load_document(path, schema=SCHEMA, version=SCHEMA_VERSION, kind="dataset manifest", short="manifest",
                          error=ManifestError, missing="no such dataset manifest",
                          missing_hint="infer dump-bin writes dataset.json")
+    with reading(path):
+        return _manifest(data, path)
+
+
+def _manifest(data: dict[str, Any], path: Path) -> DatasetManifest:
     fields = Fields(data, path=path, entry="", error=ManifestError)
+    batch = fields.integer("batch", minimum=1)
+    inputs = tuple(InputManifest.from_fields(item, path.parent) for item in fields.children("inputs"))
+    for index, item in enumerate(inputs):
+        _check_batch(fields, index, item, batch)
     return DatasetManifest(
-        root=path.parent, batch=fields.integer("batch", minimum=1), samples=fields.integer("samples", minimum=0),
-        inputs=tuple(InputManifest.from_fields(item, path.parent) for item in fields.children("inputs")),
+        root=path.parent, batch=batch, samples=fields.integer("samples", minimum=0), inputs=inputs,
         model_sha256=fields.text("model_sha256", ""), created_by=fields.text("created_by", ""),
     )
+
+
+def _check_batch(fields: Fields, index: int, item: InputManifest, batch: int) -> None:
+    """Every file holds `batch` samples (its shape's first dim), of which `rows` are real: a batch the shape does
+    not say would cut padding at the wrong row."""
+    where = f"inputs[{index}]"
+    if not item.shape or item.shape[0] != batch:
+        raise fields.refuse(f"{where}.shape", f"{format_shape(item.shape)} does not start with the dataset's "
+                                              f"batch {batch}")
+    for number, entry in enumerate(item.files):
+        if entry.rows > batch:
+            raise fields.refuse(f"{where}.files[{number}].rows", f"{entry.rows} real samples in a batch of {batch}")
 
 
 def parent_input(folder: Path) -> tuple[DatasetManifest, InputManifest] | None:

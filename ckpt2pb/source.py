@@ -285,14 +285,15 @@ def _keras_version(path: Path) -> str:
     try:
         if path.suffix == ".keras":
             with zipfile.ZipFile(path) as archive:
-                return "keras " + str(json.loads(archive.read("metadata.json")).get("keras_version", "?"))
+                metadata = json.loads(archive.read("metadata.json"))
+                return "keras " + str(metadata.get("keras_version", "?") if isinstance(metadata, dict) else "?")
         import h5py  # type: ignore[import-untyped]  # no stubs; Keras needs it for .h5, so it is there
 
         with h5py.File(path, "r") as handle:
             version = handle.attrs.get("keras_version", "")
         return f"keras {version.decode() if isinstance(version, bytes) else version}" if version else ""
-    except (OSError, KeyError, ValueError, ImportError, zipfile.BadZipFile):
-        return ""
+    except (OSError, KeyError, ValueError, RecursionError, ImportError, zipfile.BadZipFile):
+        return ""  # the version is shown for information: a file that does not say it is read all the same
 
 
 def _load_keras(path: Path) -> LoadedSource:

@@ -15,6 +15,7 @@ from binio.binfile import sha256_file
 from binio.document import load_document
 from binio.errors import InferError
 from binio.fields import Fields, kind
+from binio.reading import reading
 from binio.spec import TensorSpec
 
 SCHEMA = "infer.model-contract"
@@ -186,6 +187,11 @@ def load_contract(path: Path | str) -> ModelContract:
                          error=ContractError, missing="no such model contract",
                          missing_hint="infer freeze writes model.json",
                          binary_hint=f"give {beside}" if beside != path and beside.is_file() else None)
+    with reading(path):
+        return _contract(data, path)
+
+
+def _contract(data: dict[str, Any], path: Path) -> ModelContract:
     fields = Fields(data, path=path, entry="", error=ContractError)
     source = fields.child("source")
     frozen = fields.child("frozen")

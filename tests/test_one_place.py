@@ -66,3 +66,18 @@ def test_the_version_is_written_once() -> None:
                        and node.func.attr == "version" and any(isinstance(a, ast.Constant) and a.value == "infer"
                                                                for a in node.args)}
     assert asking_metadata == set()
+
+
+def test_a_users_json_or_toml_is_decoded_in_one_place() -> None:
+    """binio/reading.py decodes JSON (nesting, numbers of thousands of digits refused by name) and the pipeline's
+    TOML reader beside it: a new reader that called json.loads itself could regress to a RecursionError traceback.
+    The others decode what no user hands infer: a table shipped in the package, the metadata infer wrote into a
+    converted model (whose sha256 model.json checks before use), Keras' own version note (read for information,
+    any failure ignored); the benchmarks read what they wrote."""
+    decoding = {path for path, tree in TREES.items() for node in ast.walk(tree)
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("load", "loads") and isinstance(node.func.value, ast.Name)
+                and node.func.value.id in ("json", "tomllib", "tomli")}
+    assert {path for path in decoding if not path.startswith("benchmarks/")} == {
+        "binio/reading.py", "infer/pipeline/config.py", "atc_wrap/op_tables.py", "atc_wrap/emulation.py",
+        "atc_wrap/converter_names.py", "ckpt2pb/source.py"}

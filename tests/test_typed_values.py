@@ -42,7 +42,7 @@ def test_a_dump_through_the_cli_imports_no_pydantic(frozen_small_cnn: ModelContr
     probe = ("import sys\nfrom infer.cli.app import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit as exc:\n"
              "    print('exit', exc.code)\nprint('pydantic' in sys.modules)\n")
     done = subprocess.run([sys.executable, "-c", probe, "dump-bin", "-m", str(frozen_small_cnn.path), "-o",
-                           str(tmp_path / "bins"), "--source", "images=random:2", "--samples", "3", "--scale", "0.5",
-                           "--workers", "1"], capture_output=True, text=True, timeout=300, check=True)
+                           str(tmp_path / "bins"), "--source", "images=random:2", "--samples", "3", "--dtype",
+                           "float32", "--workers", "1"], capture_output=True, text=True, timeout=300, check=True)
     assert done.stdout.splitlines()[-2:] == ["exit 0", "False"], done.stdout + done.stderr
     assert (tmp_path / "bins" / "dataset.json").is_file()

@@ -7,10 +7,11 @@ One source of truth: `--aipp` takes the same ``--mean/--std/--scale/--color`` as
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from atc_wrap.aipp import AippConfig, Normalisation, aipp_from_preprocessing, check_against_input
-from atc_wrap.aipp_parse import read_aipp_config
+from atc_wrap.aipp_parse import parse_aipp_text, read_aipp_config
 from atc_wrap.errors import ConvertError
 from binio.spec import TensorSpec, format_shape
 from infer.aipp.options import AippOptions
@@ -54,10 +55,23 @@ def aipp_config_for(contract: ModelContract, options: AippOptions) -> AippConfig
     height, width, channels = image_dims(spec)
     prep = options.preprocessing
     input_format = options.input_format or ("YUV400_U8" if channels == 1 else "RGB888_U8")
-    return aipp_from_preprocessing(
+    config = aipp_from_preprocessing(
         input_format=input_format, height=height, width=width, channels=channels, color=prep.color,
         normalisation=Normalisation(scale=prep.scale, mean=prep.mean, std=prep.std), src_size=options.src_size,
         crop_start=options.crop, csc=options.csc, related_input_rank=options.input_rank)
+    _check_generated(config)
+    return config
+
+
+def _check_generated(config: AippConfig) -> None:
+    """What infer writes passes the checks a hand-written config passes (ATC's documented ranges, among them):
+    the generated file is read back by the same parser before anything is written."""
+    try:
+        parse_aipp_text(config.to_prototxt(), Path(AIPP_FILE))
+    except ConvertError as exc:
+        raise ConvertError(f"--aipp: the {AIPP_FILE} these settings make would be refused: {exc.message}",
+                           hint="check --aipp-src-size and --aipp-crop, and the --mean/--std/--scale it is made "
+                                "from ([convert] aipp_* and [data.preprocessing] in a pipeline file)") from None
 
 
 def aipp_record(config: AippConfig, options: AippOptions, config_file: str) -> dict[str, Any]:

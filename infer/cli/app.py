@@ -23,6 +23,7 @@ except ImportError:  # pragma: no cover - an older typer
     from click import exceptions as _click_exceptions  # type: ignore[no-redef]
 
 from binio.errors import InferError, Terminated, permission_error
+from binio.reading import read_failure
 from infer._version import __version__
 from infer.cli.console import HELP_SETTINGS, PLAIN_HELP, show, tell_error
 from infer.cli.quiet import quiet_frameworks
@@ -294,6 +295,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         _fail(exc)
     except PermissionError as exc:  # a file of the user's this user may not read or write, wherever it was opened
         _fail(permission_error(exc))
+    except Exception as exc:
+        # What a reader did not turn into a refusal, raised while it read a user's file (binio.reading marks it),
+        # or an OSError naming its file (a full disk): one line naming the file. Anything else is a bug.
+        failure = read_failure(exc)
+        if failure is None:
+            raise
+        _fail(failure)
     except Terminated:
         tell_error("terminated")
         # Every clean-up ran while the exception unwound (tools stopped, records saved): exit now rather than wait

@@ -32,7 +32,7 @@ from infer.compare._golden import CACHE_FOLDER, tensorflow_golden
 from infer.compare._labels import labels_for_samples
 from infer.compare._layerwise import check_layerwise, compare_layers
 from infer.compare._npu_layers import check_npu_dump, compare_npu_layers
-from infer.compare._passes import compare_outputs_in_workers, measure_output
+from infer.compare._passes import check_topk, compare_outputs_in_workers, measure_output
 from infer.compare._provenance import (
     Side,
     make_provenance,
@@ -97,6 +97,7 @@ def _measure(contract: ModelContract, manifest: DatasetManifest, actual_dir: Pat
                          written_specs(golden_dir, contract.outputs, manifest, what="--golden"), actual_dir,
                          golden_dir, manifest)
     options.thresholds.check_outputs([p.name for p in pairs])
+    check_topk(pairs, options)
     if options.workers > 1 and manifest.file_count > 1:
         return compare_outputs_in_workers(pairs, options.thresholds, options, labels)
     return tuple(compare_output(pair, options.thresholds, options, labels, progress) for pair in pairs)

@@ -17,7 +17,7 @@ from binio.manifest import DatasetManifest
 from infer.contract import ModelContract
 from infer.run import run_model
 from infer.run.options import RunOptions, ScaleOptions
-from infer.run.record import load_run
+from infer.run.record import has_record, load_run
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +36,7 @@ def cached_run(root: Path) -> Path | None:
     if not root.is_dir():
         return None
     for folder in sorted((p for p in root.iterdir() if p.is_dir()), reverse=True):
-        if (folder / "run.json").is_file() and load_run(folder).completed:
+        if has_record(folder) and load_run(folder).completed:
             return folder
     return None
 

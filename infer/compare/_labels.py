@@ -18,9 +18,12 @@ from pathlib import Path, PurePosixPath
 
 import numpy as np
 
+from binio.reading import read_text_file, reading
+from binio.regular import refuse_special
 from infer.compare.errors import LabelsError
 
 _SHOWN = 3  # names listed in a refusal
+_LARGEST_LABEL = 2**63 - 1  # int64, as the labels are held
 
 
 @dataclass(frozen=True)
@@ -41,28 +44,44 @@ def _listed(names: list[str]) -> str:
 def read_labels(path: Path) -> LabelsFile:
     """A .npy array of integer classes, or a text file of ``label`` or ``name label`` lines (not both kinds)."""
     path = Path(path)
+    refuse_special(path, "a labels file")
     if not path.is_file():
         raise LabelsError(f"{path}: no such labels file")
-    if path.suffix == ".npy":
-        try:
-            array = np.load(path, allow_pickle=False)
-        except (ValueError, OSError) as exc:
-            raise LabelsError(f"{path}: not a readable .npy file ({exc})") from None
-        if array.dtype.kind not in "iu" and not (array.dtype.kind == "f" and np.all(array == np.round(array))):
-            raise LabelsError(f"{path}: expected integer class labels, found dtype {array.dtype}")
-        return LabelsFile(path=path, labels=array.astype(np.int64).ravel())
+    with reading(path):
+        if path.suffix == ".npy":
+            return _npy_labels(path)
+        return _text_labels(path, read_text_file(path, what="a labels file", error=LabelsError))
+
+
+def _npy_labels(path: Path) -> LabelsFile:
+    try:
+        array = np.load(path, allow_pickle=False)
+    except (ValueError, OSError) as exc:
+        raise LabelsError(f"{path}: not a readable .npy file ({exc})") from None
+    if array.dtype.kind == "f":
+        finite = np.isfinite(array)
+        if not np.all(finite) or not np.all(array == np.round(array)):
+            raise LabelsError(f"{path}: expected integer class labels, found dtype {array.dtype} holding values "
+                              "that are not whole numbers")
+    elif array.dtype.kind not in "iu":
+        raise LabelsError(f"{path}: expected integer class labels, found dtype {array.dtype}")
+    if array.dtype.kind == "f" and array.size and np.abs(array).max() > _LARGEST_LABEL:
+        raise LabelsError(f"{path}: label {np.abs(array).max():g}: expected a class index of 64 bits at most")
+    if array.dtype.kind == "u" and array.size and int(array.max()) > _LARGEST_LABEL:
+        raise LabelsError(f"{path}: label {int(array.max())}: expected a class index of 64 bits at most")
+    return LabelsFile(path=path, labels=array.astype(np.int64).ravel())
+
+
+def _text_labels(path: Path, text: str) -> LabelsFile:
     labels: list[int] = []
     names: list[str] = []
     lines: list[int] = []
     named_line = bare_line = 0
-    for number, line in enumerate(path.read_text().splitlines(), start=1):
+    for number, line in enumerate(text.splitlines(), start=1):
         tokens = line.split()
         if not tokens:
             continue
-        try:
-            labels.append(int(tokens[-1]))
-        except ValueError:
-            raise LabelsError(f"{path}:{number}: expected an integer class label, found {tokens[-1]!r}") from None
+        labels.append(_label(path, number, tokens[-1]))
         if len(tokens) > 1:
             names.append(line.strip()[: -len(tokens[-1])].strip())
             lines.append(number)
@@ -76,6 +95,17 @@ def read_labels(path: Path) -> LabelsFile:
                               hint="write every line as `name label`, or every line as a bare label")
     return LabelsFile(path=path, labels=np.asarray(labels, dtype=np.int64),
                       names=tuple(names) if named_line else None, lines=tuple(lines))
+
+
+def _label(path: Path, number: int, token: str) -> int:
+    """A class index as a line writes it: a whole number from 0 (a 0-based index into the model's classes)."""
+    shown = token if len(token) <= 24 else token[:21] + "..."
+    digits = token[1:] if token[:1] in "+-" else token
+    if not (digits.isascii() and digits.isdigit()):
+        raise LabelsError(f"{path}:{number}: expected an integer class label, found {shown!r}")
+    if len(digits) > len(str(_LARGEST_LABEL)) or int(digits) > _LARGEST_LABEL:  # the classes are checked later
+        raise LabelsError(f"{path}:{number}: label {shown}: expected a class index of 64 bits at most")
+    return int(token)
 
 
 def _keys(name: str) -> tuple[str, ...]:

@@ -24,6 +24,7 @@ from typing import TypeVar
 
 import numpy as np
 
+from binio.errors import InferError
 from binio.heap import keep_freed_memory
 from binio.manifest import DatasetManifest
 from binio.shards import split
@@ -33,7 +34,7 @@ from infer.compare._provenance import sample_names, sample_source
 from infer.compare._sources import OutputPair
 from infer.compare._topk import TopKAccumulator, is_classifier
 from infer.compare.metric_names import HIGHER_IS_BETTER
-from infer.compare.options import CompareOptions
+from infer.compare.options import DEFAULT_TOPK, CompareOptions
 from infer.compare.result import BatchResult, OutputResult, PlotData, SampleScore
 from infer.compare.thresholds import SAMPLE_METRICS, Failure, Thresholds
 
@@ -139,11 +140,30 @@ class _ShardPart:
 _KlSums = tuple[float, float, float, int]  # one batch's kl_sum_a, kl_sum_b, kl_sum_alogab, kl_elements
 
 
-def _topk(pair: OutputPair, options: CompareOptions, labels: np.ndarray | None) -> TopKAccumulator | None:
+def _classes(pair: OutputPair) -> int | None:
+    """The class count of a classifier output (batch, classes); None for any other."""
     shape = pair.golden_spec.static_shape()
-    if pair.batch_major and is_classifier(shape, pair.golden_spec.dt.is_float):
-        return TopKAccumulator(options.topk, shape[1], with_labels=labels is not None)
-    return None
+    return shape[1] if pair.batch_major and is_classifier(shape, pair.golden_spec.dt.is_float) else None
+
+
+def check_topk(pairs: Sequence[OutputPair], options: CompareOptions) -> None:
+    """Refuses a --topk that a classifier output has fewer classes than: its top-k would be every class, and its
+    accuracy 100% whatever the model does. Left out, k is 5, or the class count where fewer."""
+    if options.topk is None:
+        return
+    for pair in pairs:
+        classes = _classes(pair)
+        if classes is not None and options.topk > classes:
+            raise InferError(f"--topk {options.topk}: output {pair.name} has {classes} classes; expected 1 to "
+                               f"{classes}", hint="leave --topk out for k = 5, or the class count where fewer")
+
+
+def _topk(pair: OutputPair, options: CompareOptions, labels: np.ndarray | None) -> TopKAccumulator | None:
+    classes = _classes(pair)
+    if classes is None:
+        return None
+    k = options.topk if options.topk is not None else min(DEFAULT_TOPK, classes)
+    return TopKAccumulator(k, classes, with_labels=labels is not None)
 
 
 def _pass_one(pair: OutputPair, stems: frozenset[str], *, options: CompareOptions,

@@ -10,6 +10,7 @@ stops such a comparison unless it is asked for on purpose.
 from __future__ import annotations
 
 import datetime
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,11 +18,11 @@ from typing import Any
 from binio.binfile import sha256_file
 from binio.manifest import DatasetManifest
 from infer._version import __version__
-from infer.compare.errors import SameBackendError
+from infer.compare.errors import RunFolderError, SameBackendError
 from infer.contract import ModelContract
-from infer.run.layout import RUN_JSON
-from infer.run.record import load_run
+from infer.run.record import RunRecord, has_record, load_run
 
+log = logging.getLogger(__name__)
 _BACKEND_NAMES = {"tf": "tensorflow"}  # run.json's short name -> what the verdict line says
 
 
@@ -75,8 +76,9 @@ def _precision(contract: ModelContract, sha256: str) -> str:
 def run_side(contract: ModelContract, folder: Path, role: str) -> Side:
     """The side `folder` holds, from its run.json; without one (msame wrote it alone), what model.json says the
     run must have used: the frozen pb for the golden side, the converted model for the actual side."""
-    if (folder / RUN_JSON).is_file():
+    if has_record(folder):
         record = load_run(folder)
+        check_model_of(record, contract, role)
         return Side(role=role, run_folder=str(folder), backend=_BACKEND_NAMES.get(record.backend, record.backend),
                     model=record.model_path, model_sha256=record.model_sha256,
                     precision_mode=_precision(contract, record.model_sha256))
@@ -86,6 +88,26 @@ def run_side(contract: ModelContract, folder: Path, role: str) -> Side:
                     recorded=False)
     return Side(role=role, run_folder=str(folder), backend="", model=contract.pb, model_sha256=contract.pb_sha256,
                 recorded=False)
+
+
+def check_model_of(record: RunRecord, contract: ModelContract, role: str) -> None:
+    """The model run.json says computed a side, against `contract`. The actual side's must be a model the
+    contract describes (its converted model, or its frozen pb): outputs of a model converted again since, or of
+    another model, are refused. The golden side may come from another copy of the graph on purpose (TensorFlow on
+    the original, before a change under test); the report records which, and a warning says so."""
+    known = {contract.pb_sha256: "frozen pb"}
+    if contract.converted is not None:
+        known[contract.converted.sha256] = "converted model"
+    if record.model_sha256 in known:
+        return
+    said = ", ".join(f"{what} {sha[:12]}" for sha, what in known.items())
+    if role == "golden":
+        log.warning("--golden %s: computed by model %s (run.json), not by a model of %s (%s); compared as given",
+                    record.folder, record.model_sha256[:12], contract.path, said)
+        return
+    raise RunFolderError(f"{record.path}: model.sha256 {record.model_sha256[:12]}... is not a model of "
+                         f"{contract.path} ({said}): the --{role} outputs are of another model",
+                         hint="run the model this model.json describes again (infer run)")
 
 
 def tensorflow_side(contract: ModelContract, folder: Path | None = None) -> Side:

@@ -18,8 +18,8 @@ from binio.errors import InferError
 from binio.manifest import DatasetManifest
 from binio.spec import TensorSpec, format_shape
 from infer.compare.errors import RunFolderError
-from infer.run.layout import RUN_JSON, newest_run_folder, output_file_name, parse_output_file_name
-from infer.run.record import load_run
+from infer.run.layout import newest_run_folder, output_file_name, parse_output_file_name
+from infer.run.record import RunRecord, has_record, load_run
 
 
 def resolve_run_folder(path: Path, *, what: str) -> Path:
@@ -44,7 +44,7 @@ def written_specs(folder: Path, contract_specs: tuple[TensorSpec, ...], manifest
     A run.json also says which dataset the run read: outputs of another dataset are refused, since comparing them
     would give numbers that mean nothing.
     """
-    if not (folder / RUN_JSON).is_file():
+    if not has_record(folder):
         return contract_specs
     record = load_run(folder)
     if not record.completed:
@@ -56,7 +56,34 @@ def written_specs(folder: Path, contract_specs: tuple[TensorSpec, ...], manifest
     if len(record.outputs) != len(contract_specs):
         raise RunFolderError(f"{what} {folder}: {len(record.outputs)} outputs in run.json, the model has "
                              f"{len(contract_specs)}")
+    _check_batches_of(record, manifest)
+    for index, (written, said) in enumerate(zip(record.outputs, contract_specs, strict=True)):
+        fits = len(written.shape) == len(said.shape) and all(
+            want is None or want == got for want, got in zip(said.shape, written.shape, strict=True))
+        if written.name != said.name or written.dtype != said.dtype or not fits:
+            raise RunFolderError(f"{record.path}: outputs[{index}] is {written.name} {written.dtype}"
+                                 f"{format_shape(written.shape)}, the model's output {index} is {said.name} "
+                                 f"{said.dtype}{format_shape(said.shape)}")
     return record.outputs
+
+
+def _check_batches_of(record: RunRecord, manifest: DatasetManifest) -> None:
+    """Refuses a run.json whose stems and rows are not the dataset's: its outputs would be paired with other
+    batches, or cut at other rows."""
+    if len(record.stems) != len(record.rows) or len(set(record.stems)) != len(record.stems):
+        raise RunFolderError(f"{record.path}: {len(record.stems)} stems and {len(record.rows)} rows; expected one "
+                             "row count for each batch, each batch once")
+    recorded = dict(zip(record.stems, record.rows, strict=True))
+    hint = "compare outputs of the dataset the run read (--input), or run it again"
+    for stem, entry in zip(manifest.stems, manifest.inputs[0].files, strict=True):
+        if recorded.get(stem) != entry.rows:
+            said = f"{recorded[stem]} rows" if stem in recorded else "not listed"
+            raise RunFolderError(f"{record.path}: batch {stem}: {said} in run.json, {entry.rows} rows in "
+                                 f"{manifest.path}", hint=hint)
+    extra = next((stem for stem in record.stems if stem not in manifest.stems), None)
+    if extra is not None:
+        raise RunFolderError(f"{record.path}: batch {extra}: listed in run.json, not a batch of {manifest.path}",
+                             hint=hint)
 
 
 def check_output_files(folder: Path, index: int, spec: TensorSpec, name: str, manifest: DatasetManifest) -> None:

@@ -15,6 +15,7 @@ from infer.compare.thresholds import Thresholds, thresholds_key
 
 DEFAULT_ATOL = 1e-4
 DEFAULT_RTOL = 1e-3
+DEFAULT_TOPK = 5  # k where --topk is left out (or the class count, where fewer)
 DEFAULT_FACTOR = 10.0  # how many times the emulated error an output may reach (`infer.compare._expected`)
 
 THRESHOLD_HELP = ("metric=value or output:metric=value (value 'off' lifts it); sample:metric=value limits each "
@@ -43,7 +44,9 @@ class CompareOptions:
     labels: Path | None = setting(None, unset="", help="0-based class indices: one a line in the dataset's order "
                                                        "(.txt, .npy), or 'name label' lines matched to the samples' "
                                                        "files by name.")
-    topk: int = setting(5, help="k of the top-k agreement and accuracy of classifier outputs.")
+    topk: int | None = setting(None, shown=f"{DEFAULT_TOPK}, or the class count where fewer", example=DEFAULT_TOPK,
+                               help="k of the top-k agreement and accuracy of classifier outputs (at most their "
+                                    "class count).")
     thresholds: Thresholds = threshold_setting()
     atol: float = setting(DEFAULT_ATOL, help="Absolute tolerance of the allclose pass rate.")
     rtol: float = setting(DEFAULT_RTOL, help="Relative tolerance of the allclose pass rate.")
@@ -68,7 +71,7 @@ class CompareOptions:
 
     def __post_init__(self) -> None:
         """Refuses values no comparison can use, whether they came from the command line or a pipeline file."""
-        if self.topk < 1:
+        if self.topk is not None and self.topk < 1:
             raise InferError(f"--topk {self.topk}: expected 1 or more")
         if self.workers < 1:
             raise InferError(f"--workers {self.workers}: expected 1 or more")

@@ -51,6 +51,9 @@ _ALIASES: dict[str, str] = {
     "kl": "KullbackLeiblerDivergence", "kld": "KullbackLeiblerDivergence",
     "allclose": "AllclosePassRate",
 }
+# The values each metric can take (cosine capped at 1, a pass rate a fraction, every error 0 or more): a limit
+# outside them could never be met (cosine=1.5, red=-1), or never broken, which 'off' says plainly.
+LIMIT_RANGES: dict[str, tuple[float, float]] = {"CosineSimilarity": (-1.0, 1.0), "AllclosePassRate": (0.0, 1.0)}
 _OFF = ("off", "none")
 _SAMPLE = "sample:"
 # What a single sample is measured by (`infer.compare._passes`): the metrics a per-sample limit may name.
@@ -115,7 +118,10 @@ def parse_threshold(text: str, *, where: str = "") -> ThresholdSetting:
     left, sep, value_text = text.rpartition("=")
     if not sep or not left.strip():
         raise ThresholdError(f"{where}: expected metric=value or output:metric=value")
-    output, _, metric_text = left.rpartition(":")
+    output, colon, metric_text = left.rpartition(":")
+    if colon and not output.strip():
+        raise ThresholdError(f"{where}: no output name before ':' (expected output:metric=value, or metric=value "
+                             "for every output)")
     metric = metric_name(metric_text, where=where)
     if per_sample and metric not in SAMPLE_METRICS:
         raise ThresholdError(f"{where}: {metric} is not measured per sample; a per-sample limit takes one of "
@@ -130,6 +136,11 @@ def parse_threshold(text: str, *, where: str = "") -> ThresholdSetting:
             raise ThresholdError(f"{where}: expected a number (or off) after '=', found {value!r}") from None
         if math.isnan(limit):
             raise ThresholdError(f"{where}: the limit cannot be NaN")
+        low, high = LIMIT_RANGES.get(metric, (0.0, math.inf))
+        if not (low <= limit <= high and math.isfinite(limit)):
+            span = f"a limit from {low:g} to {high:g}" if math.isfinite(high) else f"a finite limit of {low:g} or more"
+            raise ThresholdError(f"{where}: expected {span} (the values {metric} takes), found {value}",
+                                 hint="'off' lifts a limit" if math.isinf(limit) and limit > 0 else None)
     return ThresholdSetting(metric=metric, limit=limit, output=output.strip() or None, per_sample=per_sample,
                             written=written)
 

@@ -10,13 +10,14 @@ the shape in the image. Seeded and run single-threaded, so the same seed writes 
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from binio.atomic import write_json_atomic
 from binio.binfile import sha256_file
+from binio.errors import InferError
+from binio.reading import parse_json
 from infer.demo._dataset import CLASSES, IMAGE_SIZE, make_samples
 
 INPUT = "images:0"
@@ -88,7 +89,8 @@ def _reusable(folder: Path, settings: dict[str, int]) -> DemoModel | None:
     process-wide counter, so a rebuild inside a process that built one already gives a different .meta.
     """
     try:
-        stamp = json.loads((folder / STAMP).read_text())
+        stamp = parse_json((folder / STAMP).read_bytes().decode("utf-8"), named=str(folder / STAMP),
+                           what="a demo stamp")
         prefix = folder / str(stamp["prefix"])
         if stamp["settings"] != settings:
             return None
@@ -96,7 +98,7 @@ def _reusable(folder: Path, settings: dict[str, int]) -> DemoModel | None:
         if not files or files != stamp["files"]:
             return None
         return _demo_model(prefix, float(stamp["train_accuracy"]))
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, InferError):  # any stamp but a whole one: build again
         return None
 
 

@@ -8,6 +8,7 @@ from infer._exports import lazy_exports
 
 if TYPE_CHECKING:
     from infer.dump_bin._dump import dump_bins
+    from infer.dump_bin._sources.open import refuse_unused_preprocessing
     from infer.dump_bin.errors import LossyCastError, SourceError
     from infer.dump_bin.options import DumpOptions
     from infer.dump_bin.result import DumpResult, InputDump
@@ -15,6 +16,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DumpOptions", "DumpResult", "ImageOptions", "InputDump", "LossyCastError", "SourceError", "dump_bins",
+    "refuse_unused_preprocessing",
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, {
@@ -25,4 +27,5 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     "LossyCastError": "infer.dump_bin.errors",
     "SourceError": "infer.dump_bin.errors",
     "dump_bins": "infer.dump_bin._dump",
+    "refuse_unused_preprocessing": "infer.dump_bin._sources.open",
 })

@@ -31,7 +31,7 @@ from infer.contract import ModelContract, as_contract
 from infer.dump_bin._plan import InputPlan, assign_sources, check_dtype, input_layout, model_batch, model_sha256
 from infer.dump_bin._sources.arrays import NpySource
 from infer.dump_bin._sources.base import SampleSource
-from infer.dump_bin._sources.open import open_source
+from infer.dump_bin._sources.open import open_source, refuse_unused_preprocessing
 from infer.dump_bin.errors import LossyCastError, SourceError
 from infer.dump_bin.options import DumpOptions
 from infer.dump_bin.result import DumpResult, InputDump
@@ -204,6 +204,8 @@ def _dump(contract: ModelContract, options: DumpOptions, progress: Progress | No
             raise SourceError(f"{plan.source_text}: the source lies inside the output folder {output}",
                               hint="write the re-batched bins to another folder")
     declared: dict[str, dict[str, Any]] = {}
+    if not _has_aipp(contract):
+        refuse_unused_preprocessing(options.image, [plan.source_text for plan in plans])
     if _has_aipp(contract):
         from infer.dump_bin._dump_aipp import declared_preprocessing
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
 import typing
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ class ConfigError(InferError):
     """A pipeline file that is missing, not TOML, or holds a key or value the pipeline does not take."""
 
 
+_LARGEST_INTEGER = 2**63 - 1  # what numpy, TensorFlow and ATC take: a count or size past 64 bits fits none of them
 _PLAIN = {bool: "boolean", int: "integer", float: "number", str: "string", Path: "string"}
 
 
@@ -69,14 +71,41 @@ def _value(value: Any, kind: Any, where: str, path: Path, table: str) -> Any:
     if kind is Path:
         if type(value) is not str:
             raise ConfigError(f"{where}: expected a path (a string), got {type_name(value)} {value!r}")
-        given = Path(value).expanduser()
-        return given if given.is_absolute() else path.resolve().parent / given
+        return contained_path(value, path, where)
     # TOML has real types; only an integer where a number is asked is widened (1 for 1.0).
     if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        if abs(value) > _LARGEST_INTEGER:
+            raise ConfigError(f"{where}: expected a number of 64 bits at most, got {_cut(value)}")
         return float(value)
     if type(value) is not kind:
-        raise ConfigError(f"{where}: expected {_expected_name(kind)}, got {type_name(value)} {value!r}")
+        raise ConfigError(f"{where}: expected {_expected_name(kind)}, got {type_name(value)} {_cut(value)}")
+    if kind is int and not -_LARGEST_INTEGER - 1 <= value <= _LARGEST_INTEGER:
+        raise ConfigError(f"{where}: expected an integer of 64 bits at most, got {_cut(value)}")
+    if kind is float and not math.isfinite(value):
+        raise ConfigError(f"{where}: expected a finite number, got {value!r}")
     return value
+
+
+def _cut(value: Any) -> str:
+    """A value as a refusal shows it: cut short (a hostile file's integer may have thousands of digits)."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def contained_path(value: str, path: Path, where: str) -> Path:
+    """A path the pipeline file `path` names: an absolute one (or ``~/...``) as written, on purpose; a relative one
+    inside the file's folder, where it is resolved. A relative path with ``..`` is refused: it would read or write
+    outside the folder the file describes (``work_dir = "../../x"``), which an absolute path does only when asked.
+    Links are followed: a link inside the folder is how a shared dataset is reached on purpose."""
+    given = Path(value).expanduser()
+    if given.is_absolute():
+        return given
+    if ".." in value.replace("\\", "/").split("/"):
+        folder = path.resolve().parent
+        raise ConfigError(f"{where}: {value!r}: '..' leaves the pipeline file's folder {folder}",
+                          hint="relative paths stay inside the pipeline file's folder; write an absolute path to "
+                               "reach outside it on purpose")
+    return path.resolve().parent / given
 
 
 def _keys(cls: type) -> dict[str, tuple[dataclasses.Field[Any], Any]]:

@@ -12,6 +12,7 @@ from typing import Any
 from binio.atomic import write_bytes_atomic
 from binio.errors import InferError
 from binio.lock import folder_lock
+from binio.manifest import load_manifest
 from binio.process import quote_command
 from infer._version import __version__
 from infer.pipeline._calls import atc_dry_run
@@ -64,12 +65,9 @@ class PipelineResult:
 
 def msame_command(work: WorkLayout, om: Path, config: PipelineConfig) -> tuple[str, ...]:
     """msame's own command line for the bins of this pipeline (folder mode, one folder per input)."""
-    import json
-
     try:
-        manifest = json.loads((work.bins / "dataset.json").read_text())
-        folders = [work.bins / item["folder"] for item in manifest["inputs"]]
-    except (OSError, ValueError, KeyError, TypeError):
+        folders = [work.bins / item.folder for item in load_manifest(work.bins).inputs]
+    except InferError:
         folders = [work.bins / "INPUT"]
     return tuple(msame_argv("msame", om, folders, work.out / "msame", device=config.run.device,
                             loop=config.run.loop))

@@ -18,6 +18,9 @@ from typing import Any
 
 from binio.atomic import write_json_atomic
 from binio.digest import BIN_DIGEST, digest_bytes, digest_file
+from binio.errors import InferError
+from binio.reading import parse_json
+from binio.regular import special_kind
 
 STATE_FILE = "pipeline-state.json"
 STATE_SCHEMA = "infer.pipeline-state"
@@ -61,10 +64,24 @@ class StageRecord:
                 "facts": self.facts}
 
     @classmethod
-    def from_json(cls, stage: str, data: Mapping[str, Any]) -> StageRecord:
-        return cls(stage=stage, settings=str(data["settings"]), inputs=dict(data["inputs"]),
-                   outputs=dict(data["outputs"]), summary=str(data.get("summary", "")),
-                   facts=dict(data.get("facts", {})))
+    def from_json(cls, stage: str, data: Any, work_dir: Path) -> StageRecord | None:
+        """The record a state file holds for `stage`; None when any of it is not what a stage writes (a text
+        digest, path -> digest maps, facts of texts), or names an output outside `work_dir`: that stage runs
+        again rather than trust it (hashing a path such a file names could read the whole disk)."""
+        if not isinstance(data, dict):
+            return None
+        settings, summary = data.get("settings"), data.get("summary", "")
+        inputs, outputs, facts = data.get("inputs"), data.get("outputs"), data.get("facts", {})
+        if not (isinstance(settings, str) and isinstance(summary, str) and isinstance(inputs, dict)
+                and isinstance(outputs, dict) and _digests(inputs) and _digests(outputs) and _facts(facts)):
+            return None
+        inside = Path(work_dir).resolve()
+        if not all(_inside(Path(path), inside) for path in outputs):
+            return None
+        if not all(_inside(Path(value), inside) for key, value in facts.items() if key in _PATH_FACTS):
+            return None
+        return cls(stage=stage, settings=settings, inputs=dict(inputs), outputs=dict(outputs), summary=summary,
+                   facts=dict(facts))
 
     def is_current(self, settings: str, inputs: Mapping[str, str]) -> bool:
         """Same settings and inputs as last time, and every output still as this stage wrote it."""
@@ -74,18 +91,48 @@ class StageRecord:
 
 
 def load_state(work_dir: Path) -> dict[str, StageRecord]:
-    """The records of the last run; a missing, corrupt or foreign state file means: run everything."""
+    """The records of the last run; a missing, corrupt or foreign state file (or record) means: run everything
+    (or that stage) again. Whatever the file holds, reading it raises nothing."""
     path = Path(work_dir) / STATE_FILE
+    if special_kind(path) is not None:
+        return {}  # a FIFO would never end the read
     try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
+        data = parse_json(path.read_bytes().decode("utf-8"), named=str(path), what="a pipeline state file")
+    except (OSError, ValueError, InferError):
         return {}
     if not isinstance(data, dict) or data.get("schema") != STATE_SCHEMA or data.get("version") != STATE_VERSION:
         return {}
-    try:
-        return {name: StageRecord.from_json(name, record) for name, record in dict(data["stages"]).items()}
-    except (KeyError, TypeError, ValueError):
+    stages = data.get("stages")
+    if not isinstance(stages, dict):
         return {}
+    records = {name: StageRecord.from_json(name, record, work_dir) for name, record in stages.items()}
+    return {name: record for name, record in records.items() if record is not None}
+
+
+# Facts that are paths a later stage reads (convert's artefact, run's folder): inside the work folder, as outputs.
+_PATH_FACTS = ("artefact", "run_folder")
+
+
+def _digests(value: Any) -> bool:
+    return isinstance(value, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in value.items())
+
+
+def _facts(value: Any) -> bool:
+    """Facts as the stages write them: texts and numbers, or lists of them (a command line); the paths among them
+    texts."""
+    def plain(item: Any) -> bool:
+        return item is None or isinstance(item, (str, int, float))
+
+    return isinstance(value, dict) and all(
+        (plain(v) or (isinstance(v, list) and all(plain(item) for item in v)))
+        and (key not in _PATH_FACTS or isinstance(v, str)) for key, v in value.items())
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    try:
+        return path.resolve().is_relative_to(folder)
+    except (OSError, RuntimeError, ValueError):  # a link loop, a NUL
+        return False
 
 
 def save_state(work_dir: Path, records: Mapping[str, StageRecord]) -> None:

@@ -74,7 +74,8 @@ def render_template(values: TemplateValues) -> str:
     lines = ["# infer pipeline: every stage from one file. `infer pipeline run THIS_FILE` runs them all;",
              "# a re-run skips the stages whose inputs (their digests) and settings have not changed.",
              "# Each table is one stage's options; a key is the flag of the same name (docs/options.md).",
-             "# Relative paths are relative to this file's folder."]
+             "# Relative paths are relative to this file's folder and stay inside it (no '..');",
+             "# a path outside it is written absolute."]
     lines += [f"# {note}" for note in values.notes]
     lines += ["", "[model]",
               "# A checkpoint prefix or folder, a .meta, a frozen .pb, a SavedModel folder or a Keras file.",
@@ -153,7 +154,10 @@ def values_from_model(model: Path, *, data_source: str = "images/", labels: str 
         """A path as the pipeline file reads it: relative to that file's folder, as freeze's model is."""
         if relative_to is None or not path or path.startswith(GENERATOR_PREFIXES):
             return path
-        return os.path.relpath(Path(path).resolve(), Path(relative_to).resolve()) + ("/" if path.endswith("/") else "")
+        target, folder = Path(os.path.abspath(path)), Path(os.path.abspath(relative_to))
+        # Outside the file's folder, absolute: the file takes a relative path with '..' for a mistake.
+        written = os.path.relpath(target, folder) if target.is_relative_to(folder) else str(target)
+        return written + ("/" if path.endswith("/") else "")
 
     source = relative(str(model))
     dynamic = [input_keys.get(p.tensor, p.tensor) for p in taken if p.dynamic_dims]

@@ -16,13 +16,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from binio.errors import InferError, first_line
 from binio.names import node_name
+from binio.reading import check_depth, read_text_file, reading, too_deep
+from binio.regular import special_kind
 from infer._option_fields import setting, type_name
 from infer.compare.options import CompareOptions
 from infer.convert.options import ConvertOptions
 from infer.dump_bin.options import DumpOptions
 from infer.freeze.options import FreezeOptions
-from infer.pipeline._decode import ConfigError, decode_table
+from infer.pipeline._decode import ConfigError, contained_path, decode_table
+from infer.preprocessing import ImageOptions
 from infer.run.options import RunOptions
 from infer.tune.options import TuneOptions
 
@@ -76,24 +80,25 @@ class PipelineConfig:
     def folder(self) -> Path:
         return self.path.resolve().parent
 
-    def resolve(self, value: str) -> Path:
-        path = Path(value).expanduser()
-        return path if path.is_absolute() else self.folder / path
+    def resolve(self, value: str, where: str = "") -> Path:
+        """`value` as the file names it: absolute as written, relative inside the file's folder (`contained_path`:
+        no ``..``). `where` names the key in a refusal."""
+        return contained_path(value, self.path, f"{self.path}: {where}" if where else str(self.path))
 
     @property
     def work_dir(self) -> Path:
-        return self.resolve(self.paths.work_dir)
+        return self.resolve(self.paths.work_dir, "[paths] work_dir")
 
     @property
     def model_source(self) -> Path:
-        return self.resolve(self.model.source)
+        return self.resolve(self.model.source, "[model] source")
 
     @property
     def data_source(self) -> str:
         """A path, resolved; a generator (``random:0``) as written."""
         if self.data.source.startswith(GENERATOR_PREFIXES):
             return self.data.source
-        return str(self.resolve(self.data.source))
+        return str(self.resolve(self.data.source, "[data] source"))
 
     @property
     def labels(self) -> Path | None:
@@ -105,14 +110,6 @@ _SECTIONS: dict[str, type] = {
     "model": ModelSection, "data": DataSection, "convert": ConvertOptions, "run": RunOptions,
     "compare": CompareOptions, "tune": TuneOptions, "paths": PathsSection,
 }
-
-
-def _toml_loads(text: str) -> dict[str, Any]:
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover - Python 3.10 ships no TOML reader
-        import tomli as tomllib  # type: ignore[import-not-found, unused-ignore]
-    return tomllib.loads(text)
 
 
 def config_from_dict(document: dict[str, Any], path: Path) -> PipelineConfig:
@@ -134,11 +131,18 @@ def config_from_dict(document: dict[str, Any], path: Path) -> PipelineConfig:
         if required not in sections:
             raise ConfigError(f"{path}: missing section [{required}]", hint="infer pipeline init writes a template")
     config = PipelineConfig(path=path, **sections)
+    _resolve_paths(config)
     if not config.model.outputs:
         raise ConfigError(f"{path}: [model] outputs: missing (the tensors the converted model returns)",
                           hint="infer inspect MODEL ranks the candidates")
     _check_thresholds(config, document)
     return config
+
+
+def _resolve_paths(config: PipelineConfig) -> tuple[Path, Path, str]:
+    """The work folder and the sources, resolved once when the file is read: a relative path that leaves the file's
+    folder is refused now, not stages later (the Path keys were resolved as they were decoded)."""
+    return config.work_dir, config.model_source, config.data_source
 
 
 def _check_thresholds(config: PipelineConfig, document: dict[str, Any]) -> None:
@@ -160,43 +164,83 @@ def _exists_as_model(path: Path) -> bool:
 
 def check_files(config: PipelineConfig) -> None:
     """Refuses a config whose model, data or labels file is not there, before any stage starts."""
+    try:
+        _check_files(config)
+    except OSError as exc:  # a name the system refuses to look up (too long, a component that is a file)
+        raise ConfigError(f"{config.path}: {exc.filename}: {exc.strerror or exc}") from None
+
+
+def _check_files(config: PipelineConfig) -> None:
     if not _exists_as_model(config.model_source):
         raise ConfigError(f"{config.path}: [model] source: no such file, folder or checkpoint prefix: "
                           f"{config.model_source}")
     if not config.data.source.startswith(GENERATOR_PREFIXES) and not Path(config.data_source).exists():
         raise ConfigError(f"{config.path}: [data] source: no such file or folder: {config.data_source}")
-    if config.labels is not None and not config.labels.is_file():
-        raise ConfigError(f"{config.path}: [compare] labels: no such file: {config.labels}")
     convert = config.convert
-    for key in PRECISION_FILES:
-        named = getattr(convert, key)
-        if named is not None and not named.is_file():
-            raise ConfigError(f"{config.path}: [convert] {key}: no such file: {named}")
-    if convert.fusion_switch_file is not None and not convert.fusion_switch_file.is_file():
-        raise ConfigError(f"{config.path}: [convert] fusion_switch_file: no such file: {convert.fusion_switch_file}")
     aipp = convert.aipp
-    if aipp is not None and aipp.config is not None and not aipp.config.is_file():
-        raise ConfigError(f"{config.path}: [convert] aipp_config: no such file: {aipp.config}")
+    named = {"[compare] labels": config.labels, "[convert] fusion_switch_file": convert.fusion_switch_file,
+             "[convert] aipp_config": aipp.config if aipp is not None else None,
+             **{f"[convert] {key}": getattr(convert, key) for key in PRECISION_FILES}}
+    for key, path in named.items():
+        if path is None:
+            continue
+        kind = special_kind(path)  # a FIFO is named as one, not called missing
+        if kind is not None:
+            raise ConfigError(f"{config.path}: {key}: {path} is {kind}, not a regular file (reading it could wait "
+                              "forever)")
+        if not path.is_file():
+            raise ConfigError(f"{config.path}: {key}: no such file: {path}")
+    if convert.aipp is None and config.data.dump.image != ImageOptions():
+        _refuse_unused_preprocessing(config)
     if config.tune.golden is not None and not config.tune.golden.is_dir():
         raise ConfigError(f"{config.path}: [tune] golden: no such folder: {config.tune.golden}")
+
+
+def parse_toml(text: str, *, named: str) -> dict[str, Any]:
+    """The TOML document `text` holds, refused by name as `binio.reading.parse_json` refuses JSON: not TOML, a
+    number of thousands of digits, nested past `binio.reading.MAX_DEPTH`."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10 ships no TOML reader
+        import tomli as tomllib  # type: ignore[import-not-found, unused-ignore]
+    what = "a pipeline file"
+    try:
+        value = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{named}: not valid TOML ({exc})") from None
+    except RecursionError:
+        raise ConfigError(too_deep(named, what)) from None
+    except ValueError as exc:  # an integer of more digits than Python converts
+        raise ConfigError(f"{named}: not valid TOML ({first_line(exc)})") from None
+    check_depth(value, named=named, what=what, error=ConfigError)
+    return value
+
+
+def _refuse_unused_preprocessing(config: PipelineConfig) -> None:
+    """[data.preprocessing] with a source that is not a folder of images (and no AIPP to declare it for): dump-bin
+    would refuse it stages later; said now, in the file's words."""
+    # dump_bin's source readers import numpy, which reading a pipeline file does not need otherwise.
+    from infer.dump_bin import refuse_unused_preprocessing
+
+    try:
+        refuse_unused_preprocessing(config.data.dump.image, [config.data_source])
+    except InferError as exc:
+        raise ConfigError(f"{config.path}: [data.preprocessing]: applies to a folder of images only; [data] source "
+                          f"{config.data.source!r} is not one, and its values are written as they are",
+                          hint="remove [data.preprocessing], or apply it to the array before") from exc
 
 
 def load_config(path: Path | str, *, check: bool = True) -> PipelineConfig:
     """Reads and checks a pipeline file; with `check`, the files it names must exist."""
     path = Path(path)
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such pipeline file", hint="infer pipeline init writes one") from None
-    except IsADirectoryError:
-        raise ConfigError(f"{path}: is a folder, expected a pipeline .toml file") from None
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read ({exc.strerror})") from None
-    try:
-        document = _toml_loads(text)
-    except ValueError as exc:  # tomllib.TOMLDecodeError is a ValueError
-        raise ConfigError(f"{path}: not valid TOML ({exc})") from None
-    config = config_from_dict(document, path)
-    if check:
-        check_files(config)
+    if not path.exists() and not path.is_symlink():
+        raise ConfigError(f"{path}: no such pipeline file", hint="infer pipeline init writes one")
+    if path.is_dir():
+        raise ConfigError(f"{path}: is a folder, expected a pipeline .toml file")
+    text = read_text_file(path, what="a pipeline .toml file", error=ConfigError)
+    document = parse_toml(text, named=str(path))
+    with reading(path):
+        config = config_from_dict(document, path)
+        if check:
+            check_files(config)
     return config

@@ -8,7 +8,6 @@ for the progress bar, only once its files are in place, so an interrupted run re
 
 from __future__ import annotations
 
-import logging
 from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -21,14 +20,13 @@ from binio.binfile import write_raw
 from binio.dataset import read_checked
 from binio.dtypes import from_numpy
 from binio.manifest import DatasetManifest
-from binio.spec import TensorSpec
+from binio.spec import TensorSpec, format_shape
 from infer.run._latency import mean, percentile
 from infer.run._preflight import input_for
 from infer.run._runners.base import BaseRunner, RunnerError
 from infer.run.layout import output_file_name
 from infer.run.record import LatencyStats, RunRecord, now
 
-log = logging.getLogger(__name__)
 Progress = Callable[[int, int], None]
 _QUEUE = 2  # batches whose files may still be in flight: bounds memory, keeps the writer busy
 
@@ -40,13 +38,18 @@ def latency_stats(per_batch_ms: Sequence[float], samples_ms: Sequence[float]) ->
                         p50_ms=percentile(samples_ms, 50), p99_ms=percentile(samples_ms, 99))
 
 
-def _written_spec(spec: TensorSpec, array: np.ndarray) -> TensorSpec:
-    """What is written for an output: the array's own dtype and shape (the contract's may hold unknown dims)."""
+def _written_spec(spec: TensorSpec, array: np.ndarray, record: RunRecord) -> TensorSpec:
+    """What is written for an output: the array's own shape (the contract's may hold unknown dims), after checking
+    it against the contract's: a model that returns another dtype or shape than its model.json says is not the
+    model the contract describes, and compare would read its outputs as something else."""
     written = TensorSpec(name=spec.name, dtype=from_numpy(array.dtype).name, shape=tuple(array.shape),
                          layout=spec.layout)
-    if written.dtype != spec.dtype:
-        log.warning("output %s: the backend returned %s, the contract says %s; written as returned",
-                    spec.name, written.dtype, spec.dtype)
+    fits = len(spec.shape) == len(written.shape) and all(
+        want is None or want == got for want, got in zip(spec.shape, written.shape, strict=False))
+    if written.dtype != spec.dtype or not fits:
+        raise RunnerError(f"{record.model_path}: output {spec.name} is {written.dtype}{format_shape(written.shape)}, "
+                          f"its contract (model.json) says {spec.dtype}{format_shape(spec.shape)}",
+                          hint="the model file and its model.json disagree: convert (or freeze) again to write both")
     return written
 
 
@@ -124,7 +127,7 @@ def run_batches(runner: BaseRunner, manifest: DatasetManifest, record: RunRecord
                     raise RunnerError(f"{runner.backend} runner returned {len(results)} outputs, the contract "
                                       f"names {len(runner.outputs)}")
                 if index == 0:
-                    outputs = tuple(_written_spec(s, a) for s, a in zip(runner.outputs, results, strict=True))
+                    outputs = tuple(_written_spec(s, a, record) for s, a in zip(runner.outputs, results, strict=True))
                 ledger.pending.append((stem, times, writer.submit(_write_outputs, record.folder, stem, results)))
                 ledger.settle(keep=_QUEUE)
             ledger.settle(keep=0)

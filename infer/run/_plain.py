@@ -22,7 +22,7 @@ from infer.run._batches import Progress, run_batches
 from infer.run._preflight import dataset_if_any, preflight
 from infer.run._runners.base import BaseRunner
 from infer.run.layout import timestamp_folder_name
-from infer.run.options import RunError, RunOptions, check_dump
+from infer.run.options import BACKENDS, RunError, RunOptions, check_dump
 from infer.run.record import RunRecord
 from infer.run.result import RunResult
 
@@ -31,7 +31,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-BACKENDS: tuple[str, ...] = ("onnxrt", "tf", "msame", "ais_bench")
 _BACKENDS_OF_FILE = {".pb": ("tf",), ".onnx": ("onnxrt",), ".om": ("msame", "ais_bench")}
 _DEFAULT_OF_TARGET = {"om": "msame", "onnx": "onnxrt"}
 

@@ -44,6 +44,10 @@ def _check_input(root: Path, item: InputManifest, spec: TensorSpec, widen: bool)
     if any(want is not None and want != got for want, got in zip(spec.shape, item.shape, strict=True)):
         raise PreflightError(f"{where}: bins have shape {format_shape(item.shape)}, the model's input {spec.name} "
                              f"takes {format_shape(spec.shape)}")
+    if item.layout != spec.layout and "ND" not in (item.layout, spec.layout):
+        raise PreflightError(f"{where}: bins are {item.layout} ({root / MANIFEST_NAME}), the model's input "
+                             f"{spec.name} takes {spec.layout}", hint=f"re-run infer dump-bin with --layout "
+                                                                      f"{spec.layout}")
     if not where.is_dir():
         raise PreflightError(f"{where}: no such folder ({MANIFEST_NAME} lists {len(item.files)} bins of "
                              f"{item.tensor} in it)")

@@ -17,6 +17,8 @@ DUMP_MODES: tuple[str, ...] = ("output", "input", "all")  # acl.json's dump_mode
 # The engines a sharded run may use (`infer.run._engines`): named here, where --engine is checked, so checking the
 # options imports no engine (they import the worker, which imports numpy).
 ENGINES: tuple[str, ...] = ("local", "ray")
+# The backends a run may use; run.json names one of them (`infer.run.record` refuses any other).
+BACKENDS: tuple[str, ...] = ("onnxrt", "tf", "msame", "ais_bench")
 
 
 class RunError(InferError):

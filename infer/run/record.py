@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -15,12 +16,13 @@ from binio.document import load_document
 from binio.errors import InferError, first_line
 from binio.fields import Fields, check_inside, shown
 from binio.manifest import DatasetManifest
+from binio.reading import reading
 from binio.spec import TensorSpec
 from infer._version import __version__
 from infer.run._sharded_record import ScaleOut
 from infer.run.dump_record import DumpRecord
 from infer.run.layout import RUN_JSON, newest_run_folder, output_file_name, parse_timestamp_folder
-from infer.run.options import RunOptions
+from infer.run.options import BACKENDS, RunOptions
 
 SCHEMA = "infer.run"
 SCHEMA_VERSION = 1
@@ -139,6 +141,12 @@ class RunRecord:
         return self
 
 
+def has_record(folder: Path) -> bool:
+    """Whether `folder` has a run.json, of any kind: a FIFO or a broken link in its place is read, and refused,
+    rather than taken for a folder msame wrote alone."""
+    return os.path.lexists(Path(folder) / RUN_JSON)
+
+
 def load_run(folder: Path | str) -> RunRecord:
     """The run in `folder`: a run folder, or an output root whose newest timestamp folder is taken."""
     folder = Path(folder)
@@ -146,12 +154,17 @@ def load_run(folder: Path | str) -> RunRecord:
         folder = folder.parent
     if not folder.is_dir():
         raise RunRecordError(f"{folder}: no such run folder")
-    if not (folder / RUN_JSON).is_file() and parse_timestamp_folder(folder.name) is None:
+    if not has_record(folder) and parse_timestamp_folder(folder.name) is None:
         folder = newest_run_folder(folder)
     path = folder / RUN_JSON
     data = load_document(path, schema=SCHEMA, version=SCHEMA_VERSION, kind="run record", short="run record",
                          error=RunRecordError, missing="no run.json in this run folder",
                          missing_hint="infer run writes it; a folder written by msame alone has none")
+    with reading(path):
+        return _record(data, path, folder)
+
+
+def _record(data: dict[str, Any], path: Path, folder: Path) -> RunRecord:
     fields = Fields(data, path=path, entry="", error=RunRecordError)
     dataset = fields.child("dataset")
     model = fields.child("model")
@@ -161,10 +174,17 @@ def load_run(folder: Path | str) -> RunRecord:
     except (KeyError, TypeError, ValueError) as exc:
         raise fields.refuse("scale_out", f"malformed ({first_line(exc)})") from None
     threads = fields.integer("threads", None, minimum=1) if fields.has("threads") else None
+    backend = fields.text("backend")
+    if backend not in BACKENDS:
+        raise fields.refuse("backend", f"expected one of {', '.join(BACKENDS)}, found {shown(backend)}")
+    model_sha256 = model.text("sha256")
+    if len(model_sha256) != 64 or not all(c in "0123456789abcdef" for c in model_sha256):
+        raise model.refuse("sha256", f"expected 64 hex digits (the sha256 of the model run), found "
+                                     f"{shown(model_sha256)}")
     return RunRecord(
-        folder=folder, backend=fields.text("backend"), device=fields.text("device", ""),
+        folder=folder, backend=backend, device=fields.text("device", ""),
         infer_version=fields.text("infer_version", ""),
-        model_path=model.text("path"), model_sha256=model.text("sha256"),
+        model_path=model.text("path"), model_sha256=model_sha256,
         dataset_path=dataset.text("path"), dataset_sha256=dataset.text("sha256"),
         batch=dataset.integer("batch", minimum=1), samples=dataset.integer("samples", minimum=0),
         padding=dataset.integer("padding", minimum=0),

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import struct
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -19,6 +20,7 @@ from atc_wrap.om_model import read_om
 from binio.errors import InferError
 from tests.atc_wrap.ascend_samples import write_sample_om
 from tests.atc_wrap.ascend_writer import DumpTensorSpec, dump_bytes, om_bytes
+from tests.hostile import fifo_at
 
 TABLE_END = 256 + 4 + 12 * 4  # the sample om's header and 32-bit table of four partitions
 
@@ -169,3 +171,11 @@ def test_a_dump_that_declares_exabytes_of_tensor_data_is_refused(tmp_path: Path)
     path.write_bytes(len(header).to_bytes(8, "little") + header)
     with pytest.raises(NpuDumpError, match="declare 1152921504606846976 bytes"):
         read_npu_dump(path)
+
+
+@pytest.mark.parametrize(("read", "what"), [(read_om, "an om file"), (read_npu_dump, "an NPU dump file")])
+def test_a_fifo_in_place_of_an_om_or_a_dump_is_refused_not_waited_on(tmp_path: Path, read: Any, what: str) -> None:
+    with fifo_at(tmp_path / "Conv2D.conv.1.2.1700000000000000") as pipe, pytest.raises(InferError) as refused:
+        read(pipe)
+    assert refused.value.message == (f"{pipe}: a FIFO (named pipe), not a regular file; expected {what} (reading it "
+                                     "could wait forever)")

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from binio.regular import refuse_special
 from binio.spec import format_shape
+from infer._option_fields import setting_of
 from infer.dump_bin._sources.arrays import NpySource, NpzSource
 from infer.dump_bin._sources.base import SampleSource
 from infer.dump_bin._sources.generators import GeneratedSource, is_generator
@@ -51,6 +53,35 @@ def image_preprocessing(folder: Path, tensor: str, sample_shape: tuple[int, ...]
     return ImagePreprocessing(height=height, width=width, channels=channels, resize=options.resize,
                               color=options.color, scale=options.scale, mean=options.mean, std=options.std,
                               layout=layout)
+
+
+def reads_images(text: str) -> bool:
+    """Whether the source `text` names is a folder of images (not of bins, not an array, not a generator)."""
+    if is_generator(text) or not Path(text).is_dir():
+        return False
+    from infer.dump_bin._sources.bins import has_bins
+
+    return not has_bins(Path(text))
+
+
+def refuse_unused_preprocessing(options: ImageOptions, sources: list[str]) -> None:
+    """Refuses image preprocessing (--scale, --mean, ...) asked for where no source is a folder of images: an
+    array's or a bin folder's values are written as they are, so the options would be silently ignored. (A model
+    converted with AIPP declares them for the NPU whatever the source: not refused there.)"""
+    given = [f"{setting_of(item).flag} {_shown(getattr(options, item.name))}" for item in dataclasses.fields(options)
+             if getattr(options, item.name) != getattr(ImageOptions(), item.name)]
+    if not given or any(reads_images(text) for text in sources):
+        return
+    raise SourceError(f"{', '.join(given)}: image preprocessing applies to a folder of images only; the source "
+                      f"{sources[0]} is {'an array' if sources[0].endswith(('.npy', '.npz')) else 'not one'}, whose "
+                      "values are written as they are", hint="leave them out ([data.preprocessing] in a pipeline "
+                                                            "file), or apply them to the array before dump-bin")
+
+
+def _shown(value: object) -> str:
+    if isinstance(value, tuple):
+        return _listed(value)
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def open_source(text: str, *, tensor: str, sample_shape: tuple[int, ...], dtype_name: str, layout: str,

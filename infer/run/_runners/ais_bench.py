@@ -6,7 +6,6 @@ mean / median / 99th percentile, throughput); `infer run` renames its outputs in
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Sequence
 from datetime import datetime
@@ -14,12 +13,14 @@ from pathlib import Path
 from typing import Any
 
 from binio.process import run_tool
+from binio.reading import parse_json, read_text_file
 from infer.run._runners.base import RunnerError
 from infer.run._runners.tool import ToolRun, ToolRunner, ToolTimings, failure_line
 from infer.run.layout import AIS_BENCH_FOLDER_FORMAT
 
 FOLDER_FORMAT = AIS_BENCH_FOLDER_FORMAT
 _MISSING = "No module named ais_bench"
+_PROBE_TIMEOUT_S = 120.0  # `--help` imports ais_bench and its ACL bindings: seconds, not minutes
 
 
 def _number(table: dict[str, Any], *keys: str) -> float | None:
@@ -49,7 +50,8 @@ class AisBenchRunner(ToolRunner):
 
     def find(self) -> None:
         # Found by running it: the package may live in this interpreter's site-packages or on PYTHONPATH.
-        probe = run_tool([self.python, "-m", "ais_bench", "--help"], timeout=120)
+        # The probe is bounded by the run's own --timeout: a user who allows 10 s does not wait two minutes here.
+        probe = run_tool([self.python, "-m", "ais_bench", "--help"], timeout=min(self.timeout, _PROBE_TIMEOUT_S))
         if _MISSING in probe.output:
             raise self.not_installed(f"{self.python} -m ais_bench: {_MISSING}")
 
@@ -77,12 +79,10 @@ class AisBenchRunner(ToolRunner):
 
     @staticmethod
     def summary(path: Path) -> ToolTimings:
-        try:
-            data = json.loads(path.read_text())
-        except FileNotFoundError:
-            raise RunnerError(f"{path}: ais_bench wrote no summary") from None
-        except json.JSONDecodeError as exc:
-            raise RunnerError(f"{path}: not valid JSON ({exc.msg})") from None
+        if not path.is_file():
+            raise RunnerError(f"{path}: ais_bench wrote no summary")
+        data = parse_json(read_text_file(path, what="ais_bench's summary", error=RunnerError), named=str(path),
+                          what="ais_bench's summary", error=RunnerError)
         compute = data.get("NPU_compute_time", {}) if isinstance(data, dict) else {}
         compute = compute if isinstance(compute, dict) else {}
         throughput = data.get("throughput") if isinstance(data, dict) else None

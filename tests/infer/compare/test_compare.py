@@ -98,9 +98,13 @@ def test_thresholds_override_the_verdict(case: Case, tmp_path: Path, capsys: pyt
     _actual(tmp_path, probs, feat * 1.1)  # RED 0.1 fails msit's 0.05; KL and cosine are unchanged by scaling
     assert run_cli(capsys, *_args(tmp_path, contract)).code == 1
     assert run_cli(capsys, *_args(tmp_path, contract, "--threshold", "feat:0:red=0.2", "-t", "rmse=1")).code == 0
-    outcome = run_cli(capsys, *_args(tmp_path, contract, "--threshold", "cosine=1.5", "-t", "feat:red=0.2"))
-    assert outcome.out.strip().splitlines()[-1].split(" | ")[0] == ("FAILED: probs:0 CosineSimilarity 1 < 1.5; "
-                                                     "feat:0 CosineSimilarity 1 < 1.5")
+    outcome = run_cli(capsys, *_args(tmp_path, contract, "--threshold", "rmse=0", "-t", "feat:red=0.2"))
+    assert outcome.code == 1  # probs:0 is unchanged (RMSE 0), feat:0 is not
+    assert outcome.out.strip().splitlines()[-1].split(" | ")[0].startswith("FAILED: feat:0 RootMeanSquareError ")
+    never_met = run_cli(capsys, *_args(tmp_path, contract, "--threshold", "cosine=1.5"))
+    assert never_met.code == 2
+    assert never_met.error_line == ("error: --threshold 'cosine=1.5': expected a limit from -1 to 1 (the values "
+                                    "CosineSimilarity takes), found 1.5")
 
 
 def test_topk_and_labels(case: Case, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
