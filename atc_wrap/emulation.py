@@ -53,6 +53,7 @@ _VALUE_PRESERVING = _ONE_INPUT_MOVES | {
 }
 # The layout helpers tf2onnx puts around an op (named after it): they follow what they read, whatever the op's rule.
 _LAYOUT_MOVES = frozenset({"Transpose", "Reshape", "Identity", "Squeeze", "Unsqueeze", "Flatten"})
+_LOOK_THROUGH = 4  # layout helpers in a row that a reader is looked for through
 # MaxPool and GlobalMaxPool commute with the rounding but are not value-preserving: ONNX Runtime starts a window at
 # the lowest float32, so a window of -inf (or of padding alone) gives -3.4e38, which fp16 cannot hold; rounded after
 # them, that becomes -inf as it should. Not Floor/Ceil/Round/Sign (2.9999999 floors to 2 but rounds to 3.0 first),
@@ -304,13 +305,18 @@ class _Rewriter:
                         self._readers.setdefault(name, []).append((node, position))
         return self._readers
 
-    def _read_as(self, name: str, *, follow: str) -> set[str]:
+    def _read_as(self, name: str, *, follow: str, depth: int = 0) -> set[str]:
         """The dtypes the nodes reading `name` read it in, as far as known before the pass: a node without a
         rule (converter-inserted, or a TF op that moves values) counts as `follow` (fp32 for a model input: it
         follows the op before it, the fp32 input; fp16 for a weight, which is no op)."""
         found: set[str] = set()
         for node, position in self._reads().get(name, []):
             rule = self.rules.get(node.name)
+            if rule is None and self.rules and node.op_type in _LAYOUT_MOVES and depth < _LOOK_THROUGH:
+                # A transpose that follows what it reads: the tensor is read as the ops after it read it.
+                for output in (o for o in node.output if o):
+                    found |= self._read_as(output, follow=follow, depth=depth + 1) or {follow}
+                continue
             if rule is None or rule.compute == LEGACY:
                 found.add(follow if self.rules and rule is None else self._legacy_reads(node, follow))
             elif rule.input_dtypes:
@@ -396,8 +402,8 @@ class _Rewriter:
                 self._customized(node, rule, float_inputs, float_outputs, rewritten)
                 continue
             fp16 = self._computes_in_fp16(node, float_inputs)
-            if float_inputs or float_outputs:
-                self.decided.add("fp16" if fp16 else "fp32")
+            if (float_inputs or float_outputs) and (rule is not None or not self.rules):
+                self.decided.add("fp16" if fp16 else "fp32")  # the ops' own dtypes, not those of what follows
             if fp16 and (node.op_type in FP16_OP_TYPES or self.rules):
                 # An fp16 op reads fp16: ATC casts an fp32 tensor (a kept op's output) at the boundary.
                 for position, name in enumerate(node.input):
