@@ -181,7 +181,8 @@ class PrecisionPlan:
         off = [e for e in placed if e.decided_by == TABLE and e.engine == AICORE]
         if off:
             dtypes = sorted({e.dtype for e in off})
-            lines.append(f"under {self.where()}, {_ops(len(off))} still run in {' / '.join(map(_short, dtypes))}: "
+            runs = "runs" if len(off) == 1 else "run"
+            lines.append(f"under {self.where()}, {_ops(len(off))} still {runs} in {' / '.join(map(_short, dtypes))}: "
                          + _grouped(off, lambda e: _short_why(e)))
         legacy = [e for e in self.ops if e.legacy]
         if legacy:

@@ -187,7 +187,8 @@ def _tune(contract: ModelContract, manifest: DatasetManifest, out: Path, work: P
     plan = baseline.converted.plan() if baseline.converted is not None else None
     tunable, unkeepable = keepable(tunable_ops(contract, _onnx_node_names(baseline_onnx)), plan)
     if unkeepable:
-        say(f"left out of the search: {len(unkeepable)} fp16 ops {chip} cannot keep in fp32 (no fp32 kernel): "
+        say(f"left out of the search: {_ops(len(unkeepable))} in fp16 that {chip} cannot keep in fp32 (no fp32 "
+            "kernel): "
             + ", ".join(f"{op.name} ({op.op_type})" for op in unkeepable[:6]) + (" ..." if len(unkeepable) > 6 else ""))
     result_args: dict[str, Any] = dict(tunable=tunable, before=before, mode=options.mode,
                                        precision_mode=options.precision_mode, output=out, chip=chip,
@@ -216,6 +217,14 @@ def _tune(contract: ModelContract, manifest: DatasetManifest, out: Path, work: P
         say("the set found on the subset fails on the whole dataset: searching again on the whole dataset")
         outcome = search(names, list(found), lambda ops, stage: passes(ops, stage, whole), options.mode)
         found = outcome.found
+    if found is None and unkeepable:
+        reason = (f"no set of fp32 ops passes: even with all {_ops(len(names))} {chip} can keep in fp32 kept so, "
+                  f"compare fails, and {_ops(len(unkeepable))} in fp16 {'has' if len(unkeepable) == 1 else 'have'} "
+                  "no fp32 kernel there ("
+                  + ", ".join(f"{op.name} ({op.op_type})" for op in unkeepable[:6])
+                  + "): a chip with fp32 kernels for them (--soc-version), or a rewrite of the model")
+        return _finish(trials, out, options, start, result_args, (), tuple(suspects), None, contract,
+                       len(outcome.grown), reason=reason)
     if found is None:
         reason = (f"no set of fp32 ops passes: even with every one of the {len(names)} float ops kept in fp32 "
                   "compare fails, so the failure is not fp16's (look for a damaged weight, a wrong input or a "
@@ -228,6 +237,10 @@ def _tune(contract: ModelContract, manifest: DatasetManifest, out: Path, work: P
         reason = f"the smallest set found keeps {len(found)} ops in fp32, more than --max-ops {options.max_ops}"
     return _finish(trials, out, options, start, result_args, found, tuple(suspects), after, contract,
                    len(outcome.grown), reason=reason)
+
+
+def _ops(count: int) -> str:
+    return f"{count} op" if count == 1 else f"{count} ops"
 
 
 def _converted_contract(trials: Trials) -> ModelContract:
