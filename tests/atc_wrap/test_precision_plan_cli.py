@@ -34,7 +34,7 @@ def _x() -> dict[str, np.ndarray]:
     return {"x:0": np.random.default_rng(0).uniform(11.5, 12.5, size=(2, 16)).astype(np.float32)}
 
 
-def _convert(capsys: pytest.CaptureFixture[str], contract: ModelContract, *flags: str) -> Any:
+def _convert(capsys: pytest.CaptureFixture[str], contract: ModelContract, *flags: str | Path) -> Any:
     return run_cli(capsys, "convert", contract.path, "--target", "onnx", *flags)
 
 
