@@ -7,6 +7,12 @@ reset and that some of its modules also draw from when first imported. A second 
 conversion, the numbers it drew are replaced by their rank among those the model holds (1, 2, ...): the same
 conversion gives the same names whatever the counter stood at. Names of the TF graph are never changed, nor
 the TF name a generated one starts with (``a__3/conv__6``: only ``__6``), so each name keeps its TF origin.
+
+Two more things differ between processes, both in orders Python's hash seed decides: the order of the nodes
+(tf2onnx sorts them topologically, ties broken by set order), and which of two equal constants tf2onnx's merge
+keeps (two zero biases folded from batch norms: ``block2/expand/Conv2D_bias_fused_bn`` in one process,
+``block2/shortcut/Conv2D_bias_fused_bn`` in the next). `canonical_order` sorts the nodes topologically with ties
+broken by name, and `name_shared_initializers` names such a constant after its reader that sorts first.
 """
 
 from __future__ import annotations
@@ -91,6 +97,74 @@ def renumber_generated_names(model: Any, tf_nodes: Set[str], drawn: range) -> di
     new_names = set(changed.values())
     taken = (names - changed.keys()) | set(tf_nodes)  # a new name may not look like a TF node pruned from the model
     if len(new_names) < len(changed) or new_names & taken or {node_name(n) for n in new_names} & set(tf_nodes):
+        return {}
+    _visit_names(model, lambda name: changed.get(name, name))
+    return changed
+
+
+def canonical_order(model: Any) -> None:
+    """Puts the nodes of every graph of `model` in one topological order, ties broken by node name, and the
+    initializers in name order: the same graph, the same order, whatever order tf2onnx left them in."""
+    import heapq
+
+    for graph in _graphs(model.graph):
+        nodes = list(graph.node)
+        producer = {output: index for index, node in enumerate(nodes) for output in node.output if output}
+        waits_for = [{producer[name] for name in node.input if name in producer and producer[name] != index}
+                     for index, node in enumerate(nodes)]
+        readers: dict[int, list[int]] = {}
+        for index, needed in enumerate(waits_for):
+            for other in needed:
+                readers.setdefault(other, []).append(index)
+        missing = [len(needed) for needed in waits_for]
+        ready = [(node.name, index) for index, node in enumerate(nodes) if not missing[index]]
+        heapq.heapify(ready)
+        order: list[int] = []
+        while ready:
+            _, index = heapq.heappop(ready)
+            order.append(index)
+            for reader in readers.get(index, ()):
+                missing[reader] -= 1
+                if not missing[reader]:
+                    heapq.heappush(ready, (nodes[reader].name, reader))
+        if len(order) != len(nodes):
+            continue  # not a DAG as written (ONNX would refuse it anyway): left as it is, for the checker to name
+        # Sorted in place, by each node's rank (outputs are unique in a graph, SSA): no node or weight is copied.
+        rank = {_identity(nodes[index]): position for position, index in enumerate(order)}
+        graph.node.sort(key=lambda node: rank[_identity(node)])
+        graph.initializer.sort(key=lambda tensor: tensor.name)
+
+
+def _identity(node: Any) -> tuple[str, tuple[str, ...]]:
+    return node.name, tuple(node.output)
+
+
+def name_shared_initializers(model: Any, tf_nodes: Set[str]) -> dict[str, str]:
+    """Renames each initializer of the main graph that tf2onnx made (not a name of `tf_nodes`) and that several
+    nodes read, to ``<the reader whose name sorts first>/shared_<its input index>``: what the merge of equal
+    constants kept is then the same name in every process. Returns old name -> new name; leaves the model as it
+    is (and returns {}) where a new name would take one already there."""
+    graph = model.graph
+    readers: dict[str, list[tuple[str, int]]] = {}
+    for node in graph.node:
+        for index, name in enumerate(node.input):
+            readers.setdefault(name, []).append((node.name, index))
+    changed = {}
+    for initializer in graph.initializer:
+        name = initializer.name
+        read_by = sorted(readers.get(name, []))
+        if len({reader for reader, _ in read_by}) > 1 and node_name(name) not in tf_nodes:
+            first, index = read_by[0]
+            changed[name] = f"{first}/shared_{index}"
+    names: set[str] = set()
+
+    def collect(name: str) -> str:
+        names.add(name)
+        return name
+
+    _visit_names(model, collect)
+    new_names = set(changed.values())
+    if len(new_names) < len(changed) or new_names & (names - changed.keys()) or new_names & set(tf_nodes):
         return {}
     _visit_names(model, lambda name: changed.get(name, name))
     return changed

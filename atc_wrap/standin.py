@@ -17,7 +17,7 @@ from atc_wrap.aipp_onnx import insert_aipp_stage
 from atc_wrap.converter_names import recording_type_named_nodes, store_type_named
 from atc_wrap.emulation import Emulation, emulate_precision
 from atc_wrap.errors import ConvertError
-from atc_wrap.generated_names import counter, renumber_generated_names
+from atc_wrap.generated_names import canonical_order, counter, name_shared_initializers, renumber_generated_names
 from atc_wrap.nodes import check_nodes_exist
 from atc_wrap.op_controls import OpControls, check_op_controls, controls_record
 from atc_wrap.op_tables import load_op_table, op_table_for
@@ -187,8 +187,11 @@ def _tf2onnx(graph_def: Any, pb: Path, inputs: Sequence[TensorSpec], outputs: Se
             model, drawn, type_named = _tf2onnx_once(graph_def, pb, inputs, outputs, opset, rollback=True)
         except Exception as again:
             _conversion_failed(again, pb)
-    renamed = renumber_generated_names(model, {node.name for node in graph_def.node}, drawn)
-    store_type_named(model, {renamed.get(name, name) for name in type_named})
+    tf_nodes = {node.name for node in graph_def.node}
+    renamed = renumber_generated_names(model, tf_nodes, drawn)
+    shared = name_shared_initializers(model, tf_nodes)
+    canonical_order(model)
+    store_type_named(model, {shared.get(renamed.get(name, name), renamed.get(name, name)) for name in type_named})
     return model
 
 

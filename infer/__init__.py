@@ -18,7 +18,7 @@ Every stage after freeze takes the contract as a `ModelContract` or as the path 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from infer._exports import lazy_exports
 from infer._version import __version__ as __version__  # `infer.__version__`, as packages spell it
@@ -49,7 +49,7 @@ __all__ = [
     "run_model", "run_pipeline", "tune_precision",
 ]  # a literal list, so type checkers see the API; equal to the names below (tests/test_api.py)
 
-__getattr__, __dir__ = lazy_exports(__name__, {
+_lookup, __dir__ = lazy_exports(__name__, {
     "AippOptions": "infer.aipp",
     "BinInfoReport": "infer.bin_info",
     "CompareOptions": "infer.compare",
@@ -88,3 +88,16 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     "run_pipeline": "infer.pipeline",
     "tune_precision": "infer.tune",
 })
+
+
+def __getattr__(name: str) -> Any:
+    """A name of the API, imported on first use; the first one also keeps TensorFlow's C++ start-up lines and its
+    deprecation notes off the caller's stderr, as the command line does (`TF_CPP_MIN_LOG_LEVEL` or a logging level
+    the caller set wins; importing TensorFlow before infer keeps its lines too)."""
+    import logging
+
+    from ckpt2pb.logs import quiet_tensorflow_import, quiet_tensorflow_logs
+
+    quiet_tensorflow_logs(python_logs=logging.getLogger("tensorflow").level == logging.NOTSET)
+    quiet_tensorflow_import()
+    return _lookup(name)

@@ -107,3 +107,62 @@ def test_the_roots_summary_of_each_command_is_its_docstrings_first_line() -> Non
         target = command_target(name)
         text = target.info.help if isinstance(target, typer.Typer) else inspect.getdoc(target)
         assert text is not None and text.splitlines()[0] == summary, name
+
+
+@pytest.mark.parametrize(("args", "line"), [
+    (("convert", "--tagret", "om", "model.json"),
+     "error: infer convert: No such option: --tagret (Possible options: --target)"),
+    (("convrt",), "error: infer: No such command 'convrt'. Did you mean 'convert'?"),
+    (("convert",), "error: infer convert: Missing argument 'model'."),
+    (("dump-bin", "-m", "model.json"), "error: infer dump-bin: Missing option '--output' / '-o'."),
+    (("run", "m.json", "-i", "b", "-o", "o", "--loop", "many"),
+     "error: infer run: Invalid value for '--loop': "),  # the rest is typer's (pydantic's, in 0.29) wording
+])
+def test_a_usage_error_is_one_error_line_like_every_other_refusal(capsys: pytest.CaptureFixture[str],
+                                                                   args: tuple[str, ...], line: str) -> None:
+    """Not click's block (usage, "Try 'infer -h' for help.", a blank line, "Error: ..."): one line and a hint."""
+    outcome = run_cli(capsys, *args)
+    assert outcome.code == 2 and outcome.out == ""
+    assert outcome.error_line == line or (line.endswith(": ") and outcome.error_line.startswith(line))
+    assert outcome.err.splitlines()[1].startswith("hint: infer") and "Usage:" not in outcome.err
+
+
+def test_infer_alone_shows_its_help() -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", "from infer.cli.app import main; main([])"], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 2 and done.stderr.startswith("Usage: infer [OPTIONS] COMMAND [ARGS]...")
+    assert "pipeline" in done.stderr and "error:" not in done.stderr
+
+
+def test_shell_completion_is_on_and_completes_a_commands_flags() -> None:
+    """typer's completion (--install-completion / --show-completion), answering from every command's flags."""
+    import os
+    import subprocess
+    import sys
+
+    script = subprocess.run([sys.executable, "-c", "from infer.cli.app import main; main(['--show-completion', "
+                             "'bash'])"], capture_output=True, text=True, timeout=120)
+    assert script.returncode == 0 and "_infer_completion" in script.stdout
+    env = {**os.environ, "_INFER_COMPLETE": "complete_bash", "COMP_WORDS": "infer convert --tim", "COMP_CWORD": "2"}
+    done = subprocess.run([sys.executable, "-c", "from infer.cli.app import main; main()"], capture_output=True,
+                          text=True, timeout=120, env=env)
+    assert "--timeout" in done.stdout.split(), done.stdout + done.stderr
+
+
+def test_tables_are_plain_columns_in_a_pipe_or_under_no_color(monkeypatch: pytest.MonkeyPatch,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    import sys
+
+    from infer.cli.console import plain_output, table
+
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    assert not plain_output() and table("t").box is not None  # a terminal: boxed
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert plain_output() and table("t").box is None
+    monkeypatch.delenv("NO_COLOR")
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: False)
+    assert plain_output() and table("t").box is None  # a pipe or a file

@@ -160,3 +160,16 @@ def test_numpy_starts_no_blas_threads_unless_the_user_asks(tmp_path: Path) -> No
     theirs = subprocess.run([sys.executable, "-c", BLAS_PROBE, *argv], capture_output=True, text=True, timeout=120,
                             env={**env, "OPENBLAS_NUM_THREADS": "2"})
     assert theirs.stdout.splitlines()[-1].startswith("blas: 2 threads:"), theirs.stdout  # OpenBLAS caps it at the cores
+
+
+def test_the_python_api_keeps_tensorflows_chatter_off_stderr_too(frozen_small_cnn: ModelContract) -> None:
+    """The library, used from Python, quiets TensorFlow as the command line does: its C++ start-up lines (oneDNN,
+    absl) and its deprecation notes stay off the caller's stderr."""
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    probe = ("import sys, infer; report = infer.inspect_model(sys.argv[1]); "
+             "print(report.candidates[0].tensor)")
+    done = subprocess.run([sys.executable, "-c", probe, str(frozen_small_cnn.pb_path)], capture_output=True,
+                          text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "probs:0"
+    assert done.stderr == ""

@@ -17,6 +17,11 @@ import typer
 import typer.main
 from typer.core import TyperGroup
 
+try:  # typer 0.29 and later vendor click; older ones depend on it
+    from typer._click import exceptions as _click_exceptions
+except ImportError:  # pragma: no cover - an older typer
+    from click import exceptions as _click_exceptions  # type: ignore[no-redef]
+
 from binio.errors import InferError, Terminated, permission_error
 from infer._version import __version__
 from infer.cli.console import HELP_SETTINGS, PLAIN_HELP, show, tell_error
@@ -158,7 +163,7 @@ def make_app(only: str | None = None, *, listed: bool = False) -> typer.Typer:
         cls=_InferGroup,
         help="TF1 checkpoint -> frozen pb -> Ascend .om (or an ONNX Runtime stand-in), verified with numbers.",
         no_args_is_help=True,
-        add_completion=False,
+        add_completion=True,  # --install-completion / --show-completion: bash, zsh, fish, PowerShell
         pretty_exceptions_enable=False,
         rich_markup_mode=PLAIN_HELP,
         context_settings=HELP_SETTINGS,
@@ -230,6 +235,20 @@ def _check_utf8(args: Sequence[str]) -> None:
                              "paths only", hint="rename it, or link to it from a UTF-8 name") from None
 
 
+def _fail_usage(exc: Any) -> NoReturn:
+    """A usage error (an unknown option, a missing argument, a value of the wrong type) in the one-line form of
+    every other refusal, instead of click's usage block: ``error: infer convert: No such option: --tagret``."""
+    if isinstance(exc, _click_exceptions.NoArgsIsHelpError):  # `infer` alone: its help, on stderr, as click has it
+        exc.show()
+        sys.exit(exc.exit_code)
+    context = getattr(exc, "ctx", None)
+    where = f"{context.command_path}: " if context is not None else ""
+    tell_error(f"error: {where}{exc.format_message()}")
+    if context is not None:
+        tell_error(f"hint: {context.command_path} -h shows what it takes")
+    sys.exit(exc.exit_code)
+
+
 def _fail(exc: InferError) -> NoReturn:
     tell_error(f"error: {exc.message}")
     if exc.hint:
@@ -237,6 +256,7 @@ def _fail(exc: InferError) -> NoReturn:
     sys.exit(exc.exit_code)
 
 
+_COMPLETE_VAR = "_INFER_COMPLETE"  # the variable a shell's completion script sets when it asks (click's convention)
 _BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS")  # what OpenBLAS reads, in order
 
 
@@ -259,9 +279,17 @@ def main(argv: Sequence[str] | None = None) -> None:
         args = list(argv) if argv is not None else sys.argv[1:]
         _check_utf8(args)
         invoked = _invoked_command(args)
-        app = make_app(invoked, listed=invoked is None)
+        completing = _COMPLETE_VAR in os.environ  # the shell asks for completions: every command's flags
+        app = make_app(None if completing else invoked, listed=invoked is None and not completing)
         command = _paths_read_by_the_commands(typer.main.get_command(app))
-        command(args=args, prog_name="infer")
+        code = command.main(args=args, prog_name="infer", standalone_mode=False)
+        # As click's standalone mode ends: with SystemExit, the code typer.Exit gave (handed back outside it) or 0.
+        sys.exit(code if isinstance(code, int) else 0)
+    except _click_exceptions.ClickException as exc:  # a usage error: one line, as every other refusal
+        _fail_usage(exc)
+    except typer.Abort:
+        tell_error("aborted")
+        sys.exit(1)
     except InferError as exc:
         _fail(exc)
     except PermissionError as exc:  # a file of the user's this user may not read or write, wherever it was opened

@@ -18,7 +18,9 @@ def compare(
     ctx: typer.Context,
     model: Path = typer.Argument(..., help="model.json of the converted model."),
     bins: Path = typer.Option(..., "--input", "-i", help="The dataset folder the outputs were computed from."),
-    actual: Path = typer.Option(..., "--actual", "-a", help="The converted model's run folder, `OUT/<timestamp>`."),
+    actual: Path = typer.Option(..., "--actual", "-a", help="The converted model's outputs: infer run's folder, or "
+                                "what msame, ais_bench or the ModelZoo benchmark wrote (OUT or OUT/<timestamp>; "
+                                ".bin, .txt, .npy), read with the om's dtypes."),
     golden: Path | None = typer.Option(None, "--golden", "-g",
                                        help="TensorFlow's run folder; default: run the frozen pb (cached)."),
     report: Path | None = typer.Option(None, "--report", "-r", help="Write report.json, .csv and .html here."),
@@ -35,7 +37,8 @@ def compare(
     out). Fails (exit 1) on msit's rule: cosine < 0.99, RED > 0.05, KL > 0.005, RMSE > 1.0 or MeanRE > 1.0;
     the last line says PASSED, or FAILED with the failing output and metric, then what was compared with what
     and the worst sample. Every sample is also measured on its own; --threshold sample:cosine=0.99 fails the run on
-    one bad sample."""
+    one bad sample. For an om the line names the chip the om names, and says when its float32 outputs lie on the
+    fp16 grid."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
 
     # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)

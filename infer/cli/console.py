@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 import sys
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Literal, TextIO
@@ -24,6 +25,22 @@ def out() -> Console:
     from rich.console import Console  # imported on first output: --help and argument errors never need it
 
     return Console(file=sys.stdout, soft_wrap=True, highlight=False)
+
+
+def plain_output() -> bool:
+    """Whether stdout gets plain text: a pipe or a file, or NO_COLOR set (https://no-color.org): tables then have no
+    box-drawing lines, only columns, so that grep, cut and diff read them."""
+    return bool(os.environ.get("NO_COLOR")) or not sys.stdout.isatty()
+
+
+def table(title: str, **settings: Any) -> Any:
+    """A rich Table with its title at the left, boxed on a terminal and plain columns otherwise (`plain_output`)."""
+    from rich import box
+    from rich.table import Table
+
+    plain = plain_output()
+    return Table(title=title, title_justify="left", box=None if plain else box.HEAVY_HEAD, show_edge=not plain,
+                 pad_edge=not plain, **settings)
 
 
 def err() -> Console:

@@ -26,7 +26,9 @@ def convert(
     one that falls to AI CPU is named. The stand-in emulates the precision plan: each op in the dtype ATC gives it
     on that chip under the precision mode (fp16 storage after every fp16 op). model.json records the result:
     target, path, sha256, the exact ATC command or converter settings, the converted model's input and output
-    dtypes, and the precision plan (infer inspect model.json --precision prints it).
+    dtypes (an om's as the om itself stores them), and the precision plan (infer inspect model.json --precision
+    prints it). --use-om records an om built elsewhere instead, once its inputs and outputs match the frozen pb's
+    (names, shapes, dtypes).
     """
     # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
     from binio.process import quote_command
@@ -34,17 +36,23 @@ def convert(
     from infer.convert import choose_target, convert_model
 
     contract = load_contract(model)
-    chosen, reason = choose_target(options.target)
-    if options.target is None:
-        say(reason)
-    options = replace(options, target=chosen)
+    if options.use_om is None:
+        chosen, reason = choose_target(options.target)
+        if options.target is None:
+            say(reason)
+        options = replace(options, target=chosen)
     result = convert_model(contract, options)
     if result.ignored:
-        say(f"ignored for target {result.target}: {', '.join(result.ignored)}")
+        given = "--use-om (the om is built already)" if result.used_om is not None else f"target {result.target}"
+        say(f"ignored for {given}: {', '.join(result.ignored)}")
     for note in result.notes:
         say(note)
     for line in result.findings:  # the precision plan's summary and the pre-check's findings
         say(line)
+    if result.dry_run and result.used_om is not None:
+        show(f"would record {result.artefact}: {result.target_reason}")
+        say("dry run: nothing written")
+        return
     if result.dry_run:
         if result.command:
             show(quote_command(result.command))
@@ -58,8 +66,12 @@ def convert(
         return
     converted = result.contract.converted
     assert converted is not None
-    show(f"wrote {result.artefact} ({converted.target}, {converted.precision_mode}, "
-         f"sha256 {converted.sha256[:12]}) in {result.seconds:.1f} s")
+    if result.used_om is not None:
+        show(f"recorded {result.artefact} ({result.target_reason}; {converted.precision_mode}, "
+             f"sha256 {converted.sha256[:12]})")
+    else:
+        show(f"wrote {result.artefact} ({converted.target}, {converted.precision_mode}, "
+             f"sha256 {converted.sha256[:12]}) in {result.seconds:.1f} s")
     io = ", ".join(f"{s.name} {s.dtype}" for s in (*converted.inputs, *converted.outputs))
     show(f"inputs/outputs: {io}")
     if result.aipp_file is not None:

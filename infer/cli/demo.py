@@ -13,6 +13,10 @@ def demo(
     output: Path = typer.Option(Path("demo-out"), "--output", "-o", help="The folder the demo writes into."),
     aipp: bool = typer.Option(False, "--aipp", help="The AIPP variant: [convert] aipp = true, the model takes "
                               "uint8 images and the NPU (the stand-in's AIPP stage) does the preprocessing."),
+    fp16_trouble: bool = typer.Option(False, "--fp16-trouble", help="The failure workflow: a model whose "
+                                      "force_fp16 conversion overflows inside; compare fails and --layerwise names "
+                                      "the op, tune-precision finds the ops to keep in fp32, and the pipeline run "
+                                      "again with its keep_dtype file passes."),
 ) -> None:
     """Run every stage on a built-in example model and image set, and print the verdict.
 
@@ -24,7 +28,8 @@ def demo(
     # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
     from infer.demo._run import run_demo
 
-    result = run_demo(output, on_step=show, on_stage=lambda outcome: show(outcome.line()), aipp=aipp)
+    result = run_demo(output, on_step=show, on_stage=lambda outcome: show(outcome.line()), aipp=aipp,
+                      fp16_trouble=fp16_trouble)
     pipeline = result.pipeline
     show(pipeline.verdict)
     if pipeline.report_html is not None:

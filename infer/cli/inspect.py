@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from infer.cli.console import out, print_json
+from infer.cli.console import out, print_json, table
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -54,7 +54,7 @@ def _print_precision_plan(model: Path, as_json: bool) -> None:
 
 def inspect(
     model: Path = typer.Argument(..., help="A checkpoint prefix or folder, a .meta, a frozen .pb, a SavedModel "
-                                 "folder, or a Keras .h5/.keras file."),
+                                 "folder, a Keras .h5/.keras file, or an Ascend .om."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout."),
     top: int = typer.Option(10, "--top", min=1, help="How many output candidates and op types to list."),
     precision: bool = typer.Option(False, "--precision", help="MODEL is a converted model.json: print its precision "
@@ -66,11 +66,19 @@ def inspect(
     and the outputs of a tf.data iterator. Output candidates are the nodes nothing consumes, minus saver,
     summary, initialiser, assert and training ops; softmax, sigmoid, argmax and logits-like nodes come first.
     With --precision, MODEL is a model.json infer convert wrote: its precision plan is printed instead.
+
+    An .om (read without CANN, both header versions): its header, inputs and outputs as the om stores them, AIPP,
+    dynamic gears, the output nodes ATC was given, op counts and the fusion map (each om op with the TF nodes
+    fused into it).
     """
     if precision:
         _print_precision_plan(model, as_json)
         return
-    from rich.table import Table
+    from infer.cli.om_inspect import inspect_om, is_om
+
+    if is_om(model):
+        inspect_om(model, as_json=as_json, top=top)
+        return
 
     # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
     from ckpt2pb.inspection import inspect_model
@@ -93,8 +101,8 @@ def inspect(
         console.print(report.note, markup=False)
 
     if report.signature:
-        signature = Table(title=f"Signature {report.signature_name} (its keys name tensors in --inputs and "
-                                "--outputs too)", title_justify="left")
+        signature = table(f"Signature {report.signature_name} (its keys name tensors in --inputs and --outputs "
+                          "too)")
         for column in ("key", "role"):
             signature.add_column(column)
         _tensor_column(signature, [entry.tensor for entry in report.signature])
@@ -107,7 +115,7 @@ def inspect(
             console.print(f"other signatures, not read (freeze takes {report.signature_name}): "
                           f"{', '.join(report.other_signatures)}", markup=False)
 
-    inputs = Table(title="Inputs", title_justify="left")
+    inputs = table("Inputs")
     _tensor_column(inputs, [item.tensor for item in report.placeholders])
     for column in ("dtype", "shape", "note"):
         inputs.add_column(column)
@@ -128,7 +136,7 @@ def inspect(
         inputs.add_row(item.tensor, item.dtype, _shape(item.shape), "; ".join(notes))
     _print_whole(console, inputs)
 
-    candidates = Table(title="Output candidates (most likely first)", title_justify="left")
+    candidates = table("Output candidates (most likely first)")
     candidates.add_column("#")
     keyed = any(c.signature_key for c in report.candidates[:top])
     if keyed:  # a SavedModel's outputs: the key is the name its users know
@@ -143,7 +151,7 @@ def inspect(
     if len(report.candidates) > top:
         console.print(f"... {len(report.candidates) - top} more (--top N, or --json)", markup=False)
 
-    histogram = Table(title="Op types", title_justify="left")
+    histogram = table("Op types")
     histogram.add_column("op")
     histogram.add_column("count", justify="right")
     for op, count in report.op_histogram[:top]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from atc_wrap.precision_plan import PrecisionPlan
+from infer.cli.console import table as titled_table
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -16,12 +17,10 @@ _COLUMNS = ("node", "op", "Ascend op", "engine", "dtype", "decided by", "why")
 
 def print_plan(plan: PrecisionPlan, console: Console) -> None:
     """The summary lines, then the whole plan as a table no narrower than its node names."""
-    from rich.table import Table
-
     for line in plan.summary():
         console.print(line, markup=False)
     console.print(f"operator table: {plan.family}, {plan.table_date} ({plan.table_source})", markup=False)
-    table = Table(title=f"Precision plan: {plan.where()}", title_justify="left")
+    table = titled_table(f"Precision plan: {plan.where()}")
     widths = {"node": max((len(e.node) for e in plan.ops), default=4),
               "why": min(_WHY_WIDTH, max((len(e.why) for e in plan.ops), default=3))}
     for column in _COLUMNS:

@@ -27,6 +27,7 @@ from infer.compare._expected import (
     expected_error,
     stand_in_available,
 )
+from infer.compare._fp16_grid import outputs_on_fp16_grid
 from infer.compare._golden import CACHE_FOLDER, tensorflow_golden
 from infer.compare._labels import labels_for_samples
 from infer.compare._layerwise import check_layerwise, compare_layers
@@ -41,11 +42,13 @@ from infer.compare._provenance import (
 )
 from infer.compare._reports import output_folder
 from infer.compare._sources import OutputPair, check_run_folder, output_pairs, resolve_run_folder, written_specs
+from infer.compare._tool_outputs import ActualFolder, actual_outputs
 from infer.compare._topk import is_classifier
 from infer.compare.options import CompareOptions, CompareProgress
 from infer.compare.result import CompareResult, OutputResult
 from infer.compare.thresholds import Thresholds
 from infer.contract import ModelContract, as_contract
+from infer.om import check_om_bins, with_om_descriptors
 
 log = logging.getLogger(__name__)
 
@@ -109,14 +112,18 @@ def _wants_expected(contract: ModelContract, options: CompareOptions) -> bool:
 def compare_run_folders(contract: ModelContract, manifest: DatasetManifest, actual_dir: Path, golden_dir: Path,
                         options: CompareOptions, *, golden_source: str = "given",
                         cache_root: Path | None = None, progress: CompareProgress | None = None,
-                        preprocessing: tuple[AippCheck, ...] | None = None) -> CompareResult:
+                        preprocessing: tuple[AippCheck, ...] | None = None,
+                        actual_side: Side | None = None) -> CompareResult:
     """Both sides already on disk in msame's layout: the converted model's outputs and TensorFlow's.
 
     `preprocessing` is the AIPP check of this contract's AIPP config on `manifest` when the caller has it already
-    (tune-precision compares many candidates that share both); None to make it here."""
-    actual_dir = resolve_run_folder(actual_dir, what="--actual")
+    (tune-precision compares many candidates that share both); None to make it here. `actual_side` is who wrote
+    `actual_dir` when the caller read that already (a tool's own folder, staged in infer's layout)."""
+    if actual_side is None:
+        actual_dir = resolve_run_folder(actual_dir, what="--actual")
     golden_dir = resolve_run_folder(golden_dir, what="--golden")
-    actual, golden = run_side(contract, actual_dir, "actual"), run_side(contract, golden_dir, "golden")
+    actual = actual_side or run_side(contract, actual_dir, "actual")
+    golden = run_side(contract, golden_dir, "golden")
     if golden_source != "given":
         golden = tensorflow_side(contract, golden_dir)
     if not options.allow_same_backend:
@@ -129,11 +136,15 @@ def _compare_sides(contract: ModelContract, manifest: DatasetManifest, actual: S
                    options: CompareOptions, *, golden_source: str, cache_root: Path | None,
                    progress: CompareProgress | None, preprocessing: tuple[AippCheck, ...] | None) -> CompareResult:
     """The comparison of two resolved run folders whose sides were checked (`refuse_same_backend`)."""
-    actual_dir, golden_dir = Path(actual.run_folder), Path(golden.run_folder)
+    actual_dir, golden_dir = actual.outputs_folder, Path(golden.run_folder)
     labels = dataset_labels(options.labels, manifest, contract.outputs)
     if preprocessing is None:
         preprocessing = check_aipp(contract, manifest)
     outputs = _measure(contract, manifest, actual_dir, golden_dir, options, labels, progress)
+    fp16_grid: tuple[str, ...] = ()
+    if contract.converted is not None and contract.converted.target == "om":  # what the chip computed in
+        fp16_grid = outputs_on_fp16_grid(actual_dir, written_specs(actual_dir, contract.model_outputs, manifest,
+                                                                   what="--actual"), manifest)
     expected: tuple[ExpectedError, ...] = ()
     if _wants_expected(contract, options):
         expected = _expected_errors(contract, manifest, golden_dir, options, outputs, cache_root, progress)
@@ -142,11 +153,11 @@ def _compare_sides(contract: ModelContract, manifest: DatasetManifest, actual: S
     provenance = make_provenance(contract, manifest, golden, actual, {n: thresholds.limits(n) for n in names},
                                  {n: thresholds.sample_limits(n) for n in names})
     return CompareResult(
-        contract=str(contract.path), dataset=str(manifest.root), actual_dir=str(actual_dir),
+        contract=str(contract.path), dataset=str(manifest.root), actual_dir=actual.run_folder,
         golden_dir=str(golden_dir), golden_source=golden_source, samples=manifest.samples,
         padding=manifest.padding, outputs=outputs, provenance=provenance,
         per_sample_asked=thresholds.per_sample_asked, expected=expected, expected_asked=options.fail_on_expected,
-        preprocessing=preprocessing, random_ops=dict(contract.random_ops),
+        preprocessing=preprocessing, random_ops=dict(contract.random_ops), fp16_grid=fp16_grid,
     )
 
 
@@ -190,21 +201,24 @@ def _compare_whole(model: ModelContract | Path | str, dataset: DatasetManifest |
                    golden: Path | None, options: CompareOptions, dump_golden: Path | None,
                    cache_root: Path | None, on_golden_run: Callable[[], None] | None,
                    progress: CompareProgress | None) -> CompareResult:
-    contract, actual = as_contract(model), Path(actual)
+    # An om's outputs are read, and its bins checked, by the om's own descriptors.
+    contract, actual = with_om_descriptors(as_contract(model)), Path(actual)
     # A SavedModel's signature keys name its outputs in --threshold too (note:cosine=0.999).
     options = replace(options, thresholds=options.thresholds.naming_tensors(
         contract.signature_keys, [s.name for s in contract.outputs]))
     manifest = load_manifest(dataset_folder(dataset))
+    check_om_bins(manifest, contract)  # bins the om could not have taken: its outputs are not theirs
     # The bins both runs read: one changed since dump-bin (same size, other bytes) makes the outputs describe
-    # another dataset than the one named. Hashed beside the comparison.
-    with digests_checked_beside(manifest) as bins_unchanged:
-        result = _compare(contract, manifest, actual, golden, options, dump_golden, cache_root,
+    # another dataset than the one named. Hashed beside the comparison. A tool's own folder is staged in infer's
+    # layout for as long as the comparison reads it.
+    with digests_checked_beside(manifest) as bins_unchanged, actual_outputs(contract, manifest, actual) as found:
+        result = _compare(contract, manifest, found, golden, options, dump_golden, cache_root,
                           on_golden_run, progress)
         bins_unchanged()
     return result
 
 
-def _compare(contract: ModelContract, manifest: DatasetManifest, actual: Path, golden: Path | None,
+def _compare(contract: ModelContract, manifest: DatasetManifest, actual: ActualFolder, golden: Path | None,
              options: CompareOptions, dump_golden: Path | None, cache_root: Path | None,
              on_golden_run: Callable[[], None] | None, progress: CompareProgress | None) -> CompareResult:
     layerwise = options.layerwise
@@ -214,15 +228,14 @@ def _compare(contract: ModelContract, manifest: DatasetManifest, actual: Path, g
     if options.fail_on_expected or options.expected_from_emulation:
         check_emulation_possible(contract)
     if golden is not None:
-        result = compare_run_folders(contract, manifest, actual, Path(golden), options, cache_root=cache_root,
-                                     progress=progress)
+        result = compare_run_folders(contract, manifest, actual.folder, Path(golden), options, cache_root=cache_root,
+                                     progress=progress, actual_side=actual.side)
     else:
         # What the user named is checked before TensorFlow runs (seconds to minutes) rather than after it.
-        actual_dir = resolve_run_folder(actual, what="--actual")
-        check_run_folder(actual_dir, contract.model_outputs, manifest, what="--actual")
+        check_run_folder(actual.folder, contract.model_outputs, manifest, what="--actual")
         if layerwise:
             check_layerwise(contract)
-        actual_side = run_side(contract, actual_dir, "actual")
+        actual_side = actual.side
         if not options.allow_same_backend:
             refuse_same_backend(contract, actual_side, tensorflow_side(contract))
         options.thresholds.check_outputs([s.name for s in contract.outputs])

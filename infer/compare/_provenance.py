@@ -41,11 +41,21 @@ class Side:
     model_sha256: str
     precision_mode: str = ""  # the converted model's precision mode; "" for the frozen pb
     recorded: bool = True  # False: no run.json, so backend and model are what model.json says, not what ran
+    chip: str = ""  # the chip the om names itself (its soc_version); "" for any other model
+    read_from: str = ""  # where the outputs are read: a staged copy in infer's layout of a tool's own folder
+    layout: str = ""  # a tool's own folder: its files' formats and how they were matched to the dataset
+
+    @property
+    def outputs_folder(self) -> Path:
+        """The folder whose ``<stem>_output_<i>.bin`` files the comparison reads."""
+        return Path(self.read_from or self.run_folder)
 
     def describe(self) -> str:
-        """``onnxrt model.onnx force_fp16 (5e6f7a8b)``."""
+        """``onnxrt model.onnx force_fp16 (5e6f7a8b)``; ``msame model.om on Ascend310 (from the om) ...``."""
         backend = self.backend or "unrecorded backend"
         words = [backend, Path(self.model).name or "unknown model"]
+        if self.chip:
+            words.append(f"on {self.chip} (from the om)")
         if self.precision_mode:
             words.append(self.precision_mode)
         sha = self.model_sha256[:8] or "no sha256"
@@ -54,7 +64,7 @@ class Side:
     def to_json(self) -> dict[str, Any]:
         return {"role": self.role, "run_folder": self.run_folder, "backend": self.backend, "model": self.model,
                 "model_sha256": self.model_sha256, "precision_mode": self.precision_mode,
-                "recorded_in_run_json": self.recorded}
+                "recorded_in_run_json": self.recorded, "chip": self.chip, "layout": self.layout}
 
 
 def _precision(contract: ModelContract, sha256: str) -> str:
@@ -98,8 +108,8 @@ def refuse_same_backend(contract: ModelContract, actual: Side, golden: Side) -> 
         raise SameBackendError(
             f"{contract.path}: the model was never converted, so --actual {actual.run_folder} holds outputs of the "
             "frozen graph, as the golden side does; the comparison would prove nothing about a conversion",
-            hint="infer convert records the converted model in model.json; --allow-same-backend compares the "
-                 "frozen graph with itself on purpose")
+            hint="infer convert records the converted model in model.json (--use-om FILE.om an om built "
+                 "elsewhere); --allow-same-backend compares the frozen graph with itself on purpose")
 
 
 @dataclass(frozen=True)

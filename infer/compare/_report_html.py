@@ -19,6 +19,7 @@ from typing import Any
 from binio.atomic import write_bytes_atomic
 from infer.compare.metric_names import shown, shown_limit
 from infer.compare.result import CompareResult, LayerwiseResult, OutputResult, PlotData, fp16_cause
+from infer.compare.thresholds import DEFAULT_THRESHOLDS
 
 REPORT_HTML = "report.html"
 _COSINE = "CosineSimilarity"
@@ -27,13 +28,30 @@ _SHOWN = {"CosineSimilarity": "cosine", "RelativeEuclideanDistance": "RED", "Kul
           "RootMeanSquareError": "RMSE", "MeanRelativeError": "MeanRE", "MaxAbsoluteError": "MaxAbsErr",
           "MeanAbsoluteError": "MeanAbsErr", "MaxRelativeError": "MaxRE", "AllclosePassRate": "allclose"}
 _STYLE = """
-body { font-family: sans-serif; margin: 2em; color: #222; }
-table { border-collapse: collapse; margin: 1em 0; font-size: 90%; }
-td, th { border: 1px solid #bbb; padding: 3px 8px; text-align: right; }
-th { background: #eee; } td.name { text-align: left; font-family: monospace; } th:first-child { text-align: left; }
+* { box-sizing: border-box; }
+body { font-family: system-ui, sans-serif; margin: 0 auto; padding: 1em 2em; max-width: 1400px; color: #222;
+       line-height: 1.4; overflow-wrap: anywhere; }
+header { border-bottom: 1px solid #ddd; padding-bottom: 0.5em; margin-bottom: 1em; }
+h1 { font-size: 1.5em; margin: 0.2em 0; } h2 { font-size: 1.2em; margin-top: 1.5em; } h3 { font-size: 1.05em; }
+.badge { display: inline-block; padding: 0.1em 0.8em; border-radius: 1em; font-weight: bold; color: #fff;
+         vertical-align: middle; font-size: 0.75em; letter-spacing: 0.05em; margin-left: 0.4em; }
+p.verdict { color: #555; font-size: 85%; }
+.badge.pass { background: #1a7f37; color: #fff; } .badge.fail { background: #cf222e; color: #fff; }
+dl.sides { display: grid; grid-template-columns: max-content 1fr; gap: 0.1em 1em; margin: 0.5em 0; }
+dl.sides dt { font-weight: bold; } dl.sides dd { margin: 0; font-family: monospace; }
+ul.reasons { margin: 0.3em 0; padding-left: 1.2em; color: #cf222e; }
+.scroll { overflow-x: auto; max-width: 100%; }
+table { border-collapse: collapse; margin: 0.5em 0; font-size: 90%; }
+td, th { border: 1px solid #bbb; padding: 3px 8px; text-align: right; white-space: nowrap; overflow-wrap: normal; }
+th { background: #eee; } td.name { text-align: left; font-family: monospace; }
+th:first-child { text-align: left; }
 .pass { color: #1a7f37; font-weight: bold; } .fail { color: #cf222e; font-weight: bold; }
-tr.first td { background: #ffe0e0; } img { max-width: 32%; margin: 0.3em; border: 1px solid #ddd; }
-img.wide { max-width: 66%; }
+tr.first td { background: #ffe0e0; }
+table.facts td.name { white-space: normal; overflow-wrap: anywhere; text-align: left; }
+.plots { display: flex; flex-wrap: wrap; gap: 0.5em; }
+.plots img { flex: 1 1 300px; min-width: 0; max-width: 100%; height: auto; border: 1px solid #ddd; }
+.plots img.wide { flex-basis: 100%; }
+@media (max-width: 700px) { body { padding: 0.5em; } .plots img { flex-basis: 100%; } }
 """
 
 
@@ -80,22 +98,34 @@ def _histogram(output: OutputResult) -> str:
     return _png(draw)
 
 
+# 1 - cosine is drawn on a log axis: near 1, a cosine axis needs an offset (matplotlib's "1e-8+1" with ticks
+# read as -5..0), and an exact batch (1 - cosine = 0) sits on this floor instead of falling off the axis.
+_EXACT = 1e-16
+
+
+def distances(cosines: list[float]) -> list[float]:
+    """1 - cosine for a log axis: an exact value (1 - cosine <= 0) on the floor; NaN stays NaN."""
+    return [max(1.0 - c, _EXACT) if not math.isnan(c) else math.nan for c in cosines]
+
+
 def _cosine_per_batch(output: OutputResult) -> str:
     def draw(axes: Any) -> None:
-        values = [b.metrics.cosine_similarity for b in output.batches]
+        values = distances([b.metrics.cosine_similarity for b in output.batches])
         axes.plot(range(len(values)), values, marker="o", markersize=3)
+        axes.set_yscale("log")
         limit = output.limits.get("CosineSimilarity")
         if limit is not None:
-            axes.axhline(limit, color="#cf222e", linestyle="--", label=f"threshold {limit:g}")
+            axes.axhline(max(1.0 - limit, _EXACT), color="#cf222e", linestyle="--",
+                         label=f"threshold (cosine {shown_limit(limit)})")
         undefined = [i for i, v in enumerate(values) if math.isnan(v)]
-        if undefined:  # a NaN draws no point: mark those batches on the plot's floor
-            floor = min([v for v in values if not math.isnan(v)] + ([limit] if limit is not None else []), default=0.0)
-            axes.plot(undefined, [floor] * len(undefined), "x", color="#cf222e", label=f"NaN ({len(undefined)})")
+        if undefined:  # a NaN draws no point: mark those batches at the top of the plot
+            top = max([v for v in values if not math.isnan(v)] + [1.0])
+            axes.plot(undefined, [top] * len(undefined), "x", color="#cf222e", label=f"NaN ({len(undefined)})")
         if limit is not None or undefined:
             axes.legend(fontsize=8)
         axes.set_xlabel("batch")
-        axes.set_ylabel("cosine similarity")
-        axes.set_title(f"{output.name}: cosine per batch", fontsize=9)
+        axes.set_ylabel("1 - cosine similarity (log)")
+        axes.set_title(f"{output.name}: cosine distance per batch (lower is better)", fontsize=9)
 
     return _png(draw)
 
@@ -128,6 +158,8 @@ def worst_bars(output: OutputResult) -> tuple[tuple[str, ...], tuple[float, ...]
 
 
 def _worst_plot(output: OutputResult) -> str:
+    from matplotlib.ticker import MaxNLocator
+
     labels, lengths, defined = worst_bars(output)
 
     def draw(axes: Any) -> None:
@@ -135,11 +167,18 @@ def _worst_plot(output: OutputResult) -> str:
         axes.barh([f"#{i + 1}: {label}" for i, label in enumerate(labels)][::-1], lengths[::-1],
                   color=["#4c72b0" if ok else "#cf222e" for ok in defined][::-1])
         axes.set_xlabel("1 - cosine similarity")
+        axes.xaxis.set_major_locator(MaxNLocator(4))  # long labels such as 0.0025 would overlap
         axes.set_ylabel("rank: sample")
         undefined = "" if all(defined) else "; red: NaN cosine"
         axes.set_title(f"{output.name}: worst samples by cosine, worst on top{undefined}", fontsize=9)
 
     return _png(draw)
+
+
+def _table(rows: str, css_class: str = "") -> str:
+    """A table that scrolls sideways inside its own box on a narrow screen, never the page."""
+    klass = f" class='{css_class}'" if css_class else ""
+    return f"<div class='scroll'><table{klass}>{rows}</table></div>"
 
 
 def _metrics_table(result: CompareResult) -> str:
@@ -154,7 +193,7 @@ def _metrics_table(result: CompareResult) -> str:
         rows.append(f'<tr><td class="name">{html.escape(output.name)}</td>{cells}'
                     f"<td>{counts.nan_actual + counts.inf_actual}</td><td>{fp16_cause(output, result.layerwise)}"
                     f"</td><td>{verdict}</td></tr>")
-    return f"<table><tr>{head}</tr>{''.join(rows)}</table>"
+    return _table(f"<tr>{head}</tr>{''.join(rows)}")
 
 
 def _output_section(output: OutputResult) -> str:
@@ -165,17 +204,19 @@ def _output_section(output: OutputResult) -> str:
     parts.append(f"<p>StandardDeviation (mean;std): actual ({shown(sd.actual_mean)};{shown(sd.actual_std)}), golden "
                  f"({shown(sd.golden_mean)};{shown(sd.golden_std)}); {sd.elements} elements; allclose atol="
                  f"{sd.atol:g} rtol={sd.rtol:g}</p>")
-    parts.append(_histogram(output) + _cosine_per_batch(output) + _scatter(output))
+    plots = [_histogram(output), _cosine_per_batch(output), _scatter(output)]
     if output.worst_samples:
-        parts.append(_worst_plot(output))
+        plots.append(_worst_plot(output))
+    parts.append(f"<div class='plots'>{''.join(plots)}</div>")
+    if output.worst_samples:
         rows = "".join(f"<tr><td>{s.sample}</td><td class='name'>{html.escape(s.source)}</td>"
                        f"<td class='name'>{s.stem}</td><td>{s.row}</td>"
                        f"<td>{shown(s.cosine_similarity, _COSINE)}</td><td>{shown(s.max_absolute_error)}</td>"
                        f"<td>{shown(s.root_mean_square_error)}</td><td>{shown(s.relative_euclidean_distance)}</td></tr>"
                        for s in output.worst_samples)
-        parts.append("<h3>Worst samples (ranked by cosine, ties by max abs error)</h3><table><tr><th>sample</th>"
-                     "<th>source</th><th>batch</th><th>row</th><th>cosine</th><th>max abs error</th><th>RMSE</th>"
-                     f"<th>RED</th></tr>{rows}</table>")
+        parts.append("<h3>Worst samples (ranked by cosine, ties by max abs error)</h3>" + _table(
+                     "<tr><th>sample</th><th>source</th><th>batch</th><th>row</th><th>cosine</th><th>max abs error"
+                     f"</th><th>RMSE</th><th>RED</th></tr>{rows}"))
     limits = ", ".join(f"{name} {shown_limit(limit)}" for name, limit in output.sample_limits.items()) or "none"
     failing = len(output.failing_samples)
     worst = f"; worst: {html.escape(output.worst_failing.describe())}" if output.worst_failing is not None else ""
@@ -194,6 +235,36 @@ def _output_section(output: OutputResult) -> str:
     return "\n".join(parts)
 
 
+def layer_points(layers: LayerwiseResult) -> tuple[tuple[float, ...], int | None]:
+    """What the error-along-the-network picture draws: each compared tensor's RelativeEuclideanDistance in graph
+    order (an exact one on the floor), and the position of the first tensor to diverge."""
+    matched = layers.matched
+    red = tuple(max(r.metrics.relative_euclidean_distance, _EXACT) if r.metrics else math.nan for r in matched)
+    return red, next((i for i, r in enumerate(matched) if r.first_failing), None)
+
+
+def _error_along_the_network(layers: LayerwiseResult) -> str:
+    from matplotlib.ticker import MaxNLocator
+
+    red, first = layer_points(layers)
+
+    def draw(axes: Any) -> None:
+        axes.plot(range(len(red)), red, marker="o", markersize=3, label="RED per tensor")
+        axes.set_yscale("log")
+        axes.axhline(DEFAULT_THRESHOLDS["RelativeEuclideanDistance"], color="#cf222e", linestyle="--",
+                     label="msit's RED limit")
+        if first is not None:
+            axes.plot([first], [red[first]], "*", markersize=14, color="#cf222e",
+                      label=f"first to diverge: {layers.matched[first].tensor}")
+        axes.legend(fontsize=8)
+        axes.xaxis.set_major_locator(MaxNLocator(integer=True))
+        axes.set_xlabel("compared tensor (graph order)")
+        axes.set_ylabel("relative euclidean distance (log)")
+        axes.set_title("error along the network", fontsize=9)
+
+    return _png(draw, width=10.0, height=3.6, css_class="wide")
+
+
 def _layerwise_section(layers: LayerwiseResult) -> str:
     first = layers.first_failing
     lines = [("first tensor to diverge" + (" (a warning: the outputs pass)" if layers.is_warning else "")
@@ -210,14 +281,7 @@ def _layerwise_section(layers: LayerwiseResult) -> str:
              "<p>" + "<br>".join(lines) + "</p>"]
     matched = layers.matched
     if matched:
-        def draw(axes: Any) -> None:
-            axes.plot(range(len(matched)), [r.metrics.cosine_similarity if r.metrics else math.nan for r in matched],
-                      marker="o", markersize=3)
-            axes.set_xlabel("tensor (graph order)")
-            axes.set_ylabel("cosine similarity")
-            axes.set_title("cosine per tensor", fontsize=9)
-
-        parts.append(_png(draw, width=8.0, css_class="wide"))
+        parts.append(f"<div class='plots'>{_error_along_the_network(layers)}</div>")
     rows = []
     for row in layers.rows:
         klass = " class='first'" if row.first_failing else ""
@@ -229,8 +293,8 @@ def _layerwise_section(layers: LayerwiseResult) -> str:
                      f"<td>{shown(m.relative_euclidean_distance)}</td>")
         rows.append(f"<tr{klass}><td class='name'>{html.escape(row.tensor)}</td><td class='name'>{row.op_type}</td>"
                     f"{cells}</tr>")
-    parts.append("<table><tr><th>tensor</th><th>op</th><th>cosine</th><th>max abs error</th><th>RED</th></tr>"
-                 + "".join(rows) + "</table>")
+    parts.append(_table("<tr><th>tensor</th><th>op</th><th>cosine</th><th>max abs error</th><th>RED</th></tr>"
+                        + "".join(rows)))
     return "\n".join(parts)
 
 
@@ -246,16 +310,26 @@ def _provenance_section(result: CompareResult) -> str:
     sample_limits = "; ".join(f"{name}: " + ", ".join(f"{m} {shown_limit(v)}" for m, v in limits.items())
                               for name, limits in p.sample_thresholds.items())
     rows = [("infer version", p.infer_version), ("date", p.date), ("golden", p.golden.describe()),
-            ("golden model sha256", p.golden.model_sha256), ("actual", p.actual.describe()),
-            ("actual model sha256", p.actual.model_sha256), ("frozen pb sha256", p.pb_sha256),
-            ("converted model sha256", p.converted_sha256 or "not converted"),
+            ("actual", p.actual.describe()), *_sha256_rows(p),
             ("precision mode", p.precision_mode or "none (fp32 graph)"), ("emulation", emulation),
             ("dataset", f"{p.dataset} ({p.samples} samples)"), ("dataset sha256", p.dataset_sha256),
             ("thresholds", thresholds), ("per-sample limits", sample_limits + (
                 " (fail the run)" if result.per_sample_asked else " (counted, not failing the run)")),
             *(("sample order", o.describe(shown=5)) for o in p.sample_order)]
     cells = "".join(f"<tr><th>{html.escape(k)}</th><td class='name'>{html.escape(v)}</td></tr>" for k, v in rows)
-    return f"<h2>Compared</h2><table>{cells}</table>"
+    return f"<h2>Compared</h2>{_table(cells, 'facts')}"
+
+
+def _sha256_rows(p: Any) -> list[tuple[str, str]]:
+    """Each model's sha256 once, with every name it goes by: the golden run's model is the frozen pb, the actual
+    run's the converted model, most of the time."""
+    named: dict[str, list[str]] = {}
+    for name, digest in (("frozen pb", p.pb_sha256), ("golden model", p.golden.model_sha256),
+                         ("converted model", p.converted_sha256), ("actual model", p.actual.model_sha256)):
+        if digest:
+            named.setdefault(digest, []).append(name)
+    rows = [(f"{' = '.join(names)} sha256", digest) for digest, names in named.items()]
+    return rows if p.converted_sha256 else [*rows, ("converted model", "not converted")]
 
 
 def _titled_table(title: str, headers: tuple[str, ...], rows: list[str]) -> str:
@@ -263,7 +337,7 @@ def _titled_table(title: str, headers: tuple[str, ...], rows: list[str]) -> str:
     if not rows:
         return ""
     head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
-    return f"<h2>{html.escape(title)}</h2><table><tr>{head}</tr>{''.join(rows)}</table>"
+    return f"<h2>{html.escape(title)}</h2>" + _table(f"<tr>{head}</tr>{''.join(rows)}")
 
 
 def _expected_section(result: CompareResult) -> str:
@@ -285,15 +359,27 @@ def _preprocessing_section(result: CompareResult) -> str:
         "input", "max |diff| per channel", "limit", "check", "settings that differ"), rows)
 
 
+def _header(result: CompareResult) -> str:
+    """The verdict as a badge, then what was compared with what and why it failed: what a reader looks at first."""
+    verdict = "PASSED" if result.passed else "FAILED"
+    badge = f"<span class='badge {'pass' if result.passed else 'fail'}'>{verdict}</span>"
+    p = result.provenance
+    sides = [("actual", p.actual.describe() if p else result.actual_dir),
+             ("golden", p.golden.describe() if p else result.golden_dir),
+             ("model", result.contract), ("dataset", f"{result.dataset} ({result.samples} samples, "
+                                                     f"{result.padding} padding rows left out)")]
+    if result.random_ops:
+        sides.append(("random ops", ", ".join(f"{n} ({op})" for n, op in sorted(result.random_ops.items()))))
+    listed = "".join(f"<dt>{html.escape(k)}</dt><dd>{html.escape(v)}</dd>" for k, v in sides)
+    reasons = "" if result.passed else "<ul class='reasons'>" + "".join(
+        f"<li>{html.escape(r)}</li>" for r in result.fail_reasons) + "</ul>"
+    return (f"<header><h1>infer compare {badge}</h1><dl class='sides'>{listed}</dl>{reasons}"
+            f"<p class='verdict'>{html.escape(result.verdict_line())}</p></header>")
+
+
 def render_html(result: CompareResult) -> str:
-    verdict_class = "pass" if result.passed else "fail"
     body = [
-        "<h1>infer compare</h1>",
-        f"<p class='{verdict_class}'>{html.escape(result.verdict_line())}</p>",
-        _provenance_section(result),
-        f"<p>model {html.escape(result.contract)}<br>dataset {html.escape(result.dataset)} ({result.samples} "
-        f"samples, {result.padding} padding rows left out)<br>actual {html.escape(result.actual_dir)}<br>golden "
-        f"{html.escape(result.golden_dir)} ({result.golden_source})</p>",
+        _header(result),
         _metrics_table(result),
         _preprocessing_section(result),
         _expected_section(result),
@@ -301,8 +387,11 @@ def render_html(result: CompareResult) -> str:
     ]
     if result.layerwise is not None:
         body.append(_layerwise_section(result.layerwise))
-    return (f"<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>infer compare</title><style>{_STYLE}</style>"
-            f"</head><body>\n" + "\n".join(body) + "\n</body></html>\n")
+    body.append(_provenance_section(result))
+    return ("<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
+            "<meta name='viewport' content='width=device-width, initial-scale=1'>"
+            f"<title>infer compare: {'PASSED' if result.passed else 'FAILED'}</title><style>{_STYLE}</style>"
+            "</head><body>\n" + "\n".join(body) + "\n</body></html>\n")
 
 
 def write_report_html(result: CompareResult, folder: Path) -> Path:

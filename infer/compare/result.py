@@ -108,11 +108,13 @@ class OutputResult:
 def fp16_cause(output: OutputResult, layers: LayerwiseResult | None) -> str:
     """The fp16 column of the terminal table and the HTML report: ``ok``; ``overflow`` where TF's own values are
     past 65504; otherwise, for inf/NaN where TF is finite, the cause --layerwise found among the tensors this output
-    is computed from (overflow, underflow, NaN from inf), or ``inf/NaN`` without it."""
+    is computed from (overflow, underflow, NaN from inf), or ``inf/NaN`` without it; and where the output is finite
+    but --layerwise found inf/NaN among those tensors (x / sqrt(sum(x*x)) with the sum past 65504 gives 0s, not
+    inf), that cause, ``inside``."""
     counts = output.metrics.counts
     finding = layers.nonfinite_by_output.get(output.name) if layers is not None else None
-    if finding is not None and counts.nonfinite_actual_where_golden_finite:
-        return finding.cause
+    if finding is not None:
+        return finding.cause if counts.nonfinite_actual_where_golden_finite else f"{finding.cause} inside"
     if counts.beyond_fp16_golden:
         return "overflow"  # TF's own values are past 65504: fp16 cannot hold them
     return "inf/NaN" if counts.nonfinite_actual_where_golden_finite else "ok"
@@ -138,6 +140,7 @@ class CompareResult:
     expected_asked: bool = False  # an output worse than its emulated precision explains fails the run
     preprocessing: tuple[AippCheck, ...] = ()  # a model with AIPP: its output against the declared preprocessing
     random_ops: dict[str, str] = field(default_factory=dict)  # node -> op: the model draws random numbers
+    fp16_grid: tuple[str, ...] = ()  # an om's float32 outputs whose every value equals its float16 rounding
 
     @property
     def failures(self) -> tuple[Failure, ...]:
@@ -238,6 +241,9 @@ class CompareResult:
         summary = self.sample_summary()
         if summary:
             parts.append(summary)
+        if self.fp16_grid:  # the om computed in fp16, whatever dtype it wrote its outputs in
+            parts.append(f"actual values on the fp16 grid: every value of {', '.join(self.fp16_grid)} equals its "
+                         "float16 rounding")
         parts += [e.summary() for e in self.expected]
         return " | ".join(parts)
 
@@ -251,6 +257,7 @@ class CompareResult:
                         for o in self.outputs],
             "layerwise": None if self.layerwise is None else self.layerwise.to_json(),
             "dumped_golden": self.dumped_golden or None, "random_ops": dict(self.random_ops),
+            "actual_on_fp16_grid": list(self.fp16_grid),
             "verdict_line": self.verdict_line(),
             "provenance": None if self.provenance is None else self.provenance.to_json(),
             "samples_failing_on_their_own": self.samples_failing, "per_sample_fails_run": self.per_sample_asked,

@@ -27,7 +27,9 @@ from binio.memory import check_fits
 from ckpt2pb.protobuf import read_graph_def
 from infer.aipp import AIPP_FILE, aipp_config_for, aipp_record
 from infer.contract import ConvertedInfo, ModelContract, as_contract
+from infer.convert._om_record import with_om_record
 from infer.convert._precheck import prepare
+from infer.convert._use_om import use_om
 from infer.convert.options import TARGETS, ConvertOptions
 from infer.convert.result import ConvertResult
 
@@ -37,6 +39,8 @@ def convert_model(model: ModelContract | Path | str, options: ConvertOptions | N
     contract = as_contract(model)
     options = options or ConvertOptions()
     contract.check_pb_unchanged()
+    if options.use_om is not None:
+        return use_om(contract, options)
     check_precision_mode(options.precision_mode)
     _check_batch_fits(contract)
     check_mixlist_mode(options.modify_mixlist, options.precision_mode)
@@ -174,12 +178,12 @@ def _convert_om(contract: ModelContract, options: ConvertOptions, reason: str) -
         "atc_args": list(options.atc_args), "seconds": round(run.seconds, 3), "warnings": list(run.warnings),
     }
     _with_aipp(settings, options, aipp, aipp_file, contract.folder)
-    converted = ConvertedInfo(
+    converted = with_om_record(contract, ConvertedInfo(
         target="om", path=_relative(om, contract.folder), sha256=sha256_file(om), inputs=command.inputs,
         outputs=command.outputs, soc_version=options.soc_version, precision_mode=options.precision_mode,
         command=run.argv, settings=settings,
         precision_plan=prepared.plan.to_json() if prepared.plan is not None else None,
-    )
+    ))
     saved = contract.with_converted(converted).save()
     return ConvertResult(contract=saved, target="om", artefact=om, target_reason=reason, command=run.argv,
                          ignored=ignored, notes=notes, seconds=run.seconds, aipp_file=aipp_file,

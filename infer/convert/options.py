@@ -23,6 +23,10 @@ class ConvertOptions:
 
     target: str | None = setting(None, unset="auto", shown="om where atc is found, else onnx",
                                  help="om (ATC) or onnx (the ONNX Runtime stand-in).")
+    use_om: Path | None = setting(None, unset="", help="Record this om, built elsewhere (ATC on another machine), "
+                                                      "instead of converting: its inputs and outputs are checked "
+                                                      "against the frozen pb's, its own dtypes recorded, and it is "
+                                                      "copied into the model folder when outside it.")
     output: Path | None = setting(None, short="-o", toml=False, shown="beside model.json, named after the pb",
                                   help="The converted model's path (.om / .onnx appended when missing).")
     soc_version: str = setting("", shown=f"required for om; the stand-in assumes {ASSUMED_SOC_VERSION}",

@@ -25,3 +25,5 @@ class ConvertResult:
     aipp_file: Path | None = None  # the aipp.cfg written (or, for a dry run, that would be)
     plan: PrecisionPlan | None = None  # each op's dtype on the chip (None: a chip without an operator table)
     findings: tuple[str, ...] = ()  # the plan's summary and the pre-check's findings, a line each
+    used_om: Path | None = None  # --use-om: the om built elsewhere that was recorded (before any copy)
+    copied: bool = False  # --use-om: the om was copied into the model folder (`artefact` is the copy)

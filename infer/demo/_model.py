@@ -67,8 +67,9 @@ def _bottleneck(tf: Any, x: Any, name: str, width: int, out_channels: int, strid
         return tf.nn.relu(y + shortcut, name="out")
 
 
-def _settings(seed: int, steps: int, batch: int) -> dict[str, int]:
-    return {"seed": seed, "steps": steps, "batch": batch, "image_size": IMAGE_SIZE, "classes": len(CLASSES)}
+def _settings(seed: int, steps: int, batch: int, trouble: bool) -> dict[str, int]:
+    return {"seed": seed, "steps": steps, "batch": batch, "image_size": IMAGE_SIZE, "classes": len(CLASSES),
+            "fp16_trouble": int(trouble)}
 
 
 def _demo_model(prefix: Path, accuracy: float) -> DemoModel:
@@ -99,14 +100,16 @@ def _reusable(folder: Path, settings: dict[str, int]) -> DemoModel | None:
         return None
 
 
-def build_demo_model(folder: Path, *, seed: int = 0, steps: int = 30, batch: int = 32) -> DemoModel:
+def build_demo_model(folder: Path, *, seed: int = 0, steps: int = 30, batch: int = 32,
+                     fp16_trouble: bool = False) -> DemoModel:
     """Builds, trains for `steps` Adam steps, and saves ``folder/model.ckpt`` (+ .meta, .index, .data); reuses
-    the one already there when it was built with the same settings and is unchanged."""
-    settings = _settings(seed, steps, batch)
+    the one already there when it was built with the same settings and is unchanged. `fp16_trouble`: the pooled
+    features are L2-normalised on a scale whose sum of squares passes fp16's 65504 (`_l2_normalised`)."""
+    settings = _settings(seed, steps, batch, fp16_trouble)
     reused = _reusable(folder, settings)
     if reused is not None:
         return reused
-    model = _train(folder, seed=seed, steps=steps, batch=batch)
+    model = _train(folder, seed=seed, steps=steps, batch=batch, trouble=fp16_trouble)
     write_json_atomic(folder / STAMP, {
         "prefix": model.prefix.name, "settings": settings, "train_accuracy": model.train_accuracy,
         "files": {p.name: sha256_file(p) for p in _checkpoint_files(model.prefix)},
@@ -114,7 +117,20 @@ def build_demo_model(folder: Path, *, seed: int = 0, steps: int = 30, batch: int
     return model
 
 
-def _train(folder: Path, *, seed: int, steps: int, batch: int) -> DemoModel:
+# The fp16 trouble: L2 normalisation written by hand on a wide scale, as embedding heads often are. Each scaled
+# feature fits fp16 (a few hundred), their sum of squares (tens of thousands a feature) does not: under force_fp16
+# the sum is inf, its rsqrt 0, and every image gets the same probabilities. Kept in fp32, that one sum is fine.
+TROUBLE_SCALE = 100.0
+
+
+def _l2_normalised(tf: Any, features: Any) -> Any:
+    with tf.compat.v1.variable_scope("l2norm"):
+        scaled = tf.multiply(features, TROUBLE_SCALE, name="scaled")
+        energy = tf.reduce_sum(tf.square(scaled, name="square"), axis=1, keepdims=True, name="energy")
+        return tf.multiply(scaled * tf.math.rsqrt(energy + 1e-6, name="inverse_norm"), 8.0, name="normalised")
+
+
+def _train(folder: Path, *, seed: int, steps: int, batch: int, trouble: bool = False) -> DemoModel:
     import numpy as np
     import tensorflow as tf
 
@@ -131,6 +147,8 @@ def _train(folder: Path, *, seed: int, steps: int, batch: int) -> DemoModel:
         features = tf.reduce_mean(x, axis=[1, 2], name="global_pool")
         features = tf.cond(is_training, lambda: tf.nn.dropout(features, rate=0.2, seed=seed),
                            lambda: tf.identity(features), name="dropout")
+        if trouble:
+            features = _l2_normalised(tf, features)
         weights = tf1.get_variable("head/weights", [64, len(CLASSES)],
                                    initializer=tf1.glorot_uniform_initializer())
         bias = tf1.get_variable("head/bias", [len(CLASSES)], initializer=tf1.zeros_initializer())

@@ -35,6 +35,7 @@ from infer.dump_bin._sources.open import open_source
 from infer.dump_bin.errors import LossyCastError, SourceError
 from infer.dump_bin.options import DumpOptions
 from infer.dump_bin.result import DumpResult, InputDump
+from infer.om import with_om_descriptors
 
 Progress = Callable[[int, int], None]  # (batches written, batches in all)
 _WRITES_IN_FLIGHT = 2  # batches being hashed and written while the next one is read and cast
@@ -158,7 +159,7 @@ def _remove_stale(output: Path, plans: list[InputPlan], files: int) -> None:
 
 def dump_bins(model: ModelContract | Path | str, options: DumpOptions, progress: Progress | None = None) -> DumpResult:
     """Writes every input's samples as batch files in the model's dtype, with the manifest last."""
-    contract = as_contract(model)
+    contract = with_om_descriptors(as_contract(model))  # an om's bins in the om's own input dtypes and shapes
     # Bins are made for the model the contract describes (its sha256 goes into dataset.json): a stale contract is
     # refused. The pb is hashed beside the dump (sha256 takes 0.7 s a GB): a dataset already there is touched, and
     # the manifest written, only once it is known good, and a refusal found while writing stops the writing. A

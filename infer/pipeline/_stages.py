@@ -103,6 +103,8 @@ def plan_convert(config: PipelineConfig, work: WorkLayout, facts: Facts) -> Stag
     aipp_file = options.aipp.config if options.aipp is not None else None
     inputs: tuple[Path, ...] = (work.pb, aipp_file) if aipp_file is not None else (work.pb,)
     inputs += tuple(precision_files(config).values())  # an edited keep_dtype file re-runs the stage
+    if options.use_om is not None:  # an om built elsewhere: a new one re-runs the stage
+        inputs += (Path(options.use_om),)
     return StagePlan("convert", inputs, settings, command)
 
 
@@ -172,8 +174,10 @@ def plan_compare(config: PipelineConfig, work: WorkLayout, facts: Facts) -> Stag
     inputs = [work.contract, work.bins / "dataset.json", run_folder / "run.json"]
     if config.labels is not None:
         inputs.append(config.labels)
-    command = ("infer", "compare", str(work.contract), "--input", str(work.bins), "--actual", str(run_folder),
-               *_compare_args(config), "--report", str(work.report))
+    # --actual names the runs' root, so the command compares the newest run: the one the report's `infer run`
+    # line just made when it is run by hand (a run folder's name is the time it ran). --force: the report exists.
+    command = ("infer", "compare", str(work.contract), "--input", str(work.bins), "--actual", str(work.out),
+               *_compare_args(config), "--report", str(work.report), "--force")
     return StagePlan("compare", tuple(inputs), asdict(config.compare), command)
 
 

@@ -43,6 +43,8 @@ class TemplateValues:
     switches: tuple[str, ...] = ()  # placeholders with a default (is_training...), folded at freeze
     aipp: bool = False  # [convert] aipp = true: the NPU does [data.preprocessing] on uint8 images
     soc_version: str = ""  # [convert] soc_version written out; "" = commented out (convert's default: none)
+    keep_dtype: str = ""  # [convert] keep_dtype written out (tune-precision's file); "" = commented out
+    layerwise: bool = False  # [compare] layerwise = true written out
 
 
 _DESCRIBE: dict[str, dict[str, list[str]]] = {
@@ -102,9 +104,14 @@ def render_template(values: TemplateValues) -> str:
         convert["soc_version"] = values.soc_version
     if values.aipp:
         convert["aipp"] = True
+    if values.keep_dtype:
+        convert["keep_dtype"] = values.keep_dtype
     lines += _table("convert", ConvertOptions, convert)
     lines += _table("run", RunOptions, {})
-    lines += _table("compare", CompareOptions, {"labels": values.labels} if values.labels else {})
+    compare: dict[str, Any] = {"labels": values.labels} if values.labels else {}
+    if values.layerwise:
+        compare["layerwise"] = True
+    lines += _table("compare", CompareOptions, compare)
     lines += _table("tune", TuneOptions, {})
     lines += ["", "[paths]",
               f"work_dir = {toml_literal(values.work_dir)}  # model/, bins/, out/, report/ and the state file"]

@@ -58,6 +58,19 @@ def parse_timestamp_folder(name: str) -> datetime | None:
     return None
 
 
+# ais_bench's own run folder under its --output (Ascend/tools ais-bench_workload, msit ait/components/benchmark):
+# `<output>/<%Y_%m_%d-%H_%M_%S>/`, beside `<output>/<that name>_summary.json`.
+AIS_BENCH_FOLDER_FORMAT = "%Y_%m_%d-%H_%M_%S"
+
+
+def parse_ais_bench_folder(name: str) -> datetime | None:
+    """ais_bench's folder name (``2024_01_01-12_00_00``) as a time; None for any other name."""
+    try:
+        return datetime.strptime(name, AIS_BENCH_FOLDER_FORMAT)
+    except ValueError:
+        return None
+
+
 def newest_run_folder(out_root: Path) -> Path:
     """The newest timestamp folder under `out_root`, whichever form its name takes."""
     if not out_root.is_dir():

@@ -195,10 +195,11 @@ def _tune(contract: ModelContract, manifest: DatasetManifest, out: Path, work: P
                                        unkeepable=unkeepable)
     if before.passed:
         say(f"{options.precision_mode} passes already: nothing to keep in fp32")
-        if contract.converted is not None:
-            say(f"(every candidate is a fresh conversion of {contract.pb_path.name}: when compare fails on the "
-                f"converted {Path(contract.converted.path).name}, that model is not what the pb converts to "
-                "under this mode; convert it again)")
+        converted = contract.converted
+        if converted is not None and converted.precision_mode != options.precision_mode:
+            # The user may have come here because compare failed on that model: it is not what was tuned.
+            say(f"(model.json's converted {Path(converted.path).name} was made with {converted.precision_mode}, "
+                f"not {options.precision_mode}: convert it with {options.precision_mode} to use it as it is)")
         return _finish(trials, out, options, start, result_args, (), (), before, contract, 0)
     suspects: tuple[Suspect, ...] = ()
     if options.seeds:

@@ -139,7 +139,7 @@ _GE_DTYPE_OF = {np.dtype("float32"): GE_FLOAT, np.dtype("float16"): GE_FLOAT16, 
 
 
 def set_attr(target: Any, key: str, value: Any) -> None:
-    """One entry of an `attr` map: a str, int, float, bool, bytes, list of str/int, or a NamedAttrs dict."""
+    """One entry of an `attr` map: a str, int, float, bool, bytes, list of str/int/float, or a NamedAttrs dict."""
     attr = target[key]
     if isinstance(value, bool):
         attr.b = value
@@ -159,6 +159,9 @@ def set_attr(target: Any, key: str, value: Any) -> None:
     elif isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
         attr.list.s.extend(v.encode() for v in value)
         attr.list.val_type = 1
+    elif isinstance(value, (list, tuple)) and value and all(isinstance(v, float) for v in value):
+        attr.list.f.extend(value)
+        attr.list.val_type = 3
     elif isinstance(value, (list, tuple)):
         attr.list.i.extend(value)
         attr.list.val_type = 2

@@ -86,3 +86,50 @@ def test_a_new_name_that_is_a_pruned_tf_node_leaves_the_names_as_they_are() -> N
     model = helper.make_model(graph)
     assert renumber_generated_names(model, {"x", "Neg__1"}, range(2, 10)) == {}  # Neg__1: a TF node tf2onnx dropped
     assert model.graph.node[0].name == "Neg__7"
+
+
+def test_processes_with_other_hash_seeds_write_identical_bytes(tmp_path: Path) -> None:
+    """tf2onnx breaks ties in its node order, and picks the one of two equal constants it keeps, in orders Python's
+    hash seed decides: the demo's ResNet (two bottleneck blocks, batch norms folded into zero biases) converted in
+    processes with three hash seeds gives one file."""
+    import os
+    import subprocess
+    import sys
+
+    from infer.demo._model import build_demo_model
+
+    model = build_demo_model(tmp_path / "ckpt")
+    frozen = tmp_path / "model"
+    probe = ("import sys; from infer.cli.app import main; main(sys.argv[1:])")
+    subprocess.run([sys.executable, "-c", probe, "freeze", str(model.prefix), "-o", str(frozen), "--outputs",
+                    model.output, "--batch", "2", "--set", "is_training=false", "--no-verify", "-q"], check=True,
+                   capture_output=True, timeout=300)
+    digests = set()
+    for seed in ("1", "2", "3"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        subprocess.run([sys.executable, "-c", probe, "convert", str(frozen / "model.json"), "--target", "onnx",
+                        "-o", str(frozen / f"seed{seed}.onnx"), "-q"], check=True, capture_output=True, timeout=300,
+                       env=env)
+        digests.add((frozen / f"seed{seed}.onnx").read_bytes())
+    assert len(digests) == 1
+
+
+def test_canonical_order_is_topological_ties_by_name_and_initializers_by_name() -> None:
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+
+    from atc_wrap.generated_names import canonical_order, name_shared_initializers
+
+    zero = numpy_helper.from_array(np.zeros(1, np.float32), "b/bias_fused")
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["x", "b/bias_fused"], ["b:0"], name="b"),
+         helper.make_node("Add", ["x", "b/bias_fused"], ["a:0"], name="a"),
+         helper.make_node("Sum", ["a:0", "b:0"], ["out"], name="out")],
+        "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, [1])],
+        [numpy_helper.from_array(np.ones(1, np.float32), "w"), zero])
+    model = helper.make_model(graph)
+    assert name_shared_initializers(model, {"a", "b", "out", "x"}) == {"b/bias_fused": "a/shared_1"}
+    canonical_order(model)
+    assert [n.name for n in model.graph.node] == ["a", "b", "out"]
+    assert [t.name for t in model.graph.initializer] == ["a/shared_1", "w"]

@@ -221,14 +221,6 @@ def _files(folder: Path, moved: tuple[Path, Path] | None = None) -> dict[str, by
     return found
 
 
-def _without_onnx_digest(data: bytes) -> dict[str, object]:
-    found = json.loads(data)
-    found.pop("model_sha256", None)  # dataset.json
-    if isinstance(found.get("converted"), dict):  # model.json
-        found["converted"].pop("sha256")
-    return dict(found)
-
-
 def test_the_reports_commands_reproduce_every_stage(demo: tuple[DemoResult, list[str]], tmp_path: Path,
                                                     capsys: pytest.CaptureFixture[str]) -> None:
     """Each `infer ...` line of the report, run by hand in a copy of the demo folder, writes what the pipeline
@@ -280,13 +272,11 @@ def _reproduce_by_hand(result: DemoResult, tmp_path: Path, capsys: pytest.Captur
     start = lines.index("the same, stage by stage:") + 1
     commands = [shlex.split(line) for line in lines[start:] if line.startswith("  infer ")]
     assert [c[1] for c in commands] == list(STAGES)
-    compare_args = next(c for c in commands if c[1] == "compare")
-    pipeline_run = Path(compare_args[compare_args.index("--actual") + 1])  # other tests leave other run folders
-    for command in commands:
+    from infer.pipeline._state import load_state
+
+    pipeline_run = Path(str(load_state(work)["run"].facts["run_folder"]))  # other tests leave other run folders
+    for command in commands:  # as printed: the compare line takes the newest run, --force its report folder
         args = [a.replace(str(root), str(copy)) for a in command[1:]]
-        if args[0] == "compare":  # the run folder's name is the time it ran
-            copied_out = copy / work.name / "out"
-            args[args.index("--actual") + 1] = str(next(p for p in copied_out.iterdir() if p.is_dir()))
         outcome = run_cli(capsys, *args)
         assert outcome.code == 0, (args, outcome.err)
 
@@ -294,12 +284,7 @@ def _reproduce_by_hand(result: DemoResult, tmp_path: Path, capsys: pytest.Captur
     for folder in ("model", "bins"):
         hand, staged = _files(by_hand / folder, (copy, root)), _files(work / folder)
         assert hand.keys() == staged.keys(), folder
-        for name in hand:
-            if name == "model.onnx":
-                continue  # tf2onnx names a constant two ops share after either, run to run: same model, other bytes
-            if name.endswith(".json"):  # the recorded settings, the onnx's digest aside (above)
-                assert _without_onnx_digest(hand[name]) == _without_onnx_digest(staged[name]), name
-                continue
+        for name in hand:  # model.onnx too: the same pb converts to the same bytes
             assert hand[name] == staged[name], name
     hand_run = next(p for p in (by_hand / "out").iterdir() if p.is_dir())
     pipeline_outputs = {k: v for k, v in _files(pipeline_run).items() if k.endswith(".bin")}
@@ -311,3 +296,23 @@ def _reproduce_by_hand(result: DemoResult, tmp_path: Path, capsys: pytest.Captur
     for key in ("outputs", "passed", "samples", "padding_excluded", "expected_from_emulation",
                 "samples_failing_on_their_own", "per_sample_fails_run"):
         assert hand_report.get(key) == pipeline_report.get(key), key
+
+
+def test_the_fp16_trouble_demo_fails_names_the_op_tunes_and_passes(tmp_path: Path) -> None:
+    """--fp16-trouble: the failure workflow end to end. The sum of squares of the scaled features passes 65504
+    under force_fp16: compare fails and --layerwise names an op of that normalisation, tune-precision keeps the
+    sum in fp32, and the pipeline run again with its keep_dtype file passes."""
+    lines: list[str] = []
+    result = run_demo(tmp_path, on_step=lines.append, on_stage=lambda outcome: lines.append(outcome.line()),
+                      fp16_trouble=True)
+    first = result.failed_first
+    assert first is not None and not first.passed and first.verdict.startswith("FAILED: probs:0 ")
+    compare_line = next(line for line in lines if line.startswith("compare"))
+    assert "first diverging tensor l2norm/" in compare_line
+    assert result.tuned is not None and result.tuned.found
+    assert "l2norm/energy" in {op.name for op in result.tuned.ops}
+    assert result.pipeline.passed and result.pipeline.verdict.startswith("PASSED")
+    assert result.pipeline_file.name == "pipeline-fp16-trouble.toml"
+    assert 'keep_dtype = "work-fp16-trouble/tune/keep_dtype.cfg"' in result.pipeline_file.read_text()
+    assert any(line.startswith("again, with [convert] keep_dtype") for line in lines)
+    assert not (tmp_path / "work").exists()  # the ordinary demo's work folder is its own

@@ -16,8 +16,9 @@ from typing import Any
 from binio.process import run_tool
 from infer.run._runners.base import RunnerError
 from infer.run._runners.tool import ToolRun, ToolRunner, ToolTimings, failure_line
+from infer.run.layout import AIS_BENCH_FOLDER_FORMAT
 
-FOLDER_FORMAT = "%Y_%m_%d-%H_%M_%S"
+FOLDER_FORMAT = AIS_BENCH_FOLDER_FORMAT
 _MISSING = "No module named ais_bench"
 
 

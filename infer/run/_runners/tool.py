@@ -21,6 +21,7 @@ from binio.manifest import bin_file_name
 from binio.process import ToolResult, quote_command
 from binio.spec import TensorSpec
 from infer.contract import ModelContract
+from infer.om import om_descriptors
 from infer.run._latency import mean, percentile
 from infer.run._runners.base import BaseRunner, DatasetFeed, RunnerError
 
@@ -111,8 +112,12 @@ class ToolRunner(BaseRunner):
             raise RunnerError(f"{contract.path}: the {cls.backend} backend runs an .om, convert produced {found}",
                               hint="run infer convert (ATC) for an .om, or use --backend onnxrt for the stand-in")
         contract.check_converted_unchanged()
-        return cls(contract.folder / converted.path, converted.inputs, converted.outputs, device=device, loop=loop,
-                   warmup=warmup, timeout=timeout)
+        # The om's own descriptors where it has readable ones: its dtypes, and its order of inputs, which is the
+        # order the tool takes the input folders in.
+        own = om_descriptors(contract)
+        inputs, outputs = (own.fed_order, own.output_specs) if own else (converted.inputs, converted.outputs)
+        return cls(contract.folder / converted.path, inputs, outputs, device=device, loop=loop, warmup=warmup,
+                   timeout=timeout)
 
     @property
     def device(self) -> str:

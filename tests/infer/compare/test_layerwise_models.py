@@ -193,6 +193,29 @@ def test_each_outputs_fp16_cause_comes_from_its_own_branch(tmp_path: Path, capsy
     assert "<td>underflow</td>" in page and "<td>overflow</td>" in page
 
 
+def build_normalised(tf: Any) -> None:
+    """out = x / sqrt(sum(x*x)): with |x| near 300 each square passes 65504, so fp16 stores the sum as inf and the
+    output is all 0s: finite, and wrong."""
+    x = tf.compat.v1.placeholder(tf.float32, [2, 64], name="x")
+    norm = tf.sqrt(tf.reduce_sum(tf.square(x, name="square"), axis=1, keepdims=True, name="energy"), name="norm")
+    tf.divide(x, norm, name="out")
+
+
+def test_an_overflow_inside_a_finite_output_is_named_in_the_fp16_column(tmp_path: Path) -> None:
+    from infer.compare.result import fp16_cause
+
+    contract = _converted(tmp_path / "norm", build_normalised, ("x:0",), ("out:0",), mode="force_fp16")
+    values = np.random.default_rng(0).uniform(250, 350, size=(2, 64)).astype(np.float32)
+    entry = BinEntry(bin_file_name(0), write_bin(tmp_path / "bins" / "x" / bin_file_name(0), values), 2)
+    DatasetManifest(root=tmp_path / "bins", batch=2, samples=2,
+                    inputs=(InputManifest("x:0", "x", "float32", (2, 64), "ND", (entry,)),)).save()
+    result = _layerwise(contract, tmp_path / "bins", tmp_path / "out")
+    output = result.outputs[0]
+    assert not result.passed and output.metrics.counts.nonfinite_actual_where_golden_finite == 0
+    assert fp16_cause(output, result.layerwise).endswith(" inside")
+    assert fp16_cause(output, None) == "ok"  # without --layerwise nothing says where it came from
+
+
 def test_bert_like_embedding_sum_reordered_by_tf2onnx_is_unmatched(tmp_path: Path) -> None:
     """tf2onnx adds BERT's three embeddings in another order, and the name of the first partial sum lands on a
     different one; the next sum is the same again. Under force_fp16 nothing is marked: the run passes."""

@@ -14,7 +14,7 @@ from binio.binfile import sha256_file
 from binio.spec import TensorSpec
 from infer.cli.compare_table import metrics_table
 from infer.compare._compare import CompareOptions, compare
-from infer.compare._report_html import histogram_bars, worst_bars
+from infer.compare._report_html import distances, histogram_bars, worst_bars
 from infer.compare.metric_names import shown
 from infer.compare.thresholds import ThresholdError, Thresholds, parse_threshold
 from infer.contract import ModelContract
@@ -358,3 +358,11 @@ def test_compare_prints_its_table_for_the_terminals_width(tmp_path: Path, capsys
     assert (table[0] == "probs:0") == (layout == "blocks")
     result = compare(contract.path, tmp_path / "bins", tmp_path / "actual", golden=tmp_path / "golden")
     assert "\n".join(table) == "\n".join(metrics_table(result, width)[1:])
+
+
+def test_cosine_is_plotted_as_its_distance_on_a_log_axis() -> None:
+    """1 - cosine, so no offset notation ("1e-8+1") is needed; an exact batch sits on the floor, NaN stays NaN."""
+    import math
+
+    plotted = distances([1.0, 0.999, math.nan, 1.0 + 1e-16])
+    assert plotted[0] == plotted[3] == 1e-16 and abs(plotted[1] - 0.001) < 1e-12 and math.isnan(plotted[2])

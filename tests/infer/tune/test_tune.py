@@ -285,8 +285,11 @@ def test_a_model_that_passes_already_keeps_nothing_and_its_aipp_is_replayed(
     assert "force_fp16 passes already: nothing to keep in fp32" in outcome.err
     assert "candidate 1 (baseline, whole): 0 ops in fp32 -> PASSED" in outcome.err
     assert "1 candidate in " in outcome.out
-    assert ("(every candidate is a fresh conversion of model.pb: when compare fails on the converted model.onnx, "
-            "that model is not what the pb converts to under this mode; convert it again)") in outcome.err
+    assert "convert it" not in outcome.err  # model.json's conversion is this mode's: nothing to redo
+    outcome = run_cli(capsys, "tune-precision", contract.path, "--input", tmp_path / "bins", "-o", tmp_path / "other",
+                      "--precision-mode", "allow_fp32_to_fp16")
+    assert ("(model.json's converted model.onnx was made with force_fp16, not allow_fp32_to_fp16: convert it with "
+            "allow_fp32_to_fp16 to use it as it is)") in outcome.err
     assert outcome.out.splitlines()[0] == "before: PASSED" and outcome.out.splitlines()[-1] == "FOUND"
     assert (tmp_path / "tuned" / "keep_dtype.cfg").read_text() == ""
     handed = load_contract(tmp_path / "tuned" / "model" / "model.json")

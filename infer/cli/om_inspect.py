@@ -1,0 +1,151 @@
+"""`infer inspect MODEL.om`: what an om says about its model, read without CANN (`atc_wrap.om_model.read_om`)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from infer.cli.console import out, print_json
+from infer.cli.console import table as plain_or_boxed_table
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+
+    from atc_wrap.om_model import OmIo, OmModel, OmTensor
+
+_OM_MAGIC = b"IMOD"
+
+
+def is_om(path: Path) -> bool:
+    """An .om by its name, or a file of another name that starts with the om magic."""
+    if path.suffix.lower() == ".om":
+        return True
+    try:
+        with path.open("rb") as stream:
+            return path.is_file() and stream.read(4) == _OM_MAGIC
+    except OSError:
+        return False
+
+
+def _shape(shape: tuple[int, ...] | None) -> str:
+    if shape is None:
+        return ""
+    return "(" + ",".join("?" if d < 0 else str(d) for d in shape) + ")"
+
+
+def _table(title: str, columns: tuple[str, ...]) -> Table:
+    table = plain_or_boxed_table(title)
+    for column in columns:
+        table.add_column(column, no_wrap=column != "TF nodes fused into it",
+                         max_width=60 if column == "TF nodes fused into it" else None)
+    return table
+
+
+def _origin(tensor: OmTensor) -> str:
+    return " ".join(part for part in (tensor.origin_format, _shape(tensor.origin_shape)) if part)
+
+
+def _bytes(tensor: OmTensor) -> str:
+    """The tensor's own size, dtype x shape (what msame writes for an output); the descriptor's size, which GE
+    aligns, where that cannot be computed."""
+    from binio.dtypes import DTYPE_NAMES, dtype
+
+    if tensor.dtype in DTYPE_NAMES and all(d >= 0 for d in tensor.shape):
+        return f"{math.prod(tensor.shape) * dtype(tensor.dtype).itemsize:,}"
+    return f"{tensor.size:,}"
+
+
+def _io_table(title: str, items: tuple[OmIo, ...], last: str) -> Table:
+    table = _table(title, ("#", "name", "dtype", "shape", "format", "origin", last, "bytes"))
+    for item in items:
+        tensor = item.tensor
+        table.add_row(str(item.index), item.name, tensor.dtype, _shape(tensor.shape), tensor.format, _origin(tensor),
+                      item.op_name, _bytes(tensor))
+    return table
+
+
+def _header_lines(model: OmModel) -> list[str]:
+    header = model.header
+    version = (f"header 0x{header.version:08X} (model_num {header.model_num})" if header.model_num is not None
+               else f"header 0x{header.version:08X} (the first version: no model_num)")
+    lines = [f"{model.path}: om, {version}, {'encrypted' if header.is_encrypted else 'not encrypted'}, om IR version "
+             f"{header.om_ir_version}, platform {header.platform_version or '?'} (type {header.platform_type}), "
+             f"model {model.name or header.name}"]
+    made = f"ATC {model.atc_version or '(version not recorded)'}"
+    made += f" for {model.soc_version}" if model.soc_version else " (no soc_version recorded: older ATC)"
+    details = [f"{key} {value}" for key, value in (("framework", model.framework_type), ("target", model.target_type),
+                                                    ("opp", model.opp_version)) if value]
+    lines.append(made + (f" ({', '.join(details)})" if details else ""))
+    if model.atc_cmdline:
+        lines.append(f"ATC command: {model.atc_cmdline}")
+    lines.append("partitions: " + ", ".join(f"{p.name} {p.size:,} B" for p in model.partitions))
+    return lines
+
+
+def _aipp_lines(model: OmModel) -> list[str]:
+    from atc_wrap.ge_attrs import attr_json
+
+    if not model.aipp:
+        return ["AIPP: none"]
+    return [f"AIPP on {config.op_name}: " + ", ".join(f"{key}={attr_json(value)}" for key, value in config.params)
+            for config in model.aipp]
+
+
+def _gear_line(model: OmModel) -> str:
+    gears = model.gears
+    if gears is None:
+        return "dynamic gears: none (static shapes)"
+    shown = "; ".join(",".join(str(v) for v in gear) for gear in gears.gears) or gears.all_gears_info or "none listed"
+    order = f" of {', '.join(gears.shape_order)}" if gears.shape_order else ""
+    return f"dynamic gears ({gears.kind}{order}, on {gears.op_name or 'the NetOutput'}): {shown}"
+
+
+def _fusion_table(model: OmModel) -> Table:
+    table = _table("Fusion map (om op <- TF nodes; outputs from TF node:index)",
+                   ("om op", "type", "TF nodes fused into it", "outputs from"))
+    for entry in model.fusion_map:
+        origins = ", ".join(f"{out.origin_name}:{out.origin_output_index if out.origin_output_index is not None else 0}"
+                            for out in entry.outputs if out.origin_name)
+        table.add_row(entry.op_name, entry.op_type, ", ".join(entry.original_op_names), origins)
+    return table
+
+
+def _print(console: Console, table: Table) -> None:
+    """A table no narrower than its cells: names are for copying, never cut short (only the fusion map's lists of
+    TF nodes wrap)."""
+    needed = console.measure(table, options=console.options.update_width(100_000)).maximum
+    console.width = max(console.width, needed)
+    console.print(table)
+
+
+def inspect_om(path: Path, *, as_json: bool, top: int) -> None:
+    # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
+    from atc_wrap.om_model import read_om
+
+    model = read_om(path)  # one line for an encrypted, truncated or non-om file
+    if as_json:
+        print_json(model.to_json())
+        return
+    console = out()
+    for line in _header_lines(model):
+        console.print(line, markup=False)
+    _print(console, _io_table("Inputs", model.inputs, "op"))
+    _print(console, _io_table("Outputs", model.outputs, "from op"))
+    given = ", ".join(model.out_node_names) or "none recorded"
+    console.print(f"output nodes ATC was given (--out_nodes): {given}", markup=False)
+    for line in _aipp_lines(model):
+        console.print(line, markup=False)
+    console.print(_gear_line(model), markup=False)
+    histogram = _table(f"Op types ({len(model.ops)} ops)", ("op", "count"))
+    for op_type, count in model.op_counts[:top]:
+        histogram.add_row(op_type, str(count))
+    console.print(histogram)
+    if len(model.op_counts) > top:
+        console.print(f"... {len(model.op_counts) - top} more op types (--top N, or --json)", markup=False)
+    fusion = model.fusion_map
+    if fusion:
+        _print(console, _fusion_table(model))
+    else:
+        console.print("fusion map: no op names the TF nodes it came from", markup=False)
