@@ -155,3 +155,15 @@ def test_inspect_prints_the_recorded_plan(exp_model: ModelContract, capsys: pyte
     assert all(cell in row for cell in ("Exp", "aicore", "float16", "table", "no fp32 kernel, lowered to fp16"))
     as_json = json.loads(run_cli(capsys, "inspect", exp_model.path, "--precision", "--json").out)
     assert as_json == json.loads(exp_model.path.read_text())["converted"]["precision_plan"]
+
+
+def test_a_damaged_plan_is_refused_naming_the_entry(exp_model: ModelContract,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    assert _convert(capsys, exp_model).code == 0
+    document = json.loads(exp_model.path.read_text())
+    del document["converted"]["precision_plan"]["ops"][1]["node"]
+    exp_model.path.write_text(json.dumps(document))
+    outcome = run_cli(capsys, "inspect", exp_model.path, "--precision")
+    assert outcome.code == 2
+    assert outcome.error_line == (f"error: {exp_model.path}: missing field "
+                                  "'converted.precision_plan.ops[1].node'")
