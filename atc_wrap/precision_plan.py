@@ -78,6 +78,9 @@ class PlannedOp:
     mix_list: str = ""  # white | black | gray, as the table (and --modify-mixlist) has it; "" without a kernel
     matrix: bool = False
     refused: str = ""  # why ATC would refuse this op as planned; "" when it would not
+    # --customize-dtypes' lists, per input and output position, where it gave them (the first ones are above)
+    input_dtypes: tuple[str, ...] = ()
+    output_dtypes: tuple[str, ...] = ()
 
     @property
     def dtype(self) -> str:
@@ -111,6 +114,8 @@ class PlannedOp:
             "mix_list": self.mix_list, "matrix": self.matrix}
         if self.refused:
             found["refused"] = self.refused
+        if self.input_dtypes or self.output_dtypes:
+            found.update(input_dtypes=list(self.input_dtypes), output_dtypes=list(self.output_dtypes))
         return found
 
     @staticmethod
@@ -122,7 +127,8 @@ class PlannedOp:
                          input_dtype=fields.text("input_dtype"), output_dtype=fields.text("output_dtype"),
                          decided_by=fields.text("decided_by"), why=fields.text("why", ""), kernel_dtypes=dtypes,
                          mix_list=fields.text("mix_list", ""), matrix=fields.flag("matrix", False),
-                         refused=fields.text("refused", ""))
+                         refused=fields.text("refused", ""), input_dtypes=fields.texts("input_dtypes", []),
+                         output_dtypes=fields.texts("output_dtypes", []))
 
 
 @dataclass(frozen=True)
@@ -154,6 +160,10 @@ class PrecisionPlan:
             source = entry.decided_by if entry.decided_by in USER_CONTROLS else "plan"
             if entry.legacy:
                 found[entry.node] = OpPrecision(entry.node, entry.op_type, LEGACY, "fallback")
+            elif entry.input_dtypes or entry.output_dtypes:  # --customize-dtypes, position by position
+                found[entry.node] = OpPrecision(entry.node, entry.op_type, _compute_of(entry), source,
+                                                input_dtypes=entry.input_dtypes or (entry.input_dtype,),
+                                                output_dtypes=entry.output_dtypes or (entry.output_dtype,))
             elif entry.input_dtype == entry.output_dtype:
                 compute = "fp16" if entry.input_dtype == FP16 else "fp32"
                 found[entry.node] = OpPrecision(entry.node, entry.op_type, compute, source)
@@ -515,8 +525,10 @@ class _Planner:
             dtype_in = given_in if given_in in (FP16, FP32) else entry.input_dtype or given_out
             dtype_out = given_out if given_out in (FP16, FP32) else entry.output_dtype or dtype_in
             if dtype_in in (FP16, FP32) and dtype_out in (FP16, FP32):
-                entry = self._set(entry, dtype_in, dtype_out, "customize_dtypes",
-                                  f"--customize-dtypes: {rule.describe()}")
+                entry = replace(self._set(entry, dtype_in, dtype_out, "customize_dtypes",
+                                          f"--customize-dtypes: {rule.describe()}"),
+                                input_dtypes=_floats_only(rule.input_dtypes, dtype_in),
+                                output_dtypes=_floats_only(rule.output_dtypes, dtype_out))
         return entry
 
     def _set(self, entry: PlannedOp, dtype_in: str, dtype_out: str, control: str, why: str) -> PlannedOp:
@@ -532,6 +544,16 @@ class _Planner:
                            f"{have} only: ATC cannot")
         return replace(entry, input_dtype=dtype_in, output_dtype=dtype_out, decided_by=control, why=why,
                        refused=refused)
+
+
+def _floats_only(dtypes: tuple[str, ...], default: str) -> tuple[str, ...]:
+    """A control's per-position dtypes as the stand-in emulates them: an integer position as the op's float one."""
+    return tuple(d if d in (FP16, FP32) else default for d in dtypes)
+
+
+def _compute_of(entry: PlannedOp) -> str:
+    dtypes = {*entry.input_dtypes, *entry.output_dtypes, entry.input_dtype, entry.output_dtype}
+    return "fp16" if dtypes == {FP16} else "fp32" if FP16 not in dtypes else "follow"
 
 
 def _producer(tensor: str) -> str:
