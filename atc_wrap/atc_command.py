@@ -17,9 +17,10 @@ from atc_wrap.nodes import check_nodes_exist
 from atc_wrap.op_controls import (
     OpControls,
     check_mixlist_mode,
-    prepare_op_precision,
+    check_op_controls,
     read_op_controls,
 )
+from atc_wrap.op_tables import OpTableError, op_table_for
 from atc_wrap.precision import (
     DEFAULT_PRECISION_MODE,
     check_implmode,
@@ -27,6 +28,7 @@ from atc_wrap.precision import (
     parse_input_fp16_nodes,
     parse_output_type,
 )
+from atc_wrap.precision_plan import ascend_names
 from atc_wrap.soc import check_soc_version
 from binio.spec import LAYOUTS, TensorSpec, format_shape, output_index
 
@@ -88,7 +90,7 @@ def build_atc_command(
             raise ConvertError(f"{flag} {path}: no such file")
     check_mixlist_mode(options.modify_mixlist, mode)
     controls = read_op_controls(options.keep_dtype, options.modify_mixlist, options.customize_dtypes)
-    prepare_op_precision(controls, graph_def, pb, mode, emulated=False)
+    check_op_controls(controls, graph_def, pb, mode, emulated=False, ascend_types=_ascend_types(graph_def, soc))
 
     argv = [
         atc,
@@ -130,6 +132,15 @@ def build_atc_command(
         outputs=tuple(_typed_output(s, output_types) for s in outputs),
         input_format=input_format, controls=controls,
     )
+
+
+def _ascend_types(graph_def: Any, soc: str) -> frozenset[str]:
+    """The Ascend op types the pb's TF types become on `soc`, which a control file's OpType:: may name; none for
+    a chip without an operator table."""
+    try:
+        return ascend_names(graph_def, op_table_for(soc))
+    except OpTableError:
+        return frozenset()
 
 
 def input_shape_arg(inputs: Sequence[TensorSpec]) -> str:

@@ -1,15 +1,15 @@
 """ATC's per-op precision controls: `--keep_dtype`, `--modify_mixlist` and `--customize_dtypes` files, read and
-checked against the pb, then resolved into one precision per TF node for the stand-in's emulation.
+checked against the pb; the precision plan (`atc_wrap.precision_plan`) applies them over the mode, per TF node.
 
 ATC applies them in this order, a later one winning for an op it names: allow_mix_precision's lists (as
 `--modify_mixlist` changes them), then `--keep_dtype` (the op keeps its original fp32), then `--customize_dtypes`
 (the op's input and output dtypes as written). Op names are the TF node names of the frozen pb; op types are
-Ascend IR types, for TensorFlow models the TF op types (`atc_wrap.op_types`).
+Ascend IR types: the TF op types (`atc_wrap.op_types`), or the Ascend ops the operator tables map them to.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -238,10 +238,11 @@ def check_mixlist_mode(modify_mixlist: Path | str | None, precision_mode: str) -
                            hint=f"--precision-mode {MIXLIST_MODE}, or --keep-dtype to keep ops in fp32 in any mode")
 
 
-def check_against_graph(controls: OpControls, graph_def: Any, pb: Path) -> None:
-    """Every op name must be a node of the pb and every op type a known one; refused with the closest named."""
+def check_against_graph(controls: OpControls, graph_def: Any, pb: Path, ascend_types: Iterable[str] = ()) -> None:
+    """Every op name must be a node of the pb and every op type a known one (a TF type, or an Ascend op type one of
+    the pb's TF types becomes: `ascend_types`); refused with the closest named."""
     ops = {node.name: node.op for node in graph_def.node}
-    types = known_op_types(ops.values())
+    types = known_op_types(ops.values()) | frozenset(ascend_types)
     names = [(n, "--keep-dtype") for n in controls.keep_dtype.names]
     names += [(r.target, "--customize-dtypes") for r in controls.customize if not r.by_type]
     for name, flag in names:
@@ -255,7 +256,9 @@ def check_against_graph(controls: OpControls, graph_def: Any, pb: Path) -> None:
         if kind not in types:
             raise ConvertError(f"{flag}: op type {kind!r} is neither an Ascend IR type the stand-in maps nor a "
                                f"type in {pb}{closest(kind, types)}",
-                               hint="for TensorFlow models the Ascend IR types are the TF op types (Conv2D, Relu, Sum)")
+                               hint="an OpType:: entry names a TF op type of the pb (Conv2D, Relu, Sum) or the Ascend "
+                                    "op ATC makes of it (ReduceSumD, SoftmaxV2: infer inspect model.json --precision "
+                                    "lists them)")
 
 
 def check_emulated_dtypes(controls: OpControls) -> None:
@@ -268,58 +271,19 @@ def check_emulated_dtypes(controls: OpControls) -> None:
                                hint="--target om passes the file to ATC")
 
 
-def resolve_op_precision(controls: OpControls, graph_def: Any, precision_mode: str) -> dict[str, OpPrecision]:
-    """TF node name -> how it computes, for the nodes a control names (directly or by type), in ATC's order."""
-    ops = {node.name: node.op for node in graph_def.node}
-    by_type: dict[str, list[str]] = {}
-    for name, kind in ops.items():
-        by_type.setdefault(kind, []).append(name)
-    plan: dict[str, OpPrecision] = {}
-
-    def put(names: Sequence[str], compute: str, source: str, rule: DtypeRule | None = None) -> None:
-        for name in names:
-            plan[name] = OpPrecision(node=name, op_type=ops[name], compute=compute, source=source,
-                                     input_dtypes=rule.input_dtypes if rule else (),
-                                     output_dtypes=rule.output_dtypes if rule else ())
-
-    if precision_mode == MIXLIST_MODE:
-        mix = controls.mixlist
-        for kind in (*mix.removed.get("black-list", ()), *mix.removed.get("white-list", ()),
-                     *mix.removed.get("gray-list", ())):
-            put(by_type.get(kind, []), "follow", "modify_mixlist")
-        for kind, compute in (("gray-list", "follow"), ("black-list", "fp32"), ("white-list", "fp16")):
-            for op_type in mix.added.get(kind, ()):
-                put(by_type.get(op_type, []), compute, "modify_mixlist")
-    if precision_mode in KEEP_DTYPE_MODES:
-        keep = controls.keep_dtype
-        put([n for t in keep.types for n in by_type.get(t, [])], "fp32", "keep_dtype")
-        put(keep.names, "fp32", "keep_dtype")
-    for rule in controls.customize:  # type rules first, so a rule for one op wins over its type's
-        if rule.by_type:
-            put(by_type.get(rule.target, []), _compute_of(rule), "customize_dtypes", rule)
-    for rule in controls.customize:
-        if not rule.by_type:
-            put([rule.target], _compute_of(rule), "customize_dtypes", rule)
-    return plan
-
-
-def _compute_of(rule: DtypeRule) -> str:
-    dtypes = set(rule.input_dtypes) | set(rule.output_dtypes)
-    return "fp16" if dtypes == {"float16"} else "fp32" if "float16" not in dtypes else "follow"
-
-
-
-def prepare_op_precision(controls: OpControls, graph_def: Any, pb: Path, precision_mode: str, *,
-                         emulated: bool) -> dict[str, OpPrecision]:
-    """Checks the controls against the pb (and, for the stand-in, against what it emulates) and resolves them."""
+def check_op_controls(controls: OpControls, graph_def: Any, pb: Path, precision_mode: str, *, emulated: bool,
+                      ascend_types: Iterable[str] = ()) -> None:
+    """Checks the controls against the pb (names, and types among the TF types and the Ascend op types they reach,
+    `ascend_types`) and, for the stand-in, against what it emulates. What they do to each op is the precision
+    plan's to say (`atc_wrap.precision_plan`), in ATC's order: the mixed-precision lists as --modify-mixlist
+    changes them, then --keep-dtype, then --customize-dtypes."""
     if not controls:
-        return {}
+        return
     if controls.mixlist.types():
         check_mixlist_mode("", precision_mode)
-    check_against_graph(controls, graph_def, pb)
+    check_against_graph(controls, graph_def, pb, ascend_types)
     if emulated:
         check_emulated_dtypes(controls)
-    return resolve_op_precision(controls, graph_def, precision_mode)
 
 
 def ignored_controls(controls: OpControls, precision_mode: str) -> tuple[str, ...]:

@@ -43,18 +43,6 @@ ONNX_OPS_OF_TF: Mapping[str, tuple[str, ...]] = {
     "Slice": ("Slice",), "StridedSlice": ("Slice",), "GatherV2": ("Gather",), "Pad": ("Pad",), "Tile": ("Tile",),
     "Cast": ("Cast",), "Identity": ("Identity",),
 }
-# What ATC's allow_mix_precision does by default on the stand-in, in Ascend IR types (its black and white lists):
-# the TF types whose ONNX ops the emulation keeps in fp32 / always rounds (`atc_wrap.emulation`).
-DEFAULT_BLACK_LIST: tuple[str, ...] = (
-    "Sum", "Mean", "Prod", "Softmax", "LogSoftmax", "Exp", "Log", "FusedBatchNorm", "FusedBatchNormV2",
-    "FusedBatchNormV3", "L2Loss",
-)
-DEFAULT_WHITE_LIST: tuple[str, ...] = (
-    "Conv2D", "Conv3D", "DepthwiseConv2dNative", "Conv2DBackpropInput", "MatMul", "BatchMatMul", "BatchMatMulV2",
-    "BatchMatMulV3",
-)
-
-
 def known_op_types(graph_types: Iterable[str]) -> frozenset[str]:
     """The op types an ``OpType::`` entry may name: the table's and those the pb holds."""
     return frozenset(ONNX_OPS_OF_TF) | frozenset(graph_types)

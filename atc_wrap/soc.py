@@ -14,6 +14,10 @@ KNOWN_SOC_VERSIONS: tuple[str, ...] = (
     "Ascend910_9391", "Ascend910_9381", "Ascend910_9372", "Ascend910_9392", "Ascend910_9382", "Ascend910_9362",
 )
 
+# The chip the stand-in plans for when no --soc-version is given (the demo's, and the oldest table's): named in
+# convert's output and in model.json's precision plan as assumed.
+ASSUMED_SOC_VERSION = "Ascend310"
+
 
 def check_soc_version(soc: str, *, allow_unknown: bool = False) -> str:
     """The soc version as ATC spells it; refuses an empty one, and an unknown one unless `allow_unknown`."""

@@ -19,9 +19,12 @@ from atc_wrap.emulation import Emulation, emulate_precision
 from atc_wrap.errors import ConvertError
 from atc_wrap.generated_names import canonical_order, counter, name_shared_initializers, renumber_generated_names
 from atc_wrap.nodes import check_nodes_exist
-from atc_wrap.op_controls import OpControls, controls_record, prepare_op_precision
+from atc_wrap.op_controls import OpControls, check_op_controls, controls_record
+from atc_wrap.op_tables import load_op_table, op_table_for
 from atc_wrap.opset import check_opset
 from atc_wrap.precision import DEFAULT_PRECISION_MODE, check_precision_mode
+from atc_wrap.precision_plan import PrecisionPlan, ascend_names, plan_precision, refuse_planned
+from atc_wrap.soc import ASSUMED_SOC_VERSION
 from binio.atomic import write_bytes_atomic
 from binio.errors import first_line
 from binio.heap import ANY_SIZE, keep_freed_memory
@@ -42,6 +45,7 @@ class OnnxConversion:
     precision_mode: str
     emulation: Emulation
     tool_versions: dict[str, str] = field(default_factory=dict)
+    plan: PrecisionPlan | None = None
 
     def settings(self) -> dict[str, Any]:
         return {"converter": "tf2onnx", "opset": self.opset, **self.tool_versions,
@@ -62,6 +66,7 @@ def convert_to_onnx(
     output_types: Mapping[str, str] | None = None,
     op_controls: OpControls | None = None,
     aipp: AippConfig | None = None,
+    plan: PrecisionPlan | None = None,
 ) -> OnnxConversion:
     """Converts `pb` (its `graph_def`, as the caller read it) to ONNX at `destination` (written atomically),
     emulating ATC's `precision_mode`.
@@ -70,7 +75,9 @@ def convert_to_onnx(
     to ATC output types (FP32/FP16), as parsed by `atc_wrap.precision`; `op_controls` the per-op precision files
     (`atc_wrap.op_controls`), checked against the pb and emulated. `aipp` (checked against its input by
     `atc_wrap.aipp.check_against_input`) puts AIPP's stage in front of input `aipp.related_input_rank`, which then
-    takes uint8 images (`atc_wrap.aipp_onnx`).
+    takes uint8 images (`atc_wrap.aipp_onnx`). `plan` is the precision plan the emulation follows op by op
+    (`atc_wrap.precision_plan`, made with the same mode and controls); without one, the plan of the assumed chip
+    (`atc_wrap.soc.ASSUMED_SOC_VERSION`), refused where ATC would refuse it.
     """
     check_precision_mode(precision_mode)
     check_output_types(output_types or {})
@@ -80,7 +87,18 @@ def convert_to_onnx(
     chosen_opset = check_opset(opset)
     check_nodes_exist(graph_def, pb, inputs, outputs)
     controls = op_controls or OpControls()
-    op_precision = prepare_op_precision(controls, graph_def, pb, precision_mode, emulated=True)
+    table = load_op_table(plan.family) if plan is not None else op_table_for(ASSUMED_SOC_VERSION)
+    check_op_controls(controls, graph_def, pb, precision_mode, emulated=True,
+                      ascend_types=ascend_names(graph_def, table))
+    if plan is None:
+        fp16_nodes = {spec.node for spec in inputs if spec.node in set(input_fp16_nodes)}
+        plan = refuse_planned(plan_precision(graph_def, table, precision_mode, chip=ASSUMED_SOC_VERSION,
+                                             chip_assumed=True, controls=controls, fp16_inputs=fp16_nodes),
+                              allow_unsupported=False)
+    elif plan.precision_mode != precision_mode:
+        raise ConvertError(f"{pb}: the precision plan is for {plan.precision_mode}, the conversion for "
+                           f"{precision_mode}")
+    op_precision = plan.op_precision()
     model = _tf2onnx(graph_def, pb, inputs, outputs, chosen_opset)
     _refuse_unconverted(model, pb, chosen_opset)
     fp16_inputs = {spec.name for spec in inputs if spec.node in set(input_fp16_nodes)}
@@ -88,7 +106,7 @@ def convert_to_onnx(
     _check_names(model, pb, inputs, outputs)
     emulation = emulate_precision(model, precision_mode, fp16_inputs=fp16_inputs, fp16_outputs=fp16_outputs,
                                   op_precision=op_precision, tf_nodes={n.name for n in graph_def.node},
-                                  controls=controls_record(controls, precision_mode))
+                                  controls=controls_record(controls, precision_mode), graph_def=graph_def)
     converted_inputs = tuple(s.with_dtype("float16") if s.name in fp16_inputs else s for s in inputs)
     if aipp is not None:
         converted_inputs = _insert_aipp(model, converted_inputs, aipp)
@@ -104,7 +122,7 @@ def convert_to_onnx(
         path=destination, opset=chosen_opset,
         inputs=converted_inputs,
         outputs=tuple(s.with_dtype("float16") if s.name in fp16_outputs else s for s in outputs),
-        precision_mode=precision_mode, emulation=emulation,
+        precision_mode=precision_mode, emulation=emulation, plan=plan,
         tool_versions={"tf2onnx": tf2onnx.__version__, "onnx": onnx.__version__,
                        "onnxruntime": onnxruntime.__version__},
     )

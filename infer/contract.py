@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from atc_wrap.precision_plan import PrecisionPlan
 from binio.atomic import write_json_atomic
 from binio.binfile import sha256_file
 from binio.document import load_document
@@ -49,6 +50,17 @@ class ConvertedInfo:
     precision_mode: str = ""
     command: tuple[str, ...] = ()  # the exact ATC argv, or () for the stand-in
     settings: dict[str, Any] = field(default_factory=dict)  # converter settings: opset, emulation, ...
+    # The precision plan as recorded (`atc_wrap.precision_plan`): each op's dtype on the chip and why; None for a
+    # model converted before plans, or for a chip without an operator table. Read through `plan()`.
+    precision_plan: dict[str, Any] | None = None
+    contract_path: Path | None = field(default=None, compare=False)  # the model.json it was read from
+
+    def plan(self) -> PrecisionPlan | None:
+        """The recorded plan, checked entry by entry (a refusal names model.json and the entry)."""
+        if self.precision_plan is None:
+            return None
+        return PrecisionPlan.from_fields(Fields(self.precision_plan, path=self.contract_path or Path("model.json"),
+                                                entry="converted.precision_plan", error=ContractError))
 
     @property
     def aipp_config(self) -> dict[str, Any] | None:
@@ -148,6 +160,7 @@ class ModelContract:
                 "target": c.target, "path": c.path, "sha256": c.sha256, "soc_version": c.soc_version,
                 "precision_mode": c.precision_mode, "command": list(c.command), "settings": c.settings,
                 "inputs": [s.to_json() for s in c.inputs], "outputs": [s.to_json() for s in c.outputs],
+                "precision_plan": c.precision_plan,
             }
         return document
 
@@ -203,6 +216,8 @@ def _contract(data: dict[str, Any], path: Path) -> ModelContract:
             inputs=_specs(c, "inputs"), outputs=_specs(c, "outputs"),
             soc_version=c.text("soc_version", ""), precision_mode=c.text("precision_mode", ""),
             command=c.texts("command", []), settings=dict(c.mapping("settings", {})),
+            precision_plan=dict(c.mapping("precision_plan")) if c.has("precision_plan") else None,
+            contract_path=path,
         )
     fixed = fields.mapping("fixed", {})
     return ModelContract(

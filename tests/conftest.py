@@ -57,8 +57,10 @@ def _convert_copy(contract: ModelContract, folder: Path, precision_mode: str) ->
 
 @pytest.fixture(scope="session")
 def onnx_small_cnn(frozen_small_cnn: ModelContract, tmp_path_factory: pytest.TempPathFactory) -> ModelContract:
-    """A copy of `frozen_small_cnn` converted to the ONNX stand-in in fp32 (force_fp32). Read-only."""
-    return _convert_copy(frozen_small_cnn, tmp_path_factory.mktemp("onnx_small_cnn") / "model", "force_fp32")
+    """A copy of `frozen_small_cnn` converted to the ONNX stand-in in fp32: must_keep_origin_dtype, which keeps every
+    op of this CNN in fp32 on Ascend310 (force_fp32 gives its Conv2D and MatMul fp16 inputs). Read-only."""
+    return _convert_copy(frozen_small_cnn, tmp_path_factory.mktemp("onnx_small_cnn") / "model",
+                         "must_keep_origin_dtype")
 
 
 @pytest.fixture(scope="session")

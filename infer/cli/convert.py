@@ -21,11 +21,14 @@ def convert(
     """Convert the frozen pb to an Ascend .om with ATC, or to ONNX for the ONNX Runtime stand-in.
 
     Node names, shapes and dtypes come from model.json; everything ATC would reject (unknown node, chip or
-    precision mode, a dynamic batch without an unknown dim) is refused before it runs. The stand-in emulates
-    ATC's precision mode (fp16 storage after every op). model.json records the result: target, path, sha256,
-    the exact ATC command or converter settings, and the converted model's input and output dtypes (an om's as
-    the om itself stores them). --use-om records an om built elsewhere instead, once its inputs and outputs match
-    the frozen pb's (names, shapes, dtypes).
+    precision mode, a dynamic batch without an unknown dim) is refused before it runs. Every op is checked against
+    the chip's operator table first: an op ATC would not convert is refused for om (a warning for the stand-in),
+    one that falls to AI CPU is named. The stand-in emulates the precision plan: each op in the dtype ATC gives it
+    on that chip under the precision mode (fp16 storage after every fp16 op). model.json records the result:
+    target, path, sha256, the exact ATC command or converter settings, the converted model's input and output
+    dtypes (an om's as the om itself stores them), and the precision plan (infer inspect model.json --precision
+    prints it). --use-om records an om built elsewhere instead, once its inputs and outputs match the frozen pb's
+    (names, shapes, dtypes).
     """
     # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
     from binio.process import quote_command
@@ -44,6 +47,8 @@ def convert(
         say(f"ignored for {given}: {', '.join(result.ignored)}")
     for note in result.notes:
         say(note)
+    for line in result.findings:  # the precision plan's summary and the pre-check's findings
+        say(line)
     if result.dry_run and result.used_om is not None:
         show(f"would record {result.artefact}: {result.target_reason}")
         say("dry run: nothing written")

@@ -18,7 +18,8 @@ def doctor(
 
     Python, TensorFlow, tf2onnx, onnx, onnxruntime, numpy and xxhash against the ranges we test; atc, msame and
     ais_bench found or not (and their versions); ASCEND_TOOLKIT_HOME, set_env.sh, the devlib entry of
-    LD_LIBRARY_PATH; a writable temp folder. Ends with which stages run for real and which use the stand-in.
+    LD_LIBRARY_PATH; a writable temp folder; the operator tables' date and chips. Ends with which stages run for
+    real and which use the stand-in.
     """
     # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
     from infer.doctor._doctor import diagnose
@@ -64,6 +65,19 @@ def doctor(
     show(f"  {'ok' if report.devlib else absent} LD_LIBRARY_PATH devlib  {report.devlib or 'no devlib entry'}")
     temp = "writable" if report.temp_writable else f"NOT writable ({report.temp_error})"
     show(f"  {_mark(report.temp_writable)} temp folder             {report.temp_dir} {temp}")
+
+    tables = report.op_tables
+    if tables is not None:
+        show("operator tables (convert's pre-check and precision plan)")
+        if tables.error:
+            show(f"  !! {tables.error}")
+        else:
+            show(f"  ok snapshot of {tables.date}  ({tables.source}; a newer CANN may support more)")
+            for family, chips in tables.families:
+                show(f"     {family:<11} {', '.join(chips)}")
+            if tables.uncovered:
+                show(f"  -- no table     {', '.join(tables.uncovered)}")
+            show(f"     the stand-in assumes {tables.assumed} without --soc-version")
 
     show("what will run here")
     for stage in report.stages:

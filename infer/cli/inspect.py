@@ -35,22 +35,47 @@ def _tensor_column(table: Table, names: list[str]) -> None:
     table.add_column("tensor", min_width=max(map(len, names), default=6), no_wrap=True)
 
 
+def _print_precision_plan(model: Path, as_json: bool) -> None:
+    # on use: pulls the contract's readers, which `infer --help` need not import
+    from infer.cli.precision_table import print_plan
+    from infer.contract import ContractError, load_contract
+
+    contract = load_contract(model)
+    if contract.converted is None:
+        raise ContractError(f"{contract.path}: not converted, so it has no precision plan",
+                            hint="infer convert it first")
+    plan = contract.converted.plan()
+    if plan is None:
+        raise ContractError(f"{contract.path}: converted without a precision plan (by an infer before plans, or for "
+                            "a chip with no operator table)", hint="infer convert it again")
+    if as_json:
+        print_json(plan.to_json())
+        return
+    print_plan(plan, out())
+
+
 def inspect(
     model: Path = typer.Argument(..., help="A checkpoint prefix or folder, a .meta, a frozen .pb, a SavedModel "
                                  "folder, a Keras .h5/.keras file, or an Ascend .om."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout."),
     top: int = typer.Option(10, "--top", min=1, help="How many output candidates and op types to list."),
+    precision: bool = typer.Option(False, "--precision", help="MODEL is a converted model.json: print its precision "
+                                   "plan (each op's dtype on the chip, and why)."),
 ) -> None:
     """List a model's inputs, its likely outputs (ranked), dynamic dims, op types and parameter count.
 
     Inputs are the placeholders (dynamic dims marked ?, placeholders with a default such as is_training marked)
     and the outputs of a tf.data iterator. Output candidates are the nodes nothing consumes, minus saver,
     summary, initialiser, assert and training ops; softmax, sigmoid, argmax and logits-like nodes come first.
+    With --precision, MODEL is a model.json infer convert wrote: its precision plan is printed instead.
 
     An .om (read without CANN, both header versions): its header, inputs and outputs as the om stores them, AIPP,
     dynamic gears, the output nodes ATC was given, op counts and the fusion map (each om op with the TF nodes
     fused into it).
     """
+    if precision:
+        _print_precision_plan(model, as_json)
+        return
     from infer.cli.om_inspect import inspect_om, is_om
 
     if is_om(model):

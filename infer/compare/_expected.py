@@ -132,13 +132,23 @@ def check_emulation_possible(contract: ModelContract) -> None:
                                        "without the band")
 
 
-def _emulation_settings(contract: ModelContract) -> tuple[str, str, str]:
+def _emulation_settings(contract: ModelContract) -> tuple[str, str, str, str]:
     check_emulation_possible(contract)
     converted = contract.converted
     assert converted is not None
     settings = converted.settings
     return (converted.precision_mode, str(settings.get("input_fp16_nodes", "") or ""),
-            str(settings.get("output_type", "") or ""))
+            str(settings.get("output_type", "") or ""), _planned_chip(contract))
+
+
+def _planned_chip(contract: ModelContract) -> str:
+    """The chip whose operator table the emulation plans with: the one the conversion was planned for (the om's,
+    or the stand-in's given or assumed one); "" for a model converted without a plan (before plans, or an om for
+    a chip no table covers): the emulation then assumes its default."""
+    converted = contract.converted
+    assert converted is not None
+    plan = converted.plan()
+    return plan.chip if plan is not None else ""
 
 
 def _op_control_files(contract: ModelContract) -> dict[str, str]:
@@ -157,6 +167,13 @@ def _write_op_control_files(controls: dict[str, str], folder: Path) -> dict[str,
     return files
 
 
+def _allowed(contract: ModelContract) -> bool:
+    """Whether the conversion went on past refusals (--allow-unsupported): the emulation must too."""
+    assert contract.converted is not None
+    plan = contract.converted.plan()
+    return plan is not None and bool(plan.allowed_unsupported)
+
+
 def _link_or_copy(source: Path, target: Path) -> None:
     try:
         os.link(source, target)
@@ -167,15 +184,16 @@ def _link_or_copy(source: Path, target: Path) -> None:
 def emulated_run(contract: ModelContract, manifest: DatasetManifest, cache_root: Path,
                  progress: Callable[[int, int], None] | None = None) -> tuple[ModelContract, Path]:
     """The run folder of the stand-in's emulation of the contract's precision mode over these bins: the pb
-    converted with tf2onnx in the same precision mode (same --input-fp16-nodes, --output-type and per-op precision
-    files) and run by ONNX Runtime. Cached under `cache_root`/emulated/<sha256 of pb, settings and dataset>/, like
-    the golden outputs. Returns the emulated model's contract and its run folder."""
-    precision_mode, fp16_nodes, output_type = _emulation_settings(contract)
+    converted with tf2onnx in the same precision mode, with the same chip's precision plan (same --input-fp16-nodes,
+    --output-type and per-op precision files) and run by ONNX Runtime. Cached under `cache_root`/emulated/<sha256
+    of pb, settings and dataset>/, like the golden outputs. Returns the emulated model's contract and its run folder."""
+    precision_mode, fp16_nodes, output_type, chip = _emulation_settings(contract)
     contract.check_pb_unchanged()
     aipp = model_aipp(contract)  # the om's AIPP goes in front of the emulation too: it takes the same uint8 bins
     aipp_text = "" if aipp is None else aipp.to_prototxt()
     controls = _op_control_files(contract)  # --keep-dtype and the like, replayed from their recorded texts
-    digest = hashlib.sha256("\0".join((contract.pb_sha256, precision_mode, fp16_nodes, output_type,
+    digest = hashlib.sha256("\0".join((contract.pb_sha256, precision_mode, fp16_nodes, output_type, chip,
+                                       str(_allowed(contract)),
                                        sha256_file(manifest.path), aipp_text,
                                        *(f"{k}={v}" for k, v in sorted(controls.items())))).encode())
     folder = cache_root / _EMULATED / digest.hexdigest()[:32]
@@ -199,7 +217,8 @@ def emulated_run(contract: ModelContract, manifest: DatasetManifest, cache_root:
         files = _write_op_control_files(controls, model)
         staged = convert_model(staged, ConvertOptions(
             target="onnx", precision_mode=precision_mode, input_fp16_nodes=fp16_nodes, output_type=output_type,
-            aipp=aipp_options, keep_dtype=files.get("keep_dtype"), modify_mixlist=files.get("modify_mixlist"),
+            soc_version=chip, allow_unsupported=_allowed(contract), aipp=aipp_options,
+            keep_dtype=files.get("keep_dtype"), modify_mixlist=files.get("modify_mixlist"),
             customize_dtypes=files.get("customize_dtypes"))).contract
     # The emulated model is another model of the same pb on purpose, fed the converted model's bins.
     options = RunOptions(backend="onnxrt", bins_made_for=manifest.model_sha256)

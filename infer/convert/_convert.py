@@ -28,6 +28,7 @@ from ckpt2pb.protobuf import read_graph_def
 from infer.aipp import AIPP_FILE, aipp_config_for, aipp_record
 from infer.contract import ConvertedInfo, ModelContract, as_contract
 from infer.convert._om_record import with_om_record
+from infer.convert._precheck import prepare
 from infer.convert._use_om import use_om
 from infer.convert.options import TARGETS, ConvertOptions
 from infer.convert.result import ConvertResult
@@ -139,8 +140,9 @@ def _convert_om(contract: ModelContract, options: ConvertOptions, reason: str) -
     atc = find_atc() if options.dry_run else require_atc()
     om = _artefact(contract, options, ".om")
     aipp, aipp_file, aipp_text = _aipp(contract, options, om)
+    graph_def = read_graph_def(contract.pb_path)
     command = build_atc_command(
-        str(atc) if atc is not None else "atc", contract.pb_path.absolute(), read_graph_def(contract.pb_path),
+        str(atc) if atc is not None else "atc", contract.pb_path.absolute(), graph_def,
         contract.inputs, contract.outputs, om,
         AtcOptions(
             soc_version=options.soc_version, precision_mode=options.precision_mode,
@@ -155,10 +157,11 @@ def _convert_om(contract: ModelContract, options: ConvertOptions, reason: str) -
     )
     ignored = ("--opset",) if options.opset is not None else ()
     notes = ignored_controls(command.controls, options.precision_mode)
+    prepared = prepare(contract, options, graph_def, command.controls, target="om")
     if options.dry_run:
         return ConvertResult(contract=contract, target="om", artefact=om, target_reason=reason,
                              command=command.argv, dry_run=True, ignored=ignored, notes=notes,
-                             aipp_file=aipp_file)
+                             aipp_file=aipp_file, plan=prepared.plan, findings=prepared.lines)
     before = _write_aipp(aipp_file, aipp_text)  # ATC reads it: written first, put back if ATC fails
     try:
         run = run_atc(command, timeout=options.timeout)
@@ -179,10 +182,12 @@ def _convert_om(contract: ModelContract, options: ConvertOptions, reason: str) -
         target="om", path=_relative(om, contract.folder), sha256=sha256_file(om), inputs=command.inputs,
         outputs=command.outputs, soc_version=options.soc_version, precision_mode=options.precision_mode,
         command=run.argv, settings=settings,
+        precision_plan=prepared.plan.to_json() if prepared.plan is not None else None,
     ))
     saved = contract.with_converted(converted).save()
     return ConvertResult(contract=saved, target="om", artefact=om, target_reason=reason, command=run.argv,
-                         ignored=ignored, notes=notes, seconds=run.seconds, aipp_file=aipp_file)
+                         ignored=ignored, notes=notes, seconds=run.seconds, aipp_file=aipp_file,
+                         plan=prepared.plan, findings=prepared.lines)
 
 
 def _absolute(path: Path | None) -> Path | None:
@@ -190,8 +195,8 @@ def _absolute(path: Path | None) -> Path | None:
 
 
 def _atc_only(options: ConvertOptions) -> tuple[str, ...]:
-    given = {
-        "--soc-version": bool(options.soc_version), "--input-format": bool(options.input_format),
+    given = {  # --soc-version is the stand-in's too: it chooses the operator table of its precision plan
+        "--input-format": bool(options.input_format),
         "--op-select-implmode": bool(options.op_select_implmode),
         "--fusion-switch-file": options.fusion_switch_file is not None,
         "--atc-arg": bool(options.atc_args),
@@ -213,15 +218,18 @@ def _convert_onnx(contract: ModelContract, options: ConvertOptions, reason: str)
     if options.dynamic_batch:
         check_shapes(contract.inputs, options.dynamic_batch)
     ignored = _atc_only(options)
+    graph_def = read_graph_def(contract.pb_path)
+    prepared = prepare(contract, options, graph_def, controls, target="onnx")
     if options.dry_run:
         check_opset(options.opset)
         return ConvertResult(contract=contract, target="onnx", artefact=destination, target_reason=reason,
-                             dry_run=True, ignored=ignored, notes=notes, aipp_file=aipp_file)
+                             dry_run=True, ignored=ignored, notes=notes, aipp_file=aipp_file, plan=prepared.plan,
+                             findings=prepared.lines)
     start = time.monotonic()
     conversion = convert_to_onnx(
-        contract.pb_path, read_graph_def(contract.pb_path), contract.inputs, contract.outputs, destination,
+        contract.pb_path, graph_def, contract.inputs, contract.outputs, destination,
         opset=options.opset, precision_mode=options.precision_mode, input_fp16_nodes=fp16_nodes,
-        output_types=output_types, aipp=aipp, op_controls=controls,
+        output_types=output_types, aipp=aipp, op_controls=controls, plan=prepared.plan,
     )
     _write_aipp(aipp_file, aipp_text)
     settings = conversion.settings()
@@ -233,9 +241,11 @@ def _convert_onnx(contract: ModelContract, options: ConvertOptions, reason: str)
     _with_aipp(settings, options, aipp, aipp_file, contract.folder)
     converted = ConvertedInfo(
         target="onnx", path=_relative(destination, contract.folder), sha256=sha256_file(destination),
-        inputs=conversion.inputs, outputs=conversion.outputs, soc_version="",
+        inputs=conversion.inputs, outputs=conversion.outputs, soc_version=options.soc_version,
         precision_mode=conversion.precision_mode, command=(), settings=settings,
+        precision_plan=prepared.plan.to_json() if prepared.plan is not None else None,
     )
     saved = contract.with_converted(converted).save()
     return ConvertResult(contract=saved, target="onnx", artefact=destination, target_reason=reason,
-                         ignored=ignored, notes=notes, seconds=time.monotonic() - start, aipp_file=aipp_file)
+                         ignored=ignored, notes=notes, seconds=time.monotonic() - start, aipp_file=aipp_file,
+                         plan=prepared.plan, findings=prepared.lines)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from atc_wrap.precision import DEFAULT_PRECISION_MODE, PRECISION_MODES
+from atc_wrap.soc import ASSUMED_SOC_VERSION
 from binio.defaults import DEFAULT_TOOL_TIMEOUT_S
 from binio.texts import batch_sizes
 from infer._option_fields import setting
@@ -28,8 +29,10 @@ class ConvertOptions:
                                                       "copied into the model folder when outside it.")
     output: Path | None = setting(None, short="-o", toml=False, shown="beside model.json, named after the pb",
                                   help="The converted model's path (.om / .onnx appended when missing).")
-    soc_version: str = setting("", help="The chip ATC compiles for, e.g. Ascend310P3 (npu-smi info names it; "
-                                        "required for om).")
+    soc_version: str = setting("", shown=f"required for om; the stand-in assumes {ASSUMED_SOC_VERSION}",
+                               help="The chip ATC compiles for, e.g. Ascend310P3 (npu-smi info names it); its "
+                                    "operator table gives each op's dtype in the precision plan the stand-in "
+                                    "emulates, and the pre-check's verdicts.")
     precision_mode: str = setting(DEFAULT_PRECISION_MODE, always=True,  # the report's command says which mode ran
                                   help=f"{', '.join(PRECISION_MODES)} ({DEFAULT_PRECISION_MODE} is ATC's default); "
                                        "the stand-in emulates them.")
@@ -57,6 +60,10 @@ class ConvertOptions:
                                 help="ONNX opset (onnx only).")
     allow_unknown_soc: bool = setting(False, help="Pass a --soc-version that is not in the known list (a chip newer "
                                                   "than this tool).")
+    allow_unsupported: bool = setting(False, help="Go on where the chip's operator table says ATC cannot convert an "
+                                                  "op (refused for om, a warning for the stand-in) or cannot build "
+                                                  "it in the dtype the mode or a per-op control asks; the table is "
+                                                  "a 2022 snapshot, a newer CANN may have the kernel.")
     dry_run: bool = setting(False, toml=False, help="Print the exact ATC command (or what the stand-in would "
                                                     "write) and change nothing.")
     timeout: float = setting(DEFAULT_TOOL_TIMEOUT_S, help="Seconds before a hung ATC is stopped.")

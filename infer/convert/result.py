@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from atc_wrap.precision_plan import PrecisionPlan
 from infer.contract import ModelContract
 
 
@@ -22,5 +23,7 @@ class ConvertResult:
     notes: tuple[str, ...] = ()  # given options that change nothing here, and why (--keep-dtype under fp32)
     seconds: float = 0.0
     aipp_file: Path | None = None  # the aipp.cfg written (or, for a dry run, that would be)
+    plan: PrecisionPlan | None = None  # each op's dtype on the chip (None: a chip without an operator table)
+    findings: tuple[str, ...] = ()  # the plan's summary and the pre-check's findings, a line each
     used_om: Path | None = None  # --use-om: the om built elsewhere that was recorded (before any copy)
     copied: bool = False  # --use-om: the om was copied into the model folder (`artefact` is the copy)

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from infer.doctor._packages import check_packages
+from infer.doctor._tables import check_op_tables
 from infer.doctor._tools import check_tools, devlib_entry, find_set_env
 from infer.doctor._versions import version_in_range
 from infer.doctor.result import DoctorReport, PackageCheck, StagePlan, ToolCheck
@@ -72,5 +73,5 @@ def diagnose(env: Mapping[str, str] | None = None, temp_dir: Path | None = None)
         platform=f"{platform.system()} {platform.machine()}", packages=packages, tools=tools,
         toolkit_home=home_value, toolkit_home_exists=bool(home and home.is_dir()),
         set_env=find_set_env(home), devlib=devlib_entry(env), temp_dir=str(temp), temp_writable=writable,
-        temp_error=temp_error, stages=plan_stages(packages, tools),
+        temp_error=temp_error, stages=plan_stages(packages, tools), op_tables=check_op_tables(),
     )

@@ -54,6 +54,22 @@ class StagePlan:
 
 
 @dataclass(frozen=True)
+class OpTablesCheck:
+    """The operator tables convert's pre-check and precision plan read (docs/op-tables.md)."""
+
+    date: str  # the snapshot's day; "" when the tables could not be read
+    source: str  # repository@commit
+    families: tuple[tuple[str, tuple[str, ...]], ...]  # (family, the --soc-version names it covers)
+    uncovered: tuple[str, ...]  # chips ATC knows that no table covers (newer than the snapshot)
+    assumed: str  # the chip the stand-in plans for without --soc-version
+    error: str = ""
+
+    def to_json(self) -> dict[str, object]:
+        return {"date": self.date, "source": self.source, "families": {f: list(c) for f, c in self.families},
+                "uncovered": list(self.uncovered), "assumed": self.assumed, "error": self.error}
+
+
+@dataclass(frozen=True)
 class DoctorReport:
     python: str
     python_range: str
@@ -69,6 +85,7 @@ class DoctorReport:
     temp_writable: bool
     temp_error: str
     stages: tuple[StagePlan, ...]
+    op_tables: OpTablesCheck | None = None
     infer_version: str = __version__
 
     def package(self, name: str) -> PackageCheck:
@@ -96,4 +113,5 @@ class DoctorReport:
             "set_env": self.set_env, "devlib": self.devlib,
             "temp_dir": {"path": self.temp_dir, "writable": self.temp_writable, "error": self.temp_error},
             "stages": [{"stage": s.stage, "real": s.real, "uses": s.uses} for s in self.stages],
+            "op_tables": self.op_tables.to_json() if self.op_tables is not None else None,
         }

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from atc_wrap.emulation import tf_origin
+from atc_wrap.precision_plan import PrecisionPlan
 from ckpt2pb.protobuf import read_graph_def
 from infer.contract import ModelContract
 
@@ -91,3 +92,21 @@ def tunable_ops(contract: ModelContract, onnx_nodes: Set[str]) -> tuple[TunableO
         found.append(TunableOp(name=op.name, op_type=op.type, flops=_flops(op),
                                params=sum(_constant_elements(t) for t in op.inputs)))
     return tuple(found)
+
+
+def keepable(ops: tuple[TunableOp, ...], plan: PrecisionPlan | None) -> tuple[tuple[TunableOp, ...],
+                                                                            tuple[TunableOp, ...]]:
+    """(the ops a keep_dtype file can change on the plan's chip, those it cannot): an op the plan already runs in
+    fp32 gains nothing, and one whose AI Core kernel has no fp32 ATC cannot keep (convert refuses it). Without a
+    plan (a model converted before plans), every op is a candidate."""
+    if plan is None:
+        return ops, ()
+    planned = {entry.node: entry for entry in plan.ops}
+    chosen, left = [], []
+    for op in ops:
+        entry = planned.get(op.name)
+        if entry is not None and entry.computes_fp16 and entry.can_keep_fp32:
+            chosen.append(op)
+        elif entry is not None and entry.computes_fp16:
+            left.append(op)
+    return tuple(chosen), tuple(left)

@@ -33,7 +33,7 @@ from infer.compare.options import CompareOptions
 from infer.compare.result import CompareResult
 from infer.contract import ModelContract, as_contract, load_contract
 from infer.convert import ConvertOptions, convert_model
-from infer.tune._ops import TunableOp, tunable_ops
+from infer.tune._ops import TunableOp, keepable, tunable_ops
 from infer.tune._search import search
 from infer.tune._suspects import Suspect, layer_suspects
 from infer.tune._trial import KEEP_DTYPE_FILE, Candidate, Dataset, Trials, replayed_settings
@@ -114,11 +114,21 @@ def _check_output(out: Path, force: bool) -> None:
         check_no_links_out(out)  # --force replaces the earlier result: never through a link out of -o
 
 
+def tuned_chip(contract: ModelContract, options: TuneOptions) -> str:
+    """The chip the candidates are planned for: --soc-version, else the one the contract was converted for (an
+    om's, or the stand-in's given or assumed chip), else the stand-in's assumed one."""
+    converted = contract.converted
+    if options.soc_version:
+        return options.soc_version
+    if converted is not None and converted.soc_version:
+        return converted.soc_version
+    plan = converted.plan() if converted is not None else None
+    return plan.chip if plan is not None else DEFAULT_SOC
+
+
 def _atc_command(contract: ModelContract, options: TuneOptions, keep: Path) -> tuple[str, ...]:
     """What `infer convert --target om --keep-dtype KEEP` runs on an Ascend machine (its dry run)."""
-    converted = contract.converted
-    soc = options.soc_version or (converted.soc_version if converted is not None and converted.soc_version
-                                  else DEFAULT_SOC)
+    soc = tuned_chip(contract, options)
     dry = convert_model(contract, ConvertOptions(
         target="om", dry_run=True, soc_version=soc, precision_mode=options.precision_mode, keep_dtype=keep,
         **replayed_settings(contract, keep.parent / MODEL_FOLDER)))
@@ -168,14 +178,21 @@ def _tune(contract: ModelContract, manifest: DatasetManifest, out: Path, work: P
     search_on = whole if subset_manifest is None else Dataset(
         "subset", subset_manifest, _golden(contract, subset_manifest, work, None))
     compare_options = CompareOptions(thresholds=options.thresholds, atol=options.atol, rtol=options.rtol)
-    trials = Trials(contract, options.precision_mode, work, compare_options, on_candidate)
+    chip = tuned_chip(contract, options)
+    trials = Trials(contract, options.precision_mode, work, compare_options, on_candidate, soc_version=chip)
 
     before = trials.evaluate((), "baseline", whole)
     baseline = _converted_contract(trials)
     baseline_onnx = _load_onnx(baseline)
-    tunable = tunable_ops(contract, _onnx_node_names(baseline_onnx))
+    plan = baseline.converted.plan() if baseline.converted is not None else None
+    tunable, unkeepable = keepable(tunable_ops(contract, _onnx_node_names(baseline_onnx)), plan)
+    if unkeepable:
+        say(f"left out of the search: {_ops(len(unkeepable))} in fp16 that {chip} cannot keep in fp32 (no fp32 "
+            "kernel): "
+            + ", ".join(f"{op.name} ({op.op_type})" for op in unkeepable[:6]) + (" ..." if len(unkeepable) > 6 else ""))
     result_args: dict[str, Any] = dict(tunable=tunable, before=before, mode=options.mode,
-                                       precision_mode=options.precision_mode, output=out)
+                                       precision_mode=options.precision_mode, output=out, chip=chip,
+                                       unkeepable=unkeepable)
     if before.passed:
         say(f"{options.precision_mode} passes already: nothing to keep in fp32")
         converted = contract.converted
@@ -201,6 +218,14 @@ def _tune(contract: ModelContract, manifest: DatasetManifest, out: Path, work: P
         say("the set found on the subset fails on the whole dataset: searching again on the whole dataset")
         outcome = search(names, list(found), lambda ops, stage: passes(ops, stage, whole), options.mode)
         found = outcome.found
+    if found is None and unkeepable:
+        reason = (f"no set of fp32 ops passes: even with all {_ops(len(names))} {chip} can keep in fp32 kept so, "
+                  f"compare fails, and {_ops(len(unkeepable))} in fp16 {'has' if len(unkeepable) == 1 else 'have'} "
+                  "no fp32 kernel there ("
+                  + ", ".join(f"{op.name} ({op.op_type})" for op in unkeepable[:6])
+                  + "): a chip with fp32 kernels for them (--soc-version), or a rewrite of the model")
+        return _finish(trials, out, options, start, result_args, (), tuple(suspects), None, contract,
+                       len(outcome.grown), reason=reason)
     if found is None:
         reason = (f"no set of fp32 ops passes: even with every one of the {len(names)} float ops kept in fp32 "
                   "compare fails, so the failure is not fp16's (look for a damaged weight, a wrong input or a "
@@ -213,6 +238,10 @@ def _tune(contract: ModelContract, manifest: DatasetManifest, out: Path, work: P
         reason = f"the smallest set found keeps {len(found)} ops in fp32, more than --max-ops {options.max_ops}"
     return _finish(trials, out, options, start, result_args, found, tuple(suspects), after, contract,
                    len(outcome.grown), reason=reason)
+
+
+def _ops(count: int) -> str:
+    return f"{count} op" if count == 1 else f"{count} ops"
 
 
 def _converted_contract(trials: Trials) -> ModelContract:

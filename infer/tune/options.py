@@ -7,13 +7,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from atc_wrap.precision import DEFAULT_PRECISION_MODE, KEEP_DTYPE_MODES, check_precision_mode
+from atc_wrap.soc import ASSUMED_SOC_VERSION
 from infer._option_fields import setting
 from infer.compare.options import DEFAULT_ATOL, DEFAULT_RTOL, threshold_setting
 from infer.compare.thresholds import Thresholds
 from infer.tune._search import MODES
 from infer.tune.errors import TuneError
 
-DEFAULT_SOC = "Ascend310"  # the ATC command needs one; the contract's own when it was converted to om
+# The chip when neither --soc-version nor the contract names one: the stand-in's assumed chip, whose operator table
+# the candidates are planned with and which the ATC command written names.
+DEFAULT_SOC = ASSUMED_SOC_VERSION
 
 
 @dataclass(frozen=True)
@@ -38,7 +41,8 @@ class TuneOptions:
     golden: Path | None = setting(None, short="-g", unset="", shown="run the frozen pb",
                                   help="TensorFlow's run folder for the dataset.")
     soc_version: str = setting("", shown=f"the contract's, else {DEFAULT_SOC}",
-                               help="The chip in the ATC command line written.")
+                               help="The chip: its operator table plans every candidate (only ops it can keep in "
+                                    "fp32 are searched), and the ATC command line written names it.")
     force: bool = setting(False, toml=False, help="Replace an earlier tune-precision's files in -o.")
 
     def __post_init__(self) -> None:

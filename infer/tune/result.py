@@ -27,6 +27,8 @@ class TuneResult:
     output: Path
     atc_command: tuple[str, ...] = ()
     grown: int = 0  # ops in the set before the shrink step: what a linear search walks to, one op at a time
+    chip: str = ""  # the chip whose operator table planned every candidate
+    unkeepable: tuple[TunableOp, ...] = ()  # fp16 ops the chip has no fp32 kernel for: left out of the search
 
     def __bool__(self) -> bool:
         return self.found
@@ -53,6 +55,7 @@ class TuneResult:
                     for op in self.ops],
             "verdict_before": self.before.verdict, "verdict_after": self.after.verdict if self.after else None,
             "suspects": [s.to_json() for s in self.suspects], "tunable_ops": len(self.tunable),
+            "chip": self.chip, "not_keepable": [op.to_json() for op in self.unkeepable],
             "candidates_tried": len(self.candidates), "grown_to": self.grown,
             "candidates": [c.to_json() for c in self.candidates], "atc_command": list(self.atc_command),
         }

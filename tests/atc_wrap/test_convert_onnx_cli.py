@@ -22,7 +22,8 @@ def test_without_atc_the_default_target_is_the_stand_in(
                       "high_precision")
     assert outcome.code == 0, outcome.err
     assert "ATC not found: converting to the ONNX Runtime stand-in (--target om to insist)" in outcome.err
-    assert "ignored for target onnx: --soc-version, --op-select-implmode" in outcome.err
+    assert "ignored for target onnx: --op-select-implmode" in outcome.err  # the chip chooses the stand-in's table
+    assert "precision plan: force_fp16 on Ascend310, operator table of 2022-06-29" in outcome.err
     onnx_path = contract.folder / "model.onnx"
     lines = outcome.out.splitlines()
     assert lines[0].startswith(f"wrote {onnx_path} (onnx, force_fp16, sha256 ")
@@ -31,8 +32,11 @@ def test_without_atc_the_default_target_is_the_stand_in(
     saved = load_contract(contract.path)
     assert saved.converted is not None
     assert saved.converted.settings["opset"] == default_opset()
-    assert saved.converted.settings["ignored_options"] == ["--soc-version", "--op-select-implmode"]
+    assert saved.converted.settings["ignored_options"] == ["--op-select-implmode"]
     assert saved.converted.settings["emulation"]["mode"] == "force_fp16"
+    assert saved.converted.soc_version == "Ascend310"
+    plan = saved.converted.plan()
+    assert plan is not None and (plan.chip, plan.chip_assumed) == ("Ascend310", False)
 
 
 def test_opset_is_configurable_and_checked(

@@ -1,14 +1,16 @@
-"""An exact oracle for the fp16 emulation: the small CNN computed in numpy as the README documents it (fp32
-arithmetic inside each op, the result rounded to fp16 after every op that computes in fp16, weights and the input
-rounded), checked against the ONNX stand-in tensor by tensor, inf and NaN from overflow included.
+"""An exact oracle for the fp16 emulation: the small CNN computed in numpy op by op as the conversion's precision
+plan says (docs/precision-plan.md: each op's input and output dtype on the chip under the mode; fp32 arithmetic
+inside each op; an fp16 input rounded as the op reads it, weights included; an fp16 output rounded), checked
+against the ONNX stand-in tensor by tensor, inf and NaN from overflow included, for each mode on Ascend310 and
+for modes whose plan differs on other chips.
 
 Where the two may differ, and why: numpy sums a convolution or a matrix product in another order than ONNX
 Runtime's kernels (and in float64 here), so a value within an fp32 rounding of the midpoint between two fp16
 numbers can round to either: one fp16 ulp, on few elements. Where a convolution's terms cancel (inputs in the
 tens of thousands, a result near 0) fp32's own summation error, bounded by 27 terms x fp32 eps x the sum of
 |terms|, can exceed an fp16 ulp of the small result: there the bound is what is checked. Tensors kept in fp32
-(allow_mix_precision's mean and softmax) differ by the same summation order and exp implementation: a few fp32
-ulps. Everything else is bit for bit, and every inf and NaN is in the same place.
+differ by the same summation order and exp implementation: a few fp32 ulps (a convolution's, within the same
+summation bound). Everything else is bit for bit, and every inf and NaN is in the same place.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from atc_wrap.precision_plan import PlannedOp, PrecisionPlan
 from infer.contract import ModelContract
 
 pytestmark = pytest.mark.slow
@@ -65,22 +68,36 @@ def _softmax(logits: np.ndarray) -> np.ndarray:
         return exp / exp.sum(axis=1, keepdims=True)
 
 
-def oracle(mode: str, images: np.ndarray, weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """The small CNN under `mode`, as the README's emulation rule says, tensor by tensor (TF's layout)."""
-    kernel, bias, dense = _f16(weights["kernel"]), _f16(weights["bias"]), _f16(weights["dense"])
+def _planned(entry: PlannedOp, compute: Any, *inputs: np.ndarray) -> np.ndarray:
+    """One op as the plan has it: its inputs rounded where it reads fp16, fp32 (float64 here) inside, its output
+    rounded where it stores fp16."""
+    read = [_f16(x) if entry.input_dtype == "float16" else x for x in inputs]
     with np.errstate(invalid="ignore", over="ignore"):
-        # Both modes: Conv always computes in fp16 (its input rounded first; force_fp16 rounds the input at entry).
-        conv = _f16((_conv_same(_f16(images), kernel) + bias).astype(np.float32))  # tf2onnx: one Conv with bias
-        relu = np.maximum(conv, 0)  # only selects fp16 values: nothing to round
-        if mode == "force_fp16":
-            pool = _f16(relu.astype(np.float64).mean(axis=(1, 2)).astype(np.float32))
-            logits = _f16((pool.astype(np.float64) @ dense).astype(np.float32))
-            probs = _f16(_softmax(logits).astype(np.float32))
-        else:  # allow_mix_precision: ReduceMean and Softmax stay fp32; MatMul rounds its fp32 input first
-            pool = relu.astype(np.float64).mean(axis=(1, 2)).astype(np.float32)
-            logits = _f16((_f16(pool).astype(np.float64) @ dense).astype(np.float32))
-            probs = _softmax(logits).astype(np.float32)
+        out = np.asarray(compute(*read)).astype(np.float32)
+    return _f16(out) if entry.output_dtype == "float16" else out
+
+
+def oracle(plan: PrecisionPlan, images: np.ndarray, weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The small CNN under `plan`, tensor by tensor (TF's layout). tf2onnx fuses Conv2D and BiasAdd into one Conv,
+    which reads as the Conv2D and stores as the BiasAdd (`atc_wrap.fused_ops`)."""
+    entries = {entry.node: entry for entry in plan.ops}
+    conv2d, bias_add = entries["Conv2D"], entries["BiasAdd"]
+    fused = PlannedOp(node="BiasAdd", op_type="BiasAdd", ascend_op="", engine="aicore",
+                      input_dtype=conv2d.input_dtype, output_dtype=bias_add.output_dtype, decided_by="", why="")
+    conv = _planned(fused, lambda x, k, b: _conv_same(x, k) + b, images, weights["kernel"], weights["bias"])
+    relu = _planned(entries["conv/relu"], lambda x: np.maximum(x, 0), conv)
+    pool = _planned(entries["pool"], lambda x: x.astype(np.float64).mean(axis=(1, 2)), relu)
+    logits = _planned(entries["head/logits"], lambda x, w: x.astype(np.float64) @ w, pool, weights["dense"])
+    probs = _planned(entries["probs"], _softmax, logits)
     return dict(zip(TENSORS, (conv, relu, pool, logits, probs), strict=True))
+
+
+def stored_fp16(plan: PrecisionPlan) -> set[str]:
+    """The tensors the plan stores in fp16 (the op making each one gives fp16 out)."""
+    makers = {"BiasAdd:0": "BiasAdd", "conv/relu:0": "conv/relu", "pool:0": "pool", "head/logits:0": "head/logits",
+              "probs:0": "probs"}
+    entries = {entry.node: entry for entry in plan.ops}
+    return {tensor for tensor, node in makers.items() if entries[node].output_dtype == "float16"}
 
 
 def conv_error_bound(images: np.ndarray, weights: dict[str, np.ndarray]) -> np.ndarray:
@@ -121,24 +138,28 @@ def _ulps(a: np.ndarray, b: np.ndarray, dtype: Any) -> np.ndarray:
     return np.abs(key(a) - key(b))
 
 
+# Every mode on the default chip, and modes whose plan for this CNN differs on another chip's table.
+CASES = [(mode, "Ascend310") for mode in ("force_fp16", "allow_fp32_to_fp16", "force_fp32", "must_keep_origin_dtype",
+                                          "allow_mix_precision")] + [
+    ("allow_mix_precision", "Ascend310P3"),  # ReduceMeanD gray there: the mean follows the fp16 ops before it
+    ("force_fp32", "Ascend910B2")]
+
+
 @pytest.fixture(scope="module")
-def converted(frozen_small_cnn: ModelContract, tmp_path_factory: pytest.TempPathFactory) -> dict[str, ModelContract]:
+def converted(frozen_small_cnn: ModelContract,
+              tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], ModelContract]:
     import shutil
 
     from infer.contract import load_contract
     from infer.convert._convert import ConvertOptions, convert_model
 
     made = {}
-    for mode in ("force_fp16", "allow_mix_precision"):
-        folder = tmp_path_factory.mktemp(mode) / "model"
+    for mode, chip in CASES:
+        folder = tmp_path_factory.mktemp(f"{mode}-{chip}") / "model"
         shutil.copytree(frozen_small_cnn.folder, folder)
-        made[mode] = convert_model(load_contract(folder / "model.json"),
-                                   ConvertOptions(target="onnx", precision_mode=mode)).contract
+        made[mode, chip] = convert_model(load_contract(folder / "model.json"), ConvertOptions(
+            target="onnx", precision_mode=mode, soc_version=chip)).contract
     return made
-
-
-# fp16-stored tensors per mode; the others are fp32 in that mode.
-_FP16 = {"force_fp16": set(TENSORS), "allow_mix_precision": {"BiasAdd:0", "conv/relu:0", "head/logits:0"}}
 
 
 def _images(overflowing: bool, kernel: np.ndarray) -> np.ndarray:
@@ -151,13 +172,33 @@ def _images(overflowing: bool, kernel: np.ndarray) -> np.ndarray:
     return images
 
 
-@pytest.mark.parametrize("mode", ["force_fp16", "allow_mix_precision"])
+def _plan(contract: ModelContract) -> PrecisionPlan:
+    assert contract.converted is not None
+    plan = contract.converted.plan()
+    assert plan is not None
+    return plan
+
+
+def test_the_cases_cover_fp16_fp32_and_both(converted: dict[tuple[str, str], ModelContract]) -> None:
+    """The oracle is only worth running on plans that differ: all fp16, all fp32, and mixes of the two."""
+    stored = {case: frozenset(stored_fp16(_plan(contract))) for case, contract in converted.items()}
+    assert stored["force_fp16", "Ascend310"] == set(TENSORS)
+    assert stored["must_keep_origin_dtype", "Ascend310"] == set()
+    assert stored["allow_mix_precision", "Ascend310"] == {"BiasAdd:0", "conv/relu:0", "head/logits:0", "probs:0"}
+    assert stored["allow_mix_precision", "Ascend310P3"] == set(TENSORS)
+    assert len(set(stored.values())) >= 4
+
+
+@pytest.mark.parametrize(("mode", "chip"), CASES)
 @pytest.mark.parametrize("overflowing", [False, True], ids=["normal", "overflowing"])
-def test_stand_in_matches_the_numpy_oracle(converted: dict[str, ModelContract], mode: str, overflowing: bool,
-                                           frozen_small_cnn: ModelContract) -> None:
+def test_stand_in_matches_the_numpy_oracle(converted: dict[tuple[str, str], ModelContract], mode: str, chip: str,
+                                           overflowing: bool, frozen_small_cnn: ModelContract) -> None:
     images = _images(overflowing, _weights(frozen_small_cnn)["kernel"])
-    expected = oracle(mode, images, _weights(frozen_small_cnn))
-    got = stand_in(converted[mode], images)
+    plan = _plan(converted[mode, chip])
+    expected = oracle(plan, images, _weights(frozen_small_cnn))
+    got = stand_in(converted[mode, chip], images)
+    fp16 = stored_fp16(plan)
+    bound = conv_error_bound(images, _weights(frozen_small_cnn))
     overflowed = 0
     for name in TENSORS:
         want, have = expected[name], got[name]
@@ -168,22 +209,24 @@ def test_stand_in_matches_the_numpy_oracle(converted: dict[str, ModelContract], 
         assert np.array_equal(np.isneginf(have), np.isneginf(want)), name
         overflowed += int(np.count_nonzero(~np.isfinite(have)))
         finite = np.isfinite(want)
-        if name in _FP16[mode]:
+        conv_like = name in ("BiasAdd:0", "conv/relu:0")  # beyond one ulp only within fp32's summation error
+        if name in fp16:
             assert np.array_equal(have, _f16(have), equal_nan=True), f"{name} is not fp16-valued"
             ulps = _ulps(have[finite], want[finite], np.float16)
-            if name in ("BiasAdd:0", "conv/relu:0"):  # beyond one ulp only within fp32's summation error
-                bound = conv_error_bound(images, _weights(frozen_small_cnn))[finite]
+            if conv_like:
                 beyond = ulps > 1
-                assert np.all(np.abs(have[finite] - want[finite])[beyond] <= bound[beyond]), name
+                assert np.all(np.abs(have[finite] - want[finite])[beyond] <= bound[finite][beyond]), name
                 ulps = np.where(beyond, 1, ulps)
             assert ulps.max(initial=0) <= 1, f"{name}: {ulps.max()} fp16 ulps apart"
             assert np.count_nonzero(ulps) <= max(1, finite.sum() // 100), f"{name}: {np.count_nonzero(ulps)} differ"
         else:
-            # A mean of 64 terms (a softmax of 5) summed in another order: at most a few fp32 ulps per term.
+            # A sum in another order: at most a few fp32 ulps per term (a convolution: within its summation bound).
             ulps = _ulps(have[finite], want[finite], np.float32)
+            if conv_like:
+                ulps = np.where(np.abs(have[finite] - want[finite]) <= bound[finite], 0, ulps)
             assert ulps.max(initial=0) <= 64, f"{name}: {ulps.max()} fp32 ulps apart"
-    if overflowing:  # the case is only worth having when fp16 overflows, and only where it must
+    if not overflowing or not fp16:
+        assert overflowed == 0  # nothing passes fp32's range
+    elif "BiasAdd:0" in fp16:  # the case is only worth having when fp16 overflows, and only where it must
         assert np.isposinf(got["BiasAdd:0"][1, 4, 4, 0]) and np.isfinite(got["BiasAdd:0"][0]).all()
         assert np.isnan(got["probs:0"][1]).all() and np.isfinite(got["probs:0"][0]).all()
-    else:
-        assert overflowed == 0

@@ -87,21 +87,23 @@ def test_keep_dtype_op_types_match_every_node_of_the_type(energy_model: ModelCon
 def test_modify_mixlist_moves_op_types_between_the_lists(matmul_sum_model: ModelContract, tmp_path: Path) -> None:
     x = np.full((2, 64), 2000.3, dtype=np.float32)
     default, _ = _run(matmul_sum_model, tmp_path, x, precision_mode="allow_mix_precision")
-    # MatMul white (fp16 in, fp16 out), Sum black (fp32), the division gray after an fp32 op: fp32.
+    # By Ascend310's table: MatMulV2 white (fp16 in, fp16 out); TF Sum becomes ReduceSumD, gray: it follows the
+    # fp16 product, and 128019 is past fp16's range.
     projected = _half(_half(x) @ np.eye(64, dtype=np.float32))
-    np.testing.assert_allclose(default, projected.sum(axis=1) / 1024, rtol=1e-6)
-    gray_sum = _write(tmp_path, "gray.json", json.dumps({"black-list": {"to-remove": ["Sum"]}}))
-    summed_in_fp16, emulation = _run(matmul_sum_model, tmp_path, x, precision_mode="allow_mix_precision",
-                                     modify_mixlist=gray_sum)
-    # Sum left the black list: gray, it follows its fp16 input, and 128019 is past fp16's range.
-    assert np.isinf(_half(projected.sum(axis=1))).all() and np.isinf(summed_in_fp16).all()
-    assert emulation["op_controls"]["modify_mixlist"] == {"black-list": {"to-add": [], "to-remove": ["Sum"]}}
+    assert np.isinf(_half(projected.sum(axis=1))).all() and np.isinf(default).all()
+    for name in ("Sum", "ReduceSumD"):  # the TF type or the Ascend op it becomes
+        black_sum = _write(tmp_path, f"black-{name}.json", json.dumps({"black-list": {"to-add": [name]}}))
+        summed_in_fp32, emulation = _run(matmul_sum_model, tmp_path, x, precision_mode="allow_mix_precision",
+                                         modify_mixlist=black_sum)
+        # Sum black: fp32; the division, gray after an fp32 op: fp32.
+        np.testing.assert_allclose(summed_in_fp32, projected.sum(axis=1) / 1024, rtol=1e-6)
+        assert emulation["op_controls"]["modify_mixlist"] == {"black-list": {"to-add": [name], "to-remove": []}}
     black_matmul = _write(tmp_path, "black.json", json.dumps({"black-list": {"to-add": ["MatMul"]},
                                                               "white-list": {"to-remove": ["MatMul"]}}))
     exact, _ = _run(matmul_sum_model, tmp_path, x, precision_mode="allow_mix_precision", modify_mixlist=black_matmul)
-    # MatMul black: x and the product stay fp32, so 2000.3 is not rounded to 2000.
+    # MatMul black: x and the product stay fp32 (2000.3 is not rounded to 2000), and the gray ops after it too.
     np.testing.assert_allclose(exact, (x @ np.eye(64, dtype=np.float32)).sum(axis=1) / 1024, rtol=1e-6)
-    assert not np.allclose(exact, default, rtol=1e-6)
+    assert not np.allclose(exact, summed_in_fp32, rtol=1e-6)
 
 
 def test_customize_dtypes_sets_each_ops_dtypes_over_keep_dtype(energy_model: ModelContract, tmp_path: Path) -> None:

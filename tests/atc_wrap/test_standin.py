@@ -19,7 +19,7 @@ def test_onnx_small_cnn_matches_tensorflow_in_fp32(onnx_small_cnn: ModelContract
     reloaded.check_converted_unchanged()
     assert reloaded.converted is not None
     assert reloaded.converted.target == "onnx"
-    assert reloaded.converted.precision_mode == "force_fp32"
+    assert reloaded.converted.precision_mode == "must_keep_origin_dtype"
     assert reloaded.converted.settings["emulation"]["storage"] == "fp32"
     assert reloaded.converted.settings["tensor_names"] == {"images:0": "images:0", "probs:0": "probs:0"}
     assert [(s.name, s.dtype, s.shape) for s in reloaded.converted.inputs] == [("images:0", "float32", (2, 8, 8, 3))]
@@ -67,10 +67,33 @@ def test_fp16_emulation_overflows_where_fp32_does_not(
     expected = tf_outputs(energy_model, x)[0]
     assert np.isfinite(expected).all() and expected.min() > 250 / 16  # so fp32 must stay finite below
     fp32 = onnx_outputs(converted(energy_model, precision_mode="force_fp32"), x, optimize=optimize)[0]
-    np.testing.assert_allclose(fp32, expected, rtol=1e-5, atol=1e-5)
-    for mode in ("force_fp16", "allow_fp32_to_fp16"):
-        fp16 = onnx_outputs(converted(energy_model, precision_mode=mode), x, optimize=optimize)[0]
-        assert not np.isfinite(fp16).any(), f"{mode}: square(x) > 65504 must overflow, got {fp16}"
+    np.testing.assert_allclose(fp32, expected, rtol=1e-5, atol=1e-5)  # no matrix op: every op fp32
+    fp16 = onnx_outputs(converted(energy_model, precision_mode="force_fp16"), x, optimize=optimize)[0]
+    assert not np.isfinite(fp16).any(), f"force_fp16: square(x) > 65504 must overflow, got {fp16}"
+
+
+def test_force_fp16_overflows_a_vector_reduction_allow_fp32_to_fp16_keeps_in_fp32(
+    matmul_sum_model: ModelContract, converted: Convert
+) -> None:
+    """allow_fp32_to_fp16 lowers the matrix op (MatMul) and keeps the vector ops (the Sum, the division) in fp32
+    where the chip has fp32 kernels: a sum past 65504 of values fp16 holds overflows only under force_fp16."""
+    x = {"x:0": np.random.default_rng(3).uniform(1900, 2100, size=(2, 64)).astype(np.float32)}
+    expected = tf_outputs(matmul_sum_model, x)[0]
+    forced = onnx_outputs(converted(matmul_sum_model, precision_mode="force_fp16"), x)[0]
+    lowered_contract = converted(matmul_sum_model, precision_mode="allow_fp32_to_fp16")
+    lowered = onnx_outputs(lowered_contract, x)[0]
+    assert not np.isfinite(forced).any()  # the sum, 128000, is past fp16's 65504
+    assert np.isfinite(lowered).all()
+    # The product of fp16 inputs is stored in fp16 (x rounded, the identity exact), the sum and division in fp32.
+    projected = x["x:0"].astype(np.float16).astype(np.float32)
+    np.testing.assert_allclose(lowered, projected.sum(axis=1) / 1024, rtol=1e-6)
+    np.testing.assert_allclose(lowered, expected, rtol=1e-3)
+    assert lowered_contract.converted is not None
+    plan = lowered_contract.converted.plan()
+    assert plan is not None
+    assert [(e.node, e.ascend_op, e.dtype, e.decided_by) for e in plan.ops] == [
+        ("projected", "MatMulV2", "float16", "mode"), ("total", "ReduceSumD", "float32", "mode"),
+        ("truediv", "RealDiv", "float32", "mode")]
 
 
 def test_must_keep_origin_dtype_keeps_fp32(energy_model: ModelContract, converted: Convert) -> None:
@@ -80,21 +103,20 @@ def test_must_keep_origin_dtype_keeps_fp32(energy_model: ModelContract, converte
     assert kept.converted is not None and kept.converted.settings["emulation"]["rounded_tensors"] == 0
 
 
-def test_mix_precision_keeps_the_reduction_in_fp32(matmul_sum_model: ModelContract, converted: Convert) -> None:
+def test_mix_precision_follows_the_chips_lists(matmul_sum_model: ModelContract, converted: Convert) -> None:
+    """allow_mix_precision by the table: MatMulV2 is white, and TF Sum becomes ReduceSumD, gray on every chip (the
+    hand-picked list kept every reduction in fp32): it follows the fp16 MatMul, and the sum overflows."""
     x = {"x:0": np.random.default_rng(3).uniform(1900, 2100, size=(2, 64)).astype(np.float32)}
-    expected = tf_outputs(matmul_sum_model, x)[0]
-    forced = onnx_outputs(converted(matmul_sum_model, precision_mode="force_fp16"), x)[0]
     mixed_contract = converted(matmul_sum_model, precision_mode="allow_mix_precision")
     mixed = onnx_outputs(mixed_contract, x)[0]
-    assert not np.isfinite(forced).any()  # the sum, 128000, is past fp16's 65504
-    assert np.isfinite(mixed).all()
-    np.testing.assert_allclose(mixed, expected, rtol=1e-3)
-    fp32 = onnx_outputs(converted(matmul_sum_model, precision_mode="force_fp32"), x)[0]
-    assert np.abs(mixed - fp32).max() > 1e-3  # the MatMul still rounds its inputs and output to fp16
+    assert not np.isfinite(mixed).any()
     assert mixed_contract.converted is not None
+    plan = mixed_contract.converted.plan()
+    assert plan is not None
+    assert [(e.node, e.mix_list, e.dtype) for e in plan.ops] == [
+        ("projected", "white", "float16"), ("total", "gray", "float16"), ("truediv", "gray", "float16")]
     emulation = mixed_contract.converted.settings["emulation"]
-    assert emulation["storage"] == "mixed" and "ReduceSum" in emulation["fp32_op_types"]
-    assert emulation["rounded_tensors"] > 0  # the MatMul's inputs and output still go through fp16
+    assert emulation["storage"] == "fp16" and emulation["planned"] and emulation["fp32_op_types"] == []
 
 
 def test_fp16_input_and_output_nodes_change_the_model_and_contract(
@@ -117,12 +139,13 @@ def test_fp16_input_and_output_nodes_change_the_model_and_contract(
 
 
 def test_fp16_output_under_force_fp32_rounds_only_the_output(
-    frozen_small_cnn: ModelContract, onnx_small_cnn: ModelContract, converted: Convert
+    frozen_small_cnn: ModelContract, converted: Convert
 ) -> None:
     contract = converted(frozen_small_cnn, precision_mode="force_fp32", output_type="FP16")
     got = onnx_outputs(contract, images())[0]
     assert got.dtype == np.float16
-    np.testing.assert_array_equal(got, onnx_outputs(onnx_small_cnn, images())[0].astype(np.float16))
+    fp32_out = converted(frozen_small_cnn, precision_mode="force_fp32")
+    np.testing.assert_array_equal(got, onnx_outputs(fp32_out, images())[0].astype(np.float16))
 
 
 def test_bert_like_model_in_fp32_and_emulated_fp16(
@@ -130,7 +153,7 @@ def test_bert_like_model_in_fp32_and_emulated_fp16(
 ) -> None:
     contract, feeds = bert_like
     expected = tf_outputs(contract, feeds)
-    fp32 = onnx_outputs(converted(contract, precision_mode="force_fp32"), feeds)
+    fp32 = onnx_outputs(converted(contract, precision_mode="must_keep_origin_dtype"), feeds)
     fp16_contract = converted(contract, precision_mode="force_fp16")
     fp16 = onnx_outputs(fp16_contract, feeds)
     assert fp16_contract.converted is not None

@@ -181,3 +181,20 @@ def test_atc_without_its_environment_is_flagged(bare_machine: Path, capsys: pyte
     assert "  !! ASCEND_TOOLKIT_HOME     not set" in lines
     assert "  !! LD_LIBRARY_PATH devlib  no devlib entry" in lines
     assert "  real      convert         ATC (pb -> om)" in lines
+
+
+def test_the_operator_tables_age_and_chips_are_reported(bare_machine: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from atc_wrap.op_tables import load_op_table
+
+    date = load_op_table("ascend310").date
+    lines = run_cli(capsys, "doctor").out.splitlines()
+    start = lines.index("operator tables (convert's pre-check and precision plan)")
+    assert lines[start + 1].startswith(f"  ok snapshot of {date}  (github.com/dengguojie/vue-element-admin@")
+    assert "     ascend310p  Ascend310P1, Ascend310P3, Ascend310P5, Ascend310P7" in lines
+    assert any(line.startswith("  -- no table     Ascend910_9391") for line in lines)
+    assert "     the stand-in assumes Ascend310 without --soc-version" in lines
+    tables = json.loads(run_cli(capsys, "doctor", "--json").out)["op_tables"]
+    assert tables["date"] == date and tables["families"]["ascend910b"][0] == "Ascend910B"
+    assert tables["assumed"] == "Ascend310" and tables["error"] == ""

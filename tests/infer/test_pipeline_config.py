@@ -93,8 +93,9 @@ def test_unknown_key_suggests_the_closest(project: Path) -> None:
     assert message == (f"{project / 'pipeline.toml'}: [convert] precison_mode: unknown key; did you mean "
                        "'precision_mode'? (valid keys: target, use_om, soc_version, precision_mode, input_fp16_nodes, "
                        "output_type, input_format, dynamic_batch, op_select_implmode, fusion_switch_file, "
-                       "keep_dtype, modify_mixlist, customize_dtypes, atc_args, opset, allow_unknown_soc, timeout, "
-                       "aipp, aipp_input_format, aipp_src_size, aipp_crop, aipp_csc, aipp_config)")
+                       "keep_dtype, modify_mixlist, customize_dtypes, atc_args, opset, allow_unknown_soc, "
+                       "allow_unsupported, timeout, aipp, aipp_input_format, aipp_src_size, aipp_crop, aipp_csc, "
+                       "aipp_config)")
 
 
 def test_unknown_nested_key(project: Path) -> None:

@@ -23,11 +23,11 @@ pytestmark = pytest.mark.slow
 
 
 def _converted(folder: Path, build: Any, inputs: tuple[str, ...], outputs: tuple[str, ...],
-               mode: str = "force_fp32") -> ModelContract:
+               mode: str = "force_fp32", soc: str = "") -> ModelContract:
     from infer.convert._convert import ConvertOptions, convert_model
 
     frozen = write_frozen(folder, build, inputs, outputs)
-    return convert_model(frozen, ConvertOptions(target="onnx", precision_mode=mode)).contract
+    return convert_model(frozen, ConvertOptions(target="onnx", precision_mode=mode, soc_version=soc)).contract
 
 
 def _layerwise(contract: ModelContract, bins: Path, out: Path) -> CompareResult:
@@ -140,10 +140,15 @@ def test_fp16_underflow_into_log_is_named(tmp_path: Path, capsys: pytest.Capture
     assert finding is not None and (finding.tensor, finding.op_type, finding.cause) == ("logpower:0", "Log",
                                                                                         "underflow")
     assert finding.count == 16 and "its input power:0 (AddV2)" in finding.detail
-    # The advice must be true: allow_mix_precision keeps the Log in fp32 but not the Add that stores the eps, so
-    # the same underflow stays (the remedy names both ops).
-    mixed = _converted(tmp_path / "log_mixed", build_log_power, ("x:0",), ("out:0",), mode="allow_mix_precision")
-    still = _layerwise(mixed, tmp_path / "bins", tmp_path / "out_mixed").layerwise
+    # The advice must be true: keeping the Log alone in fp32 leaves the Add that stores the eps in fp16, so the same
+    # underflow stays (the remedy names both ops).
+    keep = tmp_path / "keep.cfg"
+    keep.write_text("logpower\n")
+    frozen = write_frozen(tmp_path / "log_kept", build_log_power, ("x:0",), ("out:0",))
+    from infer.convert._convert import ConvertOptions, convert_model
+
+    kept = convert_model(frozen, ConvertOptions(target="onnx", precision_mode="force_fp16", keep_dtype=keep)).contract
+    still = _layerwise(kept, tmp_path / "bins", tmp_path / "out_kept").layerwise
     assert still is not None and still.nonfinite is not None and still.nonfinite.cause == "underflow"
     outcome = run_cli(capsys, "compare", contract.path, "--input", tmp_path / "bins", "--actual", result.actual_dir,
                       "--layerwise")
@@ -254,7 +259,8 @@ def test_a_correct_fp32_exp_in_the_trillions_is_not_marked(tmp_path: Path) -> No
     absolute rule would fail it), RED near 1e-8. Intermediate tensors are judged by relative measures."""
     from infer.compare.thresholds import Thresholds
 
-    contract = _converted(tmp_path / "exp", build_exp, ("x:0",), ("out:0",))
+    # Ascend910B has an fp32 Exp (Ascend310, the default chip, has fp16 only: force_fp32 leaves it in fp16 there)
+    contract = _converted(tmp_path / "exp", build_exp, ("x:0",), ("out:0",), soc="Ascend910B2")
     result = _layerwise(contract, write_bins(tmp_path / "bins", "x:0", (2, 64), scale=0.5, offset=28.0),
                         tmp_path / "out")
     assert result.passed and result.layerwise is not None
