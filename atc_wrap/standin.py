@@ -29,6 +29,7 @@ from binio.atomic import write_bytes_atomic
 from binio.errors import first_line
 from binio.heap import ANY_SIZE, keep_freed_memory
 from binio.spec import TensorSpec, format_shape
+from binio.steps import OnStep, no_steps
 
 log = logging.getLogger(__name__)
 _ROLLBACK_VARIABLE = "TF2ONNX_CATCH_ERRORS"  # tf2onnx.constants.ENV_TF2ONNX_CATCH_ERRORS, read at each conversion
@@ -67,6 +68,7 @@ def convert_to_onnx(
     op_controls: OpControls | None = None,
     aipp: AippConfig | None = None,
     plan: PrecisionPlan | None = None,
+    on_step: OnStep = no_steps,
 ) -> OnnxConversion:
     """Converts `pb` (its `graph_def`, as the caller read it) to ONNX at `destination` (written atomically),
     emulating ATC's `precision_mode`.
@@ -77,7 +79,8 @@ def convert_to_onnx(
     `atc_wrap.aipp.check_against_input`) puts AIPP's stage in front of input `aipp.related_input_rank`, which then
     takes uint8 images (`atc_wrap.aipp_onnx`). `plan` is the precision plan the emulation follows op by op
     (`atc_wrap.precision_plan`, made with the same mode and controls); without one, the plan of the assumed chip
-    (`atc_wrap.soc.ASSUMED_SOC_VERSION`), refused where ATC would refuse it.
+    (`atc_wrap.soc.ASSUMED_SOC_VERSION`), refused where ATC would refuse it. `on_step` hears each step as it
+    starts.
     """
     check_precision_mode(precision_mode)
     check_output_types(output_types or {})
@@ -99,17 +102,20 @@ def convert_to_onnx(
         raise ConvertError(f"{pb}: the precision plan is for {plan.precision_mode}, the conversion for "
                            f"{precision_mode}")
     op_precision = plan.op_precision()
+    on_step("converting with tf2onnx")
     model = _tf2onnx(graph_def, pb, inputs, outputs, chosen_opset)
     _refuse_unconverted(model, pb, chosen_opset)
     fp16_inputs = {spec.name for spec in inputs if spec.node in set(input_fp16_nodes)}
     fp16_outputs = {name for name, kind in (output_types or {}).items() if kind == "FP16"}
     _check_names(model, pb, inputs, outputs)
+    on_step(f"emulating {precision_mode}")
     emulation = emulate_precision(model, precision_mode, fp16_inputs=fp16_inputs, fp16_outputs=fp16_outputs,
                                   op_precision=op_precision, tf_nodes={n.name for n in graph_def.node},
                                   controls=controls_record(controls, precision_mode), graph_def=graph_def)
     converted_inputs = tuple(s.with_dtype("float16") if s.name in fp16_inputs else s for s in inputs)
     if aipp is not None:
         converted_inputs = _insert_aipp(model, converted_inputs, aipp)
+    on_step("checking the ONNX model and loading it in ONNX Runtime")
     _check(model, pb)
     serialized = model.SerializeToString(deterministic=True)  # same model, same bytes (and sha256)
     _check_loads(serialized, pb)

@@ -14,6 +14,7 @@ from typing import Any
 
 from binio.heap import ANY_SIZE, keep_freed_memory
 from binio.spec import TensorSpec, format_shape, node_name, output_index, tensor_name
+from binio.steps import OnStep, no_steps
 from ckpt2pb import surgery
 from ckpt2pb.compat import random_ops, unknown_to_tf115
 from ckpt2pb.errors import FreezeError, GraphNameError, UnsetSwitchError
@@ -260,8 +261,9 @@ def _at_batch(specs: tuple[TensorSpec, ...]) -> tuple[TensorSpec, ...]:
 
 def freeze_source(source: LoadedSource, outputs: Sequence[str], *, inputs: Sequence[InputRequest] = (),
                   batch: int | None = None, assignments: Mapping[str, str] | None = None, verify: bool = True,
-                  seed: int = 0) -> FrozenGraph:
-    """Freezes `source` into an inference graph for `outputs`; verifies it against the original by default."""
+                  seed: int = 0, on_step: OnStep = no_steps) -> FrozenGraph:
+    """Freezes `source` into an inference graph for `outputs`; verifies it against the original by default.
+    `on_step` hears each step as it starts."""
     import tensorflow as tf
     from google.protobuf.message import EncodeError
 
@@ -295,7 +297,9 @@ def freeze_source(source: LoadedSource, outputs: Sequence[str], *, inputs: Seque
     # the frozen one: no copy of it is made), its serialisation, and the frozen graph loaded in TensorFlow. The
     # session closes, its outputs for verification taken, before the frozen graph loads.
     reference: Reference | None = None
+    on_step("restoring the variables")
     with restored_session(source) as (session_graph, session):
+        on_step("folding the variables into constants, then the freeze passes")
         constant = tf.compat.v1.graph_util.convert_variables_to_constants(
             session, session_graph.as_graph_def(), output_nodes)
         needed = surgery.reachable(constant, output_nodes)
@@ -317,8 +321,10 @@ def freeze_source(source: LoadedSource, outputs: Sequence[str], *, inputs: Seque
                               "one .pb", hint="ATC and TensorFlow cannot read such a pb; freeze fewer outputs or "
                               "shrink the model")
         if verify:
+            on_step("running the original graph on seeded inputs (verification)")
             reference = run_original(session, _at_batch(plan.inputs), tuple(output_tensors),
                                      {f"{name}:0": value for name, value in plan.sets.items()}, seed=seed)
+    on_step("loading the frozen graph")
     frozen_graph = import_graph(frozen, f"the frozen graph (inputs {', '.join(s.describe() for s in input_specs)})")
     output_specs = []
     for name in output_tensors:
@@ -328,6 +334,7 @@ def freeze_source(source: LoadedSource, outputs: Sequence[str], *, inputs: Seque
                                        layout=_layout(shape, channels_first)))
     verification = None
     if reference is not None:
+        on_step("running the frozen graph on the same inputs (verification)")
         verification = check_frozen(frozen_graph, reference, _at_batch(plan.inputs), _at_batch(input_specs),
                                     tuple(output_specs), seed=seed)
     fixed = dict(plan.set_texts)

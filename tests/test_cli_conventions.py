@@ -166,3 +166,38 @@ def test_tables_are_plain_columns_in_a_pipe_or_under_no_color(monkeypatch: pytes
     monkeypatch.delenv("NO_COLOR")
     monkeypatch.setattr(sys.stdout, "isatty", lambda: False)
     assert plain_output() and table("t").box is None  # a pipe or a file
+
+
+def test_a_logged_warning_and_a_commands_own_warning_read_alike(onnx_small_cnn: ModelContract, tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """One warning format: what a library module logs and what a command says itself both start `warning: `
+    (not logging's `WARNING infer.run._plain: `); -vv adds the logger's name, -q drops both."""
+    from dataclasses import replace
+
+    from tests.infer.run_data import cnn_batches, write_dataset
+
+    manifest = replace(write_dataset(tmp_path / "bins", {"images:0": cnn_batches(1)}), model_sha256="ab" * 32).save()
+    outcome = run_cli(capsys, "run", onnx_small_cnn.path, "--input", manifest.root, "-o", tmp_path / "out")
+    assert outcome.code == 0, outcome.err
+    logged = [line for line in outcome.err.splitlines() if "made for another model" in line]
+    assert logged == [f"warning: {manifest.path}: made for another model (sha256 {'ab' * 6}), running "
+                      f"{onnx_small_cnn.converted_path}"]
+    named = run_cli(capsys, "run", onnx_small_cnn.path, "--input", manifest.root, "-o", tmp_path / "out2", "-vv")
+    assert f"warning [infer.run._plain]: {manifest.path}: made for another model" in named.err
+    quiet = run_cli(capsys, "run", onnx_small_cnn.path, "--input", manifest.root, "-o", tmp_path / "out3", "-q")
+    assert "made for another model" not in quiet.err
+    said = run_cli(capsys, "dump-bin", "--model", onnx_small_cnn.path, "--input", "images=random:4",
+                   "-o", tmp_path / "deprecated")
+    assert said.code == 0, said.err
+    assert any(line.startswith("warning: dump-bin --input NAME=SOURCE is deprecated") for line in said.err.splitlines())
+
+
+def test_no_command_spells_its_warnings_by_hand() -> None:
+    """Every `warning: ` a command prints goes through console.warn (or logging), so the format stays one."""
+    import re
+
+    cli = Path(infer.__file__).parent / "cli"
+    by_hand = [f"{path.name}:{number}" for path in sorted(cli.glob("*.py")) if path.name != "console.py"
+               for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+               if re.search(r"""["'](warning|WARNING|Warning):""", line)]
+    assert by_hand == []

@@ -25,7 +25,7 @@ except ImportError:  # pragma: no cover - an older typer
 from binio.errors import InferError, Terminated, permission_error
 from binio.reading import read_failure
 from infer._version import __version__
-from infer.cli.console import HELP_SETTINGS, PLAIN_HELP, show, tell_error
+from infer.cli.console import HELP_SETTINGS, PLAIN_HELP, LogLineFormatter, show, tell_error
 from infer.cli.quiet import quiet_frameworks
 from infer.cli.typed_values import typed_values_pass_through
 
@@ -44,7 +44,9 @@ class _Verbosity:
         if self.quiet and self.verbose:
             raise InferError("-q/--quiet and -v/--verbose ask for opposite things: give one of them")
         level = logging.ERROR if self.quiet else logging.WARNING - 10 * min(self.verbose, 2)
-        logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr, force=True)
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(LogLineFormatter(named=self.verbose >= 2))
+        logging.basicConfig(level=level, handlers=[handler], force=True)
         quiet_frameworks(self.verbose)
 
 

@@ -11,6 +11,8 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Literal, TextIO
 
+from binio.steps import OnStep, no_steps
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -66,6 +68,28 @@ def say(message: str) -> None:
         _line(sys.stderr, message)
 
 
+def warn(message: str) -> None:
+    """A warning the command itself gives (not through logging): the same `warning: ...` line as a logged one."""
+    say(f"warning: {message}")
+
+
+class LogLineFormatter(logging.Formatter):
+    """Log records as the rest of the CLI's lines: ``warning: ...``, ``error: ...``, ``info: ...`` (a level in
+    lower case, as `error:` and `hint:` are); at -vv each line also names its logger, for whoever reads a bug
+    report."""
+
+    def __init__(self, *, named: bool) -> None:
+        super().__init__()
+        self.named = named
+
+    def format(self, record: logging.LogRecord) -> str:
+        where = f" [{record.name}]" if self.named else ""
+        text = f"{record.levelname.lower()}{where}: {record.getMessage()}"
+        if record.exc_info:  # -v's tracebacks of what a stage caught and went past
+            text += "\n" + self.formatException(record.exc_info)
+        return text
+
+
 def show(text: str) -> None:
     """One plain line of a command's result on stdout, as written (no markup, no wrapping)."""
     _line(sys.stdout, text)
@@ -74,6 +98,25 @@ def show(text: str) -> None:
 def tell_error(text: str) -> None:
     """One plain line on stderr, whatever -q says: an error, or why the command stopped."""
     _line(sys.stderr, text)
+
+
+@contextlib.contextmanager
+def steps(command: str) -> Iterator[OnStep]:
+    """The steps of a long stage (freeze, convert) as one transient spinner line on a terminal, ``freeze:
+    restoring the variables``, gone when the stage ends; off a terminal, or under -q, nothing at all."""
+    if not sys.stderr.isatty() or not logging.getLogger().isEnabledFor(logging.WARNING):
+        yield no_steps
+        return
+    from rich.live import Live
+    from rich.spinner import Spinner
+
+    spinner = Spinner("dots", f"{command}: starting", style="green")
+    with Live(spinner, console=err(), transient=True, refresh_per_second=8) as live:
+        def show_step(step: str) -> None:
+            spinner.update(text=f"{command}: {step}")
+            live.refresh()  # now: a step that ends before the next tick is still seen
+
+        yield show_step
 
 
 @contextlib.contextmanager

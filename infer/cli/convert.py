@@ -7,7 +7,8 @@ from pathlib import Path
 
 import typer
 
-from infer.cli.console import say, show
+from binio.shown_path import shown_path
+from infer.cli.console import say, show, steps, warn
 from infer.cli.options import takes_options
 from infer.convert.options import ConvertOptions
 
@@ -41,12 +42,13 @@ def convert(
         if options.target is None:
             say(reason)
         options = replace(options, target=chosen)
-    result = convert_model(contract, options)
+    with steps("convert") as on_step:
+        result = convert_model(contract, options, on_step=on_step)
     if result.ignored:
         given = "--use-om (the om is built already)" if result.used_om is not None else f"target {result.target}"
-        say(f"ignored for {given}: {', '.join(result.ignored)}")
-    for note in result.notes:
-        say(note)
+        warn(f"ignored for {given}: {', '.join(result.ignored)}")
+    for note in result.notes:  # given options that change nothing here
+        warn(note)
     for line in result.findings:  # the precision plan's summary and the pre-check's findings
         say(line)
     if result.dry_run and result.used_om is not None:
@@ -57,7 +59,7 @@ def convert(
         if result.command:
             show(quote_command(result.command))
         else:
-            show(f"would write {result.artefact} from {result.contract.pb_path} with tf2onnx, "
+            show(f"would write {shown_path(result.artefact)} from {shown_path(result.contract.pb_path)} with tf2onnx, "
                  f"emulating {options.precision_mode}")
         if result.aipp_file is not None:
             say(f"dry run: nothing written ({result.aipp_file} would be written first)")
@@ -70,10 +72,10 @@ def convert(
         show(f"recorded {result.artefact} ({result.target_reason}; {converted.precision_mode}, "
              f"sha256 {converted.sha256[:12]})")
     else:
-        show(f"wrote {result.artefact} ({converted.target}, {converted.precision_mode}, "
+        show(f"wrote {shown_path(result.artefact)} ({converted.target}, {converted.precision_mode}, "
              f"sha256 {converted.sha256[:12]}) in {result.seconds:.1f} s")
     io = ", ".join(f"{s.name} {s.dtype}" for s in (*converted.inputs, *converted.outputs))
     show(f"inputs/outputs: {io}")
     if result.aipp_file is not None:
         show(f"AIPP config {result.aipp_file}: the model now takes uint8 images")
-    show(f"updated {result.contract.path}")
+    show(f"updated {shown_path(result.contract.path)}")

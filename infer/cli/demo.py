@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 
+from binio.shown_path import shown_path, shown_paths
 from infer.cli.console import show
 
 
@@ -28,12 +29,14 @@ def demo(
     # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
     from infer.demo._run import run_demo
 
-    result = run_demo(output, on_step=show, on_stage=lambda outcome: show(outcome.line()), aipp=aipp,
+    result = run_demo(output, on_step=lambda line: show(shown_paths(line)),
+                      on_stage=lambda outcome: show(shown_paths(outcome.line())), aipp=aipp,
                       fp16_trouble=fp16_trouble)
     pipeline = result.pipeline
     show(pipeline.verdict)
     if pipeline.report_html is not None:
-        show(f"report: {pipeline.report_html}")
-    show(f"re-run or edit: infer pipeline run {result.pipeline_file}  (commands: {pipeline.report_path})")
+        show(f"report: {shown_path(pipeline.report_html)}")
+    show(f"re-run or edit: infer pipeline run {shown_path(result.pipeline_file)}  "
+         f"(commands: {shown_path(pipeline.report_path)})")
     if not pipeline.passed:
         raise typer.Exit(1)

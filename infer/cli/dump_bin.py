@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from binio.errors import InferError
-from infer.cli.console import batch_bar, print_json, say, show
+from infer.cli.console import batch_bar, print_json, show, warn
 from infer.cli.options import takes_options
 from infer.dump_bin.options import DumpOptions
 
@@ -45,7 +45,7 @@ def dump_bin(
     from infer.dump_bin import dump_bins
 
     if old_sources:
-        say(f"warning: dump-bin --input NAME=SOURCE is deprecated and goes in the next release; write --source "
+        warn(f"dump-bin --input NAME=SOURCE is deprecated and goes in the next release; write --source "
             f"{old_sources[0]} (--input names a dataset folder, as in infer run and infer compare)")
     contract = load_contract(model)
     pairs = _pairs(old_sources, "--input") + _pairs(sources, "--source")

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import typer
 
+from binio.shown_path import shown_path
 from ckpt2pb.compat import describe
-from infer.cli.console import print_json, say, show
+from infer.cli.console import print_json, say, show, steps, warn
 from infer.cli.options import takes_options
 from infer.freeze.options import FreezeOptions
 
@@ -34,7 +35,8 @@ def freeze(
     from binio.spec import TensorSpec, node_name
     from infer.freeze import freeze_model
 
-    report = freeze_model(source, output, options)
+    with steps("freeze") as on_step:
+        report = freeze_model(source, output, options, on_step=on_step)
     contract = report.contract
     if report.note:
         say(report.note)
@@ -55,14 +57,14 @@ def freeze(
             show(f"fixed   {node_name(name)} = {value}")
 
     if contract.tf115_unknown_ops:
-        say(f"warning: ops ATC's TensorFlow 1.15 parser does not know: {describe(contract.tf115_unknown_ops)} "
+        warn(f"ops ATC's TensorFlow 1.15 parser does not know: {describe(contract.tf115_unknown_ops)} "
             "(recorded in model.json as tf115_unknown_ops)")
     if contract.random_ops:
-        say(f"warning: the frozen graph draws random numbers: {describe(contract.random_ops)}; a converted model "
+        warn(f"the frozen graph draws random numbers: {describe(contract.random_ops)}; a converted model "
             "cannot reproduce them (recorded in model.json as random_ops)")
     if report.verification is not None:
         say(f"verified: max abs diff {report.verification.worst:.3g} against the original graph "
             f"(tolerance {report.verification.tolerance:g}, seed {report.verification.seed})")
     else:
         say("not verified (--no-verify)")
-    say(f"wrote {contract.pb_path} ({report.nodes} nodes) and {contract.path}")
+    say(f"wrote {shown_path(contract.pb_path)} ({report.nodes} nodes) and {shown_path(contract.path)}")

@@ -8,6 +8,7 @@ import typer
 
 from binio.errors import InferError
 from binio.output import check_output
+from binio.shown_path import shown_path, shown_paths
 from infer.cli.console import HELP_SETTINGS, PLAIN_HELP, say, show
 
 pipeline_app = typer.Typer(
@@ -34,10 +35,10 @@ def run(
     from infer.pipeline.config import load_config
 
     config = load_config(config_file)
-    result = run_pipeline(config, on_stage=lambda outcome: show(outcome.line()), force=force)
+    result = run_pipeline(config, on_stage=lambda outcome: show(shown_paths(outcome.line())), force=force)
     for text in report_tail(result):
         show(text)
-    say(f"written to {result.report_path}")
+    say(f"written to {shown_path(result.report_path)}")
     if not result.passed:
         raise typer.Exit(1)
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 
+from binio.shown_path import shown_path
 from infer.cli.console import batch_bar, show
 from infer.cli.options import takes_options
 from infer.run.options import RunOptions, ScaleOptions
@@ -51,4 +52,4 @@ def run(
         resumed = f", {scaled.resumed_stems} batches already done" if scaled.resumed_stems else ""
         show(f"{scaled.shard_count} shards ({scaled.engine}): {wall} wall clock, process starts "
              f"included{resumed}")
-    show(f"wrote {result.folder}")
+    show(f"wrote {shown_path(result.folder)}")

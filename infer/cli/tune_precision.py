@@ -7,6 +7,7 @@ from pathlib import Path
 
 import typer
 
+from binio.shown_path import shown_path
 from infer.cli.console import say, show
 from infer.cli.options import takes_options
 from infer.tune.options import TuneOptions
@@ -63,10 +64,10 @@ def tune_and_show(model: Path, bins: Path, output: Path, options: TuneOptions) -
         show(f"after: {result.after.verdict}")
     tried = f"{len(result.candidates)} candidate{'' if len(result.candidates) == 1 else 's'}"
     show(f"{tried} in {result.seconds:.1f} s ({result.mode})")
-    show(f"wrote {result.output / 'tune.json'}")
+    show(f"wrote {shown_path(result.output / 'tune.json')}")
     if result.found:
-        show(f"wrote {result.output / 'keep_dtype.cfg'}, {result.output / 'model'}, "
-             f"{result.output / 'atc_command.txt'}")
+        written = (result.output / name for name in ("keep_dtype.cfg", "model", "atc_command.txt"))
+        show(f"wrote {', '.join(map(shown_path, written))}")
         show(f"atc: {quote_command(result.atc_command)}")
         show("FOUND")
         return

@@ -24,6 +24,7 @@ from atc_wrap.standin import check_output_types, convert_to_onnx
 from binio.atomic import write_bytes_atomic
 from binio.binfile import sha256_file
 from binio.memory import check_fits
+from binio.steps import OnStep, no_steps
 from ckpt2pb.protobuf import read_graph_def
 from infer.aipp import AIPP_FILE, aipp_config_for, aipp_record
 from infer.contract import ConvertedInfo, ModelContract, as_contract
@@ -34,8 +35,10 @@ from infer.convert.options import TARGETS, ConvertOptions
 from infer.convert.result import ConvertResult
 
 
-def convert_model(model: ModelContract | Path | str, options: ConvertOptions | None = None) -> ConvertResult:
-    """Converts the contract's pb per `options` and saves the contract with its `converted` section."""
+def convert_model(model: ModelContract | Path | str, options: ConvertOptions | None = None, *,
+                  on_step: OnStep = no_steps) -> ConvertResult:
+    """Converts the contract's pb per `options` and saves the contract with its `converted` section. `on_step`
+    hears each step as it starts (the CLI shows them on a terminal)."""
     contract = as_contract(model)
     options = options or ConvertOptions()
     contract.check_pb_unchanged()
@@ -46,8 +49,8 @@ def convert_model(model: ModelContract | Path | str, options: ConvertOptions | N
     check_mixlist_mode(options.modify_mixlist, options.precision_mode)
     target, reason = choose_target(options.target)
     if target == "onnx":
-        return _convert_onnx(contract, options, reason)
-    return _convert_om(contract, options, reason)
+        return _convert_onnx(contract, options, reason, on_step)
+    return _convert_om(contract, options, reason, on_step)
 
 
 def _check_batch_fits(contract: ModelContract) -> None:
@@ -136,7 +139,7 @@ def _with_aipp(settings: dict[str, Any], options: ConvertOptions, config: AippCo
         settings["aipp"] = aipp_record(config, options.aipp, _relative(destination, folder))
 
 
-def _convert_om(contract: ModelContract, options: ConvertOptions, reason: str) -> ConvertResult:
+def _convert_om(contract: ModelContract, options: ConvertOptions, reason: str, on_step: OnStep) -> ConvertResult:
     atc = find_atc() if options.dry_run else require_atc()
     om = _artefact(contract, options, ".om")
     aipp, aipp_file, aipp_text = _aipp(contract, options, om)
@@ -164,6 +167,7 @@ def _convert_om(contract: ModelContract, options: ConvertOptions, reason: str) -
                              aipp_file=aipp_file, plan=prepared.plan, findings=prepared.lines)
     before = _write_aipp(aipp_file, aipp_text)  # ATC reads it: written first, put back if ATC fails
     try:
+        on_step(f"running ATC for {options.soc_version or 'the chip'} (minutes on a large model)")
         run = run_atc(command, timeout=options.timeout)
     except BaseException:
         _restore_aipp(aipp_file, before)
@@ -205,7 +209,7 @@ def _atc_only(options: ConvertOptions) -> tuple[str, ...]:
     return tuple(flag for flag, present in given.items() if present)
 
 
-def _convert_onnx(contract: ModelContract, options: ConvertOptions, reason: str) -> ConvertResult:
+def _convert_onnx(contract: ModelContract, options: ConvertOptions, reason: str, on_step: OnStep) -> ConvertResult:
     import time
 
     destination = _artefact(contract, options, ".onnx")
@@ -218,7 +222,9 @@ def _convert_onnx(contract: ModelContract, options: ConvertOptions, reason: str)
     if options.dynamic_batch:
         check_shapes(contract.inputs, options.dynamic_batch)
     ignored = _atc_only(options)
+    on_step(f"reading {contract.pb_path}")
     graph_def = read_graph_def(contract.pb_path)
+    on_step("planning each op's precision from the operator table")
     prepared = prepare(contract, options, graph_def, controls, target="onnx")
     if options.dry_run:
         check_opset(options.opset)
@@ -229,7 +235,7 @@ def _convert_onnx(contract: ModelContract, options: ConvertOptions, reason: str)
     conversion = convert_to_onnx(
         contract.pb_path, graph_def, contract.inputs, contract.outputs, destination,
         opset=options.opset, precision_mode=options.precision_mode, input_fp16_nodes=fp16_nodes,
-        output_types=output_types, aipp=aipp, op_controls=controls, plan=prepared.plan,
+        output_types=output_types, aipp=aipp, op_controls=controls, plan=prepared.plan, on_step=on_step,
     )
     _write_aipp(aipp_file, aipp_text)
     settings = conversion.settings()

@@ -10,6 +10,7 @@ from binio.beside import start_beside
 from binio.digest import digest_bytes
 from binio.errors import OutputExistsError
 from binio.output import check_output
+from binio.steps import OnStep, no_steps
 from ckpt2pb.freeze import freeze_source
 from ckpt2pb.inputs import parse_input
 from ckpt2pb.source import LoadedSource, load_source
@@ -47,20 +48,25 @@ def _read_from(loaded: LoadedSource, given: Path) -> str:
     return str(given.resolve())
 
 
-def freeze_model(source: Path | str, outdir: Path | str, options: FreezeOptions | None = None) -> FreezeReport:
-    """Freezes `source` for `options.outputs` and writes the pb and its contract into `outdir`, atomically."""
+def freeze_model(source: Path | str, outdir: Path | str, options: FreezeOptions | None = None, *,
+                 on_step: OnStep = no_steps) -> FreezeReport:
+    """Freezes `source` for `options.outputs` and writes the pb and its contract into `outdir`, atomically.
+    `on_step` hears each step as it starts (the CLI shows them on a terminal)."""
     options = options or FreezeOptions()
     outdir = Path(outdir)
     check_outdir(outdir, options.force)  # before TensorFlow starts: a refusal should not take seconds
 
+    on_step("importing TensorFlow")
     import tensorflow as tf
 
     requests = tuple(parse_input(text) for text in options.inputs)
+    on_step(f"reading {source}")
     loaded = load_source(source)
     frozen = freeze_source(loaded, list(options.outputs), inputs=requests, batch=options.batch,
-                           assignments=dict(options.assignments), verify=options.verify)
+                           assignments=dict(options.assignments), verify=options.verify, on_step=on_step)
     # The bytes written are hashed as they are written (both release the GIL), not read back from the file.
     hashed = start_beside(lambda: digest_bytes("sha256", frozen.serialized), "freeze-pb-sha256")
+    on_step(f"writing {outdir / PB_NAME}")
     write_bytes_atomic(outdir / PB_NAME, frozen.serialized)
     contract = ModelContract(
         path=outdir / CONTRACT_NAME, pb=PB_NAME, pb_sha256=hashed.result(),

@@ -109,6 +109,22 @@ def test_demo_again_skips_every_stage(demo: tuple[DemoResult, list[str]],
     assert lines[-3].startswith("PASSED | golden: ")
 
 
+def test_paths_under_the_current_folder_are_printed_relative_to_it(demo: tuple[DemoResult, list[str]],
+                                                                   capsys: pytest.CaptureFixture[str],
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """One way to name a file in one output: under the current folder, relative to it (as the user typed -o)."""
+    result, _ = demo
+    _sync(capsys, result)
+    monkeypatch.chdir(result.out_dir.parent)
+    outcome = run_cli(capsys, "demo", "-o", result.out_dir.name)
+    assert outcome.code == 0, outcome.err
+    assert str(result.out_dir) not in outcome.out + outcome.err
+    name = result.out_dir.name
+    assert f"report: {name}/work/report/report.html" in outcome.out.splitlines()
+    assert outcome.out.splitlines()[-1].startswith(f"re-run or edit: infer pipeline run {name}/pipeline.toml  "
+                                                   f"(commands: {name}/work/pipeline-report.txt)")
+
+
 def test_changed_precision_reruns_convert_and_what_follows(demo: tuple[DemoResult, list[str]],
                                                            capsys: pytest.CaptureFixture[str]) -> None:
     result, _ = demo
