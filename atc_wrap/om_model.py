@@ -163,6 +163,7 @@ class OmModel:
         header = asdict(self.header)
         header["version"] = f"0x{self.header.version:08X}"
         return {
+            "schema": "infer.om-inspect", "version": 1,
             "path": str(self.path), "header": header, "partitions": [asdict(p) for p in self.partitions],
             "name": self.name, "ir_version": self.ir_version, "soc_version": self.soc_version,
             "atc_version": self.atc_version, "opp_version": self.opp_version, "framework_type": self.framework_type,

@@ -109,6 +109,7 @@ class GraphReport:
     def to_json(self) -> dict[str, Any]:
         input_keys = self.input_keys
         return {
+            "schema": "infer.inspect", "version": 1,
             "source": self.source, "kind": self.kind, "tf_version": self.tf_version, "nodes": self.nodes,
             "inputs": [{"tensor": p.tensor, "dtype": p.dtype, "shape": None if p.shape is None else list(p.shape),
                         "dynamic_dims": list(p.dynamic_dims), "has_default": p.has_default,

@@ -67,7 +67,8 @@ class BinInfoReport:
     notes: tuple[str, ...] = ()  # what the rows do not say: tensors left unread, files that cannot be read
 
     def to_json(self) -> dict[str, object]:
-        return {"title": self.title, "verified": self.verified, "exported": [str(p) for p in self.exported],
+        return {"schema": "infer.bin-info", "version": 1, "title": self.title, "verified": self.verified,
+                "exported": [str(p) for p in self.exported],
                 "rows": [{"label": r.label, **r.stats.to_json()} for r in self.rows],
                 **({"dump_ops": [op.to_json() for op in self.dump_ops]} if self.dump_ops else {}),
                 **({"notes": list(self.notes)} if self.notes else {})}

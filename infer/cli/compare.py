@@ -8,7 +8,8 @@ from typing import Any
 
 import typer
 
-from infer.cli.console import err, out, say
+from binio.shown_path import shown_path
+from infer.cli.console import err, out, print_json, say
 from infer.cli.options import takes_options
 from infer.compare.options import CompareOptions
 
@@ -29,6 +30,8 @@ def compare(
                                             help="Write TF's intermediate tensors in msaccucmp's golden naming."),
     force: bool = typer.Option(False, "--force", help="Replace the reports in an existing --report folder; write "
                                                       "into an existing --dump-golden folder."),
+    as_json: bool = typer.Option(False, "--json", help="Print report.json's document instead of the tables "
+                                 "(docs/json-output.md); the exit code is the same."),
     *,
     options: CompareOptions,  # its flags: takes_options
 ) -> None:
@@ -78,6 +81,15 @@ def compare(
 
         result = compare_outputs(contract, bins, actual, golden=golden, options=options, dump_golden=dump_golden,
                                  on_golden_run=golden_run, progress=progress, force=force)
+    if as_json:
+        if report is not None:
+            # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
+            from infer.compare._reports import write_reports
+
+            for path in write_reports(result, report):
+                say(f"wrote {shown_path(path)}")
+        print_json(result.to_json())
+        sys.exit(0 if result else 1)
     console = out()
     width = console.width if console.is_terminal else None  # a pipe or a log file: the table whole
     keys = contract.signature_keys
@@ -113,7 +125,7 @@ def compare(
         from infer.compare._reports import write_reports
 
         for path in write_reports(result, report):
-            console.print(f"wrote {path}", markup=False)
+            console.print(f"wrote {shown_path(path)}", markup=False)
     for band in result.expected:
         console.print(f"expected from emulation: {band.summary()}", markup=False)
     for check in result.preprocessing:

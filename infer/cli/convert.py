@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from binio.shown_path import shown_path
-from infer.cli.console import say, show, steps, warn
+from infer.cli.console import print_json, say, show, steps, warn
 from infer.cli.options import takes_options
 from infer.convert.options import ConvertOptions
 
@@ -16,6 +16,7 @@ from infer.convert.options import ConvertOptions
 @takes_options(options=ConvertOptions)
 def convert(
     model: Path = typer.Argument(..., help="model.json written by infer freeze (or the folder holding it)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON (docs/json-output.md)."),
     *,
     options: ConvertOptions,  # its flags: takes_options
 ) -> None:
@@ -51,6 +52,9 @@ def convert(
         warn(note)
     for line in result.findings:  # the precision plan's summary and the pre-check's findings
         say(line)
+    if as_json:
+        print_json(result.to_json())
+        return
     if result.dry_run and result.used_om is not None:
         show(f"would record {result.artefact}: {result.target_reason}")
         say("dry run: nothing written")

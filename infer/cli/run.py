@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from binio.shown_path import shown_path
-from infer.cli.console import batch_bar, show
+from infer.cli.console import batch_bar, print_json, show
 from infer.cli.options import takes_options
 from infer.run.options import RunOptions, ScaleOptions
 
@@ -21,6 +21,8 @@ def run(
     model: Path = typer.Argument(..., help="model.json, or an .om/.onnx/.pb next to its model.json."),
     bins: Path = typer.Option(..., "--input", "-i", help="The dataset folder (dataset.json + one folder per input)."),
     output: Path = typer.Option(..., "--output", "-o", help="Output root; the run goes into `OUT/<timestamp>/`."),
+    as_json: bool = typer.Option(False, "--json", help="Print run.json's record and the run folder as JSON "
+                                 "(docs/json-output.md)."),
     *,
     options: RunOptions,  # its flags and scale's: takes_options
     scale: ScaleOptions,
@@ -35,6 +37,9 @@ def run(
 
     with batch_bar("running") as progress:
         result = run_model(model, bins, output, options, scale, progress=progress)
+    if as_json:
+        print_json(result.to_json())
+        return
     record = result.record
     throughput = "n/a" if record.throughput is None else f"{record.throughput:.1f} samples/s"
     where = record.device.removeprefix(f"{record.backend} ")  # "msame (device 0)", not "msame (msame device 0)"

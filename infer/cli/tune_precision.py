@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from binio.shown_path import shown_path
-from infer.cli.console import say, show
+from infer.cli.console import print_json, say, show
 from infer.cli.options import takes_options
 from infer.tune.options import TuneOptions
 
@@ -19,6 +19,8 @@ def tune_precision(
     bins: Path = typer.Option(..., "--input", "-i", help="The dataset folder (infer dump-bin) to compare on."),
     output: Path = typer.Option(..., "--output", "-o", help="Folder for keep_dtype.cfg, tune.json, the converted "
                                 "stand-in (model/) and the ATC command (atc_command.txt)."),
+    as_json: bool = typer.Option(False, "--json", help="Print tune.json's document (docs/json-output.md); the exit "
+                                 "code is the same."),
     *,
     options: TuneOptions,  # its flags: takes_options
 ) -> None:
@@ -30,10 +32,10 @@ def tune_precision(
     and infer convert --keep-dtype), tune.json (every candidate, its verdict, metrics and time), the converted
     stand-in with the final set and the exact ATC command. Exit 0 when a passing set was found, 1 when not.
     """
-    tune_and_show(model, bins, output, options)
+    tune_and_show(model, bins, output, options, as_json=as_json)
 
 
-def tune_and_show(model: Path, bins: Path, output: Path, options: TuneOptions) -> None:
+def tune_and_show(model: Path, bins: Path, output: Path, options: TuneOptions, *, as_json: bool = False) -> None:
     """Runs tune-precision with its progress on stderr and its findings on stdout; exits 1 when no set passes
     (`infer tune-precision` and `infer pipeline tune` alike)."""
     # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
@@ -51,6 +53,9 @@ def tune_and_show(model: Path, bins: Path, output: Path, options: TuneOptions) -
             f"cosine {shown(cosine, 'CosineSimilarity')} ({candidate.seconds:.1f} s)")
 
     result = run_tune(model, bins, output, options, progress=say, on_candidate=candidate_line)
+    if as_json:
+        print_json(result.to_json())
+        sys.exit(0 if result.found else 1)
     show(f"before: {result.before.verdict}")
     if result.ops:
         show(f"kept in fp32 ({len(result.ops)} of {len(result.tunable)} ops):")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from atc_wrap.precision_plan import PrecisionPlan
 from infer.contract import ModelContract
@@ -27,3 +28,15 @@ class ConvertResult:
     findings: tuple[str, ...] = ()  # the plan's summary and the pre-check's findings, a line each
     used_om: Path | None = None  # --use-om: the om built elsewhere that was recorded (before any copy)
     copied: bool = False  # --use-om: the om was copied into the model folder (`artefact` is the copy)
+
+    def to_json(self) -> dict[str, Any]:
+        """`infer convert --json` (docs/json-output.md): what was converted how, and model.json as saved (as it
+        was, for a dry run)."""
+        return {
+            "schema": "infer.convert-result", "version": 1, "target": self.target, "target_reason": self.target_reason,
+            "dry_run": self.dry_run, "artefact": str(self.artefact), "command": list(self.command),
+            "seconds": round(self.seconds, 3), "ignored": list(self.ignored), "notes": list(self.notes),
+            "findings": list(self.findings), "aipp_file": None if self.aipp_file is None else str(self.aipp_file),
+            "used_om": None if self.used_om is None else str(self.used_om), "copied": self.copied,
+            "contract": self.contract.to_json(),
+        }

@@ -101,6 +101,7 @@ class DoctorReport:
 
     def to_json(self) -> dict[str, object]:
         return {
+            "schema": "infer.doctor", "version": 1,
             "infer": {"version": self.infer_version},
             "python": {"version": self.python, "range": self.python_range, "in_range": self.python_in_range},
             "platform": self.platform,

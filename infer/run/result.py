@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from infer.run.record import RunRecord
 
@@ -17,3 +18,7 @@ class RunResult:
 
     def __bool__(self) -> bool:
         return self.record.completed
+
+    def to_json(self) -> dict[str, Any]:
+        """`infer run --json`: run.json's document with the folder it lies in (docs/json-output.md)."""
+        return {**self.record.to_json(), "folder": str(self.folder)}
