@@ -1,4 +1,6 @@
-"""Docs cannot drift: every command the `infer` app registers has help text and is shown in the README."""
+"""Docs cannot drift: every command the `infer` app registers has help text, is shown in the README and has its
+guide page; every example in the README and the guide uses flags the commands take; the README stays a front
+door."""
 
 from __future__ import annotations
 
@@ -12,6 +14,9 @@ import typer.main
 from infer.cli.app import app
 
 README = Path(__file__).resolve().parents[1] / "README.md"
+DOCS = README.parent / "docs"
+GUIDE = sorted([README, *DOCS.glob("*.md")])  # every page whose examples a user copies
+FRONT_DOOR_LINES = 250
 
 
 def _commands(group: Any, prefix: str) -> list[tuple[str, Any]]:
@@ -59,6 +64,35 @@ def test_every_command_is_shown_in_the_readme() -> None:
     assert not missing, f"not in a README heading or example: {', '.join(missing)}"
 
 
+def test_every_command_has_its_guide_page() -> None:
+    """`infer run` is docs/run.md, titled with the command (tune-precision's page is its own, as the README links)."""
+    for path, _ in COMMANDS:
+        words = path.split()
+        if len(words) != 2 or words[1] == "demo":  # subcommands live on their group's page; the demo in the README
+            continue
+        page = DOCS / f"{words[1]}.md"
+        assert page.is_file(), f"{path}: no {page.relative_to(README.parent)}"
+        assert f"`{path}`" in page.read_text().splitlines()[0], f"{page.name}'s title does not name {path}"
+        assert f"](docs/{page.name})" in README.read_text(), f"the README does not link {page.name}"
+
+
+def test_the_readme_is_a_front_door() -> None:
+    """What the tool is, the two lines, the demo, the stages and where to read more: the reference lives in docs/."""
+    text = README.read_text()
+    assert len(text.splitlines()) <= FRONT_DOOR_LINES
+    assert not re.search(r"\bissue \d+|\bcommit [0-9a-f]{7}", text)  # development notes belong elsewhere
+
+
+def test_every_relative_link_resolves() -> None:
+    broken = []
+    for page in GUIDE:
+        text = page.read_text()
+        for target in re.findall(r"\]\(([^)#:\s]+)(?:#[^)]*)?\)", text):
+            if not (page.parent / target).exists():
+                broken.append(f"{page.relative_to(README.parent)}: {target}")
+    assert broken == []
+
+
 def test_ci_runs_the_readme_test_command() -> None:
     """CI must run exactly what the README tells a newcomer to run."""
     readme_lines = README.read_text().splitlines()
@@ -68,12 +102,13 @@ def test_ci_runs_the_readme_test_command() -> None:
     assert test_lines[0].strip() in [line.strip() for line in ci_script]
 
 
-def _readme_command_lines() -> list[list[str]]:
-    """Every `infer COMMAND ...` line of the README's code blocks, its continuation lines joined, as words."""
+def _example_command_lines() -> list[list[str]]:
+    """Every `infer COMMAND ...` line of the README's and the guide's code blocks, its continuation lines joined, as
+    words."""
     import shlex
 
     lines, in_code, joined = [], False, ""
-    for line in README.read_text().splitlines():
+    for line in (line for page in GUIDE for line in page.read_text().splitlines()):
         if line.startswith("```"):
             in_code = not in_code
             continue
@@ -86,11 +121,12 @@ def _readme_command_lines() -> list[list[str]]:
     return lines
 
 
-def test_every_flag_a_readme_example_gives_is_one_its_command_takes() -> None:
-    """The README's examples use the flags the commands have: a flag renamed or dropped fails here."""
+def test_every_flag_an_example_gives_is_one_its_command_takes() -> None:
+    """The README's and the guide's examples use the flags the commands have: a flag renamed or dropped fails
+    here."""
     commands = dict(COMMANDS)
     checked = 0
-    for words in _readme_command_lines():
+    for words in _example_command_lines():
         path = "infer " + words[1]
         if len(words) > 2 and f"{path} {words[2]}" in commands:
             path = f"{path} {words[2]}"
@@ -106,8 +142,8 @@ def test_every_flag_a_readme_example_gives_is_one_its_command_takes() -> None:
     assert checked > 50
 
 
-def test_every_key_the_readmes_pipeline_file_sets_is_a_key_of_its_table() -> None:
-    """The README's pipeline.toml example reads as a pipeline file, and every key it names in a comment
+def test_every_key_the_guides_pipeline_file_sets_is_a_key_of_its_table() -> None:
+    """docs/pipeline.md's pipeline.toml example reads as a pipeline file, and every key it names in a comment
     (``# device = 0``) is a key of its table too."""
     import sys
 
@@ -119,7 +155,7 @@ def test_every_key_the_readmes_pipeline_file_sets_is_a_key_of_its_table() -> Non
         import tomllib
     else:  # pragma: no cover - Python 3.10
         import tomli as tomllib
-    text = README.read_text().split("```toml\n", 1)[1].split("```", 1)[0]
+    text = (DOCS / "pipeline.md").read_text().split("```toml\n", 1)[1].split("```", 1)[0]
     config = config_from_dict(tomllib.loads(text), Path("pipeline.toml"))
     assert config.model.freeze.batch == 8
     tables = {**_SECTIONS, "data.preprocessing": ImageOptions}

@@ -4,6 +4,7 @@ demo wrote: re-runs skip what has not changed, a changed setting re-runs exactly
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -332,3 +333,21 @@ def test_the_fp16_trouble_demo_fails_names_the_op_tunes_and_passes(tmp_path: Pat
     assert 'keep_dtype = "work-fp16-trouble/tune/keep_dtype.cfg"' in result.pipeline_file.read_text()
     assert any(line.startswith("again, with [convert] keep_dtype") for line in lines)
     assert not (tmp_path / "work").exists()  # the ordinary demo's work folder is its own
+
+
+def _alike(line: str, out_dir: Path) -> str:
+    """A demo line with what changes from run to run made alike: its folder, numbers, digests."""
+    line = line.replace(str(out_dir), "demo-out")
+    line = re.sub(r"\b[0-9a-f]{8}\b", "H", line)
+    return re.sub(r"\d[\d,.]*", "N", line)
+
+
+def test_the_readmes_demo_output_is_what_the_demo_prints(demo: tuple[DemoResult, list[str]]) -> None:
+    """The README shows the demo's lines as it prints them: a stage line reworded (or a candidate inspect no
+    longer offers) fails here until the README is updated."""
+    result, lines = demo
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    shown = readme.split("```\ncheckpoint  ", 1)[1].split("```", 1)[0].splitlines()
+    printed = [*lines, result.pipeline.verdict]
+    assert [_alike(line, result.out_dir) for line in ["checkpoint  " + shown[0], *shown[1:len(printed)]]] == \
+        [_alike(line, result.out_dir) for line in printed]

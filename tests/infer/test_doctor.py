@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -198,3 +199,25 @@ def test_the_operator_tables_age_and_chips_are_reported(bare_machine: Path, caps
     tables = json.loads(run_cli(capsys, "doctor", "--json").out)["op_tables"]
     assert tables["date"] == date and tables["families"]["ascend910b"][0] == "Ascend910B"
     assert tables["assumed"] == "Ascend310" and tables["error"] == ""
+
+
+def _as_a_sample(text: str) -> list[str]:
+    """Lines with what differs between machines made alike: installed versions (three-part; the tested ranges
+    stay), paths, the platform."""
+    text = re.sub(r"\b\d+\.\d+\.\d+\S*", "V", text)
+    text = re.sub(r"(?<![\w>=<])/[^\s)]+", "PATH", text)
+    text = re.sub(r"\[(Linux|Darwin|Windows)[^\]]*\]", "[PLATFORM]", text)
+    return [line.rstrip() for line in text.splitlines()]
+
+
+def test_the_guides_doctor_sample_is_what_doctor_prints(capsys: pytest.CaptureFixture[str],
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/doctor.md shows the whole output, as this machine's doctor prints it: a line added, dropped or
+    reworded in the command fails here until the page is regenerated."""
+    for name in ("ASCEND_TOOLKIT_HOME", "ASCEND_HOME_PATH", "LD_LIBRARY_PATH"):
+        monkeypatch.delenv(name, raising=False)
+    page = (Path(__file__).resolve().parents[2] / "docs" / "doctor.md").read_text()
+    sample = page.split("```\ninfer ", 1)[1].split("```", 1)[0]
+    outcome = run_cli(capsys, "doctor")
+    assert outcome.code == 0, outcome.err
+    assert _as_a_sample("infer " + sample) == _as_a_sample(outcome.out)
