@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from binio.errors import ShapeError
-from binio.gears import BATCH, DIMS, IMAGE_SIZE, RANGE, DynamicShape, Gear, GearError, gear_of, gear_text, shapes_at
+from binio.gears import BATCH, DIMS, IMAGE_SIZE, RANGE, DynamicShape, Gear, GearError, gear_of, shapes_at
 from binio.spec import TensorSpec, format_shape
 from infer.contract import ModelContract
 from infer.dump_bin.options import DumpOptions
@@ -46,9 +46,10 @@ def dump_gear(contract: ModelContract, options: DumpOptions) -> DumpGear | None:
         shapes = shapes_at(gears, gear)
         gear_of(gears, shapes)
     except GearError as exc:
-        raise ShapeError(f"{_flag_of(gears.kind)} {gear_text(gears.kind, gear)}: not a gear of the model: it takes "
+        given = ",".join(map(str, gear))
+        raise ShapeError(f"{_flag_of(gears.kind)} {given}: not a gear of the model: it takes "
                          f"{gears.allowed()} ({contract.path})" if gears.kind != RANGE else
-                         f"--dims {gear_text(gears.kind, gear)}: {exc.message}",
+                         f"--dims {given}: {exc.message}",
                          hint=f"give one of them: {_choices(gears)}") from None
     return DumpGear(gears.kind, gear, tuple(spec.with_shape(shapes.get(spec.name, spec.shape)) for spec in specs))
 
