@@ -61,7 +61,7 @@ class DimRange:
 
     def text(self) -> str:
         """As ATC's --input_shape spells it: ``1~8``, or ``-1`` for any value."""
-        return "-1" if self.hi is None and self.lo <= 0 else f"{self.lo}~{'' if self.hi is None else self.hi}"
+        return "-1" if self.hi is None else f"{self.lo}~{self.hi}"
 
 
 @dataclass(frozen=True)
