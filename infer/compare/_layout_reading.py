@@ -20,7 +20,9 @@ def aligned_to_golden(golden: np.ndarray, actual: np.ndarray, layout: Layout | N
     if as_is:
         if onnx_shape != shape:
             return None, f"the model gives shape {list(onnx_shape)}, TensorFlow {list(shape)}"
-        if layout is not None and layout.perm is not None and not order_preserving(layout.perm, onnx_shape):
+        if layout is None or layout.perm is None:
+            return actual, "as the model gives it"
+        if not order_preserving(layout.perm, onnx_shape):
             return actual, (f"as the model gives it, which is {describe_layout(layout.perm)}: a transpose back to "
                             "TensorFlow's layout is missing")
         return actual, describe_layout(identity(len(shape)))
