@@ -14,14 +14,14 @@ beside the damaged ONNX model and the original pb, so TensorFlow stays the golde
 from __future__ import annotations
 
 import shutil
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from binio.binfile import sha256_file
 from infer.contract import ModelContract, load_contract
+from tests.infer.compare.corpus import edited_copy
 from tests.infer.compare.damaged import damages as d
 from tests.infer.compare.damaged.families import FAMILIES, frozen_family
 
@@ -188,21 +188,15 @@ class Corpus:
 
     def build(self, case: CorpusCase, *, seed: int = 0) -> BuiltCase:
         """A copy of the case's conversion under root/cases/<name>, its ONNX model damaged; its contract records the
-        damaged model's sha256, as a conversion that produced it would."""
-        import onnx
+        damaged model's sha256, as a conversion that produced it would (the older corpus's `edited_copy`)."""
         import tensorflow as tf
 
         healthy = self.healthy(case.family, case.precision_mode)
-        folder = self.root / "cases" / case.name
-        shutil.copytree(healthy.contract.folder, folder)
-        contract = load_contract(folder / healthy.contract.path.name)
-        path, converted = contract.converted_path, contract.converted
-        assert path is not None and converted is not None
-        model = onnx.load(str(path))
-        graph_def = tf.compat.v1.GraphDef.FromString(contract.pb_path.read_bytes())
-        fp16_valued = _fp16_valued(model)
-        case.damage(model, d.FrozenGraph(graph_def), np.random.default_rng(seed))
-        _kept_fp16(model, fp16_valued)
-        path.write_bytes(model.SerializeToString())
-        damaged = replace(contract, converted=replace(converted, sha256=sha256_file(path))).save()
-        return BuiltCase(damaged, healthy.bins)
+        frozen = d.FrozenGraph(tf.compat.v1.GraphDef.FromString(healthy.contract.pb_path.read_bytes()))
+
+        def edit(model: Any) -> None:
+            fp16_valued = _fp16_valued(model)
+            case.damage(model, frozen, np.random.default_rng(seed))
+            _kept_fp16(model, fp16_valued)
+
+        return BuiltCase(edited_copy(healthy.contract, self.root / "cases" / case.name, edit), healthy.bins)

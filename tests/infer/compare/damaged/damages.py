@@ -206,7 +206,7 @@ def replaced_op(tf_node: str, op_type: str, **attributes: float | int) -> Damage
         del node.attribute[:]
         node.attribute.extend(helper.make_attribute(key, value) for key, value in attributes.items())
     attrs = "".join(f" {key}={value:g}" for key, value in attributes.items())
-    return Damage(f"{op_type}{attrs} in place of the original", edit)
+    return Damage(f"op made {op_type}{attrs}", edit)
 
 
 def changed_attribute(tf_node: str, name: str, value: int | float) -> Damage:

@@ -6,7 +6,8 @@ marked one and whether they agree; then the totals (exact rate, marks on healthy
 Each case is run as a user would: `infer.run_model` on the damaged conversion (ONNX Runtime), then
 `infer.compare_outputs` with `layerwise=True` and `expected_from_emulation=True` (the precision mode's band). A
 mark is exact when the first tensor marked (a plain mark or a PASSED run's warning) is one of the case's expected
-tensors. `below` says whether the damaged layer's own tensor stayed within cosine 0.99 and RED 0.05."""
+tensors. `below` says whether the damaged layer's own tensor stayed within cosine 0.99 and RED 0.05; `band-ratio`
+is the output's error over what the precision mode's emulation explains (the band flags past 10)."""
 
 from __future__ import annotations
 
@@ -37,6 +38,8 @@ class Outcome:
     band_flagged: bool  # an output's error beyond what the precision mode explains
     layer_cosine: float  # at the expected layer (nan where it was not compared)
     layer_red: float
+    output_red: float  # the model output's RED against TensorFlow
+    band_ratio: float  # its error over what the precision mode's emulation explains (the larger of RMSE, 1-cosine)
     subtle: bool = False
 
     @property
@@ -75,6 +78,8 @@ def outcome(name: str, family: str, mode: str, result: CompareResult, case: Corp
         passed=result.passed, band_flagged=any(e.flagged for e in result.expected),
         layer_cosine=metrics.cosine_similarity if metrics else float("nan"),
         layer_red=metrics.relative_euclidean_distance if metrics else float("nan"),
+        output_red=max(o.metrics.relative_euclidean_distance for o in result.outputs),
+        band_ratio=max((max(e.rmse_ratio, e.cosine_ratio) for e in result.expected), default=float("nan")),
         subtle=case.subtle if case else False)
 
 
@@ -92,15 +97,15 @@ def measure(root: Path, cases: tuple[CorpusCase, ...] = CASES) -> tuple[list[Out
 
 
 def report_lines(damaged: list[Outcome], healthy: list[Outcome]) -> Iterator[str]:
-    yield (f"{'case':34} {'mode':10} {'damage':34} {'expected':22} {'marked':22} exact verdict band "
-           "layer-cos layer-RED below")
+    yield (f"{'case':34} {'mode':10} {'damage':30} {'expected':22} {'marked':22} exact verdict band "
+           "layer-cos layer-RED below out-RED band-ratio")
     for o in [*damaged, *healthy]:
         mark = (o.marked or "-") + (" (warn)" if o.warning else "")
         exact = "-" if not o.expected else ("yes" if o.exact else "NO")
         below = "" if not o.expected else ("yes" if o.below_limits else "no")
-        yield (f"{o.name:34} {o.precision_mode:10} {o.damage or 'none':34} {(o.expected or ('-',))[0]:22} "
+        yield (f"{o.name:34} {o.precision_mode:10} {o.damage or 'none':30} {(o.expected or ('-',))[0]:22} "
                f"{mark:22} {exact:5} {'PASS' if o.passed else 'FAIL':7} {'FLAG' if o.band_flagged else '-':4} "
-               f"{o.layer_cosine:9.6f} {o.layer_red:9.5f} {below}")
+               f"{o.layer_cosine:9.6f} {o.layer_red:9.5f} {below:5} {o.output_red:7.5f} {o.band_ratio:10.3g}")
     exact_count = sum(o.exact for o in damaged)
     below_limits = [o for o in damaged if o.below_limits]
     yield ""
