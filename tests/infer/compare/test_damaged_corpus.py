@@ -11,11 +11,11 @@ import pytest
 
 from tests.infer.compare.damaged.cases import CASES, PRECISION_MODES, Corpus
 from tests.infer.compare.damaged.families import FAMILIES
-from tests.infer.compare.damaged.measure import Outcome, measure
+from tests.infer.compare.damaged.measure import Measurement, measure
 
 
 @pytest.fixture(scope="module")
-def outcomes(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Outcome], list[Outcome]]:
+def measured(tmp_path_factory: pytest.TempPathFactory) -> Measurement:
     return measure(tmp_path_factory.mktemp("damaged-corpus"))
 
 
@@ -40,33 +40,43 @@ def test_a_case_is_its_conversion_with_only_the_onnx_model_changed(tmp_path: Pat
 
 
 @pytest.mark.slow
-def test_healthy_conversions_pass_with_no_mark(outcomes: tuple[list[Outcome], list[Outcome]]) -> None:
-    _, healthy = outcomes
+def test_healthy_conversions_pass_with_no_mark(measured: Measurement) -> None:
+    healthy = measured.healthy
     assert len(healthy) == len(FAMILIES) * len(PRECISION_MODES)
     for outcome in healthy:
         assert outcome.passed and not outcome.band_flagged and not outcome.marked, outcome.name
 
 
 @pytest.mark.slow
-def test_every_damage_shows_in_the_outputs(outcomes: tuple[list[Outcome], list[Outcome]]) -> None:
+def test_healthy_models_rounded_otherwise_get_no_mark(measured: Measurement) -> None:
+    """fp16 weights one step off ATC's rounding are within what the precision explains: no tensor is marked (the
+    output band, at its factor of 10, may flag the deepest fp32 one: reported by measure.py, not asserted)."""
+    controls = measured.rounded_otherwise
+    assert len(controls) == len(FAMILIES) * len(PRECISION_MODES)
+    assert [o.name for o in controls if o.marked] == []
+    assert all(o.passed for o in controls)
+
+
+@pytest.mark.slow
+def test_every_damage_shows_in_the_outputs(measured: Measurement) -> None:
     """No case is damage the outputs cannot see: each fails msit's rule or its precision mode's band."""
-    damaged, _ = outcomes
+    damaged = measured.damaged
     assert [o.name for o in damaged if o.passed and not o.band_flagged] == []
 
 
 @pytest.mark.slow
 def test_a_third_of_the_damage_stays_below_msits_limits_at_its_layer(
-        outcomes: tuple[list[Outcome], list[Outcome]]) -> None:
-    damaged, _ = outcomes
+        measured: Measurement) -> None:
+    damaged = measured.damaged
     assert 3 * sum(o.below_limits for o in damaged) >= len(damaged)
 
 
 @pytest.mark.slow
 @pytest.mark.xfail(strict=False, reason="error bands (issue 29 §1) not merged yet")
-def test_the_mark_names_the_damaged_layer(outcomes: tuple[list[Outcome], list[Outcome]]) -> None:
+def test_the_mark_names_the_damaged_layer(measured: Measurement) -> None:
     """Issue 29's bar. Measured before the error bands: 20 of 40 exact, none of the 17 below msit's limits."""
-    damaged, healthy = outcomes
+    damaged = measured.damaged
     assert len(damaged) >= 30 and len({o.family for o in damaged}) >= 5
-    assert not [o.name for o in healthy if o.marked]
+    assert not [o.name for o in [*measured.healthy, *measured.rounded_otherwise] if o.marked]
     misses = [f"{o.name}: marked {o.marked or 'nothing'}, expected {o.expected_layer}" for o in damaged if not o.exact]
     assert 10 * len(misses) <= len(damaged), "\n".join(misses)

@@ -9,7 +9,8 @@ chosen to stay below msit's per-tensor limits at that layer (cosine 0.99, RED 0.
 `Corpus(root)` freezes each family once, converts it once per precision mode and builds a case as a copy of that
 conversion with its ONNX model damaged: `corpus.build(case)` returns the damaged model's contract (model.json
 beside the damaged ONNX model and the original pb, so TensorFlow stays the golden side) and the family's dataset.
-`corpus.healthy(family, mode)` returns the undamaged conversion, the control."""
+`corpus.healthy(family, mode)` returns the undamaged conversion, the control; `ROUNDED_OTHERWISE` are controls
+too, healthy models whose fp16 weights are one step off ATC's rounding."""
 
 from __future__ import annotations
 
@@ -35,12 +36,12 @@ class CorpusCase:
     family: str
     precision_mode: str
     damage: d.Damage
-    expected: tuple[str, ...]  # the damaged layer's output first, then tensors fused with it
+    expected: tuple[str, ...]  # the damaged layer's output first, then tensors fused with it (a control: none)
     subtle: bool = False  # chosen to stay below msit's per-tensor limits at the damaged layer
 
     @property
     def expected_layer(self) -> str:
-        return self.expected[0]
+        return self.expected[0] if self.expected else ""
 
 
 def _conv(scope: str, *, bn: bool = False) -> tuple[str, ...]:
@@ -130,6 +131,12 @@ CASES: tuple[CorpusCase, ...] = (
                ("attn/residual:0",)),
     CorpusCase("attention-fc-weight-x1.03", "attention", FP16, d.scaled_weight("fc/matmul", 1.03), _dense("fc"), True),
 )
+
+# Controls, not damage: every family in each mode with its fp16 weights moved by at most one step, as a device that
+# rounds otherwise would store them. Nothing should be marked; `expected` is empty.
+ROUNDED_OTHERWISE: tuple[CorpusCase, ...] = tuple(
+    CorpusCase(f"{family}-rounded-otherwise-{mode}", family, mode, d.fp16_jitter(), ())
+    for family in FAMILIES for mode in PRECISION_MODES)
 
 
 @dataclass(frozen=True)

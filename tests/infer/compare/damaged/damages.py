@@ -242,3 +242,23 @@ def dropped_input(tf_node: str, kept: int) -> Damage:
         node.op_type = "Identity"
         del node.attribute[:]
     return Damage("residual add dropped", edit)
+
+
+def fp16_jitter() -> Damage:
+    """Not damage: every weight stored as fp16 values moved by at most one fp16 step, at random, as a device that
+    rounds otherwise (another rounding of the same fp32 weights) would store it. A control: the error stays what
+    the precision explains, and nothing should be marked."""
+    def edit(model: Any, frozen: FrozenGraph, rng: np.random.Generator) -> None:
+        from onnx import numpy_helper
+
+        for tensor in list(model.graph.initializer):
+            values = numpy_helper.to_array(tensor)
+            if values.dtype != np.float32 or values.size < 2:
+                continue
+            half = values.astype(np.float16)
+            if not np.array_equal(half.astype(np.float32), values):
+                continue
+            step = np.spacing(np.abs(half)).astype(np.float32)
+            moved = values + step * rng.integers(-1, 2, size=values.shape)
+            set_initializer(model, tensor.name, moved)
+    return Damage("fp16 weights moved by one step", edit)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from infer.compare.result import CompareResult
-from tests.infer.compare.damaged.cases import CASES, PRECISION_MODES, BuiltCase, Corpus, CorpusCase
+from tests.infer.compare.damaged.cases import CASES, PRECISION_MODES, ROUNDED_OTHERWISE, BuiltCase, Corpus, CorpusCase
 from tests.infer.compare.damaged.families import FAMILIES
 
 COSINE_LIMIT, RED_LIMIT = 0.99, 0.05  # msit's per-tensor limits, which --layerwise judges intermediates by
@@ -83,27 +83,38 @@ def outcome(name: str, family: str, mode: str, result: CompareResult, case: Corp
         subtle=case.subtle if case else False)
 
 
-def measure(root: Path, cases: tuple[CorpusCase, ...] = CASES) -> tuple[list[Outcome], list[Outcome]]:
-    """(the damaged cases' outcomes, the healthy models' outcomes), everything built under `root`."""
+@dataclass(frozen=True)
+class Measurement:
+    damaged: list[Outcome]
+    healthy: list[Outcome]  # each family's conversions, undamaged
+    rounded_otherwise: list[Outcome]  # healthy, their fp16 weights one step off (controls: nothing to mark)
+
+
+def measure(root: Path, cases: tuple[CorpusCase, ...] = CASES) -> Measurement:
+    """Every case, healthy conversion and control built and compared under `root`."""
     corpus = Corpus(root)
     healthy = []
     for family in FAMILIES:
         for mode in PRECISION_MODES:
             result = compared(corpus.healthy(family, mode), root / "out" / f"healthy-{family}-{mode}")
             healthy.append(outcome(f"{family}-healthy-{mode}", family, mode, result))
-    damaged = [outcome(case.name, case.family, case.precision_mode,
-                       compared(corpus.build(case), root / "out" / case.name), case) for case in cases]
-    return damaged, healthy
+
+    def built(case: CorpusCase) -> Outcome:
+        return outcome(case.name, case.family, case.precision_mode,
+                       compared(corpus.build(case), root / "out" / case.name), case)
+
+    return Measurement([built(case) for case in cases], healthy, [built(case) for case in ROUNDED_OTHERWISE])
 
 
-def report_lines(damaged: list[Outcome], healthy: list[Outcome]) -> Iterator[str]:
-    yield (f"{'case':34} {'mode':10} {'damage':30} {'expected':22} {'marked':22} exact verdict band "
+def report_lines(measured: Measurement) -> Iterator[str]:
+    damaged, healthy, controls = measured.damaged, measured.healthy, measured.rounded_otherwise
+    yield (f"{'case':38} {'mode':10} {'damage':30} {'expected':22} {'marked':22} exact verdict band "
            "layer-cos layer-RED below out-RED band-ratio")
-    for o in [*damaged, *healthy]:
+    for o in [*damaged, *healthy, *controls]:
         mark = (o.marked or "-") + (" (warn)" if o.warning else "")
-        exact = "-" if not o.expected else ("yes" if o.exact else "NO")
+        exact = "-" if not o.expected else ("yes" if o.exact else "NO")  # a control expects nothing
         below = "" if not o.expected else ("yes" if o.below_limits else "no")
-        yield (f"{o.name:34} {o.precision_mode:10} {o.damage or 'none':30} {(o.expected or ('-',))[0]:22} "
+        yield (f"{o.name:38} {o.precision_mode:10} {o.damage or 'none':30} {(o.expected or ('-',))[0]:22} "
                f"{mark:22} {exact:5} {'PASS' if o.passed else 'FAIL':7} {'FLAG' if o.band_flagged else '-':4} "
                f"{o.layer_cosine:9.6f} {o.layer_red:9.5f} {below:5} {o.output_red:7.5f} {o.band_ratio:10.3g}")
     exact_count = sum(o.exact for o in damaged)
@@ -118,6 +129,9 @@ def report_lines(damaged: list[Outcome], healthy: list[Outcome]) -> Iterator[str
            f"(flagged by the band: {sum(o.passed and o.band_flagged for o in damaged)})")
     yield f"healthy models marked: {sum(bool(o.marked) for o in healthy)}/{len(healthy)}"
     yield f"healthy models failing or flagged: {sum(not o.passed or o.band_flagged for o in healthy)}/{len(healthy)}"
+    marked, flagged = sum(bool(o.marked) for o in controls), sum(not o.passed or o.band_flagged for o in controls)
+    yield (f"healthy models rounded otherwise (fp16 weights one step off): marked {marked}/{len(controls)}, "
+           f"failing or flagged {flagged}/{len(controls)}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -127,8 +141,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     cases = tuple(c for c in CASES if not args.case or c.name in args.case)
     with tempfile.TemporaryDirectory(prefix="damaged-corpus-") as scratch:
-        damaged, healthy = measure(args.keep or Path(scratch), cases)
-    for line in report_lines(damaged, healthy):
+        measured = measure(args.keep or Path(scratch), cases)
+    for line in report_lines(measured):
         print(line)
     return 0
 
