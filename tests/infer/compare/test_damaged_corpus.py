@@ -65,16 +65,18 @@ def test_every_damage_shows_in_the_outputs(measured: Measurement) -> None:
 
 
 @pytest.mark.slow
-def test_a_third_of_the_damage_stays_below_msits_limits_at_its_layer(
-        measured: Measurement) -> None:
+def test_a_third_of_the_damage_stays_below_msits_limits_at_its_layer(measured: Measurement) -> None:
+    """Measured at the damaged layer itself (TF against the damaged ONNX node), not by the diagnosis under test; the
+    cases marked subtle are exactly those below cosine 0.99 and RED 0.05 there."""
     damaged = measured.damaged
     assert 3 * sum(o.below_limits for o in damaged) >= len(damaged)
+    assert [o.name for o in damaged if o.subtle != o.below_limits] == []
 
 
 @pytest.mark.slow
 @pytest.mark.xfail(strict=False, reason="error bands (issue 29 §1) not merged yet")
 def test_the_mark_names_the_damaged_layer(measured: Measurement) -> None:
-    """Issue 29's bar. Measured before the error bands: 20 of 40 exact, none of the 17 below msit's limits."""
+    """Issue 29's bar. Measured before the error bands: 18 of 40 exact, none of the 20 below msit's limits."""
     damaged = measured.damaged
     assert len(damaged) >= 30 and len({o.family for o in damaged}) >= 5
     assert not [o.name for o in [*measured.healthy, *measured.rounded_otherwise] if o.marked]

@@ -6,12 +6,14 @@ marked one and whether they agree; then the totals (exact rate, marks on healthy
 Each case is run as a user would: `infer.run_model` on the damaged conversion (ONNX Runtime), then
 `infer.compare_outputs` with `layerwise=True` and `expected_from_emulation=True` (the precision mode's band). A
 mark is exact when the first tensor marked (a plain mark or a PASSED run's warning) is one of the case's expected
-tensors. `below` says whether the damaged layer's own tensor stayed within cosine 0.99 and RED 0.05; `band-ratio`
+tensors. `layer-cos`, `layer-RED`: the damage at its own layer, TensorFlow against the damaged ONNX node on the first
+batch (`layer_error.py`, independent of the diagnosis); `below`: within cosine 0.99 and RED 0.05 there; `band-ratio`
 is the output's error over what the precision mode's emulation explains (the band flags past 10)."""
 
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -21,6 +23,7 @@ from pathlib import Path
 from infer.compare.result import CompareResult
 from tests.infer.compare.damaged.cases import CASES, PRECISION_MODES, ROUNDED_OTHERWISE, BuiltCase, Corpus, CorpusCase
 from tests.infer.compare.damaged.families import FAMILIES
+from tests.infer.compare.damaged.layer_error import damage_at_its_layer
 
 COSINE_LIMIT, RED_LIMIT = 0.99, 0.05  # msit's per-tensor limits, which --layerwise judges intermediates by
 
@@ -36,7 +39,7 @@ class Outcome:
     warning: bool  # the mark is a PASSED run's warning
     passed: bool  # msit's verdict on the outputs
     band_flagged: bool  # an output's error beyond what the precision mode explains
-    layer_cosine: float  # at the expected layer (nan where it was not compared)
+    layer_cosine: float  # TF against the damaged ONNX node, at the damaged layer (nan: a control)
     layer_red: float
     output_red: float  # the model output's RED against TensorFlow
     band_ratio: float  # its error over what the precision mode's emulation explains (the larger of RMSE, 1-cosine)
@@ -65,19 +68,18 @@ def compared(built: BuiltCase, out: Path) -> CompareResult:
                                  options=infer.CompareOptions(layerwise=True, expected_from_emulation=True))
 
 
-def outcome(name: str, family: str, mode: str, result: CompareResult, case: CorpusCase | None = None) -> Outcome:
+def outcome(name: str, family: str, mode: str, result: CompareResult, case: CorpusCase | None = None,
+            at_layer: tuple[float, float] = (math.nan, math.nan)) -> Outcome:
+    """The case's outcome from its comparison; `at_layer` is (cosine, RED) of the damage at its own layer."""
     layers = result.layerwise
     assert layers is not None
     first = layers.first_failing
     expected = case.expected if case is not None else ()
-    rows = {row.tensor: row for row in layers.rows}
-    metrics = next((rows[t].metrics for t in expected if t in rows and rows[t].metrics is not None), None)
     return Outcome(
         name=name, family=family, precision_mode=mode, damage=case.damage.description if case else "",
         expected=expected, marked=first.tensor if first is not None else "", warning=layers.is_warning,
         passed=result.passed, band_flagged=any(e.flagged for e in result.expected),
-        layer_cosine=metrics.cosine_similarity if metrics else float("nan"),
-        layer_red=metrics.relative_euclidean_distance if metrics else float("nan"),
+        layer_cosine=at_layer[0], layer_red=at_layer[1],
         output_red=max(o.metrics.relative_euclidean_distance for o in result.outputs),
         band_ratio=max((max(e.rmse_ratio, e.cosine_ratio) for e in result.expected), default=float("nan")),
         subtle=case.subtle if case else False)
@@ -100,8 +102,15 @@ def measure(root: Path, cases: tuple[CorpusCase, ...] = CASES) -> Measurement:
             healthy.append(outcome(f"{family}-healthy-{mode}", family, mode, result))
 
     def built(case: CorpusCase) -> Outcome:
-        return outcome(case.name, case.family, case.precision_mode,
-                       compared(corpus.build(case), root / "out" / case.name), case)
+        damaged = corpus.build(case)
+        at_layer = (math.nan, math.nan)
+        if case.expected:
+            assert damaged.contract.converted_path is not None
+            at_layer = damage_at_its_layer(damaged.contract.pb_path, damaged.contract.converted_path,
+                                           case.damage.layer, case.expected_layer,
+                                           FAMILIES[case.family].input_tensor, corpus.first_batch(case.family))
+        return outcome(case.name, case.family, case.precision_mode, compared(damaged, root / "out" / case.name),
+                       case, at_layer)
 
     return Measurement([built(case) for case in cases], healthy, [built(case) for case in ROUNDED_OTHERWISE])
 
