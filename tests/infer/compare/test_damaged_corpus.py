@@ -11,6 +11,7 @@ import pytest
 
 from tests.infer.compare.damaged.cases import CASES, PRECISION_MODES, Corpus
 from tests.infer.compare.damaged.families import FAMILIES
+from tests.infer.compare.damaged.layer_error import cosine_and_red, onnx_value, tf_value
 from tests.infer.compare.damaged.measure import Measurement, measure
 
 
@@ -82,3 +83,25 @@ def test_the_mark_names_the_damaged_layer(measured: Measurement) -> None:
     assert not [o.name for o in [*measured.healthy, *measured.rounded_otherwise] if o.marked]
     misses = [f"{o.name}: marked {o.marked or 'nothing'}, expected {o.expected_layer}" for o in damaged if not o.exact]
     assert 10 * len(misses) <= len(damaged), "\n".join(misses)
+
+
+@pytest.mark.slow
+def test_a_folded_batch_norms_epsilon_is_damaged_as_tensorflow_computes_it(tmp_path: Path) -> None:
+    """tf2onnx folds the batch norm into its Conv; the damage recomputes the folded weights. TensorFlow with the
+    new epsilon written into the pb computes what the damaged ONNX node computes (to the fp16 input casts of an fp32
+    conversion's Conv), and not what the healthy one does."""
+    import tensorflow as tf
+
+    case = next(c for c in CASES if c.name == "resnet-stem-bn-epsilon")
+    corpus = Corpus(tmp_path)
+    built = corpus.build(case)
+    assert built.contract.converted_path is not None
+    graph_def = tf.compat.v1.GraphDef.FromString(built.contract.pb_path.read_bytes())
+    node = next(n for n in graph_def.node if n.name == case.damage.layer)
+    node.attr["epsilon"].f = 0.1
+    changed = tmp_path / "changed.pb"
+    changed.write_bytes(graph_def.SerializeToString())
+    feed = {FAMILIES[case.family].input_tensor: corpus.first_batch(case.family)}
+    damaged = onnx_value(built.contract.converted_path, case.damage.layer, case.expected_layer, feed)
+    assert cosine_and_red(damaged, tf_value(changed, case.expected_layer, feed))[1] < 2e-3
+    assert cosine_and_red(damaged, tf_value(built.contract.pb_path, case.expected_layer, feed))[1] > 0.02
