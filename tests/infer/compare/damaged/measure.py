@@ -58,13 +58,14 @@ class Outcome:
         return self.layer_cosine >= COSINE_LIMIT and self.layer_red <= RED_LIMIT
 
 
-def compared(built: BuiltCase, out: Path) -> CompareResult:
+def compared(built: BuiltCase, out: Path, cache: Path) -> CompareResult:
     """The converted model run, then compared layer by layer, as `infer run` and `infer compare --layerwise
-    --expected-from-emulation` do."""
+    --expected-from-emulation` do. `cache` holds the golden and emulated runs, keyed by the pb, the dataset and
+    the precision settings, so every case of one family and mode shares them (the damage is in the ONNX model)."""
     import infer
 
     actual = infer.run_model(built.contract, built.bins, out / "run", infer.RunOptions(backend="onnxrt")).folder
-    return infer.compare_outputs(built.contract, built.bins, actual, cache_root=out / "cache",
+    return infer.compare_outputs(built.contract, built.bins, actual, cache_root=cache,
                                  options=infer.CompareOptions(layerwise=True, expected_from_emulation=True))
 
 
@@ -94,11 +95,11 @@ class Measurement:
 
 def measure(root: Path, cases: tuple[CorpusCase, ...] = CASES) -> Measurement:
     """Every case, healthy conversion and control built and compared under `root`."""
-    corpus = Corpus(root)
+    corpus, cache = Corpus(root), root / "cache"
     healthy = []
     for family in FAMILIES:
         for mode in PRECISION_MODES:
-            result = compared(corpus.healthy(family, mode), root / "out" / f"healthy-{family}-{mode}")
+            result = compared(corpus.healthy(family, mode), root / "out" / f"healthy-{family}-{mode}", cache)
             healthy.append(outcome(f"{family}-healthy-{mode}", family, mode, result))
 
     def built(case: CorpusCase) -> Outcome:
@@ -109,8 +110,8 @@ def measure(root: Path, cases: tuple[CorpusCase, ...] = CASES) -> Measurement:
             at_layer = damage_at_its_layer(damaged.contract.pb_path, damaged.contract.converted_path,
                                            case.damage.layer, case.expected_layer,
                                            FAMILIES[case.family].input_tensor, corpus.first_batch(case.family))
-        return outcome(case.name, case.family, case.precision_mode, compared(damaged, root / "out" / case.name),
-                       case, at_layer)
+        return outcome(case.name, case.family, case.precision_mode,
+                       compared(damaged, root / "out" / case.name, cache), case, at_layer)
 
     return Measurement([built(case) for case in cases], healthy, [built(case) for case in ROUNDED_OTHERWISE])
 
