@@ -6,13 +6,20 @@ with no mark on any healthy one; `python -m tests.infer.compare.damaged.measure`
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
+import numpy as np
 import pytest
 
+from tests.infer.compare.damaged import damages as d
 from tests.infer.compare.damaged.cases import CASES, PRECISION_MODES, Corpus
+from tests.infer.compare.damaged.damages import onnx_node
 from tests.infer.compare.damaged.families import FAMILIES
 from tests.infer.compare.damaged.layer_error import cosine_and_red, onnx_value, tf_value
 from tests.infer.compare.damaged.measure import Measurement, measure
+
+_EMPTY_GRAPH = SimpleNamespace(node=[])  # a frozen graph for damages that read none of its constants
 
 
 @pytest.fixture(scope="module")
@@ -105,3 +112,34 @@ def test_a_folded_batch_norms_epsilon_is_damaged_as_tensorflow_computes_it(tmp_p
     damaged = onnx_value(built.contract.converted_path, case.damage.layer, case.expected_layer, feed)
     assert cosine_and_red(damaged, tf_value(changed, case.expected_layer, feed))[1] < 2e-3
     assert cosine_and_red(damaged, tf_value(built.contract.pb_path, case.expected_layer, feed))[1] > 0.02
+
+
+def _two_convs_sharing_a_bias() -> Any:
+    """x -> Conv "a/bias" (emulated: its output rounded by a Cast pair, the TF name on the rounded tensor) -> Conv
+    "b/bias"; both Convs read the one bias initializer, as tf2onnx shares equal constants."""
+    import onnx
+    from onnx import helper, numpy_helper
+
+    weights = [numpy_helper.from_array(np.ones((2, 2, 1, 1), np.float32), name) for name in ("wa", "wb")]
+    bias = numpy_helper.from_array(np.zeros(2, np.float32), "shared_bias")
+    nodes = [helper.make_node("Conv", ["x", "wa", "shared_bias"], ["a/bias:0/fp32"], name="a/bias"),
+             helper.make_node("Cast", ["a/bias:0/fp32"], ["a/bias:0/fp16"], to=onnx.TensorProto.FLOAT16),
+             helper.make_node("Cast", ["a/bias:0/fp16"], ["a/bias:0"], to=onnx.TensorProto.FLOAT),
+             helper.make_node("Conv", ["a/bias:0", "wb", "shared_bias"], ["b/bias:0"], name="b/bias")]
+    value = helper.make_tensor_value_info
+    graph = helper.make_graph(nodes, "g", [value("x", onnx.TensorProto.FLOAT, [1, 2, 2, 2])],
+                              [value("b/bias:0", onnx.TensorProto.FLOAT, None)], [*weights, bias])
+    return helper.make_model(graph)
+
+
+def test_a_damage_finds_its_node_through_the_emulations_casts() -> None:
+    model = _two_convs_sharing_a_bias()
+    assert onnx_node(model, "a/bias").name == "a/bias" and onnx_node(model, "b/bias").name == "b/bias"
+    d.scaled_weight("a/bias", 1.05)(model, d.FrozenGraph(_EMPTY_GRAPH), np.random.default_rng(0))
+    assert np.allclose(d.initializer(model, "wa"), 1.05) and np.allclose(d.initializer(model, "wb"), 1.0)
+
+
+def test_a_damage_refuses_a_constant_another_layer_reads() -> None:
+    model = _two_convs_sharing_a_bias()
+    with pytest.raises(ValueError, match="shared_bias is read by"):
+        d.zeroed_bias("a/bias")(model, d.FrozenGraph(_EMPTY_GRAPH), np.random.default_rng(0))

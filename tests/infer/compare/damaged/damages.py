@@ -90,9 +90,19 @@ def set_initializer(model: Any, name: str, values: np.ndarray) -> None:
     raise KeyError(f"{name} is not an initializer")
 
 
+def own_input(model: Any, node: Any, position: int) -> str:
+    """The initializer `node` reads at `position`, refused where another node reads it too (tf2onnx shares equal
+    constants, as every Clip's bounds): a damage at one layer must not reach another."""
+    name = node.input[position]
+    readers = [other.name for other in model.graph.node if name in other.input]
+    if readers != [node.name]:
+        raise ValueError(f"{name} is read by {readers}, not by {node.name} alone")
+    return str(name)
+
+
 def _edit_input(model: Any, tf_node: str, position: int, change: Callable[[np.ndarray], np.ndarray]) -> None:
     node = onnx_node(model, tf_node)
-    name = node.input[position]
+    name = own_input(model, node, position)
     set_initializer(model, name, change(initializer(model, name)))
 
 
@@ -124,21 +134,14 @@ def zeroed_bias(tf_node: str) -> Damage:
     return Damage("bias zeroed", lambda m, f, r: _edit_input(m, tf_node, 2, np.zeros_like), layer=tf_node)
 
 
-def shifted_bias(tf_node: str, amount: float) -> Damage:
-    """Each bias moved by `amount` times its own normal draw."""
-    def edit(model: Any, frozen: FrozenGraph, rng: np.random.Generator) -> None:
-        _edit_input(model, tf_node, 2, lambda b: b + amount * rng.normal(size=b.shape))
-    return Damage(f"bias + {amount:g} noise", edit, layer=tf_node)
-
-
 def _per_channel(model: Any, tf_node: str, change: Callable[[np.ndarray, int], np.ndarray]) -> None:
     """`change(values, axis)` applied to the weight and (where there is one) the bias, by output channel."""
     node = onnx_node(model, tf_node)
-    weight = initializer(model, node.input[1])
+    weight = initializer(model, own_input(model, node, 1))
     axis = _out_axis(node, weight)
     set_initializer(model, node.input[1], change(weight, axis))
     if len(node.input) > 2:
-        set_initializer(model, node.input[2], change(initializer(model, node.input[2]), 0))
+        set_initializer(model, node.input[2], change(initializer(model, own_input(model, node, 2)), 0))
 
 
 def swapped_channels(tf_node: str, first: int, second: int) -> Damage:
@@ -177,9 +180,9 @@ def batch_norm_epsilon(bn_node: str, epsilon: float) -> Damage:
         _, offset, variance, old = _batch_norm(frozen, bn_node)
         factor = np.sqrt((variance + old) / (variance + epsilon))
         node = onnx_node(model, bn_node)
-        weight = initializer(model, node.input[1])
+        weight = initializer(model, own_input(model, node, 1))
         set_initializer(model, node.input[1], weight * factor.reshape((-1,) + (1,) * (weight.ndim - 1)))
-        bias = initializer(model, node.input[2])
+        bias = initializer(model, own_input(model, node, 2))
         set_initializer(model, node.input[2], offset + (bias - offset) * factor)
     return Damage(f"batch-norm epsilon {epsilon:g}", edit, layer=bn_node)
 
@@ -190,7 +193,7 @@ def batch_norm_mean(bn_node: str, shift: float) -> Damage:
     def edit(model: Any, frozen: FrozenGraph, rng: np.random.Generator) -> None:
         scale, _, variance, epsilon = _batch_norm(frozen, bn_node)
         node = onnx_node(model, bn_node)
-        bias = initializer(model, node.input[2])
+        bias = initializer(model, own_input(model, node, 2))
         moved = shift * np.sqrt(variance) * rng.choice([-1.0, 1.0], size=variance.shape)
         set_initializer(model, node.input[2], bias - scale * moved / np.sqrt(variance + epsilon))
     return Damage(f"batch-norm mean + {shift:g} std", edit, layer=bn_node)
