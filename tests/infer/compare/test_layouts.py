@@ -126,6 +126,27 @@ def test_a_dynamic_batch_does_not_hide_a_reshape_standing_for_a_transpose() -> N
         "known")
 
 
+def test_tfs_own_transposes_give_each_tensor_its_axes_and_a_reshape_after_them_is_unknown() -> None:
+    from infer.compare._layer_tensors import GraphTensor
+    from infer.compare._tf_frames import relative_to_tf, tf_frames
+
+    def op(name: str, op_type: str, *inputs: str, perm: tuple[int, ...] | None = None) -> GraphTensor:
+        return GraphTensor(name, op_type, "float32", True, inputs, transpose_perm=perm)
+
+    tensors = [op("conv:0", "Conv2D", "x:0", "w:0"), op("swap:0", "Transpose", "conv:0", "p:0", perm=(0, 2, 1, 3)),
+               op("relu:0", "Relu", "swap:0"), op("back:0", "Transpose", "relu:0", "p:0", perm=(0, 2, 1, 3)),
+               op("flat:0", "Reshape", "relu:0", "s:0"), op("sum:0", "AddV2", "relu:0", "conv:0")]
+    frames = tf_frames(tensors, {t.name for t in tensors})
+    assert frames["swap:0"] == frames["relu:0"] == (0, 2, 1, 3)
+    assert "back:0" not in frames and "conv:0" not in frames  # the inputs' axes again / never moved
+    assert frames["flat:0"] == ("Reshape flat:0 reads relu:0, which TF's own transposes hold as TensorFlow's axes "
+                                "in order [0, 2, 1, 3] of the inputs' axes: how its output's axes lie is not "
+                                "tracked through it")
+    assert isinstance(frames["sum:0"], str)  # a swapped tensor added to one that is not
+    # ONNX holds relu:0 as NCHW of the inputs' axes: relative to TF's swapped tensor, N C W H.
+    assert relative_to_tf(Layout(NCHW), frames["relu:0"]).perm == (0, 3, 2, 1)
+
+
 def build_grayscale(tf: Any, batch: int | None) -> None:
     """images (batch,6,6,1) -> conv 3x3 to 6 channels (so H = W = C downstream: (2,6,6,6)) -> relu -> depthwise
     -> max pool -> mean -> dense."""
