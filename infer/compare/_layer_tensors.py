@@ -44,7 +44,10 @@ class GraphTensor:
     is_float: bool
     inputs: tuple[str, ...] = ()  # the op's data inputs (control inputs left out)
     random_source: str = ""  # the random op it depends on, if any: never compared
-    transpose_perm: tuple[int, ...] | None = None  # a Transpose's constant perm: TF's own layout move
+    # TF's own layout moves: a Transpose's constant perm, a reduction's constant axes (and its keep_dims), a
+    # Squeeze's squeeze_dims
+    axes: tuple[int, ...] | None = None
+    keep_dims: bool = False
 
 
 def is_random_op(op_type: str) -> bool:
@@ -119,13 +122,27 @@ def graph_tensors(graph: Any, input_names: tuple[str, ...], output_names: tuple[
                 continue  # strings, resources, variants: nothing to compare or dump
             tensors.append(GraphTensor(name=tensor.name, op_type=op.type, dtype=dtype.name, is_float=dtype.is_float,
                                        inputs=inputs, random_source=random.get(op.name, ""),
-                                       transpose_perm=_constant_perm(op)))
+                                       axes=_constant_axes(op), keep_dims=_attribute(op, "keep_dims") is True))
     return tuple(tensors)
 
 
-def _constant_perm(op: Any) -> tuple[int, ...] | None:
-    """A Transpose op's perm, where it is a constant."""
-    if op.type not in ("Transpose", "ConjugateTranspose") or len(op.inputs) < 2:
+_AXES_INPUT = frozenset({"Transpose", "ConjugateTranspose", "Mean", "Sum", "Max", "Min", "Prod", "ArgMax",
+                         "ArgMin", "All", "Any"})
+
+
+def _attribute(op: Any, name: str) -> Any:
+    try:
+        return op.get_attr(name)
+    except ValueError:
+        return None
+
+
+def _constant_axes(op: Any) -> tuple[int, ...] | None:
+    """The axes a Transpose (its perm), a reduction or a Squeeze takes, where they are constants."""
+    if op.type == "Squeeze":
+        dims = _attribute(op, "squeeze_dims")
+        return None if dims is None else tuple(int(d) for d in dims)
+    if op.type not in _AXES_INPUT or len(op.inputs) < 2:
         return None
     import tensorflow as tf
 

@@ -24,6 +24,9 @@ _TF_SAME_AXES = frozenset({
     "FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3", "LRN", "Pad", "PadV2", "MirrorPad",
 })
 
+# TF ops that drop the axes they are given (unless keep_dims); a Squeeze drops its squeeze_dims.
+_TF_REDUCING = frozenset({"Mean", "Sum", "Max", "Min", "Prod", "ArgMax", "ArgMin", "All", "Any", "Squeeze"})
+
 Frame = Permutation | str  # the input axes each axis holds, or why that is not known
 
 
@@ -37,7 +40,9 @@ class FramedTensor(Protocol):
     @property
     def inputs(self) -> tuple[str, ...]: ...
     @property
-    def transpose_perm(self) -> tuple[int, ...] | None: ...
+    def axes(self) -> tuple[int, ...] | None: ...
+    @property
+    def keep_dims(self) -> bool: ...
 
 
 def tf_frames(tensors: Sequence[FramedTensor], activations: set[str]) -> dict[str, Frame]:
@@ -47,7 +52,7 @@ def tf_frames(tensors: Sequence[FramedTensor], activations: set[str]) -> dict[st
     for tensor in tensors:
         framed = [frames[name] for name in tensor.inputs if name in frames]
         if tensor.op_type in ("Transpose", "ConjugateTranspose"):
-            perm = tensor.transpose_perm
+            perm = tensor.axes
             source = frames.get(tensor.inputs[0]) if tensor.inputs else None
             if perm is None:
                 frames[tensor.name] = f"TF's own Transpose {tensor.name} has no constant perm"
@@ -57,6 +62,12 @@ def tf_frames(tensors: Sequence[FramedTensor], activations: set[str]) -> dict[st
                 moved = perm if source is None else tuple(source[axis] for axis in perm)
                 if moved != tuple(range(len(moved))):
                     frames[tensor.name] = moved
+            continue
+        source = frames.get(tensor.inputs[0]) if tensor.inputs else None
+        if source is not None and tensor.op_type in _TF_REDUCING:
+            reduced = _reduced(source, tensor)
+            if reduced != tuple(range(len(reduced))):
+                frames[tensor.name] = reduced
             continue
         if not framed:
             continue
@@ -75,6 +86,21 @@ def tf_frames(tensors: Sequence[FramedTensor], activations: set[str]) -> dict[st
                                    f"hold as {describe_layout(first)} of the inputs' axes: how its output's axes "
                                    "lie is not tracked through it")
     return frames
+
+
+def _reduced(source: Frame, tensor: FramedTensor) -> Frame:
+    """The frame after a reduction or Squeeze of a tensor in `source`: the dropped axes gone, the others counted
+    again among themselves (as the ONNX side counts them, `infer.compare._layouts`)."""
+    if isinstance(source, str):
+        return source
+    if tensor.keep_dims and tensor.op_type != "Squeeze":
+        return source
+    if tensor.axes is None or (tensor.op_type == "Squeeze" and not tensor.axes):
+        return f"{tensor.op_type} {tensor.name}: which axes it drops is not a constant"
+    dropped = {axis % len(source) for axis in tensor.axes}
+    kept = [source[axis] for axis in range(len(source)) if axis not in dropped]
+    order = sorted(kept)
+    return tuple(order.index(axis) for axis in kept)
 
 
 def relative_to_tf(layout: Layout | None, frame: Frame) -> Layout:

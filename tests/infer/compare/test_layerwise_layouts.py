@@ -197,3 +197,4 @@ def test_tfs_own_transposes_are_counted(tmp_path: Path) -> None:
     assert rows["relu:0"].layout == rows["conv2:0"].layout == "NCHW (the converter's)"
     assert rows["swapped:0"].layout == "TensorFlow's axes in order [0, 3, 2, 1]"  # NCHW of swapped H and W
     assert rows["nchw:0"].layout == "as TensorFlow"  # the model's own NCHW is the converter's
+    assert rows["out:0"].layout == "as TensorFlow"  # its sum over the model's own H, W: (N, C) on both sides

@@ -131,11 +131,13 @@ def test_tfs_own_transposes_give_each_tensor_its_axes_and_a_reshape_after_them_i
     from infer.compare._tf_frames import relative_to_tf, tf_frames
 
     def op(name: str, op_type: str, *inputs: str, perm: tuple[int, ...] | None = None) -> GraphTensor:
-        return GraphTensor(name, op_type, "float32", True, inputs, transpose_perm=perm)
+        return GraphTensor(name, op_type, "float32", True, inputs, axes=perm)
 
     tensors = [op("conv:0", "Conv2D", "x:0", "w:0"), op("swap:0", "Transpose", "conv:0", "p:0", perm=(0, 2, 1, 3)),
                op("relu:0", "Relu", "swap:0"), op("back:0", "Transpose", "relu:0", "p:0", perm=(0, 2, 1, 3)),
-               op("flat:0", "Reshape", "relu:0", "s:0"), op("sum:0", "AddV2", "relu:0", "conv:0")]
+               op("flat:0", "Reshape", "relu:0", "s:0"), op("sum:0", "AddV2", "relu:0", "conv:0"),
+               op("nchw:0", "Transpose", "conv:0", "p:0", perm=NCHW), op("gap:0", "Mean", "nchw:0", "a:0", perm=(2, 3)),
+               op("c_mean:0", "Mean", "swap:0", "a:0", perm=(3,)), op("h_mean:0", "Mean", "swap:0", "a:0", perm=(2,))]
     frames = tf_frames(tensors, {t.name for t in tensors})
     assert frames["swap:0"] == frames["relu:0"] == (0, 2, 1, 3)
     assert "back:0" not in frames and "conv:0" not in frames  # the inputs' axes again / never moved
@@ -143,6 +145,9 @@ def test_tfs_own_transposes_give_each_tensor_its_axes_and_a_reshape_after_them_i
                                 "in order [0, 2, 1, 3] of the inputs' axes: how its output's axes lie is not "
                                 "tracked through it")
     assert isinstance(frames["sum:0"], str)  # a swapped tensor added to one that is not
+    assert "gap:0" not in frames  # NCHW code's global mean over H, W: (N, C), the inputs' axes again
+    assert frames["c_mean:0"] == (0, 2, 1)  # (N, W, H, C) reduced over C: W, H still swapped
+    assert "h_mean:0" not in frames  # reduced over H: (N, W, C), in the inputs' order again
     # ONNX holds relu:0 as NCHW of the inputs' axes: relative to TF's swapped tensor, N C W H.
     assert relative_to_tf(Layout(NCHW), frames["relu:0"]).perm == (0, 3, 2, 1)
 
