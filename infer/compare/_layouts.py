@@ -210,28 +210,35 @@ class _Tracker:
             return self._reduced(node, first.perm)
         shape = self.shapes.get(known[0])
         out_shape = self.shapes.get(node.outputs[0]) if node.outputs else None
-        if out_shape is not None and shape is not None and order_preserving(first.perm, shape):
+        in_tf_order = first.perm == identity(len(first.perm)) or (shape is not None and
+                                                                  order_preserving(first.perm, shape))
+        if out_shape is not None and in_tf_order:
             return Layout(identity(len(out_shape)))
         return unknown(f"{node.op_type} {node.name} reads {known[0]} held as {describe_layout(first.perm)}: how "
                        "its output's axes lie is not tracked through it")
 
     def _same_axes(self, node: OnnxNode, known: list[str]) -> Layout:
         out = node.outputs[0] if node.outputs else ""
-        rank = len(self.shapes[out]) if out in self.shapes else None
-        same_rank = [name for name in known if name in self.shapes and len(self.shapes[name]) == rank]
+        perms = {name: self.layouts[name].perm for name in known}
+        ranks = {name: len(perm) if perm is not None else len(self.shapes.get(name, ())) or None
+                 for name, perm in perms.items()}
+        rank = len(self.shapes[out]) if out in self.shapes else max((r for r in ranks.values() if r), default=None)
+        same_rank = [name for name in known if ranks[name] in (rank, None)]  # a broadcast operand of lower rank aside
         if not same_rank:
             return unknown(f"{node.op_type} {node.name}: shape inference gives no rank that matches its inputs'")
-        layouts = [self.layouts[name] for name in same_rank]
-        for layout in layouts:
-            if layout.perm is None:
-                return layout
-        reference = layouts[0].perm
+        for name in same_rank:
+            if perms[name] is None:
+                return self.layouts[name]
+        reference = perms[same_rank[0]]
         assert reference is not None
-        for name, layout in zip(same_rank, layouts, strict=True):
-            assert layout.perm is not None
-            if held_order(layout.perm, self.shapes[name]) != held_order(reference, self.shapes[name]):
+        for name in same_rank[1:]:
+            perm = perms[name]
+            assert perm is not None
+            shape = self.shapes.get(name)
+            differs = perm != reference if shape is None else held_order(perm, shape) != held_order(reference, shape)
+            if differs:
                 return unknown(f"{node.op_type} {node.name} reads {same_rank[0]} held as "
-                               f"{describe_layout(reference)} and {name} held as {describe_layout(layout.perm)}")
+                               f"{describe_layout(reference)} and {name} held as {describe_layout(perm)}")
         return Layout(reference)
 
     def _size1_move(self, node: OnnxNode, perm: Permutation) -> Layout | None:
