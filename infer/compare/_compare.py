@@ -252,13 +252,17 @@ def _compare(contract: ModelContract, manifest: DatasetManifest, actual: ActualF
         # The sides were resolved and checked above, before TensorFlow ran: not again.
         result = _compare_sides(contract, manifest, actual_side, tensorflow_side(contract, golden_dir), options,
                                 golden_source=source, cache_root=cache_root, progress=progress, preprocessing=None)
+    # Each tensor is judged against its expected-error band where the stand-in can emulate the conversion.
+    bands_from = (cache_root or contract.folder / CACHE_FOLDER) if stand_in_available() else None
     if options.npu_dump is not None:
         layers = compare_npu_layers(contract, manifest, options.thresholds, options.npu_dump, atol=options.atol,
-                                    rtol=options.rtol, dump_golden=dump_golden, outcome=result)
+                                    rtol=options.rtol, dump_golden=dump_golden, outcome=result,
+                                    bands_from=bands_from, factor=options.expected_factor)
         result = replace(result, layerwise=layers, dumped_golden=str(dump_golden) if dump_golden is not None else "")
     elif layerwise or dump_golden is not None:
         layers = compare_layers(contract, manifest, options.thresholds, atol=options.atol, rtol=options.rtol,
-                                with_converted=layerwise, dump_golden=dump_golden, outcome=result)
+                                with_converted=layerwise, dump_golden=dump_golden, outcome=result,
+                                bands_from=bands_from, factor=options.expected_factor)
         result = replace(result, layerwise=layers if layerwise else None,
                          dumped_golden=str(dump_golden) if dump_golden is not None else "")
     return result
