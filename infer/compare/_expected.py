@@ -43,6 +43,8 @@ from infer.convert import ConvertOptions, convert_model
 from infer.run import run_model
 from infer.run.options import RunOptions
 
+# The modes whose conversion computes in fp32 where the chip can: their error is float32 rounding's.
+FP32_MODES: tuple[str, ...] = ("force_fp32", "must_keep_origin_dtype")
 RMSE_FLOOR_RELATIVE = 1e-6
 ONE_MINUS_COSINE_FLOOR = 1e-7
 _EMULATED = "emulated"
@@ -67,14 +69,20 @@ class ExpectedError:
         """Worse than the precision explains by more than `factor` (a NaN ratio, from a NaN output, too)."""
         return any(math.isnan(r) or r > self.factor for r in (self.rmse_ratio, self.cosine_ratio))
 
+    @property
+    def ratio(self) -> float:
+        """The larger of the two ratios (NaN first): how many times its band the output is."""
+        return max(self.rmse_ratio, self.cosine_ratio, key=lambda r: math.inf if math.isnan(r) else r)
+
     def describe(self) -> str:
-        """Why it is flagged: ``probs:0 error 37x what force_fp16 explains (RMSE 0.012 vs emulated 0.00032)``."""
+        """Why it is flagged: ``probs:0 is 37x its expected band (RMSE 0.012 vs 0.00032, what force_fp16
+        explains; limit 10x)``."""
         ratio, what, actual, emulated = max(
             (self.rmse_ratio, "RMSE", self.actual_rmse, self.emulated_rmse),
             (self.cosine_ratio, "1-cosine", self.actual_one_minus_cosine, self.emulated_one_minus_cosine),
             key=lambda item: math.inf if math.isnan(item[0]) else item[0])
-        return (f"{self.output} error {_ratio(ratio)} what {self.precision_mode or 'its precision'} explains "
-                f"({what} {shown(actual)} vs emulated {shown(emulated)}; limit {self.factor:g}x)")
+        return (f"{self.output} is {_ratio(ratio)} its expected band ({what} {shown(actual)} vs {shown(emulated)}, "
+                f"what {self.precision_mode or 'its precision'} explains; limit {self.factor:g}x)")
 
     def summary(self) -> str:
         """For the verdict line: ``probs:0 RMSE 1.2x, 1-cosine 0.9x emulated force_fp16 (within 10x)``."""

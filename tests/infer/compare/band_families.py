@@ -61,8 +61,8 @@ def _batch_norm(tf: Any, h: Any, x: Any, calibrated: _Calibrated, name: str, rng
     channels = int(h.shape[-1])
     mean, variance = calibrated.stats(h, x)
     scale = rng.uniform(0.8, 1.2, channels).astype(np.float32)
-    offset = (offset + rng.normal(scale=0.1, size=channels)).astype(np.float32)
-    y, _, _ = tf.compat.v1.nn.fused_batch_norm(h, scale, offset, mean, variance, epsilon=1e-3, is_training=False,
+    offsets = (offset + rng.normal(scale=0.1, size=channels)).astype(np.float32)
+    y, _, _ = tf.compat.v1.nn.fused_batch_norm(h, scale, offsets, mean, variance, epsilon=1e-3, is_training=False,
                                                name=name)
     return y
 
