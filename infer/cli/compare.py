@@ -149,6 +149,10 @@ def _print_layers(console: Any, layers: Any) -> None:
     width = console.width if console.is_terminal else None  # a pipe or a log file: the table whole
     for line in layer_table(layers, width):
         console.print(line, markup=False, soft_wrap=True)
+    first = layers.first_failing
+    console.print(f"first tensor to diverge: {first.tensor if first else 'none'}"
+                  + (f" ({first.op_type})" if first else "")
+                  + (f", {first.npu_op_text}" if first is not None and first.npu_op else ""), markup=False)
     if layers.bands is not None:
         bands = layers.bands
         console.print(f"judged against each tensor's expected-error band: the RED {bands.precision_mode} explains "
@@ -156,10 +160,6 @@ def _print_layers(console: Any, layers: Any) -> None:
                       f"out of it past {bands.factor:g}x; the mark where the excess jumps", markup=False)
     elif layers.band_note:
         console.print(f"{layers.band_note}: judged by msit's limits", markup=False)
-    first = layers.first_failing
-    console.print(f"first tensor to diverge: {first.tensor if first else 'none'}"
-                  + (f" ({first.op_type})" if first else "")
-                  + (f", {first.npu_op_text}" if first is not None and first.npu_op else ""), markup=False)
     if len(layers.origins) > 1:
         console.print(f"diverging independently (each with every compared input passing): "
                       f"{', '.join(layers.origins)}", markup=False)

@@ -48,42 +48,53 @@ def _error(row: LayerRow) -> float:
     return math.inf if math.isnan(value) else value
 
 
-def _reaches(name: str, inputs_of: Mapping[str, tuple[str, ...]], marked: set[str],
-             tainted: Mapping[str, bool]) -> bool:
-    """Whether a tensor in `marked` lies upstream of `name` (the tensors already judged answer from `tainted`)."""
-    pending, seen = list(inputs_of.get(name, ())), set()
-    while pending:
-        current = pending.pop()
-        if current in seen:
-            continue
-        seen.add(current)
-        if current in marked or tainted.get(current, False):
-            return True
-        if current not in tainted and current in inputs_of:
-            pending.extend(inputs_of[current])
-    return False
+def _first_out(rows: Sequence[LayerRow], inputs_of: Mapping[str, tuple[str, ...]], out: set[str]) -> list[str]:
+    """Every tensor of `out` that no tensor of `out` lies upstream of, in graph order."""
+    tainted: dict[str, bool] = {}  # some tensor of `out` lies upstream
+
+    def reaches(name: str) -> bool:
+        pending, seen = list(inputs_of.get(name, ())), set()
+        while pending:
+            current = pending.pop()
+            if current in seen:
+                continue
+            seen.add(current)
+            if current in out or tainted.get(current, False):
+                return True
+            if current not in tainted and current in inputs_of:
+                pending.extend(inputs_of[current])
+        return False
+
+    found = []
+    for row in rows:
+        tainted[row.tensor] = reaches(row.tensor)
+        if row.tensor in out and not tainted[row.tensor]:
+            found.append(row.tensor)
+    return found
 
 
 def diagnose(rows: Sequence[LayerRow], inputs_of: Mapping[str, tuple[str, ...]],
-             bands: LayerBands | None = None) -> tuple[tuple[LayerRow, ...], tuple[str, ...], str]:
+             bands: LayerBands | None = None, *, outputs_fail: bool = False) -> tuple[
+                 tuple[LayerRow, ...], tuple[str, ...], str]:
     """The rows with the first diverging tensor marked, each one's error growth (and, with `bands`, its band and
-    excess); the origins; the tensor where the error grows most."""
+    excess); the origins; the tensor where the error grows most. `outputs_fail`: the verdict fails the outputs; where
+    every tensor is within its band, the mark then goes by msit's limits (the first failing tensor whose compared
+    upstream passes: where the precision itself breaks them, for tune-precision to keep in fp32)."""
     compared = {row.tensor for row in rows if row.matched}
     by_name = {row.tensor: row for row in rows}
     ratios = {row.tensor: excess(_error(row), bands.band(row.tensor)) for row in rows
               if row.matched and bands is not None}
     judged = bands is not None and any(not math.isnan(r) for r in ratios.values())
     factor = bands.factor if bands is not None else math.inf
-    # Out: past its band by the factor (a tensor the emulation has no value for: by msit's limits); no band: failing.
-    out = {row.tensor for row in rows if row.matched
-           and (ratios[row.tensor] > factor if judged and not math.isnan(ratios[row.tensor]) else bool(row.failures))}
-    tainted: dict[str, bool] = {}  # some compared tensor upstream is out
+    failing = {row.tensor for row in rows if row.matched and row.failures}
+    # Out: past its band by the factor (a tensor the emulation has no value for: by msit's limits).
+    out = {row.tensor for row in rows if row.matched and (
+        ratios[row.tensor] > factor if judged and not math.isnan(ratios[row.tensor]) else bool(row.failures))} \
+        if judged else failing
     frontiers = {row.tensor: tf_frontier(row.tensor, inputs_of, compared) for row in rows if row.matched}
-    strict = []
     result = []
     best, best_growth = "", 0.0
     for row in rows:
-        tainted[row.tensor] = _reaches(row.tensor, inputs_of, out, tainted)
         if not row.matched:
             result.append(row)
             continue
@@ -95,13 +106,14 @@ def diagnose(rows: Sequence[LayerRow], inputs_of: Mapping[str, tuple[str, ...]],
             growth = 1.0
         if growth > best_growth and error > ERROR_FLOOR:
             best, best_growth = row.tensor, growth
-        if row.tensor in out and not tainted[row.tensor]:
-            strict.append(row.tensor)
         band = bands.band(row.tensor) if judged and bands is not None else math.nan
         result.append(replace(row, error_growth=growth, upstream_error=base, band=band,
                               band_excess=ratios.get(row.tensor, math.nan) if judged else math.nan,
                               excess_jump=_jump(row.tensor, ratios, frontiers) if judged else math.nan))
-    origins = strict if not judged else _jump_points(strict, ratios, frontiers)
+    strict = _first_out(rows, inputs_of, out)
+    origins = _jump_points(strict, ratios, frontiers) if judged else strict
+    if judged and not origins and outputs_fail:
+        origins = _first_out(rows, inputs_of, failing)
     marked = origins[:1]
     return tuple(replace(r, first_failing=r.tensor in marked) if r.matched else r for r in result), \
         tuple(origins), best
@@ -159,18 +171,16 @@ def verdict_note(first: LayerRow | None, outcome: CompareResult | None, rows: Se
             limits = why or "; ".join(f.describe() for f in first.failures)
             return (f"warning: the outputs pass, but {first.tensor} ({first.op_type}) diverges on batch {stem} "
                     f"({limits}): a layer whose damage the outputs hide")
+        if bands is not None and first.within_band(bands.factor):  # marked by msit's limits: nothing is out
+            return (f"{first.tensor} is the first past msit's limits, and every compared tensor of batch {stem} is "
+                    f"within its expected band ({bands.factor:g}x what {bands.precision_mode or 'its precision'} "
+                    "explains): the precision mode, not a damaged layer, fails the outputs (infer tune-precision "
+                    "finds the ops to keep in fp32)")
         return ""
     if outcome.passed:
         return ""
     by_name = {row.tensor: row for row in rows}
     reasons = []
-    if bands is not None:
-        failing = [by_name.get(o.name) for o in outcome.outputs if o.failures]
-        if failing and all(row is not None and row.within_band(bands.factor) for row in failing):
-            return (f"no tensor marked: every compared tensor of batch {stem} is within its expected band "
-                    f"({bands.factor:g}x what {bands.precision_mode or 'its precision'} explains): the precision "
-                    "mode, not a damaged layer, explains the failure (infer tune-precision finds the ops to keep "
-                    "in fp32)")
     for output in outcome.outputs:
         if output.passed:
             continue

@@ -172,7 +172,8 @@ def compare_layers(contract: ModelContract, manifest: DatasetManifest, threshold
     rows = [matcher.row(tensor, golden.get(tensor.name)) for tensor in floats]
     bands, band_note = emulated_bands(contract, manifest, stem, floats, golden, inputs_of, bands_from, factor) \
         if bands_from is not None else (None, "")
-    rows_marked, origins, growth = diagnose(rows, inputs_of, bands)
+    rows_marked, origins, growth = diagnose(rows, inputs_of, bands,
+                                            outputs_fail=outcome is not None and not outcome.passed)
     first = next((r for r in rows_marked if r.first_failing), None)
     info = {t.name: TensorInfo(t.op_type, t.inputs) for t in tensors}
     # Each output's own first inf/NaN: in a model of several outputs, another branch's cause is not this one's.

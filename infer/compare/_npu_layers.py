@@ -176,7 +176,8 @@ def compare_npu_layers(contract: ModelContract, manifest: DatasetManifest, thres
     elif bands_from is not None:
         bands, band_note = emulated_bands(contract, manifest, dumps.stem, floats, golden, inputs_of, bands_from,
                                           factor)
-    rows_marked, origins, growth = diagnose(rows, inputs_of, bands)
+    rows_marked, origins, growth = diagnose(rows, inputs_of, bands,
+                                            outputs_fail=outcome is not None and not outcome.passed)
     first = next((r for r in rows_marked if r.first_failing), None)
     info = {t.name: TensorInfo(t.op_type, t.inputs) for t in tensors}
     per_output: dict[str, NonfiniteFinding] = {}
