@@ -45,7 +45,7 @@ def _tf_values(family: Family, dtype_name: str, batch: np.ndarray) -> dict[str, 
     with graph.as_default():
         family.build(tf, getattr(tf, dtype_name))
     tensors = [t for op in graph.get_operations() if op.type not in ("Const", "Placeholder") for t in op.outputs
-               if t.dtype.is_floating and t.consumers() or t.name == family.output_name]
+               if (t.dtype.is_floating and t.consumers()) or t.name == family.output_name]
     with tf.compat.v1.Session(graph=graph) as session:
         feed = {graph.get_tensor_by_name(family.input_name): batch.astype(getattr(np, dtype_name))}
         values = session.run(tensors, feed)
