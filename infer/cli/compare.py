@@ -142,6 +142,7 @@ def _print_layers(console: Any, layers: Any) -> None:
     """The layer-by-layer table and its diagnosis lines."""
     # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
     from infer.cli.layer_table import layer_table
+    from infer.compare._layer_bands import BAND_FLOOR
     from infer.compare._layer_diagnosis import ERROR_FLOOR
     from infer.compare.metric_names import shown
 
@@ -152,6 +153,13 @@ def _print_layers(console: Any, layers: Any) -> None:
     console.print(f"first tensor to diverge: {first.tensor if first else 'none'}"
                   + (f" ({first.op_type})" if first else "")
                   + (f", {first.npu_op_text}" if first is not None and first.npu_op else ""), markup=False)
+    if layers.bands is not None:
+        bands = layers.bands
+        console.print(f"judged against each tensor's expected-error band: the RED {bands.precision_mode} explains "
+                      f"there (the stand-in's emulation of an undamaged conversion, at least {shown(BAND_FLOOR)}); "
+                      f"out of it past {bands.factor:g}x; the mark where the excess jumps", markup=False)
+    elif layers.band_note:
+        console.print(f"{layers.band_note}: judged by msit's limits", markup=False)
     if len(layers.origins) > 1:
         console.print(f"diverging independently (each with every compared input passing): "
                       f"{', '.join(layers.origins)}", markup=False)
