@@ -150,7 +150,8 @@ def _compare_sides(contract: ModelContract, manifest: DatasetManifest, actual: S
                                                                    what="--actual"), manifest)
     constant = constant_outputs(output_pairs(
         written_specs(actual_dir, contract.model_outputs, manifest, what="--actual"),
-        written_specs(golden_dir, contract.outputs, manifest, what="--golden"), actual_dir, golden_dir, manifest))
+        written_specs(golden_dir, contract.outputs, manifest, what="--golden"), actual_dir, golden_dir, manifest),
+        manifest)
     expected: tuple[ExpectedError, ...] = ()
     if _wants_expected(contract, options):
         expected = _expected_errors(contract, manifest, golden_dir, options, outputs, cache_root, progress)

@@ -5,16 +5,19 @@ restored) answers the same for every input; a converted model that agrees with i
 PASS proves little about the conversion. Each side is read on its own: TensorFlow's outputs constant say the
 model is; the converted model's alone say the conversion lost the input. The same within float32's noise
 (|x - first sample| <= 1e-6 + 1e-5 |first sample|, NaN equal to NaN); an output without a batch dimension is
-judged file by file (one run each), and a dataset of one sample (or one file) says nothing either way.
+judged file by file (one run each), and a dataset of one sample (or one file) says nothing either way. Where the
+inputs are the same for every sample too (const: sources), the dataset is one sample repeated, and says so.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
+from binio.binfile import read_bin
+from binio.manifest import DatasetManifest
 from infer.compare._sources import OutputPair
 
 _ATOL, _RTOL = 1e-6, 1e-5
@@ -27,8 +30,12 @@ class ConstantOutput:
     name: str
     golden: bool  # TensorFlow's values are the same for every sample
     actual: bool  # the converted model's are
+    inputs_same: bool = False  # so are the samples fed (const: sources): the dataset is one sample, repeated
 
     def describe(self) -> str:
+        if self.inputs_same:
+            return (f"{self.name} is the same for every sample, as is every input: the dataset holds one sample "
+                    "repeated (const: sources?); a PASS on it proves little")
         if self.golden and self.actual:
             where = "in TensorFlow's outputs and the converted model's: it does not depend on the input"
         elif self.golden:
@@ -38,7 +45,8 @@ class ConstantOutput:
         return f"{self.name} is the same for every sample {where}; a PASS on it proves little"
 
     def to_json(self) -> dict[str, Any]:
-        return {"output": self.name, "golden": self.golden, "actual": self.actual, "text": self.describe()}
+        return {"output": self.name, "golden": self.golden, "actual": self.actual, "inputs_same": self.inputs_same,
+                "text": self.describe()}
 
 
 class _Sameness:
@@ -88,5 +96,21 @@ def constant_output(pair: OutputPair) -> ConstantOutput | None:
     return ConstantOutput(name=pair.name, golden=golden.constant, actual=actual.constant)
 
 
-def constant_outputs(pairs: tuple[OutputPair, ...]) -> tuple[ConstantOutput, ...]:
-    return tuple(found for pair in pairs if (found := constant_output(pair)) is not None)
+def inputs_all_same(manifest: DatasetManifest) -> bool:
+    """Whether every input's samples are all the same (a scalar input: its files)."""
+    for item in manifest.inputs:
+        seen = _Sameness()
+        for entry in item.files:
+            values = _float(np.asarray(read_bin(manifest.file_path(item, entry), item.spec, mmap=True)))
+            seen.take(values[: entry.rows] if item.shape else values[None])
+            if not seen.same:
+                return False
+    return True
+
+
+def constant_outputs(pairs: tuple[OutputPair, ...], manifest: DatasetManifest) -> tuple[ConstantOutput, ...]:
+    """The outputs of `pairs` the same for every sample, each saying whether the inputs are too (read only then)."""
+    found = tuple(constant for pair in pairs if (constant := constant_output(pair)) is not None)
+    if found and inputs_all_same(manifest):
+        return tuple(replace(constant, inputs_same=True) for constant in found)
+    return found

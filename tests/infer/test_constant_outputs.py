@@ -37,10 +37,10 @@ def _checkpoint(folder: Path, *, collapsed: bool) -> Path:
     return prefix
 
 
-def _pipeline(folder: Path, collapsed: bool) -> tuple[str, Path]:
+def _pipeline(folder: Path, collapsed: bool, source: str = "random:3") -> tuple[str, Path]:
     prefix = _checkpoint(folder, collapsed=collapsed)
     config = config_from_dict({"model": {"source": str(prefix), "outputs": ["probs:0"], "batch": 2},
-                               "data": {"source": "random:3", "samples": 6}}, folder / "pipeline.toml")
+                               "data": {"source": source, "samples": 6}}, folder / "pipeline.toml")
     result = run_pipeline(config)
     line = next(s.summary for s in result.stages if s.stage == "compare")
     return line, config.work_dir
@@ -63,6 +63,14 @@ def test_constant_outputs_are_warned_of_everywhere(collapsed: bool, tmp_path: Pa
     assert outcome.code == 0
     assert (f"warning: {warning}" in outcome.err) == collapsed, outcome.err
     assert (warning in outcome.out.splitlines()[-1]) == collapsed
+
+
+def test_one_sample_repeated_is_said_to_be_one(tmp_path: Path) -> None:
+    """const: inputs make every sample the same: the outputs are, whatever the model; the warning says why."""
+    line, work = _pipeline(tmp_path, False, source="const:0.5")
+    assert "probs:0 is the same for every sample, as is every input: the dataset holds one sample repeated" in line
+    report = json.loads(next(work.rglob("report.json")).read_text())
+    assert report["constant_outputs"][0]["inputs_same"] is True
 
 
 def test_sameness_is_within_float32_noise_and_needs_two_samples() -> None:
