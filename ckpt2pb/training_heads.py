@@ -86,6 +86,14 @@ def _feed_behind(ref: str, nodes: dict[str, Any], is_feed: Callable[[Any], bool]
     return None
 
 
+def _feeds_of(ref: str, nodes: dict[str, Any], feeds: dict[str, frozenset[str]]) -> frozenset[str]:
+    """The feed tensors `ref` is computed from; a tf.data iterator's output is its own feed (`IteratorGetNext:1`)."""
+    node = nodes.get(node_name(ref))
+    if node is not None and node.op in ITERATOR_OUTPUT_OPS:
+        return frozenset({tensor_name(ref)})
+    return feeds.get(node_name(ref), frozenset())
+
+
 def find_training_heads(graph_def: Any, feeds: dict[str, frozenset[str]],
                         is_feed: Callable[[Any], bool]) -> TrainingHeads:
     """`feeds`: per node, the feed tensors it is computed from (`feed_tensors_by_node`)."""
@@ -96,8 +104,8 @@ def find_training_heads(graph_def: Any, feeds: dict[str, frozenset[str]],
         data = [r for r in node.input if not r.startswith("^")]
         if node.op in _ROLE_OPERANDS and len(data) >= 2:
             model_at, label_at = _ROLE_OPERANDS[node.op]
-            answer, label_side = _model_side(data[model_at], node.name, nodes), data[label_at]
-            found = set(feeds.get(node_name(label_side), frozenset()))
+            answer = _model_side(data[model_at], node.name, nodes)
+            found = set(_feeds_of(data[label_at], nodes, feeds))
         elif node.op in _COMPARISON_OPS and len(data) == 2:
             sides = [_feed_behind(ref, nodes, is_feed) for ref in data]
             if (sides[0] is None) == (sides[1] is None):
@@ -107,7 +115,7 @@ def find_training_heads(graph_def: Any, feeds: dict[str, frozenset[str]],
             found = {label} if label else set()
         else:
             continue
-        answer_feeds = feeds.get(node_name(answer), frozenset())
+        answer_feeds = _feeds_of(answer, nodes, feeds)
         if not answer_feeds or answer_feeds & found:
             continue  # a constant, or computed from the labels themselves: no model's answer
         if nodes.get(node_name(answer)) is not None and nodes[node_name(answer)].op == "ArgMax":
@@ -116,7 +124,7 @@ def find_training_heads(graph_def: Any, feeds: dict[str, frozenset[str]],
         if answer not in answers:
             answers.append(answer)
         label_feeds |= found
-    model_feeds = set().union(*(feeds.get(node_name(a), frozenset()) for a in answers))
+    model_feeds = set().union(*(_feeds_of(a, nodes, feeds) for a in answers))
     answer_nodes = {node_name(a) for a in answers}
     probabilities = tuple(f"{node.name}:0" for node in graph_def.node if node.op in _PROBABILITY_OPS
                           and node.input and node_name(node.input[0]) in answer_nodes)

@@ -132,3 +132,25 @@ def test_a_learning_rate_placeholder_is_no_label(tmp_path: Path) -> None:
     report = inspect_model(pb)
     assert {p.tensor: p.is_label for p in report.placeholders} == {"x:0": False, "target:0": True, "rate:0": False}
     assert report.candidates[0].tensor == "regression:0" and report.candidates[0].read_by_loss
+
+
+def test_a_tf_data_training_graph_takes_the_iterator_s_labels(tmp_path: Path) -> None:
+    """Images and labels from one iterator, each output by its index: the labels output is the label, the logits
+    the loss reads straight from the iterator's labels the output."""
+    import tensorflow as tf
+
+    tf1 = tf.compat.v1
+    graph = tf.Graph()
+    with graph.as_default():
+        dataset = tf.data.Dataset.from_tensor_slices((tf.zeros([8, 5]), tf.zeros([8], tf.int32))).batch(2)
+        features, classes = tf1.data.make_one_shot_iterator(dataset).get_next()
+        scores = tf.matmul(features, tf1.get_variable("w", [5, 3]), name="scores")
+        cost = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=classes, logits=scores))
+        tf.reduce_mean(tf.cast(tf1.nn.in_top_k(scores, classes, 1), tf.float32))
+        tf1.train.AdamOptimizer().minimize(cost)
+    pb = tmp_path / "dataset_training.pb"
+    pb.write_bytes(graph.as_graph_def().SerializeToString())
+    report = inspect_model(pb)
+    assert {p.tensor: p.is_label for p in report.placeholders} == {features.name: False, classes.name: True}
+    assert report.candidates[0].tensor == "scores:0" and report.candidates[0].read_by_loss
+    assert not [c.tensor for c in report.candidates if c.shape == () or c.op in ("Shape", "Size", "Rank")]
