@@ -9,7 +9,7 @@ from typing import Any
 import typer
 
 from binio.shown_path import shown_path
-from infer.cli.console import err, out, print_json, say
+from infer.cli.console import err, out, print_json, say, warn
 from infer.cli.options import takes_options
 from infer.compare.options import CompareOptions
 
@@ -133,6 +133,8 @@ def compare(
     if result.provenance is not None:
         for order in result.provenance.sample_order:
             console.print(f"sample order: {order.describe()}", markup=False)
+    for text in result.warnings:
+        warn(text)
     console.print(result.verdict_line(), markup=False, soft_wrap=True)
     if not result:
         sys.exit(1)

@@ -20,6 +20,7 @@ from binio.manifest import DatasetManifest, dataset_folder, load_manifest
 from binio.spec import TensorSpec
 from infer.aipp.config import model_aipp
 from infer.compare._aipp_check import AippCheck, check_aipp
+from infer.compare._constant_outputs import constant_outputs
 from infer.compare._expected import (
     FP32_MODES,
     ExpectedError,
@@ -164,6 +165,10 @@ def _compare_sides(contract: ModelContract, manifest: DatasetManifest, actual: S
     if contract.converted is not None and contract.converted.target == "om":  # what the chip computed in
         fp16_grid = outputs_on_fp16_grid(actual_dir, written_specs(actual_dir, contract.model_outputs, manifest,
                                                                    what="--actual"), manifest)
+    constant = constant_outputs(output_pairs(
+        written_specs(actual_dir, contract.model_outputs, manifest, what="--actual"),
+        written_specs(golden_dir, contract.outputs, manifest, what="--golden"), actual_dir, golden_dir, manifest),
+        manifest)
     expected: tuple[ExpectedError, ...] = ()
     if _wants_expected(contract, options):
         expected = _expected_errors(contract, manifest, golden_dir, options, outputs, cache_root, progress)
@@ -178,6 +183,7 @@ def _compare_sides(contract: ModelContract, manifest: DatasetManifest, actual: S
         per_sample_asked=thresholds.per_sample_asked, expected=expected,
         expected_asked=bool(expected) and _fails_on_expected(contract, options),
         preprocessing=preprocessing, random_ops=dict(contract.random_ops), fp16_grid=fp16_grid,
+        constant_outputs=constant,
     )
 
 
