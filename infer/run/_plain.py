@@ -141,10 +141,20 @@ def make_run_folder(out: Path) -> Path:
                        hint="choose a writable -o") from None
 
 
-def run_plain(model: ModelContract | Path | str, bins: DatasetManifest | Path | str, out: Path | str,
-              options: RunOptions | None = None, *, progress: Progress | None = None) -> RunResult:
-    """Runs every batch of `bins` through `model` and writes ``out/<timestamp>/`` (outputs + run.json)."""
-    options = options or RunOptions()
+@dataclass(frozen=True)
+class PreparedRun:
+    """A run checked and ready, nothing started: what a run and a dry run (`infer.run._plan`) both begin with."""
+
+    contract: ModelContract
+    backend: str
+    runner: BaseRunner
+    manifest: DatasetManifest
+    running: tuple[Path, str]  # the model file and its sha256
+
+
+def prepare_run(model: ModelContract | Path | str, bins: DatasetManifest | Path | str,
+                options: RunOptions) -> PreparedRun:
+    """The options, model, backend and every bin checked, the runner made but not activated."""
     options.check()
     contract, kind = resolve_model(model)
     backend = choose_backend(contract, options.backend, kind)
@@ -155,10 +165,19 @@ def run_plain(model: ModelContract | Path | str, bins: DatasetManifest | Path | 
     manifest = preflight(dataset_folder(bins), runner.inputs, widen=backend == "tf", loaded=dataset)
     running = model_file(contract, backend)
     warn_if_made_for_another(manifest, contract, options, running[0])
+    return PreparedRun(contract=contract, backend=backend, runner=runner, manifest=manifest, running=running)
+
+
+def run_plain(model: ModelContract | Path | str, bins: DatasetManifest | Path | str, out: Path | str,
+              options: RunOptions | None = None, *, progress: Progress | None = None) -> RunResult:
+    """Runs every batch of `bins` through `model` and writes ``out/<timestamp>/`` (outputs + run.json)."""
+    options = options or RunOptions()
+    prepared = prepare_run(model, bins, options)
+    runner = prepared.runner
     runner.activate()  # before the run folder exists: a missing tool leaves nothing behind
     try:
         with folder_lock(Path(out), command="run"):
-            return _run(runner, manifest, running, backend, Path(out), options, progress)
+            return _run(runner, prepared.manifest, prepared.running, prepared.backend, Path(out), options, progress)
     finally:
         runner.deactivate()
 

@@ -147,8 +147,20 @@ class ToolRunner(BaseRunner):
     def run_folders(self, input_dirs: Sequence[Path], stems: Sequence[str], work: Path) -> ToolRun:
         """Runs the tool over every file of `input_dirs` (paired by name), writing under `work`."""
 
-    def folder_argv(self, command: list[str], input_dirs: Sequence[Path], out: Path) -> list[str]:
-        return folder_argv(command, self.om, input_dirs, out, device=self.device_id, loop=self.loop)
+    @abstractmethod
+    def launcher(self, *, planned: bool = False) -> list[str]:
+        """What starts the tool: as found here once activated, or, `planned` (a dry run), by the name a user types
+        on the Ascend server."""
+
+    def tool_options(self) -> list[str]:
+        """The tool's own options after the shared ones (ais_bench's warm-up and acl.json)."""
+        return []
+
+    def argv(self, input_dirs: Sequence[Path], out: Path, *, planned: bool = False) -> list[str]:
+        """The tool's whole command line over `input_dirs`, writing under `out`: what `run_folders` runs and what
+        `infer run --dry-run` prints."""
+        return [*folder_argv(self.launcher(planned=planned), self.om, input_dirs, out, device=self.device_id,
+                             loop=self.loop), *self.tool_options()]
 
     def not_installed(self, how: str) -> RunnerError:
         return RunnerError(f"{self.tool} is not installed ({how}); {STAND_IN}",
