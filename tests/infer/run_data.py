@@ -122,3 +122,49 @@ def hide_tools(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv("PYTHONPATH", raising=False)
     monkeypatch.delenv("ASCEND_TOOLKIT_HOME", raising=False)
     monkeypatch.delenv("ASCEND_HOME", raising=False)
+
+
+# A gear om of each kind for the fakes: its ATC options (fake_gears.py) and the shapes of a:0 and b:0, a dim
+# named where a gear decides it.
+GEAR_OMS: dict[str, tuple[dict[str, str], tuple[tuple[int | str, ...], tuple[int | str, ...]]]] = {
+    "batch": ({"input_shape": "a:-1,3;b:-1,3", "dynamic_batch_size": "1,2,4"}, (("n", 3), ("n", 3))),
+    "image_size": ({"input_shape": "a:1,-1,-1;b:1,-1,-1", "dynamic_image_size": "2,3;4,4"},
+                   ((1, "h", "w"), (1, "h", "w"))),
+    "dims": ({"input_shape": "a:2,-1;b:2,-1", "dynamic_dims": "3,3;5,5"}, ((2, "d"), (2, "e"))),
+    "range": ({"input_shape": "a:1~4,3;b:1~4,3"}, (("n", 3), ("n", 3))),
+}
+
+
+def gear_om(folder: Path, kind: str) -> Path:
+    """model.om (the fake's JSON om of GEAR_OMS[kind]) beside model.onnx: sum:0 = a + b (float32), half:0 = sum
+    as float16, every varying dim a named ONNX dim."""
+    import json
+
+    import onnx
+    from onnx import TensorProto, helper
+
+    options, (shape_a, shape_b) = GEAR_OMS[kind]
+    folder.mkdir(parents=True, exist_ok=True)
+    graph = helper.make_graph(
+        [helper.make_node("Cast", ["b:0"], ["b_float"], to=TensorProto.FLOAT),
+         helper.make_node("Add", ["a:0", "b_float"], ["sum:0"]),
+         helper.make_node("Cast", ["sum:0"], ["half:0"], to=TensorProto.FLOAT16)],
+        f"gear_{kind}",
+        [helper.make_tensor_value_info("a:0", TensorProto.FLOAT, list(shape_a)),
+         helper.make_tensor_value_info("b:0", TensorProto.FLOAT16, list(shape_b))],
+        [helper.make_tensor_value_info("sum:0", TensorProto.FLOAT, None),
+         helper.make_tensor_value_info("half:0", TensorProto.FLOAT16, None)],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.save(model, str(folder / "model.onnx"))
+    om = folder / "model.om"
+    om.write_text(json.dumps({"fake_om": options}))
+    return om
+
+
+def gear_batches(shape: tuple[int, ...], count: int = 2, *, seed: int = 3) -> dict[str, list[np.ndarray]]:
+    """Bins for a:0 (float32) and b:0 (float16) at one gear's shape."""
+    rng = np.random.default_rng(seed)
+    return {"a:0": [rng.standard_normal(shape).astype(np.float32) for _ in range(count)],
+            "b:0": [rng.standard_normal(shape).astype(np.float16) for _ in range(count)]}
