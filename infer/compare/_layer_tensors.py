@@ -19,7 +19,8 @@ from binio.manifest import DatasetManifest
 from binio.spec import TensorSpec, node_name
 from ckpt2pb.protobuf import read_graph_def
 from infer.compare._layer_match import unnamed_stand_ins
-from infer.compare._onnx_graph import OnnxGraph, Permutation, ranks_of
+from infer.compare._layouts import Layout, shapes_of, track_layouts
+from infer.compare._onnx_graph import OnnxGraph
 from infer.compare.errors import LayerwiseError
 from infer.contract import ModelContract
 
@@ -171,7 +172,7 @@ class OnnxSide:
     """The ONNX model's structure and its values on the batch."""
 
     graph: OnnxGraph
-    layouts: dict[str, Permutation | None]
+    layouts: dict[str, Layout]
     values: dict[str, np.ndarray]
     missing: dict[str, str]  # TF name -> why ONNX Runtime gave no value for it
     stand_ins: dict[str, str]  # TF name -> the unnamed ONNX tensor computing it (a fused op's output)
@@ -191,9 +192,10 @@ def _onnx_side(contract: ModelContract, manifest: DatasetManifest, tensors: list
     types = {v.name: v.type.tensor_type.elem_type
              for v in (*inferred.graph.value_info, *inferred.graph.output, *inferred.graph.input)}
     graph = OnnxGraph(model)
-    layouts = graph.tensor_layouts(ranks_of(inferred))
+    tf_ops = {t.name: t.op_type for t in tensors}
+    layouts = track_layouts(graph, shapes_of(inferred), tf_ops=tf_ops)
     outputs = {o.name for o in model.graph.output}
-    stand_ins = unnamed_stand_ins(graph, {t.name: t.op_type for t in tensors}, inputs_of,
+    stand_ins = unnamed_stand_ins(graph, tf_ops, inputs_of,
                                   {s.name for s in contract.inputs})
     missing: dict[str, str] = {}
     wanted = []

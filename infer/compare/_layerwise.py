@@ -31,57 +31,15 @@ from infer.compare._layer_tensors import (
     _onnx_side,
     run_tensorflow,
 )
+from infer.compare._layout_reading import aligned_to_golden
 from infer.compare._metrics import compute_metrics
 from infer.compare._nonfinite import NonfiniteFinding, TensorInfo, classify, nonfinite_positions
-from infer.compare._onnx_graph import Permutation, describe_layout
 from infer.compare.layer_result import LayerRow, LayerwiseResult
 from infer.compare.result import CompareResult
 from infer.compare.thresholds import Thresholds
 from infer.contract import ModelContract
 
 log = logging.getLogger(__name__)
-
-
-def _reading(golden_shape: tuple[int, ...], actual: np.ndarray, perm: tuple[int, ...]) -> np.ndarray | None:
-    """`actual` (TF's axes in order `perm`) in TF's layout, or None when its shape does not fit that."""
-    if actual.ndim != len(golden_shape) or tuple(actual.shape) != tuple(golden_shape[p] for p in perm):
-        return None
-    return actual if perm == tuple(range(len(perm))) else np.transpose(actual, np.argsort(perm))
-
-
-def aligned_to_golden(golden: np.ndarray, actual: np.ndarray, layout: Permutation | None = None, *,
-                      as_is: bool = False) -> tuple[np.ndarray | None, str]:
-    """`actual` in `golden`'s layout, and the layout it was read in; None (with the reason) when it cannot be.
-
-    `layout` is the ONNX tensor's permutation of TF's axes as the conversion's transposes give it. A model output
-    (`as_is`) is compared as the model gives it: a layout bug there is the user's problem, not noise. With the
-    layout unknown, the shape decides where only one reading fits it; where both fit (H, W and C equal), nothing
-    tells them apart, and the tensor is not compared rather than read in whichever layout is closer to TF."""
-    shape = tuple(golden.shape)
-    identity = tuple(range(golden.ndim))
-    if as_is:
-        reading = _reading(shape, actual, identity)
-        if reading is None:
-            return None, f"shape {list(actual.shape)} in ONNX, {list(shape)} in TensorFlow"
-        if layout is not None and layout != identity:
-            return reading, (f"as the model gives it, which is {describe_layout(layout)}: a transpose back to "
-                             "TensorFlow's layout is missing")
-        return reading, describe_layout(identity)
-    if layout is not None:
-        reading = _reading(shape, actual, layout)
-        if reading is None:
-            return None, (f"shape {list(actual.shape)} in ONNX ({describe_layout(layout)}), {list(shape)} in "
-                          "TensorFlow")
-        return reading, describe_layout(layout)
-    candidates = [(perm, _reading(shape, actual, perm)) for perm in
-                  ((identity, (0, 3, 1, 2)) if golden.ndim == 4 else (identity,))]
-    fits = [(perm, reading) for perm, reading in candidates if reading is not None]
-    if len(fits) == 1:
-        return fits[0][1], f"{describe_layout(fits[0][0])} (the conversion does not say; the shape does)"
-    if not fits:
-        return None, f"shape {list(actual.shape)} in ONNX, {list(shape)} in TensorFlow"
-    return None, ("layout cannot be known: the conversion's transposes do not say it (an op between reshapes or "
-                  f"mixes permuted axes), and its shape {list(shape)} fits both NHWC and NCHW")
 
 
 def _batch(outcome: CompareResult | None, manifest: DatasetManifest) -> tuple[str, str]:

@@ -37,6 +37,8 @@ def _atc_options(options: ConvertOptions) -> tuple[str, ...]:
     given = {
         "--input-fp16-nodes": bool(options.input_fp16_nodes), "--output-type": bool(options.output_type),
         "--input-format": bool(options.input_format), "--dynamic-batch": bool(options.dynamic_batch),
+        "--dynamic-image-size": bool(options.dynamic_image_size), "--dynamic-dims": bool(options.dynamic_dims),
+        "--shape-range": bool(options.shape_range),
         "--op-select-implmode": bool(options.op_select_implmode),
         "--fusion-switch-file": options.fusion_switch_file is not None,
         "--keep-dtype": options.keep_dtype is not None, "--modify-mixlist": options.modify_mixlist is not None,

@@ -162,7 +162,8 @@ def prepare_run(model: ModelContract | Path | str, bins: DatasetManifest | Path 
     dataset = dataset_if_any(dataset_folder(bins))
     runner = make_runner(contract, backend, options, dataset=dataset)
     # The golden run feeds the frozen pb the converted model's bins: float16 ones are widened, exactly.
-    manifest = preflight(dataset_folder(bins), runner.inputs, widen=backend == "tf", loaded=dataset)
+    manifest = preflight(dataset_folder(bins), runner.inputs, widen=backend == "tf", loaded=dataset,
+                         gears=None if backend == "tf" else contract.gears)  # the pb takes any shape
     running = model_file(contract, backend)
     warn_if_made_for_another(manifest, contract, options, running[0])
     return PreparedRun(contract=contract, backend=backend, runner=runner, manifest=manifest, running=running)

@@ -127,7 +127,8 @@ def run_sharded(model: ModelContract | Path | str, bins: DatasetManifest | Path 
     backend = choose_backend(contract, options.backend, kind)
     dataset = dataset_if_any(dataset_folder(bins))
     runner = make_runner(contract, backend, options, dataset=dataset)
-    manifest = preflight(dataset_folder(bins), runner.inputs, widen=backend == "tf", loaded=dataset)
+    manifest = preflight(dataset_folder(bins), runner.inputs, widen=backend == "tf", loaded=dataset,
+                         gears=None if backend == "tf" else contract.gears)  # the pb takes any shape
     runner.check_available()  # a missing msame is refused before any folder or worker exists
     running = model_file(contract, backend)
     warn_if_made_for_another(manifest, contract, options, running[0])

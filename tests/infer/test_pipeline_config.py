@@ -92,7 +92,8 @@ def test_unknown_key_suggests_the_closest(project: Path) -> None:
     message = _error(project, MINIMAL + '[convert]\nprecison_mode = "force_fp32"\n')
     assert message == (f"{project / 'pipeline.toml'}: [convert] precison_mode: unknown key; did you mean "
                        "'precision_mode'? (valid keys: target, use_om, soc_version, precision_mode, input_fp16_nodes, "
-                       "output_type, input_format, dynamic_batch, op_select_implmode, fusion_switch_file, "
+                       "output_type, input_format, dynamic_batch, dynamic_image_size, dynamic_dims, shape_range, "
+                       "op_select_implmode, fusion_switch_file, "
                        "keep_dtype, modify_mixlist, customize_dtypes, atc_args, opset, allow_unknown_soc, "
                        "allow_unsupported, timeout, aipp, aipp_input_format, aipp_src_size, aipp_crop, aipp_csc, "
                        "aipp_config)")

@@ -1,0 +1,117 @@
+"""Dynamic shapes end to end on the stand-in: a fully convolutional CNN (global pooling, so any H,W) frozen with
+dims kept unknown, converted with gears, dumped, run and compared per gear; what is no gear is refused at each
+stage, naming the option, the value and the gears."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from binio.manifest import load_manifest
+from infer.contract import load_contract
+from tests.cli import Outcome, run_cli
+
+
+def _build_fcn(folder: Path) -> Path:
+    """conv 3x3 -> relu -> conv 3x3 stride 2 -> relu -> global mean -> dense -> softmax; images [None,None,None,3]."""
+    import tensorflow as tf
+
+    tf1 = tf.compat.v1
+    graph = tf.Graph()
+    with graph.as_default():
+        tf1.set_random_seed(11)
+        images = tf1.placeholder(tf.float32, [None, None, None, 3], name="images")
+        first = tf1.get_variable("c1/kernel", [3, 3, 3, 6], initializer=tf1.glorot_uniform_initializer())
+        second = tf1.get_variable("c2/kernel", [3, 3, 6, 8], initializer=tf1.glorot_uniform_initializer())
+        hidden = tf.nn.relu(tf.nn.conv2d(images, first, 1, "SAME"))
+        hidden = tf.nn.relu(tf.nn.conv2d(hidden, second, 2, "SAME"))
+        pooled = tf.reduce_mean(hidden, axis=[1, 2])
+        weights = tf1.get_variable("head/weights", [8, 5], initializer=tf1.glorot_uniform_initializer())
+        tf.nn.softmax(tf.matmul(pooled, weights), name="probs")
+        saver = tf1.train.Saver()
+        with tf1.Session(graph=graph) as session:
+            session.run(tf1.global_variables_initializer())
+            folder.mkdir(parents=True, exist_ok=True)
+            saver.save(session, str(folder / "model.ckpt"))
+    return folder / "model.ckpt"
+
+
+@pytest.fixture(scope="module")
+def fcn(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _build_fcn(tmp_path_factory.mktemp("fcn"))
+
+
+def _ok(outcome: Outcome) -> Outcome:
+    assert outcome.code == 0, outcome.err
+    return outcome
+
+
+def _run_and_compare(capsys: pytest.CaptureFixture[str], model: Path, bins: Path, out: Path) -> Outcome:
+    _ok(run_cli(capsys, "run", model, "--input", bins, "-o", out, "--backend", "onnxrt"))
+    return run_cli(capsys, "compare", model, "--input", bins, "--actual", out)
+
+
+def test_batch_gears_pass_at_4_and_8_and_gear_3_is_refused(capsys: pytest.CaptureFixture[str], fcn: Path,
+                                                          tmp_path: Path) -> None:
+    model = tmp_path / "model"
+    _ok(run_cli(capsys, "freeze", fcn, "-o", model, "--outputs", "probs", "--inputs", "images:0[?,16,16,3]",
+                "--batch", "-1"))
+    assert load_contract(model).inputs[0].shape == (None, 16, 16, 3)
+    _ok(run_cli(capsys, "convert", model, "--target", "onnx", "--precision-mode", "force_fp32",
+                "--dynamic-batch", "1,4,8"))
+    contract = load_contract(model)
+    assert contract.gears is not None and contract.gears.batches() == (1, 4, 8)
+    assert json.loads((model / "model.json").read_text())["converted"]["gears"]["varying"] == [
+        {"tensor": "images:0", "axis": 0}]
+
+    refused = run_cli(capsys, "dump-bin", "-m", model, "-o", tmp_path / "bins_b3", "--input", "images:0=random:0",
+                      "--samples", "6", "--batch", "3")
+    assert refused.code == 2
+    assert refused.error_line == (f"error: --batch 3: not a gear of the model: it takes batch gears 1, 4, 8 "
+                                  f"({model / 'model.json'})")
+    assert not (tmp_path / "bins_b3").exists()
+
+    for batch in (4, 8):
+        bins = tmp_path / f"bins_b{batch}"
+        _ok(run_cli(capsys, "dump-bin", "-m", model, "-o", bins, "--input", "images:0=random:0", "--samples", "10",
+                    "--batch", str(batch)))
+        manifest = load_manifest(bins)
+        assert (manifest.gear_kind, manifest.gear, manifest.inputs[0].shape) == ("batch", (batch,),
+                                                                                (batch, 16, 16, 3))
+        compared = _run_and_compare(capsys, model, bins, tmp_path / f"out_b{batch}")
+        assert compared.code == 0, compared.out + compared.err
+        assert compared.out.strip().splitlines()[-1].startswith("PASSED")
+
+
+def test_two_image_sizes_pass_at_both(capsys: pytest.CaptureFixture[str], fcn: Path, tmp_path: Path) -> None:
+    model = tmp_path / "model"
+    _ok(run_cli(capsys, "freeze", fcn, "-o", model, "--outputs", "probs", "--inputs", "images:0[2,-1,-1,3]"))
+    assert load_contract(model).inputs[0].shape == (2, None, None, 3)
+    _ok(run_cli(capsys, "convert", model, "--target", "onnx", "--precision-mode", "force_fp32",
+                "--dynamic-image-size", "16,16;24,32"))
+    images = tmp_path / "images"
+    images.mkdir()
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    for index in range(3):
+        Image.fromarray(rng.integers(0, 255, (40, 48, 3), dtype=np.uint8)).save(images / f"{index}.png")
+    refused = run_cli(capsys, "dump-bin", "-m", model, "-o", tmp_path / "bins_no", images, "--image-size", "20,20")
+    assert refused.code == 2
+    assert refused.error_line == (f"error: --image-size 20,20: not a gear of the model: it takes image size gears "
+                                  f"16x16, 24x32 ({model / 'model.json'})")
+    missing = run_cli(capsys, "dump-bin", "-m", model, "-o", tmp_path / "bins_no", images)
+    assert missing.error_line == ("error: input images:0: H and W are dynamic; pass --image-size H,W, one of the "
+                                  "model's image size gears 16x16, 24x32")
+    for height, width in ((16, 16), (24, 32)):
+        bins = tmp_path / f"bins_{height}x{width}"
+        _ok(run_cli(capsys, "dump-bin", "-m", model, "-o", bins, images, "--image-size", f"{height},{width}"))
+        manifest = load_manifest(bins)
+        assert (manifest.gear_label, manifest.inputs[0].shape) == (f"image size {height}x{width}",
+                                                                   (2, height, width, 3))
+        compared = _run_and_compare(capsys, model, bins, tmp_path / f"out_{height}x{width}")
+        assert compared.code == 0, compared.out + compared.err
+        assert compared.out.strip().splitlines()[-1].startswith("PASSED")
