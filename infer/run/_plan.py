@@ -46,7 +46,7 @@ def plan_run(model: ModelContract | Path | str, bins: DatasetManifest | Path | s
     else:
         summary = _in_process(prepared, options, Path(out))
     return RunPlan(backend=prepared.backend, model=prepared.running[0], dataset=manifest.root,
-                   batches=manifest.file_count, batch=manifest.batch, samples=manifest.samples, gear="",
+                   batches=manifest.file_count, batch=manifest.batch, samples=manifest.samples, gear=prepared.gear,
                    inputs=inputs, output=Path(out), commands=commands, summary=summary)
 
 

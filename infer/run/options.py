@@ -72,7 +72,8 @@ class RunOptions:
             raise RunError(f"--threads {self.threads}: expected 1 or more (leave it out for the framework's default)")
 
 
-DUMP_BACKENDS: tuple[str, ...] = ("msame", "ais_bench")
+TOOL_BACKENDS: tuple[str, ...] = ("msame", "ais_bench")  # external tools running an om
+DUMP_BACKENDS = TOOL_BACKENDS
 
 
 def check_dump(options: RunOptions, backend: str, *, sharded: bool = False) -> None:
