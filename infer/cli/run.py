@@ -40,7 +40,7 @@ def run(
         if as_json:
             print_json(plan.to_json())
             return
-        show(plan.summary + (f" ({plan.gear})" if plan.gear else ""))
+        show(plan.summary)
         for line in plan.lines():
             show(line)
         return

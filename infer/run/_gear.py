@@ -56,7 +56,7 @@ def gear_run(contract: ModelContract, manifest: DatasetManifest, inputs: tuple[T
     if gears is None:
         return None
     gear = dataset_gear(gears, manifest)
-    at_gear = outputs_at(contract, gears, gear, outputs)
+    at_gear = outputs_at(contract, gears, gear, _unknown_where_the_pb_is(contract, outputs))
     shapes = shapes_at(gears, gear)
     named = ";".join(f"{node_name(spec.name)}:{','.join(map(str, shapes[spec.name]))}" for spec in inputs
                      if spec.name in shapes)
@@ -71,6 +71,21 @@ def gear_run(contract: ModelContract, manifest: DatasetManifest, inputs: tuple[T
         sizes = ",".join(str(math.prod(spec.static_shape()) * spec.dt.itemsize) for spec in at_gear)
         flags = ("--dymShape", named, "--outputSize", sizes)
     return GearRun(kind=gears.kind, gear=gear, flags=flags, outputs=at_gear)
+
+
+def _unknown_where_the_pb_is(contract: ModelContract, outputs: tuple[TensorSpec, ...]) -> tuple[TensorSpec, ...]:
+    """`outputs` (the om's own descriptors, where read) with a dim unknown again wherever the frozen pb leaves it
+    unknown: an om with gears may state its outputs at one gear (CANN's aclmdlGetOutputDims gives the largest), which
+    is not the gear this run is at."""
+    frozen = {spec.name: spec for spec in contract.outputs}
+    opened = []
+    for spec in outputs:
+        pb = frozen.get(spec.name)
+        if pb is not None and len(pb.shape) == len(spec.shape):
+            spec = replace(spec, shape=tuple(None if p is None else d for p, d in zip(pb.shape, spec.shape,
+                                                                                      strict=True)))
+        opened.append(spec)
+    return tuple(opened)
 
 
 def outputs_at(contract: ModelContract, gears: DynamicShape, gear: Gear,
@@ -89,13 +104,12 @@ def outputs_at(contract: ModelContract, gears: DynamicShape, gear: Gear,
         fits = shape is not None and len(shape) == len(spec.shape) and all(
             d is not None and (want is None or want == d) for want, d in zip(spec.shape, shape, strict=True))
         if shape is None or not fits:
+            need = "--outputSize needs each output's size" if gears.kind == RANGE else \
+                "the tool's files cannot be checked or trimmed without it"
             raise RunError(f"output {spec.name} {format_shape(spec.shape)}: its shape at "
                            f"{gear_label(gears.kind, gear)} is not known (TensorFlow infers "
                            f"{format_shape(shape) if shape is not None else 'nothing'} from {contract.pb_path})",
-                           hint="the tool's files cannot be checked or trimmed to it; run the stand-in "
-                                "(--backend onnxrt), which computes it" if gears.kind != RANGE else
-                                "--dymShape needs each output's size for --outputSize; run the stand-in "
-                                "(--backend onnxrt), which computes it")
+                           hint=f"{need}; the stand-in (--backend onnxrt) computes it")
         filled.append(replace(spec, shape=tuple(int(d) for d in shape if d is not None)))
     return tuple(filled)
 

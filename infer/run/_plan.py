@@ -42,7 +42,8 @@ def plan_run(model: ModelContract | Path | str, bins: DatasetManifest | Path | s
     commands: tuple[tuple[str, ...], ...] = ()
     if isinstance(runner, ToolRunner):
         commands = (_tool_argv(runner, [folder for _, folder in inputs], Path(out)),)
-        summary = f"{runner.tool} runs {prepared.running[0].name} over {manifest.file_count} batches in one start"
+        at = f" at {prepared.gear}" if prepared.gear else ""
+        summary = f"{runner.tool} runs {prepared.running[0].name}{at} over {manifest.file_count} batches in one start"
     else:
         summary = _in_process(prepared, options, Path(out))
     return RunPlan(backend=prepared.backend, model=prepared.running[0], dataset=manifest.root,
@@ -67,6 +68,7 @@ def _in_process(prepared: PreparedRun, options: RunOptions, out: Path) -> str:
     settings.append(f"loop {options.loop}, warm-up {options.warmup}")
     feeds = ", ".join(f"{spec.name} <- {shown_path(manifest.root / input_for(manifest, spec).folder)}"
                       for spec in prepared.runner.inputs)
-    return (f"{engine} ({'; '.join(settings)}) runs {shown_path(prepared.running[0])} over {manifest.file_count} "
+    at = f" at {prepared.gear}" if prepared.gear else ""
+    return (f"{engine} ({'; '.join(settings)}) runs {shown_path(prepared.running[0])}{at} over {manifest.file_count} "
             f"batches of {manifest.batch} ({manifest.samples} samples; {feeds}) into "
             f"{shown_path(out)}/<timestamp>/")

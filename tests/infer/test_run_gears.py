@@ -5,6 +5,8 @@ names it, its outputs trimmed where msame padded them to the largest gear, compa
 from __future__ import annotations
 
 import json
+import shlex
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -142,3 +144,45 @@ def test_a_dataset_at_no_gear_of_the_om_is_refused_before_the_tool_starts(
             run_model(om, tmp_path / "bins", tmp_path / "runs", RunOptions(backend=backend))
         assert ("outside its range 4~10" if kind == "range" else "not a gear of the model") in str(refused.value)
     assert not (tmp_path / "runs").exists()  # made just before the tool starts
+
+
+def test_outputs_an_om_states_at_its_largest_gear_are_taken_at_the_datasets(
+        geared: tuple[str, ModelContract, Path]) -> None:
+    from binio.spec import TensorSpec
+    from infer.run._gear import gear_run
+
+    kind, om, bins = geared
+    manifest = load_manifest(bins)
+    batch, height, width, _ = manifest.inputs[0].shape
+    largest = {"batch": (4, 6, 6), "range": (2, 10, 10)}.get(kind, (2, 8, 10))
+    stated = (TensorSpec("features:0", "float32", (*largest, 4)), TensorSpec("probs:0", "float32", (largest[0], 5)))
+    run = gear_run(om, manifest, om.model_inputs, stated)
+    assert run is not None and run.label == manifest.gear_label
+    assert [spec.shape for spec in run.outputs] == [(batch, height, width, 4), (batch, 5)]
+
+
+def test_a_dataset_json_naming_another_gear_than_its_bins_is_refused(
+        geared: tuple[str, ModelContract, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    kind, om, bins = geared
+    if kind != "batch":
+        pytest.skip("one kind shows it")
+    use_fake_tools(monkeypatch)
+    copy = tmp_path / "bins"
+    shutil.copytree(bins, copy)
+    document = json.loads((copy / "dataset.json").read_text())
+    document["gear"] = {"kind": "batch", "values": [4]}
+    (copy / "dataset.json").write_text(json.dumps(document))
+    with pytest.raises(InferError) as refused:
+        run_model(om, copy, tmp_path / "runs", RunOptions(backend="msame"))
+    assert str(refused.value) == f"{copy / 'dataset.json'}: says its bins are batch 4, their shapes are batch 3"
+    assert not (tmp_path / "runs").exists()
+
+
+def test_the_dry_run_line_names_the_gear(geared: tuple[str, ModelContract, Path], tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    kind, om, bins = geared
+    outcome = _ok(run_cli(capsys, "run", om.path, "--input", bins, "-o", tmp_path / "runs", "--dry-run"))
+    summary, line = outcome.out.splitlines()
+    manifest = load_manifest(bins)
+    assert summary == f"msame runs model.om at {manifest.gear_label} over {manifest.file_count} batches in one start"
+    assert shlex.split(line)[-len(KINDS[kind][3]):] == KINDS[kind][3]
