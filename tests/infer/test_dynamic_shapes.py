@@ -85,6 +85,18 @@ def test_batch_gears_pass_at_4_and_8_and_gear_3_is_refused(capsys: pytest.Captur
         assert compared.code == 0, compared.out + compared.err
         assert compared.out.strip().splitlines()[-1].startswith("PASSED")
 
+    pairs = ["--input", tmp_path / "bins_b4", "--actual", tmp_path / "out_b4",
+             "--input", tmp_path / "bins_b8", "--actual", tmp_path / "out_b8"]
+    across = run_cli(capsys, "compare", model, *pairs, "--report", tmp_path / "report")
+    assert across.code == 0, across.out + across.err
+    lines = across.out.strip().splitlines()
+    assert lines[-1] == "PASSED: 2 gears (batch 4, batch 8)"
+    assert lines[-3].startswith("batch 4: PASSED | ") and lines[-2].startswith("batch 8: PASSED | ")
+    assert (tmp_path / "report" / "b4" / "report.json").is_file() and (tmp_path / "report" / "b8").is_dir()
+    twice = run_cli(capsys, "compare", model, *pairs[:4], *pairs[:4])
+    assert twice.error_line == (f"error: --input {tmp_path / 'bins_b4'}: batch 4 again (--input "
+                                f"{tmp_path / 'bins_b4'} is that gear too); compare one dataset per gear")
+
 
 def test_two_image_sizes_pass_at_both(capsys: pytest.CaptureFixture[str], fcn: Path, tmp_path: Path) -> None:
     model = tmp_path / "model"
