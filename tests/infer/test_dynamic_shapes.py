@@ -12,7 +12,7 @@ import pytest
 
 from binio.manifest import load_manifest
 from infer.contract import load_contract
-from tests.cli import Outcome, run_cli
+from tests.cli import Arg, Outcome, run_cli
 
 
 def _build_fcn(folder: Path) -> Path:
@@ -85,7 +85,7 @@ def test_batch_gears_pass_at_4_and_8_and_gear_3_is_refused(capsys: pytest.Captur
         assert compared.code == 0, compared.out + compared.err
         assert compared.out.strip().splitlines()[-1].startswith("PASSED")
 
-    pairs = ["--input", tmp_path / "bins_b4", "--actual", tmp_path / "out_b4",
+    pairs: list[Arg] = ["--input", tmp_path / "bins_b4", "--actual", tmp_path / "out_b4",
              "--input", tmp_path / "bins_b8", "--actual", tmp_path / "out_b8"]
     across = run_cli(capsys, "compare", model, *pairs, "--report", tmp_path / "report")
     assert across.code == 0, across.out + across.err
