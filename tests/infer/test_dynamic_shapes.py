@@ -127,3 +127,46 @@ def test_two_image_sizes_pass_at_both(capsys: pytest.CaptureFixture[str], fcn: P
         compared = _run_and_compare(capsys, model, bins, tmp_path / f"out_{height}x{width}")
         assert compared.code == 0, compared.out + compared.err
         assert compared.out.strip().splitlines()[-1].startswith("PASSED")
+
+
+def test_a_pipeline_with_batch_gears_dumps_runs_and_compares_each(capsys: pytest.CaptureFixture[str], fcn: Path,
+                                                                  tmp_path: Path) -> None:
+    toml = tmp_path / "pipeline.toml"
+    toml.write_text(f"""\
+[model]
+source = "{fcn}"
+outputs = ["probs"]
+inputs = ["images:0[?,16,16,3]"]
+batch = -1
+
+[data]
+source = "random:0"
+samples = 6
+
+[convert]
+target = "onnx"
+precision_mode = "force_fp32"
+dynamic_batch = [1, 4, 8]
+""")
+    outcome = run_cli(capsys, "pipeline", "run", toml)
+    assert outcome.code == 0, outcome.out + outcome.err
+    stages = [line.split()[0] for line in outcome.out.splitlines() if "@" in line.split(" ")[0]]
+    assert stages == [f"{stage}@b{batch}" for stage in ("dump-bin", "run", "compare") for batch in (1, 4, 8)]
+    assert "PASSED: 3 gears (batch 1, batch 4, batch 8)" in outcome.out
+    for batch in (1, 4, 8):
+        manifest = load_manifest(tmp_path / "work" / f"bins_b{batch}")
+        assert (manifest.gear, manifest.batch, manifest.samples) == ((batch,), batch, 6)
+        assert (tmp_path / "work" / f"report_b{batch}" / "report.json").is_file()
+    again = run_cli(capsys, "pipeline", "run", toml)  # nothing changed: every gear's stages skipped
+    assert again.code == 0 and again.out.count("(unchanged)") == 12, again.out
+
+
+def test_a_pipeline_with_a_shape_range_is_refused(capsys: pytest.CaptureFixture[str], fcn: Path,
+                                                  tmp_path: Path) -> None:
+    toml = tmp_path / "pipeline.toml"
+    toml.write_text(f'[model]\nsource = "{fcn}"\noutputs = ["probs"]\n\n[data]\nsource = "random:0"\n\n'
+                    '[convert]\nshape_range = "images:1~8,16,16,3"\n')
+    outcome = run_cli(capsys, "pipeline", "run", toml)
+    assert outcome.code == 2
+    assert outcome.error_line == (f"error: {toml}: [convert] shape_range: the pipeline dumps, runs and compares one "
+                                  "dataset per gear, and a shape range has none")
