@@ -88,6 +88,9 @@ def _asked(gears: DynamicShape, options: DumpOptions, specs: tuple[TensorSpec, .
                          f"unknown dim, one of the model's {gears.allowed()}", hint=f"one of: {_choices(gears)}")
     if all(v.axis != 0 for v in gears.varying):
         _check_static_batch(options, specs)
+    elif options.batch is not None:
+        raise ShapeError(f"--batch {options.batch}: the model's {gears.kind} gears decide the first dim; give it in "
+                         f"--dims", hint=f"one of: {_choices(gears)}")
     if gears.kind in (DIMS, RANGE) and len(options.dims) != len(gears.varying):
         listed = ", ".join(f"{v.tensor}[{v.axis}]" for v in gears.varying)
         raise ShapeError(f"--dims {','.join(map(str, options.dims))}: expected {len(gears.varying)} values, one per "

@@ -170,3 +170,69 @@ def test_a_pipeline_with_a_shape_range_is_refused(capsys: pytest.CaptureFixture[
     assert outcome.code == 2
     assert outcome.error_line == (f"error: {toml}: [convert] shape_range: the pipeline dumps, runs and compares one "
                                   "dataset per gear, and a shape range has none")
+
+
+def test_dims_gears_pass_and_what_is_no_gear_is_refused_at_each_stage(capsys: pytest.CaptureFixture[str],
+                                                                     fcn: Path, tmp_path: Path) -> None:
+    """--dynamic-dims over batch, H and W: a gear passes; dump-bin refuses another gear's option, a value that is no
+    gear, and run refuses bins that are no gear of the model they are fed (re-converted with other gears)."""
+    model = tmp_path / "model"
+    _ok(run_cli(capsys, "freeze", fcn, "-o", model, "--outputs", "probs", "--inputs", "images:0[-1,-1,-1,3]"))
+    _ok(run_cli(capsys, "convert", model, "--target", "onnx", "--precision-mode", "force_fp32",
+                "--dynamic-dims", "1,16,16;2,24,32"))
+    bins = tmp_path / "bins"
+    _ok(run_cli(capsys, "dump-bin", "-m", model, "-o", bins, "--input", "images:0=random:1", "--samples", "4",
+                "--dims", "2,24,32"))
+    assert load_manifest(bins).inputs[0].shape == (2, 24, 32, 3)
+    compared = _run_and_compare(capsys, model, bins, tmp_path / "out")
+    assert compared.code == 0, compared.out + compared.err
+
+    def refused(*args: Arg) -> str:
+        outcome = run_cli(capsys, "dump-bin", "-m", model, "-o", tmp_path / "bad", "--input", "images:0=random:1",
+                          *args)
+        assert outcome.code == 2 and not (tmp_path / "bad").exists()
+        return outcome.error_line
+
+    assert refused("--dims", "2,16,16") == (f"error: --dims 2,16,16: not a gear of the model: it takes dims gears "
+                                            f"1,16,16, 2,24,32 ({model / 'model.json'})")
+    assert refused("--dims", "2,16") == ("error: --dims 2,16: expected 3 values, one per unknown dim (images:0[0], "
+                                         "images:0[1], images:0[2])")
+    assert refused("--image-size", "16,16") == ("error: --image-size: the model's gears are dims gears 1,16,16, "
+                                                "2,24,32; give --dims instead")
+    assert refused("--dims", "2,24,32", "--batch", "2") == ("error: --batch 2: the model's dims gears decide the "
+                                                            "first dim; give it in --dims")
+
+    _ok(run_cli(capsys, "convert", model, "--target", "onnx", "--precision-mode", "force_fp32",
+                "--dynamic-dims", "1,16,16;4,24,32"))
+    ran = run_cli(capsys, "run", model, "--input", bins, "-o", tmp_path / "out2")
+    assert ran.code == 2
+    assert ran.error_line == (f"error: {bins / 'dataset.json'}: bins images:0 (2,24,32,3): not a gear of the model, "
+                              "which takes dims gears 1,16,16, 4,24,32")
+
+
+def test_gear_options_on_a_static_model_are_refused(capsys: pytest.CaptureFixture[str], fcn: Path,
+                                                    tmp_path: Path) -> None:
+    model = tmp_path / "model"
+    _ok(run_cli(capsys, "freeze", fcn, "-o", model, "--outputs", "probs", "--inputs", "images:0[2,16,16,3]"))
+    converted = run_cli(capsys, "convert", model, "--target", "onnx", "--dynamic-batch", "1,4,8")
+    assert converted.error_line == ("error: --dynamic-batch 1,4,8: every input's shape is static (images:0 "
+                                    "(2,16,16,3)); ATC would fail with E10031 (a dynamic option needs a -1 dim in "
+                                    "--input_shape)")
+    _ok(run_cli(capsys, "convert", model, "--target", "onnx"))
+    dumped = run_cli(capsys, "dump-bin", "-m", model, "-o", tmp_path / "bins", "--input", "images:0=random:0",
+                     "--image-size", "16,16")
+    assert dumped.error_line == (f"error: --image-size: the model has no image size gears ({model / 'model.json'} "
+                                 "records none; inputs images:0 (2,16,16,3))")
+
+
+def test_freeze_keeps_only_unknown_dims_dynamic(capsys: pytest.CaptureFixture[str], fcn: Path,
+                                                tmp_path: Path) -> None:
+    fixed = tmp_path / "fixed"
+    _ok(run_cli(capsys, "freeze", fcn, "-o", fixed, "--outputs", "probs", "--inputs", "images:0[2,16,16,3]"))
+    again = run_cli(capsys, "freeze", fixed / "model.pb", "-o", tmp_path / "again", "--outputs", "probs",
+                    "--inputs", "images:0[2,-1,16,3]")
+    assert again.error_line == ("error: input images:0: --inputs shape [2,-1,16,3] keeps dim 1 unknown (-1), but "
+                                "the graph fixes it to 16 (shape (2,16,16,3))")
+    clash = run_cli(capsys, "freeze", fcn, "-o", tmp_path / "clash", "--outputs", "probs", "--inputs",
+                    "images:0[-1,16,16,3]", "--batch", "4")
+    assert clash.error_line == "error: input images:0: --batch 4 fixes dim 0, which --inputs keeps unknown (-1)"
