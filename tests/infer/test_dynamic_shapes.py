@@ -60,14 +60,15 @@ def test_batch_gears_pass_at_4_and_8_and_gear_3_is_refused(capsys: pytest.Captur
     _ok(run_cli(capsys, "freeze", fcn, "-o", model, "--outputs", "probs", "--inputs", "images:0[?,16,16,3]",
                 "--batch", "-1"))
     assert load_contract(model).inputs[0].shape == (None, 16, 16, 3)
-    _ok(run_cli(capsys, "convert", model, "--target", "onnx", "--precision-mode", "force_fp32",
-                "--dynamic-batch", "1,4,8"))
+    converted = _ok(run_cli(capsys, "convert", model, "--target", "onnx", "--precision-mode", "force_fp32",
+                            "--dynamic-batch", "1,4,8"))
+    assert "dynamic shapes: batch gears 1, 4, 8" in converted.out.splitlines()
     contract = load_contract(model)
     assert contract.gears is not None and contract.gears.batches() == (1, 4, 8)
     assert json.loads((model / "model.json").read_text())["converted"]["gears"]["varying"] == [
         {"tensor": "images:0", "axis": 0}]
 
-    refused = run_cli(capsys, "dump-bin", "-m", model, "-o", tmp_path / "bins_b3", "--input", "images:0=random:0",
+    refused = run_cli(capsys, "dump-bin", "-m", model, "-o", tmp_path / "bins_b3", "--source", "images:0=random:0",
                       "--samples", "6", "--batch", "3")
     assert refused.code == 2
     assert refused.error_line == (f"error: --batch 3: not a gear of the model: it takes batch gears 1, 4, 8 "
@@ -76,7 +77,7 @@ def test_batch_gears_pass_at_4_and_8_and_gear_3_is_refused(capsys: pytest.Captur
 
     for batch in (4, 8):
         bins = tmp_path / f"bins_b{batch}"
-        _ok(run_cli(capsys, "dump-bin", "-m", model, "-o", bins, "--input", "images:0=random:0", "--samples", "10",
+        _ok(run_cli(capsys, "dump-bin", "-m", model, "-o", bins, "--source", "images:0=random:0", "--samples", "10",
                     "--batch", str(batch)))
         manifest = load_manifest(bins)
         assert (manifest.gear_kind, manifest.gear, manifest.inputs[0].shape) == ("batch", (batch,),
@@ -181,14 +182,14 @@ def test_dims_gears_pass_and_what_is_no_gear_is_refused_at_each_stage(capsys: py
     _ok(run_cli(capsys, "convert", model, "--target", "onnx", "--precision-mode", "force_fp32",
                 "--dynamic-dims", "1,16,16;2,24,32"))
     bins = tmp_path / "bins"
-    _ok(run_cli(capsys, "dump-bin", "-m", model, "-o", bins, "--input", "images:0=random:1", "--samples", "4",
+    _ok(run_cli(capsys, "dump-bin", "-m", model, "-o", bins, "--source", "images:0=random:1", "--samples", "4",
                 "--dims", "2,24,32"))
     assert load_manifest(bins).inputs[0].shape == (2, 24, 32, 3)
     compared = _run_and_compare(capsys, model, bins, tmp_path / "out")
     assert compared.code == 0, compared.out + compared.err
 
     def refused(*args: Arg) -> str:
-        outcome = run_cli(capsys, "dump-bin", "-m", model, "-o", tmp_path / "bad", "--input", "images:0=random:1",
+        outcome = run_cli(capsys, "dump-bin", "-m", model, "-o", tmp_path / "bad", "--source", "images:0=random:1",
                           *args)
         assert outcome.code == 2 and not (tmp_path / "bad").exists()
         return outcome.error_line
@@ -219,7 +220,7 @@ def test_gear_options_on_a_static_model_are_refused(capsys: pytest.CaptureFixtur
                                     "(2,16,16,3)); ATC would fail with E10031 (a dynamic option needs a -1 dim in "
                                     "--input_shape)")
     _ok(run_cli(capsys, "convert", model, "--target", "onnx"))
-    dumped = run_cli(capsys, "dump-bin", "-m", model, "-o", tmp_path / "bins", "--input", "images:0=random:0",
+    dumped = run_cli(capsys, "dump-bin", "-m", model, "-o", tmp_path / "bins", "--source", "images:0=random:0",
                      "--image-size", "16,16")
     assert dumped.error_line == (f"error: --image-size: the model has no image size gears ({model / 'model.json'} "
                                  "records none; inputs images:0 (2,16,16,3))")
