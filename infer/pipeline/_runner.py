@@ -216,8 +216,9 @@ def _run_stages(config: PipelineConfig, work: WorkLayout, on_stage: Callable[[St
 
 def tune_inputs(config: PipelineConfig) -> tuple[Path, Path, Path]:
     """(model.json, the dataset, the output folder) `infer pipeline tune` works on: what `infer pipeline run`
-    froze and dumped, refused by name when it has not run yet."""
-    work = WorkLayout(config.work_dir)
+    froze and dumped, refused by name when it has not run yet. With gears, the first gear's dataset."""
+    gears = pipeline_gears(config)
+    work = WorkLayout(config.work_dir, gear=gears[0].tag if gears else "")
     for made, stage in ((work.contract, "freeze"), (work.bins / "dataset.json", "dump-bin")):
         if not made.is_file():
             raise StageError(f"{config.path}: no {made} yet ({stage} writes it)",
