@@ -51,6 +51,7 @@ from infer.compare.options import CompareOptions, CompareProgress
 from infer.compare.result import CompareResult, OutputResult
 from infer.compare.thresholds import Thresholds
 from infer.contract import ModelContract, as_contract
+from infer.gear_check import check_dataset_gear
 from infer.om import check_om_bins, with_om_descriptors
 
 log = logging.getLogger(__name__)
@@ -234,6 +235,7 @@ def _compare_whole(model: ModelContract | Path | str, dataset: DatasetManifest |
         contract.signature_keys, [s.name for s in contract.outputs]))
     manifest = load_manifest(dataset_folder(dataset))
     check_om_bins(manifest, contract)  # bins the om could not have taken: its outputs are not theirs
+    check_dataset_gear(manifest, contract.gears)  # the stand-in's too: it is held to the om's gears
     # The bins both runs read: one changed since dump-bin (same size, other bytes) makes the outputs describe
     # another dataset than the one named. Hashed beside the comparison. A tool's own folder is staged in infer's
     # layout for as long as the comparison reads it.
