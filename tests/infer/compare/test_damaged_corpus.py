@@ -58,12 +58,14 @@ def test_healthy_conversions_pass_with_no_mark(measured: Measurement) -> None:
 
 @pytest.mark.slow
 def test_healthy_models_rounded_otherwise_get_no_mark(measured: Measurement) -> None:
-    """fp16 weights one step off ATC's rounding are within what the precision explains: no tensor is marked (the
-    output band, at its factor of 10, may flag the deepest fp32 one: reported by measure.py, not asserted)."""
+    """fp16 weights one step off ATC's rounding are within what the precision explains: no tensor is marked and
+    no output breaks msit's limits. The output band, at its factor of 10, may flag the deepest fp32 one (every
+    weight moved the same way adds up over its depth: 11.3x when measured), which fp32's default
+    --fail-on-expected then fails: reported by measure.py, not asserted either way."""
     controls = measured.rounded_otherwise
     assert len(controls) == len(FAMILIES) * len(PRECISION_MODES)
     assert [o.name for o in controls if o.marked] == []
-    assert all(o.passed for o in controls)
+    assert [o.name for o in controls if not o.passed and not o.band_flagged] == []
 
 
 @pytest.mark.slow
@@ -83,9 +85,9 @@ def test_a_third_of_the_damage_stays_below_msits_limits_at_its_layer(measured: M
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=False, reason="error bands (issue 29 §1) not merged yet")
 def test_the_mark_names_the_damaged_layer(measured: Measurement) -> None:
-    """Issue 29's bar. Measured before the error bands: 18 of 40 exact, none of the 20 below msit's limits."""
+    """Issue 29's bar. Measured before the error bands: 18 of 40 exact, none of the 20 below msit's limits; with
+    each tensor judged against its band: 37 of 40, 19 of the 20 below msit's limits."""
     damaged = measured.damaged
     assert len(damaged) >= 30 and len({o.family for o in damaged}) >= 5
     assert not [o.name for o in [*measured.healthy, *measured.rounded_otherwise] if o.marked]
