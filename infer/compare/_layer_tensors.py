@@ -122,7 +122,8 @@ def graph_tensors(graph: Any, input_names: tuple[str, ...], output_names: tuple[
                 continue  # strings, resources, variants: nothing to compare or dump
             tensors.append(GraphTensor(name=tensor.name, op_type=op.type, dtype=dtype.name, is_float=dtype.is_float,
                                        inputs=inputs, random_source=random.get(op.name, ""),
-                                       axes=_constant_axes(op), keep_dims=_attribute(op, "keep_dims") is True))
+                                       axes=_constant_axes(op),
+                                       keep_dims=op.type in _AXES_INPUT and _attribute(op, "keep_dims") is True))
     return tuple(tensors)
 
 
