@@ -237,3 +237,22 @@ def test_freeze_keeps_only_unknown_dims_dynamic(capsys: pytest.CaptureFixture[st
     clash = run_cli(capsys, "freeze", fcn, "-o", tmp_path / "clash", "--outputs", "probs", "--inputs",
                     "images:0[-1,16,16,3]", "--batch", "4")
     assert clash.error_line == "error: input images:0: --batch 4 fixes dim 0, which --inputs keeps unknown (-1)"
+
+
+def test_a_shape_range_takes_any_shape_inside_it(capsys: pytest.CaptureFixture[str], fcn: Path,
+                                                 tmp_path: Path) -> None:
+    model = tmp_path / "model"
+    _ok(run_cli(capsys, "freeze", fcn, "-o", model, "--outputs", "probs", "--inputs", "images:0[?,16,16,3]",
+                "--batch", "-1"))
+    _ok(run_cli(capsys, "convert", model, "--target", "onnx", "--precision-mode", "force_fp32",
+                "--shape-range", "images:1~8,16,16,3"))
+    outside = run_cli(capsys, "dump-bin", "-m", model, "-o", tmp_path / "bad", "--source", "images:0=random:0",
+                      "--dims", "9")
+    assert outside.error_line == ("error: --dims 9: input images:0: dim 0 is 9, outside its range 1~8 (the model's "
+                                  "shape ranges images:0[0] 1~8)")
+    bins = tmp_path / "bins"
+    _ok(run_cli(capsys, "dump-bin", "-m", model, "-o", bins, "--source", "images:0=random:0", "--samples", "7",
+                "--dims", "5"))
+    assert (load_manifest(bins).gear_kind, load_manifest(bins).inputs[0].shape) == ("range", (5, 16, 16, 3))
+    compared = _run_and_compare(capsys, model, bins, tmp_path / "out")
+    assert compared.code == 0, compared.out + compared.err
