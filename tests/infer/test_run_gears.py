@@ -186,3 +186,22 @@ def test_the_dry_run_line_names_the_gear(geared: tuple[str, ModelContract, Path]
     manifest = load_manifest(bins)
     assert summary == f"msame runs model.om at {manifest.gear_label} over {manifest.file_count} batches in one start"
     assert shlex.split(line)[-len(KINDS[kind][3]):] == KINDS[kind][3]
+
+
+def test_one_batch_through_msame_at_the_gear_comes_back_trimmed(
+        geared: tuple[str, ModelContract, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    from binio.binfile import read_bin
+    from infer.run._gear import gear_run
+    from infer.run._runners.msame import MsameRunner
+
+    kind, om, bins = geared
+    use_fake_tools(monkeypatch)
+    manifest = load_manifest(bins)
+    images = read_bin(manifest.root / manifest.inputs[0].folder / "000000.bin", om.model_inputs[0].with_shape(
+        manifest.inputs[0].shape))
+    with MsameRunner.from_contract(om) as runner:
+        runner.use_gear(gear_run(om, manifest, runner.inputs, runner.outputs))
+        features, probs = runner.infer({"images:0": np.asarray(images)})
+    assert features.shape == (*manifest.inputs[0].shape[:3], 4) and probs.shape == (manifest.batch, 5)
+    np.testing.assert_allclose(probs.sum(axis=1), 1.0, rtol=1e-5)  # a softmax, not the buffer's 0xff tail
+    assert np.isfinite(features).all(), kind
