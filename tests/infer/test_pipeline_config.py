@@ -222,7 +222,7 @@ def test_template_loads_and_every_commented_setting_is_a_valid_key(project: Path
     assert full.data.dump.image.mean == (0.0,)
     assert full.compare.thresholds.texts == ("cosine=0.999", "probs:0:kl=0.01")
     assert full.compare.expected_from_emulation is True and full.compare.expected_factor == 10.0
-    assert not full.compare.fail_on_expected and not full.compare.allow_same_backend
+    assert full.compare.fail_on_expected is True and not full.compare.allow_same_backend
 
 
 def test_compare_per_sample_limits_and_switches_reach_the_command(project: Path) -> None:
