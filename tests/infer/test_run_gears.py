@@ -161,11 +161,10 @@ def test_outputs_an_om_states_at_its_largest_gear_are_taken_at_the_datasets(
     assert [spec.shape for spec in run.outputs] == [(batch, height, width, 4), (batch, 5)]
 
 
+@pytest.mark.parametrize("geared", ["batch"], indirect=True)
 def test_a_dataset_json_naming_another_gear_than_its_bins_is_refused(
         geared: tuple[str, ModelContract, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    kind, om, bins = geared
-    if kind != "batch":
-        pytest.skip("one kind shows it")
+    _, om, bins = geared
     use_fake_tools(monkeypatch)
     copy = tmp_path / "bins"
     shutil.copytree(bins, copy)
@@ -205,3 +204,19 @@ def test_one_batch_through_msame_at_the_gear_comes_back_trimmed(
     assert features.shape == (*manifest.inputs[0].shape[:3], 4) and probs.shape == (manifest.batch, 5)
     np.testing.assert_allclose(probs.sum(axis=1), 1.0, rtol=1e-5)  # a softmax, not the buffer's 0xff tail
     assert np.isfinite(features).all(), kind
+
+
+@pytest.mark.parametrize("geared", ["image_size"], indirect=True)
+def test_a_sharded_run_gives_every_shard_the_gear(geared: tuple[str, ModelContract, Path], tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from infer.run import ScaleOptions
+
+    _, om, bins = geared
+    use_fake_tools(monkeypatch)
+    plain = run_model(om, bins, tmp_path / "plain", RunOptions(backend="msame"))
+    sharded = run_model(om, bins, tmp_path / "sharded", RunOptions(backend="msame"), ScaleOptions(shards=2))
+    assert sharded.record.completed and sharded.record.outputs == plain.record.outputs
+    for stem in plain.record.stems:
+        for index in range(2):
+            assert (sharded.record.output_path(stem, index).read_bytes()
+                    == plain.record.output_path(stem, index).read_bytes())
