@@ -15,6 +15,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any
 
+from binio.errors import first_line
 from binio.gears import BATCH, DIMS, IMAGE_SIZE, RANGE, DynamicShape, Gear, gear_label, gear_of, shapes_at
 from binio.manifest import DatasetManifest
 from binio.names import node_name
@@ -146,7 +147,12 @@ def _inferred_shapes(contract: ModelContract, inputs: dict[str, tuple[int, ...]]
         fixed = {spec.name: tf1.placeholder(tf.as_dtype(spec.dt.np_dtype), inputs[spec.name],
                                             name=f"infer_gear_input_{index}")
                  for index, spec in enumerate(contract.inputs) if spec.name in inputs}
-        found = tf1.import_graph_def(graph_def, input_map=fixed, return_elements=[s.name for s in contract.outputs],
-                                     name="model")
+        try:
+            found = tf1.import_graph_def(graph_def, input_map=fixed,
+                                         return_elements=[s.name for s in contract.outputs], name="model")
+        except (ValueError, TypeError) as exc:  # a shape the graph's ops refuse
+            shown = ", ".join(f"{name} {format_shape(shape)}" for name, shape in inputs.items())
+            raise RunError(f"{contract.pb_path}: TensorFlow cannot take the inputs at {shown}: {first_line(exc)}",
+                           hint="the model may not take this gear; check convert's gears against the graph") from None
         return {spec.name: tuple(tensor.shape.as_list()) for spec, tensor in zip(contract.outputs, found, strict=True)
                 if tensor.shape.rank is not None}

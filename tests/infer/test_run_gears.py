@@ -15,7 +15,7 @@ import pytest
 from binio.errors import InferError
 from binio.manifest import load_manifest
 from infer.contract import ModelContract, load_contract
-from infer.run import RunOptions, plan_run, run_model
+from infer.run import RunError, RunOptions, plan_run, run_model
 from infer.run.record import load_run
 from tests.cli import Outcome, run_cli
 from tests.infer.run_data import as_om, use_fake_tools, write_dataset
@@ -220,3 +220,13 @@ def test_a_sharded_run_gives_every_shard_the_gear(geared: tuple[str, ModelContra
         for index in range(2):
             assert (sharded.record.output_path(stem, index).read_bytes()
                     == plain.record.output_path(stem, index).read_bytes())
+
+
+@pytest.mark.parametrize("geared", ["image_size"], indirect=True)
+def test_a_gear_shape_the_graph_refuses_is_named(geared: tuple[str, ModelContract, Path]) -> None:
+    from infer.run._gear import _inferred_shapes
+
+    _, om, _ = geared
+    with pytest.raises(RunError) as refused:
+        _inferred_shapes(om, {"images:0": (2, 6, 6)})  # a rank the convolution does not take
+    assert str(refused.value).startswith(f"{om.pb_path}: TensorFlow cannot take the inputs at images:0 (2,6,6): ")
