@@ -15,12 +15,13 @@ from binio.lock import folder_lock
 from binio.manifest import load_manifest
 from binio.process import quote_command
 from infer._version import __version__
+from infer.contract import load_contract
 from infer.pipeline._calls import atc_dry_run
 from infer.pipeline._gears import PER_GEAR_STAGES, PipelineGear, pipeline_gears
 from infer.pipeline._stages import STAGE_FUNCTIONS, STAGES, WorkLayout
 from infer.pipeline._state import StageRecord, digest_paths, load_state, save_state, settings_digest
 from infer.pipeline.config import PipelineConfig, load_config
-from infer.run import msame_argv
+from infer.run import msame_argv, tool_gear_flags
 
 REPORT_FILE = "pipeline-report.txt"
 
@@ -65,13 +66,16 @@ class PipelineResult:
 
 
 def msame_command(work: WorkLayout, om: Path, config: PipelineConfig) -> tuple[str, ...]:
-    """msame's own command line for the bins of this pipeline (folder mode, one folder per input)."""
+    """msame's own command line for the bins of this pipeline (folder mode, one folder per input), with the flag
+    that names their gear for a model with gears."""
     try:
-        folders = [work.bins / item.folder for item in load_manifest(work.bins).inputs]
+        manifest = load_manifest(work.bins)
+        folders = [work.bins / item.folder for item in manifest.inputs]
+        flags = tool_gear_flags(load_contract(work.contract), manifest)
     except InferError:
-        folders = [work.bins / "INPUT"]
-    return tuple(msame_argv("msame", om, folders, work.out / "msame", device=config.run.device,
-                            loop=config.run.loop))
+        folders, flags = [work.bins / "INPUT"], ()
+    return (*msame_argv("msame", om, folders, work.out / "msame", device=config.run.device, loop=config.run.loop),
+            *flags)
 
 
 def report_tail(result: PipelineResult) -> list[str]:

@@ -9,6 +9,7 @@ from infer._exports import lazy_exports
 
 if TYPE_CHECKING:
     from infer.run._entry import run_model
+    from infer.run._gear import tool_gear_flags
     from infer.run._plain import BACKENDS
     from infer.run._plan import plan_run
     from infer.run._runners.msame import msame_argv
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BACKENDS", "RunError", "RunOptions", "RunPlan", "RunResult", "ScaleOptions", "ScaleOutError", "msame_argv",
-    "plan_run", "run_model",
+    "plan_run", "run_model", "tool_gear_flags",
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, {
@@ -31,4 +32,5 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     "msame_argv": "infer.run._runners.msame",
     "plan_run": "infer.run._plan",
     "run_model": "infer.run._entry",
+    "tool_gear_flags": "infer.run._gear",
 })

@@ -7,7 +7,6 @@ is moved into our layout, so a refused run moves nothing. The timings are the to
 from __future__ import annotations
 
 import logging
-import math
 import os
 import shutil
 from dataclasses import replace
@@ -76,19 +75,16 @@ def run_folders(runner: ToolRunner, manifest: DatasetManifest, record: RunRecord
 
 
 def _trim_to_gear(runner: ToolRunner, moves: list[tuple[Path, Path, TensorSpec]]) -> tuple[TrimmedOutput, ...]:
-    """Cuts each output file the tool wrote larger than the gear's output (msame writes its whole buffer, sized
-    for the largest gear, for image-size and dims gears) to the gear's real size, which comes first in it; what
-    was cut, per output. A static model's files, and a file smaller than the gear's, are left to the size check."""
+    """Each output file the tool wrote larger than the gear's output cut to the gear's size
+    (`ToolRunner.trim_to_gear`); what was cut, per output."""
     if runner.gear is None:
         return ()
     cut: dict[str, tuple[int, int, int]] = {}
     for path, _, spec in moves:
-        kept = math.prod(spec.static_shape()) * spec.dt.itemsize
-        written = path.stat().st_size
-        if written > kept:
-            os.truncate(path, kept)
-            _, _, files = cut.get(spec.name, (written, kept, 0))
-            cut[spec.name] = (written, kept, files + 1)
+        written = runner.trim_to_gear(path, spec)
+        if written is not None:
+            _, _, files = cut.get(spec.name, (written, 0, 0))
+            cut[spec.name] = (written, path.stat().st_size, files + 1)
     if cut:
         log.info("%s wrote outputs padded to its buffer; trimmed to %s's size: %s", runner.tool, runner.gear.label,
                  ", ".join(f"{name} {written} -> {kept} bytes" for name, (written, kept, _) in cut.items()))

@@ -15,6 +15,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any
 
+from binio.errors import first_line
 from binio.gears import BATCH, DIMS, IMAGE_SIZE, RANGE, DynamicShape, Gear, gear_label, gear_of, shapes_at
 from binio.manifest import DatasetManifest
 from binio.names import node_name
@@ -57,20 +58,37 @@ def gear_run(contract: ModelContract, manifest: DatasetManifest, inputs: tuple[T
         return None
     gear = dataset_gear(gears, manifest)
     at_gear = outputs_at(contract, gears, gear, _unknown_where_the_pb_is(contract, outputs))
+    return GearRun(kind=gears.kind, gear=gear, flags=gear_flags(gears, gear, inputs, at_gear), outputs=at_gear)
+
+
+def gear_flags(gears: DynamicShape, gear: Gear, inputs: tuple[TensorSpec, ...],
+               outputs: tuple[TensorSpec, ...] = ()) -> tuple[str, ...]:
+    """The flags msame and ais_bench take for `gear`, `inputs` in the om's order; a shape range's also need the
+    `outputs` at it (their sizes go to --outputSize)."""
     shapes = shapes_at(gears, gear)
     named = ";".join(f"{node_name(spec.name)}:{','.join(map(str, shapes[spec.name]))}" for spec in inputs
                      if spec.name in shapes)
-    flags: tuple[str, ...]
     if gears.kind == BATCH:
-        flags = ("--dymBatch", str(gear[0]))
-    elif gears.kind == IMAGE_SIZE:
-        flags = ("--dymHW", f"{gear[0]},{gear[1]}")
-    elif gears.kind == DIMS:
-        flags = ("--dymDims", named)
-    else:  # the om's output size is unknown (0) until it runs: the buffers are the outputs' sizes at this shape
-        sizes = ",".join(str(math.prod(spec.static_shape()) * spec.dt.itemsize) for spec in at_gear)
-        flags = ("--dymShape", named, "--outputSize", sizes)
-    return GearRun(kind=gears.kind, gear=gear, flags=flags, outputs=at_gear)
+        return ("--dymBatch", str(gear[0]))
+    if gears.kind == IMAGE_SIZE:
+        return ("--dymHW", f"{gear[0]},{gear[1]}")
+    if gears.kind == DIMS:
+        return ("--dymDims", named)
+    # the om's output size is unknown (0) until it runs: the buffers are the outputs' sizes at this shape
+    sizes = ",".join(str(math.prod(spec.static_shape()) * spec.dt.itemsize) for spec in outputs)
+    return ("--dymShape", named, "--outputSize", sizes)
+
+
+def tool_gear_flags(contract: ModelContract, manifest: DatasetManifest) -> tuple[str, ...]:
+    """The gear flags msame or ais_bench take for this dataset of this model (none for a static model): for lines
+    that show the tool's command, such as the pipeline report's."""
+    gears = contract.gears
+    if gears is None:
+        return ()
+    gear = dataset_gear(gears, manifest)
+    inputs = contract.model_inputs
+    outputs = outputs_at(contract, gears, gear, contract.model_outputs) if gears.kind == RANGE else ()
+    return gear_flags(gears, gear, inputs, outputs)
 
 
 def _unknown_where_the_pb_is(contract: ModelContract, outputs: tuple[TensorSpec, ...]) -> tuple[TensorSpec, ...]:
@@ -129,7 +147,12 @@ def _inferred_shapes(contract: ModelContract, inputs: dict[str, tuple[int, ...]]
         fixed = {spec.name: tf1.placeholder(tf.as_dtype(spec.dt.np_dtype), inputs[spec.name],
                                             name=f"infer_gear_input_{index}")
                  for index, spec in enumerate(contract.inputs) if spec.name in inputs}
-        found = tf1.import_graph_def(graph_def, input_map=fixed, return_elements=[s.name for s in contract.outputs],
-                                     name="model")
+        try:
+            found = tf1.import_graph_def(graph_def, input_map=fixed,
+                                         return_elements=[s.name for s in contract.outputs], name="model")
+        except (ValueError, TypeError) as exc:  # a shape the graph's ops refuse
+            shown = ", ".join(f"{name} {format_shape(shape)}" for name, shape in inputs.items())
+            raise RunError(f"{contract.pb_path}: TensorFlow cannot take the inputs at {shown}: {first_line(exc)}",
+                           hint="the model may not take this gear; check convert's gears against the graph") from None
         return {spec.name: tuple(tensor.shape.as_list()) for spec, tensor in zip(contract.outputs, found, strict=True)
                 if tensor.shape.rank is not None}

@@ -154,6 +154,9 @@ dynamic_batch = [1, 4, 8]
     stages = [line.split()[0] for line in outcome.out.splitlines() if "@" in line.split(" ")[0]]
     assert stages == [f"{stage}@b{batch}" for stage in ("dump-bin", "run", "compare") for batch in (1, 4, 8)]
     assert "PASSED: 3 gears (batch 1, batch 4, batch 8)" in outcome.out
+    lines = outcome.out.splitlines()
+    by_hand = lines[lines.index("on an Ascend machine, by hand:") + 2].strip()
+    assert by_hand.startswith("msame --model ") and by_hand.endswith(" --dymBatch 1")  # the first gear's bins
     for batch in (1, 4, 8):
         manifest = load_manifest(tmp_path / "work" / f"bins_b{batch}")
         assert (manifest.gear, manifest.batch, manifest.samples) == ((batch,), batch, 6)

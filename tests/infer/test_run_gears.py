@@ -15,7 +15,7 @@ import pytest
 from binio.errors import InferError
 from binio.manifest import load_manifest
 from infer.contract import ModelContract, load_contract
-from infer.run import RunOptions, plan_run, run_model
+from infer.run import RunError, RunOptions, plan_run, run_model
 from infer.run.record import load_run
 from tests.cli import Outcome, run_cli
 from tests.infer.run_data import as_om, use_fake_tools, write_dataset
@@ -161,11 +161,10 @@ def test_outputs_an_om_states_at_its_largest_gear_are_taken_at_the_datasets(
     assert [spec.shape for spec in run.outputs] == [(batch, height, width, 4), (batch, 5)]
 
 
+@pytest.mark.parametrize("geared", ["batch"], indirect=True)
 def test_a_dataset_json_naming_another_gear_than_its_bins_is_refused(
         geared: tuple[str, ModelContract, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    kind, om, bins = geared
-    if kind != "batch":
-        pytest.skip("one kind shows it")
+    _, om, bins = geared
     use_fake_tools(monkeypatch)
     copy = tmp_path / "bins"
     shutil.copytree(bins, copy)
@@ -186,3 +185,48 @@ def test_the_dry_run_line_names_the_gear(geared: tuple[str, ModelContract, Path]
     manifest = load_manifest(bins)
     assert summary == f"msame runs model.om at {manifest.gear_label} over {manifest.file_count} batches in one start"
     assert shlex.split(line)[-len(KINDS[kind][3]):] == KINDS[kind][3]
+
+
+def test_one_batch_through_msame_at_the_gear_comes_back_trimmed(
+        geared: tuple[str, ModelContract, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    from binio.binfile import read_bin
+    from infer.run._gear import gear_run
+    from infer.run._runners.msame import MsameRunner
+
+    kind, om, bins = geared
+    use_fake_tools(monkeypatch)
+    manifest = load_manifest(bins)
+    images = read_bin(manifest.root / manifest.inputs[0].folder / "000000.bin", om.model_inputs[0].with_shape(
+        manifest.inputs[0].shape))
+    with MsameRunner.from_contract(om) as runner:
+        runner.use_gear(gear_run(om, manifest, runner.inputs, runner.outputs))
+        features, probs = runner.infer({"images:0": np.asarray(images)})
+    assert features.shape == (*manifest.inputs[0].shape[:3], 4) and probs.shape == (manifest.batch, 5)
+    np.testing.assert_allclose(probs.sum(axis=1), 1.0, rtol=1e-5)  # a softmax, not the buffer's 0xff tail
+    assert np.isfinite(features).all(), kind
+
+
+@pytest.mark.parametrize("geared", ["image_size"], indirect=True)
+def test_a_sharded_run_gives_every_shard_the_gear(geared: tuple[str, ModelContract, Path], tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from infer.run import ScaleOptions
+
+    _, om, bins = geared
+    use_fake_tools(monkeypatch)
+    plain = run_model(om, bins, tmp_path / "plain", RunOptions(backend="msame"))
+    sharded = run_model(om, bins, tmp_path / "sharded", RunOptions(backend="msame"), ScaleOptions(shards=2))
+    assert sharded.record.completed and sharded.record.outputs == plain.record.outputs
+    for stem in plain.record.stems:
+        for index in range(2):
+            assert (sharded.record.output_path(stem, index).read_bytes()
+                    == plain.record.output_path(stem, index).read_bytes())
+
+
+@pytest.mark.parametrize("geared", ["image_size"], indirect=True)
+def test_a_gear_shape_the_graph_refuses_is_named(geared: tuple[str, ModelContract, Path]) -> None:
+    from infer.run._gear import _inferred_shapes
+
+    _, om, _ = geared
+    with pytest.raises(RunError) as refused:
+        _inferred_shapes(om, {"images:0": (2, 6, 6)})  # a rank the convolution does not take
+    assert str(refused.value).startswith(f"{om.pb_path}: TensorFlow cannot take the inputs at images:0 (2,6,6): ")

@@ -6,6 +6,8 @@ to a scratch folder and runs the tool on it, so these runners honour the same co
 
 from __future__ import annotations
 
+import math
+import os
 import tempfile
 from abc import abstractmethod
 from collections.abc import Mapping, Sequence
@@ -188,7 +190,23 @@ class ToolRunner(BaseRunner):
                 write_raw(folder / bin_file_name(0), np.asarray(feeds[spec.name]))
                 dirs.append(folder)
             run = self.run_folders(dirs, [stem], root / "out")
+            for path, spec in zip(run.files[stem], self.outputs, strict=True):
+                self.trim_to_gear(path, spec)
             return [np.array(read_bin(path, spec)) for path, spec in zip(run.files[stem], self.outputs, strict=True)]
+
+    def trim_to_gear(self, path: Path, spec: TensorSpec) -> int | None:
+        """Cuts an output file the tool wrote larger than the gear's output to the gear's size, which comes first
+        in it (msame writes its whole buffer, sized for the largest gear, for image-size and dims gears); the size
+        it had, or None where nothing was cut (a static model, a file of the right size or smaller, which the size
+        check refuses)."""
+        if self.gear is None:
+            return None
+        kept = math.prod(spec.static_shape()) * spec.dt.itemsize
+        written = path.stat().st_size
+        if written <= kept:
+            return None
+        os.truncate(path, kept)
+        return written
 
     def collect(self, folder: Path, stems: Sequence[str], result: ToolResult, name: str) -> dict[str, tuple[Path, ...]]:
         """The output files of every stem, named by `name` (a format with {stem} and {index})."""
