@@ -202,13 +202,13 @@ def _offered(node: Any, shape: tuple[int | None, ...] | None, roles: _Roles) -> 
     return node.name not in roles.from_labels or (shape != () and node.op not in _METADATA_OPS)
 
 
-def rank_output_candidates(graph_def: Any, graph: Any) -> tuple[OutputCandidate, ...]:
+def rank_output_candidates(graph_def: Any, graph: Any, roles: _Roles | None = None) -> tuple[OutputCandidate, ...]:
     """Nodes nothing consumes, minus bookkeeping, best first; later nodes first among equals (deeper). What the
     losses and metrics read as the model's answer (the logits, a softmax beside the loss) comes first, whatever
     reads it; a softmax/sigmoid/argmax-like node that only training ops read (an accuracy) is a candidate too;
     scalars and shapes computed from labels (metrics, the loss's plumbing) are not."""
     readers = node_readers(graph_def)
-    roles = _roles(graph_def, readers)
+    roles = roles or _roles(graph_def, readers)
     answers = roles.heads.tensors - {f"{name}:0" for name in roles.from_labels}
     ranked: list[tuple[int, int, OutputCandidate]] = []
     for position, node in enumerate(graph_def.node):
@@ -272,11 +272,11 @@ def placeholders(graph_def: Any, graph: Any, labels: frozenset[str] = frozenset(
     return tuple(found)
 
 
-def label_feeds(graph_def: Any) -> frozenset[str]:
+def label_feeds(graph_def: Any, roles: _Roles | None = None) -> frozenset[str]:
     """The feed tensors that are labels: those the losses and metrics take as labels, and those nothing the
     model answers is computed from whose names say label (a feed only an optimizer reads, a learning rate, is
     none)."""
-    roles = _roles(graph_def, node_readers(graph_def))
+    roles = roles or _roles(graph_def, node_readers(graph_def))
     return roles.heads.labels | frozenset(t for t in roles.labels if _LABEL_WORDS.search(t.lower()))
 
 
@@ -311,6 +311,7 @@ def inspect_loaded(source: LoadedSource) -> GraphReport:
     else:
         variables, parameters, origin = 0, _constant_parameters(graph_def), "constants"
     histogram = Counter(node.op for node in graph_def.node)
+    roles = _roles(graph_def, node_readers(graph_def))  # once, for the labels and the ranking
     signature = []
     for item in source.signature:
         tensor = graph.get_tensor_by_name(item.tensor)
@@ -318,8 +319,8 @@ def inspect_loaded(source: LoadedSource) -> GraphReport:
                                         dtype=tensor.dtype.name, shape=shape_of(tensor)))
     return GraphReport(
         source=str(source.path), kind=source.kind, tf_version=source.tf_version, nodes=len(graph_def.node),
-        placeholders=placeholders(graph_def, graph, label_feeds(graph_def)),
-        candidates=_signature_first(rank_output_candidates(graph_def, graph), signature, graph),
+        placeholders=placeholders(graph_def, graph, label_feeds(graph_def, roles)),
+        candidates=_signature_first(rank_output_candidates(graph_def, graph, roles), signature, graph),
         op_histogram=tuple(sorted(histogram.items(), key=lambda item: (-item[1], item[0]))),
         variables=variables, parameters=parameters, parameters_from=origin, signature=tuple(signature),
         signature_name=source.signature_name, other_signatures=source.other_signatures, note=source.note,
