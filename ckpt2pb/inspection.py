@@ -198,7 +198,11 @@ def _roles(graph_def: Any, readers: dict[str, list[str]]) -> _Roles:
 
 def _offered(node: Any, shape: tuple[int | None, ...] | None, roles: _Roles) -> bool:
     """A tensor computed from the labels is offered only where it may be a model's answer: never a scalar (a
-    loss, an accuracy) nor a shape or size (the loss's plumbing)."""
+    loss, an accuracy) nor a shape or size (the loss's plumbing). Nor is any scalar of a graph whose losses or
+    metrics name the model's answer: that answer is per sample, and a training graph's scalars are its losses,
+    metrics and counters (tf.metrics' values, read from variables the labels update)."""
+    if shape == () and roles.heads.answers:
+        return False
     return node.name not in roles.from_labels or (shape != () and node.op not in _METADATA_OPS)
 
 

@@ -154,3 +154,25 @@ def test_a_tf_data_training_graph_takes_the_iterator_s_labels(tmp_path: Path) ->
     assert {p.tensor: p.is_label for p in report.placeholders} == {features.name: False, classes.name: True}
     assert report.candidates[0].tensor == "scores:0" and report.candidates[0].read_by_loss
     assert not [c.tensor for c in report.candidates if c.shape == () or c.op in ("Shape", "Size", "Rank")]
+
+
+def test_tf_losses_and_tf_metrics_leave_the_logits_first(tmp_path: Path) -> None:
+    """tf.compat.v1.losses on one-hot labels made in the graph, tf.compat.v1.metrics.accuracy (its value read from
+    variables the labels update, so no data path from the labels reaches it): no scalar is offered."""
+    import tensorflow as tf
+
+    tf1 = tf.compat.v1
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf1.placeholder(tf.float32, [None, 4], name="feats")
+        classes = tf1.placeholder(tf.int64, [None], name="y")
+        logits = tf.matmul(x, tf1.get_variable("w", [4, 3]), name="dense_out")
+        cost = tf1.losses.softmax_cross_entropy(tf.one_hot(classes, 3), logits)
+        tf1.metrics.accuracy(classes, tf.argmax(logits, 1))
+        tf1.train.AdamOptimizer().minimize(cost)
+    pb = tmp_path / "tf_losses.pb"
+    pb.write_bytes(graph.as_graph_def().SerializeToString())
+    report = inspect_model(pb)
+    assert {p.tensor: p.is_label for p in report.placeholders} == {"feats:0": False, "y:0": True}
+    assert report.candidates[0].tensor == "dense_out:0" and report.candidates[0].read_by_loss
+    assert not [c.tensor for c in report.candidates if c.shape == ()]
