@@ -114,6 +114,19 @@ def test_freeze_takes_the_logits_without_the_labels(training_graph: TrainingGrap
     assert [(s.name, s.shape) for s in contract.outputs] == [(training_graph.logits, (2, 5))]
 
 
+def test_freeze_of_the_loss_says_the_label_is_no_setting(training_graph: TrainingGraph, tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """The loss reads the shape-less labels: freeze names them a label and points at the model's answer; no --set."""
+    outcome = run_cli(capsys, "freeze", training_graph.prefix, "-o", tmp_path / "frozen", "--outputs",
+                      "objective:0", "--batch", "2")
+    assert outcome.code == 2
+    assert outcome.error_line == (f"error: input {training_graph.labels}: a label (only the loss and metrics read it, "
+                                  "and the graph does not know its rank), read by the outputs objective:0: those are "
+                                  "training's, not the model's answer")
+    assert "--set" not in outcome.err and "infer inspect MODEL lists it first" in outcome.err
+    assert not (tmp_path / "frozen").exists()
+
+
 def test_a_learning_rate_placeholder_is_no_label(tmp_path: Path) -> None:
     """A feed only the optimizer reads is neither the model's nor a label: nothing marks it one."""
     import tensorflow as tf
