@@ -1,17 +1,19 @@
 """The ATC command line for a TensorFlow pb, built from the model's inputs and outputs and checked first.
 
 Everything ATC would refuse after minutes of loading (a node not in the graph, E10016; a dynamic option with no
--1 dim, E10031; an unknown chip or precision mode) is refused here, before it runs.
+-1 dim, E10031, and the other gear and shape-range rules of `atc_wrap.dynamic_shapes`; an unknown chip or
+precision mode) is refused here, before it runs.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from atc_wrap.aipp import AippConfig, aipp_input_spec
+from atc_wrap.dynamic_shapes import DIMS, GearRequest, check_dynamic, gear_argv, input_shape_text
 from atc_wrap.errors import ConvertError
 from atc_wrap.nodes import check_nodes_exist
 from atc_wrap.op_controls import (
@@ -30,10 +32,10 @@ from atc_wrap.precision import (
 )
 from atc_wrap.precision_plan import ascend_names
 from atc_wrap.soc import check_soc_version
-from binio.spec import LAYOUTS, TensorSpec, format_shape, output_index
+from binio.gears import DynamicShape
+from binio.spec import LAYOUTS, TensorSpec, output_index
 
 FRAMEWORK_TENSORFLOW = "3"
-_MAX_DYNAMIC_BATCHES = 100  # ATC takes 2..100 batch sizes
 
 
 @dataclass(frozen=True)
@@ -45,7 +47,7 @@ class AtcOptions:
     input_format: str = ""  # NHWC | NCHW | ND; "" takes it from the inputs' layout
     input_fp16_nodes: str = ""  # "a;b"
     output_type: str = ""  # FP32 | FP16 | UINT8 | "node:0:FP16;node2:1:FP32"
-    dynamic_batch: tuple[int, ...] = ()
+    gears: GearRequest = field(default_factory=GearRequest)  # --dynamic-batch, -image-size, -dims, --shape-range
     op_select_implmode: str = ""
     fusion_switch_file: Path | None = None
     keep_dtype: Path | None = None
@@ -67,6 +69,7 @@ class AtcCommand:
     outputs: tuple[TensorSpec, ...]  # as it gives them (per --output_type)
     input_format: str
     controls: OpControls  # the per-op control files as read (their texts go into model.json)
+    gears: DynamicShape | None = None  # the shapes the om takes when built with gears or a shape range
 
 
 def build_atc_command(
@@ -80,8 +83,10 @@ def build_atc_command(
     implmode = check_implmode(options.op_select_implmode)
     fp16_nodes = parse_input_fp16_nodes(options.input_fp16_nodes, inputs)
     output_types = parse_output_type(options.output_type, outputs)
-    input_format = _input_format(options.input_format, inputs)
-    check_shapes(inputs, options.dynamic_batch)
+    gears = check_dynamic(inputs, options.gears, input_format=options.input_format.upper(),
+                          aipp=options.aipp is not None, soc_version=soc)
+    # ATC's --dynamic_dims pages pair it with --input_format ND (a guess that it is needed; the examples all give it).
+    input_format = _input_format(options.input_format or ("ND" if gears and gears.kind == DIMS else ""), inputs)
     check_nodes_exist(graph_def, pb, inputs, outputs)
     files = {"--fusion-switch-file": options.fusion_switch_file, "--keep-dtype": options.keep_dtype,
              "--modify-mixlist": options.modify_mixlist, "--customize-dtypes": options.customize_dtypes}
@@ -98,7 +103,7 @@ def build_atc_command(
         f"--framework={FRAMEWORK_TENSORFLOW}",
         f"--output={om.with_suffix('')}",
         f"--soc_version={soc}",
-        f"--input_shape={input_shape_arg(inputs)}",
+        f"--input_shape={input_shape_text(gears, inputs)}",
         f"--input_format={input_format}",
         f"--out_nodes={out_nodes_arg(outputs)}",
         f"--precision_mode={mode}",
@@ -107,8 +112,7 @@ def build_atc_command(
         argv.append(f"--input_fp16_nodes={';'.join(fp16_nodes)}")
     if output_types:
         argv.append(f"--output_type={_output_type_arg(options.output_type)}")
-    if options.dynamic_batch:
-        argv.append(f"--dynamic_batch_size={','.join(str(b) for b in options.dynamic_batch)}")
+    argv.extend(gear_argv(gears))
     if implmode:
         argv.append(f"--op_select_implmode={implmode}")
     if options.fusion_switch_file is not None:
@@ -122,7 +126,9 @@ def build_atc_command(
     if options.insert_op_conf is not None:
         argv.append(f"--insert_op_conf={options.insert_op_conf}")
     argv.extend(options.extra_args)
-    taken = tuple(s.with_dtype("float16") if s.node in fp16_nodes else s for s in inputs)
+    shapes = dict(gears.inputs) if gears is not None else {}  # a shape range may fix an unknown dim
+    taken = tuple((s.with_dtype("float16") if s.node in fp16_nodes else s).with_shape(shapes.get(s.name, s.shape))
+                  for s in inputs)
     if options.aipp is not None:
         rank = options.aipp.related_input_rank
         taken = tuple(aipp_input_spec(s, options.aipp) if i == rank else s for i, s in enumerate(taken))
@@ -130,7 +136,7 @@ def build_atc_command(
         argv=tuple(argv), om=om,
         inputs=taken,
         outputs=tuple(_typed_output(s, output_types) for s in outputs),
-        input_format=input_format, controls=controls,
+        input_format=input_format, controls=controls, gears=gears,
     )
 
 
@@ -141,14 +147,6 @@ def _ascend_types(graph_def: Any, soc: str) -> frozenset[str]:
         return ascend_names(graph_def, op_table_for(soc))
     except OpTableError:
         return frozenset()
-
-
-def input_shape_arg(inputs: Sequence[TensorSpec]) -> str:
-    """``images:1,224,224,3;mask:1,224`` in the contract's order; an unknown dim as -1 (checked to be dynamic)."""
-    def dims(spec: TensorSpec) -> str:
-        return ",".join("-1" if d is None else str(d) for d in spec.shape)
-
-    return ";".join(f"{spec.node}:{dims(spec)}" for spec in inputs)
 
 
 def out_nodes_arg(outputs: Sequence[TensorSpec]) -> str:
@@ -177,32 +175,3 @@ def _input_format(asked: str, inputs: Sequence[TensorSpec]) -> str:
         return value
     layouts = [spec.layout for spec in inputs if spec.layout in ("NHWC", "NCHW")]
     return layouts[0] if layouts else "ND"
-
-
-def check_shapes(inputs: Sequence[TensorSpec], dynamic_batch: Sequence[int]) -> None:
-    """Static shapes, or a --dynamic-batch with a -1 batch dim to act on (else ATC fails with E10031)."""
-    if not dynamic_batch:
-        dynamic = [spec for spec in inputs if not spec.is_static]
-        if dynamic:
-            spec = dynamic[0]
-            raise ConvertError(
-                f"input {spec.name}: shape {format_shape(spec.shape)} has unknown dims; ATC needs static shapes",
-                hint="re-run infer freeze with --batch N, or give --dynamic-batch for an unknown batch dim",
-            )
-        return
-    if len(dynamic_batch) < 2 or len(dynamic_batch) > _MAX_DYNAMIC_BATCHES:
-        raise ConvertError(f"--dynamic-batch {','.join(map(str, dynamic_batch))}: expected 2 to "
-                           f"{_MAX_DYNAMIC_BATCHES} batch sizes")
-    if any(b <= 0 for b in dynamic_batch) or len(set(dynamic_batch)) != len(dynamic_batch):
-        raise ConvertError(f"--dynamic-batch {','.join(map(str, dynamic_batch))}: expected distinct positive sizes")
-    batched = [spec for spec in inputs if spec.shape and spec.shape[0] is None]
-    if not batched:
-        shapes = ", ".join(f"{s.name} {format_shape(s.shape)}" for s in inputs)
-        raise ConvertError(
-            f"--dynamic-batch: no input has an unknown (-1) batch dim to vary ({shapes}); ATC would fail with E10031",
-            hint="infer freeze --batch -1 keeps the batch dim unknown for --dynamic-batch",
-        )
-    other = [spec for spec in inputs if spec.unknown_dims and spec.unknown_dims != (0,)]
-    if other:
-        raise ConvertError(f"input {other[0].name}: shape {format_shape(other[0].shape)} has unknown dims besides "
-                           "the batch; --dynamic-batch varies only the first dim")

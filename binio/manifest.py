@@ -1,7 +1,9 @@
 """``dataset.json``: the manifest beside a folder of .bin files, read by run and compare before anything runs.
 
 Layout (docs/contracts.md): one folder per model input, one file per batch, zero-padded names (``000000.bin``) so that
-lexicographic order (msame) and natural order (ais_bench) agree; msame pairs the inputs' files by name.
+lexicographic order (msame) and natural order (ais_bench) agree; msame pairs the inputs' files by name. ``gear``
+(null for a static model's bins) names the gear of a dynamic model the bins are: ``{"kind": "batch", "values":
+[4]}`` (`binio.gears`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from binio.document import load_document
 from binio.dtypes import dtype
 from binio.errors import InferError, ManifestError
 from binio.fields import Fields, shown
+from binio.gears import GEAR_KINDS, Gear, gear_from_fields, gear_json, gear_label
 from binio.reading import reading
 from binio.spec import LAYOUTS, TensorSpec, format_shape, node_name
 
@@ -139,6 +142,14 @@ class DatasetManifest:
     inputs: tuple[InputManifest, ...]
     model_sha256: str = ""  # the converted (or frozen) model the bins were made for
     created_by: str = ""
+    # Which gear of a dynamic model the bins are (binio.gears): its kind and values; "" and () for a static model.
+    gear_kind: str = ""
+    gear: Gear = ()
+
+    @property
+    def gear_label(self) -> str:
+        """``batch 4``, ``image size 224x448``; "" for a dataset of a static model."""
+        return gear_label(self.gear_kind, self.gear) if self.gear_kind in GEAR_KINDS else ""
 
     @property
     def path(self) -> Path:
@@ -180,7 +191,9 @@ class DatasetManifest:
         return {
             "schema": SCHEMA, "version": SCHEMA_VERSION, "batch": self.batch, "samples": self.samples,
             "padding": self.padding, "files": self.file_count, "model_sha256": self.model_sha256,
-            "created_by": self.created_by, "inputs": [i.to_json() for i in self.inputs],
+            "created_by": self.created_by,
+            "gear": gear_json(self.gear_kind, self.gear) if self.gear_kind else None,
+            "inputs": [i.to_json() for i in self.inputs],
         }
 
     def save(self) -> DatasetManifest:
@@ -212,9 +225,11 @@ def _manifest(data: dict[str, Any], path: Path) -> DatasetManifest:
     inputs = tuple(InputManifest.from_fields(item, path.parent) for item in fields.children("inputs"))
     for index, item in enumerate(inputs):
         _check_batch(fields, index, item, batch)
+    gear_kind, gear = gear_from_fields(fields.child("gear")) if fields.has("gear") else ("", ())
     return DatasetManifest(
         root=path.parent, batch=batch, samples=fields.integer("samples", minimum=0), inputs=inputs,
         model_sha256=fields.text("model_sha256", ""), created_by=fields.text("created_by", ""),
+        gear_kind=gear_kind, gear=gear,
     )
 
 

@@ -39,6 +39,7 @@ log = logging.getLogger(__name__)
 PROTOBUF_LIMIT = 2**31 - 1  # bytes: protobuf cannot serialise a message this large
 DYNAMIC_BATCH = -1  # --batch -1: the first dim stays unknown, for ATC's --dynamic_batch_size
 VERIFY_BATCH = 2  # the batch verification feeds a graph whose first dim stays unknown
+VERIFY_DIM = 32  # any other dim kept unknown: large enough for a few stride-2 layers (a guess; --no-verify skips)
 
 
 @dataclass(frozen=True)
@@ -90,7 +91,7 @@ def _resolve_tensor(graph: Any, name: str, what: str, known: list[str]) -> Any:
 def _pinned_shape(request: InputRequest, graph_shape: tuple[int | None, ...] | None, batch: int | None,
                   name: str) -> tuple[int | None, ...]:
     """The input's final shape: the graph's, refined by the user's dims and --batch, with every disagreement
-    and every dim left unknown refused (but the first under --batch -1)."""
+    and every dim left unknown refused (but the first under --batch -1, and the dims --inputs writes -1)."""
     shape: list[int | None]
     if request.shape is not None and 0 in request.shape:
         raise FreezeError(f"input {name}: --inputs shape {format_shape(request.shape)} has a 0 dim; a model input "
@@ -121,7 +122,18 @@ def _pinned_shape(request: InputRequest, graph_shape: tuple[int | None, ...] | N
         elif shape[0] != batch:
             raise FreezeError(f"input {name}: --batch {batch} conflicts with its first dim {shape[0]} "
                               f"(shape {format_shape(tuple(shape))})")
-    unknown = [i for i, d in enumerate(shape) if d is None and not (i == 0 and batch == DYNAMIC_BATCH)]
+    for axis in request.dynamic:
+        if graph_shape is not None and graph_shape[axis] is not None:
+            written = ",".join("-1" if i in request.dynamic else "?" if d is None else str(d)
+                               for i, d in enumerate(request.shape or ()))
+            raise FreezeError(f"input {name}: --inputs shape [{written}] keeps dim {axis} unknown (-1), but the "
+                              f"graph fixes it to {graph_shape[axis]} (shape {format_shape(graph_shape)})",
+                              hint="only a dim the graph leaves unknown (?) can stay dynamic")
+    if batch is not None and batch != DYNAMIC_BATCH and 0 in request.dynamic:
+        raise FreezeError(f"input {name}: --batch {batch} fixes dim 0, which --inputs keeps unknown (-1)",
+                          hint="give --batch -1, or a number for dim 0 in --inputs")
+    kept = set(request.dynamic) | ({0} if batch == DYNAMIC_BATCH else set())
+    unknown = [i for i, d in enumerate(shape) if d is None and i not in kept]
     if unknown:
         dims = ", ".join(str(i) for i in unknown)
         example = format_shape(tuple(1 if d is None else d for d in shape)).strip("()")
@@ -266,8 +278,10 @@ def _final_names(graph_def: Any, plan: Plan) -> tuple[TensorSpec, ...]:
 
 
 def _at_batch(specs: tuple[TensorSpec, ...]) -> tuple[TensorSpec, ...]:
-    """The specs with an unknown first dim (--batch -1) made VERIFY_BATCH, to feed verification."""
-    return tuple(replace(s, shape=(VERIFY_BATCH, *s.shape[1:])) if s.shape and s.shape[0] is None else s
+    """The specs with an unknown first dim (--batch -1) made VERIFY_BATCH and any other dim kept unknown (-1 in
+    --inputs) VERIFY_DIM, to feed verification."""
+    return tuple(replace(s, shape=tuple((VERIFY_BATCH if axis == 0 else VERIFY_DIM) if d is None else d
+                                        for axis, d in enumerate(s.shape)))
                  for s in specs)
 
 

@@ -3,7 +3,8 @@
 An input is ``NAME[DIMS]:DTYPE`` with the shape and the dtype optional, e.g. ``images``,
 ``IteratorGetNext:0[?,224,224,3]``, ``input_ids:0[8,128]:int32``. NAME is a node or tensor name; a tensor's
 output index (``:0``) is digits, a dtype is a word, and the shape sits in brackets, so the three never mix up
-(the bracket form is tf2onnx's). Inputs are separated by commas outside brackets.
+(the bracket form is tf2onnx's). Inputs are separated by commas outside brackets. In DIMS, ``?`` is a dim to take
+from the graph, and ``-1`` one to keep unknown in the frozen pb (a dynamic dim for infer convert's gears).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ class InputRequest:
     shape: Shape | None = None
     dtype: str | None = None
     text: str = ""  # as the user wrote it, for messages
+    dynamic: tuple[int, ...] = ()  # the dims written -1: kept unknown (for convert's gears), not taken from the graph
 
 
 def parse_input(text: str) -> InputRequest:
@@ -44,7 +46,14 @@ def parse_input(text: str) -> InputRequest:
             dtype_name = dtype(found["dtype"]).name
         except DtypeError as exc:
             raise DtypeError(f"--inputs {text!r}: {exc.message}") from None
-    return InputRequest(name=found["name"].strip(), shape=shape, dtype=dtype_name, text=text.strip())
+    dynamic = () if found["shape"] is None else _dynamic_dims(found["shape"])
+    return InputRequest(name=found["name"].strip(), shape=shape, dtype=dtype_name, text=text.strip(),
+                        dynamic=dynamic)
+
+
+def _dynamic_dims(dims: str) -> tuple[int, ...]:
+    """The positions written ``-1`` in ``[-1,?,224,3]``."""
+    return tuple(i for i, token in enumerate(dims.split(",")) if token.strip() == "-1")
 
 
 def parse_inputs(text: str) -> tuple[InputRequest, ...]:

@@ -21,6 +21,7 @@ from ckpt2pb.graphinfo import (
     shape_of,
     topological_order,
 )
+from ckpt2pb.parameters import elements_of, variables_feeding
 from ckpt2pb.source import VARIABLE_OPS, LoadedSource, check_checkpoint_index, load_source
 from ckpt2pb.training_heads import TrainingHeads, find_training_heads
 
@@ -102,6 +103,9 @@ class GraphReport:
     variables: int  # in the checkpoint; 0 for frozen graphs
     parameters: int  # elements of the checkpoint's variables, or of a frozen graph's float constants
     parameters_from: str  # checkpoint | graph (variables declared, no checkpoint) | constants
+    # Of `parameters`, the elements of the variables the output candidates are computed from (the rest only
+    # training reads: optimizer slots, step counters); None for a frozen graph or where they cannot be told apart.
+    output_parameters: int | None = None
     signature: tuple[SignatureEntry, ...] = ()
     signature_name: str = ""
     other_signatures: tuple[str, ...] = ()  # a SavedModel's signatures besides the one read
@@ -128,6 +132,7 @@ class GraphReport:
                                   for c in self.candidates],
             "op_histogram": dict(self.op_histogram),
             "variables": self.variables, "parameters": self.parameters, "parameters_from": self.parameters_from,
+            "output_parameters": self.output_parameters,
             "signature": {"name": self.signature_name,
                           "tensors": [{"key": e.key, "role": e.role, "tensor": e.tensor, "dtype": e.dtype,
                                        "shape": None if e.shape is None else list(e.shape)}
@@ -297,21 +302,22 @@ def _constant_parameters(graph_def: Any) -> int:
     return total
 
 
-def _graph_variables(graph_def: Any) -> list[list[int]]:
-    """The shapes of the graph's variables, for a meta graph whose checkpoint is not there."""
-    return [[max(d.size, 0) for d in node.attr["shape"].shape.dim] for node in graph_def.node
-            if node.op in VARIABLE_OPS and not node.name.startswith("save/")]
+def _graph_variables(graph_def: Any) -> dict[str, list[int]]:
+    """The shapes of the graph's variables by name, for a meta graph whose checkpoint is not there."""
+    return {node.name: [max(d.size, 0) for d in node.attr["shape"].shape.dim] for node in graph_def.node
+            if node.op in VARIABLE_OPS and not node.name.startswith("save/")}
 
 
 def inspect_loaded(source: LoadedSource) -> GraphReport:
     graph_def = source.graph_def
     graph = import_graph(graph_def, source.path)
+    shapes: dict[str, list[int]] = {}
     if source.prefix is not None and source.prefix.file(".index").is_file():
         shapes = check_checkpoint_index(source.prefix)
         variables, parameters, origin = len(shapes), sum(math.prod(s) for s in shapes.values()), "checkpoint"
     elif source.has_variables:
-        declared = _graph_variables(graph_def)
-        variables, parameters, origin = len(declared), sum(math.prod(s) for s in declared), "graph"
+        shapes = _graph_variables(graph_def)
+        variables, parameters, origin = len(shapes), sum(math.prod(s) for s in shapes.values()), "graph"
     else:
         variables, parameters, origin = 0, _constant_parameters(graph_def), "constants"
     histogram = Counter(node.op for node in graph_def.node)
@@ -321,12 +327,16 @@ def inspect_loaded(source: LoadedSource) -> GraphReport:
         tensor = graph.get_tensor_by_name(item.tensor)
         signature.append(SignatureEntry(key=item.key, role=item.role, tensor=tensor.name,
                                         dtype=tensor.dtype.name, shape=shape_of(tensor)))
+    candidates = _signature_first(rank_output_candidates(graph_def, graph, roles), signature, graph)
+    output_parameters = (elements_of(shapes, variables_feeding(graph_def, [c.tensor for c in candidates]))
+                         if shapes and candidates else None)
     return GraphReport(
         source=str(source.path), kind=source.kind, tf_version=source.tf_version, nodes=len(graph_def.node),
         placeholders=placeholders(graph_def, graph, label_feeds(graph_def, roles)),
-        candidates=_signature_first(rank_output_candidates(graph_def, graph, roles), signature, graph),
+        candidates=candidates,
         op_histogram=tuple(sorted(histogram.items(), key=lambda item: (-item[1], item[0]))),
-        variables=variables, parameters=parameters, parameters_from=origin, signature=tuple(signature),
+        variables=variables, parameters=parameters, parameters_from=origin, output_parameters=output_parameters,
+        signature=tuple(signature),
         signature_name=source.signature_name, other_signatures=source.other_signatures, note=source.note,
     )
 

@@ -1,7 +1,8 @@
 """The model contract, ``model.json``: what every stage after freeze reads instead of asking for node names again.
 
 Paths inside are stored relative to the contract's folder, so a model folder can be moved or copied to an
-Ascend server as a whole.
+Ascend server as a whole. A dim freeze left unknown is null in an input's ``shape``; ``converted.gears`` (null for
+a static model) says which shapes the converted model takes: `binio.gears.DynamicShape`'s JSON form.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from binio.binfile import sha256_file
 from binio.document import load_document
 from binio.errors import InferError
 from binio.fields import Fields, kind
+from binio.gears import DynamicShape
 from binio.reading import reading
 from binio.spec import TensorSpec
 
@@ -53,6 +55,7 @@ class ConvertedInfo:
     # The precision plan as recorded (`atc_wrap.precision_plan`): each op's dtype on the chip and why; None for a
     # model converted before plans, or for a chip without an operator table. Read through `plan()`.
     precision_plan: dict[str, Any] | None = None
+    gears: DynamicShape | None = None  # the shapes it takes when converted with gears or ranges (binio.gears)
     contract_path: Path | None = field(default=None, compare=False)  # the model.json it was read from
 
     def plan(self) -> PrecisionPlan | None:
@@ -104,6 +107,11 @@ class ModelContract:
     def model_inputs(self) -> tuple[TensorSpec, ...]:
         """The inputs as the model that will run takes them: the converted one's when there is one."""
         return self.converted.inputs if self.converted else self.inputs
+
+    @property
+    def gears(self) -> DynamicShape | None:
+        """The converted model's gears or shape ranges; None for a static (or not yet converted) model."""
+        return self.converted.gears if self.converted else None
 
     @property
     def model_outputs(self) -> tuple[TensorSpec, ...]:
@@ -161,6 +169,7 @@ class ModelContract:
                 "precision_mode": c.precision_mode, "command": list(c.command), "settings": c.settings,
                 "inputs": [s.to_json() for s in c.inputs], "outputs": [s.to_json() for s in c.outputs],
                 "precision_plan": c.precision_plan,
+                "gears": None if c.gears is None else c.gears.to_json(),
             }
         return document
 
@@ -217,6 +226,7 @@ def _contract(data: dict[str, Any], path: Path) -> ModelContract:
             soc_version=c.text("soc_version", ""), precision_mode=c.text("precision_mode", ""),
             command=c.texts("command", []), settings=dict(c.mapping("settings", {})),
             precision_plan=dict(c.mapping("precision_plan")) if c.has("precision_plan") else None,
+            gears=DynamicShape.from_fields(c.child("gears")) if c.has("gears") else None,
             contract_path=path,
         )
     fixed = fields.mapping("fixed", {})

@@ -68,6 +68,8 @@ def test_each_commands_json_has_the_documented_keys(small_cnn: BuiltModel, tmp_p
                                    "-o", tmp_path / "bins", "--json")
     printed["bin-info"] = _printed(capsys, "bin-info", tmp_path / "bins", "--json")
     printed["run"] = _printed(capsys, "run", contract, "--input", tmp_path / "bins", "-o", tmp_path / "out", "--json")
+    printed["run --dry-run MODEL"] = _printed(capsys, "run", contract, "--input", tmp_path / "bins", "-o",
+                                              tmp_path / "planned", "--dry-run", "--json")
     printed["compare"] = _printed(capsys, "compare", contract, "--input", tmp_path / "bins", "--actual",
                                   str(printed["run"]["folder"]), "--json")
     printed["doctor"] = _printed(capsys, "doctor", "--json")
@@ -82,6 +84,7 @@ def test_each_commands_json_has_the_documented_keys(small_cnn: BuiltModel, tmp_p
     assert printed["compare"]["schema"] == "infer.compare-report" and printed["compare"]["passed"] is True
     assert printed["run"]["schema"] == "infer.run" and Path(str(printed["run"]["folder"])).is_dir()
     assert printed["convert"]["schema"] == "infer.convert-result"
+    assert printed["run --dry-run MODEL"]["schema"] == "infer.run-plan" and not (tmp_path / "planned").exists()
     assert printed["tune-precision"]["schema"] == "infer.tune-precision"
 
 
@@ -105,3 +108,32 @@ def test_an_om_inspected_as_json_has_the_documented_keys(tmp_path: Path, capsys:
     document = _printed(capsys, "inspect", om, "--json")
     assert _agrees(document, _documented()["inspect MODEL.om --json"]) == []
     assert document["schema"] == "infer.om-inspect"
+
+
+def _documented_layerwise() -> tuple[tuple[set[str], set[str]], tuple[set[str], set[str]]]:
+    """compare's `layerwise.KEY` rows and its `layerwise.tensors[].KEY` rows: (always, optional) each."""
+    found: tuple[tuple[set[str], set[str]], tuple[set[str], set[str]]] = ((set(), set()), (set(), set()))
+    for line in _DOC.read_text(encoding="utf-8").splitlines():
+        row = re.match(r"\| `layerwise\.(tensors\[\]\.)?([a-z_0-9]+)` \| (.*)\|$", line)
+        if row:
+            found[1 if row.group(1) else 0][1 if row.group(3).startswith("optional") else 0].add(row.group(2))
+    return found
+
+
+def test_compares_layerwise_json_has_the_documented_keys(onnx_small_cnn: ModelContract, tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    model = tmp_path / "model"
+    shutil.copytree(onnx_small_cnn.folder, model)
+    manifest = write_dataset(tmp_path / "bins", {"images:0": cnn_batches(2)})
+    ran = _printed(capsys, "run", model / "model.json", "--input", manifest.root, "-o", tmp_path / "out", "--json")
+    document = _printed(capsys, "compare", model / "model.json", "--input", manifest.root, "--actual",
+                        str(ran["folder"]), "--layerwise", "--json")
+    layers = document["layerwise"]
+    assert isinstance(layers, dict)
+    section, rows = _documented_layerwise()
+    assert _agrees(layers, section) == []
+    for row in layers["tensors"]:
+        assert _agrees(row, rows) == [], row["tensor"]
+    assert layers["judged_by"] == "band" and layers["band"]["factor"] == 10.0
+    compared = [row for row in layers["tensors"] if row["matched"]]
+    assert compared and all(row["band"] is not None and row["band_excess"] is not None for row in compared)

@@ -8,6 +8,7 @@ from typing import Any
 
 import typer
 
+from binio.errors import InferError
 from binio.shown_path import shown_path
 from infer.cli.console import err, out, print_json, say, warn
 from infer.cli.options import takes_options
@@ -18,11 +19,14 @@ from infer.compare.options import CompareOptions
 def compare(
     ctx: typer.Context,
     model: Path = typer.Argument(..., help="model.json of the converted model."),
-    bins: Path = typer.Option(..., "--input", "-i", help="The dataset folder the outputs were computed from."),
-    actual: Path | None = typer.Option(None, "--actual", "-a", help="The converted model's outputs: infer run's "
-                                       "folder, or what msame, ais_bench or the ModelZoo benchmark wrote (OUT or "
-                                       "OUT/<timestamp>; .bin, .txt, .npy), read with the om's dtypes; with "
-                                       "--npu-dump, default: the run folder holding the dump."),
+    inputs: list[Path] = typer.Option(..., "--input", "-i", help="The dataset folder the outputs were computed "
+                                      "from; repeat it with --actual, one pair per gear, to compare every gear of "
+                                      "a dynamic model and get one verdict across them."),
+    actuals: list[Path] | None = typer.Option(None, "--actual", "-a", help="The converted model's outputs: infer "
+                                              "run's folder, or what msame, ais_bench or the ModelZoo benchmark "
+                                              "wrote (OUT or OUT/<timestamp>; .bin, .txt, .npy), read with the om's "
+                                              "dtypes; one per --input, in order; with --npu-dump, default: the "
+                                              "run folder holding the dump."),
     golden: Path | None = typer.Option(None, "--golden", "-g",
                                        help="TensorFlow's run folder; default: run the frozen pb (cached)."),
     report: Path | None = typer.Option(None, "--report", "-r", help="Write report.json, .csv and .html here."),
@@ -58,6 +62,17 @@ def compare(
         ctx.with_resource(report_folder(report, force=force))
 
     contract = load_contract(model)  # once: the comparison and the signature keys shown below
+    if len(inputs) > 1:
+        # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
+        from infer.cli.compare_gears import compare_each_gear
+
+        compare_each_gear(contract, inputs, actuals or [], options=options, golden=golden, report=report,
+                          dump_golden=dump_golden, as_json=as_json)
+        return
+    bins = inputs[0]
+    if actuals is not None and len(actuals) > 1:
+        raise InferError(f"--actual given {len(actuals)} times for one --input: give one run folder per dataset")
+    actual = actuals[0] if actuals else None
     if actual is None:
         # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
         from infer.compare import run_folder_of_dump
@@ -144,6 +159,7 @@ def _print_layers(console: Any, layers: Any) -> None:
     """The layer-by-layer table and its diagnosis lines."""
     # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
     from infer.cli.layer_table import layer_table
+    from infer.compare._layer_bands import BAND_FLOOR
     from infer.compare._layer_diagnosis import ERROR_FLOOR
     from infer.compare.metric_names import shown
 
@@ -154,6 +170,13 @@ def _print_layers(console: Any, layers: Any) -> None:
     console.print(f"first tensor to diverge: {first.tensor if first else 'none'}"
                   + (f" ({first.op_type})" if first else "")
                   + (f", {first.npu_op_text}" if first is not None and first.npu_op else ""), markup=False)
+    if layers.bands is not None:
+        bands = layers.bands
+        console.print(f"judged against each tensor's expected-error band: the RED {bands.precision_mode} explains "
+                      f"there (the stand-in's emulation of an undamaged conversion, at least {shown(BAND_FLOOR)}); "
+                      f"out of it past {bands.factor:g}x; the mark where the excess jumps", markup=False)
+    elif layers.band_note:
+        console.print(f"{layers.band_note}: judged by msit's limits", markup=False)
     if len(layers.origins) > 1:
         console.print(f"diverging independently (each with every compared input passing): "
                       f"{', '.join(layers.origins)}", markup=False)

@@ -101,7 +101,14 @@ def inspect(
                  "no checkpoint holds their values)",
         "constants": f"{report.parameters:,} parameters in constants (frozen)",
     }
-    console.print(weights[report.parameters_from], markup=False)
+    weights_line = weights[report.parameters_from]
+    if report.output_parameters is not None and report.output_parameters != report.parameters:
+        # A training checkpoint's optimizer slots and counters are not the model's: the frozen pb keeps only
+        # what the outputs read, so say both, each by what it is.
+        weights_line += (f": {report.output_parameters:,} the outputs are computed from, "
+                         f"{report.parameters - report.output_parameters:,} only training reads "
+                         "(optimizer slots, step counters)")
+    console.print(weights_line, markup=False)
     if report.note:
         console.print(report.note, markup=False)
 

@@ -14,23 +14,29 @@ from infer.compare.layer_result import LayerRow, LayerwiseResult
 from infer.compare.metric_names import shown
 
 _HEADERS = ["tensor", "op", "cosine", "RED", "growth"]
+_BAND_HEADERS = ["band", "x band"]  # the RED its precision explains, and its RED over that
 _NOTE_MIN = 24  # narrower than this, a note column reads a word a line: blocks instead
 _INDENT = "  "
 
 
-def _note(row: LayerRow, warning: bool) -> str:
-    """The row's note, its mark as an arrow, and ``fail`` on a failing tensor that is not the first."""
-    note = row.note(warning=warning)
+def _note(row: LayerRow, layers: LayerwiseResult) -> str:
+    """The row's note, its mark as an arrow, and ``fail`` on a failing tensor that is not the first (where no band
+    judges it: with one, the note says where it stands against its band)."""
+    note = row.note(warning=layers.is_warning, factor=layers.factor)
     if row.first_failing:
         return f"<- {note}"
-    return "; ".join(n for n in ("fail" if row.failures else "", note) if n)
+    return "; ".join(n for n in ("fail" if row.failures and not row.has_band else "", note) if n)
 
 
-def _numbers(row: LayerRow) -> list[tuple[str, str]]:
+def _numbers(row: LayerRow, banded: bool) -> list[tuple[str, str]]:
     if row.metrics is None:
         return []
-    return [("cosine", shown(row.metrics.cosine_similarity, "CosineSimilarity")),
-            ("RED", shown(row.metrics.relative_euclidean_distance)), ("growth", f"{row.error_growth:.3g}")]
+    found = [("cosine", shown(row.metrics.cosine_similarity, "CosineSimilarity")),
+             ("RED", shown(row.metrics.relative_euclidean_distance)), ("growth", f"{row.error_growth:.3g}")]
+    if banded:
+        found += [("band", shown(row.band) if row.has_band else "-"),
+                  ("x band", f"{row.band_excess:.3g}" if row.has_band else "-")]
+    return found
 
 
 def _wrapped(text: str, width: int, indent: str = "") -> list[str]:
@@ -42,9 +48,13 @@ def layer_table(layers: LayerwiseResult, width: int | None) -> list[str]:
     """The title, then one row per tensor (the note in the last column) or, narrower, one block per tensor;
     `width` None: no limit."""
     title = f"layer by layer, batch {layers.batch_stem} ({layers.batch_reason})"
-    notes = [_note(row, layers.is_warning) for row in layers.rows]
-    cells = [[row.tensor, row.op_type, *(value for _, value in _numbers(row) or [("", "")] * 3)] for row in layers.rows]
-    fixed = aligned([_HEADERS, *cells], left=2)
+    notes = [_note(row, layers) for row in layers.rows]
+    banded = layers.bands is not None
+    headers = _HEADERS + (_BAND_HEADERS if banded else [])
+    blank = [("", "")] * (len(headers) - 2)
+    cells = [[row.tensor, row.op_type, *(value for _, value in _numbers(row, banded) or blank)]
+             for row in layers.rows]
+    fixed = aligned([headers, *cells], left=2)
     fixed = [line.ljust(max(len(f) for f in fixed)) for line in fixed]
     column = len(fixed[0]) + 2
     if width is None:
@@ -59,7 +69,7 @@ def layer_table(layers: LayerwiseResult, width: int | None) -> list[str]:
     lines = _wrapped(title, width)
     for row, note in zip(layers.rows, notes, strict=True):
         lines += _wrapped(f"{row.tensor} ({row.op_type})", width)
-        numbers = _numbers(row)
+        numbers = _numbers(row, banded)
         if numbers:
             lines += packed([f"{name} {value}" for name, value in numbers], width, _INDENT)
         if note:

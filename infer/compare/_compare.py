@@ -22,6 +22,7 @@ from infer.aipp.config import model_aipp
 from infer.compare._aipp_check import AippCheck, check_aipp
 from infer.compare._constant_outputs import constant_outputs
 from infer.compare._expected import (
+    FP32_MODES,
     ExpectedError,
     check_emulation_possible,
     emulated_run,
@@ -50,6 +51,7 @@ from infer.compare.options import CompareOptions, CompareProgress
 from infer.compare.result import CompareResult, OutputResult
 from infer.compare.thresholds import Thresholds
 from infer.contract import ModelContract, as_contract
+from infer.gear_check import check_dataset_gear
 from infer.om import check_om_bins, with_om_descriptors
 
 log = logging.getLogger(__name__)
@@ -104,12 +106,28 @@ def _measure(contract: ModelContract, manifest: DatasetManifest, actual_dir: Pat
     return tuple(compare_output(pair, options.thresholds, options, labels, progress) for pair in pairs)
 
 
+def _expected_by_default(contract: ModelContract) -> bool:
+    """The band is computed, and fails the run, unless told otherwise: for an om (the stand-in beside it emulates
+    what the chip was asked to compute) and for an fp32 conversion (whose error float32 rounding alone explains),
+    where the stand-in is at hand. The fp16 modes keep msit's rule alone by default: their band is a diagnosis."""
+    converted = contract.converted
+    if converted is None or not stand_in_available():
+        return False
+    return converted.target == "om" or converted.precision_mode in FP32_MODES
+
+
 def _wants_expected(contract: ModelContract, options: CompareOptions) -> bool:
     if options.fail_on_expected or options.expected_from_emulation:
         return True
-    if options.expected_from_emulation is None:  # by default for an om, where the stand-in is at hand
-        return contract.converted is not None and contract.converted.target == "om" and stand_in_available()
+    if options.expected_from_emulation is None:
+        return _expected_by_default(contract)
     return False
+
+
+def _fails_on_expected(contract: ModelContract, options: CompareOptions) -> bool:
+    if options.fail_on_expected is not None:
+        return options.fail_on_expected
+    return options.expected_from_emulation is not False and _expected_by_default(contract)
 
 
 def compare_run_folders(contract: ModelContract, manifest: DatasetManifest, actual_dir: Path, golden_dir: Path,
@@ -163,7 +181,8 @@ def _compare_sides(contract: ModelContract, manifest: DatasetManifest, actual: S
         contract=str(contract.path), dataset=str(manifest.root), actual_dir=actual.run_folder,
         golden_dir=str(golden_dir), golden_source=golden_source, samples=manifest.samples,
         padding=manifest.padding, outputs=outputs, provenance=provenance,
-        per_sample_asked=thresholds.per_sample_asked, expected=expected, expected_asked=options.fail_on_expected,
+        per_sample_asked=thresholds.per_sample_asked, expected=expected,
+        expected_asked=bool(expected) and _fails_on_expected(contract, options),
         preprocessing=preprocessing, random_ops=dict(contract.random_ops), fp16_grid=fp16_grid,
         constant_outputs=constant,
     )
@@ -216,6 +235,7 @@ def _compare_whole(model: ModelContract | Path | str, dataset: DatasetManifest |
         contract.signature_keys, [s.name for s in contract.outputs]))
     manifest = load_manifest(dataset_folder(dataset))
     check_om_bins(manifest, contract)  # bins the om could not have taken: its outputs are not theirs
+    check_dataset_gear(manifest, contract.gears)  # the stand-in's too: it is held to the om's gears
     # The bins both runs read: one changed since dump-bin (same size, other bytes) makes the outputs describe
     # another dataset than the one named. Hashed beside the comparison. A tool's own folder is staged in infer's
     # layout for as long as the comparison reads it.
@@ -258,13 +278,17 @@ def _compare(contract: ModelContract, manifest: DatasetManifest, actual: ActualF
         # The sides were resolved and checked above, before TensorFlow ran: not again.
         result = _compare_sides(contract, manifest, actual_side, tensorflow_side(contract, golden_dir), options,
                                 golden_source=source, cache_root=cache_root, progress=progress, preprocessing=None)
+    # Each tensor is judged against its expected-error band where the stand-in can emulate the conversion.
+    bands_from = (cache_root or contract.folder / CACHE_FOLDER) if stand_in_available() else None
     if options.npu_dump is not None:
         layers = compare_npu_layers(contract, manifest, options.thresholds, options.npu_dump, atol=options.atol,
-                                    rtol=options.rtol, dump_golden=dump_golden, outcome=result)
+                                    rtol=options.rtol, dump_golden=dump_golden, outcome=result,
+                                    bands_from=bands_from, factor=options.expected_factor)
         result = replace(result, layerwise=layers, dumped_golden=str(dump_golden) if dump_golden is not None else "")
     elif layerwise or dump_golden is not None:
         layers = compare_layers(contract, manifest, options.thresholds, atol=options.atol, rtol=options.rtol,
-                                with_converted=layerwise, dump_golden=dump_golden, outcome=result)
+                                with_converted=layerwise, dump_golden=dump_golden, outcome=result,
+                                bands_from=bands_from, factor=options.expected_factor)
         result = replace(result, layerwise=layers if layerwise else None,
                          dumped_golden=str(dump_golden) if dump_golden is not None else "")
     return result

@@ -43,6 +43,8 @@ from infer.convert import ConvertOptions, convert_model
 from infer.run import run_model
 from infer.run.options import RunOptions
 
+# The modes whose conversion computes in fp32 where the chip can: their error is float32 rounding's.
+FP32_MODES: tuple[str, ...] = ("force_fp32", "must_keep_origin_dtype")
 RMSE_FLOOR_RELATIVE = 1e-6
 ONE_MINUS_COSINE_FLOOR = 1e-7
 _EMULATED = "emulated"
@@ -67,14 +69,20 @@ class ExpectedError:
         """Worse than the precision explains by more than `factor` (a NaN ratio, from a NaN output, too)."""
         return any(math.isnan(r) or r > self.factor for r in (self.rmse_ratio, self.cosine_ratio))
 
+    @property
+    def ratio(self) -> float:
+        """The larger of the two ratios (NaN first): how many times its band the output is."""
+        return max(self.rmse_ratio, self.cosine_ratio, key=lambda r: math.inf if math.isnan(r) else r)
+
     def describe(self) -> str:
-        """Why it is flagged: ``probs:0 error 37x what force_fp16 explains (RMSE 0.012 vs emulated 0.00032)``."""
+        """Why it is flagged: ``probs:0 is 37x its expected band (RMSE 0.012 vs 0.00032, what force_fp16
+        explains; limit 10x)``."""
         ratio, what, actual, emulated = max(
             (self.rmse_ratio, "RMSE", self.actual_rmse, self.emulated_rmse),
             (self.cosine_ratio, "1-cosine", self.actual_one_minus_cosine, self.emulated_one_minus_cosine),
             key=lambda item: math.inf if math.isnan(item[0]) else item[0])
-        return (f"{self.output} error {_ratio(ratio)} what {self.precision_mode or 'its precision'} explains "
-                f"({what} {shown(actual)} vs emulated {shown(emulated)}; limit {self.factor:g}x)")
+        return (f"{self.output} is {_ratio(ratio)} its expected band ({what} {shown(actual)} vs {shown(emulated)}, "
+                f"what {self.precision_mode or 'its precision'} explains; limit {self.factor:g}x)")
 
     def summary(self) -> str:
         """For the verdict line: ``probs:0 RMSE 1.2x, 1-cosine 0.9x emulated force_fp16 (within 10x)``."""
@@ -181,12 +189,11 @@ def _link_or_copy(source: Path, target: Path) -> None:
         shutil.copyfile(source, target)
 
 
-def emulated_run(contract: ModelContract, manifest: DatasetManifest, cache_root: Path,
-                 progress: Callable[[int, int], None] | None = None) -> tuple[ModelContract, Path]:
-    """The run folder of the stand-in's emulation of the contract's precision mode over these bins: the pb
-    converted with tf2onnx in the same precision mode, with the same chip's precision plan (same --input-fp16-nodes,
-    --output-type and per-op precision files) and run by ONNX Runtime. Cached under `cache_root`/emulated/<sha256
-    of pb, settings and dataset>/, like the golden outputs. Returns the emulated model's contract and its run folder."""
+def emulated_model(contract: ModelContract, manifest: DatasetManifest, cache_root: Path) -> tuple[ModelContract, Path]:
+    """The stand-in's emulation of the contract's precision mode: the pb converted with tf2onnx in the same
+    precision mode, with the same chip's precision plan (same --input-fp16-nodes, --output-type and per-op precision
+    files), cached under `cache_root`/emulated/<sha256 of pb, settings and dataset>/, like the golden outputs.
+    Returns the emulated model's contract and the folder its runs go in."""
     precision_mode, fp16_nodes, output_type, chip = _emulation_settings(contract)
     contract.check_pb_unchanged()
     aipp = model_aipp(contract)  # the om's AIPP goes in front of the emulation too: it takes the same uint8 bins
@@ -197,13 +204,9 @@ def emulated_run(contract: ModelContract, manifest: DatasetManifest, cache_root:
                                        sha256_file(manifest.path), aipp_text,
                                        *(f"{k}={v}" for k, v in sorted(controls.items())))).encode())
     folder = cache_root / _EMULATED / digest.hexdigest()[:32]
-    runs = folder / "runs"
     model = folder / "model"
     converted_json = model / "model.json"
     staged = load_contract(converted_json) if converted_json.is_file() else None
-    cached = cached_run(runs)
-    if cached is not None and staged is not None and staged.converted is not None:
-        return staged, cached
     if staged is None or staged.converted is None:
         model.mkdir(parents=True, exist_ok=True)
         pb = model / Path(contract.pb).name
@@ -220,6 +223,17 @@ def emulated_run(contract: ModelContract, manifest: DatasetManifest, cache_root:
             soc_version=chip, allow_unsupported=_allowed(contract), aipp=aipp_options,
             keep_dtype=files.get("keep_dtype"), modify_mixlist=files.get("modify_mixlist"),
             customize_dtypes=files.get("customize_dtypes"))).contract
+    return staged, folder / "runs"
+
+
+def emulated_run(contract: ModelContract, manifest: DatasetManifest, cache_root: Path,
+                 progress: Callable[[int, int], None] | None = None) -> tuple[ModelContract, Path]:
+    """The run folder of the stand-in's emulation (`emulated_model`) over these bins, run by ONNX Runtime and
+    cached beside it. Returns the emulated model's contract and its run folder."""
+    staged, runs = emulated_model(contract, manifest, cache_root)
+    cached = cached_run(runs)
+    if cached is not None:
+        return staged, cached
     # The emulated model is another model of the same pb on purpose, fed the converted model's bins.
     options = RunOptions(backend="onnxrt", bins_made_for=manifest.model_sha256)
     return staged, run_model(staged.path, manifest.root, runs, options, progress=progress).folder

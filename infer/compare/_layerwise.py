@@ -20,8 +20,11 @@ from pathlib import Path
 
 import numpy as np
 
+from binio.errors import InferError
 from binio.manifest import DatasetManifest
+from infer.compare._expected import emulated_model
 from infer.compare._golden_dump import dump_golden_tensors
+from infer.compare._layer_bands import LayerBands, band_of
 from infer.compare._layer_diagnosis import diagnose, layer_thresholds, verdict_note
 from infer.compare._layer_match import correspondence
 from infer.compare._layer_tensors import (
@@ -31,57 +34,16 @@ from infer.compare._layer_tensors import (
     _onnx_side,
     run_tensorflow,
 )
-from infer.compare._metrics import compute_metrics
+from infer.compare._layout_reading import aligned_to_golden
+from infer.compare._metrics import compute_metrics, relative_euclidean_distance
 from infer.compare._nonfinite import NonfiniteFinding, TensorInfo, classify, nonfinite_positions
-from infer.compare._onnx_graph import Permutation, describe_layout
 from infer.compare.layer_result import LayerRow, LayerwiseResult
+from infer.compare.options import DEFAULT_FACTOR
 from infer.compare.result import CompareResult
 from infer.compare.thresholds import Thresholds
 from infer.contract import ModelContract
 
 log = logging.getLogger(__name__)
-
-
-def _reading(golden_shape: tuple[int, ...], actual: np.ndarray, perm: tuple[int, ...]) -> np.ndarray | None:
-    """`actual` (TF's axes in order `perm`) in TF's layout, or None when its shape does not fit that."""
-    if actual.ndim != len(golden_shape) or tuple(actual.shape) != tuple(golden_shape[p] for p in perm):
-        return None
-    return actual if perm == tuple(range(len(perm))) else np.transpose(actual, np.argsort(perm))
-
-
-def aligned_to_golden(golden: np.ndarray, actual: np.ndarray, layout: Permutation | None = None, *,
-                      as_is: bool = False) -> tuple[np.ndarray | None, str]:
-    """`actual` in `golden`'s layout, and the layout it was read in; None (with the reason) when it cannot be.
-
-    `layout` is the ONNX tensor's permutation of TF's axes as the conversion's transposes give it. A model output
-    (`as_is`) is compared as the model gives it: a layout bug there is the user's problem, not noise. With the
-    layout unknown, the shape decides where only one reading fits it; where both fit (H, W and C equal), nothing
-    tells them apart, and the tensor is not compared rather than read in whichever layout is closer to TF."""
-    shape = tuple(golden.shape)
-    identity = tuple(range(golden.ndim))
-    if as_is:
-        reading = _reading(shape, actual, identity)
-        if reading is None:
-            return None, f"shape {list(actual.shape)} in ONNX, {list(shape)} in TensorFlow"
-        if layout is not None and layout != identity:
-            return reading, (f"as the model gives it, which is {describe_layout(layout)}: a transpose back to "
-                             "TensorFlow's layout is missing")
-        return reading, describe_layout(identity)
-    if layout is not None:
-        reading = _reading(shape, actual, layout)
-        if reading is None:
-            return None, (f"shape {list(actual.shape)} in ONNX ({describe_layout(layout)}), {list(shape)} in "
-                          "TensorFlow")
-        return reading, describe_layout(layout)
-    candidates = [(perm, _reading(shape, actual, perm)) for perm in
-                  ((identity, (0, 3, 1, 2)) if golden.ndim == 4 else (identity,))]
-    fits = [(perm, reading) for perm, reading in candidates if reading is not None]
-    if len(fits) == 1:
-        return fits[0][1], f"{describe_layout(fits[0][0])} (the conversion does not say; the shape does)"
-    if not fits:
-        return None, f"shape {list(actual.shape)} in ONNX, {list(shape)} in TensorFlow"
-    return None, ("layout cannot be known: the conversion's transposes do not say it (an op between reshapes or "
-                  f"mixes permuted axes), and its shape {list(shape)} fits both NHWC and NCHW")
 
 
 def _batch(outcome: CompareResult | None, manifest: DatasetManifest) -> tuple[str, str]:
@@ -111,11 +73,44 @@ def check_layerwise(contract: ModelContract) -> None:
                              "compare --npu-dump; here, infer convert --target onnx")
 
 
+def emulated_bands(contract: ModelContract, manifest: DatasetManifest, stem: str, floats: list[GraphTensor],
+                   golden: dict[str, np.ndarray], inputs_of: dict[str, tuple[str, ...]], cache_root: Path,
+                   factor: float) -> tuple[LayerBands | None, str]:
+    """Each tensor's band on the batch `stem`: its RED in the stand-in's emulation of an undamaged conversion of
+    the same pb in the contract's precision mode (`infer.compare._layer_bands`), read as the converted model's
+    tensors are (same names, the emulated model's own layouts). None, and why, where the emulation cannot be had:
+    the tensors are then judged by msit's limits."""
+    try:
+        staged, _ = emulated_model(contract, manifest, cache_root)
+    except InferError as exc:
+        log.warning("no expected-error band for the layers: %s", exc.message)
+        return None, f"no expected-error band: {exc.message}"
+    outputs = {s.name for s in contract.outputs}
+    wanted = [t for t in floats if t.name in golden and not t.random_source]
+    side = _onnx_side(staged, manifest, wanted, inputs_of, stem)
+    bands = {}
+    for tensor in wanted:
+        value = side.values.get(tensor.name)
+        if value is None:
+            continue
+        onnx_name = side.stand_ins.get(tensor.name, tensor.name)
+        aligned, _ = aligned_to_golden(golden[tensor.name], value, side.layouts.get(onnx_name),
+                                       as_is=tensor.name in outputs)
+        if aligned is not None:
+            bands[tensor.name] = band_of(relative_euclidean_distance(aligned, golden[tensor.name]))
+    assert staged.converted is not None
+    return LayerBands(precision_mode=staged.converted.precision_mode, factor=factor, emulated=str(staged.path),
+                      bands=bands), ""
+
+
 def compare_layers(contract: ModelContract, manifest: DatasetManifest, thresholds: Thresholds, *, atol: float,
                    rtol: float, with_converted: bool = True, dump_golden: Path | None = None,
-                   outcome: CompareResult | None = None) -> LayerwiseResult:
+                   outcome: CompareResult | None = None, bands_from: Path | None = None,
+                   factor: float = DEFAULT_FACTOR) -> LayerwiseResult:
     """TensorFlow against the ONNX stand-in tensor by tensor on one batch; optionally dumps TF's tensors.
-    `outcome`: the verdict on the outputs, which picks the batch and which the mark must agree with."""
+    `outcome`: the verdict on the outputs, which picks the batch and which the mark must agree with. `bands_from`:
+    the cache root of the emulation that gives each tensor its expected-error band (None: the tensors are judged
+    by msit's limits alone, as tune-precision's seeds are); `factor`: how many times its band a tensor may reach."""
     if with_converted:
         check_layerwise(contract)
         contract.check_converted_unchanged()
@@ -133,7 +128,10 @@ def compare_layers(contract: ModelContract, manifest: DatasetManifest, threshold
     matcher = _Matcher(layer_thresholds(thresholds), atol, rtol, onnx_side, inputs_of,
                        {s.name for s in contract.inputs}, {s.name for s in contract.outputs})
     rows = [matcher.row(tensor, golden.get(tensor.name)) for tensor in floats]
-    rows_marked, origins, growth = diagnose(rows, inputs_of)
+    bands, band_note = emulated_bands(contract, manifest, stem, floats, golden, inputs_of, bands_from, factor) \
+        if bands_from is not None else (None, "")
+    rows_marked, origins, growth = diagnose(rows, inputs_of, bands,
+                                            outputs_fail=outcome is not None and not outcome.passed)
     first = next((r for r in rows_marked if r.first_failing), None)
     info = {t.name: TensorInfo(t.op_type, t.inputs) for t in tensors}
     # Each output's own first inf/NaN: in a model of several outputs, another branch's cause is not this one's.
@@ -144,9 +142,9 @@ def compare_layers(contract: ModelContract, manifest: DatasetManifest, threshold
             per_output[spec.name] = own
     return LayerwiseResult(batch_stem=stem, rows=rows_marked, origins=origins, growth_tensor=growth,
                            outputs_passed=outcome.passed if outcome is not None else True,
-                           note=verdict_note(first, outcome, rows_marked, stem), batch_reason=batch_reason,
+                           note=verdict_note(first, outcome, rows_marked, stem, bands), batch_reason=batch_reason,
                            nonfinite=first_nonfinite(rows_marked, matcher.aligned, golden, info),
-                           nonfinite_by_output=per_output)
+                           nonfinite_by_output=per_output, bands=bands, band_note=band_note)
 
 
 class _Matcher:

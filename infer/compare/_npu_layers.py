@@ -29,13 +29,14 @@ from ckpt2pb.protobuf import read_graph_def
 from infer.compare._golden_dump import dump_golden_tensors
 from infer.compare._layer_diagnosis import diagnose, layer_thresholds, verdict_note
 from infer.compare._layer_tensors import GraphTensor, is_random_op, run_tensorflow
-from infer.compare._layerwise import first_nonfinite, upstream
+from infer.compare._layerwise import emulated_bands, first_nonfinite, upstream
 from infer.compare._metrics import compute_metrics
 from infer.compare._nonfinite import NonfiniteFinding, TensorInfo
 from infer.compare._npu_match import FusionMatch, NpuOutput, match_fusion
 from infer.compare._npu_source import NpuDumpSet, load_npu_dump
 from infer.compare.errors import LayerwiseError
 from infer.compare.layer_result import LayerRow, LayerwiseResult
+from infer.compare.options import DEFAULT_FACTOR
 from infer.compare.result import CompareResult
 from infer.compare.thresholds import Thresholds
 from infer.contract import ModelContract
@@ -147,9 +148,11 @@ class _Rows:
 
 def compare_npu_layers(contract: ModelContract, manifest: DatasetManifest, thresholds: Thresholds, npu_dump: Path,
                        *, atol: float, rtol: float, dump_golden: Path | None = None,
-                       outcome: CompareResult | None = None) -> LayerwiseResult:
+                       outcome: CompareResult | None = None, bands_from: Path | None = None,
+                       factor: float = DEFAULT_FACTOR) -> LayerwiseResult:
     """TensorFlow against the NPU's dump tensor by tensor, on the batch the dump ran; optionally dumps TF's tensors
-    (fed the NPU's draws) in msaccucmp's golden naming."""
+    (fed the NPU's draws) in msaccucmp's golden naming. `bands_from`: the cache root of the stand-in's emulation of
+    the om's precision mode, which gives each tensor its expected-error band (None: judged by msit's limits)."""
     check_npu_dump(contract)
     contract.check_converted_unchanged()
     assert contract.converted is not None
@@ -167,7 +170,14 @@ def compare_npu_layers(contract: ModelContract, manifest: DatasetManifest, thres
     inputs_of = {t.name: t.inputs for t in tensors}
     rows_of = _Rows(match, values, fed, layer_thresholds(thresholds), atol, rtol)
     rows = [rows_of.row(tensor, golden.get(tensor.name)) for tensor in floats]
-    rows_marked, origins, growth = diagnose(rows, inputs_of)
+    bands, band_note = None, ""
+    if bands_from is not None and drawn:  # the emulation draws its own numbers: no band for what follows them
+        band_note = "no expected-error band: TensorFlow was fed the dump's random draws, the emulation draws its own"
+    elif bands_from is not None:
+        bands, band_note = emulated_bands(contract, manifest, dumps.stem, floats, golden, inputs_of, bands_from,
+                                          factor)
+    rows_marked, origins, growth = diagnose(rows, inputs_of, bands,
+                                            outputs_fail=outcome is not None and not outcome.passed)
     first = next((r for r in rows_marked if r.first_failing), None)
     info = {t.name: TensorInfo(t.op_type, t.inputs) for t in tensors}
     per_output: dict[str, NonfiniteFinding] = {}
@@ -177,6 +187,7 @@ def compare_npu_layers(contract: ModelContract, manifest: DatasetManifest, thres
             per_output[spec.name] = own
     return LayerwiseResult(batch_stem=dumps.stem, rows=rows_marked, origins=origins, growth_tensor=growth,
                            outputs_passed=outcome.passed if outcome is not None else True,
-                           note=verdict_note(first, outcome, rows_marked, dumps.stem), batch_reason=dumps.batch_reason,
+                           note=verdict_note(first, outcome, rows_marked, dumps.stem, bands),
+                           batch_reason=dumps.batch_reason, bands=bands, band_note=band_note,
                            nonfinite=first_nonfinite(rows_marked, rows_of.aligned, golden, info),
                            nonfinite_by_output=per_output, npu_dump=str(dumps.root), fed_from_dump=tuple(sorted(fed)))

@@ -75,13 +75,14 @@ def csv_rows(result: CompareResult) -> list[list[str]]:
                      type_name(output.golden_dtype), tensor_index(output.name), shape_cell(output.shape),
                      *metric_cells(output.metrics), _reason(output.failures, "; ".join(result.asked_reasons(output)))])
     if result.layerwise is not None:
-        warning = result.layerwise.is_warning
+        warning, factor = result.layerwise.is_warning, result.layerwise.factor
         for layer in result.layerwise.rows:
             op = node_name(layer.tensor)
             npu = layer.npu_op or op  # msaccucmp's NPUDump column: the om op whose dump was compared
             rows.append([str(len(rows)), layer.op_type, npu if layer.matched else "NaN", type_name(layer.dtype), "NaN",
                          op, type_name(layer.dtype), tensor_index(layer.tensor), shape_cell(layer.shape),
-                         *metric_cells(layer.metrics), _reason(layer.failures, layer.note(warning=warning))])
+                         *metric_cells(layer.metrics),
+                         _reason(layer.failures, layer.note(warning=warning, factor=factor))])
     return rows
 
 

@@ -247,9 +247,14 @@ def _error_along_the_network(layers: LayerwiseResult) -> str:
     from matplotlib.ticker import MaxNLocator
 
     red, first = layer_points(layers)
+    band = [r.band if r.has_band else math.nan for r in layers.matched] if layers.bands is not None else []
 
     def draw(axes: Any) -> None:
         axes.plot(range(len(red)), red, marker="o", markersize=3, label="RED per tensor")
+        if band:
+            axes.plot(range(len(band)), band, color="#8c959f", linewidth=1, label="its band (expected RED)")
+            axes.plot(range(len(band)), [b * layers.factor for b in band], color="#8c959f", linestyle=":",
+                      linewidth=1, label=f"band x {layers.factor:g}")
         axes.set_yscale("log")
         axes.axhline(DEFAULT_THRESHOLDS["RelativeEuclideanDistance"], color="#cf222e", linestyle="--",
                      label="msit's RED limit")
@@ -277,24 +282,37 @@ def _layerwise_section(layers: LayerwiseResult) -> str:
         lines.append("first inf/NaN: " + html.escape(layers.nonfinite.describe()))
     if layers.note:
         lines.append(html.escape(layers.note))
+    if layers.bands is not None:
+        lines.append(f"each tensor judged against its expected-error band: the RED "
+                     f"{html.escape(layers.bands.precision_mode)} explains there (the stand-in's emulation), out of "
+                     f"it past {layers.bands.factor:g}x")
+    elif layers.band_note:
+        lines.append(html.escape(layers.band_note))
     parts = [f"<h2>Layer by layer (batch {html.escape(layers.batch_stem)}, {html.escape(layers.batch_reason)})</h2>",
              "<p>" + "<br>".join(lines) + "</p>"]
     matched = layers.matched
     if matched:
         parts.append(f"<div class='plots'>{_error_along_the_network(layers)}</div>")
+    banded = layers.bands is not None
     rows = []
     for row in layers.rows:
         klass = " class='first'" if row.first_failing else ""
         if row.metrics is None:
-            cells = f"<td colspan='3' class='name'>{html.escape(row.unmatched_reason)}</td>"
+            cells = f"<td colspan='{5 if banded else 3}' class='name'>{html.escape(row.unmatched_reason)}</td>"
         else:
             m = row.metrics
             cells = (f"<td>{shown(m.cosine_similarity, _COSINE)}</td><td>{shown(m.max_absolute_error)}</td>"
                      f"<td>{shown(m.relative_euclidean_distance)}</td>")
+            if banded:
+                out = row.has_band and row.band_excess > layers.factor
+                excess = f"{row.band_excess:.3g}" if row.has_band else "-"
+                cells += (f"<td>{shown(row.band) if row.has_band else '-'}</td>"
+                          f"<td>{f'<span class=fail>{excess}</span>' if out else excess}</td>")
         rows.append(f"<tr{klass}><td class='name'>{html.escape(row.tensor)}</td><td class='name'>{row.op_type}</td>"
                     f"{cells}</tr>")
-    parts.append(_table("<tr><th>tensor</th><th>op</th><th>cosine</th><th>max abs error</th><th>RED</th></tr>"
-                        + "".join(rows)))
+    band_headers = "<th>band (expected RED)</th><th>x band</th>" if banded else ""
+    parts.append(_table("<tr><th>tensor</th><th>op</th><th>cosine</th><th>max abs error</th><th>RED</th>"
+                        f"{band_headers}</tr>" + "".join(rows)))
     return "\n".join(parts)
 
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from binio.document import json_float
+from infer.compare._layer_bands import LayerBands
 from infer.compare._metrics import Metrics
 from infer.compare._nonfinite import NonfiniteFinding
 from infer.compare.thresholds import Failure
@@ -31,6 +32,11 @@ class LayerRow:
     layout: str = ""  # the ONNX tensor's layout relative to TensorFlow's, from the conversion's transposes
     error_growth: float = math.nan  # its RED over the largest RED of the compared tensors it reads
     upstream_error: float = math.nan  # that largest RED upstream (0 where it reads no compared tensor)
+    # The expected-error band (`infer.compare._layer_bands`): the RED its precision mode explains, its RED over that,
+    # and that excess over its inputs' (where the error jumps); NaN without a band.
+    band: float = math.nan
+    band_excess: float = math.nan
+    excess_jump: float = math.nan
     random_source: str = ""  # the random op it is computed from (never compared)
     # --npu-dump: the om op whose dumped output this tensor is, its type, and the TF nodes fused into it
     npu_op: str = ""
@@ -53,12 +59,35 @@ class LayerRow:
     def passed(self) -> bool:
         return self.matched and not self.failures
 
-    def note(self, *, warning: bool = False) -> str:
+    @property
+    def has_band(self) -> bool:
+        return not math.isnan(self.band)
+
+    def within_band(self, factor: float) -> bool:
+        """Its error is within `factor` times its band (False without a band)."""
+        return self.has_band and not self.band_excess > factor
+
+    def band_text(self, factor: float) -> str:
+        """Where it stands against its band: ``past msit's limits, within its band``, ``out of its band``, or ""."""
+        if not self.has_band:
+            return ""
+        if self.band_excess > factor:
+            return "" if self.first_failing else "out of its band"
+        return "past msit's limits, within its band" if self.failures else ""
+
+    def note(self, *, warning: bool = False, factor: float = math.inf) -> str:
         """What the numbers do not say (the terminal's table, report.csv): why it was not compared, or its mark,
-        how it was matched, and its layout where the conversion did not give it. `warning`: the outputs pass."""
+        how it was matched, and its layout where the conversion did not give it. `warning`: the outputs pass;
+        `factor`: how many times its band a tensor may reach."""
         if self.metrics is None:
             return f"{'skipped' if self.random_source else 'unmatched'}: {self.unmatched_reason}"
         notes = [f"first to diverge{' (warning)' if warning else ''}"] if self.first_failing else []
+        if self.first_failing and self.has_band:
+            notes[0] += (f": {self.band_excess:.3g}x its band, {self.excess_jump:.3g}x its inputs'"
+                         if not math.isinf(self.band_excess) else ": inf/NaN its band does not hold")
+        band = self.band_text(factor)
+        if band:
+            notes.append(band)
         if self.npu_op:
             notes.append(self.npu_op_text)
         if self.onnx_tensor:
@@ -75,6 +104,8 @@ class LayerRow:
                 "unmatched_reason": self.unmatched_reason, "onnx_op": self.onnx_op,
                 "onnx_tensor": self.onnx_tensor or None, "match": self.match,
                 "layout": self.layout, "error_growth": json_float(self.error_growth),
+                "band": json_float(self.band), "band_excess": json_float(self.band_excess),
+                "excess_jump": json_float(self.excess_jump),
                 "random_source": self.random_source or None,
                 **({"npu_op": self.npu_op, "npu_op_type": self.npu_op_type, "fused_nodes": list(self.fused_nodes)}
                    if self.npu_op else {}),
@@ -99,6 +130,8 @@ class LayerwiseResult:
     nonfinite_by_output: dict[str, NonfiniteFinding] = field(default_factory=dict)
     npu_dump: str = ""  # --npu-dump: the dump folder the converted side was read from ("": the ONNX stand-in)
     fed_from_dump: tuple[str, ...] = ()  # random ops' outputs TensorFlow was fed from the dump (the NPU's draw)
+    bands: LayerBands | None = None  # what judged the tensors: the expected-error band (None: msit's limits)
+    band_note: str = ""  # why no band judged them, where one was asked for
 
     @property
     def first_failing(self) -> LayerRow | None:
@@ -108,6 +141,11 @@ class LayerwiseResult:
     def is_warning(self) -> bool:
         """A tensor diverges while the outputs pass: reported as a warning, not as the verdict's cause."""
         return self.outputs_passed and self.first_failing is not None
+
+    @property
+    def factor(self) -> float:
+        """How many times its band a tensor may reach (inf without bands)."""
+        return self.bands.factor if self.bands is not None else math.inf
 
     @property
     def growth(self) -> LayerRow | None:
@@ -133,5 +171,7 @@ class LayerwiseResult:
                 "nonfinite": None if self.nonfinite is None else self.nonfinite.to_json(),
                 "nonfinite_by_output": {name: f.to_json() for name, f in self.nonfinite_by_output.items()},
                 "skipped_random": [r.tensor for r in self.skipped_random],
+                "judged_by": "band" if self.bands is not None else "thresholds",
+                "band": None if self.bands is None else self.bands.to_json(), "band_note": self.band_note or None,
                 **({"npu_dump": self.npu_dump, "fed_from_dump": list(self.fed_from_dump)} if self.npu_dump else {}),
                 "tensors": [r.to_json() for r in self.rows]}

@@ -56,13 +56,18 @@ class CompareOptions:
                                    "them.")
     allow_same_backend: bool = setting(False, help="Compare one graph with itself on one backend, on purpose (a "
                                                    "[run] backend = \"tf\" compared with TF).")
-    # The expected-error band (`infer.compare._expected`): None = on for an om where the stand-in is installed.
+    # The expected-error band (`infer.compare._expected`): None = on for an om and for an fp32 conversion, where the
+    # stand-in is installed (`expected_by_default`).
     expected_from_emulation: bool | None = setting(
-        None, example=True, negative="--no-expected-from-emulation", shown="on for an om where the stand-in is "
-                                                                           "installed",
+        None, example=True, negative="--no-expected-from-emulation", shown="on for an om or an fp32 conversion where "
+                                                                           "the stand-in is installed",
         help="Set each output's error against the stand-in's emulation of the same precision mode.")
-    expected_factor: float = setting(DEFAULT_FACTOR, help="How many times the emulated error an output may reach.")
-    fail_on_expected: bool = setting(False, help="Fail the run when an output is past --expected-factor.")
+    expected_factor: float = setting(DEFAULT_FACTOR, help="How many times its band (the emulated error) an output, or "
+                                                          "a --layerwise tensor, may reach.")
+    fail_on_expected: bool | None = setting(
+        None, example=True, negative="--no-fail-on-expected", shown="on where the band is computed for an om or an "
+                                                                    "fp32 conversion",
+        help="Fail the run when an output is past --expected-factor times its band.")
     layerwise: bool = setting(False, help="Compare every intermediate tensor on one batch (ONNX stand-in): the "
                                           "first layer whose outputs diverge.")
     npu_dump: Path | None = setting(None, toml=False, help="--layerwise against this NPU dump folder (infer run "
@@ -77,7 +82,7 @@ class CompareOptions:
             raise InferError(f"--workers {self.workers}: expected 1 or more")
         if not self.expected_factor >= 1:  # NaN too
             raise InferError(f"--expected-factor {self.expected_factor}: expected 1 or more")
-        if self.fail_on_expected and self.expected_from_emulation is False:
+        if self.fail_on_expected is True and self.expected_from_emulation is False:
             raise InferError("--fail-on-expected with --no-expected-from-emulation: the band it fails on would not "
                              "be computed", hint="leave out one of them")
         for name, value in (("--atol", self.atol), ("--rtol", self.rtol)):

@@ -198,11 +198,26 @@ class CompareResult:
     def __bool__(self) -> bool:
         return self.passed
 
+    @property
+    def flagged(self) -> tuple[ExpectedError, ...]:
+        """The outputs past their expected band (whether or not that fails the run)."""
+        return tuple(e for e in self.expected if e.flagged)
+
     def verdict(self) -> str:
-        """``PASSED``, or ``FAILED: <output> <metric> <value> <relation> <limit>; ...`` for each reason."""
+        """``PASSED``, or ``FAILED: <output> <metric> <value> <relation> <limit>; ...`` for each reason. The band,
+        msit's second opinion, says so: ``PASSED by msit's thresholds, but probs:0 is 37x its expected band
+        (...)`` where it is not asked to fail the run, ``FAILED by the expected band (msit's thresholds pass):
+        ...`` where it alone fails it."""
         if self.passed:
+            if self.flagged:
+                return ("PASSED by msit's thresholds, but " + "; ".join(e.describe() for e in self.flagged)
+                        + " (--fail-on-expected fails the run on it)")
             return "PASSED"
-        return "FAILED: " + "; ".join(self.fail_reasons)
+        reasons = self.fail_reasons
+        banded = [r for o in self.outputs for r in self._band_reasons(o)]
+        if banded and len(banded) == len(reasons):
+            return "FAILED by the expected band (msit's thresholds pass): " + "; ".join(reasons)
+        return "FAILED: " + "; ".join(reasons)
 
     @property
     def worst_sample(self) -> tuple[OutputResult, SampleScore] | None:

@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from atc_wrap.aipp import AippConfig
-from atc_wrap.atc_command import AtcOptions, build_atc_command, check_shapes
+from atc_wrap.atc_command import AtcOptions, build_atc_command
 from atc_wrap.atc_run import find_atc, require_atc, run_atc
+from atc_wrap.dynamic_shapes import check_dynamic
 from atc_wrap.errors import ConvertError
 from atc_wrap.op_controls import check_mixlist_mode, ignored_controls, read_op_controls
 from atc_wrap.opset import check_opset
@@ -28,6 +29,7 @@ from binio.steps import OnStep, no_steps
 from ckpt2pb.protobuf import read_graph_def
 from infer.aipp import AIPP_FILE, aipp_config_for, aipp_record
 from infer.contract import ConvertedInfo, ModelContract, as_contract
+from infer.convert._gears import gear_request, gear_settings
 from infer.convert._om_record import with_om_record
 from infer.convert._precheck import prepare
 from infer.convert._use_om import use_om
@@ -150,7 +152,7 @@ def _convert_om(contract: ModelContract, options: ConvertOptions, reason: str, o
         AtcOptions(
             soc_version=options.soc_version, precision_mode=options.precision_mode,
             input_format=options.input_format, input_fp16_nodes=options.input_fp16_nodes,
-            output_type=options.output_type, dynamic_batch=options.dynamic_batch,
+            output_type=options.output_type, gears=gear_request(options),
             op_select_implmode=options.op_select_implmode,
             fusion_switch_file=_absolute(options.fusion_switch_file),
             keep_dtype=_absolute(options.keep_dtype), modify_mixlist=_absolute(options.modify_mixlist),
@@ -175,7 +177,7 @@ def _convert_om(contract: ModelContract, options: ConvertOptions, reason: str, o
     settings: dict[str, Any] = {
         "converter": "atc", "atc": str(atc), "cwd": str(om.parent), "input_format": command.input_format,
         "input_fp16_nodes": options.input_fp16_nodes, "output_type": options.output_type,
-        "dynamic_batch": list(options.dynamic_batch), "op_select_implmode": options.op_select_implmode,
+        **gear_settings(options), "op_select_implmode": options.op_select_implmode,
         "fusion_switch_file": str(options.fusion_switch_file or ""), "keep_dtype": str(options.keep_dtype or ""),
         "modify_mixlist": str(options.modify_mixlist or ""), "customize_dtypes": str(options.customize_dtypes or ""),
         "op_control_files": dict(command.controls.texts),
@@ -186,7 +188,7 @@ def _convert_om(contract: ModelContract, options: ConvertOptions, reason: str, o
         target="om", path=_relative(om, contract.folder), sha256=sha256_file(om), inputs=command.inputs,
         outputs=command.outputs, soc_version=options.soc_version, precision_mode=options.precision_mode,
         command=run.argv, settings=settings,
-        precision_plan=prepared.plan.to_json() if prepared.plan is not None else None,
+        precision_plan=prepared.plan.to_json() if prepared.plan is not None else None, gears=command.gears,
     ))
     saved = contract.with_converted(converted).save()
     return ConvertResult(contract=saved, target="om", artefact=om, target_reason=reason, command=run.argv,
@@ -219,8 +221,11 @@ def _convert_onnx(contract: ModelContract, options: ConvertOptions, reason: str,
     fp16_nodes = parse_input_fp16_nodes(options.input_fp16_nodes, contract.inputs)
     output_types = parse_output_type(options.output_type, contract.outputs)
     check_output_types(output_types)
-    if options.dynamic_batch:
-        check_shapes(contract.inputs, options.dynamic_batch)
+    request = gear_request(options)
+    # A dynamic pb with no dynamic option still converts for the stand-in (which runs any shape); with one, the
+    # stand-in takes exactly what the om would, so ATC's checks hold here too.
+    gears = check_dynamic(contract.inputs, request, input_format=options.input_format.upper(),
+                          aipp=options.aipp is not None, soc_version=options.soc_version) if request.given() else None
     ignored = _atc_only(options)
     on_step(f"reading {contract.pb_path}")
     graph_def = read_graph_def(contract.pb_path)
@@ -240,7 +245,7 @@ def _convert_onnx(contract: ModelContract, options: ConvertOptions, reason: str,
     _write_aipp(aipp_file, aipp_text)
     settings = conversion.settings()
     settings.update({"input_fp16_nodes": options.input_fp16_nodes, "output_type": options.output_type,
-                     "dynamic_batch": list(options.dynamic_batch), "ignored_options": list(ignored),
+                     **gear_settings(options), "ignored_options": list(ignored),
                      "keep_dtype": str(options.keep_dtype or ""), "modify_mixlist": str(options.modify_mixlist or ""),
                      "customize_dtypes": str(options.customize_dtypes or ""),
                      "op_control_files": dict(controls.texts)})
@@ -249,7 +254,7 @@ def _convert_onnx(contract: ModelContract, options: ConvertOptions, reason: str,
         target="onnx", path=_relative(destination, contract.folder), sha256=sha256_file(destination),
         inputs=conversion.inputs, outputs=conversion.outputs, soc_version=options.soc_version,
         precision_mode=conversion.precision_mode, command=(), settings=settings,
-        precision_plan=prepared.plan.to_json() if prepared.plan is not None else None,
+        precision_plan=prepared.plan.to_json() if prepared.plan is not None else None, gears=gears,
     )
     saved = contract.with_converted(converted).save()
     return ConvertResult(contract=saved, target="onnx", artefact=destination, target_reason=reason,

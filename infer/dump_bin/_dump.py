@@ -28,6 +28,7 @@ from binio.memory import check_fits
 from binio.output import check_output
 from binio.spec import LAYOUTS, format_shape
 from infer.contract import ModelContract, as_contract
+from infer.dump_bin._gear import DumpGear, dump_gear
 from infer.dump_bin._plan import (
     InputPlan,
     assign_sources,
@@ -194,12 +195,13 @@ def _dump(contract: ModelContract, options: DumpOptions, progress: Progress | No
     if not options.sources:
         raise InferError("no source: give SOURCE or --source NAME=SOURCE",
                          hint="e.g. infer dump-bin -m model.json -o bins data.npy")
-    specs = contract.model_inputs
+    gear = dump_gear(contract, options)  # a dynamic model's gear: its inputs' shapes at it
+    specs = contract.model_inputs if gear is None else gear.specs
     for spec in specs:
         check_dtype(contract, spec, options.dtype)
     if options.workers < 1:
         raise InferError(f"--workers {options.workers}: expected 1 or more")
-    batch = model_batch(specs, options.batch)
+    batch = model_batch(specs, options.batch if gear is None or gear.kind == "batch" else None)
     assigned = assign_sources(specs, options.sources, contract.signature_keys)
     folders = [safe_folder_name(s.name) for s in specs]
     if len(set(folders)) != len(folders):
@@ -230,12 +232,12 @@ def _dump(contract: ModelContract, options: DumpOptions, progress: Progress | No
                                  hint="pass --force to overwrite it (files whose digest matches are kept)")
         if not fresh:
             model_check.result()  # before a dataset already there loses its manifest
-        return _dump_locked(contract, options, plans, batch, fresh, declared, progress, model_check)
+        return _dump_locked(contract, options, plans, batch, fresh, declared, progress, model_check, gear)
 
 
 def _dump_locked(contract: ModelContract, options: DumpOptions, plans: list[InputPlan], batch: int, fresh: bool,
                  declared: dict[str, dict[str, Any]], progress: Progress | None,
-                 model_check: concurrent.futures.Future[None]) -> DumpResult:
+                 model_check: concurrent.futures.Future[None], gear: DumpGear | None) -> DumpResult:
     output = _output(options)
     sources = _open_sources(contract, options, plans)
     created: list[Path] = []
@@ -247,7 +249,7 @@ def _dump_locked(contract: ModelContract, options: DumpOptions, plans: list[Inpu
             folders = _make_folders(output, plans)
             (output / MANIFEST_NAME).unlink(missing_ok=True)  # until the new one is written, the folder is no dataset
             result = _write_all(contract, options, plans, sources, slots, batch, samples, declared, progress,
-                                created, model_check)
+                                created, model_check, gear)
         except BaseException as exc:
             # An interrupted run keeps its whole files, so that a re-run with --force resumes from them.
             if fresh and not isinstance(exc, (KeyboardInterrupt, Terminated)):
@@ -276,7 +278,7 @@ def _make_folders(output: Path, plans: list[InputPlan]) -> list[Path]:
 def _write_all(contract: ModelContract, options: DumpOptions, plans: list[InputPlan], sources: list[SampleSource],
                slots: tuple[BatchSlot, ...], batch: int, samples: int, declared: dict[str, dict[str, Any]],
                progress: Progress | None, created: list[Path],
-               model_check: concurrent.futures.Future[None]) -> DumpResult:
+               model_check: concurrent.futures.Future[None], gear: DumpGear | None) -> DumpResult:
     output = _output(options)
     reports = [CastReport(source_dtype="", target_dtype=p.spec.dtype) for p in plans]
     entries: list[list[BinEntry]] = [[] for _ in plans]
@@ -333,7 +335,8 @@ def _write_all(contract: ModelContract, options: DumpOptions, plans: list[InputP
     )
     model_check.result()  # the manifest names the model by its sha256
     manifest = DatasetManifest(root=output, batch=batch, samples=samples, inputs=inputs,
-                               model_sha256=model_sha256(contract), created_by="infer dump-bin").save()
+                               model_sha256=model_sha256(contract), created_by="infer dump-bin",
+                               gear_kind=gear.kind if gear else "", gear=gear.gear if gear else ()).save()
     dumps = tuple(InputDump(tensor=i.tensor, folder=i.folder, dtype=i.dtype, shape=i.shape, source=i.source,
                             cast=reports[n]) for n, i in enumerate(inputs))
     return DumpResult(manifest=manifest, inputs=dumps, files_written=written, files_kept=kept)

@@ -73,8 +73,11 @@ def run_inspect(config: PipelineConfig, work: WorkLayout, facts: Facts) -> Stage
         f"{' with default' if p.has_default else ''}{' (a label)' if p.is_label else ''}" for p in report.placeholders)
     candidates = ", ".join(f"{c.signature_key} ({c.tensor})" if c.signature_key else c.tensor
                            for c in report.candidates[:3])
-    summary = (f"{report.kind}: inputs {inputs or 'none'}; likely outputs {candidates or 'none'}; "
-               f"{report.parameters:,} parameters")
+    weights = f"{report.parameters:,} parameters"
+    if report.output_parameters is not None and report.output_parameters != report.parameters:
+        weights = (f"{report.output_parameters:,} parameters (+{report.parameters - report.output_parameters:,} "
+                   "only training reads)")
+    summary = f"{report.kind}: inputs {inputs or 'none'}; likely outputs {candidates or 'none'}; {weights}"
     return StageDone(summary, (), {"candidates": [c.tensor for c in report.candidates[:5]]})
 
 

@@ -15,9 +15,11 @@ from binio.binfile import check_bin_size
 from binio.dataset import check_manifest_consistent
 from binio.dtypes import dtype
 from binio.errors import InferError
+from binio.gears import DynamicShape
 from binio.manifest import MANIFEST_NAME, DatasetManifest, InputManifest, load_manifest
 from binio.regular import refuse_special
 from binio.spec import TensorSpec, format_shape
+from infer.gear_check import check_dataset_gear
 
 
 class PreflightError(InferError):
@@ -83,12 +85,12 @@ def dataset_if_any(bins: Path) -> DatasetManifest | None:
 
 
 def preflight(bins: Path, specs: tuple[TensorSpec, ...], *, widen: bool = False,
-              loaded: DatasetManifest | None = None) -> DatasetManifest:
+              loaded: DatasetManifest | None = None, gears: DynamicShape | None = None) -> DatasetManifest:
     """The dataset at `bins` after checking each of its files against the model's input `specs`.
 
     With `widen`, bins of a narrower dtype that casts to the input's without loss are taken (float16 bins made
     for an om with --input_fp16_nodes, fed to the frozen pb's float32 input for the golden run). `loaded` is its
-    dataset.json read already (`dataset_if_any`).
+    dataset.json read already (`dataset_if_any`); `gears`, the converted model's (`check_dataset_gear`).
     """
     bins = Path(bins)
     if not bins.is_dir():
@@ -112,6 +114,7 @@ def preflight(bins: Path, specs: tuple[TensorSpec, ...], *, widen: bool = False,
     check_manifest_consistent(manifest)  # msame pairs the inputs' files by name
     for spec in specs:
         _check_input(bins, input_for(manifest, spec), spec, widen)
+    check_dataset_gear(manifest, gears)
     return manifest
 
 

@@ -106,7 +106,8 @@ def test_unknown_batch_without_a_dynamic_option_is_refused(
 ) -> None:
     outcome = run_cli(capsys, "convert", unknown_batch.path, "--soc-version", "Ascend310")
     assert outcome.code == 2
-    assert outcome.error_line == "error: input x:0: shape (?,4) has unknown dims; ATC needs static shapes"
+    assert outcome.error_line == ("error: input x:0: shape (?,4) has unknown dims; ATC needs static shapes or a "
+                                  "dynamic option")
     assert not fake_atc.record.exists()
 
 
@@ -116,8 +117,9 @@ def test_dynamic_batch_on_a_pinned_batch_is_refused_like_e10031(
     outcome = run_cli(capsys, "convert", frozen_small_cnn.path, "--soc-version", "Ascend310",
                       "--dynamic-batch", "1,2,4")
     assert outcome.code == 2
-    assert outcome.error_line == ("error: --dynamic-batch: no input has an unknown (-1) batch dim to vary "
-                                  "(images:0 (2,8,8,3)); ATC would fail with E10031")
+    assert outcome.error_line == ("error: --dynamic-batch 1,2,4: every input's shape is static (images:0 "
+                                  "(2,8,8,3)); ATC would fail with E10031 (a dynamic option needs a -1 dim in "
+                                  "--input_shape)")
     assert not fake_atc.record.exists()
 
 

@@ -111,19 +111,23 @@ def stand_in(contract: ModelContract, images: np.ndarray) -> dict[str, np.ndarra
     import onnx
 
     from atc_wrap.emulation import emulated_value, tensors_rounded_later
-    from infer.compare._onnx_graph import OnnxGraph, ranks_of
+    from infer.compare._layouts import read_in_tf_layout, shapes_of, track_layouts
+    from infer.compare._onnx_graph import OnnxGraph
     from tests.atc_wrap.outputs import onnx_tensors
 
     assert contract.converted_path is not None
     model = onnx.load(str(contract.converted_path))
-    layouts = OnnxGraph(model).tensor_layouts(ranks_of(onnx.shape_inference.infer_shapes(model)))
+    layouts = track_layouts(OnnxGraph(model), shapes_of(onnx.shape_inference.infer_shapes(model)))
     values = onnx_tensors(model, {"images:0": images}, list(TENSORS))
     later = tensors_rounded_later(model)
     read = {}
     for name, value in zip(TENSORS, values, strict=True):
-        layout = layouts[name]
-        assert layout is not None, name
-        read[name] = np.transpose(emulated_value(value, name, later), np.argsort(layout))
+        perm = layouts[name].perm
+        assert perm is not None, name
+        tf_shape = tuple(value.shape[perm.index(axis)] for axis in range(len(perm)))
+        found = read_in_tf_layout(tf_shape, emulated_value(value, name, later), perm)
+        assert found is not None, name
+        read[name] = found
     return read
 
 

@@ -139,3 +139,51 @@ def test_inspect_and_freeze_take_the_same_placeholders_for_switches() -> None:
     by_freeze = {n.name: is_switch(n) for n in graph_def.node if n.op.startswith("Placeholder")}
     assert by_inspect == by_freeze == {"scalar_flag": True, "shapeless_flag": True, "mask": False, "rate": False,
                                        "is_training": True}
+
+
+@pytest.mark.parametrize("optimizer", ["adam", "momentum", "rmsprop"])
+def test_training_state_is_counted_apart_from_the_model(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                        optimizer: str) -> None:
+    """An optimizer's slots and counters reach no output: the count the outputs are computed from is the model's
+    own (the frozen pb's), whatever the optimizer calls its slots."""
+    import tensorflow as tf
+
+    tf1 = tf.compat.v1
+    graph = tf.Graph()
+    with graph.as_default():
+        images = tf1.placeholder(tf.float32, [None, 6], name="features")
+        labels = tf1.placeholder(tf.int64, [None], name="targets")
+        def dense(x: object, width: int, scope: str) -> object:
+            with tf1.variable_scope(scope):
+                kernel = tf1.get_variable("kernel", [x.shape[-1], width])  # type: ignore[attr-defined]
+                bias = tf1.get_variable("bias", [width], initializer=tf1.zeros_initializer())
+            return tf.matmul(x, kernel) + bias
+
+        hidden = tf.nn.relu(dense(images, 5, "body"))
+        logits = dense(hidden, 3, "head")
+        tf.nn.softmax(logits, name="scores")
+        loss = tf1.losses.sparse_softmax_cross_entropy(labels, logits)
+        step = tf1.train.get_or_create_global_step()
+        chosen = {"adam": tf1.train.AdamOptimizer(0.01), "momentum": tf1.train.MomentumOptimizer(0.01, 0.9),
+                  "rmsprop": tf1.train.RMSPropOptimizer(0.01)}[optimizer]
+        chosen.minimize(loss, global_step=step)
+        with tf1.Session() as session:
+            session.run(tf1.global_variables_initializer())
+            prefix = tf1.train.Saver().save(session, str(tmp_path / "model.ckpt"))
+    report = inspect_model(prefix)
+    model = 6 * 5 + 5 + 5 * 3 + 3
+    assert report.output_parameters == model
+    assert report.parameters > model  # slots, the step and (Adam) the powers of beta
+    outcome = run_cli(capsys, "inspect", prefix)
+    assert outcome.code == 0, outcome.err
+    assert (f"{report.parameters:,} parameters: {model:,} the outputs are computed from, "
+            f"{report.parameters - model:,} only training reads (optimizer slots, step counters)") in outcome.out
+    assert json.loads(run_cli(capsys, "inspect", prefix, "--json").out)["output_parameters"] == model
+
+
+def test_a_model_without_training_state_says_one_count(resnet_model: ReferenceModel,
+                                                       frozen_small_cnn: ModelContract) -> None:
+    report = inspect_model(resnet_model.path)
+    # Every variable but global_step feeds the outputs (batch norm's moving statistics through the cond).
+    assert report.output_parameters == report.parameters - 1
+    assert inspect_model(frozen_small_cnn.pb_path).output_parameters is None

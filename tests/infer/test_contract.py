@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from binio.binfile import sha256_file
+from binio.gears import DynamicShape
 from binio.spec import TensorSpec
 from infer.contract import (
     SCHEMA,
@@ -54,6 +55,25 @@ def test_round_trip_with_converted(tmp_path: Path) -> None:
     assert loaded == saved
     assert loaded.model_inputs[0].dtype == "float16"
     loaded.check_converted_unchanged()
+    assert loaded.gears is None
+
+
+def test_round_trip_with_gears(tmp_path: Path) -> None:
+    """A model converted with gears keeps them in model.json: which dims vary and the values they take."""
+    (tmp_path / "model.onnx").write_bytes(b"onnx")
+    gears = DynamicShape("batch", (("images:0", (None, 8, 8, 3)),), gears=((1,), (4,), (8,)))
+    converted = ConvertedInfo(
+        target="onnx", path="model.onnx", sha256=sha256_file(tmp_path / "model.onnx"),
+        inputs=(TensorSpec("images:0", "float32", (None, 8, 8, 3), "NHWC"),),
+        outputs=(TensorSpec("probs:0", "float32", (None, 5)),), gears=gears,
+    )
+    saved = _contract(tmp_path).with_converted(converted).save()
+    document = json.loads((tmp_path / "model.json").read_text())
+    assert document["converted"]["gears"]["varying"] == [{"tensor": "images:0", "axis": 0}]
+    assert document["converted"]["gears"]["gears"] == [[1], [4], [8]]
+    loaded = load_contract(tmp_path)
+    assert loaded == saved
+    assert loaded.gears == gears
 
 
 def test_missing(tmp_path: Path) -> None:

@@ -92,7 +92,8 @@ def test_unknown_key_suggests_the_closest(project: Path) -> None:
     message = _error(project, MINIMAL + '[convert]\nprecison_mode = "force_fp32"\n')
     assert message == (f"{project / 'pipeline.toml'}: [convert] precison_mode: unknown key; did you mean "
                        "'precision_mode'? (valid keys: target, use_om, soc_version, precision_mode, input_fp16_nodes, "
-                       "output_type, input_format, dynamic_batch, op_select_implmode, fusion_switch_file, "
+                       "output_type, input_format, dynamic_batch, dynamic_image_size, dynamic_dims, shape_range, "
+                       "op_select_implmode, fusion_switch_file, "
                        "keep_dtype, modify_mixlist, customize_dtypes, atc_args, opset, allow_unknown_soc, "
                        "allow_unsupported, timeout, aipp, aipp_input_format, aipp_src_size, aipp_crop, aipp_csc, "
                        "aipp_config)")
@@ -221,7 +222,7 @@ def test_template_loads_and_every_commented_setting_is_a_valid_key(project: Path
     assert full.data.dump.image.mean == (0.0,)
     assert full.compare.thresholds.texts == ("cosine=0.999", "probs:0:kl=0.01")
     assert full.compare.expected_from_emulation is True and full.compare.expected_factor == 10.0
-    assert not full.compare.fail_on_expected and not full.compare.allow_same_backend
+    assert full.compare.fail_on_expected is True and not full.compare.allow_same_backend
 
 
 def test_compare_per_sample_limits_and_switches_reach_the_command(project: Path) -> None:

@@ -22,6 +22,7 @@ from binio.process import ToolResult, quote_command
 from binio.spec import TensorSpec
 from infer.contract import ModelContract
 from infer.om import om_descriptors
+from infer.run._gear import GearRun
 from infer.run._latency import mean, percentile
 from infer.run._runners.base import BaseRunner, DatasetFeed, RunnerError
 
@@ -103,6 +104,7 @@ class ToolRunner(BaseRunner):
         self.warmup = warmup
         self.timeout = timeout
         self.acl_json: Path | None = None  # a dump start's configuration (infer.run._dump), given as the tool takes it
+        self.gear: GearRun | None = None  # the gear of a model with gears the tool runs at (`use_gear`)
 
     @classmethod
     def from_contract(cls: type[_Tool], contract: ModelContract, *, device: int | None = None, loop: int = 1,
@@ -147,8 +149,26 @@ class ToolRunner(BaseRunner):
     def run_folders(self, input_dirs: Sequence[Path], stems: Sequence[str], work: Path) -> ToolRun:
         """Runs the tool over every file of `input_dirs` (paired by name), writing under `work`."""
 
-    def folder_argv(self, command: list[str], input_dirs: Sequence[Path], out: Path) -> list[str]:
-        return folder_argv(command, self.om, input_dirs, out, device=self.device_id, loop=self.loop)
+    @abstractmethod
+    def launcher(self, *, planned: bool = False) -> list[str]:
+        """What starts the tool: as found here once activated, or, `planned` (a dry run), by the name a user types
+        on the Ascend server."""
+
+    def tool_options(self) -> list[str]:
+        """The tool's own options after the shared ones (ais_bench's warm-up and acl.json)."""
+        return []
+
+    def use_gear(self, gear: GearRun | None) -> None:
+        """Runs at `gear` (a model with gears): its flags on every start, its outputs' shapes at it."""
+        self.gear = gear
+        if gear is not None:
+            self._outputs = gear.outputs
+
+    def argv(self, input_dirs: Sequence[Path], out: Path, *, planned: bool = False) -> list[str]:
+        """The tool's whole command line over `input_dirs`, writing under `out`: what `run_folders` runs and what
+        `infer run --dry-run` prints."""
+        return [*folder_argv(self.launcher(planned=planned), self.om, input_dirs, out, device=self.device_id,
+                             loop=self.loop), *(self.gear.flags if self.gear else ()), *self.tool_options()]
 
     def not_installed(self, how: str) -> RunnerError:
         return RunnerError(f"{self.tool} is not installed ({how}); {STAND_IN}",

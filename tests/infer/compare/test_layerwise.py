@@ -10,9 +10,10 @@ import pytest
 
 from infer.compare._layer_diagnosis import diagnose, verdict_note
 from infer.compare._layerwise import aligned_to_golden
+from infer.compare._layouts import NCHW, Layout, read_in_tf_layout, shapes_of, track_layouts, unknown
 from infer.compare._metrics import compute_metrics
 from infer.compare._nonfinite import NAN_FROM_INF, OVERFLOW, UNDERFLOW, TensorInfo, classify
-from infer.compare._onnx_graph import OnnxGraph, ranks_of
+from infer.compare._onnx_graph import OnnxGraph
 from infer.compare.layer_result import LayerRow
 from infer.compare.result import CompareResult, OutputResult, PlotData
 from infer.compare.thresholds import Failure, Thresholds
@@ -20,36 +21,62 @@ from infer.compare.thresholds import Failure, Thresholds
 
 def test_known_nchw_layout_is_read_back_as_nhwc() -> None:
     golden = np.random.default_rng(0).normal(size=(2, 5, 6, 3)).astype(np.float32)
-    aligned, layout = aligned_to_golden(golden, np.transpose(golden, (0, 3, 1, 2)), (0, 3, 1, 2))
+    aligned, layout = aligned_to_golden(golden, np.transpose(golden, (0, 3, 1, 2)), Layout(NCHW))
     assert aligned is not None and np.array_equal(aligned, golden) and layout == "NCHW (the converter's)"
 
 
-def test_equal_h_w_c_with_unknown_layout_is_not_compared() -> None:
-    """(2, 4, 4, 4) fits NHWC and NCHW: without the conversion's word, no reading is picked by closeness."""
+def test_equal_h_w_c_is_read_in_the_tracked_layout_or_not_at_all() -> None:
+    """(2, 4, 4, 4) fits NHWC and NCHW: the conversion's layout decides, even where the other reading would be
+    closer to TensorFlow; without it, no reading is picked."""
     golden = np.random.default_rng(1).normal(size=(2, 4, 4, 4)).astype(np.float32)
-    aligned, reason = aligned_to_golden(golden, np.transpose(golden, (0, 3, 1, 2)), None)
-    assert aligned is None and reason.startswith("layout cannot be known")
-    # The conversion's layout decides, even where the other reading would be closer to TensorFlow.
-    aligned, _ = aligned_to_golden(golden, golden.copy(), (0, 3, 1, 2))
+    aligned, reason = aligned_to_golden(golden, np.transpose(golden, (0, 3, 1, 2)), unknown("Gather g reads it"))
+    assert aligned is None and reason == "layout unknown: Gather g reads it"
+    aligned, _ = aligned_to_golden(golden, golden.copy(), Layout(NCHW))
     assert aligned is not None and not np.allclose(aligned, golden)
+    aligned, _ = aligned_to_golden(golden, np.transpose(golden, (0, 3, 1, 2)), Layout(NCHW))
+    assert aligned is not None and np.array_equal(aligned, golden)
 
 
-def test_unknown_layout_read_from_the_shape_where_only_one_fits() -> None:
+def test_an_unknown_layout_is_never_guessed_from_the_shape() -> None:
+    """Only NCHW fits (2, 3, 5, 6) against TF's (2, 5, 6, 3), yet with the layout unknown it is not compared."""
     golden = np.zeros((2, 5, 6, 3), dtype=np.float32)
-    aligned, layout = aligned_to_golden(golden, np.zeros((2, 3, 5, 6), dtype=np.float32), None)
-    assert aligned is not None and aligned.shape == golden.shape and "the shape does" in layout
-    assert aligned_to_golden(np.zeros((2, 5)), np.zeros((5, 2)), None)[0] is None
+    aligned, reason = aligned_to_golden(golden, np.zeros((2, 3, 5, 6), dtype=np.float32), unknown("why"))
+    assert aligned is None and reason == "layout unknown: why"
+    aligned, reason = aligned_to_golden(golden, np.zeros((2, 3, 5, 6), dtype=np.float32), None)
+    assert aligned is None and reason.startswith("layout unknown: ")
+
+
+def test_a_layout_that_does_not_fit_the_shape_says_so_without_contradiction() -> None:
+    """The line the issue quotes said 'shape [8,8,62,62] in ONNX (as TensorFlow), [8,62,62,8] in TensorFlow'."""
+    golden = np.zeros((8, 62, 62, 8), dtype=np.float32)
+    aligned, reason = aligned_to_golden(golden, np.zeros((8, 8, 62, 62), dtype=np.float32), Layout((0, 1, 2, 3)))
+    assert aligned is None
+    assert reason == ("shape [8, 8, 62, 62] in ONNX does not hold TensorFlow's [8, 62, 62, 8] in the layout tracked "
+                      "for it (as TensorFlow, which would hold [8, 8, 62, 62])")
+
+
+def test_size_1_axes_are_free_in_a_reading() -> None:
+    """A 1-channel NHWC tensor held as NCHW, and one whose size-1 axis lies elsewhere: the values are the same."""
+    golden = np.random.default_rng(4).normal(size=(2, 5, 6, 1)).astype(np.float32)
+    for perm in ((0, 3, 1, 2), (0, 1, 3, 2)):
+        held = np.transpose(golden, perm)
+        aligned = read_in_tf_layout((2, 5, 6, 1), held, perm)
+        assert aligned is not None and np.array_equal(aligned, golden)
+    swapped = np.transpose(golden, (0, 2, 1, 3))  # H and W swapped: non-1 axes out of TF's order
+    aligned = read_in_tf_layout((2, 5, 6, 1), swapped, (0, 2, 1, 3))
+    assert aligned is not None and np.array_equal(aligned, golden)
+    assert read_in_tf_layout((2, 5, 6, 1), swapped, (0, 1, 2, 3)) is None
 
 
 def test_a_model_output_is_compared_as_the_model_gives_it() -> None:
     """A final transpose the conversion dropped is a bug in the output, not a layout to undo."""
     golden = np.random.default_rng(2).normal(size=(2, 4, 4, 4)).astype(np.float32)
-    aligned, layout = aligned_to_golden(golden, np.transpose(golden, (0, 3, 1, 2)), (0, 3, 1, 2), as_is=True)
+    aligned, layout = aligned_to_golden(golden, np.transpose(golden, (0, 3, 1, 2)), Layout(NCHW), as_is=True)
     assert aligned is not None and not np.allclose(aligned, golden)
     assert "a transpose back to TensorFlow's layout is missing" in layout
 
 
-def _onnx_graph(nodes: list[tuple[str, list[str], list[str], dict[str, Any]]]) -> tuple[OnnxGraph, dict[str, int]]:
+def _onnx_graph(nodes: list[tuple[str, list[str], list[str], dict[str, Any]]]) -> tuple[OnnxGraph, dict[str, Any]]:
     import onnx
     from onnx import TensorProto, helper
 
@@ -60,11 +87,11 @@ def _onnx_graph(nodes: list[tuple[str, list[str], list[str], dict[str, Any]]]) -
                               [helper.make_tensor_value_info(nodes[-1][2][0], TensorProto.FLOAT, None)],
                               initializer=[shape])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-    return OnnxGraph(model), ranks_of(onnx.shape_inference.infer_shapes(model))
+    return OnnxGraph(model), shapes_of(onnx.shape_inference.infer_shapes(model))
 
 
 def test_layouts_follow_the_conversion_transposes() -> None:
-    graph, ranks = _onnx_graph([
+    graph, shapes = _onnx_graph([
         ("Transpose", ["x"], ["to_nchw"], {"perm": [0, 3, 1, 2]}),
         ("Relu", ["to_nchw"], ["relu"], {}),
         ("Cast", ["relu"], ["rounded"], {"to": 1}),
@@ -72,7 +99,7 @@ def test_layouts_follow_the_conversion_transposes() -> None:
         ("ReduceMean", ["relu"], ["pooled"], {"axes": [2, 3], "keepdims": 0}),
         ("Reshape", ["relu", "shape"], ["flat"], {}),
     ])
-    layouts = graph.tensor_layouts(ranks)
+    layouts = {name: layout.perm for name, layout in track_layouts(graph, shapes).items()}
     assert layouts["x"] == (0, 1, 2, 3)
     assert layouts["relu"] == layouts["rounded"] == (0, 3, 1, 2)
     assert layouts["back"] == (0, 1, 2, 3)

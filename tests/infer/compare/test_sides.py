@@ -92,7 +92,8 @@ def test_expected_band_flags_damage_that_msit_passes(frozen_small_cnn: ModelCont
                       "--expected-from-emulation", "--report", tmp_path / "report")
     assert outcome.code == 0, outcome.out + outcome.err  # msit's rule passes: the default verdict
     last = outcome.out.strip().splitlines()[-1]
-    assert last.startswith("PASSED | ") and "emulated force_fp16 (FLAGGED)" in last
+    assert last.startswith("PASSED by msit's thresholds, but probs:0 is ") and " its expected band (" in last
+    assert "emulated force_fp16 (FLAGGED)" in last
     result = compare(damaged.path, cnn_bins, actual, golden=cnn_golden,
                      options=CompareOptions(expected_from_emulation=True))
     (band,) = result.expected
@@ -102,7 +103,8 @@ def test_expected_band_flags_damage_that_msit_passes(frozen_small_cnn: ModelCont
     outcome = run_cli(capsys, "compare", damaged.path, "--input", cnn_bins, "--actual", actual, "--golden", cnn_golden,
                       "--fail-on-expected")
     assert outcome.code == 1
-    assert outcome.out.strip().splitlines()[-1].startswith("FAILED: probs:0 error ")
+    assert outcome.out.strip().splitlines()[-1].startswith(
+        "FAILED by the expected band (msit's thresholds pass): probs:0 is ")
     row = next(line for line in outcome.out.splitlines() if line.startswith("probs:0 "))
     assert row.split()[-1] == "FAIL"  # msit's rule passes, the band asked to fail the run does not
     # The healthy conversion sits inside its band (the stand-in is the emulation: a ratio of 1).

@@ -1,0 +1,239 @@
+"""Dynamic shapes end to end on the stand-in: a fully convolutional CNN (global pooling, so any H,W) frozen with
+dims kept unknown, converted with gears, dumped, run and compared per gear; what is no gear is refused at each
+stage, naming the option, the value and the gears."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from binio.manifest import load_manifest
+from infer.contract import load_contract
+from tests.cli import Arg, Outcome, run_cli
+
+
+def _build_fcn(folder: Path) -> Path:
+    """conv 3x3 -> relu -> conv 3x3 stride 2 -> relu -> global mean -> dense -> softmax; images [None,None,None,3]."""
+    import tensorflow as tf
+
+    tf1 = tf.compat.v1
+    graph = tf.Graph()
+    with graph.as_default():
+        tf1.set_random_seed(11)
+        images = tf1.placeholder(tf.float32, [None, None, None, 3], name="images")
+        first = tf1.get_variable("c1/kernel", [3, 3, 3, 6], initializer=tf1.glorot_uniform_initializer())
+        second = tf1.get_variable("c2/kernel", [3, 3, 6, 8], initializer=tf1.glorot_uniform_initializer())
+        hidden = tf.nn.relu(tf.nn.conv2d(images, first, 1, "SAME"))
+        hidden = tf.nn.relu(tf.nn.conv2d(hidden, second, 2, "SAME"))
+        pooled = tf.reduce_mean(hidden, axis=[1, 2])
+        weights = tf1.get_variable("head/weights", [8, 5], initializer=tf1.glorot_uniform_initializer())
+        tf.nn.softmax(tf.matmul(pooled, weights), name="probs")
+        saver = tf1.train.Saver()
+        with tf1.Session(graph=graph) as session:
+            session.run(tf1.global_variables_initializer())
+            folder.mkdir(parents=True, exist_ok=True)
+            saver.save(session, str(folder / "model.ckpt"))
+    return folder / "model.ckpt"
+
+
+@pytest.fixture(scope="module")
+def fcn(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _build_fcn(tmp_path_factory.mktemp("fcn"))
+
+
+def _ok(outcome: Outcome) -> Outcome:
+    assert outcome.code == 0, outcome.err
+    return outcome
+
+
+def _run_and_compare(capsys: pytest.CaptureFixture[str], model: Path, bins: Path, out: Path) -> Outcome:
+    _ok(run_cli(capsys, "run", model, "--input", bins, "-o", out, "--backend", "onnxrt"))
+    return run_cli(capsys, "compare", model, "--input", bins, "--actual", out)
+
+
+def test_batch_gears_pass_at_4_and_8_and_gear_3_is_refused(capsys: pytest.CaptureFixture[str], fcn: Path,
+                                                          tmp_path: Path) -> None:
+    model = tmp_path / "model"
+    _ok(run_cli(capsys, "freeze", fcn, "-o", model, "--outputs", "probs", "--inputs", "images:0[?,16,16,3]",
+                "--batch", "-1"))
+    assert load_contract(model).inputs[0].shape == (None, 16, 16, 3)
+    converted = _ok(run_cli(capsys, "convert", model, "--target", "onnx", "--precision-mode", "force_fp32",
+                            "--dynamic-batch", "1,4,8"))
+    assert "dynamic shapes: batch gears 1, 4, 8" in converted.out.splitlines()
+    contract = load_contract(model)
+    assert contract.gears is not None and contract.gears.batches() == (1, 4, 8)
+    assert json.loads((model / "model.json").read_text())["converted"]["gears"]["varying"] == [
+        {"tensor": "images:0", "axis": 0}]
+
+    refused = run_cli(capsys, "dump-bin", "-m", model, "-o", tmp_path / "bins_b3", "--source", "images:0=random:0",
+                      "--samples", "6", "--batch", "3")
+    assert refused.code == 2
+    assert refused.error_line == (f"error: --batch 3: not a gear of the model: it takes batch gears 1, 4, 8 "
+                                  f"({model / 'model.json'})")
+    assert not (tmp_path / "bins_b3").exists()
+
+    for batch in (4, 8):
+        bins = tmp_path / f"bins_b{batch}"
+        _ok(run_cli(capsys, "dump-bin", "-m", model, "-o", bins, "--source", "images:0=random:0", "--samples", "10",
+                    "--batch", str(batch)))
+        manifest = load_manifest(bins)
+        assert (manifest.gear_kind, manifest.gear, manifest.inputs[0].shape) == ("batch", (batch,),
+                                                                                (batch, 16, 16, 3))
+        compared = _run_and_compare(capsys, model, bins, tmp_path / f"out_b{batch}")
+        assert compared.code == 0, compared.out + compared.err
+        assert compared.out.strip().splitlines()[-1].startswith("PASSED")
+
+    pairs: list[Arg] = ["--input", tmp_path / "bins_b4", "--actual", tmp_path / "out_b4",
+             "--input", tmp_path / "bins_b8", "--actual", tmp_path / "out_b8"]
+    across = run_cli(capsys, "compare", model, *pairs, "--report", tmp_path / "report")
+    assert across.code == 0, across.out + across.err
+    lines = across.out.strip().splitlines()
+    assert lines[-1] == "PASSED: 2 gears (batch 4, batch 8)"
+    assert lines[-3].startswith("batch 4: PASSED | ") and lines[-2].startswith("batch 8: PASSED | ")
+    assert (tmp_path / "report" / "b4" / "report.json").is_file() and (tmp_path / "report" / "b8").is_dir()
+    twice = run_cli(capsys, "compare", model, *pairs[:4], *pairs[:4])
+    assert twice.error_line == (f"error: --input {tmp_path / 'bins_b4'}: batch 4 again (--input "
+                                f"{tmp_path / 'bins_b4'} is that gear too); compare one dataset per gear")
+
+
+def test_two_image_sizes_pass_at_both(capsys: pytest.CaptureFixture[str], fcn: Path, tmp_path: Path) -> None:
+    model = tmp_path / "model"
+    _ok(run_cli(capsys, "freeze", fcn, "-o", model, "--outputs", "probs", "--inputs", "images:0[2,-1,-1,3]"))
+    assert load_contract(model).inputs[0].shape == (2, None, None, 3)
+    _ok(run_cli(capsys, "convert", model, "--target", "onnx", "--precision-mode", "force_fp32",
+                "--dynamic-image-size", "16,16;24,32"))
+    images = tmp_path / "images"
+    images.mkdir()
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    for index in range(3):
+        Image.fromarray(rng.integers(0, 255, (40, 48, 3), dtype=np.uint8)).save(images / f"{index}.png")
+    refused = run_cli(capsys, "dump-bin", "-m", model, "-o", tmp_path / "bins_no", images, "--image-size", "20,20")
+    assert refused.code == 2
+    assert refused.error_line == (f"error: --image-size 20,20: not a gear of the model: it takes image size gears "
+                                  f"16x16, 24x32 ({model / 'model.json'})")
+    missing = run_cli(capsys, "dump-bin", "-m", model, "-o", tmp_path / "bins_no", images)
+    assert missing.error_line == ("error: input images:0: H and W are dynamic; pass --image-size H,W, one of the "
+                                  "model's image size gears 16x16, 24x32")
+    for height, width in ((16, 16), (24, 32)):
+        bins = tmp_path / f"bins_{height}x{width}"
+        _ok(run_cli(capsys, "dump-bin", "-m", model, "-o", bins, images, "--image-size", f"{height},{width}"))
+        manifest = load_manifest(bins)
+        assert (manifest.gear_label, manifest.inputs[0].shape) == (f"image size {height}x{width}",
+                                                                   (2, height, width, 3))
+        compared = _run_and_compare(capsys, model, bins, tmp_path / f"out_{height}x{width}")
+        assert compared.code == 0, compared.out + compared.err
+        assert compared.out.strip().splitlines()[-1].startswith("PASSED")
+
+
+def test_a_pipeline_with_batch_gears_dumps_runs_and_compares_each(capsys: pytest.CaptureFixture[str], fcn: Path,
+                                                                  tmp_path: Path) -> None:
+    toml = tmp_path / "pipeline.toml"
+    toml.write_text(f"""\
+[model]
+source = "{fcn}"
+outputs = ["probs"]
+inputs = ["images:0[?,16,16,3]"]
+batch = -1
+
+[data]
+source = "random:0"
+samples = 6
+
+[convert]
+target = "onnx"
+precision_mode = "force_fp32"
+dynamic_batch = [1, 4, 8]
+""")
+    outcome = run_cli(capsys, "pipeline", "run", toml)
+    assert outcome.code == 0, outcome.out + outcome.err
+    stages = [line.split()[0] for line in outcome.out.splitlines() if "@" in line.split(" ")[0]]
+    assert stages == [f"{stage}@b{batch}" for stage in ("dump-bin", "run", "compare") for batch in (1, 4, 8)]
+    assert "PASSED: 3 gears (batch 1, batch 4, batch 8)" in outcome.out
+    for batch in (1, 4, 8):
+        manifest = load_manifest(tmp_path / "work" / f"bins_b{batch}")
+        assert (manifest.gear, manifest.batch, manifest.samples) == ((batch,), batch, 6)
+        assert (tmp_path / "work" / f"report_b{batch}" / "report.json").is_file()
+    again = run_cli(capsys, "pipeline", "run", toml)  # nothing changed: every gear's stages skipped
+    assert again.code == 0 and again.out.count("(unchanged)") == 12, again.out
+
+
+def test_a_pipeline_with_a_shape_range_is_refused(capsys: pytest.CaptureFixture[str], fcn: Path,
+                                                  tmp_path: Path) -> None:
+    toml = tmp_path / "pipeline.toml"
+    toml.write_text(f'[model]\nsource = "{fcn}"\noutputs = ["probs"]\n\n[data]\nsource = "random:0"\n\n'
+                    '[convert]\nshape_range = "images:1~8,16,16,3"\n')
+    outcome = run_cli(capsys, "pipeline", "run", toml)
+    assert outcome.code == 2
+    assert outcome.error_line == (f"error: {toml}: [convert] shape_range: the pipeline dumps, runs and compares one "
+                                  "dataset per gear, and a shape range has none")
+
+
+def test_dims_gears_pass_and_what_is_no_gear_is_refused_at_each_stage(capsys: pytest.CaptureFixture[str],
+                                                                     fcn: Path, tmp_path: Path) -> None:
+    """--dynamic-dims over batch, H and W: a gear passes; dump-bin refuses another gear's option, a value that is no
+    gear, and run refuses bins that are no gear of the model they are fed (re-converted with other gears)."""
+    model = tmp_path / "model"
+    _ok(run_cli(capsys, "freeze", fcn, "-o", model, "--outputs", "probs", "--inputs", "images:0[-1,-1,-1,3]"))
+    _ok(run_cli(capsys, "convert", model, "--target", "onnx", "--precision-mode", "force_fp32",
+                "--dynamic-dims", "1,16,16;2,24,32"))
+    bins = tmp_path / "bins"
+    _ok(run_cli(capsys, "dump-bin", "-m", model, "-o", bins, "--source", "images:0=random:1", "--samples", "4",
+                "--dims", "2,24,32"))
+    assert load_manifest(bins).inputs[0].shape == (2, 24, 32, 3)
+    compared = _run_and_compare(capsys, model, bins, tmp_path / "out")
+    assert compared.code == 0, compared.out + compared.err
+
+    def refused(*args: Arg) -> str:
+        outcome = run_cli(capsys, "dump-bin", "-m", model, "-o", tmp_path / "bad", "--source", "images:0=random:1",
+                          *args)
+        assert outcome.code == 2 and not (tmp_path / "bad").exists()
+        return outcome.error_line
+
+    assert refused("--dims", "2,16,16") == (f"error: --dims 2,16,16: not a gear of the model: it takes dims gears "
+                                            f"1,16,16, 2,24,32 ({model / 'model.json'})")
+    assert refused("--dims", "2,16") == ("error: --dims 2,16: expected 3 values, one per unknown dim (images:0[0], "
+                                         "images:0[1], images:0[2])")
+    assert refused("--image-size", "16,16") == ("error: --image-size: the model's gears are dims gears 1,16,16, "
+                                                "2,24,32; give --dims instead")
+    assert refused("--dims", "2,24,32", "--batch", "2") == ("error: --batch 2: the model's dims gears decide the "
+                                                            "first dim; give it in --dims")
+
+    _ok(run_cli(capsys, "convert", model, "--target", "onnx", "--precision-mode", "force_fp32",
+                "--dynamic-dims", "1,16,16;4,24,32"))
+    ran = run_cli(capsys, "run", model, "--input", bins, "-o", tmp_path / "out2")
+    assert ran.code == 2
+    assert ran.error_line == (f"error: {bins / 'dataset.json'}: bins images:0 (2,24,32,3): not a gear of the model, "
+                              "which takes dims gears 1,16,16, 4,24,32")
+
+
+def test_gear_options_on_a_static_model_are_refused(capsys: pytest.CaptureFixture[str], fcn: Path,
+                                                    tmp_path: Path) -> None:
+    model = tmp_path / "model"
+    _ok(run_cli(capsys, "freeze", fcn, "-o", model, "--outputs", "probs", "--inputs", "images:0[2,16,16,3]"))
+    converted = run_cli(capsys, "convert", model, "--target", "onnx", "--dynamic-batch", "1,4,8")
+    assert converted.error_line == ("error: --dynamic-batch 1,4,8: every input's shape is static (images:0 "
+                                    "(2,16,16,3)); ATC would fail with E10031 (a dynamic option needs a -1 dim in "
+                                    "--input_shape)")
+    _ok(run_cli(capsys, "convert", model, "--target", "onnx"))
+    dumped = run_cli(capsys, "dump-bin", "-m", model, "-o", tmp_path / "bins", "--source", "images:0=random:0",
+                     "--image-size", "16,16")
+    assert dumped.error_line == (f"error: --image-size: the model has no image size gears ({model / 'model.json'} "
+                                 "records none; inputs images:0 (2,16,16,3))")
+
+
+def test_freeze_keeps_only_unknown_dims_dynamic(capsys: pytest.CaptureFixture[str], fcn: Path,
+                                                tmp_path: Path) -> None:
+    fixed = tmp_path / "fixed"
+    _ok(run_cli(capsys, "freeze", fcn, "-o", fixed, "--outputs", "probs", "--inputs", "images:0[2,16,16,3]"))
+    again = run_cli(capsys, "freeze", fixed / "model.pb", "-o", tmp_path / "again", "--outputs", "probs",
+                    "--inputs", "images:0[2,-1,16,3]")
+    assert again.error_line == ("error: input images:0: --inputs shape [2,-1,16,3] keeps dim 1 unknown (-1), but "
+                                "the graph fixes it to 16 (shape (2,16,16,3))")
+    clash = run_cli(capsys, "freeze", fcn, "-o", tmp_path / "clash", "--outputs", "probs", "--inputs",
+                    "images:0[-1,16,16,3]", "--batch", "4")
+    assert clash.error_line == "error: input images:0: --batch 4 fixes dim 0, which --inputs keeps unknown (-1)"
