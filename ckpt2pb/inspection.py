@@ -203,17 +203,21 @@ def _roles(graph_def: Any, readers: dict[str, list[str]]) -> _Roles:
 
 def _offered(node: Any, shape: tuple[int | None, ...] | None, roles: _Roles) -> bool:
     """A tensor computed from the labels is offered only where it may be a model's answer: never a scalar (a
-    loss, an accuracy) nor a shape or size (the loss's plumbing)."""
+    loss, an accuracy) nor a shape or size (the loss's plumbing). Nor is any scalar of a graph whose losses or
+    metrics name the model's answer: that answer is per sample, and a training graph's scalars are its losses,
+    metrics and counters (tf.metrics' values, read from variables the labels update)."""
+    if shape == () and roles.heads.answers:
+        return False
     return node.name not in roles.from_labels or (shape != () and node.op not in _METADATA_OPS)
 
 
-def rank_output_candidates(graph_def: Any, graph: Any) -> tuple[OutputCandidate, ...]:
+def rank_output_candidates(graph_def: Any, graph: Any, roles: _Roles | None = None) -> tuple[OutputCandidate, ...]:
     """Nodes nothing consumes, minus bookkeeping, best first; later nodes first among equals (deeper). What the
     losses and metrics read as the model's answer (the logits, a softmax beside the loss) comes first, whatever
     reads it; a softmax/sigmoid/argmax-like node that only training ops read (an accuracy) is a candidate too;
     scalars and shapes computed from labels (metrics, the loss's plumbing) are not."""
     readers = node_readers(graph_def)
-    roles = _roles(graph_def, readers)
+    roles = roles or _roles(graph_def, readers)
     answers = roles.heads.tensors - {f"{name}:0" for name in roles.from_labels}
     ranked: list[tuple[int, int, OutputCandidate]] = []
     for position, node in enumerate(graph_def.node):
@@ -277,11 +281,11 @@ def placeholders(graph_def: Any, graph: Any, labels: frozenset[str] = frozenset(
     return tuple(found)
 
 
-def label_feeds(graph_def: Any) -> frozenset[str]:
+def label_feeds(graph_def: Any, roles: _Roles | None = None) -> frozenset[str]:
     """The feed tensors that are labels: those the losses and metrics take as labels, and those nothing the
     model answers is computed from whose names say label (a feed only an optimizer reads, a learning rate, is
     none)."""
-    roles = _roles(graph_def, node_readers(graph_def))
+    roles = roles or _roles(graph_def, node_readers(graph_def))
     return roles.heads.labels | frozenset(t for t in roles.labels if _LABEL_WORDS.search(t.lower()))
 
 
@@ -317,17 +321,18 @@ def inspect_loaded(source: LoadedSource) -> GraphReport:
     else:
         variables, parameters, origin = 0, _constant_parameters(graph_def), "constants"
     histogram = Counter(node.op for node in graph_def.node)
+    roles = _roles(graph_def, node_readers(graph_def))  # once, for the labels and the ranking
     signature = []
     for item in source.signature:
         tensor = graph.get_tensor_by_name(item.tensor)
         signature.append(SignatureEntry(key=item.key, role=item.role, tensor=tensor.name,
                                         dtype=tensor.dtype.name, shape=shape_of(tensor)))
-    candidates = _signature_first(rank_output_candidates(graph_def, graph), signature, graph)
+    candidates = _signature_first(rank_output_candidates(graph_def, graph, roles), signature, graph)
     output_parameters = (elements_of(shapes, variables_feeding(graph_def, [c.tensor for c in candidates]))
                          if shapes and candidates else None)
     return GraphReport(
         source=str(source.path), kind=source.kind, tf_version=source.tf_version, nodes=len(graph_def.node),
-        placeholders=placeholders(graph_def, graph, label_feeds(graph_def)),
+        placeholders=placeholders(graph_def, graph, label_feeds(graph_def, roles)),
         candidates=candidates,
         op_histogram=tuple(sorted(histogram.items(), key=lambda item: (-item[1], item[0]))),
         variables=variables, parameters=parameters, parameters_from=origin, output_parameters=output_parameters,

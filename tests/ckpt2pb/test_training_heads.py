@@ -114,6 +114,19 @@ def test_freeze_takes_the_logits_without_the_labels(training_graph: TrainingGrap
     assert [(s.name, s.shape) for s in contract.outputs] == [(training_graph.logits, (2, 5))]
 
 
+def test_freeze_of_the_loss_says_the_label_is_no_setting(training_graph: TrainingGraph, tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """The loss reads the shape-less labels: freeze names them a label and points at the model's answer; no --set."""
+    outcome = run_cli(capsys, "freeze", training_graph.prefix, "-o", tmp_path / "frozen", "--outputs",
+                      "objective:0", "--batch", "2")
+    assert outcome.code == 2
+    assert outcome.error_line == (f"error: input {training_graph.labels}: a label (only the loss and metrics read it, "
+                                  "and the graph does not know its rank), read by the outputs objective:0: those are "
+                                  "training's, not the model's answer")
+    assert "--set" not in outcome.err and "infer inspect MODEL lists it first" in outcome.err
+    assert not (tmp_path / "frozen").exists()
+
+
 def test_a_learning_rate_placeholder_is_no_label(tmp_path: Path) -> None:
     """A feed only the optimizer reads is neither the model's nor a label: nothing marks it one."""
     import tensorflow as tf
@@ -154,3 +167,25 @@ def test_a_tf_data_training_graph_takes_the_iterator_s_labels(tmp_path: Path) ->
     assert {p.tensor: p.is_label for p in report.placeholders} == {features.name: False, classes.name: True}
     assert report.candidates[0].tensor == "scores:0" and report.candidates[0].read_by_loss
     assert not [c.tensor for c in report.candidates if c.shape == () or c.op in ("Shape", "Size", "Rank")]
+
+
+def test_tf_losses_and_tf_metrics_leave_the_logits_first(tmp_path: Path) -> None:
+    """tf.compat.v1.losses on one-hot labels made in the graph, tf.compat.v1.metrics.accuracy (its value read from
+    variables the labels update, so no data path from the labels reaches it): no scalar is offered."""
+    import tensorflow as tf
+
+    tf1 = tf.compat.v1
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf1.placeholder(tf.float32, [None, 4], name="feats")
+        classes = tf1.placeholder(tf.int64, [None], name="y")
+        logits = tf.matmul(x, tf1.get_variable("w", [4, 3]), name="dense_out")
+        cost = tf1.losses.softmax_cross_entropy(tf.one_hot(classes, 3), logits)
+        tf1.metrics.accuracy(classes, tf.argmax(logits, 1))
+        tf1.train.AdamOptimizer().minimize(cost)
+    pb = tmp_path / "tf_losses.pb"
+    pb.write_bytes(graph.as_graph_def().SerializeToString())
+    report = inspect_model(pb)
+    assert {p.tensor: p.is_label for p in report.placeholders} == {"feats:0": False, "y:0": True}
+    assert report.candidates[0].tensor == "dense_out:0" and report.candidates[0].read_by_loss
+    assert not [c.tensor for c in report.candidates if c.shape == ()]
