@@ -103,7 +103,7 @@ def make_runner(contract: ModelContract, backend: str, options: RunOptions, *,
 
     tool = MsameRunner if backend == "msame" else AisBenchRunner
     tool_runner = tool.from_contract(contract, device=options.device, loop=options.loop, warmup=options.warmup,
-                                     timeout=options.timeout)
+                                     timeout=options.timeout, planned=options.dry_run)
     if dataset is not None:  # the om's own input descriptors, before the run's checks against the runner's inputs
         check_om_bins(dataset, contract)
     return tool_runner

@@ -40,13 +40,20 @@ def plan_run(model: ModelContract | Path | str, bins: DatasetManifest | Path | s
     runner = prepared.runner
     inputs = tuple((spec.name, manifest.root / input_for(manifest, spec).folder) for spec in runner.inputs)
     commands: tuple[tuple[str, ...], ...] = ()
+    running = prepared.running[0]
     if isinstance(runner, ToolRunner):
         commands = (_tool_argv(runner, [folder for _, folder in inputs], Path(out)),)
         at = f" at {prepared.gear}" if prepared.gear else ""
-        summary = f"{runner.tool} runs {prepared.running[0].name}{at} over {manifest.file_count} batches in one start"
+        running = runner.om
+        summary = f"{runner.tool} runs {running.name}{at} over {manifest.file_count} batches in one start"
+        converted = prepared.contract.converted
+        if converted is not None and converted.target != "om":
+            # Converted here for the stand-in: the line is for the Ascend server, where ATC makes the om.
+            summary += (f" (the om `infer convert --target om` writes there, {shown_path(running)}; converted here "
+                        f"for the stand-in, {converted.path})")
     else:
         summary = _in_process(prepared, options, Path(out))
-    return RunPlan(backend=prepared.backend, model=prepared.running[0], dataset=manifest.root,
+    return RunPlan(backend=prepared.backend, model=running, dataset=manifest.root,
                    batches=manifest.file_count, batch=manifest.batch, samples=manifest.samples, gear=prepared.gear,
                    inputs=inputs, output=Path(out), commands=commands, summary=summary)
 

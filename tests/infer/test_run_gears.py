@@ -132,6 +132,24 @@ def test_the_dry_run_prints_the_gear_flags(geared: tuple[str, ModelContract, Pat
     assert not (tmp_path / "runs").exists()
 
 
+def test_the_dry_run_of_a_stand_in_conversion_prints_the_servers_line(geared: tuple[str, ModelContract, Path],
+                                                                       tmp_path: Path) -> None:
+    """Converted here for the stand-in, the model has no om yet: the line names the om ATC writes beside it (what
+    the user runs on the Ascend server), with the dataset's gear flags, and the plan says so."""
+    kind, om, bins = geared
+    stand_in = load_contract(om.folder.parent / "frozen")
+    assert stand_in.converted is not None and stand_in.converted.target == "onnx"
+    for backend in ("msame", "ais_bench"):
+        plan = plan_run(stand_in, bins, tmp_path / "runs", RunOptions(backend=backend, dry_run=True))
+        (command,) = plan.commands
+        assert command[command.index("--model") + 1].endswith("frozen/model.om")
+        assert " ".join(KINDS[kind][3]) in " ".join(command)
+        assert plan.model.name == "model.om" and "converted here for the stand-in, model.onnx" in plan.summary
+    with pytest.raises(InferError, match=r"the msame backend runs an \.om, convert produced an onnx model"):
+        run_model(stand_in, bins, tmp_path / "runs", RunOptions(backend="msame"))
+    assert not (tmp_path / "runs").exists()
+
+
 def test_a_dataset_at_no_gear_of_the_om_is_refused_before_the_tool_starts(
         geared: tuple[str, ModelContract, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     kind, om, _ = geared

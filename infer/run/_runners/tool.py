@@ -110,8 +110,14 @@ class ToolRunner(BaseRunner):
 
     @classmethod
     def from_contract(cls: type[_Tool], contract: ModelContract, *, device: int | None = None, loop: int = 1,
-                      warmup: int = 0, timeout: float = DEFAULT_TOOL_TIMEOUT_S) -> _Tool:
+                      warmup: int = 0, timeout: float = DEFAULT_TOOL_TIMEOUT_S, planned: bool = False) -> _Tool:
+        """`planned` (a dry run) takes a model converted for the stand-in too: its command line names the om
+        `infer convert --target om` writes beside it, which is what a user runs on the Ascend server."""
         converted = contract.converted
+        if planned and converted is not None and converted.target != "om":
+            om = (contract.folder / converted.path).with_suffix(".om")
+            return cls(om, converted.inputs, converted.outputs, device=device, loop=loop, warmup=warmup,
+                       timeout=timeout)
         if converted is None or converted.target != "om":
             found = "nothing" if converted is None else f"an {converted.target} model"
             raise RunnerError(f"{contract.path}: the {cls.backend} backend runs an .om, convert produced {found}",
