@@ -13,35 +13,12 @@ import pytest
 from binio.manifest import load_manifest
 from infer.contract import load_contract
 from tests.cli import Arg, Outcome, run_cli
-
-
-def _build_fcn(folder: Path) -> Path:
-    """conv 3x3 -> relu -> conv 3x3 stride 2 -> relu -> global mean -> dense -> softmax; images [None,None,None,3]."""
-    import tensorflow as tf
-
-    tf1 = tf.compat.v1
-    graph = tf.Graph()
-    with graph.as_default():
-        tf1.set_random_seed(11)
-        images = tf1.placeholder(tf.float32, [None, None, None, 3], name="images")
-        first = tf1.get_variable("c1/kernel", [3, 3, 3, 6], initializer=tf1.glorot_uniform_initializer())
-        second = tf1.get_variable("c2/kernel", [3, 3, 6, 8], initializer=tf1.glorot_uniform_initializer())
-        hidden = tf.nn.relu(tf.nn.conv2d(images, first, 1, "SAME"))
-        hidden = tf.nn.relu(tf.nn.conv2d(hidden, second, 2, "SAME"))
-        pooled = tf.reduce_mean(hidden, axis=[1, 2])
-        weights = tf1.get_variable("head/weights", [8, 5], initializer=tf1.glorot_uniform_initializer())
-        tf.nn.softmax(tf.matmul(pooled, weights), name="probs")
-        saver = tf1.train.Saver()
-        with tf1.Session(graph=graph) as session:
-            session.run(tf1.global_variables_initializer())
-            folder.mkdir(parents=True, exist_ok=True)
-            saver.save(session, str(folder / "model.ckpt"))
-    return folder / "model.ckpt"
+from tests.infer.fcn_model import build_fcn
 
 
 @pytest.fixture(scope="module")
 def fcn(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return _build_fcn(tmp_path_factory.mktemp("fcn"))
+    return build_fcn(tmp_path_factory.mktemp("fcn"), [(6, 1), (8, 2)], seed=11)
 
 
 def _ok(outcome: Outcome) -> Outcome:

@@ -18,33 +18,13 @@ from infer.contract import ModelContract, load_contract
 from infer.run import RunError, RunOptions, plan_run, run_model
 from infer.run.record import load_run
 from tests.cli import Outcome, run_cli
+from tests.infer.fcn_model import build_fcn
 from tests.infer.run_data import as_om, use_fake_tools, write_dataset
-
-
-def _build(folder: Path) -> Path:
-    """images [?,?,?,3] -> conv 3x3 SAME -> relu = features (its H,W the input's); global mean -> dense -> probs."""
-    import tensorflow as tf
-
-    tf1 = tf.compat.v1
-    graph = tf.Graph()
-    with graph.as_default():
-        tf1.set_random_seed(5)
-        images = tf1.placeholder(tf.float32, [None, None, None, 3], name="images")
-        kernel = tf1.get_variable("conv/kernel", [3, 3, 3, 4], initializer=tf1.glorot_uniform_initializer())
-        features = tf.nn.relu(tf.nn.conv2d(images, kernel, 1, "SAME"), name="features")
-        weights = tf1.get_variable("head/weights", [4, 5], initializer=tf1.glorot_uniform_initializer())
-        tf.nn.softmax(tf.matmul(tf.reduce_mean(features, axis=[1, 2]), weights), name="probs")
-        saver = tf1.train.Saver()
-        with tf1.Session(graph=graph) as session:
-            session.run(tf1.global_variables_initializer())
-            folder.mkdir(parents=True, exist_ok=True)
-            saver.save(session, str(folder / "model.ckpt"))
-    return folder / "model.ckpt"
 
 
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return _build(tmp_path_factory.mktemp("fcn"))
+    return build_fcn(tmp_path_factory.mktemp("fcn"), [(4, 1)], seed=5)
 
 
 def _ok(outcome: Outcome) -> Outcome:
