@@ -1,7 +1,7 @@
 """The damaged-conversion corpus of issue 29 (tests/infer/compare/damaged/): at least 30 damaged conversions across
 five model families, a third of them below msit's per-tensor limits at the damaged layer, and every family's
 healthy conversion in fp32 and fp16. Done when the layer-wise mark is exact on at least 90% of the damaged ones
-with no mark on any healthy one (37 of 40 with the error bands); `python -m tests.infer.compare.damaged.measure`
+with no mark on any healthy one (39 of 40 with the error bands); `python -m tests.infer.compare.damaged.measure`
 prints the case-by-case table."""
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def test_a_third_of_the_damage_stays_below_msits_limits_at_its_layer(
 @pytest.mark.slow
 def test_the_mark_names_the_damaged_layer(outcomes: tuple[list[Outcome], list[Outcome]]) -> None:
     """Issue 29's bar. Measured before the error bands: 20 of 40 exact, none of the 17 below msit's limits; with
-    each tensor judged against its band: 37 of 40, the 17 below msit's limits all exact."""
+    each tensor judged against its band: 39 of 40, the 17 below msit's limits all exact."""
     damaged, healthy = outcomes
     assert len(damaged) >= 30 and len({o.family for o in damaged}) >= 5
     assert not [o.name for o in healthy if o.marked]

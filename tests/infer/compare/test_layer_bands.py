@@ -210,3 +210,18 @@ def test_an_fp32_conversion_with_a_zeroed_bias_fails_by_default_through_its_band
     healthy = _layerwise(converted, bins, root)  # the undamaged conversion: inside its band, and passing
     assert healthy.passed and healthy.expected and not healthy.flagged
     assert healthy.layerwise is not None and healthy.layerwise.first_failing is None
+
+
+@pytest.mark.slow
+def test_a_dropped_residual_is_compared_and_named_as_such(tmp_path: Path) -> None:
+    """The Add made an Identity of its branch: the ONNX value under the Add's name is the branch's own, already
+    compared; the Add is compared (not 'another computation', which left a failed run without a mark)."""
+    from tests.infer.compare.damaged.cases import CASES, Corpus
+
+    case = next(c for c in CASES if c.name == "resnet-block2-residual-dropped")
+    built = Corpus(tmp_path).build(case)
+    result = _layerwise(built.contract, built.bins, tmp_path)
+    layers = result.layerwise
+    assert not result.passed and layers is not None and layers.first_failing is not None
+    assert layers.first_failing.tensor == "block2/add:0"
+    assert layers.first_failing.match == "input dropped: ONNX does not read block1/relu:0"
