@@ -133,8 +133,10 @@ def iter_dataset(manifest: DatasetManifest, *, verify: bool = False, mmap: bool 
 
 
 def iter_samples(manifest: DatasetManifest, tensor: str, *, verify: bool = False) -> Iterator[np.ndarray]:
-    """One input's real rows, file by file, padding dropped: what was dumped, for export or re-batching."""
+    """One input's real rows, file by file, padding dropped: what was dumped, for export or re-batching. A scalar
+    input (no batch dimension) yields each file's one value, as a 0-d array."""
     item = manifest.input(tensor)
     for index, entry in enumerate(item.files):
         path = verify_file(manifest, item, index, digest=verify)
-        yield read_bin(path, item.spec, mmap=True)[: entry.rows]
+        values = read_bin(path, item.spec, mmap=True)
+        yield values[: entry.rows] if item.shape else values

@@ -235,9 +235,10 @@ def _manifest(data: dict[str, Any], path: Path) -> DatasetManifest:
 
 def _check_batch(fields: Fields, index: int, item: InputManifest, batch: int) -> None:
     """Every file holds `batch` samples (its shape's first dim), of which `rows` are real: a batch the shape does
-    not say would cut padding at the wrong row."""
+    not say would cut padding at the wrong row. A scalar input (shape ()) has no batch dimension: each file holds
+    its one value, the same for every batch."""
     where = f"inputs[{index}]"
-    if not item.shape or item.shape[0] != batch:
+    if item.shape and item.shape[0] != batch:
         raise fields.refuse(f"{where}.shape", f"{format_shape(item.shape)} does not start with the dataset's "
                                               f"batch {batch}")
     for number, entry in enumerate(item.files):

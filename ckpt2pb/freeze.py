@@ -28,7 +28,7 @@ from ckpt2pb.graphinfo import (
     tensor_names,
 )
 from ckpt2pb.inputs import InputRequest, parse_value
-from ckpt2pb.inspection import rank_output_candidates
+from ckpt2pb.inspection import label_feeds, rank_output_candidates
 from ckpt2pb.names import unknown_name_error
 from ckpt2pb.passes import CLEANUPS, EDITS, Plan, run_passes
 from ckpt2pb.source import LoadedSource, restored_session
@@ -166,6 +166,8 @@ def _plan(source: LoadedSource, graph: Any, known: list[str], outputs: Sequence[
         if request.dtype is not None and request.dtype != graph_dtype:
             raise FreezeError(f"input {tensor.name}: --inputs says {request.dtype}, the graph's tensor is "
                               f"{graph_dtype}", hint="a placeholder cannot change dtype; drop the dtype or fix it")
+        if request.shape is None and shape_of(tensor) is None and tensor.name in label_feeds(source.graph_def):
+            raise _label_needed(tensor.name, outputs)
         shape = _pinned_shape(request, shape_of(tensor), batch, tensor.name)
         specs.append(TensorSpec(name=tensor.name, dtype=graph_dtype, shape=shape, layout=_layout(shape)))
         if tensor.op.type not in PLACEHOLDER_OPS:
@@ -191,6 +193,16 @@ def _plan(source: LoadedSource, graph: Any, known: list[str], outputs: Sequence[
         texts[node] = text
     return Plan(inputs=tuple(specs), replaced=replaced, sets=sets, set_texts=texts,
                 output_nodes=tuple(dict.fromkeys(node_name(t) for t in outputs)))
+
+
+def _label_needed(label: str, outputs: Sequence[str]) -> FreezeError:
+    """The outputs read a label with no shape: they are the loss's or a metric's, not the model's answer; a label
+    is no setting to --set."""
+    return FreezeError(f"input {label}: a label (only the loss and metrics read it, and the graph does not know its "
+                       f"rank), read by the outputs {', '.join(outputs)}: those are training's, not the model's answer",
+                       hint="name the model's answer in --outputs (infer inspect MODEL lists it first, as what the "
+                            f"loss and metrics read), or keep the labels as an input: give their shape in --inputs, "
+                            f"with the other inputs ('{label}[N]')")
 
 
 def _check_leftovers(graph_def: Any, plan: Plan) -> None:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from binio.names import node_name
 from ckpt2pb.graphinfo import (
     ITERATOR_OUTPUT_OPS,
     PLACEHOLDER_OPS,
@@ -22,6 +23,7 @@ from ckpt2pb.graphinfo import (
 )
 from ckpt2pb.parameters import elements_of, variables_feeding
 from ckpt2pb.source import VARIABLE_OPS, LoadedSource, check_checkpoint_index, load_source
+from ckpt2pb.training_heads import TrainingHeads, find_training_heads
 
 # Ops that end a branch without being a model output: bookkeeping, saving, summaries, training, iterators.
 _NOT_OUTPUT_OPS = frozenset({
@@ -40,6 +42,8 @@ _OUTPUT_OPS = {"Softmax": 4, "Sigmoid": 4, "ArgMax": 3, "TopKV2": 3, "LogSoftmax
 _PROBABILITY_OPS = frozenset({"Softmax", "Sigmoid", "LogSoftmax"})
 _OUTPUT_WORDS = re.compile(r"prob|softmax|sigmoid|logit|predict|output|argmax|score|class|embedding|pooled")
 _TRAINING_WORDS = re.compile(r"loss|accuracy|metric|cross_?entropy|xent|label")
+_LABEL_WORDS = re.compile(r"label|target|ground_?truth|y_?true")
+_ANSWER_BONUS = 6  # what the losses and metrics read as the model's answer: the output, whatever reads it
 # Ops that only describe a tensor (its shape, size, rank): left unconsumed by losses, never what a model answers.
 _METADATA_OPS = frozenset({"Shape", "ShapeN", "Size", "Rank"})
 _SAVER_FEEDS = ("save/", "saver_filename")  # the saver's own placeholders: never a model input
@@ -53,6 +57,7 @@ class PlaceholderInfo:
     shape: tuple[int | None, ...] | None  # None: rank unknown
     has_default: bool  # a PlaceholderWithDefault (is_training...): folded at freeze unless chosen as an input
     from_iterator: bool = False  # an IteratorGetNext output: a tf.data pipeline to cut at freeze (--inputs)
+    is_label: bool = False  # only the loss and metrics read it: inference has none, and freeze leaves it out
 
     @property
     def is_switch(self) -> bool:
@@ -72,6 +77,7 @@ class OutputCandidate:
     shape: tuple[int | None, ...] | None
     score: int  # higher first: softmax/sigmoid/argmax ops, then output-like names, training-like names last
     signature_key: str = ""  # the SavedModel serving signature's key for this tensor, where it has one
+    read_by_loss: bool = False  # what the losses and metrics read as the model's answer (logits, probabilities)
 
 
 @dataclass(frozen=True)
@@ -117,11 +123,12 @@ class GraphReport:
             "source": self.source, "kind": self.kind, "tf_version": self.tf_version, "nodes": self.nodes,
             "inputs": [{"tensor": p.tensor, "dtype": p.dtype, "shape": None if p.shape is None else list(p.shape),
                         "dynamic_dims": list(p.dynamic_dims), "has_default": p.has_default,
-                        "from_iterator": p.from_iterator, "signature_key": input_keys.get(p.tensor)}
+                        "from_iterator": p.from_iterator, "label": p.is_label,
+                        "signature_key": input_keys.get(p.tensor)}
                        for p in self.placeholders],
             "output_candidates": [{"tensor": c.tensor, "op": c.op, "dtype": c.dtype,
                                    "shape": None if c.shape is None else list(c.shape), "score": c.score,
-                                   "signature_key": c.signature_key or None}
+                                   "signature_key": c.signature_key or None, "read_by_loss": c.read_by_loss}
                                   for c in self.candidates],
             "op_histogram": dict(self.op_histogram),
             "variables": self.variables, "parameters": self.parameters, "parameters_from": self.parameters_from,
@@ -154,54 +161,87 @@ def _score(node: Any) -> int:
     return score
 
 
-def _training_only(graph_def: Any, readers: dict[str, list[str]]) -> tuple[set[str], set[str]]:
-    """(nodes whose results only training reads, nodes computed from labels).
+@dataclass(frozen=True)
+class _Roles:
+    """What the training side of a graph makes of its nodes and feeds."""
 
-    Labels are the feeds (placeholders, tf.data iterator outputs) no softmax/sigmoid op (else argmax-like op)
-    is computed from; a node is training-only
-    when it is bookkeeping (loss, optimizer, summary...), is computed from labels (a metric's Equal), or when
-    everything that reads it is training-only (the ArgMax an accuracy reads)."""
+    training: frozenset[str]  # nodes whose results only training reads
+    from_labels: frozenset[str]  # nodes computed from labels
+    labels: frozenset[str]  # the feed tensors the loss and metrics take as labels
+    heads: TrainingHeads
+
+
+def _is_model_feed(node: Any) -> bool:
+    return not node.name.startswith(_SAVER_FEEDS)
+
+
+def _roles(graph_def: Any, readers: dict[str, list[str]]) -> _Roles:
+    """Labels are the feeds (placeholders, tf.data iterator outputs) the losses and metrics take as labels
+    (`find_training_heads`), and those no softmax/sigmoid op (else argmax-like op) nor the model's answer is
+    computed from; a node is training-only when it is bookkeeping (loss, optimizer, summary...), is computed from
+    labels (a metric's Equal), or when everything that reads it is training-only (the ArgMax an accuracy reads)."""
     order = topological_order(graph_def)
-    feeds = feed_tensors_by_node(graph_def, order, lambda node: not node.name.startswith(_SAVER_FEEDS))
+    feeds = feed_tensors_by_node(graph_def, order, _is_model_feed)
+    heads = find_training_heads(graph_def, feeds, _is_model_feed)
     # Probabilities are computed from the model's inputs only; an argmax may be of one-hot labels (the tutorials'
     # accuracy), so argmax-like ops speak for the inputs only where no probability op is there.
     probability = [node for node in order if node.op in _PROBABILITY_OPS]
     model_feeds = set().union(*(feeds[node.name] for node in probability or
                                 [node for node in order if node.op in _OUTPUT_OPS]))
+    model_feeds |= set().union(*(feeds.get(node_name(t), frozenset()) for t in heads.tensors))
     every_feed = set().union(*feeds.values())
-    label_feeds = every_feed - model_feeds if model_feeds else set()
-    from_labels = {name for name, used in feeds.items() if used & label_feeds}
+    label_feeds = (every_feed - model_feeds if model_feeds else set()) | (heads.labels - model_feeds)
+    from_labels = frozenset(name for name, used in feeds.items() if used & label_feeds)
     training: set[str] = set()
     for node in reversed(order):
         read_by = readers.get(node.name, [])
         if _is_bookkeeping(node) or node.name in from_labels or (read_by and all(r in training for r in read_by)):
             training.add(node.name)
-    return training, from_labels
+    return _Roles(training=frozenset(training), from_labels=from_labels, labels=frozenset(label_feeds),
+                  heads=heads)
 
 
-def rank_output_candidates(graph_def: Any, graph: Any) -> tuple[OutputCandidate, ...]:
-    """Nodes nothing consumes, minus bookkeeping, best first; later nodes first among equals (deeper). A
-    softmax/sigmoid/argmax-like node that only training ops read (a loss, an accuracy) is a candidate too;
-    scalars computed from labels (metrics) are not."""
+def _offered(node: Any, shape: tuple[int | None, ...] | None, roles: _Roles) -> bool:
+    """A tensor computed from the labels is offered only where it may be a model's answer: never a scalar (a
+    loss, an accuracy) nor a shape or size (the loss's plumbing). Nor is any scalar of a graph whose losses or
+    metrics name the model's answer: that answer is per sample, and a training graph's scalars are its losses,
+    metrics and counters (tf.metrics' values, read from variables the labels update)."""
+    if shape == () and roles.heads.answers:
+        return False
+    return node.name not in roles.from_labels or (shape != () and node.op not in _METADATA_OPS)
+
+
+def rank_output_candidates(graph_def: Any, graph: Any, roles: _Roles | None = None) -> tuple[OutputCandidate, ...]:
+    """Nodes nothing consumes, minus bookkeeping, best first; later nodes first among equals (deeper). What the
+    losses and metrics read as the model's answer (the logits, a softmax beside the loss) comes first, whatever
+    reads it; a softmax/sigmoid/argmax-like node that only training ops read (an accuracy) is a candidate too;
+    scalars and shapes computed from labels (metrics, the loss's plumbing) are not."""
     readers = node_readers(graph_def)
-    training, from_labels = _training_only(graph_def, readers)
+    roles = roles or _roles(graph_def, readers)
+    answers = roles.heads.tensors - {f"{name}:0" for name in roles.from_labels}
     ranked: list[tuple[int, int, OutputCandidate]] = []
     for position, node in enumerate(graph_def.node):
         if _is_bookkeeping(node):
             continue
-        if node.name in readers and not (node.op in _OUTPUT_OPS and node.name not in from_labels
-                                         and set(readers[node.name]) <= training):
+        answer_node = any(node_name(t) == node.name for t in answers)
+        if node.name in readers and not answer_node and not (
+                node.op in _OUTPUT_OPS and node.name not in roles.from_labels
+                and set(readers[node.name]) <= roles.training):
             continue
         op = graph.get_operation_by_name(node.name)
         for tensor in op.outputs:
             if tensor.dtype.name in ("resource", "variant", "string"):
                 continue
+            if answer_node and node.name in readers and tensor.name not in answers:
+                continue  # a consumed node is offered for the answer it gives the loss, not its other outputs
             shape = shape_of(tensor)
-            if node.name in from_labels and shape == ():
-                continue  # a metric or loss value: computed from the labels, never what the model answers
-            score = _score(node) - (4 if node.name in from_labels else 0)
+            if not _offered(node, shape, roles):
+                continue
+            answer = tensor.name in answers
+            score = (_score(node) - (4 if node.name in roles.from_labels else 0)
+                     + (_ANSWER_BONUS if answer else 0))
             candidate = OutputCandidate(tensor=tensor.name, op=node.op, dtype=tensor.dtype.name, shape=shape,
-                                        score=score)
+                                        score=score, read_by_loss=answer)
             ranked.append((candidate.score, position, candidate))
     ranked.sort(key=lambda item: (-item[0], -item[1]))
     return tuple(item[2] for item in ranked)
@@ -224,19 +264,29 @@ def _signature_first(ranked: tuple[OutputCandidate, ...], signature: list[Signat
     return (*first, *(c for c in ranked if c.tensor not in keyed))
 
 
-def placeholders(graph_def: Any, graph: Any) -> tuple[PlaceholderInfo, ...]:
-    """The graph's feed points: placeholders (the saver's own excepted) and tf.data iterator outputs."""
+def placeholders(graph_def: Any, graph: Any, labels: frozenset[str] = frozenset()) -> tuple[PlaceholderInfo, ...]:
+    """The graph's feed points: placeholders (the saver's own excepted) and tf.data iterator outputs; `labels`:
+    the feed tensors that are labels (`label_feeds`)."""
     found = []
     for node in graph_def.node:
-        if node.op in PLACEHOLDER_OPS and not node.name.startswith(_SAVER_FEEDS):
+        if node.op in PLACEHOLDER_OPS and _is_model_feed(node):
             tensor = graph.get_tensor_by_name(node.name + ":0")
             found.append(PlaceholderInfo(tensor=tensor.name, dtype=tensor.dtype.name, shape=shape_of(tensor),
-                                         has_default=node.op == "PlaceholderWithDefault"))
+                                         has_default=node.op == "PlaceholderWithDefault",
+                                         is_label=tensor.name in labels))
         elif node.op in ITERATOR_OUTPUT_OPS:
             for tensor in graph.get_operation_by_name(node.name).outputs:
                 found.append(PlaceholderInfo(tensor=tensor.name, dtype=tensor.dtype.name, shape=shape_of(tensor),
-                                             has_default=False, from_iterator=True))
+                                             has_default=False, from_iterator=True, is_label=tensor.name in labels))
     return tuple(found)
+
+
+def label_feeds(graph_def: Any, roles: _Roles | None = None) -> frozenset[str]:
+    """The feed tensors that are labels: those the losses and metrics take as labels, and those nothing the
+    model answers is computed from whose names say label (a feed only an optimizer reads, a learning rate, is
+    none)."""
+    roles = roles or _roles(graph_def, node_readers(graph_def))
+    return roles.heads.labels | frozenset(t for t in roles.labels if _LABEL_WORDS.search(t.lower()))
 
 
 def _constant_parameters(graph_def: Any) -> int:
@@ -271,17 +321,18 @@ def inspect_loaded(source: LoadedSource) -> GraphReport:
     else:
         variables, parameters, origin = 0, _constant_parameters(graph_def), "constants"
     histogram = Counter(node.op for node in graph_def.node)
+    roles = _roles(graph_def, node_readers(graph_def))  # once, for the labels and the ranking
     signature = []
     for item in source.signature:
         tensor = graph.get_tensor_by_name(item.tensor)
         signature.append(SignatureEntry(key=item.key, role=item.role, tensor=tensor.name,
                                         dtype=tensor.dtype.name, shape=shape_of(tensor)))
-    candidates = _signature_first(rank_output_candidates(graph_def, graph), signature, graph)
+    candidates = _signature_first(rank_output_candidates(graph_def, graph, roles), signature, graph)
     output_parameters = (elements_of(shapes, variables_feeding(graph_def, [c.tensor for c in candidates]))
                          if shapes and candidates else None)
     return GraphReport(
         source=str(source.path), kind=source.kind, tf_version=source.tf_version, nodes=len(graph_def.node),
-        placeholders=placeholders(graph_def, graph),
+        placeholders=placeholders(graph_def, graph, label_feeds(graph_def, roles)),
         candidates=candidates,
         op_histogram=tuple(sorted(histogram.items(), key=lambda item: (-item[1], item[0]))),
         variables=variables, parameters=parameters, parameters_from=origin, output_parameters=output_parameters,

@@ -68,6 +68,8 @@ def test_each_commands_json_has_the_documented_keys(small_cnn: BuiltModel, tmp_p
                                    "-o", tmp_path / "bins", "--json")
     printed["bin-info"] = _printed(capsys, "bin-info", tmp_path / "bins", "--json")
     printed["run"] = _printed(capsys, "run", contract, "--input", tmp_path / "bins", "-o", tmp_path / "out", "--json")
+    printed["run --dry-run MODEL"] = _printed(capsys, "run", contract, "--input", tmp_path / "bins", "-o",
+                                              tmp_path / "planned", "--dry-run", "--json")
     printed["compare"] = _printed(capsys, "compare", contract, "--input", tmp_path / "bins", "--actual",
                                   str(printed["run"]["folder"]), "--json")
     printed["doctor"] = _printed(capsys, "doctor", "--json")
@@ -82,6 +84,7 @@ def test_each_commands_json_has_the_documented_keys(small_cnn: BuiltModel, tmp_p
     assert printed["compare"]["schema"] == "infer.compare-report" and printed["compare"]["passed"] is True
     assert printed["run"]["schema"] == "infer.run" and Path(str(printed["run"]["folder"])).is_dir()
     assert printed["convert"]["schema"] == "infer.convert-result"
+    assert printed["run --dry-run MODEL"]["schema"] == "infer.run-plan" and not (tmp_path / "planned").exists()
     assert printed["tune-precision"]["schema"] == "infer.tune-precision"
 
 

@@ -28,15 +28,17 @@ def _save_npy(path: Path, array: np.ndarray) -> None:
 
 
 def _export_input(manifest: DatasetManifest, item: InputManifest, target: Path) -> None:
-    """One input's real rows into one .npy, written file by file so memory stays one batch."""
+    """One input's real rows into one .npy, written file by file so memory stays one batch; a scalar input's
+    values one a file."""
     sample_shape = tuple(item.shape[1:])
+    shape = (manifest.samples, *sample_shape) if item.shape else (len(item.files),)
     with atomic_path(target) as tmp:
-        array = np.lib.format.open_memmap(tmp, mode="w+", dtype=item.spec.dt.np_dtype,
-                                          shape=(manifest.samples, *sample_shape))
+        array = np.lib.format.open_memmap(tmp, mode="w+", dtype=item.spec.dt.np_dtype, shape=shape)
         position = 0
         for rows in iter_samples(manifest, item.tensor):
-            array[position:position + len(rows)] = rows
-            position += len(rows)
+            count = len(rows) if rows.ndim else 1
+            array[position:position + count] = rows
+            position += count
         array.flush()
         del array
 
@@ -65,13 +67,16 @@ def _describe_dataset(root: Path, *, verify: bool, to_npy: Path | None, per_file
             stats = tensor_stats(samples)
             parts.append(stats)
             if per_file:
-                padding = f", {item.shape[0] - entry.rows} padding" if entry.rows < item.shape[0] else ""
-                rows.append(InfoRow(label=f"{item.folder}/{entry.name} ({_rows(entry.rows)}{padding})",
+                padding = f", {item.shape[0] - entry.rows} padding" if item.shape and entry.rows < item.shape[0] else ""
+                what = _rows(entry.rows) if item.shape else "a scalar: one value a run"
+                rows.append(InfoRow(label=f"{item.folder}/{entry.name} ({what}{padding})",
                                     stats=_with_shape(stats, item.shape)))
         if not per_file:
-            padded = sum(item.shape[0] - f.rows for f in item.files)
-            rows.append(InfoRow(label=f"{item.tensor} ({len(item.files)} files, {manifest.samples} samples"
-                                      f" + {padded} padding)", stats=merge_stats(parts, tuple(item.shape))))
+            padded = sum(item.shape[0] - f.rows for f in item.files) if item.shape else 0
+            what = (f"{manifest.samples} samples + {padded} padding" if item.shape
+                    else "a scalar: one value a file, for every batch")
+            rows.append(InfoRow(label=f"{item.tensor} ({len(item.files)} files, {what})",
+                                stats=merge_stats(parts, tuple(item.shape))))
     exported: list[Path] = []
     if to_npy is not None:
         if to_npy.exists() and not to_npy.is_dir():

@@ -8,8 +8,9 @@ from typing import Any
 
 import typer
 
+from binio.errors import InferError
 from binio.shown_path import shown_path
-from infer.cli.console import err, out, print_json, say
+from infer.cli.console import err, out, print_json, say, warn
 from infer.cli.options import takes_options
 from infer.compare.options import CompareOptions
 
@@ -18,11 +19,14 @@ from infer.compare.options import CompareOptions
 def compare(
     ctx: typer.Context,
     model: Path = typer.Argument(..., help="model.json of the converted model."),
-    bins: Path = typer.Option(..., "--input", "-i", help="The dataset folder the outputs were computed from."),
-    actual: Path | None = typer.Option(None, "--actual", "-a", help="The converted model's outputs: infer run's "
-                                       "folder, or what msame, ais_bench or the ModelZoo benchmark wrote (OUT or "
-                                       "OUT/<timestamp>; .bin, .txt, .npy), read with the om's dtypes; with "
-                                       "--npu-dump, default: the run folder holding the dump."),
+    inputs: list[Path] = typer.Option(..., "--input", "-i", help="The dataset folder the outputs were computed "
+                                      "from; repeat it with --actual, one pair per gear, to compare every gear of "
+                                      "a dynamic model and get one verdict across them."),
+    actuals: list[Path] | None = typer.Option(None, "--actual", "-a", help="The converted model's outputs: infer "
+                                              "run's folder, or what msame, ais_bench or the ModelZoo benchmark "
+                                              "wrote (OUT or OUT/<timestamp>; .bin, .txt, .npy), read with the om's "
+                                              "dtypes; one per --input, in order; with --npu-dump, default: the "
+                                              "run folder holding the dump."),
     golden: Path | None = typer.Option(None, "--golden", "-g",
                                        help="TensorFlow's run folder; default: run the frozen pb (cached)."),
     report: Path | None = typer.Option(None, "--report", "-r", help="Write report.json, .csv and .html here."),
@@ -58,6 +62,17 @@ def compare(
         ctx.with_resource(report_folder(report, force=force))
 
     contract = load_contract(model)  # once: the comparison and the signature keys shown below
+    if len(inputs) > 1:
+        # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
+        from infer.cli.compare_gears import compare_each_gear
+
+        compare_each_gear(contract, inputs, actuals or [], options=options, golden=golden, report=report,
+                          dump_golden=dump_golden, as_json=as_json)
+        return
+    bins = inputs[0]
+    if actuals is not None and len(actuals) > 1:
+        raise InferError(f"--actual given {len(actuals)} times for one --input: give one run folder per dataset")
+    actual = actuals[0] if actuals else None
     if actual is None:
         # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
         from infer.compare import run_folder_of_dump
@@ -133,6 +148,8 @@ def compare(
     if result.provenance is not None:
         for order in result.provenance.sample_order:
             console.print(f"sample order: {order.describe()}", markup=False)
+    for text in result.warnings:
+        warn(text)
     console.print(result.verdict_line(), markup=False, soft_wrap=True)
     if not result:
         sys.exit(1)

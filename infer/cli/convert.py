@@ -80,6 +80,8 @@ def convert(
              f"sha256 {converted.sha256[:12]}) in {result.seconds:.1f} s")
     io = ", ".join(f"{s.name} {s.dtype}" for s in (*converted.inputs, *converted.outputs))
     show(f"inputs/outputs: {io}")
+    if converted.gears is not None:  # dump-bin, run and compare take only these shapes
+        show(f"dynamic shapes: {converted.gears.allowed()}")
     if result.aipp_file is not None:
         show(f"AIPP config {result.aipp_file}: the model now takes uint8 images")
     show(f"updated {shown_path(result.contract.path)}")

@@ -66,7 +66,10 @@ def inspect(
 
     Inputs are the placeholders (dynamic dims marked ?, placeholders with a default such as is_training marked)
     and the outputs of a tf.data iterator. Output candidates are the nodes nothing consumes, minus saver,
-    summary, initialiser, assert and training ops; softmax, sigmoid, argmax and logits-like nodes come first.
+    summary, initialiser, assert and training ops; what a training graph's loss and metrics read as the model's
+    answer (its logits, a softmax beside the loss) comes first even though they consume it, then softmax, sigmoid,
+    argmax and logits-like nodes; scalars and shapes computed from the labels are never offered. A placeholder
+    only the loss and metrics read is marked a label: inference feeds none.
     With --precision, MODEL is a model.json infer convert wrote: its precision plan is printed instead.
 
     An .om (read without CANN, both header versions): its header, inputs and outputs as the om stores them, AIPP,
@@ -131,6 +134,10 @@ def inspect(
     input_keys = report.input_keys
     for item in report.placeholders:
         notes = [f"signature key {input_keys[item.tensor]}"] if item.tensor in input_keys else []
+        if item.is_label:  # no dims to fix nor value to --set: freeze leaves it out
+            notes.append("a label: only the loss and metrics read it, inference feeds none")
+            inputs.add_row(item.tensor, item.dtype, _shape(item.shape), "; ".join(notes))
+            continue
         if item.dynamic_dims:
             notes.append("dynamic dims " + ",".join(str(d) for d in item.dynamic_dims) + " (fix with --batch/--inputs)")
         if item.has_default:
@@ -151,11 +158,14 @@ def inspect(
     if keyed:  # a SavedModel's outputs: the key is the name its users know
         candidates.add_column("key")
     _tensor_column(candidates, [c.tensor for c in report.candidates[:top]])
-    for column in ("op", "dtype", "shape"):
+    noted = any(c.read_by_loss for c in report.candidates[:top])
+    for column in ("op", "dtype", "shape", *(("note",) if noted else ())):
         candidates.add_column(column)
     for rank, candidate in enumerate(report.candidates[:top], 1):
         cells = (candidate.tensor, candidate.op, candidate.dtype, _shape(candidate.shape))
-        candidates.add_row(str(rank), *((candidate.signature_key,) if keyed else ()), *cells)
+        note = ("what the loss and metrics read as the model's answer",) if candidate.read_by_loss else ("",)
+        candidates.add_row(str(rank), *((candidate.signature_key,) if keyed else ()), *cells,
+                           *(note if noted else ()))
     _print_whole(console, candidates)
     if len(report.candidates) > top:
         console.print(f"... {len(report.candidates) - top} more (--top N, or --json)", markup=False)

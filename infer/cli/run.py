@@ -33,8 +33,17 @@ def run(
     against the model first. Writes `OUT/<timestamp>/<stem>_output_<i>.bin` and run.json (latency, throughput,
     whether the run completed)."""
     # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
-    from infer.run import run_model
+    from infer.run import plan_run, run_model
 
+    if options.dry_run:
+        plan = plan_run(model, bins, output, options, scale)
+        if as_json:
+            print_json(plan.to_json())
+            return
+        show(plan.summary)
+        for line in plan.lines():
+            show(line)
+        return
     with batch_bar("running") as progress:
         result = run_model(model, bins, output, options, scale, progress=progress)
     if as_json:

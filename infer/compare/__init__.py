@@ -10,6 +10,7 @@ if TYPE_CHECKING:
     from infer.compare._aipp_check import AippCheck
     from infer.compare._compare import compare as compare_outputs
     from infer.compare._compare import compare_run_folders
+    from infer.compare._gears import compare_gears
     from infer.compare._golden import tensorflow_golden
     from infer.compare._layerwise import compare_layers
     from infer.compare._npu_layers import compare_npu_layers
@@ -17,20 +18,23 @@ if TYPE_CHECKING:
     from infer.compare._reports import check_output_folder, write_reports
     from infer.compare._sources import resolve_run_folder
     from infer.compare.errors import LayerwiseError
+    from infer.compare.gears_result import GearsCompareResult
     from infer.compare.options import CompareOptions
     from infer.compare.result import CompareResult
     from infer.compare.thresholds import Thresholds
 
 __all__ = [
-    "AippCheck", "CompareOptions", "CompareResult", "LayerwiseError", "Thresholds", "check_output_folder",
-    "compare_layers", "compare_npu_layers", "compare_outputs", "compare_run_folders", "resolve_run_folder",
-    "run_folder_of_dump", "tensorflow_golden", "write_reports",
+    "AippCheck", "CompareOptions", "CompareResult", "GearsCompareResult", "LayerwiseError", "Thresholds",
+    "check_output_folder", "compare_gears", "compare_layers", "compare_npu_layers", "compare_outputs",
+    "compare_run_folders", "resolve_run_folder", "run_folder_of_dump", "tensorflow_golden", "write_reports",
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, {
     "AippCheck": "infer.compare._aipp_check",
     "CompareOptions": "infer.compare.options",
     "CompareResult": "infer.compare.result",
+    "GearsCompareResult": "infer.compare.gears_result",
+    "compare_gears": "infer.compare._gears",
     "LayerwiseError": "infer.compare.errors",
     "Thresholds": "infer.compare.thresholds",
     "check_output_folder": "infer.compare._reports",

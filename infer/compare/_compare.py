@@ -20,6 +20,7 @@ from binio.manifest import DatasetManifest, dataset_folder, load_manifest
 from binio.spec import TensorSpec
 from infer.aipp.config import model_aipp
 from infer.compare._aipp_check import AippCheck, check_aipp
+from infer.compare._constant_outputs import constant_outputs
 from infer.compare._expected import (
     FP32_MODES,
     ExpectedError,
@@ -50,6 +51,7 @@ from infer.compare.options import CompareOptions, CompareProgress
 from infer.compare.result import CompareResult, OutputResult
 from infer.compare.thresholds import Thresholds
 from infer.contract import ModelContract, as_contract
+from infer.gear_check import check_dataset_gear
 from infer.om import check_om_bins, with_om_descriptors
 
 log = logging.getLogger(__name__)
@@ -164,6 +166,10 @@ def _compare_sides(contract: ModelContract, manifest: DatasetManifest, actual: S
     if contract.converted is not None and contract.converted.target == "om":  # what the chip computed in
         fp16_grid = outputs_on_fp16_grid(actual_dir, written_specs(actual_dir, contract.model_outputs, manifest,
                                                                    what="--actual"), manifest)
+    constant = constant_outputs(output_pairs(
+        written_specs(actual_dir, contract.model_outputs, manifest, what="--actual"),
+        written_specs(golden_dir, contract.outputs, manifest, what="--golden"), actual_dir, golden_dir, manifest),
+        manifest)
     expected: tuple[ExpectedError, ...] = ()
     if _wants_expected(contract, options):
         expected = _expected_errors(contract, manifest, golden_dir, options, outputs, cache_root, progress)
@@ -178,6 +184,7 @@ def _compare_sides(contract: ModelContract, manifest: DatasetManifest, actual: S
         per_sample_asked=thresholds.per_sample_asked, expected=expected,
         expected_asked=bool(expected) and _fails_on_expected(contract, options),
         preprocessing=preprocessing, random_ops=dict(contract.random_ops), fp16_grid=fp16_grid,
+        constant_outputs=constant,
     )
 
 
@@ -228,6 +235,7 @@ def _compare_whole(model: ModelContract | Path | str, dataset: DatasetManifest |
         contract.signature_keys, [s.name for s in contract.outputs]))
     manifest = load_manifest(dataset_folder(dataset))
     check_om_bins(manifest, contract)  # bins the om could not have taken: its outputs are not theirs
+    check_dataset_gear(manifest, contract.gears)  # the stand-in's too: it is held to the om's gears
     # The bins both runs read: one changed since dump-bin (same size, other bytes) makes the outputs describe
     # another dataset than the one named. Hashed beside the comparison. A tool's own folder is staged in infer's
     # layout for as long as the comparison reads it.

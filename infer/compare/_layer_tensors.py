@@ -21,6 +21,7 @@ from ckpt2pb.protobuf import read_graph_def
 from infer.compare._layer_match import unnamed_stand_ins
 from infer.compare._layouts import Layout, shapes_of, track_layouts
 from infer.compare._onnx_graph import OnnxGraph
+from infer.compare._tf_frames import relative_to_tf, tf_frames
 from infer.compare.errors import LayerwiseError
 from infer.contract import ModelContract
 
@@ -43,6 +44,10 @@ class GraphTensor:
     is_float: bool
     inputs: tuple[str, ...] = ()  # the op's data inputs (control inputs left out)
     random_source: str = ""  # the random op it depends on, if any: never compared
+    # TF's own layout moves: a Transpose's constant perm, a reduction's constant axes (and its keep_dims), a
+    # Squeeze's squeeze_dims
+    axes: tuple[int, ...] | None = None
+    keep_dims: bool = False
 
 
 def is_random_op(op_type: str) -> bool:
@@ -116,8 +121,34 @@ def graph_tensors(graph: Any, input_names: tuple[str, ...], output_names: tuple[
             except InferError:
                 continue  # strings, resources, variants: nothing to compare or dump
             tensors.append(GraphTensor(name=tensor.name, op_type=op.type, dtype=dtype.name, is_float=dtype.is_float,
-                                       inputs=inputs, random_source=random.get(op.name, "")))
+                                       inputs=inputs, random_source=random.get(op.name, ""),
+                                       axes=_constant_axes(op),
+                                       keep_dims=op.type in _AXES_INPUT and _attribute(op, "keep_dims") is True))
     return tuple(tensors)
+
+
+_AXES_INPUT = frozenset({"Transpose", "ConjugateTranspose", "Mean", "Sum", "Max", "Min", "Prod", "ArgMax",
+                         "ArgMin", "All", "Any"})
+
+
+def _attribute(op: Any, name: str) -> Any:
+    try:
+        return op.get_attr(name)
+    except ValueError:
+        return None
+
+
+def _constant_axes(op: Any) -> tuple[int, ...] | None:
+    """The axes a Transpose (its perm), a reduction or a Squeeze takes, where they are constants."""
+    if op.type == "Squeeze":
+        dims = _attribute(op, "squeeze_dims")
+        return None if dims is None else tuple(int(d) for d in dims)
+    if op.type not in _AXES_INPUT or len(op.inputs) < 2:
+        return None
+    import tensorflow as tf
+
+    value = tf.get_static_value(op.inputs[1])
+    return None if value is None else tuple(int(v) for v in np.asarray(value).ravel())
 
 
 def random_outputs(graph: Any, values: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -193,7 +224,7 @@ def _onnx_side(contract: ModelContract, manifest: DatasetManifest, tensors: list
              for v in (*inferred.graph.value_info, *inferred.graph.output, *inferred.graph.input)}
     graph = OnnxGraph(model)
     tf_ops = {t.name: t.op_type for t in tensors}
-    layouts = track_layouts(graph, shapes_of(inferred), tf_ops=tf_ops)
+    tracked = track_layouts(graph, shapes_of(inferred), tf_ops=tf_ops)
     outputs = {o.name for o in model.graph.output}
     stand_ins = unnamed_stand_ins(graph, tf_ops, inputs_of,
                                   {s.name for s in contract.inputs})
@@ -218,6 +249,10 @@ def _onnx_side(contract: ModelContract, manifest: DatasetManifest, tensors: list
     values = session.run(wanted, feed)
     later = tensors_rounded_later(model)
     found = {name: np.asarray(emulated_value(v, name, later)) for name, v in zip(wanted, values, strict=True)}
+    layouts = dict(tracked)
+    for name, frame in tf_frames(tensors, set(inputs_of)).items():  # downstream of TF's own transposes
+        onnx_name = stand_ins.get(name, name)
+        layouts[onnx_name] = relative_to_tf(tracked.get(onnx_name), frame)
     return OnnxSide(graph=graph, layouts=layouts, missing=missing, stand_ins=stand_ins,
                     values={t.name: found[stand_ins.get(t.name, t.name)] for t in tensors
                             if stand_ins.get(t.name, t.name) in found})

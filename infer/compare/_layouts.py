@@ -89,10 +89,6 @@ def _non1(shape: Shape) -> list[int]:
     return [axis for axis, dim in enumerate(shape) if dim != 1]
 
 
-def _static(shape: Shape | None) -> bool:
-    return shape is not None and all(isinstance(dim, int) and dim >= 0 for dim in shape)
-
-
 def held_order(perm: Permutation, shape: Shape) -> tuple[int, ...]:
     """Where each non-1 axis of a tensor of `shape` held in `perm` lies among TF's non-1 axes: all that tells two
     layouts' values apart (which size-1 axis is which holds nothing)."""
@@ -122,6 +118,41 @@ def read_in_tf_layout(tf_shape: tuple[int, ...], actual: np.ndarray, perm: Permu
     if tuple(moved.shape) != tuple(dim for dim in tf_shape if dim != 1):
         return None
     return moved.reshape(tf_shape)
+
+
+def moves_only_size1(source: Shape, target: Shape) -> bool | None:
+    """Whether a reshape from `source` to `target` keeps the non-1 dims in order (moving only size-1 dims); None
+    where shape inference leaves it open. A dim it does not know matches one at the same place where both carry
+    the same symbol, or where it is the one such pair (the element count then makes them equal)."""
+    ins = [source[axis] for axis in _non1(source)]
+    outs = [target[axis] for axis in _non1(target)]
+    if len(ins) != len(outs):
+        return None if None in ins or None in outs or any(isinstance(d, str) for d in (*ins, *outs)) else False
+    open_pairs = 0
+    for a, b in zip(ins, outs, strict=True):
+        if isinstance(a, int) and isinstance(b, int):
+            if a != b:
+                return False
+        elif a is not None and a == b:
+            continue
+        elif isinstance(a, int) or isinstance(b, int):
+            return None
+        else:
+            open_pairs += 1
+    return True if open_pairs <= 1 else None
+
+
+def _carried(perm: Permutation, ins: list[int], outs: list[int], rank: int) -> Permutation:
+    """The layout of a reshape's output relative to TF's own reshape of the tensor: input axes `ins` land on
+    output axes `outs`, and TF keeps them in TF's order, so ONNX holds them in the order `perm` ranks them; the
+    other (size-1) axes stay where they are."""
+    held = [perm[axis] for axis in ins]
+    ranked = sorted(range(len(held)), key=lambda k: held[k])
+    rank_of = {k: position for position, k in enumerate(ranked)}
+    moved = list(range(rank))
+    for k, axis in enumerate(outs):
+        moved[axis] = outs[rank_of[k]]
+    return tuple(moved)
 
 
 def tf_shape_for(onnx_shape: tuple[int, ...], perm: Permutation) -> list[int]:
@@ -179,60 +210,77 @@ class _Tracker:
             return self._reduced(node, first.perm)
         shape = self.shapes.get(known[0])
         out_shape = self.shapes.get(node.outputs[0]) if node.outputs else None
-        if out_shape is not None and shape is not None and order_preserving(first.perm, shape):
+        in_tf_order = first.perm == identity(len(first.perm)) or (shape is not None and
+                                                                  order_preserving(first.perm, shape))
+        if out_shape is not None and in_tf_order:
             return Layout(identity(len(out_shape)))
         return unknown(f"{node.op_type} {node.name} reads {known[0]} held as {describe_layout(first.perm)}: how "
                        "its output's axes lie is not tracked through it")
 
     def _same_axes(self, node: OnnxNode, known: list[str]) -> Layout:
         out = node.outputs[0] if node.outputs else ""
-        rank = len(self.shapes[out]) if out in self.shapes else None
-        same_rank = [name for name in known if name in self.shapes and len(self.shapes[name]) == rank]
+        perms = {name: self.layouts[name].perm for name in known}
+        ranks = {name: len(perm) if perm is not None else len(self.shapes.get(name, ())) or None
+                 for name, perm in perms.items()}
+        rank = len(self.shapes[out]) if out in self.shapes else max((r for r in ranks.values() if r), default=None)
+        same_rank = [name for name in known if ranks[name] in (rank, None)]  # a broadcast operand of lower rank aside
         if not same_rank:
             return unknown(f"{node.op_type} {node.name}: shape inference gives no rank that matches its inputs'")
-        layouts = [self.layouts[name] for name in same_rank]
-        for layout in layouts:
-            if layout.perm is None:
-                return layout
-        reference = layouts[0].perm
+        for name in same_rank:
+            if perms[name] is None:
+                return self.layouts[name]
+        reference = perms[same_rank[0]]
         assert reference is not None
-        for name, layout in zip(same_rank, layouts, strict=True):
-            assert layout.perm is not None
-            if held_order(layout.perm, self.shapes[name]) != held_order(reference, self.shapes[name]):
+        for name in same_rank[1:]:
+            perm = perms[name]
+            assert perm is not None
+            shape = self.shapes.get(name)
+            differs = perm != reference if shape is None else held_order(perm, shape) != held_order(reference, shape)
+            if differs:
                 return unknown(f"{node.op_type} {node.name} reads {same_rank[0]} held as "
-                               f"{describe_layout(reference)} and {name} held as {describe_layout(layout.perm)}")
+                               f"{describe_layout(reference)} and {name} held as {describe_layout(perm)}")
         return Layout(reference)
 
     def _size1_move(self, node: OnnxNode, perm: Permutation) -> Layout | None:
-        """The layout after a Reshape, Flatten, Squeeze or Unsqueeze that only moves size-1 dims; None where it
-        moves others too (or the shapes are not known)."""
+        """The layout after a Reshape, Flatten, Squeeze or Unsqueeze that only moves size-1 dims; unknown where
+        its shapes do not say whether it does; None where it moves others too."""
         source = self.shapes.get(node.inputs[0]) if node.inputs else None
         out = node.outputs[0] if node.outputs else ""
         target = self.shapes.get(out)
-        if not _static(source) or not _static(target):
+        only_size1 = None if source is None or target is None else moves_only_size1(source, target)
+        if only_size1 is None:
+            if node.op_type == "Unsqueeze":
+                return self._unsqueezed(node, perm)
+            if node.op_type == "Squeeze" or out in self.tf_ops:
+                return None  # by its axes / TF's own reshape: as any op
+            return unknown(f"{node.op_type} {node.name}: shape inference does not give its shapes, so whether it "
+                           "stands for a transpose is not known")
+        if not only_size1:
             return None
         assert source is not None and target is not None
         ins, outs = _non1(source), _non1(target)
-        if [source[axis] for axis in ins] != [target[axis] for axis in outs]:
-            return None
-        held = [perm[axis] for axis in ins]  # the TF axes the non-1 dims hold, in ONNX's order
         if len(source) == len(target) and self.tf_ops.get(out) not in _TF_RESHAPES:
             # The same TF tensor: a transpose in disguise. Size-1 output axes take the TF axes of size 1 left.
             spare = [perm[axis] for axis in range(len(source)) if axis not in ins]
             moved = [0] * len(target)
-            for axis, tf_axis in zip(outs, held, strict=True):
+            for axis, tf_axis in zip(outs, (perm[axis] for axis in ins), strict=True):
                 moved[axis] = tf_axis
             for axis, tf_axis in zip((a for a in range(len(target)) if a not in outs), spare, strict=True):
                 moved[axis] = tf_axis
             return Layout(tuple(moved))
-        # Another TF tensor (TF's own reshape, squeeze, expand_dims): it keeps its input's non-1 axes in TF's order,
-        # so ONNX's non-1 axes hold them in the order `held` ranks them; the size-1 axes stay where they are.
-        ranked = sorted(range(len(held)), key=lambda k: held[k])
-        rank_of = {k: position for position, k in enumerate(ranked)}
-        moved = list(range(len(target)))
-        for k, axis in enumerate(outs):
-            moved[axis] = outs[rank_of[k]]
-        return Layout(tuple(moved))
+        # Another TF tensor (TF's own reshape, squeeze, expand_dims): it keeps its input's non-1 axes in TF's order.
+        return Layout(_carried(perm, ins, outs, len(target)))
+
+    def _unsqueezed(self, node: OnnxNode, perm: Permutation) -> Layout:
+        axes: Any = self.graph.attribute(node, "axes")
+        if axes is None and len(node.inputs) > 1:
+            axes = self.graph.constant_ints(node.inputs[1])
+        if axes is None:
+            return unknown(f"Unsqueeze {node.name}: where it inserts axes is not a constant")
+        rank = len(perm) + len(axes)
+        inserted = {a % rank for a in axes}
+        kept = [a for a in range(rank) if a not in inserted]
+        return Layout(_carried(perm, list(range(len(perm))), kept, rank))
 
     def _reduced(self, node: OnnxNode, perm: Permutation) -> Layout:
         keepdims = self.graph.attribute(node, "keepdims")

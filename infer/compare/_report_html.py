@@ -388,6 +388,7 @@ def _header(result: CompareResult) -> str:
                                                      f"{result.padding} padding rows left out)")]
     if result.random_ops:
         sides.append(("random ops", ", ".join(f"{n} ({op})" for n, op in sorted(result.random_ops.items()))))
+    sides += [("warning", text) for text in result.warnings]
     listed = "".join(f"<dt>{html.escape(k)}</dt><dd>{html.escape(v)}</dd>" for k, v in sides)
     reasons = "" if result.passed else "<ul class='reasons'>" + "".join(
         f"<li>{html.escape(r)}</li>" for r in result.fail_reasons) + "</ul>"

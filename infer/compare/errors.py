@@ -6,8 +6,12 @@ from __future__ import annotations
 from binio.errors import InferError
 from infer.compare.thresholds import ThresholdError
 
-__all__ = ["ExpectedErrorUnavailable", "LabelsError", "LayerwiseError", "RunFolderError", "SameBackendError",
-           "ThresholdError"]
+__all__ = ["CompareError", "ExpectedErrorUnavailable", "LabelsError", "LayerwiseError", "RunFolderError",
+           "SameBackendError", "ThresholdError"]
+
+
+class CompareError(InferError):
+    """Datasets that cannot be compared together (two of one gear, --golden for several)."""
 
 
 class ExpectedErrorUnavailable(InferError):

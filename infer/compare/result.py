@@ -9,6 +9,7 @@ from typing import Any
 
 from binio.document import json_float
 from infer.compare._aipp_check import AippCheck
+from infer.compare._constant_outputs import ConstantOutput
 from infer.compare._expected import ExpectedError
 from infer.compare._metrics import Metrics
 from infer.compare._provenance import Provenance
@@ -141,6 +142,13 @@ class CompareResult:
     preprocessing: tuple[AippCheck, ...] = ()  # a model with AIPP: its output against the declared preprocessing
     random_ops: dict[str, str] = field(default_factory=dict)  # node -> op: the model draws random numbers
     fp16_grid: tuple[str, ...] = ()  # an om's float32 outputs whose every value equals its float16 rounding
+    constant_outputs: tuple[ConstantOutput, ...] = ()  # outputs the same for every sample, on a side or both
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """What makes a verdict say less than it seems to, the run failing or not: outputs that do not depend on
+        the input."""
+        return tuple(c.describe() for c in self.constant_outputs)
 
     @property
     def failures(self) -> tuple[Failure, ...]:
@@ -260,6 +268,7 @@ class CompareResult:
             parts.append(f"actual values on the fp16 grid: every value of {', '.join(self.fp16_grid)} equals its "
                          "float16 rounding")
         parts += [e.summary() for e in self.expected]
+        parts += [f"warning: {text}" for text in self.warnings]
         return " | ".join(parts)
 
     def to_json(self) -> dict[str, Any]:
@@ -273,6 +282,7 @@ class CompareResult:
             "layerwise": None if self.layerwise is None else self.layerwise.to_json(),
             "dumped_golden": self.dumped_golden or None, "random_ops": dict(self.random_ops),
             "actual_on_fp16_grid": list(self.fp16_grid),
+            "constant_outputs": [c.to_json() for c in self.constant_outputs], "warnings": list(self.warnings),
             "verdict_line": self.verdict_line(),
             "provenance": None if self.provenance is None else self.provenance.to_json(),
             "samples_failing_on_their_own": self.samples_failing, "per_sample_fails_run": self.per_sample_asked,

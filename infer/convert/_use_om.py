@@ -25,6 +25,7 @@ from infer.contract import ConvertedInfo, ModelContract
 from infer.convert.options import ConvertOptions
 from infer.convert.result import ConvertResult
 from infer.om import RECORD_KEY, OmDescriptors, aipp_from_om, match_om
+from infer.om.descriptors import dynamic_shape_of
 
 # ATC's --precision_mode_v2 names and the --precision_mode each stands for (ATC's documentation, CANN 8.x).
 _V2_MODES = {"fp16": "force_fp16", "origin": "must_keep_origin_dtype", "cube_fp16in_fp32out": "force_fp32",
@@ -185,7 +186,8 @@ def use_om(contract: ModelContract, options: ConvertOptions) -> ConvertResult:
     converted = ConvertedInfo(
         target="om", path=os.path.relpath(destination.resolve(), contract.folder.resolve()), sha256=sha_read,
         inputs=descriptors.input_specs, outputs=descriptors.output_specs,
-        soc_version=om.soc_version or options.soc_version, precision_mode=precision, command=argv, settings=settings)
+        soc_version=om.soc_version or options.soc_version, precision_mode=precision, command=argv, settings=settings,
+        gears=dynamic_shape_of(descriptors))
     saved = contract.with_converted(converted).save()
     return ConvertResult(contract=saved, target="om", artefact=destination, target_reason=reason, command=argv,
                          ignored=ignored, notes=tuple(notes), used_om=source, copied=copied)

@@ -29,9 +29,18 @@ from binio.output import check_output
 from binio.spec import LAYOUTS, format_shape
 from infer.contract import ModelContract, as_contract
 from infer.dump_bin._gear import DumpGear, dump_gear
-from infer.dump_bin._plan import InputPlan, assign_sources, check_dtype, input_layout, model_batch, model_sha256
+from infer.dump_bin._plan import (
+    InputPlan,
+    assign_sources,
+    batch_file_spec,
+    check_dtype,
+    input_layout,
+    model_batch,
+    model_sha256,
+)
 from infer.dump_bin._sources.arrays import NpySource
 from infer.dump_bin._sources.base import SampleSource
+from infer.dump_bin._sources.generators import is_generator
 from infer.dump_bin._sources.open import open_source, refuse_unused_preprocessing
 from infer.dump_bin.errors import LossyCastError, SourceError
 from infer.dump_bin.options import DumpOptions
@@ -64,6 +73,8 @@ def _batch_payload(source: SampleSource, buffer: np.ndarray, slot: BatchSlot) ->
     Rows handed out may be written and hashed after the next batch is read: sources hand out rows that stay valid
     (`SampleSource.read`).
     """
+    if buffer.ndim == 0:  # a scalar input: its one value, the same in every batch file
+        return buffer, checked_cast_into(buffer, source.read(0, 1))
     if isinstance(source, NpySource) and source.reads_into(buffer):
         source.read_into(buffer[: slot.rows], slot.start)
         buffer[slot.rows:] = 0
@@ -107,6 +118,10 @@ def _open_sources(contract: ModelContract, options: DumpOptions, plans: list[Inp
                 from infer.dump_bin._dump_aipp import aipp_image_source
 
                 source = aipp_image_source(contract, plan.spec.name, Path(plan.source_text), options)
+            if source is None and not plan.spec.shape and not is_generator(plan.source_text):
+                raise SourceError(f"{plan.source_text}: input {plan.spec.name} is a scalar (one value a run, the "
+                                  "same in every batch file), not samples", hint=f"give it as --source "
+                                  f"{plan.spec.node}=const:VALUE")
             if source is None:
                 source = open_source(
                     plan.source_text, tensor=plan.spec.name, sample_shape=plan.spec.static_shape()[1:],
@@ -192,7 +207,7 @@ def _dump(contract: ModelContract, options: DumpOptions, progress: Progress | No
     if len(set(folders)) != len(folders):
         folders = [f"{i:02d}_{name}" for i, name in enumerate(folders)]
     # A dynamic batch (None) is pinned to --batch from here on: every file has that shape.
-    plans = [InputPlan(spec=spec.with_shape((batch, *spec.shape[1:])), folder=folder,
+    plans = [InputPlan(spec=batch_file_spec(spec, batch), folder=folder,
                        layout=input_layout(spec, options.layout), source_text=assigned[spec.name])
              for spec, folder in zip(specs, folders, strict=True)]
     needed = sum(_BUFFERS * math.prod(p.spec.static_shape()) * p.spec.dt.itemsize for p in plans)
@@ -281,8 +296,7 @@ def _write_all(contract: ModelContract, options: DumpOptions, plans: list[InputP
             if progress is not None and index == len(plans) - 1:
                 progress(slot_index + 1, len(slots))
 
-    buffers = [[padded_buffer(batch, p.spec.static_shape()[1:], p.spec.dt.np_dtype) for _ in range(_BUFFERS)]
-               for p in plans]
+    buffers = [[_batch_buffer(p, batch) for _ in range(_BUFFERS)] for p in plans]
     if progress is not None:
         progress(0, len(slots))
     # This thread reads and casts while `writer` hashes and writes the batches before (numpy's casts, reads and
@@ -326,6 +340,12 @@ def _write_all(contract: ModelContract, options: DumpOptions, plans: list[InputP
     dumps = tuple(InputDump(tensor=i.tensor, folder=i.folder, dtype=i.dtype, shape=i.shape, source=i.source,
                             cast=reports[n]) for n, i in enumerate(inputs))
     return DumpResult(manifest=manifest, inputs=dumps, files_written=written, files_kept=kept)
+
+
+def _batch_buffer(plan: InputPlan, batch: int) -> np.ndarray:
+    if not plan.spec.shape:  # a scalar input: one value a file
+        return np.zeros((), dtype=plan.spec.dt.np_dtype)
+    return padded_buffer(batch, plan.spec.static_shape()[1:], plan.spec.dt.np_dtype)
 
 
 def _manifest_layout(plan: InputPlan, source: SampleSource) -> str:

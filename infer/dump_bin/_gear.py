@@ -12,6 +12,7 @@ from binio.gears import BATCH, DIMS, IMAGE_SIZE, RANGE, DynamicShape, Gear, Gear
 from binio.spec import TensorSpec, format_shape
 from infer.contract import ModelContract
 from infer.dump_bin.options import DumpOptions
+from infer.gear_check import dump_flag
 
 
 @dataclass(frozen=True)
@@ -21,10 +22,6 @@ class DumpGear:
     kind: str
     gear: Gear
     specs: tuple[TensorSpec, ...]
-
-
-def _flag_of(kind: str) -> str:
-    return {BATCH: "--batch", IMAGE_SIZE: "--image-size"}.get(kind, "--dims")
 
 
 def dump_gear(contract: ModelContract, options: DumpOptions) -> DumpGear | None:
@@ -47,7 +44,7 @@ def dump_gear(contract: ModelContract, options: DumpOptions) -> DumpGear | None:
         gear_of(gears, shapes)
     except GearError as exc:
         given = ",".join(map(str, gear))
-        raise ShapeError(f"{_flag_of(gears.kind)} {given}: not a gear of the model: it takes "
+        raise ShapeError(f"{dump_flag(gears.kind)} {given}: not a gear of the model: it takes "
                          f"{gears.allowed()} ({contract.path})" if gears.kind != RANGE else
                          f"--dims {given}: {exc.message}",
                          hint=f"give one of them: {_choices(gears)}") from None
@@ -63,13 +60,13 @@ def _given_gear_options(options: DumpOptions) -> str:
 def _choices(gears: DynamicShape) -> str:
     if gears.kind == RANGE:
         return gears.allowed()
-    flag = _flag_of(gears.kind)
+    flag = dump_flag(gears.kind)
     return ", ".join(f"{flag} {','.join(map(str, g))}" for g in gears.gears)
 
 
 def _asked(gears: DynamicShape, options: DumpOptions, specs: tuple[TensorSpec, ...]) -> Gear:
     """The gear named by the option that goes with the model's kind; the others refused by name."""
-    own = _flag_of(gears.kind)
+    own = dump_flag(gears.kind)
     stray = [flag for flag, value in (("--image-size", options.image_size), ("--dims", options.dims))
              if value and flag != own]
     if stray:
@@ -91,6 +88,9 @@ def _asked(gears: DynamicShape, options: DumpOptions, specs: tuple[TensorSpec, .
                          f"unknown dim, one of the model's {gears.allowed()}", hint=f"one of: {_choices(gears)}")
     if all(v.axis != 0 for v in gears.varying):
         _check_static_batch(options, specs)
+    elif options.batch is not None:
+        raise ShapeError(f"--batch {options.batch}: the model's {gears.kind} gears decide the first dim; give it in "
+                         f"--dims", hint=f"one of: {_choices(gears)}")
     if gears.kind in (DIMS, RANGE) and len(options.dims) != len(gears.varying):
         listed = ", ".join(f"{v.tensor}[{v.axis}]" for v in gears.varying)
         raise ShapeError(f"--dims {','.join(map(str, options.dims))}: expected {len(gears.varying)} values, one per "

@@ -45,30 +45,37 @@ def check_dtype(contract: ModelContract, spec: TensorSpec, asked: str | None) ->
 
 
 def model_batch(specs: tuple[TensorSpec, ...], asked: int | None) -> int:
-    batches = {s.shape[0] if s.shape else None for s in specs}
-    for spec in specs:
-        if not spec.shape:
-            raise ShapeError(f"input {spec.name}: a scalar input has no batch dimension to write bins for")
+    """The batch every batch file holds. A scalar input (an `is_training` or `keep_prob` kept as an input, a
+    temperature) has no batch dimension: it is written once per batch file, as msame takes one bin per input per
+    run, and has no say in the batch."""
+    batched = [s for s in specs if s.shape]
+    for spec in batched:
         if any(d is None for d in spec.shape[1:]):
             raise ShapeError(f"input {spec.name}: shape {format_shape(spec.shape)} has unknown dims besides the "
                              f"batch", hint="re-freeze with a fixed shape (infer freeze --inputs 'NAME[DIMS]')")
-    static = {b for b in batches if b is not None}
+    static = {s.shape[0] for s in batched if s.shape[0] is not None}
     if len(static) > 1:
         raise ShapeError("the model's inputs disagree on the batch: "
-                         + ", ".join(f"{s.name} {format_shape(s.shape)}" for s in specs))
+                         + ", ".join(f"{s.name} {format_shape(s.shape)}" for s in batched))
     if static:
         (model_batch,) = static
         if asked is not None and asked != model_batch:
+            first = next(s for s in batched if s.shape[0] is not None)
             raise ShapeError(f"--batch {asked} differs from the model's batch {model_batch} "
-                             f"(input {specs[0].name} has shape {format_shape(specs[0].shape)})",
+                             f"(input {first.name} has shape {format_shape(first.shape)})",
                              hint="drop --batch, or re-freeze the model for that batch")
         return int(model_batch)
-    if asked is None:
-        raise ShapeError(f"input {specs[0].name}: the batch dimension is dynamic "
-                         f"{format_shape(specs[0].shape)}: pass --batch N")
-    if asked < 1:
+    if asked is None and batched:
+        raise ShapeError(f"input {batched[0].name}: the batch dimension is dynamic "
+                         f"{format_shape(batched[0].shape)}: pass --batch N")
+    if asked is not None and asked < 1:
         raise ShapeError(f"--batch {asked}: expected 1 or more")
-    return asked
+    return 1 if asked is None else asked  # scalars only: each batch file is one run
+
+
+def batch_file_spec(spec: TensorSpec, batch: int) -> TensorSpec:
+    """What one batch file of `spec` holds: `batch` samples, a dynamic batch pinned; a scalar as it is."""
+    return spec.with_shape((batch, *spec.shape[1:])) if spec.shape else spec
 
 
 def input_layout(spec: TensorSpec, asked: str | None) -> str:

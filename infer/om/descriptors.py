@@ -26,6 +26,7 @@ from atc_wrap.ge_attrs import attr_json
 from atc_wrap.om_file import OM_MAGIC
 from atc_wrap.om_model import OmIo, OmModel, read_om
 from binio.dtypes import DTYPE_NAMES, dtype
+from binio.gears import BATCH, DIMS, IMAGE_SIZE, DynamicShape, GearError, check_widths
 from binio.spec import Shape, TensorSpec, format_shape
 from infer.contract import ModelContract
 from infer.om.errors import OmMismatchError
@@ -363,3 +364,19 @@ def with_om_descriptors(contract: ModelContract) -> ModelContract:
             log.warning("%s: %s is %s in the om itself, %s in model.json: the om's is used", found.path, new.name,
                         new.describe(), old.describe())
     return replace(contract, converted=replace(converted, inputs=found.input_specs, outputs=found.output_specs))
+
+
+def dynamic_shape_of(om: OmDescriptors) -> DynamicShape | None:
+    """The om's gears as model.json records them (`binio.gears`), from its own descriptors: its inputs with the
+    dims a gear decides unknown. None for a static om, or gears this reader cannot place (an unknown kind, values
+    that do not fit the unknown dims: what ATC stores per gear is read, not documented)."""
+    if om.gears is None or om.gears.kind not in (BATCH, IMAGE_SIZE, DIMS) or not om.gears.values:
+        return None
+    shape = DynamicShape(om.gears.kind, tuple((s.name, tuple(s.shape)) for s in om.input_specs),
+                         gears=om.gears.values)
+    try:
+        check_widths(shape)
+    except GearError:
+        log.info("%s: gears %s do not fit its unknown dims; none recorded", om.path, om.gears.describe())
+        return None
+    return shape

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -15,11 +15,13 @@ from binio.lock import folder_lock
 from binio.manifest import load_manifest
 from binio.process import quote_command
 from infer._version import __version__
+from infer.contract import load_contract
 from infer.pipeline._calls import atc_dry_run
+from infer.pipeline._gears import PER_GEAR_STAGES, PipelineGear, pipeline_gears
 from infer.pipeline._stages import STAGE_FUNCTIONS, STAGES, WorkLayout
 from infer.pipeline._state import StageRecord, digest_paths, load_state, save_state, settings_digest
 from infer.pipeline.config import PipelineConfig, load_config
-from infer.run import msame_argv
+from infer.run import msame_argv, tool_gear_flags
 
 REPORT_FILE = "pipeline-report.txt"
 
@@ -64,13 +66,16 @@ class PipelineResult:
 
 
 def msame_command(work: WorkLayout, om: Path, config: PipelineConfig) -> tuple[str, ...]:
-    """msame's own command line for the bins of this pipeline (folder mode, one folder per input)."""
+    """msame's own command line for the bins of this pipeline (folder mode, one folder per input), with the flag
+    that names their gear for a model with gears."""
     try:
-        folders = [work.bins / item.folder for item in load_manifest(work.bins).inputs]
+        manifest = load_manifest(work.bins)
+        folders = [work.bins / item.folder for item in manifest.inputs]
+        flags = tool_gear_flags(load_contract(work.contract), manifest)
     except InferError:
-        folders = [work.bins / "INPUT"]
-    return tuple(msame_argv("msame", om, folders, work.out / "msame", device=config.run.device,
-                            loop=config.run.loop))
+        folders, flags = [work.bins / "INPUT"], ()
+    return (*msame_argv("msame", om, folders, work.out / "msame", device=config.run.device, loop=config.run.loop),
+            *flags)
 
 
 def report_tail(result: PipelineResult) -> list[str]:
@@ -121,46 +126,93 @@ def run_pipeline(config: PipelineConfig | Path | str, *, on_stage: Callable[[Sta
         return _run_stages(config, work, on_stage, stages, force)
 
 
+@dataclass(frozen=True)
+class _Step:
+    """One stage as it runs: for a model with gears, dump-bin, run and compare once per gear (``run@b4``)."""
+
+    key: str  # its name in the state file and the report
+    stage: str
+    config: PipelineConfig
+    work: WorkLayout
+
+
+def _steps(stages: Sequence[str], config: PipelineConfig, work: WorkLayout,
+           gears: tuple[PipelineGear, ...]) -> list[_Step]:
+    steps: list[_Step] = []
+    for name in stages:
+        if gears and name in PER_GEAR_STAGES:
+            steps += [_Step(f"{name}@{gear.tag}", name, gear.config, replace(work, gear=gear.tag)) for gear in gears]
+        else:
+            steps.append(_Step(name, name, config, work))
+    return steps
+
+
+def _facts_for(facts: dict[str, dict[str, Any]], work: WorkLayout) -> dict[str, dict[str, Any]]:
+    """What a gear's stage reads of the stages before it: that gear's dump, run and compare."""
+    if not work.gear:
+        return facts
+    return {**facts, **{name: facts.get(f"{name}@{work.gear}", {}) for name in PER_GEAR_STAGES}}
+
+
+def _verdict(facts: dict[str, dict[str, Any]], gears: tuple[PipelineGear, ...]) -> tuple[bool, str, str]:
+    """(passed, the verdict line, the HTML report): compare's, or, with gears, the one across them."""
+    if not gears:
+        compared = facts.get("compare", {})
+        return (bool(compared.get("passed", False)), str(compared.get("verdict", "no verdict: compare did not run")),
+                str(compared.get("report_html") or ""))
+    found = [(gear, facts.get(f"compare@{gear.tag}", {})) for gear in gears]
+    missing = [gear.label for gear, compared in found if not compared]
+    if missing:
+        return False, f"no verdict: compare did not run for {', '.join(missing)}", ""
+    failing = [(gear, compared) for gear, compared in found if not compared.get("passed")]
+    html = str((failing or found)[0][1].get("report_html") or "")
+    if failing:
+        return False, "FAILED: " + "; ".join(f"{gear.label}: {compared.get('verdict')}" for gear, compared in
+                                             failing), html
+    return True, f"PASSED: {len(gears)} gears ({', '.join(gear.label for gear in gears)})", html
+
+
 def _run_stages(config: PipelineConfig, work: WorkLayout, on_stage: Callable[[StageOutcome], None] | None,
                 stages: Sequence[str], force: bool) -> PipelineResult:
     records = {} if force else load_state(work.root)
     facts: dict[str, dict[str, Any]] = {name: dict(r.facts) for name, r in records.items()}
+    gears = pipeline_gears(config)
     outcomes = []
-    for name in stages:
-        plan_stage, run_stage = STAGE_FUNCTIONS[name]
-        plan = plan_stage(config, work, facts)
+    for step in _steps(stages, config, work, gears):
+        plan_stage, run_stage = STAGE_FUNCTIONS[step.stage]
+        plan = plan_stage(step.config, step.work, _facts_for(facts, step.work))
         inputs = digest_paths(plan.inputs)
         settings = settings_digest(plan.settings)
-        previous = records.get(name)
+        previous = records.get(step.key)
         start = time.monotonic()
         if previous is not None and previous.is_current(settings, inputs):
-            outcome = StageOutcome(name, False, previous.summary, 0.0, inputs, plan.command)
+            outcome = StageOutcome(step.key, False, previous.summary, 0.0, inputs, plan.command)
         else:
             try:
-                done = run_stage(config, work, facts)
+                done = run_stage(step.config, step.work, _facts_for(facts, step.work))
             except InferError as exc:  # the stage's own refusal, said with the stage it came from
-                raise StageError(f"{name}: {exc.message}", hint=exc.hint, exit_code=exc.exit_code) from None
-            records[name] = StageRecord(name, settings, inputs, digest_paths(done.outputs), done.summary,
-                                        done.facts)
-            facts[name] = dict(done.facts)
+                raise StageError(f"{step.key}: {exc.message}", hint=exc.hint, exit_code=exc.exit_code) from None
+            records[step.key] = StageRecord(step.key, settings, inputs, digest_paths(done.outputs), done.summary,
+                                            done.facts)
+            facts[step.key] = dict(done.facts)
             save_state(work.root, records)
-            plan = plan_stage(config, work, facts)  # the command may name what the stage made (the run folder)
-            outcome = StageOutcome(name, True, done.summary, time.monotonic() - start, inputs, plan.command)
+            # the command may name what the stage made (the run folder)
+            plan = plan_stage(step.config, step.work, _facts_for(facts, step.work))
+            outcome = StageOutcome(step.key, True, done.summary, time.monotonic() - start, inputs, plan.command)
         outcomes.append(outcome)
         if on_stage is not None:
             on_stage(outcome)
 
-    compared = facts.get("compare", {})
+    passed, verdict, html = _verdict(facts, gears)
     atc_command, atc_note = _atc_command(config, work, facts)
     artefact = Path(str(facts.get("convert", {}).get("artefact", work.model_dir / "model.om")))
     om = artefact if artefact.suffix == ".om" else artefact.with_suffix(".om")
     result = PipelineResult(
-        work_dir=work.root, stages=tuple(outcomes), passed=bool(compared.get("passed", False)),
-        verdict=str(compared.get("verdict", "no verdict: compare did not run")),
-        report_html=Path(compared["report_html"]) if compared.get("report_html") else None,
+        work_dir=work.root, stages=tuple(outcomes), passed=passed, verdict=verdict,
+        report_html=Path(html) if html else None,
         report_path=work.root / REPORT_FILE,
         atc_command=atc_command, atc_note=atc_note,
-        msame_command=msame_command(work, om, config),
+        msame_command=msame_command(replace(work, gear=gears[0].tag) if gears else work, om, config),
     )
     write_bytes_atomic(result.report_path, _report_text(config, result).encode())
     return result
@@ -168,8 +220,9 @@ def _run_stages(config: PipelineConfig, work: WorkLayout, on_stage: Callable[[St
 
 def tune_inputs(config: PipelineConfig) -> tuple[Path, Path, Path]:
     """(model.json, the dataset, the output folder) `infer pipeline tune` works on: what `infer pipeline run`
-    froze and dumped, refused by name when it has not run yet."""
-    work = WorkLayout(config.work_dir)
+    froze and dumped, refused by name when it has not run yet. With gears, the first gear's dataset."""
+    gears = pipeline_gears(config)
+    work = WorkLayout(config.work_dir, gear=gears[0].tag if gears else "")
     for made, stage in ((work.contract, "freeze"), (work.bins / "dataset.json", "dump-bin")):
         if not made.is_file():
             raise StageError(f"{config.path}: no {made} yet ({stage} writes it)",

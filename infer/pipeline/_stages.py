@@ -70,7 +70,7 @@ def run_inspect(config: PipelineConfig, work: WorkLayout, facts: Facts) -> Stage
     report = inspect_model(config.model_source)
     inputs = ", ".join(
         f"{p.tensor}{' (rank ?)' if p.shape is None else ' scalar' if not p.shape else format_shape(p.shape)}"
-        f"{' with default' if p.has_default else ''}" for p in report.placeholders)
+        f"{' with default' if p.has_default else ''}{' (a label)' if p.is_label else ''}" for p in report.placeholders)
     candidates = ", ".join(f"{c.signature_key} ({c.tensor})" if c.signature_key else c.tensor
                            for c in report.candidates[:3])
     weights = f"{report.parameters:,} parameters"

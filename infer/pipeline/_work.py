@@ -11,9 +11,14 @@ from typing import Any
 
 @dataclass(frozen=True)
 class WorkLayout:
-    """Where each stage writes, inside the pipeline's work folder."""
+    """Where each stage writes, inside the pipeline's work folder; a gear's dump, run and compare (a model
+    converted with gears) write into folders of its own: ``bins_b4``, ``out_b4``, ``report_b4``."""
 
     root: Path
+    gear: str = ""  # the gear's tag (binio.gears.gear_tag); "" for a model without gears
+
+    def _per_gear(self, name: str) -> Path:
+        return self.root / (f"{name}_{self.gear}" if self.gear else name)
 
     @property
     def model_dir(self) -> Path:
@@ -29,15 +34,15 @@ class WorkLayout:
 
     @property
     def bins(self) -> Path:
-        return self.root / "bins"
+        return self._per_gear("bins")
 
     @property
     def out(self) -> Path:
-        return self.root / "out"
+        return self._per_gear("out")
 
     @property
     def report(self) -> Path:
-        return self.root / "report"
+        return self._per_gear("report")
 
     @property
     def golden_cache(self) -> Path:

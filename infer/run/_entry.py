@@ -12,7 +12,7 @@ from binio.manifest import DatasetManifest
 from infer.contract import ModelContract
 from infer.run._batches import Progress
 from infer.run._plain import RunResult, run_plain
-from infer.run.options import RunOptions, ScaleOptions, check_dump
+from infer.run.options import RunError, RunOptions, ScaleOptions, check_dump
 
 
 def run_model(model: ModelContract | Path | str, bins: DatasetManifest | Path | str, out: Path | str,
@@ -22,7 +22,10 @@ def run_model(model: ModelContract | Path | str, bins: DatasetManifest | Path | 
 
     Sharded (`run_sharded`) when `scale` asks for it (devices, shards, Ray, a resume: `ScaleOptions.wanted`),
     plain (`run_plain`) otherwise. Both write the same output files, byte for byte; a sharded run's run.json
-    adds ``scale_out``."""
+    adds ``scale_out``. A dry run (``options.dry_run``) is `plan_run`'s, which returns what would run."""
+    if options is not None and options.dry_run:
+        raise RunError("run_model with dry_run: a dry run runs nothing and has no run folder",
+                       hint="call infer.run.plan_run for what the run would do")
     if scale is not None and scale.wanted:
         if options is not None and options.dump:
             check_dump(options, options.backend or "msame", sharded=True)

@@ -15,14 +15,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from binio.binfile import sha256_file
+from binio.gears import gear_label
 from binio.lock import folder_lock
 from binio.manifest import DatasetManifest, dataset_folder
 from infer.contract import ModelContract, load_contract
 from infer.run._batches import Progress, run_batches
+from infer.run._gear import dataset_gear, gear_run
 from infer.run._preflight import dataset_if_any, preflight
 from infer.run._runners.base import BaseRunner
 from infer.run.layout import timestamp_folder_name
-from infer.run.options import BACKENDS, RunError, RunOptions, check_dump
+from infer.run.options import BACKENDS, TOOL_BACKENDS, RunError, RunOptions, check_dump
 from infer.run.record import RunRecord
 from infer.run.result import RunResult
 
@@ -141,10 +143,21 @@ def make_run_folder(out: Path) -> Path:
                        hint="choose a writable -o") from None
 
 
-def run_plain(model: ModelContract | Path | str, bins: DatasetManifest | Path | str, out: Path | str,
-              options: RunOptions | None = None, *, progress: Progress | None = None) -> RunResult:
-    """Runs every batch of `bins` through `model` and writes ``out/<timestamp>/`` (outputs + run.json)."""
-    options = options or RunOptions()
+@dataclass(frozen=True)
+class PreparedRun:
+    """A run checked and ready, nothing started: what a run and a dry run (`infer.run._plan`) both begin with."""
+
+    contract: ModelContract
+    backend: str
+    runner: BaseRunner
+    manifest: DatasetManifest
+    running: tuple[Path, str]  # the model file and its sha256
+    gear: str = ""  # the dataset's gear (``batch 4``) of a model with gears; "" otherwise
+
+
+def prepare_run(model: ModelContract | Path | str, bins: DatasetManifest | Path | str,
+                options: RunOptions) -> PreparedRun:
+    """The options, model, backend and every bin checked, the runner made but not activated."""
     options.check()
     contract, kind = resolve_model(model)
     backend = choose_backend(contract, options.backend, kind)
@@ -156,10 +169,29 @@ def run_plain(model: ModelContract | Path | str, bins: DatasetManifest | Path | 
                          gears=None if backend == "tf" else contract.gears)  # the pb takes any shape
     running = model_file(contract, backend)
     warn_if_made_for_another(manifest, contract, options, running[0])
+    gear = ""
+    if backend != "tf" and contract.gears is not None:  # the gear is the bins', checked; the pb takes any shape
+        gear = gear_label(contract.gears.kind, dataset_gear(contract.gears, manifest))
+    if backend in TOOL_BACKENDS:
+        # the tool runners' path only (make_runner imported them for it)
+        from infer.run._runners.tool import ToolRunner
+
+        assert isinstance(runner, ToolRunner)
+        runner.use_gear(gear_run(contract, manifest, runner.inputs, runner.outputs))
+    return PreparedRun(contract=contract, backend=backend, runner=runner, manifest=manifest, running=running,
+                       gear=gear)
+
+
+def run_plain(model: ModelContract | Path | str, bins: DatasetManifest | Path | str, out: Path | str,
+              options: RunOptions | None = None, *, progress: Progress | None = None) -> RunResult:
+    """Runs every batch of `bins` through `model` and writes ``out/<timestamp>/`` (outputs + run.json)."""
+    options = options or RunOptions()
+    prepared = prepare_run(model, bins, options)
+    runner = prepared.runner
     runner.activate()  # before the run folder exists: a missing tool leaves nothing behind
     try:
         with folder_lock(Path(out), command="run"):
-            return _run(runner, manifest, running, backend, Path(out), options, progress)
+            return _run(runner, prepared.manifest, prepared.running, prepared.backend, Path(out), options, progress)
     finally:
         runner.deactivate()
 

@@ -15,10 +15,11 @@ from binio.binfile import check_bin_size
 from binio.dataset import check_manifest_consistent
 from binio.dtypes import dtype
 from binio.errors import InferError
-from binio.gears import DynamicShape, GearError, gear_of
+from binio.gears import DynamicShape
 from binio.manifest import MANIFEST_NAME, DatasetManifest, InputManifest, load_manifest
 from binio.regular import refuse_special
 from binio.spec import TensorSpec, format_shape
+from infer.gear_check import check_dataset_gear
 
 
 class PreflightError(InferError):
@@ -83,32 +84,13 @@ def dataset_if_any(bins: Path) -> DatasetManifest | None:
     return load_manifest(bins) if (Path(bins) / MANIFEST_NAME).is_file() else None
 
 
-def check_gear(manifest: DatasetManifest, gears: DynamicShape | None) -> None:
-    """Refuses bins whose shapes are none of the model's gears (or outside its shape ranges): the om would refuse
-    them at run time, and the stand-in, which runs any shape, is held to what the om takes."""
-    if gears is None:
-        return
-    shapes = {}
-    for tensor, _ in gears.inputs:
-        item = manifest.find(tensor)
-        if item is None:  # refused by preflight already
-            return
-        shapes[tensor] = item.shape
-    try:
-        gear_of(gears, shapes)
-    except GearError as exc:
-        flag = {"batch": "--batch", "image_size": "--image-size"}.get(gears.kind, "--dims")
-        raise PreflightError(f"{manifest.path}: bins {exc.message}",
-                             hint=f"re-run infer dump-bin with {flag} set to one of them") from None
-
-
 def preflight(bins: Path, specs: tuple[TensorSpec, ...], *, widen: bool = False,
               loaded: DatasetManifest | None = None, gears: DynamicShape | None = None) -> DatasetManifest:
     """The dataset at `bins` after checking each of its files against the model's input `specs`.
 
     With `widen`, bins of a narrower dtype that casts to the input's without loss are taken (float16 bins made
     for an om with --input_fp16_nodes, fed to the frozen pb's float32 input for the golden run). `loaded` is its
-    dataset.json read already (`dataset_if_any`); `gears`, the converted model's (`check_gear`).
+    dataset.json read already (`dataset_if_any`); `gears`, the converted model's (`check_dataset_gear`).
     """
     bins = Path(bins)
     if not bins.is_dir():
@@ -132,7 +114,7 @@ def preflight(bins: Path, specs: tuple[TensorSpec, ...], *, widen: bool = False,
     check_manifest_consistent(manifest)  # msame pairs the inputs' files by name
     for spec in specs:
         _check_input(bins, input_for(manifest, spec), spec, widen)
-    check_gear(manifest, gears)
+    check_dataset_gear(manifest, gears)
     return manifest
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from binio.binfile import sha256_file
 from binio.lock import folder_lock
-from binio.manifest import DatasetManifest, dataset_folder
+from binio.manifest import DatasetManifest
 from binio.shards import Shard, split, write_view
 from binio.spec import TensorSpec
 from infer.contract import ModelContract
@@ -32,16 +32,7 @@ from infer.run._engines.base import Engine
 from infer.run._engines.local import LocalEngine
 from infer.run._engines.ray_engine import RayEngine
 from infer.run._engines.worker import ShardOutcome, ShardTask
-from infer.run._plain import (
-    RunResult,
-    choose_backend,
-    make_run_folder,
-    make_runner,
-    model_file,
-    resolve_model,
-    warn_if_made_for_another,
-)
-from infer.run._preflight import dataset_if_any, preflight
+from infer.run._plain import RunResult, make_run_folder, prepare_run
 from infer.run._shard import finished_stems
 from infer.run._sharded_record import ScaleOut, ShardStats
 from infer.run.layout import RUN_JSON, parse_timestamp_folder
@@ -122,16 +113,11 @@ def run_sharded(model: ModelContract | Path | str, bins: DatasetManifest | Path 
     """Runs every batch of `bins` through `model` in shards; the run folder is that of a plain run."""
     options.check()
     scale.check(options)
-    contract, kind = resolve_model(model)
+    prepared = prepare_run(model, bins, options)  # the model, the backend, every bin (and its gear) checked
+    contract, backend, runner, manifest, running = (prepared.contract, prepared.backend, prepared.runner,
+                                                    prepared.manifest, prepared.running)
     opened = contract.path if isinstance(model, ModelContract) else Path(model)  # what the workers open
-    backend = choose_backend(contract, options.backend, kind)
-    dataset = dataset_if_any(dataset_folder(bins))
-    runner = make_runner(contract, backend, options, dataset=dataset)
-    manifest = preflight(dataset_folder(bins), runner.inputs, widen=backend == "tf", loaded=dataset,
-                         gears=None if backend == "tf" else contract.gears)  # the pb takes any shape
     runner.check_available()  # a missing msame is refused before any folder or worker exists
-    running = model_file(contract, backend)
-    warn_if_made_for_another(manifest, contract, options, running[0])
     checked = _Checked(model=opened, backend=backend, running=running, manifest=manifest,
                        dataset_sha256=sha256_file(manifest.path), outputs=runner.outputs)
     out = Path(out)

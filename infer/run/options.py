@@ -46,6 +46,9 @@ class RunOptions:
     dump_mode: str = setting("output", toml=False, help="With --dump: output, input or all (acl.json's dump_mode).")
     dump_batch: str = setting("", toml=False, shown="the first", help="With --dump: the batch dumped, by its files' "
                                                                       "stem (e.g. 000003).")
+    dry_run: bool = setting(False, toml=False, help="Print the exact msame or ais_bench command line of each tool "
+                                                    "start (for onnxrt and tf, what they would run) and run "
+                                                    "nothing, writing nothing.")
     # The sha256 of another model whose bins this run takes on purpose (compare's emulated precision runs a model
     # of the same pb on the converted model's bins): no "made for another model" warning for it.
     bins_made_for: str = setting("", toml=False, flag=False)
@@ -69,7 +72,8 @@ class RunOptions:
             raise RunError(f"--threads {self.threads}: expected 1 or more (leave it out for the framework's default)")
 
 
-DUMP_BACKENDS: tuple[str, ...] = ("msame", "ais_bench")
+TOOL_BACKENDS: tuple[str, ...] = ("msame", "ais_bench")  # external tools running an om
+DUMP_BACKENDS = TOOL_BACKENDS
 
 
 def check_dump(options: RunOptions, backend: str, *, sharded: bool = False) -> None:

@@ -21,6 +21,7 @@ from binio.spec import TensorSpec
 from infer._version import __version__
 from infer.run._sharded_record import ScaleOut
 from infer.run.dump_record import DumpRecord
+from infer.run.gear_record import GearRecord
 from infer.run.layout import RUN_JSON, newest_run_folder, output_file_name, parse_timestamp_folder
 from infer.run.options import BACKENDS, RunOptions
 
@@ -87,6 +88,7 @@ class RunRecord:
     finished: str = ""
     scale_out: ScaleOut | None = None  # a sharded run (--devices, --engine ray): its shards
     dump: DumpRecord | None = None  # --dump: the NPU dump of one batch, beside the outputs
+    gear: GearRecord | None = None  # msame or ais_bench on a model with gears: the gear, its flags, what was trimmed
     infer_version: str = __version__  # of the infer that wrote it; "" in a run.json written before it was recorded
 
     @classmethod
@@ -134,6 +136,7 @@ class RunRecord:
             "tool_command": list(self.tool_command), "started": self.started, "finished": self.finished,
             **({"scale_out": self.scale_out.to_json()} if self.scale_out is not None else {}),
             **({"dump": self.dump.to_json()} if self.dump is not None else {}),
+            **({"gear": self.gear.to_json()} if self.gear is not None else {}),
         }
 
     def save(self) -> RunRecord:
@@ -201,6 +204,7 @@ def _record(data: dict[str, Any], path: Path, folder: Path) -> RunRecord:
         tool_command=fields.texts("tool_command", []),
         started=fields.text("started", ""), finished=fields.text("finished", ""), scale_out=scale_out,
         dump=DumpRecord.from_fields(fields.child("dump"), folder) if fields.has("dump") else None,
+        gear=GearRecord.from_fields(fields.child("gear")) if fields.has("gear") else None,
     )
 
 

@@ -3,6 +3,8 @@ what passes becomes the gears model.json records and the ATC arguments that make
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from atc_wrap.dynamic_shapes import (
@@ -15,6 +17,10 @@ from atc_wrap.dynamic_shapes import (
 from atc_wrap.errors import ConvertError
 from binio.gears import DimRange
 from binio.spec import TensorSpec
+from infer.contract import load_contract
+from tests.atc_wrap.conftest import FakeAtc
+from tests.atc_wrap.graphs import write_frozen
+from tests.cli import run_cli
 
 BATCHED = (TensorSpec("images:0", "float32", (None, 8, 8, 3), "NHWC"),)
 SIZED = (TensorSpec("images:0", "float32", (1, None, None, 3), "NHWC"),)
@@ -124,3 +130,63 @@ def test_shape_range_syntax_is_refused_by_name() -> None:
     with pytest.raises(ConvertError) as caught:
         parse_shape_range("images:1-8,8", "--shape-range")
     assert caught.value.message == "--shape-range 'images:1-8,8': dim '1-8' of images: expected N, lo~hi or -1"
+
+
+def _build_any_size(tf: object) -> None:
+    """images (2,?,?,3) -> mean over H,W: any image size."""
+    import tensorflow as tf_
+
+    images = tf_.compat.v1.placeholder(tf_.float32, [2, None, None, 3], name="images")
+    tf_.reduce_mean(images, axis=[1, 2], name="pooled")
+
+
+def _build_sequences(tf: object) -> None:
+    """ids (1,?) and mask (?,?): two inputs whose dims vary together, for --dynamic-dims."""
+    import tensorflow as tf_
+
+    ids = tf_.compat.v1.placeholder(tf_.float32, [1, None], name="ids")
+    mask = tf_.compat.v1.placeholder(tf_.float32, [None, None], name="mask")
+    tf_.identity(tf_.reduce_sum(ids) + tf_.reduce_sum(mask), name="total")
+
+
+def test_the_atc_argv_carries_image_size_and_dims_gears(capsys: pytest.CaptureFixture[str], fake_atc: FakeAtc,
+                                                        tmp_path: Path) -> None:
+    sized = write_frozen(tmp_path / "sized", _build_any_size, ("images:0",), ("pooled:0",))
+    outcome = run_cli(capsys, "convert", sized.path, "--soc-version", "Ascend310", "--dynamic-image-size",
+                      "16,16;24,32")
+    assert outcome.code == 0, outcome.err
+    argv = fake_atc.argv()
+    assert "--input_shape=images:2,-1,-1,3" in argv and argv[-1] == "--dynamic_image_size=16,16;24,32"
+    recorded = load_contract(sized.path).gears
+    assert recorded is not None and recorded.gears == ((16, 16), (24, 32))
+
+    sequences = write_frozen(tmp_path / "seq", _build_sequences, ("ids:0", "mask:0"), ("total:0",))
+    outcome = run_cli(capsys, "convert", sequences.path, "--soc-version", "Ascend310", "--dynamic-dims",
+                      "8,1,1;16,2,2")
+    assert outcome.code == 0, outcome.err
+    argv = fake_atc.argv()
+    assert "--input_shape=ids:1,-1;mask:-1,-1" in argv and "--input_format=ND" in argv
+    assert argv[-1] == "--dynamic_dims=8,1,1;16,2,2"
+
+
+def test_a_shape_range_goes_into_the_input_shape(capsys: pytest.CaptureFixture[str], fake_atc: FakeAtc,
+                                                 tmp_path: Path) -> None:
+    sized = write_frozen(tmp_path / "sized", _build_any_size, ("images:0",), ("pooled:0",))
+    outcome = run_cli(capsys, "convert", sized.path, "--soc-version", "Ascend310P3", "--shape-range",
+                      "images:2,16~64,-1,3")
+    assert outcome.code == 0, outcome.err
+    argv = fake_atc.argv()
+    assert "--input_shape=images:2,16~64,-1,3" in argv
+    assert not any(a.startswith("--dynamic_") for a in argv)
+
+
+def test_two_dynamic_options_are_refused_on_the_command_line(capsys: pytest.CaptureFixture[str], fake_atc: FakeAtc,
+                                                             tmp_path: Path) -> None:
+    sized = write_frozen(tmp_path / "sized", _build_any_size, ("images:0",), ("pooled:0",))
+    outcome = run_cli(capsys, "convert", sized.path, "--soc-version", "Ascend310", "--dynamic-image-size",
+                      "16,16;24,32", "--dynamic-dims", "16,16;24,32")
+    assert outcome.code == 2
+    assert outcome.error_line == ("error: --dynamic-image-size and --dynamic-dims: ATC takes one dynamic option at a "
+                                  "time (--dynamic_batch_size, --dynamic_image_size, --dynamic_dims or a shape "
+                                  "range)")
+    assert not fake_atc.record.exists()

@@ -99,3 +99,18 @@ def test_dataset_json_keeps_its_gear(tmp_path: Path) -> None:
     assert (read.gear_kind, read.gear, read.gear_label) == ("batch", (4,), "batch 4")
     DatasetManifest(root=tmp_path, batch=4, samples=0, inputs=()).save()
     assert load_manifest(tmp_path).gear_label == ""
+
+
+@pytest.mark.parametrize(("change", "expected"), [
+    ({"kind": "zoom"},
+     "model.json: converted.gears.kind: expected one of batch, image_size, dims, range, found 'zoom'"),
+    ({"gears": [4]}, "model.json: converted.gears.gears[0]: expected a list of numbers"),
+    ({"gears": [[0]]}, "model.json: converted.gears.gears[0][0]"),
+    ({"ranges": [[8, 1]]}, "model.json: converted.gears.ranges[0][1]"),
+])
+def test_an_edited_gears_entry_is_refused_by_name(change: dict[str, object], expected: str) -> None:
+    document = BATCH.to_json() | change
+    with pytest.raises(ManifestError) as caught:
+        DynamicShape.from_fields(Fields(document, path=Path("model.json"), entry="converted.gears",
+                                        error=ManifestError))
+    assert caught.value.message.startswith(expected)

@@ -6,6 +6,12 @@ timestamp (FAKE_MSAME_TIMESTAMP=padded for the older form), and exits 0 even whe
 ./acl.json (dump_path <--output>/dump, dump_mode output, the om's stem as model_name) and deletes it at the end;
 an ./acl.json already in the folder it runs in is read whatever --dump says (Ascend/tools msame, main.cpp,
 utils.cpp DumpJson, sample_process.cpp InitResource).
+
+Gears (fake_gears.py): --dymBatch, --dymHW, --dymDims and --dymShape are checked against the om's gears with the
+real one's messages, at most one of them per start; --outputSize sets the output buffers. Each output file is
+written as OutputModelResult writes it: under --dymShape the output's real size; otherwise the whole output buffer
+(the largest gear's size, or --outputSize), divided under --dymBatch by largest batch // N, the gear's output
+first and the rest of the buffer 0xff bytes (device memory the gear did not write).
 """
 
 from __future__ import annotations
@@ -21,7 +27,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from fake_dump import device_dump
-from fake_om import input_names, run_om
+from fake_gears import FakeGears, GearRefused, chosen_shapes, om_gears
+from fake_om import input_names, output_buffer_sizes, run_om
+
+UNWRITTEN = b"\xff"  # what the fake's device memory holds where the model wrote nothing
 
 
 def stamp(now: datetime) -> str:
@@ -63,8 +72,15 @@ def main() -> int:
     parser.add_argument("--device", type=int, default=0)
     parser.add_argument("--loop", type=int, default=1)
     parser.add_argument("--dymBatch", type=int, default=0)
+    parser.add_argument("--dymHW", default=None)
+    parser.add_argument("--dymDims", default=None)
+    parser.add_argument("--dymShape", default=None)
+    parser.add_argument("--outputSize", default=None)
     parser.add_argument("--dump", default="false")
     args = parser.parse_args()
+    if sum(flag is not None for flag in (args.dymHW, args.dymDims, args.dymShape)) + bool(args.dymBatch) > 1:
+        print("[ERROR] dymBatch dymDims dymHW dymShape cannot be set at the same time")
+        return 1
     dumping = args.dump == "true"
     if dumping:
         write_acl_json(args.model, args.output)
@@ -89,6 +105,19 @@ def run(args: argparse.Namespace) -> int:
         return 0  # the real msame exits 0 here too
     print(f"[INFO] load model {args.model} success")
     print("[INFO] create model description success")
+    gears = om_gears(om)
+    try:
+        shapes, gear = chosen_shapes(gears, batch=args.dymBatch, hw=args.dymHW, dims=args.dymDims,
+                                     shape=args.dymShape)
+        buffers = _output_buffers(args, om, gears)
+    except GearRefused as refused:
+        print("\n".join(refused.lines))
+        print("[ERROR] Sample process failed")
+        return 1
+    if gear is not None or args.dymShape is not None:  # what it says of the gear it checked
+        print({"batch": "[INFO] check dynamic batch success", "image_size": "[INFO] check dynamic image size success.",
+               "dims": "[INFO] check dynamic dims success"}.get(gears.kind if gears else "",
+                                                               "[INFO] check Dynamic Shape success"))
     out = Path(args.output) / stamp(datetime.now())
     out.mkdir(parents=True, exist_ok=True)
     print(out)
@@ -105,7 +134,13 @@ def run(args: argparse.Namespace) -> int:
         return 0
     times = []
     for _ in range(args.loop):
-        for name, (stem, outputs) in zip(input_names(dirs), run_om(om, dirs), strict=True):
+        try:
+            ran = run_om(om, dirs, shapes)
+        except ValueError as exc:
+            print(f"[ERROR] {exc}")
+            print("[ERROR] model execute failed")
+            return 0
+        for name, (stem, outputs) in zip(input_names(dirs), ran, strict=True):
             if dump is not None:
                 dump.execution(dirs, name)
             start = time.perf_counter()
@@ -115,7 +150,11 @@ def run(args: argparse.Namespace) -> int:
             times.append(elapsed)
             print(f"Inference time: {elapsed:.3f}ms")
             for index, array in enumerate(outputs):
-                array.tofile(out / f"{stem}_output_{index}.bin")
+                written = _written(array.tobytes(), buffers[index], args, gears, gear)
+                if written is None:
+                    print("[ERROR] model execute failed")  # the output did not fit its buffer
+                    return 0
+                (out / f"{stem}_output_{index}.bin").write_bytes(written)
             print("[INFO] output data success")
     print(f"Inference average time: {sum(times) / len(times):.6f} ms")
     print("[INFO] destroy model input success")
@@ -125,6 +164,36 @@ def run(args: argparse.Namespace) -> int:
     print("[INFO] end to finalize acl")
     print("[INFO] Execute sample success")
     return 0
+
+
+def _output_buffers(args: argparse.Namespace, om: Path, gears: FakeGears | None) -> list[int | None]:
+    """CreateOutput: --outputSize's sizes (one per output), else what the om says (0 for a shape-range om)."""
+    sizes = output_buffer_sizes(om, gears)
+    if args.outputSize is not None:
+        given = [int(v) for v in args.outputSize.split(",")]
+        if len(given) != len(sizes):
+            raise GearRefused(f"[ERROR] om has {len(sizes)} output, but outputSize parametet give {len(given)}",
+                              "[ERROR] create model output failed")
+        return list(given)
+    if 0 in sizes:
+        raise GearRefused("[ERROR] can't malloc buffer, size is 0, create output failed",
+                          "[ERROR] create model output failed")
+    return sizes
+
+
+def _written(real: bytes, buffer: int | None, args: argparse.Namespace, gears: FakeGears | None,
+             gear: tuple[int, ...] | None) -> bytes | None:
+    """OutputModelResult's bytes for one output: None where the gear's output does not fit the buffer."""
+    if buffer is None:  # a static om: its outputs are the buffers' size
+        return real
+    if len(real) > buffer:
+        return None
+    if args.dymShape is not None:
+        return real
+    length = buffer
+    if args.dymBatch and gears is not None and gear is not None:
+        length = buffer // (max(g[0] for g in gears.gears) // gear[0])
+    return real + UNWRITTEN * (length - len(real))
 
 
 if __name__ == "__main__":

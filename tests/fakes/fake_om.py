@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+from fake_gears import FakeGears
 
 _ORT_TYPES = {"tensor(float)": np.float32, "tensor(float16)": np.float16, "tensor(double)": np.float64,
               "tensor(int32)": np.int32, "tensor(int64)": np.int64, "tensor(int8)": np.int8,
@@ -20,16 +21,41 @@ def input_names(dirs: list[Path]) -> list[str]:
     return sorted(p.name for p in dirs[0].iterdir() if p.suffix == ".bin")
 
 
-def run_om(om: Path, dirs: list[Path]) -> list[tuple[str, list[np.ndarray]]]:
-    """(stem, outputs) for every file name of the first input folder."""
+def run_om(om: Path, dirs: list[Path],
+           shapes: tuple[tuple[int, ...], ...] | None = None) -> list[tuple[str, list[np.ndarray]]]:
+    """(stem, outputs) for every file name of the first input folder; `shapes` are the inputs' shapes at the gear
+    the tool was given (None: the model's own, static shapes)."""
     import onnxruntime as ort
 
     session = ort.InferenceSession(str(om.with_suffix(".onnx")), providers=["CPUExecutionProvider"])
     results = []
     for name in input_names(dirs):
         feeds = {}
-        for spec, folder in zip(session.get_inputs(), dirs, strict=True):
+        for index, (spec, folder) in enumerate(zip(session.get_inputs(), dirs, strict=True)):
             data: np.ndarray = np.fromfile(folder / name, dtype=_ORT_TYPES[spec.type])
-            feeds[spec.name] = data.reshape([int(d) for d in spec.shape])
+            shape = shapes[index] if shapes is not None else tuple(int(d) for d in spec.shape)
+            if data.size != int(np.prod(shape)):
+                raise ValueError(f"input file size is not equal to model input size ({folder / name})")
+            feeds[spec.name] = data.reshape(shape)
         results.append((Path(name).stem, list(session.run(None, feeds))))
     return results
+
+
+def output_buffer_sizes(om: Path, gears: FakeGears | None) -> list[int | None]:
+    """What ACL reports as each output's size (aclmdlGetOutputSizeByIndex): the largest over the gears for a gear
+    om, 0 for a shape-range om (its output size is unknown until it runs); None for a static om, whose outputs
+    are their own size."""
+    import onnxruntime as ort
+
+    session = ort.InferenceSession(str(om.with_suffix(".onnx")), providers=["CPUExecutionProvider"])
+    if gears is None:
+        return [None] * len(session.get_outputs())
+    if gears.kind == "range":
+        return [0] * len(session.get_outputs())
+    sizes = [0] * len(session.get_outputs())
+    for gear in gears.gears:
+        feeds: dict[str, np.ndarray] = {
+            spec.name: np.zeros(shape, _ORT_TYPES[spec.type])
+            for spec, shape in zip(session.get_inputs(), gears.shapes_at(gear), strict=True)}
+        sizes = [max(size, out.nbytes) for size, out in zip(sizes, session.run(None, feeds), strict=True)]
+    return list(sizes)

@@ -5,6 +5,7 @@ Plain functions, not fixtures, so both tests/infer/test_run.py and tests/infer/r
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
@@ -16,7 +17,9 @@ import pytest
 
 from binio.binfile import sha256_file, write_bin
 from binio.dtypes import from_numpy
+from binio.gears import BATCH, DIMS, IMAGE_SIZE, RANGE, DynamicShape
 from binio.manifest import BinEntry, DatasetManifest, InputManifest, bin_file_name, safe_folder_name
+from binio.names import node_name
 from binio.spec import TensorSpec
 from infer.contract import ConvertedInfo, ModelContract, SourceInfo
 
@@ -53,12 +56,38 @@ def as_om(contract: ModelContract, folder: Path) -> ModelContract:
     shutil.copytree(contract.folder, folder)
     onnx_path = folder / contract.converted.path
     om = folder / "model.om"
-    om.write_bytes(b"fake om: the fake msame and ais_bench run model.onnx beside it\n")
+    if contract.gears is not None:  # the gears as ATC took them, which the fakes read (tests/fakes/fake_gears.py)
+        om.write_text(json.dumps({"fake_om": atc_gear_options(contract.gears)}))
+    else:
+        om.write_bytes(b"fake om: the fake msame and ais_bench run model.onnx beside it\n")
     if onnx_path.resolve() != om.with_suffix(".onnx").resolve():
         shutil.copyfile(onnx_path, om.with_suffix(".onnx"))
     converted = replace(contract.converted, target="om", path="model.om", sha256=sha256_file(om),
                         soc_version="Ascend310", precision_mode="force_fp32")
     return replace(contract, path=folder / contract.path.name, converted=converted).save()
+
+
+def atc_gear_options(gears: DynamicShape) -> dict[str, str]:
+    """ATC's --input_shape (node names, -1 or lo~hi where a dim varies) and dynamic option for `gears`."""
+    ranges = iter(gears.ranges)
+
+    def dim(value: int | None) -> str:
+        if value is not None:
+            return str(value)
+        if gears.kind != RANGE:
+            return "-1"
+        bound = next(ranges)
+        return bound.text()
+
+    options = {"input_shape": ";".join(f"{node_name(tensor)}:{','.join(dim(d) for d in shape)}"
+                                       for tensor, shape in gears.inputs)}
+    if gears.kind == BATCH:
+        options["dynamic_batch_size"] = ",".join(str(g[0]) for g in gears.gears)
+    elif gears.kind == IMAGE_SIZE:
+        options["dynamic_image_size"] = ";".join(f"{g[0]},{g[1]}" for g in gears.gears)
+    elif gears.kind == DIMS:
+        options["dynamic_dims"] = ";".join(",".join(map(str, g)) for g in gears.gears)
+    return options
 
 
 def two_input_model(folder: Path, target: str) -> ModelContract:
@@ -122,3 +151,47 @@ def hide_tools(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv("PYTHONPATH", raising=False)
     monkeypatch.delenv("ASCEND_TOOLKIT_HOME", raising=False)
     monkeypatch.delenv("ASCEND_HOME", raising=False)
+
+
+# A gear om of each kind for the fakes: its ATC options (fake_gears.py) and the shapes of a:0 and b:0, a dim
+# named where a gear decides it.
+GEAR_OMS: dict[str, tuple[dict[str, str], tuple[tuple[int | str, ...], tuple[int | str, ...]]]] = {
+    "batch": ({"input_shape": "a:-1,3;b:-1,3", "dynamic_batch_size": "1,2,4"}, (("n", 3), ("n", 3))),
+    "image_size": ({"input_shape": "a:1,-1,-1;b:1,-1,-1", "dynamic_image_size": "2,3;4,4"},
+                   ((1, "h", "w"), (1, "h", "w"))),
+    "dims": ({"input_shape": "a:2,-1;b:2,-1", "dynamic_dims": "3,3;5,5"}, ((2, "d"), (2, "e"))),
+    "range": ({"input_shape": "a:1~4,3;b:1~4,3"}, (("n", 3), ("n", 3))),
+}
+
+
+def gear_om(folder: Path, kind: str) -> Path:
+    """model.om (the fake's JSON om of GEAR_OMS[kind]) beside model.onnx: sum:0 = a + b (float32), half:0 = sum
+    as float16, every varying dim a named ONNX dim."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    options, (shape_a, shape_b) = GEAR_OMS[kind]
+    folder.mkdir(parents=True, exist_ok=True)
+    graph = helper.make_graph(
+        [helper.make_node("Cast", ["b:0"], ["b_float"], to=TensorProto.FLOAT),
+         helper.make_node("Add", ["a:0", "b_float"], ["sum:0"]),
+         helper.make_node("Cast", ["sum:0"], ["half:0"], to=TensorProto.FLOAT16)],
+        f"gear_{kind}",
+        [helper.make_tensor_value_info("a:0", TensorProto.FLOAT, list(shape_a)),
+         helper.make_tensor_value_info("b:0", TensorProto.FLOAT16, list(shape_b))],
+        [helper.make_tensor_value_info("sum:0", TensorProto.FLOAT, None),
+         helper.make_tensor_value_info("half:0", TensorProto.FLOAT16, None)],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.save(model, str(folder / "model.onnx"))
+    om = folder / "model.om"
+    om.write_text(json.dumps({"fake_om": options}))
+    return om
+
+
+def gear_batches(shape: tuple[int, ...], count: int = 2, *, seed: int = 3) -> dict[str, list[np.ndarray]]:
+    """Bins for a:0 (float32) and b:0 (float16) at one gear's shape."""
+    rng = np.random.default_rng(seed)
+    return {"a:0": [rng.standard_normal(shape).astype(np.float32) for _ in range(count)],
+            "b:0": [rng.standard_normal(shape).astype(np.float16) for _ in range(count)]}

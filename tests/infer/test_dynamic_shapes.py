@@ -12,7 +12,7 @@ import pytest
 
 from binio.manifest import load_manifest
 from infer.contract import load_contract
-from tests.cli import Outcome, run_cli
+from tests.cli import Arg, Outcome, run_cli
 
 
 def _build_fcn(folder: Path) -> Path:
@@ -60,14 +60,15 @@ def test_batch_gears_pass_at_4_and_8_and_gear_3_is_refused(capsys: pytest.Captur
     _ok(run_cli(capsys, "freeze", fcn, "-o", model, "--outputs", "probs", "--inputs", "images:0[?,16,16,3]",
                 "--batch", "-1"))
     assert load_contract(model).inputs[0].shape == (None, 16, 16, 3)
-    _ok(run_cli(capsys, "convert", model, "--target", "onnx", "--precision-mode", "force_fp32",
-                "--dynamic-batch", "1,4,8"))
+    converted = _ok(run_cli(capsys, "convert", model, "--target", "onnx", "--precision-mode", "force_fp32",
+                            "--dynamic-batch", "1,4,8"))
+    assert "dynamic shapes: batch gears 1, 4, 8" in converted.out.splitlines()
     contract = load_contract(model)
     assert contract.gears is not None and contract.gears.batches() == (1, 4, 8)
     assert json.loads((model / "model.json").read_text())["converted"]["gears"]["varying"] == [
         {"tensor": "images:0", "axis": 0}]
 
-    refused = run_cli(capsys, "dump-bin", "-m", model, "-o", tmp_path / "bins_b3", "--input", "images:0=random:0",
+    refused = run_cli(capsys, "dump-bin", "-m", model, "-o", tmp_path / "bins_b3", "--source", "images:0=random:0",
                       "--samples", "6", "--batch", "3")
     assert refused.code == 2
     assert refused.error_line == (f"error: --batch 3: not a gear of the model: it takes batch gears 1, 4, 8 "
@@ -76,7 +77,7 @@ def test_batch_gears_pass_at_4_and_8_and_gear_3_is_refused(capsys: pytest.Captur
 
     for batch in (4, 8):
         bins = tmp_path / f"bins_b{batch}"
-        _ok(run_cli(capsys, "dump-bin", "-m", model, "-o", bins, "--input", "images:0=random:0", "--samples", "10",
+        _ok(run_cli(capsys, "dump-bin", "-m", model, "-o", bins, "--source", "images:0=random:0", "--samples", "10",
                     "--batch", str(batch)))
         manifest = load_manifest(bins)
         assert (manifest.gear_kind, manifest.gear, manifest.inputs[0].shape) == ("batch", (batch,),
@@ -84,6 +85,18 @@ def test_batch_gears_pass_at_4_and_8_and_gear_3_is_refused(capsys: pytest.Captur
         compared = _run_and_compare(capsys, model, bins, tmp_path / f"out_b{batch}")
         assert compared.code == 0, compared.out + compared.err
         assert compared.out.strip().splitlines()[-1].startswith("PASSED")
+
+    pairs: list[Arg] = ["--input", tmp_path / "bins_b4", "--actual", tmp_path / "out_b4",
+             "--input", tmp_path / "bins_b8", "--actual", tmp_path / "out_b8"]
+    across = run_cli(capsys, "compare", model, *pairs, "--report", tmp_path / "report")
+    assert across.code == 0, across.out + across.err
+    lines = across.out.strip().splitlines()
+    assert lines[-1] == "PASSED: 2 gears (batch 4, batch 8)"
+    assert lines[-3].startswith("batch 4: PASSED | ") and lines[-2].startswith("batch 8: PASSED | ")
+    assert (tmp_path / "report" / "b4" / "report.json").is_file() and (tmp_path / "report" / "b8").is_dir()
+    twice = run_cli(capsys, "compare", model, *pairs[:4], *pairs[:4])
+    assert twice.error_line == (f"error: --input {tmp_path / 'bins_b4'}: batch 4 again (--input "
+                                f"{tmp_path / 'bins_b4'} is that gear too); compare one dataset per gear")
 
 
 def test_two_image_sizes_pass_at_both(capsys: pytest.CaptureFixture[str], fcn: Path, tmp_path: Path) -> None:
@@ -115,3 +128,134 @@ def test_two_image_sizes_pass_at_both(capsys: pytest.CaptureFixture[str], fcn: P
         compared = _run_and_compare(capsys, model, bins, tmp_path / f"out_{height}x{width}")
         assert compared.code == 0, compared.out + compared.err
         assert compared.out.strip().splitlines()[-1].startswith("PASSED")
+
+
+def test_a_pipeline_with_batch_gears_dumps_runs_and_compares_each(capsys: pytest.CaptureFixture[str], fcn: Path,
+                                                                  tmp_path: Path) -> None:
+    toml = tmp_path / "pipeline.toml"
+    toml.write_text(f"""\
+[model]
+source = "{fcn}"
+outputs = ["probs"]
+inputs = ["images:0[?,16,16,3]"]
+batch = -1
+
+[data]
+source = "random:0"
+samples = 6
+
+[convert]
+target = "onnx"
+precision_mode = "force_fp32"
+dynamic_batch = [1, 4, 8]
+""")
+    outcome = run_cli(capsys, "pipeline", "run", toml)
+    assert outcome.code == 0, outcome.out + outcome.err
+    stages = [line.split()[0] for line in outcome.out.splitlines() if "@" in line.split(" ")[0]]
+    assert stages == [f"{stage}@b{batch}" for stage in ("dump-bin", "run", "compare") for batch in (1, 4, 8)]
+    assert "PASSED: 3 gears (batch 1, batch 4, batch 8)" in outcome.out
+    lines = outcome.out.splitlines()
+    by_hand = lines[lines.index("on an Ascend machine, by hand:") + 2].strip()
+    assert by_hand.startswith("msame --model ") and by_hand.endswith(" --dymBatch 1")  # the first gear's bins
+    for batch in (1, 4, 8):
+        manifest = load_manifest(tmp_path / "work" / f"bins_b{batch}")
+        assert (manifest.gear, manifest.batch, manifest.samples) == ((batch,), batch, 6)
+        assert (tmp_path / "work" / f"report_b{batch}" / "report.json").is_file()
+    again = run_cli(capsys, "pipeline", "run", toml)  # nothing changed: every gear's stages skipped
+    assert again.code == 0 and again.out.count("(unchanged)") == 12, again.out
+
+
+def test_a_pipeline_with_a_shape_range_is_refused(capsys: pytest.CaptureFixture[str], fcn: Path,
+                                                  tmp_path: Path) -> None:
+    toml = tmp_path / "pipeline.toml"
+    toml.write_text(f'[model]\nsource = "{fcn}"\noutputs = ["probs"]\n\n[data]\nsource = "random:0"\n\n'
+                    '[convert]\nshape_range = "images:1~8,16,16,3"\n')
+    outcome = run_cli(capsys, "pipeline", "run", toml)
+    assert outcome.code == 2
+    assert outcome.error_line == (f"error: {toml}: [convert] shape_range: the pipeline dumps, runs and compares one "
+                                  "dataset per gear, and a shape range has none")
+
+
+def test_dims_gears_pass_and_what_is_no_gear_is_refused_at_each_stage(capsys: pytest.CaptureFixture[str],
+                                                                     fcn: Path, tmp_path: Path) -> None:
+    """--dynamic-dims over batch, H and W: a gear passes; dump-bin refuses another gear's option, a value that is no
+    gear, and run refuses bins that are no gear of the model they are fed (re-converted with other gears)."""
+    model = tmp_path / "model"
+    _ok(run_cli(capsys, "freeze", fcn, "-o", model, "--outputs", "probs", "--inputs", "images:0[-1,-1,-1,3]"))
+    _ok(run_cli(capsys, "convert", model, "--target", "onnx", "--precision-mode", "force_fp32",
+                "--dynamic-dims", "1,16,16;2,24,32"))
+    bins = tmp_path / "bins"
+    _ok(run_cli(capsys, "dump-bin", "-m", model, "-o", bins, "--source", "images:0=random:1", "--samples", "4",
+                "--dims", "2,24,32"))
+    assert load_manifest(bins).inputs[0].shape == (2, 24, 32, 3)
+    compared = _run_and_compare(capsys, model, bins, tmp_path / "out")
+    assert compared.code == 0, compared.out + compared.err
+
+    def refused(*args: Arg) -> str:
+        outcome = run_cli(capsys, "dump-bin", "-m", model, "-o", tmp_path / "bad", "--source", "images:0=random:1",
+                          *args)
+        assert outcome.code == 2 and not (tmp_path / "bad").exists()
+        return outcome.error_line
+
+    assert refused("--dims", "2,16,16") == (f"error: --dims 2,16,16: not a gear of the model: it takes dims gears "
+                                            f"1,16,16, 2,24,32 ({model / 'model.json'})")
+    assert refused("--dims", "2,16") == ("error: --dims 2,16: expected 3 values, one per unknown dim (images:0[0], "
+                                         "images:0[1], images:0[2])")
+    assert refused("--image-size", "16,16") == ("error: --image-size: the model's gears are dims gears 1,16,16, "
+                                                "2,24,32; give --dims instead")
+    assert refused("--dims", "2,24,32", "--batch", "2") == ("error: --batch 2: the model's dims gears decide the "
+                                                            "first dim; give it in --dims")
+
+    _ok(run_cli(capsys, "convert", model, "--target", "onnx", "--precision-mode", "force_fp32",
+                "--dynamic-dims", "1,16,16;4,24,32"))
+    ran = run_cli(capsys, "run", model, "--input", bins, "-o", tmp_path / "out2")
+    assert ran.code == 2
+    assert ran.error_line == (f"error: {bins / 'dataset.json'}: bins images:0 (2,24,32,3): not a gear of the model, "
+                              "which takes dims gears 1,16,16, 4,24,32")
+
+
+def test_gear_options_on_a_static_model_are_refused(capsys: pytest.CaptureFixture[str], fcn: Path,
+                                                    tmp_path: Path) -> None:
+    model = tmp_path / "model"
+    _ok(run_cli(capsys, "freeze", fcn, "-o", model, "--outputs", "probs", "--inputs", "images:0[2,16,16,3]"))
+    converted = run_cli(capsys, "convert", model, "--target", "onnx", "--dynamic-batch", "1,4,8")
+    assert converted.error_line == ("error: --dynamic-batch 1,4,8: every input's shape is static (images:0 "
+                                    "(2,16,16,3)); ATC would fail with E10031 (a dynamic option needs a -1 dim in "
+                                    "--input_shape)")
+    _ok(run_cli(capsys, "convert", model, "--target", "onnx"))
+    dumped = run_cli(capsys, "dump-bin", "-m", model, "-o", tmp_path / "bins", "--source", "images:0=random:0",
+                     "--image-size", "16,16")
+    assert dumped.error_line == (f"error: --image-size: the model has no image size gears ({model / 'model.json'} "
+                                 "records none; inputs images:0 (2,16,16,3))")
+
+
+def test_freeze_keeps_only_unknown_dims_dynamic(capsys: pytest.CaptureFixture[str], fcn: Path,
+                                                tmp_path: Path) -> None:
+    fixed = tmp_path / "fixed"
+    _ok(run_cli(capsys, "freeze", fcn, "-o", fixed, "--outputs", "probs", "--inputs", "images:0[2,16,16,3]"))
+    again = run_cli(capsys, "freeze", fixed / "model.pb", "-o", tmp_path / "again", "--outputs", "probs",
+                    "--inputs", "images:0[2,-1,16,3]")
+    assert again.error_line == ("error: input images:0: --inputs shape [2,-1,16,3] keeps dim 1 unknown (-1), but "
+                                "the graph fixes it to 16 (shape (2,16,16,3))")
+    clash = run_cli(capsys, "freeze", fcn, "-o", tmp_path / "clash", "--outputs", "probs", "--inputs",
+                    "images:0[-1,16,16,3]", "--batch", "4")
+    assert clash.error_line == "error: input images:0: --batch 4 fixes dim 0, which --inputs keeps unknown (-1)"
+
+
+def test_a_shape_range_takes_any_shape_inside_it(capsys: pytest.CaptureFixture[str], fcn: Path,
+                                                 tmp_path: Path) -> None:
+    model = tmp_path / "model"
+    _ok(run_cli(capsys, "freeze", fcn, "-o", model, "--outputs", "probs", "--inputs", "images:0[?,16,16,3]",
+                "--batch", "-1"))
+    _ok(run_cli(capsys, "convert", model, "--target", "onnx", "--precision-mode", "force_fp32",
+                "--shape-range", "images:1~8,16,16,3"))
+    outside = run_cli(capsys, "dump-bin", "-m", model, "-o", tmp_path / "bad", "--source", "images:0=random:0",
+                      "--dims", "9")
+    assert outside.error_line == ("error: --dims 9: input images:0: dim 0 is 9, outside its range 1~8 (the model's "
+                                  "shape ranges images:0[0] 1~8)")
+    bins = tmp_path / "bins"
+    _ok(run_cli(capsys, "dump-bin", "-m", model, "-o", bins, "--source", "images:0=random:0", "--samples", "7",
+                "--dims", "5"))
+    assert (load_manifest(bins).gear_kind, load_manifest(bins).inputs[0].shape) == ("range", (5, 16, 16, 3))
+    compared = _run_and_compare(capsys, model, bins, tmp_path / "out")
+    assert compared.code == 0, compared.out + compared.err

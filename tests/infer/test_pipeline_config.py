@@ -368,3 +368,20 @@ def test_a_value_the_command_refuses_is_refused_when_the_file_is_read(project: P
                                                                         expected: str) -> None:
     """The options' own check (the command line's) refuses it before any stage runs, said as the file's key."""
     assert _error(project, MINIMAL + table) == f"{project / 'pipeline.toml'}: {expected}"
+
+
+def test_gear_tables_walk_one_gear_each(project: Path) -> None:
+    """[convert]'s gears as TOML lists (or ATC's text): the pipeline walks each, dump-bin set to it."""
+    from infer.pipeline._gears import pipeline_gears
+
+    config = load_config(_write(project, MINIMAL + "[convert]\ndynamic_image_size = [[16, 16], [24, 32]]\n"))
+    gears = pipeline_gears(config)
+    assert [(g.tag, g.label, g.config.data.dump.image_size) for g in gears] == [
+        ("16x16", "image size 16x16", (16, 16)), ("24x32", "image size 24x32", (24, 32))]
+    config = load_config(_write(project, MINIMAL + '[convert]\ndynamic_dims = "1,128;4,256"\n'))
+    assert [(g.tag, g.config.data.dump.dims) for g in pipeline_gears(config)] == [("d1_128", (1, 128)),
+                                                                                 ("d4_256", (4, 256))]
+    assert pipeline_gears(load_config(_write(project, MINIMAL))) == ()
+    message = _error(project, MINIMAL + "[convert]\ndynamic_image_size = [[16, 16], [24]]\n")
+    assert message == (f"{project / 'pipeline.toml'}: [convert] dynamic_image_size '16,16;24': expected 2 values "
+                       "per gear, found 1 in '24'")

@@ -55,13 +55,16 @@ class AisBenchRunner(ToolRunner):
         if _MISSING in probe.output:
             raise self.not_installed(f"{self.python} -m ais_bench: {_MISSING}")
 
-    def argv(self, input_dirs: Sequence[Path], out: Path) -> list[str]:
-        argv = self.folder_argv([self.python, "-m", "ais_bench"], input_dirs, out)
+    def launcher(self, *, planned: bool = False) -> list[str]:
+        return ["python3" if planned else self.python, "-m", "ais_bench"]
+
+    def tool_options(self) -> list[str]:
+        options = []
         if self.warmup or self.acl_json is not None:  # its own default is one warm-up run, which a dump would hold
-            argv += ["--warmup_count", str(self.warmup)]
+            options += ["--warmup_count", str(self.warmup)]
         if self.acl_json is not None:
-            argv += ["--acl_json_path", str(self.acl_json)]
-        return argv
+            options += ["--acl_json_path", str(self.acl_json)]
+        return options
 
     def run_folders(self, input_dirs: Sequence[Path], stems: Sequence[str], work: Path) -> ToolRun:
         work.mkdir(parents=True, exist_ok=True)

@@ -63,8 +63,8 @@ class MsameRunner(ToolRunner):
             raise self.not_installed("not found on PATH")
         self.executable = found
 
-    def argv(self, input_dirs: Sequence[Path], out: Path) -> list[str]:
-        return msame_argv(str(self.executable), self.om, input_dirs, out, device=self.device_id, loop=self.loop)
+    def launcher(self, *, planned: bool = False) -> list[str]:
+        return ["msame" if planned else str(self.executable)]
 
     def run_folders(self, input_dirs: Sequence[Path], stems: Sequence[str], work: Path) -> ToolRun:
         work.mkdir(parents=True, exist_ok=True)

@@ -6,6 +6,8 @@ to a scratch folder and runs the tool on it, so these runners honour the same co
 
 from __future__ import annotations
 
+import math
+import os
 import tempfile
 from abc import abstractmethod
 from collections.abc import Mapping, Sequence
@@ -22,6 +24,7 @@ from binio.process import ToolResult, quote_command
 from binio.spec import TensorSpec
 from infer.contract import ModelContract
 from infer.om import om_descriptors
+from infer.run._gear import GearRun
 from infer.run._latency import mean, percentile
 from infer.run._runners.base import BaseRunner, DatasetFeed, RunnerError
 
@@ -103,6 +106,7 @@ class ToolRunner(BaseRunner):
         self.warmup = warmup
         self.timeout = timeout
         self.acl_json: Path | None = None  # a dump start's configuration (infer.run._dump), given as the tool takes it
+        self.gear: GearRun | None = None  # the gear of a model with gears the tool runs at (`use_gear`)
 
     @classmethod
     def from_contract(cls: type[_Tool], contract: ModelContract, *, device: int | None = None, loop: int = 1,
@@ -147,8 +151,26 @@ class ToolRunner(BaseRunner):
     def run_folders(self, input_dirs: Sequence[Path], stems: Sequence[str], work: Path) -> ToolRun:
         """Runs the tool over every file of `input_dirs` (paired by name), writing under `work`."""
 
-    def folder_argv(self, command: list[str], input_dirs: Sequence[Path], out: Path) -> list[str]:
-        return folder_argv(command, self.om, input_dirs, out, device=self.device_id, loop=self.loop)
+    @abstractmethod
+    def launcher(self, *, planned: bool = False) -> list[str]:
+        """What starts the tool: as found here once activated, or, `planned` (a dry run), by the name a user types
+        on the Ascend server."""
+
+    def tool_options(self) -> list[str]:
+        """The tool's own options after the shared ones (ais_bench's warm-up and acl.json)."""
+        return []
+
+    def use_gear(self, gear: GearRun | None) -> None:
+        """Runs at `gear` (a model with gears): its flags on every start, its outputs' shapes at it."""
+        self.gear = gear
+        if gear is not None:
+            self._outputs = gear.outputs
+
+    def argv(self, input_dirs: Sequence[Path], out: Path, *, planned: bool = False) -> list[str]:
+        """The tool's whole command line over `input_dirs`, writing under `out`: what `run_folders` runs and what
+        `infer run --dry-run` prints."""
+        return [*folder_argv(self.launcher(planned=planned), self.om, input_dirs, out, device=self.device_id,
+                             loop=self.loop), *(self.gear.flags if self.gear else ()), *self.tool_options()]
 
     def not_installed(self, how: str) -> RunnerError:
         return RunnerError(f"{self.tool} is not installed ({how}); {STAND_IN}",
@@ -168,7 +190,23 @@ class ToolRunner(BaseRunner):
                 write_raw(folder / bin_file_name(0), np.asarray(feeds[spec.name]))
                 dirs.append(folder)
             run = self.run_folders(dirs, [stem], root / "out")
+            for path, spec in zip(run.files[stem], self.outputs, strict=True):
+                self.trim_to_gear(path, spec)
             return [np.array(read_bin(path, spec)) for path, spec in zip(run.files[stem], self.outputs, strict=True)]
+
+    def trim_to_gear(self, path: Path, spec: TensorSpec) -> int | None:
+        """Cuts an output file the tool wrote larger than the gear's output to the gear's size, which comes first
+        in it (msame writes its whole buffer, sized for the largest gear, for image-size and dims gears); the size
+        it had, or None where nothing was cut (a static model, a file of the right size or smaller, which the size
+        check refuses)."""
+        if self.gear is None:
+            return None
+        kept = math.prod(spec.static_shape()) * spec.dt.itemsize
+        written = path.stat().st_size
+        if written <= kept:
+            return None
+        os.truncate(path, kept)
+        return written
 
     def collect(self, folder: Path, stems: Sequence[str], result: ToolResult, name: str) -> dict[str, tuple[Path, ...]]:
         """The output files of every stem, named by `name` (a format with {stem} and {index})."""

@@ -1,7 +1,7 @@
 """--layerwise reads each tensor in the layout the conversion gives it: a grayscale (1-channel) CNN, whose input
 transpose tf2onnx writes as a Reshape, matches tensor for tensor like the same CNN on 3 channels; where H = W = C
 the tracked layout reads the tensor, so a healthy fp32 conversion gets no false mark and a real damage is still
-found; where an op leaves a layout unknown, each tensor after it says so."""
+found; where an op leaves a layout unknown, each tensor after it says so; TF's own transposes are counted."""
 
 from __future__ import annotations
 
@@ -165,3 +165,88 @@ def test_an_op_that_hides_the_layout_makes_each_tensor_after_it_say_so(grayscale
     after = ("block/sep1/depthwise:0", "block/sep1:0", "block/relu1:0", "block/add:0", "head/gap:0")
     assert [rows[name].unmatched_reason for name in after] == [reason] * len(after)
     assert rows["probs:0"].matched and rows["probs:0"].layout == "as the model gives it"
+
+
+def build_own_transposes(tf: Any) -> None:
+    """TF's own transposes: H and W swapped after a conv (H = W, so the shapes cannot tell), then the model turns
+    its tensor NCHW itself. tf2onnx pushes the swap through the relu and merges it into its own transposes."""
+    rng = np.random.default_rng(9)
+
+    def const(*shape: int) -> Any:
+        return tf.constant(rng.normal(scale=0.4, size=shape).astype(np.float32))
+
+    x = tf.compat.v1.placeholder(tf.float32, [2, 6, 6, 3], name="images")
+    h = tf.nn.relu(tf.nn.conv2d(x, const(3, 3, 3, 4), 1, "SAME"), name="relu")
+    h = tf.nn.relu(tf.transpose(h, [0, 2, 1, 3], name="swap"), name="swapped")
+    h = tf.nn.conv2d(h, const(3, 3, 4, 6), 1, "SAME", name="conv2")
+    h = tf.nn.relu(tf.transpose(h, [0, 3, 1, 2], name="to_nchw"), name="nchw")
+    tf.reduce_sum(h, axis=[2, 3], name="out")
+
+
+def test_tfs_own_transposes_are_counted(tmp_path: Path) -> None:
+    from infer.convert._convert import ConvertOptions, convert_model
+
+    frozen = write_frozen(tmp_path / "model", build_own_transposes, ("images:0",), ("out:0",))
+    contract = convert_model(frozen, ConvertOptions(target="onnx", precision_mode="force_fp32",
+                                                    soc_version="Ascend910B2")).contract
+    result, layers = _layerwise(contract, write_bins(tmp_path / "bins", "images:0", (2, 6, 6, 3)), tmp_path / "out")
+    assert result.passed and layers.first_failing is None
+    rows = {row.tensor: row for row in layers.rows}
+    for name in ("relu:0", "swapped:0", "conv2:0", "nchw:0"):
+        assert rows[name].matched and not rows[name].failures, (name, rows[name].unmatched_reason)
+    assert rows["relu:0"].layout == rows["conv2:0"].layout == "NCHW (the converter's)"
+    assert rows["swapped:0"].layout == "TensorFlow's axes in order [0, 3, 2, 1]"  # NCHW of swapped H and W
+    assert rows["nchw:0"].layout == "as TensorFlow"  # the model's own NCHW is the converter's
+    assert rows["out:0"].layout == "as TensorFlow"  # its sum over the model's own H, W: (N, C) on both sides
+
+
+def save_keras_mini_xception(path: Path) -> None:
+    """The Keras mini-Xception's architecture (the fer package's emotion model: 64x64x1 -> 7 classes), random
+    weights and batch-norm statistics, saved as a .keras file."""
+    import keras
+    from keras import layers
+
+    keras.utils.set_random_seed(0)
+    inputs = keras.Input((64, 64, 1), name="input_1")
+    x = inputs
+    for _ in range(2):
+        x = layers.Activation("relu")(layers.BatchNormalization()(layers.Conv2D(8, 3, use_bias=False)(x)))
+    for filters in (16, 32, 64, 128):
+        residual = layers.BatchNormalization()(layers.Conv2D(filters, 1, strides=2, padding="same",
+                                                             use_bias=False)(x))
+        x = layers.SeparableConv2D(filters, 3, padding="same", use_bias=False)(x)
+        x = layers.Activation("relu")(layers.BatchNormalization()(x))
+        x = layers.BatchNormalization()(layers.SeparableConv2D(filters, 3, padding="same", use_bias=False)(x))
+        x = layers.add([layers.MaxPooling2D(3, strides=2, padding="same")(x), residual])
+    x = layers.GlobalAveragePooling2D()(layers.Conv2D(7, 3, padding="same")(x))
+    model = keras.Model(inputs, layers.Activation("softmax", name="predictions")(x))
+    rng = np.random.default_rng(1)
+    for layer in model.layers:
+        if isinstance(layer, layers.BatchNormalization):
+            shape = layer.get_weights()[0].shape
+            layer.set_weights([rng.uniform(0.5, 1.5, shape), rng.normal(0, 0.1, shape), rng.normal(0, 0.1, shape),
+                               rng.uniform(0.5, 1.5, shape)])
+    model.save(str(path))
+
+
+def test_the_keras_mini_xception_on_grayscale_is_read_in_its_layouts(tmp_path: Path) -> None:
+    """The issue's model: 67 of its 69 tensors were 'shape [8, 8, 62, 62] in ONNX (as TensorFlow), [8, 62, 62, 8]
+    in TensorFlow'. Every tensor ONNX holds by name is now compared, and passes."""
+    from infer.contract import load_contract
+    from infer.convert._convert import ConvertOptions, convert_model
+    from infer.freeze import freeze_model
+    from infer.freeze.options import FreezeOptions
+
+    save_keras_mini_xception(tmp_path / "mini_xception.keras")
+    freeze_model(tmp_path / "mini_xception.keras", tmp_path / "frozen",
+                 FreezeOptions(batch=8, outputs=("predictions:0",)))
+    frozen = load_contract(tmp_path / "frozen" / "model.json")
+    contract = convert_model(frozen, ConvertOptions(target="onnx")).contract
+    bins = write_bins(tmp_path / "bins", frozen.inputs[0].name, (8, 64, 64, 1), files=1)
+    result, layers = _layerwise(contract, bins, tmp_path / "out")
+    assert result.passed and layers.first_failing is None
+    shapes = {row.shape for row in layers.matched}
+    assert (8, 62, 62, 8) in shapes and len(layers.matched) >= 20
+    assert all(not row.failures for row in layers.matched)
+    unmatched = {row.unmatched_reason for row in layers.rows if not row.matched}
+    assert unmatched <= {"not in the ONNX model (fused or renamed by the converter)"}, unmatched

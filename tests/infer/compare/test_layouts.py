@@ -15,7 +15,7 @@ from infer.compare._onnx_graph import OnnxGraph
 Node = tuple[str, list[str], list[str], dict[str, Any]]
 
 
-def _layouts(input_shape: list[int], nodes: list[Node], constants: dict[str, list[int]] | None = None,
+def _layouts(input_shape: list[int | str], nodes: list[Node], constants: dict[str, list[int]] | None = None,
              **options: Any) -> dict[str, Layout]:
     import onnx
     from onnx import TensorProto, helper
@@ -108,54 +108,124 @@ def test_the_onnx_name_of_tfs_own_reshape_holds_that_reshapes_result() -> None:
     assert own["reshaped"].perm == (0, 1, 2, 3)
 
 
-def build_inputs_nchw(tf: Any) -> None:
-    """images (2,6,6,1) -> conv 3x3 to 6 channels (so H = W = C downstream: (2,6,6,6)) -> relu -> depthwise ->
-    max pool -> mean -> dense."""
+def test_a_dynamic_batch_does_not_hide_a_reshape_standing_for_a_transpose() -> None:
+    """Shape inference names the batch of a Reshape's output afresh (unk__0 for unk__1): the one open dim is the
+    batch by the element count, so the Reshape still only moves the size-1 channel."""
+    layouts = _layouts(["batch", 10, 10, 1], [
+        ("Reshape", ["x", "to_nchw"], ["image"], {}),
+        ("Relu", ["image"], ["relu"], {}),
+    ], {"to_nchw": [-1, 1, 10, 10]})
+    assert layouts["relu"].perm == NCHW
+    # Two dims shape inference cannot give: whether it stands for a transpose is not known, and said.
+    layouts = _layouts(["batch", "height", 10, 1], [
+        ("Reshape", ["x", "to_nchw"], ["image"], {}),
+        ("Relu", ["image"], ["relu"], {}),
+    ], {"to_nchw": [-1, 1, 0, 10]})
+    assert layouts["relu"].perm is None and layouts["relu"].unknown_reason == (
+        "Reshape n0_Reshape: shape inference does not give its shapes, so whether it stands for a transpose is not "
+        "known")
+
+
+def test_tfs_own_transposes_give_each_tensor_its_axes_and_a_reshape_after_them_is_unknown() -> None:
+    from infer.compare._layer_tensors import GraphTensor
+    from infer.compare._tf_frames import relative_to_tf, tf_frames
+
+    def op(name: str, op_type: str, *inputs: str, perm: tuple[int, ...] | None = None) -> GraphTensor:
+        return GraphTensor(name, op_type, "float32", True, inputs, axes=perm)
+
+    tensors = [op("conv:0", "Conv2D", "x:0", "w:0"), op("swap:0", "Transpose", "conv:0", "p:0", perm=(0, 2, 1, 3)),
+               op("relu:0", "Relu", "swap:0"), op("back:0", "Transpose", "relu:0", "p:0", perm=(0, 2, 1, 3)),
+               op("flat:0", "Reshape", "relu:0", "s:0"), op("sum:0", "AddV2", "relu:0", "conv:0"),
+               op("nchw:0", "Transpose", "conv:0", "p:0", perm=NCHW), op("gap:0", "Mean", "nchw:0", "a:0", perm=(2, 3)),
+               op("c_mean:0", "Mean", "swap:0", "a:0", perm=(3,)), op("h_mean:0", "Mean", "swap:0", "a:0", perm=(2,))]
+    frames = tf_frames(tensors, {t.name for t in tensors})
+    assert frames["swap:0"] == frames["relu:0"] == (0, 2, 1, 3)
+    assert "back:0" not in frames and "conv:0" not in frames  # the inputs' axes again / never moved
+    assert frames["flat:0"] == ("Reshape flat:0 reads relu:0, which TF's own transposes hold as TensorFlow's axes "
+                                "in order [0, 2, 1, 3] of the inputs' axes: how its output's axes lie is not "
+                                "tracked through it")
+    assert isinstance(frames["sum:0"], str)  # a swapped tensor added to one that is not
+    assert "gap:0" not in frames  # NCHW code's global mean over H, W: (N, C), the inputs' axes again
+    assert frames["c_mean:0"] == (0, 2, 1)  # (N, W, H, C) reduced over C: W, H still swapped
+    assert "h_mean:0" not in frames  # reduced over H: (N, W, C), in the inputs' order again
+    # ONNX holds relu:0 as NCHW of the inputs' axes: relative to TF's swapped tensor, N C W H.
+    assert relative_to_tf(Layout(NCHW), frames["relu:0"]).perm == (0, 3, 2, 1)
+
+
+def build_grayscale(tf: Any, batch: int | None) -> None:
+    """images (batch,6,6,1) -> conv 3x3 to 6 channels (so H = W = C downstream: (2,6,6,6)) -> relu -> depthwise
+    -> max pool -> mean -> dense."""
     tf1 = tf.compat.v1
     rng = np.random.default_rng(5)
 
     def const(*shape: int) -> Any:
         return tf.constant(rng.normal(scale=0.4, size=shape).astype(np.float32))
 
-    x = tf1.placeholder(tf.float32, [2, 6, 6, 1], name="images")
+    x = tf1.placeholder(tf.float32, [batch, 6, 6, 1], name="images")
     h = tf.nn.relu(tf.nn.conv2d(x, const(3, 3, 1, 6), 1, "SAME"), name="relu")
     h = tf.nn.depthwise_conv2d(h, const(3, 3, 6, 1), [1, 1, 1, 1], "SAME", name="dw")
     h = tf.nn.max_pool2d(h, 2, 2, "VALID", name="pool")
     tf.matmul(tf.reduce_mean(h, axis=[1, 2], name="gap"), const(6, 3), name="logits")
 
 
-@pytest.mark.slow
-def test_inputs_as_nchw_the_graph_input_is_nchw_and_every_tensor_is_read_right() -> None:
-    """tf2onnx's inputs_as_nchw makes the ONNX input NCHW (infer convert does not offer it: the tracker takes the
-    graph input's layout as a start). Every TF tensor ONNX keeps, read in its tracked layout, is TF's."""
-    import onnx
+_NAMES = ["relu:0", "dw:0", "pool:0", "gap:0", "logits:0"]
+
+
+def _converted(batch: int | None, **tf2onnx_options: Any) -> tuple[Any, dict[str, np.ndarray], np.ndarray]:
+    """tf2onnx's model of the grayscale graph, TF's value of each tensor in _NAMES on one batch, and the batch."""
     import tensorflow as tf
     import tf2onnx
 
-    from tests.atc_wrap.outputs import onnx_tensors
-
     graph = tf.Graph()
     with graph.as_default():
-        build_inputs_nchw(tf)
+        build_grayscale(tf, batch)
     images = np.random.default_rng(6).normal(size=(2, 6, 6, 1)).astype(np.float32)
-    names = ["relu:0", "dw:0", "pool:0", "gap:0", "logits:0"]
     with tf.compat.v1.Session(graph=graph) as session:
-        golden = dict(zip(names, session.run(names, {"images:0": images}), strict=True))
+        golden = dict(zip(_NAMES, session.run(_NAMES, {"images:0": images}), strict=True))
     model, _ = tf2onnx.convert.from_graph_def(graph.as_graph_def(), input_names=["images:0"],
-                                              output_names=["logits:0"], inputs_as_nchw=["images:0"], opset=13)
-    onnx_input = model.graph.input[0]
-    assert [d.dim_value for d in onnx_input.type.tensor_type.shape.dim] == [2, 1, 6, 6]
-    kept = [name for name in names if any(name in node.output for node in model.graph.node)]
+                                              output_names=["logits:0"], opset=13, **tf2onnx_options)
+    return model, golden, images
+
+
+def _read_every_tensor(model: Any, golden: dict[str, np.ndarray], feed: np.ndarray,
+                       starts: dict[str, tuple[int, ...]] | None = None) -> dict[str, Layout]:
+    """Every TF tensor ONNX keeps, read in its tracked layout, is TF's; the layouts."""
+    import onnx
+
+    from tests.atc_wrap.outputs import onnx_tensors
+
+    kept = [name for name in _NAMES if any(name in node.output for node in model.graph.node)]
     assert len(kept) >= 4
-    values = onnx_tensors(model, {"images:0": np.transpose(images, NCHW)}, kept)
-    shapes = shapes_of(onnx.shape_inference.infer_shapes(model))
-    layouts = track_layouts(OnnxGraph(model), shapes, starts={"images:0": NCHW})
+    values = onnx_tensors(model, {"images:0": feed}, kept)
+    layouts = track_layouts(OnnxGraph(model), shapes_of(onnx.shape_inference.infer_shapes(model)), starts=starts)
     for name, value in zip(kept, values, strict=True):
         aligned, said = aligned_to_golden(golden[name], value, layouts[name])
         assert aligned is not None, (name, said)
         np.testing.assert_allclose(aligned, golden[name], rtol=1e-4, atol=1e-5, err_msg=name)
+    return layouts
+
+
+@pytest.mark.slow
+def test_a_grayscale_graph_of_unknown_batch_is_read_right_tensor_by_tensor() -> None:
+    model, golden, images = _converted(None)
+    assert model.graph.node[0].op_type == "Reshape"  # the input transpose, as a Reshape
+    assert _read_every_tensor(model, golden, images)["relu:0"].perm == NCHW
+
+
+@pytest.mark.slow
+def test_inputs_as_nchw_the_graph_input_is_nchw_and_every_tensor_is_read_right() -> None:
+    """tf2onnx's inputs_as_nchw makes the ONNX input NCHW (infer convert does not offer it: the tracker takes the
+    graph input's layout as a start)."""
+    import onnx
+
+    model, golden, images = _converted(2, inputs_as_nchw=["images:0"])
+    assert [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim] == [2, 1, 6, 6]
+    layouts = _read_every_tensor(model, golden, np.transpose(images, NCHW), {"images:0": NCHW})
     assert layouts["relu:0"].perm == NCHW  # (2,6,6,6): only the tracked layout tells it
-    # Not told that the input is NCHW, the same graph is read wrong where H = W = C: the start matters.
-    wrong = track_layouts(OnnxGraph(model), shapes)
-    aligned, _ = aligned_to_golden(golden["relu:0"], values[kept.index("relu:0")], wrong["relu:0"])
+    # Not told that the input is NCHW, the tracker reads relu:0 wrong where H = W = C: the start matters.
+    from tests.atc_wrap.outputs import onnx_tensors
+
+    wrong = track_layouts(OnnxGraph(model), shapes_of(onnx.shape_inference.infer_shapes(model)))
+    value = onnx_tensors(model, {"images:0": np.transpose(images, NCHW)}, ["relu:0"])[0]
+    aligned, _ = aligned_to_golden(golden["relu:0"], value, wrong["relu:0"])
     assert aligned is None or not np.allclose(aligned, golden["relu:0"], atol=1e-3)

@@ -108,3 +108,17 @@ def test_the_record_round_trips_through_json(tmp_path: Path) -> None:
     assert record["inputs"] == [{"tensor": "images:0", "index": 0, "dtype": "float32", "shape": [None, 8, 8, 3],
                                  "format": "NHWC", "aipp": False}]
     assert found.gears is not None and found.gears.batches() == (1, 2, 4)
+
+
+def test_an_oms_batch_gears_become_the_recorded_dynamic_shape(tmp_path: Path) -> None:
+    from binio.gears import gear_of
+    from infer.om.descriptors import dynamic_shape_of
+
+    found = _match(tmp_path, OmPlan([IMAGES], [PROBS], batch_gears=[1, 2, 4], shapes={"images:0": (-1, 8, 8, 3),
+                                                                                     "probs:0": (-1, 5)}),
+                   inputs=(TensorSpec("images:0", "float32", (None, 8, 8, 3), "NHWC"),),
+                   outputs=(TensorSpec("probs:0", "float32", (None, 5)),))
+    shape = dynamic_shape_of(found)
+    assert shape is not None and shape.batches() == (1, 2, 4)
+    assert gear_of(shape, {"images:0": (2, 8, 8, 3)}) == (2,)
+    assert dynamic_shape_of(_match(tmp_path / "static", OmPlan([IMAGES], [PROBS]))) is None

@@ -20,8 +20,9 @@ Edit = Callable[[Any, "FrozenGraph", np.random.Generator], None]
 
 @dataclass(frozen=True)
 class Damage:
-    description: str  # what was done, for the report: "conv kernel x1.04"
+    description: str  # what was done, for the report: "weight x1.04"
     edit: Edit
+    layer: str = ""  # the TF node whose ONNX node was damaged ("": every layer, or none)
 
     def __call__(self, model: Any, frozen: FrozenGraph, rng: np.random.Generator) -> None:
         self.edit(model, frozen, rng)
@@ -89,9 +90,19 @@ def set_initializer(model: Any, name: str, values: np.ndarray) -> None:
     raise KeyError(f"{name} is not an initializer")
 
 
+def own_input(model: Any, node: Any, position: int) -> str:
+    """The initializer `node` reads at `position`, refused where another node reads it too (tf2onnx shares equal
+    constants, as every Clip's bounds): a damage at one layer must not reach another."""
+    name = node.input[position]
+    readers = [other.name for other in model.graph.node if name in other.input]
+    if readers != [node.name]:
+        raise ValueError(f"{name} is read by {readers}, not by {node.name} alone")
+    return str(name)
+
+
 def _edit_input(model: Any, tf_node: str, position: int, change: Callable[[np.ndarray], np.ndarray]) -> None:
     node = onnx_node(model, tf_node)
-    name = node.input[position]
+    name = own_input(model, node, position)
     set_initializer(model, name, change(initializer(model, name)))
 
 
@@ -106,7 +117,8 @@ def _out_axis(node: Any, values: np.ndarray) -> int:
 
 def scaled_weight(tf_node: str, factor: float) -> Damage:
     """The layer's weight (Conv, Gemm or MatMul input 1) times `factor`."""
-    return Damage(f"weight x{factor:g}", lambda m, f, r: _edit_input(m, tf_node, 1, lambda w: w * factor))
+    return Damage(f"weight x{factor:g}", lambda m, f, r: _edit_input(m, tf_node, 1, lambda w: w * factor),
+                  layer=tf_node)
 
 
 def noisy_weight(tf_node: str, fraction: float) -> Damage:
@@ -114,29 +126,22 @@ def noisy_weight(tf_node: str, fraction: float) -> Damage:
     def edit(model: Any, frozen: FrozenGraph, rng: np.random.Generator) -> None:
         _edit_input(model, tf_node, 1,
                     lambda w: w + rng.normal(scale=fraction * float(np.std(w)), size=w.shape))
-    return Damage(f"weight + {fraction:.0%} noise", edit)
+    return Damage(f"weight + {fraction:.0%} noise", edit, layer=tf_node)
 
 
 def zeroed_bias(tf_node: str) -> Damage:
     """The layer's bias (Conv or Gemm input 2) zeroed: a bias the converter lost."""
-    return Damage("bias zeroed", lambda m, f, r: _edit_input(m, tf_node, 2, np.zeros_like))
-
-
-def shifted_bias(tf_node: str, amount: float) -> Damage:
-    """Each bias moved by `amount` times its own normal draw."""
-    def edit(model: Any, frozen: FrozenGraph, rng: np.random.Generator) -> None:
-        _edit_input(model, tf_node, 2, lambda b: b + amount * rng.normal(size=b.shape))
-    return Damage(f"bias + {amount:g} noise", edit)
+    return Damage("bias zeroed", lambda m, f, r: _edit_input(m, tf_node, 2, np.zeros_like), layer=tf_node)
 
 
 def _per_channel(model: Any, tf_node: str, change: Callable[[np.ndarray, int], np.ndarray]) -> None:
     """`change(values, axis)` applied to the weight and (where there is one) the bias, by output channel."""
     node = onnx_node(model, tf_node)
-    weight = initializer(model, node.input[1])
+    weight = initializer(model, own_input(model, node, 1))
     axis = _out_axis(node, weight)
     set_initializer(model, node.input[1], change(weight, axis))
     if len(node.input) > 2:
-        set_initializer(model, node.input[2], change(initializer(model, node.input[2]), 0))
+        set_initializer(model, node.input[2], change(initializer(model, own_input(model, node, 2)), 0))
 
 
 def swapped_channels(tf_node: str, first: int, second: int) -> Damage:
@@ -146,7 +151,7 @@ def swapped_channels(tf_node: str, first: int, second: int) -> Damage:
         order[[first, second]] = order[[second, first]]
         return np.take(values, order, axis=axis)
     return Damage(f"channels {first} and {second} swapped",
-                  lambda m, f, r: _per_channel(m, tf_node, change))
+                  lambda m, f, r: _per_channel(m, tf_node, change), layer=tf_node)
 
 
 def flipped_channel(tf_node: str, channel: int) -> Damage:
@@ -156,7 +161,8 @@ def flipped_channel(tf_node: str, channel: int) -> Damage:
         index[axis] = channel
         values[tuple(index)] = -values[tuple(index)]
         return values
-    return Damage(f"channel {channel}'s sign flipped", lambda m, f, r: _per_channel(m, tf_node, change))
+    return Damage(f"channel {channel}'s sign flipped", lambda m, f, r: _per_channel(m, tf_node, change),
+                  layer=tf_node)
 
 
 def _batch_norm(frozen: FrozenGraph, bn_node: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
@@ -174,11 +180,11 @@ def batch_norm_epsilon(bn_node: str, epsilon: float) -> Damage:
         _, offset, variance, old = _batch_norm(frozen, bn_node)
         factor = np.sqrt((variance + old) / (variance + epsilon))
         node = onnx_node(model, bn_node)
-        weight = initializer(model, node.input[1])
+        weight = initializer(model, own_input(model, node, 1))
         set_initializer(model, node.input[1], weight * factor.reshape((-1,) + (1,) * (weight.ndim - 1)))
-        bias = initializer(model, node.input[2])
+        bias = initializer(model, own_input(model, node, 2))
         set_initializer(model, node.input[2], offset + (bias - offset) * factor)
-    return Damage(f"batch-norm epsilon {epsilon:g}", edit)
+    return Damage(f"batch-norm epsilon {epsilon:g}", edit, layer=bn_node)
 
 
 def batch_norm_mean(bn_node: str, shift: float) -> Damage:
@@ -187,10 +193,10 @@ def batch_norm_mean(bn_node: str, shift: float) -> Damage:
     def edit(model: Any, frozen: FrozenGraph, rng: np.random.Generator) -> None:
         scale, _, variance, epsilon = _batch_norm(frozen, bn_node)
         node = onnx_node(model, bn_node)
-        bias = initializer(model, node.input[2])
+        bias = initializer(model, own_input(model, node, 2))
         moved = shift * np.sqrt(variance) * rng.choice([-1.0, 1.0], size=variance.shape)
         set_initializer(model, node.input[2], bias - scale * moved / np.sqrt(variance + epsilon))
-    return Damage(f"batch-norm mean + {shift:g} std", edit)
+    return Damage(f"batch-norm mean + {shift:g} std", edit, layer=bn_node)
 
 
 def replaced_op(tf_node: str, op_type: str, **attributes: float | int) -> Damage:
@@ -206,7 +212,7 @@ def replaced_op(tf_node: str, op_type: str, **attributes: float | int) -> Damage
         del node.attribute[:]
         node.attribute.extend(helper.make_attribute(key, value) for key, value in attributes.items())
     attrs = "".join(f" {key}={value:g}" for key, value in attributes.items())
-    return Damage(f"{op_type}{attrs} in place of the original", edit)
+    return Damage(f"op made {op_type}{attrs}", edit, layer=tf_node)
 
 
 def changed_attribute(tf_node: str, name: str, value: int | float) -> Damage:
@@ -218,18 +224,19 @@ def changed_attribute(tf_node: str, name: str, value: int | float) -> Damage:
         kept = [a for a in node.attribute if a.name != name]
         del node.attribute[:]
         node.attribute.extend([*kept, helper.make_attribute(name, value)])
-    return Damage(f"{name}={value}", edit)
+    return Damage(f"{name}={value}", edit, layer=tf_node)
 
 
 def scaled_constant(tf_node: str, position: int, factor: float) -> Damage:
     """A constant operand of an elementwise op (input `position`) times `factor`: a mistyped scale or epsilon."""
     return Damage(f"constant x{factor:g}",
-                  lambda m, f, r: _edit_input(m, tf_node, position, lambda c: c * factor))
+                  lambda m, f, r: _edit_input(m, tf_node, position, lambda c: c * factor), layer=tf_node)
 
 
 def zeroed_constant(tf_node: str, position: int) -> Damage:
     """A constant operand of an elementwise op zeroed: a layer norm's offset lost."""
-    return Damage("constant zeroed", lambda m, f, r: _edit_input(m, tf_node, position, np.zeros_like))
+    return Damage("constant zeroed", lambda m, f, r: _edit_input(m, tf_node, position, np.zeros_like),
+                  layer=tf_node)
 
 
 def dropped_input(tf_node: str, kept: int) -> Damage:
@@ -241,4 +248,24 @@ def dropped_input(tf_node: str, kept: int) -> Damage:
         node.input.append(keep)
         node.op_type = "Identity"
         del node.attribute[:]
-    return Damage("residual add dropped", edit)
+    return Damage("residual add dropped", edit, layer=tf_node)
+
+
+def fp16_jitter() -> Damage:
+    """Not damage: every weight stored as fp16 values moved by at most one fp16 step, at random, as a device that
+    rounds otherwise (another rounding of the same fp32 weights) would store it. A control: the error stays what
+    the precision explains, and nothing should be marked."""
+    def edit(model: Any, frozen: FrozenGraph, rng: np.random.Generator) -> None:
+        from onnx import numpy_helper
+
+        for tensor in list(model.graph.initializer):
+            values = numpy_helper.to_array(tensor)
+            if values.dtype != np.float32 or values.size < 2:
+                continue
+            half = values.astype(np.float16)
+            if not np.array_equal(half.astype(np.float32), values):
+                continue
+            step = np.spacing(np.abs(half)).astype(np.float32)
+            moved = values + step * rng.integers(-1, 2, size=values.shape)
+            set_initializer(model, tensor.name, moved)
+    return Damage("fp16 weights moved by one step", edit)
