@@ -15,6 +15,7 @@ against them (tests/infer/compare/test_msaccucmp_golden.py runs it on such a fol
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -26,7 +27,7 @@ from infer.compare._expected import emulated_model
 from infer.compare._golden_dump import dump_golden_tensors
 from infer.compare._layer_bands import LayerBands, band_of
 from infer.compare._layer_diagnosis import diagnose, layer_thresholds, verdict_note
-from infer.compare._layer_match import correspondence
+from infer.compare._layer_match import Correspondence, correspondence
 from infer.compare._layer_tensors import (
     GraphTensor,
     LayerwiseError,
@@ -190,12 +191,25 @@ class _Matcher:
             match = f"values ({relation.describe(tensor.op_type)})"
         elif relation.inputs_match:
             match = f"op differs: {relation.describe(tensor.op_type)}"  # a swapped op is itself a divergence
+        elif dropped := _dropped_inputs(relation, node.outputs, self.matched, tensor.name):
+            # The ONNX value is one of TF's inputs: an input the conversion dropped (a lost residual), itself a
+            # divergence, where reading other tensors would be another computation under this name.
+            match = f"input dropped: ONNX does not read {dropped}"
         else:
             return replace(base, unmatched_reason=f"another computation: {relation.describe(tensor.op_type)} (its "
                          f"values: cosine {metrics.cosine_similarity:.4g})")
         self.matched[onnx_name] = tensor.name
         self.aligned[tensor.name] = aligned
         return replace(base, metrics=metrics, failures=failures, match=match)
+
+
+def _dropped_inputs(relation: Correspondence, outputs: Sequence[str], matched: dict[str, str], tensor: str) -> str:
+    """TF's inputs the ONNX node computing `tensor` leaves out, where it passes one of them through (it is the
+    node computing an input already compared: the op became an Identity of it); "" else. A node that merely reads
+    fewer compared tensors is not taken for one: an input it reads may be one no name matched (tf2onnx's reordered
+    sums read a partial sum of their own)."""
+    passed = {matched[name] for name in outputs if name in matched and matched[name] != tensor} & relation.tf_frontier
+    return ", ".join(sorted(relation.tf_frontier - passed)) if passed else ""
 
 
 def upstream(tensor: str, inputs_of: dict[str, tuple[str, ...]]) -> set[str]:

@@ -93,7 +93,8 @@ class LayerRow:
         if self.onnx_tensor:
             notes.append(f"as ONNX's unnamed {self.onnx_tensor} ({self.onnx_op}, fused)")
         if self.match and self.match != "op and inputs":
-            notes.append(self.match if self.match.startswith("op differs") else f"matched by {self.match}")
+            notes.append(self.match if self.match.startswith(("op differs", "input dropped"))
+                         else f"matched by {self.match}")
         if self.layout.startswith(("as the model gives", "unknown")) or "(the conversion does not say" in self.layout:
             notes.append(f"layout {self.layout}")
         return "; ".join(notes)

@@ -4,6 +4,7 @@ and in fp16 conversions; an fp32 conversion far outside its band fails by defaul
 
 from __future__ import annotations
 
+import json
 import math
 import shutil
 from collections.abc import Callable
@@ -197,9 +198,30 @@ def test_an_fp32_conversion_with_a_zeroed_bias_fails_by_default_through_its_band
     assert layers.first_failing.tensor in ("conv1/conv:0", "conv1/bias:0") and not layers.is_warning
     assert layers.first_failing.band_excess > 100
     outcome = run_cli(capsys, "compare", damaged.path, "--input", bins, "--actual", result.actual_dir,
-                      "--no-fail-on-expected")
+                      "--no-fail-on-expected", "--layerwise", "--report", root / "report")
     assert outcome.code == 0
     assert outcome.out.strip().splitlines()[-1].startswith("PASSED by msit's thresholds, but probs:0 is ")
+    assert "warning: the outputs pass, but conv1/" in outcome.out and "x its band of " in outcome.out
+    page = (root / "report" / "report.html").read_text()
+    assert "<th>band (expected RED)</th><th>x band</th>" in page and "judged against its expected-error band" in page
+    report = json.loads((root / "report" / "report.json").read_text())
+    marked = next(row for row in report["layerwise"]["tensors"] if row["first_failing"])
+    assert marked["band_excess"] > 100 and report["layerwise"]["judged_by"] == "band"
     healthy = _layerwise(converted, bins, root)  # the undamaged conversion: inside its band, and passing
     assert healthy.passed and healthy.expected and not healthy.flagged
     assert healthy.layerwise is not None and healthy.layerwise.first_failing is None
+
+
+@pytest.mark.slow
+def test_a_dropped_residual_is_compared_and_named_as_such(tmp_path: Path) -> None:
+    """The Add made an Identity of its branch: the ONNX value under the Add's name is the branch's own, already
+    compared; the Add is compared (not 'another computation', which left a failed run without a mark)."""
+    from tests.infer.compare.damaged.cases import CASES, Corpus
+
+    case = next(c for c in CASES if c.name == "resnet-block2-residual-dropped")
+    built = Corpus(tmp_path).build(case)
+    result = _layerwise(built.contract, built.bins, tmp_path)
+    layers = result.layerwise
+    assert not result.passed and layers is not None and layers.first_failing is not None
+    assert layers.first_failing.tensor == "block2/add:0"
+    assert layers.first_failing.match == "input dropped: ONNX does not read block1/relu:0"

@@ -132,6 +132,26 @@ def test_the_npu_random_draw_is_fed_to_tensorflow_and_what_follows_is_compared(n
     assert layers.skipped_random[0].random_source == "noise"
 
 
+def test_the_dumped_tensors_are_judged_against_the_stand_ins_band_unless_the_draw_was_fed(npu: Npu,
+                                                                                        tmp_path: Path) -> None:
+    """The band comes from the stand-in's emulation of the om's precision mode; with the NPU's random draw fed to
+    TensorFlow (which the emulation cannot share) there is none, and the result says why."""
+    dump = npu.dump(tmp_path / "dump", damage="dense/BiasAdd:0")
+    fed = npu.compare(dump, bands_from=tmp_path / "cache")
+    assert fed.bands is None and fed.band_note.startswith("no expected-error band: TensorFlow was fed the dump's")
+    assert fed.first_failing is not None and fed.first_failing.tensor == "dense/BiasAdd:0"  # by msit's limits
+    (noise,) = (dump / STEP).glob("FrameworkOp.noise.*")
+    noise.unlink()
+    banded = npu.compare(dump, bands_from=tmp_path / "cache")
+    assert banded.bands is not None and banded.band_note == ""
+    rows = {row.tensor: row for row in banded.rows}
+    assert rows["relu:0"].within_band(10.0) and rows["flat:0"].within_band(10.0)
+    # The stand-in has no tensor for the fused Gemm feeding a random branch's Add: that row has no band, and is
+    # judged by msit's limits, which it breaks.
+    assert not rows["dense/BiasAdd:0"].has_band and rows["dense/BiasAdd:0"].failures
+    assert banded.first_failing is not None and banded.first_failing.tensor == "dense/BiasAdd:0"
+
+
 def test_a_dump_file_that_cannot_be_read_is_named_in_its_row_and_the_rest_is_compared(npu: Npu,
                                                                                    tmp_path: Path) -> None:
     dump = npu.dump(tmp_path / "dump")
