@@ -16,6 +16,10 @@ What each tool writes (docs/ascend-tools.md has the sources):
 infer's own run folders (``<stem>_output_<i>.bin`` for the dataset's stems, with run.json) are read as they are.
 Another layout is staged for the comparison in a temporary folder of infer's layout: a .bin linked (its size checked
 against the om's output first, naming the tool's file), a .npy or .txt converted to raw bytes of the om's dtype.
+For a model with gears every output is read at the dataset's gear (`infer.run.gear_outputs`, the shapes infer run
+uses), msame's own folder included: a file larger than the gear's output but no larger than the largest gear's
+(msame writes its whole buffer, sized for the largest gear) is staged as its first bytes, a copy, and the layout
+says so; any other size is refused naming the tool's file.
 The tool's stems are matched to the dataset's batches by the dataset's own stems, else by the names of the files
 dump-bin read (``hh.bin`` -> ``hh``), else, for a dataset of one batch, the one stem the folder holds.
 """
