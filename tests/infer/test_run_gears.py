@@ -293,3 +293,23 @@ def test_a_tools_file_cut_short_or_padded_beyond_the_largest_buffer_is_refused(
         assert outcome.code != 0
         assert outcome.error_line == (f"error: {target}: expected {expected} bytes "
                                       f"for shape ({batch},{height},{width},4) float32, got {size}"), outcome.err
+
+
+@pytest.mark.parametrize("geared", ["image_size"], indirect=True)
+def test_msames_text_outputs_padded_to_the_largest_gear_are_read_at_the_gear(
+        geared: tuple[str, ModelContract, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--outfmt TXT: the buffer's values as text (six significant digits), its first values the gear's."""
+    from infer.compare import compare_outputs
+
+    _, om, bins = geared
+    use_fake_tools(monkeypatch)
+    monkeypatch.chdir(tmp_path)
+    tool_folder = _by_hand(om, bins, "msame", Path("by-hand"))
+    for path in sorted(tool_folder.glob("*_output_*.bin")):
+        values = np.fromfile(path, np.float32)
+        path.with_suffix(".txt").write_text(" ".join(f"{v:.6g}" for v in values))
+        path.unlink()
+    result = compare_outputs(om, bins, Path("by-hand"))
+    assert result.passed and result.provenance is not None
+    assert result.provenance.actual.layout == ("txt, matched by the dataset's file names; msame's files padded to "
+                                               "the largest gear's buffer, trimmed to image size 6x6's (features:0)")
