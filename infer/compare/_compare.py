@@ -95,8 +95,9 @@ def dataset_labels(path: Path | None, manifest: DatasetManifest, outputs: Sequen
 
 def _measure(contract: ModelContract, manifest: DatasetManifest, actual_dir: Path, golden_dir: Path,
              options: CompareOptions, labels: np.ndarray | None, progress: CompareProgress | None,
-             *, what: str = "--actual") -> tuple[OutputResult, ...]:
-    pairs = output_pairs(written_specs(actual_dir, contract.model_outputs, manifest, what=what),
+             *, what: str = "--actual", actual_outputs: tuple[TensorSpec, ...] | None = None
+             ) -> tuple[OutputResult, ...]:
+    pairs = output_pairs(written_specs(actual_dir, actual_outputs or contract.model_outputs, manifest, what=what),
                          written_specs(golden_dir, contract.outputs, manifest, what="--golden"), actual_dir,
                          golden_dir, manifest)
     options.thresholds.check_outputs([p.name for p in pairs])
@@ -134,12 +135,15 @@ def compare_run_folders(contract: ModelContract, manifest: DatasetManifest, actu
                         options: CompareOptions, *, golden_source: str = "given",
                         cache_root: Path | None = None, progress: CompareProgress | None = None,
                         preprocessing: tuple[AippCheck, ...] | None = None,
-                        actual_side: Side | None = None) -> CompareResult:
+                        actual_side: Side | None = None,
+                        actual_outputs: tuple[TensorSpec, ...] | None = None) -> CompareResult:
     """Both sides already on disk in msame's layout: the converted model's outputs and TensorFlow's.
 
     `preprocessing` is the AIPP check of this contract's AIPP config on `manifest` when the caller has it already
     (tune-precision compares many candidates that share both); None to make it here. `actual_side` is who wrote
-    `actual_dir` when the caller read that already (a tool's own folder, staged in infer's layout)."""
+    `actual_dir` when the caller read that already (a tool's own folder, staged in infer's layout), and
+    `actual_outputs` the shapes that folder holds where they are not the contract's (a model with gears: the
+    dataset's gear's)."""
     if actual_side is None:
         actual_dir = resolve_run_folder(actual_dir, what="--actual")
     golden_dir = resolve_run_folder(golden_dir, what="--golden")
@@ -150,24 +154,28 @@ def compare_run_folders(contract: ModelContract, manifest: DatasetManifest, actu
     if not options.allow_same_backend:
         refuse_same_backend(contract, actual, golden)
     return _compare_sides(contract, manifest, actual, golden, options, golden_source=golden_source,
-                          cache_root=cache_root, progress=progress, preprocessing=preprocessing)
+                          cache_root=cache_root, progress=progress, preprocessing=preprocessing,
+                          actual_outputs=actual_outputs)
 
 
 def _compare_sides(contract: ModelContract, manifest: DatasetManifest, actual: Side, golden: Side,
                    options: CompareOptions, *, golden_source: str, cache_root: Path | None,
-                   progress: CompareProgress | None, preprocessing: tuple[AippCheck, ...] | None) -> CompareResult:
+                   progress: CompareProgress | None, preprocessing: tuple[AippCheck, ...] | None,
+                   actual_outputs: tuple[TensorSpec, ...] | None = None) -> CompareResult:
     """The comparison of two resolved run folders whose sides were checked (`refuse_same_backend`)."""
+    actual_specs = actual_outputs or contract.model_outputs
     actual_dir, golden_dir = actual.outputs_folder, Path(golden.run_folder)
     labels = dataset_labels(options.labels, manifest, contract.outputs)
     if preprocessing is None:
         preprocessing = check_aipp(contract, manifest)
-    outputs = _measure(contract, manifest, actual_dir, golden_dir, options, labels, progress)
+    outputs = _measure(contract, manifest, actual_dir, golden_dir, options, labels, progress,
+                       actual_outputs=actual_specs)
     fp16_grid: tuple[str, ...] = ()
     if contract.converted is not None and contract.converted.target == "om":  # what the chip computed in
-        fp16_grid = outputs_on_fp16_grid(actual_dir, written_specs(actual_dir, contract.model_outputs, manifest,
+        fp16_grid = outputs_on_fp16_grid(actual_dir, written_specs(actual_dir, actual_specs, manifest,
                                                                    what="--actual"), manifest)
     constant = constant_outputs(output_pairs(
-        written_specs(actual_dir, contract.model_outputs, manifest, what="--actual"),
+        written_specs(actual_dir, actual_specs, manifest, what="--actual"),
         written_specs(golden_dir, contract.outputs, manifest, what="--golden"), actual_dir, golden_dir, manifest),
         manifest)
     expected: tuple[ExpectedError, ...] = ()
@@ -257,10 +265,10 @@ def _compare(contract: ModelContract, manifest: DatasetManifest, actual: ActualF
         check_emulation_possible(contract)
     if golden is not None:
         result = compare_run_folders(contract, manifest, actual.folder, Path(golden), options, cache_root=cache_root,
-                                     progress=progress, actual_side=actual.side)
+                                     progress=progress, actual_side=actual.side, actual_outputs=actual.outputs)
     else:
         # What the user named is checked before TensorFlow runs (seconds to minutes) rather than after it.
-        check_run_folder(actual.folder, contract.model_outputs, manifest, what="--actual")
+        check_run_folder(actual.folder, actual.outputs, manifest, what="--actual")
         if layerwise:
             (check_layerwise if options.npu_dump is None else check_npu_dump)(contract)
         actual_side = actual.side
@@ -277,7 +285,8 @@ def _compare(contract: ModelContract, manifest: DatasetManifest, actual: ActualF
                                                workers=options.workers, progress=golden_progress)
         # The sides were resolved and checked above, before TensorFlow ran: not again.
         result = _compare_sides(contract, manifest, actual_side, tensorflow_side(contract, golden_dir), options,
-                                golden_source=source, cache_root=cache_root, progress=progress, preprocessing=None)
+                                golden_source=source, cache_root=cache_root, progress=progress, preprocessing=None,
+                                actual_outputs=actual.outputs)
     # Each tensor is judged against its expected-error band where the stand-in can emulate the conversion.
     bands_from = (cache_root or contract.folder / CACHE_FOLDER) if stand_in_available() else None
     if options.npu_dump is not None:

@@ -16,6 +16,10 @@ What each tool writes (docs/ascend-tools.md has the sources):
 infer's own run folders (``<stem>_output_<i>.bin`` for the dataset's stems, with run.json) are read as they are.
 Another layout is staged for the comparison in a temporary folder of infer's layout: a .bin linked (its size checked
 against the om's output first, naming the tool's file), a .npy or .txt converted to raw bytes of the om's dtype.
+For a model with gears every output is read at the dataset's gear (`infer.run.gear_outputs`, the shapes infer run
+uses), msame's own folder included: a file larger than the gear's output but no larger than the largest gear's
+(msame writes its whole buffer, sized for the largest gear) is staged as its first bytes, a copy, and the layout
+says so; any other size is refused naming the tool's file.
 The tool's stems are matched to the dataset's batches by the dataset's own stems, else by the names of the files
 dump-bin read (``hh.bin`` -> ``hh``), else, for a dataset of one batch, the one stem the folder holds.
 """
@@ -42,6 +46,7 @@ from infer.compare._sources import batch_spec
 from infer.compare.errors import RunFolderError
 from infer.contract import ModelContract
 from infer.om import om_descriptors
+from infer.run import GearOutputs, gear_outputs
 from infer.run.layout import RUN_JSON, output_file_name, parse_ais_bench_folder, parse_timestamp_folder
 
 MSAME, AIS_BENCH, BENCHMARK, INFER = "msame", "ais_bench", "ModelZoo benchmark", "infer run"
@@ -166,21 +171,25 @@ def _tool_of(folder: Path, files: list[_OutputFile]) -> str:
     return kinds.pop() if len(kinds) == 1 else " / ".join(sorted(kinds))
 
 
-def _in_infer_layout(folder: Path, files: list[_OutputFile], stems: tuple[str, ...]) -> bool:
-    """A run.json, msame's own names for the dataset's stems, or nothing at all (what is missing is then named as
-    infer's layout names it)."""
+def _in_infer_layout(folder: Path, files: list[_OutputFile], stems: tuple[str, ...], stage_own_names: bool) -> bool:
+    """A run.json, msame's own names for the dataset's stems (unless `stage_own_names`), or nothing at all (what is
+    missing is then named as infer's layout names it)."""
     wanted = set(stems)
-    return (folder / RUN_JSON).is_file() or not files or any(
+    if (folder / RUN_JSON).is_file() or not files:
+        return True
+    return not stage_own_names and any(
         f.tool == MSAME and f.ext == "bin" and f.stem in wanted and f.path.parent == folder for f in files)
 
 
-def find_tool_outputs(given: Path, manifest: DatasetManifest, outputs: int) -> ToolOutputs:
+def find_tool_outputs(given: Path, manifest: DatasetManifest, outputs: int, *,
+                      stage_own_names: bool = False) -> ToolOutputs:
     """Each dataset batch's file of each of the `outputs` model outputs in the folder --actual names; refused by
-    name where a batch has none."""
+    name where a batch has none. `stage_own_names`: msame's own folder, without infer's run.json, is staged too
+    (a model with gears, whose files msame may pad)."""
     folder = locate_output_folder(Path(given))
     files = _files(folder)
     stems = manifest.stems
-    if _in_infer_layout(folder, files, stems):
+    if _in_infer_layout(folder, files, stems, stage_own_names):
         return ToolOutputs(given=Path(given), folder=folder, tool=_tool_of(folder, files), files={},
                            matched_by="the dataset's file names")
     by_stem: dict[str, dict[int, _OutputFile]] = {}
@@ -230,28 +239,59 @@ def _read_npy(path: Path, spec: TensorSpec) -> np.ndarray:
     return array
 
 
-def _staged_array(item: _OutputFile, spec: TensorSpec) -> np.ndarray:
+def _staged_array(item: _OutputFile, spec: TensorSpec, largest_bytes: int) -> tuple[np.ndarray, bool]:
+    """The file's values as the om's dtype, and whether they were cut to the gear's (msame's padding)."""
     values = _read_text(item.path, spec) if item.ext == "txt" else _read_npy(item.path, spec)
     expected = math.prod(spec.static_shape())
-    if values.size != expected:
+    padded = expected < values.size <= largest_bytes // spec.dt.itemsize
+    if values.size != expected and not padded:
         raise RunFolderError(f"{item.path}: {values.size} values, expected {expected} for output {spec.name} "
                              f"{format_shape(spec.static_shape())} {spec.dtype}")
-    return np.ascontiguousarray(values.reshape(-1)).astype(spec.dt.np_dtype, copy=False)
+    flat = np.ascontiguousarray(values.reshape(-1)[:expected]).astype(spec.dt.np_dtype, copy=False)
+    return flat, padded
 
 
-def stage(outputs: ToolOutputs, specs: tuple[TensorSpec, ...], manifest: DatasetManifest, folder: Path) -> None:
-    """`folder` in infer's layout: each batch's output as ``<stem>_output_<i>.bin`` of the om's dtype and shape."""
+def _copy_head(source: Path, target: Path, size: int) -> None:
+    """The first `size` bytes of `source` as `target` (a scratch file: nothing else reads it half-written)."""
+    with source.open("rb") as reading, target.open("wb") as writing:
+        left = size
+        while left:
+            chunk = reading.read(min(left, 1 << 20))
+            if not chunk:
+                break
+            writing.write(chunk)
+            left -= len(chunk)
+
+
+def stage(outputs: ToolOutputs, specs: tuple[TensorSpec, ...], manifest: DatasetManifest, folder: Path,
+          at_gear: GearOutputs | None = None) -> tuple[str, ...]:
+    """`folder` in infer's layout: each batch's output as ``<stem>_output_<i>.bin`` of the om's dtype and shape
+    (at the dataset's gear for a model with gears, `at_gear`). A file larger than the gear's output but no larger
+    than the largest gear's (msame writes its whole buffer) is staged as its first bytes, the gear's; the outputs
+    so cut are returned, by name."""
+    trimmed: set[str] = set()
     for (stem, index), item in outputs.files.items():
-        spec = batch_spec(specs[index], manifest.batch)
+        spec = at_gear.outputs[index] if at_gear is not None else batch_spec(specs[index], manifest.batch)
+        expected = math.prod(spec.static_shape()) * spec.dt.itemsize
+        largest = at_gear.largest_bytes[index] if at_gear is not None else expected
         target = folder / output_file_name(stem, index)
         if item.ext == "bin":
+            written = item.path.stat().st_size if item.path.is_file() else 0
+            if expected < written <= largest:  # msame's buffer, sized for the largest gear: the gear's come first
+                _copy_head(item.path, target, expected)
+                trimmed.add(spec.name)
+                continue
             check_bin_size(item.path, spec)  # named by the tool's own file, before anything is read
             try:
                 os.symlink(item.path.resolve(), target)
             except OSError:  # no links here: a copy
                 shutil.copyfile(item.path, target)
         else:
-            write_raw(target, _staged_array(item, spec))
+            values, padded = _staged_array(item, spec, largest)
+            write_raw(target, values)
+            if padded:
+                trimmed.add(spec.name)
+    return tuple(spec.name for spec in (at_gear.outputs if at_gear is not None else specs) if spec.name in trimmed)
 
 
 @dataclass(frozen=True)
@@ -260,6 +300,7 @@ class ActualFolder:
 
     folder: Path
     side: Side
+    outputs: tuple[TensorSpec, ...]  # the om's outputs as the folder holds them (at the dataset's gear, for gears)
 
 
 def om_side(contract: ModelContract, side: Side) -> Side:
@@ -276,16 +317,22 @@ def actual_outputs(contract: ModelContract, manifest: DatasetManifest, given: Pa
     """--actual ready to compare, for the length of the comparison: infer's own run folder as it is, a tool's
     folder staged in a temporary one."""
     specs = contract.model_outputs
-    outputs = find_tool_outputs(given, manifest, len(specs))
+    # A model with gears: a tool's folder is read at the dataset's gear, msame's own names included (its files
+    # may be padded to the largest gear's buffer); infer run's folder, with its run.json, says its shapes itself.
+    at_gear = gear_outputs(contract, manifest) if contract.gears is not None else None
+    outputs = find_tool_outputs(given, manifest, len(specs), stage_own_names=at_gear is not None)
     if outputs.as_infer_writes:
-        yield ActualFolder(outputs.folder, om_side(contract, run_side(contract, outputs.folder, "actual")))
+        yield ActualFolder(outputs.folder, om_side(contract, run_side(contract, outputs.folder, "actual")), specs)
         return
     converted = contract.converted  # never converted: the frozen graph's side, which the comparison refuses
     model, sha256 = (converted.path, converted.sha256) if converted is not None else (contract.pb, contract.pb_sha256)
     with tempfile.TemporaryDirectory(prefix="infer-actual-") as scratch:
-        stage(outputs, specs, manifest, Path(scratch))
+        trimmed = stage(outputs, specs, manifest, Path(scratch), at_gear)
+        layout = f"{'/'.join(outputs.formats)}, matched by {outputs.matched_by}"
+        if trimmed and at_gear is not None:
+            layout += (f"; {outputs.tool}'s files padded to the largest gear's buffer, trimmed to {at_gear.label}'s "
+                       f"({', '.join(trimmed)})")
         side = Side(role="actual", run_folder=str(outputs.folder), backend=outputs.tool, model=model,
                     model_sha256=sha256, precision_mode=converted.precision_mode if converted is not None else "",
-                    recorded=False, read_from=scratch,
-                    layout=f"{'/'.join(outputs.formats)}, matched by {outputs.matched_by}")
-        yield ActualFolder(Path(scratch), om_side(contract, side))
+                    recorded=False, read_from=scratch, layout=layout)
+        yield ActualFolder(Path(scratch), om_side(contract, side), at_gear.outputs if at_gear is not None else specs)

@@ -91,6 +91,37 @@ def tool_gear_flags(contract: ModelContract, manifest: DatasetManifest) -> tuple
     return gear_flags(gears, gear, inputs, outputs)
 
 
+@dataclass(frozen=True)
+class GearOutputs:
+    """A dataset's outputs as msame or ais_bench write them for a model with gears: their shapes at the dataset's
+    gear, and the most bytes a tool writes for each (msame's buffer, sized for the largest gear)."""
+
+    label: str  # the dataset's gear (``batch 3``)
+    outputs: tuple[TensorSpec, ...]  # concrete shapes at the gear, in output order
+    largest_bytes: tuple[int, ...]  # per output: its size at the gear that makes it largest (a range's: at this one)
+
+
+def _nbytes(spec: TensorSpec) -> int:
+    return math.prod(spec.static_shape()) * spec.dt.itemsize
+
+
+def gear_outputs(contract: ModelContract, manifest: DatasetManifest) -> GearOutputs | None:
+    """The outputs of this dataset of this model as the tools write them; None for a static model. A shape range's
+    buffers are --outputSize's, the sizes at this shape; the gears' are sized for the largest gear."""
+    gears = contract.gears
+    if gears is None:
+        return None
+    gear = dataset_gear(gears, manifest)
+    opened = _unknown_where_the_pb_is(contract, contract.model_outputs)
+    at_gear = outputs_at(contract, gears, gear, opened)
+    largest = [_nbytes(spec) for spec in at_gear]
+    for other in gears.gears:
+        if other != gear:
+            largest = [max(most, _nbytes(spec)) for most, spec in
+                       zip(largest, outputs_at(contract, gears, other, opened), strict=True)]
+    return GearOutputs(label=gear_label(gears.kind, gear), outputs=at_gear, largest_bytes=tuple(largest))
+
+
 def _unknown_where_the_pb_is(contract: ModelContract, outputs: tuple[TensorSpec, ...]) -> tuple[TensorSpec, ...]:
     """`outputs` (the om's own descriptors, where read) with a dim unknown again wherever the frozen pb leaves it
     unknown: an om with gears may state its outputs at one gear (CANN's aclmdlGetOutputDims gives the largest), which

@@ -228,3 +228,88 @@ def test_a_gear_shape_the_graph_refuses_is_named(geared: tuple[str, ModelContrac
     with pytest.raises(RunError) as refused:
         _inferred_shapes(om, {"images:0": (2, 6, 6)})  # a rank the convolution does not take
     assert str(refused.value).startswith(f"{om.pb_path}: TensorFlow cannot take the inputs at images:0 (2,6,6): ")
+
+
+def _by_hand(om: ModelContract, bins: Path, backend: str, out: Path) -> Path:
+    """The dry run's printed line run through a shell, as the user pastes it on the server: the tool's own folder."""
+    import subprocess
+
+    (line,) = plan_run(om.path, bins, out, RunOptions(backend=backend, dry_run=True)).lines()
+    subprocess.run(line, shell=True, check=True, capture_output=True)
+    (folder,) = [p for p in out.iterdir() if p.is_dir()]
+    return folder
+
+
+@pytest.mark.parametrize("backend", ["msame", "ais_bench"])
+def test_the_tools_own_folder_of_the_printed_line_compares_as_infer_runs_folder(
+        geared: tuple[str, ModelContract, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str], backend: str) -> None:
+    """msame's files padded to the largest gear's buffer (image-size and dims gears, batch 3 of 1,3,4) are read at
+    the dataset's gear; ais_bench's, and a shape range's, are its real size: both compare as infer run's folder."""
+    from infer.compare import compare_outputs as compare
+
+    kind, om, bins = geared
+    use_fake_tools(monkeypatch)
+    monkeypatch.chdir(tmp_path)
+    tool_folder = _by_hand(om, bins, backend, Path("by-hand"))
+    ran = run_model(om, bins, tmp_path / "runs", RunOptions(backend=backend))
+    by_hand = compare(om, bins, Path("by-hand"))
+    by_infer = compare(om, bins, ran.folder)
+    assert by_hand.passed and by_infer.passed
+    assert [o.metrics for o in by_hand.outputs] == [o.metrics for o in by_infer.outputs]
+    assert [o.shape for o in by_hand.outputs] == [spec.shape for spec in ran.record.outputs]
+    assert by_hand.provenance is not None
+    side = by_hand.provenance.actual
+    assert side.backend == backend and side.run_folder == str(tool_folder)
+    label = load_manifest(bins).gear_label
+    padded = backend == "msame" and kind != "range"
+    layout = "bin, matched by the dataset's file names"
+    if padded:  # probs:0 is the same size at every image size
+        layout += (f"; msame's files padded to the largest gear's buffer, trimmed to {label}'s "
+                   f"({'features:0, probs:0' if kind == 'batch' else 'features:0'})")
+    assert side.layout == layout
+    outcome = run_cli(capsys, "compare", om.path, "--input", bins, "--actual", "by-hand")
+    assert outcome.code == 0 and outcome.out.strip().splitlines()[-1].startswith("PASSED"), outcome.out + outcome.err
+
+
+@pytest.mark.parametrize("backend", ["msame", "ais_bench"])
+def test_a_tools_file_cut_short_or_padded_beyond_the_largest_buffer_is_refused(
+        geared: tuple[str, ModelContract, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str], backend: str) -> None:
+    kind, om, bins = geared
+    use_fake_tools(monkeypatch)
+    monkeypatch.chdir(tmp_path)
+    tool_folder = _by_hand(om, bins, backend, Path("by-hand"))
+    manifest = load_manifest(bins)
+    batch, height, width, _ = manifest.inputs[0].shape
+    expected = batch * height * width * 4 * 4  # features:0 at the gear, float32
+    largest = {"batch": 4 * 6 * 6 * 4 * 4, "image_size": 2 * 8 * 10 * 4 * 4, "dims": 2 * 8 * 10 * 4 * 4,
+               "range": expected}[kind]
+    name = f"{manifest.stems[0]}_output_0.bin" if backend == "msame" else f"{manifest.stems[0]}_0.bin"
+    target = tool_folder / name
+    for size in (expected - 4, largest + 4):
+        target.write_bytes(np.zeros(size // 4, np.float32).tobytes())
+        outcome = run_cli(capsys, "compare", om.path, "--input", bins, "--actual", "by-hand")
+        assert outcome.code != 0
+        assert outcome.error_line == (f"error: {target}: expected {expected} bytes "
+                                      f"for shape ({batch},{height},{width},4) float32, got {size}"), outcome.err
+
+
+@pytest.mark.parametrize("geared", ["image_size"], indirect=True)
+def test_msames_text_outputs_padded_to_the_largest_gear_are_read_at_the_gear(
+        geared: tuple[str, ModelContract, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--outfmt TXT: the buffer's values as text (six significant digits), its first values the gear's."""
+    from infer.compare import compare_outputs
+
+    _, om, bins = geared
+    use_fake_tools(monkeypatch)
+    monkeypatch.chdir(tmp_path)
+    tool_folder = _by_hand(om, bins, "msame", Path("by-hand"))
+    for path in sorted(tool_folder.glob("*_output_*.bin")):
+        values = np.fromfile(path, np.float32)
+        path.with_suffix(".txt").write_text(" ".join(f"{v:.6g}" for v in values))
+        path.unlink()
+    result = compare_outputs(om, bins, Path("by-hand"))
+    assert result.passed and result.provenance is not None
+    assert result.provenance.actual.layout == ("txt, matched by the dataset's file names; msame's files padded to "
+                                               "the largest gear's buffer, trimmed to image size 6x6's (features:0)")
