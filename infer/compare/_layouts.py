@@ -60,6 +60,11 @@ class Layout:
 
     perm: Permutation | None
     unknown_reason: str = ""
+    # Not tracked past an op of TF's own that reads a tensor TF's own transposes moved (a BatchMatMul of an
+    # attention head, a Concat of code written for NCHW): tf2onnx computes such an op in TF's axes, so where the
+    # shape fits one reading only, that reading is the tensor's (`infer.compare._layout_reading`). Never set where
+    # the converter's own moves were lost (a Reshape regrouping an NCHW tensor keeps its shape and changes its order).
+    shape_decides: bool = False
 
     @property
     def known(self) -> bool:

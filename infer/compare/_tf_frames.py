@@ -106,7 +106,7 @@ def _reduced(source: Frame, tensor: FramedTensor) -> Frame:
 def relative_to_tf(layout: Layout | None, frame: Frame) -> Layout:
     """An ONNX tensor's layout relative to its TF tensor, from both sides' axes relative to the inputs'."""
     if isinstance(frame, str):
-        return unknown(frame)
+        return Layout(None, frame, shape_decides=True)
     if layout is None or layout.perm is None:
         return layout if layout is not None else unknown("the ONNX graph does not compute it from its inputs")
     if len(layout.perm) != len(frame):

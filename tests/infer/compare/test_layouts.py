@@ -229,3 +229,27 @@ def test_inputs_as_nchw_the_graph_input_is_nchw_and_every_tensor_is_read_right()
     value = onnx_tensors(model, {"images:0": np.transpose(images, NCHW)}, ["relu:0"])[0]
     aligned, _ = aligned_to_golden(golden["relu:0"], value, wrong["relu:0"])
     assert aligned is None or not np.allclose(aligned, golden["relu:0"], atol=1e-3)
+
+
+def test_past_tfs_own_transposes_a_shape_that_fits_one_reading_is_read_so() -> None:
+    """An attention block: TF's own transposes, then a BatchMatMul the tracking does not follow; tf2onnx computes
+    it in TF's axes, so a tensor whose non-1 dims all differ is read the one way its shape allows, and one whose
+    dims repeat (batch 2 and 2 heads) is not compared: its shape fits two readings."""
+    from infer.compare._layout_reading import only_fitting_layout
+
+    golden = np.arange(2 * 6 * 8, dtype=np.float32).reshape(2, 6, 8)
+    lost = Layout(None, "BatchMatMulV2 m:0 reads t:0, which TF's own transposes hold as ...", shape_decides=True)
+    aligned, said = aligned_to_golden(golden, golden.copy(), lost)
+    assert aligned is not None and np.array_equal(aligned, golden)
+    assert said.startswith("as TensorFlow, the one layout its shape fits (not tracked: BatchMatMulV2 m:0")
+    held = np.transpose(golden, (0, 2, 1))  # (2, 8, 6): still one reading only
+    aligned, said = aligned_to_golden(golden, held, lost)
+    assert aligned is not None and np.array_equal(aligned, golden) and "axes in order [0, 2, 1]" in said
+    square = np.zeros((2, 2, 6, 4), dtype=np.float32)
+    aligned, said = aligned_to_golden(square, square.copy(), lost)
+    assert aligned is None and said.endswith("its shape fits more than one reading, or none")
+    # The converter's own moves lost (a Reshape regrouping an NCHW tensor) never let the shape decide.
+    regrouped = Layout(None, "Reshape r reads nchw held as NCHW (the converter's)")
+    assert aligned_to_golden(golden, golden.copy(), regrouped)[0] is None
+    assert only_fitting_layout((2, 1, 5), (2, 5, 1)) == (0, 2, 1)
+    assert only_fitting_layout((2, 5), (2, 5, 1)) is None
