@@ -211,6 +211,20 @@ def _offered(node: Any, shape: tuple[int | None, ...] | None, roles: _Roles) -> 
     return node.name not in roles.from_labels or (shape != () and node.op not in _METADATA_OPS)
 
 
+_REDUCTIONS = frozenset({"Mean", "Sum", "Max", "Min", "Prod", "All", "Any", "EuclideanNorm"})
+
+
+def _reduces_every_axis(op: Any) -> bool:
+    """A reduction over all of its input's axes, counted at run time (`tf.reduce_mean(x)` with no axis: its axes
+    are `Range(0, Rank(x), 1)`), so its output is a scalar though TF's static shape says nothing: an accuracy or
+    a loss over labels of unknown rank."""
+    if op.type not in _REDUCTIONS or op.get_attr("keep_dims") or len(op.inputs) < 2:
+        return False
+    axes = op.inputs[1].op
+    return axes.type == "Range" and len(axes.inputs) >= 2 and axes.inputs[1].op.type == "Rank" \
+        and axes.inputs[1].op.inputs[0].name == op.inputs[0].name
+
+
 def rank_output_candidates(graph_def: Any, graph: Any, roles: _Roles | None = None) -> tuple[OutputCandidate, ...]:
     """Nodes nothing consumes, minus bookkeeping, best first; later nodes first among equals (deeper). What the
     losses and metrics read as the model's answer (the logits, a softmax beside the loss) comes first, whatever
@@ -235,6 +249,8 @@ def rank_output_candidates(graph_def: Any, graph: Any, roles: _Roles | None = No
             if answer_node and node.name in readers and tensor.name not in answers:
                 continue  # a consumed node is offered for the answer it gives the loss, not its other outputs
             shape = shape_of(tensor)
+            if shape is None and _reduces_every_axis(op):
+                shape = ()  # a scalar whatever the rank: tf.reduce_mean(x) of a tensor of unknown rank
             if not _offered(node, shape, roles):
                 continue
             answer = tensor.name in answers

@@ -189,3 +189,24 @@ def test_tf_losses_and_tf_metrics_leave_the_logits_first(tmp_path: Path) -> None
     assert {p.tensor: p.is_label for p in report.placeholders} == {"feats:0": False, "y:0": True}
     assert report.candidates[0].tensor == "dense_out:0" and report.candidates[0].read_by_loss
     assert not [c.tensor for c in report.candidates if c.shape == ()]
+
+
+def test_an_accuracy_over_labels_of_unknown_rank_is_no_candidate(tmp_path: Path) -> None:
+    """reduce_mean with no axis over a tensor of unknown rank (labels with no shape at all) has no static shape,
+    yet is a scalar: an accuracy written by hand is offered no more than one from tf.metrics."""
+    import tensorflow as tf
+
+    tf1 = tf.compat.v1
+    graph = tf.Graph()
+    with graph.as_default():
+        feats = tf1.placeholder(tf.float32, [None, 6], name="feats")
+        onehot = tf1.placeholder(tf.float32, name="onehot")
+        scores = tf.matmul(feats, tf1.get_variable("w", [6, 3]), name="scores")
+        loss = tf1.losses.softmax_cross_entropy(onehot, scores)
+        tf.reduce_mean(tf.cast(tf.equal(tf.argmax(scores, 1), tf.argmax(onehot, 1)), tf.float32), name="hits")
+        tf1.train.GradientDescentOptimizer(0.1).minimize(loss)
+        with tf1.Session() as session:
+            session.run(tf1.global_variables_initializer())
+            prefix = tf1.train.Saver().save(session, str(tmp_path / "model.ckpt"))
+    names = [c.tensor for c in inspect_model(prefix).candidates]
+    assert names[0] == "scores:0" and "hits:0" not in names
