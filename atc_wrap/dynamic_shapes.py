@@ -63,10 +63,11 @@ def _shown(gears: Sequence[Gear], kind: str) -> str:
 
 def _static_refusal(inputs: Sequence[TensorSpec], flag: str, value: str) -> ConvertError:
     shapes = ", ".join(f"{s.name} {format_shape(s.shape)}" for s in inputs)
+    example = "".join(f" (e.g. '{s.node}[{','.join('-1' if axis == 0 else str(d) for axis, d in enumerate(s.shape))}]' "
+                      "for its batch dim)" for s in inputs[:1] if s.shape)
     return ConvertError(f"{flag} {value}: every input's shape is static ({shapes}); ATC would fail with E10031 "
                         "(a dynamic option needs a -1 dim in --input_shape)",
-                        hint="re-freeze keeping the dims unknown: infer freeze --batch -1, or -1 in --inputs "
-                             "(e.g. 'images:0[-1,-1,-1,3]')")
+                        hint=f"re-freeze keeping the dims unknown: infer freeze --batch -1, or -1 in --inputs{example}")
 
 
 def _check_count(gears: Sequence[Gear], kind: str, flag: str) -> None:
@@ -133,6 +134,17 @@ def _hw_axes(spec: TensorSpec, input_format: str) -> tuple[int, int]:
     return (2, 3) if layout == "NCHW" else (1, 2)
 
 
+def _image_size_hint(spec: TensorSpec, axes: tuple[int, int]) -> str:
+    """A re-freeze that fits --dynamic-image-size, built from the input's own rank, layout and dims."""
+    if len(spec.shape) != 4:
+        return (f"{spec.node} is {len(spec.shape)}-D and --dynamic-image-size needs 4-D inputs; give --dynamic-dims "
+                "for its unknown dims")
+    dims = ["-1" if axis in axes else "N" if dim is None else str(dim) for axis, dim in enumerate(spec.shape)]
+    fixed = " (N: the value to fix)" if "N" in dims else ""
+    return (f"re-freeze with -1 on H and W only, e.g. --inputs '{spec.node}[{','.join(dims)}]'{fixed}; other "
+            "unknown dims need --dynamic-dims")
+
+
 def _image_size(inputs: Sequence[TensorSpec], gears: tuple[Gear, ...], input_format: str,
                 aipp: bool) -> DynamicShape:
     flag = "--dynamic-image-size"
@@ -152,8 +164,7 @@ def _image_size(inputs: Sequence[TensorSpec], gears: tuple[Gear, ...], input_for
             where = "H and W (dims 2, 3 of NCHW)" if axes == (2, 3) else "H and W (dims 1, 2 of NHWC)"
             raise ConvertError(f"{flag} {value}: input {spec.name} {format_shape(spec.shape)} must be 4-D with "
                                f"exactly {where} unknown (-1)",
-                               hint="re-freeze with -1 on H and W only, e.g. --inputs '"
-                                    f"{spec.node}[1,-1,-1,3]'; other unknown dims need --dynamic-dims")
+                               hint=_image_size_hint(spec, axes))
     return DynamicShape(IMAGE_SIZE, _inputs(inputs), gears=gears)
 
 

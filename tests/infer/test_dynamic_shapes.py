@@ -262,6 +262,10 @@ def test_freeze_keeps_only_unknown_dims_dynamic(capsys: pytest.CaptureFixture[st
     clash = run_cli(capsys, "freeze", fcn, "-o", tmp_path / "clash", "--outputs", "probs", "--inputs",
                     "images:0[-1,16,16,3]", "--batch", "4")
     assert clash.error_line == "error: input images:0: --batch 4 fixes dim 0, which --inputs keeps unknown (-1)"
+    kept = run_cli(capsys, "freeze", fcn, "-o", tmp_path / "kept", "--outputs", "probs", "--inputs",
+                   "images:0[-1,?,16,3]")
+    assert kept.error_line == "error: input images:0: shape (?,?,16,3) still has unknown dims (1)"
+    assert "hint: give them in --inputs, e.g. 'images:0[-1,1,16,3]'" in kept.err  # the user's -1 kept
 
 
 def test_a_shape_range_takes_any_shape_inside_it(capsys: pytest.CaptureFixture[str], fcn: Path,
