@@ -132,8 +132,14 @@ dynamic_batch = [1, 4, 8]
     assert stages == [f"{stage}@b{batch}" for stage in ("dump-bin", "run", "compare") for batch in (1, 4, 8)]
     assert "PASSED: 3 gears (batch 1, batch 4, batch 8)" in outcome.out
     lines = outcome.out.splitlines()
-    by_hand = lines[lines.index("on an Ascend machine, by hand:") + 2].strip()
-    assert by_hand.startswith("msame --model ") and by_hand.endswith(" --dymBatch 1")  # the first gear's bins
+    start = lines.index("on an Ascend machine, by hand:") + 2
+    by_hand = [line.strip() for line in lines[start:start + 3]]
+    for line, batch in zip(by_hand, (1, 4, 8), strict=True):  # one msame line per gear, each on its own bins
+        assert line.startswith("msame --model ") and line.endswith(f" --dymBatch {batch}"), line
+        assert str(tmp_path / "work" / f"bins_b{batch}") in line
+    reports = [line for line in lines if line.startswith("report (batch ")]
+    assert [line.split(")")[0] for line in reports] == ["report (batch 1", "report (batch 4", "report (batch 8"]
+    assert all(f"report_b{b}" in line for line, b in zip(reports, (1, 4, 8), strict=True))
     for batch in (1, 4, 8):
         manifest = load_manifest(tmp_path / "work" / f"bins_b{batch}")
         assert (manifest.gear, manifest.batch, manifest.samples) == ((batch,), batch, 6)
