@@ -22,10 +22,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from atc_wrap.errors import ConvertError
-from binio.gears import BATCH, DIMS, IMAGE_SIZE, RANGE, DimRange, DynamicShape, Gear
+from binio.gears import (
+    BATCH,
+    DIMS,
+    IMAGE_SIZE,
+    RANGE,
+    DimRange,
+    DynamicShape,
+    Gear,
+    GearError,
+    check_gear_list,
+    gears_text,
+)
 from binio.spec import TensorSpec, format_shape
 
-MIN_GEARS, MAX_GEARS = 2, 100
 ATC_GEAR_FLAGS: dict[str, str] = {BATCH: "--dynamic_batch_size", IMAGE_SIZE: "--dynamic_image_size",
                                   DIMS: "--dynamic_dims"}
 NO_RANGE_SOCS: tuple[str, ...] = ("Ascend310",)  # Atlas 200/300/500 inference products: no shape range
@@ -48,39 +58,30 @@ class GearRequest:
 
 
 def _shown(gears: Sequence[Gear], kind: str) -> str:
-    return (",".join(str(g[0]) for g in gears) if kind == BATCH
-            else ";".join(",".join(map(str, g)) for g in gears))
+    return gears_text(kind, gears)
 
 
 def _static_refusal(inputs: Sequence[TensorSpec], flag: str, value: str) -> ConvertError:
     shapes = ", ".join(f"{s.name} {format_shape(s.shape)}" for s in inputs)
+    example = "".join(f" (e.g. '{s.node}[{','.join('-1' if axis == 0 else str(d) for axis, d in enumerate(s.shape))}]' "
+                      "for its batch dim)" for s in inputs[:1] if s.shape)
     return ConvertError(f"{flag} {value}: every input's shape is static ({shapes}); ATC would fail with E10031 "
                         "(a dynamic option needs a -1 dim in --input_shape)",
-                        hint="re-freeze keeping the dims unknown: infer freeze --batch -1, or -1 in --inputs "
-                             "(e.g. 'images:0[-1,-1,-1,3]')")
+                        hint=f"re-freeze keeping the dims unknown: infer freeze --batch -1, or -1 in --inputs{example}")
 
 
 def _check_count(gears: Sequence[Gear], kind: str, flag: str) -> None:
-    value = _shown(gears, kind)
-    if not MIN_GEARS <= len(gears) <= MAX_GEARS:
-        raise ConvertError(f"{flag} {value}: expected {MIN_GEARS} to {MAX_GEARS} gears (ATC's range), found "
-                           f"{len(gears)}")
-    seen: set[Gear] = set()
-    for gear in gears:
-        if gear in seen:
-            raise ConvertError(f"{flag} {value}: gear {_shown([gear], kind)} is given twice; expected distinct "
-                               "gears")
-        seen.add(gear)
-    if kind == BATCH and list(gears) != sorted(gears):
-        raise ConvertError(f"{flag} {value}: expected batch sizes in ascending order "
-                           f"({_shown(sorted(gears), kind)})")
+    try:
+        check_gear_list(kind, gears, flag)
+    except GearError as exc:
+        raise ConvertError(exc.message, hint=exc.hint) from None
 
 
 def check_dynamic(inputs: Sequence[TensorSpec], request: GearRequest, *, input_format: str = "", aipp: bool = False,
-                  soc_version: str = "") -> DynamicShape | None:
+                  soc_version: str = "", soc_assumed: bool = False) -> DynamicShape | None:
     """The model's dynamic shape for `request` over the frozen `inputs`, after every check ATC makes (and infer's
     own, in the module's docstring); None for a static model with no dynamic option. Refusals name the option, the
-    value and what is allowed."""
+    value and what is allowed. `soc_assumed`: `soc_version` is the chip the stand-in assumed, not the user's."""
     given = request.given()
     if len(given) > 1:
         raise ConvertError(f"{' and '.join(given)}: ATC takes one dynamic option at a time "
@@ -96,7 +97,7 @@ def check_dynamic(inputs: Sequence[TensorSpec], request: GearRequest, *, input_f
                      "--dynamic-dims or --shape-range for the unknown dims")
         return None
     if request.shape_range:
-        return _ranged(inputs, request.shape_range, soc_version)
+        return _ranged(inputs, request.shape_range, soc_version, soc_assumed)
     if request.dynamic_batch:
         return _batch(inputs, tuple((b,) for b in request.dynamic_batch))
     if request.dynamic_image_size:
@@ -133,6 +134,17 @@ def _hw_axes(spec: TensorSpec, input_format: str) -> tuple[int, int]:
     return (2, 3) if layout == "NCHW" else (1, 2)
 
 
+def _image_size_hint(spec: TensorSpec, axes: tuple[int, int]) -> str:
+    """A re-freeze that fits --dynamic-image-size, built from the input's own rank, layout and dims."""
+    if len(spec.shape) != 4:
+        return (f"{spec.node} is {len(spec.shape)}-D and --dynamic-image-size needs 4-D inputs; give --dynamic-dims "
+                "for its unknown dims")
+    dims = ["-1" if axis in axes else "N" if dim is None else str(dim) for axis, dim in enumerate(spec.shape)]
+    fixed = " (N: the value to fix)" if "N" in dims else ""
+    return (f"re-freeze with -1 on H and W only, e.g. --inputs '{spec.node}[{','.join(dims)}]'{fixed}; other "
+            "unknown dims need --dynamic-dims")
+
+
 def _image_size(inputs: Sequence[TensorSpec], gears: tuple[Gear, ...], input_format: str,
                 aipp: bool) -> DynamicShape:
     flag = "--dynamic-image-size"
@@ -152,8 +164,7 @@ def _image_size(inputs: Sequence[TensorSpec], gears: tuple[Gear, ...], input_for
             where = "H and W (dims 2, 3 of NCHW)" if axes == (2, 3) else "H and W (dims 1, 2 of NHWC)"
             raise ConvertError(f"{flag} {value}: input {spec.name} {format_shape(spec.shape)} must be 4-D with "
                                f"exactly {where} unknown (-1)",
-                               hint="re-freeze with -1 on H and W only, e.g. --inputs '"
-                                    f"{spec.node}[1,-1,-1,3]'; other unknown dims need --dynamic-dims")
+                               hint=_image_size_hint(spec, axes))
     return DynamicShape(IMAGE_SIZE, _inputs(inputs), gears=gears)
 
 
@@ -175,20 +186,31 @@ def _dims(inputs: Sequence[TensorSpec], gears: tuple[Gear, ...], aipp: bool) -> 
 
 
 def _ranged(inputs: Sequence[TensorSpec], given: tuple[tuple[str, tuple[DimRange | int, ...]], ...],
-            soc_version: str) -> DynamicShape:
+            soc_version: str, soc_assumed: bool = False) -> DynamicShape:
     flag = "--shape-range"
     value = ";".join(f"{name}:{','.join(d.text() if isinstance(d, DimRange) else str(d) for d in dims)}"
                      for name, dims in given)
     if soc_version in NO_RANGE_SOCS:
-        raise ConvertError(f"{flag} {value}: ATC has no shape range for {soc_version} (Atlas 200/300/500 "
-                           "inference products)", hint="give gears instead: --dynamic-batch, --dynamic-image-size "
-                                                       "or --dynamic-dims")
-    by_name = {name: dims for name, dims in given}
+        chip = (f"{soc_version}, the chip assumed without --soc-version" if soc_assumed else soc_version)
+        raise ConvertError(f"{flag} {value}: ATC has no shape range for {chip} (Atlas 200/300/500 inference "
+                           "products)",
+                           hint=("give --soc-version for a chip with shape ranges (e.g. Ascend310P3), or gears: "
+                                 if soc_assumed else "give gears instead: ")
+                           + "--dynamic-batch, --dynamic-image-size or --dynamic-dims")
     known = {spec.name: spec for spec in inputs} | {spec.node: spec for spec in inputs}
-    for name in by_name:
+    by_name: dict[str, tuple[DimRange | int, ...]] = {}
+    named: dict[str, str] = {}  # input tensor -> the name it was given as
+    for name, given_dims in given:
         if name not in known:
             raise ConvertError(f"{flag} {value}: {name!r} is not an input; inputs are "
                                f"{', '.join(s.node for s in inputs)}")
+        tensor = known[name].name
+        if tensor in named:
+            same = "" if named[tensor] == name else f" (as {named[tensor]!r} and {name!r})"
+            raise ConvertError(f"{flag} {value}: input {known[name].node} is given twice{same}; expected one "
+                               "NAME:DIMS per input")
+        named[tensor] = name
+        by_name[name] = given_dims
     shaped: list[tuple[str, tuple[int | None, ...]]] = []
     ranges: list[DimRange] = []
     for spec in inputs:

@@ -33,6 +33,7 @@ Gear = tuple[int, ...]  # batch: (b,); image_size: (h, w); dims and range: one v
 BATCH, IMAGE_SIZE, DIMS, RANGE = "batch", "image_size", "dims", "range"
 GEAR_KINDS: tuple[str, ...] = (BATCH, IMAGE_SIZE, DIMS, RANGE)
 # The convert option that makes each kind (its ATC flag is in atc_wrap.atc_command).
+MIN_GEARS, MAX_GEARS = 2, 100  # ATC: "the profile range is (1, 100]"
 GEAR_OPTIONS: dict[str, str] = {BATCH: "--dynamic-batch", IMAGE_SIZE: "--dynamic-image-size",
                                 DIMS: "--dynamic-dims", RANGE: "--shape-range"}
 
@@ -102,7 +103,8 @@ class DynamicShape:
             ranges = ", ".join(f"{v.tensor}[{v.axis}] {r.text()}" for v, r in zip(self.varying, self.ranges,
                                                                                    strict=True))
             return f"shape ranges {ranges}"
-        return f"{self.kind.replace('_', ' ')} gears {', '.join(gear_text(self.kind, g) for g in self.gears)}"
+        between = "; " if self.kind == DIMS else ", "  # a dims gear holds commas itself: ATC's ';' between gears
+        return f"{self.kind.replace('_', ' ')} gears {between.join(gear_text(self.kind, g) for g in self.gears)}"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -247,23 +249,57 @@ def gear_from_fields(fields: Fields) -> tuple[str, Gear]:
     return kind_name, values
 
 
+def gears_text(kind: str, gears: Sequence[Gear]) -> str:
+    """Gears as ATC's options spell them: ``1,4,8`` for batch, ``224,224;448,448`` (``;`` between gears) else."""
+    return (",".join(str(g[0]) for g in gears) if kind == BATCH
+            else ";".join(",".join(map(str, g)) for g in gears))
+
+
+def check_gear_list(kind: str, gears: Sequence[Gear], option: str) -> None:
+    """The rules a gear list obeys before any model is read: every value 1 or more, ATC's 2 to 100 gears, distinct
+    gears, batch sizes ascending (infer's rule: one spelling per model, and the order the stages walk). Refusals
+    name `option`, the value and what is allowed."""
+    value = gears_text(kind, gears)
+    for gear in gears:
+        low = [v for v in gear if v < 1]
+        if low:
+            raise GearError(f"{option} {value}: gear value {low[0]} in {gears_text(kind, [gear])}; expected whole "
+                            "numbers of 1 or more")
+    if not MIN_GEARS <= len(gears) <= MAX_GEARS:
+        raise GearError(f"{option} {value}: expected {MIN_GEARS} to {MAX_GEARS} gears (ATC's range), found "
+                        f"{len(gears)}")
+    seen: set[Gear] = set()
+    for gear in gears:
+        if gear in seen:
+            raise GearError(f"{option} {value}: gear {gears_text(kind, [gear])} is given twice; expected distinct "
+                            "gears")
+        seen.add(gear)
+    if kind == BATCH and list(gears) != sorted(gears):
+        raise GearError(f"{option} {value}: expected batch sizes in ascending order "
+                        f"({gears_text(kind, sorted(gears))})")
+
+
 def parse_gear_list(text: str, *, option: str, width: int | None = None) -> tuple[Gear, ...]:
-    """``1,4,8`` (one value per gear, width 1) or ``224,224;448,448`` (gears by ``;``, values by ``,``): positive
-    whole numbers; `width` (when given) values per gear. Refusals name `option` and the value."""
+    """``1,4,8`` (one value per gear, width 1) or ``224,224;448,448`` (gears by ``;``, values by ``,``): whole
+    numbers of 1 or more; `width` (when given) values per gear. Refusals name `option`, the value and the item."""
     body = text.strip().strip('"').strip("'")
+    if not body:
+        raise GearError(f"{option} {text!r}: empty; expected at least one gear, e.g. "
+                        f"{'1,4,8' if width == 1 else '224,224;448,448'}")
     separator = ";" if width != 1 else ","
-    parts = [p.strip() for p in body.split(separator)] if body else []
     gears: list[Gear] = []
-    for part in parts:
+    for number, part in enumerate((p.strip() for p in body.split(separator)), start=1):
         tokens = [t.strip() for t in part.split(",")] if separator == ";" else [part]
+        if not part or "" in tokens:
+            where = f"item {number} is empty" if not part else f"gear {number} {part!r} has an empty value"
+            raise GearError(f"{option} {text!r}: {where}; expected whole numbers of 1 or more"
+                            + (", separated by ','" if separator == "," else ", ';' between gears"))
         if not all(t.isdigit() and int(t) > 0 for t in tokens):
-            raise GearError(f"{option} {text!r}: expected positive whole numbers, found {part!r}")
+            raise GearError(f"{option} {text!r}: expected whole numbers of 1 or more, found {part!r}")
         gear = tuple(int(t) for t in tokens)
         if width is not None and len(gear) != width:
             raise GearError(f"{option} {text!r}: expected {width} values per gear, found {len(gear)} in {part!r}")
         gears.append(gear)
-    if not gears:
-        raise GearError(f"{option} {text!r}: expected at least one gear")
     return tuple(gears)
 
 

@@ -44,14 +44,6 @@ def whole_pair(example: str) -> Callable[[str, str], tuple[int, int]]:
     return read
 
 
-def batch_sizes(text: str, flag: str) -> tuple[int, ...]:
-    """``1,2,4,8`` -> (1, 2, 4, 8)."""
-    parts = [p.strip() for p in text.split(",") if p.strip()]
-    if not all(p.isdigit() for p in parts):
-        raise InferError(f"{flag} {text!r}: expected comma-separated batch sizes, e.g. 1,2,4,8")
-    return tuple(int(p) for p in parts)
-
-
 def top_level_items(text: str, flag: str) -> tuple[str, ...]:
     """``a[1,2]:float32,b`` -> ("a[1,2]:float32", "b"): the items of a list whose items hold commas in brackets."""
     return tuple(split_top_level(text))

@@ -136,7 +136,8 @@ def _pinned_shape(request: InputRequest, graph_shape: tuple[int | None, ...] | N
     unknown = [i for i, d in enumerate(shape) if d is None and i not in kept]
     if unknown:
         dims = ", ".join(str(i) for i in unknown)
-        example = format_shape(tuple(1 if d is None else d for d in shape)).strip("()")
+        # the dims the user keeps unknown stay -1 in the example; only the still-unknown ones get a value
+        example = ",".join("-1" if i in kept else "1" if d is None else str(d) for i, d in enumerate(shape))
         raise FreezeError(
             f"input {name}: shape {format_shape(tuple(shape))} still has unknown dims ({dims})",
             hint=f"give them in --inputs, e.g. '{name}[{example}]'" + ("" if unknown != [0] else ", or use --batch N"),

@@ -21,6 +21,7 @@ from atc_wrap.precision import (
     parse_input_fp16_nodes,
     parse_output_type,
 )
+from atc_wrap.soc import ASSUMED_SOC_VERSION
 from atc_wrap.standin import check_output_types, convert_to_onnx
 from binio.atomic import write_bytes_atomic
 from binio.binfile import sha256_file
@@ -225,7 +226,8 @@ def _convert_onnx(contract: ModelContract, options: ConvertOptions, reason: str,
     # A dynamic pb with no dynamic option still converts for the stand-in (which runs any shape); with one, the
     # stand-in takes exactly what the om would, so ATC's checks hold here too.
     gears = check_dynamic(contract.inputs, request, input_format=options.input_format.upper(),
-                          aipp=options.aipp is not None, soc_version=options.soc_version) if request.given() else None
+                          aipp=options.aipp is not None, soc_version=options.soc_version or ASSUMED_SOC_VERSION,
+                          soc_assumed=not options.soc_version) if request.given() else None
     ignored = _atc_only(options)
     on_step(f"reading {contract.pb_path}")
     graph_def = read_graph_def(contract.pb_path)

@@ -12,12 +12,32 @@ from atc_wrap.precision import DEFAULT_PRECISION_MODE, PRECISION_MODES
 from atc_wrap.soc import ASSUMED_SOC_VERSION
 from binio.defaults import DEFAULT_TOOL_TIMEOUT_S
 from binio.errors import InferError
-from binio.gears import Gear, parse_gear_list
-from binio.texts import batch_sizes
+from binio.gears import BATCH, DIMS, IMAGE_SIZE, Gear, check_gear_list, parse_gear_list
 from infer._option_fields import setting, type_name
 from infer.aipp.options import AippOptions
 
 TARGETS: tuple[str, ...] = ("om", "onnx")
+
+
+def _batch_sizes(text: str, flag: str) -> tuple[int, ...]:
+    """``1,4,8`` -> (1, 4, 8): whole numbers of 1 or more, no empty item."""
+    return tuple(gear[0] for gear in parse_gear_list(text, option=flag, width=1))
+
+
+def _batch_table(value: Any, where: str) -> tuple[int, ...]:
+    """``[1, 4, 8]`` (or ATC's text ``"1,4,8"``), checked as a gear list now: a pipeline refuses it before any stage
+    runs; empty for none."""
+    if value in ("", []):
+        return ()
+    if isinstance(value, str):
+        sizes = _batch_sizes(value, where)
+    elif isinstance(value, list) and all(type(v) is int for v in value):
+        sizes = tuple(value)
+    else:
+        raise InferError(f"{where}: expected a list of whole numbers, e.g. [1, 4, 8], got {type_name(value)} "
+                         f"{value!r}")
+    check_gear_list(BATCH, tuple((b,) for b in sizes), where)
+    return sizes
 
 
 def _image_sizes(text: str, flag: str) -> tuple[Gear, ...]:
@@ -30,22 +50,28 @@ def _dims_gears(text: str, flag: str) -> tuple[Gear, ...]:
     return parse_gear_list(text, option=flag)
 
 
-def _gear_table(width: int | None) -> Any:
+def _gear_table(kind: str, width: int | None) -> Any:
     def decode(value: Any, where: str) -> tuple[Gear, ...]:
-        """A list of lists of numbers (``[[224, 224], [448, 448]]``), or ATC's text (``"224,224;448,448"``); empty
-        for none."""
+        """A list of lists of numbers (``[[224, 224], [448, 448]]``), or ATC's text (``"224,224;448,448"``), checked
+        as a gear list now (before any stage runs); empty for none."""
         if value in ("", []):
             return ()
-        if isinstance(value, str):
-            return parse_gear_list(value, option=where, width=width)
-        if not isinstance(value, list) or not all(isinstance(g, list) for g in value):
-            raise InferError(f"{where}: expected a list of lists of numbers, e.g. [[224, 224], [448, 448]], got "
-                             f"{type_name(value)} {value!r}")
-        text = ";".join(",".join(str(v) for v in gear) for gear in value)
-        if not all(type(v) is int for gear in value for v in gear):
-            raise InferError(f"{where}: expected whole numbers in each gear, got {value!r}")
-        return parse_gear_list(text, option=where, width=width)
+        gears = _gear_value(value, where, width)
+        check_gear_list(kind, gears, where)
+        return gears
     return decode
+
+
+def _gear_value(value: Any, where: str, width: int | None) -> tuple[Gear, ...]:
+    if isinstance(value, str):
+        return parse_gear_list(value, option=where, width=width)
+    if not isinstance(value, list) or not all(isinstance(g, list) for g in value):
+        raise InferError(f"{where}: expected a list of lists of numbers, e.g. [[224, 224], [448, 448]], got "
+                         f"{type_name(value)} {value!r}")
+    text = ";".join(",".join(str(v) for v in gear) for gear in value)
+    if not all(type(v) is int for gear in value for v in gear):
+        raise InferError(f"{where}: expected whole numbers in each gear, got {value!r}")
+    return parse_gear_list(text, option=where, width=width)
 
 
 def _gear_text(gears: tuple[Gear, ...]) -> tuple[str, ...]:
@@ -74,16 +100,16 @@ class ConvertOptions:
     input_fp16_nodes: str = setting("", help='Inputs the model takes as float16: "a;b".')
     output_type: str = setting("", help='FP32, FP16 (every float output) or "node:0:FP16;node2:1:FP32".')
     input_format: str = setting("", shown="the contract's", help="NHWC, NCHW or ND.")
-    dynamic_batch: tuple[int, ...] = setting((), parse=batch_sizes,
+    dynamic_batch: tuple[int, ...] = setting((), parse=_batch_sizes, decode=_batch_table,
                                              help="Batch sizes the om accepts, e.g. 1,2,4,8 (2 to 100, "
                                                   "ascending); needs inputs whose batch dim alone is unknown "
                                                   "(freeze --batch -1).")
     dynamic_image_size: tuple[Gear, ...] = setting(
-        (), parse=_image_sizes, decode=_gear_table(2), text=_gear_text,
+        (), parse=_image_sizes, decode=_gear_table(IMAGE_SIZE, 2), text=_gear_text,
         help='Image sizes the om accepts, "H,W;H,W" (2 to 100): e.g. "224,224;448,448"; needs inputs whose H and W '
              "alone are unknown (freeze --inputs 'images:0[1,-1,-1,3]').")
     dynamic_dims: tuple[Gear, ...] = setting(
-        (), parse=_dims_gears, decode=_gear_table(None), text=_gear_text,
+        (), parse=_dims_gears, decode=_gear_table(DIMS, None), text=_gear_text,
         help='Dims gears, "a,b;c,d" (2 to 100): each gear one value per unknown (-1) dim of all inputs, in order.')
     shape_range: str = setting("", help='A shape range instead of gears (newer CANN, not Ascend310): '
                                         '"images:1~8,224,224,3;mask:-1,16", each unknown dim lo~hi or -1 (any).')

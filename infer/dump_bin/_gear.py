@@ -61,7 +61,7 @@ def _choices(gears: DynamicShape) -> str:
     if gears.kind == RANGE:
         return gears.allowed()
     flag = dump_flag(gears.kind)
-    return ", ".join(f"{flag} {','.join(map(str, g))}" for g in gears.gears)
+    return "; ".join(f"{flag} {','.join(map(str, g))}" for g in gears.gears)  # a dims gear holds commas
 
 
 def _asked(gears: DynamicShape, options: DumpOptions, specs: tuple[TensorSpec, ...]) -> Gear:
@@ -70,7 +70,7 @@ def _asked(gears: DynamicShape, options: DumpOptions, specs: tuple[TensorSpec, .
     stray = [flag for flag, value in (("--image-size", options.image_size), ("--dims", options.dims))
              if value and flag != own]
     if stray:
-        raise ShapeError(f"{stray[0]}: the model's gears are {gears.allowed()}; give {own} instead",
+        raise ShapeError(f"{stray[0]}: the model's gears are {gears.allowed()} (give {own} instead)",
                          hint=f"one of: {_choices(gears)}")
     if gears.kind == BATCH:
         if options.batch is None:

@@ -55,7 +55,9 @@ class PipelineResult:
     report_path: Path  # the pipeline's own text report
     atc_command: tuple[str, ...]  # the ATC argv that makes the om (what convert ran, or would run)
     atc_note: str  # why there is no ATC command, when there is none
-    msame_command: tuple[str, ...]
+    msame_command: tuple[str, ...]  # the first gear's, with gears (msame_commands has each)
+    msame_commands: tuple[tuple[str, ...], ...] = ()  # one per gear, each with its gear flag and its own bins
+    gear_reports: tuple[tuple[str, Path], ...] = ()  # (gear label, its compare's HTML report) per gear
 
     def __bool__(self) -> bool:
         return self.passed
@@ -81,14 +83,16 @@ def msame_command(work: WorkLayout, om: Path, config: PipelineConfig) -> tuple[s
 def report_tail(result: PipelineResult) -> list[str]:
     """What follows the stage lines: the verdict, the HTML report, and the commands that reproduce each stage."""
     lines = [result.verdict]
-    if result.report_html is not None:
+    if result.gear_reports:
+        lines += [f"report ({label}): {html}" for label, html in result.gear_reports]
+    elif result.report_html is not None:
         lines.append(f"report: {result.report_html}")
     lines.append("the same, stage by stage:")
     lines += [f"  {quote_command(outcome.command)}" for outcome in result.stages]
     lines.append("on an Ascend machine, by hand:")
     lines.append(f"  {quote_command(result.atc_command)}" if result.atc_command
                  else f"  (no ATC command: {result.atc_note})")
-    lines.append(f"  {quote_command(result.msame_command)}")
+    lines += [f"  {quote_command(command)}" for command in result.msame_commands or (result.msame_command,)]
     return lines
 
 
@@ -213,6 +217,9 @@ def _run_stages(config: PipelineConfig, work: WorkLayout, on_stage: Callable[[St
         report_path=work.root / REPORT_FILE,
         atc_command=atc_command, atc_note=atc_note,
         msame_command=msame_command(replace(work, gear=gears[0].tag) if gears else work, om, config),
+        msame_commands=tuple(msame_command(replace(work, gear=gear.tag), om, config) for gear in gears),
+        gear_reports=tuple((gear.label, Path(str(gear_html))) for gear in gears
+                           if (gear_html := facts.get(f"compare@{gear.tag}", {}).get("report_html"))),
     )
     write_bytes_atomic(result.report_path, _report_text(config, result).encode())
     return result

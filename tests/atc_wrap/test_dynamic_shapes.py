@@ -100,6 +100,30 @@ def test_refused_before_atc_runs(inputs: tuple[TensorSpec, ...], request_: GearR
     assert caught.value.message == expected
 
 
+@pytest.mark.parametrize(("spec", "input_format", "expected"), [
+    (TensorSpec("seq:0", "float32", (None, None, 8)), "",
+     "seq is 3-D and --dynamic-image-size needs 4-D inputs; give --dynamic-dims for its unknown dims"),
+    (TensorSpec("x:0", "float32", (None, 3, None, None), "NCHW"), "NCHW",
+     "re-freeze with -1 on H and W only, e.g. --inputs 'x[N,3,-1,-1]' (N: the value to fix); other unknown dims "
+     "need --dynamic-dims"),
+    (TensorSpec("images:0", "float32", (None, None, None, 3), "NHWC"), "",
+     "re-freeze with -1 on H and W only, e.g. --inputs 'images[N,-1,-1,3]' (N: the value to fix); other unknown "
+     "dims need --dynamic-dims"),
+])
+def test_an_image_size_refusals_hint_is_built_from_the_inputs_rank_layout_and_dims(
+        spec: TensorSpec, input_format: str, expected: str) -> None:
+    with pytest.raises(ConvertError) as caught:
+        check_dynamic((spec,), GearRequest(dynamic_image_size=((8, 8), (16, 16))), input_format=input_format)
+    assert caught.value.hint == expected
+
+
+def test_a_static_models_hint_names_its_own_input() -> None:
+    with pytest.raises(ConvertError) as caught:
+        check_dynamic(STATIC, GearRequest(dynamic_batch=(1, 4)))
+    assert caught.value.hint == ("re-freeze keeping the dims unknown: infer freeze --batch -1, or -1 in --inputs "
+                                 "(e.g. 'images[-1,8,8,3]' for its batch dim)")
+
+
 def test_dims_and_image_size_refuse_aipp() -> None:
     with pytest.raises(ConvertError) as caught:
         check_dynamic(SEQUENCES, GearRequest(dynamic_dims=((1, 1, 1, 1), (2, 2, 2, 2))), aipp=True)

@@ -13,6 +13,7 @@ from binio.gears import (
     DimRange,
     DynamicShape,
     GearError,
+    check_gear_list,
     gear_label,
     gear_of,
     gear_tag,
@@ -86,8 +87,43 @@ def test_parse_gear_list() -> None:
     with pytest.raises(GearError, match=r"^--dynamic-image-size '224;448,448': expected 2 values per gear, "
                                         r"found 1 in '224'$"):
         parse_gear_list("224;448,448", option="--dynamic-image-size", width=2)
-    with pytest.raises(GearError, match=r"^--dynamic-batch '1,0': expected positive whole numbers, found '0'$"):
+    with pytest.raises(GearError, match=r"^--dynamic-batch '1,0': expected whole numbers of 1 or more, found '0'$"):
         parse_gear_list("1,0", option="--dynamic-batch", width=1)
+
+
+@pytest.mark.parametrize(("text", "width", "expected"), [
+    ("1,,4", 1, "'1,,4': item 2 is empty; expected whole numbers of 1 or more, separated by ','"),
+    ("1,4,", 1, "'1,4,': item 3 is empty; expected whole numbers of 1 or more, separated by ','"),
+    ("", 1, "'': empty; expected at least one gear, e.g. 1,4,8"),
+    ("  ", None, "'  ': empty; expected at least one gear, e.g. 224,224;448,448"),
+    ("1,16;;4,24", None, "'1,16;;4,24': item 2 is empty; expected whole numbers of 1 or more, ';' between gears"),
+    ("1,,16;4,24", None, "'1,,16;4,24': gear 1 '1,,16' has an empty value; expected whole numbers of 1 or more, "
+                         "';' between gears"),
+    ("0,16;4,24", None, "'0,16;4,24': expected whole numbers of 1 or more, found '0,16'"),
+])
+def test_parse_gear_list_refuses_empty_items_and_values_below_1(text: str, width: int | None, expected: str) -> None:
+    with pytest.raises(GearError) as refused:
+        parse_gear_list(text, option="--opt", width=width)
+    assert refused.value.message == f"--opt {expected}"
+
+
+@pytest.mark.parametrize(("kind", "gears", "expected"), [
+    ("batch", ((0,), (1,)), "0,1: gear value 0 in 0; expected whole numbers of 1 or more"),
+    ("batch", ((8,), (4,), (1,)), "8,4,1: expected batch sizes in ascending order (1,4,8)"),
+    ("batch", ((1,), (4,), (4,)), "1,4,4: gear 4 is given twice; expected distinct gears"),
+    ("batch", ((4,),), "4: expected 2 to 100 gears (ATC's range), found 1"),
+    ("dims", ((1, 16), (1, 16)), "1,16;1,16: gear 1,16 is given twice; expected distinct gears"),
+    ("image_size", ((16, 0), (32, 32)), "16,0;32,32: gear value 0 in 16,0; expected whole numbers of 1 or more"),
+])
+def test_check_gear_list(kind: str, gears: tuple[tuple[int, ...], ...], expected: str) -> None:
+    with pytest.raises(GearError) as refused:
+        check_gear_list(kind, gears, "--opt")
+    assert refused.value.message == f"--opt {expected}"
+
+
+def test_dims_gears_are_listed_with_atcs_semicolon() -> None:
+    assert DIMS.allowed() == "dims gears 20,20,1,1; 40,40,2,2"
+    assert BATCH.allowed() == "batch gears 1, 4, 8"
 
 
 def test_dataset_json_keeps_its_gear(tmp_path: Path) -> None:

@@ -132,8 +132,14 @@ dynamic_batch = [1, 4, 8]
     assert stages == [f"{stage}@b{batch}" for stage in ("dump-bin", "run", "compare") for batch in (1, 4, 8)]
     assert "PASSED: 3 gears (batch 1, batch 4, batch 8)" in outcome.out
     lines = outcome.out.splitlines()
-    by_hand = lines[lines.index("on an Ascend machine, by hand:") + 2].strip()
-    assert by_hand.startswith("msame --model ") and by_hand.endswith(" --dymBatch 1")  # the first gear's bins
+    start = lines.index("on an Ascend machine, by hand:") + 2
+    by_hand = [line.strip() for line in lines[start:start + 3]]
+    for line, batch in zip(by_hand, (1, 4, 8), strict=True):  # one msame line per gear, each on its own bins
+        assert line.startswith("msame --model ") and line.endswith(f" --dymBatch {batch}"), line
+        assert str(tmp_path / "work" / f"bins_b{batch}") in line
+    reports = [line for line in lines if line.startswith("report (batch ")]
+    assert [line.split(")")[0] for line in reports] == ["report (batch 1", "report (batch 4", "report (batch 8"]
+    assert all(f"report_b{b}" in line for line, b in zip(reports, (1, 4, 8), strict=True))
     for batch in (1, 4, 8):
         manifest = load_manifest(tmp_path / "work" / f"bins_b{batch}")
         assert (manifest.gear, manifest.batch, manifest.samples) == ((batch,), batch, 6)
@@ -175,11 +181,11 @@ def test_dims_gears_pass_and_what_is_no_gear_is_refused_at_each_stage(capsys: py
         return outcome.error_line
 
     assert refused("--dims", "2,16,16") == (f"error: --dims 2,16,16: not a gear of the model: it takes dims gears "
-                                            f"1,16,16, 2,24,32 ({model / 'model.json'})")
+                                            f"1,16,16; 2,24,32 ({model / 'model.json'})")
     assert refused("--dims", "2,16") == ("error: --dims 2,16: expected 3 values, one per unknown dim (images:0[0], "
                                          "images:0[1], images:0[2])")
-    assert refused("--image-size", "16,16") == ("error: --image-size: the model's gears are dims gears 1,16,16, "
-                                                "2,24,32; give --dims instead")
+    assert refused("--image-size", "16,16") == ("error: --image-size: the model's gears are dims gears 1,16,16; "
+                                                "2,24,32 (give --dims instead)")
     assert refused("--dims", "2,24,32", "--batch", "2") == ("error: --batch 2: the model's dims gears decide the "
                                                             "first dim; give it in --dims")
 
@@ -188,7 +194,7 @@ def test_dims_gears_pass_and_what_is_no_gear_is_refused_at_each_stage(capsys: py
     ran = run_cli(capsys, "run", model, "--input", bins, "-o", tmp_path / "out2")
     assert ran.code == 2
     assert ran.error_line == (f"error: {bins / 'dataset.json'}: bins images:0 (2,24,32,3): not a gear of the model, "
-                              "which takes dims gears 1,16,16, 4,24,32")
+                              "which takes dims gears 1,16,16; 4,24,32")
 
 
 def test_gear_options_on_a_static_model_are_refused(capsys: pytest.CaptureFixture[str], fcn: Path,
@@ -206,6 +212,51 @@ def test_gear_options_on_a_static_model_are_refused(capsys: pytest.CaptureFixtur
                                  "records none; inputs images:0 (2,16,16,3))")
 
 
+@pytest.mark.parametrize(("flag", "value", "expected"), [
+    ("--dynamic-batch", "0,1", "'0,1': expected whole numbers of 1 or more, found '0'"),
+    ("--dynamic-batch", "1,0", "'1,0': expected whole numbers of 1 or more, found '0'"),
+    ("--dynamic-batch", "1,,4", "'1,,4': item 2 is empty; expected whole numbers of 1 or more, separated by ','"),
+    ("--dynamic-batch", "", "'': empty; expected at least one gear, e.g. 1,4,8"),
+    ("--dynamic-image-size", "16,0;32,32", "'16,0;32,32': expected whole numbers of 1 or more, found '16,0'"),
+    ("--dynamic-dims", "", "'': empty; expected at least one gear, e.g. 224,224;448,448"),
+    ("--shape-range", "images:1~4,16,16,3;images:2,16,16,3",
+     "images:1~4,16,16,3;images:2,16,16,3: input images is given twice; expected one NAME:DIMS per input"),
+    ("--shape-range", "images:1~4,16,16,3;images:0:2,16,16,3",
+     "images:1~4,16,16,3;images:0:2,16,16,3: input images is given twice (as 'images' and 'images:0'); expected "
+     "one NAME:DIMS per input"),
+])
+def test_a_gear_option_with_a_value_below_1_an_empty_item_or_an_input_twice_is_refused(
+        capsys: pytest.CaptureFixture[str], fcn: Path, tmp_path: Path, flag: str, value: str, expected: str) -> None:
+    model = tmp_path / "model"
+    _ok(run_cli(capsys, "freeze", fcn, "-o", model, "--outputs", "probs", "--inputs", "images:0[?,16,16,3]",
+                "--batch", "-1"))
+    converted = run_cli(capsys, "convert", model, "--target", "onnx", "--soc-version", "Ascend310P3", flag, value)
+    assert converted.code == 2
+    assert converted.error_line == f"error: {flag} {expected}"
+    assert json.loads((model / "model.json").read_text())["converted"] is None
+
+
+@pytest.mark.parametrize(("key", "value", "expected"), [
+    ("dynamic_batch", "[8, 4, 1]", "8,4,1: expected batch sizes in ascending order (1,4,8)"),
+    ("dynamic_batch", "[1, 4, 4]", "1,4,4: gear 4 is given twice; expected distinct gears"),
+    ("dynamic_batch", "[4]", "4: expected 2 to 100 gears (ATC's range), found 1"),
+    ("dynamic_batch", "[0, 1]", "0,1: gear value 0 in 0; expected whole numbers of 1 or more"),
+    ("dynamic_batch", '"1,,4"', "'1,,4': item 2 is empty; expected whole numbers of 1 or more, separated by ','"),
+    ("dynamic_image_size", "[[16, 16], [16, 16]]", "16,16;16,16: gear 16,16 is given twice; expected distinct gears"),
+    ("dynamic_dims", "[[1, 16, 16]]", "1,16,16: expected 2 to 100 gears (ATC's range), found 1"),
+])
+def test_a_pipelines_gear_list_is_refused_when_the_file_is_loaded(capsys: pytest.CaptureFixture[str], fcn: Path,
+                                                                  tmp_path: Path, key: str, value: str,
+                                                                  expected: str) -> None:
+    toml = tmp_path / "pipeline.toml"
+    toml.write_text(f'[model]\nsource = "{fcn}"\noutputs = ["probs"]\ninputs = ["images:0[?,16,16,3]"]\n'
+                    f'batch = -1\n\n[data]\nsource = "random:0"\n\n[convert]\ntarget = "onnx"\n{key} = {value}\n')
+    outcome = run_cli(capsys, "pipeline", "run", toml)
+    assert outcome.code == 2
+    assert outcome.error_line == f"error: {toml}: [convert] {key} {expected}"
+    assert not (tmp_path / "work").exists()  # no stage ran: inspect and freeze need no pb for this
+
+
 def test_freeze_keeps_only_unknown_dims_dynamic(capsys: pytest.CaptureFixture[str], fcn: Path,
                                                 tmp_path: Path) -> None:
     fixed = tmp_path / "fixed"
@@ -217,6 +268,10 @@ def test_freeze_keeps_only_unknown_dims_dynamic(capsys: pytest.CaptureFixture[st
     clash = run_cli(capsys, "freeze", fcn, "-o", tmp_path / "clash", "--outputs", "probs", "--inputs",
                     "images:0[-1,16,16,3]", "--batch", "4")
     assert clash.error_line == "error: input images:0: --batch 4 fixes dim 0, which --inputs keeps unknown (-1)"
+    kept = run_cli(capsys, "freeze", fcn, "-o", tmp_path / "kept", "--outputs", "probs", "--inputs",
+                   "images:0[-1,?,16,3]")
+    assert kept.error_line == "error: input images:0: shape (?,?,16,3) still has unknown dims (1)"
+    assert "hint: give them in --inputs, e.g. 'images:0[-1,1,16,3]'" in kept.err  # the user's -1 kept
 
 
 def test_a_shape_range_takes_any_shape_inside_it(capsys: pytest.CaptureFixture[str], fcn: Path,
@@ -224,8 +279,12 @@ def test_a_shape_range_takes_any_shape_inside_it(capsys: pytest.CaptureFixture[s
     model = tmp_path / "model"
     _ok(run_cli(capsys, "freeze", fcn, "-o", model, "--outputs", "probs", "--inputs", "images:0[?,16,16,3]",
                 "--batch", "-1"))
+    assumed = run_cli(capsys, "convert", model, "--target", "onnx", "--shape-range", "images:1~8,16,16,3")
+    assert assumed.error_line == ("error: --shape-range images:1~8,16,16,3: ATC has no shape range for Ascend310, "
+                                  "the chip assumed without --soc-version (Atlas 200/300/500 inference products)")
+    assert "give --soc-version" in assumed.err
     _ok(run_cli(capsys, "convert", model, "--target", "onnx", "--precision-mode", "force_fp32",
-                "--shape-range", "images:1~8,16,16,3"))
+                "--soc-version", "Ascend310P3", "--shape-range", "images:1~8,16,16,3"))
     outside = run_cli(capsys, "dump-bin", "-m", model, "-o", tmp_path / "bad", "--source", "images:0=random:0",
                       "--dims", "9")
     assert outside.error_line == ("error: --dims 9: input images:0: dim 0 is 9, outside its range 1~8 (the model's "

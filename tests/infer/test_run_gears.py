@@ -40,7 +40,8 @@ KINDS = {
                    ["--image-size", "6,6"], ["--dymHW", "6,6"]),
     "dims": (["--inputs", "images:0[2,-1,-1,3]"], ["--dynamic-dims", "6,6;8,10"], ["--dims", "6,6"],
              ["--dymDims", "images:2,6,6,3"]),
-    "range": (["--inputs", "images:0[2,-1,-1,3]"], ["--shape-range", "images:2,4~10,4~10,3"], ["--dims", "6,6"],
+    "range": (["--inputs", "images:0[2,-1,-1,3]"],
+              ["--soc-version", "Ascend310P3", "--shape-range", "images:2,4~10,4~10,3"], ["--dims", "6,6"],
               ["--dymShape", "images:2,6,6,3", "--outputSize", f"{2 * 6 * 6 * 4 * 4},{2 * 5 * 4}"]),
 }
 
