@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from binio.manifest import DatasetManifest
 from infer.contract import ModelContract
 from tests.cli import Arg, run_cli
 from tests.infer.run_data import cnn_batches, write_dataset
@@ -88,12 +89,19 @@ def test_each_commands_json_has_the_documented_keys(small_cnn: BuiltModel, tmp_p
     assert printed["tune-precision"]["schema"] == "infer.tune-precision"
 
 
-def test_a_failing_compare_prints_its_document_and_exits_1(onnx_small_cnn: ModelContract, tmp_path: Path,
-                                                           capsys: pytest.CaptureFixture[str]) -> None:
+def _ran_small_cnn(onnx_small_cnn: ModelContract, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+                   ) -> tuple[Path, DatasetManifest, dict[str, object]]:
+    """A copy of the converted small CNN, two batches for it, and `run --json`'s document for them."""
     model = tmp_path / "model"
     shutil.copytree(onnx_small_cnn.folder, model)
     manifest = write_dataset(tmp_path / "bins", {"images:0": cnn_batches(2)})
     ran = _printed(capsys, "run", model / "model.json", "--input", manifest.root, "-o", tmp_path / "out", "--json")
+    return model, manifest, ran
+
+
+def test_a_failing_compare_prints_its_document_and_exits_1(onnx_small_cnn: ModelContract, tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    model, manifest, ran = _ran_small_cnn(onnx_small_cnn, tmp_path, capsys)
     document = _printed(capsys, "compare", model / "model.json", "--input", manifest.root, "--actual",
                         str(ran["folder"]), "--threshold", "rmse=0", "--json", code=1)
     assert document["passed"] is False and str(document["verdict_line"]).startswith("FAILED")
@@ -122,10 +130,7 @@ def _documented_layerwise() -> tuple[tuple[set[str], set[str]], tuple[set[str], 
 
 def test_compares_layerwise_json_has_the_documented_keys(onnx_small_cnn: ModelContract, tmp_path: Path,
                                                          capsys: pytest.CaptureFixture[str]) -> None:
-    model = tmp_path / "model"
-    shutil.copytree(onnx_small_cnn.folder, model)
-    manifest = write_dataset(tmp_path / "bins", {"images:0": cnn_batches(2)})
-    ran = _printed(capsys, "run", model / "model.json", "--input", manifest.root, "-o", tmp_path / "out", "--json")
+    model, manifest, ran = _ran_small_cnn(onnx_small_cnn, tmp_path, capsys)
     document = _printed(capsys, "compare", model / "model.json", "--input", manifest.root, "--actual",
                         str(ran["folder"]), "--layerwise", "--json")
     layers = document["layerwise"]
