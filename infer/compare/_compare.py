@@ -93,13 +93,18 @@ def dataset_labels(path: Path | None, manifest: DatasetManifest, outputs: Sequen
     return labels
 
 
-def _measure(contract: ModelContract, manifest: DatasetManifest, actual_dir: Path, golden_dir: Path,
-             options: CompareOptions, labels: np.ndarray | None, progress: CompareProgress | None,
-             *, what: str = "--actual", actual_outputs: tuple[TensorSpec, ...] | None = None
-             ) -> tuple[OutputResult, ...]:
-    pairs = output_pairs(written_specs(actual_dir, actual_outputs or contract.model_outputs, manifest, what=what),
-                         written_specs(golden_dir, contract.outputs, manifest, what="--golden"), actual_dir,
-                         golden_dir, manifest)
+def _pairs(contract: ModelContract, manifest: DatasetManifest, actual_dir: Path, golden_dir: Path, *,
+           what: str = "--actual", actual_written: tuple[TensorSpec, ...] | None = None) -> tuple[OutputPair, ...]:
+    """Each output's two sides, as the run folders wrote them (`actual_written`: the actual side's, where the
+    caller read them already)."""
+    if actual_written is None:
+        actual_written = written_specs(actual_dir, contract.model_outputs, manifest, what=what)
+    return output_pairs(actual_written, written_specs(golden_dir, contract.outputs, manifest, what="--golden"),
+                        actual_dir, golden_dir, manifest)
+
+
+def _measure(pairs: tuple[OutputPair, ...], manifest: DatasetManifest, options: CompareOptions,
+             labels: np.ndarray | None, progress: CompareProgress | None) -> tuple[OutputResult, ...]:
     options.thresholds.check_outputs([p.name for p in pairs])
     check_topk(pairs, options)
     if options.workers > 1 and manifest.file_count > 1:
@@ -168,16 +173,13 @@ def _compare_sides(contract: ModelContract, manifest: DatasetManifest, actual: S
     labels = dataset_labels(options.labels, manifest, contract.outputs)
     if preprocessing is None:
         preprocessing = check_aipp(contract, manifest)
-    outputs = _measure(contract, manifest, actual_dir, golden_dir, options, labels, progress,
-                       actual_outputs=actual_specs)
+    actual_written = written_specs(actual_dir, actual_specs, manifest, what="--actual")
+    pairs = _pairs(contract, manifest, actual_dir, golden_dir, actual_written=actual_written)
+    outputs = _measure(pairs, manifest, options, labels, progress)
     fp16_grid: tuple[str, ...] = ()
     if contract.converted is not None and contract.converted.target == "om":  # what the chip computed in
-        fp16_grid = outputs_on_fp16_grid(actual_dir, written_specs(actual_dir, actual_specs, manifest,
-                                                                   what="--actual"), manifest)
-    constant = constant_outputs(output_pairs(
-        written_specs(actual_dir, actual_specs, manifest, what="--actual"),
-        written_specs(golden_dir, contract.outputs, manifest, what="--golden"), actual_dir, golden_dir, manifest),
-        manifest)
+        fp16_grid = outputs_on_fp16_grid(actual_dir, actual_written, manifest)
+    constant = constant_outputs(pairs, manifest)
     expected: tuple[ExpectedError, ...] = ()
     if _wants_expected(contract, options):
         expected = _expected_errors(contract, manifest, golden_dir, options, outputs, cache_root, progress)
@@ -208,7 +210,8 @@ def _expected_errors(contract: ModelContract, manifest: DatasetManifest, golden_
     staged, emulated_dir = emulated_run(contract, manifest, cache_root or contract.folder / CACHE_FOLDER,
                                         emulated_progress)
     quiet = replace(options, labels=None, workers=1)
-    emulated = _measure(staged, manifest, emulated_dir, golden_dir, quiet, None, None, what="emulated")
+    emulated = _measure(_pairs(staged, manifest, emulated_dir, golden_dir, what="emulated"), manifest, quiet, None,
+                        None)
     precision = contract.converted.precision_mode if contract.converted is not None else ""
     return tuple(expected_error(a.name, precision, a.metrics, e.metrics, options.expected_factor)
                  for a, e in zip(outputs, emulated, strict=True))
