@@ -57,10 +57,6 @@ class GearRequest:
         return tuple(flag for flag, value in flags.items() if value)
 
 
-def _shown(gears: Sequence[Gear], kind: str) -> str:
-    return gears_text(kind, gears)
-
-
 def _static_refusal(inputs: Sequence[TensorSpec], flag: str, value: str) -> ConvertError:
     shapes = ", ".join(f"{s.name} {format_shape(s.shape)}" for s in inputs)
     example = "".join(f" (e.g. '{s.node}[{','.join('-1' if axis == 0 else str(d) for axis, d in enumerate(s.shape))}]' "
@@ -112,7 +108,7 @@ def _inputs(inputs: Sequence[TensorSpec]) -> tuple[tuple[str, tuple[int | None, 
 def _batch(inputs: Sequence[TensorSpec], gears: tuple[Gear, ...]) -> DynamicShape:
     flag = "--dynamic-batch"
     _check_count(gears, BATCH, flag)
-    value = _shown(gears, BATCH)
+    value = gears_text(BATCH, gears)
     if all(spec.is_static for spec in inputs):
         raise _static_refusal(inputs, flag, value)
     batched = [spec for spec in inputs if spec.shape and spec.shape[0] is None]
@@ -149,7 +145,7 @@ def _image_size(inputs: Sequence[TensorSpec], gears: tuple[Gear, ...], input_for
                 aipp: bool) -> DynamicShape:
     flag = "--dynamic-image-size"
     _check_count(gears, IMAGE_SIZE, flag)
-    value = _shown(gears, IMAGE_SIZE)
+    value = gears_text(IMAGE_SIZE, gears)
     if all(spec.is_static for spec in inputs):
         raise _static_refusal(inputs, flag, value)
     if aipp:
@@ -170,7 +166,7 @@ def _image_size(inputs: Sequence[TensorSpec], gears: tuple[Gear, ...], input_for
 
 def _dims(inputs: Sequence[TensorSpec], gears: tuple[Gear, ...], aipp: bool) -> DynamicShape:
     flag = "--dynamic-dims"
-    value = _shown(gears, DIMS)
+    value = gears_text(DIMS, gears)
     if all(spec.is_static for spec in inputs):
         raise _static_refusal(inputs, flag, value)
     unknown = [(spec.name, axis) for spec in inputs for axis in spec.unknown_dims]
@@ -278,7 +274,7 @@ def gear_argv(shape: DynamicShape | None) -> tuple[str, ...]:
     """The ATC argument that makes the gears (a range lives in --input_shape, so none for it)."""
     if shape is None or shape.kind == RANGE:
         return ()
-    value = _shown(shape.gears, shape.kind)
+    value = gears_text(shape.kind, shape.gears)
     return (f"{ATC_GEAR_FLAGS[shape.kind]}={value}",)
 
 

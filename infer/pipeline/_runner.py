@@ -211,13 +211,14 @@ def _run_stages(config: PipelineConfig, work: WorkLayout, on_stage: Callable[[St
     atc_command, atc_note = _atc_command(config, work, facts)
     artefact = Path(str(facts.get("convert", {}).get("artefact", work.model_dir / "model.om")))
     om = artefact if artefact.suffix == ".om" else artefact.with_suffix(".om")
+    msame_commands = tuple(msame_command(replace(work, gear=gear.tag), om, config) for gear in gears)
     result = PipelineResult(
         work_dir=work.root, stages=tuple(outcomes), passed=passed, verdict=verdict,
         report_html=Path(html) if html else None,
         report_path=work.root / REPORT_FILE,
         atc_command=atc_command, atc_note=atc_note,
-        msame_command=msame_command(replace(work, gear=gears[0].tag) if gears else work, om, config),
-        msame_commands=tuple(msame_command(replace(work, gear=gear.tag), om, config) for gear in gears),
+        msame_command=msame_commands[0] if msame_commands else msame_command(work, om, config),
+        msame_commands=msame_commands,
         gear_reports=tuple((gear.label, Path(str(gear_html))) for gear in gears
                            if (gear_html := facts.get(f"compare@{gear.tag}", {}).get("report_html"))),
     )

@@ -11,8 +11,9 @@ trimmed to the gear's real size.
 
 from __future__ import annotations
 
-import math
+import functools
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from binio.errors import first_line
@@ -75,7 +76,7 @@ def gear_flags(gears: DynamicShape, gear: Gear, inputs: tuple[TensorSpec, ...],
     if gears.kind == DIMS:
         return ("--dymDims", named)
     # the om's output size is unknown (0) until it runs: the buffers are the outputs' sizes at this shape
-    sizes = ",".join(str(math.prod(spec.static_shape()) * spec.dt.itemsize) for spec in outputs)
+    sizes = ",".join(str(spec.nbytes()) for spec in outputs)
     return ("--dymShape", named, "--outputSize", sizes)
 
 
@@ -101,10 +102,6 @@ class GearOutputs:
     largest_bytes: tuple[int, ...]  # per output: its size at the gear that makes it largest (a range's: at this one)
 
 
-def _nbytes(spec: TensorSpec) -> int:
-    return math.prod(spec.static_shape()) * spec.dt.itemsize
-
-
 def gear_outputs(contract: ModelContract, manifest: DatasetManifest) -> GearOutputs | None:
     """The outputs of this dataset of this model as the tools write them; None for a static model. A shape range's
     buffers are --outputSize's, the sizes at this shape; the gears' are sized for the largest gear."""
@@ -114,10 +111,10 @@ def gear_outputs(contract: ModelContract, manifest: DatasetManifest) -> GearOutp
     gear = dataset_gear(gears, manifest)
     opened = _unknown_where_the_pb_is(contract, contract.model_outputs)
     at_gear = outputs_at(contract, gears, gear, opened)
-    largest = [_nbytes(spec) for spec in at_gear]
+    largest = [spec.nbytes() for spec in at_gear]
     for other in gears.gears:
         if other != gear:
-            largest = [max(most, _nbytes(spec)) for most, spec in
+            largest = [max(most, spec.nbytes()) for most, spec in
                        zip(largest, outputs_at(contract, gears, other, opened), strict=True)]
     return GearOutputs(label=gear_label(gears.kind, gear), outputs=at_gear, largest_bytes=tuple(largest))
 
@@ -163,16 +160,25 @@ def outputs_at(contract: ModelContract, gears: DynamicShape, gear: Gear,
     return tuple(filled)
 
 
+@functools.lru_cache(maxsize=2)
+def _graph_def(path: str, mtime_ns: int, size: int) -> Any:
+    """The frozen pb, read once for every gear a caller infers shapes at (a model with gears: each gear's outputs,
+    and the largest one's); keyed by the file's time and size, so a pb written again is read again."""
+    from ckpt2pb.protobuf import read_graph_def
+
+    return read_graph_def(Path(path))
+
+
 def _inferred_shapes(contract: ModelContract, inputs: dict[str, tuple[int, ...]]) -> dict[str, tuple[Any, ...]]:
     """Each contract output's static shape as TensorFlow infers it with the inputs at `inputs` (None dims where
     it cannot tell)."""
     import tensorflow as tf
 
     from ckpt2pb.logs import quiet_tensorflow_logs
-    from ckpt2pb.protobuf import read_graph_def
 
     quiet_tensorflow_logs()
-    graph_def = read_graph_def(contract.pb_path)
+    stat = contract.pb_path.stat()
+    graph_def = _graph_def(str(contract.pb_path), stat.st_mtime_ns, stat.st_size)
     tf1 = tf.compat.v1
     with tf.Graph().as_default():
         fixed = {spec.name: tf1.placeholder(tf.as_dtype(spec.dt.np_dtype), inputs[spec.name],

@@ -6,7 +6,6 @@ to a scratch folder and runs the tool on it, so these runners honour the same co
 
 from __future__ import annotations
 
-import math
 import os
 import tempfile
 from abc import abstractmethod
@@ -207,7 +206,7 @@ class ToolRunner(BaseRunner):
         check refuses)."""
         if self.gear is None:
             return None
-        kept = math.prod(spec.static_shape()) * spec.dt.itemsize
+        kept = spec.nbytes()
         written = path.stat().st_size
         if written <= kept:
             return None
