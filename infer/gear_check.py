@@ -4,7 +4,7 @@ shape that is none of its gears at run time, and the stand-in, which would run a
 from __future__ import annotations
 
 from binio.errors import InferError
-from binio.gears import BATCH, IMAGE_SIZE, DynamicShape, GearError, gear_of
+from binio.gears import BATCH, IMAGE_SIZE, DynamicShape, Gear, GearError, gear_of
 from binio.manifest import DatasetManifest
 
 
@@ -17,18 +17,20 @@ def dump_flag(kind: str) -> str:
     return {BATCH: "--batch", IMAGE_SIZE: "--image-size"}.get(kind, "--dims")
 
 
-def check_dataset_gear(manifest: DatasetManifest, gears: DynamicShape | None) -> None:
-    """Refuses, naming dataset.json, the bins' shapes and the gears, a dataset that is no gear of the model."""
+def check_dataset_gear(manifest: DatasetManifest, gears: DynamicShape | None) -> Gear | None:
+    """The gear the bins are, by their shapes; refuses, naming dataset.json, the bins' shapes and the gears, a
+    dataset that is no gear of the model. None for a static model, or bins without one of the inputs (the
+    caller's own checks name it)."""
     if gears is None:
-        return
+        return None
     shapes = {}
     for tensor, _ in gears.inputs:
         item = manifest.find(tensor)
-        if item is None:  # the caller's own checks name a missing input
-            return
+        if item is None:
+            return None
         shapes[tensor] = item.shape
     try:
-        gear_of(gears, shapes)
+        return gear_of(gears, shapes)
     except GearError as exc:
         raise GearMismatchError(f"{manifest.path}: bins {exc.message}",
                                 hint=f"re-run infer dump-bin with {dump_flag(gears.kind)} set to one of them") from None

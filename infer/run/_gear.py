@@ -17,11 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from binio.errors import first_line
-from binio.gears import BATCH, DIMS, IMAGE_SIZE, RANGE, DynamicShape, Gear, gear_label, gear_of, shapes_at
+from binio.gears import BATCH, DIMS, IMAGE_SIZE, RANGE, DynamicShape, Gear, gear_label, shapes_at
 from binio.manifest import DatasetManifest
 from binio.names import node_name
 from binio.spec import TensorSpec, format_shape
 from infer.contract import ModelContract
+from infer.gear_check import check_dataset_gear
 from infer.run.options import RunError
 
 
@@ -42,8 +43,9 @@ class GearRun:
 def dataset_gear(gears: DynamicShape, manifest: DatasetManifest) -> Gear:
     """The gear the bins are, by their shapes (preflight refused any other); refused where dataset.json names
     another."""
-    shapes = {tensor: item.shape for tensor, _ in gears.inputs if (item := manifest.find(tensor)) is not None}
-    gear = gear_of(gears, shapes)
+    gear = check_dataset_gear(manifest, gears)
+    if gear is None:  # an input the bins lack: named by the checks run makes first (preflight)
+        raise RunError(f"{manifest.path}: the bins lack an input the model's gears vary")
     if manifest.gear_kind and (manifest.gear_kind, manifest.gear) != (gears.kind, gear):
         raise RunError(f"{manifest.path}: says its bins are {manifest.gear_label}, their shapes are "
                        f"{gear_label(gears.kind, gear)}", hint="re-run infer dump-bin, which writes both")
