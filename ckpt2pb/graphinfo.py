@@ -10,6 +10,8 @@ from ckpt2pb.errors import SourceError
 
 PLACEHOLDER_OPS = frozenset({"Placeholder", "PlaceholderV2", "PlaceholderWithDefault"})
 ITERATOR_OUTPUT_OPS = frozenset({"IteratorGetNext", "IteratorGetNextSync", "IteratorGetNextAsOptional"})
+# Ops that turn logits into probabilities: what a classifier answers, beside or instead of its logits.
+PROBABILITY_OPS = frozenset({"Softmax", "Sigmoid", "LogSoftmax"})
 # The tf.data side of a training graph: what is left when outputs still read the pipeline.
 DATASET_OPS = ITERATOR_OUTPUT_OPS | frozenset({"IteratorV2", "Iterator", "OneShotIterator", "AnonymousIteratorV2",
                                                "AnonymousIteratorV3", "MakeIterator"})

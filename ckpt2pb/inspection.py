@@ -14,6 +14,7 @@ from binio.names import node_name
 from ckpt2pb.graphinfo import (
     ITERATOR_OUTPUT_OPS,
     PLACEHOLDER_OPS,
+    PROBABILITY_OPS,
     feed_tensors_by_node,
     import_graph,
     is_switch_tensor,
@@ -39,7 +40,6 @@ _NOT_OUTPUT_PREFIXES = ("save/", "init", "gradients/", "train/", "report_uniniti
                         "global_step", "Adam", "Momentum", "GradientDescent")
 _NOT_OUTPUT_SUFFIXES = ("/switch_t", "/switch_f", "/pred_id", "/Assign", "/read", "/Initializer", "/IsInitialized")
 _OUTPUT_OPS = {"Softmax": 4, "Sigmoid": 4, "ArgMax": 3, "TopKV2": 3, "LogSoftmax": 3}
-_PROBABILITY_OPS = frozenset({"Softmax", "Sigmoid", "LogSoftmax"})
 _OUTPUT_WORDS = re.compile(r"prob|softmax|sigmoid|logit|predict|output|argmax|score|class|embedding|pooled")
 _TRAINING_WORDS = re.compile(r"loss|accuracy|metric|cross_?entropy|xent|label")
 _LABEL_WORDS = re.compile(r"label|target|ground_?truth|y_?true")
@@ -169,6 +169,7 @@ class _Roles:
     from_labels: frozenset[str]  # nodes computed from labels
     labels: frozenset[str]  # the feed tensors the loss and metrics take as labels
     heads: TrainingHeads
+    readers: dict[str, list[str]]  # per node, the nodes that read it (`node_readers`), which the ranking needs too
 
 
 def _is_model_feed(node: Any) -> bool:
@@ -185,7 +186,7 @@ def _roles(graph_def: Any, readers: dict[str, list[str]]) -> _Roles:
     heads = find_training_heads(graph_def, feeds, _is_model_feed)
     # Probabilities are computed from the model's inputs only; an argmax may be of one-hot labels (the tutorials'
     # accuracy), so argmax-like ops speak for the inputs only where no probability op is there.
-    probability = [node for node in order if node.op in _PROBABILITY_OPS]
+    probability = [node for node in order if node.op in PROBABILITY_OPS]
     model_feeds = set().union(*(feeds[node.name] for node in probability or
                                 [node for node in order if node.op in _OUTPUT_OPS]))
     model_feeds |= set().union(*(feeds.get(node_name(t), frozenset()) for t in heads.tensors))
@@ -198,7 +199,7 @@ def _roles(graph_def: Any, readers: dict[str, list[str]]) -> _Roles:
         if _is_bookkeeping(node) or node.name in from_labels or (read_by and all(r in training for r in read_by)):
             training.add(node.name)
     return _Roles(training=frozenset(training), from_labels=from_labels, labels=frozenset(label_feeds),
-                  heads=heads)
+                  heads=heads, readers=readers)
 
 
 def _offered(node: Any, shape: tuple[int | None, ...] | None, roles: _Roles) -> bool:
@@ -230,8 +231,8 @@ def rank_output_candidates(graph_def: Any, graph: Any, roles: _Roles | None = No
     losses and metrics read as the model's answer (the logits, a softmax beside the loss) comes first, whatever
     reads it; a softmax/sigmoid/argmax-like node that only training ops read (an accuracy) is a candidate too;
     scalars and shapes computed from labels (metrics, the loss's plumbing) are not."""
-    readers = node_readers(graph_def)
-    roles = roles or _roles(graph_def, readers)
+    roles = roles or _roles(graph_def, node_readers(graph_def))
+    readers = roles.readers
     answers = roles.heads.tensors - {f"{name}:0" for name in roles.from_labels}
     ranked: list[tuple[int, int, OutputCandidate]] = []
     for position, node in enumerate(graph_def.node):

@@ -9,6 +9,7 @@ that reaches no output only serves training."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from typing import Any
 
@@ -42,10 +43,4 @@ def elements_of(shapes: dict[str, list[int]], variables: frozenset[str]) -> int 
     known = [name for name in variables if name in shapes]
     if variables and not known:
         return None
-    total = 0
-    for name in known:
-        count = 1
-        for dim in shapes[name]:
-            count *= dim
-        total += count
-    return total
+    return sum(math.prod(shapes[name]) for name in known)

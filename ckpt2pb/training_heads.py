@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from binio.names import node_name, tensor_name
-from ckpt2pb.graphinfo import ITERATOR_OUTPUT_OPS, PLACEHOLDER_OPS
+from ckpt2pb.graphinfo import ITERATOR_OUTPUT_OPS, PLACEHOLDER_OPS, PROBABILITY_OPS
 
 # Loss and metric ops whose operands have fixed roles: op -> (the model's operand, the labels' operand).
 _ROLE_OPERANDS = {
@@ -33,7 +33,6 @@ _BRANCH_OPS = frozenset({"If", "StatelessIf"})  # tf.losses' remove_squeezable_d
 # What a loss function puts between the model's tensor and its own op (softmax_cross_entropy_with_logits_v2
 # reshapes to 2-D and casts float16 up), inside its own name scope; an Identity naming the logits is the user's.
 _LOSS_INSERTED_OPS = frozenset({"Reshape", "Cast", "ExpandDims", "Squeeze"})
-_PROBABILITY_OPS = frozenset({"Softmax", "Sigmoid", "LogSoftmax"})
 
 
 @dataclass(frozen=True)
@@ -126,7 +125,7 @@ def find_training_heads(graph_def: Any, feeds: dict[str, frozenset[str]],
         label_feeds |= found
     model_feeds = set().union(*(_feeds_of(a, nodes, feeds) for a in answers))
     answer_nodes = {node_name(a) for a in answers}
-    probabilities = tuple(f"{node.name}:0" for node in graph_def.node if node.op in _PROBABILITY_OPS
+    probabilities = tuple(f"{node.name}:0" for node in graph_def.node if node.op in PROBABILITY_OPS
                           and node.input and node_name(node.input[0]) in answer_nodes)
     return TrainingHeads(answers=tuple(answers), probabilities=probabilities,
                          labels=frozenset(label_feeds - model_feeds))

@@ -272,7 +272,7 @@ def stage(outputs: ToolOutputs, specs: tuple[TensorSpec, ...], manifest: Dataset
     trimmed: set[str] = set()
     for (stem, index), item in outputs.files.items():
         spec = at_gear.outputs[index] if at_gear is not None else batch_spec(specs[index], manifest.batch)
-        expected = math.prod(spec.static_shape()) * spec.dt.itemsize
+        expected = spec.nbytes()
         largest = at_gear.largest_bytes[index] if at_gear is not None else expected
         target = folder / output_file_name(stem, index)
         if item.ext == "bin":
