@@ -18,7 +18,7 @@ from binio.document import load_document
 from binio.dtypes import dtype
 from binio.errors import InferError, ManifestError
 from binio.fields import Fields, shown
-from binio.gears import GEAR_KINDS, Gear, gear_from_fields, gear_json, gear_label
+from binio.gears import GEAR_KINDS, Gear, gear_from_fields, gear_json, gear_label, gear_tag
 from binio.reading import reading
 from binio.spec import LAYOUTS, TensorSpec, format_shape, node_name
 
@@ -150,6 +150,11 @@ class DatasetManifest:
     def gear_label(self) -> str:
         """``batch 4``, ``image size 224x448``; "" for a dataset of a static model."""
         return gear_label(self.gear_kind, self.gear) if self.gear_kind in GEAR_KINDS else ""
+
+    @property
+    def gear_tag(self) -> str:
+        """The gear as a folder name (``b4``, ``224x448``); "" for a dataset of a static model."""
+        return gear_tag(self.gear_kind, self.gear) if self.gear_kind in GEAR_KINDS else ""
 
     @property
     def path(self) -> Path:

@@ -7,8 +7,6 @@ import sys
 from pathlib import Path
 
 from binio.errors import InferError
-from binio.gears import GEAR_KINDS, gear_tag
-from binio.manifest import load_manifest
 from binio.shown_path import shown_path
 from infer.cli.console import out, print_json, say
 from infer.compare import CompareOptions, compare_gears
@@ -22,12 +20,6 @@ def _refuse_single_only(golden: Path | None, dump_golden: Path | None, options: 
     if given:
         raise InferError(f"{given[0]} with several --input: it belongs to one dataset",
                          hint="compare that gear on its own (one --input) for it")
-
-
-def _tag(bins: Path) -> str:
-    """The report subfolder of a dataset: its gear (``b4``, ``224x448``), or its folder name for a static one."""
-    manifest = load_manifest(bins)
-    return gear_tag(manifest.gear_kind, manifest.gear) if manifest.gear_kind in GEAR_KINDS else Path(bins).name
 
 
 def compare_each_gear(contract: ModelContract, inputs: list[Path], actuals: list[Path], *, options: CompareOptions,
@@ -48,8 +40,8 @@ def compare_each_gear(contract: ModelContract, inputs: list[Path], actuals: list
                            on_golden_run=golden_run)
     written: list[Path] = []
     if report is not None:
-        for bins, item in zip(inputs, result.gears, strict=True):
-            written += write_reports(item.result, report / _tag(bins))
+        for item in result.gears:
+            written += write_reports(item.result, report / item.tag)
     if as_json:
         for path in written:
             say(f"wrote {shown_path(path)}")

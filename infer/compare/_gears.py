@@ -16,26 +16,23 @@ from infer.contract import ModelContract, as_contract
 from infer.gear_check import check_dataset_gear
 
 
-def dataset_gear(path: Path) -> str:
-    """A dataset's gear as its dataset.json names it (``batch 4``), or its folder's name for a static model's."""
-    manifest = load_manifest(path)
-    return manifest.gear_label or Path(path).name
-
-
 def compare_gears(model: ModelContract | Path | str, pairs: Sequence[tuple[Path, Path]], *,
                   options: CompareOptions | None = None, on_golden_run: Callable[[], None] | None = None,
                   progress: CompareProgress | None = None) -> GearsCompareResult:
     """Each (dataset, run folder) of `pairs` compared against the model's golden outputs; the verdict across."""
     contract = as_contract(model)
     labels: dict[str, Path] = {}
+    tags: list[str] = []
     for bins, _ in pairs:
-        check_dataset_gear(load_manifest(bins), contract.gears)
-        label = dataset_gear(bins)
+        manifest = load_manifest(bins)
+        check_dataset_gear(manifest, contract.gears)
+        label = manifest.gear_label or Path(bins).name  # a static model's datasets go by their folders
         if label in labels:
             raise CompareError(f"--input {bins}: {label} again (--input {labels[label]} is that gear too); compare "
                                "one dataset per gear", hint="drop one of them, or compare them one at a time")
         labels[label] = bins
+        tags.append(manifest.gear_tag or Path(bins).name)
     return GearsCompareResult(tuple(
         GearComparison(gear=label, result=compare(contract, bins, actual, options=options,
-                                                  on_golden_run=on_golden_run, progress=progress))
-        for label, (bins, actual) in zip(labels, pairs, strict=True)))
+                                                  on_golden_run=on_golden_run, progress=progress), tag=tag)
+        for label, tag, (bins, actual) in zip(labels, tags, pairs, strict=True)))

@@ -17,6 +17,7 @@ class GearComparison:
 
     gear: str
     result: CompareResult
+    tag: str = ""  # the gear as a folder name (``b4``, ``224x448``; the dataset folder's for a static model's)
 
 
 @dataclass(frozen=True)
