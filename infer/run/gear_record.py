@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from binio.fields import Fields
-from binio.gears import GEAR_KINDS
+from binio.gears import gear_from_fields, gear_json
 
 
 @dataclass(frozen=True)
@@ -36,19 +36,16 @@ class GearRecord:
     trimmed: tuple[TrimmedOutput, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "values": list(self.values), "label": self.label, "flags": list(self.flags),
+        return {**gear_json(self.kind, self.values), "label": self.label, "flags": list(self.flags),
                 "trimmed": [t.to_json() for t in self.trimmed]}
 
     @classmethod
     def from_fields(cls, fields: Fields) -> GearRecord:
-        kind = fields.text("kind")
-        if kind not in GEAR_KINDS:
-            raise fields.refuse("kind", f"expected one of {', '.join(GEAR_KINDS)}, found {kind!r}")
+        kind, values = gear_from_fields(fields)  # dataset.json's gear, with run's own keys beside it
         trimmed = tuple(TrimmedOutput(output=item.text("output"), written_bytes=item.integer("written_bytes",
                                                                                                minimum=0),
                                       kept_bytes=item.integer("kept_bytes", minimum=0),
                                       files=item.integer("files", minimum=0))
                         for item in fields.children("trimmed", []))
-        return cls(kind=kind, values=tuple(fields.check_integer(f"values[{i}]", v, minimum=0)
-                                           for i, v in enumerate(fields.values("values"))),
-                   label=fields.text("label", ""), flags=fields.texts("flags", []), trimmed=trimmed)
+        return cls(kind=kind, values=values, label=fields.text("label", ""), flags=fields.texts("flags", []),
+                   trimmed=trimmed)
