@@ -15,26 +15,14 @@ from typing import Any
 
 from binio.names import node_name
 from ckpt2pb.source import VARIABLE_OPS
+from ckpt2pb.surgery import reachable
 
 
 def variables_feeding(graph_def: Any, tensors: Iterable[str]) -> frozenset[str]:
     """The variable nodes that `tensors` are computed from, by data inputs only (a control input orders an op,
     it carries no value): a resource variable through its ReadVariableOp, a ref variable through its `read`."""
-    nodes = {node.name: node for node in graph_def.node}
-    seen: set[str] = set()
-    stack = [node_name(tensor) for tensor in tensors]
-    found: set[str] = set()
-    while stack:
-        name = stack.pop()
-        if name in seen or name not in nodes:
-            continue
-        seen.add(name)
-        node = nodes[name]
-        if node.op in VARIABLE_OPS:
-            found.add(name)
-            continue
-        stack.extend(node_name(ref) for ref in node.input if not ref.startswith("^"))
-    return frozenset(found)
+    variables = {node.name for node in graph_def.node if node.op in VARIABLE_OPS}
+    return frozenset(variables & reachable(graph_def, [node_name(t) for t in tensors], data_only=True))
 
 
 def elements_of(shapes: dict[str, list[int]], variables: frozenset[str]) -> int | None:

@@ -34,11 +34,13 @@ def rewire(graph_def: Any, tensor: str, replacement_node: str) -> int:
     return changed
 
 
-def reachable(graph_def: Any, targets: Sequence[str], *, colocation: bool = False) -> set[str]:
+def reachable(graph_def: Any, targets: Sequence[str], *, colocation: bool = False, data_only: bool = False
+              ) -> set[str]:
     """The names of every node the target nodes reach through data and control inputs, themselves included; with
     `colocation`, through the nodes each is placed with (``_class: loc:@NODE``) too, as TF's extract_sub_graph
-    follows them."""
-    inputs = {node.name: [node_name(ref) for ref in node.input] for node in graph_def.node}
+    follows them; with `data_only`, through data inputs alone (what a value is computed from)."""
+    inputs = {node.name: [node_name(ref) for ref in node.input if not (data_only and ref.startswith("^"))]
+              for node in graph_def.node}
     if colocation:
         for node in graph_def.node:
             if "_class" in node.attr:
