@@ -248,13 +248,13 @@ def test_the_cycle_check_sees_module_level_cycles_only() -> None:
 
 
 def test_the_lazy_exports_were_read() -> None:
-    assert LAZY_EXPORTS["infer.compare"]["compare_layers"] == "infer.compare._layerwise"
-    assert "infer.compare._layerwise" in imported_modules("from infer.compare import compare_layers\n", "infer.x")
+    assert LAZY_EXPORTS["infer.compare"]["compare_layers"] == "infer.compare._layers.stand_in"
+    assert "infer.compare._layers.stand_in" in imported_modules("from infer.compare import compare_layers\n", "infer.x")
 
 
 def _private_of_another(path: str, name: str) -> bool:
     """Whether `name` is a module of infer's that starts with _ (a package's own) inside a package other than
-    the one `path` is in: `infer/tune/_tune.py` importing `infer.compare._golden`, say."""
+    the one `path` is in: `infer/tune/_tune.py` importing `infer.compare._sides.golden`, say."""
     parts = name.split(".")
     if parts[0] != "infer" or len(parts) < 3 or not any(part.startswith("_") for part in parts[2:]):
         return False
@@ -269,5 +269,5 @@ def test_no_stage_imports_another_stages_own_modules() -> None:
                for node in ast.walk(ast.parse((ROOT / path).read_text(encoding="utf-8")))
                if isinstance(node, ast.ImportFrom) and node.module and _private_of_another(path, node.module)]
     assert written == []
-    assert _private_of_another("infer/tune/_tune.py", "infer.compare._golden")  # the check can fail
-    assert not _private_of_another("infer/compare/_compare.py", "infer.compare._golden")
+    assert _private_of_another("infer/tune/_tune.py", "infer.compare._sides.golden")  # the check can fail
+    assert not _private_of_another("infer/compare/_compare.py", "infer.compare._sides.golden")

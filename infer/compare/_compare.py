@@ -1,7 +1,7 @@
 """`infer compare`: the converted model's outputs against TensorFlow's, streamed batch by batch.
 
-The two passes over each output's batches and their fold are `infer.compare._passes`: here they run in this process
-over one shard of every batch, under `--workers N` in N processes, with equal results.
+The two passes over each output's batches and their fold are `infer.compare._judge.passes`: here they run in this
+process over one shard of every batch, under `--workers N` in N processes, with equal results.
 Each batch file is memory-mapped, so memory holds a few batches, never the dataset.
 """
 from __future__ import annotations
@@ -19,9 +19,9 @@ from binio.errors import InferError
 from binio.manifest import DatasetManifest, dataset_folder, load_manifest
 from binio.spec import TensorSpec
 from infer.aipp.config import model_aipp
-from infer.compare._aipp_check import AippCheck, check_aipp
-from infer.compare._constant_outputs import constant_outputs
-from infer.compare._expected import (
+from infer.compare._judge.aipp_check import AippCheck, check_aipp
+from infer.compare._judge.constant_outputs import constant_outputs
+from infer.compare._judge.expected import (
     FP32_MODES,
     ExpectedError,
     check_emulation_possible,
@@ -29,13 +29,15 @@ from infer.compare._expected import (
     expected_error,
     stand_in_available,
 )
-from infer.compare._fp16_grid import outputs_on_fp16_grid
-from infer.compare._golden import CACHE_FOLDER, tensorflow_golden
-from infer.compare._labels import labels_for_samples
-from infer.compare._layerwise import check_layerwise, compare_layers
-from infer.compare._npu_layers import check_npu_dump, compare_npu_layers
-from infer.compare._passes import check_topk, compare_outputs_in_workers, measure_output
-from infer.compare._provenance import (
+from infer.compare._judge.fp16_grid import outputs_on_fp16_grid
+from infer.compare._judge.labels import labels_for_samples
+from infer.compare._judge.passes import check_topk, compare_outputs_in_workers, measure_output
+from infer.compare._judge.topk import is_classifier
+from infer.compare._layers.stand_in import check_layerwise, compare_layers
+from infer.compare._npu.layers import check_npu_dump, compare_npu_layers
+from infer.compare._reports.folder import output_folder
+from infer.compare._sides.golden import CACHE_FOLDER, tensorflow_golden
+from infer.compare._sides.provenance import (
     Side,
     make_provenance,
     refuse_same_backend,
@@ -43,10 +45,14 @@ from infer.compare._provenance import (
     sample_names,
     tensorflow_side,
 )
-from infer.compare._reports import output_folder
-from infer.compare._sources import OutputPair, check_run_folder, output_pairs, resolve_run_folder, written_specs
-from infer.compare._tool_outputs import ActualFolder, actual_outputs
-from infer.compare._topk import is_classifier
+from infer.compare._sides.run_folders import (
+    OutputPair,
+    check_run_folder,
+    output_pairs,
+    resolve_run_folder,
+    written_specs,
+)
+from infer.compare._sides.tool_outputs import ActualFolder, actual_outputs
 from infer.compare.options import CompareOptions, CompareProgress
 from infer.compare.result import CompareResult, OutputResult
 from infer.compare.thresholds import Thresholds
@@ -75,7 +81,7 @@ def compare_output(pair: OutputPair, thresholds: Thresholds, options: CompareOpt
 def dataset_labels(path: Path | None, manifest: DatasetManifest, outputs: Sequence[TensorSpec]) -> np.ndarray | None:
     """The labels file's classes, one per sample of the dataset (padding excluded), each a class index of the
     model's classifier outputs (0-based); None without a file. A file of ``name label`` lines is matched to the
-    samples by name (`infer.compare._labels`), a file of bare labels by position."""
+    samples by name (`infer.compare._judge.labels`), a file of bare labels by position."""
     if path is None:
         return None
     labels = labels_for_samples(path, manifest.samples, sample_names(manifest))

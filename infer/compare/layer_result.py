@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from binio.document import json_float
-from infer.compare._layer_bands import LayerBands
-from infer.compare._metrics import Metrics
-from infer.compare._nonfinite import NonfiniteFinding
+from infer.compare._judge.metrics import Metrics
+from infer.compare._layers.bands import LayerBands
+from infer.compare._layers.nonfinite import NonfiniteFinding
 from infer.compare.thresholds import Failure
 
 
@@ -32,7 +32,7 @@ class LayerRow:
     layout: str = ""  # the ONNX tensor's layout relative to TensorFlow's, from the conversion's transposes
     error_growth: float = math.nan  # its RED over the largest RED of the compared tensors it reads
     upstream_error: float = math.nan  # that largest RED upstream (0 where it reads no compared tensor)
-    # The expected-error band (`infer.compare._layer_bands`): the RED its precision mode explains, its RED over that,
+    # The expected-error band (`infer.compare._layers.bands`): the RED its precision mode explains, its RED over that,
     # and that excess over its inputs' (where the error jumps); NaN without a band.
     band: float = math.nan
     band_excess: float = math.nan

@@ -8,12 +8,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from binio.document import json_float
-from infer.compare._aipp_check import AippCheck
-from infer.compare._constant_outputs import ConstantOutput
-from infer.compare._expected import ExpectedError
-from infer.compare._metrics import Metrics
-from infer.compare._provenance import Provenance
-from infer.compare._topk import TopKResult
+from infer.compare._judge.aipp_check import AippCheck
+from infer.compare._judge.constant_outputs import ConstantOutput
+from infer.compare._judge.expected import ExpectedError
+from infer.compare._judge.metrics import Metrics
+from infer.compare._judge.topk import TopKResult
+from infer.compare._sides.provenance import Provenance
 from infer.compare.layer_result import LayerwiseResult
 from infer.compare.metric_names import shown
 from infer.compare.thresholds import Failure

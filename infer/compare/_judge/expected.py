@@ -33,8 +33,8 @@ from binio.binfile import sha256_file
 from binio.document import json_float
 from binio.manifest import DatasetManifest
 from infer.aipp import AippOptions, model_aipp
-from infer.compare._golden import cached_run
-from infer.compare._metrics import Metrics
+from infer.compare._judge.metrics import Metrics
+from infer.compare._sides.golden import cached_run
 from infer.compare.errors import ExpectedErrorUnavailable
 from infer.compare.metric_names import shown
 from infer.compare.options import DEFAULT_FACTOR

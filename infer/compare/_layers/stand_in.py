@@ -3,9 +3,10 @@
 On one batch (the first that fails, else the dataset's first), every float tensor the frozen pb computes from its
 inputs is fetched from TensorFlow; every one whose name the ONNX stand-in keeps is made a graph output of a copy of
 the ONNX model and fetched from ONNX Runtime. A name is compared only where the ONNX node behind it computes the
-same thing (`infer.compare._layer_match`), in the layout the conversion gave it (`infer.compare._onnx_graph`), by
-scale-free measures; tensors computed from random ops are never compared. `infer.compare._layer_diagnosis` then
-finds where the error enters and where it grows, and `infer.compare._nonfinite` names the first inf/NaN's cause.
+same thing (`infer.compare._layers.match`), in the layout the conversion gave it
+(`infer.compare._layers.onnx_graph`), by scale-free measures; tensors computed from random ops are never compared.
+`infer.compare._layers.diagnosis` then finds where the error enters and where it grows, and
+`infer.compare._layers.nonfinite` names the first inf/NaN's cause.
 
 `dump_golden_tensors` writes TensorFlow's tensors in msaccucmp's golden naming, ``op_name.output_index.timestamp
 .npy`` with ``/`` and ``.`` in the op name as ``_``, so a user with real NPU dumps can run Huawei's own comparator
@@ -23,21 +24,21 @@ import numpy as np
 
 from binio.errors import InferError
 from binio.manifest import DatasetManifest
-from infer.compare._expected import emulated_model
-from infer.compare._golden_dump import dump_golden_tensors
-from infer.compare._layer_bands import LayerBands, band_of
-from infer.compare._layer_diagnosis import diagnose, layer_thresholds, verdict_note
-from infer.compare._layer_match import Correspondence, correspondence
-from infer.compare._layer_tensors import (
+from infer.compare._judge.expected import emulated_model
+from infer.compare._judge.metrics import compute_metrics, relative_euclidean_distance
+from infer.compare._layers.bands import LayerBands, band_of
+from infer.compare._layers.diagnosis import diagnose, layer_thresholds, verdict_note
+from infer.compare._layers.golden_dump import dump_golden_tensors
+from infer.compare._layers.layout_reading import aligned_to_golden
+from infer.compare._layers.match import Correspondence, correspondence
+from infer.compare._layers.nonfinite import NonfiniteFinding, TensorInfo, classify, nonfinite_positions
+from infer.compare._layers.tensors import (
     GraphTensor,
     LayerwiseError,
     OnnxSide,
     _onnx_side,
     run_tensorflow,
 )
-from infer.compare._layout_reading import aligned_to_golden
-from infer.compare._metrics import compute_metrics, relative_euclidean_distance
-from infer.compare._nonfinite import NonfiniteFinding, TensorInfo, classify, nonfinite_positions
 from infer.compare.layer_result import LayerRow, LayerwiseResult
 from infer.compare.options import DEFAULT_FACTOR
 from infer.compare.result import CompareResult
@@ -78,7 +79,7 @@ def emulated_bands(contract: ModelContract, manifest: DatasetManifest, stem: str
                    golden: dict[str, np.ndarray], inputs_of: dict[str, tuple[str, ...]], cache_root: Path,
                    factor: float) -> tuple[LayerBands | None, str]:
     """Each tensor's band on the batch `stem`: its RED in the stand-in's emulation of an undamaged conversion of
-    the same pb in the contract's precision mode (`infer.compare._layer_bands`), read as the converted model's
+    the same pb in the contract's precision mode (`infer.compare._layers.bands`), read as the converted model's
     tensors are (same names, the emulated model's own layouts). None, and why, where the emulation cannot be had:
     the tensors are then judged by msit's limits."""
     try:

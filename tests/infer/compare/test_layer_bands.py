@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 from infer.compare._compare import CompareOptions, CompareResult, compare
-from infer.compare._layer_bands import LayerBands
-from infer.compare._layer_diagnosis import diagnose
+from infer.compare._layers.bands import LayerBands
+from infer.compare._layers.diagnosis import diagnose
 from infer.compare.layer_result import LayerRow
 from infer.contract import ModelContract, load_contract
 from infer.run import run_model
@@ -28,7 +28,7 @@ from tests.infer.compare.corpus import _edit_initializer, _grouped, _node, edite
 
 
 def _row(name: str, red: float, *, failing: bool = False) -> LayerRow:
-    from infer.compare._metrics import compute_metrics
+    from infer.compare._judge.metrics import compute_metrics
     from infer.compare.thresholds import Failure
 
     metrics = replace(compute_metrics(np.ones(4), np.ones(4), atol=1e-4, rtol=1e-3), relative_euclidean_distance=red)

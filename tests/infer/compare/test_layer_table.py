@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from infer.cli.layer_table import layer_table
-from infer.compare._metrics import compute_metrics
+from infer.compare._judge.metrics import compute_metrics
 from infer.compare.layer_result import LayerRow, LayerwiseResult
 from infer.compare.metric_names import shown
 

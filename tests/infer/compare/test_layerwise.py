@@ -8,12 +8,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from infer.compare._layer_diagnosis import diagnose, verdict_note
-from infer.compare._layerwise import aligned_to_golden
-from infer.compare._layouts import NCHW, Layout, read_in_tf_layout, shapes_of, track_layouts, unknown
-from infer.compare._metrics import compute_metrics
-from infer.compare._nonfinite import NAN_FROM_INF, OVERFLOW, UNDERFLOW, TensorInfo, classify
-from infer.compare._onnx_graph import OnnxGraph
+from infer.compare._judge.metrics import compute_metrics
+from infer.compare._layers.diagnosis import diagnose, verdict_note
+from infer.compare._layers.layouts import NCHW, Layout, read_in_tf_layout, shapes_of, track_layouts, unknown
+from infer.compare._layers.nonfinite import NAN_FROM_INF, OVERFLOW, UNDERFLOW, TensorInfo, classify
+from infer.compare._layers.onnx_graph import OnnxGraph
+from infer.compare._layers.stand_in import aligned_to_golden
 from infer.compare.layer_result import LayerRow
 from infer.compare.result import CompareResult, OutputResult, PlotData
 from infer.compare.thresholds import Failure, Thresholds

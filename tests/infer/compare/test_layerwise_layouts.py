@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from infer.compare._compare import CompareOptions, CompareResult, compare
-from infer.compare._onnx_graph import OnnxGraph
+from infer.compare._layers.onnx_graph import OnnxGraph
 from infer.compare.layer_result import LayerwiseResult
 from infer.contract import ModelContract
 from infer.run import run_model
