@@ -166,7 +166,7 @@ def _print_layers(console: Any, layers: Any) -> None:
     width = console.width if console.is_terminal else None  # a pipe or a log file: the table whole
     for line in layer_table(layers, width):
         console.print(line, markup=False, soft_wrap=True)
-    first = layers.first_failing
+    first = layers.diverges_at
     console.print(f"first tensor to diverge: {first.tensor if first else 'none'}"
                   + (f" ({first.op_type})" if first else "")
                   + (f", {first.npu_op_text}" if first is not None and first.npu_op else ""), markup=False)

@@ -18,6 +18,12 @@ from infer.compare.layer_result import LayerwiseResult
 from infer.compare.metric_names import shown
 from infer.compare.thresholds import Failure
 
+REPORT_SCHEMA = "infer.compare-report"
+# Raised when a key changes meaning or goes away (docs/json-output.md). 2: layerwise's `first_failing` and
+# `first_failing_is_warning`, and each tensor's `first_failing`, are `diverges_at`, `divergence_is_warning` and
+# `diverges_here` (the marked tensor need not fail).
+REPORT_VERSION = 2
+
 
 @dataclass(frozen=True)
 class BatchResult:
@@ -273,7 +279,7 @@ class CompareResult:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "schema": "infer.compare-report", "version": 1, "passed": self.passed, "verdict": self.verdict(),
+            "schema": REPORT_SCHEMA, "version": REPORT_VERSION, "passed": self.passed, "verdict": self.verdict(),
             "contract": self.contract, "dataset": self.dataset, "actual": self.actual_dir,
             "golden": self.golden_dir, "golden_source": self.golden_source, "samples": self.samples,
             "padding_excluded": self.padding,

@@ -31,7 +31,7 @@ def conclude(contract: ModelContract, tensors: Sequence[GraphTensor], golden: di
     inputs_of = {t.name: t.inputs for t in tensors}
     rows_marked, origins, growth = diagnose(rows, inputs_of, bands,
                                             outputs_fail=outcome is not None and not outcome.passed)
-    first = next((r for r in rows_marked if r.first_failing), None)
+    first = next((r for r in rows_marked if r.diverges_here), None)
     info = {t.name: TensorInfo(t.op_type, t.inputs) for t in tensors}
     # Each output's own first inf/NaN: in a model of several outputs, another branch's cause is not this one's.
     per_output: dict[str, NonfiniteFinding] = {}

@@ -115,7 +115,7 @@ def diagnose(rows: Sequence[LayerRow], inputs_of: Mapping[str, tuple[str, ...]],
     if judged and not origins and outputs_fail:
         origins = _first_out(rows, inputs_of, failing)
     marked = origins[:1]
-    return tuple(replace(r, first_failing=r.tensor in marked) if r.matched else r for r in result), \
+    return tuple(replace(r, diverges_here=r.tensor in marked) if r.matched else r for r in result), \
         tuple(origins), best
 
 
