@@ -271,3 +271,30 @@ def test_no_stage_imports_another_stages_own_modules() -> None:
     assert written == []
     assert _private_of_another("infer/tune/_tune.py", "infer.compare._sides.golden")  # the check can fail
     assert not _private_of_another("infer/compare/_compare.py", "infer.compare._sides.golden")
+
+
+# compare's rooms (docs/architecture.md, "Where `infer compare` lives") and the rooms each may import: the outline
+# (`_compare`, `_gears`) imports them all, none imports it.
+COMPARE_ROOMS = {"_sides": set(), "_judge": {"_sides"}, "_layers": {"_sides", "_judge"},
+                 "_npu": {"_sides", "_judge", "_layers"}, "_reports": {"_sides", "_judge"}}
+
+
+def _against_the_rooms_order(path: str, name: str) -> bool:
+    """Whether `path`, a module in one of compare's rooms, importing `name` goes against their order: another room
+    it may not import, or the outline. compare's public modules (options, results, thresholds...) are free to all."""
+    parts, room = name.split("."), path.split("/")[2] if path.startswith("infer/compare/") else ""
+    if room not in COMPARE_ROOMS or parts[:2] != ["infer", "compare"] or len(parts) < 3:
+        return False
+    other = parts[2]
+    return other.startswith("_") and other != room and other not in COMPARE_ROOMS[room]
+
+
+def test_compares_rooms_import_in_one_direction() -> None:
+    assert {path.split("/")[2] for path in IMPORTS if path.startswith("infer/compare/_") and path.count("/") == 3} \
+        == set(COMPARE_ROOMS)  # every room is named here
+    assert [f"{path}: imports {name}" for path, names in IMPORTS.items() for name in sorted(names)
+            if _against_the_rooms_order(path, name)] == []
+    assert _against_the_rooms_order("infer/compare/_sides/golden.py", "infer.compare._judge.metrics")  # can fail
+    assert _against_the_rooms_order("infer/compare/_judge/outputs.py", "infer.compare._compare")
+    assert not _against_the_rooms_order("infer/compare/_npu/layers.py", "infer.compare._layers.conclusion")
+    assert not _against_the_rooms_order("infer/compare/_sides/golden.py", "infer.compare.errors")

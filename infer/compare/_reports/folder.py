@@ -1,4 +1,5 @@
-"""Writes the three report files of one comparison into a folder."""
+"""The folder compare writes into (`--report`, `--dump-golden`): checked, and locked from before the comparison
+runs until it is written; `write_reports` writes the three report files of one comparison into it."""
 
 from __future__ import annotations
 
