@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from binio.binfile import read_bin
 from binio.manifest import load_manifest
 from infer.compare._compare import CompareOptions, compare
-from infer.compare._metrics import relative_euclidean_distance
+from infer.compare._judge.metrics import relative_euclidean_distance
 from infer.contract import load_contract
 from infer.convert._convert import ConvertOptions, convert_model
 from infer.run import run_model

@@ -36,6 +36,21 @@ def _documented() -> dict[str, tuple[set[str], set[str]]]:
     return keys
 
 
+def _documented_versions() -> dict[str, tuple[str, int]]:
+    """Each section's `schema` and `version` (the first number of its cell: a cell may say what the last changed)."""
+    found: dict[str, tuple[str, int]] = {}
+    section, schema = None, ""
+    for line in _DOC.read_text(encoding="utf-8").splitlines():
+        heading = re.match(r"## `infer (.+ --json)`", line)
+        if heading:
+            section = heading.group(1)
+        elif section is not None and (row := re.match(r"\| `schema` \| `([a-z.-]+)` \|", line)):
+            schema = row.group(1)
+        elif section is not None and (row := re.match(r"\| `version` \| (\d+)", line)):
+            found[section] = (schema, int(row.group(1)))
+    return found
+
+
 def _agrees(document: dict[str, object], section: tuple[set[str], set[str]]) -> list[str]:
     always, optional = section
     return sorted((always - set(document)) | (set(document) - always - optional))
@@ -80,8 +95,12 @@ def test_each_commands_json_has_the_documented_keys(small_cnn: BuiltModel, tmp_p
     printed["inspect MODEL.json --precision"] = _printed(capsys, "inspect", contract, "--precision", "--json")
     sections = {section.split()[0] if section.split()[1].isupper() else section.removesuffix(" --json"): keys
                 for section, keys in _documented().items()}
+    versions = {section.split()[0] if section.split()[1].isupper() else section.removesuffix(" --json"): version
+                for section, version in _documented_versions().items()}
     for command, document in printed.items():
         assert _agrees(document, sections[command]) == [], command
+        if command in versions:  # a document with a schema: a key renamed or gone raises its version
+            assert (document["schema"], document["version"]) == versions[command], command
     assert printed["compare"]["schema"] == "infer.compare-report" and printed["compare"]["passed"] is True
     assert printed["run"]["schema"] == "infer.run" and Path(str(printed["run"]["folder"])).is_dir()
     assert printed["convert"]["schema"] == "infer.convert-result"

@@ -248,13 +248,13 @@ def test_the_cycle_check_sees_module_level_cycles_only() -> None:
 
 
 def test_the_lazy_exports_were_read() -> None:
-    assert LAZY_EXPORTS["infer.compare"]["compare_layers"] == "infer.compare._layerwise"
-    assert "infer.compare._layerwise" in imported_modules("from infer.compare import compare_layers\n", "infer.x")
+    assert LAZY_EXPORTS["infer.compare"]["compare_layers"] == "infer.compare._layers.stand_in"
+    assert "infer.compare._layers.stand_in" in imported_modules("from infer.compare import compare_layers\n", "infer.x")
 
 
 def _private_of_another(path: str, name: str) -> bool:
     """Whether `name` is a module of infer's that starts with _ (a package's own) inside a package other than
-    the one `path` is in: `infer/tune/_tune.py` importing `infer.compare._golden`, say."""
+    the one `path` is in: `infer/tune/_tune.py` importing `infer.compare._sides.golden`, say."""
     parts = name.split(".")
     if parts[0] != "infer" or len(parts) < 3 or not any(part.startswith("_") for part in parts[2:]):
         return False
@@ -269,5 +269,32 @@ def test_no_stage_imports_another_stages_own_modules() -> None:
                for node in ast.walk(ast.parse((ROOT / path).read_text(encoding="utf-8")))
                if isinstance(node, ast.ImportFrom) and node.module and _private_of_another(path, node.module)]
     assert written == []
-    assert _private_of_another("infer/tune/_tune.py", "infer.compare._golden")  # the check can fail
-    assert not _private_of_another("infer/compare/_compare.py", "infer.compare._golden")
+    assert _private_of_another("infer/tune/_tune.py", "infer.compare._sides.golden")  # the check can fail
+    assert not _private_of_another("infer/compare/_compare.py", "infer.compare._sides.golden")
+
+
+# compare's rooms (docs/architecture.md, "Where `infer compare` lives") and the rooms each may import: the outline
+# (`_compare`, `_gears`) imports them all, none imports it.
+COMPARE_ROOMS = {"_sides": set(), "_judge": {"_sides"}, "_layers": {"_sides", "_judge"},
+                 "_npu": {"_sides", "_judge", "_layers"}, "_reports": {"_sides", "_judge"}}
+
+
+def _against_the_rooms_order(path: str, name: str) -> bool:
+    """Whether `path`, a module in one of compare's rooms, importing `name` goes against their order: another room
+    it may not import, or the outline. compare's public modules (options, results, thresholds...) are free to all."""
+    parts, room = name.split("."), path.split("/")[2] if path.startswith("infer/compare/") else ""
+    if room not in COMPARE_ROOMS or parts[:2] != ["infer", "compare"] or len(parts) < 3:
+        return False
+    other = parts[2]
+    return other.startswith("_") and other != room and other not in COMPARE_ROOMS[room]
+
+
+def test_compares_rooms_import_in_one_direction() -> None:
+    assert {path.split("/")[2] for path in IMPORTS if path.startswith("infer/compare/_") and path.count("/") == 3} \
+        == set(COMPARE_ROOMS)  # every room is named here
+    assert [f"{path}: imports {name}" for path, names in IMPORTS.items() for name in sorted(names)
+            if _against_the_rooms_order(path, name)] == []
+    assert _against_the_rooms_order("infer/compare/_sides/golden.py", "infer.compare._judge.metrics")  # can fail
+    assert _against_the_rooms_order("infer/compare/_judge/outputs.py", "infer.compare._compare")
+    assert not _against_the_rooms_order("infer/compare/_npu/layers.py", "infer.compare._layers.conclusion")
+    assert not _against_the_rooms_order("infer/compare/_sides/golden.py", "infer.compare.errors")

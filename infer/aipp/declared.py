@@ -3,7 +3,7 @@
 `infer dump-bin` for a model with AIPP writes uint8 source images (resized host-side, nothing else done) and
 records its own ``--mean/--std/--scale/--color`` here, independently of the AIPP config. `infer compare` feeds
 TensorFlow these bins through `DeclaredPreprocessing.apply` (float64: the exact formula), while the converted
-model takes them through AIPP; and checks AIPP's output against it (`infer.compare._aipp_check`).
+model takes them through AIPP; and checks AIPP's output against it (`infer.compare._judge.aipp_check`).
 """
 
 from __future__ import annotations

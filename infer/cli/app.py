@@ -267,8 +267,8 @@ def _one_blas_thread() -> None:
     """Asks numpy's OpenBLAS for one thread, unless the user chose a number. Imported with its default, it starts a
     thread per core, which spin a while waiting for work: measured here, 0.14 s of CPU and 30 ms of each process's
     start-up (image workers' too), taken from the command's own threads. infer gives BLAS no work worth threading:
-    its metrics sum with einsum, which stays off BLAS on purpose (infer/compare/_metrics.py), and TensorFlow and ONNX
-    Runtime have pools of their own. Too late, and left alone, where numpy is loaded already."""
+    its metrics sum with einsum, which stays off BLAS on purpose (infer/compare/_judge/metrics.py), and TensorFlow
+    and ONNX Runtime have pools of their own. Too late, and left alone, where numpy is loaded already."""
     if "numpy" not in sys.modules and not any(name in os.environ for name in _BLAS_THREADS):
         os.environ["OPENBLAS_NUM_THREADS"] = "1"
 

@@ -62,9 +62,9 @@ def compare(config: PipelineConfig, work: WorkLayout, run_folder: Path) -> Stage
                 text += (f", accuracy TF {_percent(accuracy.golden_top1)} vs converted "
                          f"{_percent(accuracy.actual_top1)}")
         parts.append(text)
-    if result.layerwise is not None and result.layerwise.first_failing is not None:
+    if result.layerwise is not None and result.layerwise.diverges_at is not None:
         warning = " (warning: the outputs pass)" if result.layerwise.is_warning else ""
-        parts.append(f"first diverging tensor {result.layerwise.first_failing.tensor}{warning}")
+        parts.append(f"first diverging tensor {result.layerwise.diverges_at.tensor}{warning}")
     # a PASS on outputs that ignore the input proves little: said after the verdict it qualifies
     summary = "; ".join(parts) + f" -> {result.verdict()}" + "".join(f"; warning: {t}" for t in result.warnings)
     return StageDone(summary, (work.report / "report.json",),

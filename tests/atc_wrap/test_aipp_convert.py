@@ -128,7 +128,7 @@ def test_emulated_band_of_an_aipp_om_puts_the_same_aipp_in_front(capsys: pytest.
     from atc_wrap.aipp_parse import read_aipp_config
     from binio.manifest import load_manifest
     from infer.aipp.config import model_aipp
-    from infer.compare._expected import emulated_run
+    from infer.compare._judge.expected import emulated_run
 
     contract = copy_model(frozen_small_cnn)
     assert run_cli(capsys, "convert", contract.path, "--soc-version", "Ascend310", "--aipp", "--color", "BGR",

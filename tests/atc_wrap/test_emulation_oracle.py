@@ -111,8 +111,8 @@ def stand_in(contract: ModelContract, images: np.ndarray) -> dict[str, np.ndarra
     import onnx
 
     from atc_wrap.emulation import emulated_value, tensors_rounded_later
-    from infer.compare._layouts import read_in_tf_layout, shapes_of, track_layouts
-    from infer.compare._onnx_graph import OnnxGraph
+    from infer.compare._layers.layouts import read_in_tf_layout, shapes_of, track_layouts
+    from infer.compare._layers.onnx_graph import OnnxGraph
     from tests.atc_wrap.outputs import onnx_tensors
 
     assert contract.converted_path is not None

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from infer.compare._constant_outputs import _Sameness
+from infer.compare._judge.constant_outputs import _Sameness
 from infer.pipeline._runner import run_pipeline
 from infer.pipeline.config import config_from_dict
 from tests.cli import run_cli

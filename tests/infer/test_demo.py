@@ -212,7 +212,7 @@ def test_layerwise_on_the_demo_model_marks_no_tensor_under_fp16(demo: tuple[Demo
     assert outcome.code == 0, outcome.out + outcome.err
     report = json.loads((result.pipeline.work_dir / "report" / "report.json").read_text())
     layers = {row["tensor"]: row for row in report["layerwise"]["tensors"]}
-    assert report["layerwise"]["first_failing"] is None
+    assert report["layerwise"]["diverges_at"] is None
     assert layers["stem/pool:0"]["matched"] and layers["stem/pool:0"]["shape"] == [8, 16, 16, 16]
     assert layers["stem/pool:0"]["metrics"]["CosineSimilarity"] > 0.999
     # FusedBatchNorm's batch statistics lead nowhere at inference: not listed.

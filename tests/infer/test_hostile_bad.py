@@ -172,7 +172,7 @@ def test_a_full_disk_while_the_lock_file_is_written(mine: World, monkeypatch: py
 
 def test_what_a_reader_leaves_unrefused_is_one_line_naming_its_file(mine: World, monkeypatch: pytest.MonkeyPatch,
                                                                    capsys: pytest.CaptureFixture[str]) -> None:
-    import infer.compare._labels as labels
+    import infer.compare._judge.labels as labels
 
     def regressed(path: Path, text: str) -> None:
         raise ValueError("a check this reader forgot")

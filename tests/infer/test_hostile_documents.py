@@ -183,7 +183,7 @@ def test_the_pipeline_state(tmp_path: Path, data: st.DataObject) -> None:
                      "c.png 3", "a.png 4", "٣", "1e3", "", "# 1", "x " * 1000 + "1"]),
     st.text(max_size=6)), max_size=5), raw=st.binary(max_size=12))
 def test_a_labels_file(tmp_path: Path, lines: list[str], raw: bytes) -> None:
-    from infer.compare._labels import labels_for_samples
+    from infer.compare._judge.labels import labels_for_samples
 
     path = tmp_path / "labels.txt"
     path.write_bytes("\n".join(lines).encode() + raw)
@@ -197,7 +197,7 @@ def test_a_labels_file(tmp_path: Path, lines: list[str], raw: bytes) -> None:
                               np.array([1e30, 0, 1]), np.array([2**64 - 1, 0, 1], np.uint64),
                               np.array(["a", "b", "c"]), np.zeros((3, 0)), np.array([0.5, 1, 2])]))
 def test_a_labels_array(tmp_path: Path, array: np.ndarray) -> None:
-    from infer.compare._labels import labels_for_samples
+    from infer.compare._judge.labels import labels_for_samples
 
     path = tmp_path / "labels.npy"
     np.save(path, array)

@@ -87,5 +87,6 @@ def test_no_caller_outside_the_run_package_chooses_between_the_two_paths() -> No
                       if (ROOT / "infer" / "run") not in path.parents and path != ROOT / "infer" / "__init__.py"
                       and _imported_names(path) & paths)
     assert choosing == []
-    callers = ("cli/run.py", "pipeline/_stages.py", "compare/_golden.py", "compare/_expected.py", "tune/_trial.py")
+    callers = ("cli/run.py", "pipeline/_stages.py", "compare/_sides/golden.py", "compare/_judge/expected.py",
+               "tune/_trial.py")
     assert all(("infer.run", "run_model") in _imported_names(ROOT / "infer" / caller) for caller in callers)

@@ -9,7 +9,7 @@ import pytest
 
 from binio.manifest import DatasetManifest, load_manifest
 from infer.compare._compare import CompareOptions, compare
-from infer.compare._golden import tensorflow_golden
+from infer.compare._sides.golden import tensorflow_golden
 from infer.contract import ModelContract
 from infer.run import run_model
 from infer.run.record import load_run

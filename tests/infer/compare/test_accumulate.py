@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from infer.compare._accumulate import MetricAccumulator
-from infer.compare._metrics import Metrics, compute_metrics
+from infer.compare._judge.accumulate import MetricAccumulator
+from infer.compare._judge.metrics import Metrics, compute_metrics
 from infer.compare.metric_names import SCALAR_METRICS
 
 # NaN and inf are data to the metrics: numpy must not warn about them on the user's terminal.

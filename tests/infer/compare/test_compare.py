@@ -13,8 +13,8 @@ import pytest
 from binio.errors import InferError
 from binio.spec import TensorSpec
 from infer.compare._compare import CompareOptions, compare
-from infer.compare._metrics import compute_metrics
-from infer.compare._report_csv import COLUMNS
+from infer.compare._judge.metrics import compute_metrics
+from infer.compare._reports.report_csv import COLUMNS
 from infer.contract import ModelContract
 from tests.cli import run_cli
 from tests.infer.compare.handmade import write_contract, write_dataset, write_run

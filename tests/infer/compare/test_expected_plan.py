@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from infer.compare._compare import CompareOptions, compare
-from infer.compare._expected import emulated_run
+from infer.compare._judge.expected import emulated_run
 from infer.contract import load_contract
 from infer.convert._convert import ConvertOptions, convert_model
 from infer.run import run_model

@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from infer.compare._accumulate import MetricAccumulator
-from infer.compare._metrics import EPS, Metrics, compute_metrics
+from infer.compare._judge.accumulate import MetricAccumulator
+from infer.compare._judge.metrics import EPS, Metrics, compute_metrics
 from infer.compare.metric_names import CSV_METRICS
 from tests.infer.compare.array_corpus import PAIRS, ArrayPair
 from tests.infer.compare.msaccucmp_code import MSPROBE_PIN, msaccucmp_metrics

@@ -95,7 +95,7 @@ def test_a_damaged_real_convolution_is_named_first_by_infer_and_by_msaccucmp(
     write_standard_dumps(tmp_path / "dump" / STEP, dumped)
     layers = compare_npu_layers(contract, bins, Thresholds(), tmp_path / "dump", atol=1e-4, rtol=1e-3,
                                 dump_golden=tmp_path / "golden")
-    first = layers.first_failing
+    first = layers.diverges_at
     assert first is not None and first.npu_op_text == (f"NPU op {CONV2} (Conv2D) fusing recognition/d_h2/add, "
                                                        f"{CONV2}")
     assert contract.converted is not None

@@ -13,7 +13,7 @@ import pytest
 
 from binio.binfile import sha256_file
 from infer.compare._compare import CompareOptions, compare
-from infer.compare._provenance import Side
+from infer.compare._sides.provenance import Side
 from infer.contract import ModelContract, load_contract
 from infer.convert._convert import ConvertOptions, convert_model
 from infer.run import run_model

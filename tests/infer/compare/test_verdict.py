@@ -14,7 +14,7 @@ from binio.binfile import sha256_file
 from binio.spec import TensorSpec
 from infer.cli.compare_table import metrics_table
 from infer.compare._compare import CompareOptions, compare
-from infer.compare._report_html import distances, histogram_bars, worst_bars
+from infer.compare._reports.report_html import distances, histogram_bars, worst_bars
 from infer.compare.metric_names import shown
 from infer.compare.thresholds import ThresholdError, Thresholds, parse_threshold
 from infer.contract import ModelContract

@@ -302,17 +302,17 @@ def test_the_aipp_check_runs_once_per_dataset_not_per_candidate(overflow: tuple[
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """Every candidate replays the same AIPP config (here: none) on the same bins: its check is made once for the
     subset and once for the whole dataset, and each candidate's comparison carries that answer."""
-    import infer.compare._compare
+    import infer.compare._judge.outputs
     from infer.tune._tune import TuneOptions, tune_precision
 
-    real = infer.compare._compare.check_aipp
+    real = infer.compare._judge.outputs.check_aipp
     checked: list[Path] = []
 
     def counting(contract: ModelContract, manifest: Any) -> Any:
         checked.append(manifest.root)
         return real(contract, manifest)
 
-    monkeypatch.setattr(infer.compare._compare, "check_aipp", counting)
+    monkeypatch.setattr(infer.compare._judge.outputs, "check_aipp", counting)
     contract, bins = overflow
     result = tune_precision(contract.path, bins, tmp_path / "tuned", TuneOptions(samples=2))
     datasets = {c.dataset for c in result.candidates}

@@ -1,8 +1,8 @@
 """`compare --layerwise --npu-dump DIR`: TensorFlow's intermediate tensors against an NPU's dumped ones.
 
-On the batch the dump ran (`infer.compare._npu_source`), TensorFlow computes every tensor of the frozen pb, as for
+On the batch the dump ran (`infer.compare._npu.dump_set`), TensorFlow computes every tensor of the frozen pb, as for
 the stand-in. Each dumped output of an om op is the TF tensor the om's fusion map says it holds
-(`infer.compare._npu_match`), turned from its device layout (NC1HWC0, FRACTAL_NZ, ...) back into the origin format
+(`infer.compare._npu.fusion_map`), turned from its device layout (NC1HWC0, FRACTAL_NZ, ...) back into the origin format
 and shape the om records for it, or, where the om has none, those the dump records; where neither says, it is not
 compared (a layout is known, never guessed). The same per-layer rules as on the stand-in: only relative measures
 judge a tensor, and the first diverging tensor is the first failing one whose compared upstream all passes; its
@@ -26,14 +26,14 @@ from binio.errors import InferError
 from binio.manifest import DatasetManifest
 from binio.spec import node_name
 from ckpt2pb.protobuf import read_graph_def
-from infer.compare._golden_dump import dump_golden_tensors
-from infer.compare._layer_diagnosis import diagnose, layer_thresholds, verdict_note
-from infer.compare._layer_tensors import GraphTensor, is_random_op, run_tensorflow
-from infer.compare._layerwise import emulated_bands, first_nonfinite, upstream
-from infer.compare._metrics import compute_metrics
-from infer.compare._nonfinite import NonfiniteFinding, TensorInfo
-from infer.compare._npu_match import FusionMatch, NpuOutput, match_fusion
-from infer.compare._npu_source import NpuDumpSet, load_npu_dump
+from infer.compare._judge.metrics import compute_metrics
+from infer.compare._layers.conclusion import conclude
+from infer.compare._layers.diagnosis import layer_thresholds
+from infer.compare._layers.golden_dump import dump_golden_tensors
+from infer.compare._layers.stand_in import emulated_bands
+from infer.compare._layers.tensors import GraphTensor, is_random_op, run_tensorflow
+from infer.compare._npu.dump_set import NpuDumpSet, load_npu_dump
+from infer.compare._npu.fusion_map import FusionMatch, NpuOutput, match_fusion
 from infer.compare.errors import LayerwiseError
 from infer.compare.layer_result import LayerRow, LayerwiseResult
 from infer.compare.options import DEFAULT_FACTOR
@@ -176,18 +176,6 @@ def compare_npu_layers(contract: ModelContract, manifest: DatasetManifest, thres
     elif bands_from is not None:
         bands, band_note = emulated_bands(contract, manifest, dumps.stem, floats, golden, inputs_of, bands_from,
                                           factor)
-    rows_marked, origins, growth = diagnose(rows, inputs_of, bands,
-                                            outputs_fail=outcome is not None and not outcome.passed)
-    first = next((r for r in rows_marked if r.first_failing), None)
-    info = {t.name: TensorInfo(t.op_type, t.inputs) for t in tensors}
-    per_output: dict[str, NonfiniteFinding] = {}
-    for spec in contract.outputs:
-        own = first_nonfinite(rows_marked, rows_of.aligned, golden, info, within=upstream(spec.name, inputs_of))
-        if own is not None:
-            per_output[spec.name] = own
-    return LayerwiseResult(batch_stem=dumps.stem, rows=rows_marked, origins=origins, growth_tensor=growth,
-                           outputs_passed=outcome.passed if outcome is not None else True,
-                           note=verdict_note(first, outcome, rows_marked, dumps.stem, bands),
-                           batch_reason=dumps.batch_reason, bands=bands, band_note=band_note,
-                           nonfinite=first_nonfinite(rows_marked, rows_of.aligned, golden, info),
-                           nonfinite_by_output=per_output, npu_dump=str(dumps.root), fed_from_dump=tuple(sorted(fed)))
+    return conclude(contract, tensors, golden, rows, rows_of.aligned, stem=dumps.stem, batch_reason=dumps.batch_reason,
+                    outcome=outcome, bands=bands, band_note=band_note, npu_dump=str(dumps.root),
+                    fed_from_dump=tuple(sorted(fed)))

@@ -3,7 +3,7 @@
 msit's per-tensor limits are absolute (RED 0.05, cosine 0.99): a layer damaged by a few percent stays under them,
 and a healthy deep network in fp16 crosses them. Here every compared tensor's error (its RED against TensorFlow) is
 set against the error of the same tensor in an undamaged conversion of the same pb in the same precision mode: the
-stand-in's emulation (`infer.compare._expected.emulated_model`: tf2onnx, the chip's precision plan, fp16 rounding
+stand-in's emulation (`infer.compare._judge.expected.emulated_model`: tf2onnx, the chip's precision plan, fp16 rounding
 per op as the plan says), run by ONNX Runtime on the same batch. For an fp32 conversion that is a second fp32
 evaluation in another order (ONNX Runtime's kernels against TensorFlow's); for the fp16 modes, the emulated fp16
 error. The band is that error, floored at `BAND_FLOOR` (about where fp32 arithmetic in two runtimes differs), so
@@ -13,7 +13,7 @@ that a tensor the emulation computes exactly is not held to 0.
 
 A tensor is out of its band when its excess passes the factor (`--expected-factor`, default 10: measured on
 healthy models, docs/compare.md). The first tensor to diverge is found from the excesses
-(`infer.compare._layer_diagnosis`): the first out of its band whose compared upstream all stays inside, and then,
+(`infer.compare._layers.diagnosis`): the first out of its band whose compared upstream all stays inside, and then,
 along the chain of raised tensors that leads to it, the one where the excess jumps most (its excess over its inputs'),
 so that damage of a few percent is named where it enters, not where its error, carried on, crosses the factor.
 """
@@ -59,7 +59,7 @@ def band_of(emulated_red: float) -> float:
 
 def excess(error: float, band: float) -> float:
     """How many times its band a tensor's error is; NaN where there is no band; inf for an inf/NaN error (RED
-    inf, `infer.compare._layer_diagnosis`) the band does not cover."""
+    inf, `infer.compare._layers.diagnosis`) the band does not cover."""
     if math.isnan(band):
         return math.nan
     if math.isinf(band):  # the emulation overflows there too: what the precision does, whatever the value

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from infer.compare._onnx_graph import OnnxGraph, OnnxNode
+from infer.compare._layers.onnx_graph import OnnxGraph, OnnxNode
 
 Permutation = tuple[int, ...]
 Dim = int | str | None  # a static size, a symbolic one (dim_param), or unknown
@@ -62,8 +62,9 @@ class Layout:
     unknown_reason: str = ""
     # Not tracked past an op of TF's own that reads a tensor TF's own transposes moved (a BatchMatMul of an
     # attention head, a Concat of code written for NCHW): tf2onnx computes such an op in TF's axes, so where the
-    # shape fits one reading only, that reading is the tensor's (`infer.compare._layout_reading`). Never set where
-    # the converter's own moves were lost (a Reshape regrouping an NCHW tensor keeps its shape and changes its order).
+    # shape fits one reading only, that reading is the tensor's (`infer.compare._layers.layout_reading`). Never set
+    # where the converter's own moves were lost (a Reshape regrouping an NCHW tensor keeps its shape and changes its
+    # order).
     shape_decides: bool = False
 
     @property

@@ -15,7 +15,7 @@ import numpy as np
 from binio.binfile import read_bin
 from binio.manifest import DatasetManifest
 from binio.spec import TensorSpec
-from infer.compare._sources import batch_spec
+from infer.compare._sides.run_folders import batch_spec
 from infer.run.layout import output_file_name
 
 _WIDER_THAN_FP16 = ("float32", "float64")

@@ -1,5 +1,5 @@
 """What the converted ONNX graph says about its tensors: which node computes each, from which tensors, and its
-nodes' attributes and constants (the layout of each tensor is `infer.compare._layouts`'s)."""
+nodes' attributes and constants (the layout of each tensor is `infer.compare._layers.layouts`'s)."""
 
 from __future__ import annotations
 

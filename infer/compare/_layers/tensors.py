@@ -18,10 +18,10 @@ from binio.errors import InferError
 from binio.manifest import DatasetManifest
 from binio.spec import TensorSpec, node_name
 from ckpt2pb.protobuf import read_graph_def
-from infer.compare._layer_match import unnamed_stand_ins
-from infer.compare._layouts import Layout, shapes_of, track_layouts
-from infer.compare._onnx_graph import OnnxGraph
-from infer.compare._tf_frames import relative_to_tf, tf_frames
+from infer.compare._layers.layouts import Layout, shapes_of, track_layouts
+from infer.compare._layers.match import unnamed_stand_ins
+from infer.compare._layers.onnx_graph import OnnxGraph
+from infer.compare._layers.tf_frames import relative_to_tf, tf_frames
 from infer.compare.errors import LayerwiseError
 from infer.contract import ModelContract
 

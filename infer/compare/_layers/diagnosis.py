@@ -1,7 +1,7 @@
 """From per-tensor comparisons to a diagnosis: where the error is introduced, where it grows most, and a mark
 that agrees with the verdict.
 
-Judged by the expected-error band (`infer.compare._layer_bands`, wherever it was computed): a tensor is out when its
+Judged by the expected-error band (`infer.compare._layers.bands`, wherever it was computed): a tensor is out when its
 RED passes its band by the factor. The first out of its band while every compared tensor it depends on stays inside
 its own is where the damage shows; the mark goes, along the chain of raised tensors (excess above `RAISED`) that
 leads to it, to the one whose excess jumps most over its inputs' (its error's growth over what its precision's
@@ -22,8 +22,8 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from infer.compare._layer_bands import RAISED, LayerBands, excess
-from infer.compare._layer_match import tf_frontier
+from infer.compare._layers.bands import RAISED, LayerBands, excess
+from infer.compare._layers.match import tf_frontier
 from infer.compare.layer_result import LayerRow
 from infer.compare.metric_names import shown
 from infer.compare.result import CompareResult
@@ -115,7 +115,7 @@ def diagnose(rows: Sequence[LayerRow], inputs_of: Mapping[str, tuple[str, ...]],
     if judged and not origins and outputs_fail:
         origins = _first_out(rows, inputs_of, failing)
     marked = origins[:1]
-    return tuple(replace(r, first_failing=r.tensor in marked) if r.matched else r for r in result), \
+    return tuple(replace(r, diverges_here=r.tensor in marked) if r.matched else r for r in result), \
         tuple(origins), best
 
 

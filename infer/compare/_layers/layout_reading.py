@@ -1,12 +1,20 @@
-"""An ONNX tensor read in its TF tensor's layout: the layout the conversion's moves give it (`infer.compare._layouts`)
-decides, even where the shape would fit another (H = W = C); where the layout is not known, the tensor is not
-compared and its row says why. One line never says two things: a layout is named only where it is the one read."""
+"""An ONNX tensor read in its TF tensor's layout: the layout the conversion's moves give it
+(`infer.compare._layers.layouts`) decides, even where the shape would fit another (H = W = C); where the layout is
+not known, the tensor is not compared and its row says why. One line never says two things: a layout is named only
+where it is the one read."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from infer.compare._layouts import Layout, describe_layout, identity, order_preserving, read_in_tf_layout, tf_shape_for
+from infer.compare._layers.layouts import (
+    Layout,
+    describe_layout,
+    identity,
+    order_preserving,
+    read_in_tf_layout,
+    tf_shape_for,
+)
 
 
 def aligned_to_golden(golden: np.ndarray, actual: np.ndarray, layout: Layout | None = None, *,

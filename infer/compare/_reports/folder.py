@@ -1,4 +1,5 @@
-"""Writes the three report files of one comparison into a folder."""
+"""The folder compare writes into (`--report`, `--dump-golden`): checked, and locked from before the comparison
+runs until it is written; `write_reports` writes the three report files of one comparison into it."""
 
 from __future__ import annotations
 
@@ -9,9 +10,9 @@ from pathlib import Path
 from binio.errors import InferError
 from binio.lock import folder_lock
 from binio.output import check_output
-from infer.compare._report_csv import write_provenance_sidecar, write_report_csv
-from infer.compare._report_html import write_report_html
-from infer.compare._report_json import write_report_json
+from infer.compare._reports.report_csv import write_provenance_sidecar, write_report_csv
+from infer.compare._reports.report_html import write_report_html
+from infer.compare._reports.report_json import write_report_json
 from infer.compare.result import CompareResult
 
 

@@ -2,8 +2,8 @@
 
 Per output: the distribution of |actual - golden| on a log scale, cosine similarity per batch, golden against
 actual for a bounded sample of elements, and the worst samples; then top-k figures and, with --layerwise, the
-tensors in graph order with the first one below threshold marked. Plots are drawn with matplotlib's Agg canvas
-directly (no pyplot), so nothing global of the caller's matplotlib is touched.
+tensors in graph order with the one where the converted model diverges marked. Plots are drawn with matplotlib's
+Agg canvas directly (no pyplot), so nothing global of the caller's matplotlib is touched.
 """
 
 from __future__ import annotations
@@ -240,7 +240,7 @@ def layer_points(layers: LayerwiseResult) -> tuple[tuple[float, ...], int | None
     order (an exact one on the floor), and the position of the first tensor to diverge."""
     matched = layers.matched
     red = tuple(max(r.metrics.relative_euclidean_distance, _EXACT) if r.metrics else math.nan for r in matched)
-    return red, next((i for i, r in enumerate(matched) if r.first_failing), None)
+    return red, next((i for i, r in enumerate(matched) if r.diverges_here), None)
 
 
 def _error_along_the_network(layers: LayerwiseResult) -> str:
@@ -271,7 +271,7 @@ def _error_along_the_network(layers: LayerwiseResult) -> str:
 
 
 def _layerwise_section(layers: LayerwiseResult) -> str:
-    first = layers.first_failing
+    first = layers.diverges_at
     lines = [("first tensor to diverge" + (" (a warning: the outputs pass)" if layers.is_warning else "")
               + ": <span class='fail'>" + html.escape(first.tensor) + "</span>") if first else
              "no tensor diverges"]
@@ -296,7 +296,7 @@ def _layerwise_section(layers: LayerwiseResult) -> str:
     banded = layers.bands is not None
     rows = []
     for row in layers.rows:
-        klass = " class='first'" if row.first_failing else ""
+        klass = " class='first'" if row.diverges_here else ""
         if row.metrics is None:
             cells = f"<td colspan='{5 if banded else 3}' class='name'>{html.escape(row.unmatched_reason)}</td>"
         else:

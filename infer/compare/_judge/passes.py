@@ -2,7 +2,7 @@
 
 Pass one reads every batch once: per-batch metrics and pass-one accumulator, per-sample scores, top-k counts and
 the plot data. Pass two reads every batch again for the dataset's KullbackLeiblerDivergence, which needs the global
-extremes of pass one (see `infer.compare._accumulate`). Each pass runs over a shard, a contiguous run of the
+extremes of pass one (see `infer.compare._judge.accumulate`). Each pass runs over a shard, a contiguous run of the
 dataset's batch stems, and returns per-batch pieces; `measure_output` folds them in dataset order. One process runs
 a single shard holding every stem, in itself; `compare_outputs_in_workers` hands N shards to a process pool. The same
 floats are added in the same order either way, so 1 and N workers give equal results, bit for bit.
@@ -28,11 +28,11 @@ from binio.errors import InferError
 from binio.heap import keep_freed_memory
 from binio.manifest import DatasetManifest
 from binio.shards import split
-from infer.compare._accumulate import MetricAccumulator
-from infer.compare._metrics import Metrics, as_float64
-from infer.compare._provenance import sample_names, sample_source
-from infer.compare._sources import OutputPair
-from infer.compare._topk import TopKAccumulator, is_classifier
+from infer.compare._judge.accumulate import MetricAccumulator
+from infer.compare._judge.metrics import Metrics, as_float64
+from infer.compare._judge.topk import TopKAccumulator, is_classifier
+from infer.compare._sides.provenance import sample_names, sample_source
+from infer.compare._sides.run_folders import OutputPair
 from infer.compare.metric_names import HIGHER_IS_BETTER
 from infer.compare.options import DEFAULT_TOPK, CompareOptions
 from infer.compare.result import BatchResult, OutputResult, PlotData, SampleScore

@@ -2,7 +2,7 @@
 
 x is the converted model's tensor (actual, msaccucmp's "my output"), y the golden (TensorFlow) one, both
 flattened and taken as float64; eps is float64's machine epsilon, as msaccucmp's ConstManager.FLOAT_EPSILON.
-These functions are the reference: `infer.compare._accumulate` computes the same numbers batch by batch, and the
+These functions are the reference: `infer.compare._judge.accumulate` computes the same numbers batch by batch, and the
 tests hold one to the other and both to msaccucmp's own code (mindstudio-probe 26.2.0,
 tests/infer/compare/test_msaccucmp_metrics.py). docs/metrics.md gives each definition with its source.
 

@@ -3,9 +3,11 @@
 On one batch (the first that fails, else the dataset's first), every float tensor the frozen pb computes from its
 inputs is fetched from TensorFlow; every one whose name the ONNX stand-in keeps is made a graph output of a copy of
 the ONNX model and fetched from ONNX Runtime. A name is compared only where the ONNX node behind it computes the
-same thing (`infer.compare._layer_match`), in the layout the conversion gave it (`infer.compare._onnx_graph`), by
-scale-free measures; tensors computed from random ops are never compared. `infer.compare._layer_diagnosis` then
-finds where the error enters and where it grows, and `infer.compare._nonfinite` names the first inf/NaN's cause.
+same thing (`infer.compare._layers.match`), in the layout the conversion gave it
+(`infer.compare._layers.onnx_graph`), by scale-free measures; tensors computed from random ops are never compared.
+`infer.compare._layers.diagnosis` then finds where the error enters and where it grows, and
+`infer.compare._layers.nonfinite` names the first inf/NaN's cause, both through `infer.compare._layers.conclusion`,
+which an NPU dump's comparison ends with too.
 
 `dump_golden_tensors` writes TensorFlow's tensors in msaccucmp's golden naming, ``op_name.output_index.timestamp
 .npy`` with ``/`` and ``.`` in the op name as ``_``, so a user with real NPU dumps can run Huawei's own comparator
@@ -23,21 +25,21 @@ import numpy as np
 
 from binio.errors import InferError
 from binio.manifest import DatasetManifest
-from infer.compare._expected import emulated_model
-from infer.compare._golden_dump import dump_golden_tensors
-from infer.compare._layer_bands import LayerBands, band_of
-from infer.compare._layer_diagnosis import diagnose, layer_thresholds, verdict_note
-from infer.compare._layer_match import Correspondence, correspondence
-from infer.compare._layer_tensors import (
+from infer.compare._judge.expected import emulated_model
+from infer.compare._judge.metrics import compute_metrics, relative_euclidean_distance
+from infer.compare._layers.bands import LayerBands, band_of
+from infer.compare._layers.conclusion import conclude
+from infer.compare._layers.diagnosis import layer_thresholds
+from infer.compare._layers.golden_dump import dump_golden_tensors
+from infer.compare._layers.layout_reading import aligned_to_golden
+from infer.compare._layers.match import Correspondence, correspondence
+from infer.compare._layers.tensors import (
     GraphTensor,
     LayerwiseError,
     OnnxSide,
     _onnx_side,
     run_tensorflow,
 )
-from infer.compare._layout_reading import aligned_to_golden
-from infer.compare._metrics import compute_metrics, relative_euclidean_distance
-from infer.compare._nonfinite import NonfiniteFinding, TensorInfo, classify, nonfinite_positions
 from infer.compare.layer_result import LayerRow, LayerwiseResult
 from infer.compare.options import DEFAULT_FACTOR
 from infer.compare.result import CompareResult
@@ -78,7 +80,7 @@ def emulated_bands(contract: ModelContract, manifest: DatasetManifest, stem: str
                    golden: dict[str, np.ndarray], inputs_of: dict[str, tuple[str, ...]], cache_root: Path,
                    factor: float) -> tuple[LayerBands | None, str]:
     """Each tensor's band on the batch `stem`: its RED in the stand-in's emulation of an undamaged conversion of
-    the same pb in the contract's precision mode (`infer.compare._layer_bands`), read as the converted model's
+    the same pb in the contract's precision mode (`infer.compare._layers.bands`), read as the converted model's
     tensors are (same names, the emulated model's own layouts). None, and why, where the emulation cannot be had:
     the tensors are then judged by msit's limits."""
     try:
@@ -131,21 +133,8 @@ def compare_layers(contract: ModelContract, manifest: DatasetManifest, threshold
     rows = [matcher.row(tensor, golden.get(tensor.name)) for tensor in floats]
     bands, band_note = emulated_bands(contract, manifest, stem, floats, golden, inputs_of, bands_from, factor) \
         if bands_from is not None else (None, "")
-    rows_marked, origins, growth = diagnose(rows, inputs_of, bands,
-                                            outputs_fail=outcome is not None and not outcome.passed)
-    first = next((r for r in rows_marked if r.first_failing), None)
-    info = {t.name: TensorInfo(t.op_type, t.inputs) for t in tensors}
-    # Each output's own first inf/NaN: in a model of several outputs, another branch's cause is not this one's.
-    per_output: dict[str, NonfiniteFinding] = {}
-    for spec in contract.outputs:
-        own = first_nonfinite(rows_marked, matcher.aligned, golden, info, within=upstream(spec.name, inputs_of))
-        if own is not None:
-            per_output[spec.name] = own
-    return LayerwiseResult(batch_stem=stem, rows=rows_marked, origins=origins, growth_tensor=growth,
-                           outputs_passed=outcome.passed if outcome is not None else True,
-                           note=verdict_note(first, outcome, rows_marked, stem, bands), batch_reason=batch_reason,
-                           nonfinite=first_nonfinite(rows_marked, matcher.aligned, golden, info),
-                           nonfinite_by_output=per_output, bands=bands, band_note=band_note)
+    return conclude(contract, tensors, golden, rows, matcher.aligned, stem=stem, batch_reason=batch_reason,
+                    outcome=outcome, bands=bands, band_note=band_note)
 
 
 class _Matcher:
@@ -210,30 +199,3 @@ def _dropped_inputs(relation: Correspondence, outputs: Sequence[str], matched: d
     sums read a partial sum of their own)."""
     passed = {matched[name] for name in outputs if name in matched and matched[name] != tensor} & relation.tf_frontier
     return ", ".join(sorted(relation.tf_frontier - passed)) if passed else ""
-
-
-def upstream(tensor: str, inputs_of: dict[str, tuple[str, ...]]) -> set[str]:
-    """`tensor` and every tensor it is computed from."""
-    found = {tensor}
-    pending = [tensor]
-    while pending:
-        for name in inputs_of.get(pending.pop(), ()):
-            if name not in found:
-                found.add(name)
-                pending.append(name)
-    return found
-
-
-def first_nonfinite(rows: tuple[LayerRow, ...], aligned: dict[str, np.ndarray], golden: dict[str, np.ndarray],
-                     info: dict[str, TensorInfo], within: set[str] | None = None) -> NonfiniteFinding | None:
-    """The first compared tensor (of `within`, default all) with inf/NaN where TF is finite, classified."""
-    compared = {row.tensor for row in rows if row.matched}
-    for row in rows:
-        if within is not None and row.tensor not in within:
-            continue
-        actual = aligned.get(row.tensor)
-        if actual is not None and nonfinite_positions(actual, golden[row.tensor]).any():
-            return classify(row.tensor, actual, golden, info, lambda name: name in compared)
-    return None
-
-

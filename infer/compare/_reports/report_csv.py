@@ -22,7 +22,7 @@ from binio.atomic import write_bytes_atomic, write_json_atomic
 from binio.document import json_float
 from binio.dtypes import dtype
 from binio.spec import node_name, output_index
-from infer.compare._metrics import Metrics
+from infer.compare._judge.metrics import Metrics
 from infer.compare.metric_names import CSV_METRICS
 from infer.compare.result import CompareResult
 from infer.compare.thresholds import Failure

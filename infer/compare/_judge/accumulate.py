@@ -1,4 +1,4 @@
-"""The metrics of `infer.compare._metrics`, computed batch by batch so a dataset never has to fit in memory.
+"""The metrics of `infer.compare._judge.metrics`, computed batch by batch so a dataset never has to fit in memory.
 
 Every metric but one is a function of sums, maxima and counts that merge exactly across batches: Σxy, Σx², Σy²,
 Σ|x-y|, Σ(x-y)², max|x-y|, the relative-error sum and maximum, the isclose count; means and standard deviations
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, fields
 
 import numpy as np
 
-from infer.compare._metrics import (
+from infer.compare._judge.metrics import (
     EPS,
     FP16_MAX,
     Metrics,

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from infer.compare._onnx_graph import OnnxGraph, OnnxNode
+from infer.compare._layers.onnx_graph import OnnxGraph, OnnxNode
 
 # TF op type -> the ONNX op types tf2onnx computes it with (a fused one included: the node that computes a TF
 # op's result may also compute the op before it).

@@ -18,7 +18,7 @@ import numpy as np
 
 from binio.binfile import read_bin
 from binio.manifest import DatasetManifest
-from infer.compare._sources import OutputPair
+from infer.compare._sides.run_folders import OutputPair
 
 _ATOL, _RTOL = 1e-6, 1e-5
 

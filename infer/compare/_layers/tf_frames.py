@@ -1,9 +1,9 @@
 """TF's own layout moves: a Transpose the model itself does (code written for NCHW, a swap of H and W) changes which
 axes a TF tensor's axes are, so an ONNX tensor's layout is known relative to TF's only with TF's moves counted too.
 
-`infer.compare._layouts` tracks each ONNX tensor's axes from the graph inputs' axes, every Transpose counted (tf2onnx
-turns TF's own into ONNX ones and merges them with its own, or pushes them through elementwise ops: the name a TF
-op kept may then hold its values before TF's transpose). Here the same is done on the TF side, through TF's
+`infer.compare._layers.layouts` tracks each ONNX tensor's axes from the graph inputs' axes, every Transpose counted
+(tf2onnx turns TF's own into ONNX ones and merges them with its own, or pushes them through elementwise ops: the
+name a TF op kept may then hold its values before TF's transpose). Here the same is done on the TF side, through TF's
 Transposes (`tf_frames`), and the two composed (`relative_to_tf`). Tensors no TF Transpose precedes are in the
 inputs' axes on both sides and need nothing.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from infer.compare._layouts import Layout, Permutation, describe_layout, unknown
+from infer.compare._layers.layouts import Layout, Permutation, describe_layout, unknown
 
 # TF ops whose output axes are their input's axes (in the model's own data format).
 _TF_SAME_AXES = frozenset({
@@ -31,7 +31,7 @@ Frame = Permutation | str  # the input axes each axis holds, or why that is not 
 
 
 class FramedTensor(Protocol):
-    """What is read of a TF tensor (`infer.compare._layer_tensors.GraphTensor`)."""
+    """What is read of a TF tensor (`infer.compare._layers.tensors.GraphTensor`)."""
 
     @property
     def name(self) -> str: ...
@@ -90,7 +90,7 @@ def tf_frames(tensors: Sequence[FramedTensor], activations: set[str]) -> dict[st
 
 def _reduced(source: Frame, tensor: FramedTensor) -> Frame:
     """The frame after a reduction or Squeeze of a tensor in `source`: the dropped axes gone, the others counted
-    again among themselves (as the ONNX side counts them, `infer.compare._layouts`)."""
+    again among themselves (as the ONNX side counts them, `infer.compare._layers.layouts`)."""
     if isinstance(source, str):
         return source
     if tensor.keep_dims and tensor.op_type != "Squeeze":

@@ -41,8 +41,8 @@ import numpy as np
 from binio.binfile import check_bin_size, write_raw
 from binio.manifest import DatasetManifest
 from binio.spec import TensorSpec, format_shape
-from infer.compare._provenance import Side, run_side
-from infer.compare._sources import batch_spec
+from infer.compare._sides.provenance import Side, run_side
+from infer.compare._sides.run_folders import batch_spec
 from infer.compare.errors import RunFolderError
 from infer.contract import ModelContract
 from infer.om import om_descriptors

@@ -33,11 +33,11 @@ from binio.binfile import sha256_file
 from binio.document import json_float
 from binio.manifest import DatasetManifest
 from infer.aipp import AippOptions, model_aipp
-from infer.compare._golden import cached_run
-from infer.compare._metrics import Metrics
+from infer.compare._judge.metrics import Metrics
+from infer.compare._sides.golden import cached_run
 from infer.compare.errors import ExpectedErrorUnavailable
 from infer.compare.metric_names import shown
-from infer.compare.options import DEFAULT_FACTOR
+from infer.compare.options import DEFAULT_FACTOR, CompareOptions
 from infer.contract import ModelContract, load_contract
 from infer.convert import ConvertOptions, convert_model
 from infer.run import run_model
@@ -138,6 +138,30 @@ def check_emulation_possible(contract: ModelContract) -> None:
         raise ExpectedErrorUnavailable("--expected-from-emulation: the ONNX Runtime stand-in (tf2onnx, onnxruntime) "
                                        "is not installed here", hint="pip install tf2onnx onnxruntime, or compare "
                                        "without the band")
+
+
+def expected_by_default(contract: ModelContract) -> bool:
+    """The band is computed, and fails the run, unless told otherwise: for an om (the stand-in beside it emulates
+    what the chip was asked to compute) and for an fp32 conversion (whose error float32 rounding alone explains),
+    where the stand-in is at hand. The fp16 modes keep msit's rule alone by default: their band is a diagnosis."""
+    converted = contract.converted
+    if converted is None or not stand_in_available():
+        return False
+    return converted.target == "om" or converted.precision_mode in FP32_MODES
+
+
+def wants_expected(contract: ModelContract, options: CompareOptions) -> bool:
+    if options.fail_on_expected or options.expected_from_emulation:
+        return True
+    if options.expected_from_emulation is None:
+        return expected_by_default(contract)
+    return False
+
+
+def fails_on_expected(contract: ModelContract, options: CompareOptions) -> bool:
+    if options.fail_on_expected is not None:
+        return options.fail_on_expected
+    return options.expected_from_emulation is not False and expected_by_default(contract)
 
 
 def _emulation_settings(contract: ModelContract) -> tuple[str, str, str, str]:
