@@ -202,12 +202,11 @@ def _absolute(path: Path | None) -> Path | None:
 
 
 def _atc_only(options: ConvertOptions) -> tuple[str, ...]:
-    given = {  # --soc-version is the stand-in's too: it chooses the operator table of its precision plan
+    given = {  # --soc-version (and --allow-unknown-soc) are the stand-in's too: they choose its plan's table
         "--input-format": bool(options.input_format),
         "--op-select-implmode": bool(options.op_select_implmode),
         "--fusion-switch-file": options.fusion_switch_file is not None,
         "--atc-arg": bool(options.atc_args),
-        "--allow-unknown-soc": options.allow_unknown_soc,
     }
     return tuple(flag for flag, present in given.items() if present)
 

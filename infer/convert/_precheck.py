@@ -1,8 +1,9 @@
 """Before anything runs: the conversion's precision plan and the pre-check of every op, from the chosen chip's
 operator table (`atc_wrap.precision_plan`, `atc_wrap.op_precheck`), for either target and for a dry run.
 
-The chip is --soc-version's; the stand-in without one (or with one no table covers) assumes
-`atc_wrap.soc.ASSUMED_SOC_VERSION` and says so. What
+The chip is --soc-version's, refused for either target where ATC would refuse it (a typo is caught on the
+workstation, with the name it was likely meant to be; --allow-unknown-soc lets a chip newer than the list through).
+The stand-in without one (or with one no table covers) assumes `atc_wrap.soc.ASSUMED_SOC_VERSION` and says why. What
 ATC could not build as asked (an op the mode or a per-op control needs in a dtype the chip has no kernel for) is
 refused for both targets; an op ATC cannot convert at all is refused for an om and a warning for the stand-in, which
 still runs it. `--allow-unsupported` goes on past both: the tables are a 2022 snapshot.
@@ -19,7 +20,7 @@ from atc_wrap.op_precheck import PreCheck, precheck
 from atc_wrap.op_tables import OpTableError, op_table_for
 from atc_wrap.precision import parse_input_fp16_nodes
 from atc_wrap.precision_plan import PrecisionPlan, ascend_names, plan_precision, refuse_planned
-from atc_wrap.soc import ASSUMED_SOC_VERSION
+from atc_wrap.soc import ASSUMED_SOC_VERSION, check_soc_version
 from infer.contract import ModelContract
 from infer.convert.options import ConvertOptions
 
@@ -36,8 +37,9 @@ class Prepared:
 def prepare(contract: ModelContract, options: ConvertOptions, graph_def: Any, controls: OpControls, *,
             target: str) -> Prepared:
     """The plan of the contract's pb for `target` (om | onnx) under `options`, after refusing what must be."""
-    chip = options.soc_version or ASSUMED_SOC_VERSION
-    assumed = not options.soc_version
+    asked = check_soc_version(options.soc_version, allow_unknown=options.allow_unknown_soc, required=False)
+    chip = asked or ASSUMED_SOC_VERSION
+    assumed = not asked
     notes: tuple[str, ...] = ()
     try:
         table = op_table_for(chip)
@@ -48,12 +50,14 @@ def prepare(contract: ModelContract, options: ConvertOptions, graph_def: Any, co
         notes = (f"no operator table for --soc-version {chip}: the stand-in plans for {ASSUMED_SOC_VERSION} instead",)
         chip, assumed = ASSUMED_SOC_VERSION, True
         table = op_table_for(chip)
+    else:
+        asked = ""  # the plan is for the chip given
     check_op_controls(controls, graph_def, contract.pb_path, options.precision_mode, emulated=target == "onnx",
                       ascend_types=ascend_names(graph_def, table))
     fp16_nodes = set(parse_input_fp16_nodes(options.input_fp16_nodes, contract.inputs))
     plan = refuse_planned(plan_precision(graph_def, table, options.precision_mode, chip=chip,
                                          chip_assumed=assumed, controls=controls,
-                                         fp16_inputs=fp16_nodes),
+                                         fp16_inputs=fp16_nodes, chip_asked=asked),
                           allow_unsupported=options.allow_unsupported)
     check = precheck(graph_def, table, chip, plan)
     if check.unconvertible and target == "om" and not options.allow_unsupported:

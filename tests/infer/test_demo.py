@@ -180,12 +180,28 @@ def test_pipeline_init_from_a_frozen_pb_takes_its_static_batch(demo: tuple[DemoR
 def test_report_says_why_there_is_no_atc_command(demo: tuple[DemoResult, list[str]],
                                                  capsys: pytest.CaptureFixture[str]) -> None:
     result, _ = demo
-    outcome = _run_edited(capsys, result, 'soc_version = "Ascend310"', 'soc_version = "Ascend999"')
-    assert outcome.code == 0, outcome.err  # the stand-in has no soc version to refuse
+    outcome = _run_edited(capsys, result, 'soc_version = "Ascend310"', 'soc_version = ""')
+    assert outcome.code == 0, outcome.err  # the stand-in assumes a chip
     lines = outcome.out.splitlines()
     note = lines[lines.index("on an Ascend machine, by hand:") + 1]
-    assert note.startswith("  (no ATC command: ") and "Ascend999" in note
+    assert note.startswith("  (no ATC command: --soc-version is required for --target om")
     assert lines[-1].startswith("  msame --model ")
+
+
+def test_a_chip_typo_is_refused_before_the_server_sees_it(demo: tuple[DemoResult, list[str]],
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """The stand-in refuses a --soc-version ATC would refuse (it once planned for Ascend310 and passed), with the
+    same suggestion; allow_unknown_soc = true is the explicit way past, and the report's ATC command carries it."""
+    result, _ = demo
+    outcome = _run_edited(capsys, result, 'soc_version = "Ascend310"', 'soc_version = "Ascend999"')
+    assert outcome.code == 2
+    assert outcome.error_line.startswith("error: --soc-version 'Ascend999': not a chip ATC knows (did you mean ")
+    allowed = _run_edited(capsys, result, 'soc_version = "Ascend310"',
+                          'soc_version = "Ascend999"\nallow_unknown_soc = true')
+    assert allowed.code == 0, allowed.err
+    atc = next(line for line in allowed.out.splitlines() if line.startswith("  atc "))
+    assert "--soc_version=Ascend999" in atc
+    _sync(capsys, result)
 
 
 def test_stricter_threshold_reruns_only_compare_and_fails(demo: tuple[DemoResult, list[str]],
