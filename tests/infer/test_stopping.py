@@ -39,6 +39,22 @@ wait
 
 
 @pytest.fixture(autouse=True)
+def _ctrl_c_reaches_python() -> Iterator[None]:
+    """A suite started in the background (`nohup pytest ... &` from a script) inherits SIGINT ignored, and Python
+    then installs no KeyboardInterrupt handler, here or in the infer processes these tests start (an ignored signal
+    stays ignored across exec). These tests deliver Ctrl-C themselves: it gets Python's handler back for them, here,
+    and so the default in every child (exec resets a handled signal)."""
+    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+        yield
+        return
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@pytest.fixture(autouse=True)
 def _no_fake_tool_outlives_its_test(tmp_path: Path) -> Iterator[None]:
     """Whatever a failing test left of its hanging tools is killed, so that a failure costs no stray processes."""
     yield
