@@ -18,6 +18,7 @@ import pytest
 from binio.errors import Terminated
 from binio.manifest import DatasetManifest
 from binio.process import ToolError, ToolResult, run_tool, stop_running_tools, stops_tools_with
+from infer.cli.interrupts import KEPT
 from infer.contract import ModelContract
 from tests.cli import run_cli
 from tests.infer.run_data import as_om, cnn_batches, use_fake_tools, write_dataset
@@ -225,6 +226,9 @@ def test_ctrl_c_and_sigterm_stop_msame_and_its_children(om: ModelContract, bins:
     assert infer.returncode == code, err
     assert f"msame: stopping it and the processes it started (process group {tool_pids[0]}): {why}" in err
     assert _all_ended(tool_pids)
+    # Said, not a silent 130 (typer turns a KeyboardInterrupt into one), with what the run kept.
+    assert err.splitlines()[-1] == (f"interrupted (Ctrl-C): {KEPT['run']}" if signum == signal.SIGINT
+                                    else "terminated")
 
 
 def test_run_timeout_stops_a_hanging_msame(om: ModelContract, bins: DatasetManifest, tmp_path: Path,
