@@ -181,8 +181,8 @@ def make_app(only: str | None = None, *, listed: bool = False) -> typer.Typer:
         target = command_target(name)
         if isinstance(target, typer.Typer):
             built.add_typer(target, name=name)
-        else:
-            built.command(name)(target)
+        else:  # its module's EXAMPLES end its --help
+            built.command(name, epilog=getattr(sys.modules[target.__module__], "EXAMPLES", None))(target)
     return built
 
 

@@ -10,9 +10,14 @@ import typer
 
 from binio.errors import InferError
 from binio.shown_path import shown_path
-from infer.cli.console import err, out, print_json, say, warn
+from infer.cli.console import err, examples, out, print_json, say, warn
 from infer.cli.options import takes_options
 from infer.compare.options import CompareOptions
+
+EXAMPLES = examples(
+    "infer compare model/model.json --input bins --actual out --labels labels.txt --report report",
+    "infer compare model/model.json --input bins --actual out --golden golden --layerwise   # where it diverges",
+)
 
 
 @takes_options(options=CompareOptions)

@@ -7,7 +7,13 @@ from pathlib import Path
 import typer
 
 from binio.shown_path import shown_path, shown_paths
-from infer.cli.console import show
+from infer.cli.console import examples, show
+
+EXAMPLES = examples(
+    "infer demo -o demo-out",
+    "infer demo --fp16-trouble -o demo-out        # a failure, its cause, and its fix",
+    "infer demo --aipp -o demo-out                # the NPU's AIPP does the preprocessing",
+)
 
 
 def demo(

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import typer
 
-from infer.cli.console import print_json, show
+from infer.cli.console import examples, print_json, show
+
+EXAMPLES = examples(
+    "infer doctor",
+    "infer doctor --json",
+)
 
 
 def _mark(ok: bool | None) -> str:

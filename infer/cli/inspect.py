@@ -7,11 +7,18 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from infer.cli.console import out, print_json, table
+from infer.cli.console import examples, out, print_json, table
 
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
+
+
+EXAMPLES = examples(
+    "infer inspect ckpt/model.ckpt                  # inputs, ranked output candidates, dynamic dims",
+    "infer inspect ckpt/model.ckpt --json --top 3",
+    "infer inspect model/model.json --precision     # after convert: each op's dtype on the chip",
+)
 
 
 def _shape(shape: tuple[int | None, ...] | None) -> str:

@@ -8,9 +8,14 @@ from pathlib import Path
 import typer
 
 from binio.shown_path import shown_path
-from infer.cli.console import print_json, say, show
+from infer.cli.console import examples, print_json, say, show
 from infer.cli.options import takes_options
 from infer.tune.options import TuneOptions
+
+EXAMPLES = examples(
+    "infer tune-precision model/model.json --input bins -o tuned",
+    "infer tune-precision model/model.json --input bins -o tuned_mixed --precision-mode allow_fp32_to_fp16 --max-ops 4",
+)
 
 
 @takes_options(options=TuneOptions)
