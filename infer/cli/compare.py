@@ -130,6 +130,8 @@ def compare(
         if output.topk is not None:
             t = output.topk
             line = f"{output.name}: top-1 agreement {t.top1_agreement:.2%}, top-{t.k} overlap {t.topk_overlap:.2%}"
+            if t.without_top1:
+                line += f" ({t.without_top1} of {t.samples} samples NaN everywhere: no top-1)"
             if t.accuracy is not None:
                 a = t.accuracy
                 line += (f"; top-1 accuracy golden {a.golden_top1:.2%} actual {a.actual_top1:.2%} "
@@ -146,8 +148,6 @@ def compare(
 
         for path in write_reports(result, report):
             console.print(f"wrote {shown_path(path)}", markup=False)
-    for band in result.expected:
-        console.print(f"expected from emulation: {band.summary()}", markup=False)
     for check in result.preprocessing:
         console.print(check.summary(), markup=False)
     if result.provenance is not None:
@@ -155,9 +155,35 @@ def compare(
             console.print(f"sample order: {order.describe()}", markup=False)
     for text in result.warnings:
         warn(text)
-    console.print(result.verdict_line(), markup=False, soft_wrap=True)
+    # The verdict in one short line, then what it rests on, then what to do next.
+    console.print(result.headline(), markup=False, soft_wrap=True)
+    for line in result.details():
+        console.print(f"  {line}", markup=False, soft_wrap=True)
+    for line in next_steps(result, contract, model, bins, actual):
+        console.print(line, markup=False, soft_wrap=True)
     if not result:
         sys.exit(1)
+
+
+def next_steps(result: Any, contract: Any, model: Path, bins: Path, actual: Path) -> list[str]:
+    """``next: <command>   # what it does``, a line each, for a failed run: --layerwise (or an NPU dump) to find
+    where, tune-precision to fix an fp16 cause; the paths as the user gave them."""
+    if result.passed:
+        return []
+    found = []
+    where = "finds the op" if result.cause else "where the converted model leaves TensorFlow"
+    target = contract.converted.target if contract.converted is not None else ""
+    model_text, bins_text = shown_path(model), shown_path(bins)
+    if result.layerwise is None and target == "onnx":
+        found.append((f"infer compare {model_text} --input {bins_text} --actual {shown_path(actual)} --layerwise",
+                      where))
+    elif result.layerwise is None and target == "om":
+        found.append((f"infer run {model_text} --input {bins_text} -o out --dump, then infer compare {model_text} "
+                      f"--input {bins_text} --npu-dump out/<timestamp>/dump", f"on the Ascend server: {where}"))
+    if result.cause:
+        found.append((f"infer tune-precision {model_text} --input {bins_text} -o tuned",
+                       "the ops to keep in fp32 (ATC's --keep_dtype): the fix"))
+    return [f"{'next: ' if i == 0 else '      '}{command}   # {why}" for i, (command, why) in enumerate(found)]
 
 
 def _print_layers(console: Any, layers: Any) -> None:

@@ -40,6 +40,8 @@ def demo(
                       fp16_trouble=fp16_trouble)
     pipeline = result.pipeline
     show(pipeline.verdict)
+    if result.failed_report is not None:
+        show(f"report under force_fp16 (failed): {shown_path(result.failed_report)}")
     if pipeline.report_html is not None:
         show(f"report: {shown_path(pipeline.report_html)}")
     show(f"re-run or edit: infer pipeline run {shown_path(result.pipeline_file)}  "

@@ -61,7 +61,7 @@ def test_batch_gears_pass_at_4_and_8_and_gear_3_is_refused(capsys: pytest.Captur
                                                                                 (batch, 16, 16, 3))
         compared = _run_and_compare(capsys, model, bins, tmp_path / f"out_b{batch}")
         assert compared.code == 0, compared.out + compared.err
-        assert compared.out.strip().splitlines()[-1].startswith("PASSED")
+        assert compared.verdict.startswith("PASSED")
 
     pairs: list[Arg] = ["--input", tmp_path / "bins_b4", "--actual", tmp_path / "out_b4",
              "--input", tmp_path / "bins_b8", "--actual", tmp_path / "out_b8"]
@@ -104,7 +104,7 @@ def test_two_image_sizes_pass_at_both(capsys: pytest.CaptureFixture[str], fcn: P
                                                                    (2, height, width, 3))
         compared = _run_and_compare(capsys, model, bins, tmp_path / f"out_{height}x{width}")
         assert compared.code == 0, compared.out + compared.err
-        assert compared.out.strip().splitlines()[-1].startswith("PASSED")
+        assert compared.verdict.startswith("PASSED")
 
 
 def test_a_pipeline_with_batch_gears_dumps_runs_and_compares_each(capsys: pytest.CaptureFixture[str], fcn: Path,

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from binio.atomic import write_bytes_atomic
+from infer.compare._judge.fp16_trouble import DOCS as FP16_DOCS
 from infer.compare.metric_names import shown, shown_limit
 from infer.compare.result import CompareResult, LayerwiseResult, OutputResult, PlotData, fp16_cause
 from infer.compare.thresholds import DEFAULT_THRESHOLDS
@@ -191,8 +192,8 @@ def _metrics_table(result: CompareResult) -> str:
         cells = "".join(f"<td>{shown(m.value(name), name)}</td>" for name in _SHOWN)
         verdict = '<span class="pass">pass</span>' if result.output_passed(output) else '<span class="fail">FAIL</span>'
         rows.append(f'<tr><td class="name">{html.escape(output.name)}</td>{cells}'
-                    f"<td>{counts.nan_actual + counts.inf_actual}</td><td>{fp16_cause(output, result.layerwise)}"
-                    f"</td><td>{verdict}</td></tr>")
+                    f"<td>{counts.nan_actual + counts.inf_actual}</td>"
+                    f"<td>{fp16_cause(output, result.layerwise, result.fp16_trouble)}</td><td>{verdict}</td></tr>")
     return _table(f"<tr>{head}</tr>{''.join(rows)}")
 
 
@@ -226,6 +227,8 @@ def _output_section(output: OutputResult) -> str:
         t = output.topk
         text = (f"top-1 agreement {t.top1_agreement:.4%}, top-{t.k} overlap {t.topk_overlap:.4%} over "
                 f"{t.samples} samples")
+        if t.without_top1:
+            text += f" ({t.without_top1} NaN everywhere in the converted model's outputs: no top-1)"
         if t.accuracy is not None:
             a = t.accuracy
             text += (f"; accuracy against labels: top-1 golden {a.golden_top1:.4%}, actual {a.actual_top1:.4%} "
@@ -392,6 +395,13 @@ def _header(result: CompareResult) -> str:
     listed = "".join(f"<dt>{html.escape(k)}</dt><dd>{html.escape(v)}</dd>" for k, v in sides)
     reasons = "" if result.passed else "<ul class='reasons'>" + "".join(
         f"<li>{html.escape(r)}</li>" for r in result.fail_reasons) + "</ul>"
+    if result.cause:  # what the outputs alone say made it fail, what it means, and what to do next
+        reasons += "".join(
+            f"<p class='cause'><b>cause: {html.escape(result.cause)}</b>: {html.escape(t.describe())}. Next: "
+            "<code>infer compare ... --layerwise</code> finds the op, <code>infer tune-precision</code> the ops to "
+            f"keep in fp32 ({html.escape(FP16_DOCS)}).</p>" for t in result.fp16_trouble)
+    reasons += "".join(f"<p class='cause'>{html.escape(o.name)}: {html.escape(o.kl_band.describe())}</p>"
+                       for o in result.outputs if o.kl_band is not None)
     return (f"<header><h1>infer compare {badge}</h1><dl class='sides'>{listed}</dl>{reasons}"
             f"<p class='verdict'>{html.escape(result.verdict_line())}</p></header>")
 

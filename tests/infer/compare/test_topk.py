@@ -51,6 +51,21 @@ def test_accuracy_by_hand() -> None:
     assert accuracy.top1_difference == -0.5 and accuracy.topk_difference == 0.5
 
 
+def test_a_sample_nan_everywhere_has_no_top1() -> None:
+    """An all-NaN output once showed "top-1 agreement 100%": its NaN scores ranked class 0 first, as TensorFlow's
+    did. A row NaN everywhere agrees with nothing and is right about nothing; a row with one NaN still ranks."""
+    golden = np.array([[0.9, 0.05, 0.05], [0.9, 0.05, 0.05], [0.1, 0.8, 0.1]])
+    actual = np.array([[np.nan] * 3, [np.nan] * 3, [0.1, np.nan, 0.2]])
+    accumulator = TopKAccumulator(2, 3, with_labels=True)
+    accumulator.add(actual, golden, labels=np.array([0, 0, 2]))
+    result = accumulator.result()
+    assert result.without_top1 == 2
+    assert result.top1_agreement == 0.0  # the third: NaN ranks last, so its top-1 is class 2, TF's is 1
+    assert result.topk_overlap == pytest.approx(1 / 6)  # the third's top-2 (2, 0) shares class 0 with TF's (1, 0)
+    assert result.accuracy is not None and result.accuracy.actual_top1 == pytest.approx(1 / 3)
+    assert result.accuracy.golden_top1 == pytest.approx(2 / 3)
+
+
 def test_k_is_capped_at_the_class_count() -> None:
     assert TopKAccumulator(5, 4, with_labels=False).k == 4
 
