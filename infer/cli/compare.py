@@ -191,7 +191,6 @@ def _print_layers(console: Any, layers: Any) -> None:
     # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
     from infer.cli.layer_table import layer_table
     from infer.compare._layers.bands import BAND_FLOOR
-    from infer.compare._layers.diagnosis import ERROR_FLOOR
     from infer.compare.metric_names import shown
 
     width = console.width if console.is_terminal else None  # a pipe or a log file: the table whole
@@ -205,19 +204,16 @@ def _print_layers(console: Any, layers: Any) -> None:
         bands = layers.bands
         console.print(f"judged against each tensor's expected-error band: the RED {bands.precision_mode} explains "
                       f"there (the stand-in's emulation of an undamaged conversion, at least {shown(BAND_FLOOR)}); "
-                      f"out of it past {bands.factor:g}x; the mark where the excess jumps", markup=False)
+                      f"out of it past {bands.factor:g}x; the mark where the excess jumps (the words: "
+                      "docs/compare.md#words-the-verdict-uses)", markup=False)
     elif layers.band_note:
         console.print(f"{layers.band_note}: judged by msit's limits", markup=False)
     if len(layers.origins) > 1:
         console.print(f"diverging independently (each with every compared input passing): "
                       f"{', '.join(layers.origins)}", markup=False)
-    growth = layers.growth
-    if growth is not None and growth.metrics is not None:
-        red = growth.metrics.relative_euclidean_distance
-        source = ("from inputs that match TensorFlow" if growth.upstream_error <= ERROR_FLOOR else
-                  f"{growth.error_growth:.3g} times the largest RED of the compared tensors it reads")
-        console.print(f"error grows most at: {growth.tensor} ({growth.op_type}), RED {shown(red)}, {source}",
-                      markup=False)
+    growth = layers.growth_text()  # only where it means something
+    if growth:
+        console.print(growth, markup=False)
     if layers.nonfinite is not None:
         console.print(f"first inf/NaN: {layers.nonfinite.describe()}", markup=False)
     if layers.fed_from_dump:

@@ -46,8 +46,8 @@ class KlBand:
     def describe(self) -> str:
         """``KL 0.00509 is past msit's 0.005, but ...: judged against its band, not a failure``."""
         mode = self.precision_mode or "its precision"
-        why = (f"KL {shown(self.actual)} is past msit's {self.limit:g}, but on a near-uniform distribution (spread "
-               f"{self.spread:.2g} of the mean) KL measures rounding more than the conversion")
+        why = (f"KL {shown(self.actual)} is past msit's {self.limit:g}, but on a near-uniform distribution (its values "
+               f"spread {self.spread:.2g} of their mean) KL measures rounding more than the conversion")
         if math.isnan(self.emulated):
             return (f"{why}; the stand-in, which would give what {mode} alone explains, is not installed here: a "
                     f"failure by msit's rule ({DOCS})")

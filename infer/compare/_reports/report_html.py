@@ -278,9 +278,9 @@ def _layerwise_section(layers: LayerwiseResult) -> str:
     lines = [("first tensor to diverge" + (" (a warning: the outputs pass)" if layers.is_warning else "")
               + ": <span class='fail'>" + html.escape(first.tensor) + "</span>") if first else
              "no tensor diverges"]
-    growth = layers.growth
-    if growth is not None:
-        lines.append(f"error grows most at {html.escape(growth.tensor)} (x{growth.error_growth:.3g})")
+    growth = layers.growth_text()  # only where it means something
+    if growth:
+        lines.append(html.escape(growth))
     if layers.nonfinite is not None:
         lines.append("first inf/NaN: " + html.escape(layers.nonfinite.describe()))
     if layers.note:
