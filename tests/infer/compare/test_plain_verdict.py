@@ -18,23 +18,15 @@ from binio.spec import TensorSpec
 from infer.compare._compare import CompareOptions, compare
 from infer.compare._judge.fp16_trouble import CAUSE, COLLAPSED, INF_NAN, SATURATED
 from infer.contract import ModelContract
-from tests.atc_wrap.graphs import build_energy, write_frozen
+from tests.atc_wrap.graphs import build_energy, build_normalised, write_frozen
 from tests.cli import Outcome, run_cli
 from tests.infer.compare.handmade import write_contract, write_run
 
 SAMPLES = 6
 
 
-def build_normalised(tf: Any) -> None:
-    """out = x / sqrt(sum(x*x)), the demo's L2 normalisation: with |x| near 300 each square passes 65504, fp16
-    holds the sum as inf, 1/sqrt(inf) = 0, and every sample's output is 0: finite, the same for every sample, and
-    wrong. TensorFlow's vary with x."""
-    x = tf.compat.v1.placeholder(tf.float32, [None, 64], name="x")
-    norm = tf.sqrt(tf.reduce_sum(tf.square(x, name="square"), axis=1, keepdims=True, name="energy"), name="norm")
-    tf.divide(x, norm, name="out")
-
-
-def _x_bins(folder: Path, batch: int, low: float = 250, high: float = 350) -> Path:
+def x_bins(folder: Path, batch: int, low: float = 250, high: float = 350) -> Path:
+    """A dataset of SAMPLES rows of x (64 values each, uniform in [low, high)), in files of `batch`."""
     values = np.random.default_rng(0).uniform(low, high, size=(SAMPLES, 64)).astype(np.float32)
     files = []
     for index in range(SAMPLES // batch):
@@ -64,7 +56,7 @@ def _compared(capsys: pytest.CaptureFixture[str], tmp_path: Path, contract: Mode
 def test_an_overflow_that_collapses_the_outputs_is_named_with_the_next_step(tmp_path: Path,
                                                                            capsys: pytest.CaptureFixture[str]) -> None:
     contract = _converted(tmp_path / "model", build_normalised, batch=2)
-    outcome = _compared(capsys, tmp_path, contract, _x_bins(tmp_path / "bins", 2))
+    outcome = _compared(capsys, tmp_path, contract, x_bins(tmp_path / "bins", 2))
     assert outcome.code == 1
     lines = outcome.out.splitlines()
     headline = next(line for line in lines if line.startswith("FAILED"))
@@ -99,7 +91,7 @@ def test_an_overflow_that_collapses_the_outputs_is_named_with_the_next_step(tmp_
 @pytest.mark.slow
 def test_the_same_model_in_fp32_names_no_fp16_cause(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     contract = _converted(tmp_path / "model", build_normalised, batch=2, mode="force_fp32")
-    outcome = _compared(capsys, tmp_path, contract, _x_bins(tmp_path / "bins", 2))
+    outcome = _compared(capsys, tmp_path, contract, x_bins(tmp_path / "bins", 2))
     assert outcome.code == 0, outcome.out + outcome.err
     assert CAUSE not in outcome.out and "next:" not in outcome.out
 
@@ -108,7 +100,7 @@ def test_the_same_model_in_fp32_names_no_fp16_cause(tmp_path: Path, capsys: pyte
 def test_inf_in_the_outputs_is_named_as_an_overflow(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """energy = sqrt(sum(x*x)) / 16: the sum is inf in fp16, and so is the output."""
     contract = _converted(tmp_path / "model", build_energy, batch=2)
-    outcome = _compared(capsys, tmp_path, contract, _x_bins(tmp_path / "bins", 2))
+    outcome = _compared(capsys, tmp_path, contract, x_bins(tmp_path / "bins", 2))
     assert outcome.code == 1
     assert outcome.verdict.startswith(f"FAILED: {CAUSE}; energy:0 CosineSimilarity NaN")
     assert (f"cause: energy:0 holds {SAMPLES} inf/NaN values where TensorFlow's are finite: a value inside the "
@@ -226,7 +218,7 @@ def test_a_random_weight_classifiers_kl_is_judged_against_its_band(tmp_path: Pat
         tf.nn.softmax(tf.matmul(x, tf.constant(weights)), name="out")
 
     contract = _converted(tmp_path / "model", build, batch=2)
-    outcome = _compared(capsys, tmp_path, contract, _x_bins(tmp_path / "bins", 2, low=0, high=1))
+    outcome = _compared(capsys, tmp_path, contract, x_bins(tmp_path / "bins", 2, low=0, high=1))
     assert outcome.code == 0, outcome.out + outcome.err
     report = json.loads((tmp_path / "report" / "report.json").read_text())
     output = report["outputs"][0]
