@@ -129,14 +129,17 @@ def _keep_the_failed_report(failed: PipelineResult, say: Callable[[str], None]) 
     """Says why the run failed in the words a newcomer needs (the cause compare named from the outputs, the op
     --layerwise found, 65504), and moves its reports aside so that the passing run's do not replace them; returns
     the failed run's HTML report there."""
-    import json
     import shutil
+
+    from binio.reading import parse_json, read_text_file
 
     if failed.report_html is None:
         say(f"under force_fp16: {failed.verdict.split(' | ')[0]}")
         return None
     folder = failed.report_html.parent
-    document = json.loads((folder / "report.json").read_text(encoding="utf-8"))
+    report = folder / "report.json"
+    document = parse_json(read_text_file(report, what="compare's report"), named=str(report),
+                          what="compare's report")
     say(f"under force_fp16: {document['headline']}")
     for trouble in document.get("fp16_trouble") or ():
         say(f"  why: {trouble['text']}")

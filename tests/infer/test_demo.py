@@ -349,6 +349,15 @@ def test_the_fp16_trouble_demo_fails_names_the_op_tunes_and_passes(tmp_path: Pat
     assert 'keep_dtype = "work-fp16-trouble/tune/keep_dtype.cfg"' in result.pipeline_file.read_text()
     assert any(line.startswith("again, with [convert] keep_dtype") for line in lines)
     assert not (tmp_path / "work").exists()  # the ordinary demo's work folder is its own
+    # It teaches the words: the cause the plain verdict names, what fp16 holds, what became of the value.
+    taught = "\n".join(lines[:next(i for i, line in enumerate(lines) if line.startswith("tune-precision"))])
+    assert "FAILED: fp16 overflow (or underflow) inside the network" in taught
+    assert all(word in taught for word in ("overflow", "65504", "became inf")), taught
+    # Both reports are kept: the failed run's, then the passing one's beside it.
+    assert result.failed_report is not None and result.pipeline.report_html is not None
+    assert result.failed_report != result.pipeline.report_html
+    assert "FAILED" in result.failed_report.read_text() and "fp16 overflow" in result.failed_report.read_text()
+    assert "PASSED" in result.pipeline.report_html.read_text()
 
 
 def _alike(line: str, out_dir: Path) -> str:

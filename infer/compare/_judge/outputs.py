@@ -29,7 +29,7 @@ from infer.compare._judge.expected import (
 )
 from infer.compare._judge.fp16_grid import outputs_on_fp16_grid
 from infer.compare._judge.fp16_trouble import fp16_troubles
-from infer.compare._judge.kl_band import fails_on_kl_alone, kl_band
+from infer.compare._judge.kl_band import fails_on_kl_alone, kl_band, rounding_kl
 from infer.compare._judge.labels import labels_for_samples
 from infer.compare._judge.passes import check_topk, compare_outputs_in_workers, measure_output
 from infer.compare._judge.topk import is_classifier
@@ -114,12 +114,13 @@ def judge_outputs(contract: ModelContract, manifest: DatasetManifest, actual: Si
     actual_written = written_specs(actual_dir, actual_specs, manifest, what="--actual")
     pairs = _pairs(contract, manifest, actual_dir, golden_dir, actual_written=actual_written)
     outputs = measure_outputs(pairs, manifest, options, labels, progress)
+    in_fp16 = computes_in_fp16(contract)
+    outputs = tuple(_kl_judged(output, pair, options) if in_fp16 else output
+                    for output, pair in zip(outputs, pairs, strict=True))
     emulated = _Emulated(contract, manifest, golden_dir, options, cache_root, progress)
-    outputs = tuple(_kl_judged(output, options, contract, emulated) for output in outputs)
     fp16_grid: tuple[str, ...] = ()
     if contract.converted is not None and contract.converted.target == "om":  # what the chip computed in
         fp16_grid = outputs_on_fp16_grid(actual_dir, actual_written, manifest)
-    in_fp16 = computes_in_fp16(contract)
     constant = constant_outputs(pairs, manifest, fp16=in_fp16)
     troubles = fp16_troubles(
         contract.converted.precision_mode if contract.converted is not None else "", in_fp16,
@@ -213,18 +214,10 @@ class _Emulated:
                                self.manifest, quiet, None, None)
 
 
-def _kl_judged(output: OutputResult, options: CompareOptions, contract: ModelContract,
-               emulated: _Emulated) -> OutputResult:
-    """The output with a KL failure on a near-uniform distribution judged against its band
-    (`infer.compare._judge.kl_band`): dropped where the precision alone explains it, explained where it does not."""
+def _kl_judged(output: OutputResult, pair: OutputPair, options: CompareOptions) -> OutputResult:
+    """The output of an fp16 conversion with a KL failure on a near-uniform distribution set against fp16's
+    rounding (`infer.compare._judge.kl_band`): dropped where the rounding explains it, explained where it does not."""
     if not fails_on_kl_alone(output.name, output.failures, output.metrics, options.thresholds):
         return output
-    found: OutputResult | None = None
-    try:
-        found = next(e for e in emulated.outputs() if e.name == output.name)
-    except InferError as exc:  # no converted model, no stand-in, a conversion the emulation cannot make
-        log.info("no emulation to judge %s's KL against: %s", output.name, exc.message)
-    precision = contract.converted.precision_mode if contract.converted is not None else ""
-    band = kl_band(output.metrics, None if found is None else found.metrics, output.failures[0].limit,
-                   options.expected_factor, precision)
+    band = kl_band(output.metrics, rounding_kl(pair), output.failures[0].limit, options.expected_factor)
     return replace(output, kl_band=band, failures=() if band.within else output.failures)
