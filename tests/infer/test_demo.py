@@ -358,6 +358,12 @@ def test_the_fp16_trouble_demo_fails_names_the_op_tunes_and_passes(tmp_path: Pat
     assert result.failed_report != result.pipeline.report_html
     assert "FAILED" in result.failed_report.read_text() and "fp16 overflow" in result.failed_report.read_text()
     assert "PASSED" in result.pipeline.report_html.read_text()
+    # The README shows these lines as the demo prints them.
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    shown = readme.split("```\ncheckpoint  demo-out/checkpoint-fp16-trouble/", 1)[1].split("```", 1)[0].splitlines()
+    shown[0] = "checkpoint  demo-out/checkpoint-fp16-trouble/" + shown[0]
+    printed = [*lines, result.pipeline.verdict]
+    assert [_alike(line, tmp_path) for line in shown[:len(printed)]] == [_alike(line, tmp_path) for line in printed]
 
 
 def _alike(line: str, out_dir: Path) -> str:
