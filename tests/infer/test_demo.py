@@ -195,7 +195,8 @@ def test_a_chip_typo_is_refused_before_the_server_sees_it(demo: tuple[DemoResult
     result, _ = demo
     outcome = _run_edited(capsys, result, 'soc_version = "Ascend310"', 'soc_version = "Ascend999"')
     assert outcome.code == 2
-    assert outcome.error_line.startswith("error: convert: --soc-version 'Ascend999': not a chip ATC knows (did you mean ")
+    assert outcome.error_line.startswith("error: convert: --soc-version 'Ascend999': not a chip ATC knows "
+                                         "(did you mean ")
     allowed = _run_edited(capsys, result, 'soc_version = "Ascend310"',
                           'soc_version = "Ascend999"\nallow_unknown_soc = true')
     assert allowed.code == 0, allowed.err

@@ -150,7 +150,7 @@ def test_a_collapse_no_fp32_run_can_check_is_a_likely_cause(tmp_path: Path,
                                                             capsys: pytest.CaptureFixture[str]) -> None:
     """No pb behind the hand-written contract: the fp32 run cannot be made, and the cause says so."""
     golden = np.random.default_rng(0).uniform(0, 1, size=(6, 4)).astype(np.float32)
-    actual = np.tile(np.float32([0.1, 0.2, 0.3, 0.4]), (6, 1))
+    actual = np.tile(np.array([0.1, 0.2, 0.3, 0.4], dtype=np.float32), (6, 1))
     contract = _handmade(tmp_path, golden, actual)
     result = compare(contract.path, tmp_path / "bins", tmp_path / "actual", golden=tmp_path / "golden")
     assert [(t.evidence, t.confirmed) for t in result.fp16_trouble] == [(COLLAPSED, False)]
