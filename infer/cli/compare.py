@@ -48,10 +48,11 @@ def compare(
 
     The metrics of msaccucmp / msit compare, per output, per batch and over the dataset (padding rows left
     out). Fails (exit 1) on msit's rule: cosine < 0.99, RED > 0.05, KL > 0.005, RMSE > 1.0 or MeanRE > 1.0;
-    the last line says PASSED, or FAILED with the failing output and metric, then what was compared with what
-    and the worst sample. Every sample is also measured on its own; --threshold sample:cosine=0.99 fails the run on
-    one bad sample. For an om the line names the chip the om names, and says when its float32 outputs lie on the
-    fp16 grid."""
+    the verdict is one short line, PASSED, or FAILED with its cause where the outputs show one (fp16 overflow or
+    underflow inside the network) and the failing output and metric; below it every reason, what was compared with
+    what and the worst sample, and for a failed run the next step. Every sample is also measured on its own;
+    --threshold sample:cosine=0.99 fails the run on one bad sample. For an om the lines name the chip the om names,
+    and say when its float32 outputs lie on the fp16 grid."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
 
     # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
