@@ -96,7 +96,8 @@ def compare(
 
         def progress(what: str, done: int, total: int) -> None:
             if what not in tasks:
-                label = {"golden": "golden (TensorFlow)", "emulated": "emulated precision"}.get(what, f"reading {what}")
+                label = {"golden": "golden (TensorFlow)", "emulated": "emulated precision",
+                         "fp32": "the same conversion in fp32"}.get(what, f"reading {what}")
                 tasks[what] = bar.add_task(label, total=total)
             bar.update(tasks[what], completed=done, total=total)
 
