@@ -133,7 +133,8 @@ def compare(
             t = output.topk
             line = f"{output.name}: top-1 agreement {t.top1_agreement:.2%}, top-{t.k} overlap {t.topk_overlap:.2%}"
             if t.without_top1:
-                line += f" ({t.without_top1} of {t.samples} samples NaN everywhere: no top-1)"
+                line += (f" ({t.without_top1} of {t.samples} samples rank no class above another, their scores NaN "
+                         "or all the same: no top-1)")
             if t.accuracy is not None:
                 a = t.accuracy
                 line += (f"; top-1 accuracy golden {a.golden_top1:.2%} actual {a.actual_top1:.2%} "

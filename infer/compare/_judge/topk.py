@@ -4,8 +4,10 @@ An output is taken as a classifier's when it is a float tensor of shape (batch, 
 agreement is the share of samples whose argmax is the same on both sides; top-k overlap the mean share of the k
 best classes the two sides have in common. With labels: the top-1 and top-k accuracy of each side and their
 difference (actual - golden), the figure a migration hands in. Ties go to the lower class index on both sides.
-A sample whose scores are NaN everywhere on a side has no top-1 there (NaN ranks last, so an argmax would pick
-class 0 and "agree" with a TensorFlow that picks it too): it agrees with nothing and is right about nothing.
+A sample that ranks no class above another on a side has no top-1 there: its scores NaN everywhere (NaN ranks
+last), or every score that is not NaN the same (a softmax over logits an fp16 overflow made 0 is 1/classes
+everywhere; inf everywhere). Ties going to the lower index, an argmax would pick class 0 and "agree" with a
+TensorFlow that picks it too: such a sample agrees with nothing and is right about nothing.
 """
 
 from __future__ import annotations
@@ -60,7 +62,7 @@ class TopKResult:
     top1_agreement: float
     topk_overlap: float
     accuracy: Accuracy | None
-    without_top1: int = 0  # samples whose converted scores are NaN everywhere: no top-1
+    without_top1: int = 0  # samples whose converted scores rank no class above another (NaN, one value): no top-1
 
     def to_json(self) -> dict[str, Any]:
         document: dict[str, Any] = {"k": self.k, "samples": self.samples, "top1_agreement": self.top1_agreement,
@@ -86,8 +88,8 @@ class TopKAccumulator:
 
     def add(self, actual: np.ndarray, golden: np.ndarray, labels: np.ndarray | None = None) -> None:
         top_x, top_y = top_indices(actual, self.k), top_indices(golden, self.k)
-        # A row NaN everywhere ranks nothing: its indices are -1, which no class and no label equals.
-        none_x, none_y = _nan_rows(actual), _nan_rows(golden)
+        # A row that ranks nothing has indices -1 (-2 on TensorFlow's side), which no class and no label equals.
+        none_x, none_y = unranked_rows(actual), unranked_rows(golden)
         top_x[none_x], top_y[none_y] = -1, -2
         self.samples += int(top_x.shape[0])
         self.without_top1 += int(np.count_nonzero(none_x))
@@ -119,9 +121,14 @@ class TopKAccumulator:
                           without_top1=self.without_top1)
 
 
-def _nan_rows(scores: np.ndarray) -> np.ndarray:
-    """The rows (samples) whose every score is NaN."""
+def unranked_rows(scores: np.ndarray) -> np.ndarray:
+    """The rows (samples) that rank no class above another: every score NaN, or two or more scores that are not NaN
+    and all the same (exactly: a classifier's honest near-ties differ in their last bits, a collapse does not)."""
     values = np.asarray(scores)
     if values.dtype.kind != "f":
         return np.zeros(values.shape[0], dtype=bool)
-    return np.isnan(values).all(axis=1)
+    nan = np.isnan(values)
+    highest = np.where(nan, -np.inf, values).max(axis=1)
+    lowest = np.where(nan, np.inf, values).min(axis=1)
+    scored = np.count_nonzero(~nan, axis=1)
+    return (scored == 0) | ((scored >= 2) & (highest == lowest))

@@ -252,7 +252,8 @@ def _output_section(output: OutputResult) -> str:
         text = (f"top-1 agreement {t.top1_agreement:.4%}, top-{t.k} overlap {t.topk_overlap:.4%} over "
                 f"{t.samples} samples")
         if t.without_top1:
-            text += f" ({t.without_top1} NaN everywhere in the converted model's outputs: no top-1)"
+            text += (f" ({t.without_top1} rank no class above another in the converted model's outputs, their "
+                     "scores NaN or all the same: no top-1)")
         if t.accuracy is not None:
             a = t.accuracy
             text += (f"; accuracy against labels: top-1 golden {a.golden_top1:.4%}, actual {a.actual_top1:.4%} "
