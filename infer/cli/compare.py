@@ -11,6 +11,7 @@ import typer
 from binio.errors import InferError
 from binio.shown_path import shown_path
 from infer.cli.console import err, examples, out, print_json, say, warn
+from infer.cli.next_steps import next_steps
 from infer.cli.options import takes_options
 from infer.compare.options import CompareOptions
 
@@ -72,7 +73,7 @@ def compare(
         # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
         from infer.cli.compare_gears import compare_each_gear
 
-        compare_each_gear(contract, inputs, actuals or [], options=options, golden=golden, report=report,
+        compare_each_gear(contract, model, inputs, actuals or [], options=options, golden=golden, report=report,
                           dump_golden=dump_golden, as_json=as_json)
         return
     bins = inputs[0]
@@ -166,27 +167,6 @@ def compare(
         console.print(line, markup=False, soft_wrap=True)
     if not result:
         sys.exit(1)
-
-
-def next_steps(result: Any, contract: Any, model: Path, bins: Path, actual: Path) -> list[str]:
-    """``next: <command>   # what it does``, a line each, for a failed run: --layerwise (or an NPU dump) to find
-    where, tune-precision to fix an fp16 cause; the paths as the user gave them."""
-    if result.passed:
-        return []
-    found = []
-    where = "finds the op" if result.cause else "where the converted model leaves TensorFlow"
-    target = contract.converted.target if contract.converted is not None else ""
-    model_text, bins_text = shown_path(model), shown_path(bins)
-    if result.layerwise is None and target == "onnx":
-        found.append((f"infer compare {model_text} --input {bins_text} --actual {shown_path(actual)} --layerwise",
-                      where))
-    elif result.layerwise is None and target == "om":
-        found.append((f"infer run {model_text} --input {bins_text} -o out --dump, then infer compare {model_text} "
-                      f"--input {bins_text} --npu-dump out/<timestamp>/dump", f"on the Ascend server: {where}"))
-    if result.cause:
-        found.append((f"infer tune-precision {model_text} --input {bins_text} -o tuned",
-                       "the ops to keep in fp32 (ATC's --keep_dtype): the fix"))
-    return [f"{'next: ' if i == 0 else '      '}{command}   # {why}" for i, (command, why) in enumerate(found)]
 
 
 def _print_layers(console: Any, layers: Any) -> None:
