@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from atc_wrap.precision_plan import PrecisionPlan
+from atc_wrap.precision.plan import PrecisionPlan
 from binio.atomic import write_json_atomic
 from binio.binfile import sha256_file
 from binio.document import load_document
@@ -52,7 +52,7 @@ class ConvertedInfo:
     precision_mode: str = ""
     command: tuple[str, ...] = ()  # the exact ATC argv, or () for the stand-in
     settings: dict[str, Any] = field(default_factory=dict)  # converter settings: opset, emulation, ...
-    # The precision plan as recorded (`atc_wrap.precision_plan`): each op's dtype on the chip and why; None for a
+    # The precision plan as recorded (`atc_wrap.precision.plan`): each op's dtype on the chip and why; None for a
     # model converted before plans, or for a chip without an operator table. Read through `plan()`.
     precision_plan: dict[str, Any] | None = None
     gears: DynamicShape | None = None  # the shapes it takes when converted with gears or ranges (binio.gears)

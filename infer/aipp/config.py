@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from atc_wrap.aipp import AippConfig, Normalisation, aipp_from_preprocessing, check_against_input
-from atc_wrap.aipp_parse import parse_aipp_text, read_aipp_config
+from atc_wrap.aipp.config import AippConfig, Normalisation, aipp_from_preprocessing, check_against_input
+from atc_wrap.aipp.parse import parse_aipp_text, read_aipp_config
 from atc_wrap.errors import ConvertError
 from binio.spec import TensorSpec, format_shape
 from infer.aipp.options import AippOptions

@@ -1,4 +1,5 @@
-"""`infer inspect MODEL.om`: what an om says about its model, read without CANN (`atc_wrap.om_model.read_om`)."""
+"""`infer inspect MODEL.om`: what an om says about its model, read without CANN
+(`atc_wrap.ascend_files.om_model.read_om`)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
 
-    from atc_wrap.om_model import OmIo, OmModel, OmTensor
+    from atc_wrap.ascend_files.om_model import OmIo, OmModel, OmTensor
 
 _OM_MAGIC = b"IMOD"
 
@@ -86,7 +87,7 @@ def _header_lines(model: OmModel) -> list[str]:
 
 
 def _aipp_lines(model: OmModel) -> list[str]:
-    from atc_wrap.ge_attrs import attr_json
+    from atc_wrap.ascend_files.ge_attrs import attr_json
 
     if not model.aipp:
         return ["AIPP: none"]
@@ -123,7 +124,7 @@ def _print(console: Console, table: Table) -> None:
 
 def inspect_om(path: Path, *, as_json: bool, top: int) -> None:
     # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
-    from atc_wrap.om_model import read_om
+    from atc_wrap.ascend_files.om_model import read_om
 
     model = read_om(path)  # one line for an encrypted, truncated or non-om file
     if as_json:

@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from atc_wrap.op_controls import CONTROL_FILE_NAMES
+from atc_wrap.precision.op_controls import CONTROL_FILE_NAMES
 from binio.binfile import sha256_file
 from binio.document import json_float
 from binio.manifest import DatasetManifest

@@ -9,20 +9,20 @@ import os
 from pathlib import Path
 from typing import Any
 
-from atc_wrap.aipp import AippConfig
-from atc_wrap.atc_command import AtcOptions, build_atc_command
-from atc_wrap.atc_run import find_atc, require_atc, run_atc
-from atc_wrap.dynamic_shapes import check_dynamic
+from atc_wrap.aipp.config import AippConfig
+from atc_wrap.atc.command import AtcOptions, build_atc_command
+from atc_wrap.atc.dynamic_shapes import check_dynamic
+from atc_wrap.atc.run import find_atc, require_atc, run_atc
+from atc_wrap.atc.soc import ASSUMED_SOC_VERSION
 from atc_wrap.errors import ConvertError
-from atc_wrap.op_controls import check_mixlist_mode, ignored_controls, read_op_controls
-from atc_wrap.opset import check_opset
-from atc_wrap.precision import (
+from atc_wrap.precision.modes import (
     check_precision_mode,
     parse_input_fp16_nodes,
     parse_output_type,
 )
-from atc_wrap.soc import ASSUMED_SOC_VERSION
-from atc_wrap.standin import check_output_types, convert_to_onnx
+from atc_wrap.precision.op_controls import check_mixlist_mode, ignored_controls, read_op_controls
+from atc_wrap.standin.convert import check_output_types, convert_to_onnx
+from atc_wrap.standin.opset import check_opset
 from binio.atomic import write_bytes_atomic
 from binio.binfile import sha256_file
 from binio.memory import check_fits

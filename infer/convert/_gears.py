@@ -1,9 +1,9 @@
-"""convert's dynamic options, gathered for ATC's checks (`atc_wrap.dynamic_shapes`): the gears or shape range the
+"""convert's dynamic options, gathered for ATC's checks (`atc_wrap.atc.dynamic_shapes`): the gears or shape range the
 converted model takes, recorded in model.json (``converted.gears``) for dump-bin, run and compare."""
 
 from __future__ import annotations
 
-from atc_wrap.dynamic_shapes import GearRequest, parse_shape_range
+from atc_wrap.atc.dynamic_shapes import GearRequest, parse_shape_range
 from infer.convert.options import ConvertOptions
 
 

@@ -1,8 +1,8 @@
 """Before anything runs: the conversion's precision plan and the pre-check of every op, from the chosen chip's
-operator table (`atc_wrap.precision_plan`, `atc_wrap.op_precheck`), for either target and for a dry run.
+operator table (`atc_wrap.precision.plan`, `atc_wrap.precision.precheck`), for either target and for a dry run.
 
 The chip is --soc-version's; the stand-in without one (or with one no table covers) assumes
-`atc_wrap.soc.ASSUMED_SOC_VERSION` and says so. What
+`atc_wrap.atc.soc.ASSUMED_SOC_VERSION` and says so. What
 ATC could not build as asked (an op the mode or a per-op control needs in a dtype the chip has no kernel for) is
 refused for both targets; an op ATC cannot convert at all is refused for an om and a warning for the stand-in, which
 still runs it. `--allow-unsupported` goes on past both: the tables are a 2022 snapshot.
@@ -13,13 +13,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from atc_wrap.atc.soc import ASSUMED_SOC_VERSION
 from atc_wrap.errors import ConvertError
-from atc_wrap.op_controls import OpControls, check_op_controls
-from atc_wrap.op_precheck import PreCheck, precheck
-from atc_wrap.op_tables import OpTableError, op_table_for
-from atc_wrap.precision import parse_input_fp16_nodes
-from atc_wrap.precision_plan import PrecisionPlan, ascend_names, plan_precision, refuse_planned
-from atc_wrap.soc import ASSUMED_SOC_VERSION
+from atc_wrap.precision.modes import parse_input_fp16_nodes
+from atc_wrap.precision.op_controls import OpControls, check_op_controls
+from atc_wrap.precision.op_tables import OpTableError, op_table_for
+from atc_wrap.precision.plan import PrecisionPlan, ascend_names, plan_precision, refuse_planned
+from atc_wrap.precision.precheck import PreCheck, precheck
 from infer.contract import ModelContract
 from infer.convert.options import ConvertOptions
 

@@ -16,9 +16,9 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from atc_wrap.ascend_files.om_model import OmModel, read_om
 from atc_wrap.errors import ConvertError
-from atc_wrap.om_model import OmModel, read_om
-from atc_wrap.precision import DEFAULT_PRECISION_MODE
+from atc_wrap.precision.modes import DEFAULT_PRECISION_MODE
 from binio.atomic import atomic_file
 from binio.binfile import sha256_file
 from infer.contract import ConvertedInfo, ModelContract

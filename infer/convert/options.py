@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from atc_wrap.precision import DEFAULT_PRECISION_MODE, PRECISION_MODES
-from atc_wrap.soc import ASSUMED_SOC_VERSION
+from atc_wrap.atc.soc import ASSUMED_SOC_VERSION
+from atc_wrap.precision.modes import DEFAULT_PRECISION_MODE, PRECISION_MODES
 from binio.defaults import DEFAULT_TOOL_TIMEOUT_S
 from binio.errors import InferError
 from binio.gears import BATCH, DIMS, IMAGE_SIZE, Gear, check_gear_list, parse_gear_list

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from atc_wrap.aipp import AippConfig, csc_standard
+from atc_wrap.aipp.config import AippConfig, csc_standard
 from infer.aipp.config import image_dims, model_aipp
 from infer.aipp.declared import DeclaredPreprocessing
 from infer.contract import ModelContract

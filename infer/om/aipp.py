@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from atc_wrap.aipp import INPUT_FORMATS, AippConfig
+from atc_wrap.aipp.config import INPUT_FORMATS, AippConfig
 
 # insert_op.proto (graphengine 82d489a, ge/common/proto/insert_op.proto): AippOpParams.InputFormat, AippMode.
 _INPUT_FORMAT_NUMBERS = {1: "YUV420SP_U8", 2: "XRGB8888_U8", 3: "RGB888_U8", 4: "YUV400_U8"}

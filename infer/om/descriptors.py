@@ -21,10 +21,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from atc_wrap.ascend_files.ge_attrs import attr_json
+from atc_wrap.ascend_files.om_file import OM_MAGIC
+from atc_wrap.ascend_files.om_model import OmIo, OmModel, read_om
 from atc_wrap.errors import OmFileError
-from atc_wrap.ge_attrs import attr_json
-from atc_wrap.om_file import OM_MAGIC
-from atc_wrap.om_model import OmIo, OmModel, read_om
 from binio.dtypes import DTYPE_NAMES, dtype
 from binio.gears import BATCH, DIMS, IMAGE_SIZE, DynamicShape, GearError, check_widths
 from binio.spec import Shape, TensorSpec, format_shape

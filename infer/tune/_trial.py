@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from atc_wrap.op_controls import write_keep_dtype
+from atc_wrap.precision.op_controls import write_keep_dtype
 from binio.document import json_float
 from binio.manifest import DatasetManifest
 from infer.aipp import AippOptions, model_aipp

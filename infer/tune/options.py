@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from atc_wrap.precision import DEFAULT_PRECISION_MODE, KEEP_DTYPE_MODES, check_precision_mode
-from atc_wrap.soc import ASSUMED_SOC_VERSION
+from atc_wrap.atc.soc import ASSUMED_SOC_VERSION
+from atc_wrap.precision.modes import DEFAULT_PRECISION_MODE, KEEP_DTYPE_MODES, check_precision_mode
 from infer._option_fields import setting
 from infer.compare.options import DEFAULT_ATOL, DEFAULT_RTOL, threshold_setting
 from infer.compare.thresholds import Thresholds

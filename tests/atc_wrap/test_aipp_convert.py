@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from atc_wrap.aipp_parse import read_aipp_config
+from atc_wrap.aipp.parse import read_aipp_config
 from infer.contract import ModelContract, load_contract
 from tests.atc_wrap.conftest import FakeAtc
 from tests.cli import Outcome, run_cli
@@ -125,7 +125,7 @@ def test_emulated_band_of_an_aipp_om_puts_the_same_aipp_in_front(capsys: pytest.
     """The om takes uint8 bins: the stand-in that emulates its precision must take them through the same AIPP."""
     import numpy as np
 
-    from atc_wrap.aipp_parse import read_aipp_config
+    from atc_wrap.aipp.parse import read_aipp_config
     from binio.manifest import load_manifest
     from infer.aipp.config import model_aipp
     from infer.compare._expected import emulated_run

@@ -35,7 +35,7 @@ def test_two_identical_converts_write_identical_bytes(frozen_small_cnn: ModelCon
 def test_generated_names_are_renumbered_and_the_tf_graphs_kept() -> None:
     from onnx import TensorProto, helper
 
-    from atc_wrap.generated_names import renumber_generated_names
+    from atc_wrap.standin._generated_names import renumber_generated_names
 
     graph = helper.make_graph(
         [helper.make_node("Relu", ["x"], ["layer__40:0"], name="layer__40"),  # a TF node's own name
@@ -56,8 +56,8 @@ def test_generated_names_are_renumbered_and_the_tf_graphs_kept() -> None:
 def test_a_tf_name_holding_a_drawn_number_keeps_it_and_its_origin() -> None:
     from onnx import TensorProto, helper
 
-    from atc_wrap.emulation import tf_origin
-    from atc_wrap.generated_names import renumber_generated_names
+    from atc_wrap.standin._generated_names import renumber_generated_names
+    from atc_wrap.standin.emulation import tf_origin
 
     # TF scopes named a__3 and a__1 (a user's names), with helpers tf2onnx numbered 6 and 8 from a counter at 2.
     graph = helper.make_graph(
@@ -78,7 +78,7 @@ def test_a_tf_name_holding_a_drawn_number_keeps_it_and_its_origin() -> None:
 def test_a_new_name_that_is_a_pruned_tf_node_leaves_the_names_as_they_are() -> None:
     from onnx import TensorProto, helper
 
-    from atc_wrap.generated_names import renumber_generated_names
+    from atc_wrap.standin._generated_names import renumber_generated_names
 
     graph = helper.make_graph([helper.make_node("Neg", ["x"], ["Neg__7:0"], name="Neg__7")], "g",
                               [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
@@ -118,7 +118,7 @@ def test_canonical_order_is_topological_ties_by_name_and_initializers_by_name() 
     import numpy as np
     from onnx import TensorProto, helper, numpy_helper
 
-    from atc_wrap.generated_names import canonical_order, name_shared_initializers
+    from atc_wrap.standin._generated_names import canonical_order, name_shared_initializers
 
     zero = numpy_helper.from_array(np.zeros(1, np.float32), "b/bias_fused")
     graph = helper.make_graph(

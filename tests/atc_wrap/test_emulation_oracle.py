@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from atc_wrap.precision_plan import PlannedOp, PrecisionPlan
+from atc_wrap.precision.plan import PlannedOp, PrecisionPlan
 from infer.contract import ModelContract
 
 pytestmark = pytest.mark.slow
@@ -79,7 +79,7 @@ def _planned(entry: PlannedOp, compute: Any, *inputs: np.ndarray) -> np.ndarray:
 
 def oracle(plan: PrecisionPlan, images: np.ndarray, weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """The small CNN under `plan`, tensor by tensor (TF's layout). tf2onnx fuses Conv2D and BiasAdd into one Conv,
-    which reads as the Conv2D and stores as the BiasAdd (`atc_wrap.fused_ops`)."""
+    which reads as the Conv2D and stores as the BiasAdd (`atc_wrap.standin._fused_ops`)."""
     entries = {entry.node: entry for entry in plan.ops}
     conv2d, bias_add = entries["Conv2D"], entries["BiasAdd"]
     fused = PlannedOp(node="BiasAdd", op_type="BiasAdd", ascend_op="", engine="aicore",
@@ -110,7 +110,7 @@ def stand_in(contract: ModelContract, images: np.ndarray) -> dict[str, np.ndarra
     """The ONNX stand-in's tensors of the same names, read in TF's layout by the conversion's transposes."""
     import onnx
 
-    from atc_wrap.emulation import emulated_value, tensors_rounded_later
+    from atc_wrap.standin.emulation import emulated_value, tensors_rounded_later
     from infer.compare._layouts import read_in_tf_layout, shapes_of, track_layouts
     from infer.compare._onnx_graph import OnnxGraph
     from tests.atc_wrap.outputs import onnx_tensors

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from atc_wrap.errors import ConvertError
-from atc_wrap.op_controls import OpControls, OpEntries, parse_customize_dtypes, parse_modify_mixlist
-from atc_wrap.op_tables import load_op_table, op_table_for
-from atc_wrap.precision import PRECISION_MODES
-from atc_wrap.precision_plan import PrecisionPlan, plan_precision, refuse_planned
+from atc_wrap.precision.modes import PRECISION_MODES
+from atc_wrap.precision.op_controls import OpControls, OpEntries, parse_customize_dtypes, parse_modify_mixlist
+from atc_wrap.precision.op_tables import load_op_table, op_table_for
+from atc_wrap.precision.plan import PrecisionPlan, plan_precision, refuse_planned
 from binio.fields import Fields
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from atc_wrap.npu_dump import read_npu_dump, walk_dump_folder
+from atc_wrap.ascend_files.npu_dump import read_npu_dump, walk_dump_folder
 from infer.contract import ModelContract
 from infer.run import RunError, RunOptions, ScaleOptions, run_model
 from infer.run.record import RunRecordError, load_run

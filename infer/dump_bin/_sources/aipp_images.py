@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from atc_wrap.aipp import CSC_MATRICES, AippConfig, csc_rows, csc_standard
+from atc_wrap.aipp.config import CSC_MATRICES, AippConfig, csc_rows, csc_standard
 from infer.aipp.yuv import rgb_to_yuv420sp
 from infer.dump_bin._sources.images import ImageFolderSource, ImagePreprocessing
 from infer.dump_bin.errors import SourceError

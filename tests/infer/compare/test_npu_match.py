@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
-from atc_wrap.npu_dump import read_npu_dump
-from atc_wrap.om_model import read_om
+from atc_wrap.ascend_files.npu_dump import read_npu_dump
+from atc_wrap.ascend_files.om_model import read_om
 from infer.compare._npu_layers import npu_value
 from infer.compare._npu_match import match_fusion
 from infer.compare._npu_source import NpuDumpSet

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from atc_wrap.om_model import read_om
+from atc_wrap.ascend_files.om_model import read_om
 from binio.spec import TensorSpec
 from infer.om import OmBinsError, OmDescriptors, check_bins_for_om, match_om
 from tests.infer.om_files import OmPlan, write_om

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from atc_wrap.om_model import read_om
+from atc_wrap.ascend_files.om_model import read_om
 from binio.spec import TensorSpec
 from infer.om import OmDescriptors, OmMismatchError, match_om
 from tests.infer.om_files import OmPlan, write_om

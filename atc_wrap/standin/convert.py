@@ -12,19 +12,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
-from atc_wrap.aipp import AippConfig, aipp_input_spec
-from atc_wrap.aipp_onnx import insert_aipp_stage
-from atc_wrap.converter_names import recording_type_named_nodes, store_type_named
-from atc_wrap.emulation import Emulation, emulate_precision
+from atc_wrap.aipp.config import AippConfig, aipp_input_spec
+from atc_wrap.aipp.onnx_stage import insert_aipp_stage
+from atc_wrap.atc.soc import ASSUMED_SOC_VERSION
 from atc_wrap.errors import ConvertError
-from atc_wrap.generated_names import canonical_order, counter, name_shared_initializers, renumber_generated_names
 from atc_wrap.nodes import check_nodes_exist
-from atc_wrap.op_controls import OpControls, check_op_controls, controls_record
-from atc_wrap.op_tables import load_op_table, op_table_for
-from atc_wrap.opset import check_opset
-from atc_wrap.precision import DEFAULT_PRECISION_MODE, check_precision_mode
-from atc_wrap.precision_plan import PrecisionPlan, ascend_names, plan_precision, refuse_planned
-from atc_wrap.soc import ASSUMED_SOC_VERSION
+from atc_wrap.precision.modes import DEFAULT_PRECISION_MODE, check_precision_mode
+from atc_wrap.precision.op_controls import OpControls, check_op_controls, controls_record
+from atc_wrap.precision.op_tables import load_op_table, op_table_for
+from atc_wrap.precision.plan import PrecisionPlan, ascend_names, plan_precision, refuse_planned
+from atc_wrap.standin._generated_names import (
+    canonical_order,
+    counter,
+    name_shared_initializers,
+    renumber_generated_names,
+)
+from atc_wrap.standin.converter_names import recording_type_named_nodes, store_type_named
+from atc_wrap.standin.emulation import Emulation, emulate_precision
+from atc_wrap.standin.opset import check_opset
 from binio.atomic import write_bytes_atomic
 from binio.errors import first_line
 from binio.heap import ANY_SIZE, keep_freed_memory
@@ -73,14 +78,13 @@ def convert_to_onnx(
     """Converts `pb` (its `graph_def`, as the caller read it) to ONNX at `destination` (written atomically),
     emulating ATC's `precision_mode`.
 
-    `input_fp16_nodes` are input node names the model takes as float16; `output_types` maps output tensor names
-    to ATC output types (FP32/FP16), as parsed by `atc_wrap.precision`; `op_controls` the per-op precision files
-    (`atc_wrap.op_controls`), checked against the pb and emulated. `aipp` (checked against its input by
-    `atc_wrap.aipp.check_against_input`) puts AIPP's stage in front of input `aipp.related_input_rank`, which then
-    takes uint8 images (`atc_wrap.aipp_onnx`). `plan` is the precision plan the emulation follows op by op
-    (`atc_wrap.precision_plan`, made with the same mode and controls); without one, the plan of the assumed chip
-    (`atc_wrap.soc.ASSUMED_SOC_VERSION`), refused where ATC would refuse it. `on_step` hears each step as it
-    starts.
+    `input_fp16_nodes` are input node names the model takes as float16; `output_types` maps output tensor names to ATC
+    output types (FP32/FP16), as parsed by `atc_wrap.precision.modes`; `op_controls` the per-op precision files
+    (`atc_wrap.precision.op_controls`), checked against the pb and emulated. `aipp` (checked against its input by
+    `atc_wrap.aipp.config.check_against_input`) puts AIPP's stage in front of input `aipp.related_input_rank`, which
+    then takes uint8 images (`atc_wrap.aipp.onnx_stage`). `plan` is the precision plan the emulation follows op by op
+    (`atc_wrap.precision.plan`, made with the same mode and controls); without one, the plan of the assumed chip
+    (`atc_wrap.atc.soc.ASSUMED_SOC_VERSION`), refused where ATC would refuse it. `on_step` hears each step as it starts.
     """
     check_precision_mode(precision_mode)
     check_output_types(output_types or {})

@@ -1,7 +1,7 @@
 """The ATC command line for a TensorFlow pb, built from the model's inputs and outputs and checked first.
 
 Everything ATC would refuse after minutes of loading (a node not in the graph, E10016; a dynamic option with no
--1 dim, E10031, and the other gear and shape-range rules of `atc_wrap.dynamic_shapes`; an unknown chip or
+-1 dim, E10031, and the other gear and shape-range rules of `atc_wrap.atc.dynamic_shapes`; an unknown chip or
 precision mode) is refused here, before it runs.
 """
 
@@ -12,26 +12,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from atc_wrap.aipp import AippConfig, aipp_input_spec
-from atc_wrap.dynamic_shapes import DIMS, GearRequest, check_dynamic, gear_argv, input_shape_text
+from atc_wrap.aipp.config import AippConfig, aipp_input_spec
+from atc_wrap.atc.dynamic_shapes import DIMS, GearRequest, check_dynamic, gear_argv, input_shape_text
+from atc_wrap.atc.soc import check_soc_version
 from atc_wrap.errors import ConvertError
 from atc_wrap.nodes import check_nodes_exist
-from atc_wrap.op_controls import (
-    OpControls,
-    check_mixlist_mode,
-    check_op_controls,
-    read_op_controls,
-)
-from atc_wrap.op_tables import OpTableError, op_table_for
-from atc_wrap.precision import (
+from atc_wrap.precision.modes import (
     DEFAULT_PRECISION_MODE,
     check_implmode,
     check_precision_mode,
     parse_input_fp16_nodes,
     parse_output_type,
 )
-from atc_wrap.precision_plan import ascend_names
-from atc_wrap.soc import check_soc_version
+from atc_wrap.precision.op_controls import (
+    OpControls,
+    check_mixlist_mode,
+    check_op_controls,
+    read_op_controls,
+)
+from atc_wrap.precision.op_tables import OpTableError, op_table_for
+from atc_wrap.precision.plan import ascend_names
 from binio.gears import DynamicShape
 from binio.spec import LAYOUTS, TensorSpec, output_index
 

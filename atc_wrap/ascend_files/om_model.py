@@ -25,10 +25,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from atc_wrap.ascend_files._protowire import Message, WireError
+from atc_wrap.ascend_files.ge_attrs import AttrValue, NamedAttrs, attr_json, attr_map, attr_value
+from atc_wrap.ascend_files.om_file import FLOW_MODEL_TYPE, MODEL_DEF, OmFile, OmHeader, OmPartition, read_om_file
 from atc_wrap.errors import OmFileError
-from atc_wrap.ge_attrs import AttrValue, NamedAttrs, attr_json, attr_map, attr_value
-from atc_wrap.om_file import FLOW_MODEL_TYPE, MODEL_DEF, OmFile, OmHeader, OmPartition, read_om_file
-from atc_wrap.protowire import Message, WireError
 from binio.dtypes import ge_dtype_name
 
 DATA_OP_TYPES = ("Data", "AippData", "AnnData")

@@ -1,7 +1,7 @@
 """CANN's operator tables, per chip family: which Ascend op ATC makes of a TF op type, and its kernels.
 
 The tables are data written by `scripts/build_op_tables.py` from a public snapshot of CANN's operator repository
-and ATC's TF parser, dated in each file's `source` (docs/op-tables.md). `atc_wrap/op_tables_data/common.json`
+and ATC's TF parser, dated in each file's `source` (docs/op-tables.md). `atc_wrap/precision/op_tables_data/common.json`
 holds what is the same for every chip (the TF plugins' mapping, the parser's built-ins, the static rewrites, the
 open AI CPU kernels), `<family>.json` each family's AI Core table. They say what that snapshot says: a newer CANN
 may map and support more, so a refusal based on them must be one the user can override. Loading reads json only,
@@ -197,11 +197,11 @@ def _load(family: str) -> OpTable:
 
 
 def _where(stem: str) -> str:
-    return f"atc_wrap/{DATA_PACKAGE}/{stem}.json"
+    return f"atc_wrap/precision/{DATA_PACKAGE}/{stem}.json"
 
 
 def _read(stem: str) -> Any:
-    resource = resources.files("atc_wrap") / DATA_PACKAGE / f"{stem}.json"
+    resource = resources.files("atc_wrap.precision") / DATA_PACKAGE / f"{stem}.json"
     try:
         return json.loads(resource.read_text(encoding="utf-8"))
     except FileNotFoundError:

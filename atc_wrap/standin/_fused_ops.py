@@ -1,12 +1,11 @@
 """Which TF op an ONNX node computes where tf2onnx fused two TF ops into one node.
 
 tf2onnx folds a BiasAdd into the convolution or product before it: one ONNX Conv (or Gemm) named after the BiasAdd
-computes both, and the Conv2D keeps no ONNX node of its own. ATC fuses them the same way (the bias goes into the
-cube op's accumulation), so the fused node reads its inputs as the first TF op of the pair does and stores its
-output as the last one does: under force_fp32 a Conv2D+BiasAdd takes fp16 in (the Conv2D's rule) and gives fp32
-out (the BiasAdd's). A fused node is recognised by its ONNX op type: one `atc_wrap.op_types.ONNX_OPS_OF_TF` does not
-list for the TF type it is named after, but lists for a TF op that node reads (through Identity) and that has no
-ONNX node of its own.
+computes both, and the Conv2D keeps no ONNX node of its own. ATC fuses them the same way (the bias goes into the cube
+op's accumulation), so the fused node reads its inputs as the first TF op of the pair does and stores its output as the
+last one does: under force_fp32 a Conv2D+BiasAdd takes fp16 in (the Conv2D's rule) and gives fp32 out (the BiasAdd's). A
+fused node is recognised by its ONNX op type: one `atc_wrap.precision.op_types.ONNX_OPS_OF_TF` does not list for the TF
+type it is named after, but lists for a TF op that node reads (through Identity) and that has no ONNX node of its own.
 """
 
 from __future__ import annotations
@@ -14,14 +13,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Set
 from typing import Any
 
-from atc_wrap.op_types import ONNX_OPS_OF_TF
+from atc_wrap.precision.op_types import ONNX_OPS_OF_TF
 
 _PASS_THROUGH = frozenset({"Identity", "Snapshot", "StopGradient"})
 
 
 def fused_first_ops(model: Any, graph_def: Any, origin: Mapping[str, str | None]) -> dict[str, str]:
     """ONNX node name -> the TF node whose inputs it reads, for the nodes that compute two TF ops at once;
-    `origin` is each ONNX node's TF node (`atc_wrap.emulation.tf_origin`)."""
+    `origin` is each ONNX node's TF node (`atc_wrap.standin.emulation.tf_origin`)."""
     tf_nodes = {node.name: node for node in graph_def.node}
     owned: Set[str] = {tf for tf in origin.values() if tf is not None}
     found: dict[str, str] = {}

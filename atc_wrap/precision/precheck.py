@@ -3,8 +3,8 @@ anything runs. It names the ops ATC would not convert for that chip (a TF type i
 or no kernel on AI Core nor AI CPU, EZ3003) and those that would fall to AI CPU (slow on the device), each by node
 name and op type, with the hint that applies: a chip whose table has a kernel, a rewrite, a custom op.
 
-The table is a 2022 snapshot (`atc_wrap.op_tables`): what it lacks a newer CANN may have, so the caller refuses
-only where it must (an om) and lets the user go on (`--allow-unsupported`).
+The table is a 2022 snapshot (`atc_wrap.precision.op_tables`): what it lacks a newer CANN may have, so the caller
+refuses only where it must (an om) and lets the user go on (`--allow-unsupported`).
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from atc_wrap.op_tables import FAMILIES, OpTable, load_op_table
-from atc_wrap.precision_plan import AICORE, AICPU, NOWHERE, PrecisionPlan, float_dtype, place
+from atc_wrap.precision.op_tables import FAMILIES, OpTable, load_op_table
+from atc_wrap.precision.plan import AICORE, AICPU, NOWHERE, PrecisionPlan, float_dtype, place
 
 NO_MAPPING, NO_KERNEL, ON_AICPU = "no_mapping", "no_kernel", "aicpu"
 # Graph structure, which no engine computes: inputs, constants, control-only nodes.

@@ -1,6 +1,6 @@
 """The stand-in's AIPP stage: ONNX nodes put in front of the converted graph, so it takes uint8 images as the om does.
 
-The stage computes what `atc_wrap.aipp_apply` computes in numpy, in the hardware's order (swap -> crop -> CSC ->
+The stage computes what `atc_wrap.aipp.apply` computes in numpy, in the hardware's order (swap -> crop -> CSC ->
 normalisation, min_chn and var_reci_chn as fp16 as the unit holds them), rounds the result to fp16 as AIPP
 stores it, then hands it to the model input it replaces (cast to that input's type, transposed for an NCHW
 input). The new uint8 input keeps the old input's name, so runners feed
@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from atc_wrap.aipp import AippConfig, held_fp16
-from atc_wrap.aipp_apply import swap_indices
+from atc_wrap.aipp.apply import swap_indices
+from atc_wrap.aipp.config import AippConfig, held_fp16
 from atc_wrap.errors import ConvertError
 
 _PREFIX = "aipp/"

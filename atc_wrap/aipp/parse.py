@@ -17,7 +17,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from atc_wrap.aipp import DEFAULT_CSC_BIAS, INPUT_FORMATS, AippConfig, csc_defaults
+from atc_wrap.aipp.config import DEFAULT_CSC_BIAS, INPUT_FORMATS, AippConfig, csc_defaults
 from atc_wrap.errors import ConvertError
 from binio.reading import read_text_file, reading
 

@@ -15,17 +15,17 @@ from collections.abc import Mapping, Set
 from dataclasses import dataclass, field
 from typing import Any
 
-from atc_wrap.converter_names import read_type_named
-from atc_wrap.fused_ops import fused_first_ops
-from atc_wrap.op_controls import OpPrecision
-from atc_wrap.op_types import ONNX_OPS_OF_TF
-from atc_wrap.precision import check_precision_mode
-from atc_wrap.precision_plan import LEGACY, USER_CONTROLS, storage_for
+from atc_wrap.precision.modes import check_precision_mode
+from atc_wrap.precision.op_controls import OpPrecision
+from atc_wrap.precision.op_types import ONNX_OPS_OF_TF
+from atc_wrap.precision.plan import LEGACY, USER_CONTROLS, storage_for
+from atc_wrap.standin._fused_ops import fused_first_ops
+from atc_wrap.standin.converter_names import read_type_named
 from binio.dtypes import dtype
 
 log = logging.getLogger(__name__)
 
-# The rule before the operator tables, kept for the ops a plan cannot place (`atc_wrap.precision_plan.LEGACY`) and
+# The rule before the operator tables, kept for the ops a plan cannot place (`atc_wrap.precision.plan.LEGACY`) and
 # for a graph emulated without a plan. allow_mix_precision: op types kept in fp32 because fp16 loses too much in them.
 FP32_OP_TYPES: tuple[str, ...] = (
     "ReduceSum", "ReduceMean", "ReduceSumSquare", "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp",
@@ -166,7 +166,7 @@ class OpRecord:
 def tf_origin(onnx_node: str, tf_nodes: Set[str], type_named: Set[str] = frozenset()) -> str | None:
     """The TF node an ONNX node of tf2onnx's comes from: the node of the same name, or ``<tf name>__<n>``, the
     helpers tf2onnx names after the node it converts; None for nodes its optimisers insert, and for those it named
-    after their op type (`type_named`, from `atc_wrap.converter_names`) even where a TF node bears that name."""
+    after their op type (`type_named`, from `atc_wrap.standin.converter_names`) even where a TF node bears that name."""
     if onnx_node in type_named:
         return None
     name = onnx_node
@@ -188,7 +188,7 @@ def emulate_precision(model: Any, mode: str, *, fp16_inputs: Set[str], fp16_outp
     `op_precision` (TF node name -> how it computes: the precision plan's, `PrecisionPlan.op_precision`) decides
     for the ONNX nodes of those TF nodes, the mode alone for the others (and for the plan's LEGACY ones); `tf_nodes`
     are the pb's node names, to find each ONNX node's TF node; `graph_def`, the pb itself, to find the nodes that
-    compute two TF ops (`atc_wrap.fused_ops`).
+    compute two TF ops (`atc_wrap.standin._fused_ops`).
     """
     check_precision_mode(mode)
     rewriter = _Rewriter(model, storage_for(mode), op_precision or {}, tf_nodes, graph_def)

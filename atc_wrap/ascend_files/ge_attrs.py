@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TypeAlias
 
-from atc_wrap.protowire import Message
+from atc_wrap.ascend_files._protowire import Message
 from binio.dtypes import ge_dtype_name
 
 

@@ -1,8 +1,9 @@
 """The precision plan: for every float op of the frozen pb, the dtype ATC runs it in on one chip under one precision
-mode, and why: the mode's documented rule, the chip's operator table (`atc_wrap.op_tables`) and the user's per-op
-controls on top (`atc_wrap.op_controls`). The stand-in emulates the plan (`atc_wrap.emulation`), the pre-check reads
-its engines (`atc_wrap.op_precheck`), tune-precision searches among the ops it can keep in fp32, and model.json
-records it (`converted.precision_plan`). docs/precision-plan.md states the rules and which of them are guesses.
+mode, and why: the mode's documented rule, the chip's operator table (`atc_wrap.precision.op_tables`) and the user's
+per-op controls on top (`atc_wrap.precision.op_controls`). The stand-in emulates the plan
+(`atc_wrap.standin.emulation`), the pre-check reads its engines (`atc_wrap.precision.precheck`), tune-precision searches
+among the ops it can keep in fp32, and model.json records it (`converted.precision_plan`). docs/precision-plan.md states
+the rules and which of them are guesses.
 
 The rules, per float op whose AI Core kernel computes in the float dtypes K (fp16, fp32; "both" where the table
 leaves them to the op's select-format function), origin fp32:
@@ -27,9 +28,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from atc_wrap.errors import ConvertError
-from atc_wrap.op_controls import MIXLIST_MODE, OpControls, OpPrecision
-from atc_wrap.op_tables import AiCoreKernel, OpSupport, OpTable
-from atc_wrap.precision import KEEP_DTYPE_MODES, check_precision_mode
+from atc_wrap.precision.modes import KEEP_DTYPE_MODES, check_precision_mode
+from atc_wrap.precision.op_controls import MIXLIST_MODE, OpControls, OpPrecision
+from atc_wrap.precision.op_tables import AiCoreKernel, OpSupport, OpTable
 from binio.fields import Fields
 
 PLAN_FORMAT = 1
@@ -153,7 +154,7 @@ class PrecisionPlan:
         return tuple(entry for entry in self.ops if entry.refused)
 
     def op_precision(self) -> dict[str, OpPrecision]:
-        """TF node -> how the stand-in computes it (`atc_wrap.emulation`): every planned op; the user's controls
+        """TF node -> how the stand-in computes it (`atc_wrap.standin.emulation`): every planned op; the user's controls
         keep their source, so the emulation's record lists them as it did."""
         found: dict[str, OpPrecision] = {}
         for entry in self.ops:
@@ -259,8 +260,8 @@ def _grouped(entries: Iterable[PlannedOp], reason: Any) -> str:
 
 def storage_for(mode: str) -> str:
     """Where the emulation rounded float tensors before the tables (`LEGACY`): fp16 (every one), mixed (by op
-    type: `atc_wrap.emulation.FP32_OP_TYPES` kept, `FP16_OP_TYPES` always rounded, others as their inputs) or fp32
-    (none)."""
+    type: `atc_wrap.standin.emulation.FP32_OP_TYPES` kept, `FP16_OP_TYPES` always rounded, others as their
+    inputs) or fp32 (none)."""
     if mode in ("force_fp16", "allow_fp32_to_fp16"):
         return "fp16"
     return "mixed" if mode == MIXLIST_MODE else "fp32"

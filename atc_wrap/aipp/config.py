@@ -6,7 +6,7 @@ result is stored as fp16 and fed to the model. It does not resize.
 
 `AippConfig` holds the documented fields of one static ``aipp_op`` block; `aipp_from_preprocessing` maps a
 training preprocessing ``(pixel * scale - mean) / std`` onto them, exactly where AIPP can express it, and refuses
-what it cannot; `AippConfig.to_prototxt` writes the file ATC reads (`atc_wrap.aipp_parse` reads one back).
+what it cannot; `AippConfig.to_prototxt` writes the file ATC reads (`atc_wrap.aipp.parse` reads one back).
 
 Where the facts come from (public sources, read for this module, nothing copied):
 - ATC's AIPP guide (CANN docs; also in the GraphEngine repository, ``docs/zh/user_guides/atc_tools/AIPP/``):

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from atc_wrap.atc_command import AtcCommand
+from atc_wrap.atc.command import AtcCommand
 from atc_wrap.errors import ConvertError
 from binio.process import ToolResult, find_tool, run_tool
 

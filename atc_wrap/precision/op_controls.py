@@ -1,10 +1,10 @@
 """ATC's per-op precision controls: `--keep_dtype`, `--modify_mixlist` and `--customize_dtypes` files, read and
-checked against the pb; the precision plan (`atc_wrap.precision_plan`) applies them over the mode, per TF node.
+checked against the pb; the precision plan (`atc_wrap.precision.plan`) applies them over the mode, per TF node.
 
 ATC applies them in this order, a later one winning for an op it names: allow_mix_precision's lists (as
 `--modify_mixlist` changes them), then `--keep_dtype` (the op keeps its original fp32), then `--customize_dtypes`
 (the op's input and output dtypes as written). Op names are the TF node names of the frozen pb; op types are
-Ascend IR types: the TF op types (`atc_wrap.op_types`), or the Ascend ops the operator tables map them to.
+Ascend IR types: the TF op types (`atc_wrap.precision.op_types`), or the Ascend ops the operator tables map them to.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from atc_wrap.errors import ConvertError
-from atc_wrap.op_types import closest, known_op_types
-from atc_wrap.precision import KEEP_DTYPE_MODES
+from atc_wrap.precision.modes import KEEP_DTYPE_MODES
+from atc_wrap.precision.op_types import closest, known_op_types
 from binio.atomic import write_bytes_atomic
 from binio.reading import parse_json, read_text_file
 
@@ -275,7 +275,7 @@ def check_op_controls(controls: OpControls, graph_def: Any, pb: Path, precision_
                       ascend_types: Iterable[str] = ()) -> None:
     """Checks the controls against the pb (names, and types among the TF types and the Ascend op types they reach,
     `ascend_types`) and, for the stand-in, against what it emulates. What they do to each op is the precision
-    plan's to say (`atc_wrap.precision_plan`), in ATC's order: the mixed-precision lists as --modify-mixlist
+    plan's to say (`atc_wrap.precision.plan`), in ATC's order: the mixed-precision lists as --modify-mixlist
     changes them, then --keep-dtype, then --customize-dtypes."""
     if not controls:
         return

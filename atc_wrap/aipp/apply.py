@@ -3,15 +3,15 @@
 The hardware order: channel swap -> crop -> colour-space conversion -> normalisation, stored as fp16 (padding is
 not handled). The CSC is integer arithmetic: ``(M @ (yuv - input_bias)) >> 8`` for YUV sources,
 ``((M @ rgb) >> 8) + output_bias`` for RGB ones, an arithmetic shift (floor), then clipped to 0..255 (both
-assumptions: see `atc_wrap.aipp`). min_chn and var_reci_chn are used as the unit holds them, rounded to fp16.
-The ONNX stand-in's AIPP stage (`atc_wrap.aipp_onnx`) computes the same.
+assumptions: see `atc_wrap.aipp.config`). min_chn and var_reci_chn are used as the unit holds them, rounded to fp16.
+The ONNX stand-in's AIPP stage (`atc_wrap.aipp.onnx_stage`) computes the same.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from atc_wrap.aipp import AippConfig, held_fp16
+from atc_wrap.aipp.config import AippConfig, held_fp16
 
 
 def planes(config: AippConfig, batch: np.ndarray) -> np.ndarray:
