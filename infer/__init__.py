@@ -27,7 +27,6 @@ if TYPE_CHECKING:
     from binio.errors import InferError
     from binio.manifest import DatasetManifest, load_manifest
     from ckpt2pb.inspection import GraphReport, inspect_model
-    from infer.aipp import AippOptions
     from infer.bin_info import BinInfoReport, describe_path
     from infer.compare import CompareOptions, CompareResult, Thresholds, compare_outputs
     from infer.contract import ModelContract, load_contract
@@ -35,6 +34,7 @@ if TYPE_CHECKING:
     from infer.doctor import DoctorReport, diagnose
     from infer.dump_bin import DumpOptions, DumpResult, dump_bins
     from infer.freeze import FreezeOptions, FreezeReport, freeze_model
+    from infer.model_aipp import AippOptions
     from infer.pipeline import PipelineConfig, PipelineResult, load_config, run_pipeline
     from infer.preprocessing import ImageOptions
     from infer.run import RunOptions, RunResult, ScaleOptions, run_model
@@ -50,7 +50,7 @@ __all__ = [
 ]  # a literal list, so type checkers see the API; equal to the names below (tests/test_api.py)
 
 _lookup, __dir__ = lazy_exports(__name__, {
-    "AippOptions": "infer.aipp",
+    "AippOptions": "infer.model_aipp",
     "BinInfoReport": "infer.bin_info",
     "CompareOptions": "infer.compare",
     "CompareResult": "infer.compare",

@@ -33,12 +33,12 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from atc_wrap.errors import ConvertError
+from binio.dtypes import FP16_MAX
 from binio.spec import TensorSpec
 
 INPUT_FORMATS: tuple[str, ...] = ("RGB888_U8", "YUV420SP_U8", "XRGB8888_U8", "YUV400_U8")
 YUV_FORMATS: tuple[str, ...] = ("YUV420SP_U8",)
 _INPUT_CHANNELS = {"RGB888_U8": 3, "XRGB8888_U8": 4, "YUV400_U8": 1, "YUV420SP_U8": 1}
-FP16_MAX = 65504.0
 MEAN_CHN_MAX = 255  # mean_chn holds an integer pixel value; the fractional rest of a mean goes into min_chn
 
 # YUV -> RGB, rows R, G, B, the product shifted right by 8; (matrix rows, input_bias). Swapping rows 0 and 2 gives

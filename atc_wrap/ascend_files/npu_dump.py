@@ -31,8 +31,8 @@ from pathlib import Path
 import numpy as np
 
 from atc_wrap.ascend_files._protowire import Message, WireError
+from atc_wrap.ascend_files.errors import LayoutError, NpuDumpError
 from atc_wrap.ascend_files.npu_layouts import to_origin_layout
-from atc_wrap.errors import LayoutError, NpuDumpError
 from binio.dtypes import from_ge_enum, ge_dtype_name
 from binio.errors import DtypeError, permission_error
 from binio.regular import refuse_special

@@ -21,7 +21,7 @@ from math import ceil, prod
 
 import numpy as np
 
-from atc_wrap.errors import LayoutError
+from atc_wrap.ascend_files.errors import LayoutError
 
 PLAIN_FORMATS = ("NCHW", "NHWC", "HWCN", "CHWN", "NCDHW", "NDHWC", "DHWCN", "ND")
 CONVERTED_FORMATS = ("NC1HWC0", "NC1HWC0_C04", "NDC1HWC0", "FRACTAL_NZ", "FRACTAL_Z")

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from atc_wrap.errors import OmFileError
+from atc_wrap.ascend_files.errors import OmFileError
 from binio.errors import permission_error
 from binio.regular import refuse_special
 
@@ -121,6 +121,19 @@ class OmFile:
 
 def _text(raw: bytes) -> str:
     return raw.split(b"\0", 1)[0].decode("utf-8", errors="replace")
+
+
+def starts_as_om(path: Path) -> bool:
+    """Whether `path` is a regular file that begins with the om magic (``IMOD``): the one answer to "is this an
+    om" (inspect's choice of reader, convert's read-back, model.json's descriptors). False for anything else, an
+    unreadable file, a folder or a FIFO (never opened, so never waited on) too."""
+    try:
+        if not Path(path).is_file():
+            return False
+        with Path(path).open("rb") as stream:
+            return int.from_bytes(stream.read(4), "little") == OM_MAGIC
+    except OSError:
+        return False
 
 
 def parse_om_header(head: bytes, where: str | Path) -> OmHeader:

@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from atc_wrap.ascend_files._protowire import Message, WireError
+from atc_wrap.ascend_files.errors import OmFileError
 from atc_wrap.ascend_files.ge_attrs import AttrValue, NamedAttrs, attr_json, attr_map, attr_value
 from atc_wrap.ascend_files.om_file import FLOW_MODEL_TYPE, MODEL_DEF, OmFile, OmHeader, OmPartition, read_om_file
-from atc_wrap.errors import OmFileError
 from binio.dtypes import ge_dtype_name
 
 DATA_OP_TYPES = ("Data", "AippData", "AnnData")
@@ -163,7 +163,7 @@ class OmModel:
         header = asdict(self.header)
         header["version"] = f"0x{self.header.version:08X}"
         return {
-            "schema": "infer.om-inspect", "version": 1,
+            "schema": "infer.model_om-inspect", "version": 1,
             "path": str(self.path), "header": header, "partitions": [asdict(p) for p in self.partitions],
             "name": self.name, "ir_version": self.ir_version, "soc_version": self.soc_version,
             "atc_version": self.atc_version, "opp_version": self.opp_version, "framework_type": self.framework_type,

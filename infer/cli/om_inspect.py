@@ -7,6 +7,7 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from atc_wrap.ascend_files.om_file import starts_as_om
 from infer.cli.console import out, plain_output, print_json
 from infer.cli.console import table as plain_or_boxed_table
 
@@ -16,18 +17,9 @@ if TYPE_CHECKING:
 
     from atc_wrap.ascend_files.om_model import OmIo, OmModel, OmTensor
 
-_OM_MAGIC = b"IMOD"
-
-
 def is_om(path: Path) -> bool:
     """An .om by its name, or a file of another name that starts with the om magic."""
-    if path.suffix.lower() == ".om":
-        return True
-    try:
-        with path.open("rb") as stream:
-            return path.is_file() and stream.read(4) == _OM_MAGIC
-    except OSError:
-        return False
+    return path.suffix.lower() == ".om" or starts_as_om(path)
 
 
 def _shape(shape: tuple[int, ...] | None) -> str:

@@ -24,9 +24,9 @@ from atc_wrap.aipp.config import CSC_MATRICES, AippConfig, csc_rows, held_fp16
 from binio.binfile import read_bin
 from binio.errors import InferError
 from binio.manifest import DatasetManifest
-from infer.aipp.config import model_aipp
-from infer.aipp.declared import DeclaredPreprocessing
 from infer.contract import ModelContract
+from infer.model_aipp.config import model_aipp
+from infer.model_aipp.declared import DeclaredPreprocessing
 
 _RELATIVE = 2.0 ** -10  # fp16's half-ulp is 2**-11 of the value; twice that leaves room for float32 arithmetic
 _SETTING_TOLERANCE = 1e-6  # relative, for a setting to count as the one the declared preprocessing needs

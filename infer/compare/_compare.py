@@ -18,7 +18,6 @@ from binio.dataset import digests_checked_beside
 from binio.errors import InferError
 from binio.manifest import DatasetManifest, dataset_folder, load_manifest
 from binio.spec import TensorSpec
-from infer.aipp.config import model_aipp
 from infer.compare._aipp_check import AippCheck, check_aipp
 from infer.compare._constant_outputs import constant_outputs
 from infer.compare._expected import (
@@ -52,7 +51,8 @@ from infer.compare.result import CompareResult, OutputResult
 from infer.compare.thresholds import Thresholds
 from infer.contract import ModelContract, as_contract
 from infer.gear_check import check_dataset_gear
-from infer.om import check_om_bins, with_om_descriptors
+from infer.model_aipp.config import model_aipp
+from infer.model_om import check_om_bins, with_om_descriptors
 
 log = logging.getLogger(__name__)
 

@@ -32,7 +32,6 @@ from atc_wrap.precision.op_controls import CONTROL_FILE_NAMES
 from binio.binfile import sha256_file
 from binio.document import json_float
 from binio.manifest import DatasetManifest
-from infer.aipp import AippOptions, model_aipp
 from infer.compare._golden import cached_run
 from infer.compare._metrics import Metrics
 from infer.compare.errors import ExpectedErrorUnavailable
@@ -40,6 +39,7 @@ from infer.compare.metric_names import shown
 from infer.compare.options import DEFAULT_FACTOR
 from infer.contract import ModelContract, load_contract
 from infer.convert import ConvertOptions, convert_model
+from infer.model_aipp import AippOptions, model_aipp
 from infer.run import run_model
 from infer.run.options import RunOptions
 

@@ -28,7 +28,6 @@ from binio.binfile import sha256_file
 from binio.memory import check_fits
 from binio.steps import OnStep, no_steps
 from ckpt2pb.protobuf import read_graph_def
-from infer.aipp import AIPP_FILE, aipp_config_for, aipp_record
 from infer.contract import ConvertedInfo, ModelContract, as_contract
 from infer.convert._gears import gear_request, gear_settings
 from infer.convert._om_record import with_om_record
@@ -36,6 +35,7 @@ from infer.convert._precheck import prepare
 from infer.convert._use_om import use_om
 from infer.convert.options import TARGETS, ConvertOptions
 from infer.convert.result import ConvertResult
+from infer.model_aipp import AIPP_FILE, aipp_config_for, aipp_record
 
 
 def convert_model(model: ModelContract | Path | str, options: ConvertOptions | None = None, *,

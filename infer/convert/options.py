@@ -14,7 +14,7 @@ from binio.defaults import DEFAULT_TOOL_TIMEOUT_S
 from binio.errors import InferError
 from binio.gears import BATCH, DIMS, IMAGE_SIZE, Gear, check_gear_list, parse_gear_list
 from infer._option_fields import setting, type_name
-from infer.aipp.options import AippOptions
+from infer.model_aipp.options import AippOptions
 
 TARGETS: tuple[str, ...] = ("om", "onnx")
 

@@ -45,7 +45,7 @@ from infer.dump_bin._sources.open import open_source, refuse_unused_preprocessin
 from infer.dump_bin.errors import LossyCastError, SourceError
 from infer.dump_bin.options import DumpOptions
 from infer.dump_bin.result import DumpResult, InputDump
-from infer.om import with_om_descriptors
+from infer.model_om import with_om_descriptors
 
 Progress = Callable[[int, int], None]  # (batches written, batches in all)
 _WRITES_IN_FLIGHT = 2  # batches being hashed and written while the next one is read and cast

@@ -82,7 +82,7 @@ def make_runner(contract: ModelContract, backend: str, options: RunOptions, *,
                 dataset: DatasetManifest | None = None) -> BaseRunner:
     """The runner for `backend`, not yet activated. With the `dataset`, TensorFlow takes an AIPP dataset's
     uint8 bins through their declared preprocessing (`infer.run._runners.declared`), and msame or ais_bench only
-    bins that fit the om's own input descriptors (`infer.om.check_om_bins`).
+    bins that fit the om's own input descriptors (`infer.model_om.check_om_bins`).
 
     Each backend's modules are imported here, for that backend only: a plain ONNX Runtime run has no use for the
     tool runners or AIPP's preprocessing (about 25 ms of a command's start)."""
@@ -97,7 +97,7 @@ def make_runner(contract: ModelContract, backend: str, options: RunOptions, *,
 
         return OnnxRuntimeRunner.from_contract(contract, threads=options.threads, device=options.device)
 
-    from infer.om import check_om_bins
+    from infer.model_om import check_om_bins
     from infer.run._runners.ais_bench import AisBenchRunner
     from infer.run._runners.msame import MsameRunner
 

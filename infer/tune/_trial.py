@@ -16,12 +16,12 @@ from typing import Any
 from atc_wrap.precision.op_controls import write_keep_dtype
 from binio.document import json_float
 from binio.manifest import DatasetManifest
-from infer.aipp import AippOptions, model_aipp
 from infer.compare import AippCheck, compare_run_folders
 from infer.compare.options import CompareOptions
 from infer.compare.result import CompareResult
 from infer.contract import ModelContract
 from infer.convert import ConvertOptions, convert_model
+from infer.model_aipp import AippOptions, model_aipp
 from infer.run import run_model
 from infer.run.options import RunOptions
 

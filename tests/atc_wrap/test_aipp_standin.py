@@ -33,8 +33,8 @@ def _identity_model(folder: Path, channels: int, layout: str = "NHWC") -> ModelC
 
 
 def _convert(contract: ModelContract, config_text: str) -> ModelContract:
-    from infer.aipp import AippOptions
     from infer.convert._convert import ConvertOptions, convert_model
+    from infer.model_aipp import AippOptions
 
     cfg = contract.folder / "hand.cfg"
     cfg.write_text(config_text)

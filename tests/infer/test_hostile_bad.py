@@ -217,8 +217,8 @@ def test_every_aipp_config_infer_generates_passes_the_checks_a_written_one_passe
         frozen_small_cnn: ModelContract, src: tuple[int, int] | None, crop: tuple[int, int] | None, scale: float,
         mean: float, std: float, input_format: str) -> None:
     from atc_wrap.aipp.parse import parse_aipp_text
-    from infer.aipp.config import aipp_config_for
-    from infer.aipp.options import AippOptions
+    from infer.model_aipp.config import aipp_config_for
+    from infer.model_aipp.options import AippOptions
     from infer.preprocessing import ImageOptions
 
     options = AippOptions(preprocessing=ImageOptions(scale=scale, mean=(mean,), std=(std,)),

@@ -22,7 +22,7 @@ from binio.manifest import bin_file_name
 from binio.process import ToolResult, quote_command
 from binio.spec import TensorSpec
 from infer.contract import ModelContract
-from infer.om import om_descriptors
+from infer.model_om import om_descriptors
 from infer.run._gear import GearRun
 from infer.run._latency import mean, percentile
 from infer.run._runners.base import BaseRunner, DatasetFeed, RunnerError

@@ -18,7 +18,7 @@ from binio.binfile import sha256_file
 from binio.manifest import load_manifest
 from infer.contract import ModelContract, load_contract
 from infer.convert import ConvertOptions, convert_model
-from infer.om import om_descriptors, with_om_descriptors
+from infer.model_om import om_descriptors, with_om_descriptors
 from infer.run._runners.msame import MsameRunner
 from tests.cli import run_cli
 from tests.infer.om_files import OmPlan, write_om

@@ -3,7 +3,7 @@ and bins the om cannot take (`OmBinsError`); an om that cannot be read at all is
 
 from __future__ import annotations
 
-from atc_wrap.errors import OmFileError
+from atc_wrap.ascend_files.errors import OmFileError
 from binio.errors import InferError
 
 __all__ = ["OmBinsError", "OmFileError", "OmMismatchError"]

@@ -21,15 +21,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from atc_wrap.ascend_files.errors import OmFileError
 from atc_wrap.ascend_files.ge_attrs import attr_json
-from atc_wrap.ascend_files.om_file import OM_MAGIC
+from atc_wrap.ascend_files.om_file import starts_as_om
 from atc_wrap.ascend_files.om_model import OmIo, OmModel, read_om
-from atc_wrap.errors import OmFileError
 from binio.dtypes import DTYPE_NAMES, dtype
 from binio.gears import BATCH, DIMS, IMAGE_SIZE, DynamicShape, GearError, check_widths
 from binio.spec import Shape, TensorSpec, format_shape
 from infer.contract import ModelContract
-from infer.om.errors import OmMismatchError
+from infer.model_om.errors import OmMismatchError
 
 log = logging.getLogger(__name__)
 
@@ -126,15 +126,6 @@ class OmDescriptors:
             "aipp": {tensor: params for tensor, params in self.aipp},
             "notes": list(self.notes),
         }
-
-
-def starts_as_om(path: Path) -> bool:
-    """Whether the file begins with the om magic (``IMOD``); False for anything else, an unreadable file too."""
-    try:
-        with Path(path).open("rb") as stream:
-            return int.from_bytes(stream.read(4), "little") == OM_MAGIC
-    except OSError:
-        return False
 
 
 def _om_shape(shape: Sequence[int]) -> Shape:

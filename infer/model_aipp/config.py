@@ -14,8 +14,8 @@ from atc_wrap.aipp.config import AippConfig, Normalisation, aipp_from_preprocess
 from atc_wrap.aipp.parse import parse_aipp_text, read_aipp_config
 from atc_wrap.errors import ConvertError
 from binio.spec import TensorSpec, format_shape
-from infer.aipp.options import AippOptions
 from infer.contract import ModelContract
+from infer.model_aipp.options import AippOptions
 
 AIPP_FILE = "aipp.cfg"
 # What AIPP cannot do, so what stays host-side or is refused: said in model.json and the README.

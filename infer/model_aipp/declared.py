@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from binio.errors import InferError
-from infer.aipp.yuv import yuv420sp_to_rgb
+from infer.model_aipp.yuv import yuv420sp_to_rgb
 from infer.preprocessing import ImageOptions
 
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 from binio.manifest import DatasetManifest
 from binio.spec import format_shape
 from infer.contract import ModelContract
-from infer.om.descriptors import OmDescriptors, OmInput, om_descriptors
-from infer.om.errors import OmBinsError
+from infer.model_om.descriptors import OmDescriptors, OmInput, om_descriptors
+from infer.model_om.errors import OmBinsError
 
 
 def _batch_refusal(where: str, om: OmDescriptors, item: OmInput, batch: int) -> OmBinsError | None:
