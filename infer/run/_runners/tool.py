@@ -80,6 +80,8 @@ def failure_line(result: ToolResult) -> str | None:
 
 _Tool = TypeVar("_Tool", bound="ToolRunner")
 _Done = TypeVar("_Done")
+# A dataset feed whose whole folders go to a tool runner: what `ToolRunner.take_dataset` hands itself to.
+FolderFeed = DatasetFeed[_Done, "ToolRunner"]
 
 
 class ToolRunner(BaseRunner):
@@ -133,7 +135,7 @@ class ToolRunner(BaseRunner):
     def device(self) -> str:
         return f"{self.tool} device {self.device_id or 0}"
 
-    def take_dataset(self, feed: DatasetFeed[_Done]) -> _Done:
+    def take_dataset(self, feed: FolderFeed[_Done]) -> _Done:
         """A tool takes the dataset's folders in one start (`run_folders`): one start per batch would cost more
         than the batch."""
         return feed.whole_folders(self)
