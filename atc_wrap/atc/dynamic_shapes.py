@@ -56,6 +56,11 @@ class GearRequest:
                  "--dynamic-dims": self.dynamic_dims, "--shape-range": self.shape_range}
         return tuple(flag for flag, value in flags.items() if value)
 
+    def shape_range_text(self) -> str:
+        """The shape range as --shape-range takes it (``images:1~8,224,224,3``); "" for none."""
+        return ";".join(f"{name}:{','.join(d.text() if isinstance(d, DimRange) else str(d) for d in dims)}"
+                        for name, dims in self.shape_range)
+
 
 def _static_refusal(inputs: Sequence[TensorSpec], flag: str, value: str) -> ConvertError:
     shapes = ", ".join(f"{s.name} {format_shape(s.shape)}" for s in inputs)

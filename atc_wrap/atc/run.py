@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from atc_wrap.atc.command import AtcCommand
 from atc_wrap.errors import ConvertError
 from binio.process import ToolResult, find_tool, run_tool
 
@@ -74,16 +74,16 @@ def require_atc() -> Path:
     return found
 
 
-def run_atc(command: AtcCommand, *, timeout: float) -> AtcRun:
-    """Runs the command; returns only when ATC converted, else raises `ConvertError` naming its error codes."""
-    om = command.om
+def run_atc(argv: Sequence[str], om: Path, *, timeout: float) -> AtcRun:
+    """Runs ATC's `argv` (`atc_wrap.atc.command.atc_argv`), which writes `om`; returns only when ATC converted, else
+    raises `ConvertError` naming its error codes."""
     try:
         om.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ConvertError(f"{om.parent}: cannot create the output folder ({exc.strerror})") from None
     before = om.stat().st_mtime_ns if om.exists() else None
     try:
-        result = run_tool(command.argv, timeout=timeout, cwd=om.parent)
+        result = run_tool(argv, timeout=timeout, cwd=om.parent)
         judge_output(result, om)
     except BaseException:
         # Leave no om behind that this failed run wrote, so nobody runs a half-converted model.

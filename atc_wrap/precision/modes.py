@@ -6,37 +6,36 @@ Parsed once here so the ATC command and the ONNX stand-in read the user's option
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal, cast
 
 from atc_wrap.errors import ConvertError
 from binio.names import node_name
+from binio.vocabulary import check_word, values_of
 
 if TYPE_CHECKING:  # the options that check a mode import this module: no numpy for --help
     from binio.spec import TensorSpec
 
-PRECISION_MODES: tuple[str, ...] = (
+PrecisionMode = Literal[
     "force_fp16", "force_fp32", "allow_fp32_to_fp16", "must_keep_origin_dtype", "allow_mix_precision",
-)
-DEFAULT_PRECISION_MODE = "force_fp16"  # ATC's own default for TensorFlow models
+]
+PRECISION_MODES: tuple[str, ...] = values_of(PrecisionMode)
+DEFAULT_PRECISION_MODE: PrecisionMode = "force_fp16"  # ATC's own default for TensorFlow models
 # Modes in which --keep_dtype changes anything: ATC ignores it under must_keep_origin_dtype, and under force_fp32
 # every op is fp32 already.
-KEEP_DTYPE_MODES: tuple[str, ...] = ("force_fp16", "allow_fp32_to_fp16", "allow_mix_precision")
-IMPL_MODES: tuple[str, ...] = (
-    "high_precision", "high_performance", "high_precision_for_all", "high_performance_for_all",
-)
-OUTPUT_TYPES: tuple[str, ...] = ("FP32", "FP16", "UINT8")
+KeepDtypeMode = Literal["force_fp16", "allow_fp32_to_fp16", "allow_mix_precision"]
+KEEP_DTYPE_MODES: tuple[str, ...] = values_of(KeepDtypeMode)
+ImplMode = Literal["high_precision", "high_performance", "high_precision_for_all", "high_performance_for_all"]
+IMPL_MODES: tuple[str, ...] = values_of(ImplMode)
+OutputType = Literal["FP32", "FP16", "UINT8"]  # ATC's --output_type words
+OUTPUT_TYPES: tuple[str, ...] = values_of(OutputType)
 
 
-def check_precision_mode(mode: str) -> str:
-    if mode not in PRECISION_MODES:
-        raise ConvertError(f"--precision-mode {mode!r}: expected one of {', '.join(PRECISION_MODES)}")
-    return mode
+def check_precision_mode(mode: str) -> PrecisionMode:
+    return cast(PrecisionMode, check_word(mode, PRECISION_MODES, "--precision-mode", ConvertError))
 
 
-def check_implmode(mode: str) -> str:
-    if mode and mode not in IMPL_MODES:
-        raise ConvertError(f"--op-select-implmode {mode!r}: expected one of {', '.join(IMPL_MODES)}")
-    return mode
+def check_implmode(mode: str) -> ImplMode:
+    return cast(ImplMode, check_word(mode, IMPL_MODES, "--op-select-implmode", ConvertError))
 
 
 def parse_input_fp16_nodes(text: str, inputs: Sequence[TensorSpec]) -> tuple[str, ...]:
@@ -53,7 +52,7 @@ def parse_input_fp16_nodes(text: str, inputs: Sequence[TensorSpec]) -> tuple[str
     return tuple(node_name(name) for name in names)
 
 
-def parse_output_type(text: str, outputs: Sequence[TensorSpec]) -> dict[str, str]:
+def parse_output_type(text: str, outputs: Sequence[TensorSpec]) -> dict[str, OutputType]:
     """ATC's ``FP16`` or ``node:0:FP16;node2:1:FP32`` -> output tensor name -> ATC type, for the named outputs.
 
     A bare type applies to every float output; outputs left out keep FP32 (ATC's default for float outputs).
@@ -65,7 +64,7 @@ def parse_output_type(text: str, outputs: Sequence[TensorSpec]) -> dict[str, str
         kind = _output_type_name(body, body)
         return {spec.name: kind for spec in outputs if spec.dt.is_float}
     by_tensor = {spec.name: spec for spec in outputs}
-    chosen: dict[str, str] = {}
+    chosen: dict[str, OutputType] = {}
     for part in (p.strip() for p in body.split(";") if p.strip()):
         node, sep1, rest = part.partition(":")
         index, sep2, kind_text = rest.partition(":")
@@ -79,9 +78,18 @@ def parse_output_type(text: str, outputs: Sequence[TensorSpec]) -> dict[str, str
     return chosen
 
 
-def _output_type_name(kind: str, part: str) -> str:
+def _output_type_name(kind: str, part: str) -> OutputType:
     value = kind.strip().upper()
     if value not in OUTPUT_TYPES:
         raise ConvertError(f"--output-type {part!r}: type {kind!r} is not one of {', '.join(OUTPUT_TYPES)}")
-    return value
+    return cast(OutputType, value)
+
+
+def output_type_arg(text: str) -> str:
+    """ATC's --output_type as `parse_output_type` read it: its types upper-cased (``FP16``, ``probs:0:FP16``)."""
+    body = text.strip()
+    if ":" not in body:
+        return body.upper()
+    parts = [p.strip() for p in body.split(";") if p.strip()]
+    return ";".join(f"{p.rsplit(':', 1)[0]}:{p.rsplit(':', 1)[1].strip().upper()}" for p in parts)
 

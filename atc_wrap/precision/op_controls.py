@@ -18,6 +18,7 @@ from atc_wrap.errors import ConvertError
 from atc_wrap.precision.modes import KEEP_DTYPE_MODES
 from atc_wrap.precision.op_types import closest, known_op_types
 from binio.atomic import write_bytes_atomic
+from binio.graph_types import GraphDef
 from binio.reading import parse_json, read_text_file
 
 OP_TYPE_PREFIX = "OpType::"
@@ -271,16 +272,15 @@ def check_emulated_dtypes(controls: OpControls) -> None:
                                hint="--target om passes the file to ATC")
 
 
-def check_op_controls(controls: OpControls, graph_def: Any, pb: Path, precision_mode: str, *, emulated: bool,
+def check_op_controls(controls: OpControls, graph_def: GraphDef, pb: Path, *, emulated: bool,
                       ascend_types: Iterable[str] = ()) -> None:
     """Checks the controls against the pb (names, and types among the TF types and the Ascend op types they reach,
     `ascend_types`) and, for the stand-in, against what it emulates. What they do to each op is the precision
     plan's to say (`atc_wrap.precision.plan`), in ATC's order: the mixed-precision lists as --modify-mixlist
-    changes them, then --keep-dtype, then --customize-dtypes."""
+    changes them, then --keep-dtype, then --customize-dtypes. (That --modify-mixlist comes with its one mode was
+    checked with the options: `check_mixlist_mode`.)"""
     if not controls:
         return
-    if controls.mixlist.types():
-        check_mixlist_mode("", precision_mode)
     check_against_graph(controls, graph_def, pb, ascend_types)
     if emulated:
         check_emulated_dtypes(controls)

@@ -25,10 +25,10 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable, Mapping, Set
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, cast
 
 from atc_wrap.errors import ConvertError
-from atc_wrap.precision.modes import KEEP_DTYPE_MODES, check_precision_mode
+from atc_wrap.precision.modes import KEEP_DTYPE_MODES, PRECISION_MODES, PrecisionMode
 from atc_wrap.precision.op_controls import MIXLIST_MODE, OpControls, OpPrecision
 from atc_wrap.precision.op_tables import AiCoreKernel, OpSupport, OpTable
 from binio.fields import Fields
@@ -137,7 +137,7 @@ class PrecisionPlan:
     """The plan of one conversion: the chip and table it was made from, and each float op's entry, in graph
     order."""
 
-    precision_mode: str
+    precision_mode: PrecisionMode
     chip: str  # the --soc_version the table was chosen by
     family: str  # the table's family (ascend310, ...)
     chip_assumed: bool  # True: no --soc-version was given, `chip` is the stand-in's assumption
@@ -223,7 +223,8 @@ class PrecisionPlan:
             raise fields.refuse("format", f"expected precision plan format {PLAN_FORMAT}, found {found}")
         table = fields.child("table")
         return PrecisionPlan(
-            precision_mode=fields.text("precision_mode"), chip=fields.text("chip"), family=fields.text("family"),
+            precision_mode=cast(PrecisionMode, fields.word("precision_mode", PRECISION_MODES)),
+            chip=fields.text("chip"), family=fields.text("family"),
             chip_assumed=fields.flag("chip_assumed"), table_date=table.text("date"),
             table_source=table.text("source"), ops=tuple(PlannedOp.from_fields(op) for op in fields.children("ops")),
             allowed_unsupported=fields.texts("allowed_unsupported", []))
@@ -258,7 +259,7 @@ def _grouped(entries: Iterable[PlannedOp], reason: Any) -> str:
     return ", ".join(f"{kind}{f' x{count}' if count > 1 else ''} ({why})" for (kind, why), count in groups.items())
 
 
-def storage_for(mode: str) -> str:
+def storage_for(mode: PrecisionMode) -> str:
     """Where the emulation rounded float tensors before the tables (`LEGACY`): fp16 (every one), mixed (by op
     type: `atc_wrap.standin.emulation.FP32_OP_TYPES` kept, `FP16_OP_TYPES` always rounded, others as their
     inputs) or fp32 (none)."""
@@ -337,7 +338,7 @@ def place(support: OpSupport) -> _Placed:
 
 
 class _Planner:
-    def __init__(self, graph_def: Any, table: OpTable, mode: str, controls: OpControls,
+    def __init__(self, graph_def: Any, table: OpTable, mode: PrecisionMode, controls: OpControls,
                  fp16_inputs: Set[str]) -> None:
         self.table = table
         self.mode = mode
@@ -586,13 +587,13 @@ def _topological(graph_def: Any) -> list[str]:
     return order + [name for name in names if name not in placed]
 
 
-def plan_precision(graph_def: Any, table: OpTable, precision_mode: str, *, chip: str, chip_assumed: bool = False,
+def plan_precision(graph_def: Any, table: OpTable, precision_mode: PrecisionMode, *, chip: str,
+                   chip_assumed: bool = False,
                    controls: OpControls | None = None, fp16_inputs: Set[str] = frozenset()) -> PrecisionPlan:
     """The plan of `graph_def` (a frozen pb's GraphDef) for `chip` (whose family's `table` it is) under
     `precision_mode`, with the per-op `controls` (checked against the graph already) applied over the mode;
     `fp16_inputs` are the input node names the model takes as float16. Refusals are recorded, not raised: the
     caller decides (`PlannedOp.refused`, `refuse_planned`)."""
-    check_precision_mode(precision_mode)
     ops = _Planner(graph_def, table, precision_mode, controls or OpControls(), fp16_inputs).plan()
     return PrecisionPlan(precision_mode=precision_mode, chip=chip, family=table.family, chip_assumed=chip_assumed,
                          table_date=table.date, table_source=f"{table.source.repository}@{table.source.commit}",

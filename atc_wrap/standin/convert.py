@@ -14,13 +14,11 @@ from typing import Any, NoReturn
 
 from atc_wrap.aipp.config import AippConfig, aipp_input_spec
 from atc_wrap.aipp.onnx_stage import insert_aipp_stage
-from atc_wrap.atc.soc import ASSUMED_SOC_VERSION
 from atc_wrap.errors import ConvertError
-from atc_wrap.nodes import check_nodes_exist
-from atc_wrap.precision.modes import DEFAULT_PRECISION_MODE, check_precision_mode
-from atc_wrap.precision.op_controls import OpControls, check_op_controls, controls_record
-from atc_wrap.precision.op_tables import load_op_table, op_table_for
-from atc_wrap.precision.plan import PrecisionPlan, ascend_names, plan_precision, refuse_planned
+from atc_wrap.plan import ConversionPlan
+from atc_wrap.precision.modes import OutputType, PrecisionMode
+from atc_wrap.precision.op_controls import controls_record
+from atc_wrap.precision.plan import PrecisionPlan
 from atc_wrap.standin._generated_names import (
     canonical_order,
     counter,
@@ -29,7 +27,6 @@ from atc_wrap.standin._generated_names import (
 )
 from atc_wrap.standin.converter_names import recording_type_named_nodes, store_type_named
 from atc_wrap.standin.emulation import Emulation, emulate_precision
-from atc_wrap.standin.opset import check_opset
 from binio.atomic import write_bytes_atomic
 from binio.errors import first_line
 from binio.heap import ANY_SIZE, keep_freed_memory
@@ -48,7 +45,7 @@ class OnnxConversion:
     opset: int
     inputs: tuple[TensorSpec, ...]  # named by their TF tensor names, dtyped as the ONNX model takes them
     outputs: tuple[TensorSpec, ...]
-    precision_mode: str
+    precision_mode: PrecisionMode
     emulation: Emulation
     tool_versions: dict[str, str] = field(default_factory=dict)
     plan: PrecisionPlan | None = None
@@ -59,80 +56,43 @@ class OnnxConversion:
                 "emulation": self.emulation.to_json()}
 
 
-def convert_to_onnx(
-    pb: Path,
-    graph_def: Any,
-    inputs: Sequence[TensorSpec],
-    outputs: Sequence[TensorSpec],
-    destination: Path,
-    *,
-    opset: int | None = None,
-    precision_mode: str = DEFAULT_PRECISION_MODE,
-    input_fp16_nodes: Sequence[str] = (),
-    output_types: Mapping[str, str] | None = None,
-    op_controls: OpControls | None = None,
-    aipp: AippConfig | None = None,
-    plan: PrecisionPlan | None = None,
-    on_step: OnStep = no_steps,
-) -> OnnxConversion:
-    """Converts `pb` (its `graph_def`, as the caller read it) to ONNX at `destination` (written atomically),
-    emulating ATC's `precision_mode`.
-
-    `input_fp16_nodes` are input node names the model takes as float16; `output_types` maps output tensor names to ATC
-    output types (FP32/FP16), as parsed by `atc_wrap.precision.modes`; `op_controls` the per-op precision files
-    (`atc_wrap.precision.op_controls`), checked against the pb and emulated. `aipp` (checked against its input by
-    `atc_wrap.aipp.config.check_against_input`) puts AIPP's stage in front of input `aipp.related_input_rank`, which
-    then takes uint8 images (`atc_wrap.aipp.onnx_stage`). `plan` is the precision plan the emulation follows op by op
-    (`atc_wrap.precision.plan`, made with the same mode and controls); without one, the plan of the assumed chip
-    (`atc_wrap.atc.soc.ASSUMED_SOC_VERSION`), refused where ATC would refuse it. `on_step` hears each step as it starts.
-    """
-    check_precision_mode(precision_mode)
-    check_output_types(output_types or {})
+def convert_to_onnx(plan: ConversionPlan, *, on_step: OnStep = no_steps) -> OnnxConversion:
+    """Converts the plan's pb (its `graph_def`, as read once) to ONNX at `plan.artefact` (written atomically),
+    emulating the plan: each op in the dtype its precision plan gives it (`atc_wrap.precision.plan`), the inputs of
+    `fp16_inputs` taken and the outputs `output_types` makes FP16 given as float16, the per-op controls recorded,
+    AIPP's stage (`atc_wrap.aipp.onnx_stage`) in front of its input, which then takes uint8 images. Everything was
+    checked making the plan. `on_step` hears each step as it starts."""
+    assert plan.precision is not None and plan.opset is not None, "the stand-in's plan has a table and an opset"
     # tf2onnx copies every weight again and again (a copy per optimizer pass, up to the whole graph at once):
     # served from a heap that keeps what is freed, each copy reuses pages instead of faulting fresh ones in.
     keep_freed_memory(largest_block=ANY_SIZE, kept=ANY_SIZE)
-    chosen_opset = check_opset(opset)
-    check_nodes_exist(graph_def, pb, inputs, outputs)
-    controls = op_controls or OpControls()
-    table = load_op_table(plan.family) if plan is not None else op_table_for(ASSUMED_SOC_VERSION)
-    check_op_controls(controls, graph_def, pb, precision_mode, emulated=True,
-                      ascend_types=ascend_names(graph_def, table))
-    if plan is None:
-        fp16_nodes = {spec.node for spec in inputs if spec.node in set(input_fp16_nodes)}
-        plan = refuse_planned(plan_precision(graph_def, table, precision_mode, chip=ASSUMED_SOC_VERSION,
-                                             chip_assumed=True, controls=controls, fp16_inputs=fp16_nodes),
-                              allow_unsupported=False)
-    elif plan.precision_mode != precision_mode:
-        raise ConvertError(f"{pb}: the precision plan is for {plan.precision_mode}, the conversion for "
-                           f"{precision_mode}")
-    op_precision = plan.op_precision()
+    graph_def, pb, inputs, outputs = plan.graph_def, plan.pb, plan.inputs, plan.outputs
     on_step("converting with tf2onnx")
-    model = _tf2onnx(graph_def, pb, inputs, outputs, chosen_opset)
-    _refuse_unconverted(model, pb, chosen_opset)
-    fp16_inputs = {spec.name for spec in inputs if spec.node in set(input_fp16_nodes)}
-    fp16_outputs = {name for name, kind in (output_types or {}).items() if kind == "FP16"}
+    model = _tf2onnx(graph_def, pb, inputs, outputs, plan.opset)
+    _refuse_unconverted(model, pb, plan.opset)
+    fp16_inputs, fp16_outputs = plan.fp16_input_tensors(), plan.fp16_output_tensors()
     _check_names(model, pb, inputs, outputs)
-    on_step(f"emulating {precision_mode}")
-    emulation = emulate_precision(model, precision_mode, fp16_inputs=fp16_inputs, fp16_outputs=fp16_outputs,
-                                  op_precision=op_precision, tf_nodes={n.name for n in graph_def.node},
-                                  controls=controls_record(controls, precision_mode), graph_def=graph_def)
+    on_step(f"emulating {plan.precision_mode}")
+    emulation = emulate_precision(model, plan.precision_mode, fp16_inputs=fp16_inputs, fp16_outputs=fp16_outputs,
+                                  op_precision=plan.precision.op_precision(), tf_nodes={n.name for n in graph_def.node},
+                                  controls=controls_record(plan.controls, plan.precision_mode), graph_def=graph_def)
     converted_inputs = tuple(s.with_dtype("float16") if s.name in fp16_inputs else s for s in inputs)
-    if aipp is not None:
-        converted_inputs = _insert_aipp(model, converted_inputs, aipp)
+    if plan.aipp is not None:
+        converted_inputs = _insert_aipp(model, converted_inputs, plan.aipp)
     on_step("checking the ONNX model and loading it in ONNX Runtime")
     _check(model, pb)
     serialized = model.SerializeToString(deterministic=True)  # same model, same bytes (and sha256)
     _check_loads(serialized, pb)
-    write_bytes_atomic(destination, serialized)
+    write_bytes_atomic(plan.artefact, serialized)
     import onnx
     import onnxruntime
     import tf2onnx
 
     return OnnxConversion(
-        path=destination, opset=chosen_opset,
+        path=plan.artefact, opset=plan.opset,
         inputs=converted_inputs,
         outputs=tuple(s.with_dtype("float16") if s.name in fp16_outputs else s for s in outputs),
-        precision_mode=precision_mode, emulation=emulation, plan=plan,
+        precision_mode=plan.precision_mode, emulation=emulation, plan=plan.precision,
         tool_versions={"tf2onnx": tf2onnx.__version__, "onnx": onnx.__version__,
                        "onnxruntime": onnxruntime.__version__},
     )
@@ -147,7 +107,7 @@ def _insert_aipp(model: Any, inputs: tuple[TensorSpec, ...], aipp: AippConfig) -
     return tuple(aipp_input_spec(s, aipp) if i == aipp.related_input_rank else s for i, s in enumerate(inputs))
 
 
-def check_output_types(output_types: Mapping[str, str]) -> None:
+def check_output_types(output_types: Mapping[str, OutputType]) -> None:
     """Refuses the ATC output types the stand-in cannot give (UINT8: ATC's quantised output)."""
     unsupported = {f"{name}:{kind}" for name, kind in output_types.items() if kind not in ("FP32", "FP16")}
     if unsupported:

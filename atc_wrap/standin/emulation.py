@@ -15,7 +15,7 @@ from collections.abc import Mapping, Set
 from dataclasses import dataclass, field
 from typing import Any
 
-from atc_wrap.precision.modes import check_precision_mode
+from atc_wrap.precision.modes import PrecisionMode
 from atc_wrap.precision.op_controls import OpPrecision
 from atc_wrap.precision.op_types import ONNX_OPS_OF_TF
 from atc_wrap.precision.plan import LEGACY, USER_CONTROLS, storage_for
@@ -76,7 +76,7 @@ _FLOAT, _FLOAT16 = dtype("float32").onnx, dtype("float16").onnx  # onnx.TensorPr
 class Emulation:
     """What the stand-in did to emulate a precision mode, recorded in the contract."""
 
-    mode: str
+    mode: PrecisionMode
     storage: str  # fp16 | mixed | fp32: whether the ops compute in fp16, fp32 or some of each
     rounded_tensors: int = 0  # op outputs and inputs rounded to fp16 by a Cast pair
     rounded_later: int = 0  # op outputs whose rounding is made after the op reading them (_COMMUTE_WITH_ROUNDING)
@@ -133,7 +133,7 @@ class Emulation:
         }
 
 
-def _legacy_rule(mode: str) -> str:
+def _legacy_rule(mode: PrecisionMode) -> str:
     storage = storage_for(mode)
     if storage == "mixed":
         return (f"{', '.join(FP32_OP_TYPES)} kept in fp32; ops fed only by fp32 tensors stay fp32; "
@@ -179,7 +179,7 @@ def tf_origin(onnx_node: str, tf_nodes: Set[str], type_named: Set[str] = frozens
         name = head
 
 
-def emulate_precision(model: Any, mode: str, *, fp16_inputs: Set[str], fp16_outputs: Set[str],
+def emulate_precision(model: Any, mode: PrecisionMode, *, fp16_inputs: Set[str], fp16_outputs: Set[str],
                       op_precision: Mapping[str, OpPrecision] | None = None, tf_nodes: Set[str] = frozenset(),
                       controls: Mapping[str, Any] | None = None, graph_def: Any = None) -> Emulation:
     """Rewrites the fp32 ONNX `model` in place to compute as ATC would under `mode`; returns what it did.
@@ -190,7 +190,6 @@ def emulate_precision(model: Any, mode: str, *, fp16_inputs: Set[str], fp16_outp
     are the pb's node names, to find each ONNX node's TF node; `graph_def`, the pb itself, to find the nodes that
     compute two TF ops (`atc_wrap.standin._fused_ops`).
     """
-    check_precision_mode(mode)
     rewriter = _Rewriter(model, storage_for(mode), op_precision or {}, tf_nodes, graph_def)
     rewriter.inputs(fp16_inputs)
     rewriter.weights()

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from atc_wrap.precision.modes import PrecisionMode
 from atc_wrap.precision.op_controls import write_keep_dtype
 from binio.document import json_float
 from binio.manifest import DatasetManifest
@@ -89,7 +90,8 @@ def replayed_settings(contract: ModelContract, folder: Path) -> dict[str, Any]:
 class Trials:
     """Converts, runs and compares candidates one after the other in `work`, remembering every verdict."""
 
-    def __init__(self, contract: ModelContract, precision_mode: str, work: Path, compare_options: CompareOptions,
+    def __init__(self, contract: ModelContract, precision_mode: PrecisionMode, work: Path,
+                 compare_options: CompareOptions,
                  on_candidate: Callable[[Candidate], None] | None = None, *, soc_version: str = "") -> None:
         self.contract = contract
         self.soc_version = soc_version  # the chip whose operator table plans every candidate

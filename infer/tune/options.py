@@ -7,7 +7,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from atc_wrap.atc.soc import ASSUMED_SOC_VERSION
-from atc_wrap.precision.modes import DEFAULT_PRECISION_MODE, KEEP_DTYPE_MODES, check_precision_mode
+from atc_wrap.precision.modes import (
+    DEFAULT_PRECISION_MODE,
+    KEEP_DTYPE_MODES,
+    PrecisionMode,
+    check_precision_mode,
+)
 from infer._option_fields import setting
 from infer.compare.options import DEFAULT_ATOL, DEFAULT_RTOL, threshold_setting
 from infer.compare.thresholds import Thresholds
@@ -23,8 +28,9 @@ DEFAULT_SOC = ASSUMED_SOC_VERSION
 class TuneOptions:
     """In pipeline.toml: [tune] (`infer pipeline tune`)."""
 
-    precision_mode: str = setting(DEFAULT_PRECISION_MODE, help=f"The mode to tune: {', '.join(KEEP_DTYPE_MODES)} "
-                                                               f"({DEFAULT_PRECISION_MODE} is ATC's default).")
+    precision_mode: PrecisionMode = setting(DEFAULT_PRECISION_MODE,
+                                            help=f"The mode to tune: {', '.join(KEEP_DTYPE_MODES)} "
+                                                 f"({DEFAULT_PRECISION_MODE} is ATC's default).")
     thresholds: Thresholds = threshold_setting()
     atol: float = setting(DEFAULT_ATOL, help="Absolute tolerance of the allclose pass rate.")
     rtol: float = setting(DEFAULT_RTOL, help="Relative tolerance of the allclose pass rate.")
