@@ -58,7 +58,7 @@ class ConversionPlan:
     extra_args: tuple[str, ...] = ()  # --atc-arg, as given
     opset: int | None = None  # the stand-in's ONNX opset (None for an om)
     ignored: tuple[str, ...] = ()  # the options given that mean nothing to this target, by flag
-    notes: tuple[str, ...] = ()  # options given that change nothing here, and why (--keep-dtype under force_fp32)
+    notes: tuple[str, ...] = ()  # controls given that change nothing here, and why (`ignored_controls`)
 
     def fp16_input_tensors(self) -> frozenset[str]:
         return frozenset(spec.name for spec in self.inputs if spec.node in set(self.fp16_inputs))

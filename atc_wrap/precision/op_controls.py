@@ -296,11 +296,11 @@ def ignored_controls(controls: OpControls, precision_mode: str) -> tuple[str, ..
     return ()
 
 
-def controls_record(controls: OpControls, precision_mode: str) -> dict[str, Any]:
-    """The control files as read, for model.json."""
+def controls_record(controls: OpControls, ignored: tuple[str, ...]) -> dict[str, Any]:
+    """The control files as read, and why some change nothing (`ignored_controls`), for model.json."""
     if not controls:
         return {}
     return {"keep_dtype": {"names": list(controls.keep_dtype.names), "types": list(controls.keep_dtype.types)},
             "modify_mixlist": controls.mixlist.to_json(),
             "customize_dtypes": [r.describe() for r in controls.customize],
-            "ignored": list(ignored_controls(controls, precision_mode))}
+            "ignored": list(ignored)}

@@ -75,7 +75,7 @@ def convert_to_onnx(plan: ConversionPlan, *, on_step: OnStep = no_steps) -> Onnx
     on_step(f"emulating {plan.precision_mode}")
     emulation = emulate_precision(model, plan.precision_mode, fp16_inputs=fp16_inputs, fp16_outputs=fp16_outputs,
                                   op_precision=plan.precision.op_precision(), tf_nodes={n.name for n in graph_def.node},
-                                  controls=controls_record(plan.controls, plan.precision_mode), graph_def=graph_def)
+                                  controls=controls_record(plan.controls, plan.notes), graph_def=graph_def)
     converted_inputs = tuple(s.with_dtype("float16") if s.name in fp16_inputs else s for s in inputs)
     if plan.aipp is not None:
         converted_inputs = _insert_aipp(model, converted_inputs, plan.aipp)

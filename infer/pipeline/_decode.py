@@ -71,8 +71,7 @@ def _value(value: Any, kind: Any, where: str, path: Path, table: str) -> Any:
         return {str(k): _value(v, item, f"{where}.{k}", path, table) for k, v in value.items()}
     if values_of(kind):  # a closed vocabulary: a string here, its words checked by the options (naming them)
         if type(value) is not str:
-            raise ConfigError(f"{where}: expected one of {', '.join(values_of(kind))}, got {type_name(value)} "
-                              f"{_cut(value)}")
+            raise ConfigError(f"{where}: expected a string, got {type_name(value)} {_cut(value)}")
         return value
     if kind is Path:
         if type(value) is not str:
