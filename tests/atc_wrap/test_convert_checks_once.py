@@ -10,10 +10,11 @@ import sys
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
+from atc_wrap.target import Target
 from infer.contract import ModelContract
 from infer.convert import ConvertOptions, convert_model
 from tests.atc_wrap.conftest import FakeAtc
@@ -45,17 +46,19 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter[str]]:
     import importlib
 
     calls: Counter[str] = Counter()
+
+    def counting(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(original)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            calls[name] += 1
+            return original(*args, **kwargs)
+        return wrapper
+
     for module_name, names in CHECKS.items():
         module = importlib.import_module(module_name)
         for name in names:
             original = getattr(module, name)
-
-            def wrapper(*args: Any, __original: Callable[..., Any] = original, __name: str = name,
-                        **kwargs: Any) -> Any:
-                calls[__name] += 1
-                return __original(*args, **kwargs)
-
-            wrapped = functools.wraps(original)(wrapper)
+            wrapped = counting(name, original)
             for holder in list(sys.modules.values()):
                 if getattr(holder, "__name__", "").partition(".")[0] in ("atc_wrap", "infer", "ckpt2pb") and \
                         getattr(holder, name, None) is original:
@@ -63,12 +66,13 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter[str]]:
     yield calls
 
 
-def _controls(folder: Path) -> dict[str, Path]:
+def _controls(folder: Path) -> tuple[Path, Path]:
+    """A keep_dtype file and a modify_mixlist one, both naming the model's one op."""
     keep = folder / "keep.cfg"
     keep.write_text("mul\n", encoding="utf-8")
     mixlist = folder / "mixlist.json"
     mixlist.write_text(json.dumps({"black-list": {"to-add": ["Mul"]}}), encoding="utf-8")
-    return {"keep_dtype": keep, "modify_mixlist": mixlist}
+    return keep, mixlist
 
 
 @pytest.mark.parametrize("target", ["om", "onnx"])
@@ -77,10 +81,10 @@ def test_each_option_is_checked_once_per_conversion(
     copy_model: Callable[[ModelContract], ModelContract], tmp_path: Path,
 ) -> None:
     contract = copy_model(unknown_batch)
-    om_only: dict[str, Any] = {"op_select_implmode": "high_precision"} if target == "om" else {}
-    options = ConvertOptions(target=target,  # type: ignore[arg-type]  # parametrized: one of the targets
-                             soc_version="Ascend310", precision_mode="allow_mix_precision", input_fp16_nodes="x",
-                             output_type="FP16", dynamic_batch=(1, 2), **_controls(tmp_path), **om_only)
+    keep, mixlist = _controls(tmp_path)
+    options = ConvertOptions(target=cast(Target, target), soc_version="Ascend310", precision_mode="allow_mix_precision",
+                             input_fp16_nodes="x", output_type="FP16", dynamic_batch=(1, 2), keep_dtype=keep,
+                             modify_mixlist=mixlist, op_select_implmode="high_precision" if target == "om" else None)
     result = convert_model(contract, options)
     assert result.target == target and result.plan is not None
     assert result.contract.converted is not None and result.contract.converted.gears is not None
