@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from binio.errors import first_line
+from binio.graph_types import GraphDef
 from binio.spec import node_name
 from ckpt2pb.errors import SourceError, tensorflow_reason
 from ckpt2pb.prefix import CheckpointPrefix
@@ -43,7 +44,7 @@ class LoadedSource:
 
     path: Path  # what the user named
     kind: str  # one of KINDS
-    graph_def: Any  # tensorflow GraphDef; `_output_shapes` attributes dropped
+    graph_def: GraphDef  # tensorflow GraphDef; `_output_shapes` attributes dropped
     meta_graph: Any | None = None  # the MetaGraphDef (saver, collections) for checkpoints and SavedModels
     prefix: CheckpointPrefix | None = None  # the checkpoint prefix the variables are restored from
     tf_version: str = ""  # the TensorFlow (or Keras) that wrote the source, where it says so
@@ -116,7 +117,7 @@ def _prefix_in_folder(folder: Path) -> CheckpointPrefix | None:
     return prefixes[0] if prefixes else None
 
 
-def drop_output_shapes(graph_def: Any) -> None:
+def drop_output_shapes(graph_def: GraphDef) -> None:
     """Removes `_output_shapes`: older TensorFlow wrote shapes that newer importers may reject; they are only
     hints, recomputed on import."""
     for node in graph_def.node:
@@ -318,7 +319,7 @@ def _load_keras(path: Path) -> LoadedSource:
     return LoadedSource(path=path, kind="keras", graph_def=graph_def, tf_version=_keras_version(path))
 
 
-def _name_outputs_after_layers(graph_def: Any, function: Any, layer_names: list[str]) -> None:
+def _name_outputs_after_layers(graph_def: GraphDef, function: Any, layer_names: list[str]) -> None:
     """The traced outputs are Identity nodes named ``Identity``, ``Identity_1``...; they take the names of the
     Keras output layers (``probs``) where those are free, so the user sees the names they gave."""
     taken = {node.name for node in graph_def.node}

@@ -239,7 +239,7 @@ def check_mixlist_mode(modify_mixlist: Path | str | None, precision_mode: str) -
                            hint=f"--precision-mode {MIXLIST_MODE}, or --keep-dtype to keep ops in fp32 in any mode")
 
 
-def check_against_graph(controls: OpControls, graph_def: Any, pb: Path, ascend_types: Iterable[str] = ()) -> None:
+def check_against_graph(controls: OpControls, graph_def: GraphDef, pb: Path, ascend_types: Iterable[str] = ()) -> None:
     """Every op name must be a node of the pb and every op type a known one (a TF type, or an Ascend op type one of
     the pb's TF types becomes: `ascend_types`); refused with the closest named."""
     ops = {node.name: node.op for node in graph_def.node}

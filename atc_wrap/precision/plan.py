@@ -32,6 +32,7 @@ from atc_wrap.precision.modes import KEEP_DTYPE_MODES, PRECISION_MODES, Precisio
 from atc_wrap.precision.op_controls import MIXLIST_MODE, OpControls, OpPrecision
 from atc_wrap.precision.op_tables import AiCoreKernel, OpSupport, OpTable
 from binio.fields import Fields
+from binio.graph_types import GraphDef
 
 PLAN_FORMAT = 1
 FP16, FP32 = "float16", "float32"
@@ -338,7 +339,7 @@ def place(support: OpSupport) -> _Placed:
 
 
 class _Planner:
-    def __init__(self, graph_def: Any, table: OpTable, mode: PrecisionMode, controls: OpControls,
+    def __init__(self, graph_def: GraphDef, table: OpTable, mode: PrecisionMode, controls: OpControls,
                  fp16_inputs: Set[str]) -> None:
         self.table = table
         self.mode = mode
@@ -562,7 +563,7 @@ def _producer(tensor: str) -> str:
     return tensor.split(":", 1)[0]
 
 
-def _topological(graph_def: Any) -> list[str]:
+def _topological(graph_def: GraphDef) -> list[str]:
     """Node names with every node after the nodes it reads (Kahn's order); a cycle (v1 loops) keeps the rest in
     the graph's own order."""
     names = [node.name for node in graph_def.node]
@@ -587,7 +588,7 @@ def _topological(graph_def: Any) -> list[str]:
     return order + [name for name in names if name not in placed]
 
 
-def plan_precision(graph_def: Any, table: OpTable, precision_mode: PrecisionMode, *, chip: str,
+def plan_precision(graph_def: GraphDef, table: OpTable, precision_mode: PrecisionMode, *, chip: str,
                    chip_assumed: bool = False,
                    controls: OpControls | None = None, fp16_inputs: Set[str] = frozenset()) -> PrecisionPlan:
     """The plan of `graph_def` (a frozen pb's GraphDef) for `chip` (whose family's `table` it is) under
@@ -616,7 +617,7 @@ def refuse_planned(plan: PrecisionPlan, *, allow_unsupported: bool) -> Precision
                             "--allow-unsupported goes on (the stand-in then computes them in fp32)")
 
 
-def ascend_names(graph_def: Any, table: OpTable) -> frozenset[str]:
+def ascend_names(graph_def: GraphDef, table: OpTable) -> frozenset[str]:
     """The Ascend op types the pb's TF types reach (plugin ops and their rewrites), which an ``OpType::`` entry
     of a control file may name besides the TF types."""
     found: set[str] = set()

@@ -14,11 +14,12 @@ from collections.abc import Mapping, Set
 from typing import Any
 
 from atc_wrap.precision.op_types import ONNX_OPS_OF_TF
+from binio.graph_types import GraphDef
 
 _PASS_THROUGH = frozenset({"Identity", "Snapshot", "StopGradient"})
 
 
-def fused_first_ops(model: Any, graph_def: Any, origin: Mapping[str, str | None]) -> dict[str, str]:
+def fused_first_ops(model: Any, graph_def: GraphDef, origin: Mapping[str, str | None]) -> dict[str, str]:
     """ONNX node name -> the TF node whose inputs it reads, for the nodes that compute two TF ops at once;
     `origin` is each ONNX node's TF node (`atc_wrap.standin.emulation.tf_origin`)."""
     tf_nodes = {node.name: node for node in graph_def.node}

@@ -29,6 +29,7 @@ from atc_wrap.standin.converter_names import recording_type_named_nodes, store_t
 from atc_wrap.standin.emulation import Emulation, emulate_precision
 from binio.atomic import write_bytes_atomic
 from binio.errors import first_line
+from binio.graph_types import GraphDef
 from binio.heap import ANY_SIZE, keep_freed_memory
 from binio.spec import TensorSpec, format_shape
 from binio.steps import OnStep, no_steps
@@ -143,7 +144,7 @@ def _raised_by_an_optimizer(exc: BaseException) -> bool:
                for frame, _ in traceback.walk_tb(exc.__traceback__))
 
 
-def _tf2onnx(graph_def: Any, pb: Path, inputs: Sequence[TensorSpec], outputs: Sequence[TensorSpec],
+def _tf2onnx(graph_def: GraphDef, pb: Path, inputs: Sequence[TensorSpec], outputs: Sequence[TensorSpec],
              opset: int) -> Any:
     """tf2onnx's model of `graph_def`. Its optimizer passes run in place; should one raise, the graph is converted
     again with tf2onnx's rollback, which skips the failing pass as tf2onnx does by default."""
@@ -165,7 +166,7 @@ def _tf2onnx(graph_def: Any, pb: Path, inputs: Sequence[TensorSpec], outputs: Se
     return model
 
 
-def _tf2onnx_once(graph_def: Any, pb: Path, inputs: Sequence[TensorSpec], outputs: Sequence[TensorSpec],
+def _tf2onnx_once(graph_def: GraphDef, pb: Path, inputs: Sequence[TensorSpec], outputs: Sequence[TensorSpec],
                   opset: int, *, rollback: bool) -> tuple[Any, range, set[str]]:
     """One conversion: the model, the name numbers tf2onnx drew, the nodes it named after their type."""
     import tf2onnx

@@ -22,6 +22,7 @@ from atc_wrap.precision.plan import LEGACY, USER_CONTROLS, storage_for
 from atc_wrap.standin._fused_ops import fused_first_ops
 from atc_wrap.standin.converter_names import read_type_named
 from binio.dtypes import dtype
+from binio.graph_types import GraphDef
 
 log = logging.getLogger(__name__)
 
@@ -181,7 +182,7 @@ def tf_origin(onnx_node: str, tf_nodes: Set[str], type_named: Set[str] = frozens
 
 def emulate_precision(model: Any, mode: PrecisionMode, *, fp16_inputs: Set[str], fp16_outputs: Set[str],
                       op_precision: Mapping[str, OpPrecision] | None = None, tf_nodes: Set[str] = frozenset(),
-                      controls: Mapping[str, Any] | None = None, graph_def: Any = None) -> Emulation:
+                      controls: Mapping[str, Any] | None = None, graph_def: GraphDef = None) -> Emulation:
     """Rewrites the fp32 ONNX `model` in place to compute as ATC would under `mode`; returns what it did.
 
     `fp16_inputs` / `fp16_outputs` are graph input / output names the model takes / gives as float16.
@@ -209,7 +210,7 @@ class _Rewriter:
     """One pass over the graph in its (topological) order, tracking whether each float tensor is fp16 or fp32."""
 
     def __init__(self, model: Any, storage: str, op_precision: Mapping[str, OpPrecision],
-                 tf_nodes: Set[str], graph_def: Any = None) -> None:
+                 tf_nodes: Set[str], graph_def: GraphDef = None) -> None:
         import onnx
 
         self.model = model
