@@ -8,7 +8,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from binio.graph_types import GraphDef
 from binio.names import node_name
@@ -23,8 +23,9 @@ from ckpt2pb.graphinfo import (
     shape_of,
     topological_order,
 )
+from ckpt2pb.kinds import SourceKind
 from ckpt2pb.parameters import elements_of, variables_feeding
-from ckpt2pb.source import VARIABLE_OPS, LoadedSource, check_checkpoint_index, load_source
+from ckpt2pb.source import VARIABLE_OPS, LoadedSource, Role, check_checkpoint_index, load_source
 from ckpt2pb.training_heads import TrainingHeads, find_training_heads
 
 # Ops that end a branch without being a model output: bookkeeping, saving, summaries, training, iterators.
@@ -50,6 +51,10 @@ _METADATA_OPS = frozenset({"Shape", "ShapeN", "Size", "Rank"})
 _SAVER_FEEDS = ("save/", "saver_filename")  # the saver's own placeholders: never a model input
 _TRAINING_OP_PREFIXES = ("Apply", "ResourceApply", "SparseApply", "ResourceSparseApply")
 
+
+# Where the parameter count comes from: the checkpoint's variables, the variables the graph declares (no
+# checkpoint holds their values), or a frozen graph's float constants.
+ParametersFrom = Literal["checkpoint", "graph", "constants"]
 
 @dataclass(frozen=True)
 class PlaceholderInfo:
@@ -86,7 +91,7 @@ class SignatureEntry:
     """A SavedModel serving signature's key, with the graph tensor it names."""
 
     key: str
-    role: str  # input | output
+    role: Role
     tensor: str
     dtype: str
     shape: tuple[int | None, ...] | None
@@ -95,7 +100,7 @@ class SignatureEntry:
 @dataclass(frozen=True)
 class GraphReport:
     source: str
-    kind: str
+    kind: SourceKind
     tf_version: str  # "" when the source does not say
     nodes: int
     placeholders: tuple[PlaceholderInfo, ...]
@@ -103,7 +108,7 @@ class GraphReport:
     op_histogram: tuple[tuple[str, int], ...]  # most frequent first
     variables: int  # in the checkpoint; 0 for frozen graphs
     parameters: int  # elements of the checkpoint's variables, or of a frozen graph's float constants
-    parameters_from: str  # checkpoint | graph (variables declared, no checkpoint) | constants
+    parameters_from: ParametersFrom
     # Of `parameters`, the elements of the variables the output candidates are computed from (the rest only
     # training reads: optimizer slots, step counters); None for a frozen graph or where they cannot be told apart.
     output_parameters: int | None = None
@@ -330,6 +335,7 @@ def inspect_loaded(source: LoadedSource) -> GraphReport:
     graph_def = source.graph_def
     graph = import_graph(graph_def, source.path)
     shapes: dict[str, list[int]] = {}
+    origin: ParametersFrom
     if source.prefix is not None and source.prefix.file(".index").is_file():
         shapes = check_checkpoint_index(source.prefix)
         variables, parameters, origin = len(shapes), sum(math.prod(s) for s in shapes.values()), "checkpoint"

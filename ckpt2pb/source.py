@@ -13,18 +13,20 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from binio.errors import first_line
 from binio.graph_types import GraphDef
 from binio.spec import node_name
 from ckpt2pb.errors import SourceError, tensorflow_reason
+from ckpt2pb.kinds import SourceKind
 from ckpt2pb.prefix import CheckpointPrefix
 from ckpt2pb.protobuf import parse_protobuf, read_graph_def
 from ckpt2pb.surgery import rename_node
 from ckpt2pb.verify import session_config
 
-KINDS = ("checkpoint", "meta", "pb", "saved_model", "keras")
+# Which side of a signature (or of a model) a tensor is on.
+Role = Literal["input", "output"]
 _DATA_SUFFIX = re.compile(r"\.data-\d{5}-of-\d{5}$")
 _SAVED_MODEL_FILES = ("saved_model.pb", "saved_model.pbtxt")
 
@@ -35,7 +37,7 @@ class SignatureTensor:
 
     key: str
     tensor: str
-    role: str  # input | output
+    role: Role
 
 
 @dataclass(frozen=True)
@@ -43,7 +45,7 @@ class LoadedSource:
     """A model as one graph, with where its variables come from."""
 
     path: Path  # what the user named
-    kind: str  # one of KINDS
+    kind: SourceKind
     graph_def: GraphDef  # tensorflow GraphDef; `_output_shapes` attributes dropped
     meta_graph: Any | None = None  # the MetaGraphDef (saver, collections) for checkpoints and SavedModels
     prefix: CheckpointPrefix | None = None  # the checkpoint prefix the variables are restored from
@@ -53,7 +55,7 @@ class LoadedSource:
     other_signatures: tuple[str, ...] = ()  # the SavedModel's other signatures' keys, which are not read
     note: str = ""  # how the source was read, where it was not the usual way (a fallback)
 
-    def signature_tensor(self, name: str, role: str) -> str | None:
+    def signature_tensor(self, name: str, role: Role) -> str | None:
         """The tensor a signature key names (`note` -> `StatefulPartitionedCall:1`), or None."""
         return next((item.tensor for item in self.signature if item.key == name and item.role == role), None)
 
@@ -152,7 +154,7 @@ def check_checkpoint_index(prefix: CheckpointPrefix) -> dict[str, list[int]]:
                           hint=first_line(exc)) from None
 
 
-def _load_meta(meta: Path, prefix: CheckpointPrefix | None, kind: str, given: Path) -> LoadedSource:
+def _load_meta(meta: Path, prefix: CheckpointPrefix | None, kind: SourceKind, given: Path) -> LoadedSource:
     from tensorflow.core.protobuf import meta_graph_pb2
 
     meta_graph = parse_protobuf(meta_graph_pb2.MetaGraphDef(), meta, "meta graph")
@@ -161,7 +163,7 @@ def _load_meta(meta: Path, prefix: CheckpointPrefix | None, kind: str, given: Pa
                         prefix=prefix, tf_version=meta_graph.meta_info_def.tensorflow_version)
 
 
-def _load_checkpoint(prefix: CheckpointPrefix, given: Path, kind: str) -> LoadedSource:
+def _load_checkpoint(prefix: CheckpointPrefix, given: Path, kind: SourceKind) -> LoadedSource:
     meta = prefix.file(".meta")
     if not meta.is_file():
         raise SourceError(f"{prefix}: checkpoint has no graph ({meta.name} is missing)",

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from atc_wrap.errors import ConvertError
 from atc_wrap.precision.modes import KEEP_DTYPE_MODES
@@ -30,6 +30,11 @@ CUSTOM_DTYPES: Mapping[str, str] = {"float": "float32", "float32": "float32", "f
                                     "uint8": "uint8", "bool": "bool", "bfloat16": "bfloat16"}
 EMULATED_DTYPES: tuple[str, ...] = ("float32", "float16")
 MIXLIST_MODE = "allow_mix_precision"
+# How an op computes on the stand-in: fp32 (kept), fp16 (inputs cast to fp16, outputs rounded), follow (as what it
+# reads: a gray op, or fp16 in and fp32 out), legacy (the mode alone says, as before the operator tables).
+Compute = Literal["fp32", "fp16", "follow", "legacy"]
+# What said so: one of the user's controls, the precision plan, or the fallback for an op the plan cannot place.
+RuleSource = Literal["modify_mixlist", "keep_dtype", "customize_dtypes", "plan", "fallback"]
 
 
 @dataclass(frozen=True)
@@ -88,8 +93,8 @@ class OpPrecision:
 
     node: str
     op_type: str
-    compute: str  # fp32 (kept) | fp16 (inputs cast to fp16, outputs rounded) | follow (gray: as the op before it)
-    source: str  # modify_mixlist | keep_dtype | customize_dtypes
+    compute: Compute
+    source: RuleSource
     input_dtypes: tuple[str, ...] = ()  # customize_dtypes: per input of the op; () = by `compute`
     output_dtypes: tuple[str, ...] = ()
 

@@ -25,14 +25,15 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable, Mapping, Set
 from dataclasses import dataclass, field, replace
-from typing import Any, cast
+from typing import Any, Final, Literal, cast
 
 from atc_wrap.errors import ConvertError
 from atc_wrap.precision.modes import KEEP_DTYPE_MODES, PRECISION_MODES, PrecisionMode
-from atc_wrap.precision.op_controls import MIXLIST_MODE, OpControls, OpPrecision
+from atc_wrap.precision.op_controls import MIXLIST_MODE, Compute, OpControls, OpPrecision, RuleSource
 from atc_wrap.precision.op_tables import AiCoreKernel, OpSupport, OpTable
 from binio.fields import Fields
 from binio.graph_types import GraphDef
+from binio.vocabulary import values_of
 
 PLAN_FORMAT = 1
 FP16, FP32 = "float16", "float32"
@@ -48,13 +49,30 @@ MATRIX_OPS: frozenset[str] = frozenset({
 })
 # Where an op runs: ATC's AI Core, its AI CPU (slow: the host-like cores beside it), nowhere ATC can compile it
 # (no mapping, or no kernel on either engine), or host/graph ops that compute nothing (Identity, Reshape, Shape).
-AICORE, AICPU, NOWHERE = "aicore", "aicpu", "none"
-# decided_by: which rule gave the dtype
-MODE, TABLE, FALLBACK = "mode", "table", "fallback"
-USER_CONTROLS: tuple[str, ...] = ("modify_mixlist", "keep_dtype", "customize_dtypes")
+OpEngine = Literal["aicore", "aicpu", "none"]
+OP_ENGINES: tuple[str, ...] = values_of(OpEngine)
+AICORE: Final = "aicore"
+AICPU: Final = "aicpu"
+NOWHERE: Final = "none"
+# Which rule gave an op its dtype: the mode's, the table's (the kernel lacks the mode's dtype), the fallback (the
+# table does not place the op), or one of the user's per-op controls.
+UserControl = Literal["modify_mixlist", "keep_dtype", "customize_dtypes"]
+USER_CONTROLS: tuple[str, ...] = values_of(UserControl)
+DecidedBy = Literal["mode", "table", "fallback", UserControl]
+DECIDED_BY: tuple[str, ...] = values_of(DecidedBy)
+MODE: Final = "mode"
+TABLE: Final = "table"
+FALLBACK: Final = "fallback"
 # An op the plan cannot place: the emulation computes it as it did before the tables, by the mode alone.
-LEGACY = "legacy"
-WHITE, BLACK, GRAY = "white", "black", "gray"
+LEGACY: Final = "legacy"
+# Where the emulation rounds float tensors, by the mode alone (`storage_for`): every one, by op type, none.
+Storage = Literal["fp16", "mixed", "fp32"]
+# allow_mix_precision's lists, as the table (and --modify-mixlist) puts an op on one; "" for an op without a kernel
+MixList = Literal["white", "black", "gray", ""]
+MIX_LISTS: tuple[str, ...] = values_of(MixList)
+WHITE: Final = "white"
+BLACK: Final = "black"
+GRAY: Final = "gray"
 _FLOAT_ENUMS: Mapping[int, str] = {1: FP32, 2: "float64", 19: FP16, 14: "bfloat16"}  # TF DataType numbers
 _DTYPE_ATTRS = ("T", "dtype", "SrcT", "DstT", "Tparams", "U", "TI")
 # Types that compute nothing: the graph's own structure. NoOp carries no tensor (only control edges).
@@ -71,13 +89,13 @@ class PlannedOp:
     node: str
     op_type: str
     ascend_op: str  # the Ascend op reached (the kernel's: ReduceMeanD), or "" where none is
-    engine: str  # aicore | aicpu | none
-    input_dtype: str  # float16 | float32 | "" (LEGACY: as the mode alone says)
+    engine: OpEngine
+    input_dtype: str  # float16 | float32 | "" (LEGACY: as the mode alone says): binio's dtype names
     output_dtype: str
-    decided_by: str  # mode | table | fallback | modify_mixlist | keep_dtype | customize_dtypes
+    decided_by: DecidedBy
     why: str
     kernel_dtypes: tuple[str, ...] | None = ()  # the AI Core kernel's float dtypes; None: unknown (dynamic format)
-    mix_list: str = ""  # white | black | gray, as the table (and --modify-mixlist) has it; "" without a kernel
+    mix_list: MixList = ""
     matrix: bool = False
     refused: str = ""  # why ATC would refuse this op as planned; "" when it would not
     # --customize-dtypes' lists, per input and output position, where it gave them (the first ones are above)
@@ -125,10 +143,13 @@ class PlannedOp:
         kernel = fields.data.get("kernel_dtypes")
         dtypes = None if kernel is None else fields.texts("kernel_dtypes")
         return PlannedOp(node=fields.text("node"), op_type=fields.text("op_type"),
-                         ascend_op=fields.text("ascend_op", ""), engine=fields.text("engine"),
+                         ascend_op=fields.text("ascend_op", ""),
+                         engine=cast(OpEngine, fields.word("engine", OP_ENGINES)),
                          input_dtype=fields.text("input_dtype"), output_dtype=fields.text("output_dtype"),
-                         decided_by=fields.text("decided_by"), why=fields.text("why", ""), kernel_dtypes=dtypes,
-                         mix_list=fields.text("mix_list", ""), matrix=fields.flag("matrix", False),
+                         decided_by=cast(DecidedBy, fields.word("decided_by", DECIDED_BY)),
+                         why=fields.text("why", ""), kernel_dtypes=dtypes,
+                         mix_list=cast(MixList, fields.word("mix_list", MIX_LISTS, "")),
+                         matrix=fields.flag("matrix", False),
                          refused=fields.text("refused", ""), input_dtypes=fields.texts("input_dtypes", []),
                          output_dtypes=fields.texts("output_dtypes", []))
 
@@ -159,7 +180,7 @@ class PrecisionPlan:
         keep their source, so the emulation's record lists them as it did."""
         found: dict[str, OpPrecision] = {}
         for entry in self.ops:
-            source = entry.decided_by if entry.decided_by in USER_CONTROLS else "plan"
+            source: RuleSource = cast(UserControl, entry.decided_by) if entry.decided_by in USER_CONTROLS else "plan"
             if entry.legacy:
                 found[entry.node] = OpPrecision(entry.node, entry.op_type, LEGACY, "fallback")
             elif entry.input_dtypes or entry.output_dtypes:  # --customize-dtypes, position by position
@@ -167,7 +188,7 @@ class PrecisionPlan:
                                                 input_dtypes=entry.input_dtypes or (entry.input_dtype,),
                                                 output_dtypes=entry.output_dtypes or (entry.output_dtype,))
             elif entry.input_dtype == entry.output_dtype:
-                compute = "fp16" if entry.input_dtype == FP16 else "fp32"
+                compute: Compute = "fp16" if entry.input_dtype == FP16 else "fp32"
                 found[entry.node] = OpPrecision(entry.node, entry.op_type, compute, source)
             else:
                 found[entry.node] = OpPrecision(entry.node, entry.op_type, "follow", source,
@@ -260,7 +281,7 @@ def _grouped(entries: Iterable[PlannedOp], reason: Any) -> str:
     return ", ".join(f"{kind}{f' x{count}' if count > 1 else ''} ({why})" for (kind, why), count in groups.items())
 
 
-def storage_for(mode: PrecisionMode) -> str:
+def storage_for(mode: PrecisionMode) -> Storage:
     """Where the emulation rounded float tensors before the tables (`LEGACY`): fp16 (every one), mixed (by op
     type: `atc_wrap.standin.emulation.FP32_OP_TYPES` kept, `FP16_OP_TYPES` always rounded, others as their
     inputs) or fp32 (none)."""
@@ -307,8 +328,9 @@ def _aicpu_has(dtypes: tuple[str, ...] | None, wanted: str) -> bool:
     return dtypes is not None and (not dtypes or wanted in dtypes)
 
 
-def _mix_list(kernel: AiCoreKernel) -> str:
-    return {True: WHITE, False: BLACK, None: GRAY}[kernel.precision_reduce]
+def _mix_list(kernel: AiCoreKernel) -> MixList:
+    lists: dict[bool | None, MixList] = {True: WHITE, False: BLACK, None: GRAY}
+    return lists[kernel.precision_reduce]
 
 
 @dataclass
@@ -316,7 +338,7 @@ class _Placed:
     """What the table says of one node before any mode is applied."""
 
     support: OpSupport
-    engine: str
+    engine: OpEngine
     kernel: AiCoreKernel | None
     floats: tuple[str, ...] | None  # the AI Core kernel's float dtypes (None: unknown)
     aicpu: tuple[str, ...] | None
@@ -413,7 +435,7 @@ class _Planner:
         base["mix_list"] = self._list_of(placed)
         return self._rule(node, origin, placed, base)
 
-    def _list_of(self, placed: _Placed) -> str:
+    def _list_of(self, placed: _Placed) -> MixList:
         assert placed.kernel is not None
         listed = _mix_list(placed.kernel)
         if self.mode != MIXLIST_MODE:
@@ -424,7 +446,7 @@ class _Planner:
                 listed = GRAY
         for kind in ("gray-list", "black-list", "white-list"):
             if placed.names & set(changes.added.get(kind, ())):
-                listed = kind.split("-")[0]
+                listed = cast(MixList, kind.split("-")[0])  # black-list -> black
         return listed
 
     def _rule(self, node: Any, origin: str, placed: _Placed, base: dict[str, Any]) -> PlannedOp:
@@ -436,8 +458,8 @@ class _Planner:
         mode, matrix = self.mode, base["matrix"]
         kind = "matrix op" if matrix else "vector op"
 
-        def done(dtype_in: str, dtype_out: str, decided: str, why: str, refused: str = "",
-                 engine: str = AICORE) -> PlannedOp:
+        def done(dtype_in: str, dtype_out: str, decided: DecidedBy, why: str, refused: str = "",
+                 engine: OpEngine = AICORE) -> PlannedOp:
             return PlannedOp(**base, engine=engine, input_dtype=dtype_in, output_dtype=dtype_out,
                              decided_by=decided, why=why + unknown, refused=refused)
 
@@ -534,7 +556,7 @@ class _Planner:
                                 output_dtypes=_floats_only(rule.output_dtypes, dtype_out))
         return entry
 
-    def _set(self, entry: PlannedOp, dtype_in: str, dtype_out: str, control: str, why: str) -> PlannedOp:
+    def _set(self, entry: PlannedOp, dtype_in: str, dtype_out: str, control: UserControl, why: str) -> PlannedOp:
         refused = entry.refused
         wanted = {dtype_in, dtype_out}
         kernel = entry.kernel_dtypes
@@ -554,7 +576,7 @@ def _floats_only(dtypes: tuple[str, ...], default: str) -> tuple[str, ...]:
     return tuple(d if d in (FP16, FP32) else default for d in dtypes)
 
 
-def _compute_of(entry: PlannedOp) -> str:
+def _compute_of(entry: PlannedOp) -> Compute:
     dtypes = {*entry.input_dtypes, *entry.output_dtypes, entry.input_dtype, entry.output_dtype}
     return "fp16" if dtypes == {FP16} else "fp32" if FP16 not in dtypes else "follow"
 

@@ -11,11 +11,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Final, Literal
 
 from atc_wrap.precision.op_tables import FAMILIES, OpTable, load_op_table
 from atc_wrap.precision.plan import AICORE, AICPU, NOWHERE, PrecisionPlan, float_dtype, place
 
-NO_MAPPING, NO_KERNEL, ON_AICPU = "no_mapping", "no_kernel", "aicpu"
+# Why an op is named: no mapping in ATC's TF parser, no kernel on either engine, or only an AI CPU one.
+Problem = Literal["no_mapping", "no_kernel", "aicpu"]
+NO_MAPPING: Final = "no_mapping"
+NO_KERNEL: Final = "no_kernel"
+ON_AICPU: Final = "aicpu"
 # Graph structure, which no engine computes: inputs, constants, control-only nodes.
 _STRUCTURE = frozenset({"Placeholder", "Const", "NoOp"})
 _SHOWN = 8
@@ -27,7 +32,7 @@ class OpFinding:
 
     node: str
     op_type: str
-    problem: str  # no_mapping | no_kernel | aicpu
+    problem: Problem
     detail: str
     hint: str
 

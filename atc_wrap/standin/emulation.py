@@ -13,12 +13,12 @@ import json
 import logging
 from collections.abc import Mapping, Set
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from atc_wrap.precision.modes import PrecisionMode
 from atc_wrap.precision.op_controls import OpPrecision
 from atc_wrap.precision.op_types import ONNX_OPS_OF_TF
-from atc_wrap.precision.plan import LEGACY, USER_CONTROLS, storage_for
+from atc_wrap.precision.plan import LEGACY, USER_CONTROLS, Storage, storage_for
 from atc_wrap.standin._fused_ops import fused_first_ops
 from atc_wrap.standin.converter_names import read_type_named
 from binio.dtypes import dtype
@@ -78,7 +78,7 @@ class Emulation:
     """What the stand-in did to emulate a precision mode, recorded in the contract."""
 
     mode: PrecisionMode
-    storage: str  # fp16 | mixed | fp32: whether the ops compute in fp16, fp32 or some of each
+    storage: Storage  # whether the ops compute in fp16, fp32 or some of each
     rounded_tensors: int = 0  # op outputs and inputs rounded to fp16 by a Cast pair
     rounded_later: int = 0  # op outputs whose rounding is made after the op reading them (_COMMUTE_WITH_ROUNDING)
     rounded_weights: int = 0  # float initializers whose values were rounded to fp16
@@ -209,7 +209,7 @@ def emulate_precision(model: Any, mode: PrecisionMode, *, fp16_inputs: Set[str],
 class _Rewriter:
     """One pass over the graph in its (topological) order, tracking whether each float tensor is fp16 or fp32."""
 
-    def __init__(self, model: Any, storage: str, op_precision: Mapping[str, OpPrecision],
+    def __init__(self, model: Any, storage: Storage, op_precision: Mapping[str, OpPrecision],
                  tf_nodes: Set[str], graph_def: GraphDef = None) -> None:
         import onnx
 
@@ -429,11 +429,11 @@ class _Rewriter:
         del self.graph.node[:]
         self.graph.node.extend(rewritten)
 
-    def computed(self) -> str:
+    def computed(self) -> Storage:
         """fp16, fp32 or mixed: the dtypes the float ops computed in."""
         if not self.decided:
             return self.storage if not self.rules else "fp32"
-        return "mixed" if len(self.decided) > 1 else next(iter(self.decided))
+        return "mixed" if len(self.decided) > 1 else cast(Storage, next(iter(self.decided)))
 
     def _rounds_later(self, name: str) -> bool:
         """Whether `name`'s rounding can be made after the op reading it: one op reads it, once, that op commutes
