@@ -9,3 +9,4 @@ from binio.vocabulary import values_of
 
 Layout = Literal["NHWC", "NCHW", "ND"]
 LAYOUTS: tuple[str, ...] = values_of(Layout)
+ImageLayout = Literal["NHWC", "NCHW"]  # an image input's: channels last or first

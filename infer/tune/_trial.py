@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from atc_wrap.precision.modes import PrecisionMode
 from atc_wrap.precision.op_controls import write_keep_dtype
@@ -31,6 +31,8 @@ KEEP_DTYPE_FILE = "keep_dtype.cfg"
 _SHOWN_METRICS = ("CosineSimilarity", "MaxAbsoluteError", "RelativeEuclideanDistance", "RootMeanSquareError")
 
 
+DatasetName = Literal["subset", "whole"]  # the batches a candidate is tried on: the first N samples, or all
+
 @dataclass(frozen=True)
 class Candidate:
     """One set of fp32 ops tried, and what compare said of it."""
@@ -38,7 +40,7 @@ class Candidate:
     index: int
     ops: tuple[str, ...]
     stage: str  # why it was tried: baseline, every op in fp32, seeds, bisect 12/40, drop X, final
-    dataset: str  # subset | whole
+    dataset: DatasetName
     passed: bool
     verdict: str
     metrics: dict[str, dict[str, float]]  # output -> the metrics shown
@@ -55,7 +57,7 @@ class Candidate:
 class Dataset:
     """Bins and TensorFlow's outputs for them."""
 
-    name: str  # subset | whole
+    name: DatasetName
     manifest: DatasetManifest
     golden: Path
 

@@ -16,7 +16,7 @@ from atc_wrap.precision.modes import (
 from infer._option_fields import setting
 from infer.compare.options import DEFAULT_ATOL, DEFAULT_RTOL, threshold_setting
 from infer.compare.thresholds import Thresholds
-from infer.tune._search import MODES
+from infer.tune._search import MODES, SearchMode
 from infer.tune.errors import TuneError
 
 # The chip when neither --soc-version nor the contract names one: the stand-in's assumed chip, whose operator table
@@ -39,7 +39,7 @@ class TuneOptions:
                                        "on the whole dataset.")
     max_ops: int | None = setting(None, unset=0, shown="no limit",
                                   help="A set of more ops than this counts as not found.")
-    mode: str = setting("bisect", help="bisect (halve the ops in graph order) or linear (one op at a time), as "
+    mode: SearchMode = setting("bisect", help="bisect (halve the ops in graph order) or linear (one op at a time), as "
                                        "Polygraphy's debug precision names them.")
     seeds: bool = setting(True, negative="--no-seeds",
                           help="Start from the ops compare --layerwise points at (first diverging, inf/NaN); "

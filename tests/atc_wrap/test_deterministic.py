@@ -8,13 +8,14 @@ from pathlib import Path
 
 import pytest
 
+from atc_wrap.precision.modes import PrecisionMode
 from infer.contract import ModelContract, load_contract
 from infer.convert._convert import ConvertOptions, convert_model
 
 pytestmark = pytest.mark.slow
 
 
-def _convert(contract: ModelContract, folder: Path, mode: str) -> bytes:
+def _convert(contract: ModelContract, folder: Path, mode: PrecisionMode) -> bytes:
     shutil.copytree(contract.folder, folder)
     result = convert_model(load_contract(folder / "model.json"), ConvertOptions(target="onnx", precision_mode=mode))
     return result.artefact.read_bytes()
@@ -22,7 +23,7 @@ def _convert(contract: ModelContract, folder: Path, mode: str) -> bytes:
 
 @pytest.mark.parametrize("mode", ["force_fp16", "force_fp32"])
 def test_two_identical_converts_write_identical_bytes(frozen_small_cnn: ModelContract, tmp_path: Path,
-                                                     mode: str) -> None:
+                                                     mode: PrecisionMode) -> None:
     import onnx
 
     first = _convert(frozen_small_cnn, tmp_path / "first", mode)
