@@ -83,16 +83,12 @@ def _gear_value(value: Any, where: str, width: int | None) -> tuple[Gear, ...]:
     return parse_gear_list(text, option=where, width=width)
 
 
-def _gear_text(gears: tuple[Gear, ...]) -> tuple[str, ...]:
-    return (";".join(",".join(str(v) for v in gear) for gear in gears),)
-
-
 @dataclass(frozen=True)
 class ConvertOptions:
     """The user's choices; empty values leave ATC's defaults. In pipeline.toml: [convert], paths relative to it."""
 
     target: Target | None = setting(None, unset="auto", shown="om where atc is found, else onnx",
-                                    help="om (ATC) or onnx (the ONNX Runtime stand-in).")
+                                    help="What to convert to: ATC's om, or the ONNX Runtime stand-in's onnx.")
     use_om: Path | None = setting(None, unset="", help="Record this om, built elsewhere (ATC on another machine), "
                                                       "instead of converting: its inputs and outputs are checked "
                                                       "against the frozen pb's, its own dtypes recorded, and it is "
@@ -116,11 +112,11 @@ class ConvertOptions:
                                                   "ascending); needs inputs whose batch dim alone is unknown "
                                                   "(freeze --batch -1).")
     dynamic_image_size: tuple[Gear, ...] = setting(
-        (), parse=_image_sizes, decode=_gear_table(IMAGE_SIZE, 2), text=_gear_text,
+        (), parse=_image_sizes, decode=_gear_table(IMAGE_SIZE, 2),
         help='Image sizes the om accepts, "H,W;H,W" (2 to 100): e.g. "224,224;448,448"; needs inputs whose H and W '
              "alone are unknown (freeze --inputs 'images:0[1,-1,-1,3]').")
     dynamic_dims: tuple[Gear, ...] = setting(
-        (), parse=_dims_gears, decode=_gear_table(DIMS, None), text=_gear_text,
+        (), parse=_dims_gears, decode=_gear_table(DIMS, None),
         help='Dims gears, "a,b;c,d" (2 to 100): each gear one value per unknown (-1) dim of all inputs, in order.')
     shape_range: str = setting("", help='A shape range instead of gears (newer CANN, not Ascend310): '
                                         '"images:1~8,224,224,3;mask:-1,16", each unknown dim lo~hi or -1 (any).')

@@ -10,7 +10,7 @@ from atc_wrap.atc.soc import ASSUMED_SOC_VERSION
 from atc_wrap.precision.modes import (
     DEFAULT_PRECISION_MODE,
     KEEP_DTYPE_MODES,
-    PrecisionMode,
+    KeepDtypeMode,
     check_precision_mode,
 )
 from infer._option_fields import setting
@@ -28,8 +28,8 @@ DEFAULT_SOC = ASSUMED_SOC_VERSION
 class TuneOptions:
     """In pipeline.toml: [tune] (`infer pipeline tune`)."""
 
-    precision_mode: PrecisionMode = setting(DEFAULT_PRECISION_MODE,
-                                            help=f"The mode to tune: {', '.join(KEEP_DTYPE_MODES)} "
+    precision_mode: KeepDtypeMode = setting(DEFAULT_PRECISION_MODE,
+                                            help=f"The mode to tune, one where --keep-dtype changes anything "
                                                  f"({DEFAULT_PRECISION_MODE} is ATC's default).")
     thresholds: Thresholds = threshold_setting()
     atol: float = setting(DEFAULT_ATOL, help="Absolute tolerance of the allclose pass rate.")
@@ -39,8 +39,8 @@ class TuneOptions:
                                        "on the whole dataset.")
     max_ops: int | None = setting(None, unset=0, shown="no limit",
                                   help="A set of more ops than this counts as not found.")
-    mode: SearchMode = setting("bisect", help="bisect (halve the ops in graph order) or linear (one op at a time), as "
-                                       "Polygraphy's debug precision names them.")
+    mode: SearchMode = setting("bisect", help="How the ops are searched: bisect halves them in graph order, linear "
+                                              "tries one at a time (Polygraphy's debug precision's names).")
     seeds: bool = setting(True, negative="--no-seeds",
                           help="Start from the ops compare --layerwise points at (first diverging, inf/NaN); "
                                "--no-seeds searches from the graph's order alone.")
