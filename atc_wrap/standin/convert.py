@@ -99,11 +99,16 @@ def convert_to_onnx(plan: ConversionPlan, *, on_step: OnStep = no_steps) -> Onnx
     )
 
 
-def _insert_aipp(model: Any, inputs: tuple[TensorSpec, ...], aipp: AippConfig) -> tuple[TensorSpec, ...]:
+def check_aipp_batch(inputs: Sequence[TensorSpec], aipp: AippConfig) -> None:
+    """Refuses AIPP on an input of unknown batch: the stand-in's AIPP stage is built for one batch size."""
     spec = inputs[aipp.related_input_rank]
     if spec.shape and spec.shape[0] is None:
         raise ConvertError(f"input {spec.name}: AIPP on the stand-in needs a static batch, found "
                            f"{format_shape(spec.shape)}", hint="infer freeze --batch N")
+
+
+def _insert_aipp(model: Any, inputs: tuple[TensorSpec, ...], aipp: AippConfig) -> tuple[TensorSpec, ...]:
+    spec = inputs[aipp.related_input_rank]
     insert_aipp_stage(model, spec.name, aipp, spec.layout, int(spec.shape[0] or 1))
     return tuple(aipp_input_spec(s, aipp) if i == aipp.related_input_rank else s for i, s in enumerate(inputs))
 

@@ -31,7 +31,7 @@ from atc_wrap.precision.op_controls import OpControls, check_op_controls, ignore
 from atc_wrap.precision.op_tables import OpTableError, op_table_for
 from atc_wrap.precision.plan import PrecisionPlan, ascend_names, plan_precision, refuse_planned
 from atc_wrap.precision.precheck import precheck
-from atc_wrap.standin.convert import check_output_types
+from atc_wrap.standin.convert import check_aipp_batch, check_output_types
 from atc_wrap.standin.opset import check_opset
 from atc_wrap.target import Target
 from binio.graph_types import GraphDef
@@ -65,6 +65,8 @@ def plan_conversion(contract: ModelContract, options: ConvertOptions, *, on_step
                           aipp=options.aipp is not None, soc_version=chip, soc_assumed=assumed) \
         if om or request.given() else None
     aipp, aipp_file, aipp_text = _aipp(contract, options, artefact)
+    if aipp is not None and not om:
+        check_aipp_batch(contract.inputs, aipp)
     if om and options.fusion_switch_file is not None and not Path(options.fusion_switch_file).is_file():
         raise ConvertError(f"--fusion-switch-file {options.fusion_switch_file}: no such file")
     controls = read_op_controls(options.keep_dtype, options.modify_mixlist, options.customize_dtypes)
