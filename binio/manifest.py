@@ -19,8 +19,9 @@ from binio.dtypes import dtype
 from binio.errors import InferError, ManifestError
 from binio.fields import Fields, shown
 from binio.gears import GEAR_KINDS, Gear, gear_from_fields, gear_json, gear_label, gear_tag
+from binio.layouts import LAYOUTS
 from binio.reading import reading
-from binio.spec import LAYOUTS, TensorSpec, format_shape, node_name
+from binio.spec import TensorSpec, format_shape, node_name
 
 SCHEMA = "infer.dataset"
 SCHEMA_VERSION = 2  # 2: a file's digest is xxh128 (version 1: sha256, still read)

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from binio.graph_types import GraphDef
 from binio.heap import ANY_SIZE, keep_freed_memory
 from binio.spec import TensorSpec, format_shape, node_name, output_index, tensor_name
 from binio.steps import OnStep, no_steps
@@ -46,7 +47,7 @@ VERIFY_DIM = 32  # any other dim kept unknown: large enough for a few stride-2 l
 class FrozenGraph:
     """The frozen inference graph and what it takes and gives."""
 
-    graph_def: Any  # tensorflow GraphDef
+    graph_def: GraphDef  # tensorflow GraphDef
     serialized: bytes
     inputs: tuple[TensorSpec, ...]
     outputs: tuple[TensorSpec, ...]
@@ -65,7 +66,7 @@ def _layout(shape: tuple[int | None, ...], channels_first: bool = False) -> str:
     return "NCHW" if channels_first else "NHWC"
 
 
-def _channels_first(graph_def: Any) -> bool:
+def _channels_first(graph_def: GraphDef) -> bool:
     """Whether the graph's image ops work on NCHW (TF's default, NHWC, has no attribute once stripped)."""
     return any(node.attr["data_format"].s == b"NCHW" for node in graph_def.node if "data_format" in node.attr)
 
@@ -206,7 +207,7 @@ def _label_needed(label: str, outputs: Sequence[str]) -> FreezeError:
                             f"with the other inputs ('{label}[N]')")
 
 
-def _check_leftovers(graph_def: Any, plan: Plan) -> None:
+def _check_leftovers(graph_def: GraphDef, plan: Plan) -> None:
     """Refuses placeholders and tf.data ops the outputs still need: they would make a pb nobody can feed; and
     inputs the outputs do not read: the contract would list a tensor the pb does not take."""
     output_nodes = list(plan.output_nodes)
@@ -236,7 +237,7 @@ def _check_leftovers(graph_def: Any, plan: Plan) -> None:
         )
 
 
-def _iterator_inputs_example(graph_def: Any) -> str:
+def _iterator_inputs_example(graph_def: GraphDef) -> str:
     """``--inputs 'IteratorGetNext:0[?,8,8,3]'``: the iterator outputs some node reads, with their shapes."""
     iterators = {node.name: node for node in graph_def.node if node.op in ITERATOR_OUTPUT_OPS}
     read = sorted({f"{node_name(ref)}:{output_index(ref)}" for node in graph_def.node for ref in node.input
@@ -258,7 +259,7 @@ def _dtype_name(dtype_enum: int) -> str:
     return str(tf.as_dtype(dtype_enum).name)
 
 
-def _final_names(graph_def: Any, plan: Plan) -> tuple[TensorSpec, ...]:
+def _final_names(graph_def: GraphDef, plan: Plan) -> tuple[TensorSpec, ...]:
     """Gives each new placeholder the node name of the tensor it replaced where that name is free again
     (``IteratorGetNext:0`` stays ``IteratorGetNext:0``), else ``<node>_<index>``."""
     names = {node.name for node in graph_def.node}

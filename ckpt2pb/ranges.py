@@ -16,6 +16,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
+from binio.graph_types import GraphDef
 from binio.spec import node_name
 from ckpt2pb import surgery
 from ckpt2pb.graphinfo import import_graph, node_readers, topological_order
@@ -116,7 +117,7 @@ def _range_of(node: Any, ranges: dict[str, _Range]) -> _Range | None:
     return None
 
 
-def fold_decided_draws(graph_def: Any, keep: Collection[str] = ()) -> int:
+def fold_decided_draws(graph_def: GraphDef, keep: Collection[str] = ()) -> int:
     """Replaces each tensor computed from a random draw whose value is the same for every draw by a constant of
     its (static) shape, and where a shape is not static (`--batch -1`), each sampler whose draw is seen only
     through such tensors by a fill of its own shape with a value it can draw; returns how many. The samplers
@@ -148,7 +149,7 @@ def fold_decided_draws(graph_def: Any, keep: Collection[str] = ()) -> int:
     return folded + _fill_hidden_samplers(graph_def, ranges, decided, set(keep))
 
 
-def _fill_hidden_samplers(graph_def: Any, ranges: dict[str, _Range], decided: set[str], keep: set[str]) -> int:
+def _fill_hidden_samplers(graph_def: GraphDef, ranges: dict[str, _Range], decided: set[str], keep: set[str]) -> int:
     """Each uniform sampler whose draw reaches nothing but tensors `decided` for every draw (through ops whose
     range is tracked) becomes Fill(its shape, its lowest value): the same results, for any shape, no draw."""
     import numpy as np

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from binio.graph_types import GraphDef
 from binio.names import node_name, tensor_name
 from ckpt2pb.graphinfo import ITERATOR_OUTPUT_OPS, PLACEHOLDER_OPS, PROBABILITY_OPS
 
@@ -93,7 +94,7 @@ def _feeds_of(ref: str, nodes: dict[str, Any], feeds: dict[str, frozenset[str]])
     return feeds.get(node_name(ref), frozenset())
 
 
-def find_training_heads(graph_def: Any, feeds: dict[str, frozenset[str]],
+def find_training_heads(graph_def: GraphDef, feeds: dict[str, frozenset[str]],
                         is_feed: Callable[[Any], bool]) -> TrainingHeads:
     """`feeds`: per node, the feed tensors it is computed from (`feed_tensors_by_node`)."""
     nodes = {node.name: node for node in graph_def.node}

@@ -27,7 +27,6 @@ if TYPE_CHECKING:
     from binio.errors import InferError
     from binio.manifest import DatasetManifest, load_manifest
     from ckpt2pb.inspection import GraphReport, inspect_model
-    from infer.aipp import AippOptions
     from infer.bin_info import BinInfoReport, describe_path
     from infer.compare import CompareOptions, CompareResult, Thresholds, compare_outputs
     from infer.contract import ModelContract, load_contract
@@ -35,6 +34,8 @@ if TYPE_CHECKING:
     from infer.doctor import DoctorReport, diagnose
     from infer.dump_bin import DumpOptions, DumpResult, dump_bins
     from infer.freeze import FreezeOptions, FreezeReport, freeze_model
+    from infer.inspect import InspectOptions, InspectResult, inspect_path
+    from infer.model_aipp import AippOptions
     from infer.pipeline import PipelineConfig, PipelineResult, load_config, run_pipeline
     from infer.preprocessing import ImageOptions
     from infer.run import RunOptions, RunResult, ScaleOptions, run_model
@@ -43,14 +44,14 @@ if TYPE_CHECKING:
 __all__ = [
     "AippOptions", "BinInfoReport", "CompareOptions", "CompareResult", "ConvertOptions", "ConvertResult",
     "DatasetManifest", "DoctorReport", "DumpOptions", "DumpResult", "FreezeOptions", "FreezeReport", "GraphReport",
-    "ImageOptions", "InferError", "ModelContract", "PipelineConfig", "PipelineResult", "RunOptions", "RunResult",
-    "ScaleOptions", "Thresholds", "TuneOptions", "TuneResult", "compare_outputs", "convert_model", "describe_path",
-    "diagnose", "dump_bins", "freeze_model", "inspect_model", "load_config", "load_contract", "load_manifest",
-    "run_model", "run_pipeline", "tune_precision",
+    "ImageOptions", "InferError", "InspectOptions", "InspectResult", "ModelContract", "PipelineConfig",
+    "PipelineResult", "RunOptions", "RunResult", "ScaleOptions", "Thresholds", "TuneOptions", "TuneResult",
+    "compare_outputs", "convert_model", "describe_path", "diagnose", "dump_bins", "freeze_model", "inspect_model",
+    "inspect_path", "load_config", "load_contract", "load_manifest", "run_model", "run_pipeline", "tune_precision",
 ]  # a literal list, so type checkers see the API; equal to the names below (tests/test_api.py)
 
 _lookup, __dir__ = lazy_exports(__name__, {
-    "AippOptions": "infer.aipp",
+    "AippOptions": "infer.model_aipp",
     "BinInfoReport": "infer.bin_info",
     "CompareOptions": "infer.compare",
     "CompareResult": "infer.compare",
@@ -65,6 +66,8 @@ _lookup, __dir__ = lazy_exports(__name__, {
     "GraphReport": "ckpt2pb.inspection",
     "ImageOptions": "infer.preprocessing",
     "InferError": "binio.errors",
+    "InspectOptions": "infer.inspect",
+    "InspectResult": "infer.inspect",
     "ModelContract": "infer.contract",
     "PipelineConfig": "infer.pipeline",
     "PipelineResult": "infer.pipeline",
@@ -81,6 +84,7 @@ _lookup, __dir__ = lazy_exports(__name__, {
     "dump_bins": "infer.dump_bin",
     "freeze_model": "infer.freeze",
     "inspect_model": "ckpt2pb.inspection",
+    "inspect_path": "infer.inspect",
     "load_config": "infer.pipeline",
     "load_contract": "infer.contract",
     "load_manifest": "binio.manifest",

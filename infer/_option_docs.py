@@ -13,6 +13,7 @@ from infer._option_fields import Flagged, default_of, flagged, nested_class, set
 
 # (command, the pipeline table its options are, the options classes), in the order the stages run.
 STAGES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("inspect", "", ("infer.inspect.options:InspectOptions",)),
     ("freeze", "model", ("infer.freeze.options:FreezeOptions",)),
     ("convert", "convert", ("infer.convert.options:ConvertOptions",)),
     ("dump-bin", "data", ("infer.dump_bin.options:DumpOptions",)),

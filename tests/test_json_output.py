@@ -134,7 +134,7 @@ def test_an_om_inspected_as_json_has_the_documented_keys(tmp_path: Path, capsys:
                                               [TensorSpec("probs:0", "float32", (2, 5))]))
     document = _printed(capsys, "inspect", om, "--json")
     assert _agrees(document, _documented()["inspect MODEL.om --json"]) == []
-    assert document["schema"] == "infer.om-inspect"
+    assert document["schema"] == "infer.model_om-inspect"
 
 
 def _documented_layerwise() -> tuple[tuple[set[str], set[str]], tuple[set[str], set[str]]]:

@@ -79,5 +79,25 @@ def test_a_users_json_or_toml_is_decoded_in_one_place() -> None:
                 and node.func.attr in ("load", "loads") and isinstance(node.func.value, ast.Name)
                 and node.func.value.id in ("json", "tomllib", "tomli")}
     assert {path for path in decoding if not path.startswith("benchmarks/")} == {
-        "binio/reading.py", "infer/pipeline/config.py", "atc_wrap/op_tables.py", "atc_wrap/emulation.py",
-        "atc_wrap/converter_names.py", "ckpt2pb/source.py"}
+        "binio/reading.py", "infer/pipeline/config.py", "atc_wrap/precision/op_tables.py",
+        "atc_wrap/standin/emulation.py",
+        "atc_wrap/standin/converter_names.py", "ckpt2pb/source.py"}
+
+
+def _assigned_names(tree: ast.AST) -> set[str]:
+    return {target.id for node in ast.walk(tree) if isinstance(node, (ast.Assign, ast.AnnAssign))
+            for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+            if isinstance(target, ast.Name)}
+
+
+def test_the_largest_float16_is_written_once() -> None:
+    """binio.dtypes.FP16_MAX: the compare side (values beyond fp16) and the AIPP side (var_reci_chn) read it."""
+    assert {path for path, tree in TREES.items() if "FP16_MAX" in _assigned_names(tree)} == {"binio/dtypes.py"}
+
+
+def test_whether_a_file_is_an_om_is_answered_once() -> None:
+    """atc_wrap.ascend_files.om_file.starts_as_om; the om's magic is compared nowhere else."""
+    assert files_with_string(lambda text: text == "IMOD") == set()
+    readers = {path for path, tree in TREES.items() if any(
+        isinstance(node, ast.Name) and node.id == "OM_MAGIC" for node in ast.walk(tree))}
+    assert readers == {"atc_wrap/ascend_files/om_file.py"}

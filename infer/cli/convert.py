@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 import typer
@@ -38,11 +37,8 @@ def convert(
     from infer.convert import choose_target, convert_model
 
     contract = load_contract(model)
-    if options.use_om is None:
-        chosen, reason = choose_target(options.target)
-        if options.target is None:
-            say(reason)
-        options = replace(options, target=chosen)
+    if options.use_om is None and options.target is None:
+        say(choose_target(None)[1])  # before the steps: why this target (the conversion chooses the same)
     with steps("convert") as on_step:
         result = convert_model(contract, options, on_step=on_step)
     if result.ignored:

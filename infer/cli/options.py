@@ -58,7 +58,7 @@ def parameter(flag: Flagged) -> inspect.Parameter:
     shown = "" if flag.switch or negative_only else shown_default(spelling, default_of(flag.item))
     # the default in the help's own words (click would put a text default in parentheses)
     common: dict[str, Any] = {"help": f"{spelling.help}  [default: {shown}]" if shown else spelling.help,
-                              "show_default": False, "hidden": spelling.hidden}
+                              "show_default": False}
     annotation: Any
     if kind is bool and not flag.switch and spelling.flag is not None and spelling.negative is not None:
         annotation, default = bool | None, typer.Option(None, f"{spelling.flag}/{spelling.negative}", **common)

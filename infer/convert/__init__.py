@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING
 from infer._exports import lazy_exports
 
 if TYPE_CHECKING:
-    from infer.convert._convert import choose_target, convert_model
+    from infer.convert._convert import convert_model
+    from infer.convert._plan import choose_target
     from infer.convert.errors import ConvertError
     from infer.convert.options import TARGETS, ConvertOptions
     from infer.convert.result import ConvertResult
@@ -21,6 +22,6 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     "ConvertOptions": "infer.convert.options",
     "ConvertResult": "infer.convert.result",
     "TARGETS": "infer.convert.options",
-    "choose_target": "infer.convert._convert",
+    "choose_target": "infer.convert._plan",
     "convert_model": "infer.convert._convert",
 })

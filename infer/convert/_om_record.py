@@ -8,10 +8,11 @@ from __future__ import annotations
 import logging
 from dataclasses import replace
 
-from atc_wrap.errors import OmFileError
-from atc_wrap.om_model import read_om
+from atc_wrap.ascend_files.errors import OmFileError
+from atc_wrap.ascend_files.om_file import starts_as_om
+from atc_wrap.ascend_files.om_model import read_om
 from infer.contract import ConvertedInfo, ModelContract
-from infer.om import RECORD_KEY, OmMismatchError, match_om, starts_as_om
+from infer.model_om import RECORD_KEY, OmMismatchError, match_om
 
 log = logging.getLogger(__name__)
 

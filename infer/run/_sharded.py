@@ -36,14 +36,14 @@ from infer.run._plain import RunResult, make_run_folder, prepare_run
 from infer.run._shard import finished_stems
 from infer.run._sharded_record import ScaleOut, ShardStats
 from infer.run.layout import RUN_JSON, parse_timestamp_folder
-from infer.run.options import RunOptions, ScaleOptions, ScaleOutError
+from infer.run.options import Backend, RunOptions, ScaleOptions, ScaleOutError
 from infer.run.record import RunRecord, RunRecordError, load_run, now
 
 log = logging.getLogger(__name__)
 WORK_FOLDER = ".infer-shards"
 
 
-def _open_engine(backend: str, options: RunOptions, scale: ScaleOptions) -> Engine:
+def _open_engine(backend: Backend, options: RunOptions, scale: ScaleOptions) -> Engine:
     if scale.engine == "ray":
         return RayEngine(backend, address=scale.address, threads=options.threads)
 
@@ -51,7 +51,7 @@ def _open_engine(backend: str, options: RunOptions, scale: ScaleOptions) -> Engi
     return LocalEngine(backend, devices)
 
 
-def _previous_run(out: Path, backend: str, model_sha: str, dataset_sha: str) -> RunRecord | None:
+def _previous_run(out: Path, backend: Backend, model_sha: str, dataset_sha: str) -> RunRecord | None:
     """The newest run under `out` of this backend, model and dataset (complete or not), for --resume."""
     if not out.is_dir():
         return None
@@ -138,14 +138,14 @@ class _Checked:
     """What the driver checked before taking the lock: the model, its backend, and every bin of the dataset."""
 
     model: Path  # as the workers open it
-    backend: str
+    backend: Backend
     running: tuple[Path, str]  # the file the backend runs, with its sha256
     manifest: DatasetManifest
     dataset_sha256: str
     outputs: tuple[TensorSpec, ...]  # the runner's specs, until a shard reports what it wrote
 
 
-def _worker_threads(options: RunOptions, backend: str, engine: Engine, shard_count: int) -> int | None:
+def _worker_threads(options: RunOptions, backend: Backend, engine: Engine, shard_count: int) -> int | None:
     """Intra-op threads per worker: what was asked for, else a share of the cores for ONNX Runtime."""
     threads = options.threads
     # ONNX Runtime's threads spin: workers that each take every core slow each other down, so they share them.

@@ -7,18 +7,23 @@ types without importing the runners.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from binio.defaults import DEFAULT_TOOL_TIMEOUT_S
 from binio.errors import InferError
+from binio.vocabulary import values_of
 from infer._option_fields import setting
 
-DUMP_MODES: tuple[str, ...] = ("output", "input", "all")  # acl.json's dump_mode
+DumpMode = Literal["output", "input", "all"]  # acl.json's dump_mode
+DUMP_MODES: tuple[str, ...] = values_of(DumpMode)
 
 # The engines a sharded run may use (`infer.run._engines`): named here, where --engine is checked, so checking the
 # options imports no engine (they import the worker, which imports numpy).
-ENGINES: tuple[str, ...] = ("local", "ray")
+EngineName = Literal["local", "ray"]
+ENGINES: tuple[str, ...] = values_of(EngineName)
 # The backends a run may use; run.json names one of them (`infer.run.record` refuses any other).
-BACKENDS: tuple[str, ...] = ("onnxrt", "tf", "msame", "ais_bench")
+Backend = Literal["onnxrt", "tf", "msame", "ais_bench"]
+BACKENDS: tuple[str, ...] = values_of(Backend)
 
 
 class RunError(InferError):
@@ -29,8 +34,9 @@ class RunError(InferError):
 class RunOptions:
     """In pipeline.toml: [run]."""
 
-    backend: str | None = setting(None, unset="auto", short="-b", shown="from what convert made",
-                                  help="onnxrt, tf, msame or ais_bench.")
+    backend: Backend | None = setting(None, unset="auto", short="-b", shown="from what convert made",
+                                      help="What runs the model: ONNX Runtime (the stand-in), TensorFlow (the "
+                                           "frozen pb), msame or ais_bench (an om, on the NPU).")
     device: int | None = setting(None, shown="the backend's", help="NPU (msame, ais_bench) or GPU (onnxrt) index: "
                                                                    "1 runs on the second.")
     loop: int = setting(1, help="Run each batch this many times; latency is their mean.")
@@ -43,7 +49,8 @@ class RunOptions:
     dump: bool = setting(False, toml=False, help="Also dump every op's tensors of one batch on the NPU (msame, "
                                                  "ais_bench: acl.json), into OUT/<timestamp>/dump, for compare "
                                                  "--npu-dump.")
-    dump_mode: str = setting("output", toml=False, help="With --dump: output, input or all (acl.json's dump_mode).")
+    dump_mode: DumpMode = setting("output", toml=False, help="With --dump: which tensors of each op are dumped "
+                                                             "(acl.json's dump_mode).")
     dump_batch: str = setting("", toml=False, shown="the first", help="With --dump: the batch dumped, by its files' "
                                                                       "stem (e.g. 000003).")
     dry_run: bool = setting(False, toml=False, help="Print the exact msame or ais_bench command line of each tool "
@@ -72,7 +79,7 @@ class RunOptions:
             raise RunError(f"--threads {self.threads}: expected 1 or more (leave it out for the framework's default)")
 
 
-TOOL_BACKENDS: tuple[str, ...] = ("msame", "ais_bench")  # external tools running an om
+TOOL_BACKENDS: tuple[Backend, ...] = ("msame", "ais_bench")  # external tools running an om
 DUMP_BACKENDS = TOOL_BACKENDS
 
 
@@ -99,7 +106,7 @@ class ScaleOptions:
     devices: tuple[int, ...] = setting((), toml=False, parse=lambda text, flag: parse_devices(text),
                                        help="Shard the batches over these devices, e.g. 0,1,2,3 (one process each).")
     shards: int | None = setting(None, toml=False, shown="one per device or Ray slot", help="Shards to cut.")
-    engine: str = setting("local", toml=False, help=f"{' | '.join(ENGINES)}: where the shards run.")
+    engine: EngineName = setting("local", toml=False, help="Where the shards run: processes here, or Ray tasks.")
     address: str | None = setting(None, toml=False, shown="start a local Ray", help="Ray cluster address.")
     retries: int = setting(1, toml=False, help="Further attempts of a failed shard (sharded runs).")
     resume: bool = setting(False, toml=False,

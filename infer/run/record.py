@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -23,7 +23,7 @@ from infer.run._sharded_record import ScaleOut
 from infer.run.dump_record import DumpRecord
 from infer.run.gear_record import GearRecord
 from infer.run.layout import RUN_JSON, newest_run_folder, output_file_name, parse_timestamp_folder
-from infer.run.options import BACKENDS, RunOptions
+from infer.run.options import BACKENDS, Backend, RunOptions
 
 SCHEMA = "infer.run"
 SCHEMA_VERSION = 1
@@ -65,7 +65,7 @@ class RunRecord:
     """One run folder: ``<stem>_output_<i>.bin`` for every finished stem, described by run.json."""
 
     folder: Path  # not written into the file
-    backend: str
+    backend: Backend
     device: str
     model_path: str
     model_sha256: str
@@ -92,7 +92,7 @@ class RunRecord:
     infer_version: str = __version__  # of the infer that wrote it; "" in a run.json written before it was recorded
 
     @classmethod
-    def begin(cls, folder: Path, *, backend: str, model: tuple[Path, str], manifest: DatasetManifest,
+    def begin(cls, folder: Path, *, backend: Backend, model: tuple[Path, str], manifest: DatasetManifest,
               dataset_sha256: str, outputs: tuple[TensorSpec, ...], options: RunOptions, device: str,
               started: str | None = None) -> RunRecord:
         """The record of a run that has just begun in `folder` (nothing finished, so incomplete; not yet saved):
@@ -177,9 +177,7 @@ def _record(data: dict[str, Any], path: Path, folder: Path) -> RunRecord:
     except (KeyError, TypeError, ValueError) as exc:
         raise fields.refuse("scale_out", f"malformed ({first_line(exc)})") from None
     threads = fields.integer("threads", None, minimum=1) if fields.has("threads") else None
-    backend = fields.text("backend")
-    if backend not in BACKENDS:
-        raise fields.refuse("backend", f"expected one of {', '.join(BACKENDS)}, found {shown(backend)}")
+    backend = cast(Backend, fields.word("backend", BACKENDS))
     model_sha256 = model.text("sha256")
     if len(model_sha256) != 64 or not all(c in "0123456789abcdef" for c in model_sha256):
         raise model.refuse("sha256", f"expected 64 hex digits (the sha256 of the model run), found "

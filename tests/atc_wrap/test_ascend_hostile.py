@@ -13,10 +13,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from atc_wrap.errors import NpuDumpError, OmFileError
-from atc_wrap.npu_dump import parse_npu_dump, read_npu_dump
-from atc_wrap.om_file import parse_om
-from atc_wrap.om_model import read_om
+from atc_wrap.ascend_files.errors import NpuDumpError, OmFileError
+from atc_wrap.ascend_files.npu_dump import parse_npu_dump, read_npu_dump
+from atc_wrap.ascend_files.om_file import parse_om
+from atc_wrap.ascend_files.om_model import read_om
 from binio.errors import InferError
 from tests.atc_wrap.ascend_samples import write_sample_om
 from tests.atc_wrap.ascend_writer import DumpTensorSpec, dump_bytes, om_bytes

@@ -199,7 +199,7 @@ def test_atc_under_ascend_toolkit_home_is_found(
 def test_unknown_soc_version_is_refused_with_a_suggestion(
     capsys: pytest.CaptureFixture[str], fake_atc: FakeAtc, frozen_small_cnn: ModelContract
 ) -> None:
-    from atc_wrap.soc import KNOWN_SOC_VERSIONS
+    from atc_wrap.atc.soc import KNOWN_SOC_VERSIONS
 
     outcome = run_cli(capsys, "convert", frozen_small_cnn.path, "--soc-version", "Ascend310p3")
     assert outcome.code == 2

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from atc_wrap.opset import default_opset
+from atc_wrap.standin.opset import default_opset
 from infer.contract import ModelContract, load_contract
 from tests.atc_wrap.graphs import build_unconvertible, write_frozen
 from tests.cli import run_cli

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from atc_wrap.dynamic_shapes import (
+from atc_wrap.atc.dynamic_shapes import (
     GearRequest,
     check_dynamic,
     gear_argv,

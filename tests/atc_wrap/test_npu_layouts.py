@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from atc_wrap.errors import LayoutError
-from atc_wrap.npu_layouts import to_origin_layout
+from atc_wrap.ascend_files.errors import LayoutError
+from atc_wrap.ascend_files.npu_layouts import to_origin_layout
 from tests.atc_wrap.npu_layout_reference import (
     hwcn_to_fractal_z,
     ncdhw_to_ndc1hwc0,

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from atc_wrap.protowire import MAX_DEPTH, Message, WireError, iter_fields
+from atc_wrap.ascend_files._protowire import MAX_DEPTH, Message, WireError, iter_fields
 from tests.atc_wrap.ascend_writer import DumpData, ModelDef, TensorDescriptor
 
 

@@ -31,7 +31,7 @@ def test_onnx_small_cnn_matches_tensorflow_in_fp32(onnx_small_cnn: ModelContract
 def test_onnx_model_passes_the_checker_at_the_default_opset(onnx_small_cnn: ModelContract) -> None:
     import onnx
 
-    from atc_wrap.opset import default_opset
+    from atc_wrap.standin.opset import default_opset
 
     assert onnx_small_cnn.converted_path is not None
     model = onnx.load(str(onnx_small_cnn.converted_path))

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from atc_wrap.target import Target
 from binio.binfile import sha256_file, write_bin
 from binio.dtypes import from_numpy
 from binio.gears import BATCH, DIMS, IMAGE_SIZE, RANGE, DynamicShape
@@ -90,7 +91,7 @@ def atc_gear_options(gears: DynamicShape) -> dict[str, str]:
     return options
 
 
-def two_input_model(folder: Path, target: str) -> ModelContract:
+def two_input_model(folder: Path, target: Target) -> ModelContract:
     """a:0 float32 (2,3) and b:0 float16 (2,3) -> sum:0 = a + b (float32), half:0 = sum as float16.
 
     Two inputs (msame pairs their files by name) and a float16 output (read with the om's dtype), by onnx.helper.

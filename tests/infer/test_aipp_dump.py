@@ -137,8 +137,8 @@ def test_yuv420sp_bins_encoded_from_images_pass_compare(capsys: pytest.CaptureFi
 
 
 def test_yuv_encoding_round_trips_within_the_4_2_0_chroma() -> None:
-    from atc_wrap.aipp import CSC_MATRICES
-    from infer.aipp.yuv import rgb_to_yuv420sp, yuv420sp_to_rgb
+    from atc_wrap.aipp.config import CSC_MATRICES
+    from infer.model_aipp.yuv import rgb_to_yuv420sp, yuv420sp_to_rgb
 
     flat = np.repeat(np.repeat(np.random.default_rng(2).integers(0, 256, size=(1, 3, 4, 3)), 2, 1), 2, 2)
     rows, bias = CSC_MATRICES["bt709n"]

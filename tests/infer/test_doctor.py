@@ -187,7 +187,7 @@ def test_atc_without_its_environment_is_flagged(bare_machine: Path, capsys: pyte
 def test_the_operator_tables_age_and_chips_are_reported(bare_machine: Path, capsys: pytest.CaptureFixture[str]) -> None:
     import json
 
-    from atc_wrap.op_tables import load_op_table
+    from atc_wrap.precision.op_tables import load_op_table
 
     date = load_op_table("ascend310").date
     lines = run_cli(capsys, "doctor").out.splitlines()

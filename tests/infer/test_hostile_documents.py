@@ -230,7 +230,7 @@ AIPP_VALUES = ["99999", "-1", "99999999999999999999", HUGE_DIGITS, "1e400", "nan
 @FAST
 @given(data=st.data())
 def test_an_aipp_config(tmp_path: Path, data: st.DataObject) -> None:
-    from atc_wrap.aipp_parse import read_aipp_config
+    from atc_wrap.aipp.parse import read_aipp_config
 
     lines = AIPP.splitlines()
     kind = data.draw(st.sampled_from(["value", "value", "bytes", "deep", "extra"]))
@@ -260,7 +260,7 @@ MIXLIST = {"black-list": {"to-add": ["Relu"], "to-remove": ["Sqrt"]}, "gray-list
        raw=st.binary(max_size=4))
 def test_atcs_per_op_files(tmp_path: Path, data: st.DataObject, keep: list[str], custom: list[str],
                            raw: bytes) -> None:
-    from atc_wrap.op_controls import read_op_controls
+    from atc_wrap.precision.op_controls import read_op_controls
 
     files = {"keep.cfg": "\n".join(keep).encode() + raw, "mix.json": mutated(MIXLIST, data),
              "custom.cfg": "\n".join(custom).encode()}

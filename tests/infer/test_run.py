@@ -16,7 +16,7 @@ from binio.manifest import DatasetManifest
 from infer.contract import ModelContract
 from infer.run import RunResult, run_model
 from infer.run.layout import RUN_JSON, output_file_name, parse_timestamp_folder
-from infer.run.options import RunOptions
+from infer.run.options import Backend, RunOptions
 from infer.run.record import load_run
 from tests.cli import run_cli
 from tests.infer.run_data import (
@@ -99,7 +99,7 @@ def test_a_model_json_runs_what_convert_made_and_a_file_picks_its_backend(
 
 @pytest.mark.parametrize("backend", ["msame", "ais_bench"])
 def test_fake_tool_runs_land_in_the_same_layout_as_onnxrt(
-        backend: str, om_small_cnn: ModelContract, onnx_small_cnn: ModelContract, cnn_bins: DatasetManifest,
+        backend: Backend, om_small_cnn: ModelContract, onnx_small_cnn: ModelContract, cnn_bins: DatasetManifest,
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     use_fake_tools(monkeypatch)
     stand_in = run_model(onnx_small_cnn.path, cnn_bins.root, tmp_path / "onnxrt")

@@ -16,6 +16,7 @@ from binio.errors import InferError
 from binio.manifest import load_manifest
 from infer.contract import ModelContract, load_contract
 from infer.run import RunError, RunOptions, plan_run, run_model
+from infer.run.options import Backend
 from infer.run.record import load_run
 from tests.cli import Outcome, run_cli
 from tests.infer.fcn_model import build_fcn
@@ -71,7 +72,7 @@ def geared(request: pytest.FixtureRequest, checkpoint: Path, tmp_path_factory: p
 @pytest.mark.parametrize("backend", ["msame", "ais_bench"])
 def test_each_tool_gets_the_datasets_gear_and_its_outputs_come_back_at_the_gears_size(
         geared: tuple[str, ModelContract, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str], backend: str) -> None:
+        capsys: pytest.CaptureFixture[str], backend: Backend) -> None:
     kind, om, bins = geared
     use_fake_tools(monkeypatch)
     ran = run_model(om, bins, tmp_path / "runs", RunOptions(backend=backend))
@@ -231,7 +232,7 @@ def test_a_gear_shape_the_graph_refuses_is_named(geared: tuple[str, ModelContrac
     assert str(refused.value).startswith(f"{om.pb_path}: TensorFlow cannot take the inputs at images:0 (2,6,6): ")
 
 
-def _by_hand(om: ModelContract, bins: Path, backend: str, out: Path) -> Path:
+def _by_hand(om: ModelContract, bins: Path, backend: Backend, out: Path) -> Path:
     """The dry run's printed line run through a shell, as the user pastes it on the server: the tool's own folder."""
     import subprocess
 
@@ -244,7 +245,7 @@ def _by_hand(om: ModelContract, bins: Path, backend: str, out: Path) -> Path:
 @pytest.mark.parametrize("backend", ["msame", "ais_bench"])
 def test_the_tools_own_folder_of_the_printed_line_compares_as_infer_runs_folder(
         geared: tuple[str, ModelContract, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str], backend: str) -> None:
+        capsys: pytest.CaptureFixture[str], backend: Backend) -> None:
     """msame's files padded to the largest gear's buffer (image-size and dims gears, batch 3 of 1,3,4) are read at
     the dataset's gear; ais_bench's, and a shape range's, are its real size: both compare as infer run's folder."""
     from infer.compare import compare_outputs as compare
@@ -276,7 +277,7 @@ def test_the_tools_own_folder_of_the_printed_line_compares_as_infer_runs_folder(
 @pytest.mark.parametrize("backend", ["msame", "ais_bench"])
 def test_a_tools_file_cut_short_or_padded_beyond_the_largest_buffer_is_refused(
         geared: tuple[str, ModelContract, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str], backend: str) -> None:
+        capsys: pytest.CaptureFixture[str], backend: Backend) -> None:
     kind, om, bins = geared
     use_fake_tools(monkeypatch)
     monkeypatch.chdir(tmp_path)

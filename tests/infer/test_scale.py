@@ -16,7 +16,7 @@ from infer.run import RunResult, run_model
 from infer.run._shard import finished_stems
 from infer.run._sharded import run_sharded
 from infer.run.layout import output_file_name
-from infer.run.options import RunOptions, ScaleOptions
+from infer.run.options import Backend, RunOptions, ScaleOptions
 from infer.run.record import load_run
 from tests.cli import run_cli
 from tests.conftest import Copy
@@ -70,7 +70,7 @@ def test_onnxrt_over_two_worker_processes_is_byte_identical(onnx_small_cnn: Mode
 
 @pytest.mark.parametrize("tool", ["msame", "ais_bench"])
 def test_tools_one_process_per_device_is_byte_identical(om: ModelContract, bins: DatasetManifest, tmp_path: Path,
-                                                        tool: str) -> None:
+                                                        tool: Backend) -> None:
     options = RunOptions(backend=tool)
     single = run_model(om.path, bins.root, tmp_path / "single", options)
     result = run_sharded(om.path, bins.root, tmp_path / "sharded", options, ScaleOptions(devices=(2, 0, 1)))
@@ -202,7 +202,7 @@ def test_engine_ray_without_ray_says_how_to_install_it(onnx_small_cnn: ModelCont
 @pytest.mark.parametrize("backend", ["onnxrt", "tf"])
 def test_a_model_changed_since_the_contract_is_refused_before_any_worker_starts(
         copy_model: Copy, onnx_small_cnn: ModelContract, bins: DatasetManifest, tmp_path: Path,
-        capsys: pytest.CaptureFixture[str], backend: str) -> None:
+        capsys: pytest.CaptureFixture[str], backend: Backend) -> None:
     model = copy_model(onnx_small_cnn)
     changed = model.pb_path if backend == "tf" else model.converted_path
     assert changed is not None

@@ -17,8 +17,10 @@ from typing import Any
 import numpy as np
 
 from binio.heap import keep_freed_memory
+from binio.layouts import ImageLayout
 from infer.dump_bin._sources.order import NATURAL_ORDER, natural_path_key
 from infer.dump_bin.errors import SourceError
+from infer.preprocessing import Color
 
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp")
 _TASK_FILES = 4  # images per task sent to a worker: enough to amortise the pickling of the result
@@ -33,11 +35,11 @@ class ImagePreprocessing:
     width: int
     channels: int = 3  # 1 = grayscale
     resize: int | None = None  # shorter side before the crop; None = just large enough for the crop
-    color: str = "RGB"  # RGB | BGR
+    color: Color = "RGB"
     scale: float = 1.0
     mean: tuple[float, ...] = (0.0,)
     std: tuple[float, ...] = (1.0,)
-    layout: str = "NHWC"  # NHWC | NCHW
+    layout: ImageLayout = "NHWC"
 
     @property
     def keeps_pixels(self) -> bool:

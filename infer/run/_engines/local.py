@@ -18,12 +18,13 @@ from concurrent.futures.process import BrokenProcessPool
 
 from binio.process import stop_running_tools, stops_tools_with
 from infer.run._engines.worker import ShardOutcome, ShardTask, exit_with_driver, run_shard
+from infer.run.options import EngineName
 
 IN_PROCESS_BACKENDS = ("onnxrt", "tf")
 
 
 class LocalEngine:
-    name = "local"
+    name: EngineName = "local"
 
     def __init__(self, backend: str, devices: tuple[int | None, ...]) -> None:
         self.devices = devices or (None,)

@@ -21,7 +21,7 @@ from binio.shards import Shard
 from binio.spec import TensorSpec
 from infer.run._plain import run_plain
 from infer.run.layout import newest_run_folder, output_file_name
-from infer.run.options import RunOptions
+from infer.run.options import EngineName, RunOptions
 from infer.run.record import RunRecord, load_run
 
 
@@ -36,7 +36,7 @@ class ShardTask:
     work: str  # the shard's scratch folder
     run_folder: str  # where the outputs go
     slot: int | None  # the device from --devices; None: the backend's default (Ray assigns NPUs itself)
-    engine: str = "local"
+    engine: EngineName = "local"
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from binio.manifest import bin_file_name
 from binio.process import ToolResult, quote_command
 from binio.spec import TensorSpec
 from infer.contract import ModelContract
-from infer.om import om_descriptors
+from infer.model_om import om_descriptors
 from infer.run._gear import GearRun
 from infer.run._latency import mean, percentile
 from infer.run._runners.base import BaseRunner, DatasetFeed, RunnerError
@@ -80,6 +80,8 @@ def failure_line(result: ToolResult) -> str | None:
 
 _Tool = TypeVar("_Tool", bound="ToolRunner")
 _Done = TypeVar("_Done")
+# A dataset feed whose whole folders go to a tool runner: what `ToolRunner.take_dataset` hands itself to.
+FolderFeed = DatasetFeed[_Done, "ToolRunner"]
 
 
 class ToolRunner(BaseRunner):
@@ -133,7 +135,7 @@ class ToolRunner(BaseRunner):
     def device(self) -> str:
         return f"{self.tool} device {self.device_id or 0}"
 
-    def take_dataset(self, feed: DatasetFeed[_Done]) -> _Done:
+    def take_dataset(self, feed: FolderFeed[_Done]) -> _Done:
         """A tool takes the dataset's folders in one start (`run_folders`): one start per batch would cost more
         than the batch."""
         return feed.whole_folders(self)

@@ -16,10 +16,11 @@ import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
+from atc_wrap.precision.modes import PrecisionMode
 from binio.binfile import sha256_file, write_bin
 from binio.manifest import BinEntry, DatasetManifest, InputManifest, bin_file_name
 from infer.contract import ModelContract, load_contract
@@ -266,7 +267,7 @@ def converted_copy(frozen: ModelContract, folder: Path, precision_mode: str) -> 
 
     shutil.copytree(frozen.folder, folder)
     return convert_model(load_contract(folder / "model.json"), ConvertOptions(
-        target="onnx", precision_mode=precision_mode)).contract
+        target="onnx", precision_mode=cast(PrecisionMode, precision_mode))).contract
 
 
 def build_corpus(root: Path, cases: tuple[CorpusCase, ...] = CASES) -> tuple[BuiltCase, ...]:

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from atc_wrap.precision.modes import PrecisionMode
 from infer.compare._compare import CompareOptions, CompareResult, compare
 from infer.compare._layers.bands import LayerBands
 from infer.compare._layers.diagnosis import diagnose
@@ -87,7 +88,7 @@ def _family(name: str) -> Family:
     return next(f for f in families() if f.name == name)
 
 
-def _converted(root: Path, family: Family, mode: str) -> tuple[ModelContract, Path]:
+def _converted(root: Path, family: Family, mode: PrecisionMode) -> tuple[ModelContract, Path]:
     from infer.convert._convert import ConvertOptions, convert_model
     from tests.atc_wrap.graphs import write_frozen
 
@@ -169,8 +170,8 @@ def test_a_healthy_deep_resnet_under_force_fp16_gets_no_warning(root: Path, caps
     ("resnet", "force_fp16", _scaled("Conv", 1, 1.05), ("stem/conv:0", "stem/bn:0")),
 ], ids=["cnn-bn-epsilon-fp16", "cnn-depthwise-noise-fp16", "cnn-depthwise-noise-fp32", "mlp-noise-fp16",
         "mlp-scaled-fp32", "resnet-stem-scaled-fp16"])
-def test_damage_below_msits_limits_is_named_at_the_damaged_layer(root: Path, family: str, mode: str, edit: Edit,
-                                                                 named: tuple[str, ...]) -> None:
+def test_damage_below_msits_limits_is_named_at_the_damaged_layer(root: Path, family: str, mode: PrecisionMode,
+                                                                 edit: Edit, named: tuple[str, ...]) -> None:
     converted, bins = _converted(root, _family(family), mode)
     damaged = edited_copy(converted, root / "damaged" / f"{family}-{mode}-{named[-1].replace('/', '_')}", edit)
     result = _layerwise(damaged, bins, root)

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from atc_wrap.precision.modes import PrecisionMode
 from binio.binfile import write_bin
 from binio.manifest import BinEntry, DatasetManifest, InputManifest, bin_file_name
 from infer.compare._compare import CompareOptions, CompareResult, compare
@@ -23,7 +24,7 @@ pytestmark = pytest.mark.slow
 
 
 def _converted(folder: Path, build: Any, inputs: tuple[str, ...], outputs: tuple[str, ...],
-               mode: str = "force_fp32", soc: str = "") -> ModelContract:
+               mode: PrecisionMode = "force_fp32", soc: str = "") -> ModelContract:
     from infer.convert._convert import ConvertOptions, convert_model
 
     frozen = write_frozen(folder, build, inputs, outputs)

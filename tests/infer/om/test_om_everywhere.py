@@ -18,7 +18,7 @@ from binio.binfile import sha256_file
 from binio.manifest import load_manifest
 from infer.contract import ModelContract, load_contract
 from infer.convert import ConvertOptions, convert_model
-from infer.om import om_descriptors, with_om_descriptors
+from infer.model_om import om_descriptors, with_om_descriptors
 from infer.run._runners.msame import MsameRunner
 from tests.cli import run_cli
 from tests.infer.om_files import OmPlan, write_om
@@ -133,7 +133,7 @@ def test_an_om_that_does_not_decode_is_said_once_and_the_run_takes_model_jsons_s
     contract = _om_beside_the_onnx(onnx_small_cnn, tmp_path / "model")
     assert contract.converted is not None
     om = contract.folder / contract.converted.path
-    from atc_wrap.om_file import MODEL_DEF, read_om_file
+    from atc_wrap.ascend_files.om_file import MODEL_DEF, read_om_file
 
     model_def = read_om_file(om).partition(MODEL_DEF)
     assert model_def is not None
