@@ -17,6 +17,7 @@ from atc_wrap.aipp_onnx import insert_aipp_stage
 from atc_wrap.converter_names import recording_type_named_nodes, store_type_named
 from atc_wrap.emulation import Emulation, emulate_precision
 from atc_wrap.errors import ConvertError
+from atc_wrap.functional_loops import loops_kept_functional
 from atc_wrap.generated_names import canonical_order, counter, name_shared_initializers, renumber_generated_names
 from atc_wrap.nodes import check_nodes_exist
 from atc_wrap.op_controls import OpControls, check_op_controls, controls_record
@@ -206,7 +207,8 @@ def _tf2onnx_once(graph_def: Any, pb: Path, inputs: Sequence[TensorSpec], output
     """One conversion: the model, the name numbers tf2onnx drew, the nodes it named after their type."""
     import tf2onnx
 
-    with _NAMING, recording_type_named_nodes() as type_named, _optimizer_rollback(rollback):
+    with _NAMING, recording_type_named_nodes() as type_named, _optimizer_rollback(rollback), \
+            loops_kept_functional(graph_def):  # tf2onnx's TF1 loop rewriter loses TensorLists' types
         before = counter()
         model, _ = tf2onnx.convert.from_graph_def(
             graph_def, name=pb.stem, input_names=[s.name for s in inputs],

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from binio.shown_path import shown_path
-from ckpt2pb.compat import describe
+from ckpt2pb.compat import WHILE_OPS, describe
 from infer.cli.console import print_json, say, show, steps, warn
 from infer.cli.options import takes_options
 from infer.freeze.options import FreezeOptions
@@ -57,8 +57,12 @@ def freeze(
             show(f"fixed   {node_name(name)} = {value}")
 
     if contract.tf115_unknown_ops:
+        loops = sorted(name for name, op in contract.tf115_unknown_ops.items() if op in WHILE_OPS)
         warn(f"ops ATC's TensorFlow 1.15 parser does not know: {describe(contract.tf115_unknown_ops)} "
-            "(recorded in model.json as tf115_unknown_ops)")
+            "(recorded in model.json as tf115_unknown_ops)" + (
+                f"; {', '.join(loops)}: a TF2 while loop (control flow v2), which TF 1.15 writes as Enter/Exit: "
+                "build the graph after tf.compat.v1.disable_control_flow_v2(), or as a fixed loop "
+                "(tf.compat.v1.nn.static_rnn, a Python loop)" if loops else ""))
     if contract.random_ops:
         warn(f"the frozen graph draws random numbers: {describe(contract.random_ops)}; a converted model "
             "cannot reproduce them (recorded in model.json as random_ops)")
