@@ -25,6 +25,7 @@ from ckpt2pb.graphinfo import (
 from ckpt2pb.parameters import elements_of, variables_feeding
 from ckpt2pb.source import VARIABLE_OPS, LoadedSource, check_checkpoint_index, load_source
 from ckpt2pb.training_heads import TrainingHeads, find_training_heads
+from ckpt2pb.training_mode import TrainingModeOp, find_training_mode
 
 # Ops that end a branch without being a model output: bookkeeping, saving, summaries, training, iterators.
 _NOT_OUTPUT_OPS = frozenset({
@@ -110,6 +111,7 @@ class GraphReport:
     signature_name: str = ""
     other_signatures: tuple[str, ...] = ()  # a SavedModel's signatures besides the one read
     note: str = ""  # how the source was read, where it was not the usual way (a fallback)
+    training_mode: tuple[TrainingModeOp, ...] = ()  # batch norms and dropouts computing as in training
 
     @property
     def input_keys(self) -> dict[str, str]:
@@ -139,6 +141,7 @@ class GraphReport:
                                       for e in self.signature],
                           "others": list(self.other_signatures)} if self.signature else None,
             "note": self.note or None,
+            "training_mode": [op.to_json() for op in self.training_mode],
         }
 
 
@@ -355,6 +358,7 @@ def inspect_loaded(source: LoadedSource) -> GraphReport:
         variables=variables, parameters=parameters, parameters_from=origin, output_parameters=output_parameters,
         signature=tuple(signature),
         signature_name=source.signature_name, other_signatures=source.other_signatures, note=source.note,
+        training_mode=find_training_mode(graph_def).ops,
     )
 
 

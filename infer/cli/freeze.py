@@ -33,6 +33,7 @@ def freeze(
     """
     # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
     from binio.spec import TensorSpec, node_name
+    from ckpt2pb.training_mode import summary
     from infer.freeze import freeze_model
 
     with steps("freeze") as on_step:
@@ -56,6 +57,10 @@ def freeze(
         for name, value in contract.fixed.items():
             show(f"fixed   {node_name(name)} = {value}")
 
+    if report.training_mode:
+        say(f"the graph computes in training mode: put {summary(report.training_mode)} in inference mode "
+            "(a batch norm on its moving mean and variance, not each batch's own; a dropout off), so no sample's "
+            "output depends on its batch neighbours (recorded in model.json as inference_mode)")
     if contract.tf115_unknown_ops:
         loops = sorted(name for name, op in contract.tf115_unknown_ops.items() if op in WHILE_OPS)
         warn(f"ops ATC's TensorFlow 1.15 parser does not know: {describe(contract.tf115_unknown_ops)} "

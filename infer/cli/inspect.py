@@ -87,6 +87,7 @@ def inspect(
 
     # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
     from ckpt2pb.inspection import inspect_model
+    from ckpt2pb.training_mode import summary
 
     report = inspect_model(model)
     if as_json:
@@ -111,6 +112,16 @@ def inspect(
     console.print(weights_line, markup=False)
     if report.note:
         console.print(report.note, markup=False)
+    fixable = [op for op in report.training_mode if op.change]
+    stuck = [op for op in report.training_mode if not op.change]
+    if fixable:
+        console.print(f"training mode: {summary(fixable)} compute as in training (each batch's own statistics, a "
+                      "drawn mask), so a sample's output depends on its batch: freeze puts them in inference mode",
+                      markup=False)
+    if stuck:
+        console.print(f"training mode: {summary(stuck)} cannot be put in inference mode (no moving mean and "
+                      "variance in the graph): freeze refuses them; build the graph with training=False",
+                      markup=False)
 
     if report.signature:
         signature = table(f"Signature {report.signature_name} (its keys name tensors in --inputs and --outputs "
