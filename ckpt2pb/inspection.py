@@ -237,9 +237,10 @@ def rank_output_candidates(graph_def: Any, graph: Any, roles: _Roles | None = No
     roles = roles or _roles(graph_def, node_readers(graph_def))
     readers = roles.readers
     answers = roles.heads.tensors - {f"{name}:0" for name in roles.from_labels}
+    losses = {node_name(loss) for loss in roles.heads.losses}  # what the gradients start from: never an answer
     ranked: list[tuple[int, int, OutputCandidate]] = []
     for position, node in enumerate(graph_def.node):
-        if _is_bookkeeping(node):
+        if _is_bookkeeping(node) or node.name in losses:
             continue
         answer_node = any(node_name(t) == node.name for t in answers)
         if node.name in readers and not answer_node and not (
