@@ -337,6 +337,9 @@ def freeze_source(source: LoadedSource, outputs: Sequence[str], *, inputs: Seque
               for request in inputs]
     graph = import_graph(source.graph_def, source.path)
     known = sorted(set(tensor_names(graph)) | {item.key for item in source.signature})  # for closest names
+    # A Keras layer's name (`probs`) stands for the signature output computed in its scope, where no key, node or
+    # tensor has that name (Keras 3 keys its outputs output_0, ...).
+    outputs = [name if name in known else source.layer_output(name) or name for name in outputs]
     if not outputs:
         keys = [item.key for item in source.signature if item.role == "output"]
         likely = keys or [c.tensor for c in rank_output_candidates(source.graph_def, graph)[:3]]

@@ -23,7 +23,7 @@ from ckpt2pb.graphinfo import (
     topological_order,
 )
 from ckpt2pb.parameters import elements_of, variables_feeding
-from ckpt2pb.source import VARIABLE_OPS, LoadedSource, check_checkpoint_index, load_source
+from ckpt2pb.source import VARIABLE_OPS, LoadedSource, check_checkpoint_index, computed_by, load_source
 from ckpt2pb.training_heads import TrainingHeads, find_training_heads
 from ckpt2pb.training_mode import TrainingModeOp, find_training_mode
 
@@ -90,6 +90,7 @@ class SignatureEntry:
     tensor: str
     dtype: str
     shape: tuple[int | None, ...] | None
+    computed_by: str = ""  # an output's node past the Identity nodes over it: the layer it comes from
 
 
 @dataclass(frozen=True)
@@ -137,7 +138,8 @@ class GraphReport:
             "output_parameters": self.output_parameters,
             "signature": {"name": self.signature_name,
                           "tensors": [{"key": e.key, "role": e.role, "tensor": e.tensor, "dtype": e.dtype,
-                                       "shape": None if e.shape is None else list(e.shape)}
+                                       "shape": None if e.shape is None else list(e.shape),
+                                       "computed_by": e.computed_by or None}
                                       for e in self.signature],
                           "others": list(self.other_signatures)} if self.signature else None,
             "note": self.note or None,
@@ -347,7 +349,9 @@ def inspect_loaded(source: LoadedSource) -> GraphReport:
     for item in source.signature:
         tensor = graph.get_tensor_by_name(item.tensor)
         signature.append(SignatureEntry(key=item.key, role=item.role, tensor=tensor.name,
-                                        dtype=tensor.dtype.name, shape=shape_of(tensor)))
+                                        dtype=tensor.dtype.name, shape=shape_of(tensor),
+                                        computed_by=computed_by(graph_def, tensor.name)
+                                        if item.role == "output" else ""))
     candidates = _signature_first(rank_output_candidates(graph_def, graph, roles), signature, graph)
     output_parameters = (elements_of(shapes, variables_feeding(graph_def, [c.tensor for c in candidates]))
                          if shapes and candidates else None)

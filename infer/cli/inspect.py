@@ -129,10 +129,11 @@ def inspect(
         for column in ("key", "role"):
             signature.add_column(column)
         _tensor_column(signature, [entry.tensor for entry in report.signature])
-        for column in ("dtype", "shape"):
+        for column in ("dtype", "shape", "computed by (its layer's scope)"):
             signature.add_column(column)
         for entry in report.signature:
-            signature.add_row(entry.key, entry.role, entry.tensor, entry.dtype, _shape(entry.shape))
+            signature.add_row(entry.key, entry.role, entry.tensor, entry.dtype, _shape(entry.shape),
+                              entry.computed_by if entry.computed_by != entry.tensor.partition(":")[0] else "")
         _print_whole(console, signature)
         if report.other_signatures:
             console.print(f"other signatures, not read (freeze takes {report.signature_name}): "
