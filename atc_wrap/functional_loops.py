@@ -40,3 +40,26 @@ def loops_kept_functional(graph_def: Any) -> Iterator[int]:
     finally:
         for node, value in marks:
             node.attr[LOWERING_ATTR].b = value
+
+
+def nested_loops(graph_def: Any) -> list[str]:
+    """The loops nested in another loop's body, which tf2onnx 1.17 converts under neither control flow (it fails
+    with "Graph has cycles"): a TF2 While whose body calls a While (by name of the outer one), and a TF1 loop
+    whose frame lies in another's (TF names a loop's frame in the scope it was built in)."""
+    functions = {f.signature.name: f for f in graph_def.library.function}
+
+    def loops_in(name: str, seen: frozenset[str]) -> bool:
+        function = functions.get(name)
+        if function is None or name in seen:
+            return False
+        return any(node.op in WHILE_OPS or any(loops_in(value.func.name, seen | {name})
+                                               for value in node.attr.values() if value.HasField("func"))
+                   for node in function.node_def)
+
+    found = sorted(node.name for node in graph_def.node
+                   if node.op in WHILE_OPS and loops_in(node.attr["body"].func.name, frozenset()))
+    frames = {node.attr["frame_name"].s.decode("utf-8", "replace").rpartition("/")[0]: node.name
+              for node in graph_def.node if node.op in ("Enter", "RefEnter")}
+    found += sorted(name for frame, name in frames.items()
+                    if any(frame.startswith(other + "/") for other in frames if other and other != frame))
+    return found

@@ -17,7 +17,7 @@ from atc_wrap.aipp_onnx import insert_aipp_stage
 from atc_wrap.converter_names import recording_type_named_nodes, store_type_named
 from atc_wrap.emulation import Emulation, emulate_precision
 from atc_wrap.errors import ConvertError
-from atc_wrap.functional_loops import loops_kept_functional
+from atc_wrap.functional_loops import loops_kept_functional, nested_loops
 from atc_wrap.generated_names import canonical_order, counter, name_shared_initializers, renumber_generated_names
 from atc_wrap.nodes import check_nodes_exist
 from atc_wrap.op_controls import OpControls, check_op_controls, controls_record
@@ -187,6 +187,11 @@ def _tf2onnx(graph_def: Any, pb: Path, inputs: Sequence[TensorSpec], outputs: Se
     try:
         model, drawn, type_named = _tf2onnx_once(graph_def, pb, inputs, outputs, opset, rollback=False)
     except Exception as exc:
+        if nested := nested_loops(graph_def):
+            raise ConvertError(f"{pb}: tf2onnx cannot convert a loop nested in another loop's body: "
+                               f"{', '.join(nested)}",
+                               hint="unroll the inner loop (a fixed loop: a Python loop, tf.compat.v1.nn.static_rnn)"
+                               ) from None
         if not _raised_by_an_optimizer(exc):
             _conversion_failed(exc, pb)
         log.info("a tf2onnx optimizer pass failed (%s): converting again with its rollback", first_line(exc, ""))

@@ -5,6 +5,7 @@ default, on which tf2onnx 1.17 wrote a model ONNX Runtime could not load, "Inval
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -73,3 +74,38 @@ def test_every_op_planned_fp32_is_tensorflow_s_fp32(rnn: tuple[int, ReferenceMod
     converted = _converted(contract, "must_keep_origin_dtype", tmp_path / "model")
     for name, got in zip(model.outputs, onnx_outputs(converted, model.feeds), strict=True):
         np.testing.assert_allclose(got, model.expected[name], rtol=0, atol=2e-6, err_msg=name)
+
+
+@pytest.mark.parametrize("version", [1, 2], ids=["control-flow-v1", "control-flow-v2"])
+def test_a_loop_nested_in_a_loop_is_refused_naming_it(version: int, tmp_path: Path) -> None:
+    """tf2onnx 1.17 converts a nested loop under neither control flow: the refusal names the loop and the way out."""
+    import tensorflow as tf
+
+    from infer.convert.errors import ConvertError
+    from tests.frozen import write_pb_and_contract
+    from tests.recurrent_models import control_flow
+
+    graph = tf.Graph()
+    with control_flow(version), graph.as_default():
+        x = tf.compat.v1.placeholder(tf.float32, [2, 3], name="x")
+
+        def outer(i: Any, value: Any) -> tuple[Any, Any]:
+            _, inner = tf.while_loop(lambda j, v: j < 3, lambda j, v: (j + 1, v * 0.5 + tf.sin(v)), [0, value])
+            return i + 1, inner + 1.0
+
+        tf.reshape(tf.while_loop(lambda i, v: i < 4, outer, [0, x])[1], [2, 3], name="y")
+    from infer.contract import SourceInfo
+
+    contract = write_pb_and_contract(tmp_path / "model", graph.as_graph_def(), ("x:0",), ("y:0",),
+                                     SourceInfo(path="nested", kind="pb", tf_version=tf.__version__,
+                                                frozen_with_tf=tf.__version__))
+    try:
+        converted = convert_model(contract, ConvertOptions(target="onnx", precision_mode="must_keep_origin_dtype"))
+    except ConvertError as refused:
+        assert "tf2onnx cannot convert a loop nested in another loop's body: " in str(refused), str(refused)
+        assert "unroll the inner loop" in (refused.hint or "")
+    else:  # tf2onnx's TF1 loop rewriter sometimes gets through, by the names it numbered earlier in the process
+        assert version == 1
+        feeds = {"x:0": np.random.default_rng(3).normal(size=(2, 3)).astype(np.float32)}
+        np.testing.assert_allclose(onnx_outputs(converted.contract, feeds)[0], tf_outputs(contract, feeds)[0],
+                                   rtol=0, atol=1e-5)
