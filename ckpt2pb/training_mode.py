@@ -20,7 +20,8 @@ inference is in the graph:
   is not a dropout's (noise the model keeps) is left alone.
 
 What cannot be put in inference mode is said: a fused batch norm with neither moving statistics nor an update of
-them, and a tensor normalised by its own mean over axis 0 with no moving average to read instead.
+them; and a tensor normalised by its own mean over axis 0 with no moving average to read instead, which is a batch
+norm only where axis 0 is the batch (a time-major sequence's mean over time is not), is named as a suspect.
 """
 
 from __future__ import annotations
@@ -66,9 +67,13 @@ class TrainingModeOp:
     kind: str  # KIND_BATCH_NORM | KIND_BATCH_STATISTIC | KIND_DROPOUT
     change: str
     edits: tuple[_Edit, ...] = ()
+    # Only likely: a tensor centred by its own mean over axis 0 is a batch norm where axis 0 is the batch, but a
+    # time-major sequence's or an unbatched spectrogram's mean over time is no training mode: said, not refused.
+    suspect: bool = False
 
-    def to_json(self) -> dict[str, str | None]:
-        return {"node": self.node, "op": self.op, "kind": self.kind, "change": self.change or None}
+    def to_json(self) -> dict[str, str | bool | None]:
+        return {"node": self.node, "op": self.op, "kind": self.kind, "change": self.change or None,
+                "suspect": self.suspect}
 
 
 @dataclass(frozen=True)
@@ -84,7 +89,12 @@ class TrainingMode:
     @property
     def stuck(self) -> tuple[TrainingModeOp, ...]:
         """Those that cannot be put in inference mode."""
-        return tuple(op for op in self.ops if not op.change)
+        return tuple(op for op in self.ops if not op.change and not op.suspect)
+
+    @property
+    def suspects(self) -> tuple[TrainingModeOp, ...]:
+        """Those that may be batch statistics, left as they are."""
+        return tuple(op for op in self.ops if op.suspect)
 
     def __bool__(self) -> bool:
         return bool(self.ops)
@@ -230,7 +240,7 @@ def _own_statistics(graph_def: Any, nodes: dict[str, Any], scope: Collection[str
         centred = any(reader.op in _CENTERING_OPS and source in {tensor_name(r) for r in _data(reader)}
                       for tensor in chain for reader in readers.get(tensor, []))
         if centred:
-            found.append(TrainingModeOp(mean.name, mean.op, KIND_BATCH_STATISTIC, ""))
+            found.append(TrainingModeOp(mean.name, mean.op, KIND_BATCH_STATISTIC, "", suspect=True))
     return found
 
 

@@ -61,6 +61,11 @@ def freeze(
         say(f"the graph computes in training mode: put {summary(report.training_mode)} in inference mode "
             "(a batch norm on its moving mean and variance, not each batch's own; a dropout off), so no sample's "
             "output depends on its batch neighbours (recorded in model.json as inference_mode)")
+    if report.batch_suspects:
+        warn(f"{summary(report.batch_suspects)}: a tensor centred by its own mean over axis 0; where axis 0 is the "
+             "batch, that is a batch norm in training mode with no moving average in the graph, and a sample's "
+             "output depends on its batch neighbours (left as it is: over a sequence's time axis it is the model's "
+             "own)")
     if contract.tf115_unknown_ops:
         loops = sorted(name for name, op in contract.tf115_unknown_ops.items() if op in WHILE_OPS)
         warn(f"ops ATC's TensorFlow 1.15 parser does not know: {describe(contract.tf115_unknown_ops)} "

@@ -113,7 +113,8 @@ def inspect(
     if report.note:
         console.print(report.note, markup=False)
     fixable = [op for op in report.training_mode if op.change]
-    stuck = [op for op in report.training_mode if not op.change]
+    stuck = [op for op in report.training_mode if not op.change and not op.suspect]
+    suspects = [op for op in report.training_mode if op.suspect]
     if fixable:
         console.print(f"training mode: {summary(fixable)} compute as in training (each batch's own statistics, a "
                       "drawn mask), so a sample's output depends on its batch: freeze puts them in inference mode",
@@ -122,6 +123,9 @@ def inspect(
         console.print(f"training mode: {summary(stuck)} cannot be put in inference mode (no moving mean and "
                       "variance in the graph): freeze refuses them; build the graph with training=False",
                       markup=False)
+    if suspects:
+        console.print(f"training mode?: {summary(suspects)} centre a tensor by its own mean over axis 0: a batch "
+                      "norm in training mode where axis 0 is the batch (freeze leaves it and warns)", markup=False)
 
     if report.signature:
         signature = table(f"Signature {report.signature_name} (its keys name tensors in --inputs and --outputs "

@@ -31,6 +31,7 @@ class FreezeReport:
     stripped_attrs: int
     note: str = ""  # how the source was read, where it was not the usual way
     training_mode: tuple[TrainingModeOp, ...] = ()  # ops of the source's training graph put in inference mode
+    batch_suspects: tuple[TrainingModeOp, ...] = ()  # tensors centred by their own mean over axis 0, left as they are
 
 
 def check_outdir(outdir: Path, force: bool) -> None:
@@ -81,4 +82,4 @@ def freeze_model(source: Path | str, outdir: Path | str, options: FreezeOptions 
     ).save()
     return FreezeReport(contract=contract, verification=frozen.verification, nodes=frozen.nodes,
                         stripped_attrs=frozen.stripped_attrs, note=loaded.note,
-                        training_mode=frozen.training_mode.fixable)
+                        training_mode=frozen.training_mode.fixable, batch_suspects=frozen.training_mode.suspects)

@@ -167,3 +167,26 @@ def test_a_model_dir_written_with_tf_layers_freezes_to_its_predict_graph(tmp_pat
     alone = np.zeros_like(expected["images"])
     alone[0] = expected["images"][0]
     np.testing.assert_array_equal(tf_outputs(report.contract, {"IteratorGetNext:0": alone})[0][0], got[0])
+
+
+def test_a_tensor_centred_by_its_own_mean_over_axis_0_is_named_not_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`tf.nn.moments` over axis 0 with no moving average: a batch norm where axis 0 is the batch, the model's own
+    normalisation where it is a sequence's time axis; freeze warns and leaves it."""
+    import tensorflow as tf
+
+    tf1 = tf.compat.v1
+    graph = tf.Graph()
+    with graph.as_default():
+        frames = tf1.placeholder(tf.float32, [None, 6], name="frames")
+        mean, variance = tf.nn.moments(frames, [0])
+        centred = tf.nn.batch_normalization(frames, mean, variance, None, None, 1e-3)
+        tf.matmul(centred, tf1.get_variable("w", [6, 2]), name="out")
+        with tf1.Session(graph=graph) as session:
+            session.run(tf1.global_variables_initializer())
+            tf1.train.Saver().save(session, str(tmp_path / "ckpt" / "model.ckpt"))
+    outcome = run_cli(capsys, "freeze", str(tmp_path / "ckpt"), "-o", str(tmp_path / "model"), "--outputs", "out",
+                      "--batch", "4")
+    assert outcome.code == 0, outcome.err
+    assert "warning: 1 batch statistic (moments/mean): a tensor centred by its own mean over axis 0" in outcome.err
+    assert "training mode?: 1 batch statistic (moments/mean)" in run_cli(capsys, "inspect", str(tmp_path / "ckpt")).out
