@@ -48,6 +48,24 @@ def test_the_checkpoint_s_own_graph_mixes_the_samples_of_a_batch(estimator_dir: 
     assert np.abs(a[0] - estimator_dir.predict(first)[0]).max() > 1e-2
 
 
+def test_frozen_without_the_training_mode_pass_a_sample_s_output_depends_on_its_batch(
+        estimator_dir: EstimatorDir, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What freeze wrote before: the TRAIN graph frozen as it is, verified against itself (max abs diff 0) and yet
+    giving the first sample another answer when its neighbours (dump-bin's zero padding) change."""
+    import ckpt2pb.freeze
+    from ckpt2pb.training_mode import TrainingMode
+
+    monkeypatch.setattr(ckpt2pb.freeze, "find_training_mode", lambda graph_def, targets: TrainingMode())
+    report = freeze_model(estimator_dir.model_dir, tmp_path / "model",
+                          FreezeOptions(outputs=("logits",), inputs=(FREEZE_ARGS[1],), batch=BATCH))
+    assert report.verification is not None and report.verification.worst <= report.verification.tolerance
+    first, second = _batches()
+    with_neighbours = tf_outputs(report.contract, {"IteratorGetNext:0": first})[0]
+    with_padding = tf_outputs(report.contract, {"IteratorGetNext:0": second})[0]
+    assert np.abs(with_neighbours[0] - with_padding[0]).max() > 1e-2
+    assert np.abs(with_neighbours - estimator_dir.predict(first)).max() > 1e-2
+
+
 def test_freeze_puts_the_training_graph_in_inference_mode_and_says_so(
         estimator_dir: EstimatorDir, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     outcome = run_cli(capsys, "freeze", str(estimator_dir.model_dir), "-o", str(tmp_path / "model"), *FREEZE_ARGS)
