@@ -298,11 +298,22 @@ def _scaled(ref: str, nodes: dict[str, Any], ranges: dict[str, ValueRange]) -> t
     return None
 
 
+def _is_weight_sized(node: Any) -> bool:
+    """A constant of more than one element (a frozen graph's weight)."""
+    if node.op != "Const":
+        return False
+    count = 1
+    for dim in node.attr["value"].tensor.tensor_shape.dim:
+        count *= max(dim.size, 0)
+    return count > 1
+
+
 def _inverted_dropouts(graph_def: Any, nodes: dict[str, Any], scope: Collection[str]) -> list[TrainingModeOp]:
     samplers = [name for name in scope if "Random" in nodes[name].op]
     if not samplers:
         return []
-    ranges = value_ranges(graph_def, scope)
+    # A dropout's rate, keep probability and scale are scalars: no weight is read into memory for its range.
+    ranges = value_ranges(graph_def, {name for name in scope if not _is_weight_sized(nodes[name])})
     found = []
     for name in sorted(scope):
         node = nodes[name]
