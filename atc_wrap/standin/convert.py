@@ -27,6 +27,7 @@ from atc_wrap.standin._generated_names import (
 )
 from atc_wrap.standin.converter_names import recording_type_named_nodes, store_type_named
 from atc_wrap.standin.emulation import Emulation, emulate_precision
+from atc_wrap.standin.functional_loops import loops_kept_functional, nested_loops
 from binio.atomic import write_bytes_atomic
 from binio.errors import first_line
 from binio.graph_types import GraphDef
@@ -156,6 +157,11 @@ def _tf2onnx(graph_def: GraphDef, pb: Path, inputs: Sequence[TensorSpec], output
     try:
         model, drawn, type_named = _tf2onnx_once(graph_def, pb, inputs, outputs, opset, rollback=False)
     except Exception as exc:
+        if nested := nested_loops(graph_def):
+            raise ConvertError(f"{pb}: tf2onnx cannot convert a loop nested in another loop's body: "
+                               f"{', '.join(nested)}",
+                               hint="unroll the inner loop (a fixed loop: a Python loop, tf.compat.v1.nn.static_rnn)"
+                               ) from None
         if not _raised_by_an_optimizer(exc):
             _conversion_failed(exc, pb)
         log.info("a tf2onnx optimizer pass failed (%s): converting again with its rollback", first_line(exc, ""))
@@ -176,7 +182,8 @@ def _tf2onnx_once(graph_def: GraphDef, pb: Path, inputs: Sequence[TensorSpec], o
     """One conversion: the model, the name numbers tf2onnx drew, the nodes it named after their type."""
     import tf2onnx
 
-    with _NAMING, recording_type_named_nodes() as type_named, _optimizer_rollback(rollback):
+    with _NAMING, recording_type_named_nodes() as type_named, _optimizer_rollback(rollback), \
+            loops_kept_functional(graph_def):  # tf2onnx's TF1 loop rewriter loses TensorLists' types
         before = counter()
         model, _ = tf2onnx.convert.from_graph_def(
             graph_def, name=pb.stem, input_names=[s.name for s in inputs],
