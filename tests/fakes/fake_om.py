@@ -17,6 +17,20 @@ _ORT_TYPES = {"tensor(float)": np.float32, "tensor(float16)": np.float16, "tenso
               "tensor(uint8)": np.uint8, "tensor(bool)": np.bool_}
 
 
+# A fake om that carries its model (what the fake atc writes with FAKE_ATC_COMPILE=onnx): this line, then the
+# ONNX model's bytes. It goes wherever the om goes (an Ascend host over SSH), with no model.onnx beside it.
+EMBEDDED = b"fake om: an ONNX model follows\n"
+
+
+def onnx_of(om: Path) -> str | bytes:
+    """The ONNX model a fake om runs: the one it carries, else model.onnx beside it."""
+    with open(om, "rb") as handle:
+        head = handle.read(len(EMBEDDED))
+    if head == EMBEDDED:
+        return om.read_bytes()[len(EMBEDDED):]
+    return str(om.with_suffix(".onnx"))
+
+
 def input_names(dirs: list[Path]) -> list[str]:
     return sorted(p.name for p in dirs[0].iterdir() if p.suffix == ".bin")
 
@@ -27,7 +41,7 @@ def run_om(om: Path, dirs: list[Path],
     the tool was given (None: the model's own, static shapes)."""
     import onnxruntime as ort
 
-    session = ort.InferenceSession(str(om.with_suffix(".onnx")), providers=["CPUExecutionProvider"])
+    session = ort.InferenceSession(onnx_of(om), providers=["CPUExecutionProvider"])
     results = []
     for name in input_names(dirs):
         feeds = {}
@@ -47,7 +61,7 @@ def output_buffer_sizes(om: Path, gears: FakeGears | None) -> list[int | None]:
     are their own size."""
     import onnxruntime as ort
 
-    session = ort.InferenceSession(str(om.with_suffix(".onnx")), providers=["CPUExecutionProvider"])
+    session = ort.InferenceSession(onnx_of(om), providers=["CPUExecutionProvider"])
     if gears is None:
         return [None] * len(session.get_outputs())
     if gears.kind == "range":
