@@ -36,6 +36,11 @@ from binio.gears import DynamicShape
 from binio.spec import LAYOUTS, TensorSpec, output_index
 
 FRAMEWORK_TENSORFLOW = "3"
+# The options whose value is a file ATC reads (``--flag=PATH``), as `build_atc_command` writes them; ``--output`` is
+# the om's path less ``.om``. What runs ATC elsewhere (an Ascend host over SSH) sends these files and names them there.
+ATC_FILE_OPTIONS: tuple[str, ...] = ("--model", "--insert_op_conf", "--fusion_switch_file", "--keep_dtype",
+                                     "--modify_mixlist", "--customize_dtypes")
+ATC_OUTPUT_OPTION = "--output"
 
 
 @dataclass(frozen=True)

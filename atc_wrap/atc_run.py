@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from atc_wrap.atc_command import AtcCommand
 from atc_wrap.errors import ConvertError
@@ -74,8 +76,21 @@ def require_atc() -> Path:
     return found
 
 
-def run_atc(command: AtcCommand, *, timeout: float) -> AtcRun:
-    """Runs the command; returns only when ATC converted, else raises `ConvertError` naming its error codes."""
+class AtcExecutor(Protocol):
+    """Runs an ATC argv to its end and returns what it did, leaving the om at `om` when ATC wrote one: here
+    (`run_tool` in `cwd`), or elsewhere (an Ascend host over SSH, `infer.remote`) with the om fetched back."""
+
+    def __call__(self, argv: Sequence[str], *, timeout: float, cwd: Path, om: Path) -> ToolResult: ...
+
+
+def run_here(argv: Sequence[str], *, timeout: float, cwd: Path, om: Path) -> ToolResult:
+    """ATC on this machine."""
+    return run_tool(argv, timeout=timeout, cwd=cwd)
+
+
+def run_atc(command: AtcCommand, *, timeout: float, execute: AtcExecutor = run_here) -> AtcRun:
+    """Runs the command (through `execute`: here by default); returns only when ATC converted, else raises
+    `ConvertError` naming its error codes."""
     om = command.om
     try:
         om.parent.mkdir(parents=True, exist_ok=True)
@@ -83,7 +98,7 @@ def run_atc(command: AtcCommand, *, timeout: float) -> AtcRun:
         raise ConvertError(f"{om.parent}: cannot create the output folder ({exc.strerror})") from None
     before = om.stat().st_mtime_ns if om.exists() else None
     try:
-        result = run_tool(command.argv, timeout=timeout, cwd=om.parent)
+        result = execute(command.argv, timeout=timeout, cwd=om.parent, om=om)
         judge_output(result, om)
     except BaseException:
         # Leave no om behind that this failed run wrote, so nobody runs a half-converted model.

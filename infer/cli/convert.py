@@ -36,10 +36,11 @@ def convert(
     from binio.process import quote_command
     from infer.contract import load_contract
     from infer.convert import choose_target, convert_model
+    from infer.remote import remote_given
 
     contract = load_contract(model)
     if options.use_om is None:
-        chosen, reason = choose_target(options.target)
+        chosen, reason = choose_target(options.target, remote=remote_given(options.remote))
         if options.target is None:
             say(reason)
         options = replace(options, target=chosen)

@@ -11,7 +11,7 @@ from typing import Any
 
 from atc_wrap.aipp import AippConfig
 from atc_wrap.atc_command import AtcOptions, build_atc_command
-from atc_wrap.atc_run import find_atc, require_atc, run_atc
+from atc_wrap.atc_run import find_atc, require_atc, run_atc, run_here
 from atc_wrap.dynamic_shapes import check_dynamic
 from atc_wrap.errors import ConvertError
 from atc_wrap.op_controls import check_mixlist_mode, ignored_controls, read_op_controls
@@ -36,6 +36,7 @@ from infer.convert._precheck import prepare
 from infer.convert._use_om import use_om
 from infer.convert.options import TARGETS, ConvertOptions
 from infer.convert.result import ConvertResult
+from infer.remote import AtcOnHost, convert_on_host, remote_given
 
 
 def convert_model(model: ModelContract | Path | str, options: ConvertOptions | None = None, *,
@@ -50,9 +51,11 @@ def convert_model(model: ModelContract | Path | str, options: ConvertOptions | N
     check_precision_mode(options.precision_mode)
     _check_batch_fits(contract)
     check_mixlist_mode(options.modify_mixlist, options.precision_mode)
-    target, reason = choose_target(options.target)
+    target, reason = choose_target(options.target, remote=remote_given(options.remote))
     if target == "onnx":
         return _convert_onnx(contract, options, reason, on_step)
+    if remote_given(options.remote):  # ATC on an Ascend host: the same conversion, run there
+        return convert_on_host(contract, options, reason, on_step, _convert_om)
     return _convert_om(contract, options, reason, on_step)
 
 
@@ -64,12 +67,18 @@ def _check_batch_fits(contract: ModelContract) -> None:
                hint="re-freeze with a smaller --batch or fixed shapes (infer freeze --inputs 'NAME[DIMS]')")
 
 
-def choose_target(asked: str | None) -> tuple[str, str]:
-    """The target and one plain line saying why: om where ATC is found, else the ONNX stand-in."""
+def choose_target(asked: str | None, *, remote: bool = False) -> tuple[str, str]:
+    """The target and one plain line saying why: om where ATC is found (or on the Ascend host `remote` says is
+    given), else the ONNX stand-in."""
     if asked is not None:
         if asked not in TARGETS:
             raise ConvertError(f"--target {asked!r}: expected one of {', '.join(TARGETS)}")
+        if remote and asked != "om":
+            raise ConvertError(f"--host with --target {asked}: the stand-in converts here, ATC on the host",
+                               hint="leave out --host, or --target om")
         return asked, f"target {asked}, as asked"
+    if remote:
+        return "om", "an Ascend host is given (--host): converting to om with ATC there"
     atc = find_atc()
     if atc is None:
         return "onnx", "ATC not found: converting to the ONNX Runtime stand-in (--target om to insist)"
@@ -142,8 +151,10 @@ def _with_aipp(settings: dict[str, Any], options: ConvertOptions, config: AippCo
         settings["aipp"] = aipp_record(config, options.aipp, _relative(destination, folder))
 
 
-def _convert_om(contract: ModelContract, options: ConvertOptions, reason: str, on_step: OnStep) -> ConvertResult:
-    atc = find_atc() if options.dry_run else require_atc()
+def _convert_om(contract: ModelContract, options: ConvertOptions, reason: str, on_step: OnStep,
+                host: AtcOnHost | None = None) -> ConvertResult:
+    """ATC here, or on the Ascend host `host` runs it on (`infer.remote`), the argv the same."""
+    atc = host.atc if host is not None else find_atc() if options.dry_run else require_atc()
     om = _artefact(contract, options, ".om")
     aipp, aipp_file, aipp_text = _aipp(contract, options, om)
     graph_def = read_graph_def(contract.pb_path)
@@ -166,12 +177,13 @@ def _convert_om(contract: ModelContract, options: ConvertOptions, reason: str, o
     prepared = prepare(contract, options, graph_def, command.controls, target="om")
     if options.dry_run:
         return ConvertResult(contract=contract, target="om", artefact=om, target_reason=reason,
-                             command=command.argv, dry_run=True, ignored=ignored, notes=notes,
+                             command=host.shown(command.argv) if host is not None else command.argv, dry_run=True,
+                             ignored=ignored, notes=notes,
                              aipp_file=aipp_file, plan=prepared.plan, findings=prepared.lines)
     before = _write_aipp(aipp_file, aipp_text)  # ATC reads it: written first, put back if ATC fails
     try:
         on_step(f"running ATC for {options.soc_version or 'the chip'} (minutes on a large model)")
-        run = run_atc(command, timeout=options.timeout)
+        run = run_atc(command, timeout=options.timeout, execute=host if host is not None else run_here)
     except BaseException:
         _restore_aipp(aipp_file, before)
         raise
@@ -185,6 +197,8 @@ def _convert_om(contract: ModelContract, options: ConvertOptions, reason: str, o
         "atc_args": list(options.atc_args), "seconds": round(run.seconds, 3), "warnings": list(run.warnings),
     }
     _with_aipp(settings, options, aipp, aipp_file, contract.folder)
+    if host is not None and host.record is not None:  # where the om was built, with what, what was sent
+        settings["remote"] = host.record.to_json()
     converted = with_om_record(contract, ConvertedInfo(
         target="om", path=_relative(om, contract.folder), sha256=sha256_file(om), inputs=command.inputs,
         outputs=command.outputs, soc_version=options.soc_version, precision_mode=options.precision_mode,

@@ -15,6 +15,7 @@ from binio.errors import InferError
 from binio.gears import BATCH, DIMS, IMAGE_SIZE, Gear, check_gear_list, parse_gear_list
 from infer._option_fields import setting, type_name
 from infer.aipp.options import AippOptions
+from infer.remote.options import RemoteOptions
 
 TARGETS: tuple[str, ...] = ("om", "onnx")
 
@@ -144,3 +145,7 @@ class ConvertOptions:
         help="Preprocess on the NPU: aipp.cfg is written beside the model from the color, scale, mean and std "
              "([data.preprocessing] in pipeline.toml) and passed to ATC (--insert_op_conf); the model then takes "
              "uint8 images.")
+    # ATC on an Ascend host over SSH: --host and its flags; a pipeline's [remote] table (docs/remote.md)
+    remote: RemoteOptions | None = setting(None, toml=False, switch=False, help="the pipeline's [remote] table",
+                                           needs=("these say how to reach the Ascend host",
+                                                  "add --host [USER@]HOST[:PORT]"))

@@ -7,13 +7,18 @@ from typing import TYPE_CHECKING
 from infer._exports import lazy_exports
 
 if TYPE_CHECKING:
+    from infer.remote._atc import AtcOnHost, convert_on_host
     from infer.remote.npu_smi import NpuChip, NpuSmiInfo, parse_npu_smi_info
-    from infer.remote.options import RemoteError, RemoteOptions
+    from infer.remote.options import RemoteError, RemoteOptions, remote_given
     from infer.remote.record import RemoteRecord, Traffic
 
-__all__ = ["NpuChip", "NpuSmiInfo", "RemoteError", "RemoteOptions", "RemoteRecord", "Traffic", "parse_npu_smi_info"]
+__all__ = ["AtcOnHost", "NpuChip", "NpuSmiInfo", "RemoteError", "RemoteOptions", "RemoteRecord", "Traffic",
+           "convert_on_host", "parse_npu_smi_info", "remote_given"]
 
 __getattr__, __dir__ = lazy_exports(__name__, {
+    "AtcOnHost": "infer.remote._atc",
+    "convert_on_host": "infer.remote._atc",
+    "remote_given": "infer.remote.options",
     "NpuChip": "infer.remote.npu_smi",
     "NpuSmiInfo": "infer.remote.npu_smi",
     "RemoteError": "infer.remote.options",

@@ -66,13 +66,15 @@ class Ended:
 
 
 def ended(output: str, nonce: str, returncode: int) -> Ended:
-    """Splits the marker off `output` (a tty's \\r\\n made \\n)."""
-    body = output.replace("\r\n", "\n").rstrip("\n")
-    found = re.search(rf"(?:^|\n){re.escape(nonce)} (exit (-?\d+)|{ENV_MISSING}|{NO_DIR}|{NO_TOOL})\Z", body)
+    """Splits the marker off `output` (a tty's \\r\\n made \\n); what follows the marker is ssh's own (``Shared
+    connection to ... closed.``), not the tool's."""
+    text = output.replace("\r\n", "\n")
+    markers = re.finditer(rf"(?:^|\n){re.escape(nonce)} (exit (-?\d+)|{ENV_MISSING}|{NO_DIR}|{NO_TOOL})(?=\n|\Z)", text)
+    found = next(iter(reversed(list(markers))), None)  # the last: a tool cannot print the nonce before it
     if found is None:
-        return Ended(status="", code=returncode, output=output.replace("\r\n", "\n"))
+        return Ended(status="", code=returncode, output=text)
     kind = found.group(1)
     status = "exit" if kind.startswith("exit") else kind
     code = int(found.group(2)) if found.group(2) is not None else returncode
-    printed = body[: found.start()].rstrip("\n")  # less the line break the marker adds before itself
+    printed = text[: found.start()].rstrip("\n")  # less the line break the marker adds before itself
     return Ended(status=status, code=code, output=printed + "\n" if printed else "")

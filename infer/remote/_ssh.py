@@ -119,6 +119,8 @@ class Connection:
         """ssh's -o options: infer's first (ssh takes the first value it is given for each), then the user's."""
         own = ["-o", "BatchMode=yes", "-o", f"ControlPath={self.control}",
                "-o", "ControlMaster=yes" if master else "ControlMaster=no"]
+        if not master:  # no "Shared connection to HOST closed." after every command: errors only
+            own += ["-o", "LogLevel=ERROR"]
         if master:
             own += ["-o", f"ControlPersist={PERSIST_S}"]
         if not any(o.lower().startswith("connecttimeout=") for o in self.options.ssh_options):
