@@ -8,12 +8,14 @@ from infer._exports import lazy_exports
 
 if TYPE_CHECKING:
     from infer.remote._atc import AtcOnHost, convert_on_host
+    from infer.remote._ssh import held_connections
+    from infer.remote._tools import ToolsOnHost
     from infer.remote.npu_smi import NpuChip, NpuSmiInfo, parse_npu_smi_info
     from infer.remote.options import RemoteError, RemoteOptions, remote_given
-    from infer.remote.record import RemoteRecord, Traffic
+    from infer.remote.record import RemoteRecord, Traffic, merged_remote
 
-__all__ = ["AtcOnHost", "NpuChip", "NpuSmiInfo", "RemoteError", "RemoteOptions", "RemoteRecord", "Traffic",
-           "convert_on_host", "parse_npu_smi_info", "remote_given"]
+__all__ = ["AtcOnHost", "NpuChip", "NpuSmiInfo", "RemoteError", "RemoteOptions", "RemoteRecord", "ToolsOnHost",
+           "Traffic", "convert_on_host", "held_connections", "merged_remote", "parse_npu_smi_info", "remote_given"]
 
 __getattr__, __dir__ = lazy_exports(__name__, {
     "AtcOnHost": "infer.remote._atc",
@@ -24,6 +26,9 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     "RemoteError": "infer.remote.options",
     "RemoteOptions": "infer.remote.options",
     "RemoteRecord": "infer.remote.record",
+    "ToolsOnHost": "infer.remote._tools",
+    "held_connections": "infer.remote._ssh",
+    "merged_remote": "infer.remote.record",
     "Traffic": "infer.remote.record",
     "parse_npu_smi_info": "infer.remote.npu_smi",
 })

@@ -20,7 +20,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from binio.process import ToolError, ToolResult, run_tool
@@ -220,7 +220,7 @@ class _Shared:
 
     @contextlib.contextmanager
     def connection(self, options: RemoteOptions, address: HostAddress) -> Iterator[Connection]:
-        key = (address.text, options)
+        key = (address.text, replace(options, host=()))  # a shard's options name its one host of the run's
         with self._lock:
             found = self._open.get(key)
             if found is None:
@@ -243,6 +243,17 @@ class _Shared:
 
 
 SHARED = _Shared()
+
+
+@contextlib.contextmanager
+def held_connections(options: RemoteOptions | None) -> Iterator[None]:
+    """Every host of `options` connected while the body runs (a sharded run: its shards come and go, the
+    connections stay); nothing for a run here."""
+    with contextlib.ExitStack() as stack:
+        if options is not None:
+            for address in options.addresses:
+                stack.enter_context(SHARED.connection(options, address))
+        yield
 
 
 def forget_connections_after_fork() -> None:

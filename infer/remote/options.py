@@ -174,10 +174,6 @@ class RemoteOptions:
                                            decode=_ssh_option_table,
                                            help="One more ssh option, KEY=VALUE (IdentityFile=~/.ssh/ascend, "
                                                 "ProxyJump=bastion); repeatable.")
-    # Set by `infer run --resume` (not a flag of its own): outputs a host finished before the connection was cut
-    # are fetched instead of computed again.
-    resume: bool = setting(False, toml=False, flag=False)
-
     def __post_init__(self) -> None:
         for host in self.host:
             parse_host(host)

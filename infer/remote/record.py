@@ -6,7 +6,7 @@ Both are optional keys of their documents (absent for a stage run here), so neit
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 
@@ -88,3 +88,11 @@ class RemoteRecord:
                    tool=str(data.get("tool", "")), transfer=str(data.get("transfer", "")),
                    versions={str(k): str(v) for k, v in dict(data.get("versions", {})).items()},
                    chips=tuple(str(c) for c in data.get("chips", [])), traffic=Traffic.from_json(data))
+
+
+def merged_remote(first: RemoteRecord | None, other: RemoteRecord | None) -> RemoteRecord | None:
+    """Shards' records as one: the first's, with every host named and every shard's traffic summed."""
+    if other is None or first is None:
+        return first or other
+    hosts = ", ".join(dict.fromkeys([*first.host.split(", "), other.host]))
+    return replace(first, host=hosts, traffic=first.traffic.plus(other.traffic))

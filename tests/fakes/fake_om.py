@@ -7,6 +7,7 @@ msame reads them.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -23,12 +24,29 @@ EMBEDDED = b"fake om: an ONNX model follows\n"
 
 
 def onnx_of(om: Path) -> str | bytes:
-    """The ONNX model a fake om runs: the one it carries, else model.onnx beside it."""
+    """The ONNX model a fake om runs: the one it carries, else model.onnx beside it, else (a real-format om,
+    tests/npu_models.py's, copied elsewhere: an Ascend host's working folder) the one beside the pb its atc_cmdline
+    names, as the fake device computes its dump from that pb."""
     with open(om, "rb") as handle:
         head = handle.read(len(EMBEDDED))
     if head == EMBEDDED:
         return om.read_bytes()[len(EMBEDDED):]
-    return str(om.with_suffix(".onnx"))
+    beside = om.with_suffix(".onnx")
+    if not beside.is_file():
+        pb = _converted_pb(om)
+        if pb is not None and pb.with_suffix(".onnx").is_file():
+            return str(pb.with_suffix(".onnx"))
+    return str(beside)
+
+
+def _converted_pb(om: Path) -> Path | None:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: tests.npu_device
+    try:
+        from tests.npu_device import pb_of, read_device_model
+
+        return pb_of(read_device_model(om, set()))
+    except Exception:  # not a real-format om: nothing names a pb
+        return None
 
 
 def input_names(dirs: list[Path]) -> list[str]:
