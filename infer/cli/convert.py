@@ -79,6 +79,12 @@ def convert(
     else:
         show(f"wrote {shown_path(result.artefact)} ({converted.target}, {converted.precision_mode}, "
              f"sha256 {converted.sha256[:12]}) in {result.seconds:.1f} s")
+    built = converted.settings.get("remote")
+    if isinstance(built, dict):  # ATC ran on an Ascend host: where, and what went back and forth
+        from infer.remote import RemoteRecord
+
+        remote = RemoteRecord.from_json(built)
+        show(f"built on {remote.host} ({remote.tool}): {remote.traffic.describe()}")
     io = ", ".join(f"{s.name} {s.dtype}" for s in (*converted.inputs, *converted.outputs))
     show(f"inputs/outputs: {io}")
     if converted.gears is not None:  # dump-bin, run and compare take only these shapes

@@ -13,12 +13,16 @@ if TYPE_CHECKING:
     from infer.remote.npu_smi import NpuChip, NpuSmiInfo, parse_npu_smi_info
     from infer.remote.options import RemoteError, RemoteOptions, remote_given
     from infer.remote.record import RemoteRecord, Traffic, merged_remote
+    from infer.remote.survey import HostSurvey, survey_host
 
-__all__ = ["AtcOnHost", "NpuChip", "NpuSmiInfo", "RemoteError", "RemoteOptions", "RemoteRecord", "ToolsOnHost",
-           "Traffic", "convert_on_host", "held_connections", "merged_remote", "parse_npu_smi_info", "remote_given"]
+__all__ = ["AtcOnHost", "HostSurvey", "NpuChip", "NpuSmiInfo", "RemoteError", "RemoteOptions", "RemoteRecord",
+           "ToolsOnHost", "Traffic", "convert_on_host", "held_connections", "merged_remote", "parse_npu_smi_info",
+           "remote_given", "survey_host"]
 
 __getattr__, __dir__ = lazy_exports(__name__, {
     "AtcOnHost": "infer.remote._atc",
+    "HostSurvey": "infer.remote.survey",
+    "survey_host": "infer.remote.survey",
     "convert_on_host": "infer.remote._atc",
     "remote_given": "infer.remote.options",
     "NpuChip": "infer.remote.npu_smi",

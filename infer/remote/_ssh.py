@@ -65,7 +65,7 @@ def connection_error(host: str, output: str, *, when: str = "") -> RemoteError:
     in one line naming the host and what to do."""
     text = output.replace("\r\n", "\n")
     reason = _reason(text)
-    doing = f" ({when})" if when else ""
+    doing = f" while {when}" if when else ""
     if "REMOTE HOST IDENTIFICATION HAS CHANGED" in text or "Host key verification failed" in text or (
             "host key" in text.lower() and ("is known" in text or "not known" in text or "mismatch" in text)):
         first = next((line.strip() for line in text.splitlines()
@@ -77,26 +77,26 @@ def connection_error(host: str, output: str, *, when: str = "") -> RemoteError:
                                 "administrator, then connect once by hand (ssh HOST), or remove a stale entry with "
                                 "ssh-keygen -R HOST")
     if "Permission denied" in text or "Too many authentication failures" in text:
-        return RemoteError(f"{host}: no key of yours is accepted{doing} ({reason}); infer's ssh runs with "
-                           "BatchMode=yes and never asks for a password",
+        return RemoteError(f"{host}: no key of yours is accepted{doing}: {reason} (infer's ssh runs with "
+                           "BatchMode=yes and never asks for a password)",
                            hint="install a key once: ssh-keygen (if you have none), then ssh-copy-id HOST; an "
                                 "IdentityFile goes in ~/.ssh/config or --ssh-option IdentityFile=...")
     if re.search(r"Could not resolve hostname|Name or service not known|nodename nor servname", text):
-        return RemoteError(f"{host}: unknown host{doing} ({reason})",
+        return RemoteError(f"{host}: unknown host{doing}: {reason}",
                            hint="check the name, or the alias's Host entry in ~/.ssh/config")
     if re.search(r"Connection refused|Connection timed out|No route to host|Network is unreachable|"
                  r"Operation timed out|timed out during banner exchange", text):
-        return RemoteError(f"{host}: unreachable{doing} ({reason})",
+        return RemoteError(f"{host}: unreachable{doing}: {reason}",
                            hint="is the host up and its sshd listening on that port? ssh -v HOST shows where it stops")
     if NO_SPACE in text:
         return disk_full(host, reason)
-    return RemoteError(f"{host}: the connection dropped{doing} ({reason})",
+    return RemoteError(f"{host}: the connection dropped{doing}: {reason}",
                        hint="run the same command again: what reached the host is kept there and not sent again "
                             "(infer run --resume goes on with the batches that did not finish)")
 
 
 def disk_full(host: str, reason: str, where: str = "") -> RemoteError:
-    return RemoteError(f"{host}: the host's disk is full{f' under {where}' if where else ''} ({reason})",
+    return RemoteError(f"{host}: the host's disk is full{f' under {where}' if where else ''}: {reason}",
                        hint="free space there (infer doctor --host shows it; the working folder's store/ may be "
                             "emptied), or give --remote-workdir on a larger disk")
 
@@ -144,7 +144,7 @@ class Connection:
             result = run_tool(argv, timeout=CONNECT_TIMEOUT_S * 4 + 30)
         except ToolError as exc:
             self._remove_folder()
-            raise RemoteError(f"{self.name}: ssh did not connect ({exc.message.splitlines()[0]})",
+            raise RemoteError(f"{self.name}: ssh did not connect: {exc.message.splitlines()[0]}",
                               hint="ssh -v HOST shows where it stops") from None
         except BaseException:
             self._remove_folder()

@@ -69,7 +69,7 @@ def _failed(connection: Connection, tool: str, result: ToolResult, doing: str) -
     if NO_SPACE in result.output:
         line = next(line.strip() for line in result.output.splitlines() if NO_SPACE in line)
         return disk_full(connection.name, line)
-    return connection_error(connection.name, result.output, when=f"{doing} with {tool}, exit {result.returncode}")
+    return connection_error(connection.name, result.output, when=f"{doing} files ({tool}, exit {result.returncode})")
 
 
 def _run(connection: Connection, argv: list[str], tool: str, doing: str) -> ToolResult:
