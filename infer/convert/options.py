@@ -146,6 +146,6 @@ class ConvertOptions:
              "([data.preprocessing] in pipeline.toml) and passed to ATC (--insert_op_conf); the model then takes "
              "uint8 images.")
     # ATC on an Ascend host over SSH: --host and its flags; a pipeline's [remote] table (docs/remote.md)
-    remote: RemoteOptions | None = setting(None, toml=False, switch=False, help="the pipeline's [remote] table",
+    remote: RemoteOptions | None = setting(None, toml=False, switch=False, help="in [remote]",
                                            needs=("these say how to reach the Ascend host",
                                                   "add --host [USER@]HOST[:PORT]"))

@@ -3,9 +3,10 @@ tools it has and the chips npu-smi lists. Everything is asked in as few round tr
 stage starts, one more for the tools' versions and npu-smi when a stage needs them).
 
 The env script: the one ``--env-script`` names, else the first of CANN's usual places that exists on the host
-(DESIGN.md: the toolkit's ``set_env.sh``, then the ``nnae`` and ``nnrt`` runtimes', under /usr/local/Ascend or,
-for a non-root install, ~/Ascend; older CANN kept it under ``ascend-toolkit/latest/``). None found is not an error
-by itself: a host whose login already sets CANN up runs the tools as they are, and a tool then missing says so.
+(CANN's install layout: the toolkit's ``set_env.sh``, then the ``nnae`` and ``nnrt`` runtimes', under
+/usr/local/Ascend or, for a non-root install, ~/Ascend; older CANN kept it under ``ascend-toolkit/latest/``). None
+found is not an error by itself: a host whose login already sets CANN up runs the tools as they are, and a tool
+then missing says so.
 """
 
 from __future__ import annotations

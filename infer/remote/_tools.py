@@ -27,6 +27,7 @@ from typing import Protocol
 
 from binio.manifest import DatasetManifest
 from binio.process import ToolResult
+from binio.reading import parse_json, read_text_file
 from infer.contract import ModelContract
 from infer.remote._host import Host, open_host
 from infer.remote._workspace import COMPLETE, Blob, Workspace, blob_of, folder_key
@@ -181,7 +182,8 @@ class ToolsOnHost:
         acl_json = runner.acl_json
         if acl_json is None:
             return None
-        document = json.loads(Path(acl_json).read_text(encoding="utf-8"))
+        document = parse_json(read_text_file(Path(acl_json), what="the run's acl.json"), named=str(acl_json),
+                              what="the run's acl.json")
         document["dump"]["dump_path"] = dump_there
         written = scratch / "acl.json"
         written.write_text(json.dumps(document), encoding="utf-8")

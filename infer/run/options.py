@@ -51,7 +51,7 @@ class RunOptions:
                                                     "start (for onnxrt and tf, what they would run) and run "
                                                     "nothing, writing nothing.")
     # msame or ais_bench on an Ascend host over SSH: --host and its flags; a pipeline's [remote] table
-    remote: RemoteOptions | None = setting(None, toml=False, switch=False, help="the pipeline's [remote] table",
+    remote: RemoteOptions | None = setting(None, toml=False, switch=False, help="in [remote]",
                                            needs=("these say how to reach the Ascend host",
                                                   "add --host [USER@]HOST[:PORT]"))
     # The sha256 of another model whose bins this run takes on purpose (compare's emulated precision runs a model

@@ -70,11 +70,12 @@ def main() -> int:
 
 def compiled(argv: list[str]) -> bytes:
     """The pb as an ONNX model, by tf2onnx: what this fake's om computes."""
-    import tensorflow as tf
     import tf2onnx
 
-    graph_def = tf.compat.v1.GraphDef()
-    graph_def.ParseFromString(Path(option(argv, "model")).read_bytes())
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: its one pb reader
+    from ckpt2pb.protobuf import read_graph_def
+
+    graph_def = read_graph_def(Path(option(argv, "model")))
     inputs = [f"{part.rpartition(':')[0]}:0" for part in option(argv, "input_shape").split(";")]
     outputs = option(argv, "out_nodes").split(";")
     model, _ = tf2onnx.convert.from_graph_def(graph_def, input_names=inputs, output_names=outputs, opset=13)
