@@ -72,7 +72,7 @@ def folder_key(placed: Sequence[tuple[Blob, str]]) -> str:
 _STATE = r"""cd -- "$1" || exit 1; shift
 printf 'free_kb=%s\n' "$(df -Pk . 2>/dev/null | awk 'NR==2 {print $4}')"
 for marker in "$@"; do [ -e "$marker" ] && printf 'marker=%s\n' "$marker"; done
-[ -d store ] && find store -type f -name '*-*' -printf 'blob=%f\t%s\n'
+[ -d store ] && find store -type f -name '*-*' ! -path '*/.infer-partial/*' -printf 'blob=%f\t%s\n'
 exit 0
 """
 

@@ -281,10 +281,18 @@ class ShardedRun:
         devices = list(dict.fromkeys(s.device for s in scale_out.shards if s.device))
         first_command = next((s.command for s in scale_out.shards if s.command), ())
         return replace(base, outputs=book.outputs or base.outputs, stems=stems, rows=tuple(rows_of[s] for s in stems),
-                       remote=book.remote,
+                       remote=self._remote(),
                        latency=latency_stats(per_batch, per_batch), throughput=sum(rates) if rates else None,
                        completed=completed, device=", ".join(devices) or base.device, tool_command=first_command,
                        finished=now(), scale_out=scale_out).save()
+
+    def _remote(self) -> RemoteRecord | None:
+        """The shards' hosts' record, its hosts in --host's order (the book has them in the order shards ended)."""
+        remote, asked = self.book.remote, self.task_options.remote
+        if remote is None or asked is None:
+            return remote
+        ran = remote.host.split(", ")
+        return replace(remote, host=", ".join(host for host in asked.host if host in ran) or remote.host)
 
     def finish(self) -> RunResult:
         """The final record; a run with a failed shard or a missing batch raises, naming the shards."""

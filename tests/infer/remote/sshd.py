@@ -47,7 +47,8 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def _keygen(path: Path) -> None:
+def keygen(path: Path) -> None:
+    """A throwaway ed25519 key pair: `path` and `path`.pub."""
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "infer-tests", "-f", str(path)], check=True)
 
 
@@ -92,6 +93,15 @@ class SshServer:
         """Lines the env script sources last (FAKE_NPU_SMI=..., a PATH without msame)."""
         (self.home / "fake-env.sh").write_text(text)
 
+    def host_tool(self, name: str, script: str | None) -> None:
+        """A tool on the login's PATH of the host (~/bin), standing in for the host's own; None removes it."""
+        path = self.home / "bin" / name
+        if script is None:
+            path.unlink(missing_ok=True)
+            return
+        path.write_text(script)
+        path.chmod(0o755)
+
     def sessions(self) -> list[int]:
         """The pids of the sshd processes serving connections (the listener's children)."""
         found = subprocess.run(["pgrep", "-P", str(self.process.pid)], capture_output=True, text=True)
@@ -109,15 +119,17 @@ class SshServer:
             self.process.wait()
 
 
-def start_sshd(root: Path, *, remote_path: str = "/usr/local/bin:/usr/bin:/bin") -> SshServer:
-    """sshd on 127.0.0.1 on a free port, serving the current user from `root`."""
+def start_sshd(root: Path, *, remote_path: str = "{home}/bin:/usr/local/bin:/usr/bin:/bin") -> SshServer:
+    """sshd on 127.0.0.1 on a free port, serving the current user from `root`; the login's PATH is `remote_path`
+    (``{home}`` the remote home: its bin/ is where a test puts a tool that stands in for the host's own)."""
     root.mkdir(parents=True, exist_ok=True)
     os.chmod(root, 0o700)
     host_key, client_key = root / "host_key", root / "client_key"
-    _keygen(host_key)
-    _keygen(client_key)
+    keygen(host_key)
+    keygen(client_key)
     shutil.copyfile(client_key.with_suffix(".pub"), root / "authorized_keys")
     home = root / "home"
+    (home / "bin").mkdir(parents=True)
     toolkit = home / "Ascend" / "ascend-toolkit"
     (toolkit / "latest" / "compiler").mkdir(parents=True)
     (toolkit / "latest" / "compiler" / "version.info").write_text("Version=7.0.0\n")
@@ -130,7 +142,8 @@ def start_sshd(root: Path, *, remote_path: str = "/usr/local/bin:/usr/bin:/bin")
             f"AuthorizedKeysFile {root / 'authorized_keys'}", "PubkeyAuthentication yes",
             "PasswordAuthentication no", "KbdInteractiveAuthentication no", "PermitRootLogin prohibit-password",
             "UsePAM no", "StrictModes no", "MaxSessions 64", "MaxStartups 64",
-            f"SetEnv HOME={home} PATH={remote_path}", "Subsystem sftp internal-sftp", "LogLevel ERROR", ""]))
+            f"SetEnv HOME={home} PATH={remote_path.format(home=home)}", "Subsystem sftp internal-sftp",
+            "LogLevel ERROR", ""]))
         process = subprocess.Popen([SSHD, "-D", "-e", "-f", str(config)], stdin=subprocess.DEVNULL,
                                    stdout=subprocess.DEVNULL, stderr=open(root / "sshd.log", "ab"))  # noqa: SIM115
         deadline = time.monotonic() + 10
