@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import sys
@@ -115,6 +116,12 @@ def test_the_flow_on_the_host_gives_the_local_verdict_and_bytes(here: Flow, ther
     assert record.remote.traffic.fetched_files == 3
     # the run's folder on the host is gone once fetched; the store keeps what was sent
     assert not list((Path(record.remote.workdir) / "runs").iterdir())
+    # run.json's `remote` has the keys docs/contracts.md lists for it
+    written = json.loads((there.run_folder / "run.json").read_text())["remote"]
+    contracts = (Path(__file__).resolve().parents[3] / "docs" / "contracts.md").read_text()
+    row = next(line for line in contracts.splitlines() if line.startswith("| `remote` |"))
+    assert set(written) == set(re.findall(r"`(\w+)`", row.split("|")[2])) - {"seconds", "files", "bytes", "cann",
+                                                                             "ais_bench", "npu_smi", "rsync", "sftp"}
 
 
 def test_a_second_run_sends_nothing(there: Flow, sshd: SshServer, bins: Path, tmp_path: Path) -> None:
@@ -322,5 +329,8 @@ def test_doctor_says_what_the_host_has(sshd: SshServer, capsys: pytest.CaptureFi
     assert ("  ok npu-smi          2 NPU chip(s): 310P3 on devices 0, 1 (--soc-version Ascend310P3)") in lines
     assert "  ok files            rsync (the host has rsync)" in lines
     report = json.loads(run_cli(capsys, "doctor", "--json", *host).out)
+    from tests.test_json_output import _agrees, _documented
+
+    assert _agrees(report, _documented()["doctor --host HOST --json"]) == []
     assert report["schema"] == "infer.doctor-host" and report["npu"]["chips"][1]["device"] == 1
     assert report["tools"]["msame"]["path"] == str(FAKES / "msame") and report["transfer"] == "rsync"
