@@ -29,7 +29,7 @@ from infer.convert.options import ConvertOptions
 from infer.convert.result import ConvertResult
 from infer.remote._chip import host_soc_version
 from infer.remote._host import Host, cann_too_old, open_host
-from infer.remote._workspace import Blob, Workspace, blob_of
+from infer.remote._workspace import Blob, Placement, Workspace, blob_of
 from infer.remote.options import RemoteError
 from infer.remote.record import RemoteRecord
 
@@ -94,8 +94,7 @@ class AtcOnHost:
 
     def __call__(self, argv: Sequence[str], *, timeout: float, cwd: Path, om: Path) -> ToolResult:
         host_argv, placed, om_there = self.mapped(argv)
-        self.workspace.send([blob for blob, _ in placed])
-        self.workspace.place(placed)
+        self.workspace.stage([Placement(tuple(placed))])
         self.host.run(["rm", "-f", "--", self.host.path(om_there)], sourced=False, what="removing an earlier om")
         ran = self.host.run(host_argv, timeout=timeout, cwd=self.host.path(self.folder), tty=True,
                             what="running atc")

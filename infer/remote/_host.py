@@ -169,12 +169,12 @@ class Host:
             return f"env script {self.env_script} (found there)"
         return "no CANN env script found (the login's environment as it is)"
 
-    def run(self, argv: list[str], *, timeout: float | None = None, cwd: str = "", tty: bool = False,
-            what: str = "", sourced: bool = True) -> RemoteResult:
-        """`argv` run on the host: with the env script sourced (`sourced`), in `cwd`."""
+    def run(self, argv: list[str], *, timeout: float | None = None, cwd: str = "", make_cwd: bool = False,
+            tty: bool = False, what: str = "", sourced: bool = True) -> RemoteResult:
+        """`argv` run on the host: with the env script sourced (`sourced`), in `cwd` (made first: `make_cwd`)."""
         kwargs = {} if timeout is None else {"timeout": timeout}
-        return self.connection.run(argv, env_script=self.env_script if sourced else "", cwd=cwd, tty=tty,
-                                   what=what, **kwargs)
+        return self.connection.run(argv, env_script=self.env_script if sourced else "", cwd=cwd, make_cwd=make_cwd,
+                                   tty=tty, what=what, **kwargs)
 
     def tools(self) -> HostTools:
         """The host's tools, versions and NPUs, asked once per session."""

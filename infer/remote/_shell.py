@@ -17,7 +17,8 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-# $1 nonce, $2 env script ("" for none; "~/..." under the host's home), $3 working folder ("" for none), then argv.
+# $1 nonce, $2 env script ("" for none; "~/..." under the host's home), $3 working folder ("" for none; "+DIR" made
+# first if missing), then argv.
 _SCRIPT = r"""nonce=$1 env=$2 dir=$3
 shift 3
 if [ -n "$env" ]; then
@@ -27,6 +28,7 @@ if [ -n "$env" ]; then
   . "$env" >/dev/null 2>&1
   set -- "${args[@]}"
 fi
+case $dir in +*) dir=${dir#+}; mkdir -p -- "$dir" ;; esac
 if [ -n "$dir" ]; then cd -- "$dir" || { printf '\n%s no-dir\n' "$nonce"; exit 98; }; fi
 if ! command -v -- "$1" >/dev/null 2>&1; then printf '\n%s no-tool\n' "$nonce"; exit 127; fi
 "$@"
@@ -49,10 +51,12 @@ class RemoteCommand:
     nonce: str
 
 
-def remote_command(argv: Sequence[str], *, env_script: str = "", cwd: str = "") -> RemoteCommand:
-    """`argv` run on the host by bash, after sourcing `env_script` and changing into `cwd`."""
+def remote_command(argv: Sequence[str], *, env_script: str = "", cwd: str = "",
+                   make_cwd: bool = False) -> RemoteCommand:
+    """`argv` run on the host by bash, after sourcing `env_script` and changing into `cwd` (made first when
+    `make_cwd`)."""
     nonce = f"infer-remote-{secrets.token_hex(8)}"
-    words = ["bash", "-c", _SCRIPT, "infer-remote", nonce, env_script, cwd, *argv]
+    words = ["bash", "-c", _SCRIPT, "infer-remote", nonce, env_script, f"+{cwd}" if make_cwd else cwd, *argv]
     return RemoteCommand(argv=tuple(str(a) for a in argv), text=shlex.join(words), nonce=nonce)
 
 

@@ -168,14 +168,14 @@ class Connection:
             self._folder = None
 
     def run(self, argv: Sequence[str], *, timeout: float = COMMAND_TIMEOUT_S, env_script: str = "", cwd: str = "",
-            tty: bool = False, what: str = "") -> RemoteResult:
+            make_cwd: bool = False, tty: bool = False, what: str = "") -> RemoteResult:
         """Runs `argv` on the host to its end; its exit code is the caller's to judge. Raises `RemoteError` when the
         connection cut it off, the env script or the folder is missing, or the tool is not on the host's PATH.
 
         `tty` (the tools: atc, msame, ais_bench) gives the command a terminal, so that when infer stops it (a
         timeout, Ctrl-C) or the connection drops, the host sends it SIGHUP as a closed terminal does: a tool left
         running would hold the NPU."""
-        command = remote_command(argv, env_script=env_script, cwd=cwd)
+        command = remote_command(argv, env_script=env_script, cwd=cwd, make_cwd=make_cwd)
         local = ["ssh", *self._options(master=False), *(["-tt"] if tty else []), *self.address.ssh_args(),
                  command.text]
         start = time.monotonic()

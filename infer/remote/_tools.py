@@ -30,7 +30,7 @@ from binio.process import ToolResult
 from binio.reading import parse_json, read_text_file
 from infer.contract import ModelContract
 from infer.remote._host import Host, open_host
-from infer.remote._workspace import COMPLETE, Blob, Workspace, blob_of, folder_key
+from infer.remote._workspace import COMPLETE, Blob, Placement, Workspace, blob_of, folder_key
 from infer.remote.options import RemoteError, RemoteOptions
 from infer.remote.record import RemoteRecord
 
@@ -46,6 +46,9 @@ class ToolRunnerLike(Protocol):
 
     def argv(self, input_dirs: Sequence[PurePath], out: PurePath, *, planned: bool = False,
              om: PurePath | None = None, acl_json: PurePath | None = None) -> list[str]: ...
+
+
+_MADE = ".infer-made"  # an empty file that makes a run's output folder on the host
 
 
 def _digests(manifest: DatasetManifest | None) -> dict[Path, tuple[str, str]]:
@@ -144,24 +147,25 @@ class ToolsOnHost:
                   for path in sorted(Path(folder).iterdir()) if path.is_file()]
         data = f"data/{folder_key(inputs)}"
         run = f"runs/{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(4)}"
-        placed = [(om, om_there), *((blob, f"{data}/{relative}") for blob, relative in inputs)]
         with tempfile.TemporaryDirectory(prefix="infer-acl-") as scratch:
             acl = self._acl_json(runner, Path(scratch), host.path(run, "dump"))
-            blobs = [blob for blob, _ in placed] + ([acl] if acl is not None else [])
-            workspace.send(blobs)
-        workspace.place([(om, om_there)], complete=f"models/om-{om.digest[:16]}/{COMPLETE}-{runner.om.name}")
-        workspace.place([(blob, f"{data}/{relative}") for blob, relative in inputs], complete=f"{data}/{COMPLETE}")
-        workspace.place([(acl, f"{run}/dump/acl.json")] if acl is not None else [])
-        host.run(["mkdir", "-p", "--", host.path(run, "out")], sourced=False, what="making the run's folder")
+            workspace.stage([
+                Placement(((om, om_there),), complete=f"models/om-{om.digest[:16]}/{COMPLETE}-{runner.om.name}"),
+                Placement(tuple((blob, f"{data}/{relative}") for blob, relative in inputs),
+                          complete=f"{data}/{COMPLETE}"),
+                # a dump start runs in the dump folder: the output folder is made beside it
+                Placement(((acl, f"{run}/dump/acl.json"),), complete=f"{run}/out/{_MADE}") if acl is not None
+                else Placement(())])
         dirs = [PurePosixPath(host.path(data, str(index))) for index in range(len(input_dirs))]
         argv = runner.argv(dirs, PurePosixPath(host.path(run, "out")), planned=True,
                            om=PurePosixPath(host.path(om_there)),
                            acl_json=PurePosixPath(host.path(run, "dump", "acl.json")) if acl is not None else None)
-        # msame reads ./acl.json wherever it runs (infer.run._dump): a dump start runs in the dump folder
-        cwd = host.path(run, "dump") if acl is not None and runner.tool == "msame" else host.path(run)
-        ran = host.run(argv, timeout=runner.timeout, cwd=cwd, tty=True, what=f"running {runner.tool}")
+        # msame reads ./acl.json wherever it runs (infer.run._dump): a dump start runs in the dump folder; any other
+        # in the output folder, made first (as a local run makes its work folder)
+        cwd = host.path(run, "dump") if acl is not None and runner.tool == "msame" else host.path(run, "out")
+        ran = host.run(argv, timeout=runner.timeout, cwd=cwd, make_cwd=True, tty=True, what=f"running {runner.tool}")
         try:
-            workspace.fetch(f"{run}/out", work)
+            workspace.fetch(f"{run}/out", work, exclude=(_MADE,))
             if acl is not None and runner.acl_json is not None:
                 workspace.fetch(f"{run}/dump", runner.acl_json.parent, exclude=("acl.json",))
         except RemoteError:

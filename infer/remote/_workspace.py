@@ -76,19 +76,30 @@ for marker in "$@"; do [ -e "$marker" ] && printf 'marker=%s\n' "$marker"; done
 exit 0
 """
 
-# $1 the working folder, $2 a list file of SOURCE<TAB>TARGET lines ("" for none), $3 a marker to write last ("" for
-# none), then SOURCE TARGET pairs. Paths are relative to the working folder. A hard link, else a copy (a folder on
-# another file system).
+# $1 the working folder, $2 a list file of SOURCE<TAB>TARGET lines ("" for none), then SOURCE TARGET pairs; paths
+# relative to the working folder. A hard link, else a copy (a folder on another file system); an empty SOURCE makes
+# TARGET an empty file (a folder's marker, listed after its links).
 _LINK = r"""cd -- "$1" || exit 1
-list=$2 marker=$3; shift 3
-link() { mkdir -p -- "$(dirname -- "$2")" && { ln -f -- "$1" "$2" 2>/dev/null || cp -f -- "$1" "$2"; }; }
+list=$2; shift 2
+link() {
+  mkdir -p -- "$(dirname -- "$2")" || return 1
+  if [ -z "$1" ]; then : > "$2"; else ln -f -- "$1" "$2" 2>/dev/null || cp -f -- "$1" "$2"; fi
+}
 if [ -n "$list" ]; then
   while IFS=$'\t' read -r source target; do link "$source" "$target" || exit 1; done < "$list"
   rm -f -- "$list"
 fi
 while [ $# -ge 2 ]; do link "$1" "$2" || exit 1; shift 2; done
-if [ -n "$marker" ]; then mkdir -p -- "$(dirname -- "$marker")" && : > "$marker"; fi
 """
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Files (sent to the store) linked at their paths in the working folder; `complete` names the folder's marker,
+    written once every link is there: a folder whose marker is there is used as it is."""
+
+    placed: tuple[tuple[Blob, str], ...]
+    complete: str = ""
 
 
 class Workspace:
@@ -115,10 +126,14 @@ class Workspace:
                 present.add(value)
         return stored, free, present
 
-    def send(self, blobs: Sequence[Blob]) -> None:
-        """Each blob whose digest is not in the store yet sent there; the others counted as kept."""
-        unique = list({blob.name: blob for blob in blobs}.values())
-        stored, free, _ = self._state()
+    def stage(self, placements: Sequence[Placement]) -> None:
+        """Gives the host what `placements` need, in as few commands as it can: one listing of the store (and of the
+        folders' markers), the files whose digest is not there yet sent (the others counted as kept), and every
+        folder not complete yet linked in one command. Its seconds count that whole step, not the copy alone."""
+        start = time.monotonic()
+        markers = [self._inside(p.complete) for p in placements if p.complete]
+        stored, free, present = self._state(markers)
+        unique = list({blob.name: blob for p in placements for blob, _ in p.placed}.values())
         missing = [blob for blob in unique if stored.get(blob.name) != blob.size]
         kept = [blob for blob in unique if blob not in missing]
         needed = sum(blob.size for blob in missing)
@@ -128,24 +143,21 @@ class Workspace:
         moved = self.host.transfer.send([(blob.local, blob.stored) for blob in missing], self.host.workdir)
         log.info("%s: sent %d files (%d bytes) in %.2f s; %d already there", self.host.name, moved.files,
                  moved.bytes, moved.seconds, len(kept))
+        pairs = [pair for p in placements if not p.complete or p.complete not in present
+                 for pair in [*((blob.stored, self._inside(relative)) for blob, relative in p.placed),
+                              *([("", p.complete)] if p.complete else [])]]
+        if pairs:
+            self._link(pairs, "linking the files it sent")
         self.traffic = self.traffic.plus(Traffic(sent_files=moved.files, sent_bytes=moved.bytes,
                                                  kept_files=len(kept), kept_bytes=sum(b.size for b in kept),
-                                                 sending_s=moved.seconds))
+                                                 sending_s=time.monotonic() - start))
 
     def _inside(self, relative: str) -> str:
         """`relative` checked to stay inside the working folder (`Host.path` refuses it otherwise)."""
         self.host.path(relative)
         return relative
 
-    def place(self, placed: Sequence[tuple[Blob, str]], *, complete: str = "") -> None:
-        """Each blob (sent already) linked at its path in the working folder; `complete` names a marker written once
-        every link is there, and a folder whose marker is there is left as it is."""
-        if complete and self._inside(complete) in self._state([complete])[2]:
-            return
-        self._link([(blob.stored, self._inside(relative)) for blob, relative in placed], complete,
-                   "linking the files it sent")
-
-    def _link(self, pairs: Sequence[tuple[str, str]], complete: str, what: str) -> None:
+    def _link(self, pairs: Sequence[tuple[str, str]], what: str) -> None:
         listed = ""
         args: list[str] = []
         if sum(len(a) + len(b) + 2 for a, b in pairs) > _ARGV_LINKS:  # too long for one command line: a file
@@ -158,7 +170,7 @@ class Workspace:
                 os.unlink(handle.name)
         else:
             args = [part for pair in pairs for part in pair]
-        result = self.host.run(["bash", "-c", _LINK, "infer-link", self.host.workdir, listed, complete, *args],
+        result = self.host.run(["bash", "-c", _LINK, "infer-link", self.host.workdir, listed, *args],
                                sourced=False, what=what)
         if result.code != 0:
             said = result.output.strip().splitlines()[-1] if result.output.strip() else "no reason given"
@@ -168,7 +180,7 @@ class Workspace:
         """A file the host made (the om ATC wrote) put in the store under its digest, so that a later stage that
         needs it sends nothing."""
         try:
-            self._link([(self._inside(relative), blob.stored)], "", "keeping the om it built")
+            self._link([(self._inside(relative), blob.stored)], "keeping the om it built")
         except RemoteError as exc:
             log.warning("%s: the om it built was not kept in its store (%s)", self.host.name, exc.message)
 
@@ -183,7 +195,7 @@ class Workspace:
                                                  fetching_s=moved.seconds))
 
     def exists(self, relative: str) -> bool:
-        return relative in self._state([relative])[2]
+        return self._inside(relative) in self._state([relative])[2]
 
     def remove(self, relative: str) -> None:
         """A folder of the working folder, and all in it (a run's, once fetched)."""

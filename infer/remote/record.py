@@ -13,7 +13,8 @@ from typing import Any
 @dataclass(frozen=True)
 class Traffic:
     """Files moved for one stage: sent (their digest was not on the host yet), kept (already there, not sent) and
-    fetched back, with the seconds each took."""
+    fetched back, with the seconds each took: sending's the whole step that gives the host its files (the store
+    listed, what is missing sent, the folders of links made), fetching's the copy back."""
 
     sent_files: int = 0
     sent_bytes: int = 0

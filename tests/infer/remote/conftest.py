@@ -5,6 +5,7 @@ makes that a failure instead."""
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,7 +16,8 @@ from tests.infer.remote.sshd import SshServer, start_sshd, why_no_sshd
 
 @pytest.fixture(scope="module")
 def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshServer]:
-    missing = why_no_sshd()
+    missing = why_no_sshd() or ("" if shutil.which("rsync") else "no rsync on PATH (these tests send files with it; "
+                                                                 "tests/infer/remote/test_over_sftp.py without)")
     if missing:
         if os.environ.get("INFER_TESTS_NEED_SSHD") == "1":
             pytest.fail(f"INFER_TESTS_NEED_SSHD=1 but {missing}")
