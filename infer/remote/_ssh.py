@@ -181,8 +181,14 @@ class Connection:
         start = time.monotonic()
         try:
             result = run_tool(local, timeout=timeout)
-        except ToolError as exc:  # a hang: run_tool stopped ssh, and with it (its terminal gone) the command
-            raise RemoteError(f"{self.name}: {exc.message}", hint=exc.hint) from None
+        except ToolError as exc:
+            if "no result after" not in exc.message:  # ssh itself would not start
+                raise RemoteError(f"{self.name}: {exc.message}", hint=exc.hint) from None
+            tool = Path(argv[0]).name if argv else "the command"
+            ended_too = " (its terminal closed with it: the host ends it)" if tty else ""
+            raise RemoteError(f"{self.name}: {tool}: no result after {timeout:g} s; stopped it{ended_too}",
+                              hint="raise --timeout if the model is large, or run it there by hand to see where it "
+                                   "hangs") from None
         end = ended(result.output, command.nonce, result.returncode)
         return self._judged(end, command.argv, env_script, cwd, time.monotonic() - start, what)
 

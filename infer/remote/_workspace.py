@@ -33,6 +33,7 @@ log = logging.getLogger(__name__)
 
 STORE = "store"
 COMPLETE = ".infer-complete"  # in a folder of links: every link is there
+MARKER = "-"  # a link step's source that makes its target an empty file (a marker)
 _SPARE_KB = 64 * 1024  # what a send leaves free on the host's disk at least: the tools write there next
 _ARGV_LINKS = 32 * 1024  # characters of link pairs passed as arguments; more go as a list file
 
@@ -77,13 +78,13 @@ exit 0
 """
 
 # $1 the working folder, $2 a list file of SOURCE<TAB>TARGET lines ("" for none), then SOURCE TARGET pairs; paths
-# relative to the working folder. A hard link, else a copy (a folder on another file system); an empty SOURCE makes
-# TARGET an empty file (a folder's marker, listed after its links).
+# relative to the working folder. A hard link, else a copy (a folder on another file system); the SOURCE "-" makes
+# TARGET an empty file (a folder's marker, listed after its links; "-" because read drops an empty leading field).
 _LINK = r"""cd -- "$1" || exit 1
 list=$2; shift 2
 link() {
   mkdir -p -- "$(dirname -- "$2")" || return 1
-  if [ -z "$1" ]; then : > "$2"; else ln -f -- "$1" "$2" 2>/dev/null || cp -f -- "$1" "$2"; fi
+  if [ "$1" = - ]; then : > "$2"; else ln -f -- "$1" "$2" 2>/dev/null || cp -f -- "$1" "$2"; fi
 }
 if [ -n "$list" ]; then
   while IFS=$'\t' read -r source target; do link "$source" "$target" || exit 1; done < "$list"
@@ -145,7 +146,7 @@ class Workspace:
                  moved.bytes, moved.seconds, len(kept))
         pairs = [pair for p in placements if not p.complete or p.complete not in present
                  for pair in [*((blob.stored, self._inside(relative)) for blob, relative in p.placed),
-                              *([("", p.complete)] if p.complete else [])]]
+                              *([(MARKER, p.complete)] if p.complete else [])]]
         if pairs:
             self._link(pairs, "linking the files it sent")
         self.traffic = self.traffic.plus(Traffic(sent_files=moved.files, sent_bytes=moved.bytes,

@@ -308,8 +308,8 @@ def test_a_connection_killed_mid_transfer_leaves_nothing_half_written_and_a_reru
     whole = {p.name for p in store.glob("*/xxh128-*") if p.stat().st_size == 4_000_000}  # rsync's partial files
     assert len(whole) < 16                                                            # lie in .infer-partial/
     om_there = bool(list(store.glob(f"*/sha256-{model.converted.sha256}")))  # type: ignore[union-attr]
-    again = run_model(model, data, tmp_path / "out", RunOptions(remote=sshd.options()))
-    assert again.record.completed and len(again.record.stems) == 16
+    again = run_model(model, data, tmp_path / "out", RunOptions(remote=sshd.options()), ScaleOptions(resume=True))
+    assert again.folder == cut and again.record.completed and len(again.record.stems) == 16  # --resume: its folder
     assert again.record.remote is not None  # what had arrived whole is not sent again
     assert again.record.remote.traffic.sent_files == 16 - len(whole) + (0 if om_there else 1)
     folder = data / load_manifest(data).inputs[0].folder
@@ -334,3 +334,57 @@ def test_doctor_says_what_the_host_has(sshd: SshServer, capsys: pytest.CaptureFi
     assert _agrees(report, _documented()["doctor --host HOST --json"]) == []
     assert report["schema"] == "infer.doctor-host" and report["npu"]["chips"][1]["device"] == 1
     assert report["tools"]["msame"]["path"] == str(FAKES / "msame") and report["transfer"] == "rsync"
+
+
+def _atc_there(sshd: SshServer) -> list[str]:
+    """The pids of the fake atc processes on the host of this server (their argv names its working folder)."""
+    import subprocess
+
+    found = subprocess.run(["pgrep", "-f", f"fakes/atc --model={sshd.home}"], capture_output=True, text=True)
+    return found.stdout.split()
+
+
+def test_a_hung_tool_is_stopped_there_and_a_connection_cut_mid_run_ends_it_too(
+        fresh_env: SshServer, there: Flow, tmp_path: Path) -> None:
+    sshd = fresh_env
+    sshd.fake_env("export FAKE_ATC_MODE=hang\n")
+    model = _copy(there.contract, tmp_path / "model")
+    before = (model.folder / "model.om").read_bytes()
+    with pytest.raises(RemoteError, match=rf"^{sshd.host}: atc: no result after 3 s; stopped it \(its terminal "
+                                          r"closed with it: the host ends it\)$"):
+        convert_model(model, ConvertOptions(remote=sshd.options(), timeout=3))
+    deadline = time.monotonic() + 10
+    while _atc_there(sshd) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _atc_there(sshd) == []  # SIGHUP from its closed terminal ended it: no ATC left holding the host
+    assert (model.folder / "model.om").read_bytes() == before  # the model folder as it was
+
+    def cut_while_atc_runs() -> None:
+        deadline = time.monotonic() + 60
+        while not _atc_there(sshd) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        for pid in sshd.sessions():
+            os.kill(pid, signal.SIGKILL)
+
+    watcher = threading.Thread(target=cut_while_atc_runs)
+    watcher.start()
+    with pytest.raises(RemoteError, match=rf"^{sshd.host}: the connection dropped while running atc: "):
+        convert_model(model, ConvertOptions(remote=sshd.options(), timeout=120))
+    watcher.join()
+    deadline = time.monotonic() + 10
+    while _atc_there(sshd) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _atc_there(sshd) == []
+    assert (model.folder / "model.om").read_bytes() == before
+
+
+def test_many_bins_are_linked_from_a_list_sent_with_them(there: Flow, sshd: SshServer, tmp_path: Path) -> None:
+    """400 bins: their links' paths pass what one command line may carry, so they go as a list file."""
+    many = write_dataset(tmp_path / "many", {"images:0": cnn_batches(400, seed=4)}).root
+    run = run_model(there.contract, many, tmp_path / "out", RunOptions(remote=sshd.options()))
+    assert run.record.completed and len(run.record.stems) == 400
+    assert run.record.remote is not None and run.record.remote.traffic.sent_files == 400
+    again = run_model(there.contract, many, tmp_path / "out", RunOptions(remote=sshd.options()))
+    assert again.record.remote is not None and again.record.remote.traffic.sent_files == 0
+    assert _outputs(again.folder) == _outputs(run.folder)
+    assert not list((sshd.home / ".infer-remote" / "runs").glob(".links-*"))  # the list removed once read
