@@ -102,14 +102,14 @@ class AtcOnHost:
         if ran.code == 0 and self.workspace.exists(om_there):
             self.workspace.fetch_file(om_there, om)
             self.workspace.keep(om_there, blob_of(om, "sha256", sha256_file(om)))
-        self.record = self._record(om_there)
+        self.record = self._record()
         try:
             judge_output(result, om)
         except ConvertError as exc:
             raise ConvertError(f"{self.host.name}: {exc.message}", hint=exc.hint) from None
         return result
 
-    def _record(self, om_there: str) -> RemoteRecord:
+    def _record(self) -> RemoteRecord:
         tools = self.host.tools()
         return RemoteRecord(host=self.host.name, workdir=self.host.workdir, folder=self.host.path(self.folder),
                             env_script=self.host.env_script, tool=tools.paths.get("atc", ""),

@@ -1,6 +1,6 @@
-"""A host without rsync: files go by sftp (sshd's own subsystem), each under a temporary name renamed once whole. The
-same run as over rsync, the same bytes; a second run sends nothing; a file name with shell and sftp metacharacters
-(quotes, globs) arrives as it is."""
+"""A host without rsync (nor python3 on its login's PATH: files are linked by the shell loop): files go by sftp
+(sshd's own subsystem), each under a temporary name renamed once whole. The same run as over rsync, the same bytes;
+a second run sends nothing; a file name with shell and sftp metacharacters (quotes, globs) arrives as it is."""
 
 from __future__ import annotations
 
@@ -23,7 +23,8 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def no_rsync(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshServer]:
-    """An sshd whose login PATH has every tool of this machine but rsync."""
+    """An sshd whose login PATH has every tool of this machine but rsync and python (the env script puts the
+    fakes' python first, for the fakes alone)."""
     missing = why_no_sshd()
     if missing:
         if os.environ.get("INFER_TESTS_NEED_SSHD") == "1":
@@ -32,7 +33,7 @@ def no_rsync(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshServer]:
     tools = tmp_path_factory.mktemp("tools")
     for folder in (Path("/usr/local/bin"), Path("/usr/bin"), Path("/bin")):
         for tool in folder.iterdir() if folder.is_dir() else ():
-            if tool.name != "rsync" and not (tools / tool.name).exists():
+            if tool.name != "rsync" and not tool.name.startswith("python") and not (tools / tool.name).exists():
                 (tools / tool.name).symlink_to(tool)
     server = start_sshd(tmp_path_factory.mktemp("sshd"), remote_path=f"{{home}}/bin:{tools}")
     try:
