@@ -388,3 +388,18 @@ def test_many_bins_are_linked_from_a_list_sent_with_them(there: Flow, sshd: SshS
     assert again.record.remote is not None and again.record.remote.traffic.sent_files == 0
     assert _outputs(again.folder) == _outputs(run.folder)
     assert not list((sshd.home / ".infer-remote" / "runs").glob(".links-*"))  # the list removed once read
+
+
+def test_a_dry_run_prints_atc_as_it_would_run_there_and_sends_nothing(
+        there: Flow, sshd: SshServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    model = _copy(there.contract, tmp_path / "model")
+    before = model.path.read_bytes()
+    stored = sorted((sshd.home / ".infer-remote" / "store").rglob("*"))
+    outcome = run_cli(capsys, "convert", model.path, "--dry-run", "--host", sshd.host,
+                      *(f"--ssh-option={o}" for o in sshd.options().ssh_options))
+    assert outcome.code == 0, outcome.err
+    workdir = sshd.home / ".infer-remote"
+    assert outcome.out.startswith(f"atc --model={workdir}/models/{model.pb_sha256[:16]}/model.pb --framework=3 "
+                                  f"--output={workdir}/models/{model.pb_sha256[:16]}/model --soc_version=Ascend310P3 ")
+    assert f"{sshd.host}: --soc-version Ascend310P3, the chip npu-smi info reports there" in outcome.err
+    assert model.path.read_bytes() == before and sorted((workdir / "store").rglob("*")) == stored
