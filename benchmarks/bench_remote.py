@@ -35,8 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from endtoend import ROOT, Row, Side, alternate, infer_command, same_files
 
 sys.path.insert(0, str(ROOT))
-from tests.infer.remote.sshd import FAKES, SshServer, start_sshd  # the tests' sshd, on loopback
-from tests.infer.run_data import write_dataset
+from tests.infer.remote.sshd import SshServer, start_sshd  # the tests' sshd, on loopback
+from tests.infer.run_data import om_carrying, write_dataset
 
 SHAPE = (8, 32, 32, 3)
 
@@ -45,17 +45,13 @@ def build_model(folder: Path) -> ModelContract:
     """x:0 float32 (8, 32, 32, 3) -> mean:0 (8,), as an om the fake msame runs wherever it is copied."""
     from onnx import TensorProto, helper
 
-    sys.path.insert(0, str(FAKES))
-    from fake_om import EMBEDDED
-
     folder.mkdir(parents=True)
     graph = helper.make_graph([helper.make_node("ReduceMean", ["x:0"], ["mean:0"], axes=[1, 2, 3], keepdims=0)],
                               "bench", [helper.make_tensor_value_info("x:0", TensorProto.FLOAT, list(SHAPE))],
                               [helper.make_tensor_value_info("mean:0", TensorProto.FLOAT, [SHAPE[0]])])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     model.ir_version = 8
-    om = folder / "model.om"
-    om.write_bytes(EMBEDDED + model.SerializeToString())
+    om = om_carrying(folder / "model.om", model.SerializeToString())
     inputs, outputs = (TensorSpec("x:0", "float32", SHAPE),), (TensorSpec("mean:0", "float32", (SHAPE[0],)),)
     return ModelContract(path=folder / "model.json", pb="model.pb", pb_sha256="",
                          source=SourceInfo(path="onnx.helper", kind="pb", tf_version="", frozen_with_tf=""),

@@ -33,7 +33,7 @@ from infer.run.record import load_run
 from tests.cli import run_cli
 from tests.frozen import freeze_by_hand
 from tests.infer.remote.sshd import FAKES, SshServer, keygen
-from tests.infer.run_data import cnn_batches, use_fake_tools, write_dataset
+from tests.infer.run_data import cnn_batches, om_carrying, use_fake_tools, write_dataset
 from tests.models import build_small_cnn
 
 pytestmark = pytest.mark.slow
@@ -253,17 +253,13 @@ def _big_model(folder: Path) -> ModelContract:
     """x:0 float32 (1, 1000, 1000) -> mean:0 (1,): 4 MB a batch, as an om the fakes run wherever it is copied."""
     from onnx import TensorProto, helper
 
-    sys.path.insert(0, str(FAKES))
-    from fake_om import EMBEDDED
-
     folder.mkdir(parents=True)
     graph = helper.make_graph([helper.make_node("ReduceMean", ["x:0"], ["mean:0"], axes=[1, 2], keepdims=0)], "big",
                               [helper.make_tensor_value_info("x:0", TensorProto.FLOAT, [1, 1000, 1000])],
                               [helper.make_tensor_value_info("mean:0", TensorProto.FLOAT, [1])])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     model.ir_version = 8
-    om = folder / "model.om"
-    om.write_bytes(EMBEDDED + model.SerializeToString())
+    om = om_carrying(folder / "model.om", model.SerializeToString())
     from binio.spec import TensorSpec
 
     inputs, outputs = (TensorSpec("x:0", "float32", (1, 1000, 1000)),), (TensorSpec("mean:0", "float32", (1,)),)
