@@ -14,7 +14,7 @@ from infer.remote import RemoteError, RemoteOptions
 from infer.remote._host import cann_too_old, inside
 from infer.remote._shell import ended, remote_command
 from infer.remote.options import check_ssh_option, parse_host
-from infer.run.options import RunOptions
+from infer.run.options import RunError, RunOptions
 from tests.cli import run_cli
 
 
@@ -129,3 +129,17 @@ def test_the_end_marker_gives_the_tools_own_exit_and_output() -> None:
     assert (end.status, end.code, end.output) == ("exit", 255, "line one\nline two\n")
     cut = ended("uploading...\n", "infer-remote-abc", 255)
     assert cut.status == "" and cut.code == 255  # no marker: the connection, not the tool
+
+
+def test_a_dry_run_with_a_host_connects_to_nothing_and_says_where_it_would_run(tmp_path: Path) -> None:
+    from infer.run import plan_run
+    from tests.infer.run_data import two_input_batches, two_input_model, write_dataset
+
+    model = two_input_model(tmp_path / "model", "om")
+    bins = write_dataset(tmp_path / "bins", two_input_batches()).root
+    plan = plan_run(model, bins, tmp_path / "out", RunOptions(dry_run=True, remote=RemoteOptions(host=("ascend01",))))
+    assert plan.backend == "msame" and plan.commands[0][0] == "msame"
+    assert "on ascend01 (the run sends the om and the bins there first" in plan.summary
+    with pytest.raises(RunError, match=r"^--host with --backend onnxrt: the host runs msame or ais_bench on an om"):
+        plan_run(two_input_model(tmp_path / "onnx", "onnx"), bins, tmp_path / "out",
+                 RunOptions(dry_run=True, backend="onnxrt", remote=RemoteOptions(host=("ascend01",))))
