@@ -23,7 +23,7 @@ from infer.convert._record import converted_info
 from infer.convert._use_om import use_om
 from infer.convert.options import ConvertOptions
 from infer.convert.result import ConvertResult
-from infer.remote import AtcOnHost, convert_on_host, remote_given
+from infer.remote import AtcOnHost, atc_on_host, remote_given
 
 
 def convert_model(model: ModelContract | Path | str, options: ConvertOptions | None = None, *,
@@ -35,8 +35,12 @@ def convert_model(model: ModelContract | Path | str, options: ConvertOptions | N
     contract.check_pb_unchanged()
     if options.use_om is not None:
         return use_om(contract, options)
-    if remote_given(options.remote):  # ATC on an Ascend host: the same conversion, planned for its chip, run there
-        return convert_on_host(contract, options, on_step, _convert_om_on_host)
+    if options.remote is not None and remote_given(options.remote):
+        # ATC on an Ascend host: the same conversion, planned for the chip the host has, its argv run there
+        with atc_on_host(options.remote, contract, options.soc_version, on_step) as (host, soc, said):
+            options = replace(options, soc_version=soc)
+            result = _convert_om(contract, plan_conversion(contract, options, on_step=on_step), options, on_step, host)
+            return replace(result, findings=(said, *result.findings))
     plan = plan_conversion(contract, options, on_step=on_step)
     if plan.target == "onnx":
         return _convert_onnx(contract, plan, options, on_step)
@@ -67,12 +71,6 @@ def _restore_aipp(destination: Path | None, before: bytes | None) -> None:
         destination.unlink(missing_ok=True)
     else:
         write_bytes_atomic(destination, before)
-
-
-def _convert_om_on_host(contract: ModelContract, options: ConvertOptions, on_step: OnStep,
-                        host: AtcOnHost) -> ConvertResult:
-    """The om path with ATC on `host` (`infer.remote`): planned for the chip the host said, the argv the same."""
-    return _convert_om(contract, plan_conversion(contract, options, on_step=on_step), options, on_step, host)
 
 
 def _convert_om(contract: ModelContract, plan: ConversionPlan, options: ConvertOptions,

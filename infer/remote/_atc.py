@@ -14,8 +14,9 @@ host already.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from atc_wrap.atc.command import ATC_FILE_OPTIONS, ATC_OUTPUT_OPTION
@@ -25,12 +26,10 @@ from binio.binfile import sha256_file
 from binio.process import ToolResult
 from binio.steps import OnStep
 from infer.contract import ModelContract
-from infer.convert.options import ConvertOptions
-from infer.convert.result import ConvertResult
 from infer.remote._chip import host_soc_version
 from infer.remote._host import Host, cann_too_old, open_host
 from infer.remote._workspace import Blob, Placement, Workspace, blob_of
-from infer.remote.options import RemoteError
+from infer.remote.options import RemoteError, RemoteOptions
 from infer.remote.record import RemoteRecord
 
 log = logging.getLogger(__name__)
@@ -131,20 +130,16 @@ def check_atc(host: Host) -> None:
                                                                  "command by hand there")
 
 
-ConvertOm = Callable[[ModelContract, ConvertOptions, OnStep, AtcOnHost], ConvertResult]
-
-
-def convert_on_host(contract: ModelContract, options: ConvertOptions, on_step: OnStep,
-                    convert_om: ConvertOm) -> ConvertResult:
-    """`convert_om` (convert's own om path) with ATC on the host of `options.remote`: the host's chip as
-    --soc-version unless one is given (said in the findings), a chip the host does not have refused before
-    anything is sent."""
-    assert options.remote is not None
-    with open_host(options.remote) as host:
+@contextmanager
+def atc_on_host(options: RemoteOptions, contract: ModelContract, soc_version: str,
+                on_step: OnStep) -> Iterator[tuple[AtcOnHost, str, str]]:
+    """The host of `options` ready to run convert's ATC argv for `contract` (atc there and new enough, refused
+    before anything is sent otherwise), with the chip to plan for: `soc_version` if given, else the host's own from
+    npu-smi, a chip the host does not have refused; and the line that says which. Held open for the block."""
+    with open_host(options) as host:
         check_atc(host)
         tools = host.tools()
-        soc, said = host_soc_version(host.name, tools.npu_smi, tools.npu_smi_error, options.soc_version)
+        soc, said = host_soc_version(host.name, tools.npu_smi, tools.npu_smi_error, soc_version)
         log.info("%s", said)
         on_step(f"ATC on {host.name} ({host.env_said()})")
-        result = convert_om(contract, replace(options, soc_version=soc), on_step, AtcOnHost(host, contract))
-        return replace(result, findings=(said, *result.findings))
+        yield AtcOnHost(host, contract), soc, said
