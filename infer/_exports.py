@@ -1,9 +1,7 @@
-"""A package's public names, imported on first use (PEP 562).
-
-A package's ``__init__`` lists what it exports and the private module each lives in; importing the package, or a
-light module of it such as its ``options``, then loads none of its heavy modules (numpy, TensorFlow), which keeps
-``infer --help`` fast. Type checkers see the names through the package's ``TYPE_CHECKING`` imports, which
-tests/test_api.py holds equal to the list.
+"""The old form of a package's lazy exports (PEP 562), written three times: the ``TYPE_CHECKING`` imports, ``__all__``
+and the map given here. Left only for infer.compare, infer.convert, infer.om and infer.aipp, whose files are being
+moved: each takes `binio.exports`' form (the imports, once) the same way the other packages did, and then this module
+goes.
 """
 
 from __future__ import annotations
