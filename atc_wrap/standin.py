@@ -27,7 +27,6 @@ from atc_wrap.precision_plan import PrecisionPlan, ascend_names, plan_precision,
 from atc_wrap.soc import ASSUMED_SOC_VERSION
 from binio.atomic import write_bytes_atomic
 from binio.errors import first_line
-from binio.heap import ANY_SIZE, keep_freed_memory
 from binio.spec import TensorSpec, format_shape
 from binio.steps import OnStep, no_steps
 
@@ -84,9 +83,6 @@ def convert_to_onnx(
     """
     check_precision_mode(precision_mode)
     check_output_types(output_types or {})
-    # tf2onnx copies every weight again and again (a copy per optimizer pass, up to the whole graph at once):
-    # served from a heap that keeps what is freed, each copy reuses pages instead of faulting fresh ones in.
-    keep_freed_memory(largest_block=ANY_SIZE, kept=ANY_SIZE)
     chosen_opset = check_opset(opset)
     check_nodes_exist(graph_def, pb, inputs, outputs)
     controls = op_controls or OpControls()

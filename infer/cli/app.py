@@ -78,10 +78,23 @@ def _shared_options() -> list[Any]:
 _SHARED_OPTIONS = _shared_options()
 
 
+def _keep_freed_memory() -> None:
+    """The heap keeps freed memory for reuse (binio/heap.py): every stage allocates and frees the same large blocks
+    over and over (freeze's and convert's copies of the weights, compare's batch temporaries, decoded images), and
+    glibc's defaults fault each one in afresh. Set here, for the process, not by the library: a Python caller's own
+    allocations are the caller's."""
+    # on use: ctypes, which --help does not need
+    from binio.heap import ANY_SIZE, keep_freed_memory
+
+    if not keep_freed_memory(largest_block=ANY_SIZE, kept=ANY_SIZE):
+        keep_freed_memory()  # an older glibc takes blocks of up to 32 MiB only
+
+
 def _applying_verbosity(callback: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(callback)
     def invoke(*args: Any, **kwargs: Any) -> Any:
         _asked.apply()  # every -v/-q has been read by now, before the command's name or after it
+        _keep_freed_memory()  # a command runs (not its help, nor a usage error)
         return callback(*args, **kwargs)
 
     return invoke

@@ -1,11 +1,16 @@
-"""keep_freed_memory: a large block freed and allocated again reuses its pages instead of faulting in new ones."""
+"""keep_freed_memory: a large block freed and allocated again reuses its pages instead of faulting in new ones; the
+command line asks for it, for its process and the workers it starts, and the library never does."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
+import numpy as np
 import pytest
+
+from infer.contract import ModelContract
 
 # A fresh interpreter each time: the thresholds are process-wide and only ever grow.
 _FAULTS = """
@@ -51,3 +56,70 @@ def test_the_thresholds_only_grow() -> None:
     assert heap._set == grown
     heap.keep_freed_memory()  # the smaller defaults: nothing lowered
     assert heap._set == grown
+
+
+_AFTER = """
+import ctypes, resource, sys
+mode, model, images, out = sys.argv[1:]
+if mode == "cli":
+    from infer.cli.app import main
+    try:
+        main(["dump-bin", "-m", model, "-o", out, images])
+    except SystemExit as exit:
+        assert exit.code == 0, exit.code
+else:
+    import infer
+    infer.dump_bins(model, infer.DumpOptions(output=out, sources=(("", images),)))
+libc = ctypes.CDLL("libc.so.6")
+libc.malloc.restype = ctypes.c_void_p
+libc.malloc.argtypes = (ctypes.c_size_t,)
+libc.free.argtypes = (ctypes.c_void_p,)
+def touched_block():  # 48 MiB: above glibc's largest dynamic mmap threshold (32 MiB), below what dump-bin kept
+    block = libc.malloc(48 << 20)
+    ctypes.memset(block, 1, 48 << 20)
+    libc.free(block)
+touched_block()
+before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+touched_block()
+print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt")
+def test_the_command_line_keeps_freed_memory_and_a_python_callers_process_is_left_alone(
+        frozen_small_cnn: ModelContract, tmp_path: Path) -> None:
+    """The same image dump (whose decoding had the library set the thresholds), run by `infer dump-bin` and by a
+    Python caller: only the command line's process keeps what it frees afterwards."""
+    from PIL import Image
+
+    (tmp_path / "images").mkdir()
+    for index in range(2):
+        Image.fromarray(np.full((8, 8, 3), index * 40, np.uint8)).save(tmp_path / "images" / f"{index}.png")
+    faults = {mode: int(subprocess.run([sys.executable, "-c", _AFTER, mode, str(frozen_small_cnn.path),
+                                        str(tmp_path / "images"), str(tmp_path / mode)],
+                                       capture_output=True, text=True, check=True, timeout=300).stdout.split()[-1])
+              for mode in ("cli", "library")}
+    pages = (48 << 20) // 4096
+    assert faults["cli"] < pages // 10, faults  # the heap's pages, reused
+    assert faults["library"] > pages // 2, faults  # glibc's defaults: mapped afresh, every page faulted in
+
+
+def _thresholds_here() -> dict[int, int]:
+    import binio.heap as heap
+
+    return dict(heap._set)
+
+
+def test_a_spawned_worker_keeps_freed_memory_as_its_parent_does() -> None:
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    import binio.heap as heap
+
+    if not heap.keep_freed_memory(largest_block=64 << 20, kept=512 << 20):
+        pytest.skip("no glibc mallopt here")
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"),
+                             initializer=heap.as_this_process()) as pool:
+        assert pool.submit(_thresholds_here).result(timeout=120) == heap._set
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        assert pool.submit(_thresholds_here).result(timeout=120) != heap._set  # glibc's defaults, told nothing
