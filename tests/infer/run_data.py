@@ -22,6 +22,7 @@ from binio.manifest import BinEntry, DatasetManifest, InputManifest, bin_file_na
 from binio.names import node_name
 from binio.spec import TensorSpec
 from infer.contract import ConvertedInfo, ModelContract, SourceInfo
+from tests.infer.om_files import OmPlan, write_om
 
 FAKES = Path(__file__).resolve().parent.parent / "fakes"
 
@@ -51,7 +52,9 @@ def cnn_batches(count: int = 3, *, seed: int = 0, batch: int = 2) -> list[np.nda
 
 
 def as_om(contract: ModelContract, folder: Path) -> ModelContract:
-    """A copy of an ONNX-converted contract posing as an ATC one: model.om, which the fakes run as model.onnx."""
+    """A copy of an ONNX-converted contract posing as an ATC one: model.om, which the fakes run as model.onnx. A
+    static one is a real om (its header, a MODEL_DEF with the Data ops and the NetOutput of the contract's specs),
+    read by infer as any om; a gear one is the fakes' JSON document (tests/fakes/fake_gears.py)."""
     assert contract.converted is not None and contract.converted.target == "onnx"
     shutil.copytree(contract.folder, folder)
     onnx_path = folder / contract.converted.path
@@ -59,7 +62,7 @@ def as_om(contract: ModelContract, folder: Path) -> ModelContract:
     if contract.gears is not None:  # the gears as ATC took them, which the fakes read (tests/fakes/fake_gears.py)
         om.write_text(json.dumps({"fake_om": atc_gear_options(contract.gears)}))
     else:
-        om.write_bytes(b"fake om: the fake msame and ais_bench run model.onnx beside it\n")
+        write_om(om, OmPlan(list(contract.converted.inputs), list(contract.converted.outputs)))
     if onnx_path.resolve() != om.with_suffix(".onnx").resolve():
         shutil.copyfile(onnx_path, om.with_suffix(".onnx"))
     converted = replace(contract.converted, target="om", path="model.om", sha256=sha256_file(om),
@@ -115,8 +118,8 @@ def two_input_model(folder: Path, target: str) -> ModelContract:
     inputs = (TensorSpec("a:0", "float32", (2, 3)), TensorSpec("b:0", "float16", (2, 3)))
     outputs = (TensorSpec("sum:0", "float32", (2, 3)), TensorSpec("half:0", "float16", (2, 3)))
     artefact = folder / ("model.om" if target == "om" else "model.onnx")
-    if target == "om":
-        artefact.write_bytes(b"fake om: the fake msame and ais_bench run model.onnx beside it\n")
+    if target == "om":  # a real om of these specs, which the fakes run as the model.onnx beside it
+        write_om(artefact, OmPlan(list(inputs), list(outputs)))
     contract = ModelContract(
         path=folder / "model.json", pb="model.pb", pb_sha256="",
         source=SourceInfo(path="onnx.helper", kind="pb", tf_version="", frozen_with_tf=""),

@@ -12,13 +12,15 @@ from typing import Any
 import numpy as np
 import pytest
 
+from binio.binfile import sha256_file
 from binio.manifest import DatasetManifest
 from infer.contract import ModelContract
 from infer.run import RunResult, run_model
 from infer.run.layout import RUN_JSON, output_file_name, parse_timestamp_folder
 from infer.run.options import RunOptions
-from infer.run.record import load_run
+from infer.run.record import RunRecordError, load_run
 from tests.cli import run_cli
+from tests.infer.om_files import OmPlan, write_om
 from tests.infer.run_data import (
     as_om,
     cnn_batches,
@@ -343,12 +345,14 @@ def test_backend_that_cannot_run_the_file(om_small_cnn: ModelContract, cnn_bins:
 
 def test_msame_outputs_are_read_with_the_oms_dtypes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                      capsys: pytest.CaptureFixture[str]) -> None:
-    """A contract that says float16 where the om writes float32: caught on the file, not passed on as garbage."""
+    """An om (and its contract) that says float16 where the tool writes float32: caught on the file, not passed on
+    as garbage."""
     use_fake_tools(monkeypatch)
     contract = two_input_model(tmp_path / "model", "om")
     assert contract.converted is not None
     wrong = (contract.converted.outputs[0].with_dtype("float16"), contract.converted.outputs[1])
-    contract = contract.with_converted(replace(contract.converted, outputs=wrong)).save()
+    om = write_om(tmp_path / "model" / "model.om", OmPlan(list(contract.converted.inputs), list(wrong)))
+    contract = contract.with_converted(replace(contract.converted, outputs=wrong, sha256=sha256_file(om))).save()
     manifest = write_dataset(tmp_path / "bins", two_input_batches(1))
     outcome = run_cli(capsys, "run", contract.path, "--input", manifest.root, "-o", tmp_path / "out")
     work = load_run(tmp_path / "out").folder / ".msame-work"
@@ -424,6 +428,7 @@ def test_run_json_records_the_infer_that_wrote_it(tf_run: RunResult, tmp_path: P
     assert written["infer_version"] == infer.__version__
     assert load_run(tf_run.folder).infer_version == infer.__version__
     older = shutil.copytree(tf_run.folder, tmp_path / tf_run.folder.name)
-    del written["infer_version"]  # a run.json written before the version was recorded still loads
+    del written["infer_version"]  # every run.json records it: one without it is not infer's
     (older / RUN_JSON).write_text(json.dumps(written))
-    assert load_run(older).infer_version == ""
+    with pytest.raises(RunRecordError, match=r"run\.json: missing field 'infer_version'"):
+        load_run(older)

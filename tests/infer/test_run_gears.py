@@ -64,7 +64,7 @@ def geared(request: pytest.FixtureRequest, checkpoint: Path, tmp_path_factory: p
     cli("convert", root / "frozen", "--target", "onnx", "--precision-mode", "force_fp32", *convert, "-q")
     om = as_om(load_contract(root / "frozen"), root / "om")
     source = "images:0=random:0"
-    cli("dump-bin", "-m", om.path, "-o", root / "bins", "--input", source, "--samples", "6", *dump, "-q")
+    cli("dump-bin", "-m", om.path, "-o", root / "bins", "--source", source, "--samples", "6", *dump, "-q")
     return kind, om, root / "bins"
 
 

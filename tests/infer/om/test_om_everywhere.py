@@ -1,7 +1,6 @@
 """Everywhere an om is used, its own descriptors decide: run on msame checks the bins against the om's inputs and
 reads outputs with its dtypes, dump-bin writes the om's input dtype, and a contract that recorded the om without
-them has the om read where it is used. A file that does not start as an om (the fake tools' model.om) keeps
-model.json's specs, so the fake-tool tests run as before."""
+them has the om read where it is used. An om that cannot be read keeps model.json's specs, with a warning."""
 
 from __future__ import annotations
 
