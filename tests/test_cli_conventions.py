@@ -181,7 +181,8 @@ def test_a_logged_warning_and_a_commands_own_warning_read_alike(onnx_small_cnn: 
     (not logging's `WARNING infer.run._plain: `); -vv adds the logger's name, -q drops both."""
     from dataclasses import replace
 
-    from tests.infer.run_data import cnn_batches, write_dataset
+    from tests.builders.bins import write_dataset
+    from tests.infer.run_data import cnn_batches
 
     manifest = replace(write_dataset(tmp_path / "bins", {"images:0": cnn_batches(1)}), model_sha256="ab" * 32).save()
     outcome = run_cli(capsys, "run", onnx_small_cnn.path, "--input", manifest.root, "-o", tmp_path / "out")

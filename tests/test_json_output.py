@@ -12,8 +12,9 @@ import pytest
 
 from binio.manifest import DatasetManifest
 from infer.contract import ModelContract
+from tests.builders.bins import write_dataset
 from tests.cli import Arg, run_cli
-from tests.infer.run_data import cnn_batches, write_dataset
+from tests.infer.run_data import cnn_batches
 from tests.models import BuiltModel
 
 _DOC = Path(__file__).parent.parent / "docs" / "json-output.md"

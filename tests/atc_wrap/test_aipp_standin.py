@@ -10,8 +10,8 @@ import pytest
 
 from atc_wrap.aipp import CSC_MATRICES, AippConfig
 from infer.contract import ModelContract
-from tests.atc_wrap.graphs import write_frozen
 from tests.atc_wrap.outputs import onnx_outputs
+from tests.builders.frozen import write_frozen
 
 H, W = 6, 8  # the model input; sources are larger and cropped
 

@@ -19,7 +19,7 @@ from binio.gears import DimRange
 from binio.spec import TensorSpec
 from infer.contract import load_contract
 from tests.atc_wrap.conftest import FakeAtc
-from tests.atc_wrap.graphs import write_frozen
+from tests.builders.frozen import write_frozen
 from tests.cli import run_cli
 
 BATCHED = (TensorSpec("images:0", "float32", (None, 8, 8, 3), "NHWC"),)

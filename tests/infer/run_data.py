@@ -1,4 +1,5 @@
-"""Datasets, converted-model stand-ins and fake Ascend tools for the tests of `infer run` and its runners.
+"""Batches, converted-model stand-ins and fake Ascend tools for the tests of `infer run` and its runners (the bins
+themselves are written by tests/builders/bins.py).
 
 Plain functions, not fixtures, so both tests/infer/test_run.py and tests/infer/run/runners/ use them.
 """
@@ -15,35 +16,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from binio.binfile import sha256_file, write_bin
-from binio.dtypes import from_numpy
+from binio.binfile import sha256_file
 from binio.gears import BATCH, DIMS, IMAGE_SIZE, RANGE, DynamicShape
-from binio.manifest import BinEntry, DatasetManifest, InputManifest, bin_file_name, safe_folder_name
 from binio.names import node_name
 from binio.spec import TensorSpec
 from infer.contract import ConvertedInfo, ModelContract, SourceInfo
 from tests.infer.om_files import OmPlan, write_om
 
 FAKES = Path(__file__).resolve().parent.parent / "fakes"
-
-
-def write_dataset(root: Path, batches: dict[str, list[np.ndarray]], *, samples: int | None = None,
-                  layout: str = "ND") -> DatasetManifest:
-    """BINS/<input>/000000.bin ... + dataset.json, written the way dump-bin writes them."""
-    inputs = []
-    batch = next(iter(batches.values()))[0].shape[0]
-    count = len(next(iter(batches.values())))
-    total = samples if samples is not None else batch * count
-    rows = [min(batch, total - i * batch) for i in range(count)]
-    for tensor, arrays in batches.items():
-        folder = safe_folder_name(tensor)
-        entries = []
-        for index, (array, real) in enumerate(zip(arrays, rows, strict=True)):
-            digest = write_bin(root / folder / bin_file_name(index), array)
-            entries.append(BinEntry(name=bin_file_name(index), digest=digest, rows=real))
-        inputs.append(InputManifest(tensor=tensor, folder=folder, dtype=from_numpy(arrays[0].dtype).name,
-                                    shape=tuple(arrays[0].shape), layout=layout, files=tuple(entries)))
-    return DatasetManifest(root=root, batch=batch, samples=total, inputs=tuple(inputs), created_by="tests").save()
 
 
 def cnn_batches(count: int = 3, *, seed: int = 0, batch: int = 2) -> list[np.ndarray]:

@@ -170,7 +170,7 @@ def test_nchw_model_takes_nhwc_uint8_bins_and_compare_passes(capsys: pytest.Capt
     from dataclasses import replace
     from typing import Any
 
-    from tests.atc_wrap.graphs import write_frozen
+    from tests.builders.frozen import write_frozen
 
     def build(tf: Any) -> None:
         x = tf.compat.v1.placeholder(tf.float32, [2, 3, 6, 8], name="x")

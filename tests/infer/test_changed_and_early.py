@@ -16,8 +16,9 @@ from infer.run import run_model
 from infer.run.layout import RUN_JSON
 from infer.run.options import RunOptions
 from infer.run.record import load_run
+from tests.builders.bins import write_dataset
 from tests.cli import run_cli
-from tests.infer.run_data import as_om, cnn_batches, use_fake_tools, write_dataset
+from tests.infer.run_data import as_om, cnn_batches, use_fake_tools
 
 
 def _change_keeping_size(path: Path) -> None:

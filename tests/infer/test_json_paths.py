@@ -21,8 +21,9 @@ from hypothesis import strategies as st
 from binio.manifest import DatasetManifest
 from infer.contract import ModelContract
 from infer.run.layout import RUN_JSON
+from tests.builders.bins import write_dataset
 from tests.cli import run_cli
-from tests.infer.run_data import cnn_batches, write_dataset
+from tests.infer.run_data import cnn_batches
 
 
 def _snapshot(root: Path, skip: Path) -> dict[str, tuple[str, str]]:

@@ -16,8 +16,9 @@ import pytest
 
 from binio.manifest import load_manifest
 from infer.contract import ModelContract
+from tests.builders.bins import write_dataset
 from tests.cli import run_cli
-from tests.infer.run_data import cnn_batches, write_dataset
+from tests.infer.run_data import cnn_batches
 
 REPO = Path(__file__).resolve().parents[2]
 

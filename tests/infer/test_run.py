@@ -19,17 +19,10 @@ from infer.run import RunResult, run_model
 from infer.run.layout import RUN_JSON, output_file_name, parse_timestamp_folder
 from infer.run.options import RunOptions
 from infer.run.record import RunRecordError, load_run
+from tests.builders.bins import write_dataset
 from tests.cli import run_cli
 from tests.infer.om_files import OmPlan, write_om
-from tests.infer.run_data import (
-    as_om,
-    cnn_batches,
-    hide_tools,
-    two_input_batches,
-    two_input_model,
-    use_fake_tools,
-    write_dataset,
-)
+from tests.infer.run_data import as_om, cnn_batches, hide_tools, two_input_batches, two_input_model, use_fake_tools
 
 STAND_IN = "the stand-in is --backend onnxrt after infer convert --target onnx"
 

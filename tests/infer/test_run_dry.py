@@ -14,8 +14,9 @@ import pytest
 from binio.manifest import DatasetManifest
 from infer.contract import ModelContract
 from infer.run import RunError, RunOptions, ScaleOptions, plan_run, run_model
+from tests.builders.bins import write_dataset
 from tests.cli import run_cli
-from tests.infer.run_data import hide_tools, two_input_batches, two_input_model, use_fake_tools, write_dataset
+from tests.infer.run_data import hide_tools, two_input_batches, two_input_model, use_fake_tools
 
 
 def _tree(root: Path) -> list[tuple[str, int]]:

@@ -17,9 +17,10 @@ from binio.manifest import load_manifest
 from infer.contract import ModelContract, load_contract
 from infer.run import RunError, RunOptions, plan_run, run_model
 from infer.run.record import load_run
+from tests.builders.bins import write_dataset
 from tests.cli import Outcome, run_cli
 from tests.infer.fcn_model import build_fcn
-from tests.infer.run_data import as_om, use_fake_tools, write_dataset
+from tests.infer.run_data import as_om, use_fake_tools
 
 
 @pytest.fixture(scope="module")

@@ -19,8 +19,9 @@ from binio.errors import Terminated
 from binio.manifest import DatasetManifest
 from binio.process import ToolError, ToolResult, run_tool, stop_running_tools, stops_tools_with
 from infer.contract import ModelContract
+from tests.builders.bins import write_dataset
 from tests.cli import run_cli
-from tests.infer.run_data import as_om, cnn_batches, use_fake_tools, write_dataset
+from tests.infer.run_data import as_om, cnn_batches, use_fake_tools
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -19,8 +19,9 @@ import numpy as np
 import pytest
 
 from infer.contract import ModelContract
+from tests.builders.bins import write_dataset
 from tests.cli import run_cli
-from tests.infer.run_data import cnn_batches, write_dataset
+from tests.infer.run_data import cnn_batches
 
 REPO = Path(__file__).resolve().parents[2]
 _PR_CAPBSET_DROP = 24

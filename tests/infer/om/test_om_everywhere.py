@@ -19,9 +19,10 @@ from infer.contract import ModelContract, load_contract
 from infer.convert import ConvertOptions, convert_model
 from infer.om import om_descriptors, with_om_descriptors
 from infer.run._runners.msame import MsameRunner
+from tests.builders.bins import write_dataset
 from tests.cli import run_cli
 from tests.infer.om_files import OmPlan, write_om
-from tests.infer.run_data import as_om, cnn_batches, use_fake_tools, write_dataset
+from tests.infer.run_data import as_om, cnn_batches, use_fake_tools
 
 
 def _om_beside_the_onnx(onnx_small_cnn: ModelContract, folder: Path, **plan: Any) -> ModelContract:

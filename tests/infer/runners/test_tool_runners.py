@@ -16,7 +16,8 @@ from infer.run._runners.ais_bench import AisBenchRunner
 from infer.run._runners.base import RunnerError
 from infer.run._runners.msame import MsameRunner
 from infer.run.layout import parse_timestamp_folder
-from tests.infer.run_data import hide_tools, two_input_batches, two_input_model, use_fake_tools, write_dataset
+from tests.builders.bins import write_dataset
+from tests.infer.run_data import hide_tools, two_input_batches, two_input_model, use_fake_tools
 
 STAND_IN = "the stand-in is --backend onnxrt after infer convert --target onnx"
 
