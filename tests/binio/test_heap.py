@@ -12,29 +12,35 @@ import pytest
 
 from infer.contract import ModelContract
 
-# A fresh interpreter each time: the thresholds are process-wide and only ever grow.
-_FAULTS = """
-import ctypes, resource, sys
-from binio.heap import keep_freed_memory
-if sys.argv[1] == "keep":
-    assert keep_freed_memory(largest_block=1 << 30, kept=1 << 30)
+# What a process does after its setup: the page faults of a block freed and allocated again (MiB, the first argument
+# after the setup's). In a fresh interpreter each time: the thresholds are process-wide and only ever grow.
+_SECOND_BLOCK = """
+import ctypes, resource
 libc = ctypes.CDLL("libc.so.6")
 libc.malloc.restype = ctypes.c_void_p
 libc.malloc.argtypes = (ctypes.c_size_t,)
 libc.free.argtypes = (ctypes.c_void_p,)
-def touched_block():  # 100 MiB written through, freed: glibc maps blocks this large on their own by default
-    block = libc.malloc(100 << 20)
-    ctypes.memset(block, 1, 100 << 20)
+size = int(sys.argv[1]) << 20
+def touched_block():  # written through, freed
+    block = libc.malloc(size)
+    ctypes.memset(block, 1, size)
     libc.free(block)
 touched_block()
 before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 touched_block()
 print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
 """
+_FAULTS = """
+import sys
+from binio.heap import keep_freed_memory
+if sys.argv[2] == "keep":
+    assert keep_freed_memory(largest_block=1 << 30, kept=1 << 30)
+""" + _SECOND_BLOCK
 
 
 def _faults_of_the_second_block(mode: str) -> int:
-    done = subprocess.run([sys.executable, "-c", _FAULTS, mode], capture_output=True, text=True, check=True)
+    # 100 MiB: glibc maps a block this large on its own by default
+    done = subprocess.run([sys.executable, "-c", _FAULTS, "100", mode], capture_output=True, text=True, check=True)
     return int(done.stdout)
 
 
@@ -59,8 +65,8 @@ def test_the_thresholds_only_grow() -> None:
 
 
 _AFTER = """
-import ctypes, resource, sys
-mode, model, images, out = sys.argv[1:]
+import sys
+mode, model, images, out = sys.argv[2:]
 if mode == "cli":
     from infer.cli.app import main
     try:
@@ -70,19 +76,7 @@ if mode == "cli":
 else:
     import infer
     infer.dump_bins(model, infer.DumpOptions(output=out, sources=(("", images),)))
-libc = ctypes.CDLL("libc.so.6")
-libc.malloc.restype = ctypes.c_void_p
-libc.malloc.argtypes = (ctypes.c_size_t,)
-libc.free.argtypes = (ctypes.c_void_p,)
-def touched_block():  # 48 MiB: above glibc's largest dynamic mmap threshold (32 MiB), below what dump-bin kept
-    block = libc.malloc(48 << 20)
-    ctypes.memset(block, 1, 48 << 20)
-    libc.free(block)
-touched_block()
-before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-touched_block()
-print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
-"""
+""" + _SECOND_BLOCK
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt")
@@ -95,7 +89,8 @@ def test_the_command_line_keeps_freed_memory_and_a_python_callers_process_is_lef
     (tmp_path / "images").mkdir()
     for index in range(2):
         Image.fromarray(np.full((8, 8, 3), index * 40, np.uint8)).save(tmp_path / "images" / f"{index}.png")
-    faults = {mode: int(subprocess.run([sys.executable, "-c", _AFTER, mode, str(frozen_small_cnn.path),
+    # 48 MiB: above glibc's largest dynamic mmap threshold (32 MiB), below the 64 MiB the decoding once had kept
+    faults = {mode: int(subprocess.run([sys.executable, "-c", _AFTER, "48", mode, str(frozen_small_cnn.path),
                                         str(tmp_path / "images"), str(tmp_path / mode)],
                                        capture_output=True, text=True, check=True, timeout=300).stdout.split()[-1])
               for mode in ("cli", "library")}
