@@ -65,6 +65,7 @@ def test_quiet_and_verbose_together_are_refused(capsys: pytest.CaptureFixture[st
     assert outcome.out == ""
 
 
+@pytest.mark.slow
 def test_quiet_keeps_the_result_and_drops_the_progress_lines(capsys: pytest.CaptureFixture[str],
                                                              frozen_small_cnn: ModelContract, tmp_path: Path) -> None:
     import shutil
@@ -132,6 +133,7 @@ def test_a_usage_error_is_one_error_line_like_every_other_refusal(capsys: pytest
     assert outcome.err.splitlines()[1].startswith("hint: infer") and "Usage:" not in outcome.err
 
 
+@pytest.mark.slow
 def test_infer_alone_shows_its_help() -> None:
     import subprocess
     import sys
@@ -142,6 +144,7 @@ def test_infer_alone_shows_its_help() -> None:
     assert "pipeline" in done.stderr and "error:" not in done.stderr
 
 
+@pytest.mark.slow
 def test_shell_completion_is_on_and_completes_a_commands_flags() -> None:
     """typer's completion (--install-completion / --show-completion), answering from every command's flags."""
     import os
@@ -173,6 +176,7 @@ def test_tables_are_plain_columns_in_a_pipe_or_under_no_color(monkeypatch: pytes
     assert plain_output() and table("t").box is None  # a pipe or a file
 
 
+@pytest.mark.slow
 def test_a_logged_warning_and_a_commands_own_warning_read_alike(onnx_small_cnn: ModelContract, tmp_path: Path,
                                                                capsys: pytest.CaptureFixture[str],
                                                                frozen_small_cnn: ModelContract,

@@ -226,6 +226,7 @@ def _cycle_in(graph: dict[str, set[str]], group: set[str]) -> list[str]:
     raise AssertionError(f"no cycle through {start}")  # a strongly connected group always has one
 
 
+@pytest.mark.slow
 def test_no_import_cycle_among_the_projects_modules() -> None:
     """No module imports, while it is imported, one that imports it back (directly or around a longer loop):
     imports inside functions and under TYPE_CHECKING left out, since they are what hid the cycles."""
@@ -269,6 +270,7 @@ def _private_of_another(path: str, name: str) -> bool:
     return not path.startswith(f"infer/{parts[1]}/")
 
 
+@pytest.mark.slow
 def test_no_stage_imports_another_stages_own_modules() -> None:
     """A stage reaches another through the names its package exports (`from infer.compare import ...`), never
     through the modules that package keeps to itself; the command line and the API's exports may."""

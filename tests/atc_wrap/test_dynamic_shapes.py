@@ -173,6 +173,7 @@ def _build_sequences(tf: object) -> None:
     tf_.identity(tf_.reduce_sum(ids) + tf_.reduce_sum(mask), name="total")
 
 
+@pytest.mark.slow
 def test_the_atc_argv_carries_image_size_and_dims_gears(capsys: pytest.CaptureFixture[str], fake_atc: FakeAtc,
                                                         tmp_path: Path) -> None:
     sized = write_frozen(tmp_path / "sized", _build_any_size, ("images:0",), ("pooled:0",))

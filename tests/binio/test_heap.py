@@ -44,6 +44,7 @@ def _faults_of_the_second_block(mode: str) -> int:
     return int(done.stdout)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt")
 def test_a_block_freed_and_taken_again_is_not_faulted_in_again() -> None:
     pages = (100 << 20) // 4096  # small pages: plain malloc asks for no huge ones
@@ -79,6 +80,7 @@ else:
 """ + _SECOND_BLOCK
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt")
 def test_the_command_line_keeps_freed_memory_and_a_python_callers_process_is_left_alone(
         frozen_small_cnn: ModelContract, tmp_path: Path) -> None:
@@ -105,6 +107,7 @@ def _thresholds_here() -> dict[int, int]:
     return dict(heap._set)
 
 
+@pytest.mark.slow
 def test_a_spawned_worker_keeps_freed_memory_as_its_parent_does() -> None:
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor

@@ -48,6 +48,7 @@ def test_run_refuses_a_bin_changed_after_dump_bin_and_leaves_the_run_incomplete(
     assert sorted(p.name for p in folder.glob("*_output_*.bin")) == ["000000_output_0.bin"]
 
 
+@pytest.mark.slow
 def test_a_tool_run_refuses_it_too_and_moves_no_output(onnx_small_cnn: ModelContract, bins: DatasetManifest,
                                                        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from binio.errors import BinFileError
@@ -104,6 +105,7 @@ def test_an_incomplete_actual_is_refused_before_the_golden_run(onnx_small_cnn: M
                      f"output 0 (probs:0)"]
 
 
+@pytest.mark.slow
 def test_layerwise_on_an_om_is_refused_before_the_golden_run(onnx_small_cnn: ModelContract, bins: DatasetManifest,
                                                              tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     use_fake_tools(monkeypatch)

@@ -182,6 +182,7 @@ def test_image_folder_is_read_in_natural_order_and_the_order_recorded(frozen_sma
     assert [int(sample[0, 0, 0]) for sample in samples] == [0, 40, 80, 120, 160]
 
 
+@pytest.mark.slow
 def test_image_workers_give_the_same_bins_as_one_process(frozen_small_cnn: ModelContract, tmp_path: Path) -> None:
     _images(tmp_path / "images", 11)
     sources = (("", str(tmp_path / "images")),)
@@ -201,6 +202,7 @@ def test_nchw_layout_transposes_images(tmp_path: Path) -> None:
     np.testing.assert_array_equal(decode_image(path, nchw), decode_image(path, nhwc).transpose(2, 0, 1))
 
 
+@pytest.mark.slow
 def test_workers_send_uint8_crops_and_the_batch_is_normalised_as_each_image_would_be(tmp_path: Path) -> None:
     """Workers return the uint8 crop; the parent's whole-batch arithmetic gives, bit for bit, what one image's
     float32 arithmetic gives (scale, per-channel mean and std, BGR, NCHW)."""
@@ -359,6 +361,7 @@ def test_an_unreadable_image_is_refused_by_name(capsys: pytest.CaptureFixture[st
     assert line == f"error: {bad}: cannot decode image (cannot identify image file '{bad}')"
 
 
+@pytest.mark.slow
 def test_a_truncated_image_is_refused_by_name(capsys: pytest.CaptureFixture[str], frozen_small_cnn: ModelContract,
                                               tmp_path: Path) -> None:
     _images(tmp_path / "images", 6, size=(64, 64))

@@ -92,6 +92,7 @@ def test_a_model_json_runs_what_convert_made_and_a_file_picks_its_backend(
     assert run_model(onnx_small_cnn.converted_path, cnn_bins.root, tmp_path / "c").record.backend == "onnxrt"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["msame", "ais_bench"])
 def test_fake_tool_runs_land_in_the_same_layout_as_onnxrt(
         backend: str, om_small_cnn: ModelContract, onnx_small_cnn: ModelContract, cnn_bins: DatasetManifest,
@@ -108,6 +109,7 @@ def test_fake_tool_runs_land_in_the_same_layout_as_onnxrt(
         np.testing.assert_allclose(ours, theirs, rtol=1e-6, atol=1e-7)
 
 
+@pytest.mark.slow
 def test_om_contract_defaults_to_msame_and_reads_outputs_with_the_oms_dtypes(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     use_fake_tools(monkeypatch)
@@ -123,6 +125,7 @@ def test_om_contract_defaults_to_msame_and_reads_outputs_with_the_oms_dtypes(
     assert record.read_output("000001", 1).dtype == np.float16
 
 
+@pytest.mark.slow
 def test_bins_made_for_another_model_run_with_a_warning(onnx_small_cnn: ModelContract, tmp_path: Path,
                                                         caplog: pytest.LogCaptureFixture) -> None:
     manifest = replace(write_dataset(tmp_path / "bins", {"images:0": cnn_batches(1)}), model_sha256="ab" * 32).save()
@@ -196,6 +199,7 @@ def test_cli_run_prints_where_it_wrote(onnx_small_cnn: ModelContract, cnn_bins: 
     assert (folder / output_file_name("000002", 0)).is_file()
 
 
+@pytest.mark.slow
 def test_cli_run_names_the_tool_and_its_device_once(om_small_cnn: ModelContract, cnn_bins: DatasetManifest,
                                                     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                     capsys: pytest.CaptureFixture[str]) -> None:
@@ -309,6 +313,7 @@ def test_unwritable_output_folder(onnx_small_cnn: ModelContract, cnn_bins: Datas
     assert outcome.error_line == f"error: {blocker}: exists and is not a folder"
 
 
+@pytest.mark.slow
 def test_msame_error_with_exit_0(om_small_cnn: ModelContract, cnn_bins: DatasetManifest, tmp_path: Path,
                                  monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     use_fake_tools(monkeypatch)
@@ -336,6 +341,7 @@ def test_backend_that_cannot_run_the_file(om_small_cnn: ModelContract, cnn_bins:
         f"error: {om_small_cnn.path}: the onnxrt backend needs an ONNX model, convert produced om")
 
 
+@pytest.mark.slow
 def test_msame_outputs_are_read_with_the_oms_dtypes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                      capsys: pytest.CaptureFixture[str]) -> None:
     """An om (and its contract) that says float16 where the tool writes float32: caught on the file, not passed on

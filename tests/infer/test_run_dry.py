@@ -56,6 +56,7 @@ def test_ais_bench_dry_run_names_every_flag_it_would_pass(
     assert not (tmp_path / "my runs").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["msame", "ais_bench"])
 def test_the_printed_line_run_by_hand_computes_what_infer_run_computes(
         om_and_bins: tuple[ModelContract, DatasetManifest], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

@@ -103,6 +103,7 @@ CASES: dict[str, tuple[Callable[[Path], Path], Callable[[Path, Path], tuple[obje
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_an_unreadable_file_is_one_line_naming_it(world: Path, tmp_path: Path, case: str) -> None:
     locate, command = CASES[case]

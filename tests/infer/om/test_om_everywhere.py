@@ -67,6 +67,7 @@ def test_dump_bin_writes_the_oms_input_dtype(onnx_small_cnn: ModelContract, tmp_
     assert load_manifest(tmp_path / "bins").inputs[0].dtype == "float16"
 
 
+@pytest.mark.slow
 def test_an_om_run_by_msame_is_compared_as_the_om_on_its_chip(onnx_small_cnn: ModelContract, tmp_path: Path,
                                                               monkeypatch: pytest.MonkeyPatch,
                                                               capsys: pytest.CaptureFixture[str]) -> None:
@@ -101,10 +102,16 @@ def test_a_contract_that_recorded_the_om_without_its_descriptors_has_it_read(
     assert MsameRunner.from_contract(load_contract(older.path)).inputs[0].dtype == "float16"
 
 
-def test_a_file_that_does_not_start_as_an_om_keeps_model_jsons_specs(onnx_small_cnn: ModelContract,
-                                                                     tmp_path: Path) -> None:
-    fake = as_om(onnx_small_cnn, tmp_path / "model")  # the fake tools' model.om: text, run as the onnx beside it
-    assert om_descriptors(fake) is None
+def test_a_file_that_is_not_an_om_keeps_model_jsons_specs_with_a_warning(
+        onnx_small_cnn: ModelContract, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    fake = as_om(onnx_small_cnn, tmp_path / "model")
+    assert fake.converted is not None
+    om = fake.folder / fake.converted.path
+    om.write_bytes(b"not an om: text, which the fake tools still run as the onnx beside it\n")
+    fake = fake.with_converted(replace(fake.converted, sha256=sha256_file(om))).save()
+    with caplog.at_level(logging.WARNING):
+        assert om_descriptors(fake) is None
+    assert f"{om}: not an om file: expected the magic b'IMOD'" in caplog.text
     assert with_om_descriptors(fake) == fake
     assert MsameRunner.from_contract(fake).inputs == fake.model_inputs
 

@@ -15,6 +15,8 @@ import pytest
 from tests.builders.bins import write_dataset
 from tests.infer.run_data import gear_batches, gear_om, use_fake_tools
 
+pytestmark = pytest.mark.slow
+
 
 def _tool(name: str, om: Path, bins: Path, out: Path, *flags: str) -> subprocess.CompletedProcess[str]:
     launcher = ["msame"] if name == "msame" else [sys.executable, "-m", "ais_bench"]
