@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from atc_wrap.precision.modes import PrecisionMode
 from binio.binfile import write_bin
 from binio.manifest import BinEntry, DatasetManifest, InputManifest, bin_file_name
 from binio.spec import TensorSpec
@@ -19,7 +20,8 @@ from infer.compare._compare import CompareOptions, compare
 from infer.compare._judge.fp16_trouble import CAUSE, COLLAPSED, INF_NAN, SATURATED
 from infer.compare.thresholds import Thresholds
 from infer.contract import ModelContract
-from tests.atc_wrap.graphs import build_energy, build_normalised, write_frozen
+from tests.builders.frozen import write_frozen
+from tests.builders.graphs import build_energy, build_normalised
 from tests.cli import Outcome, run_cli
 from tests.infer.compare.handmade import write_contract, write_run
 
@@ -38,7 +40,7 @@ def x_bins(folder: Path, batch: int, low: float = 250, high: float = 350) -> Pat
     return folder
 
 
-def _converted(folder: Path, build: Any, batch: int, mode: str = "force_fp16") -> ModelContract:
+def _converted(folder: Path, build: Any, batch: int, mode: PrecisionMode = "force_fp16") -> ModelContract:
     from infer.convert._convert import ConvertOptions, convert_model
 
     frozen = write_frozen(folder, build, ("x:0",), ("energy:0",) if build is build_energy else ("out:0",))

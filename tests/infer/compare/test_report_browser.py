@@ -16,7 +16,8 @@ from infer.contract import ModelContract
 from infer.convert import ConvertOptions, convert_model
 from infer.run import run_model
 from infer.run.options import RunOptions
-from tests.atc_wrap.graphs import build_normalised, write_frozen
+from tests.builders.frozen import write_frozen
+from tests.builders.graphs import build_normalised
 from tests.infer.compare.browser import chromium, look
 from tests.infer.compare.test_plain_verdict import x_bins
 
