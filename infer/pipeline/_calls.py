@@ -71,7 +71,8 @@ def compare(config: PipelineConfig, work: WorkLayout, run_folder: Path) -> Stage
         find = "" if result.layerwise is not None else "[compare] layerwise = true finds the op, "
         summary += f"; next: {find}infer pipeline tune {config.path} finds the ops to keep in fp32"
     return StageDone(summary, (work.report / "report.json",),
-                     {"passed": result.passed, "verdict": result.verdict_line(), "report_html": str(html)})
+                     {"passed": result.passed, "verdict": result.verdict_line(), "report_html": str(html),
+                      "headline": result.headline(), "details": list(result.details())})
 
 
 def image_options(config: PipelineConfig) -> ImageOptions:
