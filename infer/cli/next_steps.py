@@ -22,8 +22,12 @@ def next_steps(result: Any, contract: Any, model: Path, bins: Path, actual: Path
         found.append((f"infer compare {model_text} --input {bins_text} --actual {shown_path(actual)} --layerwise",
                       where))
     elif result.layerwise is None and target == "om":
-        found.append((f"infer run {model_text} --input {bins_text} -o out --dump, then infer compare {model_text} "
-                      f"--input {bins_text} --npu-dump out/<timestamp>/dump", f"on the Ascend server: {where}"))
+        # An om converted on a host (convert --host) runs there too: its dump is fetched back (docs/remote.md).
+        remote = contract.converted.settings.get("remote") or {}
+        host = f" --host {remote['host']}" if isinstance(remote, dict) and remote.get("host") else ""
+        found.append((f"infer run {model_text} --input {bins_text} -o out --dump{host}, then infer compare "
+                      f"{model_text} --input {bins_text} --npu-dump out/<timestamp>/dump",
+                      f"on {remote['host'] if host else 'the Ascend server'}: {where}"))
     if result.cause:
         found.append((f"infer tune-precision {model_text} --input {bins_text} -o tuned",
                        "the ops to keep in fp32 (ATC's --keep_dtype): the fix"))
