@@ -39,7 +39,8 @@ def demo(
                       on_stage=lambda outcome: show(shown_paths(outcome.line())), aipp=aipp,
                       fp16_trouble=fp16_trouble)
     pipeline = result.pipeline
-    show(pipeline.verdict)
+    for line in pipeline.verdict_lines():
+        show(line)
     if result.failed_report is not None:
         show(f"report under force_fp16 (failed): {shown_path(result.failed_report)}")
     if pipeline.report_html is not None:

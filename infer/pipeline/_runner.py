@@ -72,6 +72,13 @@ class PipelineResult:
     def commands(self) -> tuple[tuple[str, ...], ...]:
         return tuple(s.command for s in self.stages)
 
+    def verdict_lines(self) -> list[str]:
+        """The verdict as printed: a failed one as `infer compare` prints it (one short line, what it rests on below
+        it, the reasons once), else the verdict line."""
+        if not self.passed and self.headline:
+            return [self.headline, *(f"  {line}" for line in self.verdict_details)]
+        return [self.verdict]
+
 
 def msame_command(work: WorkLayout, om: Path, config: PipelineConfig) -> tuple[str, ...]:
     """msame's own command line for the bins of this pipeline (folder mode, one folder per input), with the flag
@@ -88,10 +95,7 @@ def msame_command(work: WorkLayout, om: Path, config: PipelineConfig) -> tuple[s
 
 def report_tail(result: PipelineResult) -> list[str]:
     """What follows the stage lines: the verdict, the HTML report, and the commands that reproduce each stage."""
-    if not result.passed and result.headline:  # the reasons once, below a short line, not all on one
-        lines = [result.headline, *(f"  {line}" for line in result.verdict_details)]
-    else:
-        lines = [result.verdict]
+    lines = result.verdict_lines()
     if result.gear_reports:
         lines += [f"report ({label}): {html}" for label, html in result.gear_reports]
     elif result.report_html is not None:
