@@ -94,6 +94,7 @@ def _check_found(model: tuple[ModelContract, Path], expected: list[str], tmp_pat
     lines = outcome.out.splitlines()
     tunable = json.loads((tuned / "tune.json").read_text())["tunable_ops"]
     assert lines[0].startswith("before: FAILED: ")
+    assert lines[0].count("; ") <= 1, lines[0]  # the short line: the cause and one reason, not every reason
     assert lines[1] == f"kept in fp32 ({len(expected)} of {tunable} ops):"
     assert [line.split()[0] for line in lines[2:2 + len(expected)]] == expected
     assert all("of FLOPs" in line and "of parameters" in line for line in lines[2:3 + len(expected)])
