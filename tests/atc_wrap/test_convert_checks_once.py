@@ -36,7 +36,7 @@ CHECKS: dict[str, tuple[str, ...]] = {
     "infer.convert._plan": ("plan_conversion",),
     "ckpt2pb.protobuf": ("read_graph_def",),
 }
-ONLY_OM = {"check_soc_version", "check_implmode"}
+ONLY_OM = {"check_implmode"}  # --soc-version is checked for the stand-in too: it refuses what ATC would
 ONLY_ONNX = {"check_output_types", "check_opset"}
 
 
