@@ -80,4 +80,4 @@ def test_a_users_json_or_toml_is_decoded_in_one_place() -> None:
                 and node.func.value.id in ("json", "tomllib", "tomli")}
     assert {path for path in decoding if not path.startswith("benchmarks/")} == {
         "binio/reading.py", "infer/pipeline/config.py", "atc_wrap/op_tables.py", "atc_wrap/emulation.py",
-        "atc_wrap/converter_names.py", "ckpt2pb/source.py"}
+        "atc_wrap/converter_names.py", "ckpt2pb/source.py", "ckpt2pb/host_ops.py"}

@@ -22,6 +22,8 @@ def is_om(path: Path) -> bool:
     """An .om by its name, or a file of another name that starts with the om magic."""
     if path.suffix.lower() == ".om":
         return True
+    if not path.is_file():  # a FIFO or device: opening it to read the magic could wait forever
+        return False
     try:
         with path.open("rb") as stream:
             return path.is_file() and stream.read(4) == _OM_MAGIC

@@ -27,7 +27,7 @@ from binio.atomic import write_bytes_atomic
 from binio.binfile import sha256_file
 from binio.memory import check_fits
 from binio.steps import OnStep, no_steps
-from ckpt2pb.protobuf import read_graph_def
+from ckpt2pb.protobuf import HostOpPolicy, read_graph_def
 from infer.aipp import AIPP_FILE, aipp_config_for, aipp_record
 from infer.contract import ConvertedInfo, ModelContract, as_contract
 from infer.convert._gears import gear_request, gear_settings
@@ -146,7 +146,7 @@ def _convert_om(contract: ModelContract, options: ConvertOptions, reason: str, o
     atc = find_atc() if options.dry_run else require_atc()
     om = _artefact(contract, options, ".om")
     aipp, aipp_file, aipp_text = _aipp(contract, options, om)
-    graph_def = read_graph_def(contract.pb_path)
+    graph_def = read_graph_def(contract.pb_path, HostOpPolicy.of(options.allow_host_ops))
     command = build_atc_command(
         str(atc) if atc is not None else "atc", contract.pb_path.absolute(), graph_def,
         contract.inputs, contract.outputs, om,
@@ -230,7 +230,8 @@ def _convert_onnx(contract: ModelContract, options: ConvertOptions, reason: str,
                           soc_assumed=not options.soc_version) if request.given() else None
     ignored = _atc_only(options)
     on_step(f"reading {contract.pb_path}")
-    graph_def = read_graph_def(contract.pb_path)
+    # tf2onnx runs TensorFlow's graph optimizer, whose constant folding would run a ReadFile of a constant path
+    graph_def = read_graph_def(contract.pb_path, HostOpPolicy.of(options.allow_host_ops))
     on_step("planning each op's precision from the operator table")
     prepared = prepare(contract, options, graph_def, controls, target="onnx")
     if options.dry_run:

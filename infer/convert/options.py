@@ -13,10 +13,20 @@ from atc_wrap.soc import ASSUMED_SOC_VERSION
 from binio.defaults import DEFAULT_TOOL_TIMEOUT_S
 from binio.errors import InferError
 from binio.gears import BATCH, DIMS, IMAGE_SIZE, Gear, check_gear_list, parse_gear_list
-from infer._option_fields import setting, type_name
+from binio.limits import check_seconds
+from infer._option_fields import allow_host_ops_setting, setting, type_name
 from infer.aipp.options import AippOptions
 
 TARGETS: tuple[str, ...] = ("om", "onnx")
+INPUT_FORMATS: tuple[str, ...] = ("NCHW", "NHWC", "ND", "NCDHW", "NDHWC")  # ATC's --input_format values
+
+
+def _soc_version(text: str, flag: str) -> str:
+    """A chip name as given on the command line; an empty one is refused, not taken as none given."""
+    if not text.strip():
+        raise InferError(f"{flag} {text!r}: empty; expected a chip name such as Ascend310P3 (npu-smi info names it)",
+                         hint=f"leave {flag} out for the stand-in's assumed chip, {ASSUMED_SOC_VERSION}")
+    return text.strip()
 
 
 def _batch_sizes(text: str, flag: str) -> tuple[int, ...]:
@@ -90,7 +100,8 @@ class ConvertOptions:
                                                       "copied into the model folder when outside it.")
     output: Path | None = setting(None, short="-o", toml=False, shown="beside model.json, named after the pb",
                                   help="The converted model's path (.om / .onnx appended when missing).")
-    soc_version: str = setting("", shown=f"required for om; the stand-in assumes {ASSUMED_SOC_VERSION}",
+    soc_version: str = setting("", parse=_soc_version,
+                               shown=f"required for om; the stand-in assumes {ASSUMED_SOC_VERSION}",
                                help="The chip ATC compiles for, e.g. Ascend310P3 (npu-smi info names it); its "
                                     "operator table gives each op's dtype in the precision plan the stand-in "
                                     "emulates, and the pre-check's verdicts.")
@@ -135,6 +146,7 @@ class ConvertOptions:
                                                   "op (refused for om, a warning for the stand-in) or cannot build "
                                                   "it in the dtype the mode or a per-op control asks; the table is "
                                                   "a 2022 snapshot, a newer CANN may have the kernel.")
+    allow_host_ops: bool = allow_host_ops_setting()
     dry_run: bool = setting(False, toml=False, help="Print the exact ATC command (or what the stand-in would "
                                                     "write) and change nothing.")
     timeout: float = setting(DEFAULT_TOOL_TIMEOUT_S, help="Seconds before a hung ATC is stopped.")
@@ -144,3 +156,9 @@ class ConvertOptions:
         help="Preprocess on the NPU: aipp.cfg is written beside the model from the color, scale, mean and std "
              "([data.preprocessing] in pipeline.toml) and passed to ATC (--insert_op_conf); the model then takes "
              "uint8 images.")
+
+    def __post_init__(self) -> None:
+        # Checked however the options are built (command line, pipeline file, Python), naming the flag.
+        check_seconds(self.timeout, "--timeout")
+        if self.input_format and self.input_format.upper() not in INPUT_FORMATS:
+            raise InferError(f"--input-format {self.input_format}: expected one of {', '.join(INPUT_FORMATS)}")

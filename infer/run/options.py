@@ -10,7 +10,8 @@ from dataclasses import dataclass
 
 from binio.defaults import DEFAULT_TOOL_TIMEOUT_S
 from binio.errors import InferError
-from infer._option_fields import setting
+from binio.limits import check_count, check_seconds, check_workers
+from infer._option_fields import allow_host_ops_setting, setting
 
 DUMP_MODES: tuple[str, ...] = ("output", "input", "all")  # acl.json's dump_mode
 
@@ -23,6 +24,9 @@ BACKENDS: tuple[str, ...] = ("onnxrt", "tf", "msame", "ais_bench")
 
 class RunError(InferError):
     """A model, backend or output folder `infer run` cannot use."""
+
+
+MAX_LOOP = 10_000  # runs of each batch: msame's own loop is for a latency figure, as is this
 
 
 @dataclass(frozen=True)
@@ -52,24 +56,23 @@ class RunOptions:
     # The sha256 of another model whose bins this run takes on purpose (compare's emulated precision runs a model
     # of the same pb on the converted model's bins): no "made for another model" warning for it.
     bins_made_for: str = setting("", toml=False, flag=False)
+    allow_host_ops: bool = allow_host_ops_setting()
 
     def check(self) -> None:
         """Refuses counts out of range, naming the option, before anything is loaded."""
-        if self.loop < 1:
-            raise RunError(f"--loop {self.loop}: expected 1 or more")
-        if self.warmup < 0:
-            raise RunError(f"--warmup {self.warmup}: expected 0 or more")
+        check_count(self.loop, "--loop", most=MAX_LOOP, why="each batch runs that many times; a latency's mean needs "
+                                                            "far fewer")
+        check_count(self.warmup, "--warmup", least=0, most=MAX_LOOP, why="untimed runs of the first batch")
         if self.device is not None and self.device < 0:
             raise RunError(f"--device {self.device}: expected a device index, 0 or more")
-        if not self.timeout > 0:
-            raise RunError(f"--timeout {self.timeout:g}: expected seconds, more than 0")
+        check_seconds(self.timeout, "--timeout")
         if self.dump_mode not in DUMP_MODES:
             raise RunError(f"--dump-mode {self.dump_mode}: expected one of {', '.join(DUMP_MODES)}")
         if not self.dump and (self.dump_mode != "output" or self.dump_batch):
             raise RunError(f"{'--dump-batch' if self.dump_batch else '--dump-mode'} without --dump: nothing is "
                            "dumped", hint="add --dump")
-        if self.threads is not None and self.threads < 1:
-            raise RunError(f"--threads {self.threads}: expected 1 or more (leave it out for the framework's default)")
+        if self.threads is not None:
+            check_workers(self.threads, "--threads")
 
 
 TOOL_BACKENDS: tuple[str, ...] = ("msame", "ais_bench")  # external tools running an om
