@@ -79,6 +79,13 @@ class Fields:
             raise self.refuse(key, f"expected a string, found {shown(value)}")
         return value
 
+    def choice(self, key: str, choices: tuple[str, ...], default: Any = _MISSING) -> str:
+        """A string that must be one of `choices` (a closed vocabulary, such as a converted model's target)."""
+        value = self.text(key, default)
+        if value not in choices:
+            raise self.refuse(key, f"expected one of {', '.join(choices)}, found {shown(value)}")
+        return value
+
     def integer(self, key: str, default: Any = _MISSING, *, minimum: int | None = None) -> int:
         return self.check_integer(key, self._get(key, default), minimum=minimum)
 

@@ -11,6 +11,7 @@ from binio.errors import InferError
 # TensorFlow and ONNX Runtime hold a dim in an int64, ATC and msame in an int32 in places: a dim, a batch or a gear
 # value past this is no shape any of them runs.
 MAX_DIM = 2**31 - 1
+PROTOBUF_LIMIT = 2**31 - 1  # bytes: protobuf parses and writes no larger message (a pb, an om's model partition)
 
 
 def usable_cpus() -> int:
@@ -22,9 +23,11 @@ def usable_cpus() -> int:
 
 def check_count(value: float, option: str, *, most: float, why: str, least: int = 1) -> None:
     """Refuses `value` of `option` outside `least`..`most`, naming the bound and `why` it is one."""
-    if not least <= value <= most:
-        shown = f"{value:g}" if isinstance(value, float) else str(value)
-        raise InferError(f"{option} {shown}: expected {least} to {most:g} ({why})")
+    shown = f"{value:g}" if isinstance(value, float) else str(value)
+    if value < least:
+        raise InferError(f"{option} {shown}: expected {least} or more")
+    if not value <= most:  # NaN too
+        raise InferError(f"{option} {shown}: expected at most {most:g} ({why})")
 
 
 def check_seconds(value: float, option: str) -> None:
@@ -34,7 +37,27 @@ def check_seconds(value: float, option: str) -> None:
         raise InferError(f"{option} {value:g}: expected seconds, a finite number more than 0")
 
 
+WORKERS_PER_CPU = 4  # more processes or threads than this per CPU only wait for each other
+
+
+def most_workers() -> tuple[int, str]:
+    """The most worker processes or threads a command starts here, and why: `WORKERS_PER_CPU` per usable CPU (at
+    least 8), and a quarter of the process limit (RLIMIT_NPROC, which counts threads too) where one is set: past
+    it they are not even started, and a pool waiting for them hangs."""
+    cpus = usable_cpus()
+    most, why = max(8, WORKERS_PER_CPU * cpus), f"{WORKERS_PER_CPU} per usable CPU, {cpus} here"
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_NPROC)[0]
+    except (ImportError, OSError, ValueError, AttributeError):
+        soft = -1
+    if soft > 0 and soft // 4 < most:
+        most, why = max(1, soft // 4), f"a quarter of this user's process limit, {soft}"
+    return most, why
+
+
 def check_workers(value: int, option: str) -> None:
-    """Refuses more worker processes or threads than this machine's CPUs (more only wait for each other, and under a
-    process limit they are not even started)."""
-    check_count(value, option, most=usable_cpus(), why="this machine's usable CPUs")
+    """Refuses more worker processes or threads than `most_workers` allows, naming the bound."""
+    most, why = most_workers()
+    check_count(value, option, most=most, why=why)

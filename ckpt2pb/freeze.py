@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from binio.heap import ANY_SIZE, keep_freed_memory
-from binio.limits import MAX_DIM
+from binio.limits import MAX_DIM, PROTOBUF_LIMIT
 from binio.spec import TensorSpec, format_shape, node_name, output_index, tensor_name
 from binio.steps import OnStep, no_steps
 from ckpt2pb import surgery
@@ -38,7 +38,6 @@ from ckpt2pb.verify import Reference, Verification, check_frozen, check_verifica
 
 log = logging.getLogger(__name__)
 
-PROTOBUF_LIMIT = 2**31 - 1  # bytes: protobuf cannot serialise a message this large
 DYNAMIC_BATCH = -1  # --batch -1: the first dim stays unknown, for ATC's --dynamic_batch_size
 VERIFY_BATCH = 2  # the batch verification feeds a graph whose first dim stays unknown
 VERIFY_DIM = 32  # any other dim kept unknown: large enough for a few stride-2 layers (a guess; --no-verify skips)

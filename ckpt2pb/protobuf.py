@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from binio.errors import excerpt
+from binio.limits import PROTOBUF_LIMIT
 from binio.memory import format_bytes
 from binio.regular import refuse_special
 from ckpt2pb.errors import SourceError
@@ -22,7 +23,6 @@ from ckpt2pb.wellformed import check_graph_def
 
 Message = TypeVar("Message")
 
-PROTOBUF_LIMIT = 2**31 - 1  # bytes: protobuf parses no larger message
 # The first byte of each message as TensorFlow writes it: the tag of one of its fields (field number << 3 | wire type).
 _FIRST_TAGS = {
     "GraphDef": frozenset({0x0A, 0x12, 0x18, 0x22}),  # node, library, version, versions

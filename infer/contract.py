@@ -39,6 +39,9 @@ class SourceInfo:
     frozen_with_tf: str  # the TensorFlow that froze it
 
 
+CONVERTED_TARGETS: tuple[str, ...] = ("om", "onnx")  # what convert makes (infer.convert.options.TARGETS)
+
+
 @dataclass(frozen=True)
 class ConvertedInfo:
     """What `infer convert` made of the frozen pb."""
@@ -221,7 +224,8 @@ def _contract(data: dict[str, Any], path: Path) -> ModelContract:
     if fields.has("converted"):
         c = fields.child("converted")
         converted = ConvertedInfo(
-            target=c.text("target"), path=c.relative("path", path.parent), sha256=c.text("sha256"),
+            target=c.choice("target", CONVERTED_TARGETS), path=c.relative("path", path.parent),
+            sha256=c.text("sha256"),
             inputs=_specs(c, "inputs"), outputs=_specs(c, "outputs"),
             soc_version=c.text("soc_version", ""), precision_mode=c.text("precision_mode", ""),
             command=c.texts("command", []), settings=dict(c.mapping("settings", {})),

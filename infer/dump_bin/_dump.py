@@ -22,6 +22,7 @@ from binio.beside import start_beside
 from binio.cast import CastReport, check_unchanged, checked_cast_into
 from binio.digest import BIN_DIGEST, digest_bytes, digest_file
 from binio.errors import InferError, ShapeError, Terminated
+from binio.limits import check_workers
 from binio.lock import folder_lock
 from binio.manifest import MANIFEST_NAME, BinEntry, DatasetManifest, InputManifest, bin_file_name, safe_folder_name
 from binio.memory import check_fits
@@ -199,8 +200,7 @@ def _dump(contract: ModelContract, options: DumpOptions, progress: Progress | No
     specs = contract.model_inputs if gear is None else gear.specs
     for spec in specs:
         check_dtype(contract, spec, options.dtype)
-    if options.workers < 1:
-        raise InferError(f"--workers {options.workers}: expected 1 or more")
+    check_workers(options.workers, "--workers")
     batch = model_batch(specs, options.batch if gear is None or gear.kind == "batch" else None)
     assigned = assign_sources(specs, options.sources, contract.signature_keys)
     folders = [safe_folder_name(s.name) for s in specs]

@@ -71,6 +71,8 @@ class RunOptions:
         if not self.dump and (self.dump_mode != "output" or self.dump_batch):
             raise RunError(f"{'--dump-batch' if self.dump_batch else '--dump-mode'} without --dump: nothing is "
                            "dumped", hint="add --dump")
+        if self.threads is not None and self.threads < 1:
+            raise RunError(f"--threads {self.threads}: expected 1 or more (leave it out for the framework's default)")
         if self.threads is not None:
             check_workers(self.threads, "--threads")
 
