@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 from pathlib import Path
 from typing import BinaryIO
 
@@ -35,8 +36,9 @@ def check_npy_stream(stream: BinaryIO, size: int, named: str, *,
             shape, _fortran, dtype = np.lib.format.read_array_header_2_0(stream, max_header_size=_MAX_HEADER)
     except (ValueError, OSError, EOFError, SyntaxError, TypeError, OverflowError) as exc:
         raise error(f"{named}: not an .npy file numpy reads ({excerpt(str(exc), 120)[1:-1]})") from None
-    if any(not isinstance(d, int) or d < 0 for d in shape):
-        raise error(f"{named}: its header declares shape {shape}, which no array has")
+    if any(not isinstance(d, int) or d < 0 for d in shape) or \
+            math.prod(max(d, 1) for d in shape) * max(dtype.itemsize, 1) > sys.maxsize:
+        raise error(f"{named}: its header declares shape {shape}, which no array has (numpy sizes them in 64 bits)")
     needed = math.prod(shape) * dtype.itemsize  # Python integers: no overflow, whatever the header says
     held = size - stream.tell()
     if needed > held:

@@ -48,6 +48,6 @@ class ImageOptions:
         if not self.std or not all(math.isfinite(s) and s > 0 for s in self.std):
             raise InferError(f"--std {_numbers(self.std)}: expected numbers more than 0 (a standard deviation), one "
                              "or one per channel")
-        if self.resize is not None:
+        if self.resize is not None and self.resize > MAX_RESIZE:  # too small is the crop's to say (dump-bin)
             check_count(self.resize, "--resize", most=MAX_RESIZE, why="the shorter side in pixels: a square image "
                         "resized to it is already Pillow's limit of pixels")
