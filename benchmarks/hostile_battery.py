@@ -3,7 +3,7 @@
 
 - OK: a result, or one ``error:`` line naming what was expected (the file, the option, the node), exit code 2, in
   time, nothing written outside the output folder, nothing of a secret echoed;
-- WEAK: refused, but the line does not name what it should, or it took long (> 60 s) or much memory (> 2 GiB);
+- WEAK: refused, but the line does not name what it should, or it took long (> 60 s of CPU);
 - BAD: a traceback, a death by signal, a hang, exit 0 on what should be refused, a file written outside, a secret
   leaked.
 
@@ -36,9 +36,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 GiB = 2**30
 SECRET = "battery-secret-7f3a9c"
-LIMIT_S = 120
-SLOW_S = 60
-BIG_RSS = 2 * GiB
+LIMIT_S = 600  # wall seconds before a case counts as hung (generous: a shared machine is slow)
+SLOW_S = 60  # CPU seconds (the child's own, which a busy machine does not inflate) before it counts as slow
 
 
 @dataclass
@@ -76,6 +75,7 @@ def run_case(case: Case) -> Outcome:
             signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 
     start = time.monotonic()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     process = subprocess.Popen([sys.executable, "-m", "infer", *map(str, case.args)], stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True, preexec_fn=limits, cwd=case.cwd)
     try:
@@ -86,7 +86,9 @@ def run_case(case: Case) -> Outcome:
         out, err = process.communicate()
         hung = True
     seconds = time.monotonic() - start
-    rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024  # the largest child so far: an upper bound
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)  # this child's: they run in turn
+    rss = after.ru_maxrss * 1024  # the largest child so far: an upper bound
     code = process.returncode
     lines = [line for line in err.splitlines() if line.startswith("error: ")]
     line = lines[0] if lines else ""
@@ -115,8 +117,8 @@ def run_case(case: Case) -> Outcome:
         return grade("WEAK", f"{len(lines)} error lines, {len(line)} characters")
     if code == 2 and case.names and not any(str(n) in line for n in case.names):
         return grade("WEAK", f"does not name {case.names[0]}: {line[:160]}")
-    if seconds > SLOW_S:
-        return grade("WEAK", f"took {seconds:.0f} s")
+    if cpu > SLOW_S:
+        return grade("WEAK", f"took {cpu:.0f} s of CPU")
     return grade("OK", line[:160] if code else "result")
 
 
@@ -184,7 +186,7 @@ def _acting_graphs(world: World) -> list[Case]:
         with graph.as_default():
             x = tf1.placeholder(tf.float32, [None, 4], name="x")
             w = tf1.get_variable("w", [4, 4], initializer=tf1.ones_initializer())
-            tf.identity(build(tf.matmul(x, w)), name="y")
+            tf.reshape(build(tf.matmul(x, w)), [-1, 4], name="y")  # a known shape, whatever the op gives
             saver = tf1.train.Saver()
             with tf1.Session(graph=graph) as session:
                 session.run(tf1.global_variables_initializer())

@@ -443,6 +443,8 @@ def load_source(path: Path | str, *, allow_host_ops: bool = False) -> LoadedSour
     prefix = _checkpoint_prefix_for(str(path))
     if prefix is not None:
         return _load_checkpoint(prefix, path, "checkpoint")
+    if path.is_symlink() and not path.exists():
+        raise SourceError(f"{path}: a symbolic link that leads nowhere (a loop, or its target is missing)")
     if path.exists():
         raise SourceError(f"{path}: not a model source this reads",
                           hint="give a checkpoint prefix, a .meta, a .pb, a SavedModel folder or a Keras file")

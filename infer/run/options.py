@@ -53,10 +53,10 @@ class RunOptions:
     dry_run: bool = setting(False, toml=False, help="Print the exact msame or ais_bench command line of each tool "
                                                     "start (for onnxrt and tf, what they would run) and run "
                                                     "nothing, writing nothing.")
+    allow_host_ops: bool = allow_host_ops_setting()
     # The sha256 of another model whose bins this run takes on purpose (compare's emulated precision runs a model
     # of the same pb on the converted model's bins): no "made for another model" warning for it.
     bins_made_for: str = setting("", toml=False, flag=False)
-    allow_host_ops: bool = allow_host_ops_setting()
 
     def check(self) -> None:
         """Refuses counts out of range, naming the option, before anything is loaded."""

@@ -377,6 +377,8 @@ def test_a_100_kb_name_is_not_echoed_whole(small_cnn_prefix: Path, tmp_path: Pat
     (("--timeout", "inf"), "--timeout inf: expected seconds, a finite number more than 0"),
     (("--soc-version", ""), "--soc-version: an empty value; expected one (leave --soc-version out for its default)"),
     (("--input-format", "XYZ"), "--input-format XYZ: expected one of NCHW, NHWC, ND, NCDHW, NDHWC"),
+    (("--dynamic-batch", ""), "--dynamic-batch: an empty value; expected one (leave --dynamic-batch out for its "
+                              "default)"),
 ])
 def test_convert_options_out_of_range(mine: World, capsys: pytest.CaptureFixture[str], extra: tuple[str, ...],
                                       expected: str) -> None:
@@ -475,3 +477,11 @@ def test_a_symlink_loop_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[s
                       "--keep-dtype", loop)
     assert outcome.code == 2 and str(loop) in outcome.error_line and "Traceback" not in outcome.err
     assert os.path.islink(loop)
+
+
+def test_a_symlink_loop_given_as_a_model_is_named_as_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    loop = tmp_path / "model.pb"
+    loop.symlink_to(tmp_path / "other.pb")
+    (tmp_path / "other.pb").symlink_to(loop)
+    _refused(run_cli(capsys, "inspect", loop), f"{loop}: a symbolic link that leads nowhere (a loop, or its target is "
+                                               "missing)")
