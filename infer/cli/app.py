@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import faulthandler
 import functools
 import importlib
 import logging
@@ -300,6 +301,9 @@ def _one_blas_thread() -> None:
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point: runs the app; a user's mistake becomes `error: ...` on stderr and a non-zero exit."""
     _one_blas_thread()
+    # A crash infer's checks did not foresee (a graph TensorFlow dies on, a signal in a native library) is never a
+    # silent death: Python prints the fatal signal and where it came in, on stderr.
+    faulthandler.enable()
     in_main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _terminate) if in_main_thread else None
     try:

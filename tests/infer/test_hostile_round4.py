@@ -485,3 +485,19 @@ def test_a_symlink_loop_given_as_a_model_is_named_as_one(tmp_path: Path, capsys:
     (tmp_path / "other.pb").symlink_to(loop)
     _refused(run_cli(capsys, "inspect", loop), f"{loop}: a symbolic link that leads nowhere (a loop, or its target is "
                                                "missing)")
+
+
+def test_dump_bin_never_writes_through_a_link_to_outside(frozen_small_cnn: ModelContract, tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """A pipeline's work/bins linked to a folder outside: dump-bin replaced its dataset.json and wrote its bins."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "dataset.json").write_text('{"theirs": 1}')
+    (tmp_path / "work").mkdir()
+    (tmp_path / "work" / "bins").symlink_to(outside)
+    outcome = run_cli(capsys, "dump-bin", "random:0", "-m", frozen_small_cnn.path, "-o", tmp_path / "work" / "bins",
+                      "--force")
+    _refused(outcome, f"{tmp_path / 'work' / 'bins'}: a link to {outside}, outside the output folder "
+                      f"{tmp_path / 'work'}; --force never writes or deletes through it")
+    assert sorted(p.name for p in outside.iterdir()) == ["dataset.json"]
+    assert (outside / "dataset.json").read_text() == '{"theirs": 1}'
