@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import faulthandler
 import functools
 import importlib
@@ -303,7 +304,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     _one_blas_thread()
     # A crash infer's checks did not foresee (a graph TensorFlow dies on, a signal in a native library) is never a
     # silent death: Python prints the fatal signal and where it came in, on stderr.
-    faulthandler.enable()
+    with contextlib.suppress(OSError, ValueError):  # a stderr with no file behind it (a test's capture): none
+        faulthandler.enable()
     in_main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _terminate) if in_main_thread else None
     try:
