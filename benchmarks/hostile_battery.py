@@ -199,18 +199,24 @@ def _acting_graphs(world: World) -> list[Case]:
                 builder.save()
         (folder / "g.pb").write_bytes(frozen.SerializeToString())
         written.unlink(missing_ok=True)
-        for kind, source in (("meta", prefix), ("pb", folder / "g.pb"), ("saved_model", folder / "saved")):
+        # Every family from a meta graph; a pb and a SavedModel, and inspect, for every third (each case starts
+        # TensorFlow: the whole set takes hours on a busy machine).
+        sources = (("meta", prefix), ("pb", folder / "g.pb"), ("saved_model", folder / "saved"))
+        for kind, source in sources if len(cases) % 3 == 0 else sources[:1]:
             cases.append(Case("1 a model file acts", f"{family} in a {kind}: freeze",
                               ("freeze", source, "--outputs", "y", "--batch", "1", "-o", folder / f"out-{kind}"),
                               names=("the graph holds ops that act on this machine",), outside=(written,)))
-            cases.append(Case("1 a model file acts", f"{family} in a {kind}: inspect", ("inspect", source),
-                              expect="either", outside=(written,)))
+            if kind == "pb":
+                cases.append(Case("1 a model file acts", f"{family} in a {kind}: inspect", ("inspect", source),
+                                  expect="either", outside=(written,)))
         contract = _contract_for(world, folder / "g.pb", folder / "model")
         cases.append(Case("1 a model file acts", f"{family} pb: run -b tf",
                           ("run", contract, "--input", folder / "bins", "-o", folder / "runs", "-b", "tf"),
                           names=("model.pb",), outside=(written,), setup=functools.partial(_bins, contract, folder)))
-        cases.append(Case("1 a model file acts", f"{family} pb: convert", ("convert", contract, "--target", "onnx"),
-                          names=("model.pb",), outside=(written,)))
+        if family in ("ReadFile", "PyFunc", "shape-at-import"):
+            cases.append(Case("1 a model file acts", f"{family} pb: convert", ("convert", contract, "--target",
+                                                                               "onnx"),
+                              names=("model.pb",), outside=(written,)))
     keras = world.fresh("keras")
     _lambda_keras(keras)
     for name in ("lam.keras", "lam.h5"):
@@ -298,10 +304,8 @@ def _crashes(world: World, rng: random.Random) -> list[Case]:
         graph_def.node.add(name="call", op="f", input=["x"])
         pb = folder / f"cycle-{call}.pb"
         pb.write_bytes(graph_def.SerializeToString())
-        for command in ("inspect", "freeze"):
-            extra = ("--outputs", "call", "-o", folder / "out") if command == "freeze" else ()
-            cases.append(Case("2 crashes", f"functions calling each other ({call}): {command}", (command, pb, *extra),
-                              names=(str(pb),)))
+        cases.append(Case("2 crashes", f"functions calling each other ({call}): inspect", ("inspect", pb),
+                          names=(str(pb),)))
     for name, dims, content, values in (("short content", (1000, 1000), 8, 0), ("too many values", (2,), 0, 5),
                                         ("expands to TiB", (10**6, 10**6), 0, 1), ("negative dim", (-2, 3), 0, 0)):
         graph_def = graph_pb2.GraphDef()
@@ -316,14 +320,13 @@ def _crashes(world: World, rng: random.Random) -> list[Case]:
         graph_def.node.add(name="y", op="Identity", input=["k"]).attr["T"].type = 1
         pb = folder / f"const-{name.replace(' ', '-')}.pb"
         pb.write_bytes(graph_def.SerializeToString())
-        for command in ("inspect", "freeze"):
-            extra = ("--outputs", "y", "-o", folder / "out") if command == "freeze" else ()
-            cases.append(Case("2 crashes", f"constant {name}: {command}", (command, pb, *extra), names=(str(pb),)))
+        cases.append(Case("2 crashes", f"constant {name}: freeze", ("freeze", pb, "--outputs", "y", "-o",
+                                                                     folder / "out"), names=(str(pb),)))
     cases.append(Case("2 crashes", "freeze --batch 10^20",
                       ("freeze", world.ckpt, "--outputs", "probs", "--batch", "99999999999999999999", "-o",
                        folder / "out"), names=("--batch",)))
     original = (world.root / "model" / "model.pb").read_bytes()
-    for index in range(30):
+    for index in range(16):
         damaged = bytearray(original)
         for _ in range(rng.randint(1, 8)):
             at = rng.randrange(len(damaged))
