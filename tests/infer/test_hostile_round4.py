@@ -501,3 +501,15 @@ def test_dump_bin_never_writes_through_a_link_to_outside(frozen_small_cnn: Model
                       f"{tmp_path / 'work'}; --force never writes or deletes through it")
     assert sorted(p.name for p in outside.iterdir()) == ["dataset.json"]
     assert (outside / "dataset.json").read_text() == '{"theirs": 1}'
+
+
+def test_a_generator_asked_for_more_samples_than_the_disk_holds_is_refused(frozen_small_cnn: ModelContract,
+                                                                         tmp_path: Path,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """random:0 with --samples 10**20 planned 5 * 10**19 batches (and never wrote one): it ran for ever."""
+    outcome = run_cli(capsys, "dump-bin", "random:0", "-m", frozen_small_cnn.path, "-o", tmp_path / "out",
+                      "--samples", "99999999999999999999")
+    assert outcome.code == 2
+    assert outcome.error_line.startswith("error: --samples 99999999999999999999: 50,000,000,000,000,000,000 batch "
+                                         "files of 1.5 KiB are ")
+    assert not (tmp_path / "out").exists()
