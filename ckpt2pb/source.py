@@ -236,15 +236,14 @@ def _load_saved_model(folder: Path, allow_host_ops: bool) -> LoadedSource:
     if len(meta_graph.object_graph_def.nodes) > 1 and meta_graph.signature_def:
         # Reviving runs the SavedModel's functions (its resources' initialisers): not while any of them acts.
         if acting(found) and not allow_host_ops:
-            revived: LoadedSource | str = (f"its functions hold ops that act on the host, and reviving runs them; "
-                                           f"{ALLOW_FLAG} revives it")
+            note = (f"not revived: its functions hold ops that act on the host, which reviving runs ({ALLOW_FLAG} "
+                    "revives it); its serving signature's graph read through the TF1 loader instead")
         else:
             revived = _load_object_saved_model(folder, meta_graph)
-        if not isinstance(revived, str):
-            return replace(revived, host_ops=found)
-        note = (f"TensorFlow cannot revive this SavedModel ({revived}); read its serving signature's graph "
-                "through the TF1 loader instead") if "act on the host" not in revived else \
-            f"not revived ({revived}); its serving signature's graph read through the TF1 loader instead"
+            if not isinstance(revived, str):
+                return replace(revived, host_ops=found)
+            note = (f"TensorFlow cannot revive this SavedModel ({revived}); read its serving signature's graph "
+                    "through the TF1 loader instead")
     drop_output_shapes(meta_graph.graph_def)
     prefix: CheckpointPrefix | None = CheckpointPrefix(folder / "variables", "variables")
     if prefix is not None and prefix.file(".index").is_file():
