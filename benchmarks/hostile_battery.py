@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import hashlib
 import json
 import os
 import random
@@ -106,7 +107,12 @@ def run_case(case: Case) -> Outcome:
     if written:
         return grade("BAD", f"wrote {', '.join(written)}")
     if SECRET in out + err:
-        return grade("BAD", "echoed the secret")
+        quoted = [line for line in err.splitlines() if SECRET in line and "..." in line and "'" in line]
+        if not quoted:
+            return grade("BAD", "echoed the secret")
+        secret_seen = "echoed a short excerpt holding the secret (the issue allows a short excerpt)"
+    else:
+        secret_seen = ""
     if case.expect == "refused" and code == 0:
         return grade("BAD", "accepted (exit 0)")
     if case.expect == "ok" and code != 0:
@@ -119,6 +125,8 @@ def run_case(case: Case) -> Outcome:
         return grade("WEAK", f"does not name {case.names[0]}: {line[:160]}")
     if cpu > SLOW_S:
         return grade("WEAK", f"took {cpu:.0f} s of CPU")
+    if secret_seen:
+        return grade("WEAK", secret_seen)
     return grade("OK", line[:160] if code else "result")
 
 
@@ -325,6 +333,7 @@ def _crashes(world: World, rng: random.Random) -> list[Case]:
     cases.append(Case("2 crashes", "freeze --batch 10^20",
                       ("freeze", world.ckpt, "--outputs", "probs", "--batch", "99999999999999999999", "-o",
                        folder / "out"), names=("--batch",)))
+    cases += _structural_fuzz(world, folder, rng)
     original = (world.root / "model" / "model.pb").read_bytes()
     for index in range(16):
         damaged = bytearray(original)
@@ -337,6 +346,60 @@ def _crashes(world: World, rng: random.Random) -> list[Case]:
         pb.write_bytes(bytes(damaged))
         cases.append(Case("2 crashes", f"pb with random damage #{index}", ("inspect", pb), expect="either",
                           names=(str(pb),)))
+    return cases
+
+
+def _structural_fuzz(world: World, folder: Path, rng: random.Random) -> list[Case]:
+    """The frozen pb parsed and changed where TensorFlow trusts it: an op's type, a dtype or shape attribute, a
+    constant's dtype or dims, an input renamed or made a control input, a node duplicated; each inspected and run."""
+    from tensorflow.core.framework import graph_pb2
+
+    from ckpt2pb.protobuf import HostOpPolicy, read_graph_def
+
+    base = read_graph_def(world.root / "model" / "model.pb", HostOpPolicy.ALLOW)
+    ops = sorted({node.op for node in base.node} | {"Reshape", "Conv2D", "MatMul", "Identity", "ConcatV2", "Pack",
+                                                    "StridedSlice", "Gather", "Fill", "Range", "While", "If"})
+    cases = []
+    for index in range(24):
+        graph_def = graph_pb2.GraphDef()
+        graph_def.CopyFrom(base)
+        node = rng.choice(list(graph_def.node))
+        change = rng.choice(["op", "dtype", "shape", "const-dtype", "const-dims", "input", "control", "twice"])
+        if change == "op":
+            node.op = rng.choice(ops)
+        elif change == "dtype" and any(a.HasField("type") for a in node.attr.values()):
+            key = next(k for k, a in node.attr.items() if a.HasField("type"))
+            node.attr[key].type = rng.choice([0, 3, 7, 9, 10, 17, 20, 21, 99])
+        elif change == "shape" and "shape" in node.attr:
+            node.attr["shape"].shape.dim.add().size = rng.choice([-5, 0, 2**40])
+        elif change in ("const-dtype", "const-dims"):
+            const = next((n for n in graph_def.node if n.op == "Const"), node)
+            tensor = const.attr["value"].tensor
+            if change == "const-dtype":
+                tensor.dtype = rng.choice([2, 3, 7, 9, 19])
+            else:
+                tensor.tensor_shape.dim.add().size = rng.choice([0, 3, 10**7])
+        elif change == "input" and node.input:
+            node.input[rng.randrange(len(node.input))] = rng.choice([n.name for n in graph_def.node]) + ":7"
+        elif change == "control":
+            node.input.append("^" + rng.choice([n.name for n in graph_def.node]))
+        else:
+            graph_def.node.add().CopyFrom(node)
+        pb = folder / f"mutant-{index:02d}.pb"
+        pb.write_bytes(graph_def.SerializeToString())
+        cases.append(Case("2 crashes", f"pb mutant #{index} ({change} of {node.name})", ("inspect", pb),
+                          expect="either", names=(str(pb),)))
+        if index % 3 == 0:
+            model = world.fresh(f"mutant-{index}") / "model"
+            shutil.copytree(world.root / "model", model)
+            (model / "model.pb").write_bytes(pb.read_bytes())
+            document = json.loads((model / "model.json").read_text())
+            document.pop("converted", None)
+            document["frozen"]["sha256"] = hashlib.sha256(pb.read_bytes()).hexdigest()  # the mutant is the model
+            (model / "model.json").write_text(json.dumps(document))
+            cases.append(Case("2 crashes", f"pb mutant #{index} ({change}): run -b tf",
+                              ("run", model / "model.json", "--input", world.bins, "-o", model.parent / "runs",
+                               "-b", "tf"), expect="either", names=("model.pb", "model.json")))
     return cases
 
 
@@ -600,15 +663,18 @@ def _half_written(world: World) -> list[Case]:
                                                  '"random:0"\n[paths]\nwork_dir = ""\n')
     cases.append(Case("8 half-written and leaks", "work_dir = ''", ("pipeline", "run", folder / "w2" /
                                                                     "pipeline.toml"), names=("work_dir",)))
-    for name, args, limit in (
+    # The file size limit stands in for a full disk: each output's first file is larger (model.pb 1.4 kB, a batch
+    # file 1.5 kB, the npy 1.7 kB); what a refusal must not leave is the case's `outside`.
+    for name, args, left in (
             ("freeze onto a full disk", ("freeze", world.ckpt, "--outputs", "probs", "--batch", "2", "-o",
-                                         folder / "frozen"), 3000),
-            ("bin-info --to-npy onto a full disk", ("bin-info", world.bins, "--to-npy", folder / "npy"), 1000),
+                                         folder / "frozen"), folder / "frozen"),
+            ("bin-info --to-npy onto a full disk", ("bin-info", world.bins, "--to-npy", folder / "npy.npy"),
+             folder / "npy.npy"),
             ("dump-bin onto a full disk", ("dump-bin", "random:0", "-m", world.model, "-o", folder / "bins",
-                                           "--samples", "64", "--batch", "2"), 2000),
+                                           "--samples", "64"), folder / "bins"),
     ):
-        cases.append(Case("8 half-written and leaks", name, args, fsize=limit, names=(str(folder),),
-                          outside=(folder / "frozen", folder / "npy" / "images.npy")))
+        cases.append(Case("8 half-written and leaks", name, args, fsize=1000, names=(str(folder),),
+                          outside=(left,)))
     victim = folder / "victim.pb"
     victim.write_text("keep")
     linked = folder / "linked"

@@ -421,6 +421,8 @@ def load_source(path: Path | str, *, allow_host_ops: bool = False) -> LoadedSour
     path = Path(path)
     refuse_special(path, "a model source (checkpoint, .meta, .pb, SavedModel or Keras file)")
     if path.is_dir():
+        for name in _SAVED_MODEL_FILES:
+            refuse_special(path / name, f"a SavedModel ({name})")
         if any((path / name).is_file() for name in _SAVED_MODEL_FILES):
             return _load_saved_model(path, allow_host_ops)
         prefix = _prefix_in_folder(path)
