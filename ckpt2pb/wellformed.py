@@ -35,6 +35,7 @@ def check_graph_def(graph_def: Any, origin: object) -> None:
     """Refuses, naming `origin`, a graph whose functions call themselves or nest past `MAX_FUNCTION_DEPTH`, or that
     holds a constant whose values disagree with its shape."""
     _check_calls(graph_def, origin)
+    _check_unique(graph_def, origin)
     for where, node in _all_nodes(graph_def):
         if node.op in ("Const", "HostConst") and "value" in node.attr:
             _check_constant(node, where, origin)
@@ -46,6 +47,19 @@ def _all_nodes(graph_def: Any) -> Iterator[tuple[str, Any]]:
     for function in graph_def.library.function:
         for node in function.node_def:
             yield function.signature.name, node
+
+
+def _check_unique(graph_def: Any, origin: object) -> None:
+    """A node name given twice (in the graph, or in one function): every reader by name would take one of them."""
+    scopes = [("", graph_def.node)] + [(f.signature.name, f.node_def) for f in graph_def.library.function]
+    for scope, nodes in scopes:
+        seen: set[str] = set()
+        for node in nodes:
+            if node.name in seen:
+                inside = f" of function {excerpt(scope)}" if scope else ""
+                raise MalformedGraphError(f"{origin}: node {excerpt(node.name)}{inside} is defined twice",
+                                          hint="the file is damaged or was edited: re-export the model")
+            seen.add(node.name)
 
 
 def _check_calls(graph_def: Any, origin: object) -> None:

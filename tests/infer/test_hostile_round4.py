@@ -513,3 +513,22 @@ def test_a_generator_asked_for_more_samples_than_the_disk_holds_is_refused(froze
     assert outcome.error_line.startswith("error: --samples 99999999999999999999: 50,000,000,000,000,000,000 batch "
                                          "files of 1.5 KiB are ")
     assert not (tmp_path / "out").exists()
+
+
+def test_a_node_defined_twice_is_refused_by_run_and_inspect(mine: World, capsys: pytest.CaptureFixture[str]) -> None:
+    """Found by the battery's mutants: `run -b tf` on such a pb ended in TensorFlow's ValueError traceback."""
+    from tensorflow.core.framework import graph_pb2
+
+    from binio.binfile import sha256_file
+
+    pb = mine.model.parent / "model.pb"
+    graph_def = graph_pb2.GraphDef.FromString(pb.read_bytes())
+    graph_def.node.append(type(graph_def.node[-1]).FromString(graph_def.node[-1].SerializeToString()))
+    pb.write_bytes(graph_def.SerializeToString())
+    document = json.loads(mine.model.read_text())
+    document["frozen"]["sha256"] = sha256_file(pb)
+    document.pop("converted")
+    mine.model.write_text(json.dumps(document))
+    said = f"{pb}: node '{graph_def.node[-1].name}' is defined twice"
+    _refused(run_cli(capsys, "run", mine.model, "--input", mine.bins, "-o", mine.root / "out", "-b", "tf"), said)
+    _refused(run_cli(capsys, "inspect", pb), said)

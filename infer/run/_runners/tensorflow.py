@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from binio.errors import first_line
 from ckpt2pb.logs import quiet_tensorflow_logs
 from ckpt2pb.protobuf import HostOpPolicy, read_graph_def
 from infer.contract import ModelContract
@@ -64,8 +65,12 @@ class TensorFlowRunner(BaseRunner):
 
         graph_def = read_graph_def(self.contract.pb_path, HostOpPolicy.of(self.allow_host_ops))
         graph = tf.Graph()
-        with graph.as_default():
-            tf.compat.v1.import_graph_def(graph_def, name="")
+        try:
+            with graph.as_default():
+                tf.compat.v1.import_graph_def(graph_def, name="")
+        except (ValueError, tf.errors.OpError) as exc:  # a pb whose nodes do not hold together
+            raise RunnerError(f"{self.contract.pb_path}: TensorFlow {tf.__version__} cannot import the graph",
+                              hint=first_line(exc)) from None
         return graph
 
     def infer_impl(self, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
