@@ -445,3 +445,39 @@ def test_a_self_calling_function_is_refused_not_a_segfault(tmp_path: Path, call_
                           timeout=300, check=False)
     assert done.returncode == 2, (done.returncode, done.stderr[-2000:])
     assert f"error: {pb}: graph function 'selfcall' calls itself ('selfcall' -> 'selfcall')" in done.stderr
+
+
+# --- Keras files: a Lambda layer is Python code ----------------------------------------------------------------------
+
+def _keras_with_lambda(path: Path, ran: Path) -> Path:
+    """A model whose Lambda layer writes `ran` when Keras builds it: what a model zoo's author could put there."""
+    body = f"lambda t: t * 2 + (open({str(ran)!r}, 'w').write('ran') and 0)"
+    if path.suffix == ".h5":
+        import tf_keras as keras  # the legacy HDF5 format is written by tf_keras
+    else:
+        import keras  # type: ignore[no-redef]
+    inputs = keras.Input((4,), name="x")
+    keras.Model(inputs, keras.layers.Dense(3, name="probs")(keras.layers.Lambda(eval(body), name="code")(inputs))
+                ).save(path)
+    ran.unlink(missing_ok=True)  # building it ran the code once; nothing of the build counts
+    return path
+
+
+@pytest.mark.parametrize("suffix", [".keras", ".h5"])
+def test_a_keras_lambda_layer_is_refused_by_name_and_never_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                                 suffix: str) -> None:
+    ran = tmp_path / "elsewhere" / "ran"
+    ran.parent.mkdir()
+    model = _keras_with_lambda(tmp_path / f"lam{suffix}", ran)
+    said = (f"error: {model}: Lambda layer 'code' is Python code that would run while Keras builds the model; infer "
+            "loads Keras files in safe mode, which runs none")
+    for args in (("inspect", model), ("freeze", model, "--outputs", "probs", "--batch", "1", "-o", tmp_path / "out")):
+        outcome = run_cli(capsys, *args)
+        assert (outcome.code, outcome.error_line) == (2, said), outcome.err
+        assert f"pass {ALLOW_FLAG} (freeze)" in outcome.err and "Traceback" not in outcome.err
+    assert not ran.exists() and not (tmp_path / "out").exists()
+    # allowed, Keras loads it with safe mode off and the layer's code does run: the refusal is what kept it from it
+    allowed = run_cli(capsys, "freeze", model, "--outputs", "probs", "--batch", "1", "-o", tmp_path / "out",
+                      ALLOW_FLAG)
+    assert allowed.code == 0, allowed.err
+    assert ran.read_text() == "ran"
