@@ -455,7 +455,7 @@ def _keras_with_lambda(path: Path, ran: Path) -> Path:
     if path.suffix == ".h5":
         import tf_keras as keras  # the legacy HDF5 format is written by tf_keras
     else:
-        import keras  # type: ignore[no-redef]
+        import keras
     inputs = keras.Input((4,), name="x")
     keras.Model(inputs, keras.layers.Dense(3, name="probs")(keras.layers.Lambda(eval(body), name="code")(inputs))
                 ).save(path)
