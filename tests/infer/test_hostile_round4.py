@@ -442,6 +442,20 @@ def test_force_never_replaces_a_link_out_of_the_model_folder(small_cnn_prefix: P
     assert victim.read_text() == "keep me" and (tmp_path / "model" / name).is_symlink()
 
 
+def test_tune_force_never_replaces_a_keep_dtype_cfg_linked_out(mine: World, tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "tuned"
+    out.mkdir()
+    (out / "tune.json").write_text("{}")  # an earlier tune: --force would replace its keep_dtype.cfg
+    victim = tmp_path / "victim.cfg"
+    victim.write_text("keep me")
+    (out / "keep_dtype.cfg").symlink_to(victim)
+    outcome = run_cli(capsys, "tune-precision", mine.model, "--input", mine.bins, "-o", out, "--force")
+    _refused(outcome, f"{out / 'keep_dtype.cfg'}: a link to {victim}, outside the output folder {out}; --force never "
+                      "writes or deletes through it")
+    assert victim.read_text() == "keep me" and (out / "keep_dtype.cfg").is_symlink()
+
+
 @pytest.mark.parametrize(("extra", "expected"), [
     (("--workers", "300"), "--workers 300: expected at most {most} ({why})"),
     (("--resize", "100000"), "--resize 100000: expected at most 9459 (the shorter side in pixels: a square image "
