@@ -177,6 +177,23 @@ def test_to_npy_onto_a_full_disk_is_an_error_naming_the_file_not_a_signal(world:
     assert [p for p in tmp_path.rglob("*") if p.is_file()] == []  # no temporary file, no partial npy
 
 
+def test_freeze_onto_a_full_disk_leaves_no_model_folder(small_cnn_prefix: Path, tmp_path: Path) -> None:
+    """A refusal on a full disk left an empty model folder. The file size limit stands in for the full disk: the
+    pb's write fails with an errno, as it does when the disk is full."""
+    import signal
+
+    out = tmp_path / "model"
+    previous = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # inherited: the write fails with EFBIG, not the signal
+    try:
+        done = _child("freeze", small_cnn_prefix, "--outputs", "probs", "--batch", "1", "-o", out, limit_file=100)
+    finally:
+        signal.signal(signal.SIGXFSZ, previous)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and errors[0].startswith(f"error: {out / 'model.pb'}: "), errors
+    assert not out.exists()
+
+
 # --- images: the work is checked before decoding --------------------------------------------------------------------
 
 def _png_header_only(path: Path, width: int, height: int) -> Path:
