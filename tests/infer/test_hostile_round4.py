@@ -258,6 +258,60 @@ def test_sixteen_bit_greyscale_is_refused_not_clipped(frozen_small_cnn: ModelCon
         outcome.error_line
 
 
+def _jpeg_of_scans(path: Path, side: int, scans: int) -> Path:
+    """A progressive greyscale JPEG of `side` x `side` pixels: one DC scan, then `scans` AC scans each coding every
+    block as empty in a few end-of-band runs (under 100 bytes a scan, whatever the size). Decoding walks every block
+    once per scan: thousands of them kept dump-bin busy past 300 s."""
+    def segment(marker: int, data: bytes) -> bytes:
+        return bytes([0xFF, marker]) + struct.pack(">H", len(data) + 2) + data
+
+    def entropy(bits: str) -> bytes:
+        bits += "1" * (-len(bits) % 8)
+        return int(bits, 2).to_bytes(len(bits) // 8, "big").replace(b"\xff", b"\xff\x00")
+
+    blocks = (-(-side // 8)) ** 2
+    one_symbol = bytes([1] + [0] * 15)  # a Huffman table of one code, '0'
+    data = (b"\xff\xd8" + segment(0xDB, bytes([0] + [1] * 64))
+            + segment(0xC2, struct.pack(">BHHB", 8, side, side, 1) + bytes([1, 0x11, 0]))
+            + segment(0xC4, bytes([0x10]) + one_symbol + bytes([0xE0]))  # AC: end of band, run 2**14 + 14 bits
+            + segment(0xC4, bytes([0x00]) + one_symbol + bytes([0x00]))  # DC: no difference
+            + segment(0xDA, bytes([1, 1, 0, 0, 0, 0])) + entropy("0" * blocks))
+    ac_scan = segment(0xDA, bytes([1, 1, 0, 1, 63, 0])) + entropy(("0" + "1" * 14) * -(-blocks // 32767))
+    path.write_bytes(data + ac_scan * scans + b"\xff\xd9")
+    return path
+
+
+def test_a_jpeg_of_thousands_of_scans_is_refused_before_decoding(frozen_small_cnn: ModelContract, tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    from infer.dump_bin._sources.jpeg_scans import MAX_SCANS
+
+    (tmp_path / "images").mkdir()
+    image = _jpeg_of_scans(tmp_path / "images" / "scans.jpg", 2000, MAX_SCANS)  # and the DC scan: one too many
+    _refused(_dump_images(capsys, frozen_small_cnn.path, tmp_path / "images", tmp_path / "out"),
+             f"{image}: a JPEG of more than {MAX_SCANS} scans, the most decoded (a decoder walks the whole image once "
+             "per scan; a progressive photo has about 10)")
+    assert not (tmp_path / "out").exists()
+    _jpeg_of_scans(image, 2000, MAX_SCANS - 1)  # at the limit: decoded
+    assert _dump_images(capsys, frozen_small_cnn.path, tmp_path / "images", tmp_path / "out").code == 0
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3, 7, 1 << 20])
+def test_scans_are_counted_across_the_chunks_they_are_read_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                              chunk: int) -> None:
+    import io
+
+    from PIL import Image
+
+    from infer.dump_bin._sources import jpeg_scans
+
+    monkeypatch.setattr(jpeg_scans, "_CHUNK", chunk)
+    assert jpeg_scans.count_scans(_jpeg_of_scans(tmp_path / "a.jpg", 64, 37)) == 38
+    buffer = io.BytesIO()
+    Image.new("RGB", (64, 48), (1, 2, 3)).save(buffer, "JPEG", progressive=True)
+    (tmp_path / "photo.jpg").write_bytes(buffer.getvalue())
+    assert 2 <= jpeg_scans.count_scans(tmp_path / "photo.jpg") <= 20
+
+
 # --- arrays: the header is checked against the file ------------------------------------------------------------------
 
 def _npy_claiming(path: Path, shape: tuple[int, ...]) -> Path:

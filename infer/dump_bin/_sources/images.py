@@ -19,6 +19,7 @@ import numpy as np
 from binio.errors import excerpt
 from binio.heap import keep_freed_memory
 from binio.regular import refuse_special
+from infer.dump_bin._sources.jpeg_scans import MAX_SCANS, count_scans
 from infer.dump_bin._sources.order import NATURAL_ORDER, natural_path_key
 from infer.dump_bin.errors import SourceError
 
@@ -136,6 +137,10 @@ def _checked_work(path: Path, opened: Any, prep: ImagePreprocessing) -> tuple[in
                                           "it first")
     if width < 1 or height < 1:
         raise SourceError(f"{path}: {width}x{height} pixels: an empty image")
+    if opened.format == "JPEG" and count_scans(path) > MAX_SCANS:
+        raise SourceError(f"{path}: a JPEG of more than {MAX_SCANS} scans, the most decoded (a decoder walks the "
+                          "whole image once per scan; a progressive photo has about 10)",
+                          hint="re-encode it (a crafted file, or a damaged one)")
     shorter = prep.resize or max(prep.height, prep.width)
     factor = shorter / min(width, height)
     size = (max(prep.width, round(width * factor)), max(prep.height, round(height * factor)))
