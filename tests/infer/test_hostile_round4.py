@@ -349,6 +349,42 @@ def test_labels_npy_with_an_absurd_header(mine: World, capsys: pytest.CaptureFix
                       "holds 64 bytes after it")
 
 
+def _peak_of(*args: str | Path) -> tuple[subprocess.CompletedProcess[str], int]:
+    """`infer ARGS` in a child that reports its own peak resident memory in bytes: VmHWM, which starts afresh with
+    the program (ru_maxrss keeps the forking parent's across exec: this test process's, TensorFlow loaded)."""
+    code = ("import re, runpy, sys\n"
+            "sys.argv = ['infer', *sys.argv[1:]]\n"
+            "try:\n    runpy.run_module('infer', run_name='__main__')\n"
+            "finally:\n    kb = re.search(r'VmHWM:\\s+(\\d+) kB', open('/proc/self/status').read()).group(1)\n"
+            "    print('peak', int(kb) * 1024, file=sys.stderr)\n")
+    done = subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True, timeout=300,
+                          check=False)
+    return done, int(done.stderr.rsplit("peak ", 1)[1].split()[0])
+
+
+def test_a_4_gib_npy_is_read_a_batch_at_a_time_or_refused_unread(frozen_small_cnn: ModelContract,
+                                                                 tmp_path: Path) -> None:
+    """A 4 GiB .npy peaked at 4.1-4.6 GiB: loaded whole before it was refused. Sparse here: refused for its shape,
+    or streamed for four samples, the process stays far under the file's size."""
+    def npy(name: str, shape: tuple[int, ...]) -> Path:
+        header = {"descr": "<f4", "fortran_order": False, "shape": shape}
+        with open(tmp_path / name, "wb") as handle:
+            np.lib.format.write_array_header_1_0(handle, header)
+            handle.truncate(handle.tell() + int(np.prod(shape)) * 4)
+        return tmp_path / name
+
+    flat = npy("flat.npy", (GiB,))
+    refused, peak = _peak_of("dump-bin", "-m", frozen_small_cnn.path, flat, "-o", tmp_path / "o1")
+    assert refused.returncode == 2 and refused.stderr.startswith(f"error: {flat}: samples of shape ()"), \
+        refused.stderr[-2000:]
+    assert peak < 512 * 2**20, peak
+    images = npy("images.npy", (4 * GiB // (8 * 8 * 3 * 4) + 1, 8, 8, 3))
+    assert images.stat().st_size > 4 * GiB
+    streamed, peak = _peak_of("dump-bin", "-m", frozen_small_cnn.path, images, "-o", tmp_path / "o2", "--samples", "4")
+    assert streamed.returncode == 0, streamed.stderr[-2000:]
+    assert peak < 512 * 2**20, peak
+
+
 # --- documents: an unknown vocabulary is refused, not guessed ---------------------------------------------------------
 
 def test_an_unknown_converted_target_is_refused_not_run_on_tensorflow(mine: World,
