@@ -653,3 +653,19 @@ def test_a_node_defined_twice_is_refused_by_run_and_inspect(mine: World, capsys:
     said = f"{pb}: node '{graph_def.node[-1].name}' is defined twice"
     _refused(run_cli(capsys, "run", mine.model, "--input", mine.bins, "-o", mine.root / "out", "-b", "tf"), said)
     _refused(run_cli(capsys, "inspect", pb), said)
+
+
+def test_a_1_gib_pipeline_state_file_is_not_read(tmp_path: Path) -> None:
+    """A state file infer did not write means: run every stage again. One of 1 GiB was read whole first."""
+    import tracemalloc
+
+    from infer.pipeline._state import STATE_FILE, load_state
+
+    _sparse(tmp_path / STATE_FILE, GiB, b'{"schema": "infer.pipeline-state", "stages": {')
+    tracemalloc.start()
+    try:
+        assert load_state(tmp_path) == {}
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 2**20, peak
