@@ -104,7 +104,7 @@ def _tune(contract: ModelContract, bins: Path, out: Path, **options: object) -> 
 def _warm_up(contract: ModelContract, bins: Path, folder: Path) -> None:
     """One conversion, run and golden run, so that TensorFlow's, tf2onnx's and ONNX Runtime's start-up costs are
     paid before any search is timed."""
-    from infer.compare._golden import tensorflow_golden
+    from infer.compare._sides.golden import tensorflow_golden
     from infer.convert._convert import ConvertOptions, convert_model
     from infer.run import run_model
     from infer.run.options import RunOptions

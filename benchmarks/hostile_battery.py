@@ -270,7 +270,7 @@ def _lambda_keras(folder: Path) -> None:
 def _contract_for(world: World, pb: Path, folder: Path) -> Path:
     from ckpt2pb.protobuf import HostOpPolicy, read_graph_def
     from infer.contract import SourceInfo
-    from tests.frozen import write_pb_and_contract
+    from tests.builders.frozen import write_pb_and_contract
 
     graph_def = read_graph_def(pb, HostOpPolicy.ALLOW)
     for node in graph_def.node:

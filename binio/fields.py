@@ -79,11 +79,12 @@ class Fields:
             raise self.refuse(key, f"expected a string, found {shown(value)}")
         return value
 
-    def choice(self, key: str, choices: tuple[str, ...], default: Any = _MISSING) -> str:
-        """A string that must be one of `choices` (a closed vocabulary, such as a converted model's target)."""
+    def word(self, key: str, words: tuple[str, ...], default: Any = _MISSING) -> str:
+        """A text that must be one of `words` (a closed vocabulary: `binio.vocabulary`); the caller casts it to its
+        Literal type."""
         value = self.text(key, default)
-        if value not in choices:
-            raise self.refuse(key, f"expected one of {', '.join(choices)}, found {shown(value)}")
+        if value not in words:
+            raise self.refuse(key, f"expected one of {', '.join(words)}, found {shown(value)}")
         return value
 
     def integer(self, key: str, default: Any = _MISSING, *, minimum: int | None = None) -> int:

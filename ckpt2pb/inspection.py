@@ -8,8 +8,9 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+from binio.graph_types import GraphDef
 from binio.names import node_name
 from ckpt2pb.graphinfo import (
     ITERATOR_OUTPUT_OPS,
@@ -23,9 +24,11 @@ from ckpt2pb.graphinfo import (
     topological_order,
 )
 from ckpt2pb.host_ops import HostOp, is_barrier
+from ckpt2pb.kinds import SourceKind
 from ckpt2pb.parameters import elements_of, variables_feeding
-from ckpt2pb.source import VARIABLE_OPS, LoadedSource, check_checkpoint_index, load_source
+from ckpt2pb.source import VARIABLE_OPS, LoadedSource, Role, check_checkpoint_index, computed_by, load_source
 from ckpt2pb.training_heads import TrainingHeads, find_training_heads
+from ckpt2pb.training_mode import TrainingModeOp, find_training_mode
 
 # Ops that end a branch without being a model output: bookkeeping, saving, summaries, training, iterators.
 _NOT_OUTPUT_OPS = frozenset({
@@ -50,6 +53,10 @@ _METADATA_OPS = frozenset({"Shape", "ShapeN", "Size", "Rank"})
 _SAVER_FEEDS = ("save/", "saver_filename")  # the saver's own placeholders: never a model input
 _TRAINING_OP_PREFIXES = ("Apply", "ResourceApply", "SparseApply", "ResourceSparseApply")
 
+
+# Where the parameter count comes from: the checkpoint's variables, the variables the graph declares (no
+# checkpoint holds their values), or a frozen graph's float constants.
+ParametersFrom = Literal["checkpoint", "graph", "constants"]
 
 @dataclass(frozen=True)
 class PlaceholderInfo:
@@ -86,16 +93,17 @@ class SignatureEntry:
     """A SavedModel serving signature's key, with the graph tensor it names."""
 
     key: str
-    role: str  # input | output
+    role: Role
     tensor: str
     dtype: str
     shape: tuple[int | None, ...] | None
+    computed_by: str = ""  # an output's node past the Identity nodes over it: the layer it comes from
 
 
 @dataclass(frozen=True)
 class GraphReport:
     source: str
-    kind: str
+    kind: SourceKind
     tf_version: str  # "" when the source does not say
     nodes: int
     placeholders: tuple[PlaceholderInfo, ...]
@@ -103,7 +111,7 @@ class GraphReport:
     op_histogram: tuple[tuple[str, int], ...]  # most frequent first
     variables: int  # in the checkpoint; 0 for frozen graphs
     parameters: int  # elements of the checkpoint's variables, or of a frozen graph's float constants
-    parameters_from: str  # checkpoint | graph (variables declared, no checkpoint) | constants
+    parameters_from: ParametersFrom
     # Of `parameters`, the elements of the variables the output candidates are computed from (the rest only
     # training reads: optimizer slots, step counters); None for a frozen graph or where they cannot be told apart.
     output_parameters: int | None = None
@@ -114,6 +122,7 @@ class GraphReport:
     # Every op of the graph and its functions that acts on the host when run (`ckpt2pb.host_ops`): what freeze,
     # run and compare refuse without --allow-host-ops, the checkpoint saver's own marked (never refused).
     host_ops: tuple[HostOp, ...] = ()
+    training_mode: tuple[TrainingModeOp, ...] = ()  # batch norms and dropouts computing as in training
 
     @property
     def input_keys(self) -> dict[str, str]:
@@ -139,11 +148,13 @@ class GraphReport:
             "output_parameters": self.output_parameters,
             "signature": {"name": self.signature_name,
                           "tensors": [{"key": e.key, "role": e.role, "tensor": e.tensor, "dtype": e.dtype,
-                                       "shape": None if e.shape is None else list(e.shape)}
+                                       "shape": None if e.shape is None else list(e.shape),
+                                       "computed_by": e.computed_by or None}
                                       for e in self.signature],
                           "others": list(self.other_signatures)} if self.signature else None,
             "note": self.note or None,
             "host_ops": [op.to_json() for op in self.host_ops],
+            "training_mode": [op.to_json() for op in self.training_mode],
         }
 
 
@@ -181,7 +192,7 @@ def _is_model_feed(node: Any) -> bool:
     return not node.name.startswith(_SAVER_FEEDS)
 
 
-def _roles(graph_def: Any, readers: dict[str, list[str]]) -> _Roles:
+def _roles(graph_def: GraphDef, readers: dict[str, list[str]]) -> _Roles:
     """Labels are the feeds (placeholders, tf.data iterator outputs) the losses and metrics take as labels
     (`find_training_heads`), and those no softmax/sigmoid op (else argmax-like op) nor the model's answer is
     computed from; a node is training-only when it is bookkeeping (loss, optimizer, summary...), is computed from
@@ -231,7 +242,7 @@ def _reduces_every_axis(op: Any) -> bool:
         and axes.inputs[1].op.inputs[0].name == op.inputs[0].name
 
 
-def rank_output_candidates(graph_def: Any, graph: Any, roles: _Roles | None = None) -> tuple[OutputCandidate, ...]:
+def rank_output_candidates(graph_def: GraphDef, graph: Any, roles: _Roles | None = None) -> tuple[OutputCandidate, ...]:
     """Nodes nothing consumes, minus bookkeeping, best first; later nodes first among equals (deeper). What the
     losses and metrics read as the model's answer (the logits, a softmax beside the loss) comes first, whatever
     reads it; a softmax/sigmoid/argmax-like node that only training ops read (an accuracy) is a candidate too;
@@ -239,9 +250,10 @@ def rank_output_candidates(graph_def: Any, graph: Any, roles: _Roles | None = No
     roles = roles or _roles(graph_def, node_readers(graph_def))
     readers = roles.readers
     answers = roles.heads.tensors - {f"{name}:0" for name in roles.from_labels}
+    losses = {node_name(loss) for loss in roles.heads.losses}  # what the gradients start from: never an answer
     ranked: list[tuple[int, int, OutputCandidate]] = []
     for position, node in enumerate(graph_def.node):
-        if _is_bookkeeping(node):
+        if _is_bookkeeping(node) or node.name in losses:
             continue
         answer_node = any(node_name(t) == node.name for t in answers)
         if node.name in readers and not answer_node and not (
@@ -286,7 +298,7 @@ def _signature_first(ranked: tuple[OutputCandidate, ...], signature: list[Signat
     return (*first, *(c for c in ranked if c.tensor not in keyed))
 
 
-def placeholders(graph_def: Any, graph: Any, labels: frozenset[str] = frozenset()) -> tuple[PlaceholderInfo, ...]:
+def placeholders(graph_def: GraphDef, graph: Any, labels: frozenset[str] = frozenset()) -> tuple[PlaceholderInfo, ...]:
     """The graph's feed points: placeholders (the saver's own excepted) and tf.data iterator outputs; `labels`:
     the feed tensors that are labels (`label_feeds`)."""
     found = []
@@ -303,7 +315,7 @@ def placeholders(graph_def: Any, graph: Any, labels: frozenset[str] = frozenset(
     return tuple(found)
 
 
-def label_feeds(graph_def: Any, roles: _Roles | None = None) -> frozenset[str]:
+def label_feeds(graph_def: GraphDef, roles: _Roles | None = None) -> frozenset[str]:
     """The feed tensors that are labels: those the losses and metrics take as labels, and those nothing the
     model answers is computed from whose names say label (a feed only an optimizer reads, a learning rate, is
     none)."""
@@ -311,7 +323,7 @@ def label_feeds(graph_def: Any, roles: _Roles | None = None) -> frozenset[str]:
     return roles.heads.labels | frozenset(t for t in roles.labels if _LABEL_WORDS.search(t.lower()))
 
 
-def _constant_parameters(graph_def: Any) -> int:
+def _constant_parameters(graph_def: GraphDef) -> int:
     from tensorflow.core.framework import types_pb2
 
     floats = {types_pb2.DT_FLOAT, types_pb2.DT_HALF, types_pb2.DT_DOUBLE, types_pb2.DT_BFLOAT16}
@@ -324,7 +336,7 @@ def _constant_parameters(graph_def: Any) -> int:
     return total
 
 
-def _graph_variables(graph_def: Any) -> dict[str, list[int]]:
+def _graph_variables(graph_def: GraphDef) -> dict[str, list[int]]:
     """The shapes of the graph's variables by name, for a meta graph whose checkpoint is not there."""
     return {node.name: [max(d.size, 0) for d in node.attr["shape"].shape.dim] for node in graph_def.node
             if node.op in VARIABLE_OPS and not node.name.startswith("save/")}
@@ -334,6 +346,7 @@ def inspect_loaded(source: LoadedSource) -> GraphReport:
     graph_def = source.graph_def
     graph = import_graph(graph_def, source.path)
     shapes: dict[str, list[int]] = {}
+    origin: ParametersFrom
     if source.prefix is not None and source.prefix.file(".index").is_file():
         shapes = check_checkpoint_index(source.prefix)
         variables, parameters, origin = len(shapes), sum(math.prod(s) for s in shapes.values()), "checkpoint"
@@ -348,7 +361,9 @@ def inspect_loaded(source: LoadedSource) -> GraphReport:
     for item in source.signature:
         tensor = graph.get_tensor_by_name(item.tensor)
         signature.append(SignatureEntry(key=item.key, role=item.role, tensor=tensor.name,
-                                        dtype=tensor.dtype.name, shape=shape_of(tensor)))
+                                        dtype=tensor.dtype.name, shape=shape_of(tensor),
+                                        computed_by=computed_by(graph_def, tensor.name)
+                                        if item.role == "output" else ""))
     candidates = _signature_first(rank_output_candidates(graph_def, graph, roles), signature, graph)
     output_parameters = (elements_of(shapes, variables_feeding(graph_def, [c.tensor for c in candidates]))
                          if shapes and candidates else None)
@@ -361,6 +376,7 @@ def inspect_loaded(source: LoadedSource) -> GraphReport:
         signature=tuple(signature),
         signature_name=source.signature_name, other_signatures=source.other_signatures, note=source.note,
         host_ops=source.host_ops,
+        training_mode=find_training_mode(graph_def).ops,
     )
 
 

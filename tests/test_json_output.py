@@ -12,8 +12,9 @@ import pytest
 
 from binio.manifest import DatasetManifest
 from infer.contract import ModelContract
+from tests.builders.bins import write_dataset
 from tests.cli import Arg, run_cli
-from tests.infer.run_data import cnn_batches, write_dataset
+from tests.infer.run_data import cnn_batches
 from tests.models import BuiltModel
 
 _DOC = Path(__file__).parent.parent / "docs" / "json-output.md"
@@ -34,6 +35,21 @@ def _documented() -> dict[str, tuple[set[str], set[str]]]:
         elif section is not None and (row := re.match(r"\| `([a-z_0-9]+)` \| (.*)\|$", line)):
             keys[section][1 if row.group(2).startswith("optional") else 0].add(row.group(1))
     return keys
+
+
+def _documented_versions() -> dict[str, tuple[str, int]]:
+    """Each section's `schema` and `version` (the first number of its cell: a cell may say what the last changed)."""
+    found: dict[str, tuple[str, int]] = {}
+    section, schema = None, ""
+    for line in _DOC.read_text(encoding="utf-8").splitlines():
+        heading = re.match(r"## `infer (.+ --json)`", line)
+        if heading:
+            section = heading.group(1)
+        elif section is not None and (row := re.match(r"\| `schema` \| `([a-z.-]+)` \|", line)):
+            schema = row.group(1)
+        elif section is not None and (row := re.match(r"\| `version` \| (\d+)", line)):
+            found[section] = (schema, int(row.group(1)))
+    return found
 
 
 def _agrees(document: dict[str, object], section: tuple[set[str], set[str]]) -> list[str]:
@@ -57,6 +73,7 @@ def _printed(capsys: pytest.CaptureFixture[str], *args: Arg, code: int = 0) -> d
     return document
 
 
+@pytest.mark.slow
 def test_each_commands_json_has_the_documented_keys(small_cnn: BuiltModel, tmp_path: Path,
                                                     capsys: pytest.CaptureFixture[str]) -> None:
     printed: dict[str, dict[str, object]] = {}
@@ -80,8 +97,12 @@ def test_each_commands_json_has_the_documented_keys(small_cnn: BuiltModel, tmp_p
     printed["inspect MODEL.json --precision"] = _printed(capsys, "inspect", contract, "--precision", "--json")
     sections = {section.split()[0] if section.split()[1].isupper() else section.removesuffix(" --json"): keys
                 for section, keys in _documented().items()}
+    versions = {section.split()[0] if section.split()[1].isupper() else section.removesuffix(" --json"): version
+                for section, version in _documented_versions().items()}
     for command, document in printed.items():
         assert _agrees(document, sections[command]) == [], command
+        if command in versions:  # a document with a schema: a key renamed or gone raises its version
+            assert (document["schema"], document["version"]) == versions[command], command
     assert printed["compare"]["schema"] == "infer.compare-report" and printed["compare"]["passed"] is True
     assert printed["run"]["schema"] == "infer.run" and Path(str(printed["run"]["folder"])).is_dir()
     assert printed["convert"]["schema"] == "infer.convert-result"
@@ -99,6 +120,7 @@ def _ran_small_cnn(onnx_small_cnn: ModelContract, tmp_path: Path, capsys: pytest
     return model, manifest, ran
 
 
+@pytest.mark.slow
 def test_a_failing_compare_prints_its_document_and_exits_1(onnx_small_cnn: ModelContract, tmp_path: Path,
                                                            capsys: pytest.CaptureFixture[str]) -> None:
     model, manifest, ran = _ran_small_cnn(onnx_small_cnn, tmp_path, capsys)
@@ -115,7 +137,7 @@ def test_an_om_inspected_as_json_has_the_documented_keys(tmp_path: Path, capsys:
                                               [TensorSpec("probs:0", "float32", (2, 5))]))
     document = _printed(capsys, "inspect", om, "--json")
     assert _agrees(document, _documented()["inspect MODEL.om --json"]) == []
-    assert document["schema"] == "infer.om-inspect"
+    assert document["schema"] == "infer.model_om-inspect"
 
 
 def _documented_layerwise() -> tuple[tuple[set[str], set[str]], tuple[set[str], set[str]]]:
@@ -128,6 +150,7 @@ def _documented_layerwise() -> tuple[tuple[set[str], set[str]], tuple[set[str], 
     return found
 
 
+@pytest.mark.slow
 def test_compares_layerwise_json_has_the_documented_keys(onnx_small_cnn: ModelContract, tmp_path: Path,
                                                          capsys: pytest.CaptureFixture[str]) -> None:
     model, manifest, ran = _ran_small_cnn(onnx_small_cnn, tmp_path, capsys)

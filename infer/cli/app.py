@@ -13,16 +13,11 @@ import sys
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, NoReturn
+from typing import Any, NoReturn, cast
 
 import typer
 import typer.main
 from typer.core import TyperGroup
-
-try:  # typer 0.29 and later vendor click; older ones depend on it
-    from typer._click import exceptions as _click_exceptions
-except ImportError:  # pragma: no cover - an older typer
-    from click import exceptions as _click_exceptions  # type: ignore[no-redef]
 
 from binio.errors import InferError, Terminated, permission_error
 from binio.reading import read_failure
@@ -80,10 +75,23 @@ def _shared_options() -> list[Any]:
 _SHARED_OPTIONS = _shared_options()
 
 
+def _keep_freed_memory() -> None:
+    """The heap keeps freed memory for reuse (binio/heap.py): every stage allocates and frees the same large blocks
+    over and over (freeze's and convert's copies of the weights, compare's batch temporaries, decoded images), and
+    glibc's defaults fault each one in afresh. Set here, for the process, not by the library: a Python caller's own
+    allocations are the caller's."""
+    # on use: ctypes, which --help does not need
+    from binio.heap import ANY_SIZE, keep_freed_memory
+
+    if not keep_freed_memory(largest_block=ANY_SIZE, kept=ANY_SIZE):
+        keep_freed_memory()  # an older glibc takes blocks of up to 32 MiB only
+
+
 def _applying_verbosity(callback: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(callback)
     def invoke(*args: Any, **kwargs: Any) -> Any:
         _asked.apply()  # every -v/-q has been read by now, before the command's name or after it
+        _keep_freed_memory()  # a command runs (not its help, nor a usage error)
         return callback(*args, **kwargs)
 
     return invoke
@@ -252,12 +260,17 @@ def _check_not_empty(args: Sequence[str]) -> None:
             where = f"{before}: an empty value" if before else f"argument {index + 1} is empty"
             raise InferError(f"{where}; expected one" + (f" (leave {before} out for its default)" if before else ""),
                              hint="an unset shell variable?")
+# What click raises for a usage error (an unknown option, a missing argument, a bad value), named through typer's
+# public API: typer.BadParameter is click's BadParameter (click vendored as typer's own from 0.29, a dependency
+# before), so its bases are click's exceptions whatever typer's version.
+_USAGE_ERROR = cast("type[Exception]", next(base for base in typer.BadParameter.__mro__
+                                            if base.__name__ == "ClickException"))
 
 
 def _fail_usage(exc: Any) -> NoReturn:
     """A usage error (an unknown option, a missing argument, a value of the wrong type) in the one-line form of
     every other refusal, instead of click's usage block: ``error: infer convert: No such option: --tagret``."""
-    if isinstance(exc, _click_exceptions.NoArgsIsHelpError):  # `infer` alone: its help, on stderr, as click has it
+    if type(exc).__name__ == "NoArgsIsHelpError":  # `infer` alone: its help, on stderr, as click has it
         exc.show()
         sys.exit(exc.exit_code)
     context = getattr(exc, "ctx", None)
@@ -293,8 +306,8 @@ def _one_blas_thread() -> None:
     """Asks numpy's OpenBLAS for one thread, unless the user chose a number. Imported with its default, it starts a
     thread per core, which spin a while waiting for work: measured here, 0.14 s of CPU and 30 ms of each process's
     start-up (image workers' too), taken from the command's own threads. infer gives BLAS no work worth threading:
-    its metrics sum with einsum, which stays off BLAS on purpose (infer/compare/_metrics.py), and TensorFlow and ONNX
-    Runtime have pools of their own. Too late, and left alone, where numpy is loaded already."""
+    its metrics sum with einsum, which stays off BLAS on purpose (infer/compare/_judge/metrics.py), and TensorFlow
+    and ONNX Runtime have pools of their own. Too late, and left alone, where numpy is loaded already."""
     if "numpy" not in sys.modules and not any(name in os.environ for name in _BLAS_THREADS):
         os.environ["OPENBLAS_NUM_THREADS"] = "1"
 
@@ -319,7 +332,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         code = command.main(args=args, prog_name="infer", standalone_mode=False)
         # As click's standalone mode ends: with SystemExit, the code typer.Exit gave (handed back outside it) or 0.
         sys.exit(code if isinstance(code, int) else 0)
-    except _click_exceptions.ClickException as exc:  # a usage error: one line, as every other refusal
+    except _USAGE_ERROR as exc:  # a usage error: one line, as every other refusal
         _fail_usage(exc)
     except typer.Abort:
         tell_error("aborted")

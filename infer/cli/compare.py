@@ -57,7 +57,7 @@ def compare(
 
     if report is not None:  # checked, and locked until the command ends, before the comparison runs
         # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
-        from infer.compare._reports import report_folder
+        from infer.compare._reports.folder import report_folder
 
         ctx.with_resource(report_folder(report, force=force))
 
@@ -99,7 +99,7 @@ def compare(
     if as_json:
         if report is not None:
             # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
-            from infer.compare._reports import write_reports
+            from infer.compare._reports.folder import write_reports
 
             for path in write_reports(result, report):
                 say(f"wrote {shown_path(path)}")
@@ -137,7 +137,7 @@ def compare(
         console.print(f"golden dump (msaccucmp naming): {result.dumped_golden}", markup=False)
     if report is not None:
         # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
-        from infer.compare._reports import write_reports
+        from infer.compare._reports.folder import write_reports
 
         for path in write_reports(result, report):
             console.print(f"wrote {shown_path(path)}", markup=False)
@@ -159,14 +159,14 @@ def _print_layers(console: Any, layers: Any) -> None:
     """The layer-by-layer table and its diagnosis lines."""
     # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
     from infer.cli.layer_table import layer_table
-    from infer.compare._layer_bands import BAND_FLOOR
-    from infer.compare._layer_diagnosis import ERROR_FLOOR
+    from infer.compare._layers.bands import BAND_FLOOR
+    from infer.compare._layers.diagnosis import ERROR_FLOOR
     from infer.compare.metric_names import shown
 
     width = console.width if console.is_terminal else None  # a pipe or a log file: the table whole
     for line in layer_table(layers, width):
         console.print(line, markup=False, soft_wrap=True)
-    first = layers.first_failing
+    first = layers.diverges_at
     console.print(f"first tensor to diverge: {first.tensor if first else 'none'}"
                   + (f" ({first.op_type})" if first else "")
                   + (f", {first.npu_op_text}" if first is not None and first.npu_op else ""), markup=False)

@@ -26,7 +26,7 @@ def compare_each_gear(contract: ModelContract, inputs: list[Path], actuals: list
                       golden: Path | None, report: Path | None, dump_golden: Path | None,
                       as_json: bool) -> None:
     """Compares each (--input, --actual) pair, prints each verdict and the one across them; exits 1 on a failure."""
-    from infer.compare._reports import write_reports
+    from infer.compare._reports.folder import write_reports
 
     _refuse_single_only(golden, dump_golden, options)
     if len(actuals) != len(inputs):

@@ -23,7 +23,7 @@ def _note(row: LayerRow, layers: LayerwiseResult) -> str:
     """The row's note, its mark as an arrow, and ``fail`` on a failing tensor that is not the first (where no band
     judges it: with one, the note says where it stands against its band)."""
     note = row.note(warning=layers.is_warning, factor=layers.factor)
-    if row.first_failing:
+    if row.diverges_here:
         return f"<- {note}"
     return "; ".join(n for n in ("fail" if row.failures and not row.has_band else "", note) if n)
 

@@ -1,5 +1,5 @@
 """What --layerwise found, as values: each compared tensor (`LayerRow`) and the diagnosis over them
-(`LayerwiseResult`: the first tensor to diverge, where the error grows most, the first inf/NaN)."""
+(`LayerwiseResult`: where the converted model diverges, where the error grows most, the first inf/NaN)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from binio.document import json_float
-from infer.compare._layer_bands import LayerBands
-from infer.compare._metrics import Metrics
-from infer.compare._nonfinite import NonfiniteFinding
+from infer.compare._judge.metrics import Metrics
+from infer.compare._layers.bands import LayerBands
+from infer.compare._layers.nonfinite import NonfiniteFinding
 from infer.compare.thresholds import Failure
 
 
@@ -24,7 +24,10 @@ class LayerRow:
     shape: tuple[int, ...]
     metrics: Metrics | None  # None when not compared
     failures: tuple[Failure, ...]
-    first_failing: bool = False  # the first tensor to diverge: it fails while every compared tensor upstream passes
+    # The mark (`infer.compare._layers.diagnosis`): where the converted model leaves TensorFlow. Against bands, where
+    # the error jumps on the way to the first tensor out of its band, which may pass msit's limits; by msit's limits
+    # alone, the first failing tensor whose compared upstream all passes.
+    diverges_here: bool = False
     unmatched_reason: str = ""  # why it was not compared
     onnx_op: str = ""  # the ONNX op that computes the tensor of this name
     onnx_tensor: str = ""  # the unnamed ONNX tensor compared in its place, where the converter fused and renamed
@@ -32,7 +35,7 @@ class LayerRow:
     layout: str = ""  # the ONNX tensor's layout relative to TensorFlow's, from the conversion's transposes
     error_growth: float = math.nan  # its RED over the largest RED of the compared tensors it reads
     upstream_error: float = math.nan  # that largest RED upstream (0 where it reads no compared tensor)
-    # The expected-error band (`infer.compare._layer_bands`): the RED its precision mode explains, its RED over that,
+    # The expected-error band (`infer.compare._layers.bands`): the RED its precision mode explains, its RED over that,
     # and that excess over its inputs' (where the error jumps); NaN without a band.
     band: float = math.nan
     band_excess: float = math.nan
@@ -72,7 +75,7 @@ class LayerRow:
         if not self.has_band:
             return ""
         if self.band_excess > factor:
-            return "" if self.first_failing else "out of its band"
+            return "" if self.diverges_here else "out of its band"
         return "past msit's limits, within its band" if self.failures else ""
 
     def note(self, *, warning: bool = False, factor: float = math.inf) -> str:
@@ -81,8 +84,8 @@ class LayerRow:
         `factor`: how many times its band a tensor may reach."""
         if self.metrics is None:
             return f"{'skipped' if self.random_source else 'unmatched'}: {self.unmatched_reason}"
-        notes = [f"first to diverge{' (warning)' if warning else ''}"] if self.first_failing else []
-        if self.first_failing and self.has_band:
+        notes = [f"first to diverge{' (warning)' if warning else ''}"] if self.diverges_here else []
+        if self.diverges_here and self.has_band:
             notes[0] += (f": {self.band_excess:.3g}x its band, {self.excess_jump:.3g}x its inputs'"
                          if not math.isinf(self.band_excess) else ": inf/NaN its band does not hold")
         band = self.band_text(factor)
@@ -101,7 +104,7 @@ class LayerRow:
 
     def to_json(self) -> dict[str, Any]:
         return {"tensor": self.tensor, "op_type": self.op_type, "dtype": self.dtype, "shape": list(self.shape),
-                "matched": self.matched, "first_failing": self.first_failing,
+                "matched": self.matched, "diverges_here": self.diverges_here,
                 "unmatched_reason": self.unmatched_reason, "onnx_op": self.onnx_op,
                 "onnx_tensor": self.onnx_tensor or None, "match": self.match,
                 "layout": self.layout, "error_growth": json_float(self.error_growth),
@@ -135,13 +138,14 @@ class LayerwiseResult:
     band_note: str = ""  # why no band judged them, where one was asked for
 
     @property
-    def first_failing(self) -> LayerRow | None:
-        return next((r for r in self.rows if r.first_failing), None)
+    def diverges_at(self) -> LayerRow | None:
+        """The marked row: the tensor where the converted model diverges (which need not fail); None without one."""
+        return next((r for r in self.rows if r.diverges_here), None)
 
     @property
     def is_warning(self) -> bool:
         """A tensor diverges while the outputs pass: reported as a warning, not as the verdict's cause."""
-        return self.outputs_passed and self.first_failing is not None
+        return self.outputs_passed and self.diverges_at is not None
 
     @property
     def factor(self) -> float:
@@ -165,9 +169,9 @@ class LayerwiseResult:
         return tuple(r for r in self.rows if r.random_source)
 
     def to_json(self) -> dict[str, Any]:
-        first = self.first_failing
+        first = self.diverges_at
         return {"batch": self.batch_stem, "batch_reason": self.batch_reason,
-                "first_failing": None if first is None else first.tensor, "first_failing_is_warning": self.is_warning,
+                "diverges_at": None if first is None else first.tensor, "divergence_is_warning": self.is_warning,
                 "origins": list(self.origins), "growth_tensor": self.growth_tensor or None, "note": self.note,
                 "nonfinite": None if self.nonfinite is None else self.nonfinite.to_json(),
                 "nonfinite_by_output": {name: f.to_json() for name, f in self.nonfinite_by_output.items()},

@@ -17,7 +17,7 @@ from infer.compare.thresholds import Thresholds, thresholds_key
 DEFAULT_ATOL = 1e-4
 DEFAULT_RTOL = 1e-3
 DEFAULT_TOPK = 5  # k where --topk is left out (or the class count, where fewer)
-DEFAULT_FACTOR = 10.0  # how many times the emulated error an output may reach (`infer.compare._expected`)
+DEFAULT_FACTOR = 10.0  # how many times the emulated error an output may reach (`infer.compare._judge.expected`)
 
 THRESHOLD_HELP = ("metric=value or output:metric=value (value 'off' lifts it); sample:metric=value limits each "
                   "sample and fails the run. Default msit's: cosine < 0.99, RED > 0.05, KL > 0.005, RMSE > 1.0 or "
@@ -28,14 +28,10 @@ def _parse_thresholds(texts: list[str], flag: str) -> Thresholds:
     return Thresholds.parse(texts)
 
 
-def _threshold_texts(thresholds: Thresholds) -> tuple[str, ...]:
-    return thresholds.texts
-
-
 def threshold_setting() -> Any:
     """The thresholds field as compare and tune-precision both declare it."""
     return setting(default_factory=Thresholds, flag="--threshold", short="-t", repeat=True,
-                   parse=_parse_thresholds, decode=thresholds_key, text=_threshold_texts, help=THRESHOLD_HELP)
+                   parse=_parse_thresholds, decode=thresholds_key, help=THRESHOLD_HELP)
 
 
 @dataclass(frozen=True)
@@ -58,8 +54,8 @@ class CompareOptions:
     allow_same_backend: bool = setting(False, help="Compare one graph with itself on one backend, on purpose (a "
                                                    "[run] backend = \"tf\" compared with TF).")
     allow_host_ops: bool = allow_host_ops_setting()
-    # The expected-error band (`infer.compare._expected`): None = on for an om and for an fp32 conversion, where the
-    # stand-in is installed (`expected_by_default`).
+    # The expected-error band (`infer.compare._judge.expected`): None = on for an om and for an fp32 conversion, where
+    # the stand-in is installed (`expected_by_default`).
     expected_from_emulation: bool | None = setting(
         None, example=True, negative="--no-expected-from-emulation", shown="on for an om or an fp32 conversion where "
                                                                            "the stand-in is installed",

@@ -8,15 +8,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from binio.document import json_float
-from infer.compare._aipp_check import AippCheck
-from infer.compare._constant_outputs import ConstantOutput
-from infer.compare._expected import ExpectedError
-from infer.compare._metrics import Metrics
-from infer.compare._provenance import Provenance
-from infer.compare._topk import TopKResult
+from infer.compare._judge.aipp_check import AippCheck
+from infer.compare._judge.constant_outputs import ConstantOutput
+from infer.compare._judge.expected import ExpectedError
+from infer.compare._judge.metrics import Metrics
+from infer.compare._judge.topk import TopKResult
+from infer.compare._sides.provenance import Provenance
 from infer.compare.layer_result import LayerwiseResult
 from infer.compare.metric_names import shown
 from infer.compare.thresholds import Failure
+
+REPORT_SCHEMA = "infer.compare-report"
+# Raised when a key changes meaning or goes away (docs/json-output.md). 2: layerwise's `first_failing` and
+# `first_failing_is_warning`, and each tensor's `first_failing`, are `diverges_at`, `divergence_is_warning` and
+# `diverges_here` (the marked tensor need not fail).
+REPORT_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -273,7 +279,7 @@ class CompareResult:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "schema": "infer.compare-report", "version": 1, "passed": self.passed, "verdict": self.verdict(),
+            "schema": REPORT_SCHEMA, "version": REPORT_VERSION, "passed": self.passed, "verdict": self.verdict(),
             "contract": self.contract, "dataset": self.dataset, "actual": self.actual_dir,
             "golden": self.golden_dir, "golden_source": self.golden_source, "samples": self.samples,
             "padding_excluded": self.padding,

@@ -29,7 +29,7 @@ from infer._option_fields import type_name
 from infer.compare.metric_names import HIGHER_IS_BETTER, SCALAR_METRICS, shown_against, shown_limit
 
 if TYPE_CHECKING:
-    from infer.compare._metrics import Metrics
+    from infer.compare._judge.metrics import Metrics
 
 DEFAULT_THRESHOLDS: dict[str, float] = {
     "CosineSimilarity": 0.99,
@@ -56,7 +56,7 @@ _ALIASES: dict[str, str] = {
 LIMIT_RANGES: dict[str, tuple[float, float]] = {"CosineSimilarity": (-1.0, 1.0), "AllclosePassRate": (0.0, 1.0)}
 _OFF = ("off", "none")
 _SAMPLE = "sample:"
-# What a single sample is measured by (`infer.compare._passes`): the metrics a per-sample limit may name.
+# What a single sample is measured by (`infer.compare._judge.passes`): the metrics a per-sample limit may name.
 SAMPLE_METRICS: tuple[str, ...] = ("CosineSimilarity", "RelativeEuclideanDistance", "RootMeanSquareError",
                                    "MaxAbsoluteError")
 
@@ -177,6 +177,10 @@ class Thresholds:
     def texts(self) -> tuple[str, ...]:
         """The settings as --threshold takes them (the defaults are not settings)."""
         return tuple(s.text for s in self.settings)
+
+    def cli_texts(self) -> tuple[str, ...]:
+        """How the command line writes them (`infer._option_fields.cli_texts`): one --threshold each."""
+        return self.texts
 
 
     def naming_tensors(self, keys: Mapping[str, str], outputs: Sequence[str]) -> Thresholds:

@@ -407,7 +407,7 @@ def test_a_4_gib_pb_is_refused_unread(tmp_path: Path) -> None:
 
 
 def test_a_4_gib_om_partition_is_refused_unread(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from atc_wrap.om_file import MODEL_DEF
+    from atc_wrap.ascend_files.om_file import MODEL_DEF
 
     size = 4 * GiB
     table = struct.pack("<I4x", 1) + struct.pack("<I4xQQ", MODEL_DEF, 0, size)

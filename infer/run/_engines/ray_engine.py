@@ -16,6 +16,7 @@ from typing import Any
 
 from infer.run._engines.base import EngineError
 from infer.run._engines.worker import ShardOutcome, ShardTask, run_shard
+from infer.run.options import EngineName
 
 INSTALL_HINT = 'pip install "infer[ray]" (or pip install ".[ray]" in a checkout of infer)'
 TOOL_BACKENDS = ("msame", "ais_bench")
@@ -30,7 +31,7 @@ def _import_ray() -> Any:
 
 
 class RayEngine:
-    name = "ray"
+    name: EngineName = "ray"
 
     def __init__(self, backend: str, *, address: str | None, threads: int | None) -> None:
         ray = _import_ray()
@@ -67,6 +68,9 @@ class RayEngine:
 
     def slot(self, shard_index: int) -> int | None:
         return None  # Ray grants the device
+
+    def host(self, shard_index: int) -> str:
+        return ""  # the tasks run on the cluster's nodes, whose tools are their own
 
     def submit(self, task: ShardTask) -> Future[ShardOutcome]:
         future: Future[ShardOutcome] = self._remote.remote(task).future()

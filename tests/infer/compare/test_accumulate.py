@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from infer.compare._accumulate import MetricAccumulator
-from infer.compare._metrics import Metrics, compute_metrics
+from infer.compare._judge.accumulate import MetricAccumulator
+from infer.compare._judge.metrics import Metrics, compute_metrics
 from infer.compare.metric_names import SCALAR_METRICS
 
 # NaN and inf are data to the metrics: numpy must not warn about them on the user's terminal.
@@ -47,6 +47,7 @@ def _assert_same(streamed: Metrics, direct: Metrics) -> None:
 finite = st.floats(-1e4, 1e4, allow_nan=False, width=32)
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(
     data=hnp.arrays(np.float32, st.integers(1, 200), elements=finite),

@@ -40,7 +40,7 @@ def test_layerwise_names_the_damaged_layer_first(corpus_results: list[tuple[Buil
     for built, result in corpus_results:
         layers = result.layerwise
         assert layers is not None
-        marked = [row.tensor for row in layers.rows if row.first_failing]
+        marked = [row.tensor for row in layers.rows if row.diverges_here]
         assert len(marked) <= 1, f"{built.case.name}: more than one tensor marked first: {marked}"
         if marked[:1] != [] and marked[0] in built.case.expected_first:
             continue
@@ -54,7 +54,7 @@ def test_the_mark_agrees_with_the_verdict(corpus_results: list[tuple[BuiltCase, 
     passing = []
     for built, result in corpus_results:
         layers = result.layerwise
-        assert layers is not None and layers.first_failing is not None, built.case.name
+        assert layers is not None and layers.diverges_at is not None, built.case.name
         if result.passed:
             passing.append(built.case.name)
             assert layers.is_warning and layers.note.startswith("warning: the outputs pass, but "), built.case.name
@@ -96,14 +96,14 @@ def test_fused_layers_are_compared_through_their_unnamed_onnx_tensor(
     _, result = next((b, r) for b, r in corpus_results if b.case.name == "dense-kernel-large")
     assert result.layerwise is not None
     row = next(r for r in result.layerwise.rows if r.tensor == "fc/bias:0")
-    assert row.matched and row.onnx_op == "Gemm" and row.onnx_tensor and row.first_failing
+    assert row.matched and row.onnx_op == "Gemm" and row.onnx_tensor and row.diverges_here
     assert next(r for r in result.layerwise.rows if r.tensor == "fc/matmul:0").unmatched_reason.startswith("not in")
 
 
 def test_a_replaced_activation_is_named_with_both_ops(corpus_results: list[tuple[BuiltCase, CompareResult]]) -> None:
     _, result = next((b, r) for b, r in corpus_results if b.case.name == "relu-to-sigmoid")
-    assert result.layerwise is not None and result.layerwise.first_failing is not None
-    first = result.layerwise.first_failing
+    assert result.layerwise is not None and result.layerwise.diverges_at is not None
+    first = result.layerwise.diverges_at
     assert first.tensor == "conv1/relu:0" and first.match == (
         "op differs: ONNX computes it with Sigmoid, TensorFlow with Relu")
     assert first.layout == "NCHW (the converter's)"
@@ -138,6 +138,6 @@ def test_undamaged_conversions_mark_nothing(tmp_path: Path, mode: str) -> None:
                          options=CompareOptions(fail_on_expected=True, layerwise=True))
         assert result.passed and result.layerwise is not None, f"{base} {mode}: {result.verdict()}"
         assert [e.flagged for e in result.expected] == [False], f"{base} {mode}"  # the band has no false alarm
-        assert result.layerwise.first_failing is None and result.layerwise.note == "", f"{base} {mode}"
+        assert result.layerwise.diverges_at is None and result.layerwise.note == "", f"{base} {mode}"
         assert all(not row.failures for row in result.layerwise.matched)
         assert len(result.layerwise.matched) >= 3  # the fused layers too (through their unnamed ONNX tensors)

@@ -55,7 +55,7 @@ def test_fp16_layerwise_every_matched_tensor_close(onnx_small_cnn_fp16: ModelCon
     actual = _run_onnx(onnx_small_cnn_fp16, cnn_bins, tmp_path / "out")
     result = compare(onnx_small_cnn_fp16.path, cnn_bins, actual, golden=cnn_golden, options=LAYERWISE)
     layers = result.layerwise
-    assert layers is not None and layers.first_failing is None
+    assert layers is not None and layers.diverges_at is None
     matched = [row.tensor for row in layers.matched]
     assert matched == ["BiasAdd:0", "conv/relu:0", "pool:0", "head/logits:0", "probs:0"]
     assert all(0 < row.metrics.max_absolute_error < 1e-2 for row in layers.matched if row.metrics)
@@ -75,9 +75,9 @@ def test_perturbed_layer_fails_and_layerwise_marks_it_first(perturbed_small_cnn:
     result = compare(perturbed_small_cnn.path, cnn_bins, actual, golden=cnn_golden, options=LAYERWISE)
     assert not result
     layers = result.layerwise
-    assert layers is not None and layers.first_failing is not None
-    assert layers.first_failing.tensor == "BiasAdd:0" and layers.first_failing.op_type == "BiasAdd"
-    assert [row.tensor for row in layers.rows if row.first_failing] == ["BiasAdd:0"]  # exactly one marked first
+    assert layers is not None and layers.diverges_at is not None
+    assert layers.diverges_at.tensor == "BiasAdd:0" and layers.diverges_at.op_type == "BiasAdd"
+    assert [row.tensor for row in layers.rows if row.diverges_here] == ["BiasAdd:0"]  # exactly one marked first
     assert layers.origins == ("BiasAdd:0",) and layers.growth_tensor == "BiasAdd:0" and layers.note == ""
     dumped = sorted(p.name.split(".")[0] + "." + p.name.split(".")[1] for p in (tmp_path / "dump").iterdir())
     assert dumped == ["BiasAdd.0", "Conv2D.0", "conv_relu.0", "head_logits.0", "pool.0", "probs.0"]
@@ -94,7 +94,7 @@ def test_fp32_layerwise_marks_nothing(onnx_small_cnn: ModelContract, cnn_bins: P
                                       tmp_path: Path) -> None:
     actual = _run_onnx(onnx_small_cnn, cnn_bins, tmp_path / "out")
     result = compare(onnx_small_cnn.path, cnn_bins, actual, golden=cnn_golden, options=LAYERWISE)
-    assert result.passed and result.layerwise is not None and result.layerwise.first_failing is None
+    assert result.passed and result.layerwise is not None and result.layerwise.diverges_at is None
     assert all(row.metrics.max_absolute_error < 1e-5 for row in result.layerwise.matched if row.metrics)
 
 
@@ -134,7 +134,8 @@ def test_fp16_overflow_is_flagged_and_located(tmp_path: Path, capsys: pytest.Cap
     from binio.binfile import write_bin
     from binio.manifest import BinEntry, DatasetManifest, InputManifest, bin_file_name
     from infer.convert._convert import ConvertOptions, convert_model
-    from tests.atc_wrap.graphs import build_energy, write_frozen
+    from tests.builders.frozen import write_frozen
+    from tests.builders.graphs import build_energy
 
     frozen = write_frozen(tmp_path / "energy", build_energy, ("x:0",), ("energy:0",))
     contract = convert_model(frozen, ConvertOptions(target="onnx", precision_mode="force_fp16")).contract
@@ -154,8 +155,8 @@ def test_fp16_overflow_is_flagged_and_located(tmp_path: Path, capsys: pytest.Cap
     result = compare(contract.path, tmp_path / "bins", actual, options=LAYERWISE)
     counts = result.outputs[0].metrics.counts
     assert counts.fp16_overflow and counts.inf_actual == 4 and counts.nonfinite_actual_where_golden_finite == 4
-    assert result.layerwise is not None and result.layerwise.first_failing is not None
-    assert result.layerwise.first_failing.tensor == "Square:0"
+    assert result.layerwise is not None and result.layerwise.diverges_at is not None
+    assert result.layerwise.diverges_at.tensor == "Square:0"
     finding = result.layerwise.nonfinite
     assert finding is not None and (finding.tensor, finding.cause) == ("Square:0", "overflow")
     assert "first inf/NaN: Square:0 (Square): " in outcome.out and "overflow" in outcome.out
@@ -169,7 +170,7 @@ def test_failed_run_without_a_mark_says_why(onnx_small_cnn_fp16: ModelContract, 
     actual = _run_onnx(onnx_small_cnn_fp16, cnn_bins, tmp_path / "out")
     result = compare(onnx_small_cnn_fp16.path, cnn_bins, actual, golden=cnn_golden,
                      options=CompareOptions(thresholds=Thresholds.parse(["rmse=1e-9"]), layerwise=True))
-    assert not result.passed and result.layerwise is not None and result.layerwise.first_failing is None
+    assert not result.passed and result.layerwise is not None and result.layerwise.diverges_at is None
     assert result.layerwise.note == ("no tensor marked: probs:0 fails only on RootMeanSquareError, which the "
                                      "layer-wise view does not judge (it uses CosineSimilarity, "
                                      "RelativeEuclideanDistance, measures that do not depend on scale)")

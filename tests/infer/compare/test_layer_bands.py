@@ -15,20 +15,22 @@ from typing import Any
 import numpy as np
 import pytest
 
+from atc_wrap.precision.modes import PrecisionMode
 from infer.compare._compare import CompareOptions, CompareResult, compare
-from infer.compare._layer_bands import LayerBands
-from infer.compare._layer_diagnosis import diagnose
+from infer.compare._layers.bands import LayerBands
+from infer.compare._layers.diagnosis import diagnose
 from infer.compare.layer_result import LayerRow
 from infer.contract import ModelContract, load_contract
 from infer.run import run_model
 from infer.run.options import RunOptions
+from tests.builders.bins import write_bins
 from tests.cli import run_cli
 from tests.infer.compare.band_families import Family, families
-from tests.infer.compare.corpus import _edit_initializer, _grouped, _node, edited_copy, write_bins
+from tests.infer.compare.corpus import _edit_initializer, _grouped, _node, edited_copy
 
 
 def _row(name: str, red: float, *, failing: bool = False) -> LayerRow:
-    from infer.compare._metrics import compute_metrics
+    from infer.compare._judge.metrics import compute_metrics
     from infer.compare.thresholds import Failure
 
     metrics = replace(compute_metrics(np.ones(4), np.ones(4), atol=1e-4, rtol=1e-3), relative_euclidean_distance=red)
@@ -49,13 +51,13 @@ def test_a_layer_damaged_below_the_factor_is_named_where_its_error_jumps() -> No
     bands = _bands({"a:0": 1e-3, "b:0": 1e-3, "c:0": 1e-3, "d:0": 1e-3, "e:0": 1e-3})
     rows = [_row("a:0", 1e-3), _row("b:0", 8e-3), _row("c:0", 9e-3), _row("d:0", 1.2e-2), _row("e:0", 1.3e-2)]
     marked, origins, _ = diagnose(rows, _CHAIN, bands)
-    assert [r.tensor for r in marked if r.first_failing] == ["b:0"] and origins == ("b:0",)
-    first = next(r for r in marked if r.first_failing)
+    assert [r.tensor for r in marked if r.diverges_here] == ["b:0"] and origins == ("b:0",)
+    first = next(r for r in marked if r.diverges_here)
     assert first.band_excess == pytest.approx(8.0) and first.excess_jump == pytest.approx(8.0)
     # Without the band, msit's limits mark where the accumulated error first crosses RED 0.05: e, past the damage.
     by_limits = [_row(r.tensor, r.metrics.relative_euclidean_distance * 5,
                       failing=r.metrics.relative_euclidean_distance * 5 > 0.05) for r in rows if r.metrics]
-    assert [r.tensor for r in diagnose(by_limits, _CHAIN)[0] if r.first_failing] == ["d:0"]
+    assert [r.tensor for r in diagnose(by_limits, _CHAIN)[0] if r.diverges_here] == ["d:0"]
 
 
 def test_healthy_error_past_msits_limit_is_within_its_band() -> None:
@@ -64,7 +66,7 @@ def test_healthy_error_past_msits_limit_is_within_its_band() -> None:
     reds = {"a:0": 0.01, "b:0": 0.03, "c:0": 0.055, "d:0": 0.06, "e:0": 0.07}
     rows = [_row(name, red, failing=red > 0.05) for name, red in reds.items()]
     marked, origins, _ = diagnose(rows, _CHAIN, _bands(reds))
-    assert origins == () and not any(r.first_failing for r in marked)
+    assert origins == () and not any(r.diverges_here for r in marked)
     assert all(r.band_excess == pytest.approx(1.0) for r in marked)
     marked, origins, _ = diagnose(rows, _CHAIN, _bands(reds), outputs_fail=True)
     assert origins == ("c:0",)
@@ -87,9 +89,9 @@ def _family(name: str) -> Family:
     return next(f for f in families() if f.name == name)
 
 
-def _converted(root: Path, family: Family, mode: str) -> tuple[ModelContract, Path]:
+def _converted(root: Path, family: Family, mode: PrecisionMode) -> tuple[ModelContract, Path]:
     from infer.convert._convert import ConvertOptions, convert_model
-    from tests.atc_wrap.graphs import write_frozen
+    from tests.builders.frozen import write_frozen
 
     frozen_folder = root / family.name / "frozen"
     if not frozen_folder.exists():
@@ -151,7 +153,7 @@ def test_a_healthy_deep_resnet_under_force_fp16_gets_no_warning(root: Path, caps
     assert past_msit and all(row.metrics is not None and row.metrics.relative_euclidean_distance > 0.05
                              for row in past_msit)
     assert all(row.within_band(10.0) for row in layers.matched)
-    assert layers.first_failing is None and layers.note == "" and not layers.is_warning
+    assert layers.diverges_at is None and layers.note == "" and not layers.is_warning
     assert layers.bands is not None and layers.bands.precision_mode == "force_fp16"
     outcome = run_cli(capsys, "compare", contract.path, "--input", bins, "--actual", result.actual_dir,
                       "--layerwise")
@@ -169,14 +171,14 @@ def test_a_healthy_deep_resnet_under_force_fp16_gets_no_warning(root: Path, caps
     ("resnet", "force_fp16", _scaled("Conv", 1, 1.05), ("stem/conv:0", "stem/bn:0")),
 ], ids=["cnn-bn-epsilon-fp16", "cnn-depthwise-noise-fp16", "cnn-depthwise-noise-fp32", "mlp-noise-fp16",
         "mlp-scaled-fp32", "resnet-stem-scaled-fp16"])
-def test_damage_below_msits_limits_is_named_at_the_damaged_layer(root: Path, family: str, mode: str, edit: Edit,
-                                                                 named: tuple[str, ...]) -> None:
+def test_damage_below_msits_limits_is_named_at_the_damaged_layer(root: Path, family: str, mode: PrecisionMode,
+                                                                 edit: Edit, named: tuple[str, ...]) -> None:
     converted, bins = _converted(root, _family(family), mode)
     damaged = edited_copy(converted, root / "damaged" / f"{family}-{mode}-{named[-1].replace('/', '_')}", edit)
     result = _layerwise(damaged, bins, root)
     layers = result.layerwise
-    assert layers is not None and layers.first_failing is not None
-    first = layers.first_failing
+    assert layers is not None and layers.diverges_at is not None
+    first = layers.diverges_at
     assert first.tensor in named, [(r.tensor, r.band_excess) for r in layers.matched]
     assert not first.failures or (first.metrics is not None and first.metrics.relative_euclidean_distance < 0.1)
     assert first.band_excess > 10 and first.excess_jump > 10  # caught by a margin, where the error jumps
@@ -194,9 +196,9 @@ def test_an_fp32_conversion_with_a_zeroed_bias_fails_by_default_through_its_band
     assert not result.passed  # ... and the band fails the run, by default for fp32
     assert result.verdict().startswith("FAILED by the expected band (msit's thresholds pass): probs:0 is ")
     layers = result.layerwise
-    assert layers is not None and layers.first_failing is not None
-    assert layers.first_failing.tensor in ("conv1/conv:0", "conv1/bias:0") and not layers.is_warning
-    assert layers.first_failing.band_excess > 100
+    assert layers is not None and layers.diverges_at is not None
+    assert layers.diverges_at.tensor in ("conv1/conv:0", "conv1/bias:0") and not layers.is_warning
+    assert layers.diverges_at.band_excess > 100
     outcome = run_cli(capsys, "compare", damaged.path, "--input", bins, "--actual", result.actual_dir,
                       "--no-fail-on-expected", "--layerwise", "--report", root / "report")
     assert outcome.code == 0
@@ -205,11 +207,11 @@ def test_an_fp32_conversion_with_a_zeroed_bias_fails_by_default_through_its_band
     page = (root / "report" / "report.html").read_text()
     assert "<th>band (expected RED)</th><th>x band</th>" in page and "judged against its expected-error band" in page
     report = json.loads((root / "report" / "report.json").read_text())
-    marked = next(row for row in report["layerwise"]["tensors"] if row["first_failing"])
+    marked = next(row for row in report["layerwise"]["tensors"] if row["diverges_here"])
     assert marked["band_excess"] > 100 and report["layerwise"]["judged_by"] == "band"
     healthy = _layerwise(converted, bins, root)  # the undamaged conversion: inside its band, and passing
     assert healthy.passed and healthy.expected and not healthy.flagged
-    assert healthy.layerwise is not None and healthy.layerwise.first_failing is None
+    assert healthy.layerwise is not None and healthy.layerwise.diverges_at is None
 
 
 @pytest.mark.slow
@@ -222,6 +224,6 @@ def test_a_dropped_residual_is_compared_and_named_as_such(tmp_path: Path) -> Non
     built = Corpus(tmp_path).build(case)
     result = _layerwise(built.contract, built.bins, tmp_path)
     layers = result.layerwise
-    assert not result.passed and layers is not None and layers.first_failing is not None
-    assert layers.first_failing.tensor == "block2/add:0"
-    assert layers.first_failing.match == "input dropped: ONNX does not read block1/relu:0"
+    assert not result.passed and layers is not None and layers.diverges_at is not None
+    assert layers.diverges_at.tensor == "block2/add:0"
+    assert layers.diverges_at.match == "input dropped: ONNX does not read block1/relu:0"

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from infer.cli.layer_table import layer_table
-from infer.compare._metrics import compute_metrics
+from infer.compare._judge.metrics import compute_metrics
 from infer.compare.layer_result import LayerRow, LayerwiseResult
 from infer.compare.metric_names import shown
 
@@ -28,7 +28,7 @@ def _layers() -> LayerwiseResult:
                  failures=(), onnx_op="Conv", onnx_tensor="conv/Conv2D__5:0", match="op and inputs",
                  layout="NCHW (the converter's)", error_growth=3.25),
         LayerRow(tensor=LONG, op_type="BiasAdd", dtype="float32", shape=(2, 4), metrics=far, failures=(),
-                 first_failing=True, match="op and inputs", layout="NHWC", error_growth=4512.0),
+                 diverges_here=True, match="op and inputs", layout="NHWC", error_growth=4512.0),
     )
     return LayerwiseResult(batch_stem="000003", rows=rows, batch_reason="the first batch where probs:0 fails",
                            outputs_passed=False)

@@ -8,12 +8,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from infer.compare._layer_diagnosis import diagnose, verdict_note
-from infer.compare._layerwise import aligned_to_golden
-from infer.compare._layouts import NCHW, Layout, read_in_tf_layout, shapes_of, track_layouts, unknown
-from infer.compare._metrics import compute_metrics
-from infer.compare._nonfinite import NAN_FROM_INF, OVERFLOW, UNDERFLOW, TensorInfo, classify
-from infer.compare._onnx_graph import OnnxGraph
+from infer.compare._judge.metrics import compute_metrics
+from infer.compare._layers.diagnosis import diagnose, verdict_note
+from infer.compare._layers.layouts import NCHW, Layout, read_in_tf_layout, shapes_of, track_layouts, unknown
+from infer.compare._layers.nonfinite import NAN_FROM_INF, OVERFLOW, UNDERFLOW, TensorInfo, classify
+from infer.compare._layers.onnx_graph import OnnxGraph
+from infer.compare._layers.stand_in import aligned_to_golden
 from infer.compare.layer_result import LayerRow
 from infer.compare.result import CompareResult, OutputResult, PlotData
 from infer.compare.thresholds import Failure, Thresholds
@@ -123,7 +123,7 @@ def test_first_diverging_is_where_the_error_enters_not_the_first_failure_listed(
     rows = [_row("a:0", 0.2), _row("b:0", 0.3), _row("c:0", 0.1), _row("d:0", 0.35)]
     marked, origins, growth = diagnose(rows, inputs_of)
     assert origins == ("a:0", "c:0")
-    assert [r.tensor for r in marked if r.first_failing] == ["a:0"]  # exactly one marked
+    assert [r.tensor for r in marked if r.diverges_here] == ["a:0"]  # exactly one marked
     assert growth == "a:0"
     by_name = {r.tensor: r for r in marked}
     b_metrics, a_metrics = by_name["b:0"].metrics, by_name["a:0"].metrics
@@ -137,7 +137,7 @@ def test_an_unmatched_tensor_between_two_compared_ones_is_walked_through() -> No
     unmatched = LayerRow(tensor="fused:0", op_type="Op", dtype="float32", shape=(), metrics=None, failures=(),
                          unmatched_reason="not in the ONNX model")
     marked, origins, _ = diagnose([_row("a:0", 0.0), unmatched, _row("b:0", 0.5)], inputs_of)
-    assert origins == ("b:0",) and [r.tensor for r in marked if r.first_failing] == ["b:0"]
+    assert origins == ("b:0",) and [r.tensor for r in marked if r.diverges_here] == ["b:0"]
 
 
 def _outcome(failing_metric: str, *, failing_sample: bool = False) -> CompareResult:
@@ -158,7 +158,7 @@ def test_verdict_note_warns_in_a_passed_run_and_explains_an_unmarked_failure() -
     from dataclasses import replace
 
     passed = _outcome(failing_metric="")
-    first = replace(_row("a:0", 0.2), first_failing=True)
+    first = replace(_row("a:0", 0.2), diverges_here=True)
     assert verdict_note(first, passed, [first], "000000").startswith("warning: the outputs pass, but a:0 (Op)")
     failed = _outcome(failing_metric="RootMeanSquareError")
     output = failed.outputs[0].name

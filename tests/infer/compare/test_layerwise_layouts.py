@@ -12,13 +12,14 @@ import numpy as np
 import pytest
 
 from infer.compare._compare import CompareOptions, CompareResult, compare
-from infer.compare._onnx_graph import OnnxGraph
+from infer.compare._layers.onnx_graph import OnnxGraph
 from infer.compare.layer_result import LayerwiseResult
 from infer.contract import ModelContract
 from infer.run import run_model
 from infer.run.options import RunOptions
-from tests.atc_wrap.graphs import write_frozen
-from tests.infer.compare.corpus import edited_copy, write_bins
+from tests.builders.bins import write_bins
+from tests.builders.frozen import write_frozen
+from tests.infer.compare.corpus import edited_copy
 
 pytestmark = pytest.mark.slow
 
@@ -106,7 +107,7 @@ def test_a_grayscale_cnn_matches_tensor_for_tensor_like_the_3_channel_one(graysc
     assert len(matched) >= 12 and "block/add:0" in matched
     assert matched["stem/relu:0"].layout == matched["block/sep1:0"].layout == "NCHW (the converter's)"
     assert all(not row.failures for row in gray_rows.matched)
-    assert gray_rows.first_failing is None and gray_rows.note == ""
+    assert gray_rows.diverges_at is None and gray_rows.note == ""
     for row in gray_rows.rows:  # an unmatched row names no layout it was read in
         assert not (row.unmatched_reason and "as TensorFlow" in row.unmatched_reason), row.unmatched_reason
 
@@ -131,7 +132,7 @@ def test_where_h_w_c_are_equal_a_real_damage_is_still_found_where_it_enters(gray
 
     contract = edited_copy(converted, tmp_path / "damaged", damage)
     _, layers = _layerwise(contract, bins, tmp_path / "out")
-    first = layers.first_failing
+    first = layers.diverges_at
     assert first is not None and first.tensor == "block/sep1/depthwise:0", [r.tensor for r in layers.rows
                                                                             if r.failures]
     assert first.shape == (2, 8, 8, 8) and first.layout == "NCHW (the converter's)"
@@ -157,7 +158,7 @@ def test_an_op_that_hides_the_layout_makes_each_tensor_after_it_say_so(grayscale
 
     contract = edited_copy(converted, tmp_path / "regrouped", regroup)
     result, layers = _layerwise(contract, bins, tmp_path / "out")
-    assert result.passed and layers.first_failing is None
+    assert result.passed and layers.diverges_at is None
     rows = {row.tensor: row for row in layers.rows}
     assert rows["stem/relu:0"].matched and rows["stem/relu:0"].layout == "NCHW (the converter's)"
     reason = ("layout unknown: Flatten flatten reads stem/relu:0 held as NCHW (the converter's): how its output's "
@@ -190,7 +191,7 @@ def test_tfs_own_transposes_are_counted(tmp_path: Path) -> None:
     contract = convert_model(frozen, ConvertOptions(target="onnx", precision_mode="force_fp32",
                                                     soc_version="Ascend910B2")).contract
     result, layers = _layerwise(contract, write_bins(tmp_path / "bins", "images:0", (2, 6, 6, 3)), tmp_path / "out")
-    assert result.passed and layers.first_failing is None
+    assert result.passed and layers.diverges_at is None
     rows = {row.tensor: row for row in layers.rows}
     for name in ("relu:0", "swapped:0", "conv2:0", "nchw:0"):
         assert rows[name].matched and not rows[name].failures, (name, rows[name].unmatched_reason)
@@ -244,7 +245,7 @@ def test_the_keras_mini_xception_on_grayscale_is_read_in_its_layouts(tmp_path: P
     contract = convert_model(frozen, ConvertOptions(target="onnx")).contract
     bins = write_bins(tmp_path / "bins", frozen.inputs[0].name, (8, 64, 64, 1), files=1)
     result, layers = _layerwise(contract, bins, tmp_path / "out")
-    assert result.passed and layers.first_failing is None
+    assert result.passed and layers.diverges_at is None
     shapes = {row.shape for row in layers.matched}
     assert (8, 62, 62, 8) in shapes and len(layers.matched) >= 20
     assert all(not row.failures for row in layers.matched)

@@ -9,21 +9,23 @@ from typing import Any
 import numpy as np
 import pytest
 
+from atc_wrap.precision.modes import PrecisionMode
 from binio.binfile import write_bin
 from binio.manifest import BinEntry, DatasetManifest, InputManifest, bin_file_name
 from infer.compare._compare import CompareOptions, CompareResult, compare
 from infer.contract import ModelContract
 from infer.run import run_model
 from infer.run.options import RunOptions
-from tests.atc_wrap.graphs import write_frozen
+from tests.builders.bins import write_bins
+from tests.builders.frozen import write_frozen
 from tests.cli import run_cli
-from tests.infer.compare.corpus import edited_copy, write_bins
+from tests.infer.compare.corpus import edited_copy
 
 pytestmark = pytest.mark.slow
 
 
 def _converted(folder: Path, build: Any, inputs: tuple[str, ...], outputs: tuple[str, ...],
-               mode: str = "force_fp32", soc: str = "") -> ModelContract:
+               mode: PrecisionMode = "force_fp32", soc: str = "") -> ModelContract:
     from infer.convert._convert import ConvertOptions, convert_model
 
     frozen = write_frozen(folder, build, inputs, outputs)
@@ -67,7 +69,7 @@ def test_a_name_on_another_partial_sum_is_unmatched_with_the_reason(tmp_path: Pa
     assert rows["sum1:0"].unmatched_reason.startswith(
         "another computation: ONNX computes it from b:0, c:0, TensorFlow from a:0, b:0")
     assert rows["sum2:0"].matched and rows["sum2:0"].match == "op and inputs" and not rows["sum2:0"].failures
-    assert result.layerwise.first_failing is None and result.layerwise.note == ""
+    assert result.layerwise.diverges_at is None and result.layerwise.note == ""
 
 
 def build_noisy(tf: Any) -> None:
@@ -113,11 +115,11 @@ def test_a_dropped_final_transpose_fails_layer_by_layer_too(tmp_path: Path) -> N
     contract = edited_copy(converted, tmp_path / "dropped", drop_final_transpose)
     result = _layerwise(contract, write_bins(tmp_path / "bins", "x:0", (2, 4, 4, 3)), tmp_path / "out")
     assert not result.passed and result.layerwise is not None
-    first = result.layerwise.first_failing
+    first = result.layerwise.diverges_at
     assert first is not None and first.tensor == "features:0"
     assert first.metrics is not None and first.metrics.cosine_similarity < 0.9
     assert "which is NCHW (the converter's): a transpose back to TensorFlow's layout is missing" in first.layout
-    assert [r.tensor for r in result.layerwise.rows if r.first_failing] == ["features:0"]
+    assert [r.tensor for r in result.layerwise.rows if r.diverges_here] == ["features:0"]
 
 
 def build_log_power(tf: Any) -> None:
@@ -218,7 +220,7 @@ def test_an_overflow_inside_a_finite_output_is_named_in_the_fp16_column(tmp_path
 def test_bert_like_embedding_sum_reordered_by_tf2onnx_is_unmatched(tmp_path: Path) -> None:
     """tf2onnx adds BERT's three embeddings in another order, and the name of the first partial sum lands on a
     different one; the next sum is the same again. Under force_fp16 nothing is marked: the run passes."""
-    from tests.frozen import freeze_by_hand
+    from tests.builders.frozen import freeze_by_hand
     from tests.models import BuiltModel, build_bert_like
 
     reference = build_bert_like(tmp_path / "ckpt")
@@ -244,7 +246,7 @@ def test_bert_like_embedding_sum_reordered_by_tf2onnx_is_unmatched(tmp_path: Pat
     assert rows["bert/add_1:0"].matched and rows["bert/add_1:0"].match == "op and inputs"
     # tf2onnx splits Rsqrt into Sqrt (keeping the name) and Reciprocal: the Reciprocal is compared.
     assert rows["bert/Rsqrt:0"].matched and rows["bert/Rsqrt:0"].onnx_op == "Reciprocal"
-    assert result.layerwise.first_failing is None and result.layerwise.note == ""
+    assert result.layerwise.diverges_at is None and result.layerwise.note == ""
     assert all(not row.failures for row in result.layerwise.matched)
 
 
@@ -268,4 +270,4 @@ def test_a_correct_fp32_exp_in_the_trillions_is_not_marked(tmp_path: Path) -> No
     assert grown.metrics is not None and grown.metrics.root_mean_square_error > 1.0
     assert Thresholds().failures("grown:0", grown.metrics)  # msit's rule on it: a failure
     assert grown.metrics.relative_euclidean_distance < 1e-6 and not grown.failures
-    assert result.layerwise.first_failing is None and result.layerwise.note == ""
+    assert result.layerwise.diverges_at is None and result.layerwise.note == ""

@@ -8,9 +8,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from infer.compare._layout_reading import aligned_to_golden
-from infer.compare._layouts import NCHW, Layout, read_in_tf_layout, shapes_of, track_layouts
-from infer.compare._onnx_graph import OnnxGraph
+from infer.compare._layers.layout_reading import aligned_to_golden
+from infer.compare._layers.layouts import NCHW, Layout, read_in_tf_layout, shapes_of, track_layouts
+from infer.compare._layers.onnx_graph import OnnxGraph
 
 Node = tuple[str, list[str], list[str], dict[str, Any]]
 
@@ -127,8 +127,8 @@ def test_a_dynamic_batch_does_not_hide_a_reshape_standing_for_a_transpose() -> N
 
 
 def test_tfs_own_transposes_give_each_tensor_its_axes_and_a_reshape_after_them_is_unknown() -> None:
-    from infer.compare._layer_tensors import GraphTensor
-    from infer.compare._tf_frames import relative_to_tf, tf_frames
+    from infer.compare._layers.tensors import GraphTensor
+    from infer.compare._layers.tf_frames import relative_to_tf, tf_frames
 
     def op(name: str, op_type: str, *inputs: str, perm: tuple[int, ...] | None = None) -> GraphTensor:
         return GraphTensor(name, op_type, "float32", True, inputs, axes=perm)
@@ -235,7 +235,7 @@ def test_past_tfs_own_transposes_a_shape_that_fits_one_reading_is_read_so() -> N
     """An attention block: TF's own transposes, then a BatchMatMul the tracking does not follow; tf2onnx computes
     it in TF's axes, so a tensor whose non-1 dims all differ is read the one way its shape allows, and one whose
     dims repeat (batch 2 and 2 heads) is not compared: its shape fits two readings."""
-    from infer.compare._layout_reading import only_fitting_layout
+    from infer.compare._layers.layout_reading import only_fitting_layout
 
     golden = np.arange(2 * 6 * 8, dtype=np.float32).reshape(2, 6, 8)
     lost = Layout(None, "BatchMatMulV2 m:0 reads t:0, which TF's own transposes hold as ...", shape_decides=True)

@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from infer.compare import _metrics as m
 from infer.compare import metric_names
+from infer.compare._judge import metrics as m
 
 # NaN and inf are data to the metrics: numpy must not warn about them on the user's terminal.
 pytestmark = pytest.mark.filterwarnings("error::RuntimeWarning")

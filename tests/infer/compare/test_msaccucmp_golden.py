@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 
 from binio.spec import node_name, output_index
-from infer.compare._golden_dump import dump_golden_tensors, golden_file_name
-from infer.compare._metrics import compute_metrics
-from infer.compare._report_csv import COLUMNS, metric_cells, shape_cell, tensor_index, type_name
+from infer.compare._judge.metrics import compute_metrics
+from infer.compare._layers.golden_dump import dump_golden_tensors, golden_file_name
+from infer.compare._reports.report_csv import COLUMNS, metric_cells, shape_cell, tensor_index, type_name
 from infer.compare.metric_names import CSV_METRICS
 from tests.infer.compare.msaccucmp_code import run_msaccucmp
 from tests.infer.compare.npu_dump import NpuOp, write_fusion_rule, write_npu_dump
@@ -70,6 +70,7 @@ def test_golden_files_are_named_as_msaccucmp_looks_them_up(tmp_path: Path) -> No
     assert golden_file_name("a.b/c.d:2", 1234567890123456) == "a_b_c_d.2.1234567890123456.npy"
 
 
+@pytest.mark.slow
 def test_msaccucmp_finds_every_golden_tensor(compared: tuple[Path, list[dict[str, str]], list[str]]) -> None:
     _, rows, _ = compared
     assert [row["TensorIndex"] for row in rows] == [tensor_index(name) for name in _golden()]

@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from infer.compare._accumulate import MetricAccumulator
-from infer.compare._metrics import EPS, Metrics, compute_metrics
+from infer.compare._judge.accumulate import MetricAccumulator
+from infer.compare._judge.metrics import EPS, Metrics, compute_metrics
 from infer.compare.metric_names import CSV_METRICS
 from tests.infer.compare.array_corpus import PAIRS, ArrayPair
 from tests.infer.compare.msaccucmp_code import MSPROBE_PIN, msaccucmp_metrics
@@ -109,6 +109,7 @@ def test_the_corpus_has_every_kind_of_pair() -> None:
                                        "ones shape", "empty"}
 
 
+@pytest.mark.slow
 def test_every_metric_is_msaccucmps_to_float32_precision(theirs: dict[str, dict[str, str]]) -> None:
     compared, differing = 0, []
     for pair in PAIRS:

@@ -20,9 +20,10 @@ from infer.compare import compare_npu_layers
 from infer.compare.errors import LayerwiseError
 from infer.compare.layer_result import LayerwiseResult
 from infer.compare.thresholds import Thresholds
+from tests.builders.bins import write_dataset
 from tests.cli import run_cli
 from tests.infer.compare.msaccucmp_code import run_msaccucmp
-from tests.infer.run_data import use_fake_tools, write_dataset
+from tests.infer.run_data import use_fake_tools
 from tests.npu_device import (
     DumpedOp,
     device_values,
@@ -89,7 +90,7 @@ def test_the_damaged_fused_op_is_named_first_by_infer_and_by_msaccucmp(npu: Npu,
     write_standard_dumps(tmp_path / "dump" / STEP, dumped)
     layers = npu.compare(tmp_path / "dump", dump_golden=tmp_path / "golden")
     rows = {row.tensor: row for row in layers.rows}
-    first = layers.first_failing
+    first = layers.diverges_at
     assert first is not None and first.tensor == "dense/BiasAdd:0"
     assert (first.npu_op, first.npu_op_type, first.fused_nodes) == (DENSE_OP, "MatMulV2", DENSE_NODES)
     assert first.npu_op_text == "NPU op dense/MatMul (MatMulV2) fusing dense/MatMul, dense/BiasAdd"
@@ -98,7 +99,7 @@ def test_the_damaged_fused_op_is_named_first_by_infer_and_by_msaccucmp(npu: Npu,
     relu = rows["relu:0"]
     assert relu.passed and relu.npu_op == "conv/Conv2D" and relu.fused_nodes == ("conv/Conv2D", "conv/BiasAdd", "relu")
     assert relu.layout == "NC1HWC0 [2, 1, 8, 8, 16] turned into NHWC [2, 8, 8, 4] (the om's origin)"
-    assert rows["flat:0"].passed and not rows["out:0"].passed and not rows["out:0"].first_failing
+    assert rows["flat:0"].passed and not rows["out:0"].passed and not rows["out:0"].diverges_here
     assert rows["conv/BiasAdd:0"].unmatched_reason == ("fused into NPU op conv/Conv2D (Conv2D), which does not "
                                                        "output it")
     assert layers.origins == ("dense/BiasAdd:0",) and layers.fed_from_dump == ("noise:0",)
@@ -123,7 +124,7 @@ def test_the_npu_random_draw_is_fed_to_tensorflow_and_what_follows_is_compared(n
     out = next(row for row in layers.rows if row.tensor == "out:0")
     assert layers.fed_from_dump == ("noise:0",) and not layers.skipped_random
     assert out.passed and out.metrics is not None and out.metrics.cosine_similarity > 0.99999
-    assert layers.first_failing is None
+    assert layers.diverges_at is None
     # without the random op's dump, TensorFlow draws its own numbers and what follows them is skipped, not compared
     (noise,) = (dump / STEP).glob("FrameworkOp.noise.*")
     noise.unlink()
@@ -139,7 +140,7 @@ def test_the_dumped_tensors_are_judged_against_the_stand_ins_band_unless_the_dra
     dump = npu.dump(tmp_path / "dump", damage="dense/BiasAdd:0")
     fed = npu.compare(dump, bands_from=tmp_path / "cache")
     assert fed.bands is None and fed.band_note.startswith("no expected-error band: TensorFlow was fed the dump's")
-    assert fed.first_failing is not None and fed.first_failing.tensor == "dense/BiasAdd:0"  # by msit's limits
+    assert fed.diverges_at is not None and fed.diverges_at.tensor == "dense/BiasAdd:0"  # by msit's limits
     (noise,) = (dump / STEP).glob("FrameworkOp.noise.*")
     noise.unlink()
     banded = npu.compare(dump, bands_from=tmp_path / "cache")
@@ -149,7 +150,7 @@ def test_the_dumped_tensors_are_judged_against_the_stand_ins_band_unless_the_dra
     # The stand-in has no tensor for the fused Gemm feeding a random branch's Add: that row has no band, and is
     # judged by msit's limits, which it breaks.
     assert not rows["dense/BiasAdd:0"].has_band and rows["dense/BiasAdd:0"].failures
-    assert banded.first_failing is not None and banded.first_failing.tensor == "dense/BiasAdd:0"
+    assert banded.diverges_at is not None and banded.diverges_at.tensor == "dense/BiasAdd:0"
 
 
 def test_a_dump_file_that_cannot_be_read_is_named_in_its_row_and_the_rest_is_compared(npu: Npu,
@@ -169,7 +170,7 @@ def test_a_folder_holding_several_executions_is_refused(npu: Npu, tmp_path: Path
     with pytest.raises(LayerwiseError, match=r"holds the dumps of 2 executions \(20240101120000/0/model/1/0, "
                                              r"20240101120000/0/model/1/1\): expected one$"):
         npu.compare(dump)
-    assert npu.compare(dump / STEP.parent / "1").first_failing is None  # one execution's folder is taken
+    assert npu.compare(dump / STEP.parent / "1").diverges_at is None  # one execution's folder is taken
     with pytest.raises(LayerwiseError, match=r"no dump file under it"):
         npu.compare(npu.root / "bins")  # bins, not dump files
 

@@ -26,9 +26,9 @@ from ckpt2pb.protobuf import read_graph_def
 from infer.compare import compare_npu_layers
 from infer.compare.thresholds import Thresholds
 from infer.contract import ConvertedInfo, ModelContract, SourceInfo
-from tests.frozen import write_pb_and_contract
+from tests.builders.bins import write_dataset
+from tests.builders.frozen import write_pb_and_contract
 from tests.infer.compare.msaccucmp_code import run_msaccucmp
-from tests.infer.run_data import write_dataset
 from tests.npu_device import (
     DumpedOp,
     device_values,
@@ -95,7 +95,7 @@ def test_a_damaged_real_convolution_is_named_first_by_infer_and_by_msaccucmp(
     write_standard_dumps(tmp_path / "dump" / STEP, dumped)
     layers = compare_npu_layers(contract, bins, Thresholds(), tmp_path / "dump", atol=1e-4, rtol=1e-3,
                                 dump_golden=tmp_path / "golden")
-    first = layers.first_failing
+    first = layers.diverges_at
     assert first is not None and first.npu_op_text == (f"NPU op {CONV2} (Conv2D) fusing recognition/d_h2/add, "
                                                        f"{CONV2}")
     assert contract.converted is not None

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import numpy as np
 
-from atc_wrap.npu_dump import read_npu_dump
-from atc_wrap.om_model import read_om
-from infer.compare._npu_layers import npu_value
-from infer.compare._npu_match import match_fusion
-from infer.compare._npu_source import NpuDumpSet
+from atc_wrap.ascend_files.npu_dump import read_npu_dump
+from atc_wrap.ascend_files.om_model import read_om
+from infer.compare._npu.dump_set import NpuDumpSet
+from infer.compare._npu.fusion_map import match_fusion
+from infer.compare._npu.layers import npu_value
 from tests.atc_wrap.ascend_samples import CONV, MATMUL, sample_ops, write_sample_om
 from tests.atc_wrap.ascend_writer import GE_FLOAT, GE_FLOAT16, Desc, DumpTensorSpec, Op, dump_bytes
 from tests.atc_wrap.npu_layout_reference import nchw_to_nc1hwc0

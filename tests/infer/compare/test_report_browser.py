@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from infer.compare._compare import CompareOptions, compare
-from infer.compare._report_html import write_report_html
+from infer.compare._reports.report_html import write_report_html
 from infer.contract import ModelContract
 from infer.run import run_model
 from infer.run.options import RunOptions

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from infer.compare._metrics import Metrics, compute_metrics
+from infer.compare._judge.metrics import Metrics, compute_metrics
 from infer.compare.thresholds import ThresholdError, Thresholds, parse_threshold
 
 GOLDEN = np.linspace(1.0, 2.0, 100)
@@ -120,7 +120,7 @@ def test_a_comparison_whose_red_is_exactly_the_limit_passes() -> None:
 @pytest.mark.parametrize("metric", ["CosineSimilarity", "RelativeEuclideanDistance", "MaxAbsoluteError"])
 def test_per_sample_limits_follow_the_same_strict_rule(metric: str) -> None:
     """The per-sample check is the dataset rule over arrays: a sample exactly at its limit passes, NaN fails."""
-    from infer.compare._passes import _SampleScores
+    from infer.compare._judge.passes import _SampleScores
     from infer.compare.metric_names import HIGHER_IS_BETTER
     from infer.compare.thresholds import breaks
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from infer.compare._labels import read_labels
-from infer.compare._topk import TopKAccumulator, top_indices
+from infer.compare._judge.labels import read_labels
+from infer.compare._judge.topk import TopKAccumulator, top_indices
 from infer.compare.errors import LabelsError
 
 GOLDEN = np.array([[0.1, 0.5, 0.2, 0.9],    # order 3, 1, 2, 0

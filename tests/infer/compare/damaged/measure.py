@@ -74,7 +74,7 @@ def outcome(name: str, family: str, mode: str, result: CompareResult, case: Corp
     """The case's outcome from its comparison; `at_layer` is (cosine, RED) of the damage at its own layer."""
     layers = result.layerwise
     assert layers is not None
-    first = layers.first_failing
+    first = layers.diverges_at
     expected = case.expected if case is not None else ()
     return Outcome(
         name=name, family=family, precision_mode=mode, damage=case.damage.description if case else "",

@@ -1,0 +1,116 @@
+"""Outputs that do not depend on the input: every sample's values the same.
+
+A collapsed or badly calibrated model (a dead ReLU layer, a softmax saturated to one class, weights never
+restored) answers the same for every input; a converted model that agrees with it passes every metric, and the
+PASS proves little about the conversion. Each side is read on its own: TensorFlow's outputs constant say the
+model is; the converted model's alone say the conversion lost the input. The same within float32's noise
+(|x - first sample| <= 1e-6 + 1e-5 |first sample|, NaN equal to NaN); an output without a batch dimension is
+judged file by file (one run each), and a dataset of one sample (or one file) says nothing either way. Where the
+inputs are the same for every sample too (const: sources), the dataset is one sample repeated, and says so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from binio.binfile import read_bin
+from binio.manifest import DatasetManifest
+from infer.compare._sides.run_folders import OutputPair
+
+_ATOL, _RTOL = 1e-6, 1e-5
+
+
+@dataclass(frozen=True)
+class ConstantOutput:
+    """An output whose every sample is the same on one side or both."""
+
+    name: str
+    golden: bool  # TensorFlow's values are the same for every sample
+    actual: bool  # the converted model's are
+    inputs_same: bool = False  # so are the samples fed (const: sources): the dataset is one sample, repeated
+
+    def describe(self) -> str:
+        if self.inputs_same:
+            return (f"{self.name} is the same for every sample, as is every input: the dataset holds one sample "
+                    "repeated (const: sources?); a PASS on it proves little")
+        if self.golden and self.actual:
+            where = "in TensorFlow's outputs and the converted model's: it does not depend on the input"
+        elif self.golden:
+            where = "in TensorFlow's outputs: the model's answer does not depend on the input"
+        else:
+            where = "in the converted model's outputs (TensorFlow's vary): the conversion lost the input"
+        return f"{self.name} is the same for every sample {where}; a PASS on it proves little"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"output": self.name, "golden": self.golden, "actual": self.actual, "inputs_same": self.inputs_same,
+                "text": self.describe()}
+
+
+class _Sameness:
+    """Whether the units (samples, or whole files) seen so far are all the first one."""
+
+    def __init__(self) -> None:
+        self.first: np.ndarray | None = None
+        self.units = 0
+        self.same = True
+
+    def take(self, units: np.ndarray) -> None:
+        """`units`: one or more units stacked on the first axis."""
+        if not self.same or not len(units):
+            return
+        if self.first is None:
+            self.first = np.array(units[0])
+        if self.first.dtype.kind in "fc":
+            equal = np.isclose(units, self.first, rtol=_RTOL, atol=_ATOL, equal_nan=True)
+        else:
+            equal = units == self.first
+        self.same = bool(np.all(equal))
+        self.units += len(units)
+
+    @property
+    def constant(self) -> bool:
+        return self.same and self.units > 1
+
+
+def _float(values: np.ndarray) -> np.ndarray:
+    return values.astype(np.float64) if values.dtype.kind == "f" else values
+
+
+def constant_output(pair: OutputPair) -> ConstantOutput | None:
+    """The output `pair` names when its samples are all the same on a side; stops reading once both vary."""
+    golden, actual = _Sameness(), _Sameness()
+    for batch in pair.batches():
+        if not (golden.same or actual.same):
+            return None
+        if pair.batch_major:
+            golden.take(_float(np.asarray(batch.golden)))
+            actual.take(_float(np.asarray(batch.actual)))
+        else:  # one run a file
+            golden.take(_float(np.asarray(batch.golden))[None])
+            actual.take(_float(np.asarray(batch.actual))[None])
+    if not (golden.constant or actual.constant):
+        return None
+    return ConstantOutput(name=pair.name, golden=golden.constant, actual=actual.constant)
+
+
+def inputs_all_same(manifest: DatasetManifest) -> bool:
+    """Whether every input's samples are all the same (a scalar input: its files)."""
+    for item in manifest.inputs:
+        seen = _Sameness()
+        for entry in item.files:
+            values = _float(np.asarray(read_bin(manifest.file_path(item, entry), item.spec, mmap=True)))
+            seen.take(values[: entry.rows] if item.shape else values[None])
+            if not seen.same:
+                return False
+    return True
+
+
+def constant_outputs(pairs: tuple[OutputPair, ...], manifest: DatasetManifest) -> tuple[ConstantOutput, ...]:
+    """The outputs of `pairs` the same for every sample, each saying whether the inputs are too (read only then)."""
+    found = tuple(constant for pair in pairs if (constant := constant_output(pair)) is not None)
+    if found and inputs_all_same(manifest):
+        return tuple(replace(constant, inputs_same=True) for constant in found)
+    return found

@@ -1,0 +1,363 @@
+"""The measurement of one output, with or without `--workers`: two passes over shards of its batches, then a fold.
+
+Pass one reads every batch once: per-batch metrics and pass-one accumulator, per-sample scores, top-k counts and
+the plot data. Pass two reads every batch again for the dataset's KullbackLeiblerDivergence, which needs the global
+extremes of pass one (see `infer.compare._judge.accumulate`). Each pass runs over a shard, a contiguous run of the
+dataset's batch stems, and returns per-batch pieces; `measure_output` folds them in dataset order. One process runs
+a single shard holding every stem, in itself; `compare_outputs_in_workers` hands N shards to a process pool. The same
+floats are added in the same order either way, so 1 and N workers give equal results, bit for bit.
+
+Memory holds a few batches, never the dataset: each batch file is memory-mapped, a per-batch piece keeps only
+accumulators, metrics and per-sample scores (never the batch's tensors), and the plot keeps a fixed number of
+points per batch.
+"""
+
+from __future__ import annotations
+
+import math
+import multiprocessing
+from collections.abc import Callable, Sequence
+from concurrent.futures import Executor, ProcessPoolExecutor
+from dataclasses import dataclass
+from functools import partial
+from typing import TypeVar
+
+import numpy as np
+
+from binio.errors import InferError
+from binio.heap import as_this_process
+from binio.manifest import DatasetManifest
+from binio.shards import split
+from infer.compare._judge.accumulate import MetricAccumulator
+from infer.compare._judge.metrics import Metrics, as_float64
+from infer.compare._judge.topk import TopKAccumulator, is_classifier
+from infer.compare._sides.provenance import sample_names, sample_source
+from infer.compare._sides.run_folders import OutputPair
+from infer.compare.metric_names import HIGHER_IS_BETTER
+from infer.compare.options import DEFAULT_TOPK, CompareOptions
+from infer.compare.result import BatchResult, OutputResult, PlotData, SampleScore
+from infer.compare.thresholds import SAMPLE_METRICS, Failure, Thresholds
+
+_T = TypeVar("_T")
+
+# log10 |x - y| bin edges: from EXACT_BELOW up past float32's largest value, so every finite error of a float32
+# output has its own bin (the report draws only the range the data fills). Errors below EXACT_BELOW count as
+# exact: they are rounding noise of float64 arithmetic on float32 values, or zero.
+EXACT_BELOW = 1e-12
+ERROR_EDGES: tuple[float, ...] = tuple(float(e) for e in np.arange(-12.0, 39.0 + 1e-9, 0.25))
+
+
+def batch_metrics(actual: np.ndarray, golden: np.ndarray, *, atol: float, rtol: float,
+                  abs_diff: np.ndarray | None = None) -> tuple[MetricAccumulator, Metrics]:
+    """One batch's metrics (both passes over the batch in memory) and its pass-one accumulator, to merge."""
+    accumulator = MetricAccumulator(atol=atol, rtol=rtol)
+    accumulator.add(actual, golden, abs_diff)
+    accumulator.add_kl(actual, golden)
+    return accumulator, accumulator.result()
+
+
+def _row_scores(actual: np.ndarray, golden: np.ndarray, abs_diff: np.ndarray, rows: int) -> dict[str, np.ndarray]:
+    """Each sample on its own, by the metrics of SAMPLE_METRICS, under the same rules as the dataset's metrics
+    (`cosine_from_sums`, `red_from_sums`). `abs_diff` is |x - y|, flat (|d|·|d| = d·d, bit for bit)."""
+    x = as_float64(actual).reshape(rows, -1)
+    y = as_float64(golden).reshape(rows, -1)
+    diff = abs_diff.reshape(rows, -1)
+    sxy, sxx, syy, sdd = (np.einsum("ij,ij->i", a, b) for a, b in ((x, y), (x, x), (y, y), (diff, diff)))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cosine = np.minimum(sxy / (np.sqrt(sxx) * np.sqrt(syy)), 1.0)
+        red = np.sqrt(sdd / syy)
+    cosine[(sxx == 0) & (syy == 0)] = 1.0
+    cosine[(sxx == 0) ^ (syy == 0)] = math.nan
+    red[syy == 0] = np.where(sdd[syy == 0] == 0, 0.0, math.inf)
+    elements = max(1, x.shape[1])
+    return {"CosineSimilarity": cosine, "RelativeEuclideanDistance": red,
+            "RootMeanSquareError": np.sqrt(sdd / elements),
+            "MaxAbsoluteError": np.max(diff, axis=1) if x.shape[1] else np.zeros(rows)}
+
+
+class _PlotCollector:
+    def __init__(self, points_per_batch: int) -> None:
+        self.points_per_batch = max(1, points_per_batch)
+        self.counts = np.zeros(len(ERROR_EDGES) - 1, dtype=np.int64)
+        self.exact = 0
+        self.nonfinite = 0
+        self.golden: list[np.ndarray] = []
+        self.actual: list[np.ndarray] = []
+
+    def add(self, actual: np.ndarray, golden: np.ndarray, error: np.ndarray) -> None:
+        """`error` is |x - y|, flat."""
+        x, y = as_float64(actual), as_float64(golden)
+        finite = np.isfinite(error)
+        self.nonfinite += int(np.count_nonzero(~finite))
+        positive = error[finite & (error >= EXACT_BELOW)]
+        self.exact += int(np.count_nonzero(finite)) - int(positive.size)
+        logs = np.clip(np.log10(positive), ERROR_EDGES[0], ERROR_EDGES[-1])
+        # Uniform bins given as a count and a range: numpy then computes each value's bin instead of sorting the
+        # batch to search a list of edges, and its edges (linspace) are ERROR_EDGES exactly, so are the counts.
+        self.counts += np.histogram(logs, bins=len(ERROR_EDGES) - 1, range=(ERROR_EDGES[0], ERROR_EDGES[-1]))[0]
+        if x.size:
+            picks = np.linspace(0, x.size - 1, min(self.points_per_batch, x.size)).astype(np.int64)
+            self.golden.append(y[picks])
+            self.actual.append(x[picks])
+
+    def merge(self, other: _PlotCollector) -> None:
+        """Folds in a later shard's collector: counts are integers, the points are appended in order."""
+        self.counts += other.counts
+        self.exact += other.exact
+        self.nonfinite += other.nonfinite
+        self.golden.extend(other.golden)
+        self.actual.extend(other.actual)
+
+    def result(self) -> PlotData:
+        golden = np.concatenate(self.golden) if self.golden else np.zeros(0)
+        actual = np.concatenate(self.actual) if self.actual else np.zeros(0)
+        return PlotData(error_edges=ERROR_EDGES, error_counts=tuple(int(c) for c in self.counts),
+                        exact_count=self.exact, nonfinite_count=self.nonfinite,
+                        scatter_golden=tuple(float(v) for v in golden),
+                        scatter_actual=tuple(float(v) for v in actual))
+
+
+@dataclass(frozen=True)
+class _BatchPart:
+    """What pass one keeps of a batch: no tensor, so a process holding every batch's part stays small."""
+
+    stem: str
+    first_sample: int
+    rows: int  # real samples in the batch
+    score_rows: int  # rows of the per-sample scores (1 for an output that is not batch-major)
+    accumulator: MetricAccumulator
+    metrics: Metrics
+    scores: dict[str, np.ndarray]  # metric -> one value per score row
+
+
+@dataclass(frozen=True)
+class _ShardPart:
+    batches: tuple[_BatchPart, ...]
+    plot: _PlotCollector
+    topk: TopKAccumulator | None
+
+
+_KlSums = tuple[float, float, float, int]  # one batch's kl_sum_a, kl_sum_b, kl_sum_alogab, kl_elements
+
+
+def _classes(pair: OutputPair) -> int | None:
+    """The class count of a classifier output (batch, classes); None for any other."""
+    shape = pair.golden_spec.static_shape()
+    return shape[1] if pair.batch_major and is_classifier(shape, pair.golden_spec.dt.is_float) else None
+
+
+def check_topk(pairs: Sequence[OutputPair], options: CompareOptions) -> None:
+    """Refuses a --topk that a classifier output has fewer classes than: its top-k would be every class, and its
+    accuracy 100% whatever the model does. Left out, k is 5, or the class count where fewer."""
+    if options.topk is None:
+        return
+    for pair in pairs:
+        classes = _classes(pair)
+        if classes is not None and options.topk > classes:
+            raise InferError(f"--topk {options.topk}: output {pair.name} has {classes} classes; expected 1 to "
+                               f"{classes}", hint="leave --topk out for k = 5, or the class count where fewer")
+
+
+def _topk(pair: OutputPair, options: CompareOptions, labels: np.ndarray | None) -> TopKAccumulator | None:
+    classes = _classes(pair)
+    if classes is None:
+        return None
+    k = options.topk if options.topk is not None else min(DEFAULT_TOPK, classes)
+    return TopKAccumulator(k, classes, with_labels=labels is not None)
+
+
+def _pass_one(pair: OutputPair, stems: frozenset[str], *, options: CompareOptions,
+              labels: np.ndarray | None, on_batch: Callable[[], None] | None = None) -> _ShardPart:
+    topk = _topk(pair, options, labels)
+    plot = _PlotCollector(options.scatter_points // max(1, pair.manifest.file_count))
+    parts = []
+    # Here too, not only in measure_output: in a worker process the caller's error state does not apply.
+    with np.errstate(all="ignore"):
+        for batch in pair.batches():
+            if batch.stem not in stems:
+                continue
+            # Each side widened to float64 once per batch; every consumer below takes these flat arrays.
+            x, y = as_float64(batch.actual), as_float64(batch.golden)
+            abs_diff = np.subtract(x, y)  # |x - y| once, for the metrics, the per-sample scores and the plot
+            np.abs(abs_diff, out=abs_diff)
+            accumulator, metrics = batch_metrics(x, y, atol=options.atol, rtol=options.rtol, abs_diff=abs_diff)
+            rows = batch.rows if pair.batch_major else 1
+            parts.append(_BatchPart(stem=batch.stem, first_sample=batch.first_sample, rows=batch.rows, score_rows=rows,
+                                    accumulator=accumulator, metrics=metrics, scores=_row_scores(x, y, abs_diff, rows)))
+            if topk is not None:
+                topk.add(x.reshape(batch.rows, -1), y.reshape(batch.rows, -1),
+                         None if labels is None else labels[batch.first_sample:batch.first_sample + batch.rows])
+            plot.add(x, y, abs_diff)
+            if on_batch is not None:
+                on_batch()
+    return _ShardPart(batches=tuple(parts), plot=plot, topk=topk)
+
+
+def _pass_two(pair: OutputPair, stems: frozenset[str], *, extremes: MetricAccumulator,
+              on_batch: Callable[[], None] | None = None) -> list[tuple[str, _KlSums]]:
+    """Each batch's KL sums, from a fresh accumulator holding the dataset's extremes: its sums start at 0, so they
+    are the batch's exactly, and adding them to the dataset's in order equals one accumulator fed every batch."""
+    sums = []
+    with np.errstate(all="ignore"):
+        for batch in pair.batches():
+            if batch.stem not in stems:
+                continue
+            one = MetricAccumulator(atol=extremes.atol, rtol=extremes.rtol, min_x=extremes.min_x,
+                                    max_x=extremes.max_x, min_y=extremes.min_y, max_y=extremes.max_y)
+            one.add_kl(batch.actual, batch.golden)
+            sums.append((batch.stem, one.kl_sums()))
+            if on_batch is not None:
+                on_batch()
+    return sums
+
+
+def _each_shard(pool: Executor | None, work: Callable[[frozenset[str]], _T],
+                shards: Sequence[frozenset[str]]) -> list[_T]:
+    """`work` over every shard, the results in shard order: in the pool's processes, or here without a pool."""
+    if pool is None:
+        return [work(shard) for shard in shards]
+    return list(pool.map(work, shards))
+
+
+def _merge_topk(parts: list[_ShardPart]) -> TopKAccumulator | None:
+    merged = parts[0].topk
+    if merged is None:
+        return None
+    for part in parts[1:]:
+        assert part.topk is not None  # every shard of one output makes the same decision
+        merged.merge(part.topk)
+    return merged
+
+
+def measure_output(pair: OutputPair, thresholds: Thresholds, options: CompareOptions, labels: np.ndarray | None,
+                   shards: Sequence[frozenset[str]], pool: Executor | None = None,
+                   on_batch: Callable[[], None] | None = None) -> OutputResult:
+    """One output over the whole dataset. `shards` are contiguous runs of the dataset's stems, in dataset order,
+    together every stem once (the fold takes the batches in their order); they run in `pool`, or here, one after
+    the other, without one. `on_batch` hears of every batch read (twice per batch: two passes), in this process
+    only (a callback does not travel to a pool's processes)."""
+    if pool is not None:
+        on_batch = None
+    with np.errstate(all="ignore"):  # NaN and inf in outputs are counted and reported, not warned about
+        parts = _each_shard(pool, partial(_pass_one, pair, options=options, labels=labels, on_batch=on_batch),
+                            shards)
+        every = [batch for part in parts for batch in part.batches]
+        dataset = MetricAccumulator(atol=options.atol, rtol=options.rtol)
+        for batch in every:
+            dataset.merge(batch.accumulator)
+        # A batch holding the dataset's four extremes had its KL sums taken with them in pass one (its own
+        # metrics): the same sums, so pass two reads only the other batches (none, for a one-batch dataset).
+        found = {b.stem: b.accumulator.kl_sums() for b in every if b.accumulator.same_extremes(dataset)}
+        if on_batch is not None:
+            for _ in found:  # read once only: the progress counts them as read twice all the same
+                on_batch()
+        rest = [shard for shard in (frozenset(s - found.keys()) for s in shards) if shard]
+        for shard_sums in _each_shard(pool, partial(_pass_two, pair, extremes=dataset, on_batch=on_batch), rest):
+            found.update(shard_sums)
+        for batch in every:  # added in dataset order, as one accumulator fed every batch would
+            sum_a, sum_b, sum_alogab, elements = found[batch.stem]
+            dataset.kl_sum_a += sum_a
+            dataset.kl_sum_b += sum_b
+            dataset.kl_sum_alogab += sum_alogab
+            dataset.kl_elements += elements
+        metrics = dataset.result()
+        plot = parts[0].plot
+        for part in parts[1:]:
+            plot.merge(part.plot)
+        topk = _merge_topk(parts)
+        samples = _SampleScores.gather(every, pair)
+        sample_limits = thresholds.sample_limits(pair.name)
+        failing = samples.failing(sample_limits)
+        return OutputResult(
+            index=pair.index, name=pair.name, actual_dtype=pair.actual_spec.dtype,
+            golden_dtype=pair.golden_spec.dtype, shape=pair.golden_spec.static_shape(), metrics=metrics,
+            limits=thresholds.limits(pair.name), failures=thresholds.failures(pair.name, metrics),
+            batches=tuple(BatchResult(stem=b.stem, rows=b.rows, metrics=b.metrics,
+                                      failures=thresholds.failures(pair.name, b.metrics)) for b in every),
+            worst_samples=tuple(samples.score(i) for i in samples.ranked(options.worst_samples)),
+            topk=None if topk is None else topk.result(), plot=plot.result(),
+            sample_limits=sample_limits, failing_samples=tuple(int(samples.sample[i]) for i in failing),
+            worst_failing=samples.worst_failure(pair.name, failing, sample_limits),
+        )
+
+
+@dataclass(frozen=True)
+class _SampleScores:
+    """Every score row of one output over the dataset (a sample each for a batch-major output, a batch each
+    otherwise), in dataset order."""
+
+    scores: dict[str, np.ndarray]
+    sample: np.ndarray  # the dataset index of each row's (first) sample
+    stem: tuple[str, ...]
+    row: np.ndarray
+    names: tuple[str, ...] | None
+    manifest: DatasetManifest
+
+    @classmethod
+    def gather(cls, batches: Sequence[_BatchPart], pair: OutputPair) -> _SampleScores:
+        scores = {metric: np.concatenate([b.scores[metric] for b in batches]) if batches else np.zeros(0)
+                  for metric in SAMPLE_METRICS}
+        rows = [(b.stem, b.first_sample, row) for b in batches for row in range(b.score_rows)]
+        return cls(scores=scores, sample=np.asarray([first + row for _, first, row in rows], dtype=np.int64),
+                   stem=tuple(stem for stem, _, _ in rows), row=np.asarray([row for _, _, row in rows], np.int64),
+                   names=sample_names(pair.manifest), manifest=pair.manifest)
+
+    def ranked(self, count: int | None = None, among: np.ndarray | None = None) -> np.ndarray:
+        """Row positions, worst first: the lowest cosine (NaN first), ties broken by the larger max |x - y|
+        (NaN first), then by dataset order."""
+        cosine, worst_abs = self.scores["CosineSimilarity"], self.scores["MaxAbsoluteError"]
+        key_cosine = np.where(np.isnan(cosine), -np.inf, cosine)
+        key_abs = np.where(np.isnan(worst_abs), np.inf, worst_abs)
+        order = np.lexsort((-key_abs, key_cosine))  # stable: equal keys keep dataset order
+        if among is not None:
+            order = order[np.isin(order, among)]
+        return order if count is None else order[:count]
+
+    def breaking(self, metric: str, limit: float) -> np.ndarray:
+        """A mask of the rows whose `metric` breaks `limit` (a NaN breaks any limit, as `breaks` has it)."""
+        values = self.scores[metric]
+        with np.errstate(invalid="ignore"):
+            broken = values < limit if metric in HIGHER_IS_BETTER else values > limit
+        return broken | np.isnan(values)
+
+    def failing(self, limits: dict[str, float]) -> np.ndarray:
+        """Positions of the rows that break any of `limits`, in dataset order."""
+        mask = np.zeros(self.sample.size, dtype=bool)
+        for metric, limit in limits.items():
+            mask |= self.breaking(metric, limit)
+        return np.flatnonzero(mask)
+
+    def score(self, i: int) -> SampleScore:
+        sample = int(self.sample[i])
+        return SampleScore(sample=sample, stem=self.stem[i], row=int(self.row[i]),
+                           source=sample_source(self.manifest, self.names, sample),
+                           **{_SCORE_FIELDS[m]: float(self.scores[m][i]) for m in SAMPLE_METRICS})
+
+    def worst_failure(self, output: str, failing: np.ndarray, limits: dict[str, float]) -> Failure | None:
+        """The worst of the failing rows, as the first limit it breaks."""
+        if not failing.size:
+            return None
+        i = int(self.ranked(1, among=failing)[0])
+        score = self.score(i)
+        metric = next(m for m in SAMPLE_METRICS if m in limits and self.breaking(m, limits[m])[i])
+        return Failure(output=f"{output} sample {score.sample} ({score.source})", metric=metric,
+                       value=float(self.scores[metric][i]), limit=limits[metric])
+
+
+_SCORE_FIELDS = {"CosineSimilarity": "cosine_similarity", "RelativeEuclideanDistance": "relative_euclidean_distance",
+                 "RootMeanSquareError": "root_mean_square_error", "MaxAbsoluteError": "max_absolute_error"}
+
+
+def compare_outputs_in_workers(pairs: tuple[OutputPair, ...], thresholds: Thresholds, options: CompareOptions,
+                               labels: np.ndarray | None) -> tuple[OutputResult, ...]:
+    """`infer compare --workers N`: every output, its batches split into `options.workers` contiguous shards
+    measured in as many processes (spawned: TensorFlow may be loaded); this process folds the pieces in dataset
+    order, so the result equals one process's bit for bit."""
+    if not pairs:
+        return ()
+    shards = [frozenset(s.stems) for s in split(pairs[0].manifest.stems, options.workers)]
+    context = multiprocessing.get_context("spawn")
+    # Each worker keeps freed memory as this process does (binio.heap): its batches' temporaries are the same
+    # few sizes over and over, which page-faulted in afresh took two thirds of compare's time.
+    with ProcessPoolExecutor(max_workers=len(shards), mp_context=context, initializer=as_this_process()) as pool:
+        return tuple(measure_output(pair, thresholds, options, labels, shards, pool) for pair in pairs)
