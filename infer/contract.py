@@ -41,8 +41,6 @@ class SourceInfo:
     frozen_with_tf: str  # the TensorFlow that froze it
 
 
-
-
 @dataclass(frozen=True)
 class ConvertedInfo:
     """What `infer convert` made of the frozen pb."""

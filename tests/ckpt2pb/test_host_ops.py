@@ -252,8 +252,8 @@ def test_a_pb_that_reads_a_secret_is_refused_by_run_and_convert(tmp_path: Path,
 
     from binio.binfile import read_bin
     from infer.contract import SourceInfo
-    from tests.builders.frozen import write_pb_and_contract
     from tests.builders.bins import write_dataset
+    from tests.builders.frozen import write_pb_and_contract
 
     secret = _secret(tmp_path)
     graph = tf.Graph()
