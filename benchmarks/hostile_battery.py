@@ -714,7 +714,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="write every outcome here")
     args = parser.parse_args(argv)
     root = args.workdir or Path(tempfile.mkdtemp(prefix="hostile-battery-"))
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    from ckpt2pb.logs import quiet_tensorflow_environment
+
+    quiet_tensorflow_environment(os.environ)  # the cases' children inherit it
     world = World(root)
     rng = random.Random(43)
     outcomes: list[Outcome] = []

@@ -60,8 +60,8 @@ def _library(calls: dict[int, list[int]], functions: int) -> Any:
         function.signature.name = f"f{index}"
         function.signature.input_arg.add(name="x", type=1)
         function.signature.output_arg.add(name="y", type=1)
-        for callee in calls.get(index, []):
-            node = function.node_def.add(name=f"call_{callee}", op="PartitionedCall", input=["x"])
+        for position, callee in enumerate(calls.get(index, [])):  # a node name once per function: two calls, two
+            node = function.node_def.add(name=f"call_{position}_{callee}", op="PartitionedCall", input=["x"])
             node.attr["f"].func.name = f"f{callee}"
         function.ret["y"] = "x"
     return graph_def

@@ -483,7 +483,7 @@ def test_a_100_kb_name_is_not_echoed_whole(small_cnn_prefix: Path, tmp_path: Pat
     (("--timeout", "nan"), "--timeout nan: expected seconds, a finite number more than 0"),
     (("--timeout", "inf"), "--timeout inf: expected seconds, a finite number more than 0"),
     (("--soc-version", ""), "--soc-version: an empty value; expected one (leave --soc-version out for its default)"),
-    (("--input-format", "XYZ"), "--input-format XYZ: expected one of NCHW, NHWC, ND, NCDHW, NDHWC"),
+    (("--input-format", "XYZ"), "--input-format 'XYZ': expected one of NHWC, NCHW, ND"),
     (("--dynamic-batch", ""), "--dynamic-batch: an empty value; expected one (leave --dynamic-batch out for its "
                               "default)"),
 ])
