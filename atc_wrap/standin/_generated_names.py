@@ -18,9 +18,10 @@ broken by name, and `name_shared_initializers` names such a constant after its r
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator, Set
+from collections.abc import Callable, Set
 from typing import Any
 
+from atc_wrap.standin.subgraphs import all_graphs, all_reads, outer_reads
 from binio.spec import node_name
 
 _NUMBER = re.compile(r"__(\d+)(?!\d)")
@@ -33,20 +34,9 @@ def counter() -> int:
     return int(utils.INTERNAL_NAME)
 
 
-def _graphs(graph: Any) -> Iterator[Any]:
-    """`graph` and every subgraph of its nodes (an If's branches, a Loop's body), depth first."""
-    yield graph
-    for node in graph.node:
-        for attribute in node.attribute:
-            if attribute.HasField("g"):
-                yield from _graphs(attribute.g)
-            for sub in attribute.graphs:
-                yield from _graphs(sub)
-
-
 def _visit_names(model: Any, visit: Callable[[str], str]) -> None:
     """Calls `visit` on every name in `model`'s graphs and stores what it returns in the name's place."""
-    for graph in _graphs(model.graph):
+    for graph in all_graphs(model.graph):
         for node in graph.node:
             node.name = visit(node.name)
             for refs in (node.input, node.output):
@@ -107,10 +97,11 @@ def canonical_order(model: Any) -> None:
     initializers in name order: the same graph, the same order, whatever order tf2onnx left them in."""
     import heapq
 
-    for graph in _graphs(model.graph):
+    for graph in all_graphs(model.graph):
         nodes = list(graph.node)
         producer = {output: index for index, node in enumerate(nodes) for output in node.output if output}
-        waits_for = [{producer[name] for name in node.input if name in producer and producer[name] != index}
+        # An If or Loop waits for what its bodies read from this graph too, though it does not list it as input.
+        waits_for = [{producer[name] for name in all_reads(node) if name in producer and producer[name] != index}
                      for index, node in enumerate(nodes)]
         readers: dict[int, list[int]] = {}
         for index, needed in enumerate(waits_for):
@@ -147,7 +138,8 @@ def name_shared_initializers(model: Any, tf_nodes: Set[str]) -> dict[str, str]:
     graph = model.graph
     readers: dict[str, list[tuple[str, int]]] = {}
     for node in graph.node:
-        for index, name in enumerate(node.input):
+        # An If reads what its branches read too: counted past its inputs.
+        for index, name in enumerate((*node.input, *outer_reads(node))):
             readers.setdefault(name, []).append((node.name, index))
     changed = {}
     for initializer in graph.initializer:
