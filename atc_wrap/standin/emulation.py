@@ -20,6 +20,7 @@ from atc_wrap.precision.op_controls import OpPrecision
 from atc_wrap.precision.op_types import ONNX_OPS_OF_TF
 from atc_wrap.precision.plan import LEGACY, USER_CONTROLS, Storage, storage_for
 from atc_wrap.standin._fused_ops import fused_first_ops
+from atc_wrap.standin._inserted_ops import inserted_ops
 from atc_wrap.standin.converter_names import read_type_named
 from atc_wrap.standin.subgraphs import outer_reads, rename_outer_reads, subgraphs
 from binio.dtypes import dtype
@@ -103,7 +104,9 @@ class Emulation:
                         "operator table, the mode's rule, the per-op controls): fp32 ops neither rounded nor "
                         "reading rounded weights; an fp16 op's fp32 inputs cast to fp16 at the boundary, as ATC "
                         "inserts Casts; fp16 in, fp32 out: its inputs cast, its output not rounded; an AI CPU op in "
-                        "its own dtype; nodes the converter inserted, and TF ops that move values, as their inputs")
+                        "its own dtype; nodes the converter inserted, and TF ops that move values, as their "
+                        "inputs; a node the converter named itself (a Gemm of MatMul + Add) as the TF ops it "
+                        "computes; a weight as its real reader computes")
         if self.fallback_ops:
             done.append(f"{len(self.fallback_ops)} ops the operator table does not place "
                         f"({', '.join(self.fallback_ops[:5])}{', ...' if len(self.fallback_ops) > 5 else ''}) "
@@ -238,6 +241,13 @@ class _Rewriter:
                 if first in op_precision and name in self.rules:
                     self.rules[name] = _fused(op_precision[first], self.rules[name])
                     self.stands_for[name] = (first,)
+            for name, computed in inserted_ops(model, graph_def, self.origin).items():
+                # A Gemm tf2onnx fused from a MatMul and an Add, a depthwise Conv with its bias: named by tf2onnx,
+                # it computes as the TF ops it stands for (and so reads its weights as they do).
+                planned = [op_precision[tf] for tf in computed if tf in op_precision]
+                if planned:
+                    self.rules[name] = _fused(planned[0], planned[-1])
+                    self.stands_for[name] = computed
         self.types = _elem_types(onnx.shape_inference.infer_shapes(model))
         self.state: dict[str, str] = {}  # float tensor -> fp16 | fp32
         self.rename: dict[str, str] = {}  # tensor name -> the name its consumers read instead
