@@ -22,6 +22,7 @@ from atc_wrap.precision.plan import LEGACY, USER_CONTROLS, Storage, storage_for
 from atc_wrap.standin._fused_ops import fused_first_ops
 from atc_wrap.standin._inserted_ops import inserted_ops
 from atc_wrap.standin.converter_names import read_type_named
+from atc_wrap.standin.merged_twins import read_merged
 from atc_wrap.standin.subgraphs import outer_reads, rename_outer_reads, subgraphs
 from binio.dtypes import dtype
 from binio.graph_types import GraphDef
@@ -248,6 +249,8 @@ class _Rewriter:
                 if planned:
                     self.rules[name] = _fused(planned[0], planned[-1])
                     self.stands_for[name] = computed
+        if self.rules:
+            self._merge_twins(read_merged(model), op_precision)
         self.types = _elem_types(onnx.shape_inference.infer_shapes(model))
         self.state: dict[str, str] = {}  # float tensor -> fp16 | fp32
         self.rename: dict[str, str] = {}  # tensor name -> the name its consumers read instead
@@ -265,6 +268,19 @@ class _Rewriter:
         self._graph_outputs = {o.name for o in self.graph.output}
         self._inside_op: dict[str, set[str]] = {}  # TF node -> tensors between its own ONNX nodes
         self.decided: set[str] = set()  # fp16 / fp32: the dtypes float nodes computed in
+
+    def _merge_twins(self, merged: Mapping[str, tuple[str, ...]], op_precision: Mapping[str, OpPrecision]) -> None:
+        """A node tf2onnx kept of several equal ones computes every twin: a per-op control naming any of them
+        applies to it (the first twin by name whose control there is, where its own TF node has none)."""
+        for survivor, twins in merged.items():
+            own = self.rules.get(survivor)
+            if own is None and self.origin.get(survivor) is not None:
+                continue  # a transpose around the op, which follows what it reads
+            controlled = [op_precision[tf] for tf in twins if tf in op_precision
+                          and op_precision[tf].source in USER_CONTROLS]
+            if controlled and (own is None or own.source not in USER_CONTROLS):
+                self.rules[survivor] = controlled[0]
+            self.stands_for[survivor] = (*self.stands_for.get(survivor, ()), *twins)
 
     def _unique(self, base: str) -> str:
         name, count = base, 1
