@@ -24,7 +24,9 @@ from atc_wrap.standin._generated_names import (
     counter,
     name_shared_initializers,
     renumber_generated_names,
+    restart_counter,
 )
+from atc_wrap.standin._subgraph_order import optimizer_passes_in_order
 from atc_wrap.standin.converter_names import recording_type_named_nodes, store_type_named
 from atc_wrap.standin.emulation import Emulation, emulate_precision, tf_origin
 from atc_wrap.standin.merged_twins import merging_twins_by_name, store_merged
@@ -184,7 +186,8 @@ def _tf2onnx_once(graph_def: GraphDef, pb: Path, inputs: Sequence[TensorSpec], o
     import tf2onnx
 
     with (_NAMING, recording_type_named_nodes() as type_named, merging_twins_by_name() as merged,
-          _optimizer_rollback(rollback)):
+          optimizer_passes_in_order(), _optimizer_rollback(rollback)):
+        restart_counter()
         before = counter()
         model, _ = tf2onnx.convert.from_graph_def(
             graph_def, name=pb.stem, input_names=[s.name for s in inputs],
