@@ -93,6 +93,7 @@ class OutputResult:
     sample_limits: dict[str, float] = field(default_factory=dict)  # each sample's limits on its own
     failing_samples: tuple[int, ...] = ()  # samples that break a limit of sample_limits, in dataset order
     worst_failing: Failure | None = None  # the worst of them, and the first limit it breaks
+    compared_as: str = ""  # how, where not element by element: "det_boxes:0 compared as a set (boxes matched...)"
 
     @property
     def passed(self) -> bool:
@@ -107,6 +108,7 @@ class OutputResult:
             "topk": None if self.topk is None else self.topk.to_json(),
             "sample_limits": self.sample_limits, "failing_samples": list(self.failing_samples),
             "worst_failing_sample": None if self.worst_failing is None else self.worst_failing.describe(),
+            "compared_as": self.compared_as or None,
             "worst_samples": [s.to_json() for s in self.worst_samples],
             "batches": [b.to_json() for b in self.batches],
         }
@@ -274,6 +276,7 @@ class CompareResult:
             parts.append(f"actual values on the fp16 grid: every value of {', '.join(self.fp16_grid)} equals its "
                          "float16 rounding")
         parts += [e.summary() for e in self.expected]
+        parts += [o.compared_as for o in self.outputs if o.compared_as]
         parts += [f"warning: {text}" for text in self.warnings]
         return " | ".join(parts)
 

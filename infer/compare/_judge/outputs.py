@@ -6,7 +6,7 @@ make the verdict say less than it seems (AIPP, constant outputs, the fp16 grid),
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -25,6 +25,7 @@ from infer.compare._judge.topk import is_classifier
 from infer.compare._sides.golden import CACHE_FOLDER
 from infer.compare._sides.provenance import Side, make_provenance, sample_names
 from infer.compare._sides.run_folders import OutputPair, output_pairs, written_specs
+from infer.compare._sides.set_outputs import SetOutput, set_outputs
 from infer.compare.options import CompareOptions, CompareProgress
 from infer.compare.result import CompareResult, OutputResult
 from infer.compare.thresholds import Thresholds
@@ -68,13 +69,14 @@ def dataset_labels(path: Path | None, manifest: DatasetManifest, outputs: Sequen
 
 
 def _pairs(contract: ModelContract, manifest: DatasetManifest, actual_dir: Path, golden_dir: Path, *,
-           what: str = "--actual", actual_written: tuple[TensorSpec, ...] | None = None) -> tuple[OutputPair, ...]:
+           what: str = "--actual", actual_written: tuple[TensorSpec, ...] | None = None,
+           sets: Mapping[str, SetOutput] | None = None) -> tuple[OutputPair, ...]:
     """Each output's two sides, as the run folders wrote them (`actual_written`: the actual side's, where the
-    caller read them already)."""
+    caller read them already); `sets`: the outputs compared as sets."""
     if actual_written is None:
         actual_written = written_specs(actual_dir, contract.model_outputs, manifest, what=what)
     return output_pairs(actual_written, written_specs(golden_dir, contract.outputs, manifest, what="--golden"),
-                        actual_dir, golden_dir, manifest)
+                        actual_dir, golden_dir, manifest, sets)
 
 
 def measure_outputs(pairs: tuple[OutputPair, ...], manifest: DatasetManifest, options: CompareOptions,
@@ -99,7 +101,8 @@ def judge_outputs(contract: ModelContract, manifest: DatasetManifest, actual: Si
     if preprocessing is None:
         preprocessing = check_aipp(contract, manifest)
     actual_written = written_specs(actual_dir, actual_specs, manifest, what="--actual")
-    pairs = _pairs(contract, manifest, actual_dir, golden_dir, actual_written=actual_written)
+    sets = set_outputs(contract.pb_path, (spec.name for spec in contract.outputs), options.set_outputs)
+    pairs = _pairs(contract, manifest, actual_dir, golden_dir, actual_written=actual_written, sets=sets)
     outputs = measure_outputs(pairs, manifest, options, labels, progress)
     fp16_grid: tuple[str, ...] = ()
     if contract.converted is not None and contract.converted.target == "om":  # what the chip computed in
@@ -107,7 +110,7 @@ def judge_outputs(contract: ModelContract, manifest: DatasetManifest, actual: Si
     constant = constant_outputs(pairs, manifest)
     expected: tuple[ExpectedError, ...] = ()
     if wants_expected(contract, options):
-        expected = _expected_errors(contract, manifest, golden_dir, options, outputs, cache_root, progress)
+        expected = _expected_errors(contract, manifest, golden_dir, options, outputs, cache_root, progress, sets)
     thresholds = options.thresholds
     names = [o.name for o in outputs]
     provenance = make_provenance(contract, manifest, golden, actual, {n: thresholds.limits(n) for n in names},
@@ -125,7 +128,8 @@ def judge_outputs(contract: ModelContract, manifest: DatasetManifest, actual: Si
 
 def _expected_errors(contract: ModelContract, manifest: DatasetManifest, golden_dir: Path, options: CompareOptions,
                      outputs: tuple[OutputResult, ...], cache_root: Path | None,
-                     progress: CompareProgress | None) -> tuple[ExpectedError, ...]:
+                     progress: CompareProgress | None,
+                     sets: Mapping[str, SetOutput]) -> tuple[ExpectedError, ...]:
     """Each output's error against the emulated precision's: the stand-in's run of the same precision mode over
     the same bins, compared with the same golden outputs."""
     def emulated_progress(done: int, total: int) -> None:
@@ -135,8 +139,8 @@ def _expected_errors(contract: ModelContract, manifest: DatasetManifest, golden_
     staged, emulated_dir = emulated_run(contract, manifest, cache_root or contract.folder / CACHE_FOLDER,
                                         emulated_progress)
     quiet = replace(options, labels=None, workers=1)
-    emulated = measure_outputs(_pairs(staged, manifest, emulated_dir, golden_dir, what="emulated"), manifest, quiet,
-                               None, None)
+    emulated = measure_outputs(_pairs(staged, manifest, emulated_dir, golden_dir, what="emulated", sets=sets),
+                               manifest, quiet, None, None)
     precision = contract.converted.precision_mode if contract.converted is not None else ""
     return tuple(expected_error(a.name, precision, a.metrics, e.metrics, options.expected_factor)
                  for a, e in zip(outputs, emulated, strict=True))
