@@ -33,6 +33,7 @@ from ckpt2pb.inspection import label_feeds, rank_output_candidates
 from ckpt2pb.names import unknown_name_error
 from ckpt2pb.passes import CLEANUPS, EDITS, Plan, run_passes
 from ckpt2pb.source import LoadedSource, restored_session
+from ckpt2pb.training_mode import TrainingMode, find_training_mode, put_in_inference_mode, summary
 from ckpt2pb.verify import Reference, Verification, check_frozen, run_original
 
 log = logging.getLogger(__name__)
@@ -58,6 +59,12 @@ class FrozenGraph:
     unknown_to_tf115: dict[str, str] = field(default_factory=dict)  # node -> op ATC's TF 1.15 parser lacks
     random_ops: dict[str, str] = field(default_factory=dict)  # node -> op that draws random numbers
     signature_keys: dict[str, str] = field(default_factory=dict)  # tensor -> its SavedModel signature key
+    training_mode: TrainingMode = field(default_factory=TrainingMode)  # ops of the source's graph put in inference mode
+
+    @property
+    def inference_mode(self) -> dict[str, str]:
+        """Node -> how it was put in inference mode (model.json's `inference_mode`)."""
+        return {op.node: f"{op.kind}: {op.change}" for op in self.training_mode.fixable}
 
 
 def _layout(shape: tuple[int | None, ...], channels_first: bool = False) -> str:
@@ -279,6 +286,30 @@ def _final_names(graph_def: GraphDef, plan: Plan) -> tuple[TensorSpec, ...]:
     return tuple(specs)
 
 
+def _in_inference_mode(source: LoadedSource, training: TrainingMode) -> LoadedSource:
+    """The source with `training`'s ops in inference mode, on a copy of its graph (of its meta graph, which the
+    variables are restored through): the session freeze restores and verifies against then computes what the
+    frozen graph will, and the loaded source stays as it was read."""
+    if source.meta_graph is not None:
+        meta_graph = type(source.meta_graph)()
+        meta_graph.CopyFrom(source.meta_graph)
+        put_in_inference_mode(meta_graph.graph_def, training)
+        return replace(source, meta_graph=meta_graph, graph_def=meta_graph.graph_def)
+    graph_def = type(source.graph_def)()
+    graph_def.CopyFrom(source.graph_def)
+    put_in_inference_mode(graph_def, training)
+    return replace(source, graph_def=graph_def)
+
+
+def _stuck_in_training(training: TrainingMode, source: LoadedSource) -> FreezeError:
+    """Batch norms computing each batch's own statistics with no moving averages in the graph to use instead."""
+    return FreezeError(f"{source.path}: the outputs read {summary(training.stuck)} in training mode, with no "
+                       "moving mean and variance in the graph to use instead; frozen, a sample's output would "
+                       "depend on the other samples of its batch",
+                       hint="build the graph in inference mode (training=False; an Estimator's PREDICT graph, "
+                            "written by export_saved_model) from the same checkpoint, and freeze that")
+
+
 def _at_batch(specs: tuple[TensorSpec, ...]) -> tuple[TensorSpec, ...]:
     """The specs with an unknown first dim (--batch -1) made VERIFY_BATCH and any other dim kept unknown (-1 in
     --inputs) VERIFY_DIM, to feed verification."""
@@ -307,6 +338,9 @@ def freeze_source(source: LoadedSource, outputs: Sequence[str], *, inputs: Seque
               for request in inputs]
     graph = import_graph(source.graph_def, source.path)
     known = sorted(set(tensor_names(graph)) | {item.key for item in source.signature})  # for closest names
+    # A Keras layer's name (`probs`) stands for the signature output computed in its scope, where no key, node or
+    # tensor has that name (Keras 3 keys its outputs output_0, ...).
+    outputs = [name if name in known else source.layer_output(name) or name for name in outputs]
     if not outputs:
         keys = [item.key for item in source.signature if item.role == "output"]
         likely = keys or [c.tensor for c in rank_output_candidates(source.graph_def, graph)[:3]]
@@ -320,6 +354,12 @@ def freeze_source(source: LoadedSource, outputs: Sequence[str], *, inputs: Seque
         raise FreezeError(f"--batch {batch}: expected a positive number, or -1 to keep the first dim unknown")
     plan = _plan(source, graph, known, output_tensors, inputs, batch, assignments)
     output_nodes = list(plan.output_nodes)
+    training = find_training_mode(source.graph_def, output_nodes)
+    if training.stuck:
+        raise _stuck_in_training(training, source)
+    if training:
+        on_step(f"putting {summary(training.fixable)} in inference mode")
+        source = _in_inference_mode(source, training)
 
     # Memory: the weights are held by the session's variables, the constant graph (edited and pruned in place into
     # the frozen one: no copy of it is made), its serialisation, and the frozen graph loaded in TensorFlow. The
@@ -374,6 +414,7 @@ def freeze_source(source: LoadedSource, outputs: Sequence[str], *, inputs: Seque
     return FrozenGraph(graph_def=frozen, serialized=serialized, inputs=input_specs, outputs=tuple(output_specs),
                        fixed=fixed, verification=verification, stripped_attrs=stripped, nodes=len(frozen.node),
                        unknown_to_tf115=unknown_to_tf115(frozen), random_ops=random_ops(frozen),
+                       training_mode=training,
                        signature_keys={tensor_name(item.tensor): item.key for item in source.signature
                                        if tensor_name(item.tensor) in {s.name for s in (*input_specs,
                                                                                         *output_specs)}})

@@ -59,12 +59,41 @@ class LoadedSource:
         """The tensor a signature key names (`note` -> `StatefulPartitionedCall:1`), or None."""
         return next((item.tensor for item in self.signature if item.key == name and item.role == role), None)
 
+    def layer_output(self, name: str) -> str | None:
+        """The signature output a layer's name stands for: the one output computed in a scope of that name (Keras 3
+        keys its outputs `output_0`, ..., and uniquifies the layer's scope, `probs_1`); None if not exactly one."""
+        found = {item.tensor for item in self.signature if item.role == "output"
+                 and name in _layer_names(computed_by(self.graph_def, item.tensor))}
+        return found.pop() if len(found) == 1 else None
+
     @property
     def has_variables(self) -> bool:
         return any(node.op in VARIABLE_OPS for node in self.graph_def.node)
 
 
 VARIABLE_OPS = frozenset({"VariableV2", "Variable", "VarHandleOp", "AutoReloadVariable"})
+_PASSING_OPS = frozenset({"Identity", "IdentityN", "Snapshot"})
+_GENERIC_KEY = re.compile(r"^output_\d+$")  # what tf.function and Keras 3's export key an unnamed output
+
+
+def computed_by(graph_def: GraphDef, tensor: str) -> str:
+    """The node that computes `tensor`, past the Identity nodes a signature puts over it
+    (`Identity` <- `StatefulPartitionedCall/functional_1/probs_1/Softmax`)."""
+    nodes = {node.name: node for node in graph_def.node}
+    node = nodes.get(node_name(tensor))
+    for _ in range(64):
+        data = [ref for ref in node.input if not ref.startswith("^")] if node is not None else []
+        if node is None or node.op not in _PASSING_OPS or len(data) != 1 or node_name(data[0]) not in nodes:
+            break
+        node = nodes[node_name(data[0])]
+    return node.name if node is not None else node_name(tensor)
+
+
+def _layer_names(node: str) -> set[str]:
+    """The layer a node belongs to, by its scope (`model/probs/Softmax` -> probs; Keras 3's `probs_1` -> probs_1,
+    probs)."""
+    scope = node.rpartition("/")[0].rpartition("/")[2]
+    return {scope, re.sub(r"_\d+$", "", scope)} - {""}
 
 
 def _checkpoint_prefix_for(text: str) -> CheckpointPrefix | None:
@@ -278,10 +307,27 @@ def _load_object_saved_model(folder: Path, meta_graph: Any) -> LoadedSource | st
     keys = sorted(structure) if isinstance(structure, dict) else []
     outputs = [SignatureTensor(key, tensor.name, "output")
                for key, tensor in zip(keys, frozen.outputs, strict=False)] if len(keys) == len(frozen.outputs) else []
+    outputs = _outputs_named_by_key(graph_def, outputs, {item.key for item in inputs})
     return LoadedSource(path=folder, kind="saved_model", graph_def=graph_def,
                         tf_version=meta_graph.meta_info_def.tensorflow_version,
                         signature=(*inputs, *outputs), signature_name=signature_name,
                         other_signatures=_other_signatures(meta_graph, signature_name))
+
+
+def _outputs_named_by_key(graph_def: GraphDef, outputs: list[SignatureTensor], taken_keys: set[str]
+                           ) -> list[SignatureTensor]:
+    """A revived signature's outputs are `Identity`, `Identity_1`, ...: each takes its key's name (a tf_keras
+    model's output layer, `probs`; a tf.Module's dict key) where the key is the user's (not `output_0`) and free."""
+    taken = {node.name for node in graph_def.node} | taken_keys
+    named = []
+    for item in outputs:
+        old = node_name(item.tensor)
+        if item.tensor == f"{old}:0" and not _GENERIC_KEY.match(item.key) and item.key not in taken:
+            rename_node(graph_def, old, item.key)
+            taken.add(item.key)
+            item = SignatureTensor(item.key, f"{item.key}:0", item.role)
+        named.append(item)
+    return named
 
 
 def _keras_version(path: Path) -> str:

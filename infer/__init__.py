@@ -38,16 +38,18 @@ if TYPE_CHECKING:
     from infer.model_aipp import AippOptions
     from infer.pipeline import PipelineConfig, PipelineResult, load_config, run_pipeline
     from infer.preprocessing import ImageOptions
+    from infer.remote import HostSurvey, RemoteOptions, survey_host
     from infer.run import RunOptions, RunResult, ScaleOptions, run_model
     from infer.tune import TuneOptions, TuneResult, tune_precision
 
 __all__ = [
     "AippOptions", "BinInfoReport", "CompareOptions", "CompareResult", "ConvertOptions", "ConvertResult",
     "DatasetManifest", "DoctorReport", "DumpOptions", "DumpResult", "FreezeOptions", "FreezeReport", "GraphReport",
-    "ImageOptions", "InferError", "InspectOptions", "InspectResult", "ModelContract", "PipelineConfig",
-    "PipelineResult", "RunOptions", "RunResult", "ScaleOptions", "Thresholds", "TuneOptions", "TuneResult",
-    "compare_outputs", "convert_model", "describe_path", "diagnose", "dump_bins", "freeze_model", "inspect_model",
-    "inspect_path", "load_config", "load_contract", "load_manifest", "run_model", "run_pipeline", "tune_precision",
+    "HostSurvey", "ImageOptions", "InferError", "InspectOptions", "InspectResult", "ModelContract", "PipelineConfig",
+    "PipelineResult", "RemoteOptions", "RunOptions", "RunResult", "ScaleOptions", "Thresholds", "TuneOptions",
+    "TuneResult", "compare_outputs", "convert_model", "describe_path", "diagnose", "dump_bins", "freeze_model",
+    "inspect_model", "inspect_path", "load_config", "load_contract", "load_manifest", "run_model", "run_pipeline",
+    "survey_host", "tune_precision",
 ]  # a literal list, so type checkers see the API; equal to the names below (tests/test_api.py)
 
 _lookup, __dir__ = lazy_exports(__name__, {
@@ -64,6 +66,7 @@ _lookup, __dir__ = lazy_exports(__name__, {
     "FreezeOptions": "infer.freeze",
     "FreezeReport": "infer.freeze",
     "GraphReport": "ckpt2pb.inspection",
+    "HostSurvey": "infer.remote",
     "ImageOptions": "infer.preprocessing",
     "InferError": "binio.errors",
     "InspectOptions": "infer.inspect",
@@ -71,6 +74,7 @@ _lookup, __dir__ = lazy_exports(__name__, {
     "ModelContract": "infer.contract",
     "PipelineConfig": "infer.pipeline",
     "PipelineResult": "infer.pipeline",
+    "RemoteOptions": "infer.remote",
     "RunOptions": "infer.run",
     "RunResult": "infer.run",
     "ScaleOptions": "infer.run",
@@ -81,6 +85,7 @@ _lookup, __dir__ = lazy_exports(__name__, {
     "convert_model": "infer.convert",
     "describe_path": "infer.bin_info",
     "diagnose": "infer.doctor",
+    "survey_host": "infer.remote",
     "dump_bins": "infer.dump_bin",
     "freeze_model": "infer.freeze",
     "inspect_model": "ckpt2pb.inspection",

@@ -29,6 +29,7 @@ from atc_wrap.standin._generated_names import (
 from atc_wrap.standin._subgraph_order import optimizer_passes_in_order
 from atc_wrap.standin.converter_names import recording_type_named_nodes, store_type_named
 from atc_wrap.standin.emulation import Emulation, emulate_precision, tf_origin
+from atc_wrap.standin.functional_loops import loops_kept_functional, nested_loops
 from atc_wrap.standin.merged_twins import merging_twins_by_name, store_merged
 from binio.atomic import write_bytes_atomic
 from binio.errors import first_line
@@ -159,6 +160,11 @@ def _tf2onnx(graph_def: GraphDef, pb: Path, inputs: Sequence[TensorSpec], output
     try:
         model, drawn, type_named, merged = _tf2onnx_once(graph_def, pb, inputs, outputs, opset, rollback=False)
     except Exception as exc:
+        if nested := nested_loops(graph_def):
+            raise ConvertError(f"{pb}: tf2onnx cannot convert a loop nested in another loop's body: "
+                               f"{', '.join(nested)}",
+                               hint="unroll the inner loop (a fixed loop: a Python loop, tf.compat.v1.nn.static_rnn)"
+                               ) from None
         if not _raised_by_an_optimizer(exc):
             _conversion_failed(exc, pb)
         log.info("a tf2onnx optimizer pass failed (%s): converting again with its rollback", first_line(exc, ""))
@@ -185,8 +191,9 @@ def _tf2onnx_once(graph_def: GraphDef, pb: Path, inputs: Sequence[TensorSpec], o
     duplicate nodes it merged (each removed one's name -> its survivor's, `merged_twins`)."""
     import tf2onnx
 
+    # loops_kept_functional: tf2onnx's TF1 loop rewriter loses TensorLists' types
     with (_NAMING, recording_type_named_nodes() as type_named, merging_twins_by_name() as merged,
-          optimizer_passes_in_order(), _optimizer_rollback(rollback)):
+          optimizer_passes_in_order(), _optimizer_rollback(rollback), loops_kept_functional(graph_def)):
         restart_counter()
         before = counter()
         model, _ = tf2onnx.convert.from_graph_def(

@@ -61,6 +61,7 @@ def inspect(
     fused into it).
     """
     # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
+    from ckpt2pb.training_mode import summary
     from infer.inspect import inspect_path
 
     found = inspect_path(model, options)
@@ -98,6 +99,20 @@ def inspect(
     console.print(weights_line, markup=False)
     if report.note:
         console.print(report.note, markup=False)
+    fixable = [op for op in report.training_mode if op.change]
+    stuck = [op for op in report.training_mode if not op.change and not op.suspect]
+    suspects = [op for op in report.training_mode if op.suspect]
+    if fixable:
+        console.print(f"training mode: {summary(fixable)} compute as in training (each batch's own statistics, a "
+                      "drawn mask), so a sample's output depends on its batch: freeze puts them in inference mode",
+                      markup=False)
+    if stuck:
+        console.print(f"training mode: {summary(stuck)} cannot be put in inference mode (no moving mean and "
+                      "variance in the graph): freeze refuses them; build the graph with training=False",
+                      markup=False)
+    if suspects:
+        console.print(f"training mode?: {summary(suspects)} centre a tensor by its own mean over axis 0: a batch "
+                      "norm in training mode where axis 0 is the batch (freeze leaves it and warns)", markup=False)
 
     if report.signature:
         signature = table(f"Signature {report.signature_name} (its keys name tensors in --inputs and --outputs "
@@ -105,10 +120,11 @@ def inspect(
         for column in ("key", "role"):
             signature.add_column(column)
         _tensor_column(signature, [entry.tensor for entry in report.signature])
-        for column in ("dtype", "shape"):
+        for column in ("dtype", "shape", "computed by (its layer's scope)"):
             signature.add_column(column)
         for entry in report.signature:
-            signature.add_row(entry.key, entry.role, entry.tensor, entry.dtype, _shape(entry.shape))
+            signature.add_row(entry.key, entry.role, entry.tensor, entry.dtype, _shape(entry.shape),
+                              entry.computed_by if entry.computed_by != entry.tensor.partition(":")[0] else "")
         _print_whole(console, signature)
         if report.other_signatures:
             console.print(f"other signatures, not read (freeze takes {report.signature_name}): "

@@ -41,12 +41,13 @@ from ckpt2pb.protobuf import read_graph_def
 from infer.contract import ModelContract
 from infer.convert.options import ConvertOptions
 from infer.model_aipp import AIPP_FILE, aipp_config_for
+from infer.remote.options import remote_given
 
 
 def plan_conversion(contract: ModelContract, options: ConvertOptions, *, on_step: OnStep = no_steps) -> ConversionPlan:
     """The plan of converting the contract's pb as `options` ask; raises (a `ConvertError`, one line) for the first
     thing ATC or the stand-in would refuse. `on_step` hears the steps that take time (reading the pb, planning)."""
-    target, reason = choose_target(options.target)
+    target, reason = choose_target(options.target, remote=remote_given(options.remote))
     _check_batch_fits(contract)
     om = target == "om"
     artefact = _artefact(contract, options, f".{target}")
@@ -92,10 +93,13 @@ def plan_conversion(contract: ModelContract, options: ConvertOptions, *, on_step
     )
 
 
-def choose_target(asked: Target | None) -> tuple[Target, str]:
-    """The target and one plain line saying why: om where ATC is found, else the ONNX stand-in."""
+def choose_target(asked: Target | None, *, remote: bool = False) -> tuple[Target, str]:
+    """The target and one plain line saying why: om where ATC is found (or on the Ascend host `remote` says is
+    given; ConvertOptions refuses --host with --target onnx), else the ONNX stand-in."""
     if asked is not None:
         return asked, f"target {asked}, as asked"
+    if remote:
+        return "om", "an Ascend host is given (--host): converting to om with ATC there"
     atc = find_atc()
     if atc is None:
         return "onnx", "ATC not found: converting to the ONNX Runtime stand-in (--target om to insist)"

@@ -26,6 +26,7 @@ from binio.gears import BATCH, DIMS, IMAGE_SIZE, Gear, check_gear_list, parse_ge
 from binio.layouts import LAYOUTS, Layout
 from infer._option_fields import setting, type_name
 from infer.model_aipp.options import AippOptions
+from infer.remote.options import RemoteOptions, remote_given
 
 
 def _batch_sizes(text: str, flag: str) -> tuple[int, ...]:
@@ -150,6 +151,10 @@ class ConvertOptions:
         help="Preprocess on the NPU: aipp.cfg is written beside the model from the color, scale, mean and std "
              "([data.preprocessing] in pipeline.toml) and passed to ATC (--insert_op_conf); the model then takes "
              "uint8 images.")
+    # ATC on an Ascend host over SSH: --host and its flags; a pipeline's [remote] table (docs/remote.md)
+    remote: RemoteOptions | None = setting(None, toml=False, switch=False, help="in [remote]",
+                                           needs=("these say how to reach the Ascend host",
+                                                  "add --host [USER@]HOST[:PORT]"))
 
     def __post_init__(self) -> None:
         """Refuses, naming the option, what is wrong whatever the model: the mode, the target, the implmode, the
@@ -165,3 +170,6 @@ class ConvertOptions:
                 raise ConvertError(f"--input-format {self.input_format!r}: expected one of {', '.join(LAYOUTS)}")
             object.__setattr__(self, "input_format", upper)
         check_mixlist_mode(self.modify_mixlist, self.precision_mode)
+        if self.target == "onnx" and remote_given(self.remote):
+            raise ConvertError("--host with --target onnx: the stand-in converts here, ATC on the host",
+                               hint="leave out --host, or --target om")

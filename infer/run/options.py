@@ -13,6 +13,7 @@ from binio.defaults import DEFAULT_TOOL_TIMEOUT_S
 from binio.errors import InferError
 from binio.vocabulary import values_of
 from infer._option_fields import setting
+from infer.remote.options import RemoteOptions
 
 DumpMode = Literal["output", "input", "all"]  # acl.json's dump_mode
 DUMP_MODES: tuple[str, ...] = values_of(DumpMode)
@@ -56,6 +57,10 @@ class RunOptions:
     dry_run: bool = setting(False, toml=False, help="Print the exact msame or ais_bench command line of each tool "
                                                     "start (for onnxrt and tf, what they would run) and run "
                                                     "nothing, writing nothing.")
+    # msame or ais_bench on an Ascend host over SSH: --host and its flags; a pipeline's [remote] table
+    remote: RemoteOptions | None = setting(None, toml=False, switch=False, help="in [remote]",
+                                           needs=("these say how to reach the Ascend host",
+                                                  "add --host [USER@]HOST[:PORT]"))
     # The sha256 of another model whose bins this run takes on purpose (compare's emulated precision runs a model
     # of the same pb on the converted model's bins): no "made for another model" warning for it.
     bins_made_for: str = setting("", toml=False, flag=False)
@@ -117,6 +122,10 @@ class ScaleOptions:
         --device given beside --devices."""
         if self.engine not in ENGINES:
             raise ScaleOutError(f"--engine {self.engine}: expected one of {', '.join(ENGINES)}")
+        if self.engine == "ray" and options is not None and options.remote is not None and options.remote.host:
+            raise ScaleOutError("--host with --engine ray: Ray runs the shards on its cluster's nodes, with their "
+                                "own tools", hint="a Ray cluster of Ascend hosts is the path for many machines "
+                                                  "(leave out --host); --host is for hosts you reach over SSH")
         if self.engine == "ray" and self.devices:
             raise ScaleOutError("--devices with --engine ray: Ray grants the devices itself",
                                 hint="give --shards N (default: one per NPU, or CPU for the stand-in, of the cluster)")

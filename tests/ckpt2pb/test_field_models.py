@@ -438,7 +438,7 @@ def test_revivable_saved_model_takes_signature_keys_too(tf2_saved_model: Referen
 
     report = freeze_model(tf2_saved_model.path, tmp_path, FreezeOptions(outputs=("probs",), inputs=("x",), batch=2))
     assert [(s.name, report.contract.signature_keys[s.name]) for s in report.contract.outputs] == [
-        ("Identity:0", "probs")]
+        ("probs:0", "probs")]
     assert report.contract.signature_keys["x:0"] == "x" and report.note == ""
 
 

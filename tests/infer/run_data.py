@@ -91,6 +91,19 @@ def atc_gear_options(gears: DynamicShape) -> dict[str, str]:
     return options
 
 
+def om_carrying(om: Path, onnx_model: bytes) -> Path:
+    """`om` as the fake atc writes it with FAKE_ATC_COMPILE=onnx: an om carrying its ONNX model, which the fake msame
+    and ais_bench run wherever it is copied (an Ascend host's working folder). The fakes' folder is on sys.path only
+    while the format's header is read: left there, it would make the fake ais_bench importable by every later test."""
+    sys.path.insert(0, str(FAKES))
+    try:
+        from fake_om import EMBEDDED
+    finally:
+        sys.path.remove(str(FAKES))
+    om.write_bytes(EMBEDDED + onnx_model)
+    return om
+
+
 def two_input_model(folder: Path, target: Target) -> ModelContract:
     """a:0 float32 (2,3) and b:0 float16 (2,3) -> sum:0 = a + b (float32), half:0 = sum as float16.
 
