@@ -67,11 +67,45 @@ def _checkpoint(builder_name: str) -> Callable[[Path], ModelContract]:
     return write
 
 
+def _family(name: str) -> Callable[[Path], ModelContract]:
+    """A recurrent or attention family of tests/infer/compare/recurrent_families.py (TF 1.x while loops)."""
+
+    def write(folder: Path) -> ModelContract:
+        from tests.infer.compare.recurrent_families import write_family
+
+        return write_family(folder, name)
+
+    return write
+
+
+def _family_feeds(contract: ModelContract) -> dict[str, np.ndarray]:
+    from tests.infer.compare.recurrent_families import family_feeds
+
+    return family_feeds(contract)
+
+
+def _bidirectional_rnn(version: int) -> Callable[[Path], ModelContract]:
+    """tests/recurrent_models.py's bidirectional dynamic_rnn, frozen by infer freeze under control flow `version`
+    (v2: a functional While over TensorLists)."""
+
+    def write(folder: Path) -> ModelContract:
+        from infer.freeze import FreezeOptions, freeze_model
+        from tests.recurrent_models import build_bidirectional_rnn
+
+        model = build_bidirectional_rnn(folder / "ckpt", version=version)
+        return freeze_model(model.path, folder / "model", FreezeOptions(outputs=model.outputs, batch=model.batch)
+                            ).contract
+
+    return write
+
+
 def _registered() -> tuple[RegisteredModel, ...]:
     from tests.atc_wrap import graphs
     from tests.atc_wrap.control_flow_graphs import CONTROL_FLOW_GRAPHS
     from tests.atc_wrap.fused_graphs import build_inserted_readers
     from tests.atc_wrap.twin_graphs import build_twin_energy, build_twin_mask_adders
+    from tests.infer.compare.detector_graphs import build_detector, build_topk
+    from tests.infer.compare.recurrent_families import FAMILIES
 
     found = [
         RegisteredModel("small_cnn", _checkpoint("build_small_cnn")),
@@ -87,6 +121,11 @@ def _registered() -> tuple[RegisteredModel, ...]:
     ]
     found += [RegisteredModel(name, _graph(build, inputs, outputs))
               for name, (build, inputs, outputs) in sorted(CONTROL_FLOW_GRAPHS.items())]
+    found += [RegisteredModel(f"family_{name}", _family(name), _family_feeds) for name in sorted(FAMILIES)]
+    found += [RegisteredModel(f"bidirectional_rnn_v{version}", _bidirectional_rnn(version)) for version in (1, 2)]
+    found += [RegisteredModel("detector_nms", _graph(build_detector, ("x:0",), ("det_boxes:0", "det_scores:0",
+                                                                               "boxes:0"))),
+              RegisteredModel("topk", _graph(build_topk, ("x:0",), ("top_values:0", "top_positions:0")))]
     return tuple(found)
 
 

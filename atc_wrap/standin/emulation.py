@@ -345,8 +345,10 @@ class _Rewriter:
         reader), so is any node without a rule whose outputs are floats (a Cast, a Concat the converter added)."""
         found: set[str] = set()
         for node, position in self._reads().get(name, []):
-            if position is None:
-                found.add("fp32")  # read inside an If or Loop body, which is not emulated: as it is, fp32
+            if position is None or subgraphs(node):
+                # read inside an If or Loop body, which is not emulated: as it is, fp32. A Loop's own inputs (what a
+                # TF2 While carries from step to step: its captured weights too) are its body's inputs, read there.
+                found.add("fp32")
                 continue
             rule = self.rules.get(node.name)
             if rule is None and self.rules and depth < _LOOK_THROUGH and (
@@ -406,8 +408,10 @@ class _Rewriter:
         any_fp32 = any(self.state.get(name) == "fp32" for name in activations)
         if rule is not None and rule.compute != LEGACY:
             return rule.compute == "fp16" or (rule.compute == "follow" and not any_fp32)
-        if rule is None and self.rules:
+        if rule is None and self.rules and activations:
             return not any_fp32  # converter-inserted, or a TF op that moves values: as its inputs
+        # Converter-inserted with no float input (a Cast of NMS's padding count to float, a Relu on it): part of a
+        # TF op on integers; it computes as the mode keeps such ops (fp32 under must_keep_origin_dtype, force_fp32).
         if self.storage == "fp32":
             return False
         if self.storage == "fp16":
