@@ -35,8 +35,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from endtoend import ROOT, Row, Side, alternate, infer_command, same_files
 
 sys.path.insert(0, str(ROOT))
+from tests.builders.bins import write_dataset
 from tests.infer.remote.sshd import SshServer, start_sshd  # the tests' sshd, on loopback
-from tests.infer.run_data import om_carrying, write_dataset
+from tests.infer.run_data import om_carrying
 
 SHAPE = (8, 32, 32, 3)
 

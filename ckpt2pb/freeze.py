@@ -13,7 +13,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from binio.graph_types import GraphDef
-from binio.heap import ANY_SIZE, keep_freed_memory
 from binio.spec import TensorSpec, format_shape, node_name, output_index, tensor_name
 from binio.steps import OnStep, no_steps
 from ckpt2pb import surgery
@@ -325,10 +324,6 @@ def freeze_source(source: LoadedSource, outputs: Sequence[str], *, inputs: Seque
     `on_step` hears each step as it starts."""
     import tensorflow as tf
     from google.protobuf.message import EncodeError
-
-    # Every weight is copied several times over, up to the whole graph at once (protobuf's 2 GiB): served from a
-    # heap that keeps what is freed, each copy reuses the last one's pages instead of faulting in fresh ones.
-    keep_freed_memory(largest_block=ANY_SIZE, kept=ANY_SIZE)
 
     assignments = dict(assignments or {})
     # A SavedModel's signature keys name its tensors too (--outputs note,onset): the graph names may be

@@ -34,7 +34,6 @@ from atc_wrap.standin.merged_twins import merging_twins_by_name, store_merged
 from binio.atomic import write_bytes_atomic
 from binio.errors import first_line
 from binio.graph_types import GraphDef
-from binio.heap import ANY_SIZE, keep_freed_memory
 from binio.spec import TensorSpec, format_shape
 from binio.steps import OnStep, no_steps
 
@@ -68,9 +67,6 @@ def convert_to_onnx(plan: ConversionPlan, *, on_step: OnStep = no_steps) -> Onnx
     AIPP's stage (`atc_wrap.aipp.onnx_stage`) in front of its input, which then takes uint8 images. Everything was
     checked making the plan. `on_step` hears each step as it starts."""
     assert plan.precision is not None and plan.opset is not None, "the stand-in's plan has a table and an opset"
-    # tf2onnx copies every weight again and again (a copy per optimizer pass, up to the whole graph at once):
-    # served from a heap that keeps what is freed, each copy reuses pages instead of faulting fresh ones in.
-    keep_freed_memory(largest_block=ANY_SIZE, kept=ANY_SIZE)
     graph_def, pb, inputs, outputs = plan.graph_def, plan.pb, plan.inputs, plan.outputs
     on_step("converting with tf2onnx")
     model = _tf2onnx(graph_def, pb, inputs, outputs, plan.opset)

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path, PurePath, PurePosixPath
 from typing import Protocol
 
+from binio.digest import BIN_DIGEST
 from binio.manifest import DatasetManifest
 from binio.process import ToolResult
 from binio.reading import parse_json, read_text_file
@@ -52,10 +53,10 @@ _MADE = ".infer-made"  # an empty file that makes a run's output folder on the h
 
 
 def _digests(manifest: DatasetManifest | None) -> dict[Path, tuple[str, str]]:
-    """Each bin of the dataset by its path, with the digest dataset.json records for it."""
+    """Each bin of the dataset by its path, with the digest dataset.json records for it (always `BIN_DIGEST`)."""
     if manifest is None:
         return {}
-    return {manifest.root / item.folder / entry.name: (entry.algorithm, entry.digest)
+    return {manifest.root / item.folder / entry.name: (BIN_DIGEST, entry.digest)
             for item in manifest.inputs for entry in item.files}
 
 

@@ -91,7 +91,7 @@ class RunRecord:
     dump: DumpRecord | None = None  # --dump: the NPU dump of one batch, beside the outputs
     gear: GearRecord | None = None  # msame or ais_bench on a model with gears: the gear, its flags, what was trimmed
     remote: RemoteRecord | None = None  # msame or ais_bench on an Ascend host (--host): where, as what, what was sent
-    infer_version: str = __version__  # of the infer that wrote it; "" in a run.json written before it was recorded
+    infer_version: str = __version__  # of the infer that wrote it
 
     @classmethod
     def begin(cls, folder: Path, *, backend: Backend, model: tuple[Path, str], manifest: DatasetManifest,
@@ -191,7 +191,7 @@ def _record(data: dict[str, Any], path: Path, folder: Path) -> RunRecord:
                                      f"{shown(model_sha256)}")
     return RunRecord(
         folder=folder, backend=backend, device=fields.text("device", ""),
-        infer_version=fields.text("infer_version", ""),
+        infer_version=fields.text("infer_version"),
         model_path=model.text("path"), model_sha256=model_sha256,
         dataset_path=dataset.text("path"), dataset_sha256=dataset.text("sha256"),
         batch=dataset.integer("batch", minimum=1), samples=dataset.integer("samples", minimum=0),

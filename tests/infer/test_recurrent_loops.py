@@ -80,7 +80,7 @@ def test_a_loop_nested_in_a_loop_is_refused_naming_it(version: int, tmp_path: Pa
     import tensorflow as tf
 
     from infer.convert.errors import ConvertError
-    from tests.frozen import write_pb_and_contract
+    from tests.builders.frozen import write_pb_and_contract
     from tests.recurrent_models import control_flow
 
     graph = tf.Graph()

@@ -23,9 +23,10 @@ from infer.compare.layer_result import LayerRow
 from infer.contract import ModelContract, load_contract
 from infer.run import run_model
 from infer.run.options import RunOptions
+from tests.builders.bins import write_bins
 from tests.cli import run_cli
 from tests.infer.compare.band_families import Family, families
-from tests.infer.compare.corpus import _edit_initializer, _grouped, _node, edited_copy, write_bins
+from tests.infer.compare.corpus import _edit_initializer, _grouped, _node, edited_copy
 
 
 def _row(name: str, red: float, *, failing: bool = False) -> LayerRow:
@@ -90,7 +91,7 @@ def _family(name: str) -> Family:
 
 def _converted(root: Path, family: Family, mode: PrecisionMode) -> tuple[ModelContract, Path]:
     from infer.convert._convert import ConvertOptions, convert_model
-    from tests.atc_wrap.graphs import write_frozen
+    from tests.builders.frozen import write_frozen
 
     frozen_folder = root / family.name / "frozen"
     if not frozen_folder.exists():

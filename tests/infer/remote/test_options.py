@@ -133,7 +133,8 @@ def test_the_end_marker_gives_the_tools_own_exit_and_output() -> None:
 
 def test_a_dry_run_with_a_host_connects_to_nothing_and_says_where_it_would_run(tmp_path: Path) -> None:
     from infer.run import plan_run
-    from tests.infer.run_data import two_input_batches, two_input_model, write_dataset
+    from tests.builders.bins import write_dataset
+    from tests.infer.run_data import two_input_batches, two_input_model
 
     model = two_input_model(tmp_path / "model", "om")
     bins = write_dataset(tmp_path / "bins", two_input_batches()).root

@@ -13,9 +13,10 @@ import pytest
 from infer.contract import load_contract
 from infer.convert import ConvertOptions, convert_model
 from infer.run import RunOptions, run_model
-from tests.frozen import freeze_by_hand
+from tests.builders.bins import write_dataset
+from tests.builders.frozen import freeze_by_hand
 from tests.infer.remote.sshd import SshServer, start_sshd, why_no_sshd
-from tests.infer.run_data import cnn_batches, write_dataset
+from tests.infer.run_data import cnn_batches
 from tests.models import build_small_cnn
 
 pytestmark = pytest.mark.slow

@@ -30,10 +30,11 @@ from infer.convert import ConvertOptions, convert_model
 from infer.remote import RemoteError, RemoteOptions
 from infer.run import RunOptions, ScaleOptions, run_model
 from infer.run.record import load_run
+from tests.builders.bins import write_dataset
+from tests.builders.frozen import freeze_by_hand
 from tests.cli import run_cli
-from tests.frozen import freeze_by_hand
 from tests.infer.remote.sshd import FAKES, SshServer, keygen
-from tests.infer.run_data import cnn_batches, om_carrying, use_fake_tools, write_dataset
+from tests.infer.run_data import cnn_batches, om_carrying, use_fake_tools
 from tests.models import build_small_cnn
 
 pytestmark = pytest.mark.slow

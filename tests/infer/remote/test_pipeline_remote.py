@@ -14,9 +14,9 @@ from infer.contract import ModelContract
 from infer.pipeline import run_pipeline
 from infer.run import RunOptions, run_model
 from infer.run.record import load_run
+from tests.builders.bins import write_dataset
 from tests.cli import run_cli
 from tests.infer.remote.sshd import SshServer
-from tests.infer.run_data import write_dataset
 from tests.models import build_small_cnn
 from tests.npu_models import npu_model
 
