@@ -45,7 +45,7 @@ class RegisteredModel:
 def _graph(build: Callable[[Any], None], inputs: tuple[str, ...], outputs: tuple[str, ...]
            ) -> Callable[[Path], ModelContract]:
     def write(folder: Path) -> ModelContract:
-        from tests.atc_wrap.graphs import write_frozen
+        from tests.builders.frozen import write_frozen
 
         return write_frozen(folder, build, inputs, outputs)
 
@@ -57,7 +57,7 @@ def _checkpoint(builder_name: str) -> Callable[[Path], ModelContract]:
 
     def write(folder: Path) -> ModelContract:
         from tests import models
-        from tests.frozen import freeze_by_hand
+        from tests.builders.frozen import freeze_by_hand
 
         built = getattr(models, builder_name)(folder / "ckpt")
         if isinstance(built, models.ReferenceModel):
@@ -100,10 +100,10 @@ def _bidirectional_rnn(version: int) -> Callable[[Path], ModelContract]:
 
 
 def _registered() -> tuple[RegisteredModel, ...]:
-    from tests.atc_wrap import graphs
     from tests.atc_wrap.control_flow_graphs import CONTROL_FLOW_GRAPHS
     from tests.atc_wrap.fused_graphs import build_inserted_readers
     from tests.atc_wrap.twin_graphs import build_twin_energy, build_twin_mask_adders
+    from tests.builders import graphs
     from tests.infer.compare.detector_graphs import build_detector, build_topk
     from tests.infer.compare.recurrent_families import FAMILIES
 

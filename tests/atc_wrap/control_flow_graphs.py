@@ -98,7 +98,7 @@ CONTROL_FLOW_GRAPHS: dict[str, tuple[Callable[[Any], None], tuple[str, ...], tup
     "nested_control_flow": (build_nested_control_flow, ("x:0", "gate:0"), ("out:0",)),
     "cond_v2": (build_cond_v2, ("x:0", "flag:0"), ("out:0",)),
 }
-"""name -> (builder, inputs, outputs): what `tests.atc_wrap.graphs.write_frozen` takes."""
+"""name -> (builder, inputs, outputs): what `tests.builders.frozen.write_frozen` takes."""
 
 
 def feeds(name: str, contract: Any, *, seed: int = 0) -> dict[str, np.ndarray]:

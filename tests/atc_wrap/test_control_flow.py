@@ -14,8 +14,8 @@ from atc_wrap.precision.modes import PRECISION_MODES
 from infer.contract import ModelContract
 from tests.atc_wrap.conftest import Convert
 from tests.atc_wrap.control_flow_graphs import CONTROL_FLOW_GRAPHS, feeds
-from tests.atc_wrap.graphs import write_frozen
 from tests.atc_wrap.outputs import onnx_outputs, tf_outputs
+from tests.builders.frozen import write_frozen
 
 _FP32_MODES = ("must_keep_origin_dtype",)  # every op of these graphs planned fp32 (force_fp32: MatMul fp16 in)
 

@@ -14,8 +14,8 @@ import pytest
 from infer.contract import ModelContract
 from tests.atc_wrap.conftest import Convert
 from tests.atc_wrap.fused_graphs import build_inserted_readers
-from tests.atc_wrap.graphs import write_frozen
 from tests.atc_wrap.outputs import onnx_outputs, tf_outputs
+from tests.builders.frozen import write_frozen
 
 pytestmark = pytest.mark.slow
 

@@ -15,8 +15,8 @@ import pytest
 
 from infer.contract import ModelContract
 from tests.atc_wrap.conftest import Convert
-from tests.atc_wrap.graphs import write_frozen
 from tests.atc_wrap.twin_graphs import build_twin_mask_adders
+from tests.builders.frozen import write_frozen
 from tests.cli import run_cli
 
 pytestmark = pytest.mark.slow

@@ -205,7 +205,7 @@ def write_family(folder: Path, name: str) -> ModelContract:
     written as folder/model.pb with its contract."""
     import tensorflow as tf
 
-    from tests.frozen import write_pb_and_contract
+    from tests.builders.frozen import write_pb_and_contract
 
     build, inputs, outputs = FAMILIES[name]
     tf1 = tf.compat.v1

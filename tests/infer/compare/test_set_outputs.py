@@ -17,8 +17,8 @@ from infer.contract import ModelContract
 from infer.run import run_model
 from infer.run.layout import output_file_name
 from infer.run.options import RunOptions
-from tests.atc_wrap.graphs import write_frozen
-from tests.infer.compare.corpus import write_bins
+from tests.builders.bins import write_bins
+from tests.builders.frozen import write_frozen
 from tests.infer.compare.detector_graphs import build_detector, build_topk
 
 pytestmark = pytest.mark.slow

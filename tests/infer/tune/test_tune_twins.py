@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from infer.contract import ModelContract
-from tests.atc_wrap.graphs import write_frozen
 from tests.atc_wrap.twin_graphs import build_twin_energy
+from tests.builders.bins import write_bins
+from tests.builders.frozen import write_frozen
 from tests.cli import run_cli
-from tests.infer.tune.graphs import write_bins
 
 pytestmark = pytest.mark.slow
 
@@ -21,7 +21,7 @@ pytestmark = pytest.mark.slow
 def twin_energy(tmp_path_factory: pytest.TempPathFactory) -> tuple[ModelContract, Path]:
     folder = tmp_path_factory.mktemp("twin_energy")
     contract = write_frozen(folder / "model", build_twin_energy, ("x:0",), ("out:0",))
-    return contract, write_bins(folder / "bins", "x", (2, 64), 2, 250, 350)
+    return contract, write_bins(folder / "bins", "x:0", (2, 64), files=2, uniform=(250, 350))
 
 
 def test_keep_dtype_names_every_twin_and_passes_fed_back(twin_energy: tuple[ModelContract, Path], tmp_path: Path,
