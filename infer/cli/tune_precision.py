@@ -67,6 +67,9 @@ def tune_and_show(model: Path, bins: Path, output: Path, options: TuneOptions, *
         for op in result.ops:
             flops, params = result.share(op)
             show(f"  {op.name}  {op.op_type}  {flops:.2%} of FLOPs, {params:.2%} of parameters")
+            if result.twins.get(op.name):
+                show(f"    and its twins {', '.join(result.twins[op.name])} (equal ops tf2onnx computes once; "
+                     "keep_dtype.cfg names them too, for ATC)")
         total_flops = sum(result.share(op)[0] for op in result.ops)
         total_params = sum(result.share(op)[1] for op in result.ops)
         show(f"  together: {total_flops:.2%} of FLOPs, {total_params:.2%} of parameters")

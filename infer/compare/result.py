@@ -98,6 +98,7 @@ class OutputResult:
     failing_samples: tuple[int, ...] = ()  # samples that break a limit of sample_limits, in dataset order
     worst_failing: Failure | None = None  # the worst of them, and the first limit it breaks
     kl_band: KlBand | None = None  # KL on a near-uniform distribution, judged against its band (kl_band.py)
+    compared_as: str = ""  # how, where not element by element: "det_boxes:0 compared as a set (boxes matched...)"
 
     @property
     def passed(self) -> bool:
@@ -112,6 +113,7 @@ class OutputResult:
             "topk": None if self.topk is None else self.topk.to_json(),
             "sample_limits": self.sample_limits, "failing_samples": list(self.failing_samples),
             "worst_failing_sample": None if self.worst_failing is None else self.worst_failing.describe(),
+            "compared_as": self.compared_as or None,
             "worst_samples": [s.to_json() for s in self.worst_samples],
             "batches": [b.to_json() for b in self.batches],
             "kl_band": None if self.kl_band is None else self.kl_band.to_json(),
@@ -294,6 +296,7 @@ class CompareResult:
         if self.fp16_grid:  # the om computed in fp16, whatever dtype it wrote its outputs in
             parts.append(f"actual values on the fp16 grid: every value of {', '.join(self.fp16_grid)} equals its "
                          "float16 rounding")
+        parts += [o.compared_as for o in self.outputs if o.compared_as]
         return parts
 
     @property

@@ -39,7 +39,7 @@ from atc_wrap.target import Target
 from binio.graph_types import GraphDef
 from binio.memory import check_fits
 from binio.steps import OnStep, no_steps
-from ckpt2pb.protobuf import read_graph_def
+from ckpt2pb.protobuf import HostOpPolicy, read_graph_def
 from infer.contract import ModelContract
 from infer.convert.options import ConvertOptions
 from infer.model_aipp import AIPP_FILE, aipp_config_for
@@ -75,7 +75,8 @@ def plan_conversion(contract: ModelContract, options: ConvertOptions, *, on_step
         raise ConvertError(f"--fusion-switch-file {options.fusion_switch_file}: no such file")
     controls = read_op_controls(options.keep_dtype, options.modify_mixlist, options.customize_dtypes)
     on_step(f"reading {contract.pb_path}")
-    graph_def = read_graph_def(contract.pb_path)
+    # tf2onnx runs TensorFlow's graph optimizer, whose constant folding would run a ReadFile of a constant path
+    graph_def = read_graph_def(contract.pb_path, HostOpPolicy.of(options.allow_host_ops))
     pb = contract.pb_path.absolute()
     check_nodes_exist(graph_def, pb, contract.inputs, contract.outputs)
     opset = None if om else check_opset(options.opset)

@@ -3,6 +3,7 @@ the report that ends with the commands to reproduce every stage by hand."""
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -13,13 +14,14 @@ from binio.atomic import write_bytes_atomic
 from binio.errors import InferError
 from binio.lock import folder_lock
 from binio.manifest import load_manifest
+from binio.output import LOCK_NAME
 from binio.process import quote_command
 from infer._version import __version__
 from infer.contract import load_contract
 from infer.pipeline._calls import atc_dry_run
 from infer.pipeline._gears import PER_GEAR_STAGES, PipelineGear, pipeline_gears
 from infer.pipeline._stages import STAGE_FUNCTIONS, STAGES, WorkLayout
-from infer.pipeline._state import StageRecord, digest_paths, load_state, save_state, settings_digest
+from infer.pipeline._state import STATE_FILE, StageRecord, digest_paths, load_state, save_state, settings_digest
 from infer.pipeline.config import PipelineConfig, load_config
 from infer.run import msame_argv, tool_gear_flags
 
@@ -145,8 +147,28 @@ def run_pipeline(config: PipelineConfig | Path | str, *, on_stage: Callable[[Sta
     if not isinstance(config, PipelineConfig):
         config = load_config(config)
     work = WorkLayout(config.work_dir)
-    with folder_lock(work.root, command="pipeline run"):  # one pipeline per work folder at a time
-        return _run_stages(config, work, on_stage, stages, force)
+    new = not os.path.lexists(work.root)
+    try:
+        with folder_lock(work.root, command="pipeline run"):  # one pipeline per work folder at a time
+            return _run_stages(config, work, on_stage, stages, force)
+    except InferError:
+        if new:
+            _remove_if_only_state(work.root)
+        raise
+
+
+def _remove_if_only_state(root: Path) -> None:
+    """A work folder this run made and a refusal left holding nothing but its state file (no stage wrote a file:
+    the model was refused as it loaded) is removed: a refusal leaves nothing. One where a stage wrote its files is
+    kept, for the next run to go on from."""
+    try:
+        names = {entry.name for entry in os.scandir(root)}
+        if names <= {STATE_FILE, LOCK_NAME}:
+            for name in names:
+                (root / name).unlink(missing_ok=True)
+            root.rmdir()
+    except OSError:
+        pass  # what cannot be removed stays: the refusal itself is what the user needs to see
 
 
 @dataclass(frozen=True)

@@ -95,9 +95,11 @@ class Trials:
 
     def __init__(self, contract: ModelContract, precision_mode: PrecisionMode, work: Path,
                  compare_options: CompareOptions,
-                 on_candidate: Callable[[Candidate], None] | None = None, *, soc_version: str = "") -> None:
+                 on_candidate: Callable[[Candidate], None] | None = None, *, soc_version: str = "",
+                 allow_host_ops: bool = False) -> None:
         self.contract = contract
         self.soc_version = soc_version  # the chip whose operator table plans every candidate
+        self.allow_host_ops = allow_host_ops
         self.precision_mode = precision_mode
         self.work = work
         self.compare_options = compare_options
@@ -115,7 +117,8 @@ class Trials:
         staged = self.staged if folder is None else stage_contract(self.contract, folder)
         keep = write_keep_dtype(staged.folder / KEEP_DTYPE_FILE, ops) if ops else None
         options = ConvertOptions(target="onnx", precision_mode=self.precision_mode, keep_dtype=keep,
-                                 soc_version=self.soc_version, **replayed_settings(self.contract, staged.folder))
+                                 soc_version=self.soc_version, allow_host_ops=self.allow_host_ops,
+                                 **replayed_settings(self.contract, staged.folder))
         return convert_model(staged, options).contract
 
     def compare(self, staged: ModelContract, dataset: Dataset) -> CompareResult:

@@ -269,7 +269,7 @@ def test_run_timeout_reaches_ais_bench_too(om: ModelContract, bins: DatasetManif
 def test_a_timeout_that_is_no_duration_is_refused(om: ModelContract, bins: DatasetManifest, tmp_path: Path,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
     result = run_cli(capsys, "run", om.path, "--input", bins.root, "-o", tmp_path / "out", "--timeout", "0")
-    assert result.error_line == "error: --timeout 0: expected seconds, more than 0"
+    assert result.error_line == "error: --timeout 0: expected seconds, a finite number more than 0"
 
 
 @pytest.mark.slow

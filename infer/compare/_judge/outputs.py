@@ -7,7 +7,7 @@ make the verdict say less than it seems (AIPP, constant outputs, the fp16 grid),
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -36,6 +36,7 @@ from infer.compare._judge.topk import is_classifier
 from infer.compare._sides.golden import CACHE_FOLDER
 from infer.compare._sides.provenance import Side, make_provenance, sample_names
 from infer.compare._sides.run_folders import OutputPair, output_pairs, written_specs
+from infer.compare._sides.set_outputs import SetOutput, set_outputs
 from infer.compare.options import CompareOptions, CompareProgress
 from infer.compare.result import CompareResult, OutputResult
 from infer.compare.thresholds import Thresholds
@@ -81,13 +82,14 @@ def dataset_labels(path: Path | None, manifest: DatasetManifest, outputs: Sequen
 
 
 def _pairs(contract: ModelContract, manifest: DatasetManifest, actual_dir: Path, golden_dir: Path, *,
-           what: str = "--actual", actual_written: tuple[TensorSpec, ...] | None = None) -> tuple[OutputPair, ...]:
+           what: str = "--actual", actual_written: tuple[TensorSpec, ...] | None = None,
+           sets: Mapping[str, SetOutput] | None = None) -> tuple[OutputPair, ...]:
     """Each output's two sides, as the run folders wrote them (`actual_written`: the actual side's, where the
-    caller read them already)."""
+    caller read them already); `sets`: the outputs compared as sets."""
     if actual_written is None:
         actual_written = written_specs(actual_dir, contract.model_outputs, manifest, what=what)
     return output_pairs(actual_written, written_specs(golden_dir, contract.outputs, manifest, what="--golden"),
-                        actual_dir, golden_dir, manifest)
+                        actual_dir, golden_dir, manifest, sets)
 
 
 def measure_outputs(pairs: tuple[OutputPair, ...], manifest: DatasetManifest, options: CompareOptions,
@@ -112,12 +114,13 @@ def judge_outputs(contract: ModelContract, manifest: DatasetManifest, actual: Si
     if preprocessing is None:
         preprocessing = check_aipp(contract, manifest)
     actual_written = written_specs(actual_dir, actual_specs, manifest, what="--actual")
-    pairs = _pairs(contract, manifest, actual_dir, golden_dir, actual_written=actual_written)
+    sets = set_outputs(contract.pb_path, (spec.name for spec in contract.outputs), options.set_outputs)
+    pairs = _pairs(contract, manifest, actual_dir, golden_dir, actual_written=actual_written, sets=sets)
     outputs = measure_outputs(pairs, manifest, options, labels, progress)
     in_fp16 = computes_in_fp16(contract)
     outputs = tuple(_kl_judged(output, pair, options) if in_fp16 else output
                     for output, pair in zip(outputs, pairs, strict=True))
-    emulated = _Emulated(contract, manifest, golden_dir, options, cache_root, progress)
+    emulated = _Emulated(contract, manifest, golden_dir, options, cache_root, progress, sets)
     fp16_grid: tuple[str, ...] = ()
     if contract.converted is not None and contract.converted.target == "om":  # what the chip computed in
         fp16_grid = outputs_on_fp16_grid(actual_dir, actual_written, manifest)
@@ -191,9 +194,9 @@ class _Emulated:
     outputs: made on first ask (the band, a KL on a near-uniform output), once."""
 
     def __init__(self, contract: ModelContract, manifest: DatasetManifest, golden_dir: Path, options: CompareOptions,
-                 cache_root: Path | None, progress: CompareProgress | None) -> None:
+                 cache_root: Path | None, progress: CompareProgress | None, sets: Mapping[str, SetOutput]) -> None:
         self.contract, self.manifest, self.golden_dir, self.options = contract, manifest, golden_dir, options
-        self.cache_root, self.progress = cache_root, progress
+        self.cache_root, self.progress, self.sets = cache_root, progress, sets
         self._outputs: tuple[OutputResult, ...] | None = None
 
     def outputs(self) -> tuple[OutputResult, ...]:
@@ -210,7 +213,8 @@ class _Emulated:
         staged, emulated_dir = emulated_run(self.contract, self.manifest,
                                             self.cache_root or self.contract.folder / CACHE_FOLDER, emulated_progress)
         quiet = replace(self.options, labels=None, workers=1)
-        return measure_outputs(_pairs(staged, self.manifest, emulated_dir, self.golden_dir, what="emulated"),
+        return measure_outputs(_pairs(staged, self.manifest, emulated_dir, self.golden_dir, what="emulated",
+                                      sets=self.sets),
                                self.manifest, quiet, None, None)
 
 
