@@ -2,12 +2,11 @@
 ACL_TensorFlow/contrib/cv/): the AutoEncoder's hh_om.om (ATC 1.80, Ascend310), its hh.pb, its input
 scripts/input_bins/hh.bin and the NPU output scripts/results/VAE/hh_output0.bin that the repository's ACL benchmark
 wrote, go through inspect, freeze, convert --use-om, dump-bin and compare; DD-NET's out.om (the older header)
-inspects. Not committed: they are read from the folder INFER_ASCEND_FIXTURES names (see
-tests/atc_wrap/test_ascend_real_files.py for the file names), and these tests skip without it."""
+inspects. Not committed: scripts/fetch_ascend_fixtures.py fetches them into the folder INFER_ASCEND_FIXTURES names
+(tests/real_files.py), and these tests skip without it."""
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 from pathlib import Path
@@ -16,15 +15,11 @@ import pytest
 
 from infer.contract import load_contract
 from tests.cli import run_cli
-
-FIXTURES = Path(os.environ["INFER_ASCEND_FIXTURES"]) if os.environ.get("INFER_ASCEND_FIXTURES") else None
-pytestmark = pytest.mark.skipif(FIXTURES is None or not (FIXTURES / "hh_om.om").is_file(),
-                                reason="INFER_ASCEND_FIXTURES does not name a folder with the real om files")
+from tests.real_files import real_file
 
 
 def _fixture(name: str) -> Path:
-    assert FIXTURES is not None
-    return FIXTURES / name
+    return real_file(name)
 
 
 def test_the_autoencoder_om_inspects(capsys: pytest.CaptureFixture[str]) -> None:
