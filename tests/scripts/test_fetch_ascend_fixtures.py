@@ -31,7 +31,7 @@ def test_every_name_a_test_reads_is_one_the_script_writes() -> None:
         asked.update(re.findall(r"(?:real_file|needs_real_files)\(([^)]*)\)", path.read_text()))
     names = {name for call in asked for name in re.findall(r'"([^"]+)"', call)}
     assert names and names <= {item.name for item in FIXTURES}
-    with pytest.raises(KeyError, match="out.om: no such fixture"):
+    with pytest.raises(KeyError, match=r"out\.om: no such fixture"):
         fixture("out.om")  # DD-NET's name in its commit: the script writes it as ddnet_out.om
 
 
