@@ -484,7 +484,9 @@ class _Planner:
                    if floats is None else "")
         mode, matrix = self.mode, base["matrix"]
         kind = "matrix op" if matrix else "vector op"
-        kernel = placed.kernel
+        # A conversion (Cast: SrcT -> DstT) gives the dtype it is asked for; its kernel's columns pair every dtype
+        # with another, which says nothing of the op's own output
+        kernel = None if "DstT" in node.attr else placed.kernel
 
         def done(dtype_in: str, dtype_out: str, decided: DecidedBy, why: str, refused: str = "",
                  engine: OpEngine = AICORE) -> PlannedOp:

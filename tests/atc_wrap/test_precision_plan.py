@@ -176,6 +176,22 @@ def test_an_op_whose_kernel_gives_another_dtype_out_is_planned_so() -> None:
     assert kept.dtype == F32
 
 
+def test_a_cast_gives_the_dtype_it_is_asked_for_not_its_kernels_other_column() -> None:
+    """Cast's kernel pairs fp16 with fp32 and fp32 with fp16 (it converts): that is no output dtype of the op's own,
+    so a cast to fp32 under force_fp32 stays fp32 out (not rounded to fp16) and a cast under force_fp16 fp16."""
+    def build(tf: Any) -> None:
+        x = tf.compat.v1.placeholder(tf.float32, [4], name="x")
+        half = tf.cast(x, tf.float16, name="to16")
+        tf.cast(half * half, tf.float32, name="to32")
+
+    cast_kernel = op_table_for("Ascend310").aicore_kernel("Cast")
+    assert cast_kernel is not None and cast_kernel.outputs_for(F16) == {F32}  # the situation
+    for mode, dtype in (("force_fp32", F32), ("force_fp16", F16)):
+        planned = {e.node: e for e in _plan(_graph(build), mode).ops}  # type: ignore[arg-type]
+        assert (planned["to16"].dtype, planned["to32"].dtype) == (dtype, dtype), mode
+        assert "its kernel gives" not in planned["to32"].why
+
+
 def test_the_summary_names_the_ops_off_the_modes_dtype(cnn: Any) -> None:
     lines = _plan(cnn, "force_fp32").summary()
     assert lines[0] == ("precision plan: force_fp32 on Ascend310, operator table of 2022-06-29: 8 ops on floats, "
