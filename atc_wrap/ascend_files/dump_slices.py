@@ -22,7 +22,6 @@ fewer files are merged still, with a note, as msaccucmp does.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -34,6 +33,7 @@ import numpy as np
 from atc_wrap.ascend_files.dump_names import sliced_op_name
 from atc_wrap.ascend_files.errors import NpuDumpError
 from atc_wrap.ascend_files.npu_dump import DumpEntry, DumpTensor, NpuDump
+from binio.reading import parse_json
 
 SliceMode = Literal["normal", "auto", "manual"]
 _LX_SLICE = "_lxslice"
@@ -96,10 +96,11 @@ def _slicing(dump: NpuDump) -> dict[str, Any]:
     """The FFTS+ slicing the dump's first attr records (msaccucmp reads `attr[0].value` as JSON)."""
     if not dump.attrs:
         return {}
-    try:
-        found = json.loads(dump.attrs[0][1])
-    except ValueError:
-        return {}
+    try:  # binio's reader: a device file's attr nested past its depth limit is no RecursionError
+        found = parse_json(dump.attrs[0][1], named="the dump's first attr", what="FFTS+ slicing",
+                           error=NpuDumpError)
+    except NpuDumpError:
+        return {}  # not JSON: no slicing recorded, as msaccucmp takes it
     return found if isinstance(found, dict) else {}
 
 

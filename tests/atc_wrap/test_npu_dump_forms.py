@@ -230,3 +230,13 @@ def test_departure_a_name_with_more_after_its_numbers_is_not_a_dump(tmp_path: Pa
     assert parse_dump_file_name("Add.a.1.2.txt") is None
     _write(tmp_path, "Add.a.1.2.txt", "a", [DumpTensorSpec(np.zeros(2, np.float32), "ND")])
     assert set(_msaccucmp(tmp_path, tmp_path.parent / "msaccucmp").ops) == {"a"}
+
+
+def test_a_slicing_attr_nested_past_any_depth_is_no_slicing_not_a_traceback(tmp_path: Path) -> None:
+    # The attr is the device's file's to say: JSON nested 100,000 deep made json.loads raise RecursionError
+    deep = "[" * 100_000 + "]" * 100_000
+    for thread in range(2):
+        _write(tmp_path, f"Add.add.5.1.{TS + thread}.4.7.{thread}.0", "add",
+               [DumpTensorSpec(np.full((2, 2), thread, np.float32), "ND")], attrs=(("_sgt_json_info", deep),))
+    ours = _infer(tmp_path)["add"]
+    assert np.array_equal(ours.dump.outputs[0].array(), np.ones((2, 2), np.float32))
