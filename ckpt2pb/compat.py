@@ -9,8 +9,9 @@ from binio.graph_types import GraphDef
 
 # Functional control flow and function calls: TF 1.15 graphs express these as Switch/Merge/Enter/Exit and plain
 # ops, and ATC's parser reads such graphs; a function library is what TF 2.x adds.
-FUNCTIONAL_OPS = frozenset({"If", "StatelessIf", "While", "StatelessWhile", "Case", "StatelessCase",
-                            "PartitionedCall", "StatefulPartitionedCall", "RemoteCall", "SymbolicGradient"})
+WHILE_OPS = frozenset({"While", "StatelessWhile"})  # tf.while_loop under control flow v2 (dynamic_rnn's loop)
+FUNCTIONAL_OPS = WHILE_OPS | frozenset({"If", "StatelessIf", "Case", "StatelessCase", "PartitionedCall",
+                                        "StatefulPartitionedCall", "RemoteCall", "SymbolicGradient"})
 # Ops added to TensorFlow after 1.15 that TF 2.x may write into an inference graph: a hand-kept list, not the
 # whole difference between the two op registries. TF 1.15 does not install on the Pythons tf2onnx needs, and
 # TensorFlow's registry records no op's first version (an OpDef has a deprecation version only; the op history

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from binio.graph_types import GraphDef
-from binio.heap import ANY_SIZE, keep_freed_memory
+from binio.limits import MAX_DIM, PROTOBUF_LIMIT
 from binio.spec import TensorSpec, format_shape, node_name, output_index, tensor_name
 from binio.steps import OnStep, no_steps
 from ckpt2pb import surgery
@@ -28,16 +28,17 @@ from ckpt2pb.graphinfo import (
     shape_of,
     tensor_names,
 )
+from ckpt2pb.host_ops import find_host_ops, refuse_host_ops
 from ckpt2pb.inputs import InputRequest, parse_value
 from ckpt2pb.inspection import label_feeds, rank_output_candidates
 from ckpt2pb.names import unknown_name_error
 from ckpt2pb.passes import CLEANUPS, EDITS, Plan, run_passes
 from ckpt2pb.source import LoadedSource, restored_session
-from ckpt2pb.verify import Reference, Verification, check_frozen, run_original
+from ckpt2pb.training_mode import TrainingMode, find_training_mode, put_in_inference_mode, summary
+from ckpt2pb.verify import Reference, Verification, check_frozen, check_verification_memory, run_original
 
 log = logging.getLogger(__name__)
 
-PROTOBUF_LIMIT = 2**31 - 1  # bytes: protobuf cannot serialise a message this large
 DYNAMIC_BATCH = -1  # --batch -1: the first dim stays unknown, for ATC's --dynamic_batch_size
 VERIFY_BATCH = 2  # the batch verification feeds a graph whose first dim stays unknown
 VERIFY_DIM = 32  # any other dim kept unknown: large enough for a few stride-2 layers (a guess; --no-verify skips)
@@ -58,6 +59,12 @@ class FrozenGraph:
     unknown_to_tf115: dict[str, str] = field(default_factory=dict)  # node -> op ATC's TF 1.15 parser lacks
     random_ops: dict[str, str] = field(default_factory=dict)  # node -> op that draws random numbers
     signature_keys: dict[str, str] = field(default_factory=dict)  # tensor -> its SavedModel signature key
+    training_mode: TrainingMode = field(default_factory=TrainingMode)  # ops of the source's graph put in inference mode
+
+    @property
+    def inference_mode(self) -> dict[str, str]:
+        """Node -> how it was put in inference mode (model.json's `inference_mode`)."""
+        return {op.node: f"{op.kind}: {op.change}" for op in self.training_mode.fixable}
 
 
 def _layout(shape: tuple[int | None, ...], channels_first: bool = False) -> str:
@@ -279,6 +286,30 @@ def _final_names(graph_def: GraphDef, plan: Plan) -> tuple[TensorSpec, ...]:
     return tuple(specs)
 
 
+def _in_inference_mode(source: LoadedSource, training: TrainingMode) -> LoadedSource:
+    """The source with `training`'s ops in inference mode, on a copy of its graph (of its meta graph, which the
+    variables are restored through): the session freeze restores and verifies against then computes what the
+    frozen graph will, and the loaded source stays as it was read."""
+    if source.meta_graph is not None:
+        meta_graph = type(source.meta_graph)()
+        meta_graph.CopyFrom(source.meta_graph)
+        put_in_inference_mode(meta_graph.graph_def, training)
+        return replace(source, meta_graph=meta_graph, graph_def=meta_graph.graph_def)
+    graph_def = type(source.graph_def)()
+    graph_def.CopyFrom(source.graph_def)
+    put_in_inference_mode(graph_def, training)
+    return replace(source, graph_def=graph_def)
+
+
+def _stuck_in_training(training: TrainingMode, source: LoadedSource) -> FreezeError:
+    """Batch norms computing each batch's own statistics with no moving averages in the graph to use instead."""
+    return FreezeError(f"{source.path}: the outputs read {summary(training.stuck)} in training mode, with no "
+                       "moving mean and variance in the graph to use instead; frozen, a sample's output would "
+                       "depend on the other samples of its batch",
+                       hint="build the graph in inference mode (training=False; an Estimator's PREDICT graph, "
+                            "written by export_saved_model) from the same checkpoint, and freeze that")
+
+
 def _at_batch(specs: tuple[TensorSpec, ...]) -> tuple[TensorSpec, ...]:
     """The specs with an unknown first dim (--batch -1) made VERIFY_BATCH and any other dim kept unknown (-1 in
     --inputs) VERIFY_DIM, to feed verification."""
@@ -287,17 +318,28 @@ def _at_batch(specs: tuple[TensorSpec, ...]) -> tuple[TensorSpec, ...]:
                  for s in specs)
 
 
+def _refuse_acting(source: LoadedSource, outputs: Sequence[str], plan: Plan, allow: bool) -> None:
+    """Refuses the host ops the restored session would run: the outputs' ancestors, cut where freeze feeds (the
+    inputs, the values set), and the saver's restore, fed the checkpoint's path."""
+    saver_def = source.meta_graph.saver_def if source.meta_graph is not None and \
+        source.meta_graph.HasField("saver_def") else None
+    roots, fed = list(outputs), [spec.name for spec in plan.inputs] + [f"{name}:0" for name in plan.sets]
+    if saver_def is not None and source.has_variables:
+        roots.append(saver_def.restore_op_name)
+        fed.append(saver_def.filename_tensor_name)
+    refuse_host_ops(find_host_ops(source.graph_def, saver_def=saver_def, roots=roots, fed=fed), source.path,
+                    allow=allow)
+
+
 def freeze_source(source: LoadedSource, outputs: Sequence[str], *, inputs: Sequence[InputRequest] = (),
                   batch: int | None = None, assignments: Mapping[str, str] | None = None, verify: bool = True,
-                  seed: int = 0, on_step: OnStep = no_steps) -> FrozenGraph:
+                  seed: int = 0, on_step: OnStep = no_steps, allow_host_ops: bool = False) -> FrozenGraph:
     """Freezes `source` into an inference graph for `outputs`; verifies it against the original by default.
-    `on_step` hears each step as it starts."""
+    `on_step` hears each step as it starts. What the session will run (the outputs, from the inputs and the values
+    set, and the saver's restore) is refused before anything runs when it holds ops that act on the host, unless
+    `allow_host_ops`."""
     import tensorflow as tf
     from google.protobuf.message import EncodeError
-
-    # Every weight is copied several times over, up to the whole graph at once (protobuf's 2 GiB): served from a
-    # heap that keeps what is freed, each copy reuses the last one's pages instead of faulting in fresh ones.
-    keep_freed_memory(largest_block=ANY_SIZE, kept=ANY_SIZE)
 
     assignments = dict(assignments or {})
     # A SavedModel's signature keys name its tensors too (--outputs note,onset): the graph names may be
@@ -307,6 +349,9 @@ def freeze_source(source: LoadedSource, outputs: Sequence[str], *, inputs: Seque
               for request in inputs]
     graph = import_graph(source.graph_def, source.path)
     known = sorted(set(tensor_names(graph)) | {item.key for item in source.signature})  # for closest names
+    # A Keras layer's name (`probs`) stands for the signature output computed in its scope, where no key, node or
+    # tensor has that name (Keras 3 keys its outputs output_0, ...).
+    outputs = [name if name in known else source.layer_output(name) or name for name in outputs]
     if not outputs:
         keys = [item.key for item in source.signature if item.role == "output"]
         likely = keys or [c.tensor for c in rank_output_candidates(source.graph_def, graph)[:3]]
@@ -316,10 +361,17 @@ def freeze_source(source: LoadedSource, outputs: Sequence[str], *, inputs: Seque
     twice = sorted({name for name in output_tensors if output_tensors.count(name) > 1})
     if twice:
         raise FreezeError(f"output {', '.join(twice)} is named twice in --outputs")
-    if batch is not None and batch < 1 and batch != DYNAMIC_BATCH:
-        raise FreezeError(f"--batch {batch}: expected a positive number, or -1 to keep the first dim unknown")
+    if batch is not None and not (1 <= batch <= MAX_DIM or batch == DYNAMIC_BATCH):
+        raise FreezeError(f"--batch {batch}: expected 1 to {MAX_DIM}, or -1 to keep the first dim unknown")
     plan = _plan(source, graph, known, output_tensors, inputs, batch, assignments)
     output_nodes = list(plan.output_nodes)
+    _refuse_acting(source, output_tensors, plan, allow_host_ops)
+    training = find_training_mode(source.graph_def, output_nodes)
+    if training.stuck:
+        raise _stuck_in_training(training, source)
+    if training:
+        on_step(f"putting {summary(training.fixable)} in inference mode")
+        source = _in_inference_mode(source, training)
 
     # Memory: the weights are held by the session's variables, the constant graph (edited and pruned in place into
     # the frozen one: no copy of it is made), its serialisation, and the frozen graph loaded in TensorFlow. The
@@ -349,6 +401,7 @@ def freeze_source(source: LoadedSource, outputs: Sequence[str], *, inputs: Seque
                               "one .pb", hint="ATC and TensorFlow cannot read such a pb; freeze fewer outputs or "
                               "shrink the model")
         if verify:
+            check_verification_memory(session_graph, needed, _at_batch(plan.inputs), tuple(output_tensors))
             on_step("running the original graph on seeded inputs (verification)")
             reference = run_original(session, _at_batch(plan.inputs), tuple(output_tensors),
                                      {f"{name}:0": value for name, value in plan.sets.items()}, seed=seed)
@@ -374,6 +427,7 @@ def freeze_source(source: LoadedSource, outputs: Sequence[str], *, inputs: Seque
     return FrozenGraph(graph_def=frozen, serialized=serialized, inputs=input_specs, outputs=tuple(output_specs),
                        fixed=fixed, verification=verification, stripped_attrs=stripped, nodes=len(frozen.node),
                        unknown_to_tf115=unknown_to_tf115(frozen), random_ops=random_ops(frozen),
+                       training_mode=training,
                        signature_keys={tensor_name(item.tensor): item.key for item in source.signature
                                        if tensor_name(item.tensor) in {s.name for s in (*input_specs,
                                                                                         *output_specs)}})

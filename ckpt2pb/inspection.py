@@ -23,10 +23,12 @@ from ckpt2pb.graphinfo import (
     shape_of,
     topological_order,
 )
+from ckpt2pb.host_ops import HostOp, is_barrier
 from ckpt2pb.kinds import SourceKind
 from ckpt2pb.parameters import elements_of, variables_feeding
-from ckpt2pb.source import VARIABLE_OPS, LoadedSource, Role, check_checkpoint_index, load_source
+from ckpt2pb.source import VARIABLE_OPS, LoadedSource, Role, check_checkpoint_index, computed_by, load_source
 from ckpt2pb.training_heads import TrainingHeads, find_training_heads
+from ckpt2pb.training_mode import TrainingModeOp, find_training_mode
 
 # Ops that end a branch without being a model output: bookkeeping, saving, summaries, training, iterators.
 _NOT_OUTPUT_OPS = frozenset({
@@ -95,6 +97,7 @@ class SignatureEntry:
     tensor: str
     dtype: str
     shape: tuple[int | None, ...] | None
+    computed_by: str = ""  # an output's node past the Identity nodes over it: the layer it comes from
 
 
 @dataclass(frozen=True)
@@ -116,6 +119,10 @@ class GraphReport:
     signature_name: str = ""
     other_signatures: tuple[str, ...] = ()  # a SavedModel's signatures besides the one read
     note: str = ""  # how the source was read, where it was not the usual way (a fallback)
+    # Every op of the graph and its functions that acts on the host when run (`ckpt2pb.host_ops`): what freeze,
+    # run and compare refuse without --allow-host-ops, the checkpoint saver's own marked (never refused).
+    host_ops: tuple[HostOp, ...] = ()
+    training_mode: tuple[TrainingModeOp, ...] = ()  # batch norms and dropouts computing as in training
 
     @property
     def input_keys(self) -> dict[str, str]:
@@ -141,10 +148,13 @@ class GraphReport:
             "output_parameters": self.output_parameters,
             "signature": {"name": self.signature_name,
                           "tensors": [{"key": e.key, "role": e.role, "tensor": e.tensor, "dtype": e.dtype,
-                                       "shape": None if e.shape is None else list(e.shape)}
+                                       "shape": None if e.shape is None else list(e.shape),
+                                       "computed_by": e.computed_by or None}
                                       for e in self.signature],
                           "others": list(self.other_signatures)} if self.signature else None,
             "note": self.note or None,
+            "host_ops": [op.to_json() for op in self.host_ops],
+            "training_mode": [op.to_json() for op in self.training_mode],
         }
 
 
@@ -240,9 +250,10 @@ def rank_output_candidates(graph_def: GraphDef, graph: Any, roles: _Roles | None
     roles = roles or _roles(graph_def, node_readers(graph_def))
     readers = roles.readers
     answers = roles.heads.tensors - {f"{name}:0" for name in roles.from_labels}
+    losses = {node_name(loss) for loss in roles.heads.losses}  # what the gradients start from: never an answer
     ranked: list[tuple[int, int, OutputCandidate]] = []
     for position, node in enumerate(graph_def.node):
-        if _is_bookkeeping(node):
+        if _is_bookkeeping(node) or node.name in losses:
             continue
         answer_node = any(node_name(t) == node.name for t in answers)
         if node.name in readers and not answer_node and not (
@@ -344,24 +355,28 @@ def inspect_loaded(source: LoadedSource) -> GraphReport:
         variables, parameters, origin = len(shapes), sum(math.prod(s) for s in shapes.values()), "graph"
     else:
         variables, parameters, origin = 0, _constant_parameters(graph_def), "constants"
-    histogram = Counter(node.op for node in graph_def.node)
+    histogram = Counter(node.op for node in graph_def.node if not is_barrier(node))
     roles = _roles(graph_def, node_readers(graph_def))  # once, for the labels and the ranking
     signature = []
     for item in source.signature:
         tensor = graph.get_tensor_by_name(item.tensor)
         signature.append(SignatureEntry(key=item.key, role=item.role, tensor=tensor.name,
-                                        dtype=tensor.dtype.name, shape=shape_of(tensor)))
+                                        dtype=tensor.dtype.name, shape=shape_of(tensor),
+                                        computed_by=computed_by(graph_def, tensor.name)
+                                        if item.role == "output" else ""))
     candidates = _signature_first(rank_output_candidates(graph_def, graph, roles), signature, graph)
     output_parameters = (elements_of(shapes, variables_feeding(graph_def, [c.tensor for c in candidates]))
                          if shapes and candidates else None)
     return GraphReport(
-        source=str(source.path), kind=source.kind, tf_version=source.tf_version, nodes=len(graph_def.node),
+        source=str(source.path), kind=source.kind, tf_version=source.tf_version, nodes=sum(histogram.values()),
         placeholders=placeholders(graph_def, graph, label_feeds(graph_def, roles)),
         candidates=candidates,
         op_histogram=tuple(sorted(histogram.items(), key=lambda item: (-item[1], item[0]))),
         variables=variables, parameters=parameters, parameters_from=origin, output_parameters=output_parameters,
         signature=tuple(signature),
         signature_name=source.signature_name, other_signatures=source.other_signatures, note=source.note,
+        host_ops=source.host_ops,
+        training_mode=find_training_mode(graph_def).ops,
     )
 
 

@@ -21,6 +21,7 @@ STAGES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("run", "run", ("infer.run.options:RunOptions", "infer.run.options:ScaleOptions")),
     ("compare", "compare", ("infer.compare.options:CompareOptions",)),
     ("tune-precision", "tune", ("infer.tune.options:TuneOptions",)),
+    ("doctor", "remote", ("infer.remote.options:RemoteOptions",)),
 )
 
 

@@ -57,6 +57,7 @@ class Setting(NamedTuple):
     only: tuple[str, ...] = ()  # a nested field: the nested class's fields taken (all when empty)
     enables: bool = False  # in a nested optional: giving this field alone switches its parent on (--aipp-config)
     needs: tuple[str, str] = ("", "")  # a nested optional's switch: (why its fields need it, the hint)
+    switch: bool = True  # a nested optional: its flag switches it on (--aipp); False: only its `enables` fields do
     required: bool = False  # the command line must give it (the pipeline fills it in itself: an output folder)
 
 
@@ -66,13 +67,13 @@ def setting(default: Any = MISSING, *, default_factory: Any = MISSING, toml: str
             always: bool = False, example: Any = NO_UNSET, short: str | None = None,
             parse: Callable[[Any, str], Any] | None = None, shown: str = "", inline: bool = False,
             only: tuple[str, ...] = (), enables: bool = False, needs: tuple[str, str] = ("", ""),
-            required: bool = False) -> Any:
+            required: bool = False, switch: bool = True) -> Any:
     """A dataclass field with its Setting. ``toml=True``/``flag=True`` name it after the field (``--loop``);
     False leaves it out of the file / the command line."""
     spelling = {"toml": toml, "flag": flag, "help": help, "unset": unset, "repeat": repeat, "negative": negative,
                 "decode": decode, "always": always, "example": example, "short": short, "parse": parse,
                 "shown": shown, "inline": inline, "only": only, "enables": enables, "needs": needs,
-                "required": required}
+                "required": required, "switch": switch}
     if default_factory is not MISSING:
         return dataclasses.field(default_factory=default_factory, metadata={_KEY: spelling})
     return dataclasses.field(default=default, metadata={_KEY: spelling})
@@ -164,7 +165,7 @@ def flagged(cls: type, path: tuple[str, ...] = ()) -> Iterator[Flagged]:
             continue
         if spelling.flag is None:
             continue  # nested options the command line does not take
-        if is_optional(field_types(cls)[item.name]):
+        if is_optional(field_types(cls)[item.name]) and spelling.switch:
             yield Flagged((*path, item.name), cls, item, spelling, switch=True)
         yield from (flag for flag in flagged(inner, (*path, item.name))
                     if not spelling.only or flag.path[len(path) + 1] in spelling.only)
@@ -352,3 +353,15 @@ def _template_value(item: Field[Any], spelling: Setting, owner: type) -> str | N
     if default is MISSING:
         return None
     return toml_literal(shown)
+
+
+ALLOW_HOST_OPS_HELP = ("Run a graph that holds ops acting on this machine (reading or writing files, Python callbacks, "
+                       "the network: `infer inspect` lists them), which is refused otherwise. Only for a model whose "
+                       "author you trust.")
+
+
+def allow_host_ops_setting() -> Any:
+    """The `allow_host_ops` field as every stage that runs or loads a graph declares it (freeze, convert, run,
+    compare, tune-precision): ``--allow-host-ops``, the flag ckpt2pb's refusals name (`ckpt2pb.host_ops.ALLOW_FLAG`,
+    held equal by tests/ckpt2pb/test_host_ops.py)."""
+    return setting(False, help=ALLOW_HOST_OPS_HELP)

@@ -92,6 +92,8 @@ class ModelContract:
     tf115_unknown_ops: dict[str, str] = field(default_factory=dict)
     random_ops: dict[str, str] = field(default_factory=dict)
     signature_keys: dict[str, str] = field(default_factory=dict)  # tensor -> its SavedModel signature key
+    # node -> how freeze put it in inference mode (a batch norm or dropout of a training graph: "batch norm: ...").
+    inference_mode: dict[str, str] = field(default_factory=dict)
 
     @property
     def folder(self) -> Path:
@@ -162,6 +164,7 @@ class ModelContract:
             "fixed": dict(self.fixed),
             "tf115_unknown_ops": dict(self.tf115_unknown_ops),
             "random_ops": dict(self.random_ops),
+            "inference_mode": dict(self.inference_mode),
             "converted": None,
         }
         if self.converted is not None:
@@ -245,6 +248,7 @@ def _contract(data: dict[str, Any], path: Path) -> ModelContract:
         converted=converted,
         tf115_unknown_ops=_text_map(fields, "tf115_unknown_ops"),
         random_ops=_text_map(fields, "random_ops"),
+        inference_mode=_text_map(fields, "inference_mode"),
         signature_keys={item.text("tensor"): item.text("signature_key")
                         for key in ("inputs", "outputs") for item in fields.children(key)
                         if "signature_key" in item.data},

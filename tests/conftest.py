@@ -10,7 +10,7 @@ import pytest
 from atc_wrap.precision.modes import PrecisionMode
 from ckpt2pb.logs import quiet_tensorflow_logs
 from infer.contract import ModelContract
-from tests.frozen import freeze_by_hand
+from tests.builders.frozen import freeze_by_hand
 from tests.models import BuiltModel, build_small_cnn
 
 quiet_tensorflow_logs()  # before any test imports TensorFlow

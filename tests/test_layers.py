@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from binio.exports import LAZY_CALL, declared_exports
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("binio", "ckpt2pb", "atc_wrap", "infer")
 ENTRY_POINTS = {"infer/__main__.py"}  # `python -m infer` runs the command line: the one module allowed to
@@ -36,15 +38,15 @@ def _import_names(node: ast.Import | ast.ImportFrom, module: str) -> set[str]:
 
 
 def _lazy_exports() -> dict[str, dict[str, str]]:
-    """Package -> {exported name: the module it lives in}, from each ``lazy_exports(__name__, {...})`` call."""
+    """Package -> {exported name: the module it lives in}, for each package that exports lazily: the
+    ``TYPE_CHECKING`` imports `binio.exports.lazy_exports` reads."""
     found: dict[str, dict[str, str]] = {}
     for path in sorted(ROOT.glob("*/**/__init__.py")):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Call) and ast.unparse(node.func) == "lazy_exports":
-                package = ".".join(path.parent.relative_to(ROOT).parts)
-                found[package] = {name: where.partition(":")[0]
-                                  for name, where in ast.literal_eval(node.args[1]).items()}
+        source = path.read_text(encoding="utf-8")
+        package = ".".join(path.parent.relative_to(ROOT).parts)
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.Call) and ast.unparse(node.func) == LAZY_CALL:
+                found[package] = {name: home for name, (home, _) in declared_exports(source, lazy=True).items()}
     return found
 
 
@@ -232,6 +234,7 @@ def _cycle_in(graph: dict[str, set[str]], group: set[str]) -> list[str]:
     raise AssertionError(f"no cycle through {start}")  # a strongly connected group always has one
 
 
+@pytest.mark.slow
 def test_no_import_cycle_among_the_projects_modules() -> None:
     """No module imports, outside its functions, one that imports it back (directly or around a longer loop), not
     even for types only (under TYPE_CHECKING): such a loop is two modules that need each other, whatever runs
@@ -265,6 +268,7 @@ def test_the_cycle_check_sees_module_level_cycles_only() -> None:
 def test_the_lazy_exports_were_read() -> None:
     assert LAZY_EXPORTS["infer.compare"]["compare_layers"] == "infer.compare._layers.stand_in"
     assert "infer.compare._layers.stand_in" in imported_modules("from infer.compare import compare_layers\n", "infer.x")
+    assert LAZY_EXPORTS["infer.run"]["run_model"] == "infer.run._entry"  # binio.exports' form
 
 
 def _private_of_another(path: str, name: str) -> bool:
@@ -276,6 +280,7 @@ def _private_of_another(path: str, name: str) -> bool:
     return not path.startswith(f"infer/{parts[1]}/")
 
 
+@pytest.mark.slow
 def test_no_stage_imports_another_stages_own_modules() -> None:
     """A stage reaches another through the names its package exports (`from infer.compare import ...`), never
     through the modules that package keeps to itself; the command line and the API's exports may."""

@@ -6,6 +6,8 @@ import ast
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 # benchmarks/hand/ holds what a user writes without infer (the baselines infer is measured against): left out.
 SOURCES = sorted(path for folder in ("binio", "ckpt2pb", "atc_wrap", "infer", "benchmarks")
@@ -36,25 +38,30 @@ def test_the_sources_were_read() -> None:
     assert len(TREES) > 100
 
 
+@pytest.mark.slow
 def test_tensorflows_log_level_is_set_in_one_place() -> None:
     assert files_with_string(lambda text: text == "TF_CPP_MIN_LOG_LEVEL") == {"ckpt2pb/logs.py"}
 
 
+@pytest.mark.slow
 def test_a_graph_def_is_parsed_by_one_reader() -> None:
     """ckpt2pb's: the converter side is handed the graph its caller read (atc_wrap may not import ckpt2pb)."""
     assert files_calling("ParseFromString") == {"ckpt2pb/protobuf.py"}
     assert files_calling("ParseFromString", TEST_TREES) == set()  # the tests read pbs with it too
 
 
+@pytest.mark.slow
 def test_msame_and_ais_bench_argv_is_built_in_one_place() -> None:
     assert files_with_string(lambda text: text == "--outfmt") == {"infer/run/_runners/tool.py"}
 
 
+@pytest.mark.slow
 def test_tensorflow_and_msaccucmp_dtype_spellings_live_in_binio() -> None:
     found = files_with_string(lambda text: text.startswith("DT_"))
     assert {path for path in found if not path.startswith("binio/")} == set()
 
 
+@pytest.mark.slow
 def test_the_version_is_written_once() -> None:
     """infer._version.__version__ (infer.__version__); pyproject reads it from there, doctor and the compare reports
     show it."""
@@ -68,6 +75,7 @@ def test_the_version_is_written_once() -> None:
     assert asking_metadata == set()
 
 
+@pytest.mark.slow
 def test_a_users_json_or_toml_is_decoded_in_one_place() -> None:
     """binio/reading.py decodes JSON (nesting, numbers of thousands of digits refused by name) and the pipeline's
     TOML reader beside it: a new reader that called json.loads itself could regress to a RecursionError traceback.
@@ -81,7 +89,7 @@ def test_a_users_json_or_toml_is_decoded_in_one_place() -> None:
     assert {path for path in decoding if not path.startswith("benchmarks/")} == {
         "binio/reading.py", "infer/pipeline/config.py", "atc_wrap/precision/op_tables.py",
         "atc_wrap/standin/emulation.py",
-        "atc_wrap/standin/converter_names.py", "ckpt2pb/source.py"}
+        "atc_wrap/standin/converter_names.py", "ckpt2pb/source.py", "ckpt2pb/host_ops.py"}
 
 
 def _assigned_names(tree: ast.AST) -> set[str]:

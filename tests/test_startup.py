@@ -27,6 +27,7 @@ for name in {heavy!r}:
 """
 
 
+@pytest.mark.slow
 def test_help_imports_no_heavy_framework() -> None:
     result = subprocess.run([sys.executable, "-c", PROBE.format(heavy=HEAVY)], capture_output=True, text=True,
                             timeout=120, check=True)
@@ -34,6 +35,7 @@ def test_help_imports_no_heavy_framework() -> None:
     assert [line for line in result.stdout.splitlines() if line.startswith("imported:")] == []
 
 
+@pytest.mark.slow
 def test_tensorflow_start_up_chatter_stays_off_the_terminal(frozen_small_cnn: ModelContract) -> None:
     """TF prints notices from C++ while it is imported (absl, oneDNN, CPU features); -vv lets them through."""
     env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
@@ -66,6 +68,7 @@ print("imported:", *sorted(name for name in ("numpy", "tensorflow", "onnxruntime
 """
 
 
+@pytest.mark.slow
 def test_every_command_help_imports_neither_numpy_nor_rich() -> None:
     """Help is text: no command's --help pays for numpy (about 40 ms, a fifth of the start-up), let alone more, nor
     for rich (click formats help; rich's markdown renderer cost about 0.1 s)."""
@@ -85,6 +88,7 @@ def test_the_error_root_imports_no_numpy() -> None:
     assert result.stdout.strip() == "[]"
 
 
+@pytest.mark.slow
 def test_no_command_help_imports_pydantic() -> None:
     """typer coerces values through pydantic; values click has already typed (the flags that --help parses) pass
     as they are (infer/cli/typed_values.py), so help does not pay for pydantic (about a third of its time)."""
@@ -96,6 +100,7 @@ def test_no_command_help_imports_pydantic() -> None:
         assert result.stdout.splitlines()[-1] == "imported:", argv
 
 
+@pytest.mark.slow
 def test_a_scripted_dump_imports_no_rich(frozen_small_cnn: ModelContract, tmp_path: Path) -> None:
     """Off a terminal there is no progress bar and every line is plain, so rich (about 50 ms) is not loaded."""
     argv = ["dump-bin", "-m", str(frozen_small_cnn.path), "-o", f"{tmp_path}/bins", "random:0", "--samples", "2"]
@@ -117,9 +122,10 @@ print("modules:", *sorted(name for name in sys.modules if name.startswith("infer
 """
 
 
+@pytest.mark.slow
 def test_a_command_imports_and_builds_only_its_own_module() -> None:
     """Each command lives in a module of its own; running one (its help here) does not import the ten others."""
-    shared = {"infer.cli.app", "infer.cli.console", "infer.cli.quiet", "infer.cli.typed_values"}
+    shared = {"infer.cli.app", "infer.cli.console", "infer.cli.interrupts", "infer.cli.quiet", "infer.cli.typed_values"}
     for argv, own in ((["dump-bin", "--help"], {"infer.cli.dump_bin", "infer.cli.options"}),
                       (["-q", "bin-info", "-h"], {"infer.cli.bin_info", "infer.cli.options"}),
                       (["pipeline", "init", "--help"], {"infer.cli.pipeline"})):
@@ -145,6 +151,7 @@ print("blas:", os.environ.get("OPENBLAS_NUM_THREADS"), "threads:", len(os.listdi
 """
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="counts the process's threads in /proc")
 def test_numpy_starts_no_blas_threads_unless_the_user_asks(tmp_path: Path) -> None:
     """numpy's OpenBLAS would start a spinning thread per core: infer asks for one (its own thread), and keeps a
@@ -162,6 +169,7 @@ def test_numpy_starts_no_blas_threads_unless_the_user_asks(tmp_path: Path) -> No
     assert theirs.stdout.splitlines()[-1].startswith("blas: 2 threads:"), theirs.stdout  # OpenBLAS caps it at the cores
 
 
+@pytest.mark.slow
 def test_the_python_api_keeps_tensorflows_chatter_off_stderr_too(frozen_small_cnn: ModelContract) -> None:
     """The library, used from Python, quiets TensorFlow as the command line does: its C++ start-up lines (oneDNN,
     absl) and its deprecation notes stay off the caller's stderr."""

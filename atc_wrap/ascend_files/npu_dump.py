@@ -219,40 +219,63 @@ def _tensor(item: _Pending, raw: bytes, offset: int) -> DumpTensor:
         ge_dtype=message.uint(1), raw=raw)
 
 
-def parse_npu_dump(data: bytes, where: str | Path, file_name: DumpFileName | None = None) -> NpuDump:
-    """A dump file's content decoded; `where` names it in refusals."""
-    if len(data) < _LENGTH_BYTES:
+@dataclass(frozen=True)
+class _Header:
+    length: int
+    dump: Message
+    pending: list[_Pending]
+    unknown: tuple[str, ...]
+    inline: bool  # the tensors' data lie inside the header, none after it
+
+
+def _read_header(head: memoryview, total: int, where: str | Path) -> _Header:
+    """The header of a dump file of `total` bytes whose first bytes are `head` (the length and the header at
+    least), checked against `total` before the data after it is read: a header length past the end, a header that
+    is not a DumpData message, or tensor sizes that do not add up to the file's are refused."""
+    if total < _LENGTH_BYTES:
         raise NpuDumpError(f"{where}: not an NPU dump file: expected an {_LENGTH_BYTES}-byte header length, the file "
-                           f"has {len(data)} bytes")
-    length = int.from_bytes(data[:_LENGTH_BYTES], "little")
-    if length > len(data) - _LENGTH_BYTES:
+                           f"has {total} bytes")
+    length = int.from_bytes(head[:_LENGTH_BYTES], "little")
+    if length > total - _LENGTH_BYTES:
         raise NpuDumpError(f"{where}: not an NPU dump file, or a truncated one: its first 8 bytes declare a "
-                           f"{length}-byte header, {len(data) - _LENGTH_BYTES} bytes follow")
-    view = memoryview(data)
+                           f"{length}-byte header, {total - _LENGTH_BYTES} bytes follow")
     try:
-        dump = Message(view[_LENGTH_BYTES:_LENGTH_BYTES + length], what="DumpData")
+        dump = Message(head[_LENGTH_BYTES:_LENGTH_BYTES + length], what="DumpData")
         pending = (_pending(dump, 4, "input", 4, 5) + _pending(dump, 3, "output", 5, 6)
                    + _pending(dump, 5, "buffer", 2, 3) + _pending(dump, 8, "workspace", 2, 3))
         unknown = _unknown(dump, _KNOWN["DumpData"], "DumpData")
         for item in pending:
             known = _KNOWN["space" if item.role == "workspace" else item.role]
             unknown += _unknown(item.message, known, f"{item.role}[{item.index}]")
+    except WireError as err:
+        raise NpuDumpError(f"{where}: not an NPU dump file: its {length}-byte header is not a DumpData message: "
+                           f"{err}") from None
+    trailing = total - _LENGTH_BYTES - length
+    declared = sum(item.size for item in pending)
+    inline = trailing == 0 and all(item.inline is not None and len(item.inline) == item.size
+                                   for item in pending if item.size)
+    if declared != trailing and not inline:
+        raise NpuDumpError(f"{where}: truncated or corrupt NPU dump: its tensors declare {declared} bytes of data "
+                           f"after the {length}-byte header, the file has {trailing}")
+    return _Header(length, dump, pending, tuple(unknown), inline and declared != trailing)
+
+
+def parse_npu_dump(data: bytes, where: str | Path, file_name: DumpFileName | None = None) -> NpuDump:
+    """A dump file's content decoded; `where` names it in refusals."""
+    view = memoryview(data)
+    header = _read_header(view, len(data), where)
+    dump, length, pending, unknown = header.dump, header.length, header.pending, list(header.unknown)
+    try:
         attrs = tuple((a.string(1), a.string(2)) for a in dump.messages(7, "DumpData.attr"))
         op_name, version, dump_time = dump.string(6), dump.string(1), dump.uint(2)
-        trailing = len(data) - _LENGTH_BYTES - length
-        declared = sum(item.size for item in pending)
         tensors: list[DumpTensor] = []
-        if declared == trailing:
+        if not header.inline:
             offset = _LENGTH_BYTES + length
             for item in pending:
                 tensors.append(_tensor(item, bytes(view[offset:offset + item.size]), offset))
                 offset += item.size
-        elif trailing == 0 and all(item.inline is not None and len(item.inline) == item.size
-                                   for item in pending if item.size):
-            tensors = [_tensor(item, bytes(item.inline) if item.inline is not None else b"", -1) for item in pending]
         else:
-            raise NpuDumpError(f"{where}: truncated or corrupt NPU dump: its tensors declare {declared} bytes of data "
-                               f"after the {length}-byte header, the file has {trailing}")
+            tensors = [_tensor(item, bytes(item.inline) if item.inline is not None else b"", -1) for item in pending]
     except WireError as err:
         raise NpuDumpError(f"{where}: not an NPU dump file: its {length}-byte header is not a DumpData message: "
                            f"{err}") from None
@@ -270,7 +293,13 @@ def read_npu_dump(path: str | Path, file_name: DumpFileName | None = None) -> Np
     dump_path = Path(path)
     refuse_special(dump_path, "an NPU dump file")
     try:
-        data = dump_path.read_bytes()
+        with open(dump_path, "rb") as handle:
+            total = os.fstat(handle.fileno()).st_size
+            head = handle.read(_LENGTH_BYTES)
+            if len(head) == _LENGTH_BYTES:  # the header, checked against the file's size before its data is read
+                head += handle.read(min(int.from_bytes(head, "little"), total))
+            _read_header(memoryview(head), total, dump_path)
+            data = head + handle.read()
     except PermissionError as err:
         refusal = permission_error(err)
         raise NpuDumpError(refusal.message, hint=refusal.hint) from err

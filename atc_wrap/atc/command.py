@@ -17,6 +17,11 @@ from binio.layouts import Layout
 from binio.spec import TensorSpec, output_index
 
 FRAMEWORK_TENSORFLOW = "3"
+# The options whose value is a file ATC reads (``--flag=PATH``), as `atc_argv` writes them; ``--output`` is the om's
+# path less ``.om``. What runs ATC elsewhere (an Ascend host over SSH) sends these files and names them there.
+ATC_FILE_OPTIONS: tuple[str, ...] = ("--model", "--insert_op_conf", "--fusion_switch_file", "--keep_dtype",
+                                     "--modify_mixlist", "--customize_dtypes")
+ATC_OUTPUT_OPTION = "--output"
 
 
 def atc_argv(plan: ConversionPlan, atc: str) -> tuple[str, ...]:

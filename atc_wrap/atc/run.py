@@ -11,6 +11,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from atc_wrap.errors import ConvertError
 from binio.process import ToolResult, find_tool, run_tool
@@ -74,16 +75,28 @@ def require_atc() -> Path:
     return found
 
 
-def run_atc(argv: Sequence[str], om: Path, *, timeout: float) -> AtcRun:
-    """Runs ATC's `argv` (`atc_wrap.atc.command.atc_argv`), which writes `om`; returns only when ATC converted, else
-    raises `ConvertError` naming its error codes."""
+class AtcExecutor(Protocol):
+    """Runs an ATC argv to its end and returns what it did, leaving the om at `om` when ATC wrote one: here
+    (`run_tool` in `cwd`), or elsewhere (an Ascend host over SSH, `infer.remote`) with the om fetched back."""
+
+    def __call__(self, argv: Sequence[str], *, timeout: float, cwd: Path, om: Path) -> ToolResult: ...
+
+
+def run_here(argv: Sequence[str], *, timeout: float, cwd: Path, om: Path) -> ToolResult:
+    """ATC on this machine."""
+    return run_tool(argv, timeout=timeout, cwd=cwd)
+
+
+def run_atc(argv: Sequence[str], om: Path, *, timeout: float, execute: AtcExecutor = run_here) -> AtcRun:
+    """Runs ATC's `argv` (`atc_wrap.atc.command.atc_argv`), which writes `om`, through `execute` (here by default);
+    returns only when ATC converted, else raises `ConvertError` naming its error codes."""
     try:
         om.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ConvertError(f"{om.parent}: cannot create the output folder ({exc.strerror})") from None
     before = om.stat().st_mtime_ns if om.exists() else None
     try:
-        result = run_tool(argv, timeout=timeout, cwd=om.parent)
+        result = execute(argv, timeout=timeout, cwd=om.parent, om=om)
         judge_output(result, om)
     except BaseException:
         # Leave no om behind that this failed run wrote, so nobody runs a half-converted model.

@@ -7,9 +7,15 @@ from pathlib import Path
 import typer
 
 from binio.shown_path import shown_path
-from infer.cli.console import print_json, say, show, steps, warn
+from infer.cli.console import examples, print_json, say, show, steps, warn
 from infer.cli.options import takes_options
 from infer.convert.options import ConvertOptions
+
+EXAMPLES = examples(
+    "infer convert model/model.json --soc-version Ascend310 --precision-mode force_fp16",
+    "infer convert model/model.json --target om --soc-version Ascend310P3 --dry-run   # the ATC command line",
+    "infer convert model_dynamic/model.json --soc-version Ascend310 --dynamic-batch 1,4,8",
+)
 
 
 @takes_options(options=ConvertOptions)
@@ -35,10 +41,12 @@ def convert(
     from binio.process import quote_command
     from infer.contract import load_contract
     from infer.convert import choose_target, convert_model
+    from infer.remote import remote_given
 
     contract = load_contract(model)
     if options.use_om is None and options.target is None:
-        say(choose_target(None)[1])  # before the steps: why this target (the conversion chooses the same)
+        # before the steps: why this target (the conversion chooses the same)
+        say(choose_target(None, remote=remote_given(options.remote))[1])
     with steps("convert") as on_step:
         result = convert_model(contract, options, on_step=on_step)
     if result.ignored:
@@ -74,6 +82,12 @@ def convert(
     else:
         show(f"wrote {shown_path(result.artefact)} ({converted.target}, {converted.precision_mode}, "
              f"sha256 {converted.sha256[:12]}) in {result.seconds:.1f} s")
+    built = converted.settings.get("remote")
+    if isinstance(built, dict):  # ATC ran on an Ascend host: where, and what went back and forth
+        from infer.remote import RemoteRecord
+
+        remote = RemoteRecord.from_json(built)
+        show(f"built on {remote.host} ({remote.tool}): {remote.traffic.describe()}")
     io = ", ".join(f"{s.name} {s.dtype}" for s in (*converted.inputs, *converted.outputs))
     show(f"inputs/outputs: {io}")
     if converted.gears is not None:  # dump-bin, run and compare take only these shapes

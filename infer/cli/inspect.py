@@ -7,13 +7,22 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from infer.cli.console import out, print_json, table
+from infer.cli.console import examples, out, print_json, table
 from infer.cli.options import takes_options
 from infer.inspect.options import InspectOptions
 
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
+
+    from ckpt2pb.inspection import GraphReport
+
+
+EXAMPLES = examples(
+    "infer inspect ckpt/model.ckpt                  # inputs, ranked output candidates, dynamic dims",
+    "infer inspect ckpt/model.ckpt --json --top 3",
+    "infer inspect model/model.json --precision     # after convert: each op's dtype on the chip",
+)
 
 
 def _shape(shape: tuple[int | None, ...] | None) -> str:
@@ -35,6 +44,23 @@ def _print_whole(console: Console, table: Table) -> None:
 
 def _tensor_column(table: Table, names: list[str]) -> None:
     table.add_column("tensor", min_width=max(map(len, names), default=6), no_wrap=True)
+
+
+def _print_host_ops(console: Console, report: GraphReport) -> None:
+    """The section of ops that act on the host: each node, its op and why it acts (the checkpoint's saver marked)."""
+    from ckpt2pb.host_ops import ALLOW_FLAG
+
+    acting = [op for op in report.host_ops if not op.saver]
+    title = (f"Ops that act on this machine when the graph runs: freeze, run and compare refuse them (unless "
+             f"{ALLOW_FLAG})" if acting else "Ops that act on this machine: only the checkpoint's saver")
+    listed = table(title)
+    _tensor_column(listed, [op.node for op in report.host_ops])
+    for column in ("op", "what it does", "function"):
+        listed.add_column(column)
+    for op in report.host_ops:
+        what = f"{op.family} (the checkpoint's saver: reads the checkpoint infer is given)" if op.saver else op.family
+        listed.add_row(op.node, op.op, what, op.function)
+    _print_whole(console, listed)
 
 
 @takes_options(options=InspectOptions)
@@ -61,6 +87,7 @@ def inspect(
     fused into it).
     """
     # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
+    from ckpt2pb.training_mode import summary
     from infer.inspect import inspect_path
 
     found = inspect_path(model, options)
@@ -98,6 +125,20 @@ def inspect(
     console.print(weights_line, markup=False)
     if report.note:
         console.print(report.note, markup=False)
+    fixable = [op for op in report.training_mode if op.change]
+    stuck = [op for op in report.training_mode if not op.change and not op.suspect]
+    suspects = [op for op in report.training_mode if op.suspect]
+    if fixable:
+        console.print(f"training mode: {summary(fixable)} compute as in training (each batch's own statistics, a "
+                      "drawn mask), so a sample's output depends on its batch: freeze puts them in inference mode",
+                      markup=False)
+    if stuck:
+        console.print(f"training mode: {summary(stuck)} cannot be put in inference mode (no moving mean and "
+                      "variance in the graph): freeze refuses them; build the graph with training=False",
+                      markup=False)
+    if suspects:
+        console.print(f"training mode?: {summary(suspects)} centre a tensor by its own mean over axis 0: a batch "
+                      "norm in training mode where axis 0 is the batch (freeze leaves it and warns)", markup=False)
 
     if report.signature:
         signature = table(f"Signature {report.signature_name} (its keys name tensors in --inputs and --outputs "
@@ -105,10 +146,11 @@ def inspect(
         for column in ("key", "role"):
             signature.add_column(column)
         _tensor_column(signature, [entry.tensor for entry in report.signature])
-        for column in ("dtype", "shape"):
+        for column in ("dtype", "shape", "computed by (its layer's scope)"):
             signature.add_column(column)
         for entry in report.signature:
-            signature.add_row(entry.key, entry.role, entry.tensor, entry.dtype, _shape(entry.shape))
+            signature.add_row(entry.key, entry.role, entry.tensor, entry.dtype, _shape(entry.shape),
+                              entry.computed_by if entry.computed_by != entry.tensor.partition(":")[0] else "")
         _print_whole(console, signature)
         if report.other_signatures:
             console.print(f"other signatures, not read (freeze takes {report.signature_name}): "
@@ -156,6 +198,9 @@ def inspect(
     _print_whole(console, candidates)
     if len(report.candidates) > top:
         console.print(f"... {len(report.candidates) - top} more (--top N, or --json)", markup=False)
+
+    if report.host_ops:
+        _print_host_ops(console, report)
 
     histogram = table("Op types")
     histogram.add_column("op")

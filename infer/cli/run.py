@@ -7,9 +7,15 @@ from pathlib import Path
 import typer
 
 from binio.shown_path import shown_path
-from infer.cli.console import batch_bar, print_json, show
+from infer.cli.console import batch_bar, examples, print_json, show
 from infer.cli.options import takes_options
 from infer.run.options import RunOptions, ScaleOptions
+
+EXAMPLES = examples(
+    "infer run model/model.json --input bins -o out",
+    "infer run model/model.json --input bins -o golden --backend tf   # the frozen pb: compare's reference",
+    "infer run model_dynamic/model.json --input bins_b4 -o out_b4",
+)
 
 
 def _ms(value: float | None) -> str:
@@ -66,4 +72,6 @@ def run(
         resumed = f", {scaled.resumed_stems} batches already done" if scaled.resumed_stems else ""
         show(f"{scaled.shard_count} shards ({scaled.engine}): {wall} wall clock, process starts "
              f"included{resumed}")
+    if record.remote is not None:  # where it ran, and what went back and forth
+        show(f"ran on {record.remote.host}: {record.remote.traffic.describe()}")
     show(f"wrote {shown_path(result.folder)}")

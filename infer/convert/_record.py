@@ -18,7 +18,7 @@ from infer.model_aipp import AippOptions, aipp_record
 
 
 def converted_info(contract: ModelContract, plan: ConversionPlan, done: AtcRun | OnnxConversion, *,
-                   atc: Path | None = None, aipp: AippOptions | None = None) -> ConvertedInfo:
+                   atc: Path | str | None = None, aipp: AippOptions | None = None) -> ConvertedInfo:
     """model.json's `converted` for the plan carried out (`done`: ATC's run, found at `atc`, or the stand-in's
     conversion); `aipp` the options AIPP's config was made from, for its record."""
     folder = contract.folder

@@ -5,21 +5,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from infer._exports import lazy_exports
+from binio.exports import lazy_exports
 
-if TYPE_CHECKING:
-    from infer.inspect._inspect import inspect_path
-    from infer.inspect.errors import InspectError
-    from infer.inspect.options import InspectOptions
-    from infer.inspect.result import InspectResult
+if TYPE_CHECKING:  # the exports (binio/exports.py): type checkers read them here, lazy_exports on first use
+    from infer.inspect._inspect import inspect_path as inspect_path
+    from infer.inspect.errors import InspectError as InspectError
+    from infer.inspect.options import InspectOptions as InspectOptions
+    from infer.inspect.result import InspectResult as InspectResult
 
-__all__ = [
-    "InspectError", "InspectOptions", "InspectResult", "inspect_path",
-]
 
-__getattr__, __dir__ = lazy_exports(__name__, {
-    "InspectError": "infer.inspect.errors",
-    "InspectOptions": "infer.inspect.options",
-    "InspectResult": "infer.inspect.result",
-    "inspect_path": "infer.inspect._inspect",
-})
+__getattr__, __dir__ = lazy_exports(__name__)

@@ -5,22 +5,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from infer._exports import lazy_exports
+from binio.exports import lazy_exports
 
-if TYPE_CHECKING:
-    from infer.model_aipp.config import AIPP_FILE, aipp_config_for, aipp_record, model_aipp
-    from infer.model_aipp.declared import DeclaredPreprocessing
-    from infer.model_aipp.options import AippOptions
+if TYPE_CHECKING:  # the exports (binio/exports.py): type checkers read them here, lazy_exports on first use
+    from infer.model_aipp.config import AIPP_FILE as AIPP_FILE
+    from infer.model_aipp.config import aipp_config_for as aipp_config_for
+    from infer.model_aipp.config import aipp_record as aipp_record
+    from infer.model_aipp.config import model_aipp as model_aipp
+    from infer.model_aipp.declared import DeclaredPreprocessing as DeclaredPreprocessing
+    from infer.model_aipp.options import AippOptions as AippOptions
 
-__all__ = [
-    "AIPP_FILE", "AippOptions", "DeclaredPreprocessing", "aipp_config_for", "aipp_record", "model_aipp",
-]
 
-__getattr__, __dir__ = lazy_exports(__name__, {
-    "AIPP_FILE": "infer.model_aipp.config",
-    "AippOptions": "infer.model_aipp.options",
-    "DeclaredPreprocessing": "infer.model_aipp.declared",
-    "aipp_config_for": "infer.model_aipp.config",
-    "aipp_record": "infer.model_aipp.config",
-    "model_aipp": "infer.model_aipp.config",
-})
+__getattr__, __dir__ = lazy_exports(__name__)

@@ -6,39 +6,22 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from infer._exports import lazy_exports
+from binio.exports import lazy_exports
 
-if TYPE_CHECKING:
-    from infer.model_om.bins import check_bins_for_om, check_om_bins
-    from infer.model_om.descriptors import (
-        RECORD_KEY,
-        OmDescriptors,
-        OmGears,
-        OmInput,
-        OmOutput,
-        match_om,
-        om_descriptors,
-        with_om_descriptors,
-    )
-    from infer.model_om.errors import OmBinsError, OmFileError, OmMismatchError
+if TYPE_CHECKING:  # the exports (binio/exports.py): type checkers read them here, lazy_exports on first use
+    from infer.model_om.bins import check_bins_for_om as check_bins_for_om
+    from infer.model_om.bins import check_om_bins as check_om_bins
+    from infer.model_om.descriptors import RECORD_KEY as RECORD_KEY
+    from infer.model_om.descriptors import OmDescriptors as OmDescriptors
+    from infer.model_om.descriptors import OmGears as OmGears
+    from infer.model_om.descriptors import OmInput as OmInput
+    from infer.model_om.descriptors import OmOutput as OmOutput
+    from infer.model_om.descriptors import match_om as match_om
+    from infer.model_om.descriptors import om_descriptors as om_descriptors
+    from infer.model_om.descriptors import with_om_descriptors as with_om_descriptors
+    from infer.model_om.errors import OmBinsError as OmBinsError
+    from infer.model_om.errors import OmFileError as OmFileError
+    from infer.model_om.errors import OmMismatchError as OmMismatchError
 
-__all__ = [
-    "RECORD_KEY", "OmBinsError", "OmDescriptors", "OmFileError", "OmGears", "OmInput", "OmMismatchError",
-    "OmOutput", "check_bins_for_om", "check_om_bins", "match_om", "om_descriptors", "with_om_descriptors",
-]
 
-__getattr__, __dir__ = lazy_exports(__name__, {
-    "RECORD_KEY": "infer.model_om.descriptors",
-    "OmBinsError": "infer.model_om.errors",
-    "OmDescriptors": "infer.model_om.descriptors",
-    "OmFileError": "infer.model_om.errors",
-    "OmGears": "infer.model_om.descriptors",
-    "OmInput": "infer.model_om.descriptors",
-    "OmMismatchError": "infer.model_om.errors",
-    "OmOutput": "infer.model_om.descriptors",
-    "check_bins_for_om": "infer.model_om.bins",
-    "check_om_bins": "infer.model_om.bins",
-    "match_om": "infer.model_om.descriptors",
-    "om_descriptors": "infer.model_om.descriptors",
-    "with_om_descriptors": "infer.model_om.descriptors",
-})
+__getattr__, __dir__ = lazy_exports(__name__)

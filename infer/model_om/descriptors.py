@@ -5,9 +5,8 @@ The om's descriptors are the truth about what it takes and gives: ATC may have m
 (``--input_fp16_nodes``), an output float16 (``--output_type``), fixed a batch or added gears, whatever the command
 line model.json predicted. They are read from the om once, when convert records it (``converted.settings.om``),
 and from then on taken from model.json, whose sha256 of the om says the file is still the one read. A contract
-that records an om without them (written before they were read, or an om convert could not read) has its om read
-where it is used (`om_descriptors`), and a file that does not start as an om (the test suite's fake oms) keeps
-model.json's own specs.
+that records an om without them (an om convert could not read, or one given to a contract by hand) has its om read
+where it is used (`om_descriptors`); one this reader cannot open keeps model.json's own specs, with a warning.
 """
 
 from __future__ import annotations
@@ -25,7 +24,6 @@ import numpy as np
 
 from atc_wrap.ascend_files.errors import OmFileError
 from atc_wrap.ascend_files.ge_attrs import attr_json
-from atc_wrap.ascend_files.om_file import starts_as_om
 from atc_wrap.ascend_files.om_model import OmIo, OmModel, read_om
 from binio.dtypes import DTYPE_NAMES, dtype
 from binio.gears import BATCH, DIMS, IMAGE_SIZE, DynamicShape, GearError, check_widths
@@ -342,8 +340,8 @@ def _read_matched(path: Path, stamp: tuple[int, int], inputs: tuple[TensorSpec, 
 
 def om_descriptors(contract: ModelContract) -> OmDescriptors | None:
     """The converted om's own descriptors: model.json's record of them, else read from the om now. None for a model
-    not converted to an om, and for an om that cannot be read (not starting as an om, as the test suite's fakes;
-    encrypted; one this reader does not follow, which is logged): model.json's specs then stand."""
+    not converted to an om, and for an om that cannot be read (not an om, encrypted, one this reader does not
+    follow: a warning says which): model.json's specs then stand."""
     converted = contract.converted
     if converted is None or converted.target != "om":
         return None
@@ -351,9 +349,6 @@ def om_descriptors(contract: ModelContract) -> OmDescriptors | None:
     if recorded is not None:
         return recorded
     path = contract.folder / converted.path
-    if not starts_as_om(path):
-        log.info("%s does not start as an om: model.json's specs of it are used", path)
-        return None
     try:
         stat = os.stat(path)
     except OSError:

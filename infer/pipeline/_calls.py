@@ -66,9 +66,13 @@ def compare(config: PipelineConfig, work: WorkLayout, run_folder: Path) -> Stage
         warning = " (warning: the outputs pass)" if result.layerwise.is_warning else ""
         parts.append(f"first diverging tensor {result.layerwise.diverges_at.tensor}{warning}")
     # a PASS on outputs that ignore the input proves little: said after the verdict it qualifies
-    summary = "; ".join(parts) + f" -> {result.verdict()}" + "".join(f"; warning: {t}" for t in result.warnings)
+    summary = "; ".join(parts) + f" -> {result.headline()}" + "".join(f"; warning: {t}" for t in result.warnings)
+    if result.cause:  # what to do next, in this file's terms
+        find = "" if result.layerwise is not None else "[compare] layerwise = true finds the op, "
+        summary += f"; next: {find}infer pipeline tune {config.path} finds the ops to keep in fp32"
     return StageDone(summary, (work.report / "report.json",),
-                     {"passed": result.passed, "verdict": result.verdict_line(), "report_html": str(html)})
+                     {"passed": result.passed, "verdict": result.verdict_line(), "report_html": str(html),
+                      "headline": result.headline(), "details": list(result.details())})
 
 
 def image_options(config: PipelineConfig) -> ImageOptions:
@@ -78,8 +82,8 @@ def image_options(config: PipelineConfig) -> ImageOptions:
 
 def convert_options(config: PipelineConfig) -> ConvertOptions:
     """[convert], which is `infer convert`'s options, with AIPP made from [data.preprocessing] (a hand-written
-    aipp_config holds its own)."""
-    convert = config.convert
+    aipp_config holds its own) and ATC on the Ascend host of [remote]."""
+    convert = replace(config.convert, remote=config.remote)
     if convert.aipp is None or convert.aipp.config is not None:
         return convert
     return replace(convert, aipp=replace(convert.aipp, preprocessing=image_options(config)))
@@ -93,7 +97,7 @@ def precision_files(config: PipelineConfig) -> dict[str, Path]:
 def atc_dry_run(config: PipelineConfig, work: WorkLayout) -> tuple[str, ...]:
     """The ATC command `infer convert --target om` would run for this pipeline's model, without running it."""
     options = replace(convert_options(config), target="om", dry_run=True, opset=None,
-                      output=work.model_dir / "model.om")
+                      output=work.model_dir / "model.om", remote=None)
     contract = load_contract(work.contract)
     result = convert_model(replace(contract, converted=None), options)
     return tuple(result.command)

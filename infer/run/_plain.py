@@ -19,6 +19,7 @@ from binio.gears import gear_label
 from binio.lock import folder_lock
 from binio.manifest import DatasetManifest, dataset_folder
 from infer.contract import ModelContract, load_contract
+from infer.remote.options import remote_given
 from infer.run._batches import Progress, run_batches
 from infer.run._gear import dataset_gear, gear_run
 from infer.run._preflight import dataset_if_any, preflight
@@ -62,9 +63,13 @@ def resolve_model(model: ModelContract | Path | str) -> tuple[ModelContract, str
     return contract, model.suffix
 
 
-def choose_backend(contract: ModelContract, requested: str | None, kind: str | None) -> Backend:
+def choose_backend(contract: ModelContract, requested: str | None, kind: str | None, *,
+                   remote: bool = False) -> Backend:
     if requested is not None and requested not in BACKENDS:
         raise RunError(f"--backend {requested}: expected one of {', '.join(BACKENDS)}")
+    if remote and requested is not None and requested not in TOOL_BACKENDS:
+        raise RunError(f"--host with --backend {requested}: the host runs msame or ais_bench on an om; "
+                       f"{requested} runs here", hint="leave out --host, or --backend msame / ais_bench")
     requested = cast("Backend | None", requested)
     if kind is not None:
         allowed = _BACKENDS_OF_FILE[kind]
@@ -74,6 +79,8 @@ def choose_backend(contract: ModelContract, requested: str | None, kind: str | N
         return requested or allowed[0]
     if requested is not None:
         return requested
+    if remote:  # the host runs an om (and `make_runner` refuses a model that has none)
+        return "msame"
     if contract.converted is None:
         log.info("%s: not converted; running the frozen pb on TensorFlow", contract.path)
         return "tf"
@@ -88,11 +95,14 @@ def make_runner(contract: ModelContract, backend: Backend, options: RunOptions, 
 
     Each backend's modules are imported here, for that backend only: a plain ONNX Runtime run has no use for the
     tool runners or AIPP's preprocessing (about 25 ms of a command's start)."""
+    if remote_given(options.remote) and backend not in TOOL_BACKENDS:
+        raise RunError(f"--host with the {backend} backend: the host runs msame or ais_bench on an om; {backend} "
+                       "runs here", hint="infer convert --target om --host HOST makes the om there")
     if backend == "tf":
         from infer.run._runners.declared import with_declared_preprocessing
         from infer.run._runners.tensorflow import TensorFlowRunner
 
-        runner = TensorFlowRunner(contract, threads=options.threads)
+        runner = TensorFlowRunner(contract, threads=options.threads, allow_host_ops=options.allow_host_ops)
         return with_declared_preprocessing(runner, contract, dataset)
     if backend == "onnxrt":
         from infer.run._runners.onnxrt import OnnxRuntimeRunner
@@ -106,6 +116,11 @@ def make_runner(contract: ModelContract, backend: Backend, options: RunOptions, 
     tool = MsameRunner if backend == "msame" else AisBenchRunner
     tool_runner = tool.from_contract(contract, device=options.device, loop=options.loop, warmup=options.warmup,
                                      timeout=options.timeout, planned=options.dry_run)
+    if remote_given(options.remote):  # the tool runs on an Ascend host, over SSH
+        from infer.remote import ToolsOnHost
+
+        assert options.remote is not None
+        tool_runner.place = ToolsOnHost(options.remote, contract, dataset)
     if dataset is not None:  # the om's own input descriptors, before the run's checks against the runner's inputs
         check_om_bins(dataset, contract)
     return tool_runner
@@ -162,7 +177,7 @@ def prepare_run(model: ModelContract | Path | str, bins: DatasetManifest | Path 
     """The options, model, backend and every bin checked, the runner made but not activated."""
     options.check()
     contract, kind = resolve_model(model)
-    backend = choose_backend(contract, options.backend, kind)
+    backend = choose_backend(contract, options.backend, kind, remote=remote_given(options.remote))
     check_dump(options, backend)
     dataset = dataset_if_any(dataset_folder(bins))
     runner = make_runner(contract, backend, options, dataset=dataset)

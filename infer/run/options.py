@@ -11,8 +11,10 @@ from typing import Literal
 
 from binio.defaults import DEFAULT_TOOL_TIMEOUT_S
 from binio.errors import InferError
+from binio.limits import check_count, check_seconds, check_workers
 from binio.vocabulary import values_of
-from infer._option_fields import setting
+from infer._option_fields import allow_host_ops_setting, setting
+from infer.remote.options import RemoteOptions
 
 DumpMode = Literal["output", "input", "all"]  # acl.json's dump_mode
 DUMP_MODES: tuple[str, ...] = values_of(DumpMode)
@@ -28,6 +30,9 @@ BACKENDS: tuple[str, ...] = values_of(Backend)
 
 class RunError(InferError):
     """A model, backend or output folder `infer run` cannot use."""
+
+
+MAX_LOOP = 10_000  # runs of each batch: msame's own loop is for a latency figure, as is this
 
 
 @dataclass(frozen=True)
@@ -56,20 +61,23 @@ class RunOptions:
     dry_run: bool = setting(False, toml=False, help="Print the exact msame or ais_bench command line of each tool "
                                                     "start (for onnxrt and tf, what they would run) and run "
                                                     "nothing, writing nothing.")
+    allow_host_ops: bool = allow_host_ops_setting()
+    # msame or ais_bench on an Ascend host over SSH: --host and its flags; a pipeline's [remote] table
+    remote: RemoteOptions | None = setting(None, toml=False, switch=False, help="in [remote]",
+                                           needs=("these say how to reach the Ascend host",
+                                                  "add --host [USER@]HOST[:PORT]"))
     # The sha256 of another model whose bins this run takes on purpose (compare's emulated precision runs a model
     # of the same pb on the converted model's bins): no "made for another model" warning for it.
     bins_made_for: str = setting("", toml=False, flag=False)
 
     def check(self) -> None:
         """Refuses counts out of range, naming the option, before anything is loaded."""
-        if self.loop < 1:
-            raise RunError(f"--loop {self.loop}: expected 1 or more")
-        if self.warmup < 0:
-            raise RunError(f"--warmup {self.warmup}: expected 0 or more")
+        check_count(self.loop, "--loop", most=MAX_LOOP, why="each batch runs that many times; a latency's mean needs "
+                                                            "far fewer")
+        check_count(self.warmup, "--warmup", least=0, most=MAX_LOOP, why="untimed runs of the first batch")
         if self.device is not None and self.device < 0:
             raise RunError(f"--device {self.device}: expected a device index, 0 or more")
-        if not self.timeout > 0:
-            raise RunError(f"--timeout {self.timeout:g}: expected seconds, more than 0")
+        check_seconds(self.timeout, "--timeout")
         if self.dump_mode not in DUMP_MODES:
             raise RunError(f"--dump-mode {self.dump_mode}: expected one of {', '.join(DUMP_MODES)}")
         if not self.dump and (self.dump_mode != "output" or self.dump_batch):
@@ -77,6 +85,8 @@ class RunOptions:
                            "dumped", hint="add --dump")
         if self.threads is not None and self.threads < 1:
             raise RunError(f"--threads {self.threads}: expected 1 or more (leave it out for the framework's default)")
+        if self.threads is not None:
+            check_workers(self.threads, "--threads")
 
 
 TOOL_BACKENDS: tuple[Backend, ...] = ("msame", "ais_bench")  # external tools running an om
@@ -117,6 +127,10 @@ class ScaleOptions:
         --device given beside --devices."""
         if self.engine not in ENGINES:
             raise ScaleOutError(f"--engine {self.engine}: expected one of {', '.join(ENGINES)}")
+        if self.engine == "ray" and options is not None and options.remote is not None and options.remote.host:
+            raise ScaleOutError("--host with --engine ray: Ray runs the shards on its cluster's nodes, with their "
+                                "own tools", hint="a Ray cluster of Ascend hosts is the path for many machines "
+                                                  "(leave out --host); --host is for hosts you reach over SSH")
         if self.engine == "ray" and self.devices:
             raise ScaleOutError("--devices with --engine ray: Ray grants the devices itself",
                                 hint="give --shards N (default: one per NPU, or CPU for the stand-in, of the cluster)")

@@ -19,6 +19,7 @@ from binio.manifest import DatasetManifest
 from binio.reading import reading
 from binio.spec import TensorSpec
 from infer._version import __version__
+from infer.remote.record import RemoteRecord
 from infer.run._sharded_record import ScaleOut
 from infer.run.dump_record import DumpRecord
 from infer.run.gear_record import GearRecord
@@ -89,7 +90,8 @@ class RunRecord:
     scale_out: ScaleOut | None = None  # a sharded run (--devices, --engine ray): its shards
     dump: DumpRecord | None = None  # --dump: the NPU dump of one batch, beside the outputs
     gear: GearRecord | None = None  # msame or ais_bench on a model with gears: the gear, its flags, what was trimmed
-    infer_version: str = __version__  # of the infer that wrote it; "" in a run.json written before it was recorded
+    remote: RemoteRecord | None = None  # msame or ais_bench on an Ascend host (--host): where, as what, what was sent
+    infer_version: str = __version__  # of the infer that wrote it
 
     @classmethod
     def begin(cls, folder: Path, *, backend: Backend, model: tuple[Path, str], manifest: DatasetManifest,
@@ -137,6 +139,7 @@ class RunRecord:
             **({"scale_out": self.scale_out.to_json()} if self.scale_out is not None else {}),
             **({"dump": self.dump.to_json()} if self.dump is not None else {}),
             **({"gear": self.gear.to_json()} if self.gear is not None else {}),
+            **({"remote": self.remote.to_json()} if self.remote is not None else {}),
         }
 
     def save(self) -> RunRecord:
@@ -176,6 +179,10 @@ def _record(data: dict[str, Any], path: Path, folder: Path) -> RunRecord:
         scale_out = ScaleOut.from_json(data["scale_out"]) if isinstance(data.get("scale_out"), dict) else None
     except (KeyError, TypeError, ValueError) as exc:
         raise fields.refuse("scale_out", f"malformed ({first_line(exc)})") from None
+    try:
+        remote = RemoteRecord.from_json(data["remote"]) if isinstance(data.get("remote"), dict) else None
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise fields.refuse("remote", f"malformed ({first_line(exc)})") from None
     threads = fields.integer("threads", None, minimum=1) if fields.has("threads") else None
     backend = cast(Backend, fields.word("backend", BACKENDS))
     model_sha256 = model.text("sha256")
@@ -184,7 +191,7 @@ def _record(data: dict[str, Any], path: Path, folder: Path) -> RunRecord:
                                      f"{shown(model_sha256)}")
     return RunRecord(
         folder=folder, backend=backend, device=fields.text("device", ""),
-        infer_version=fields.text("infer_version", ""),
+        infer_version=fields.text("infer_version"),
         model_path=model.text("path"), model_sha256=model_sha256,
         dataset_path=dataset.text("path"), dataset_sha256=dataset.text("sha256"),
         batch=dataset.integer("batch", minimum=1), samples=dataset.integer("samples", minimum=0),
@@ -202,7 +209,7 @@ def _record(data: dict[str, Any], path: Path, folder: Path) -> RunRecord:
         tool_command=fields.texts("tool_command", []),
         started=fields.text("started", ""), finished=fields.text("finished", ""), scale_out=scale_out,
         dump=DumpRecord.from_fields(fields.child("dump"), folder) if fields.has("dump") else None,
-        gear=GearRecord.from_fields(fields.child("gear")) if fields.has("gear") else None,
+        gear=GearRecord.from_fields(fields.child("gear")) if fields.has("gear") else None, remote=remote,
     )
 
 

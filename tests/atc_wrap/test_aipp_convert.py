@@ -21,6 +21,7 @@ def _convert_with_config(capsys: pytest.CaptureFixture[str], contract: ModelCont
     return hand, run_cli(capsys, "convert", contract.path, "--soc-version", "Ascend310", "--aipp-config", hand)
 
 
+@pytest.mark.slow
 def test_om_gets_aipp_cfg_and_insert_op_conf(capsys: pytest.CaptureFixture[str], fake_atc: FakeAtc,
                                              frozen_small_cnn: ModelContract, copy_model: Copy) -> None:
     contract = copy_model(frozen_small_cnn)
@@ -102,6 +103,7 @@ def test_config_for_another_size_is_refused(capsys: pytest.CaptureFixture[str], 
                                   "(crop: false)), input images:0 takes 8x8")
 
 
+@pytest.mark.slow
 def test_failed_atc_puts_the_previous_aipp_cfg_back(capsys: pytest.CaptureFixture[str], fake_atc: FakeAtc,
                                                     frozen_small_cnn: ModelContract, copy_model: Copy,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
@@ -119,6 +121,7 @@ def test_failed_atc_puts_the_previous_aipp_cfg_back(capsys: pytest.CaptureFixtur
     assert cfg.read_text() == first  # still the config of the om the contract describes
 
 
+@pytest.mark.slow
 def test_emulated_band_of_an_aipp_om_puts_the_same_aipp_in_front(capsys: pytest.CaptureFixture[str],
                                                                  fake_atc: FakeAtc, frozen_small_cnn: ModelContract,
                                                                  copy_model: Copy, tmp_path: Path) -> None:

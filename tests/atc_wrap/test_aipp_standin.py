@@ -10,8 +10,8 @@ import pytest
 
 from atc_wrap.aipp.config import CSC_MATRICES, AippConfig
 from infer.contract import ModelContract
-from tests.atc_wrap.graphs import write_frozen
 from tests.atc_wrap.outputs import onnx_outputs
+from tests.builders.frozen import write_frozen
 
 H, W = 6, 8  # the model input; sources are larger and cropped
 
@@ -98,6 +98,7 @@ NORM = (" mean_chn_0: 104\n mean_chn_1: 117\n mean_chn_2: 123\n min_chn_0: 0.675
 MEANS, MINS, RECIS = [104, 117, 123], [0.675, 0.28, 0.53], [0.0171247538, 0.0175070028, 0.0174291939]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("swap", [False, True])
 def test_rgb888_swap_crop_normalise(tmp_path: Path, swap: bool) -> None:
     contract = _convert(_identity_model(tmp_path, 3), _block("RGB888_U8", (11, 9), (3, 2),
@@ -143,6 +144,7 @@ def test_yuv400_single_channel(tmp_path: Path) -> None:
     np.testing.assert_array_equal(onnx_outputs(contract, {"x:0": source})[0], expected.astype(np.float32))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("standard", "swap"), [("jpeg", False), ("bt601n", True), ("bt709n", False),
                                                  ("bt709w", False)])
 def test_yuv420sp_upsampled_converted_normalised(tmp_path: Path, standard: str, swap: bool) -> None:

@@ -39,6 +39,7 @@ def _read_om_bytes(tmp_path: Path, data: bytes) -> None:
         assert "\n" not in err.message and str(path) in err.message
 
 
+@pytest.mark.slow
 def test_an_om_cut_at_every_byte_of_its_header_and_table_is_refused(tmp_path: Path, sample_om: bytes) -> None:
     for cut in range(TABLE_END + 1):
         path = tmp_path / "cut.om"
@@ -53,6 +54,7 @@ def test_an_om_cut_anywhere_in_its_model_def_is_refused(tmp_path: Path, sample_o
             parse_om(sample_om[:cut], "cut.om")
 
 
+@pytest.mark.slow
 def test_a_model_def_cut_short_inside_a_whole_om_is_refused(tmp_path: Path, sample_om: bytes) -> None:
     header_end = 256 + 4 + 12 * 4
     size, = struct.unpack_from("<I", sample_om, 256 + 4 + 8)
@@ -108,12 +110,14 @@ def _varint(value: int) -> bytes:
             return bytes(out)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.binary(max_size=400))
 def test_random_model_defs_end_in_a_model_or_a_typed_error(tmp_path: Path, definition: bytes) -> None:
     _read_om_bytes(tmp_path, om_bytes([(0, definition)]))
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(st.binary(max_size=600))
 def test_random_files_are_never_an_om_by_accident(data: bytes) -> None:
@@ -121,6 +125,7 @@ def test_random_files_are_never_an_om_by_accident(data: bytes) -> None:
         parse_om(data, "random.om")
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.binary(max_size=300), st.integers(0, 310))
 def test_random_headers_after_the_magic_end_in_a_typed_error(tmp_path: Path, tail: bytes, declared: int) -> None:
@@ -149,6 +154,7 @@ def test_a_dump_cut_at_every_byte_is_refused() -> None:
             parse_npu_dump(data[:cut], "cut")
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.binary(max_size=400))
 def test_random_dump_files_end_in_a_dump_or_a_typed_error(data: bytes) -> None:
@@ -173,6 +179,40 @@ def test_a_dump_that_declares_exabytes_of_tensor_data_is_refused(tmp_path: Path)
         read_npu_dump(path)
 
 
+@pytest.mark.parametrize("garbage", [False, True], ids=["sizes-disagree", "header-not-a-dump"])
+def test_a_4_gib_dump_whose_header_is_wrong_is_refused_before_its_data_is_read(tmp_path: Path,
+                                                                             garbage: bool) -> None:
+    """A dump of 4 GiB (sparse) whose header declares 24 bytes of data, or is no DumpData at all: refused from its
+    first bytes; it was read whole (4 GiB, then copied tensor by tensor) before the sizes were compared."""
+    import tracemalloc
+
+    data = _sample_dump()
+    length = int.from_bytes(data[:8], "little")
+    head = data[:8] + (b"\xff" * length if garbage else data[8:8 + length])
+    path = tmp_path / "Conv2D.conv.1.2.1700000000000000"
+    with open(path, "wb") as handle:
+        handle.write(head)
+        handle.truncate(4 * 2**30)
+    tracemalloc.start()
+    try:
+        with pytest.raises(NpuDumpError, match="not a DumpData message" if garbage else "the file has 4294967"):
+            read_npu_dump(path)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 2**20, peak
+
+
+def test_a_dump_read_from_its_file_is_the_dump_parsed_from_its_bytes(tmp_path: Path) -> None:
+    data = _sample_dump()
+    path = tmp_path / "Conv2D.conv.1.2.1700000000000000"
+    path.write_bytes(data)
+    read, parsed = read_npu_dump(path), parse_npu_dump(data, path, None)
+    assert read.inputs + read.outputs == parsed.inputs + parsed.outputs
+    assert (read.op_name, read.attrs, read.unknown_fields) == (parsed.op_name, parsed.attrs, parsed.unknown_fields)
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize(("read", "what"), [(read_om, "an om file"), (read_npu_dump, "an NPU dump file")])
 def test_a_fifo_in_place_of_an_om_or_a_dump_is_refused_not_waited_on(tmp_path: Path, read: Any, what: str) -> None:
     with fifo_at(tmp_path / "Conv2D.conv.1.2.1700000000000000") as pipe, pytest.raises(InferError) as refused:

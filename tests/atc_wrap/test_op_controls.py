@@ -12,7 +12,7 @@ import pytest
 
 from infer.contract import ModelContract
 from infer.convert._convert import ConvertOptions, convert_model
-from tests.atc_wrap.graphs import write_frozen
+from tests.builders.frozen import write_frozen
 from tests.cli import run_cli
 
 pytestmark = pytest.mark.slow
@@ -184,7 +184,7 @@ def test_the_op_type_table_names_the_onnx_ops_each_tf_op_becomes(tmp_path: Path)
     import onnx
 
     from atc_wrap.precision.op_types import ONNX_OPS_OF_TF
-    from tests.infer.tune.graphs import build_underflow
+    from tests.builders.graphs import build_underflow
 
     contract = write_frozen(tmp_path / "cnn", build_underflow, ("x:0",), ("probs:0",))
     kinds = ("Conv2D", "Mul", "AddV2", "Log", "Relu", "Mean", "MatMul", "Softmax")

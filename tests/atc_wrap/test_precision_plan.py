@@ -15,15 +15,7 @@ from atc_wrap.precision.op_controls import OpControls, OpEntries, parse_customiz
 from atc_wrap.precision.op_tables import load_op_table, op_table_for
 from atc_wrap.precision.plan import PrecisionPlan, plan_precision, refuse_planned
 from binio.fields import Fields
-
-
-def _graph(build: Any) -> Any:
-    import tensorflow as tf
-
-    graph = tf.Graph()
-    with graph.as_default():
-        build(tf)
-    return graph.as_graph_def()
+from tests.builders.graphs import graph_of as _graph
 
 
 def build_cnn(tf: Any) -> None:

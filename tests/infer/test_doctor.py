@@ -165,6 +165,7 @@ def test_cli_json(bare_machine: Path, capsys: pytest.CaptureFixture[str]) -> Non
                                      "uses": "tf2onnx -> ONNX, ATC's precision mode emulated"}
 
 
+@pytest.mark.slow
 def test_doctor_imports_no_framework() -> None:
     code = ("import sys; from infer.doctor._doctor import diagnose; diagnose(); "
             "heavy = [m for m in ('tensorflow', 'onnx', 'onnxruntime', 'tf2onnx') if m in sys.modules]; "

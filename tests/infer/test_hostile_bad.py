@@ -207,6 +207,7 @@ def test_anything_else_is_a_bug_and_keeps_its_traceback(mine: World, monkeypatch
         run_cli(capsys, "bin-info", mine.bins)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(src=st.one_of(st.none(), st.tuples(st.integers(0, 10**6), st.integers(0, 10**6))),
        crop=st.one_of(st.none(), st.tuples(st.integers(0, 10**5), st.integers(0, 10**5))),

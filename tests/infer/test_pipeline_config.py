@@ -95,8 +95,8 @@ def test_unknown_key_suggests_the_closest(project: Path) -> None:
                        "output_type, input_format, dynamic_batch, dynamic_image_size, dynamic_dims, shape_range, "
                        "op_select_implmode, fusion_switch_file, "
                        "keep_dtype, modify_mixlist, customize_dtypes, atc_args, opset, allow_unknown_soc, "
-                       "allow_unsupported, timeout, aipp, aipp_input_format, aipp_src_size, aipp_crop, aipp_csc, "
-                       "aipp_config)")
+                       "allow_unsupported, allow_host_ops, timeout, aipp, aipp_input_format, aipp_src_size, "
+                       "aipp_crop, aipp_csc, aipp_config)")
 
 
 def test_unknown_nested_key(project: Path) -> None:
@@ -108,7 +108,7 @@ def test_unknown_nested_key(project: Path) -> None:
 def test_unknown_section_suggests_the_closest(project: Path) -> None:
     message = _error(project, MINIMAL + "[comapre]\ntopk = 1\n")
     assert message == (f"{project / 'pipeline.toml'}: unknown section [comapre]; did you mean [compare]? "
-                       "(sections: model, data, convert, run, compare, tune, paths)")
+                       "(sections: model, data, convert, run, compare, tune, paths, remote)")
 
 
 @pytest.mark.parametrize(
@@ -197,7 +197,9 @@ def test_cli_prints_one_error_line(project: Path, capsys: pytest.CaptureFixture[
 
 
 def _uncommented(text: str) -> str:
-    """The template with every commented-out `key = value` setting switched on."""
+    """The template with every commented-out `key = value` setting switched on, and a commented-out table too
+    ([remote])."""
+    text = re.sub(r"^# (\[\w+\])$", r"\1", text, flags=re.MULTILINE)
     return re.sub(r"^# (\w+ = [^#\n]*?)([ \t]+#[^\n]*)?$", r"\1", text, flags=re.MULTILINE)
 
 
@@ -223,6 +225,7 @@ def test_template_loads_and_every_commented_setting_is_a_valid_key(project: Path
     assert full.compare.thresholds.texts == ("cosine=0.999", "probs:0:kl=0.01")
     assert full.compare.expected_from_emulation is True and full.compare.expected_factor == 10.0
     assert full.compare.fail_on_expected is True and not full.compare.allow_same_backend
+    assert full.remote is not None and full.remote.host == ("ascend01",)  # [remote]'s example
 
 
 def test_compare_per_sample_limits_and_switches_reach_the_command(project: Path) -> None:

@@ -14,8 +14,9 @@ from atc_wrap.ascend_files.npu_dump import read_npu_dump, walk_dump_folder
 from infer.contract import ModelContract
 from infer.run import RunError, RunOptions, ScaleOptions, run_model
 from infer.run.record import RunRecordError, load_run
+from tests.builders.bins import write_dataset
 from tests.cli import run_cli
-from tests.infer.run_data import use_fake_tools, write_dataset
+from tests.infer.run_data import use_fake_tools
 from tests.npu_models import npu_model
 
 pytestmark = pytest.mark.slow

@@ -18,9 +18,10 @@ from infer.contract import ModelContract, load_contract
 from infer.run import RunError, RunOptions, plan_run, run_model
 from infer.run.options import Backend
 from infer.run.record import load_run
+from tests.builders.bins import write_dataset
 from tests.cli import Outcome, run_cli
 from tests.infer.fcn_model import build_fcn
-from tests.infer.run_data import as_om, use_fake_tools, write_dataset
+from tests.infer.run_data import as_om, use_fake_tools
 
 
 @pytest.fixture(scope="module")
@@ -65,10 +66,11 @@ def geared(request: pytest.FixtureRequest, checkpoint: Path, tmp_path_factory: p
     cli("convert", root / "frozen", "--target", "onnx", "--precision-mode", "force_fp32", *convert, "-q")
     om = as_om(load_contract(root / "frozen"), root / "om")
     source = "images:0=random:0"
-    cli("dump-bin", "-m", om.path, "-o", root / "bins", "--input", source, "--samples", "6", *dump, "-q")
+    cli("dump-bin", "-m", om.path, "-o", root / "bins", "--source", source, "--samples", "6", *dump, "-q")
     return kind, om, root / "bins"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["msame", "ais_bench"])
 def test_each_tool_gets_the_datasets_gear_and_its_outputs_come_back_at_the_gears_size(
         geared: tuple[str, ModelContract, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
@@ -101,9 +103,10 @@ def test_each_tool_gets_the_datasets_gear_and_its_outputs_come_back_at_the_gears
     assert load_run(ran.folder).gear == gear
     compared = run_cli(capsys, "compare", om.path, "--input", bins, "--actual", ran.folder)
     assert compared.code == 0, compared.out + compared.err
-    assert compared.out.strip().splitlines()[-1].startswith("PASSED")
+    assert compared.verdict.startswith("PASSED")
 
 
+@pytest.mark.slow
 def test_the_dry_run_prints_the_gear_flags(geared: tuple[str, ModelContract, Path], tmp_path: Path) -> None:
     kind, om, bins = geared
     for backend in ("msame", "ais_bench"):
@@ -187,6 +190,7 @@ def test_the_dry_run_line_names_the_gear(geared: tuple[str, ModelContract, Path]
     assert shlex.split(line)[-len(KINDS[kind][3]):] == KINDS[kind][3]
 
 
+@pytest.mark.slow
 def test_one_batch_through_msame_at_the_gear_comes_back_trimmed(
         geared: tuple[str, ModelContract, Path], monkeypatch: pytest.MonkeyPatch) -> None:
     from binio.binfile import read_bin
@@ -206,6 +210,7 @@ def test_one_batch_through_msame_at_the_gear_comes_back_trimmed(
     assert np.isfinite(features).all(), kind
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("geared", ["image_size"], indirect=True)
 def test_a_sharded_run_gives_every_shard_the_gear(geared: tuple[str, ModelContract, Path], tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
@@ -242,6 +247,7 @@ def _by_hand(om: ModelContract, bins: Path, backend: Backend, out: Path) -> Path
     return folder
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["msame", "ais_bench"])
 def test_the_tools_own_folder_of_the_printed_line_compares_as_infer_runs_folder(
         geared: tuple[str, ModelContract, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
@@ -271,9 +277,10 @@ def test_the_tools_own_folder_of_the_printed_line_compares_as_infer_runs_folder(
                    f"({'features:0, probs:0' if kind == 'batch' else 'features:0'})")
     assert side.layout == layout
     outcome = run_cli(capsys, "compare", om.path, "--input", bins, "--actual", "by-hand")
-    assert outcome.code == 0 and outcome.out.strip().splitlines()[-1].startswith("PASSED"), outcome.out + outcome.err
+    assert outcome.code == 0 and outcome.verdict.startswith("PASSED"), outcome.out + outcome.err
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["msame", "ais_bench"])
 def test_a_tools_file_cut_short_or_padded_beyond_the_largest_buffer_is_refused(
         geared: tuple[str, ModelContract, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
@@ -297,6 +304,7 @@ def test_a_tools_file_cut_short_or_padded_beyond_the_largest_buffer_is_refused(
                                       f"for shape ({batch},{height},{width},4) float32, got {size}"), outcome.err
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("geared", ["image_size"], indirect=True)
 def test_msames_text_outputs_padded_to_the_largest_gear_are_read_at_the_gear(
         geared: tuple[str, ModelContract, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -25,7 +25,7 @@ from typing import TypeVar
 import numpy as np
 
 from binio.errors import InferError
-from binio.heap import keep_freed_memory
+from binio.heap import as_this_process
 from binio.manifest import DatasetManifest
 from binio.shards import split
 from infer.compare._judge.accumulate import MetricAccumulator
@@ -168,7 +168,6 @@ def _topk(pair: OutputPair, options: CompareOptions, labels: np.ndarray | None) 
 
 def _pass_one(pair: OutputPair, stems: frozenset[str], *, options: CompareOptions,
               labels: np.ndarray | None, on_batch: Callable[[], None] | None = None) -> _ShardPart:
-    keep_freed_memory()
     topk = _topk(pair, options, labels)
     plot = _PlotCollector(options.scatter_points // max(1, pair.manifest.file_count))
     parts = []
@@ -198,7 +197,6 @@ def _pass_two(pair: OutputPair, stems: frozenset[str], *, extremes: MetricAccumu
               on_batch: Callable[[], None] | None = None) -> list[tuple[str, _KlSums]]:
     """Each batch's KL sums, from a fresh accumulator holding the dataset's extremes: its sums start at 0, so they
     are the batch's exactly, and adding them to the dataset's in order equals one accumulator fed every batch."""
-    keep_freed_memory()
     sums = []
     with np.errstate(all="ignore"):
         for batch in pair.batches():
@@ -279,7 +277,7 @@ def measure_output(pair: OutputPair, thresholds: Thresholds, options: CompareOpt
             worst_samples=tuple(samples.score(i) for i in samples.ranked(options.worst_samples)),
             topk=None if topk is None else topk.result(), plot=plot.result(),
             sample_limits=sample_limits, failing_samples=tuple(int(samples.sample[i]) for i in failing),
-            worst_failing=samples.worst_failure(pair.name, failing, sample_limits),
+            worst_failing=samples.worst_failure(pair.name, failing, sample_limits), compared_as=pair.compared_as,
         )
 
 
@@ -359,5 +357,7 @@ def compare_outputs_in_workers(pairs: tuple[OutputPair, ...], thresholds: Thresh
         return ()
     shards = [frozenset(s.stems) for s in split(pairs[0].manifest.stems, options.workers)]
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=len(shards), mp_context=context) as pool:
+    # Each worker keeps freed memory as this process does (binio.heap): its batches' temporaries are the same
+    # few sizes over and over, which page-faulted in afresh took two thirds of compare's time.
+    with ProcessPoolExecutor(max_workers=len(shards), mp_context=context, initializer=as_this_process()) as pool:
         return tuple(measure_output(pair, thresholds, options, labels, shards, pool) for pair in pairs)

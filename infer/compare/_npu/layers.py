@@ -25,7 +25,7 @@ from atc_wrap.ascend_files.om_model import read_om
 from binio.errors import InferError
 from binio.manifest import DatasetManifest
 from binio.spec import node_name
-from ckpt2pb.protobuf import read_graph_def
+from ckpt2pb.protobuf import HostOpPolicy, read_graph_def
 from infer.compare._judge.metrics import compute_metrics
 from infer.compare._layers.conclusion import conclude
 from infer.compare._layers.diagnosis import layer_thresholds
@@ -98,7 +98,7 @@ def npu_value(output: NpuOutput, dumps: NpuDumpSet) -> NpuValue:
 
 def _tf_graph_nodes(contract: ModelContract) -> dict[str, str]:
     contract.check_pb_unchanged()
-    return {node.name: node.op for node in read_graph_def(contract.pb_path).node}
+    return {node.name: node.op for node in read_graph_def(contract.pb_path, HostOpPolicy.INERT).node}
 
 
 def drawn_by_npu(values: dict[str, NpuValue], node_types: dict[str, str]) -> dict[str, np.ndarray]:

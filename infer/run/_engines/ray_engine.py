@@ -69,6 +69,9 @@ class RayEngine:
     def slot(self, shard_index: int) -> int | None:
         return None  # Ray grants the device
 
+    def host(self, shard_index: int) -> str:
+        return ""  # the tasks run on the cluster's nodes, whose tools are their own
+
     def submit(self, task: ShardTask) -> Future[ShardOutcome]:
         future: Future[ShardOutcome] = self._remote.remote(task).future()
         return future

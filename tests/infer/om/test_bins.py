@@ -13,8 +13,8 @@ import pytest
 from atc_wrap.ascend_files.om_model import read_om
 from binio.spec import TensorSpec
 from infer.model_om import OmBinsError, OmDescriptors, check_bins_for_om, match_om
+from tests.builders.bins import write_dataset
 from tests.infer.om_files import OmPlan, write_om
-from tests.infer.run_data import write_dataset
 
 X = TensorSpec("x:0", "float32", (None, 3))
 Y = TensorSpec("y:0", "float32", (None, 3))

@@ -1,8 +1,7 @@
-"""A frozen model and its contract made by hand with TF's own freezing, for the tests of later stages.
-
-Stages after freeze (convert, dump-bin, run, compare) test against this so that they do not depend on every
-feature of `infer freeze`; the freeze stage has its own tests.
-"""
+"""Frozen models and their contracts (model.pb + model.json), made without `infer freeze`, for the tests of later
+stages: so that convert, dump-bin, run and compare do not depend on every feature of freeze, which has tests of its
+own. `write_frozen` writes a graph of tests/builders/graphs.py; `freeze_by_hand` freezes a checkpoint of
+tests/models.py with TensorFlow's own freezing."""
 
 from __future__ import annotations
 
@@ -13,7 +12,20 @@ from typing import Any
 from binio.binfile import sha256_file
 from binio.spec import TensorSpec
 from infer.contract import ModelContract, SourceInfo
+from tests.builders.graphs import Build
 from tests.models import BuiltModel
+
+
+def write_frozen(folder: Path, build: Build, inputs: tuple[str, ...], outputs: tuple[str, ...]) -> ModelContract:
+    """Builds a graph with `build(tf)` (constants only, no variables), writes model.pb and its contract."""
+    import tensorflow as tf
+
+    graph = tf.Graph()
+    with graph.as_default():
+        build(tf)
+    source = SourceInfo(path=str(folder / "model.pb"), kind="pb", tf_version=tf.__version__,
+                        frozen_with_tf=tf.__version__)
+    return write_pb_and_contract(folder, graph.as_graph_def(), inputs, outputs, source)
 
 
 def freeze_by_hand(model: BuiltModel, folder: Path, *, batch: int = 2) -> ModelContract:
