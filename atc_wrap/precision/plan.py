@@ -75,6 +75,9 @@ BLACK: Final = "black"
 GRAY: Final = "gray"
 _FLOAT_ENUMS: Mapping[int, str] = {1: FP32, 2: "float64", 19: FP16, 14: "bfloat16"}  # TF DataType numbers
 _DTYPE_ATTRS = ("T", "dtype", "SrcT", "DstT", "Tparams", "U", "TI")
+# Why an AI Core kernel's dtypes are not known: the table leaves them to the op's op_select_format, which
+# scripts/build_op_tables.py could not read them off for the chip (docs/op-tables.md).
+UNKNOWN_KERNEL = "its kernel's dtypes are unknown: op_select_format does not decide them"
 # Types that compute nothing: the graph's own structure. NoOp carries no tensor (only control edges).
 _NO_COMPUTE = frozenset({"Placeholder", "Const", "NoOp"})
 # The modes' preferred dtype for a vector op (None: allow_mix_precision decides by list).
@@ -220,6 +223,11 @@ class PrecisionPlan:
             runs = "runs" if len(off) == 1 else "run"
             lines.append(f"under {self.where()}, {_ops(len(off))} still {runs} in {' / '.join(map(_short, dtypes))}: "
                          + _grouped(off, lambda e: _short_why(e)))
+        unconfirmed = [e for e in placed if e.engine == AICORE and e.kernel_dtypes is None]
+        if unconfirmed:
+            lines.append(f"{_ops(len(unconfirmed))} whose kernel dtypes are unknown (op_select_format does not decide "
+                         f"them on {self.family}), planned as the mode prefers, unconfirmed: "
+                         + _grouped(unconfirmed, lambda e: e.dtype and _short(e.dtype)))
         legacy = [e for e in self.ops if e.legacy]
         if legacy:
             lines.append(f"{_ops(len(legacy))} not placed by the table, emulated as the mode alone says (as "
@@ -314,6 +322,25 @@ def _kernel_floats(kernel: AiCoreKernel) -> tuple[str, ...] | None:
         return None
     dtypes = kernel.input_dtypes if kernel.input_dtypes & {FP16, FP32} else kernel.output_dtypes
     return tuple(sorted(dtypes & {FP16, FP32}))
+
+
+def _gives(kernel: AiCoreKernel | None, dtype_in: str, dtype_out: str) -> bool:
+    """Whether the kernel takes `dtype_in` and gives `dtype_out` (its column pairs, else its dtype sets; True where
+    neither is known)."""
+    if kernel is None or kernel.output_dtypes is None:
+        return True
+    outputs = kernel.outputs_for(dtype_in)
+    return dtype_out in (outputs if outputs is not None else kernel.output_dtypes)
+
+
+def _kernel_output(kernel: AiCoreKernel | None, dtype_in: str, wanted: str) -> str:
+    """The float dtype the kernel gives out for `dtype_in` in: `wanted` where it can, else its one float output for
+    that input (ResizeBilinearV2D on Ascend310: fp16 in, fp32 out). An input it pairs with no float output (ArgMax:
+    an index) or with several others, or columns not known, leave `wanted`."""
+    outputs = kernel.outputs_for(dtype_in) if kernel is not None else None
+    if not outputs or wanted in outputs or len(outputs & {FP16, FP32}) != 1:
+        return wanted
+    return next(iter(outputs & {FP16, FP32}))
 
 
 def _aicpu_kernel(support: OpSupport) -> tuple[str, ...] | None:
@@ -456,14 +483,21 @@ class _Planner:
         floats = placed.floats
         has16 = floats is None or FP16 in floats
         has32 = floats is None or FP32 in floats
-        unknown = " (the table leaves the kernel's dtypes to compile time: taken as fp16 and fp32)" \
-            if floats is None else ""
+        unknown = (f" ({UNKNOWN_KERNEL} on {self.table.family}: planned as the mode prefers, unconfirmed)"
+                   if floats is None else "")
         mode, matrix = self.mode, base["matrix"]
         kind = "matrix op" if matrix else "vector op"
+        # A conversion (Cast: SrcT -> DstT) gives the dtype it is asked for; its kernel's columns pair every dtype
+        # with another, which says nothing of the op's own output
+        kernel = None if "DstT" in node.attr else placed.kernel
 
         def done(dtype_in: str, dtype_out: str, decided: DecidedBy, why: str, refused: str = "",
                  engine: OpEngine = AICORE) -> PlannedOp:
-            return PlannedOp(**base, engine=engine, input_dtype=dtype_in, output_dtype=dtype_out,
+            given = _kernel_output(kernel, dtype_in, dtype_out) if engine == AICORE else dtype_out
+            if given != dtype_out:  # the kernel gives another dtype out for that input (ResizeBilinearV2D)
+                why = f"{why}; its kernel gives {_short(given)} out for {_short(dtype_in)} in"
+                decided = TABLE if decided == MODE else decided
+            return PlannedOp(**base, engine=engine, input_dtype=dtype_in, output_dtype=given,
                              decided_by=decided, why=why + unknown, refused=refused)
 
         if origin == FP16 and mode != "force_fp32":
@@ -483,8 +517,7 @@ class _Planner:
             return done(FP16, FP16, TABLE, "allow_fp32_to_fp16: no fp32 kernel, lowered to fp16")
         if mode == "force_fp32":
             if matrix:
-                out32 = placed.kernel is None or placed.kernel.output_dtypes is None or \
-                    FP32 in placed.kernel.output_dtypes
+                out32 = _gives(placed.kernel, FP16, FP32)
                 if has16 and out32:
                     return done(FP16, FP32, MODE, "force_fp32: a matrix op takes fp16 in and gives fp32 out")
                 if has32:

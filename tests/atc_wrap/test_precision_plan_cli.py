@@ -197,3 +197,36 @@ def test_a_damaged_plan_is_refused_naming_the_entry(exp_model: ModelContract,
     assert outcome.code == 2
     assert outcome.error_line == (f"error: {exp_model.path}: missing field "
                                   "'converted.precision_plan.ops[1].node'")
+
+
+def build_resize_sum(tf: Any) -> None:
+    """A bilinear resize whose output a black-listed ReduceMean reads (allow_mix_precision keeps it fp32)."""
+    x = tf.compat.v1.placeholder(tf.float32, [1, 4, 4, 8], name="x")
+    resized = tf.compat.v1.image.resize_bilinear(x, [8, 8], name="resize")
+    tf.reduce_mean(resized, axis=3, name="out")
+
+
+def test_the_stand_in_gives_an_op_its_kernels_output_dtype(tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """ResizeBilinearV2D on Ascend310 takes fp16 and gives fp32 (DD-NET's om computes its resizes so): with the
+    model's input given fp16, the black ReduceMean reads the resize's fp32 output, not one rounded to fp16. Before
+    the plan read output dtypes, the resize stored fp16 and the mean read rounded values."""
+    contract = write_frozen(tmp_path / "resize", build_resize_sum, ("x:0",), ("out:0",))
+    outcome = _convert(capsys, contract, "--precision-mode", "allow_mix_precision", "--soc-version", "Ascend310",
+                       "--input-fp16-nodes", "x")
+    assert outcome.code == 0, outcome.err
+    converted = load_contract(contract.path)
+    plan = converted.converted.plan()  # type: ignore[union-attr]
+    assert plan is not None
+    assert {e.node: e.dtype for e in plan.ops} == {"resize": "float16->float32", "out": "float32"}
+    x = np.random.default_rng(1).normal(size=(1, 4, 4, 8)).astype(np.float32)
+    fed = x.astype(np.float16).astype(np.float32)  # the fp16 input the device is given
+    kept = tf_outputs(contract, {"x:0": fed})[0]  # the resize's fp32 out, averaged in fp32
+    got = onnx_outputs(converted, {"x:0": x})[0]
+    np.testing.assert_allclose(got, kept, rtol=0, atol=2e-6)
+
+    import tensorflow as tf
+
+    rounded = tf.reduce_mean(tf.cast(tf.cast(tf.compat.v1.image.resize_bilinear(fed, [8, 8]), tf.float16),
+                                     tf.float32), axis=3).numpy()
+    assert np.abs(got - rounded).max() > 1e-4  # what an fp16 resize output would have given: told apart

@@ -16,7 +16,9 @@ Where infer departs on purpose (docs/metrics.md says why; a test pins each):
 - RelativeEuclideanDistance against an all-zero golden is inf unless the actual is all zero too (msaccucmp: 0);
 - sums are taken in float64 (msaccucmp casts to float32 first, where squares above ~1.8e19 overflow and squared
   differences below ~1e-19 lose digits);
-- an empty tensor has cosine 1 and every error 0 (msaccucmp: NaN for most, numpy refusing the max of nothing).
+- an empty tensor has cosine 1 and every error 0 (msaccucmp: NaN for most, numpy refusing the max of nothing);
+- bool against bool is compared as 0 and 1 (msaccucmp: NaN but for cosine);
+- integers past 2^24 are exact (to 2^53; msaccucmp's float32 copy merges neighbours).
 """
 
 from __future__ import annotations

@@ -74,8 +74,10 @@ def npu_value(output: NpuOutput, dumps: NpuDumpSet) -> NpuValue:
     dump = dumps.dump_of(output.op_name)
     if dump is None:
         why = dumps.unreadable_reason(output.op_name)
+        unmapped = (f" ({len(dumps.unmapped)} file(s) named by a number have no row in a mapping.csv: "
+                    f"{dumps.unmapped[0].name}{', ...' if len(dumps.unmapped) > 1 else ''})") if dumps.unmapped else ""
         return NpuValue(output, None, f"its dump file cannot be read: {why}" if why else
-                        f"no dump file of NPU op {output.op_name} in {dumps.root}")
+                        f"no dump file of NPU op {output.op_name} in {dumps.root}{unmapped}")
     if output.index >= len(dump.outputs):
         return NpuValue(output, None, f"{dump.path.name} holds {len(dump.outputs)} output(s), not output "
                                       f"{output.index} (dumped with dump_mode input?)")
@@ -90,7 +92,8 @@ def npu_value(output: NpuOutput, dumps: NpuDumpSet) -> NpuValue:
         return NpuValue(output, None, f"{dump.path.name}: {exc.message}")
     moved = "" if tensor.format == fmt and tuple(tensor.shape) == tuple(shape) else \
         f"{tensor.format} {list(tensor.shape)} turned into "
-    return NpuValue(output, value, f"{moved}{fmt} {list(shape)} ({whose} origin)")
+    note = dumps.note_of(output.op_name)
+    return NpuValue(output, value, f"{moved}{fmt} {list(shape)} ({whose} origin)" + (f"; {note}" if note else ""))
 
 
 def _tf_graph_nodes(contract: ModelContract) -> dict[str, str]:
