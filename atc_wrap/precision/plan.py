@@ -162,11 +162,12 @@ class PrecisionPlan:
     precision_mode: PrecisionMode
     chip: str  # the --soc_version the table was chosen by
     family: str  # the table's family (ascend310, ...)
-    chip_assumed: bool  # True: no --soc-version was given, `chip` is the stand-in's assumption
+    chip_assumed: bool  # True: `chip` is the stand-in's assumption (no --soc-version, or one without a table)
     table_date: str  # the operator snapshot's day (YYYY-MM-DD)
     table_source: str  # repository@commit of the snapshot
     ops: tuple[PlannedOp, ...]
     allowed_unsupported: tuple[str, ...] = ()  # refusals --allow-unsupported let through, one text each
+    chip_asked: str = ""  # the --soc-version given, where the plan assumed another chip (no table for it)
 
     def op(self, node: str) -> PlannedOp | None:
         return next((entry for entry in self.ops if entry.node == node), None)
@@ -197,8 +198,10 @@ class PrecisionPlan:
         return found
 
     def where(self) -> str:
-        """``force_fp32 on Ascend310`` (with ``(assumed)`` where no --soc-version was given)."""
-        assumed = " (assumed: no --soc-version given)" if self.chip_assumed else ""
+        """``force_fp32 on Ascend310``, with why where the chip is assumed: ``(assumed: no --soc-version given)``,
+        or ``(assumed: no operator table for Ascend910_9391)``."""
+        why = f"no operator table for {self.chip_asked}" if self.chip_asked else "no --soc-version given"
+        assumed = f" (assumed: {why})" if self.chip_assumed else ""
         return f"{self.precision_mode} on {self.chip}{assumed}"
 
     def summary(self) -> tuple[str, ...]:
@@ -231,7 +234,7 @@ class PrecisionPlan:
 
     def to_json(self) -> dict[str, Any]:
         return {"format": PLAN_FORMAT, "precision_mode": self.precision_mode, "chip": self.chip,
-                "family": self.family, "chip_assumed": self.chip_assumed,
+                "family": self.family, "chip_assumed": self.chip_assumed, "chip_asked": self.chip_asked,
                 "table": {"date": self.table_date, "source": self.table_source},
                 "allowed_unsupported": list(self.allowed_unsupported),
                 "ops": [entry.to_json() for entry in self.ops]}
@@ -249,7 +252,7 @@ class PrecisionPlan:
             chip=fields.text("chip"), family=fields.text("family"),
             chip_assumed=fields.flag("chip_assumed"), table_date=table.text("date"),
             table_source=table.text("source"), ops=tuple(PlannedOp.from_fields(op) for op in fields.children("ops")),
-            allowed_unsupported=fields.texts("allowed_unsupported", []))
+            allowed_unsupported=fields.texts("allowed_unsupported", []), chip_asked=fields.text("chip_asked", ""))
 
 
 def _ops(count: int) -> str:
@@ -611,16 +614,17 @@ def _topological(graph_def: GraphDef) -> list[str]:
 
 
 def plan_precision(graph_def: GraphDef, table: OpTable, precision_mode: PrecisionMode, *, chip: str,
-                   chip_assumed: bool = False,
-                   controls: OpControls | None = None, fp16_inputs: Set[str] = frozenset()) -> PrecisionPlan:
+                   chip_assumed: bool = False, controls: OpControls | None = None,
+                   fp16_inputs: Set[str] = frozenset(), chip_asked: str = "") -> PrecisionPlan:
     """The plan of `graph_def` (a frozen pb's GraphDef) for `chip` (whose family's `table` it is) under
     `precision_mode`, with the per-op `controls` (checked against the graph already) applied over the mode;
-    `fp16_inputs` are the input node names the model takes as float16. Refusals are recorded, not raised: the
-    caller decides (`PlannedOp.refused`, `refuse_planned`)."""
+    `fp16_inputs` are the input node names the model takes as float16; `chip_asked`, the chip given where `chip` is
+    assumed in its place. Refusals are recorded, not raised: the caller decides (`PlannedOp.refused`,
+    `refuse_planned`)."""
     ops = _Planner(graph_def, table, precision_mode, controls or OpControls(), fp16_inputs).plan()
     return PrecisionPlan(precision_mode=precision_mode, chip=chip, family=table.family, chip_assumed=chip_assumed,
                          table_date=table.date, table_source=f"{table.source.repository}@{table.source.commit}",
-                         ops=ops)
+                         ops=ops, chip_asked=chip_asked)
 
 
 def refuse_planned(plan: PrecisionPlan, *, allow_unsupported: bool) -> PrecisionPlan:

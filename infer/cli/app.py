@@ -23,6 +23,7 @@ from binio.errors import InferError, Terminated, permission_error
 from binio.reading import read_failure
 from infer._version import __version__
 from infer.cli.console import HELP_SETTINGS, PLAIN_HELP, LogLineFormatter, show, tell_error
+from infer.cli.interrupts import Interrupted, delivering_every_press, interrupted_line, interruptible
 from infer.cli.quiet import quiet_frameworks
 from infer.cli.typed_values import typed_values_pass_through
 
@@ -105,7 +106,7 @@ def _accept_verbosity(command: Any) -> None:
         for subcommand in subcommands.values():
             _accept_verbosity(subcommand)
     elif command.callback is not None:
-        command.callback = _applying_verbosity(command.callback)
+        command.callback = interruptible(_applying_verbosity(command.callback))
 
 
 class _InferGroup(TyperGroup):
@@ -190,8 +191,8 @@ def make_app(only: str | None = None, *, listed: bool = False) -> typer.Typer:
         target = command_target(name)
         if isinstance(target, typer.Typer):
             built.add_typer(target, name=name)
-        else:
-            built.command(name)(target)
+        else:  # its module's EXAMPLES end its --help
+            built.command(name, epilog=getattr(sys.modules[target.__module__], "EXAMPLES", None))(target)
     return built
 
 
@@ -300,6 +301,7 @@ def _fail(exc: InferError) -> NoReturn:
     sys.exit(exc.exit_code)
 
 
+_INTERRUPTED = 128 + signal.SIGINT  # the shell's code for a command ended by Ctrl-C
 _COMPLETE_VAR = "_INFER_COMPLETE"  # the variable a shell's completion script sets when it asks (click's convention)
 _BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS")  # what OpenBLAS reads, in order
 
@@ -323,15 +325,19 @@ def main(argv: Sequence[str] | None = None) -> None:
         faulthandler.enable()
     in_main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _terminate) if in_main_thread else None
+    args = list(argv) if argv is not None else sys.argv[1:]
+    invoked: str | None = None
     try:
-        args = list(argv) if argv is not None else sys.argv[1:]
         _check_utf8(args)
         _check_not_empty(args)
         invoked = _invoked_command(args)
         completing = _COMPLETE_VAR in os.environ  # the shell asks for completions: every command's flags
         app = make_app(None if completing else invoked, listed=invoked is None and not completing)
         command = _paths_read_by_the_commands(typer.main.get_command(app))
-        code = command.main(args=args, prog_name="infer", standalone_mode=False)
+        with delivering_every_press():
+            code = command.main(args=args, prog_name="infer", standalone_mode=False)
+        if code == _INTERRUPTED:  # Ctrl-C outside a command's own code (its arguments' parsing): typer's Exit(130)
+            raise KeyboardInterrupt
         # As click's standalone mode ends: with SystemExit, the code typer.Exit gave (handed back outside it) or 0.
         sys.exit(code if isinstance(code, int) else 0)
     except _USAGE_ERROR as exc:  # a usage error: one line, as every other refusal
@@ -358,9 +364,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(128 + signal.SIGTERM)
-    except KeyboardInterrupt:
-        tell_error("interrupted")
-        sys.exit(130)
+    except (Interrupted, KeyboardInterrupt):
+        tell_error(interrupted_line(invoked))
+        sys.exit(_INTERRUPTED)
     finally:
         if in_main_thread:
             signal.signal(signal.SIGTERM, previous)

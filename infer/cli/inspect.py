@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from infer.cli.console import out, print_json, table
+from infer.cli.console import examples, out, print_json, table
 from infer.cli.options import takes_options
 from infer.inspect.options import InspectOptions
 
@@ -16,6 +16,13 @@ if TYPE_CHECKING:
     from rich.table import Table
 
     from ckpt2pb.inspection import GraphReport
+
+
+EXAMPLES = examples(
+    "infer inspect ckpt/model.ckpt                  # inputs, ranked output candidates, dynamic dims",
+    "infer inspect ckpt/model.ckpt --json --top 3",
+    "infer inspect model/model.json --precision     # after convert: each op's dtype on the chip",
+)
 
 
 def _shape(shape: tuple[int | None, ...] | None) -> str:

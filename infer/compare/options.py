@@ -66,6 +66,10 @@ class CompareOptions:
         None, example=True, negative="--no-fail-on-expected", shown="on where the band is computed for an om or an "
                                                                     "fp32 conversion",
         help="Fail the run when an output is past --expected-factor times its band.")
+    set_outputs: tuple[str, ...] = setting((), flag="--set-output", repeat=True,
+                                           help="An output whose rows are a set (the boxes an NMS kept, a top-k): "
+                                                "each sample's rows matched before the metrics, boxes by IoU. "
+                                                "Outputs computed from NonMaxSuppression or TopK are found alone.")
     layerwise: bool = setting(False, help="Compare every intermediate tensor on one batch (ONNX stand-in): the "
                                           "first layer whose outputs diverge.")
     npu_dump: Path | None = setting(None, toml=False, help="--layerwise against this NPU dump folder (infer run "

@@ -146,8 +146,10 @@ class ConvertOptions:
                                         help="One more ATC argument, as --atc-arg=--log=info; repeatable.")
     opset: int | None = setting(None, unset=0, shown="the highest tf2onnx and onnxruntime both handle",
                                 help="ONNX opset (onnx only).")
-    allow_unknown_soc: bool = setting(False, help="Pass a --soc-version that is not in the known list (a chip newer "
-                                                  "than this tool).")
+    allow_unknown_soc: bool = setting(False, help="Take a --soc-version that is not in the known list (a chip newer "
+                                                  "than this tool), which both targets refuse otherwise: ATC gets "
+                                                  "it as given; the stand-in, with no operator table for it, plans "
+                                                  f"for {ASSUMED_SOC_VERSION} and says so.")
     allow_unsupported: bool = setting(False, help="Go on where the chip's operator table says ATC cannot convert an "
                                                   "op (refused for om, a warning for the stand-in) or cannot build "
                                                   "it in the dtype the mode or a per-op control asks; the table is "

@@ -60,9 +60,11 @@ class FreezeOptions:
                                                "(repeatable; set = { is_training = false } in pipeline.toml). "
                                                "Placeholders with a default are folded to it otherwise.")
     force: bool = setting(False, toml=False, help="Overwrite an existing model.pb/model.json.")
+    # One text for the key (verify = true) and the flag (--no-verify): it says what each spelling does.
     verify: bool = setting(True, flag=False, negative="--no-verify",
-                           help="Run original and frozen graph side by side on the same seeded inputs "
-                                "(--no-verify skips it).")
+                           help="The check after freezing: original and frozen graph run side by side on the same "
+                                "seeded inputs, and a difference beyond float tolerance is an error. On by default; "
+                                "--no-verify (verify = false) skips it.")
     allow_host_ops: bool = allow_host_ops_setting()
 
     def __post_init__(self) -> None:

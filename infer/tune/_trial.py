@@ -45,10 +45,11 @@ class Candidate:
     verdict: str
     metrics: dict[str, dict[str, float]]  # output -> the metrics shown
     seconds: float
+    headline: str = ""  # the verdict in one short line (compare's `headline`): what the command line prints
 
     def to_json(self) -> dict[str, Any]:
         return {"index": self.index, "stage": self.stage, "dataset": self.dataset, "ops": list(self.ops),
-                "op_count": len(self.ops), "passed": self.passed, "verdict": self.verdict,
+                "op_count": len(self.ops), "passed": self.passed, "verdict": self.verdict, "headline": self.headline,
                 "metrics": {out: {k: json_float(v) for k, v in m.items()} for out, m in self.metrics.items()},
                 "seconds": round(self.seconds, 3)}
 
@@ -143,8 +144,8 @@ class Trials:
         if not ops and dataset.name == "whole":
             self.baseline = result
         candidate = Candidate(index=len(self.tried) + 1, ops=ops, stage=stage, dataset=dataset.name,
-                              passed=result.passed, verdict=result.verdict(), metrics=_metrics(result),
-                              seconds=time.monotonic() - start)
+                              passed=result.passed, verdict=result.verdict(), headline=result.headline(),
+                              metrics=_metrics(result), seconds=time.monotonic() - start)
         self.tried.append(candidate)
         self._verdicts[key] = candidate
         if self.on_candidate is not None:

@@ -60,6 +60,41 @@ def test_same_mode_other_chip_other_plan_and_other_outputs(exp_model: ModelContr
     assert "still run" not in got["Ascend910A"][2]
 
 
+def test_an_unknown_chip_is_refused_by_the_stand_in_as_by_atc(exp_model: ModelContract,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """A typo in --soc-version (Ascend999) is caught on the workstation, with the om target's words and suggestion:
+    nothing is written, model.json keeps no conversion."""
+    from atc_wrap.atc.soc import KNOWN_SOC_VERSIONS
+
+    before = exp_model.path.read_bytes()
+    outcome = _convert(capsys, exp_model, "--soc-version", "Ascend999")
+    assert outcome.code == 2
+    assert outcome.error_line == (f"error: --soc-version 'Ascend999': not a chip ATC knows (did you mean "
+                                  f"Ascend910_9392?); known: {', '.join(KNOWN_SOC_VERSIONS)}")
+    assert "hint: for a chip newer than this list, add --allow-unknown-soc" in outcome.err
+    assert exp_model.path.read_bytes() == before and not list(exp_model.folder.glob("*.onnx"))
+    om = run_cli(capsys, "convert", exp_model.path, "--target", "om", "--soc-version", "Ascend999", "--dry-run")
+    assert om.error_line == outcome.error_line  # the two targets refuse it alike
+
+
+@pytest.mark.parametrize(("chip", "flags"), [("Ascend999", ("--allow-unknown-soc",)), ("Ascend910_9391", ())])
+def test_a_chip_without_a_table_is_planned_as_the_assumed_one_and_says_why(
+        exp_model: ModelContract, capsys: pytest.CaptureFixture[str], chip: str, flags: tuple[str, ...]) -> None:
+    """--allow-unknown-soc, the explicit way past, or a chip ATC knows that the 2022 tables do not cover: the plan is
+    Ascend310's, and the line says so without claiming no --soc-version was given."""
+    outcome = _convert(capsys, exp_model, "--soc-version", chip, *flags)
+    assert outcome.code == 0, outcome.err
+    lines = outcome.err.splitlines()
+    assert f"no operator table for --soc-version {chip}: the stand-in plans for Ascend310 instead" in lines
+    assert any(line.startswith(f"precision plan: force_fp16 on Ascend310 (assumed: no operator table for {chip}), ")
+               for line in lines), lines
+    assert "no --soc-version given" not in outcome.err and "ignored" not in outcome.err
+    document = json.loads(exp_model.path.read_text())["converted"]
+    assert document["soc_version"] == chip
+    plan = document["precision_plan"]
+    assert (plan["chip"], plan["chip_assumed"], plan["chip_asked"]) == ("Ascend310", True, chip)
+
+
 def test_without_a_chip_the_stand_in_says_which_it_assumed(exp_model: ModelContract,
                                                            capsys: pytest.CaptureFixture[str]) -> None:
     outcome = _convert(capsys, exp_model)
