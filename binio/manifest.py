@@ -8,8 +8,11 @@ lexicographic order (msame) and natural order (ais_bench) agree; msame pairs the
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from binio.atomic import write_json_atomic
@@ -169,10 +172,22 @@ class DatasetManifest:
     def file_count(self) -> int:
         return len(self.inputs[0].files) if self.inputs else 0
 
-    @property
+    # Derived from the fields once, on first use (the instance is frozen, so they cannot go stale): callers ask for
+    # them per batch, and rebuilding them each time made a loop over the batches quadratic (issue 42).
+    @cached_property
     def stems(self) -> tuple[str, ...]:
         """The file stems shared by every input folder, in order (``000000``, ...)."""
         return tuple(Path(f.name).stem for f in self.inputs[0].files) if self.inputs else ()
+
+    @cached_property
+    def stem_set(self) -> frozenset[str]:
+        """The stems, for membership tests."""
+        return frozenset(self.stems)
+
+    @cached_property
+    def positions(self) -> Mapping[str, int]:
+        """Each stem's position in the dataset (its batch index)."""
+        return MappingProxyType({stem: index for index, stem in enumerate(self.stems)})
 
     def find(self, tensor: str) -> InputManifest | None:
         """The input `tensor` names: its tensor name, node name (``images`` for ``images:0``) or folder."""

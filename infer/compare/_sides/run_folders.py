@@ -80,7 +80,7 @@ def _check_batches_of(record: RunRecord, manifest: DatasetManifest) -> None:
             said = f"{recorded[stem]} rows" if stem in recorded else "not listed"
             raise RunFolderError(f"{record.path}: batch {stem}: {said} in run.json, {entry.rows} rows in "
                                  f"{manifest.path}", hint=hint)
-    extra = next((stem for stem in record.stems if stem not in manifest.stems), None)
+    extra = next((stem for stem in record.stems if stem not in manifest.stem_set), None)
     if extra is not None:
         raise RunFolderError(f"{record.path}: batch {extra}: listed in run.json, not a batch of {manifest.path}",
                              hint=hint)
