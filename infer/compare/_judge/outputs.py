@@ -16,11 +16,18 @@ from binio.errors import InferError
 from binio.manifest import DatasetManifest
 from binio.spec import TensorSpec
 from infer.compare._judge.aipp_check import AippCheck, check_aipp
-from infer.compare._judge.constant_outputs import constant_outputs
-from infer.compare._judge.expected import ExpectedError, emulated_run, expected_error, fails_on_expected, wants_expected
+from infer.compare._judge.constant_outputs import with_inputs_same
+from infer.compare._judge.expected import (
+    ExpectedError,
+    emulated_model,
+    emulated_run,
+    expected_error,
+    fails_on_expected,
+    wants_expected,
+)
 from infer.compare._judge.fp16_grid import outputs_on_fp16_grid
 from infer.compare._judge.labels import labels_for_samples
-from infer.compare._judge.passes import check_topk, compare_outputs_in_workers, measure_output
+from infer.compare._judge.passes import Measured, check_topk, compare_outputs_in_workers, measure_output
 from infer.compare._judge.topk import is_classifier
 from infer.compare._sides.golden import CACHE_FOLDER
 from infer.compare._sides.provenance import Side, make_provenance, sample_names
@@ -32,7 +39,7 @@ from infer.contract import ModelContract
 
 
 def compare_output(pair: OutputPair, thresholds: Thresholds, options: CompareOptions,
-                   labels: np.ndarray | None, progress: CompareProgress | None = None) -> OutputResult:
+                   labels: np.ndarray | None, progress: CompareProgress | None = None) -> Measured:
     """One output over the whole dataset, in two streaming passes: the one shard of every stem, in this process."""
     on_batch = None
     if progress is not None:
@@ -78,7 +85,7 @@ def _pairs(contract: ModelContract, manifest: DatasetManifest, actual_dir: Path,
 
 
 def measure_outputs(pairs: tuple[OutputPair, ...], manifest: DatasetManifest, options: CompareOptions,
-                    labels: np.ndarray | None, progress: CompareProgress | None) -> tuple[OutputResult, ...]:
+                    labels: np.ndarray | None, progress: CompareProgress | None) -> tuple[Measured, ...]:
     """Every output measured against its limits: by `--workers` processes where asked and the dataset has more
     than one batch, else here, output by output."""
     options.thresholds.check_outputs([p.name for p in pairs])
@@ -100,14 +107,15 @@ def judge_outputs(contract: ModelContract, manifest: DatasetManifest, actual: Si
         preprocessing = check_aipp(contract, manifest)
     actual_written = written_specs(actual_dir, actual_specs, manifest, what="--actual")
     pairs = _pairs(contract, manifest, actual_dir, golden_dir, actual_written=actual_written)
-    outputs = measure_outputs(pairs, manifest, options, labels, progress)
+    measured = measure_outputs(pairs, manifest, options, labels, progress)
+    outputs = tuple(m.result for m in measured)
     fp16_grid: tuple[str, ...] = ()
     if contract.converted is not None and contract.converted.target == "om":  # what the chip computed in
         fp16_grid = outputs_on_fp16_grid(actual_dir, actual_written, manifest)
-    constant = constant_outputs(pairs, manifest)
+    constant = with_inputs_same(tuple(m.constant for m in measured if m.constant is not None), manifest)
     expected: tuple[ExpectedError, ...] = ()
     if wants_expected(contract, options):
-        expected = _expected_errors(contract, manifest, golden_dir, options, outputs, cache_root, progress)
+        expected = _expected_errors(contract, manifest, golden_dir, options, outputs, cache_root, progress, actual)
     thresholds = options.thresholds
     names = [o.name for o in outputs]
     provenance = make_provenance(contract, manifest, golden, actual, {n: thresholds.limits(n) for n in names},
@@ -125,18 +133,25 @@ def judge_outputs(contract: ModelContract, manifest: DatasetManifest, actual: Si
 
 def _expected_errors(contract: ModelContract, manifest: DatasetManifest, golden_dir: Path, options: CompareOptions,
                      outputs: tuple[OutputResult, ...], cache_root: Path | None,
-                     progress: CompareProgress | None) -> tuple[ExpectedError, ...]:
+                     progress: CompareProgress | None, actual: Side) -> tuple[ExpectedError, ...]:
     """Each output's error against the emulated precision's: the stand-in's run of the same precision mode over
-    the same bins, compared with the same golden outputs."""
+    the same bins, compared with the same golden outputs. Where the actual side is that very model run by ONNX
+    Runtime (a stand-in conversion: the emulation converts the pb as convert did, to the same bytes), its run and
+    its measure are the emulation's: neither is made a second time."""
     def emulated_progress(done: int, total: int) -> None:
         if progress is not None:
             progress("emulated", done, total)
 
-    staged, emulated_dir = emulated_run(contract, manifest, cache_root or contract.folder / CACHE_FOLDER,
-                                        emulated_progress)
-    quiet = replace(options, labels=None, workers=1)
-    emulated = measure_outputs(_pairs(staged, manifest, emulated_dir, golden_dir, what="emulated"), manifest, quiet,
-                               None, None)
+    root = cache_root or contract.folder / CACHE_FOLDER
+    staged, _ = emulated_model(contract, manifest, root)
+    if (actual.recorded and actual.backend == "onnxrt" and staged.converted is not None
+            and actual.model_sha256 == staged.converted.sha256):
+        emulated = outputs
+    else:
+        staged, emulated_dir = emulated_run(contract, manifest, root, emulated_progress)
+        quiet = replace(options, labels=None, workers=1)
+        pairs = _pairs(staged, manifest, emulated_dir, golden_dir, what="emulated")
+        emulated = tuple(m.result for m in measure_outputs(pairs, manifest, quiet, None, None))
     precision = contract.converted.precision_mode if contract.converted is not None else ""
     return tuple(expected_error(a.name, precision, a.metrics, e.metrics, options.expected_factor)
                  for a, e in zip(outputs, emulated, strict=True))

@@ -1,13 +1,14 @@
 """The measurement of one output, with or without `--workers`: two passes over shards of its batches, then a fold.
 
-Pass one reads every batch once: per-batch metrics and pass-one accumulator, per-sample scores, top-k counts and
-the plot data. Pass two reads every batch again for the dataset's KullbackLeiblerDivergence, which needs the global
-extremes of pass one (see `infer.compare._judge.accumulate`). Each pass runs over a shard, a contiguous run of the
-dataset's batch stems, and returns per-batch pieces; `measure_output` folds them in dataset order. One process runs
-a single shard holding every stem, in itself; `compare_outputs_in_workers` hands N shards to a process pool. The same
-floats are added in the same order either way, so 1 and N workers give equal results, bit for bit.
+Pass one reads every batch once: per-batch metrics and pass-one accumulator, per-sample scores, top-k counts, the
+plot data and whether every sample is the same (`infer.compare._judge.constant_outputs`). Pass two reads every batch
+again for the dataset's KullbackLeiblerDivergence, which needs the global extremes of pass one (see
+`infer.compare._judge.accumulate`). Each pass runs over a shard, a contiguous run of the dataset's batch stems, and
+returns per-batch pieces; `measure_output` folds them in dataset order. One process runs a single shard holding
+every stem, in itself; `compare_outputs_in_workers` hands N shards to a process pool. The same floats are added in
+the same order either way, so 1 and N workers give equal results, bit for bit.
 
-Memory holds a few batches, never the dataset: each batch file is memory-mapped, a per-batch piece keeps only
+Memory holds a few batches, never the dataset: each batch file is read or memory-mapped, a per-batch piece keeps only
 accumulators, metrics and per-sample scores (never the batch's tensors), and the plot keeps a fixed number of
 points per batch.
 """
@@ -20,7 +21,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import dataclass
 from functools import partial
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 import numpy as np
 
@@ -29,6 +30,7 @@ from binio.heap import keep_freed_memory
 from binio.manifest import DatasetManifest
 from binio.shards import split
 from infer.compare._judge.accumulate import MetricAccumulator
+from infer.compare._judge.constant_outputs import ConstantOutput, SameSamples
 from infer.compare._judge.metrics import Metrics, as_float64
 from infer.compare._judge.topk import TopKAccumulator, is_classifier
 from infer.compare._sides.provenance import sample_names, sample_source
@@ -135,6 +137,15 @@ class _ShardPart:
     batches: tuple[_BatchPart, ...]
     plot: _PlotCollector
     topk: TopKAccumulator | None
+    same: SameSamples
+
+
+class Measured(NamedTuple):
+    """One output measured: its result, and whether its samples were all the same on a side (read in the same
+    pass, `infer.compare._judge.constant_outputs`)."""
+
+    result: OutputResult
+    constant: ConstantOutput | None
 
 
 _KlSums = tuple[float, float, float, int]  # one batch's kl_sum_a, kl_sum_b, kl_sum_alogab, kl_elements
@@ -171,12 +182,11 @@ def _pass_one(pair: OutputPair, stems: frozenset[str], *, options: CompareOption
     keep_freed_memory()
     topk = _topk(pair, options, labels)
     plot = _PlotCollector(options.scatter_points // max(1, pair.manifest.file_count))
+    same = SameSamples(pair, stems)
     parts = []
     # Here too, not only in measure_output: in a worker process the caller's error state does not apply.
     with np.errstate(all="ignore"):
-        for batch in pair.batches():
-            if batch.stem not in stems:
-                continue
+        for batch in pair.batches(stems):
             # Each side widened to float64 once per batch; every consumer below takes these flat arrays.
             x, y = as_float64(batch.actual), as_float64(batch.golden)
             abs_diff = np.subtract(x, y)  # |x - y| once, for the metrics, the per-sample scores and the plot
@@ -189,9 +199,10 @@ def _pass_one(pair: OutputPair, stems: frozenset[str], *, options: CompareOption
                 topk.add(x.reshape(batch.rows, -1), y.reshape(batch.rows, -1),
                          None if labels is None else labels[batch.first_sample:batch.first_sample + batch.rows])
             plot.add(x, y, abs_diff)
+            same.take(batch.actual, batch.golden, batch.rows, wide_actual=x, wide_golden=y)
             if on_batch is not None:
                 on_batch()
-    return _ShardPart(batches=tuple(parts), plot=plot, topk=topk)
+    return _ShardPart(batches=tuple(parts), plot=plot, topk=topk, same=same)
 
 
 def _pass_two(pair: OutputPair, stems: frozenset[str], *, extremes: MetricAccumulator,
@@ -201,9 +212,7 @@ def _pass_two(pair: OutputPair, stems: frozenset[str], *, extremes: MetricAccumu
     keep_freed_memory()
     sums = []
     with np.errstate(all="ignore"):
-        for batch in pair.batches():
-            if batch.stem not in stems:
-                continue
+        for batch in pair.batches(stems):
             one = MetricAccumulator(atol=extremes.atol, rtol=extremes.rtol, min_x=extremes.min_x,
                                     max_x=extremes.max_x, min_y=extremes.min_y, max_y=extremes.max_y)
             one.add_kl(batch.actual, batch.golden)
@@ -233,7 +242,7 @@ def _merge_topk(parts: list[_ShardPart]) -> TopKAccumulator | None:
 
 def measure_output(pair: OutputPair, thresholds: Thresholds, options: CompareOptions, labels: np.ndarray | None,
                    shards: Sequence[frozenset[str]], pool: Executor | None = None,
-                   on_batch: Callable[[], None] | None = None) -> OutputResult:
+                   on_batch: Callable[[], None] | None = None) -> Measured:
     """One output over the whole dataset. `shards` are contiguous runs of the dataset's stems, in dataset order,
     together every stem once (the fold takes the batches in their order); they run in `pool`, or here, one after
     the other, without one. `on_batch` hears of every batch read (twice per batch: two passes), in this process
@@ -270,7 +279,7 @@ def measure_output(pair: OutputPair, thresholds: Thresholds, options: CompareOpt
         samples = _SampleScores.gather(every, pair)
         sample_limits = thresholds.sample_limits(pair.name)
         failing = samples.failing(sample_limits)
-        return OutputResult(
+        result = OutputResult(
             index=pair.index, name=pair.name, actual_dtype=pair.actual_spec.dtype,
             golden_dtype=pair.golden_spec.dtype, shape=pair.golden_spec.static_shape(), metrics=metrics,
             limits=thresholds.limits(pair.name), failures=thresholds.failures(pair.name, metrics),
@@ -281,6 +290,7 @@ def measure_output(pair: OutputPair, thresholds: Thresholds, options: CompareOpt
             sample_limits=sample_limits, failing_samples=tuple(int(samples.sample[i]) for i in failing),
             worst_failing=samples.worst_failure(pair.name, failing, sample_limits),
         )
+        return Measured(result, SameSamples.judge(pair.name, [part.same for part in parts]))
 
 
 @dataclass(frozen=True)
@@ -351,7 +361,7 @@ _SCORE_FIELDS = {"CosineSimilarity": "cosine_similarity", "RelativeEuclideanDist
 
 
 def compare_outputs_in_workers(pairs: tuple[OutputPair, ...], thresholds: Thresholds, options: CompareOptions,
-                               labels: np.ndarray | None) -> tuple[OutputResult, ...]:
+                               labels: np.ndarray | None) -> tuple[Measured, ...]:
     """`infer compare --workers N`: every output, its batches split into `options.workers` contiguous shards
     measured in as many processes (spawned: TensorFlow may be loaded); this process folds the pieces in dataset
     order, so the result equals one process's bit for bit."""

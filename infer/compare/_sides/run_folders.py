@@ -1,13 +1,13 @@
 """Where the two sides of a comparison are read from: run folders in msame's layout, one batch at a time.
 
-Each batch file is memory-mapped and only its real rows (the manifest's `rows`, padding left out) are taken, so a
-comparison holds one batch of each side in memory, whatever the dataset's size.
+Each batch file is read (memory-mapped when large) and only its real rows (the manifest's `rows`, padding left out)
+are taken, so a comparison holds one batch of each side in memory, whatever the dataset's size.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -153,10 +153,14 @@ class OutputPair:
         for folder, spec in ((self.actual_dir, self.actual_spec), (self.golden_dir, self.golden_spec)):
             check_output_files(folder, self.index, spec, self.name, self.manifest)
 
-    def batches(self) -> Iterator[Batch]:
-        """Every batch in dataset order, as memory maps cut to the real rows."""
+    def batches(self, stems: Collection[str] | None = None) -> Iterator[Batch]:
+        """Every batch in dataset order (only those of `stems`, when given: a shard's), cut to the real rows;
+        files of a batch left out are not opened."""
         first = 0
         for entry, stem in zip(self.manifest.inputs[0].files, self.manifest.stems, strict=True):
+            if stems is not None and stem not in stems:
+                first += entry.rows
+                continue
             actual = read_bin(self.actual_dir / output_file_name(stem, self.index), self.actual_spec, mmap=True)
             golden = read_bin(self.golden_dir / output_file_name(stem, self.index), self.golden_spec, mmap=True)
             rows = entry.rows
