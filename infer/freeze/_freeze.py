@@ -13,7 +13,7 @@ from binio.output import check_output
 from binio.steps import OnStep, no_steps
 from ckpt2pb.freeze import freeze_source
 from ckpt2pb.inputs import parse_input
-from ckpt2pb.source import LoadedSource, load_source
+from ckpt2pb.source import LoadedSource, check_source, load_source
 from ckpt2pb.verify import Verification
 from infer.contract import ModelContract, SourceInfo
 from infer.freeze.options import FreezeOptions
@@ -55,6 +55,7 @@ def freeze_model(source: Path | str, outdir: Path | str, options: FreezeOptions 
     options = options or FreezeOptions()
     outdir = Path(outdir)
     check_outdir(outdir, options.force)  # before TensorFlow starts: a refusal should not take seconds
+    check_source(source)
 
     on_step("importing TensorFlow")
     import tensorflow as tf

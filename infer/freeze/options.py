@@ -66,3 +66,5 @@ class FreezeOptions:
         # A value given as a bool or number from Python (False) is the text the command line gives ("false").
         object.__setattr__(self, "assignments", {str(k): _as_text(v) for k, v in dict(self.assignments).items()})
         object.__setattr__(self, "outputs", tuple(o.strip() for o in self.outputs if o.strip()))
+        if self.batch is not None and self.batch < 1 and self.batch != -1:  # -1: ckpt2pb.freeze's DYNAMIC_BATCH
+            raise InferError(f"--batch {self.batch}: expected a positive number, or -1 to keep the first dim unknown")
