@@ -10,7 +10,7 @@ from infer._exports import lazy_exports
 
 if TYPE_CHECKING:
     from infer.om.aipp import aipp_from_om
-    from infer.om.bins import check_bins_for_om, check_om_bins
+    from infer.om.bins import check_bins_for_om
     from infer.om.descriptors import (
         RECORD_KEY,
         OmDescriptors,
@@ -20,8 +20,8 @@ if TYPE_CHECKING:
         match_om,
         om_descriptors,
         starts_as_om,
-        with_om_descriptors,
     )
+    from infer.om.entry import check_om_bins, with_om_descriptors
     from infer.om.errors import OmBinsError, OmFileError, OmMismatchError
 
 __all__ = [
@@ -41,9 +41,9 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     "OmOutput": "infer.om.descriptors",
     "aipp_from_om": "infer.om.aipp",
     "check_bins_for_om": "infer.om.bins",
-    "check_om_bins": "infer.om.bins",
+    "check_om_bins": "infer.om.entry",
     "match_om": "infer.om.descriptors",
     "om_descriptors": "infer.om.descriptors",
     "starts_as_om": "infer.om.descriptors",
-    "with_om_descriptors": "infer.om.descriptors",
+    "with_om_descriptors": "infer.om.entry",
 })
