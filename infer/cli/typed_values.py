@@ -8,8 +8,8 @@ returns a value of exactly that type as it is, which is what pydantic returns fo
 number (``16``, ``-0.5``, ``1e-3``) as int() / float() read it, as pydantic does; a list[str] of strings
 becomes the list typer's adapter makes of it; a path given as text becomes a Path (pydantic's lax Path is
 ``Path(text)``) and then goes through typer's own path checks (exists, dash, resolve), which need no pydantic for a
-Path, and a list[Path] (a repeated path option) a list of them. Any other value is handed to the adapter typer builds, so messages for bad values are typer's own. On a
-typer without this machinery, nothing changes.
+Path, and a list[Path] (a repeated path option) a list of them. Any other value is handed to the adapter typer
+builds, so messages for bad values are typer's own. On a typer without this machinery, nothing changes.
 """
 
 from __future__ import annotations
