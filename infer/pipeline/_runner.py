@@ -19,7 +19,14 @@ from infer.contract import load_contract
 from infer.pipeline._calls import atc_dry_run
 from infer.pipeline._gears import PER_GEAR_STAGES, PipelineGear, pipeline_gears
 from infer.pipeline._stages import STAGE_FUNCTIONS, STAGES, WorkLayout
-from infer.pipeline._state import StageRecord, digest_paths, load_state, save_state, settings_digest
+from infer.pipeline._state import (
+    DigestCache,
+    StageRecord,
+    digest_paths,
+    load_state_and_digests,
+    save_state,
+    settings_digest,
+)
 from infer.pipeline.config import PipelineConfig, load_config
 from infer.run import msame_argv, tool_gear_flags
 
@@ -111,6 +118,10 @@ def _atc_command(config: PipelineConfig, work: WorkLayout,
     ran = tuple(str(a) for a in facts["convert"].get("atc_command", ()))
     if ran:
         return ran, ""
+    if "atc_dry_run" in facts["convert"]:  # made when convert ran (`run_convert`): a re-run reads no pb for it
+        return tuple(str(a) for a in facts["convert"]["atc_dry_run"]), ""
+    if "atc_note" in facts["convert"]:
+        return (), str(facts["convert"]["atc_note"])
 
     try:
         return atc_dry_run(config, work), ""
@@ -178,28 +189,28 @@ def _verdict(facts: dict[str, dict[str, Any]], gears: tuple[PipelineGear, ...]) 
 
 def _run_stages(config: PipelineConfig, work: WorkLayout, on_stage: Callable[[StageOutcome], None] | None,
                 stages: Sequence[str], force: bool) -> PipelineResult:
-    records = {} if force else load_state(work.root)
+    records, cache = ({}, DigestCache()) if force else load_state_and_digests(work.root)
     facts: dict[str, dict[str, Any]] = {name: dict(r.facts) for name, r in records.items()}
     gears = pipeline_gears(config)
     outcomes = []
     for step in _steps(stages, config, work, gears):
         plan_stage, run_stage = STAGE_FUNCTIONS[step.stage]
         plan = plan_stage(step.config, step.work, _facts_for(facts, step.work))
-        inputs = digest_paths(plan.inputs)
+        inputs = digest_paths(plan.inputs, cache)
         settings = settings_digest(plan.settings)
         previous = records.get(step.key)
         start = time.monotonic()
-        if previous is not None and previous.is_current(settings, inputs):
+        if previous is not None and previous.is_current(settings, inputs, cache):
             outcome = StageOutcome(step.key, False, previous.summary, 0.0, inputs, plan.command)
         else:
             try:
                 done = run_stage(step.config, step.work, _facts_for(facts, step.work))
             except InferError as exc:  # the stage's own refusal, said with the stage it came from
                 raise StageError(f"{step.key}: {exc.message}", hint=exc.hint, exit_code=exc.exit_code) from None
-            records[step.key] = StageRecord(step.key, settings, inputs, digest_paths(done.outputs), done.summary,
-                                            done.facts)
+            records[step.key] = StageRecord(step.key, settings, inputs, digest_paths(done.outputs, cache),
+                                            done.summary, done.facts)
             facts[step.key] = dict(done.facts)
-            save_state(work.root, records)
+            save_state(work.root, records, cache)
             # the command may name what the stage made (the run folder)
             plan = plan_stage(step.config, step.work, _facts_for(facts, step.work))
             outcome = StageOutcome(step.key, True, done.summary, time.monotonic() - start, inputs, plan.command)
@@ -207,6 +218,8 @@ def _run_stages(config: PipelineConfig, work: WorkLayout, on_stage: Callable[[St
         if on_stage is not None:
             on_stage(outcome)
 
+    if cache.read:  # digests taken this run (files new, changed or just written) are kept for the next
+        save_state(work.root, records, cache)
     passed, verdict, html = _verdict(facts, gears)
     atc_command, atc_note = _atc_command(config, work, facts)
     artefact = Path(str(facts.get("convert", {}).get("artefact", work.model_dir / "model.om")))

@@ -5,12 +5,19 @@ wrote are all what they were when it last ran: nothing it depends on changed and
 The state file lives in the work folder and is written atomically after each stage. Files are digested as bins
 are (XXH3-128, `binio.digest`): a re-run reads every bin the stages made, and sha256 made that check cost 0.4 s of
 CPU per 600 MB of bins, where XXH3-128 costs a few hundredths.
+
+A re-run with nothing to do decides so from the digests it recorded, as make and dvc do: each file's digest is kept
+with its size, modification time and inode (`DigestCache`), and a file whose three are unchanged is not read
+again. A file modified within a second of being digested may have kept its time (a coarse clock), so its digest
+is trusted only once its time is older than that: such a file is read again on the next run, then trusted.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,21 +34,71 @@ STATE_SCHEMA = "infer.pipeline-state"
 STATE_VERSION = 2  # 2: files digested with XXH3-128 (1: sha256)
 
 
-def digest_path(path: Path) -> str:
+# How much older than its digest a file's modification time must be for the digest to be trusted without reading
+# the file: file systems keep times of a coarse clock (a few ms; NFS and FAT a second or two).
+RACY_NS = 2_000_000_000
+
+
+class DigestCache:
+    """Each file's digest as last taken, with the size, modification time and inode it had then."""
+
+    def __init__(self, entries: dict[str, tuple[int, int, int, str, int]] | None = None) -> None:
+        # path -> (size, mtime_ns, inode, digest, when it was taken in ns)
+        self.entries = dict(entries or {})
+        self.used: set[str] = set()
+        self.read = 0  # files read (digested) through this cache, for the tests that count them
+
+    def digest(self, path: Path) -> str:
+        key = str(path)
+        self.used.add(key)
+        status = os.stat(path)
+        known = self.entries.get(key)
+        if (known is not None and known[:3] == (status.st_size, status.st_mtime_ns, status.st_ino)
+                and status.st_mtime_ns + RACY_NS < known[4]):
+            return known[3]
+        taken = time.time_ns()
+        digest = digest_file(BIN_DIGEST, path)
+        self.read += 1
+        self.entries[key] = (status.st_size, status.st_mtime_ns, status.st_ino, digest, taken)
+        return digest
+
+    def to_json(self) -> dict[str, list[Any]]:
+        """The entries of the files this run looked at (a file no stage reads any more drops out)."""
+        return {key: list(value) for key, value in self.entries.items() if key in self.used}
+
+    @classmethod
+    def from_json(cls, data: Any) -> DigestCache:
+        """What a state file holds, each entry checked; anything else is left out (its file is read again)."""
+        entries: dict[str, tuple[int, int, int, str, int]] = {}
+        if isinstance(data, dict):
+            for key, value in data.items():
+                if (isinstance(key, str) and isinstance(value, list) and len(value) == 5
+                        and all(type(v) is int for v in (value[0], value[1], value[2], value[4]))
+                        and isinstance(value[3], str)):
+                    entries[key] = (value[0], value[1], value[2], value[3], value[4])
+        return cls(entries)
+
+
+def digest_path(path: Path, cache: DigestCache | None = None) -> str:
     """The digest of a file; for a folder, of the sorted (relative path, digest) list of every file in it; a
-    missing path digests to "" so that its later appearance counts as a change."""
+    missing path digests to "" so that its later appearance counts as a change. With `cache`, a file unchanged
+    since its recorded digest is not read."""
     path = Path(path)
+
+    def file_digest(item: Path) -> str:
+        return cache.digest(item) if cache is not None else digest_file(BIN_DIGEST, item)
+
     if path.is_file():
-        return digest_file(BIN_DIGEST, path)
+        return file_digest(path)
     if path.is_dir():
-        listing = "".join(f"{item.relative_to(path).as_posix()}\0{digest_file(BIN_DIGEST, item)}\n"
+        listing = "".join(f"{item.relative_to(path).as_posix()}\0{file_digest(item)}\n"
                           for item in sorted(p for p in path.rglob("*") if p.is_file()))
         return "dir:" + digest_bytes(BIN_DIGEST, listing.encode())
     return ""
 
 
-def digest_paths(paths: Iterable[Path]) -> dict[str, str]:
-    return {str(Path(p)): digest_path(Path(p)) for p in paths}
+def digest_paths(paths: Iterable[Path], cache: DigestCache | None = None) -> dict[str, str]:
+    return {str(Path(p)): digest_path(Path(p), cache) for p in paths}
 
 
 def settings_digest(settings: Mapping[str, Any]) -> str:
@@ -83,25 +140,40 @@ class StageRecord:
         return cls(stage=stage, settings=settings, inputs=dict(inputs), outputs=dict(outputs), summary=summary,
                    facts=dict(facts))
 
-    def is_current(self, settings: str, inputs: Mapping[str, str]) -> bool:
+    def is_current(self, settings: str, inputs: Mapping[str, str], cache: DigestCache | None = None) -> bool:
         """Same settings and inputs as last time, and every output still as this stage wrote it."""
         if self.settings != settings or dict(self.inputs) != dict(inputs):
             return False
-        return all(digest_path(Path(path)) == digest for path, digest in self.outputs.items())
+        return all(digest_path(Path(path), cache) == digest for path, digest in self.outputs.items())
 
 
 def load_state(work_dir: Path) -> dict[str, StageRecord]:
     """The records of the last run; a missing, corrupt or foreign state file (or record) means: run everything
     (or that stage) again. Whatever the file holds, reading it raises nothing."""
-    path = Path(work_dir) / STATE_FILE
+    return load_state_and_digests(work_dir)[0]
+
+
+def load_state_and_digests(work_dir: Path) -> tuple[dict[str, StageRecord], DigestCache]:
+    """`load_state`, and the files' recorded digests (empty where the file has none it can trust)."""
+    data = _state_document(Path(work_dir) / STATE_FILE)
+    if data is None:
+        return {}, DigestCache()
+    return _records(data, work_dir), DigestCache.from_json(data.get("files"))
+
+
+def _state_document(path: Path) -> dict[str, Any] | None:
     if special_kind(path) is not None:
-        return {}  # a FIFO would never end the read
+        return None  # a FIFO would never end the read
     try:
         data = parse_json(path.read_bytes().decode("utf-8"), named=str(path), what="a pipeline state file")
     except (OSError, ValueError, InferError):
-        return {}
+        return None
     if not isinstance(data, dict) or data.get("schema") != STATE_SCHEMA or data.get("version") != STATE_VERSION:
-        return {}
+        return None
+    return data
+
+
+def _records(data: dict[str, Any], work_dir: Path) -> dict[str, StageRecord]:
     stages = data.get("stages")
     if not isinstance(stages, dict):
         return {}
@@ -135,7 +207,9 @@ def _inside(path: Path, folder: Path) -> bool:
         return False
 
 
-def save_state(work_dir: Path, records: Mapping[str, StageRecord]) -> None:
-    document = {"schema": STATE_SCHEMA, "version": STATE_VERSION,
-                "stages": {name: record.to_json() for name, record in records.items()}}
+def save_state(work_dir: Path, records: Mapping[str, StageRecord], cache: DigestCache | None = None) -> None:
+    document: dict[str, Any] = {"schema": STATE_SCHEMA, "version": STATE_VERSION,
+                                "stages": {name: record.to_json() for name, record in records.items()}}
+    if cache is not None:
+        document["files"] = cache.to_json()
     write_json_atomic(Path(work_dir) / STATE_FILE, document)

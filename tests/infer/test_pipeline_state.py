@@ -3,6 +3,9 @@ something it reads, or something it wrote has changed since it last ran."""
 
 from __future__ import annotations
 
+import json
+import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +14,7 @@ import pytest
 from infer.pipeline import _runner as runner_module
 from infer.pipeline._runner import run_pipeline
 from infer.pipeline._stages import StageDone, StagePlan, WorkLayout
-from infer.pipeline._state import STATE_FILE, digest_path
+from infer.pipeline._state import STATE_FILE, DigestCache, digest_path
 from infer.pipeline._work import Facts
 from infer.pipeline.config import PipelineConfig, config_from_dict
 
@@ -149,3 +152,35 @@ def test_digest_of_a_folder_follows_names_and_contents(tmp_path: Path) -> None:
     third = digest_path(folder)
     assert len({first, second, third}) == 3
     assert digest_path(tmp_path / "absent") == ""
+
+
+def test_digests_recorded_are_trusted_while_a_file_keeps_its_size_time_and_inode(tmp_path: Path) -> None:
+    """Issue 42: a re-run with nothing to do decides from the digests it recorded (make's and dvc's rule), not by
+    reading every file again: a folder of many files is read once, then only what changed, and a file changed
+    within the clock's reach of its digest (same size, maybe the same time) is read until its time is older."""
+    folder = tmp_path / "images"
+    folder.mkdir()
+    old = time.time() - 60
+    for index in range(200):
+        (folder / f"{index:04d}.png").write_bytes(bytes([index % 256]) * 64)
+        os.utime(folder / f"{index:04d}.png", (old, old))
+    cache = DigestCache()
+    first = digest_path(folder, cache)
+    assert cache.read == 200 and first == digest_path(folder)  # the same digest a run without records takes
+    again = DigestCache.from_json(json.loads(json.dumps(cache.to_json())))  # as the state file keeps it
+    assert digest_path(folder, again) == first and again.read == 0
+    changed = folder / "0007.png"
+    changed.write_bytes(b"\xff" * 64)  # same size, new bytes, a time of now
+    second = digest_path(folder, again)
+    assert second != first and second == digest_path(folder) and again.read == 1
+    assert digest_path(folder, again) == second and again.read == 2  # too recent to trust: read once more
+    os.utime(changed, (old, old))
+    assert digest_path(folder, again) == second and again.read == 3  # its time changed: read, then trusted
+    assert digest_path(folder, again) == second and again.read == 3
+
+
+def test_a_state_files_recorded_digests_that_are_not_what_it_writes_are_left_out() -> None:
+    good = [64, 1, 2, "ab" * 16, 3]
+    cache = DigestCache.from_json({"a": good, "b": [64, 1, 2, 5, 3], "c": "x", "d": [1.5, 1, 2, "x", 3], "e": good[:4]})
+    assert list(cache.entries) == ["a"]
+    assert DigestCache.from_json([good]).entries == {}
