@@ -37,6 +37,7 @@ from infer.compare.result import CompareResult
 from infer.contract import ModelContract, as_contract
 from infer.gear_check import check_dataset_gear
 from infer.om import check_om_bins, with_om_descriptors
+from infer.ray_cluster import RaySession
 
 
 def compare_run_folders(contract: ModelContract, manifest: DatasetManifest, actual_dir: Path, golden_dir: Path,
@@ -77,6 +78,8 @@ def compare(model: ModelContract | Path | str, dataset: DatasetManifest | Path |
     like any other output: locked while written, and one holding anything is written into only with `force`."""
     options = options or CompareOptions()
     with contextlib.ExitStack() as held:
+        if options.scale.engine == "ray":  # one Ray for the golden batches and the metrics, started once
+            held.enter_context(RaySession(options.scale.address))
         if dump_golden is not None:
             held.enter_context(output_folder(dump_golden, option="--dump-golden", force=force,
                                              hint="pass --force to write into it"))
@@ -134,7 +137,8 @@ def _compare(contract: ModelContract, manifest: DatasetManifest, actual: ActualF
                 progress("golden", done, total)
 
         golden_dir, source = tensorflow_golden(contract, manifest, cache_root=cache_root, on_run=on_golden_run,
-                                               workers=options.workers, progress=golden_progress)
+                                               workers=options.workers, progress=golden_progress,
+                                               engine=options.scale)
         # The sides were resolved and checked above, before TensorFlow ran: not again.
         result = judge_outputs(contract, manifest, actual_side, tensorflow_side(contract, golden_dir), options,
                                golden_source=source, cache_root=cache_root, progress=progress, preprocessing=None,

@@ -27,7 +27,14 @@ from infer.compare._judge.expected import (
 )
 from infer.compare._judge.fp16_grid import outputs_on_fp16_grid
 from infer.compare._judge.labels import labels_for_samples
-from infer.compare._judge.passes import Measured, check_topk, compare_outputs_in_workers, measure_output
+from infer.compare._judge.passes import (
+    Measured,
+    batch_counter,
+    check_topk,
+    compare_outputs_in_workers,
+    compare_outputs_on_ray,
+    measure_output,
+)
 from infer.compare._judge.topk import is_classifier
 from infer.compare._sides.golden import CACHE_FOLDER
 from infer.compare._sides.provenance import Side, make_provenance, sample_names
@@ -36,21 +43,14 @@ from infer.compare.options import CompareOptions, CompareProgress
 from infer.compare.result import CompareResult, OutputResult
 from infer.compare.thresholds import Thresholds
 from infer.contract import ModelContract
+from infer.run.options import ScaleOptions
 
 
 def compare_output(pair: OutputPair, thresholds: Thresholds, options: CompareOptions,
                    labels: np.ndarray | None, progress: CompareProgress | None = None) -> Measured:
     """One output over the whole dataset, in two streaming passes: the one shard of every stem, in this process."""
-    on_batch = None
-    if progress is not None:
-        total, done = 2 * pair.manifest.file_count, [0]
-        progress(pair.name, 0, total)
-
-        def on_batch() -> None:
-            done[0] += 1
-            progress(pair.name, done[0], total)
-
-    return measure_output(pair, thresholds, options, labels, [frozenset(pair.manifest.stems)], on_batch=on_batch)
+    return measure_output(pair, thresholds, options, labels, [frozenset(pair.manifest.stems)],
+                          on_batch=batch_counter(pair, progress))
 
 
 def dataset_labels(path: Path | None, manifest: DatasetManifest, outputs: Sequence[TensorSpec]) -> np.ndarray | None:
@@ -86,12 +86,14 @@ def _pairs(contract: ModelContract, manifest: DatasetManifest, actual_dir: Path,
 
 def measure_outputs(pairs: tuple[OutputPair, ...], manifest: DatasetManifest, options: CompareOptions,
                     labels: np.ndarray | None, progress: CompareProgress | None) -> tuple[Measured, ...]:
-    """Every output measured against its limits: by `--workers` processes where asked and the dataset has more
-    than one batch, else here, output by output."""
+    """Every output measured against its limits: as Ray tasks with --engine ray, by `--workers` processes where
+    asked and the dataset has more than one batch, else here, output by output."""
     options.thresholds.check_outputs([p.name for p in pairs])
     check_topk(pairs, options)
+    if options.scale.engine == "ray":
+        return compare_outputs_on_ray(pairs, options.thresholds, options, labels, progress)
     if options.workers > 1 and manifest.file_count > 1:
-        return compare_outputs_in_workers(pairs, options.thresholds, options, labels)
+        return compare_outputs_in_workers(pairs, options.thresholds, options, labels, progress)
     return tuple(compare_output(pair, options.thresholds, options, labels, progress) for pair in pairs)
 
 
@@ -149,7 +151,7 @@ def _expected_errors(contract: ModelContract, manifest: DatasetManifest, golden_
         emulated = outputs
     else:
         staged, emulated_dir = emulated_run(contract, manifest, root, emulated_progress)
-        quiet = replace(options, labels=None, workers=1)
+        quiet = replace(options, labels=None, workers=1, scale=ScaleOptions())
         pairs = _pairs(staged, manifest, emulated_dir, golden_dir, what="emulated")
         emulated = tuple(m.result for m in measure_outputs(pairs, manifest, quiet, None, None))
     precision = contract.converted.precision_mode if contract.converted is not None else ""

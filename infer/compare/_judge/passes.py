@@ -5,8 +5,9 @@ plot data and whether every sample is the same (`infer.compare._judge.constant_o
 again for the dataset's KullbackLeiblerDivergence, which needs the global extremes of pass one (see
 `infer.compare._judge.accumulate`). Each pass runs over a shard, a contiguous run of the dataset's batch stems, and
 returns per-batch pieces; `measure_output` folds them in dataset order. One process runs a single shard holding
-every stem, in itself; `compare_outputs_in_workers` hands N shards to a process pool. The same floats are added in
-the same order either way, so 1 and N workers give equal results, bit for bit.
+every stem, in itself; `compare_outputs_in_workers` hands N shards to a process pool, `compare_outputs_on_ray` to
+Ray tasks on a cluster. The same floats are added in the same order either way, so 1 and N workers give equal
+results, bit for bit.
 
 Memory holds a few batches, never the dataset: each batch file is read or memory-mapped, a per-batch piece keeps only
 accumulators, metrics and per-sample scores (never the batch's tensors), and the plot keeps a fixed number of
@@ -36,9 +37,10 @@ from infer.compare._judge.topk import TopKAccumulator, is_classifier
 from infer.compare._sides.provenance import sample_names, sample_source
 from infer.compare._sides.run_folders import OutputPair
 from infer.compare.metric_names import HIGHER_IS_BETTER
-from infer.compare.options import DEFAULT_TOPK, CompareOptions
+from infer.compare.options import DEFAULT_TOPK, CompareOptions, CompareProgress
 from infer.compare.result import BatchResult, OutputResult, PlotData, SampleScore
 from infer.compare.thresholds import SAMPLE_METRICS, Failure, Thresholds
+from infer.ray_cluster import RaySession, RayTasks
 
 _T = TypeVar("_T")
 
@@ -103,8 +105,9 @@ class _PlotCollector:
             self.actual.append(x[picks])
 
     def merge(self, other: _PlotCollector) -> None:
-        """Folds in a later shard's collector: counts are integers, the points are appended in order."""
-        self.counts += other.counts
+        """Folds in a later shard's collector: counts are integers, the points are appended in order. The counts
+        are added into a new array: a shard's that came back from a Ray task is read-only (zero-copy)."""
+        self.counts = self.counts + other.counts
         self.exact += other.exact
         self.nonfinite += other.nonfinite
         self.golden.extend(other.golden)
@@ -222,12 +225,21 @@ def _pass_two(pair: OutputPair, stems: frozenset[str], *, extremes: MetricAccumu
     return sums
 
 
-def _each_shard(pool: Executor | None, work: Callable[[frozenset[str]], _T],
-                shards: Sequence[frozenset[str]]) -> list[_T]:
-    """`work` over every shard, the results in shard order: in the pool's processes, or here without a pool."""
+def _each_shard(pool: Executor | None, work: Callable[[frozenset[str]], _T], shards: Sequence[frozenset[str]],
+                on_batch: Callable[[], None] | None = None) -> list[_T]:
+    """`work` over every shard, the results in shard order: in the pool's processes or Ray tasks, or here without
+    a pool. With a pool, `on_batch` hears of a shard's batches as its result comes back (a callback does not
+    travel to the pool's workers)."""
     if pool is None:
         return [work(shard) for shard in shards]
-    return list(pool.map(work, shards))
+    futures = [pool.submit(work, shard) for shard in shards]
+    results = []
+    for shard, future in zip(shards, futures, strict=True):
+        results.append(future.result())
+        if on_batch is not None:
+            for _ in shard:
+                on_batch()
+    return results
 
 
 def _merge_topk(parts: list[_ShardPart]) -> TopKAccumulator | None:
@@ -245,13 +257,12 @@ def measure_output(pair: OutputPair, thresholds: Thresholds, options: CompareOpt
                    on_batch: Callable[[], None] | None = None) -> Measured:
     """One output over the whole dataset. `shards` are contiguous runs of the dataset's stems, in dataset order,
     together every stem once (the fold takes the batches in their order); they run in `pool`, or here, one after
-    the other, without one. `on_batch` hears of every batch read (twice per batch: two passes), in this process
-    only (a callback does not travel to a pool's processes)."""
-    if pool is not None:
-        on_batch = None
+    the other, without one. `on_batch` hears of every batch read (twice per batch: two passes): as it is read
+    here, as its shard comes back from a pool."""
+    here = on_batch if pool is None else None
     with np.errstate(all="ignore"):  # NaN and inf in outputs are counted and reported, not warned about
-        parts = _each_shard(pool, partial(_pass_one, pair, options=options, labels=labels, on_batch=on_batch),
-                            shards)
+        parts = _each_shard(pool, partial(_pass_one, pair, options=options, labels=labels, on_batch=here),
+                            shards, on_batch)
         every = [batch for part in parts for batch in part.batches]
         dataset = MetricAccumulator(atol=options.atol, rtol=options.rtol)
         for batch in every:
@@ -263,7 +274,8 @@ def measure_output(pair: OutputPair, thresholds: Thresholds, options: CompareOpt
             for _ in found:  # read once only: the progress counts them as read twice all the same
                 on_batch()
         rest = [shard for shard in (frozenset(s - found.keys()) for s in shards) if shard]
-        for shard_sums in _each_shard(pool, partial(_pass_two, pair, extremes=dataset, on_batch=on_batch), rest):
+        for shard_sums in _each_shard(pool, partial(_pass_two, pair, extremes=dataset, on_batch=here), rest,
+                                      on_batch):
             found.update(shard_sums)
         for batch in every:  # added in dataset order, as one accumulator fed every batch would
             sum_a, sum_b, sum_alogab, elements = found[batch.stem]
@@ -360,8 +372,23 @@ _SCORE_FIELDS = {"CosineSimilarity": "cosine_similarity", "RelativeEuclideanDist
                  "RootMeanSquareError": "root_mean_square_error", "MaxAbsoluteError": "max_absolute_error"}
 
 
+def batch_counter(pair: OutputPair, progress: CompareProgress | None) -> Callable[[], None] | None:
+    """What hears of each batch read of `pair` (two passes: twice the batches) and tells `progress`."""
+    if progress is None:
+        return None
+    total, done = 2 * pair.manifest.file_count, [0]
+    progress(pair.name, 0, total)
+
+    def on_batch() -> None:
+        done[0] += 1
+        progress(pair.name, done[0], total)
+
+    return on_batch
+
+
 def compare_outputs_in_workers(pairs: tuple[OutputPair, ...], thresholds: Thresholds, options: CompareOptions,
-                               labels: np.ndarray | None) -> tuple[Measured, ...]:
+                               labels: np.ndarray | None, progress: CompareProgress | None = None,
+                               ) -> tuple[Measured, ...]:
     """`infer compare --workers N`: every output, its batches split into `options.workers` contiguous shards
     measured in as many processes (spawned: TensorFlow may be loaded); this process folds the pieces in dataset
     order, so the result equals one process's bit for bit."""
@@ -370,4 +397,21 @@ def compare_outputs_in_workers(pairs: tuple[OutputPair, ...], thresholds: Thresh
     shards = [frozenset(s.stems) for s in split(pairs[0].manifest.stems, options.workers)]
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=len(shards), mp_context=context) as pool:
-        return tuple(measure_output(pair, thresholds, options, labels, shards, pool) for pair in pairs)
+        return tuple(measure_output(pair, thresholds, options, labels, shards, pool, batch_counter(pair, progress))
+                     for pair in pairs)
+
+
+def compare_outputs_on_ray(pairs: tuple[OutputPair, ...], thresholds: Thresholds, options: CompareOptions,
+                           labels: np.ndarray | None, progress: CompareProgress | None = None,
+                           ) -> tuple[Measured, ...]:
+    """`infer compare --engine ray`: the same shards and fold as `compare_outputs_in_workers`, each shard's two
+    passes a Ray task of one CPU on the cluster (`--workers N` shards, else one per CPU), so the result equals
+    one process's bit for bit. The batch files are read where the task runs: a path every node sees alike."""
+    if not pairs:
+        return ()
+    with RaySession(options.scale.address) as session:
+        count = options.workers if options.workers > 1 else session.cpus()
+        shards = [frozenset(s.stems) for s in split(pairs[0].manifest.stems, count)]
+        pool = RayTasks(session)
+        return tuple(measure_output(pair, thresholds, options, labels, shards, pool, batch_counter(pair, progress))
+                     for pair in pairs)
