@@ -130,15 +130,16 @@ def _atc_command(config: PipelineConfig, work: WorkLayout,
 
 
 def run_pipeline(config: PipelineConfig | Path | str, *, on_stage: Callable[[StageOutcome], None] | None = None,
-                 stages: Sequence[str] = STAGES, force: bool = False) -> PipelineResult:
+                 stages: Sequence[str] = STAGES, force: bool = False,
+                 on_start: Callable[[str], None] | None = None) -> PipelineResult:
     """Runs `stages` of `config` (a pipeline TOML file, or one already loaded) in order; a stage is skipped
     when its settings and the sha256 of everything it reads and wrote are as recorded (unless `force`).
-    `on_stage` hears of each stage as it finishes."""
+    `on_start` hears of each stage (its key) as it starts, `on_stage` as it finishes."""
     if not isinstance(config, PipelineConfig):
         config = load_config(config)
     work = WorkLayout(config.work_dir)
     with folder_lock(work.root, command="pipeline run"):  # one pipeline per work folder at a time
-        return _run_stages(config, work, on_stage, stages, force)
+        return _run_stages(config, work, on_stage, stages, force, on_start)
 
 
 @dataclass(frozen=True)
@@ -188,12 +189,14 @@ def _verdict(facts: dict[str, dict[str, Any]], gears: tuple[PipelineGear, ...]) 
 
 
 def _run_stages(config: PipelineConfig, work: WorkLayout, on_stage: Callable[[StageOutcome], None] | None,
-                stages: Sequence[str], force: bool) -> PipelineResult:
+                stages: Sequence[str], force: bool, on_start: Callable[[str], None] | None = None) -> PipelineResult:
     records, cache = ({}, DigestCache()) if force else load_state_and_digests(work.root)
     facts: dict[str, dict[str, Any]] = {name: dict(r.facts) for name, r in records.items()}
     gears = pipeline_gears(config)
     outcomes = []
     for step in _steps(stages, config, work, gears):
+        if on_start is not None:
+            on_start(step.key)
         plan_stage, run_stage = STAGE_FUNCTIONS[step.stage]
         plan = plan_stage(step.config, step.work, _facts_for(facts, step.work))
         inputs = digest_paths(plan.inputs, cache)

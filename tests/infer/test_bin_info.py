@@ -60,6 +60,23 @@ def test_verify_names_a_changed_file(capsys: pytest.CaptureFixture[str], dataset
                                  f"dataset.json's (the file changed after dump-bin)")
 
 
+def test_verify_reads_each_file_once_and_tells_how_far_it_is(dataset: tuple[Path, np.ndarray],
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 42: --verify checked each file's digest, then read it again for its statistics; now the digest is of
+    the bytes the statistics are taken of, and the progress is heard from the first file."""
+    import binio.binfile
+    from infer.bin_info import BinInfoOptions, describe_path
+
+    root, _ = dataset
+    opened: list[str] = []
+    real_open = binio.binfile.os.open
+    monkeypatch.setattr(binio.binfile.os, "open", lambda path, *a: opened.append(str(path)) or real_open(path, *a))
+    heard: list[tuple[int, int]] = []
+    report = describe_path(root, BinInfoOptions(verify=True), progress=lambda done, total: heard.append((done, total)))
+    assert report.verified == 3 and heard == [(1, 3), (2, 3), (3, 3)]
+    assert sorted(opened) == sorted(str(p) for p in (root / "images").glob("*.bin"))  # each once
+
+
 def test_a_truncated_file_in_a_dataset_is_refused(capsys: pytest.CaptureFixture[str],
                                                   dataset: tuple[Path, np.ndarray]) -> None:
     root, _ = dataset

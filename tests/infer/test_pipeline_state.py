@@ -70,6 +70,13 @@ def test_second_run_skips_everything_and_keeps_the_summaries(config: PipelineCon
     assert (config.work_dir / STATE_FILE).is_file()
 
 
+def test_each_stage_is_heard_as_it_starts_then_as_it_ends(config: PipelineConfig, calls: list[str]) -> None:
+    heard: list[str] = []
+    run_pipeline(config, stages=("upper", "count"), on_start=lambda key: heard.append(f"start {key}"),
+                 on_stage=lambda outcome: heard.append(f"done {outcome.stage}"))
+    assert heard == ["start upper", "done upper", "start count", "done count"]
+
+
 def test_changed_input_reruns_that_stage_and_what_depends_on_its_output(config: PipelineConfig,
                                                                        calls: list[str]) -> None:
     _run(config)
