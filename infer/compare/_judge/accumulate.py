@@ -73,6 +73,9 @@ class _Moments:
         return math.sqrt(self.m2 / self.count) if self.count else 0.0
 
 
+_COUNT_NAMES = tuple(f.name for f in fields(ValueCounts))  # once: an accumulator is made per batch
+
+
 @dataclass
 class MetricAccumulator:
     """Pass one: feed every batch to `add`. Then pass two, for KL: feed every batch again to `add_kl`."""
@@ -95,7 +98,7 @@ class MetricAccumulator:
     max_y: float = -math.inf
     moments_x: _Moments = field(default_factory=_Moments)
     moments_y: _Moments = field(default_factory=_Moments)
-    counts: dict[str, int] = field(default_factory=lambda: {f.name: 0 for f in fields(ValueCounts)})
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(_COUNT_NAMES, 0))
     kl_sum_a: float = 0.0
     kl_sum_b: float = 0.0
     kl_sum_alogab: float = 0.0

@@ -80,6 +80,10 @@ def _row_scores(actual: np.ndarray, golden: np.ndarray, abs_diff: np.ndarray, ro
 
 
 class _PlotCollector:
+    """The report's error histogram and scatter points, batch by batch. The histogram's counts are integers, so
+    the errors of many small batches are binned together (one histogram per million values, not per batch: at
+    batch 1 a histogram a batch was a tenth of compare's time), with the same counts."""
+
     def __init__(self, points_per_batch: int) -> None:
         self.points_per_batch = max(1, points_per_batch)
         self.counts = np.zeros(len(ERROR_EDGES) - 1, dtype=np.int64)
@@ -87,26 +91,50 @@ class _PlotCollector:
         self.nonfinite = 0
         self.golden: list[np.ndarray] = []
         self.actual: list[np.ndarray] = []
+        self._pending: list[np.ndarray] = []  # errors at or above EXACT_BELOW, finite, not yet binned
+        self._pending_values = 0
+        self._picks: dict[int, np.ndarray] = {}  # batch size -> the scatter's positions in it
 
     def add(self, actual: np.ndarray, golden: np.ndarray, error: np.ndarray) -> None:
         """`error` is |x - y|, flat."""
         x, y = as_float64(actual), as_float64(golden)
         finite = np.isfinite(error)
-        self.nonfinite += int(np.count_nonzero(~finite))
+        finite_count = int(np.count_nonzero(finite))
+        self.nonfinite += error.size - finite_count
         positive = error[finite & (error >= EXACT_BELOW)]
-        self.exact += int(np.count_nonzero(finite)) - int(positive.size)
-        logs = np.clip(np.log10(positive), ERROR_EDGES[0], ERROR_EDGES[-1])
-        # Uniform bins given as a count and a range: numpy then computes each value's bin instead of sorting the
-        # batch to search a list of edges, and its edges (linspace) are ERROR_EDGES exactly, so are the counts.
-        self.counts += np.histogram(logs, bins=len(ERROR_EDGES) - 1, range=(ERROR_EDGES[0], ERROR_EDGES[-1]))[0]
+        self.exact += finite_count - int(positive.size)
+        self._pending.append(positive)
+        self._pending_values += positive.size
+        if self._pending_values >= _BINNED_AT_ONCE:
+            self._bin()
         if x.size:
-            picks = np.linspace(0, x.size - 1, min(self.points_per_batch, x.size)).astype(np.int64)
+            picks = self._picks.get(x.size)
+            if picks is None:
+                picks = np.linspace(0, x.size - 1, min(self.points_per_batch, x.size)).astype(np.int64)
+                self._picks[x.size] = picks
             self.golden.append(y[picks])
             self.actual.append(x[picks])
+
+    def _bin(self) -> None:
+        if not self._pending:
+            return
+        values = np.concatenate(self._pending) if len(self._pending) > 1 else self._pending[0]
+        self._pending, self._pending_values = [], 0
+        logs = np.clip(np.log10(values), ERROR_EDGES[0], ERROR_EDGES[-1])
+        # Uniform bins given as a count and a range: numpy then computes each value's bin instead of sorting the
+        # batch to search a list of edges, and its edges (linspace) are ERROR_EDGES exactly, so are the counts.
+        self.counts = self.counts + np.histogram(logs, bins=len(ERROR_EDGES) - 1,
+                                                 range=(ERROR_EDGES[0], ERROR_EDGES[-1]))[0]
+
+    def __getstate__(self) -> dict[str, object]:
+        self._bin()  # a shard's collector travels to the process that folds it with its counts complete
+        return {**self.__dict__, "_picks": {}}
 
     def merge(self, other: _PlotCollector) -> None:
         """Folds in a later shard's collector: counts are integers, the points are appended in order. The counts
         are added into a new array: a shard's that came back from a Ray task is read-only (zero-copy)."""
+        other._bin()
+        self._bin()
         self.counts = self.counts + other.counts
         self.exact += other.exact
         self.nonfinite += other.nonfinite
@@ -114,12 +142,16 @@ class _PlotCollector:
         self.actual.extend(other.actual)
 
     def result(self) -> PlotData:
+        self._bin()
         golden = np.concatenate(self.golden) if self.golden else np.zeros(0)
         actual = np.concatenate(self.actual) if self.actual else np.zeros(0)
         return PlotData(error_edges=ERROR_EDGES, error_counts=tuple(int(c) for c in self.counts),
                         exact_count=self.exact, nonfinite_count=self.nonfinite,
                         scatter_golden=tuple(float(v) for v in golden),
                         scatter_actual=tuple(float(v) for v in actual))
+
+
+_BINNED_AT_ONCE = 1 << 20  # errors held for one histogram: 8 MiB of float64
 
 
 @dataclass(frozen=True)
@@ -186,6 +218,7 @@ def _pass_one(pair: OutputPair, stems: frozenset[str], *, options: CompareOption
     topk = _topk(pair, options, labels)
     plot = _PlotCollector(options.scatter_points // max(1, pair.manifest.file_count))
     same = SameSamples(pair, stems)
+    batch_major = pair.batch_major
     parts = []
     # Here too, not only in measure_output: in a worker process the caller's error state does not apply.
     with np.errstate(all="ignore"):
@@ -195,7 +228,7 @@ def _pass_one(pair: OutputPair, stems: frozenset[str], *, options: CompareOption
             abs_diff = np.subtract(x, y)  # |x - y| once, for the metrics, the per-sample scores and the plot
             np.abs(abs_diff, out=abs_diff)
             accumulator, metrics = batch_metrics(x, y, atol=options.atol, rtol=options.rtol, abs_diff=abs_diff)
-            rows = batch.rows if pair.batch_major else 1
+            rows = batch.rows if batch_major else 1
             parts.append(_BatchPart(stem=batch.stem, first_sample=batch.first_sample, rows=batch.rows, score_rows=rows,
                                     accumulator=accumulator, metrics=metrics, scores=_row_scores(x, y, abs_diff, rows)))
             if topk is not None:

@@ -7,13 +7,15 @@ are taken, so a comparison holds one batch of each side in memory, whatever the 
 from __future__ import annotations
 
 import math
+import os
+import stat
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from binio.binfile import check_bin_size, read_bin, sha256_file
+from binio.binfile import BinReader, check_bin_size, sha256_file
 from binio.errors import InferError
 from binio.manifest import DatasetManifest
 from binio.spec import TensorSpec, format_shape
@@ -89,12 +91,18 @@ def _check_batches_of(record: RunRecord, manifest: DatasetManifest) -> None:
 def check_output_files(folder: Path, index: int, spec: TensorSpec, name: str, manifest: DatasetManifest) -> None:
     """Every batch's file of output `index` in `folder`, present and of the size `spec` gives."""
     spec = batch_spec(spec, manifest.batch)
+    nbytes, place, suffix = spec.nbytes(), str(folder), output_file_name("", index)
     for stem in manifest.stems:
-        path = folder / output_file_name(stem, index)
-        if not path.is_file():
+        path = os.path.join(place, stem + suffix)
+        try:
+            status = os.stat(path)
+        except OSError:
+            status = None
+        if status is None or not stat.S_ISREG(status.st_mode):
             raise RunFolderError(f"{path}: missing: the dataset has batch {stem} and the model has output "
                                  f"{index} ({name})", hint="was the run interrupted?")
-        check_bin_size(path, spec)
+        if status.st_size != nbytes:
+            check_bin_size(Path(path), spec)  # refuses, naming both sizes
 
 
 def check_run_folder(folder: Path, contract_specs: tuple[TensorSpec, ...], manifest: DatasetManifest, *,
@@ -155,17 +163,21 @@ class OutputPair:
 
     def batches(self, stems: Collection[str] | None = None) -> Iterator[Batch]:
         """Every batch in dataset order (only those of `stems`, when given: a shard's), cut to the real rows;
-        files of a batch left out are not opened."""
+        files of a batch left out are not opened. What is the same for every batch is worked out once."""
+        actual_reader = BinReader(self.actual_spec, mmap=True)
+        golden_reader = BinReader(self.golden_spec, mmap=True)
+        actual_dir, golden_dir, suffix = str(self.actual_dir), str(self.golden_dir), output_file_name("", self.index)
+        shape = self.golden_spec.static_shape() if self.batch_major else None
         first = 0
         for entry, stem in zip(self.manifest.inputs[0].files, self.manifest.stems, strict=True):
             if stems is not None and stem not in stems:
                 first += entry.rows
                 continue
-            actual = read_bin(self.actual_dir / output_file_name(stem, self.index), self.actual_spec, mmap=True)
-            golden = read_bin(self.golden_dir / output_file_name(stem, self.index), self.golden_spec, mmap=True)
+            actual = actual_reader.read(os.path.join(actual_dir, stem + suffix))
+            golden = golden_reader.read(os.path.join(golden_dir, stem + suffix))
             rows = entry.rows
-            if self.batch_major:
-                actual = actual.reshape(self.golden_spec.static_shape())[:rows]
+            if shape is not None:
+                actual = actual.reshape(shape)[:rows]
                 golden = golden[:rows]
             yield Batch(stem=stem, first_sample=first, rows=rows, actual=actual, golden=golden)
             first += rows
