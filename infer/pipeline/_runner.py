@@ -4,7 +4,7 @@ the report that ends with the commands to reproduce every stage by hand."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -74,15 +74,21 @@ class PipelineResult:
         return tuple(s.command for s in self.stages)
 
 
-def msame_command(work: WorkLayout, om: Path, config: PipelineConfig) -> tuple[str, ...]:
+def msame_command(work: WorkLayout, om: Path, config: PipelineConfig,
+                  dumped: Mapping[str, Any] | None = None) -> tuple[str, ...]:
     """msame's own command line for the bins of this pipeline (folder mode, one folder per input), with the flag
-    that names their gear for a model with gears."""
-    try:
-        manifest = load_manifest(work.bins)
-        folders = [work.bins / item.folder for item in manifest.inputs]
-        flags = tool_gear_flags(load_contract(work.contract), manifest)
-    except InferError:
-        folders, flags = [work.bins / "INPUT"], ()
+    that names their gear for a model with gears. `dumped`: dump-bin's facts, which name the input folders and the
+    gear flags (`run_dump`); the dataset and the contract are read for them only where they do not."""
+    folders_named, flags_named = (dumped or {}).get("input_folders"), (dumped or {}).get("gear_flags")
+    if isinstance(folders_named, list) and isinstance(flags_named, list):
+        folders, flags = [work.bins / str(folder) for folder in folders_named], tuple(map(str, flags_named))
+    else:
+        try:
+            manifest = load_manifest(work.bins)
+            folders = [work.bins / item.folder for item in manifest.inputs]
+            flags = tool_gear_flags(load_contract(work.contract), manifest)
+        except InferError:
+            folders, flags = [work.bins / "INPUT"], ()
     return (*msame_argv("msame", om, folders, work.out / "msame", device=config.run.device, loop=config.run.loop),
             *flags)
 
@@ -227,13 +233,15 @@ def _run_stages(config: PipelineConfig, work: WorkLayout, on_stage: Callable[[St
     atc_command, atc_note = _atc_command(config, work, facts)
     artefact = Path(str(facts.get("convert", {}).get("artefact", work.model_dir / "model.om")))
     om = artefact if artefact.suffix == ".om" else artefact.with_suffix(".om")
-    msame_commands = tuple(msame_command(replace(work, gear=gear.tag), om, config) for gear in gears)
+    msame_commands = tuple(msame_command(geared, om, config, _facts_for(facts, geared).get("dump-bin"))
+                           for geared in (replace(work, gear=gear.tag) for gear in gears))
     result = PipelineResult(
         work_dir=work.root, stages=tuple(outcomes), passed=passed, verdict=verdict,
         report_html=Path(html) if html else None,
         report_path=work.root / REPORT_FILE,
         atc_command=atc_command, atc_note=atc_note,
-        msame_command=msame_commands[0] if msame_commands else msame_command(work, om, config),
+        msame_command=msame_commands[0] if msame_commands else msame_command(work, om, config,
+                                                                              facts.get("dump-bin")),
         msame_commands=msame_commands,
         gear_reports=tuple((gear.label, Path(str(gear_html))) for gear in gears
                            if (gear_html := facts.get(f"compare@{gear.tag}", {}).get("report_html"))),
