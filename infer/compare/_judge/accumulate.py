@@ -36,7 +36,7 @@ from infer.compare._judge.metrics import (
 )
 
 
-@dataclass
+@dataclass(slots=True)  # two per batch accumulator: no __dict__
 class _Moments:
     """Count, mean and sum of squared deviations of one side, merged by Chan et al.'s update."""
 
@@ -76,7 +76,7 @@ class _Moments:
 _COUNT_NAMES = tuple(f.name for f in fields(ValueCounts))  # once: an accumulator is made per batch
 
 
-@dataclass
+@dataclass(slots=True)  # one per batch until the fold: no __dict__
 class MetricAccumulator:
     """Pass one: feed every batch to `add`. Then pass two, for KL: feed every batch again to `add_kl`."""
 

@@ -156,7 +156,7 @@ class _PlotCollector:
 _BINNED_AT_ONCE = 1 << 16
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _BatchPart:
     """What pass one keeps of a batch: no tensor, so a process holding every batch's part stays small."""
 
