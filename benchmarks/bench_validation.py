@@ -145,33 +145,39 @@ def measure_case(root: Path, model: Path, batch: int, count: int, images: Path, 
     return case
 
 
-def per_sample_past_start(cases: list[Case], stage: str) -> dict[int, float]:
-    """(t(N) - t(n0)) / (N - n0) for each count N above the smallest n0, in ms a sample."""
+def per_sample_past_start(cases: list[Case], stage: str, figure: str = "seconds") -> dict[int, float]:
+    """(t(N) - t(n0)) / (N - n0) for each count N above the smallest n0, in ms a sample; `figure` "cpu" takes the
+    CPU time, which other processes on a loaded machine move far less than the wall time."""
     first = cases[0]
-    return {c.samples: 1e3 * (c.stages[stage].seconds - first.stages[stage].seconds) / (c.samples - first.samples)
-            for c in cases[1:]}
+    return {c.samples: 1e3 * (getattr(c.stages[stage], figure) - getattr(first.stages[stage], figure))
+            / (c.samples - first.samples) for c in cases[1:]}
 
 
 def summary(cases: list[Case]) -> list[Row]:
     """The rows run_all.py prints, and a Markdown table for docs/benchmarks.md on stdout."""
     rows: list[Row] = []
-    print("\n| batch | images | stage | wall s | ms a sample | past start-up, ms a sample | CPU s | peak MiB |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("\n| batch | images | stage | wall s | ms a sample | past start-up, ms a sample | CPU s "
+          "| CPU past start-up, ms a sample | peak MiB |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for batch in sorted({c.batch for c in cases}):
         mine = sorted((c for c in cases if c.batch == batch), key=lambda c: c.samples)
         for stage in STAGES:
             past = per_sample_past_start(mine, stage) if len(mine) > 1 else {}
+            past_cpu = per_sample_past_start(mine, stage, "cpu") if len(mine) > 1 else {}
             for case in mine:
                 m = case.stages[stage]
                 marginal = f"{past[case.samples]:.3f}" if case.samples in past else "-"
+                marginal_cpu = f"{past_cpu[case.samples]:.3f}" if case.samples in past_cpu else "-"
                 each = 1e3 * m.seconds / case.samples
                 print(f"| {batch} | {case.samples:,} | {stage} | {m.seconds:.2f} | {each:.3f} | {marginal} "
-                      f"| {m.cpu:.2f} | {m.peak_mib:.0f} |")
-            if len(past) > 1:
-                values = list(past.values())
-                rows.append((f"batch {batch}, {stage}: per-sample cost past start-up, largest / smallest count",
-                             values[-1] / values[0], f"{', '.join(f'{n:,}: {v:.3f} ms' for n, v in past.items())}"
-                                                     "; target within 1.2x (flat)"))
+                      f"| {m.cpu:.2f} | {marginal_cpu} | {m.peak_mib:.0f} |")
+            for figure, growth in (("wall", past), ("CPU", past_cpu)):
+                if len(growth) > 1:
+                    values = list(growth.values())
+                    rows.append((f"batch {batch}, {stage}: {figure} per sample past start-up, largest / smallest "
+                                 "count", values[-1] / values[0],
+                                 f"{', '.join(f'{n:,}: {v:.3f} ms' for n, v in growth.items())}; target within "
+                                 "1.2x (flat)"))
             peaks = [c.stages[stage].peak_mib for c in mine]
             rows.append((f"batch {batch}, {stage}: peak RSS, largest / smallest count", peaks[-1] / peaks[0],
                          f"{peaks[0]:.0f} -> {peaks[-1]:.0f} MiB; target flat"))
@@ -215,6 +221,17 @@ def measure(sizes: tuple[int, ...], batches: tuple[int, ...], folder: Path | Non
             shutil.rmtree(root, ignore_errors=True)
 
 
+def load_cases(path: Path) -> list[Case]:
+    """The cases a --keep run wrote to its cases.json."""
+    cases = []
+    for item in json.loads(path.read_text()):
+        case = Case(batch=item["batch"], samples=item["samples"],
+                    stages={k: Measured(**v) for k, v in item["stages"].items()},
+                    no_op=Measured(**item["no_op"]) if item["no_op"] else None, load=tuple(item["load"]))
+        cases.append(case)
+    return cases
+
+
 def main(quick: bool = False) -> list[Row]:
     if quick:
         return measure((100, 300), (1, 32), None, {1: 300, 32: 300})
@@ -232,9 +249,13 @@ if __name__ == "__main__":
                                                     "folder)")
     parser.add_argument("--keep", action="store_true", help="keep the folder (its cases.json holds every figure)")
     parser.add_argument("--quick", action="store_true", help="100 and 300 images: a check that it runs")
+    parser.add_argument("--summarise", type=Path, metavar="CASES_JSON",
+                        help="measure nothing: the table and figures again from a --keep run's cases.json")
     args = parser.parse_args()
     up_to = {int(b): int(n) for b, n in (item.split(":") for item in args.pipeline_up_to.split(",") if item)}
-    if args.quick:
+    if args.summarise:
+        rows = summary(load_cases(args.summarise))
+    elif args.quick:
         rows = main(quick=True)
     else:
         rows = measure(tuple(args.sizes), tuple(args.batches), args.folder, up_to, keep=args.keep)
