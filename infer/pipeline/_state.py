@@ -57,8 +57,29 @@ class DigestCache:
         if (known is not None and known[:3] == (status.st_size, status.st_mtime_ns, status.st_ino)
                 and status.st_mtime_ns + RACY_NS < known[4]):
             return known[3]
+        return self._read(key, status)
+
+    def digests(self, entries: Iterable[os.DirEntry[str]]) -> list[str]:
+        """`digest` of each listed file, in order, its status from the listing: the loop of a folder of 50,000
+        images, where a method call and a tuple per file were half of a re-run's cost past its start-up."""
+        known_of, used, racy = self.entries.get, self.used, RACY_NS
+        found = []
+        for entry in entries:
+            key = entry.path
+            used.add(key)
+            status = entry.stat()
+            known = known_of(key)
+            if (known is not None and known[0] == status.st_size and known[1] == status.st_mtime_ns
+                    and known[2] == status.st_ino and status.st_mtime_ns + racy < known[4]):
+                found.append(known[3])
+            else:
+                found.append(self._read(key, status))
+        return found
+
+    def _read(self, key: str, status: os.stat_result) -> str:
+        """The file read and digested, its entry recorded."""
         taken = time.time_ns()
-        digest = digest_file(BIN_DIGEST, Path(path))
+        digest = digest_file(BIN_DIGEST, Path(key))
         self.read += 1
         self.entries[key] = (status.st_size, status.st_mtime_ns, status.st_ino, digest, taken)
         return digest
@@ -93,14 +114,13 @@ def digest_path(path: Path, cache: DigestCache | None = None) -> str:
     if path.is_dir():
         # Listed with os.scandir, each file's status from the listing: a folder of 50,000 images is a second of
         # Path objects and stat calls otherwise. Sorted by path parts, as pathlib orders paths.
-        found = sorted(_files_under(str(path), ""), key=lambda item: item[0].split("/"))
-
-        def file_digest(entry: os.DirEntry[str]) -> str:
-            if cache is not None:
-                return cache.digest(entry.path, entry.stat())
-            return digest_file(BIN_DIGEST, Path(entry.path))
-
-        listing = "".join(f"{relative}\0{file_digest(entry)}\n" for relative, entry in found)
+        found = list(_files_under(str(path), ""))
+        # A flat folder's names sort as pathlib sorts them; below it, by their parts ("a/b" after "a.png").
+        found.sort(key=(lambda item: item[0].split("/")) if any("/" in r for r, _ in found) else (lambda i: i[0]))
+        entries = [entry for _, entry in found]
+        digests = (cache.digests(entries) if cache is not None
+                   else [digest_file(BIN_DIGEST, Path(entry.path)) for entry in entries])
+        listing = "".join(f"{relative}\0{digest}\n" for (relative, _), digest in zip(found, digests, strict=True))
         return "dir:" + digest_bytes(BIN_DIGEST, listing.encode())
     return ""
 
