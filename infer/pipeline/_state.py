@@ -42,8 +42,9 @@ RACY_NS = 2_000_000_000
 class DigestCache:
     """Each file's digest as last taken, with the size, modification time and inode it had then."""
 
-    def __init__(self, entries: dict[str, tuple[int, int, int, str, int]] | None = None) -> None:
-        # path -> (size, mtime_ns, inode, digest, when it was taken in ns)
+    def __init__(self, entries: dict[str, str] | None = None) -> None:
+        # path -> "size:mtime_ns:inode:digest:taken_ns", as the state file keeps it: an entry is read only when its
+        # file is looked at, so a state file of 50,000 is loaded without 50,000 tuples of five numbers made first
         self.entries = dict(entries or {})
         self.used: set[str] = set()
         self.read = 0  # files read (digested) through this cache, for the tests that count them
@@ -53,55 +54,43 @@ class DigestCache:
         key = str(path)
         self.used.add(key)
         status = status or os.stat(path)
-        known = self.entries.get(key)
-        if (known is not None and known[:3] == (status.st_size, status.st_mtime_ns, status.st_ino)
-                and status.st_mtime_ns + RACY_NS < known[4]):
-            return known[3]
-        return self._read(key, status)
+        return self._known(key, status) or self._read(key, status)
 
-    def digests(self, entries: Iterable[os.DirEntry[str]]) -> list[str]:
-        """`digest` of each listed file, in order, its status from the listing: the loop of a folder of 50,000
-        images, where a method call and a tuple per file were half of a re-run's cost past its start-up."""
-        known_of, used, racy = self.entries.get, self.used, RACY_NS
-        found = []
-        for entry in entries:
-            key = entry.path
-            used.add(key)
-            status = entry.stat()
-            known = known_of(key)
-            if (known is not None and known[0] == status.st_size and known[1] == status.st_mtime_ns
-                    and known[2] == status.st_ino and status.st_mtime_ns + racy < known[4]):
-                found.append(known[3])
-            else:
-                found.append(self._read(key, status))
-        return found
+    def _known(self, key: str, status: os.stat_result) -> str | None:
+        """The recorded digest, if the entry names the file's size, time and inode and its time is older than the
+        digest by more than RACY_NS; None otherwise (an entry that is not what `_read` writes included: its file
+        is read again, so a wrong entry can only make a file be read)."""
+        text = self.entries.get(key)
+        if text is None:
+            return None
+        named = f"{status.st_size}:{status.st_mtime_ns}:{status.st_ino}:"
+        if not text.startswith(named):
+            return None
+        digest, _, taken = text[len(named):].partition(":")
+        if not digest or not (taken.isascii() and taken.isdigit()) or status.st_mtime_ns + RACY_NS >= int(taken):
+            return None
+        return digest
 
     def _read(self, key: str, status: os.stat_result) -> str:
         """The file read and digested, its entry recorded."""
         taken = time.time_ns()
         digest = digest_file(BIN_DIGEST, Path(key))
         self.read += 1
-        self.entries[key] = (status.st_size, status.st_mtime_ns, status.st_ino, digest, taken)
+        self.entries[key] = f"{status.st_size}:{status.st_mtime_ns}:{status.st_ino}:{digest}:{taken}"
         return digest
 
     def to_json(self) -> dict[str, str]:
         """The entries of the files this run looked at (a file no stage reads any more drops out), each one text:
         ``size:mtime_ns:inode:digest:taken_ns``, so a state file of 50,000 of them stays quick to read."""
-        return {key: ":".join(map(str, value)) for key, value in self.entries.items() if key in self.used}
+        return {key: value for key, value in self.entries.items() if key in self.used}
 
     @classmethod
     def from_json(cls, data: Any) -> DigestCache:
-        """What a state file holds; an entry that is not what `to_json` writes is left out (its file is read
-        again). A wrong entry can only make a file be read: one whose size, time and inode it does not name."""
-        entries: dict[str, tuple[int, int, int, str, int]] = {}
-        if isinstance(data, dict):
-            for key, value in data.items():
-                try:
-                    size, mtime, inode, digest, taken = value.split(":")
-                    entries[key] = (int(size), int(mtime), int(inode), digest, int(taken))
-                except (AttributeError, TypeError, ValueError):  # not text, not five fields, not whole numbers
-                    continue
-        return cls(entries)
+        """What a state file holds; an entry that is not text is left out. The text is checked when its file is
+        looked at (`_known`)."""
+        if not isinstance(data, dict):
+            return cls()
+        return cls({key: value for key, value in data.items() if isinstance(value, str)})
 
 
 def digest_path(path: Path, cache: DigestCache | None = None) -> str:
@@ -112,15 +101,18 @@ def digest_path(path: Path, cache: DigestCache | None = None) -> str:
     if path.is_file():
         return cache.digest(path) if cache is not None else digest_file(BIN_DIGEST, path)
     if path.is_dir():
-        # Listed with os.scandir, each file's status from the listing: a folder of 50,000 images is a second of
-        # Path objects and stat calls otherwise. Sorted by path parts, as pathlib orders paths.
-        found = list(_files_under(str(path), ""))
-        # A flat folder's names sort as pathlib sorts them; below it, by their parts ("a/b" after "a.png").
+        # Listed with os.scandir, each file's status from the listing and its digest taken as it is listed (a
+        # folder of 50,000 images is a second of Path objects and stat calls otherwise, and its listing's entries
+        # are not all held at once). Sorted by path parts, as pathlib orders paths.
+        if cache is not None:
+            found = [(relative, cache.digest(entry.path, entry.stat())) for relative, entry in _files_under(
+                str(path), "")]
+        else:
+            found = [(relative, digest_file(BIN_DIGEST, Path(entry.path))) for relative, entry in _files_under(
+                str(path), "")]
+        # A flat folder's names sort as they are; below it, by their parts ("a/b" after "a.png").
         found.sort(key=(lambda item: item[0].split("/")) if any("/" in r for r, _ in found) else (lambda i: i[0]))
-        entries = [entry for _, entry in found]
-        digests = (cache.digests(entries) if cache is not None
-                   else [digest_file(BIN_DIGEST, Path(entry.path)) for entry in entries])
-        listing = "".join(f"{relative}\0{digest}\n" for (relative, _), digest in zip(found, digests, strict=True))
+        listing = "".join(f"{relative}\0{digest}\n" for relative, digest in found)
         return "dir:" + digest_bytes(BIN_DIGEST, listing.encode())
     return ""
 

@@ -186,10 +186,22 @@ def test_digests_recorded_are_trusted_while_a_file_keeps_its_size_time_and_inode
     assert digest_path(folder, again) == second and again.read == 3
 
 
-def test_a_state_files_recorded_digests_that_are_not_what_it_writes_are_left_out() -> None:
-    good = f"64:1:2:{'ab' * 16}:3"
-    cache = DigestCache.from_json({"a": good, "b": "64:1:2:3", "c": ["x"], "d": "1.5:1:2:x:3", "e": None})
-    assert list(cache.entries) == ["a"] and cache.entries["a"] == (64, 1, 2, "ab" * 16, 3)
+def test_a_state_files_recorded_digests_that_are_not_what_it_writes_make_their_files_be_read(tmp_path: Path) -> None:
+    """An entry is checked when its file is looked at: one that is not what the cache writes (fields missing, not
+    whole numbers, not text) or that names another size, time or inode is not trusted, and the file is read."""
+    path = tmp_path / "a.png"
+    path.write_bytes(b"x" * 64)
+    old = time.time_ns() - 60_000_000_000
+    os.utime(path, ns=(old, old))
+    status = os.stat(path)
+    named = f"{status.st_size}:{status.st_mtime_ns}:{status.st_ino}"
+    good = f"{named}:{'ab' * 16}:{time.time_ns()}"
+    assert DigestCache.from_json({str(path): good}).digest(path) == "ab" * 16  # trusted, not read
+    for bad in (f"{named}:{'ab' * 16}", f"{named}::{time.time_ns()}", f"{named}:{'ab' * 16}:x",
+                f"{named}:{'ab' * 16}:1.5", f"{named}:{'ab' * 16}:{old}", f"1{named}:{'ab' * 16}:{time.time_ns()}",
+                ["x"], None, 7):
+        cache = DigestCache.from_json({str(path): bad})
+        assert cache.digest(path) == digest_path(path) and cache.read == 1, bad
     assert DigestCache.from_json([good]).entries == {}
 
 
