@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -70,7 +71,11 @@ def test_verify_reads_each_file_once_and_tells_how_far_it_is(dataset: tuple[Path
     root, _ = dataset
     opened: list[str] = []
     real_open = binio.binfile.os.open
-    monkeypatch.setattr(binio.binfile.os, "open", lambda path, *a: opened.append(str(path)) or real_open(path, *a))
+    def counted_open(path: str, *args: Any) -> int:
+        opened.append(str(path))
+        return real_open(path, *args)
+
+    monkeypatch.setattr(binio.binfile.os, "open", counted_open)
     heard: list[tuple[int, int]] = []
     report = describe_path(root, BinInfoOptions(verify=True), progress=lambda done, total: heard.append((done, total)))
     assert report.verified == 3 and heard == [(1, 3), (2, 3), (3, 3)]
