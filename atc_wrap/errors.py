@@ -1,4 +1,5 @@
-"""Errors of the converter side: a conversion that cannot start, or one that ran and failed."""
+"""Errors of the converter side: a conversion that cannot start, or one that ran and failed. (Ascend's files that
+cannot be read raise `atc_wrap.ascend_files.errors`'.)"""
 
 from __future__ import annotations
 
@@ -7,21 +8,3 @@ from binio.errors import InferError
 
 class ConvertError(InferError):
     """A conversion refused before it ran (bad option, node not in the graph) or one that failed."""
-
-
-class AscendFileError(InferError):
-    """A file Ascend's tools wrote (an om, an NPU dump) that cannot be read: not that kind of file, truncated,
-    encrypted or corrupt. The message names the file, what was expected there and what was found."""
-
-
-class OmFileError(AscendFileError):
-    """An .om file that is not one, is cut short, is encrypted, or holds a model that cannot be decoded."""
-
-
-class NpuDumpError(AscendFileError):
-    """An NPU dump file (or dump folder) that is not one, is cut short, or does not hold what it declares."""
-
-
-class LayoutError(InferError):
-    """An NPU tensor layout that cannot be turned back into the framework's: unknown, or inconsistent with the
-    shapes given."""

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from atc_wrap.errors import ConvertError
+from binio.graph_types import GraphDef
 from binio.spec import TensorSpec
 
 
-def check_nodes_exist(graph_def: Any, pb: Path, inputs: Sequence[TensorSpec], outputs: Sequence[TensorSpec]) -> None:
+def check_nodes_exist(graph_def: GraphDef, pb: Path, inputs: Sequence[TensorSpec],
+                      outputs: Sequence[TensorSpec]) -> None:
     """Refuses, naming every one at once, tensors whose node is not in the graph (ATC's E10016, caught early)."""
     ops = {node.name: node.op for node in graph_def.node}
     missing = [spec.name for spec in (*inputs, *outputs) if spec.node not in ops]

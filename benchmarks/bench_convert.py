@@ -7,7 +7,7 @@ emulation: the same arithmetic as tf2onnx's model) and `hand/convert_tf2onnx.py`
 as ``python -m tf2onnx.convert`` runs it). The two models are checked to give equal outputs on the same seeded
 input in ONNX Runtime (their bytes differ: infer renumbers tf2onnx's generated names and records metadata). No
 target in the issue: tf2onnx deep-copies and re-serialises the whole graph, weights included, around each of its
-optimizer passes, which infer avoids (`atc_wrap/standin.py`).
+optimizer passes, which infer avoids (`atc_wrap/standin/convert.py`).
 """
 
 from __future__ import annotations

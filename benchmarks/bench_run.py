@@ -30,13 +30,15 @@ from infer.contract import ModelContract, SourceInfo
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from endtoend import Row, Side, alternate, hand_command, infer_command, median_note, same_files
 
+from atc_wrap.precision.modes import PrecisionMode
+
 BATCH, SIDE, CHANNELS = 8, 112, 3
 WIDTHS = (64, 128, 128, 256)
 
 quiet_tensorflow_logs()  # before the tf backend imports TensorFlow
 
 
-def build_model(folder: Path, precision_mode: str = "force_fp32") -> ModelContract:
+def build_model(folder: Path, precision_mode: PrecisionMode = "force_fp32") -> ModelContract:
     """conv(64) -> relu -> pool -> conv(128) -> relu -> pool -> conv(128) -> relu -> pool -> conv(256) -> relu ->
     mean -> dense(1000) -> softmax."""
     import tensorflow as tf

@@ -32,9 +32,9 @@ from infer.contract import load_contract
 from infer.convert._convert import ConvertOptions, convert_model
 from infer.run import run_model
 from infer.run.options import RunOptions
-from tests.atc_wrap.graphs import write_frozen
+from tests.builders.bins import write_bins
+from tests.builders.frozen import write_frozen
 from tests.infer.compare.band_families import Family, families
-from tests.infer.compare.corpus import write_bins
 
 
 def _tf_values(family: Family, dtype_name: str, batch: np.ndarray) -> dict[str, np.ndarray]:

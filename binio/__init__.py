@@ -6,48 +6,22 @@ error root) must not pay numpy's start-up, or `infer --help` would.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from binio.binfile import read_bin, sha256_file, write_bin
-    from binio.dtypes import DTYPE_NAMES, DType, dtype
-    from binio.errors import InferError
-    from binio.spec import TensorSpec, format_shape, node_name, parse_shape, tensor_name
+from binio.exports import lazy_exports
 
-_HOMES = {
-    "DTYPE_NAMES": "binio.dtypes",
-    "DType": "binio.dtypes",
-    "InferError": "binio.errors",
-    "TensorSpec": "binio.spec",
-    "dtype": "binio.dtypes",
-    "format_shape": "binio.spec",
-    "node_name": "binio.spec",
-    "parse_shape": "binio.spec",
-    "read_bin": "binio.binfile",
-    "sha256_file": "binio.binfile",
-    "tensor_name": "binio.spec",
-    "write_bin": "binio.binfile",
-}
+if TYPE_CHECKING:  # the exports (binio/exports.py): type checkers read them here, lazy_exports on first use
+    from binio.binfile import read_bin as read_bin
+    from binio.binfile import sha256_file as sha256_file
+    from binio.binfile import write_bin as write_bin
+    from binio.dtypes import DTYPE_NAMES as DTYPE_NAMES
+    from binio.dtypes import DType as DType
+    from binio.dtypes import dtype as dtype
+    from binio.errors import InferError as InferError
+    from binio.spec import TensorSpec as TensorSpec
+    from binio.spec import format_shape as format_shape
+    from binio.spec import node_name as node_name
+    from binio.spec import parse_shape as parse_shape
+    from binio.spec import tensor_name as tensor_name
 
-__all__ = [
-    "DTYPE_NAMES",
-    "DType",
-    "InferError",
-    "TensorSpec",
-    "dtype",
-    "format_shape",
-    "node_name",
-    "parse_shape",
-    "read_bin",
-    "sha256_file",
-    "tensor_name",
-    "write_bin",
-]
-
-
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'binio' has no attribute {name!r}")
-    return getattr(importlib.import_module(home), name)
+__getattr__, __dir__ = lazy_exports(__name__)

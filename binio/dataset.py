@@ -12,6 +12,7 @@ import numpy as np
 
 from binio.beside import start_beside
 from binio.binfile import check_bin_size, read_bin
+from binio.digest import BIN_DIGEST
 from binio.errors import BinFileError, ManifestError
 from binio.manifest import BinEntry, DatasetManifest, InputManifest, load_manifest
 
@@ -62,7 +63,7 @@ def check_digest(path: Path, entry: BinEntry, manifest_path: Path) -> None:
 
 
 def _changed(path: Path, entry: BinEntry, manifest_path: Path) -> BinFileError:
-    return BinFileError(f"{path}: {entry.algorithm} differs from {manifest_path.name}'s (the file changed after "
+    return BinFileError(f"{path}: {BIN_DIGEST} differs from {manifest_path.name}'s (the file changed after "
                         f"dump-bin)", hint="re-run infer dump-bin to rewrite it")
 
 

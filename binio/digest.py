@@ -1,4 +1,4 @@
-"""The digests dataset.json records per bin: XXH3-128 for what dump-bin writes, sha256 still read from older ones.
+"""The digests: XXH3-128, which dataset.json records per bin, and sha256, which model.json and run.json record.
 
 A bin's digest guards against a file changed by accident after dump-bin (a re-dump of another dataset, a copy cut
 short, a disk): not against a forger. For that, a 128-bit non-cryptographic hash is as good as sha256 (rsync
@@ -19,9 +19,9 @@ import xxhash
 
 from binio.regular import refuse_special
 
-BIN_DIGEST = "xxh128"  # what dump-bin records
-HEX_LENGTHS = {"xxh128": 32, "sha256": 64}  # what a manifest's file entry may hold, the preferred first; hex digits
-DIGESTS = tuple(HEX_LENGTHS)
+BIN_DIGEST = "xxh128"  # what dataset.json records per bin, under this key
+BIN_DIGEST_HEX = 32  # its hex digits
+DIGESTS = ("xxh128", "sha256")
 _CHUNK = 1 << 22
 _SMALLEST_CHUNK = 1 << 16
 

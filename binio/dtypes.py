@@ -66,6 +66,9 @@ _TABLE: tuple[DType, ...] = (
 )
 
 _BY_NAME = {d.name: d for d in _TABLE}
+# The largest finite float16 (numpy.finfo(numpy.float16).max): past it an fp16 tensor holds inf. The compare side
+# counts values beyond it, the AIPP side keeps var_reci_chn within it (AIPP stores it as fp16).
+FP16_MAX = 65504.0
 _ALIASES = {"fp16": "float16", "half": "float16", "fp32": "float32", "float": "float32", "fp64": "float64",
             "double": "float64"}
 DTYPE_NAMES: tuple[str, ...] = tuple(d.name for d in _TABLE)

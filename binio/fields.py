@@ -79,6 +79,14 @@ class Fields:
             raise self.refuse(key, f"expected a string, found {shown(value)}")
         return value
 
+    def word(self, key: str, words: tuple[str, ...], default: Any = _MISSING) -> str:
+        """A text that must be one of `words` (a closed vocabulary: `binio.vocabulary`); the caller casts it to its
+        Literal type."""
+        value = self.text(key, default)
+        if value not in words:
+            raise self.refuse(key, f"expected one of {', '.join(words)}, found {shown(value)}")
+        return value
+
     def integer(self, key: str, default: Any = _MISSING, *, minimum: int | None = None) -> int:
         return self.check_integer(key, self._get(key, default), minimum=minimum)
 

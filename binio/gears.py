@@ -32,7 +32,7 @@ Gear = tuple[int, ...]  # batch: (b,); image_size: (h, w); dims and range: one v
 
 BATCH, IMAGE_SIZE, DIMS, RANGE = "batch", "image_size", "dims", "range"
 GEAR_KINDS: tuple[str, ...] = (BATCH, IMAGE_SIZE, DIMS, RANGE)
-# The convert option that makes each kind (its ATC flag is in atc_wrap.atc_command).
+# The convert option that makes each kind (its ATC flag is in atc_wrap.atc.command).
 MIN_GEARS, MAX_GEARS = 2, 100  # ATC: "the profile range is (1, 100]"
 GEAR_OPTIONS: dict[str, str] = {BATCH: "--dynamic-batch", IMAGE_SIZE: "--dynamic-image-size",
                                 DIMS: "--dynamic-dims", RANGE: "--shape-range"}

@@ -13,12 +13,18 @@ Raising the two thresholds serves blocks up to `largest_block` from the heap and
 for reuse; larger blocks are mapped and unmapped as before. What is kept was held at some moment, so the peak grows
 only by what the heap cannot hand back in pieces (measured on freeze: +10%). Only glibc has `mallopt`; elsewhere
 this does nothing.
+
+The thresholds are the whole process's, so the library never sets them: a Python caller's own allocations would
+change with them. The command line does, once, before it runs a command (infer/cli/app.py), and the worker processes
+a stage starts keep what their parent keeps (`as_this_process`): compare's spawned workers, dump-bin's decoders.
 """
 
 from __future__ import annotations
 
 import ctypes
+import functools
 import sys
+from collections.abc import Callable
 
 _M_TRIM_THRESHOLD = -1
 _M_MMAP_THRESHOLD = -3
@@ -48,3 +54,10 @@ def keep_freed_memory(*, largest_block: int = 32 << 20, kept: int = 256 << 20) -
                 continue
             _set[option] = value
     return taken
+
+
+def as_this_process() -> Callable[[], bool]:
+    """An initializer for the worker processes a stage starts: each keeps freed memory as this process does (as the
+    command line asked; glibc's defaults where nothing asked, a Python caller's process say). Picklable, for a
+    spawned worker, which inherits nothing of its parent's heap."""
+    return functools.partial(keep_freed_memory, largest_block=_set[_M_MMAP_THRESHOLD], kept=_set[_M_TRIM_THRESHOLD])

@@ -16,17 +16,18 @@ from types import MappingProxyType
 from typing import Any
 
 from binio.atomic import write_json_atomic
-from binio.digest import BIN_DIGEST, DIGESTS, HEX_LENGTHS, digest_bytes, digest_file
+from binio.digest import BIN_DIGEST, BIN_DIGEST_HEX, digest_bytes, digest_file
 from binio.document import load_document
 from binio.dtypes import dtype
 from binio.errors import InferError, ManifestError
 from binio.fields import LARGEST_INTEGER, Fields, shown, why_outside
 from binio.gears import GEAR_KINDS, Gear, gear_from_fields, gear_json, gear_label, gear_tag
+from binio.layouts import LAYOUTS
 from binio.reading import reading
-from binio.spec import LAYOUTS, TensorSpec, format_shape, node_name
+from binio.spec import TensorSpec, format_shape, node_name
 
 SCHEMA = "infer.dataset"
-SCHEMA_VERSION = 2  # 2: a file's digest is xxh128 (version 1: sha256, still read)
+SCHEMA_VERSION = 2  # 2: a file's digest is xxh128 (version 1, never released, recorded sha256)
 MANIFEST_NAME = "dataset.json"
 FILE_DIGITS = 6
 
@@ -48,40 +49,34 @@ class BinEntry:
     """One batch file of one input."""
 
     name: str  # file name inside the input's folder
-    digest: str  # hex, of the file's bytes
+    digest: str  # xxh128 (binio.digest), hex, of the file's bytes
     rows: int  # real samples in this file; the rest of its batch is padding
-    algorithm: str = BIN_DIGEST  # the digest's (binio.digest), its key in the file's JSON entry
 
     def __post_init__(self) -> None:
-        # A sha256 given where an xxh128 is expected (code written for version 1) would fail every check later.
-        if len(self.digest) != HEX_LENGTHS.get(self.algorithm, -1):
-            raise ValueError(f"{self.name}: {self.digest!r} is not a {self.algorithm} digest "
-                             f"({HEX_LENGTHS.get(self.algorithm)} hex digits)")
+        # Another digest given in its place (a sha256) would fail every check later, far from here.
+        if len(self.digest) != BIN_DIGEST_HEX:
+            raise ValueError(f"{self.name}: {self.digest!r} is not a {BIN_DIGEST} digest ({BIN_DIGEST_HEX} hex digits)")
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, self.algorithm: self.digest, "rows": self.rows}
+        return {"name": self.name, BIN_DIGEST: self.digest, "rows": self.rows}
 
     def matches(self, path: Path) -> bool:
         """Whether the file at `path` holds the bytes this entry's digest was taken of."""
-        return digest_file(self.algorithm, path) == self.digest
+        return digest_file(BIN_DIGEST, path) == self.digest
 
     def describes(self, data: bytes | memoryview) -> bool:
         """Whether `data` (the file's bytes, as read) are the bytes this entry's digest was taken of."""
-        return digest_bytes(self.algorithm, data) == self.digest
+        return digest_bytes(BIN_DIGEST, data) == self.digest
 
     @classmethod
     def from_fields(cls, entry: Fields, folder: Path) -> BinEntry:
         # A bin may be a link (a shard's view of the dataset is made of them): bins are only ever read through a
         # link; a writer replaces one by a rename, so the name alone is checked.
         name = entry.name("name", folder, follow_links=False)
-        algorithm = next((a for a in DIGESTS if entry.has(a)), None)
-        if algorithm is None:
-            raise entry.refuse(BIN_DIGEST, f"missing, and no {' or '.join(d for d in DIGESTS if d != BIN_DIGEST)} "
-                                           f"either: a file's digest, to check it by")
-        digest = entry.text(algorithm)
-        if len(digest) != HEX_LENGTHS[algorithm]:
-            raise entry.refuse(algorithm, f"expected {HEX_LENGTHS[algorithm]} hex digits, found {len(digest)}")
-        return cls(name=name, digest=digest, rows=entry.integer("rows", minimum=0), algorithm=algorithm)
+        digest = entry.text(BIN_DIGEST)
+        if len(digest) != BIN_DIGEST_HEX:
+            raise entry.refuse(BIN_DIGEST, f"expected {BIN_DIGEST_HEX} hex digits, found {len(digest)}")
+        return cls(name=name, digest=digest, rows=entry.integer("rows", minimum=0))
 
 
 def _plain_entries(items: list[Any]) -> tuple[BinEntry, ...] | None:
@@ -90,7 +85,7 @@ def _plain_entries(items: list[Any]) -> tuple[BinEntry, ...] | None:
     Both accept exactly the same entries (a bare name, the digest of its length, whole rows in range): a dataset
     of 50,000 batches lists 50,000 of them, and the general reader took a second for it."""
     entries = []
-    digest_length = HEX_LENGTHS[BIN_DIGEST]
+    digest_length = BIN_DIGEST_HEX
     for item in items:
         if type(item) is not dict:
             return None

@@ -12,7 +12,6 @@ from binio.fields import Fields
 from binio.names import node_name, tensor_name
 
 Shape = tuple["int | None", ...]
-LAYOUTS: tuple[str, ...] = ("NHWC", "NCHW", "ND")
 
 
 def output_index(tensor: str) -> int:

@@ -4,12 +4,14 @@ and random ops, whose numbers no converted model reproduces."""
 from __future__ import annotations
 
 import re
-from typing import Any
+
+from binio.graph_types import GraphDef
 
 # Functional control flow and function calls: TF 1.15 graphs express these as Switch/Merge/Enter/Exit and plain
 # ops, and ATC's parser reads such graphs; a function library is what TF 2.x adds.
-FUNCTIONAL_OPS = frozenset({"If", "StatelessIf", "While", "StatelessWhile", "Case", "StatelessCase",
-                            "PartitionedCall", "StatefulPartitionedCall", "RemoteCall", "SymbolicGradient"})
+WHILE_OPS = frozenset({"While", "StatelessWhile"})  # tf.while_loop under control flow v2 (dynamic_rnn's loop)
+FUNCTIONAL_OPS = WHILE_OPS | frozenset({"If", "StatelessIf", "Case", "StatelessCase", "PartitionedCall",
+                                        "StatefulPartitionedCall", "RemoteCall", "SymbolicGradient"})
 # Ops added to TensorFlow after 1.15 that TF 2.x may write into an inference graph: a hand-kept list, not the
 # whole difference between the two op registries. TF 1.15 does not install on the Pythons tf2onnx needs, and
 # TensorFlow's registry records no op's first version (an OpDef has a deprecation version only; the op history
@@ -28,7 +30,7 @@ NEWER_THAN_TF115 = frozenset({
 _RANDOM_OP = re.compile(r"Random|Multinomial|TruncatedNormal")
 
 
-def unknown_to_tf115(graph_def: Any) -> dict[str, str]:
+def unknown_to_tf115(graph_def: GraphDef) -> dict[str, str]:
     """Node -> op type, for every node ATC's TF 1.15 parser would not know: functional control flow, calls of
     library functions, ops newer than TF 1.15."""
     functions = {f.signature.name for f in graph_def.library.function}
@@ -36,7 +38,7 @@ def unknown_to_tf115(graph_def: Any) -> dict[str, str]:
             if node.op in FUNCTIONAL_OPS or node.op in NEWER_THAN_TF115 or node.op in functions}
 
 
-def random_ops(graph_def: Any) -> dict[str, str]:
+def random_ops(graph_def: GraphDef) -> dict[str, str]:
     """Node -> op type, for every node that draws random numbers (in the graph or in a function it calls)."""
     found = {node.name: node.op for node in graph_def.node if _RANDOM_OP.search(node.op)}
     for function in graph_def.library.function:

@@ -7,11 +7,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from binio.graph_types import GraphDef
 from binio.spec import node_name
 from ckpt2pb.graphinfo import PLACEHOLDER_OPS
 
 
-def _foldable_ops(graph_def: Any) -> dict[str, bool]:
+def _foldable_ops(graph_def: GraphDef) -> dict[str, bool]:
     """Per node: whether its value can be computed now (no feed, no state, no randomness)."""
     from tensorflow.python.framework import op_def_registry  # no public API reaches op definitions
 
@@ -22,7 +23,7 @@ def _foldable_ops(graph_def: Any) -> dict[str, bool]:
     return foldable
 
 
-def constant_values(graph_def: Any, tensors: Iterable[str]) -> dict[str, Any]:
+def constant_values(graph_def: GraphDef, tensors: Iterable[str]) -> dict[str, Any]:
     """The values (numpy arrays) of those `tensors` that depend on constants only, by tensor name."""
     import tensorflow as tf
 

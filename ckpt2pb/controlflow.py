@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
+from binio.graph_types import GraphDef
 from binio.spec import node_name, output_index
 from ckpt2pb import surgery
 from ckpt2pb.constfold import constant_values
@@ -22,7 +23,7 @@ _CALL_OPS = frozenset({"PartitionedCall", "StatefulPartitionedCall"})
 _MAX_DEPTH = 64  # rounds of inlining (each inlines one level of nesting); a recursive function stops here
 
 
-def _library_graph(graph_def: Any) -> Any:
+def _library_graph(graph_def: GraphDef) -> Any:
     """A tf.Graph holding only `graph_def`'s function library: what turning a function that calls others into
     nodes looks the callees up in."""
     import tensorflow as tf
@@ -36,7 +37,7 @@ def _library_graph(graph_def: Any) -> Any:
     return graph
 
 
-def _inline(graph_def: Any, caller: Any, function: Any, arguments: list[str], scope: str, keep: bool,
+def _inline(graph_def: GraphDef, caller: Any, function: Any, arguments: list[str], scope: str, keep: bool,
             library: Any) -> list[str] | None:
     """Puts `function`'s body in the graph beside `caller` (an If or a call op), its arguments read from
     `arguments`. A caller in `keep` (an output the user named) becomes an Identity (IdentityN) of the body's
@@ -87,7 +88,7 @@ def _inline(graph_def: Any, caller: Any, function: Any, arguments: list[str], sc
     return results
 
 
-def _replace_callers(graph_def: Any, replaced: dict[str, list[str]]) -> None:
+def _replace_callers(graph_def: GraphDef, replaced: dict[str, list[str]]) -> None:
     """Readers of each replaced caller's outputs read its results instead, control edges on it wait for its
     (first) result, and the callers go: one pass over the graph for all of them. A result may itself be an output
     of another caller replaced in the same round (a call fed by a call), so each reference is followed to its end."""
@@ -125,7 +126,7 @@ def _replace_callers(graph_def: Any, replaced: dict[str, list[str]]) -> None:
     surgery.keep_nodes(graph_def, {node.name for node in graph_def.node} - replaced.keys())
 
 
-def fold_constant_conds(graph_def: Any, keep: Collection[str] = ()) -> int:
+def fold_constant_conds(graph_def: GraphDef, keep: Collection[str] = ()) -> int:
     """Inlines the live branch of every If whose predicate is constant (through any chain of stateless ops from
     constants: TensorFlow computes it), and the body of every function call, until none is left that can go.
     Nodes in `keep` (the outputs) keep their names. Returns how many Ifs were folded."""
@@ -163,7 +164,7 @@ def fold_constant_conds(graph_def: Any, keep: Collection[str] = ()) -> int:
     return folded  # the inlined functions stay in the library: freeze prunes it once, after extraction
 
 
-def prune_library(graph_def: Any) -> None:
+def prune_library(graph_def: GraphDef) -> None:
     """Drops functions no node (nor any kept function) calls."""
     functions = {f.signature.name: f for f in graph_def.library.function}
 
@@ -192,7 +193,7 @@ def prune_library(graph_def: Any) -> None:
     graph_def.library.gradient.extend(kept_gradients)
 
 
-def fold_constant_switches(graph_def: Any) -> int:
+def fold_constant_switches(graph_def: GraphDef) -> int:
     """TF1 control flow (`Switch`/`Merge`, as TF 1.x wrote tf.cond): a Switch whose predicate is constant passes
     its data straight to the live side; nodes of the dead side are dropped by the pruning that follows, and each
     Merge becomes an Identity of its one live input. Returns how many Switch nodes were folded."""
@@ -228,7 +229,7 @@ def _is_dead(reference: str, dead: set[str], dead_ports: set[str]) -> bool:
     return node_name(bare) in dead or full in dead_ports
 
 
-def _dead_nodes(graph_def: Any, dead_ports: set[str]) -> set[str]:
+def _dead_nodes(graph_def: GraphDef, dead_ports: set[str]) -> set[str]:
     """Nodes that read a dead Switch output, directly or through others; a Merge is dead only if all its data
     inputs are (it forwards whichever input is alive)."""
     dead: set[str] = set()

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from binio.heap import ANY_SIZE, keep_freed_memory
+from binio.graph_types import GraphDef
 from binio.spec import TensorSpec, format_shape, node_name, output_index, tensor_name
 from binio.steps import OnStep, no_steps
 from ckpt2pb import surgery
@@ -32,6 +32,7 @@ from ckpt2pb.inspection import label_feeds, rank_output_candidates
 from ckpt2pb.names import unknown_name_error
 from ckpt2pb.passes import CLEANUPS, EDITS, Plan, run_passes
 from ckpt2pb.source import LoadedSource, restored_session
+from ckpt2pb.training_mode import TrainingMode, find_training_mode, put_in_inference_mode, summary
 from ckpt2pb.verify import Reference, Verification, check_frozen, run_original
 
 log = logging.getLogger(__name__)
@@ -46,7 +47,7 @@ VERIFY_DIM = 32  # any other dim kept unknown: large enough for a few stride-2 l
 class FrozenGraph:
     """The frozen inference graph and what it takes and gives."""
 
-    graph_def: Any  # tensorflow GraphDef
+    graph_def: GraphDef  # tensorflow GraphDef
     serialized: bytes
     inputs: tuple[TensorSpec, ...]
     outputs: tuple[TensorSpec, ...]
@@ -57,6 +58,12 @@ class FrozenGraph:
     unknown_to_tf115: dict[str, str] = field(default_factory=dict)  # node -> op ATC's TF 1.15 parser lacks
     random_ops: dict[str, str] = field(default_factory=dict)  # node -> op that draws random numbers
     signature_keys: dict[str, str] = field(default_factory=dict)  # tensor -> its SavedModel signature key
+    training_mode: TrainingMode = field(default_factory=TrainingMode)  # ops of the source's graph put in inference mode
+
+    @property
+    def inference_mode(self) -> dict[str, str]:
+        """Node -> how it was put in inference mode (model.json's `inference_mode`)."""
+        return {op.node: f"{op.kind}: {op.change}" for op in self.training_mode.fixable}
 
 
 def _layout(shape: tuple[int | None, ...], channels_first: bool = False) -> str:
@@ -65,7 +72,7 @@ def _layout(shape: tuple[int | None, ...], channels_first: bool = False) -> str:
     return "NCHW" if channels_first else "NHWC"
 
 
-def _channels_first(graph_def: Any) -> bool:
+def _channels_first(graph_def: GraphDef) -> bool:
     """Whether the graph's image ops work on NCHW (TF's default, NHWC, has no attribute once stripped)."""
     return any(node.attr["data_format"].s == b"NCHW" for node in graph_def.node if "data_format" in node.attr)
 
@@ -206,7 +213,7 @@ def _label_needed(label: str, outputs: Sequence[str]) -> FreezeError:
                             f"with the other inputs ('{label}[N]')")
 
 
-def _check_leftovers(graph_def: Any, plan: Plan) -> None:
+def _check_leftovers(graph_def: GraphDef, plan: Plan) -> None:
     """Refuses placeholders and tf.data ops the outputs still need: they would make a pb nobody can feed; and
     inputs the outputs do not read: the contract would list a tensor the pb does not take."""
     output_nodes = list(plan.output_nodes)
@@ -236,7 +243,7 @@ def _check_leftovers(graph_def: Any, plan: Plan) -> None:
         )
 
 
-def _iterator_inputs_example(graph_def: Any) -> str:
+def _iterator_inputs_example(graph_def: GraphDef) -> str:
     """``--inputs 'IteratorGetNext:0[?,8,8,3]'``: the iterator outputs some node reads, with their shapes."""
     iterators = {node.name: node for node in graph_def.node if node.op in ITERATOR_OUTPUT_OPS}
     read = sorted({f"{node_name(ref)}:{output_index(ref)}" for node in graph_def.node for ref in node.input
@@ -258,7 +265,7 @@ def _dtype_name(dtype_enum: int) -> str:
     return str(tf.as_dtype(dtype_enum).name)
 
 
-def _final_names(graph_def: Any, plan: Plan) -> tuple[TensorSpec, ...]:
+def _final_names(graph_def: GraphDef, plan: Plan) -> tuple[TensorSpec, ...]:
     """Gives each new placeholder the node name of the tensor it replaced where that name is free again
     (``IteratorGetNext:0`` stays ``IteratorGetNext:0``), else ``<node>_<index>``."""
     names = {node.name for node in graph_def.node}
@@ -278,6 +285,30 @@ def _final_names(graph_def: Any, plan: Plan) -> tuple[TensorSpec, ...]:
     return tuple(specs)
 
 
+def _in_inference_mode(source: LoadedSource, training: TrainingMode) -> LoadedSource:
+    """The source with `training`'s ops in inference mode, on a copy of its graph (of its meta graph, which the
+    variables are restored through): the session freeze restores and verifies against then computes what the
+    frozen graph will, and the loaded source stays as it was read."""
+    if source.meta_graph is not None:
+        meta_graph = type(source.meta_graph)()
+        meta_graph.CopyFrom(source.meta_graph)
+        put_in_inference_mode(meta_graph.graph_def, training)
+        return replace(source, meta_graph=meta_graph, graph_def=meta_graph.graph_def)
+    graph_def = type(source.graph_def)()
+    graph_def.CopyFrom(source.graph_def)
+    put_in_inference_mode(graph_def, training)
+    return replace(source, graph_def=graph_def)
+
+
+def _stuck_in_training(training: TrainingMode, source: LoadedSource) -> FreezeError:
+    """Batch norms computing each batch's own statistics with no moving averages in the graph to use instead."""
+    return FreezeError(f"{source.path}: the outputs read {summary(training.stuck)} in training mode, with no "
+                       "moving mean and variance in the graph to use instead; frozen, a sample's output would "
+                       "depend on the other samples of its batch",
+                       hint="build the graph in inference mode (training=False; an Estimator's PREDICT graph, "
+                            "written by export_saved_model) from the same checkpoint, and freeze that")
+
+
 def _at_batch(specs: tuple[TensorSpec, ...]) -> tuple[TensorSpec, ...]:
     """The specs with an unknown first dim (--batch -1) made VERIFY_BATCH and any other dim kept unknown (-1 in
     --inputs) VERIFY_DIM, to feed verification."""
@@ -294,10 +325,6 @@ def freeze_source(source: LoadedSource, outputs: Sequence[str], *, inputs: Seque
     import tensorflow as tf
     from google.protobuf.message import EncodeError
 
-    # Every weight is copied several times over, up to the whole graph at once (protobuf's 2 GiB): served from a
-    # heap that keeps what is freed, each copy reuses the last one's pages instead of faulting in fresh ones.
-    keep_freed_memory(largest_block=ANY_SIZE, kept=ANY_SIZE)
-
     assignments = dict(assignments or {})
     # A SavedModel's signature keys name its tensors too (--outputs note,onset): the graph names may be
     # StatefulPartitionedCall:1 and serving_default_audio:0.
@@ -306,6 +333,9 @@ def freeze_source(source: LoadedSource, outputs: Sequence[str], *, inputs: Seque
               for request in inputs]
     graph = import_graph(source.graph_def, source.path)
     known = sorted(set(tensor_names(graph)) | {item.key for item in source.signature})  # for closest names
+    # A Keras layer's name (`probs`) stands for the signature output computed in its scope, where no key, node or
+    # tensor has that name (Keras 3 keys its outputs output_0, ...).
+    outputs = [name if name in known else source.layer_output(name) or name for name in outputs]
     if not outputs:
         keys = [item.key for item in source.signature if item.role == "output"]
         likely = keys or [c.tensor for c in rank_output_candidates(source.graph_def, graph)[:3]]
@@ -319,6 +349,12 @@ def freeze_source(source: LoadedSource, outputs: Sequence[str], *, inputs: Seque
         raise FreezeError(f"--batch {batch}: expected a positive number, or -1 to keep the first dim unknown")
     plan = _plan(source, graph, known, output_tensors, inputs, batch, assignments)
     output_nodes = list(plan.output_nodes)
+    training = find_training_mode(source.graph_def, output_nodes)
+    if training.stuck:
+        raise _stuck_in_training(training, source)
+    if training:
+        on_step(f"putting {summary(training.fixable)} in inference mode")
+        source = _in_inference_mode(source, training)
 
     # Memory: the weights are held by the session's variables, the constant graph (edited and pruned in place into
     # the frozen one: no copy of it is made), its serialisation, and the frozen graph loaded in TensorFlow. The
@@ -373,6 +409,7 @@ def freeze_source(source: LoadedSource, outputs: Sequence[str], *, inputs: Seque
     return FrozenGraph(graph_def=frozen, serialized=serialized, inputs=input_specs, outputs=tuple(output_specs),
                        fixed=fixed, verification=verification, stripped_attrs=stripped, nodes=len(frozen.node),
                        unknown_to_tf115=unknown_to_tf115(frozen), random_ops=random_ops(frozen),
+                       training_mode=training,
                        signature_keys={tensor_name(item.tensor): item.key for item in source.signature
                                        if tensor_name(item.tensor) in {s.name for s in (*input_specs,
                                                                                         *output_specs)}})

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from binio.graph_types import GraphDef
 from binio.spec import node_name, tensor_name
 from ckpt2pb.errors import SourceError
 
@@ -32,7 +33,7 @@ def is_switch(node: Any) -> bool:
     return is_switch_tensor(as_dtype(node.attr["dtype"].type).name, dims)
 
 
-def topological_order(graph_def: Any) -> list[Any]:
+def topological_order(graph_def: GraphDef) -> list[Any]:
     """The nodes, each after its data inputs (cycles, from TF1 loops, broken where met)."""
     nodes = {node.name: node for node in graph_def.node}
     seen: set[str] = set()
@@ -52,7 +53,7 @@ def topological_order(graph_def: Any) -> list[Any]:
     return order
 
 
-def feed_tensors_by_node(graph_def: Any, order: list[Any], is_feed: Any) -> dict[str, frozenset[str]]:
+def feed_tensors_by_node(graph_def: GraphDef, order: list[Any], is_feed: Any) -> dict[str, frozenset[str]]:
     """Per node, the feed tensors it is computed from (data inputs only): each placeholder `is_feed` accepts
     (`name:0`), and each tf.data iterator output by its own index, so a model computed from
     `IteratorGetNext:0` is told apart from labels read from `IteratorGetNext:1`."""
@@ -69,7 +70,7 @@ def feed_tensors_by_node(graph_def: Any, order: list[Any], is_feed: Any) -> dict
     return feeds
 
 
-def feed_tensors_read(graph_def: Any, nodes: set[str]) -> set[str]:
+def feed_tensors_read(graph_def: GraphDef, nodes: set[str]) -> set[str]:
     """The feed tensors that the `nodes` (a set closed over inputs, e.g. every ancestor of the outputs)
     take: their placeholders' outputs, and the iterator outputs one of them reads (not every output of the
     iterator: a model reads the images, its loss the labels)."""
@@ -85,7 +86,7 @@ def feed_tensors_read(graph_def: Any, nodes: set[str]) -> set[str]:
     return found
 
 
-def node_readers(graph_def: Any) -> dict[str, list[str]]:
+def node_readers(graph_def: GraphDef) -> dict[str, list[str]]:
     """Per node, the nodes that take it as a data or control input, in graph order; a node nothing reads is
     absent (so the keys are every consumed node)."""
     readers: dict[str, list[str]] = {}
@@ -95,7 +96,7 @@ def node_readers(graph_def: Any) -> dict[str, list[str]]:
     return readers
 
 
-def import_graph(graph_def: Any, origin: object = "the graph") -> Any:
+def import_graph(graph_def: GraphDef, origin: object = "the graph") -> Any:
     """A tf.Graph holding `graph_def` under its own names (shape inference done by the import); a graph this
     TensorFlow cannot import (a custom op not loaded, a corrupt node) is refused, naming `origin`."""
     import tensorflow as tf

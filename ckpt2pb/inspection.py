@@ -8,8 +8,9 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+from binio.graph_types import GraphDef
 from binio.names import node_name
 from ckpt2pb.graphinfo import (
     ITERATOR_OUTPUT_OPS,
@@ -22,9 +23,11 @@ from ckpt2pb.graphinfo import (
     shape_of,
     topological_order,
 )
+from ckpt2pb.kinds import SourceKind
 from ckpt2pb.parameters import elements_of, variables_feeding
-from ckpt2pb.source import VARIABLE_OPS, LoadedSource, check_checkpoint_index, load_source
+from ckpt2pb.source import VARIABLE_OPS, LoadedSource, Role, check_checkpoint_index, computed_by, load_source
 from ckpt2pb.training_heads import TrainingHeads, find_training_heads
+from ckpt2pb.training_mode import TrainingModeOp, find_training_mode
 
 # Ops that end a branch without being a model output: bookkeeping, saving, summaries, training, iterators.
 _NOT_OUTPUT_OPS = frozenset({
@@ -49,6 +52,10 @@ _METADATA_OPS = frozenset({"Shape", "ShapeN", "Size", "Rank"})
 _SAVER_FEEDS = ("save/", "saver_filename")  # the saver's own placeholders: never a model input
 _TRAINING_OP_PREFIXES = ("Apply", "ResourceApply", "SparseApply", "ResourceSparseApply")
 
+
+# Where the parameter count comes from: the checkpoint's variables, the variables the graph declares (no
+# checkpoint holds their values), or a frozen graph's float constants.
+ParametersFrom = Literal["checkpoint", "graph", "constants"]
 
 @dataclass(frozen=True)
 class PlaceholderInfo:
@@ -85,16 +92,17 @@ class SignatureEntry:
     """A SavedModel serving signature's key, with the graph tensor it names."""
 
     key: str
-    role: str  # input | output
+    role: Role
     tensor: str
     dtype: str
     shape: tuple[int | None, ...] | None
+    computed_by: str = ""  # an output's node past the Identity nodes over it: the layer it comes from
 
 
 @dataclass(frozen=True)
 class GraphReport:
     source: str
-    kind: str
+    kind: SourceKind
     tf_version: str  # "" when the source does not say
     nodes: int
     placeholders: tuple[PlaceholderInfo, ...]
@@ -102,7 +110,7 @@ class GraphReport:
     op_histogram: tuple[tuple[str, int], ...]  # most frequent first
     variables: int  # in the checkpoint; 0 for frozen graphs
     parameters: int  # elements of the checkpoint's variables, or of a frozen graph's float constants
-    parameters_from: str  # checkpoint | graph (variables declared, no checkpoint) | constants
+    parameters_from: ParametersFrom
     # Of `parameters`, the elements of the variables the output candidates are computed from (the rest only
     # training reads: optimizer slots, step counters); None for a frozen graph or where they cannot be told apart.
     output_parameters: int | None = None
@@ -110,6 +118,7 @@ class GraphReport:
     signature_name: str = ""
     other_signatures: tuple[str, ...] = ()  # a SavedModel's signatures besides the one read
     note: str = ""  # how the source was read, where it was not the usual way (a fallback)
+    training_mode: tuple[TrainingModeOp, ...] = ()  # batch norms and dropouts computing as in training
 
     @property
     def input_keys(self) -> dict[str, str]:
@@ -135,10 +144,12 @@ class GraphReport:
             "output_parameters": self.output_parameters,
             "signature": {"name": self.signature_name,
                           "tensors": [{"key": e.key, "role": e.role, "tensor": e.tensor, "dtype": e.dtype,
-                                       "shape": None if e.shape is None else list(e.shape)}
+                                       "shape": None if e.shape is None else list(e.shape),
+                                       "computed_by": e.computed_by or None}
                                       for e in self.signature],
                           "others": list(self.other_signatures)} if self.signature else None,
             "note": self.note or None,
+            "training_mode": [op.to_json() for op in self.training_mode],
         }
 
 
@@ -176,7 +187,7 @@ def _is_model_feed(node: Any) -> bool:
     return not node.name.startswith(_SAVER_FEEDS)
 
 
-def _roles(graph_def: Any, readers: dict[str, list[str]]) -> _Roles:
+def _roles(graph_def: GraphDef, readers: dict[str, list[str]]) -> _Roles:
     """Labels are the feeds (placeholders, tf.data iterator outputs) the losses and metrics take as labels
     (`find_training_heads`), and those no softmax/sigmoid op (else argmax-like op) nor the model's answer is
     computed from; a node is training-only when it is bookkeeping (loss, optimizer, summary...), is computed from
@@ -226,7 +237,7 @@ def _reduces_every_axis(op: Any) -> bool:
         and axes.inputs[1].op.inputs[0].name == op.inputs[0].name
 
 
-def rank_output_candidates(graph_def: Any, graph: Any, roles: _Roles | None = None) -> tuple[OutputCandidate, ...]:
+def rank_output_candidates(graph_def: GraphDef, graph: Any, roles: _Roles | None = None) -> tuple[OutputCandidate, ...]:
     """Nodes nothing consumes, minus bookkeeping, best first; later nodes first among equals (deeper). What the
     losses and metrics read as the model's answer (the logits, a softmax beside the loss) comes first, whatever
     reads it; a softmax/sigmoid/argmax-like node that only training ops read (an accuracy) is a candidate too;
@@ -234,9 +245,10 @@ def rank_output_candidates(graph_def: Any, graph: Any, roles: _Roles | None = No
     roles = roles or _roles(graph_def, node_readers(graph_def))
     readers = roles.readers
     answers = roles.heads.tensors - {f"{name}:0" for name in roles.from_labels}
+    losses = {node_name(loss) for loss in roles.heads.losses}  # what the gradients start from: never an answer
     ranked: list[tuple[int, int, OutputCandidate]] = []
     for position, node in enumerate(graph_def.node):
-        if _is_bookkeeping(node):
+        if _is_bookkeeping(node) or node.name in losses:
             continue
         answer_node = any(node_name(t) == node.name for t in answers)
         if node.name in readers and not answer_node and not (
@@ -281,7 +293,7 @@ def _signature_first(ranked: tuple[OutputCandidate, ...], signature: list[Signat
     return (*first, *(c for c in ranked if c.tensor not in keyed))
 
 
-def placeholders(graph_def: Any, graph: Any, labels: frozenset[str] = frozenset()) -> tuple[PlaceholderInfo, ...]:
+def placeholders(graph_def: GraphDef, graph: Any, labels: frozenset[str] = frozenset()) -> tuple[PlaceholderInfo, ...]:
     """The graph's feed points: placeholders (the saver's own excepted) and tf.data iterator outputs; `labels`:
     the feed tensors that are labels (`label_feeds`)."""
     found = []
@@ -298,7 +310,7 @@ def placeholders(graph_def: Any, graph: Any, labels: frozenset[str] = frozenset(
     return tuple(found)
 
 
-def label_feeds(graph_def: Any, roles: _Roles | None = None) -> frozenset[str]:
+def label_feeds(graph_def: GraphDef, roles: _Roles | None = None) -> frozenset[str]:
     """The feed tensors that are labels: those the losses and metrics take as labels, and those nothing the
     model answers is computed from whose names say label (a feed only an optimizer reads, a learning rate, is
     none)."""
@@ -306,7 +318,7 @@ def label_feeds(graph_def: Any, roles: _Roles | None = None) -> frozenset[str]:
     return roles.heads.labels | frozenset(t for t in roles.labels if _LABEL_WORDS.search(t.lower()))
 
 
-def _constant_parameters(graph_def: Any) -> int:
+def _constant_parameters(graph_def: GraphDef) -> int:
     from tensorflow.core.framework import types_pb2
 
     floats = {types_pb2.DT_FLOAT, types_pb2.DT_HALF, types_pb2.DT_DOUBLE, types_pb2.DT_BFLOAT16}
@@ -319,7 +331,7 @@ def _constant_parameters(graph_def: Any) -> int:
     return total
 
 
-def _graph_variables(graph_def: Any) -> dict[str, list[int]]:
+def _graph_variables(graph_def: GraphDef) -> dict[str, list[int]]:
     """The shapes of the graph's variables by name, for a meta graph whose checkpoint is not there."""
     return {node.name: [max(d.size, 0) for d in node.attr["shape"].shape.dim] for node in graph_def.node
             if node.op in VARIABLE_OPS and not node.name.startswith("save/")}
@@ -329,6 +341,7 @@ def inspect_loaded(source: LoadedSource) -> GraphReport:
     graph_def = source.graph_def
     graph = import_graph(graph_def, source.path)
     shapes: dict[str, list[int]] = {}
+    origin: ParametersFrom
     if source.prefix is not None and source.prefix.file(".index").is_file():
         shapes = check_checkpoint_index(source.prefix)
         variables, parameters, origin = len(shapes), sum(math.prod(s) for s in shapes.values()), "checkpoint"
@@ -343,7 +356,9 @@ def inspect_loaded(source: LoadedSource) -> GraphReport:
     for item in source.signature:
         tensor = graph.get_tensor_by_name(item.tensor)
         signature.append(SignatureEntry(key=item.key, role=item.role, tensor=tensor.name,
-                                        dtype=tensor.dtype.name, shape=shape_of(tensor)))
+                                        dtype=tensor.dtype.name, shape=shape_of(tensor),
+                                        computed_by=computed_by(graph_def, tensor.name)
+                                        if item.role == "output" else ""))
     candidates = _signature_first(rank_output_candidates(graph_def, graph, roles), signature, graph)
     output_parameters = (elements_of(shapes, variables_feeding(graph_def, [c.tensor for c in candidates]))
                          if shapes and candidates else None)
@@ -355,6 +370,7 @@ def inspect_loaded(source: LoadedSource) -> GraphReport:
         variables=variables, parameters=parameters, parameters_from=origin, output_parameters=output_parameters,
         signature=tuple(signature),
         signature_name=source.signature_name, other_signatures=source.other_signatures, note=source.note,
+        training_mode=find_training_mode(graph_def).ops,
     )
 
 

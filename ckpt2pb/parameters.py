@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from typing import Any
 
+from binio.graph_types import GraphDef
 from binio.names import node_name
 from ckpt2pb.source import VARIABLE_OPS
 from ckpt2pb.surgery import reachable
 
 
-def variables_feeding(graph_def: Any, tensors: Iterable[str]) -> frozenset[str]:
+def variables_feeding(graph_def: GraphDef, tensors: Iterable[str]) -> frozenset[str]:
     """The variable nodes that `tensors` are computed from, by data inputs only (a control input orders an op,
     it carries no value): a resource variable through its ReadVariableOp, a ref variable through its `read`."""
     variables = {node.name for node in graph_def.node if node.op in VARIABLE_OPS}

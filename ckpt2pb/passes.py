@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from binio.graph_types import GraphDef
 from binio.spec import TensorSpec
 from ckpt2pb import surgery
 from ckpt2pb.controlflow import fold_constant_conds, fold_constant_switches, prune_library
@@ -47,13 +48,13 @@ class FreezePass:
     name: str
     apply: Callable[[Any, Plan], int]  # (graph_def, plan) -> nodes changed
 
-    def __call__(self, graph_def: Any, plan: Plan) -> int:
+    def __call__(self, graph_def: GraphDef, plan: Plan) -> int:
         changed = self.apply(graph_def, plan)
         log.debug("freeze pass %s: %d nodes", self.name, changed)
         return changed
 
 
-def pin_inputs(graph_def: Any, plan: Plan) -> int:
+def pin_inputs(graph_def: GraphDef, plan: Plan) -> int:
     """Each input a placeholder of its planned dtype and shape; a tensor that is not one (an iterator's output)
     is replaced by a new placeholder that its readers read instead."""
     import tensorflow as tf
@@ -73,7 +74,7 @@ def pin_inputs(graph_def: Any, plan: Plan) -> int:
     return changed
 
 
-def fold_assignments(graph_def: Any, plan: Plan) -> int:
+def fold_assignments(graph_def: GraphDef, plan: Plan) -> int:
     """Each placeholder given a value (--set is_training=false) made a constant of it."""
     nodes = {node.name: node for node in graph_def.node}
     for name, value in plan.sets.items():
@@ -82,7 +83,7 @@ def fold_assignments(graph_def: Any, plan: Plan) -> int:
     return sum(1 for name in plan.sets if name in nodes)
 
 
-def fold_defaults(graph_def: Any, plan: Plan) -> int:
+def fold_defaults(graph_def: GraphDef, plan: Plan) -> int:
     """Each PlaceholderWithDefault left (is_training with its default) reads its default."""
     folded = 0
     for node in graph_def.node:
@@ -92,12 +93,12 @@ def fold_defaults(graph_def: Any, plan: Plan) -> int:
     return folded
 
 
-def prune(graph_def: Any, plan: Plan) -> int:
+def prune(graph_def: GraphDef, plan: Plan) -> int:
     """Only what the outputs (and the replacement placeholders) read, by data, control and colocation edges."""
     return surgery.prune_to(graph_def, plan.keep)
 
 
-def fold_conds(graph_def: Any, plan: Plan) -> int:
+def fold_conds(graph_def: GraphDef, plan: Plan) -> int:
     """tf.cond (v1 Switch/Merge and v2 If) on a constant predicate replaced by its live branch."""
     folded = fold_constant_conds(graph_def, keep=set(plan.output_nodes)) + fold_constant_switches(graph_def)
     if folded:
@@ -105,37 +106,37 @@ def fold_conds(graph_def: Any, plan: Plan) -> int:
     return folded
 
 
-def fold_draws(graph_def: Any, plan: Plan) -> int:
+def fold_draws(graph_def: GraphDef, plan: Plan) -> int:
     """Random draws whose outcome a constant decides (dropout with its switch off) folded; their samplers left
     unread for the next prune."""
     return fold_decided_draws(graph_def, keep=plan.keep)
 
 
-def strip_checks(graph_def: Any, plan: Plan) -> int:
+def strip_checks(graph_def: GraphDef, plan: Plan) -> int:
     """Assert and CheckNumerics (training-time guards ATC has no kernel for) taken out of the data path."""
     return surgery.strip_checks(graph_def)
 
 
-def drop_unused_functions(graph_def: Any, plan: Plan) -> int:
+def drop_unused_functions(graph_def: GraphDef, plan: Plan) -> int:
     """The function library's entries no node calls any more (the folded or stripped conds')."""
     before = len(graph_def.library.function)
     prune_library(graph_def)
     return before - len(graph_def.library.function)
 
 
-def clear_devices(graph_def: Any, plan: Plan) -> int:
+def clear_devices(graph_def: GraphDef, plan: Plan) -> int:
     """Device placements of the training machine (/job:worker/GPU:3) dropped."""
     surgery.clear_devices(graph_def)
     return 0
 
 
-def strip_stale_colocation(graph_def: Any, plan: Plan) -> int:
+def strip_stale_colocation(graph_def: GraphDef, plan: Plan) -> int:
     """Colocation constraints naming nodes the pruning removed dropped: TF refuses to import them."""
     surgery.strip_stale_colocation(graph_def)
     return 0
 
 
-def strip_default_attrs(graph_def: Any, plan: Plan) -> int:
+def strip_default_attrs(graph_def: GraphDef, plan: Plan) -> int:
     """Attributes equal to their op's default removed (TF's strip-default-attrs): a newer TF's additions, such
     as FusedBatchNormV3's exponential_avg_factor, are what TF 1.15 and ATC's parser refuse."""
     return surgery.strip_default_attrs(graph_def)
@@ -162,7 +163,7 @@ CLEANUPS: tuple[FreezePass, ...] = (
 )
 
 
-def run_passes(graph_def: Any, plan: Plan, passes: tuple[FreezePass, ...]) -> dict[str, int]:
+def run_passes(graph_def: GraphDef, plan: Plan, passes: tuple[FreezePass, ...]) -> dict[str, int]:
     """Applies `passes` in order; returns nodes changed by pass name (summed over a pass that runs twice)."""
     changed: dict[str, int] = {}
     for step in passes:

@@ -16,6 +16,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
+from binio.graph_types import GraphDef
 from binio.spec import node_name
 from ckpt2pb import surgery
 from ckpt2pb.graphinfo import import_graph, node_readers, topological_order
@@ -27,7 +28,7 @@ _COMPARISONS = frozenset({"GreaterEqual", "Greater", "LessEqual", "Less"})
 
 
 @dataclass(frozen=True)
-class _Range:
+class ValueRange:
     """Every element lies in [lo, hi], each end excluded where marked; `random`: it depends on a draw."""
 
     lo: float
@@ -41,52 +42,52 @@ class _Range:
         return self.lo if self.lo == self.hi and not (self.lo_open or self.hi_open) else None
 
 
-def _add(a: _Range, b: _Range) -> _Range:
-    return _Range(a.lo + b.lo, a.hi + b.hi, a.lo_open or b.lo_open, a.hi_open or b.hi_open, a.random or b.random)
+def _add(a: ValueRange, b: ValueRange) -> ValueRange:
+    return ValueRange(a.lo + b.lo, a.hi + b.hi, a.lo_open or b.lo_open, a.hi_open or b.hi_open, a.random or b.random)
 
 
-def _negate(a: _Range) -> _Range:
-    return _Range(-a.hi, -a.lo, a.hi_open, a.lo_open, a.random)
+def _negate(a: ValueRange) -> ValueRange:
+    return ValueRange(-a.hi, -a.lo, a.hi_open, a.lo_open, a.random)
 
 
-def _scale(a: _Range, factor: float) -> _Range:
+def _scale(a: ValueRange, factor: float) -> ValueRange:
     if factor == 0:
-        return _Range(0.0, 0.0, random=a.random)
-    scaled = _Range(a.lo * factor, a.hi * factor, a.lo_open, a.hi_open, a.random)
-    return scaled if factor > 0 else _Range(scaled.hi, scaled.lo, a.hi_open, a.lo_open, a.random)
+        return ValueRange(0.0, 0.0, random=a.random)
+    scaled = ValueRange(a.lo * factor, a.hi * factor, a.lo_open, a.hi_open, a.random)
+    return scaled if factor > 0 else ValueRange(scaled.hi, scaled.lo, a.hi_open, a.lo_open, a.random)
 
 
-def _floor(a: _Range) -> _Range:
+def _floor(a: ValueRange) -> ValueRange:
     top = a.hi - 1 if a.hi_open and float(a.hi).is_integer() else math.floor(a.hi)
-    return _Range(float(math.floor(a.lo)), float(top), random=a.random)
+    return ValueRange(float(math.floor(a.lo)), float(top), random=a.random)
 
 
-def _compare(op: str, a: _Range, b: _Range) -> _Range | None:
+def _compare(op: str, a: ValueRange, b: ValueRange) -> ValueRange | None:
     """True (1) or false (0) for every element, where the ranges decide it; None where they do not."""
     if op in ("Less", "LessEqual"):
         a, b, op = b, a, "Greater" if op == "Less" else "GreaterEqual"
     always = a.lo > b.hi or (a.lo == b.hi and (op == "GreaterEqual" or a.lo_open or b.hi_open))
     never = a.hi < b.lo or (a.hi == b.lo and (op == "Greater" or a.hi_open or b.lo_open))
     random = a.random or b.random
-    return _Range(1.0, 1.0, random=random) if always else _Range(0.0, 0.0, random=random) if never else None
+    return ValueRange(1.0, 1.0, random=random) if always else ValueRange(0.0, 0.0, random=random) if never else None
 
 
-def _const_range(node: Any) -> _Range | None:
+def _const_range(node: Any) -> ValueRange | None:
     import numpy as np
     import tensorflow as tf
 
     value = tf.make_ndarray(node.attr["value"].tensor)
     if value.size == 0 or value.dtype.kind not in "fiub":
         return None
-    return _Range(float(np.min(value)), float(np.max(value)))
+    return ValueRange(float(np.min(value)), float(np.max(value)))
 
 
-def _range_of(node: Any, ranges: dict[str, _Range]) -> _Range | None:
+def _range_of(node: Any, ranges: dict[str, ValueRange]) -> ValueRange | None:
     data = [ref for ref in node.input if not ref.startswith("^")]
     if node.op == "Const":
         return _const_range(node)
     if node.op in _UNIFORM_OPS and node.attr["dtype"].type in _FLOAT_TYPES:
-        return _Range(0.0, 1.0, hi_open=True, random=True)
+        return ValueRange(0.0, 1.0, hi_open=True, random=True)
     found = [ranges.get(node_name(ref)) if ref == node_name(ref) or ref.endswith(":0") else None for ref in data]
     args = [a for a in found if a is not None]
     if len(args) != len(found):
@@ -116,19 +117,28 @@ def _range_of(node: Any, ranges: dict[str, _Range]) -> _Range | None:
     return None
 
 
-def fold_decided_draws(graph_def: Any, keep: Collection[str] = ()) -> int:
+def value_ranges(graph_def: GraphDef, nodes: Collection[str] | None = None) -> dict[str, ValueRange]:
+    """Per node (of `nodes`, default all), the range its first output's elements lie in, where the ops between it
+    and the constants and uniform samplers tell (`ValueRange.random`: it depends on a draw)."""
+    ranges: dict[str, ValueRange] = {}
+    for node in topological_order(graph_def):
+        if nodes is not None and node.name not in nodes:
+            continue
+        found = _range_of(node, ranges)
+        if found is not None:
+            ranges[node.name] = found
+    return ranges
+
+
+def fold_decided_draws(graph_def: GraphDef, keep: Collection[str] = ()) -> int:
     """Replaces each tensor computed from a random draw whose value is the same for every draw by a constant of
     its (static) shape, and where a shape is not static (`--batch -1`), each sampler whose draw is seen only
     through such tensors by a fill of its own shape with a value it can draw; returns how many. The samplers
     are then unread, for pruning to remove. `keep`: nodes read from outside (the outputs)."""
     import numpy as np
 
-    ranges: dict[str, _Range] = {}
+    ranges = value_ranges(graph_def)
     order = topological_order(graph_def)
-    for node in order:
-        found = _range_of(node, ranges)
-        if found is not None:
-            ranges[node.name] = found
     decided = {node.name for node in order if node.name in ranges and ranges[node.name].random
                and ranges[node.name].point is not None and node.op not in _PASS_OPS}
     if not decided:
@@ -148,7 +158,7 @@ def fold_decided_draws(graph_def: Any, keep: Collection[str] = ()) -> int:
     return folded + _fill_hidden_samplers(graph_def, ranges, decided, set(keep))
 
 
-def _fill_hidden_samplers(graph_def: Any, ranges: dict[str, _Range], decided: set[str], keep: set[str]) -> int:
+def _fill_hidden_samplers(graph_def: GraphDef, ranges: dict[str, ValueRange], decided: set[str], keep: set[str]) -> int:
     """Each uniform sampler whose draw reaches nothing but tensors `decided` for every draw (through ops whose
     range is tracked) becomes Fill(its shape, its lowest value): the same results, for any shape, no draw."""
     import numpy as np

@@ -13,17 +13,20 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from binio.errors import first_line
+from binio.graph_types import GraphDef
 from binio.spec import node_name
 from ckpt2pb.errors import SourceError, tensorflow_reason
+from ckpt2pb.kinds import SourceKind
 from ckpt2pb.prefix import CheckpointPrefix
 from ckpt2pb.protobuf import parse_protobuf, read_graph_def
 from ckpt2pb.surgery import rename_node
 from ckpt2pb.verify import session_config
 
-KINDS = ("checkpoint", "meta", "pb", "saved_model", "keras")
+# Which side of a signature (or of a model) a tensor is on.
+Role = Literal["input", "output"]
 _DATA_SUFFIX = re.compile(r"\.data-\d{5}-of-\d{5}$")
 _SAVED_MODEL_FILES = ("saved_model.pb", "saved_model.pbtxt")
 
@@ -34,7 +37,7 @@ class SignatureTensor:
 
     key: str
     tensor: str
-    role: str  # input | output
+    role: Role
 
 
 @dataclass(frozen=True)
@@ -42,8 +45,8 @@ class LoadedSource:
     """A model as one graph, with where its variables come from."""
 
     path: Path  # what the user named
-    kind: str  # one of KINDS
-    graph_def: Any  # tensorflow GraphDef; `_output_shapes` attributes dropped
+    kind: SourceKind
+    graph_def: GraphDef  # tensorflow GraphDef; `_output_shapes` attributes dropped
     meta_graph: Any | None = None  # the MetaGraphDef (saver, collections) for checkpoints and SavedModels
     prefix: CheckpointPrefix | None = None  # the checkpoint prefix the variables are restored from
     tf_version: str = ""  # the TensorFlow (or Keras) that wrote the source, where it says so
@@ -52,9 +55,16 @@ class LoadedSource:
     other_signatures: tuple[str, ...] = ()  # the SavedModel's other signatures' keys, which are not read
     note: str = ""  # how the source was read, where it was not the usual way (a fallback)
 
-    def signature_tensor(self, name: str, role: str) -> str | None:
+    def signature_tensor(self, name: str, role: Role) -> str | None:
         """The tensor a signature key names (`note` -> `StatefulPartitionedCall:1`), or None."""
         return next((item.tensor for item in self.signature if item.key == name and item.role == role), None)
+
+    def layer_output(self, name: str) -> str | None:
+        """The signature output a layer's name stands for: the one output computed in a scope of that name (Keras 3
+        keys its outputs `output_0`, ..., and uniquifies the layer's scope, `probs_1`); None if not exactly one."""
+        found = {item.tensor for item in self.signature if item.role == "output"
+                 and name in _layer_names(computed_by(self.graph_def, item.tensor))}
+        return found.pop() if len(found) == 1 else None
 
     @property
     def has_variables(self) -> bool:
@@ -62,6 +72,28 @@ class LoadedSource:
 
 
 VARIABLE_OPS = frozenset({"VariableV2", "Variable", "VarHandleOp", "AutoReloadVariable"})
+_PASSING_OPS = frozenset({"Identity", "IdentityN", "Snapshot"})
+_GENERIC_KEY = re.compile(r"^output_\d+$")  # what tf.function and Keras 3's export key an unnamed output
+
+
+def computed_by(graph_def: GraphDef, tensor: str) -> str:
+    """The node that computes `tensor`, past the Identity nodes a signature puts over it
+    (`Identity` <- `StatefulPartitionedCall/functional_1/probs_1/Softmax`)."""
+    nodes = {node.name: node for node in graph_def.node}
+    node = nodes.get(node_name(tensor))
+    for _ in range(64):
+        data = [ref for ref in node.input if not ref.startswith("^")] if node is not None else []
+        if node is None or node.op not in _PASSING_OPS or len(data) != 1 or node_name(data[0]) not in nodes:
+            break
+        node = nodes[node_name(data[0])]
+    return node.name if node is not None else node_name(tensor)
+
+
+def _layer_names(node: str) -> set[str]:
+    """The layer a node belongs to, by its scope (`model/probs/Softmax` -> probs; Keras 3's `probs_1` -> probs_1,
+    probs)."""
+    scope = node.rpartition("/")[0].rpartition("/")[2]
+    return {scope, re.sub(r"_\d+$", "", scope)} - {""}
 
 
 def _checkpoint_prefix_for(text: str) -> CheckpointPrefix | None:
@@ -116,7 +148,7 @@ def _prefix_in_folder(folder: Path) -> CheckpointPrefix | None:
     return prefixes[0] if prefixes else None
 
 
-def drop_output_shapes(graph_def: Any) -> None:
+def drop_output_shapes(graph_def: GraphDef) -> None:
     """Removes `_output_shapes`: older TensorFlow wrote shapes that newer importers may reject; they are only
     hints, recomputed on import."""
     for node in graph_def.node:
@@ -151,7 +183,7 @@ def check_checkpoint_index(prefix: CheckpointPrefix) -> dict[str, list[int]]:
                           hint=first_line(exc)) from None
 
 
-def _load_meta(meta: Path, prefix: CheckpointPrefix | None, kind: str, given: Path) -> LoadedSource:
+def _load_meta(meta: Path, prefix: CheckpointPrefix | None, kind: SourceKind, given: Path) -> LoadedSource:
     from tensorflow.core.protobuf import meta_graph_pb2
 
     meta_graph = parse_protobuf(meta_graph_pb2.MetaGraphDef(), meta, "meta graph")
@@ -160,7 +192,7 @@ def _load_meta(meta: Path, prefix: CheckpointPrefix | None, kind: str, given: Pa
                         prefix=prefix, tf_version=meta_graph.meta_info_def.tensorflow_version)
 
 
-def _load_checkpoint(prefix: CheckpointPrefix, given: Path, kind: str) -> LoadedSource:
+def _load_checkpoint(prefix: CheckpointPrefix, given: Path, kind: SourceKind) -> LoadedSource:
     meta = prefix.file(".meta")
     if not meta.is_file():
         raise SourceError(f"{prefix}: checkpoint has no graph ({meta.name} is missing)",
@@ -275,10 +307,27 @@ def _load_object_saved_model(folder: Path, meta_graph: Any) -> LoadedSource | st
     keys = sorted(structure) if isinstance(structure, dict) else []
     outputs = [SignatureTensor(key, tensor.name, "output")
                for key, tensor in zip(keys, frozen.outputs, strict=False)] if len(keys) == len(frozen.outputs) else []
+    outputs = _outputs_named_by_key(graph_def, outputs, {item.key for item in inputs})
     return LoadedSource(path=folder, kind="saved_model", graph_def=graph_def,
                         tf_version=meta_graph.meta_info_def.tensorflow_version,
                         signature=(*inputs, *outputs), signature_name=signature_name,
                         other_signatures=_other_signatures(meta_graph, signature_name))
+
+
+def _outputs_named_by_key(graph_def: GraphDef, outputs: list[SignatureTensor], taken_keys: set[str]
+                           ) -> list[SignatureTensor]:
+    """A revived signature's outputs are `Identity`, `Identity_1`, ...: each takes its key's name (a tf_keras
+    model's output layer, `probs`; a tf.Module's dict key) where the key is the user's (not `output_0`) and free."""
+    taken = {node.name for node in graph_def.node} | taken_keys
+    named = []
+    for item in outputs:
+        old = node_name(item.tensor)
+        if item.tensor == f"{old}:0" and not _GENERIC_KEY.match(item.key) and item.key not in taken:
+            rename_node(graph_def, old, item.key)
+            taken.add(item.key)
+            item = SignatureTensor(item.key, f"{item.key}:0", item.role)
+        named.append(item)
+    return named
 
 
 def _keras_version(path: Path) -> str:
@@ -318,7 +367,7 @@ def _load_keras(path: Path) -> LoadedSource:
     return LoadedSource(path=path, kind="keras", graph_def=graph_def, tf_version=_keras_version(path))
 
 
-def _name_outputs_after_layers(graph_def: Any, function: Any, layer_names: list[str]) -> None:
+def _name_outputs_after_layers(graph_def: GraphDef, function: Any, layer_names: list[str]) -> None:
     """The traced outputs are Identity nodes named ``Identity``, ``Identity_1``...; they take the names of the
     Keras output layers (``probs``) where those are free, so the user sees the names they gave."""
     taken = {node.name for node in graph_def.node}

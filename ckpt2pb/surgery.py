@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import Any
 
+from binio.graph_types import GraphDef
 from binio.spec import node_name, output_index
 
 # Ops that only check or log: their first input passes through unchanged (tf.compat.v1.Print returns it), or
@@ -21,7 +22,7 @@ def _reference(tensor: str) -> str:
     return node if index == 0 else f"{node}:{index}"
 
 
-def rewire(graph_def: Any, tensor: str, replacement_node: str) -> int:
+def rewire(graph_def: GraphDef, tensor: str, replacement_node: str) -> int:
     """Every data input that reads `tensor` reads `replacement_node:0` instead; returns how many changed."""
     node, index = node_name(tensor), output_index(tensor)
     spellings = {f"{node}:{index}"} | ({node} if index == 0 else set())
@@ -34,7 +35,7 @@ def rewire(graph_def: Any, tensor: str, replacement_node: str) -> int:
     return changed
 
 
-def reachable(graph_def: Any, targets: Sequence[str], *, colocation: bool = False, data_only: bool = False
+def reachable(graph_def: GraphDef, targets: Sequence[str], *, colocation: bool = False, data_only: bool = False
               ) -> set[str]:
     """The names of every node the target nodes reach through data and control inputs, themselves included; with
     `colocation`, through the nodes each is placed with (``_class: loc:@NODE``) too, as TF's extract_sub_graph
@@ -57,7 +58,7 @@ def reachable(graph_def: Any, targets: Sequence[str], *, colocation: bool = Fals
     return seen
 
 
-def keep_nodes(graph_def: Any, kept: Collection[str]) -> int:
+def keep_nodes(graph_def: GraphDef, kept: Collection[str]) -> int:
     """Removes, in place, every node not named in `kept`; the rest keep their order. Returns how many went.
 
     Nothing is copied: the nodes are sorted, kept first (protobuf moves a repeated field's elements, it does not
@@ -73,7 +74,7 @@ def keep_nodes(graph_def: Any, kept: Collection[str]) -> int:
     return removed
 
 
-def prune_to(graph_def: Any, targets: Sequence[str]) -> int:
+def prune_to(graph_def: GraphDef, targets: Sequence[str]) -> int:
     """Keeps, in place, only the nodes the target nodes reach, colocation included: the nodes TF's
     extract_sub_graph keeps, in their order, without its copy of each. Returns how many went."""
     missing = sorted(set(targets) - {node.name for node in graph_def.node})
@@ -82,7 +83,7 @@ def prune_to(graph_def: Any, targets: Sequence[str]) -> int:
     return keep_nodes(graph_def, reachable(graph_def, targets, colocation=True))
 
 
-def add_placeholder(graph_def: Any, name: str, dtype_enum: int, shape: tuple[int, ...]) -> None:
+def add_placeholder(graph_def: GraphDef, name: str, dtype_enum: int, shape: tuple[int, ...]) -> None:
     node = graph_def.node.add()
     node.name = name
     node.op = "Placeholder"
@@ -147,7 +148,7 @@ def fold_to_default(node: Any) -> None:
     make_identity(node, node.attr["dtype"].type)
 
 
-def rename_node(graph_def: Any, old: str, new: str) -> None:
+def rename_node(graph_def: GraphDef, old: str, new: str) -> None:
     for item in graph_def.node:
         if item.name == old:
             item.name = new
@@ -158,7 +159,7 @@ def rename_node(graph_def: Any, old: str, new: str) -> None:
                 item.input[position] = prefix + new + bare[len(old):]
 
 
-def strip_checks(graph_def: Any) -> int:
+def strip_checks(graph_def: GraphDef) -> int:
     """Drops Assert/PrintV2 nodes and TF2's AssertGuard conds (and the control inputs on them); CheckNumerics,
     StopGradient and v1 Print become an Identity of their first input."""
     dropped = {node.name for node in graph_def.node if node.op in _DROPPED_OPS or _is_assert_guard(node)}
@@ -190,12 +191,12 @@ def _is_assert_guard(node: Any) -> bool:
     return node.op in ("If", "StatelessIf") and node.name.rsplit("/", 1)[-1] == "AssertGuard"
 
 
-def clear_devices(graph_def: Any) -> None:
+def clear_devices(graph_def: GraphDef) -> None:
     for node in graph_def.node:
         node.device = ""
 
 
-def strip_stale_colocation(graph_def: Any) -> None:
+def strip_stale_colocation(graph_def: GraphDef) -> None:
     """Removes `_class: loc:@x` constraints naming nodes that pruning removed (the import would fail on them)."""
     names = {node.name for node in graph_def.node}
     for node in graph_def.node:
@@ -208,7 +209,7 @@ def strip_stale_colocation(graph_def: Any) -> None:
                 del node.attr["_class"]
 
 
-def strip_default_attrs(graph_def: Any) -> int:
+def strip_default_attrs(graph_def: GraphDef) -> int:
     """Removes attributes equal to their op's registered default, as TF's `strip_default_attrs` does, in the
     graph and in its library's function bodies: a newer TF adds attributes (`exponential_avg_factor` on
     FusedBatchNormV3) that older parsers reject but never need."""

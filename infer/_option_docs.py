@@ -13,6 +13,7 @@ from infer._option_fields import Flagged, default_of, flagged, nested_class, set
 
 # (command, the pipeline table its options are, the options classes), in the order the stages run.
 STAGES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("inspect", "", ("infer.inspect.options:InspectOptions",)),
     ("freeze", "model", ("infer.freeze.options:FreezeOptions",)),
     ("convert", "convert", ("infer.convert.options:ConvertOptions",)),
     ("dump-bin", "data", ("infer.dump_bin.options:DumpOptions",)),
@@ -20,6 +21,7 @@ STAGES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("run", "run", ("infer.run.options:RunOptions", "infer.run.options:ScaleOptions")),
     ("compare", "compare", ("infer.compare.options:CompareOptions",)),
     ("tune-precision", "tune", ("infer.tune.options:TuneOptions",)),
+    ("doctor", "remote", ("infer.remote.options:RemoteOptions",)),
 )
 
 

@@ -8,6 +8,11 @@ The options classes declare their fields with `setting(...)`. From those fields 
 docs (`infer._option_docs`): a setting cannot have two names, two defaults or two help texts (Polygraphy's
 add_to_script idea, with its CLI's "emit only what the user set").
 
+A value's spellings travel with its type, not with the field: a closed vocabulary (a `typing.Literal`,
+`binio.vocabulary`) is a string on the command line and in the file, its words listed after the help wherever the
+help is shown (and checked by the options when they are built); a tuple of tuples (gears) is written ``a,b;c,d``; a
+value with a ``cli_texts()`` method (the thresholds) writes itself.
+
 A field whose type is another options dataclass nests it: on the command line its flags are the command's own (a
 flag of the field, if it has one, switches an optional one on: ``--aipp``); in the pipeline file it is a table of
 its own (``[data.preprocessing]``), or its keys sit in the enclosing table (`inline`).
@@ -25,6 +30,8 @@ import typing
 from collections.abc import Callable, Iterator
 from dataclasses import MISSING, Field
 from typing import Any, NamedTuple
+
+from binio.vocabulary import values_of
 
 _KEY = "infer.setting"
 NO_UNSET: Any = type("NoUnset", (), {"__repr__": lambda self: "NO_UNSET"})()  # a field TOML cannot leave None
@@ -45,13 +52,12 @@ class Setting(NamedTuple):
     example: Any = NO_UNSET  # what the template shows, commented out, for a key whose default TOML cannot write
     short: str | None = None  # the one-letter spelling beside the flag (-o)
     parse: Callable[[Any, str], Any] | None = None  # (the command line's text, or list of texts; flag) -> value
-    text: Callable[[Any], tuple[str, ...]] | None = None  # value -> the command line's texts (parse's inverse)
     shown: str = ""  # the default as help shows it, where the field's own default is None ("the contract's")
     inline: bool = False  # a nested options field whose keys sit in the enclosing table
     only: tuple[str, ...] = ()  # a nested field: the nested class's fields taken (all when empty)
     enables: bool = False  # in a nested optional: giving this field alone switches its parent on (--aipp-config)
     needs: tuple[str, str] = ("", "")  # a nested optional's switch: (why its fields need it, the hint)
-    hidden: bool = False  # a flag kept for old command lines, not shown in --help
+    switch: bool = True  # a nested optional: its flag switches it on (--aipp); False: only its `enables` fields do
     required: bool = False  # the command line must give it (the pipeline fills it in itself: an output folder)
 
 
@@ -59,15 +65,15 @@ def setting(default: Any = MISSING, *, default_factory: Any = MISSING, toml: str
             flag: str | bool | None = True, help: str = "", unset: Any = NO_UNSET, repeat: bool = False,
             negative: str | None = None, decode: Callable[[Any, str], Any] | None = None,
             always: bool = False, example: Any = NO_UNSET, short: str | None = None,
-            parse: Callable[[Any, str], Any] | None = None, text: Callable[[Any], tuple[str, ...]] | None = None,
-            shown: str = "", inline: bool = False, only: tuple[str, ...] = (), enables: bool = False,
-            needs: tuple[str, str] = ("", ""), hidden: bool = False, required: bool = False) -> Any:
+            parse: Callable[[Any, str], Any] | None = None, shown: str = "", inline: bool = False,
+            only: tuple[str, ...] = (), enables: bool = False, needs: tuple[str, str] = ("", ""),
+            required: bool = False, switch: bool = True) -> Any:
     """A dataclass field with its Setting. ``toml=True``/``flag=True`` name it after the field (``--loop``);
     False leaves it out of the file / the command line."""
     spelling = {"toml": toml, "flag": flag, "help": help, "unset": unset, "repeat": repeat, "negative": negative,
                 "decode": decode, "always": always, "example": example, "short": short, "parse": parse,
-                "text": text, "shown": shown, "inline": inline, "only": only, "enables": enables, "needs": needs,
-                "hidden": hidden, "required": required}
+                "shown": shown, "inline": inline, "only": only, "enables": enables, "needs": needs,
+                "required": required, "switch": switch}
     if default_factory is not MISSING:
         return dataclasses.field(default_factory=default_factory, metadata={_KEY: spelling})
     return dataclasses.field(default=default, metadata={_KEY: spelling})
@@ -139,10 +145,19 @@ class Flagged(NamedTuple):
         return "__".join(self.path)
 
 
+def described(cls: type, item: Field[Any]) -> Setting:
+    """A field's Setting as the help shows it: a closed vocabulary's words after its help text."""
+    spelling = setting_of(item)
+    words = values_of(field_types(cls)[item.name])
+    if not words or not spelling.help:
+        return spelling
+    return spelling._replace(help=f"{spelling.help} One of: {', '.join(words)}.")
+
+
 def flagged(cls: type, path: tuple[str, ...] = ()) -> Iterator[Flagged]:
     """Every command-line flag `cls` declares, nested ones included, in field order."""
     for item in dataclasses.fields(cls):
-        spelling = setting_of(item)
+        spelling = described(cls, item)
         inner = nested_class(cls, item)
         if inner is None:
             if spelling.flag is not None or spelling.negative is not None:
@@ -150,16 +165,20 @@ def flagged(cls: type, path: tuple[str, ...] = ()) -> Iterator[Flagged]:
             continue
         if spelling.flag is None:
             continue  # nested options the command line does not take
-        if is_optional(field_types(cls)[item.name]):
+        if is_optional(field_types(cls)[item.name]) and spelling.switch:
             yield Flagged((*path, item.name), cls, item, spelling, switch=True)
         yield from (flag for flag in flagged(inner, (*path, item.name))
                     if not spelling.only or flag.path[len(path) + 1] in spelling.only)
 
 
 def cli_texts(spelling: Setting, value: Any) -> tuple[str, ...]:
-    """A value as the command line spells it: its flag's argument(s), by `Setting.text` or by the value's kind."""
-    if spelling.text is not None:
-        return spelling.text(value)
+    """A value as the command line spells it: its flag's argument(s), as its type writes it (``cli_texts()``), or
+    by its kind: a tuple of tuples ``a,b;c,d``, a tuple ``a,b`` (or one argument each, repeated)."""
+    written = getattr(value, "cli_texts", None)
+    if callable(written):
+        return tuple(written())
+    if isinstance(value, tuple) and value and all(isinstance(v, tuple) for v in value):
+        return (";".join(",".join(_text(x) for x in v) for v in value),)
     if isinstance(value, tuple):
         return tuple(_text(v) for v in value) if spelling.repeat else (",".join(_text(v) for v in value),)
     if isinstance(value, dict):
@@ -279,7 +298,7 @@ def toml_fields(cls: type) -> Iterator[tuple[Field[Any], Setting, type]]:
     """The fields of `cls` the pipeline file takes, with those of inline nested classes in their place: (field,
     setting, the class that declares it)."""
     for item in dataclasses.fields(cls):
-        spelling = setting_of(item)
+        spelling = described(cls, item)
         if spelling.toml is None:
             continue
         inner = nested_class(cls, item)

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
+from atc_wrap.target import TARGETS, Target
 from binio.atomic import write_json_atomic
 from binio.binfile import sha256_file
 from binio.document import load_document
@@ -19,9 +20,10 @@ from binio.fields import Fields, kind
 from binio.gears import DynamicShape
 from binio.reading import reading
 from binio.spec import TensorSpec
+from ckpt2pb.kinds import KINDS, SourceKind
 
 if TYPE_CHECKING:
-    from atc_wrap.precision_plan import PrecisionPlan
+    from atc_wrap.precision.plan import PrecisionPlan
 
 SCHEMA = "infer.model-contract"
 SCHEMA_VERSION = 1
@@ -36,7 +38,7 @@ class SourceInfo:
     """Where the frozen graph came from."""
 
     path: str
-    kind: str  # checkpoint | meta | pb | saved_model | keras
+    kind: SourceKind
     tf_version: str  # the TensorFlow that wrote the source, where it says so; "" when unknown
     frozen_with_tf: str  # the TensorFlow that froze it
 
@@ -45,7 +47,7 @@ class SourceInfo:
 class ConvertedInfo:
     """What `infer convert` made of the frozen pb."""
 
-    target: str  # om | onnx
+    target: Target
     path: str  # relative to the contract's folder
     sha256: str
     inputs: tuple[TensorSpec, ...]  # the converted model's own dtypes (fp16 for --input-fp16-nodes, ...)
@@ -54,7 +56,7 @@ class ConvertedInfo:
     precision_mode: str = ""
     command: tuple[str, ...] = ()  # the exact ATC argv, or () for the stand-in
     settings: dict[str, Any] = field(default_factory=dict)  # converter settings: opset, emulation, ...
-    # The precision plan as recorded (`atc_wrap.precision_plan`): each op's dtype on the chip and why; None for a
+    # The precision plan as recorded (`atc_wrap.precision.plan`): each op's dtype on the chip and why; None for a
     # model converted before plans, or for a chip without an operator table. Read through `plan()`.
     precision_plan: dict[str, Any] | None = None
     gears: DynamicShape | None = None  # the shapes it takes when converted with gears or ranges (binio.gears)
@@ -65,7 +67,7 @@ class ConvertedInfo:
         if self.precision_plan is None:
             return None
         # on use: the plan's module loads CANN's operator tables' vocabulary, which dump-bin and run never read
-        from atc_wrap.precision_plan import PrecisionPlan
+        from atc_wrap.precision.plan import PrecisionPlan
 
         return PrecisionPlan.from_fields(Fields(self.precision_plan, path=self.contract_path or Path("model.json"),
                                                 entry="converted.precision_plan", error=ContractError))
@@ -95,6 +97,8 @@ class ModelContract:
     tf115_unknown_ops: dict[str, str] = field(default_factory=dict)
     random_ops: dict[str, str] = field(default_factory=dict)
     signature_keys: dict[str, str] = field(default_factory=dict)  # tensor -> its SavedModel signature key
+    # node -> how freeze put it in inference mode (a batch norm or dropout of a training graph: "batch norm: ...").
+    inference_mode: dict[str, str] = field(default_factory=dict)
 
     @property
     def folder(self) -> Path:
@@ -165,6 +169,7 @@ class ModelContract:
             "fixed": dict(self.fixed),
             "tf115_unknown_ops": dict(self.tf115_unknown_ops),
             "random_ops": dict(self.random_ops),
+            "inference_mode": dict(self.inference_mode),
             "converted": None,
         }
         if self.converted is not None:
@@ -226,7 +231,8 @@ def _contract(data: dict[str, Any], path: Path) -> ModelContract:
     if fields.has("converted"):
         c = fields.child("converted")
         converted = ConvertedInfo(
-            target=c.text("target"), path=c.relative("path", path.parent), sha256=c.text("sha256"),
+            target=cast(Target, c.word("target", TARGETS)), path=c.relative("path", path.parent),
+            sha256=c.text("sha256"),
             inputs=_specs(c, "inputs"), outputs=_specs(c, "outputs"),
             soc_version=c.text("soc_version", ""), precision_mode=c.text("precision_mode", ""),
             command=c.texts("command", []), settings=dict(c.mapping("settings", {})),
@@ -239,7 +245,7 @@ def _contract(data: dict[str, Any], path: Path) -> ModelContract:
         path=path,
         pb=frozen.relative("pb", path.parent),
         pb_sha256=frozen.text("sha256"),
-        source=SourceInfo(path=source.text("path"), kind=source.text("kind"),
+        source=SourceInfo(path=source.text("path"), kind=cast(SourceKind, source.word("kind", KINDS)),
                           tf_version=source.text("tf_version", ""), frozen_with_tf=source.text("frozen_with_tf", "")),
         inputs=_specs(fields, "inputs"),
         outputs=_specs(fields, "outputs"),
@@ -247,6 +253,7 @@ def _contract(data: dict[str, Any], path: Path) -> ModelContract:
         converted=converted,
         tf115_unknown_ops=_text_map(fields, "tf115_unknown_ops"),
         random_ops=_text_map(fields, "random_ops"),
+        inference_mode=_text_map(fields, "inference_mode"),
         signature_keys={item.text("tensor"): item.text("signature_key")
                         for key in ("inputs", "outputs") for item in fields.children(key)
                         if "signature_key" in item.data},

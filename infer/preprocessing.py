@@ -6,12 +6,15 @@ numpy."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from binio.errors import InferError
 from binio.texts import floats
+from binio.vocabulary import values_of
 from infer._option_fields import setting
 
-COLORS = ("RGB", "BGR")
+Color = Literal["RGB", "BGR"]  # the channel order of a model's images
+COLORS: tuple[str, ...] = values_of(Color)
 
 
 @dataclass(frozen=True)
@@ -21,8 +24,8 @@ class ImageOptions:
 
     resize: int | None = setting(None, unset=0, shown="just large enough for the crop",
                                  help="Images: the shorter side is resized to this before the centre crop.")
-    color: str = setting("RGB", help="The channel order the model was trained on: RGB or BGR (images are read as "
-                                     "RGB).")
+    color: Color = setting("RGB", help="The channel order the model was trained on (images are read as RGB; any "
+                                       "case).")
     scale: float = setting(1.0, help="Pixels are multiplied by this first (e.g. 0.00392 for 1/255).")
     mean: tuple[float, ...] = setting((0.0,), parse=floats,
                                       help="Subtracted after the scale: one value, or one per channel.")

@@ -1,11 +1,12 @@
-"""Writes atc_wrap/op_tables_data/<family>.json from public snapshots of CANN's operator repository and ATC's parser.
+"""Writes atc_wrap/precision/op_tables_data/<family>.json from public snapshots of CANN's operator repository and
+ATC's parser.
 
 Run by hand on fetched git directories (docs/op-tables.md has the exact command); the committed files are what the
 toolkit reads. Facts only: names, dtype lists and flags read from the snapshot's tables and registrations, with the
 repository, commit, date and paths they come from. The same snapshot gives the same bytes.
 
     python scripts/build_op_tables.py --ops-git OPS.git --ops-commit 81cc87458 \
-        --parser-git PARSER.git --parser-commit 713bcb076 [--out atc_wrap/op_tables_data]
+        --parser-git PARSER.git --parser-commit 713bcb076 [--out atc_wrap/precision/op_tables_data]
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from atc_wrap.op_tables import COMMON, DATA_PACKAGE, FAMILIES, TABLE_FORMAT  # noqa: E402  (the repository root first)
+from atc_wrap.precision.op_tables import COMMON, DATA_PACKAGE, FAMILIES, TABLE_FORMAT  # noqa: E402  (the repository root first)
 
 SCRIPT = "scripts/build_op_tables.py"
 TABLES = ("tf", "rewrites", "aicpu", "aicore")  # the documents' maps, written one entry a line
@@ -253,7 +254,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ops-commit", required=True, help="its commit to read (e.g. 81cc87458)")
     parser.add_argument("--parser-git", type=Path, required=True, help="git directory of Ascend/parser")
     parser.add_argument("--parser-commit", required=True, help="its commit to read (e.g. 713bcb076)")
-    parser.add_argument("--out", type=Path, default=ROOT / "atc_wrap" / DATA_PACKAGE, help="folder written")
+    parser.add_argument("--out", type=Path, default=ROOT / "atc_wrap" / "precision" / DATA_PACKAGE,
+                        help="folder written")
     args = parser.parse_args(argv)
     documents = build(Snapshot.open(args.ops_git, args.ops_commit), Snapshot.open(args.parser_git, args.parser_commit))
     args.out.mkdir(parents=True, exist_ok=True)

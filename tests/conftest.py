@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from atc_wrap.precision.modes import PrecisionMode
 from ckpt2pb.logs import quiet_tensorflow_logs
 from infer.contract import ModelContract
-from tests.frozen import freeze_by_hand
+from tests.builders.frozen import freeze_by_hand
 from tests.models import BuiltModel, build_small_cnn
 
 quiet_tensorflow_logs()  # before any test imports TensorFlow
@@ -44,7 +45,7 @@ def copy_model(tmp_path: Path) -> Copy:
     return copy
 
 
-def _convert_copy(contract: ModelContract, folder: Path, precision_mode: str) -> ModelContract:
+def _convert_copy(contract: ModelContract, folder: Path, precision_mode: PrecisionMode) -> ModelContract:
     import shutil
 
     from infer.contract import load_contract

@@ -328,5 +328,5 @@ def build_tf2_saved_model(folder: Path, *, seed: int = 7, batch: int = 2) -> Ref
     expected = module.serve(tf.constant(feed))["probs"].numpy()
     export = folder / "tf2_saved_model"
     tf.saved_model.save(module, str(export), signatures=module.serve)
-    return ReferenceModel(path=export, inputs={"x:0": ("float32", (None, 6))}, outputs=("Identity:0",),
-                          feeds={"x:0": feed}, expected={"Identity:0": expected}, batch=batch)
+    return ReferenceModel(path=export, inputs={"x:0": ("float32", (None, 6))}, outputs=("probs:0",),
+                          feeds={"x:0": feed}, expected={"probs:0": expected}, batch=batch)

@@ -23,7 +23,7 @@ import numpy as np
 from binio.binfile import sha256_file
 from infer.contract import ModelContract
 from tests.atc_wrap.ascend_writer import GE_FLOAT, GE_FLOAT16, Desc, Op, model_def, om_bytes
-from tests.atc_wrap.graphs import write_frozen
+from tests.builders.frozen import write_frozen
 
 CONV_OP = "conv/Conv2D"  # fuses conv/Conv2D, conv/BiasAdd, relu
 DENSE_OP = "dense/MatMul"  # fuses dense/MatMul, dense/BiasAdd

@@ -38,7 +38,7 @@ def run_every_stage(capsys: pytest.CaptureFixture[str], source: Path | str, fold
                         "--precision-mode", "force_fp32")
     assert converted.code == 0, converted.err
     contract = load_contract(model / "model.json")
-    feeds = [item for seed, spec in enumerate(contract.inputs) for item in ("--input", f"{spec.name}=random:{seed}")]
+    feeds = [item for seed, spec in enumerate(contract.inputs) for item in ("--source", f"{spec.name}=random:{seed}")]
     dumped = run_cli(capsys, "dump-bin", "-m", str(model / "model.json"), "-o", str(folder / "bins"), *feeds,
                      "--samples", str(samples))
     assert dumped.code == 0, dumped.err

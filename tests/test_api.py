@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 import infer
+from binio.exports import LAZY_CALL, declared_exports
 from infer.contract import ModelContract
 
 if sys.version_info >= (3, 11):
@@ -25,42 +26,78 @@ ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 
 
-def _lazy_packages() -> list[str]:
-    """Every package whose ``__init__`` exports its names through `lazy_exports`."""
-    return sorted(".".join(path.parent.relative_to(ROOT).parts) for path in (ROOT / "infer").rglob("__init__.py")
-                  if "lazy_exports(" in path.read_text())
+PACKAGES = ("binio", "ckpt2pb", "atc_wrap", "infer")
 
 
-def _declared(package: str) -> tuple[dict[str, tuple[str, str]], dict[str, tuple[str, str]]]:
-    """(the ``if TYPE_CHECKING:`` imports, the names given to lazy_exports) of `package`'s ``__init__``, each as
-    exported name -> (module, name there)."""
-    tree = ast.parse((ROOT / package.replace(".", "/") / "__init__.py").read_text())
-    block = next(node for node in tree.body if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING")
-    seen = {alias.asname or alias.name: (node.module or "", alias.name)
-            for node in block.body if isinstance(node, ast.ImportFrom) for alias in node.names}
-    call = next(node for node in ast.walk(tree) if isinstance(node, ast.Call) and ast.unparse(node.func) ==
-                "lazy_exports")
-    given = ast.literal_eval(call.args[1])
-    lazy = {name: (where.partition(":")[0], where.partition(":")[2] or name) for name, where in given.items()}
-    return seen, lazy
+def _init(package: str) -> str:
+    return (ROOT / package.replace(".", "/") / "__init__.py").read_text()
 
 
-def test_the_packages_with_lazy_exports_were_found() -> None:
-    assert {"infer", "infer.freeze", "infer.convert", "infer.dump_bin", "infer.run", "infer.compare",
-            "infer.tune", "infer.pipeline"} <= set(_lazy_packages())
+def _packages() -> list[str]:
+    return sorted(".".join(path.parent.relative_to(ROOT).parts) for top in PACKAGES
+                  for path in (ROOT / top).rglob("__init__.py"))
 
 
-@pytest.mark.parametrize("package", _lazy_packages())
-def test_all_lists_every_export_and_type_checkers_see_the_same_names(package: str) -> None:
-    seen, lazy = _declared(package)
-    assert seen == lazy
-    assert sorted(importlib.import_module(package).__all__) == sorted(lazy)
+def _lazy(package: str) -> bool:
+    """Whether `package` exports its names lazily (`binio.exports.lazy_exports`)."""
+    return f"{LAZY_CALL}(" in _init(package)
 
 
-@pytest.mark.parametrize(("package", "name"), [(p, n) for p in _lazy_packages() for n in _declared(p)[1]])
+def _exports(package: str) -> dict[str, tuple[str, str]]:
+    """Exported name -> (module, name there): what type checkers see, which is what the package serves."""
+    return declared_exports(_init(package), lazy=_lazy(package))
+
+
+EXPORTING = [package for package in _packages() if _exports(package)]
+
+
+def test_the_packages_with_exports_were_found() -> None:
+    assert {"binio", "infer", "infer.freeze", "infer.convert", "infer.dump_bin", "infer.run", "infer.compare",
+            "infer.tune", "infer.pipeline", "infer.doctor", "infer.demo"} <= set(EXPORTING)
+    assert {"binio", "infer", "infer.run", "infer.freeze"} <= {p for p in EXPORTING if _lazy(p)}
+    assert {"infer.doctor", "infer.demo"} <= {p for p in EXPORTING if not _lazy(p)}
+
+
+@pytest.mark.parametrize("package", _packages())
+def test_every_package_writes_its_exports_once(package: str) -> None:
+    """The one shape (binio/exports.py): ``from M import X as X`` lines, at module level or, in a package that
+    stays light, under ``if TYPE_CHECKING:`` and served by lazy_exports; no ``__all__`` or map beside them."""
+    tree = ast.parse(_init(package))
+    assert not any(isinstance(node, ast.Assign) and "__all__" in map(ast.unparse, node.targets)
+                   for node in tree.body), "__all__ would be a second list: lazy_exports answers it"
+    blocks = [node.body for node in tree.body if isinstance(node, ast.If) and ast.unparse(node.test) ==
+              "TYPE_CHECKING"]
+    if _lazy(package):
+        assert len(blocks) == 1, "a lazy package writes its exports under one `if TYPE_CHECKING:`"
+        assert blocks[0] and all(isinstance(node, ast.ImportFrom) and node.level == 0 and
+                                 all(alias.asname for alias in node.names) for node in blocks[0]), \
+            "under `if TYPE_CHECKING:`, only the exports: `from M import X as X`"
+        assert f"__getattr__, __dir__ = {LAZY_CALL}(__name__)" in _init(package) or package == "infer"
+    else:
+        assert all(alias.asname for node in tree.body if isinstance(node, ast.ImportFrom) and node.level == 0
+                   and (node.module or "").startswith(package)
+                   for alias in node.names), "an export is re-exported by name: `from M import X as X`"
+
+
+@pytest.mark.parametrize("package", EXPORTING)
+def test_all_and_dir_list_every_export(package: str) -> None:
+    module = importlib.import_module(package)
+    if _lazy(package):
+        assert sorted(module.__all__) == sorted(_exports(package))
+    assert set(_exports(package)) <= set(dir(module))
+
+
+@pytest.mark.parametrize(("package", "name"), [(p, n) for p in EXPORTING for n in _exports(p)])
 def test_every_export_is_the_object_its_module_defines(package: str, name: str) -> None:
-    module, attribute = _declared(package)[1][name]
+    module, attribute = _exports(package)[name]
     assert getattr(importlib.import_module(package), name) is getattr(importlib.import_module(module), attribute)
+
+
+def test_the_lazy_exports_are_read_from_the_type_checking_imports() -> None:
+    source = ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from a.b import C as C\n"
+              "    from a.d import e as f\nfrom a.g import H as H\n")
+    assert declared_exports(source, lazy=True) == {"C": ("a.b", "C"), "f": ("a.d", "e")}
+    assert declared_exports(source, lazy=False) == {"H": ("a.g", "H")}
 
 
 def test_the_stages_options_results_contract_and_error_are_exported() -> None:

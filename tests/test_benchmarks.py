@@ -28,6 +28,7 @@ def test_main_takes_quick_and_returns_rows(path: Path) -> None:
     assert "__main__" in path.read_text(), f"{path.name}: cannot be run on its own"
 
 
+@pytest.mark.slow
 def test_endtoend_alternates_whole_processes_and_checks_their_outputs(tmp_path: Path) -> None:
     """The harness every benchmark uses: each side runs `rounds` times as its own process, with its output removed
     before each run, and the check sees both outputs; outputs that differ are an error, not a figure."""

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 import infer
 from infer.contract import ModelContract
 from tests.cli import Arg, run_cli
+from tests.conftest import Copy
 
 
 @pytest.fixture(autouse=True)
@@ -64,15 +65,20 @@ def test_quiet_and_verbose_together_are_refused(capsys: pytest.CaptureFixture[st
     assert outcome.out == ""
 
 
+@pytest.mark.slow
 def test_quiet_keeps_the_result_and_drops_the_progress_lines(capsys: pytest.CaptureFixture[str],
                                                              frozen_small_cnn: ModelContract, tmp_path: Path) -> None:
-    np.save(tmp_path / "data.npy", np.zeros((4, 8, 8, 3), np.float32))
-    source = "images=" + str(tmp_path / "data.npy")
-    spoken = run_cli(capsys, "dump-bin", "-m", frozen_small_cnn.path, "-o", tmp_path / "a", "--input", source)
-    assert spoken.code == 0 and "warning: dump-bin --input" in spoken.err
-    quiet = run_cli(capsys, "dump-bin", "-m", frozen_small_cnn.path, "-o", tmp_path / "b", "--input", source, "-q")
+    import shutil
+
+    for name in ("a", "b"):
+        shutil.copytree(frozen_small_cnn.folder, tmp_path / name)
+    asked = ("--target", "onnx", "--op-select-implmode", "high_precision")  # which the stand-in ignores, warning
+    spoken = run_cli(capsys, "convert", tmp_path / "a", *asked)
+    assert spoken.code == 0 and "warning: ignored for target onnx: --op-select-implmode" in spoken.err
+    quiet = run_cli(capsys, "convert", tmp_path / "b", *asked, "-q")
     assert (quiet.code, quiet.err) == (0, "")
-    assert quiet.out == spoken.out.replace(str(tmp_path / "a"), str(tmp_path / "b"))
+    untimed = [re.sub(r" in [0-9.]+ s\b", "", out) for out in (quiet.out, spoken.out)]  # convert times itself
+    assert untimed[0] == untimed[1].replace(str(tmp_path / "a"), str(tmp_path / "b"))
     refused = run_cli(capsys, "-q", "bin-info", tmp_path / "missing")
     assert refused.code == 2 and refused.error_line  # errors still come through
 
@@ -127,6 +133,7 @@ def test_a_usage_error_is_one_error_line_like_every_other_refusal(capsys: pytest
     assert outcome.err.splitlines()[1].startswith("hint: infer") and "Usage:" not in outcome.err
 
 
+@pytest.mark.slow
 def test_infer_alone_shows_its_help() -> None:
     import subprocess
     import sys
@@ -137,6 +144,7 @@ def test_infer_alone_shows_its_help() -> None:
     assert "pipeline" in done.stderr and "error:" not in done.stderr
 
 
+@pytest.mark.slow
 def test_shell_completion_is_on_and_completes_a_commands_flags() -> None:
     """typer's completion (--install-completion / --show-completion), answering from every command's flags."""
     import os
@@ -168,13 +176,17 @@ def test_tables_are_plain_columns_in_a_pipe_or_under_no_color(monkeypatch: pytes
     assert plain_output() and table("t").box is None  # a pipe or a file
 
 
+@pytest.mark.slow
 def test_a_logged_warning_and_a_commands_own_warning_read_alike(onnx_small_cnn: ModelContract, tmp_path: Path,
-                                                               capsys: pytest.CaptureFixture[str]) -> None:
+                                                               capsys: pytest.CaptureFixture[str],
+                                                               frozen_small_cnn: ModelContract,
+                                                               copy_model: Copy) -> None:
     """One warning format: what a library module logs and what a command says itself both start `warning: `
     (not logging's `WARNING infer.run._plain: `); -vv adds the logger's name, -q drops both."""
     from dataclasses import replace
 
-    from tests.infer.run_data import cnn_batches, write_dataset
+    from tests.builders.bins import write_dataset
+    from tests.infer.run_data import cnn_batches
 
     manifest = replace(write_dataset(tmp_path / "bins", {"images:0": cnn_batches(1)}), model_sha256="ab" * 32).save()
     outcome = run_cli(capsys, "run", onnx_small_cnn.path, "--input", manifest.root, "-o", tmp_path / "out")
@@ -186,10 +198,10 @@ def test_a_logged_warning_and_a_commands_own_warning_read_alike(onnx_small_cnn: 
     assert f"warning [infer.run._plain]: {manifest.path}: made for another model" in named.err
     quiet = run_cli(capsys, "run", onnx_small_cnn.path, "--input", manifest.root, "-o", tmp_path / "out3", "-q")
     assert "made for another model" not in quiet.err
-    said = run_cli(capsys, "dump-bin", "--model", onnx_small_cnn.path, "--input", "images=random:4",
-                   "-o", tmp_path / "deprecated")
+    said = run_cli(capsys, "convert", copy_model(frozen_small_cnn).folder, "--target", "onnx",
+                   "--op-select-implmode", "high_precision")
     assert said.code == 0, said.err
-    assert any(line.startswith("warning: dump-bin --input NAME=SOURCE is deprecated") for line in said.err.splitlines())
+    assert "warning: ignored for target onnx: --op-select-implmode" in said.err.splitlines()
 
 
 def test_no_command_spells_its_warnings_by_hand() -> None:

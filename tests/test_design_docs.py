@@ -75,8 +75,9 @@ def test_dataset_and_run_json_keys_are_documented(onnx_small_cnn: ModelContract,
     run = infer.run_model(onnx_small_cnn, dumped.manifest.root, tmp_path / "out")
     written = run.record.to_json()
     # scale_out: sharded runs only; dump: runs with --dump only (tests/infer/test_run_dump.py checks its keys);
-    # gear: msame and ais_bench on a model with gears only (tests/infer/test_run_gears.py)
-    assert documented_keys("run.json") - {"scale_out", "dump", "gear"} == _top_keys(written)
+    # gear: msame and ais_bench on a model with gears only (tests/infer/test_run_gears.py); remote: a run on an
+    # Ascend host only (tests/infer/remote/test_over_ssh.py)
+    assert documented_keys("run.json") - {"scale_out", "dump", "gear", "remote"} == _top_keys(written)
 
 
 @pytest.mark.parametrize(("document", "schema", "version"), [

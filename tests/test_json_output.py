@@ -12,8 +12,9 @@ import pytest
 
 from binio.manifest import DatasetManifest
 from infer.contract import ModelContract
+from tests.builders.bins import write_dataset
 from tests.cli import Arg, run_cli
-from tests.infer.run_data import cnn_batches, write_dataset
+from tests.infer.run_data import cnn_batches
 from tests.models import BuiltModel
 
 _DOC = Path(__file__).parent.parent / "docs" / "json-output.md"
@@ -72,6 +73,7 @@ def _printed(capsys: pytest.CaptureFixture[str], *args: Arg, code: int = 0) -> d
     return document
 
 
+@pytest.mark.slow
 def test_each_commands_json_has_the_documented_keys(small_cnn: BuiltModel, tmp_path: Path,
                                                     capsys: pytest.CaptureFixture[str]) -> None:
     printed: dict[str, dict[str, object]] = {}
@@ -118,6 +120,7 @@ def _ran_small_cnn(onnx_small_cnn: ModelContract, tmp_path: Path, capsys: pytest
     return model, manifest, ran
 
 
+@pytest.mark.slow
 def test_a_failing_compare_prints_its_document_and_exits_1(onnx_small_cnn: ModelContract, tmp_path: Path,
                                                            capsys: pytest.CaptureFixture[str]) -> None:
     model, manifest, ran = _ran_small_cnn(onnx_small_cnn, tmp_path, capsys)
@@ -134,7 +137,7 @@ def test_an_om_inspected_as_json_has_the_documented_keys(tmp_path: Path, capsys:
                                               [TensorSpec("probs:0", "float32", (2, 5))]))
     document = _printed(capsys, "inspect", om, "--json")
     assert _agrees(document, _documented()["inspect MODEL.om --json"]) == []
-    assert document["schema"] == "infer.om-inspect"
+    assert document["schema"] == "infer.model_om-inspect"
 
 
 def _documented_layerwise() -> tuple[tuple[set[str], set[str]], tuple[set[str], set[str]]]:
@@ -147,6 +150,7 @@ def _documented_layerwise() -> tuple[tuple[set[str], set[str]], tuple[set[str], 
     return found
 
 
+@pytest.mark.slow
 def test_compares_layerwise_json_has_the_documented_keys(onnx_small_cnn: ModelContract, tmp_path: Path,
                                                          capsys: pytest.CaptureFixture[str]) -> None:
     model, manifest, ran = _ran_small_cnn(onnx_small_cnn, tmp_path, capsys)

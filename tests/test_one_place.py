@@ -6,6 +6,8 @@ import ast
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 # benchmarks/hand/ holds what a user writes without infer (the baselines infer is measured against): left out.
 SOURCES = sorted(path for folder in ("binio", "ckpt2pb", "atc_wrap", "infer", "benchmarks")
@@ -36,25 +38,30 @@ def test_the_sources_were_read() -> None:
     assert len(TREES) > 100
 
 
+@pytest.mark.slow
 def test_tensorflows_log_level_is_set_in_one_place() -> None:
     assert files_with_string(lambda text: text == "TF_CPP_MIN_LOG_LEVEL") == {"ckpt2pb/logs.py"}
 
 
+@pytest.mark.slow
 def test_a_graph_def_is_parsed_by_one_reader() -> None:
     """ckpt2pb's: the converter side is handed the graph its caller read (atc_wrap may not import ckpt2pb)."""
     assert files_calling("ParseFromString") == {"ckpt2pb/protobuf.py"}
     assert files_calling("ParseFromString", TEST_TREES) == set()  # the tests read pbs with it too
 
 
+@pytest.mark.slow
 def test_msame_and_ais_bench_argv_is_built_in_one_place() -> None:
     assert files_with_string(lambda text: text == "--outfmt") == {"infer/run/_runners/tool.py"}
 
 
+@pytest.mark.slow
 def test_tensorflow_and_msaccucmp_dtype_spellings_live_in_binio() -> None:
     found = files_with_string(lambda text: text.startswith("DT_"))
     assert {path for path in found if not path.startswith("binio/")} == set()
 
 
+@pytest.mark.slow
 def test_the_version_is_written_once() -> None:
     """infer._version.__version__ (infer.__version__); pyproject reads it from there, doctor and the compare reports
     show it."""
@@ -68,6 +75,7 @@ def test_the_version_is_written_once() -> None:
     assert asking_metadata == set()
 
 
+@pytest.mark.slow
 def test_a_users_json_or_toml_is_decoded_in_one_place() -> None:
     """binio/reading.py decodes JSON (nesting, numbers of thousands of digits refused by name) and the pipeline's
     TOML reader beside it: a new reader that called json.loads itself could regress to a RecursionError traceback.
@@ -79,5 +87,25 @@ def test_a_users_json_or_toml_is_decoded_in_one_place() -> None:
                 and node.func.attr in ("load", "loads") and isinstance(node.func.value, ast.Name)
                 and node.func.value.id in ("json", "tomllib", "tomli")}
     assert {path for path in decoding if not path.startswith("benchmarks/")} == {
-        "binio/reading.py", "infer/pipeline/config.py", "atc_wrap/op_tables.py", "atc_wrap/emulation.py",
-        "atc_wrap/converter_names.py", "ckpt2pb/source.py"}
+        "binio/reading.py", "infer/pipeline/config.py", "atc_wrap/precision/op_tables.py",
+        "atc_wrap/standin/emulation.py",
+        "atc_wrap/standin/converter_names.py", "ckpt2pb/source.py"}
+
+
+def _assigned_names(tree: ast.AST) -> set[str]:
+    return {target.id for node in ast.walk(tree) if isinstance(node, (ast.Assign, ast.AnnAssign))
+            for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+            if isinstance(target, ast.Name)}
+
+
+def test_the_largest_float16_is_written_once() -> None:
+    """binio.dtypes.FP16_MAX: the compare side (values beyond fp16) and the AIPP side (var_reci_chn) read it."""
+    assert {path for path, tree in TREES.items() if "FP16_MAX" in _assigned_names(tree)} == {"binio/dtypes.py"}
+
+
+def test_whether_a_file_is_an_om_is_answered_once() -> None:
+    """atc_wrap.ascend_files.om_file.starts_as_om; the om's magic is compared nowhere else."""
+    assert files_with_string(lambda text: text == "IMOD") == set()
+    readers = {path for path, tree in TREES.items() if any(
+        isinstance(node, ast.Name) and node.id == "OM_MAGIC" for node in ast.walk(tree))}
+    assert readers == {"atc_wrap/ascend_files/om_file.py"}

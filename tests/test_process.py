@@ -26,6 +26,7 @@ def test_output_and_exit_code_are_returned_unjudged(tmp_path: Path) -> None:
     assert result.lines == ["hello ['a b', '--x=1;2']", "oops"]
 
 
+@pytest.mark.slow
 def test_a_hang_ends_at_the_timeout_with_the_last_output(tmp_path: Path) -> None:
     tool = _script(tmp_path, "hang", "import time\nprint('started', flush=True)\ntime.sleep(60)")
     with pytest.raises(ToolError, match=r"^hang: no result after 1 s; stopped it and the processes it started "

@@ -28,6 +28,7 @@ for name in {heavy!r}:
 """
 
 
+@pytest.mark.slow
 def test_help_imports_no_heavy_framework() -> None:
     result = subprocess.run([sys.executable, "-c", PROBE.format(heavy=HEAVY)], capture_output=True, text=True,
                             timeout=120, check=True)
@@ -35,6 +36,7 @@ def test_help_imports_no_heavy_framework() -> None:
     assert [line for line in result.stdout.splitlines() if line.startswith("imported:")] == []
 
 
+@pytest.mark.slow
 def test_tensorflow_start_up_chatter_stays_off_the_terminal(frozen_small_cnn: ModelContract) -> None:
     """TF prints notices from C++ while it is imported (absl, oneDNN, CPU features); -vv lets them through."""
     env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
@@ -67,6 +69,7 @@ print("imported:", *sorted(name for name in ("numpy", "tensorflow", "onnxruntime
 """
 
 
+@pytest.mark.slow
 def test_every_command_help_imports_neither_numpy_nor_rich() -> None:
     """Help is text: no command's --help pays for numpy (about 40 ms, a fifth of the start-up), let alone more, nor
     for rich (click formats help; rich's markdown renderer cost about 0.1 s)."""
@@ -86,6 +89,7 @@ def test_the_error_root_imports_no_numpy() -> None:
     assert result.stdout.strip() == "[]"
 
 
+@pytest.mark.slow
 def test_no_command_help_imports_pydantic() -> None:
     """typer coerces values through pydantic; values click has already typed (the flags that --help parses) pass
     as they are (infer/cli/typed_values.py), so help does not pay for pydantic (about a third of its time)."""
@@ -97,6 +101,7 @@ def test_no_command_help_imports_pydantic() -> None:
         assert result.stdout.splitlines()[-1] == "imported:", argv
 
 
+@pytest.mark.slow
 def test_a_scripted_dump_imports_no_rich(frozen_small_cnn: ModelContract, tmp_path: Path) -> None:
     """Off a terminal there is no progress bar and every line is plain, so rich (about 50 ms) is not loaded."""
     argv = ["dump-bin", "-m", str(frozen_small_cnn.path), "-o", f"{tmp_path}/bins", "random:0", "--samples", "2"]
@@ -118,6 +123,7 @@ print("modules:", *sorted(name for name in sys.modules if name.startswith("infer
 """
 
 
+@pytest.mark.slow
 def test_a_command_imports_and_builds_only_its_own_module() -> None:
     """Each command lives in a module of its own; running one (its help here) does not import the ten others."""
     shared = {"infer.cli.app", "infer.cli.console", "infer.cli.quiet", "infer.cli.typed_values"}
@@ -146,6 +152,7 @@ print("blas:", os.environ.get("OPENBLAS_NUM_THREADS"), "threads:", len(os.listdi
 """
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="counts the process's threads in /proc")
 def test_numpy_starts_no_blas_threads_unless_the_user_asks(tmp_path: Path) -> None:
     """numpy's OpenBLAS would start a spinning thread per core: infer asks for one (its own thread), and keeps a
@@ -163,6 +170,7 @@ def test_numpy_starts_no_blas_threads_unless_the_user_asks(tmp_path: Path) -> No
     assert theirs.stdout.splitlines()[-1].startswith("blas: 2 threads:"), theirs.stdout  # OpenBLAS caps it at the cores
 
 
+@pytest.mark.slow
 def test_the_python_api_keeps_tensorflows_chatter_off_stderr_too(frozen_small_cnn: ModelContract) -> None:
     """The library, used from Python, quiets TensorFlow as the command line does: its C++ start-up lines (oneDNN,
     absl) and its deprecation notes stay off the caller's stderr."""
@@ -194,7 +202,8 @@ def test_every_commands_early_refusals_import_no_framework(small_cnn: BuiltModel
                                                            tmp_path: Path) -> None:
     """Issue 42: a missing file or a bad option is refused before any framework is imported (TensorFlow alone took
     14 s on a loaded machine); each command, with a mistake in a path and one in an option."""
-    from tests.infer.run_data import cnn_batches, write_dataset
+    from tests.builders.bins import write_dataset
+    from tests.infer.run_data import cnn_batches
 
     model, bins = str(onnx_small_cnn.path), str(write_dataset(tmp_path / "bins", {"images:0": cnn_batches(2)}).root)
     checkpoint, missing, out = str(small_cnn.prefix), str(tmp_path / "missing"), str(tmp_path / "out")

@@ -34,6 +34,7 @@ def test_counted_and_flag_options_keep_their_values(frozen_small_cnn: ModelContr
     assert both.code != 0 and "-q/--quiet and -v/--verbose" in both.err
 
 
+@pytest.mark.slow
 def test_a_dump_through_the_cli_imports_no_pydantic(frozen_small_cnn: ModelContract, tmp_path: Path) -> None:
     """Paths, texts, lists of texts and numbers given on the command line need none of typer's pydantic adapters."""
     import subprocess

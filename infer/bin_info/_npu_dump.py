@@ -14,9 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
-from atc_wrap.npu_dump import DumpTensor, NpuDump, parse_dump_file_name, read_npu_dump, walk_dump_folder
-from atc_wrap.npu_layouts import CONVERTED_FORMATS
-from atc_wrap.om_model import OmModel, OmOp, OmTensor, read_om
+from atc_wrap.ascend_files.npu_dump import DumpTensor, NpuDump, parse_dump_file_name, read_npu_dump, walk_dump_folder
+from atc_wrap.ascend_files.npu_layouts import CONVERTED_FORMATS
+from atc_wrap.ascend_files.om_model import OmModel, OmOp, OmTensor, read_om
 from binio.atomic import atomic_path
 from binio.errors import InferError, OutputExistsError
 from binio.info import tensor_stats

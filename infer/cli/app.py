@@ -11,16 +11,11 @@ import sys
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, NoReturn
+from typing import Any, NoReturn, cast
 
 import typer
 import typer.main
 from typer.core import TyperGroup
-
-try:  # typer 0.29 and later vendor click; older ones depend on it
-    from typer._click import exceptions as _click_exceptions
-except ImportError:  # pragma: no cover - an older typer
-    from click import exceptions as _click_exceptions  # type: ignore[no-redef]
 
 from binio.errors import InferError, Terminated, permission_error
 from binio.reading import read_failure
@@ -78,10 +73,23 @@ def _shared_options() -> list[Any]:
 _SHARED_OPTIONS = _shared_options()
 
 
+def _keep_freed_memory() -> None:
+    """The heap keeps freed memory for reuse (binio/heap.py): every stage allocates and frees the same large blocks
+    over and over (freeze's and convert's copies of the weights, compare's batch temporaries, decoded images), and
+    glibc's defaults fault each one in afresh. Set here, for the process, not by the library: a Python caller's own
+    allocations are the caller's."""
+    # on use: ctypes, which --help does not need
+    from binio.heap import ANY_SIZE, keep_freed_memory
+
+    if not keep_freed_memory(largest_block=ANY_SIZE, kept=ANY_SIZE):
+        keep_freed_memory()  # an older glibc takes blocks of up to 32 MiB only
+
+
 def _applying_verbosity(callback: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(callback)
     def invoke(*args: Any, **kwargs: Any) -> Any:
         _asked.apply()  # every -v/-q has been read by now, before the command's name or after it
+        _keep_freed_memory()  # a command runs (not its help, nor a usage error)
         return callback(*args, **kwargs)
 
     return invoke
@@ -238,10 +246,17 @@ def _check_utf8(args: Sequence[str]) -> None:
                              "paths only", hint="rename it, or link to it from a UTF-8 name") from None
 
 
+# What click raises for a usage error (an unknown option, a missing argument, a bad value), named through typer's
+# public API: typer.BadParameter is click's BadParameter (click vendored as typer's own from 0.29, a dependency
+# before), so its bases are click's exceptions whatever typer's version.
+_USAGE_ERROR = cast("type[Exception]", next(base for base in typer.BadParameter.__mro__
+                                            if base.__name__ == "ClickException"))
+
+
 def _fail_usage(exc: Any) -> NoReturn:
     """A usage error (an unknown option, a missing argument, a value of the wrong type) in the one-line form of
     every other refusal, instead of click's usage block: ``error: infer convert: No such option: --tagret``."""
-    if isinstance(exc, _click_exceptions.NoArgsIsHelpError):  # `infer` alone: its help, on stderr, as click has it
+    if type(exc).__name__ == "NoArgsIsHelpError":  # `infer` alone: its help, on stderr, as click has it
         exc.show()
         sys.exit(exc.exit_code)
     context = getattr(exc, "ctx", None)
@@ -288,7 +303,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         code = command.main(args=args, prog_name="infer", standalone_mode=False)
         # As click's standalone mode ends: with SystemExit, the code typer.Exit gave (handed back outside it) or 0.
         sys.exit(code if isinstance(code, int) else 0)
-    except _click_exceptions.ClickException as exc:  # a usage error: one line, as every other refusal
+    except _USAGE_ERROR as exc:  # a usage error: one line, as every other refusal
         _fail_usage(exc)
     except typer.Abort:
         tell_error("aborted")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 import typer
@@ -36,13 +35,12 @@ def convert(
     from binio.process import quote_command
     from infer.contract import load_contract
     from infer.convert import choose_target, convert_model
+    from infer.remote import remote_given
 
     contract = load_contract(model)
-    if options.use_om is None:
-        chosen, reason = choose_target(options.target)
-        if options.target is None:
-            say(reason)
-        options = replace(options, target=chosen)
+    if options.use_om is None and options.target is None:
+        # before the steps: why this target (the conversion chooses the same)
+        say(choose_target(None, remote=remote_given(options.remote))[1])
     with steps("convert") as on_step:
         result = convert_model(contract, options, on_step=on_step)
     if result.ignored:
@@ -78,6 +76,12 @@ def convert(
     else:
         show(f"wrote {shown_path(result.artefact)} ({converted.target}, {converted.precision_mode}, "
              f"sha256 {converted.sha256[:12]}) in {result.seconds:.1f} s")
+    built = converted.settings.get("remote")
+    if isinstance(built, dict):  # ATC ran on an Ascend host: where, and what went back and forth
+        from infer.remote import RemoteRecord
+
+        remote = RemoteRecord.from_json(built)
+        show(f"built on {remote.host} ({remote.tool}): {remote.traffic.describe()}")
     io = ", ".join(f"{s.name} {s.dtype}" for s in (*converted.inputs, *converted.outputs))
     show(f"inputs/outputs: {io}")
     if converted.gears is not None:  # dump-bin, run and compare take only these shapes

@@ -4,23 +4,37 @@ from __future__ import annotations
 
 import typer
 
+from binio.errors import InferError
 from infer.cli.console import print_json, show
+from infer.cli.options import takes_options
+from infer.remote.options import RemoteOptions
 
 
 def _mark(ok: bool | None) -> str:
     return "ok" if ok else "--" if ok is None else "!!"
 
 
+@takes_options(remote=RemoteOptions)
 def doctor(
     as_json: bool = typer.Option(False, "--json", help="Print the findings as JSON."),
+    *,
+    remote: RemoteOptions,  # --host and its flags: takes_options
 ) -> None:
     """Check this machine: versions, Ascend tools, and what will run for real.
 
     Python, TensorFlow, tf2onnx, onnx, onnxruntime, numpy and xxhash against the ranges we test; atc, msame and
     ais_bench found or not (and their versions); ASCEND_TOOLKIT_HOME, set_env.sh, the devlib entry of
     LD_LIBRARY_PATH; a writable temp folder; the operator tables' date and chips. Ends with which stages run for
-    real and which use the stand-in.
+    real and which use the stand-in. With --host, the same of an Ascend host over SSH: CANN's env script, atc and
+    CANN's version, msame, ais_bench, npu-smi's chips, the working folder's free space, rsync or sftp.
     """
+    if remote.host:
+        from infer.cli.doctor_host import doctor_host
+
+        doctor_host(remote, as_json=as_json)
+        return
+    if remote != RemoteOptions():
+        raise InferError("--remote-workdir, --env-script and --ssh-option describe a host: give --host too")
     # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
     from infer.doctor._doctor import diagnose
 

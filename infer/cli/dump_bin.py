@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from binio.errors import InferError
-from infer.cli.console import batch_bar, print_json, show, warn
+from infer.cli.console import batch_bar, print_json, show
 from infer.cli.options import takes_options
 from infer.dump_bin.options import DumpOptions
 
@@ -28,9 +28,6 @@ def dump_bin(
     source: str | None = typer.Argument(None, help="The source for a single-input model (or an .npz for all)."),
     model: Path = typer.Option(..., "--model", "-m", help="The model.json the bins are for."),
     sources: list[str] = typer.Option([], "--source", "-s", help="NAME=SOURCE, once per model input."),
-    # Until the next release: --input now names a dataset folder in every command (run, compare).
-    old_sources: list[str] = typer.Option([], "--input", "-i", hidden=True,
-                                          help="Deprecated spelling of --source NAME=SOURCE."),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
     *,
     options: DumpOptions,  # its flags: takes_options
@@ -44,11 +41,8 @@ def dump_bin(
     from infer.contract import load_contract
     from infer.dump_bin import dump_bins
 
-    if old_sources:
-        warn(f"dump-bin --input NAME=SOURCE is deprecated and goes in the next release; write --source "
-            f"{old_sources[0]} (--input names a dataset folder, as in infer run and infer compare)")
     contract = load_contract(model)
-    pairs = _pairs(old_sources, "--input") + _pairs(sources, "--source")
+    pairs = _pairs(sources, "--source")
     if source is not None:
         pairs.insert(0, ("", source))
     options = replace(options, sources=tuple(pairs))

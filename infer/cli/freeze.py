@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from binio.shown_path import shown_path
-from ckpt2pb.compat import describe
+from ckpt2pb.compat import WHILE_OPS, describe
 from infer.cli.console import print_json, say, show, steps, warn
 from infer.cli.options import takes_options
 from infer.freeze.options import FreezeOptions
@@ -33,6 +33,7 @@ def freeze(
     """
     # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
     from binio.spec import TensorSpec, node_name
+    from ckpt2pb.training_mode import summary
     from infer.freeze import freeze_model
 
     with steps("freeze") as on_step:
@@ -56,9 +57,22 @@ def freeze(
         for name, value in contract.fixed.items():
             show(f"fixed   {node_name(name)} = {value}")
 
+    if report.training_mode:
+        say(f"the graph computes in training mode: put {summary(report.training_mode)} in inference mode "
+            "(a batch norm on its moving mean and variance, not each batch's own; a dropout off), so no sample's "
+            "output depends on its batch neighbours (recorded in model.json as inference_mode)")
+    if report.batch_suspects:
+        warn(f"{summary(report.batch_suspects)}: a tensor centred by its own mean over axis 0; where axis 0 is the "
+             "batch, that is a batch norm in training mode with no moving average in the graph, and a sample's "
+             "output depends on its batch neighbours (left as it is: over a sequence's time axis it is the model's "
+             "own)")
     if contract.tf115_unknown_ops:
+        loops = sorted(name for name, op in contract.tf115_unknown_ops.items() if op in WHILE_OPS)
         warn(f"ops ATC's TensorFlow 1.15 parser does not know: {describe(contract.tf115_unknown_ops)} "
-            "(recorded in model.json as tf115_unknown_ops)")
+            "(recorded in model.json as tf115_unknown_ops)" + (
+                f"; {', '.join(loops)}: a TF2 while loop (control flow v2), which TF 1.15 writes as Enter/Exit: "
+                "build the graph after tf.compat.v1.disable_control_flow_v2(), or as a fixed loop "
+                "(tf.compat.v1.nn.static_rnn, a Python loop)" if loops else ""))
     if contract.random_ops:
         warn(f"the frozen graph draws random numbers: {describe(contract.random_ops)}; a converted model "
             "cannot reproduce them (recorded in model.json as random_ops)")

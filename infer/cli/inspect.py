@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 import typer
 
 from infer.cli.console import out, print_json, table
+from infer.cli.options import takes_options
+from infer.inspect.options import InspectOptions
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -35,32 +37,14 @@ def _tensor_column(table: Table, names: list[str]) -> None:
     table.add_column("tensor", min_width=max(map(len, names), default=6), no_wrap=True)
 
 
-def _print_precision_plan(model: Path, as_json: bool) -> None:
-    # on use: pulls the contract's readers, which `infer --help` need not import
-    from infer.cli.precision_table import print_plan
-    from infer.contract import ContractError, load_contract
-
-    contract = load_contract(model)
-    if contract.converted is None:
-        raise ContractError(f"{contract.path}: not converted, so it has no precision plan",
-                            hint="infer convert it first")
-    plan = contract.converted.plan()
-    if plan is None:
-        raise ContractError(f"{contract.path}: converted without a precision plan (by an infer before plans, or for "
-                            "a chip with no operator table)", hint="infer convert it again")
-    if as_json:
-        print_json(plan.to_json())
-        return
-    print_plan(plan, out())
-
-
+@takes_options(options=InspectOptions)
 def inspect(
     model: Path = typer.Argument(..., help="A checkpoint prefix or folder, a .meta, a frozen .pb, a SavedModel "
                                  "folder, a Keras .h5/.keras file, or an Ascend .om."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout."),
     top: int = typer.Option(10, "--top", min=1, help="How many output candidates and op types to list."),
-    precision: bool = typer.Option(False, "--precision", help="MODEL is a converted model.json: print its precision "
-                                   "plan (each op's dtype on the chip, and why)."),
+    *,
+    options: InspectOptions,  # its flags: takes_options
 ) -> None:
     """List a model's inputs, its likely outputs (ranked), dynamic dims, op types and parameter count.
 
@@ -76,22 +60,26 @@ def inspect(
     dynamic gears, the output nodes ATC was given, op counts and the fusion map (each om op with the TF nodes
     fused into it).
     """
-    if precision:
-        _print_precision_plan(model, as_json)
-        return
-    from infer.cli.om_inspect import inspect_om, is_om
-
-    if is_om(model):
-        inspect_om(model, as_json=as_json, top=top)
-        return
-
     # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
-    from ckpt2pb.inspection import inspect_model
+    from ckpt2pb.training_mode import summary
+    from infer.inspect import inspect_path
 
-    report = inspect_model(model)
+    found = inspect_path(model, options)
     if as_json:
-        print_json(report.to_json())
+        print_json(found.to_json())
         return
+    if found.plan is not None:
+        from infer.cli.precision_table import print_plan
+
+        print_plan(found.plan, out())
+        return
+    if found.om is not None:
+        from infer.cli.om_inspect import print_om
+
+        print_om(found.om, top=top)
+        return
+    report = found.graph
+    assert report is not None
     console = out()
     written = report.tf_version or "unknown (the source does not say)"
     console.print(f"{report.source}: {report.kind}, {report.nodes} nodes, written by {written}", markup=False)
@@ -111,6 +99,20 @@ def inspect(
     console.print(weights_line, markup=False)
     if report.note:
         console.print(report.note, markup=False)
+    fixable = [op for op in report.training_mode if op.change]
+    stuck = [op for op in report.training_mode if not op.change and not op.suspect]
+    suspects = [op for op in report.training_mode if op.suspect]
+    if fixable:
+        console.print(f"training mode: {summary(fixable)} compute as in training (each batch's own statistics, a "
+                      "drawn mask), so a sample's output depends on its batch: freeze puts them in inference mode",
+                      markup=False)
+    if stuck:
+        console.print(f"training mode: {summary(stuck)} cannot be put in inference mode (no moving mean and "
+                      "variance in the graph): freeze refuses them; build the graph with training=False",
+                      markup=False)
+    if suspects:
+        console.print(f"training mode?: {summary(suspects)} centre a tensor by its own mean over axis 0: a batch "
+                      "norm in training mode where axis 0 is the batch (freeze leaves it and warns)", markup=False)
 
     if report.signature:
         signature = table(f"Signature {report.signature_name} (its keys name tensors in --inputs and --outputs "
@@ -118,10 +120,11 @@ def inspect(
         for column in ("key", "role"):
             signature.add_column(column)
         _tensor_column(signature, [entry.tensor for entry in report.signature])
-        for column in ("dtype", "shape"):
+        for column in ("dtype", "shape", "computed by (its layer's scope)"):
             signature.add_column(column)
         for entry in report.signature:
-            signature.add_row(entry.key, entry.role, entry.tensor, entry.dtype, _shape(entry.shape))
+            signature.add_row(entry.key, entry.role, entry.tensor, entry.dtype, _shape(entry.shape),
+                              entry.computed_by if entry.computed_by != entry.tensor.partition(":")[0] else "")
         _print_whole(console, signature)
         if report.other_signatures:
             console.print(f"other signatures, not read (freeze takes {report.signature_name}): "

@@ -1,32 +1,19 @@
-"""`infer inspect MODEL.om`: what an om says about its model, read without CANN (`atc_wrap.om_model.read_om`)."""
+"""`infer inspect MODEL.om` printed: what an om says about its model, as `infer.inspect` read it without CANN
+(`atc_wrap.ascend_files.om_model.read_om`)."""
 
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from infer.cli.console import out, plain_output, print_json
+from infer.cli.console import out, plain_output
 from infer.cli.console import table as plain_or_boxed_table
 
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
 
-    from atc_wrap.om_model import OmIo, OmModel, OmTensor
-
-_OM_MAGIC = b"IMOD"
-
-
-def is_om(path: Path) -> bool:
-    """An .om by its name, or a file of another name that starts with the om magic."""
-    if path.suffix.lower() == ".om":
-        return True
-    try:
-        with path.open("rb") as stream:
-            return path.is_file() and stream.read(4) == _OM_MAGIC
-    except OSError:
-        return False
+    from atc_wrap.ascend_files.om_model import OmIo, OmModel, OmTensor
 
 
 def _shape(shape: tuple[int, ...] | None) -> str:
@@ -86,7 +73,7 @@ def _header_lines(model: OmModel) -> list[str]:
 
 
 def _aipp_lines(model: OmModel) -> list[str]:
-    from atc_wrap.ge_attrs import attr_json
+    from atc_wrap.ascend_files.ge_attrs import attr_json
 
     if not model.aipp:
         return ["AIPP: none"]
@@ -121,14 +108,8 @@ def _print(console: Console, table: Table) -> None:
     console.print(table)
 
 
-def inspect_om(path: Path, *, as_json: bool, top: int) -> None:
-    # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
-    from atc_wrap.om_model import read_om
-
-    model = read_om(path)  # one line for an encrypted, truncated or non-om file
-    if as_json:
-        print_json(model.to_json())
-        return
+def print_om(model: OmModel, *, top: int) -> None:
+    """The om's header lines, its inputs and outputs, AIPP, gears, the `top` op types and its fusion map."""
     console = out()
     for line in _header_lines(model):
         console.print(line, markup=False)

@@ -58,7 +58,7 @@ def parameter(flag: Flagged) -> inspect.Parameter:
     shown = "" if flag.switch or negative_only else shown_default(spelling, default_of(flag.item))
     # the default in the help's own words (click would put a text default in parentheses)
     common: dict[str, Any] = {"help": f"{spelling.help}  [default: {shown}]" if shown else spelling.help,
-                              "show_default": False, "hidden": spelling.hidden}
+                              "show_default": False}
     annotation: Any
     if kind is bool and not flag.switch and spelling.flag is not None and spelling.negative is not None:
         annotation, default = bool | None, typer.Option(None, f"{spelling.flag}/{spelling.negative}", **common)
@@ -153,13 +153,17 @@ def _build_nested(cls: type, item: dataclasses.Field[Any], inner: type, given: d
     if not is_optional(field_types(cls)[item.name]):
         return (nested if typed else _LEFT_OUT), typed
     switched = switch is not None and _given(given.get(switch.name), switch)
-    enabled = any(setting_of(f).enables and getattr(nested, f.name) is not None for f in dataclasses.fields(inner))
+    enabled = any(setting_of(f).enables and getattr(nested, f.name) not in (None, default_of(f))
+                  for f in dataclasses.fields(inner))
     if switched or enabled:
         return nested, [*typed, *([spelling.flag or ""] if switched else [])]
     if typed:
         reason, hint = spelling.needs
-        raise InferError(f"{', '.join(typed)} without {spelling.flag}" + (f": {reason}" if reason else ""),
-                         hint=hint or f"add {spelling.flag}")
+        # no switch of its own (--host): the fields that switch it on are what is missing
+        missing = spelling.flag if spelling.switch else " or ".join(
+            setting_of(f).flag or "" for f in dataclasses.fields(inner) if setting_of(f).enables)
+        raise InferError(f"{', '.join(typed)} without {missing}" + (f": {reason}" if reason else ""),
+                         hint=hint or f"add {missing}")
     return None, []
 
 

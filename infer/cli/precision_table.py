@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from atc_wrap.precision_plan import PrecisionPlan
+from atc_wrap.precision.plan import PrecisionPlan
 from infer.cli.console import table as titled_table
 
 if TYPE_CHECKING:

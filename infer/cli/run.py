@@ -66,4 +66,6 @@ def run(
         resumed = f", {scaled.resumed_stems} batches already done" if scaled.resumed_stems else ""
         show(f"{scaled.shard_count} shards ({scaled.engine}): {wall} wall clock, process starts "
              f"included{resumed}")
+    if record.remote is not None:  # where it ran, and what went back and forth
+        show(f"ran on {record.remote.host}: {record.remote.traffic.describe()}")
     show(f"wrote {shown_path(result.folder)}")

@@ -9,7 +9,7 @@ The stage's outline; each step lives in a room of its own:
    expected-error band, and what makes the verdict say less than it seems;
 4. with --layerwise, layer by layer on one batch: against the ONNX stand-in (`infer.compare._layers`) or an NPU's
    dump (`infer.compare._npu`).
-The reports are written from the result by the caller (`infer.compare._reports`); `--dump-golden`'s folder is
+The reports are written from the result by the caller (`infer.compare._reports.folder`); `--dump-golden`'s folder is
 held here from before the comparison runs until it is written.
 """
 from __future__ import annotations
@@ -23,7 +23,6 @@ from binio.dataset import digests_checked_beside
 from binio.errors import InferError
 from binio.manifest import DatasetManifest, dataset_folder, load_manifest
 from binio.spec import TensorSpec
-from infer.aipp.config import model_aipp
 from infer.compare._judge.aipp_check import AippCheck
 from infer.compare._judge.expected import check_emulation_possible, stand_in_available
 from infer.compare._judge.outputs import dataset_labels, judge_outputs
@@ -36,7 +35,8 @@ from infer.compare.options import CompareOptions, CompareProgress
 from infer.compare.result import CompareResult
 from infer.contract import ModelContract, as_contract
 from infer.gear_check import check_dataset_gear
-from infer.om import check_om_bins, with_om_descriptors
+from infer.model_aipp.config import model_aipp
+from infer.model_om import check_om_bins, with_om_descriptors
 from infer.ray_cluster import RaySession
 
 

@@ -29,14 +29,10 @@ def _parse_thresholds(texts: list[str], flag: str) -> Thresholds:
     return Thresholds.parse(texts)
 
 
-def _threshold_texts(thresholds: Thresholds) -> tuple[str, ...]:
-    return thresholds.texts
-
-
 def threshold_setting() -> Any:
     """The thresholds field as compare and tune-precision both declare it."""
     return setting(default_factory=Thresholds, flag="--threshold", short="-t", repeat=True,
-                   parse=_parse_thresholds, decode=thresholds_key, text=_threshold_texts, help=THRESHOLD_HELP)
+                   parse=_parse_thresholds, decode=thresholds_key, help=THRESHOLD_HELP)
 
 
 @dataclass(frozen=True)

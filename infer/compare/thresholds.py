@@ -178,6 +178,10 @@ class Thresholds:
         """The settings as --threshold takes them (the defaults are not settings)."""
         return tuple(s.text for s in self.settings)
 
+    def cli_texts(self) -> tuple[str, ...]:
+        """How the command line writes them (`infer._option_fields.cli_texts`): one --threshold each."""
+        return self.texts
+
 
     def naming_tensors(self, keys: Mapping[str, str], outputs: Sequence[str]) -> Thresholds:
         """The settings with an output named by its SavedModel signature key (`keys`: tensor -> key) renamed to

@@ -4,23 +4,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from infer._exports import lazy_exports
+from binio.exports import lazy_exports
 
-if TYPE_CHECKING:
-    from infer.convert._convert import choose_target, convert_model
-    from infer.convert.errors import ConvertError
-    from infer.convert.options import TARGETS, ConvertOptions
-    from infer.convert.result import ConvertResult
+if TYPE_CHECKING:  # the exports (binio/exports.py): type checkers read them here, lazy_exports on first use
+    from infer.convert._convert import convert_model as convert_model
+    from infer.convert._plan import choose_target as choose_target
+    from infer.convert.errors import ConvertError as ConvertError
+    from infer.convert.options import TARGETS as TARGETS
+    from infer.convert.options import ConvertOptions as ConvertOptions
+    from infer.convert.result import ConvertResult as ConvertResult
 
-__all__ = [
-    "TARGETS", "ConvertError", "ConvertOptions", "ConvertResult", "choose_target", "convert_model",
-]
 
-__getattr__, __dir__ = lazy_exports(__name__, {
-    "ConvertError": "infer.convert.errors",
-    "ConvertOptions": "infer.convert.options",
-    "ConvertResult": "infer.convert.result",
-    "TARGETS": "infer.convert.options",
-    "choose_target": "infer.convert._convert",
-    "convert_model": "infer.convert._convert",
-})
+__getattr__, __dir__ = lazy_exports(__name__)

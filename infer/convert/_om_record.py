@@ -1,17 +1,17 @@
 """The om ATC just wrote, read back: model.json records what the om itself takes and gives (its descriptors, under
 ``converted.settings.om``) rather than what the command line predicted, since extra ATC arguments (``--atc-arg``)
-or ATC's own choices can make them differ. An om this reader cannot open (the test suite's fake ATC writes no real
-om) keeps the predicted specs; so does one whose descriptors do not match the pb, with a warning."""
+or ATC's own choices can make them differ. An om this reader cannot open keeps the predicted specs, and so does one
+whose descriptors do not match the pb, each with a warning."""
 
 from __future__ import annotations
 
 import logging
 from dataclasses import replace
 
-from atc_wrap.errors import OmFileError
-from atc_wrap.om_model import read_om
+from atc_wrap.ascend_files.errors import OmFileError
+from atc_wrap.ascend_files.om_model import read_om
 from infer.contract import ConvertedInfo, ModelContract
-from infer.om import RECORD_KEY, OmMismatchError, match_om, starts_as_om
+from infer.model_om import RECORD_KEY, OmMismatchError, match_om
 
 log = logging.getLogger(__name__)
 
@@ -19,9 +19,6 @@ log = logging.getLogger(__name__)
 def with_om_record(contract: ModelContract, converted: ConvertedInfo) -> ConvertedInfo:
     """`converted` with the om's own input and output specs and its record, where the om reads."""
     path = contract.folder / converted.path
-    if not starts_as_om(path):
-        log.info("%s does not start as an om: its predicted specs are recorded", path)
-        return converted
     try:
         found = match_om(read_om(path), contract.inputs, contract.outputs)
     except (OmFileError, OmMismatchError) as err:

@@ -16,16 +16,17 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from atc_wrap.aipp.from_om import aipp_from_om
+from atc_wrap.ascend_files.om_model import OmModel, read_om
 from atc_wrap.errors import ConvertError
-from atc_wrap.om_model import OmModel, read_om
-from atc_wrap.precision import DEFAULT_PRECISION_MODE
+from atc_wrap.precision.modes import DEFAULT_PRECISION_MODE
 from binio.atomic import atomic_file
 from binio.binfile import sha256_file
 from infer.contract import ConvertedInfo, ModelContract
 from infer.convert.options import ConvertOptions
 from infer.convert.result import ConvertResult
-from infer.om import RECORD_KEY, OmDescriptors, aipp_from_om, match_om
-from infer.om.descriptors import dynamic_shape_of
+from infer.model_om import RECORD_KEY, OmDescriptors, match_om
+from infer.model_om.descriptors import dynamic_shape_of
 
 # ATC's --precision_mode_v2 names and the --precision_mode each stands for (ATC's documentation, CANN 8.x).
 _V2_MODES = {"fp16": "force_fp16", "origin": "must_keep_origin_dtype", "cube_fp16in_fp32out": "force_fp32",

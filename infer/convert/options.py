@@ -8,15 +8,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from atc_wrap.precision import DEFAULT_PRECISION_MODE, PRECISION_MODES
-from atc_wrap.soc import ASSUMED_SOC_VERSION
+from atc_wrap.atc.soc import ASSUMED_SOC_VERSION
+from atc_wrap.errors import ConvertError
+from atc_wrap.precision.modes import (
+    DEFAULT_PRECISION_MODE,
+    ImplMode,
+    PrecisionMode,
+    check_implmode,
+    check_precision_mode,
+)
+from atc_wrap.precision.op_controls import check_mixlist_mode
+from atc_wrap.target import TARGETS as TARGETS  # infer.convert's export
+from atc_wrap.target import Target, check_target
 from binio.defaults import DEFAULT_TOOL_TIMEOUT_S
 from binio.errors import InferError
 from binio.gears import BATCH, DIMS, IMAGE_SIZE, Gear, check_gear_list, parse_gear_list
+from binio.layouts import LAYOUTS, Layout
 from infer._option_fields import setting, type_name
-from infer.aipp.options import AippOptions
-
-TARGETS: tuple[str, ...] = ("om", "onnx")
+from infer.model_aipp.options import AippOptions
+from infer.remote.options import RemoteOptions, remote_given
 
 
 def _batch_sizes(text: str, flag: str) -> tuple[int, ...]:
@@ -74,16 +84,12 @@ def _gear_value(value: Any, where: str, width: int | None) -> tuple[Gear, ...]:
     return parse_gear_list(text, option=where, width=width)
 
 
-def _gear_text(gears: tuple[Gear, ...]) -> tuple[str, ...]:
-    return (";".join(",".join(str(v) for v in gear) for gear in gears),)
-
-
 @dataclass(frozen=True)
 class ConvertOptions:
     """The user's choices; empty values leave ATC's defaults. In pipeline.toml: [convert], paths relative to it."""
 
-    target: str | None = setting(None, unset="auto", shown="om where atc is found, else onnx",
-                                 help="om (ATC) or onnx (the ONNX Runtime stand-in).")
+    target: Target | None = setting(None, unset="auto", shown="om where atc is found, else onnx",
+                                    help="What to convert to: ATC's om, or the ONNX Runtime stand-in's onnx.")
     use_om: Path | None = setting(None, unset="", help="Record this om, built elsewhere (ATC on another machine), "
                                                       "instead of converting: its inputs and outputs are checked "
                                                       "against the frozen pb's, its own dtypes recorded, and it is "
@@ -94,27 +100,28 @@ class ConvertOptions:
                                help="The chip ATC compiles for, e.g. Ascend310P3 (npu-smi info names it); its "
                                     "operator table gives each op's dtype in the precision plan the stand-in "
                                     "emulates, and the pre-check's verdicts.")
-    precision_mode: str = setting(DEFAULT_PRECISION_MODE, always=True,  # the report's command says which mode ran
-                                  help=f"{', '.join(PRECISION_MODES)} ({DEFAULT_PRECISION_MODE} is ATC's default); "
-                                       "the stand-in emulates them.")
+    precision_mode: PrecisionMode = setting(DEFAULT_PRECISION_MODE,
+                                            always=True,  # the report's command says which mode ran
+                                            help=f"ATC's precision mode ({DEFAULT_PRECISION_MODE} is ATC's default); "
+                                                 "the stand-in emulates them.")
     input_fp16_nodes: str = setting("", help='Inputs the model takes as float16: "a;b".')
     output_type: str = setting("", help='FP32, FP16 (every float output) or "node:0:FP16;node2:1:FP32".')
-    input_format: str = setting("", shown="the contract's", help="NHWC, NCHW or ND.")
+    input_format: Layout | None = setting(None, unset="", shown="the contract's",
+                                          help="ATC's --input_format (any case).")
     dynamic_batch: tuple[int, ...] = setting((), parse=_batch_sizes, decode=_batch_table,
                                              help="Batch sizes the om accepts, e.g. 1,2,4,8 (2 to 100, "
                                                   "ascending); needs inputs whose batch dim alone is unknown "
                                                   "(freeze --batch -1).")
     dynamic_image_size: tuple[Gear, ...] = setting(
-        (), parse=_image_sizes, decode=_gear_table(IMAGE_SIZE, 2), text=_gear_text,
+        (), parse=_image_sizes, decode=_gear_table(IMAGE_SIZE, 2),
         help='Image sizes the om accepts, "H,W;H,W" (2 to 100): e.g. "224,224;448,448"; needs inputs whose H and W '
              "alone are unknown (freeze --inputs 'images:0[1,-1,-1,3]').")
     dynamic_dims: tuple[Gear, ...] = setting(
-        (), parse=_dims_gears, decode=_gear_table(DIMS, None), text=_gear_text,
+        (), parse=_dims_gears, decode=_gear_table(DIMS, None),
         help='Dims gears, "a,b;c,d" (2 to 100): each gear one value per unknown (-1) dim of all inputs, in order.')
     shape_range: str = setting("", help='A shape range instead of gears (newer CANN, not Ascend310): '
                                         '"images:1~8,224,224,3;mask:-1,16", each unknown dim lo~hi or -1 (any).')
-    op_select_implmode: str = setting("", help="high_precision, high_performance, high_precision_for_all or "
-                                               "high_performance_for_all (om only).")
+    op_select_implmode: ImplMode | None = setting(None, unset="", help="ATC's --op_select_implmode (om only).")
     fusion_switch_file: Path | None = setting(None, unset="", help="ATC fusion switch file (om only).")
     keep_dtype: Path | None = setting(None, unset="", help="ATC keep_dtype file (from infer tune-precision): op "
                                                            "names (TF node names) or OpType::Type, one a line, kept "
@@ -144,3 +151,25 @@ class ConvertOptions:
         help="Preprocess on the NPU: aipp.cfg is written beside the model from the color, scale, mean and std "
              "([data.preprocessing] in pipeline.toml) and passed to ATC (--insert_op_conf); the model then takes "
              "uint8 images.")
+    # ATC on an Ascend host over SSH: --host and its flags; a pipeline's [remote] table (docs/remote.md)
+    remote: RemoteOptions | None = setting(None, toml=False, switch=False, help="in [remote]",
+                                           needs=("these say how to reach the Ascend host",
+                                                  "add --host [USER@]HOST[:PORT]"))
+
+    def __post_init__(self) -> None:
+        """Refuses, naming the option, what is wrong whatever the model: the mode, the target, the implmode, the
+        input format, and --modify-mixlist outside the one mode it serves."""
+        check_precision_mode(self.precision_mode)
+        if self.target is not None:
+            check_target(self.target)
+        if self.op_select_implmode is not None:
+            check_implmode(self.op_select_implmode)
+        if self.input_format is not None:  # ATC's words, taken in any case
+            upper = str(self.input_format).upper()
+            if upper not in LAYOUTS:
+                raise ConvertError(f"--input-format {self.input_format!r}: expected one of {', '.join(LAYOUTS)}")
+            object.__setattr__(self, "input_format", upper)
+        check_mixlist_mode(self.modify_mixlist, self.precision_mode)
+        if self.target == "onnx" and remote_given(self.remote):
+            raise ConvertError("--host with --target onnx: the stand-in converts here, ATC on the host",
+                               hint="leave out --host, or --target om")

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from atc_wrap.precision_plan import PrecisionPlan
+from atc_wrap.precision.plan import PrecisionPlan
 from infer.contract import ModelContract
 
 

@@ -1,10 +1,10 @@
 """The operator tables doctor reports: how old they are, and which chips each family's table covers, read from the
-committed json (`atc_wrap.op_tables`) without CANN."""
+committed json (`atc_wrap.precision.op_tables`) without CANN."""
 
 from __future__ import annotations
 
-from atc_wrap.op_tables import FAMILIES, OpTableError, family_of, load_op_table
-from atc_wrap.soc import ASSUMED_SOC_VERSION, KNOWN_SOC_VERSIONS
+from atc_wrap.atc.soc import ASSUMED_SOC_VERSION, KNOWN_SOC_VERSIONS
+from atc_wrap.precision.op_tables import FAMILIES, OpTableError, family_of, load_op_table
 from infer.doctor.result import OpTablesCheck
 
 

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from atc_wrap.atc_run import ATC_SUBDIRS
+from atc_wrap.atc.run import ATC_SUBDIRS
 from binio.process import find_tool
 from infer.doctor._packages import (
     _installed_version,

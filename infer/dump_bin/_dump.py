@@ -22,11 +22,12 @@ from binio.beside import start_beside
 from binio.cast import CastReport, check_unchanged, checked_cast_into
 from binio.digest import BIN_DIGEST, digest_bytes, digest_file
 from binio.errors import InferError, ShapeError, Terminated
+from binio.layouts import LAYOUTS
 from binio.lock import folder_lock
 from binio.manifest import MANIFEST_NAME, BinEntry, DatasetManifest, InputManifest, bin_file_name, safe_folder_name
 from binio.memory import check_fits
 from binio.output import check_output
-from binio.spec import LAYOUTS, format_shape
+from binio.spec import format_shape
 from infer.contract import ModelContract, as_contract
 from infer.dump_bin._gear import DumpGear, dump_gear
 from infer.dump_bin._plan import (
@@ -45,7 +46,7 @@ from infer.dump_bin._sources.open import open_source, refuse_unused_preprocessin
 from infer.dump_bin.errors import LossyCastError, SourceError
 from infer.dump_bin.options import DumpOptions
 from infer.dump_bin.result import DumpResult, InputDump
-from infer.om import with_om_descriptors
+from infer.model_om import with_om_descriptors
 
 Progress = Callable[[int, int], None]  # (batches written, batches in all)
 _WRITES_IN_FLIGHT = 2  # batches being hashed and written while the next one is read and cast

@@ -10,13 +10,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from atc_wrap.aipp import AippConfig, csc_standard
-from infer.aipp.config import image_dims, model_aipp
-from infer.aipp.declared import DeclaredPreprocessing
+from atc_wrap.aipp.config import AippConfig, csc_standard
 from infer.contract import ModelContract
 from infer.dump_bin._sources.aipp_images import AippImageSource, csc_of, source_channels
 from infer.dump_bin._sources.bins import has_bins
 from infer.dump_bin.options import DumpOptions
+from infer.model_aipp.config import image_dims, model_aipp
+from infer.model_aipp.declared import DeclaredPreprocessing
 
 
 def _aipp_input(contract: ModelContract) -> tuple[str, AippConfig] | None:

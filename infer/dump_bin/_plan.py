@@ -8,6 +8,7 @@ from pathlib import Path
 
 from binio.dtypes import dtype
 from binio.errors import DtypeError, ShapeError
+from binio.layouts import ImageLayout
 from binio.manifest import MANIFEST_NAME, safe_folder_name
 from binio.spec import TensorSpec, format_shape
 from infer.contract import ModelContract
@@ -18,7 +19,7 @@ from infer.dump_bin._sources.arrays import SourceError
 class InputPlan:
     spec: TensorSpec
     folder: str
-    layout: str
+    layout: ImageLayout
     source_text: str
 
 
@@ -78,12 +79,13 @@ def batch_file_spec(spec: TensorSpec, batch: int) -> TensorSpec:
     return spec.with_shape((batch, *spec.shape[1:])) if spec.shape else spec
 
 
-def input_layout(spec: TensorSpec, asked: str | None) -> str:
+def input_layout(spec: TensorSpec, asked: str | None) -> ImageLayout:
     if asked is None:
-        return spec.layout if spec.layout in ("NHWC", "NCHW") else "NHWC"
-    layout = asked.upper()
-    if layout not in ("NHWC", "NCHW"):
+        return "NCHW" if spec.layout == "NCHW" else "NHWC"
+    upper = asked.upper()
+    if upper != "NHWC" and upper != "NCHW":
         raise ShapeError(f"--layout {asked}: expected NHWC or NCHW")
+    layout: ImageLayout = "NHWC" if upper == "NHWC" else "NCHW"
     if spec.layout in ("NHWC", "NCHW") and spec.layout != layout:
         raise ShapeError(f"--layout {layout} differs from the model's input {spec.name}, which is {spec.layout}")
     return layout

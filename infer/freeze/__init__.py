@@ -4,24 +4,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from infer._exports import lazy_exports
+from binio.exports import lazy_exports
 
-if TYPE_CHECKING:
-    from infer.freeze._freeze import CONTRACT_NAME, PB_NAME, FreezeReport, freeze_model
-    from infer.freeze.options import FreezeOptions
+if TYPE_CHECKING:  # the exports (binio/exports.py): type checkers read them here, lazy_exports on first use
+    from infer.freeze._freeze import CONTRACT_NAME as CONTRACT_NAME
+    from infer.freeze._freeze import PB_NAME as PB_NAME
+    from infer.freeze._freeze import FreezeReport as FreezeReport
+    from infer.freeze._freeze import freeze_model as freeze_model
+    from infer.freeze.options import FreezeOptions as FreezeOptions
 
-__all__ = [
-    "CONTRACT_NAME",
-    "PB_NAME",
-    "FreezeOptions",
-    "FreezeReport",
-    "freeze_model",
-]
-
-__getattr__, __dir__ = lazy_exports(__name__, {
-    "CONTRACT_NAME": "infer.freeze._freeze",
-    "FreezeOptions": "infer.freeze.options",
-    "FreezeReport": "infer.freeze._freeze",
-    "PB_NAME": "infer.freeze._freeze",
-    "freeze_model": "infer.freeze._freeze",
-})
+__getattr__, __dir__ = lazy_exports(__name__)

@@ -14,6 +14,7 @@ from binio.steps import OnStep, no_steps
 from ckpt2pb.freeze import freeze_source
 from ckpt2pb.inputs import parse_input
 from ckpt2pb.source import LoadedSource, check_source, load_source
+from ckpt2pb.training_mode import TrainingModeOp
 from ckpt2pb.verify import Verification
 from infer.contract import ModelContract, SourceInfo
 from infer.freeze.options import FreezeOptions
@@ -29,6 +30,8 @@ class FreezeReport:
     nodes: int
     stripped_attrs: int
     note: str = ""  # how the source was read, where it was not the usual way
+    training_mode: tuple[TrainingModeOp, ...] = ()  # ops of the source's training graph put in inference mode
+    batch_suspects: tuple[TrainingModeOp, ...] = ()  # tensors centred by their own mean over axis 0, left as they are
 
 
 def check_outdir(outdir: Path, force: bool) -> None:
@@ -76,7 +79,8 @@ def freeze_model(source: Path | str, outdir: Path | str, options: FreezeOptions 
                           frozen_with_tf=tf.__version__),
         inputs=frozen.inputs, outputs=frozen.outputs, fixed=dict(frozen.fixed),
         tf115_unknown_ops=dict(frozen.unknown_to_tf115), random_ops=dict(frozen.random_ops),
-        signature_keys=dict(frozen.signature_keys),
+        signature_keys=dict(frozen.signature_keys), inference_mode=frozen.inference_mode,
     ).save()
     return FreezeReport(contract=contract, verification=frozen.verification, nodes=frozen.nodes,
-                        stripped_attrs=frozen.stripped_attrs, note=loaded.note)
+                        stripped_attrs=frozen.stripped_attrs, note=loaded.note,
+                        training_mode=frozen.training_mode.fixable, batch_suspects=frozen.training_mode.suspects)

@@ -82,8 +82,8 @@ def image_options(config: PipelineConfig) -> ImageOptions:
 
 def convert_options(config: PipelineConfig) -> ConvertOptions:
     """[convert], which is `infer convert`'s options, with AIPP made from [data.preprocessing] (a hand-written
-    aipp_config holds its own)."""
-    convert = config.convert
+    aipp_config holds its own) and ATC on the Ascend host of [remote]."""
+    convert = replace(config.convert, remote=config.remote)
     if convert.aipp is None or convert.aipp.config is not None:
         return convert
     return replace(convert, aipp=replace(convert.aipp, preprocessing=image_options(config)))
@@ -100,7 +100,7 @@ def atc_dry_run(config: PipelineConfig, work: WorkLayout) -> tuple[str, ...]:
     from infer.convert import convert_model
 
     options = replace(convert_options(config), target="om", dry_run=True, opset=None,
-                      output=work.model_dir / "model.om")
+                      output=work.model_dir / "model.om", remote=None)
     contract = load_contract(work.contract)
     result = convert_model(replace(contract, converted=None), options)
     return tuple(result.command)

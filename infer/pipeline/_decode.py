@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from binio.errors import InferError
+from binio.vocabulary import values_of
 from infer._option_fields import (
     NO_UNSET,
     default_of,
@@ -68,6 +69,10 @@ def _value(value: Any, kind: Any, where: str, path: Path, table: str) -> Any:
         if not isinstance(value, dict):
             raise ConfigError(f"{where}: expected {_expected_name(kind)}, got {type_name(value)} {value!r}")
         return {str(k): _value(v, item, f"{where}.{k}", path, table) for k, v in value.items()}
+    if values_of(kind):  # a closed vocabulary: a string here, its words checked by the options (naming them)
+        if type(value) is not str:
+            raise ConfigError(f"{where}: expected a string, got {type_name(value)} {_cut(value)}")
+        return value
     if kind is Path:
         if type(value) is not str:
             raise ConfigError(f"{where}: expected a path (a string), got {type_name(value)} {value!r}")

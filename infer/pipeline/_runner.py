@@ -65,6 +65,8 @@ class PipelineResult:
     msame_command: tuple[str, ...]  # the first gear's, with gears (msame_commands has each)
     msame_commands: tuple[tuple[str, ...], ...] = ()  # one per gear, each with its gear flag and its own bins
     gear_reports: tuple[tuple[str, Path], ...] = ()  # (gear label, its compare's HTML report) per gear
+    host: str = ""  # [remote]'s host(s): ATC and the tool ran there, by the stages' own commands (--host)
+    ran_there: tuple[tuple[str, ...], ...] = ()  # the tool's command lines as they ran on the host, per gear
 
     def __bool__(self) -> bool:
         return self.passed
@@ -102,6 +104,12 @@ def report_tail(result: PipelineResult) -> list[str]:
         lines.append(f"report: {result.report_html}")
     lines.append("the same, stage by stage:")
     lines += [f"  {quote_command(outcome.command)}" for outcome in result.stages]
+    if result.host:  # the commands above ran ATC and the tool there (--host): what they ran, not a job by hand
+        lines.append(f"on {result.host} (--host), infer ran:")
+        lines.append(f"  {quote_command(result.atc_command)}" if result.atc_command
+                     else f"  (no ATC command: {result.atc_note})")
+        lines += [f"  {quote_command(command)}" for command in result.ran_there]
+        return lines
     lines.append("on an Ascend machine, by hand:")
     lines.append(f"  {quote_command(result.atc_command)}" if result.atc_command
                  else f"  (no ATC command: {result.atc_note})")
@@ -235,6 +243,9 @@ def _run_stages(config: PipelineConfig, work: WorkLayout, on_stage: Callable[[St
     om = artefact if artefact.suffix == ".om" else artefact.with_suffix(".om")
     msame_commands = tuple(msame_command(geared, om, config, _facts_for(facts, geared).get("dump-bin"))
                            for geared in (replace(work, gear=gear.tag) for gear in gears))
+    ran_there = tuple(tuple(str(a) for a in facts.get(key, {}).get("tool_command", ()))
+                      for key in ([f"run@{gear.tag}" for gear in gears] or ["run"]) if facts.get(key, {}).get(
+                          "tool_command"))
     result = PipelineResult(
         work_dir=work.root, stages=tuple(outcomes), passed=passed, verdict=verdict,
         report_html=Path(html) if html else None,
@@ -245,6 +256,7 @@ def _run_stages(config: PipelineConfig, work: WorkLayout, on_stage: Callable[[St
         msame_commands=msame_commands,
         gear_reports=tuple((gear.label, Path(str(gear_html))) for gear in gears
                            if (gear_html := facts.get(f"compare@{gear.tag}", {}).get("report_html"))),
+        host=", ".join(config.remote.host) if config.remote is not None else "", ran_there=ran_there,
     )
     write_bytes_atomic(result.report_path, _report_text(config, result).encode())
     return result

@@ -50,8 +50,8 @@ def _dump_args(config: PipelineConfig) -> list[str]:
 
 def _run_args(config: PipelineConfig) -> list[str]:
     """[run] as `infer run`'s flags: [run] is RunOptions, each key the flag of its name, given when it differs
-    from run's default."""
-    return flag_args(config.run)
+    from run's default; [remote] as --host and its flags."""
+    return flag_args(run_options(config))
 
 
 def _compare_args(config: PipelineConfig) -> list[str]:
@@ -170,12 +170,12 @@ def run_dump(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StageDon
 def plan_run(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StagePlan:
     command = ("infer", "run", str(work.contract), "--input", str(work.bins), "-o", str(work.out),
                *_run_args(config))
-    return StagePlan("run", (work.contract, work.bins / "dataset.json"), asdict(config.run), command)
+    return StagePlan("run", (work.contract, work.bins / "dataset.json"), asdict(run_options(config)), command)
 
 
 def run_options(config: PipelineConfig) -> RunOptions:
-    """[run], which is `infer run`'s options."""
-    return config.run
+    """[run], which is `infer run`'s options, with msame or ais_bench on the Ascend host of [remote]."""
+    return replace(config.run, remote=config.remote)
 
 
 def run_run(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StageDone:
@@ -186,7 +186,8 @@ def run_run(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StageDone
     record = result.record
     speed = f", {record.throughput:,.0f} samples/s" if record.throughput else ""
     latency = f", {record.latency.mean_ms:.2f} ms per batch" if record.latency.mean_ms is not None else ""
-    summary = f"{record.backend}: {record.samples} samples{speed}{latency} -> {result.folder}"
+    on = f" on {record.remote.host}" if record.remote is not None else ""
+    summary = f"{record.backend}{on}: {record.samples} samples{speed}{latency} -> {result.folder}"
     return StageDone(summary, (record.path,), {"run_folder": str(result.folder), "backend": record.backend,
                                                "tool_command": list(record.tool_command)})
 

@@ -21,6 +21,7 @@ from infer.compare.options import CompareOptions
 from infer.convert.options import ConvertOptions
 from infer.pipeline.config import GENERATOR_PREFIXES, DataSection, ModelSection
 from infer.preprocessing import ImageOptions
+from infer.remote.options import RemoteOptions
 from infer.run.options import RunOptions
 from infer.tune.options import TuneOptions
 
@@ -116,6 +117,12 @@ def render_template(values: TemplateValues) -> str:
     lines += _table("tune", TuneOptions, {})
     lines += ["", "[paths]",
               f"work_dir = {toml_literal(values.work_dir)}  # model/, bins/, out/, report/ and the state file"]
+    remote = template_lines(RemoteOptions)
+    host = next(line for line in remote if line.startswith("# host"))
+    lines += ["", "# ATC, msame and ais_bench on an Ascend host over SSH (docs/remote.md): with [remote] and its host,",
+              "# convert and run run there, the other stages here.", "# [remote]",
+              '# host = "ascend01"'.ljust(host.index("  # ")) + host[host.index("  # "):],
+              *(line for line in remote if line != host)]
     return "\n".join(lines) + "\n"
 
 

@@ -27,6 +27,7 @@ from infer.dump_bin.options import DumpOptions
 from infer.freeze.options import FreezeOptions
 from infer.pipeline._decode import ConfigError, contained_path, decode_table
 from infer.preprocessing import ImageOptions
+from infer.remote.options import RemoteOptions
 from infer.run.options import RunOptions
 from infer.tune.options import TuneOptions
 
@@ -75,6 +76,7 @@ class PipelineConfig:
     compare: CompareOptions = field(default_factory=CompareOptions)
     tune: TuneOptions = field(default_factory=TuneOptions)
     paths: PathsSection = field(default_factory=PathsSection)
+    remote: RemoteOptions | None = None  # [remote]: ATC, msame and ais_bench on an Ascend host over SSH
 
     @property
     def folder(self) -> Path:
@@ -108,7 +110,7 @@ class PipelineConfig:
 # Each table is a stage's own options ([model] and [data] with the source beside them): a key is its flag's field.
 _SECTIONS: dict[str, type] = {
     "model": ModelSection, "data": DataSection, "convert": ConvertOptions, "run": RunOptions,
-    "compare": CompareOptions, "tune": TuneOptions, "paths": PathsSection,
+    "compare": CompareOptions, "tune": TuneOptions, "paths": PathsSection, "remote": RemoteOptions,
 }
 
 
@@ -130,6 +132,9 @@ def config_from_dict(document: dict[str, Any], path: Path) -> PipelineConfig:
     for required in ("model", "data"):
         if required not in sections:
             raise ConfigError(f"{path}: missing section [{required}]", hint="infer pipeline init writes a template")
+    if "remote" in sections and not sections["remote"].host:
+        raise ConfigError(f"{path}: [remote] host: missing (the Ascend host, [USER@]HOST[:PORT] or a ~/.ssh/config "
+                          "alias)", hint="remove [remote] to run every stage here")
     config = PipelineConfig(path=path, **sections)
     _resolve_paths(config)
     if not config.model.outputs:

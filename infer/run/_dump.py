@@ -60,7 +60,7 @@ def _single_batch(manifest: DatasetManifest, runner: ToolRunner, stem: str, fold
 
 def _dump_files(dump_path: Path) -> list[Path]:
     """The files the tool left under the dump path (its own acl.json aside): reading them is compare's and
-    bin-info's business (atc_wrap.npu_dump), which run does not import."""
+    bin-info's business (atc_wrap.ascend_files.npu_dump), which run does not import."""
     return [Path(folder) / name for folder, _, names in os.walk(dump_path) for name in names
             if Path(folder) != dump_path or name != ACL_JSON]
 

@@ -26,12 +26,14 @@ def run_model(model: ModelContract | Path | str, bins: DatasetManifest | Path | 
     if options is not None and options.dry_run:
         raise RunError("run_model with dry_run: a dry run runs nothing and has no run folder",
                        hint="call infer.run.plan_run for what the run would do")
-    if scale is not None and scale.wanted:
+    several_hosts = options is not None and options.remote is not None and len(options.remote.host) > 1
+    if (scale is not None and scale.wanted) or several_hosts:  # --host a,b: the batches split over the hosts
         if options is not None and options.dump:
             check_dump(options, options.backend or "msame", sharded=True)
         from infer.run._sharded import run_sharded  # its engines (multiprocessing, sockets) serve shards only
 
-        return run_sharded(model, bins, out, options or RunOptions(), scale, progress=progress)  # checks `scale`
+        return run_sharded(model, bins, out, options or RunOptions(), scale or ScaleOptions(),
+                           progress=progress)  # checks `scale`
     if scale is not None:
         scale.check(options)  # a bad value (--retries -3) is refused even where nothing asks for shards
     return run_plain(model, bins, out, options, progress=progress)

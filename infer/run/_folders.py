@@ -70,6 +70,7 @@ def run_folders(runner: ToolRunner, manifest: DatasetManifest, record: RunRecord
     return replace(record, stems=tuple(stems), rows=tuple(e.rows for e in manifest.inputs[0].files),
                    latency=_tool_latency(timings, len(stems)), throughput=throughput, completed=True,
                    tool_command=run.command, finished=now(),
+                   remote=runner.place.record() if runner.place is not None else None,
                    gear=None if gear is None else GearRecord(kind=gear.kind, values=gear.gear, label=gear.label,
                                                              flags=gear.flags, trimmed=trimmed)).save()
 

@@ -12,19 +12,20 @@ import logging
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from binio.binfile import sha256_file
 from binio.gears import gear_label
 from binio.lock import folder_lock
 from binio.manifest import DatasetManifest, dataset_folder
 from infer.contract import ModelContract, load_contract
+from infer.remote.options import remote_given
 from infer.run._batches import Progress, run_batches
 from infer.run._gear import dataset_gear, gear_run
 from infer.run._preflight import dataset_if_any, preflight
 from infer.run._runners.base import BaseRunner
 from infer.run.layout import timestamp_folder_name
-from infer.run.options import BACKENDS, TOOL_BACKENDS, RunError, RunOptions, check_dump
+from infer.run.options import BACKENDS, TOOL_BACKENDS, Backend, RunError, RunOptions, check_dump
 from infer.run.record import RunRecord
 from infer.run.result import RunResult
 
@@ -33,8 +34,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-_BACKENDS_OF_FILE = {".pb": ("tf",), ".onnx": ("onnxrt",), ".om": ("msame", "ais_bench")}
-_DEFAULT_OF_TARGET = {"om": "msame", "onnx": "onnxrt"}
+_BACKENDS_OF_FILE: dict[str, tuple[Backend, ...]] = {".pb": ("tf",), ".onnx": ("onnxrt",),
+                                                     ".om": ("msame", "ais_bench")}
+_DEFAULT_OF_TARGET: dict[str, Backend] = {"om": "msame", "onnx": "onnxrt"}
 
 
 def resolve_model(model: ModelContract | Path | str) -> tuple[ModelContract, str | None]:
@@ -61,9 +63,14 @@ def resolve_model(model: ModelContract | Path | str) -> tuple[ModelContract, str
     return contract, model.suffix
 
 
-def choose_backend(contract: ModelContract, requested: str | None, kind: str | None) -> str:
+def choose_backend(contract: ModelContract, requested: str | None, kind: str | None, *,
+                   remote: bool = False) -> Backend:
     if requested is not None and requested not in BACKENDS:
         raise RunError(f"--backend {requested}: expected one of {', '.join(BACKENDS)}")
+    if remote and requested is not None and requested not in TOOL_BACKENDS:
+        raise RunError(f"--host with --backend {requested}: the host runs msame or ais_bench on an om; "
+                       f"{requested} runs here", hint="leave out --host, or --backend msame / ais_bench")
+    requested = cast("Backend | None", requested)
     if kind is not None:
         allowed = _BACKENDS_OF_FILE[kind]
         if requested is not None and requested not in allowed:
@@ -72,20 +79,25 @@ def choose_backend(contract: ModelContract, requested: str | None, kind: str | N
         return requested or allowed[0]
     if requested is not None:
         return requested
+    if remote:  # the host runs an om (and `make_runner` refuses a model that has none)
+        return "msame"
     if contract.converted is None:
         log.info("%s: not converted; running the frozen pb on TensorFlow", contract.path)
         return "tf"
     return _DEFAULT_OF_TARGET.get(contract.converted.target, "tf")
 
 
-def make_runner(contract: ModelContract, backend: str, options: RunOptions, *,
+def make_runner(contract: ModelContract, backend: Backend, options: RunOptions, *,
                 dataset: DatasetManifest | None = None) -> BaseRunner:
     """The runner for `backend`, not yet activated. With the `dataset`, TensorFlow takes an AIPP dataset's
     uint8 bins through their declared preprocessing (`infer.run._runners.declared`), and msame or ais_bench only
-    bins that fit the om's own input descriptors (`infer.om.check_om_bins`).
+    bins that fit the om's own input descriptors (`infer.model_om.check_om_bins`).
 
     Each backend's modules are imported here, for that backend only: a plain ONNX Runtime run has no use for the
     tool runners or AIPP's preprocessing (about 25 ms of a command's start)."""
+    if remote_given(options.remote) and backend not in TOOL_BACKENDS:
+        raise RunError(f"--host with the {backend} backend: the host runs msame or ais_bench on an om; {backend} "
+                       "runs here", hint="infer convert --target om --host HOST makes the om there")
     if backend == "tf":
         from infer.run._runners.declared import with_declared_preprocessing
         from infer.run._runners.tensorflow import TensorFlowRunner
@@ -97,19 +109,24 @@ def make_runner(contract: ModelContract, backend: str, options: RunOptions, *,
 
         return OnnxRuntimeRunner.from_contract(contract, threads=options.threads, device=options.device)
 
-    from infer.om import check_om_bins
+    from infer.model_om import check_om_bins
     from infer.run._runners.ais_bench import AisBenchRunner
     from infer.run._runners.msame import MsameRunner
 
     tool = MsameRunner if backend == "msame" else AisBenchRunner
     tool_runner = tool.from_contract(contract, device=options.device, loop=options.loop, warmup=options.warmup,
                                      timeout=options.timeout, planned=options.dry_run)
+    if remote_given(options.remote):  # the tool runs on an Ascend host, over SSH
+        from infer.remote import ToolsOnHost
+
+        assert options.remote is not None
+        tool_runner.place = ToolsOnHost(options.remote, contract, dataset)
     if dataset is not None:  # the om's own input descriptors, before the run's checks against the runner's inputs
         check_om_bins(dataset, contract)
     return tool_runner
 
 
-def model_file(contract: ModelContract, backend: str) -> tuple[Path, str]:
+def model_file(contract: ModelContract, backend: Backend) -> tuple[Path, str]:
     """The file `backend` runs, with the sha256 the contract records for it."""
     if backend == "tf" or contract.converted is None:
         return contract.pb_path, contract.pb_sha256
@@ -148,7 +165,7 @@ class PreparedRun:
     """A run checked and ready, nothing started: what a run and a dry run (`infer.run._plan`) both begin with."""
 
     contract: ModelContract
-    backend: str
+    backend: Backend
     runner: BaseRunner
     manifest: DatasetManifest
     running: tuple[Path, str]  # the model file and its sha256
@@ -160,7 +177,7 @@ def prepare_run(model: ModelContract | Path | str, bins: DatasetManifest | Path 
     """The options, model, backend and every bin checked, the runner made but not activated."""
     options.check()
     contract, kind = resolve_model(model)
-    backend = choose_backend(contract, options.backend, kind)
+    backend = choose_backend(contract, options.backend, kind, remote=remote_given(options.remote))
     check_dump(options, backend)
     dataset = dataset_if_any(dataset_folder(bins))
     runner = make_runner(contract, backend, options, dataset=dataset)
@@ -196,7 +213,7 @@ def run_plain(model: ModelContract | Path | str, bins: DatasetManifest | Path | 
         runner.deactivate()
 
 
-def _run(runner: BaseRunner, manifest: DatasetManifest, running: tuple[Path, str], backend: str, out: Path,
+def _run(runner: BaseRunner, manifest: DatasetManifest, running: tuple[Path, str], backend: Backend, out: Path,
          options: RunOptions, progress: Progress | None) -> RunResult:
     folder = make_run_folder(out)
     record = RunRecord.begin(folder, backend=backend, model=running, manifest=manifest,

@@ -46,6 +46,9 @@ def plan_run(model: ModelContract | Path | str, bins: DatasetManifest | Path | s
         at = f" at {prepared.gear}" if prepared.gear else ""
         running = runner.om
         summary = f"{runner.tool} runs {running.name}{at} over {manifest.file_count} batches in one start"
+        if runner.place is not None:  # --host: the same line there, with the paths the run makes on the host
+            summary += (f" on {runner.place.name} (the run sends the om and the bins there first; the paths there are "
+                        "its working folder's)")
         converted = prepared.contract.converted
         if converted is not None and converted.target != "om":
             # Converted here for the stand-in: the line is for the Ascend server, where ATC makes the om.

@@ -27,6 +27,7 @@ from binio.manifest import DatasetManifest
 from binio.shards import Shard, split, write_view
 from binio.spec import TensorSpec
 from infer.contract import ModelContract
+from infer.remote import RemoteRecord, held_connections, merged_remote
 from infer.run._batches import Progress, latency_stats
 from infer.run._engines.base import Engine
 from infer.run._engines.local import LocalEngine
@@ -36,22 +37,23 @@ from infer.run._plain import RunResult, make_run_folder, prepare_run
 from infer.run._shard import finished_stems
 from infer.run._sharded_record import ScaleOut, ShardStats
 from infer.run.layout import RUN_JSON, parse_timestamp_folder
-from infer.run.options import RunOptions, ScaleOptions, ScaleOutError
+from infer.run.options import Backend, RunOptions, ScaleOptions, ScaleOutError
 from infer.run.record import RunRecord, RunRecordError, load_run, now
 
 log = logging.getLogger(__name__)
 WORK_FOLDER = ".infer-shards"
 
 
-def _open_engine(backend: str, options: RunOptions, scale: ScaleOptions) -> Engine:
+def _open_engine(backend: Backend, options: RunOptions, scale: ScaleOptions) -> Engine:
     if scale.engine == "ray":
         return RayEngine(backend, address=scale.address, threads=options.threads)
 
     devices: tuple[int | None, ...] = scale.devices or ((options.device,) if options.device is not None else ())
-    return LocalEngine(backend, devices)
+    hosts = options.remote.host if options.remote is not None and len(options.remote.host) > 1 else ()
+    return LocalEngine(backend, devices, hosts)
 
 
-def _previous_run(out: Path, backend: str, model_sha: str, dataset_sha: str) -> RunRecord | None:
+def _previous_run(out: Path, backend: Backend, model_sha: str, dataset_sha: str) -> RunRecord | None:
     """The newest run under `out` of this backend, model and dataset (complete or not), for --resume."""
     if not out.is_dir():
         return None
@@ -78,6 +80,7 @@ class _Book:
     stats: dict[int, ShardStats] = field(default_factory=dict)
     failed: dict[int, str] = field(default_factory=dict)
     position: dict[str, int] = field(default_factory=dict)  # a stem's place in the dataset
+    remote: RemoteRecord | None = None  # the hosts' (--host): the first shard's record, every shard's traffic
 
     def __post_init__(self) -> None:
         self.position = {stem: index for index, stem in enumerate(self.manifest.stems)}
@@ -90,6 +93,7 @@ class _Book:
         if outcome.stems and self.outputs is None:
             self.outputs = outcome.outputs
         self.done.update(outcome.stems)
+        self.remote = merged_remote(self.remote, outcome.remote)
         self.latency.update(zip(outcome.stems, outcome.per_batch_ms, strict=False))
         before = self.stats.get(shard.index)
         shard_done = set(outcome.stems).union(before.stems if before else ())
@@ -128,7 +132,8 @@ def run_sharded(model: ModelContract | Path | str, bins: DatasetManifest | Path 
             return RunResult(folder=previous.folder, record=previous)
         engine = _open_engine(backend, options, scale)
         try:
-            return ShardedRun(checked, engine, options, scale, out=out, previous=previous).drive(progress)
+            with held_connections(options.remote):  # one connection per host, shared by its shards
+                return ShardedRun(checked, engine, options, scale, out=out, previous=previous).drive(progress)
         finally:
             engine.close()
 
@@ -138,14 +143,14 @@ class _Checked:
     """What the driver checked before taking the lock: the model, its backend, and every bin of the dataset."""
 
     model: Path  # as the workers open it
-    backend: str
+    backend: Backend
     running: tuple[Path, str]  # the file the backend runs, with its sha256
     manifest: DatasetManifest
     dataset_sha256: str
     outputs: tuple[TensorSpec, ...]  # the runner's specs, until a shard reports what it wrote
 
 
-def _worker_threads(options: RunOptions, backend: str, engine: Engine, shard_count: int) -> int | None:
+def _worker_threads(options: RunOptions, backend: Backend, engine: Engine, shard_count: int) -> int | None:
     """Intra-op threads per worker: what was asked for, else a share of the cores for ONNX Runtime."""
     threads = options.threads
     # ONNX Runtime's threads spin: workers that each take every core slow each other down, so they share them.
@@ -230,7 +235,8 @@ class ShardedRun:
         view = write_view(self.checked.manifest, shard.stems, shard_work / "bins")
         task = ShardTask(shard=shard, model=str(self.checked.model.resolve()), options=self.task_options,
                          view=str(view.root), work=str(shard_work), run_folder=str(self.folder),
-                         slot=self.engine.slot(shard.index), engine=self.engine.name)
+                         slot=self.engine.slot(shard.index), engine=self.engine.name,
+                         host=self.engine.host(shard.index))
         self.pending[self.engine.submit(task)] = (shard, attempt)
 
     def settle(self, future: Future[ShardOutcome]) -> None:
@@ -275,9 +281,18 @@ class ShardedRun:
         devices = list(dict.fromkeys(s.device for s in scale_out.shards if s.device))
         first_command = next((s.command for s in scale_out.shards if s.command), ())
         return replace(base, outputs=book.outputs or base.outputs, stems=stems, rows=tuple(rows_of[s] for s in stems),
+                       remote=self._remote(),
                        latency=latency_stats(per_batch, per_batch), throughput=sum(rates) if rates else None,
                        completed=completed, device=", ".join(devices) or base.device, tool_command=first_command,
                        finished=now(), scale_out=scale_out).save()
+
+    def _remote(self) -> RemoteRecord | None:
+        """The shards' hosts' record, its hosts in --host's order (the book has them in the order shards ended)."""
+        remote, asked = self.book.remote, self.task_options.remote
+        if remote is None or asked is None:
+            return remote
+        ran = remote.host.split(", ")
+        return replace(remote, host=", ".join(host for host in asked.host if host in ran) or remote.host)
 
     def finish(self) -> RunResult:
         """The final record; a run with a failed shard or a missing batch raises, naming the shards."""

@@ -9,7 +9,9 @@ waits for.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
+
+from infer.run.options import ENGINES, EngineName
 
 
 @dataclass(frozen=True)
@@ -45,7 +47,7 @@ class ShardStats:
 class ScaleOut:
     """A sharded run: the engine, the shards that finished and the ones that failed (named, with why)."""
 
-    engine: str  # local | ray
+    engine: EngineName
     shard_count: int
     shards: tuple[ShardStats, ...]  # those that ran, by index, with the batches they finished
     failed: tuple[str, ...]  # "shard 2 (batches 000004-000005): why", for the ones that did not finish
@@ -61,7 +63,10 @@ class ScaleOut:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ScaleOut:
         wall = data.get("wall_throughput_samples_per_s")
-        return cls(engine=str(data.get("engine", "")), shard_count=int(data.get("shard_count", 0)),
+        engine = data.get("engine")
+        if engine not in ENGINES:
+            raise ValueError(f"engine {engine!r}: expected one of {', '.join(ENGINES)}")
+        return cls(engine=cast(EngineName, engine), shard_count=int(data.get("shard_count", 0)),
                    shards=tuple(ShardStats.from_json(s) for s in data.get("shards", [])),
                    failed=tuple(str(f) for f in data.get("failed", [])),
                    wall_seconds=float(data.get("wall_seconds", 0.0)),

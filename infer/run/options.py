@@ -7,18 +7,24 @@ types without importing the runners.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from binio.defaults import DEFAULT_TOOL_TIMEOUT_S
 from binio.errors import InferError
+from binio.vocabulary import values_of
 from infer._option_fields import setting
+from infer.remote.options import RemoteOptions
 
-DUMP_MODES: tuple[str, ...] = ("output", "input", "all")  # acl.json's dump_mode
+DumpMode = Literal["output", "input", "all"]  # acl.json's dump_mode
+DUMP_MODES: tuple[str, ...] = values_of(DumpMode)
 
 # The engines a sharded run may use (`infer.run._engines`): named here, where --engine is checked, so checking the
 # options imports no engine (they import the worker, which imports numpy).
-ENGINES: tuple[str, ...] = ("local", "ray")
+EngineName = Literal["local", "ray"]
+ENGINES: tuple[str, ...] = values_of(EngineName)
 # The backends a run may use; run.json names one of them (`infer.run.record` refuses any other).
-BACKENDS: tuple[str, ...] = ("onnxrt", "tf", "msame", "ais_bench")
+Backend = Literal["onnxrt", "tf", "msame", "ais_bench"]
+BACKENDS: tuple[str, ...] = values_of(Backend)
 
 
 class RunError(InferError):
@@ -29,8 +35,9 @@ class RunError(InferError):
 class RunOptions:
     """In pipeline.toml: [run]."""
 
-    backend: str | None = setting(None, unset="auto", short="-b", shown="from what convert made",
-                                  help="onnxrt, tf, msame or ais_bench.")
+    backend: Backend | None = setting(None, unset="auto", short="-b", shown="from what convert made",
+                                      help="What runs the model: ONNX Runtime (the stand-in), TensorFlow (the "
+                                           "frozen pb), msame or ais_bench (an om, on the NPU).")
     device: int | None = setting(None, shown="the backend's", help="NPU (msame, ais_bench) or GPU (onnxrt) index: "
                                                                    "1 runs on the second.")
     loop: int = setting(1, help="Run each batch this many times; latency is their mean.")
@@ -43,12 +50,17 @@ class RunOptions:
     dump: bool = setting(False, toml=False, help="Also dump every op's tensors of one batch on the NPU (msame, "
                                                  "ais_bench: acl.json), into OUT/<timestamp>/dump, for compare "
                                                  "--npu-dump.")
-    dump_mode: str = setting("output", toml=False, help="With --dump: output, input or all (acl.json's dump_mode).")
+    dump_mode: DumpMode = setting("output", toml=False, help="With --dump: which tensors of each op are dumped "
+                                                             "(acl.json's dump_mode).")
     dump_batch: str = setting("", toml=False, shown="the first", help="With --dump: the batch dumped, by its files' "
                                                                       "stem (e.g. 000003).")
     dry_run: bool = setting(False, toml=False, help="Print the exact msame or ais_bench command line of each tool "
                                                     "start (for onnxrt and tf, what they would run) and run "
                                                     "nothing, writing nothing.")
+    # msame or ais_bench on an Ascend host over SSH: --host and its flags; a pipeline's [remote] table
+    remote: RemoteOptions | None = setting(None, toml=False, switch=False, help="in [remote]",
+                                           needs=("these say how to reach the Ascend host",
+                                                  "add --host [USER@]HOST[:PORT]"))
     # The sha256 of another model whose bins this run takes on purpose (compare's emulated precision runs a model
     # of the same pb on the converted model's bins): no "made for another model" warning for it.
     bins_made_for: str = setting("", toml=False, flag=False)
@@ -72,7 +84,7 @@ class RunOptions:
             raise RunError(f"--threads {self.threads}: expected 1 or more (leave it out for the framework's default)")
 
 
-TOOL_BACKENDS: tuple[str, ...] = ("msame", "ais_bench")  # external tools running an om
+TOOL_BACKENDS: tuple[Backend, ...] = ("msame", "ais_bench")  # external tools running an om
 DUMP_BACKENDS = TOOL_BACKENDS
 
 
@@ -99,7 +111,7 @@ class ScaleOptions:
     devices: tuple[int, ...] = setting((), toml=False, parse=lambda text, flag: parse_devices(text),
                                        help="Shard the batches over these devices, e.g. 0,1,2,3 (one process each).")
     shards: int | None = setting(None, toml=False, shown="one per device or Ray slot", help="Shards to cut.")
-    engine: str = setting("local", toml=False, help=f"{' | '.join(ENGINES)}: where the shards run.")
+    engine: EngineName = setting("local", toml=False, help="Where the shards run: processes here, or Ray tasks.")
     address: str | None = setting(None, toml=False, shown="start a local Ray", help="Ray cluster address.")
     retries: int = setting(1, toml=False, help="Further attempts of a failed shard (sharded runs).")
     resume: bool = setting(False, toml=False,
@@ -110,6 +122,10 @@ class ScaleOptions:
         --device given beside --devices."""
         if self.engine not in ENGINES:
             raise ScaleOutError(f"--engine {self.engine}: expected one of {', '.join(ENGINES)}")
+        if self.engine == "ray" and options is not None and options.remote is not None and options.remote.host:
+            raise ScaleOutError("--host with --engine ray: Ray runs the shards on its cluster's nodes, with their "
+                                "own tools", hint="a Ray cluster of Ascend hosts is the path for many machines "
+                                                  "(leave out --host); --host is for hosts you reach over SSH")
         if self.engine == "ray" and self.devices:
             raise ScaleOutError("--devices with --engine ray: Ray grants the devices itself",
                                 hint="give --shards N (default: one per NPU, or CPU for the stand-in, of the cluster)")

@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -19,11 +19,12 @@ from binio.manifest import DatasetManifest
 from binio.reading import reading
 from binio.spec import TensorSpec
 from infer._version import __version__
+from infer.remote.record import RemoteRecord
 from infer.run._sharded_record import ScaleOut
 from infer.run.dump_record import DumpRecord
 from infer.run.gear_record import GearRecord
 from infer.run.layout import RUN_JSON, newest_run_folder, output_file_name, parse_timestamp_folder
-from infer.run.options import BACKENDS, RunOptions
+from infer.run.options import BACKENDS, Backend, RunOptions
 
 SCHEMA = "infer.run"
 SCHEMA_VERSION = 1
@@ -65,7 +66,7 @@ class RunRecord:
     """One run folder: ``<stem>_output_<i>.bin`` for every finished stem, described by run.json."""
 
     folder: Path  # not written into the file
-    backend: str
+    backend: Backend
     device: str
     model_path: str
     model_sha256: str
@@ -89,10 +90,11 @@ class RunRecord:
     scale_out: ScaleOut | None = None  # a sharded run (--devices, --engine ray): its shards
     dump: DumpRecord | None = None  # --dump: the NPU dump of one batch, beside the outputs
     gear: GearRecord | None = None  # msame or ais_bench on a model with gears: the gear, its flags, what was trimmed
-    infer_version: str = __version__  # of the infer that wrote it; "" in a run.json written before it was recorded
+    remote: RemoteRecord | None = None  # msame or ais_bench on an Ascend host (--host): where, as what, what was sent
+    infer_version: str = __version__  # of the infer that wrote it
 
     @classmethod
-    def begin(cls, folder: Path, *, backend: str, model: tuple[Path, str], manifest: DatasetManifest,
+    def begin(cls, folder: Path, *, backend: Backend, model: tuple[Path, str], manifest: DatasetManifest,
               dataset_sha256: str, outputs: tuple[TensorSpec, ...], options: RunOptions, device: str,
               started: str | None = None) -> RunRecord:
         """The record of a run that has just begun in `folder` (nothing finished, so incomplete; not yet saved):
@@ -137,6 +139,7 @@ class RunRecord:
             **({"scale_out": self.scale_out.to_json()} if self.scale_out is not None else {}),
             **({"dump": self.dump.to_json()} if self.dump is not None else {}),
             **({"gear": self.gear.to_json()} if self.gear is not None else {}),
+            **({"remote": self.remote.to_json()} if self.remote is not None else {}),
         }
 
     def save(self) -> RunRecord:
@@ -176,17 +179,19 @@ def _record(data: dict[str, Any], path: Path, folder: Path) -> RunRecord:
         scale_out = ScaleOut.from_json(data["scale_out"]) if isinstance(data.get("scale_out"), dict) else None
     except (KeyError, TypeError, ValueError) as exc:
         raise fields.refuse("scale_out", f"malformed ({first_line(exc)})") from None
+    try:
+        remote = RemoteRecord.from_json(data["remote"]) if isinstance(data.get("remote"), dict) else None
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise fields.refuse("remote", f"malformed ({first_line(exc)})") from None
     threads = fields.integer("threads", None, minimum=1) if fields.has("threads") else None
-    backend = fields.text("backend")
-    if backend not in BACKENDS:
-        raise fields.refuse("backend", f"expected one of {', '.join(BACKENDS)}, found {shown(backend)}")
+    backend = cast(Backend, fields.word("backend", BACKENDS))
     model_sha256 = model.text("sha256")
     if len(model_sha256) != 64 or not all(c in "0123456789abcdef" for c in model_sha256):
         raise model.refuse("sha256", f"expected 64 hex digits (the sha256 of the model run), found "
                                      f"{shown(model_sha256)}")
     return RunRecord(
         folder=folder, backend=backend, device=fields.text("device", ""),
-        infer_version=fields.text("infer_version", ""),
+        infer_version=fields.text("infer_version"),
         model_path=model.text("path"), model_sha256=model_sha256,
         dataset_path=dataset.text("path"), dataset_sha256=dataset.text("sha256"),
         batch=dataset.integer("batch", minimum=1), samples=dataset.integer("samples", minimum=0),
@@ -204,7 +209,7 @@ def _record(data: dict[str, Any], path: Path, folder: Path) -> RunRecord:
         tool_command=fields.texts("tool_command", []),
         started=fields.text("started", ""), finished=fields.text("finished", ""), scale_out=scale_out,
         dump=DumpRecord.from_fields(fields.child("dump"), folder) if fields.has("dump") else None,
-        gear=GearRecord.from_fields(fields.child("gear")) if fields.has("gear") else None,
+        gear=GearRecord.from_fields(fields.child("gear")) if fields.has("gear") else None, remote=remote,
     )
 
 

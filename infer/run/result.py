@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from infer.run.options import Backend
 from infer.run.record import RunRecord
 
 
@@ -34,7 +35,7 @@ class RunPlan:
     """What `infer run --dry-run` found it would do, run nothing: the tool's command line per start (msame,
     ais_bench), or for ONNX Runtime and TensorFlow what they would run."""
 
-    backend: str
+    backend: Backend
     model: Path
     dataset: Path
     batches: int

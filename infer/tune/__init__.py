@@ -4,21 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from infer._exports import lazy_exports
+from binio.exports import lazy_exports
 
-if TYPE_CHECKING:
-    from infer.tune._tune import tune_precision
-    from infer.tune.errors import TuneError
-    from infer.tune.options import TuneOptions
-    from infer.tune.result import TuneResult
+if TYPE_CHECKING:  # the exports (binio/exports.py): type checkers read them here, lazy_exports on first use
+    from infer.tune._tune import tune_precision as tune_precision
+    from infer.tune.errors import TuneError as TuneError
+    from infer.tune.options import TuneOptions as TuneOptions
+    from infer.tune.result import TuneResult as TuneResult
 
-__all__ = [
-    "TuneError", "TuneOptions", "TuneResult", "tune_precision",
-]
-
-__getattr__, __dir__ = lazy_exports(__name__, {
-    "TuneError": "infer.tune.errors",
-    "TuneOptions": "infer.tune.options",
-    "TuneResult": "infer.tune.result",
-    "tune_precision": "infer.tune._tune",
-})
+__getattr__, __dir__ = lazy_exports(__name__)

@@ -10,8 +10,8 @@ from collections.abc import Set
 from dataclasses import dataclass
 from typing import Any
 
-from atc_wrap.emulation import tf_origin
-from atc_wrap.precision_plan import PrecisionPlan
+from atc_wrap.precision.plan import PrecisionPlan
+from atc_wrap.standin.emulation import tf_origin
 from ckpt2pb.protobuf import read_graph_def
 from infer.contract import ModelContract
 

@@ -16,8 +16,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
-MODES: tuple[str, ...] = ("bisect", "linear")
+from binio.vocabulary import values_of
+
+# How the ops are searched (Polygraphy debug precision's names): halving them in graph order, or one at a time.
+SearchMode = Literal["bisect", "linear"]
+MODES: tuple[str, ...] = values_of(SearchMode)
 
 # Says whether keeping these ops (in graph order) in fp32 passes; `stage` names why it is tried.
 Verdict = Callable[[tuple[str, ...], str], bool]
@@ -69,7 +74,7 @@ def shrink(ops: Sequence[str], found: tuple[str, ...], passes: Verdict) -> tuple
         chunk = max(1, chunk // 2)
 
 
-def search(ops: Sequence[str], seeds: Sequence[str], passes: Verdict, mode: str = "bisect") -> SearchOutcome:
+def search(ops: Sequence[str], seeds: Sequence[str], passes: Verdict, mode: SearchMode = "bisect") -> SearchOutcome:
     """A small set of `ops` with which `passes` holds; `passes(())` is taken to have failed already."""
     if mode not in MODES:
         raise ValueError(mode)

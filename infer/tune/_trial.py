@@ -11,17 +11,18 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from atc_wrap.op_controls import write_keep_dtype
+from atc_wrap.precision.modes import PrecisionMode
+from atc_wrap.precision.op_controls import write_keep_dtype
 from binio.document import json_float
 from binio.manifest import DatasetManifest
-from infer.aipp import AippOptions, model_aipp
 from infer.compare import AippCheck, compare_run_folders
 from infer.compare.options import CompareOptions
 from infer.compare.result import CompareResult
 from infer.contract import ModelContract
 from infer.convert import ConvertOptions, convert_model
+from infer.model_aipp import AippOptions, model_aipp
 from infer.run import run_model
 from infer.run.options import RunOptions
 
@@ -30,6 +31,8 @@ KEEP_DTYPE_FILE = "keep_dtype.cfg"
 _SHOWN_METRICS = ("CosineSimilarity", "MaxAbsoluteError", "RelativeEuclideanDistance", "RootMeanSquareError")
 
 
+DatasetName = Literal["subset", "whole"]  # the batches a candidate is tried on: the first N samples, or all
+
 @dataclass(frozen=True)
 class Candidate:
     """One set of fp32 ops tried, and what compare said of it."""
@@ -37,7 +40,7 @@ class Candidate:
     index: int
     ops: tuple[str, ...]
     stage: str  # why it was tried: baseline, every op in fp32, seeds, bisect 12/40, drop X, final
-    dataset: str  # subset | whole
+    dataset: DatasetName
     passed: bool
     verdict: str
     metrics: dict[str, dict[str, float]]  # output -> the metrics shown
@@ -54,7 +57,7 @@ class Candidate:
 class Dataset:
     """Bins and TensorFlow's outputs for them."""
 
-    name: str  # subset | whole
+    name: DatasetName
     manifest: DatasetManifest
     golden: Path
 
@@ -89,7 +92,8 @@ def replayed_settings(contract: ModelContract, folder: Path) -> dict[str, Any]:
 class Trials:
     """Converts, runs and compares candidates one after the other in `work`, remembering every verdict."""
 
-    def __init__(self, contract: ModelContract, precision_mode: str, work: Path, compare_options: CompareOptions,
+    def __init__(self, contract: ModelContract, precision_mode: PrecisionMode, work: Path,
+                 compare_options: CompareOptions,
                  on_candidate: Callable[[Candidate], None] | None = None, *, soc_version: str = "") -> None:
         self.contract = contract
         self.soc_version = soc_version  # the chip whose operator table plans every candidate

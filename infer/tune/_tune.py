@@ -18,10 +18,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from atc_wrap.converter_names import read_type_named
-from atc_wrap.emulation import tf_origin
-from atc_wrap.op_controls import write_keep_dtype
-from atc_wrap.soc import check_soc_version
+from atc_wrap.atc.soc import check_soc_version
+from atc_wrap.precision.op_controls import write_keep_dtype
+from atc_wrap.standin.converter_names import read_type_named
+from atc_wrap.standin.emulation import tf_origin
 from binio.atomic import write_bytes_atomic, write_json_atomic
 from binio.lock import folder_lock
 from binio.manifest import DatasetManifest, dataset_folder, load_manifest

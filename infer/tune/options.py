@@ -6,12 +6,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from atc_wrap.precision import DEFAULT_PRECISION_MODE, KEEP_DTYPE_MODES, check_precision_mode
-from atc_wrap.soc import ASSUMED_SOC_VERSION
+from atc_wrap.atc.soc import ASSUMED_SOC_VERSION
+from atc_wrap.precision.modes import (
+    DEFAULT_PRECISION_MODE,
+    KEEP_DTYPE_MODES,
+    KeepDtypeMode,
+    check_precision_mode,
+)
 from infer._option_fields import setting
 from infer.compare.options import DEFAULT_ATOL, DEFAULT_RTOL, threshold_setting
 from infer.compare.thresholds import Thresholds
-from infer.tune._search import MODES
+from infer.tune._search import MODES, SearchMode
 from infer.tune.errors import TuneError
 
 # The chip when neither --soc-version nor the contract names one: the stand-in's assumed chip, whose operator table
@@ -23,8 +28,9 @@ DEFAULT_SOC = ASSUMED_SOC_VERSION
 class TuneOptions:
     """In pipeline.toml: [tune] (`infer pipeline tune`)."""
 
-    precision_mode: str = setting(DEFAULT_PRECISION_MODE, help=f"The mode to tune: {', '.join(KEEP_DTYPE_MODES)} "
-                                                               f"({DEFAULT_PRECISION_MODE} is ATC's default).")
+    precision_mode: KeepDtypeMode = setting(DEFAULT_PRECISION_MODE,
+                                            help=f"The mode to tune, one where --keep-dtype changes anything "
+                                                 f"({DEFAULT_PRECISION_MODE} is ATC's default).")
     thresholds: Thresholds = threshold_setting()
     atol: float = setting(DEFAULT_ATOL, help="Absolute tolerance of the allclose pass rate.")
     rtol: float = setting(DEFAULT_RTOL, help="Relative tolerance of the allclose pass rate.")
@@ -33,8 +39,8 @@ class TuneOptions:
                                        "on the whole dataset.")
     max_ops: int | None = setting(None, unset=0, shown="no limit",
                                   help="A set of more ops than this counts as not found.")
-    mode: str = setting("bisect", help="bisect (halve the ops in graph order) or linear (one op at a time), as "
-                                       "Polygraphy's debug precision names them.")
+    mode: SearchMode = setting("bisect", help="How the ops are searched: bisect halves them in graph order, linear "
+                                              "tries one at a time (Polygraphy's debug precision's names).")
     seeds: bool = setting(True, negative="--no-seeds",
                           help="Start from the ops compare --layerwise points at (first diverging, inf/NaN); "
                                "--no-seeds searches from the graph's order alone.")

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from infer.contract import ModelContract
-from tests.atc_wrap.graphs import build_energy, build_matmul_sum, write_frozen
+from tests.builders.frozen import write_frozen
+from tests.builders.graphs import build_energy, build_matmul_sum
 
 Convert = Callable[..., ModelContract]
 """What the `converted` fixture gives: (contract, **ConvertOptions fields) -> the converted copy's contract."""
@@ -52,7 +53,7 @@ def converted(tmp_path_factory: pytest.TempPathFactory) -> Convert:
 
 @pytest.fixture(scope="session")
 def two_in_two_out(tmp_path_factory: pytest.TempPathFactory) -> ModelContract:
-    from tests.atc_wrap.graphs import build_two_in_two_out
+    from tests.builders.graphs import build_two_in_two_out
 
     return write_frozen(tmp_path_factory.mktemp("two_in_two_out"), build_two_in_two_out, ("a:0", "b:0"),
                         ("head:0", "parts:1"))
@@ -60,7 +61,7 @@ def two_in_two_out(tmp_path_factory: pytest.TempPathFactory) -> ModelContract:
 
 @pytest.fixture(scope="session")
 def unknown_batch(tmp_path_factory: pytest.TempPathFactory) -> ModelContract:
-    from tests.atc_wrap.graphs import build_unknown_batch
+    from tests.builders.graphs import build_unknown_batch
 
     return write_frozen(tmp_path_factory.mktemp("unknown_batch"), build_unknown_batch, ("x:0",), ("y:0",))
 
@@ -105,7 +106,7 @@ def fake_atc(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_atc: None) -> F
 @pytest.fixture(scope="session")
 def bert_like(tmp_path_factory: pytest.TempPathFactory) -> tuple[ModelContract, dict[str, object]]:
     """The freeze stage's BERT-like model (int32 inputs, layer norm by hand, softmax, two outputs), frozen."""
-    from tests.frozen import freeze_by_hand
+    from tests.builders.frozen import freeze_by_hand
     from tests.models import BuiltModel, build_bert_like
 
     reference = build_bert_like(tmp_path_factory.mktemp("bert_like_ckpt"))

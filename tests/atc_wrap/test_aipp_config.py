@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from atc_wrap.aipp import CSC_MATRICES, AippConfig, Normalisation, aipp_from_preprocessing, check_against_input
-from atc_wrap.aipp_parse import parse_aipp_text
+from atc_wrap.aipp.config import CSC_MATRICES, AippConfig, Normalisation, aipp_from_preprocessing, check_against_input
+from atc_wrap.aipp.parse import parse_aipp_text
 from atc_wrap.errors import ConvertError
 
 

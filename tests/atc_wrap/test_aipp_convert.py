@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from atc_wrap.aipp_parse import read_aipp_config
+from atc_wrap.aipp.parse import read_aipp_config
 from infer.contract import ModelContract, load_contract
 from tests.atc_wrap.conftest import FakeAtc
 from tests.cli import Outcome, run_cli
@@ -21,6 +21,7 @@ def _convert_with_config(capsys: pytest.CaptureFixture[str], contract: ModelCont
     return hand, run_cli(capsys, "convert", contract.path, "--soc-version", "Ascend310", "--aipp-config", hand)
 
 
+@pytest.mark.slow
 def test_om_gets_aipp_cfg_and_insert_op_conf(capsys: pytest.CaptureFixture[str], fake_atc: FakeAtc,
                                              frozen_small_cnn: ModelContract, copy_model: Copy) -> None:
     contract = copy_model(frozen_small_cnn)
@@ -102,6 +103,7 @@ def test_config_for_another_size_is_refused(capsys: pytest.CaptureFixture[str], 
                                   "(crop: false)), input images:0 takes 8x8")
 
 
+@pytest.mark.slow
 def test_failed_atc_puts_the_previous_aipp_cfg_back(capsys: pytest.CaptureFixture[str], fake_atc: FakeAtc,
                                                     frozen_small_cnn: ModelContract, copy_model: Copy,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
@@ -119,16 +121,17 @@ def test_failed_atc_puts_the_previous_aipp_cfg_back(capsys: pytest.CaptureFixtur
     assert cfg.read_text() == first  # still the config of the om the contract describes
 
 
+@pytest.mark.slow
 def test_emulated_band_of_an_aipp_om_puts_the_same_aipp_in_front(capsys: pytest.CaptureFixture[str],
                                                                  fake_atc: FakeAtc, frozen_small_cnn: ModelContract,
                                                                  copy_model: Copy, tmp_path: Path) -> None:
     """The om takes uint8 bins: the stand-in that emulates its precision must take them through the same AIPP."""
     import numpy as np
 
-    from atc_wrap.aipp_parse import read_aipp_config
+    from atc_wrap.aipp.parse import read_aipp_config
     from binio.manifest import load_manifest
-    from infer.aipp.config import model_aipp
     from infer.compare._judge.expected import emulated_run
+    from infer.model_aipp.config import model_aipp
 
     contract = copy_model(frozen_small_cnn)
     assert run_cli(capsys, "convert", contract.path, "--soc-version", "Ascend310", "--aipp", "--color", "BGR",
@@ -150,7 +153,7 @@ def test_pipeline_template_lists_every_aipp_setting_and_they_read_back() -> None
     from dataclasses import fields
 
     from infer._option_fields import setting_of
-    from infer.aipp import AippOptions
+    from infer.model_aipp import AippOptions
     from infer.pipeline._template import TemplateValues, render_template
     from infer.pipeline.config import config_from_dict
 

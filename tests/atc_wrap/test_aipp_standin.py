@@ -8,10 +8,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from atc_wrap.aipp import CSC_MATRICES, AippConfig
+from atc_wrap.aipp.config import CSC_MATRICES, AippConfig
 from infer.contract import ModelContract
-from tests.atc_wrap.graphs import write_frozen
 from tests.atc_wrap.outputs import onnx_outputs
+from tests.builders.frozen import write_frozen
 
 H, W = 6, 8  # the model input; sources are larger and cropped
 
@@ -33,8 +33,8 @@ def _identity_model(folder: Path, channels: int, layout: str = "NHWC") -> ModelC
 
 
 def _convert(contract: ModelContract, config_text: str) -> ModelContract:
-    from infer.aipp import AippOptions
     from infer.convert._convert import ConvertOptions, convert_model
+    from infer.model_aipp import AippOptions
 
     cfg = contract.folder / "hand.cfg"
     cfg.write_text(config_text)
@@ -98,6 +98,7 @@ NORM = (" mean_chn_0: 104\n mean_chn_1: 117\n mean_chn_2: 123\n min_chn_0: 0.675
 MEANS, MINS, RECIS = [104, 117, 123], [0.675, 0.28, 0.53], [0.0171247538, 0.0175070028, 0.0174291939]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("swap", [False, True])
 def test_rgb888_swap_crop_normalise(tmp_path: Path, swap: bool) -> None:
     contract = _convert(_identity_model(tmp_path, 3), _block("RGB888_U8", (11, 9), (3, 2),
@@ -143,6 +144,7 @@ def test_yuv400_single_channel(tmp_path: Path) -> None:
     np.testing.assert_array_equal(onnx_outputs(contract, {"x:0": source})[0], expected.astype(np.float32))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("standard", "swap"), [("jpeg", False), ("bt601n", True), ("bt709n", False),
                                                  ("bt709w", False)])
 def test_yuv420sp_upsampled_converted_normalised(tmp_path: Path, standard: str, swap: bool) -> None:
@@ -170,8 +172,8 @@ def test_nchw_model_input_gets_aipp_output_transposed(tmp_path: Path) -> None:
 
 
 def test_numpy_apply_matches_the_stand_in(tmp_path: Path) -> None:
-    """`atc_wrap.aipp_apply`, which compare uses, computes what the stand-in's stage computes."""
-    from atc_wrap.aipp_apply import apply_aipp
+    """`atc_wrap.aipp.apply`, which compare uses, computes what the stand-in's stage computes."""
+    from atc_wrap.aipp.apply import apply_aipp
 
     matrix, bias = CSC_MATRICES["bt601n"]
     csc = "".join(f" matrix_r{r}c{c}: {matrix[r][c]}\n" for r in range(3) for c in range(3))
@@ -188,7 +190,7 @@ def test_numpy_apply_matches_the_stand_in(tmp_path: Path) -> None:
 def test_min_and_var_reci_are_used_as_fp16_as_the_aipp_kernel_loads_them() -> None:
     """min_chn 200.3 is 200.25 in fp16 (spacing 0.125 there): 255 - 200.25 = 54.75, where float32 would give
     54.7 (stored as 54.6875)."""
-    from atc_wrap.aipp_apply import apply_aipp
+    from atc_wrap.aipp.apply import apply_aipp
 
     config = AippConfig(src_image_size_w=1, src_image_size_h=1, min_chn=(200.3, 0.0, 0.0, 0.0),
                         var_reci_chn=(1.0, 0.1, 1.0, 1.0))

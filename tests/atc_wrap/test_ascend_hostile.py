@@ -13,10 +13,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from atc_wrap.errors import NpuDumpError, OmFileError
-from atc_wrap.npu_dump import parse_npu_dump, read_npu_dump
-from atc_wrap.om_file import parse_om
-from atc_wrap.om_model import read_om
+from atc_wrap.ascend_files.errors import NpuDumpError, OmFileError
+from atc_wrap.ascend_files.npu_dump import parse_npu_dump, read_npu_dump
+from atc_wrap.ascend_files.om_file import parse_om
+from atc_wrap.ascend_files.om_model import read_om
 from binio.errors import InferError
 from tests.atc_wrap.ascend_samples import write_sample_om
 from tests.atc_wrap.ascend_writer import DumpTensorSpec, dump_bytes, om_bytes
@@ -39,6 +39,7 @@ def _read_om_bytes(tmp_path: Path, data: bytes) -> None:
         assert "\n" not in err.message and str(path) in err.message
 
 
+@pytest.mark.slow
 def test_an_om_cut_at_every_byte_of_its_header_and_table_is_refused(tmp_path: Path, sample_om: bytes) -> None:
     for cut in range(TABLE_END + 1):
         path = tmp_path / "cut.om"
@@ -53,6 +54,7 @@ def test_an_om_cut_anywhere_in_its_model_def_is_refused(tmp_path: Path, sample_o
             parse_om(sample_om[:cut], "cut.om")
 
 
+@pytest.mark.slow
 def test_a_model_def_cut_short_inside_a_whole_om_is_refused(tmp_path: Path, sample_om: bytes) -> None:
     header_end = 256 + 4 + 12 * 4
     size, = struct.unpack_from("<I", sample_om, 256 + 4 + 8)
@@ -108,12 +110,14 @@ def _varint(value: int) -> bytes:
             return bytes(out)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.binary(max_size=400))
 def test_random_model_defs_end_in_a_model_or_a_typed_error(tmp_path: Path, definition: bytes) -> None:
     _read_om_bytes(tmp_path, om_bytes([(0, definition)]))
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(st.binary(max_size=600))
 def test_random_files_are_never_an_om_by_accident(data: bytes) -> None:
@@ -121,6 +125,7 @@ def test_random_files_are_never_an_om_by_accident(data: bytes) -> None:
         parse_om(data, "random.om")
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.binary(max_size=300), st.integers(0, 310))
 def test_random_headers_after_the_magic_end_in_a_typed_error(tmp_path: Path, tail: bytes, declared: int) -> None:
@@ -149,6 +154,7 @@ def test_a_dump_cut_at_every_byte_is_refused() -> None:
             parse_npu_dump(data[:cut], "cut")
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.binary(max_size=400))
 def test_random_dump_files_end_in_a_dump_or_a_typed_error(data: bytes) -> None:
@@ -173,6 +179,7 @@ def test_a_dump_that_declares_exabytes_of_tensor_data_is_refused(tmp_path: Path)
         read_npu_dump(path)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("read", "what"), [(read_om, "an om file"), (read_npu_dump, "an NPU dump file")])
 def test_a_fifo_in_place_of_an_om_or_a_dump_is_refused_not_waited_on(tmp_path: Path, read: Any, what: str) -> None:
     with fifo_at(tmp_path / "Conv2D.conv.1.2.1700000000000000") as pipe, pytest.raises(InferError) as refused:

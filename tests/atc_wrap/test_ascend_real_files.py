@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from atc_wrap.npu_dump import read_npu_dump
-from atc_wrap.om_model import OmModel, OmTensor, read_om
+from atc_wrap.ascend_files.npu_dump import read_npu_dump
+from atc_wrap.ascend_files.om_model import OmModel, OmTensor, read_om
 from tests.atc_wrap.ascend_writer import DumpTensorSpec, dump_bytes
 from tests.atc_wrap.npu_layout_reference import hwcn_to_fractal_z, nchw_to_nc1hwc0, nd_to_fractal_nz
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from atc_wrap.atc_run import HINTS, error_codes, judge_output
+from atc_wrap.atc.run import HINTS, error_codes, judge_output
 from atc_wrap.errors import ConvertError
 from binio.process import ToolResult
 

@@ -42,6 +42,7 @@ def test_atc_success_records_the_om_and_the_exact_command(
     assert f"wrote {om} (om, force_fp16, sha256 {sha256_file(om)[:12]})" in outcome.out
 
 
+@pytest.mark.slow
 def test_lists_options_and_dtypes_in_atc_syntax(
     capsys: pytest.CaptureFixture[str], fake_atc: FakeAtc, two_in_two_out: ModelContract, copy_model: Copy,
     tmp_path: Path,
@@ -88,6 +89,7 @@ def test_dry_run_prints_the_shell_quoted_command_and_changes_nothing(
     assert sorted(p.name for p in contract.folder.iterdir()) == ["model.json", "model.pb"]
 
 
+@pytest.mark.slow
 def test_dynamic_batch_sends_minus_one_dims(
     capsys: pytest.CaptureFixture[str], fake_atc: FakeAtc, unknown_batch: ModelContract, copy_model: Copy
 ) -> None:
@@ -123,6 +125,7 @@ def test_dynamic_batch_on_a_pinned_batch_is_refused_like_e10031(
     assert not fake_atc.record.exists()
 
 
+@pytest.mark.slow
 def test_atc_error_code_is_explained_and_no_contract_change(
     capsys: pytest.CaptureFixture[str], fake_atc: FakeAtc, frozen_small_cnn: ModelContract, copy_model: Copy,
     monkeypatch: pytest.MonkeyPatch,
@@ -141,6 +144,7 @@ def test_atc_error_code_is_explained_and_no_contract_change(
     assert not (contract.folder / "model.om").exists()
 
 
+@pytest.mark.slow
 def test_exit_zero_without_the_success_line_is_a_failure(
     capsys: pytest.CaptureFixture[str], fake_atc: FakeAtc, frozen_small_cnn: ModelContract, copy_model: Copy,
     monkeypatch: pytest.MonkeyPatch,
@@ -155,6 +159,7 @@ def test_exit_zero_without_the_success_line_is_a_failure(
     assert not (contract.folder / "model.om").exists()  # the truncated om it left is removed
 
 
+@pytest.mark.slow
 def test_a_hung_atc_is_stopped_at_the_timeout(
     capsys: pytest.CaptureFixture[str], fake_atc: FakeAtc, frozen_small_cnn: ModelContract, copy_model: Copy,
     monkeypatch: pytest.MonkeyPatch,
@@ -199,7 +204,7 @@ def test_atc_under_ascend_toolkit_home_is_found(
 def test_unknown_soc_version_is_refused_with_a_suggestion(
     capsys: pytest.CaptureFixture[str], fake_atc: FakeAtc, frozen_small_cnn: ModelContract
 ) -> None:
-    from atc_wrap.soc import KNOWN_SOC_VERSIONS
+    from atc_wrap.atc.soc import KNOWN_SOC_VERSIONS
 
     outcome = run_cli(capsys, "convert", frozen_small_cnn.path, "--soc-version", "Ascend310p3")
     assert outcome.code == 2

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from atc_wrap.opset import default_opset
+from atc_wrap.standin.opset import default_opset
 from infer.contract import ModelContract, load_contract
-from tests.atc_wrap.graphs import build_unconvertible, write_frozen
+from tests.builders.frozen import write_frozen
+from tests.builders.graphs import build_unconvertible
 from tests.cli import run_cli
 from tests.conftest import Copy
 

@@ -8,13 +8,14 @@ from pathlib import Path
 
 import pytest
 
+from atc_wrap.precision.modes import PrecisionMode
 from infer.contract import ModelContract, load_contract
 from infer.convert._convert import ConvertOptions, convert_model
 
 pytestmark = pytest.mark.slow
 
 
-def _convert(contract: ModelContract, folder: Path, mode: str) -> bytes:
+def _convert(contract: ModelContract, folder: Path, mode: PrecisionMode) -> bytes:
     shutil.copytree(contract.folder, folder)
     result = convert_model(load_contract(folder / "model.json"), ConvertOptions(target="onnx", precision_mode=mode))
     return result.artefact.read_bytes()
@@ -22,7 +23,7 @@ def _convert(contract: ModelContract, folder: Path, mode: str) -> bytes:
 
 @pytest.mark.parametrize("mode", ["force_fp16", "force_fp32"])
 def test_two_identical_converts_write_identical_bytes(frozen_small_cnn: ModelContract, tmp_path: Path,
-                                                     mode: str) -> None:
+                                                     mode: PrecisionMode) -> None:
     import onnx
 
     first = _convert(frozen_small_cnn, tmp_path / "first", mode)
@@ -35,7 +36,7 @@ def test_two_identical_converts_write_identical_bytes(frozen_small_cnn: ModelCon
 def test_generated_names_are_renumbered_and_the_tf_graphs_kept() -> None:
     from onnx import TensorProto, helper
 
-    from atc_wrap.generated_names import renumber_generated_names
+    from atc_wrap.standin._generated_names import renumber_generated_names
 
     graph = helper.make_graph(
         [helper.make_node("Relu", ["x"], ["layer__40:0"], name="layer__40"),  # a TF node's own name
@@ -56,8 +57,8 @@ def test_generated_names_are_renumbered_and_the_tf_graphs_kept() -> None:
 def test_a_tf_name_holding_a_drawn_number_keeps_it_and_its_origin() -> None:
     from onnx import TensorProto, helper
 
-    from atc_wrap.emulation import tf_origin
-    from atc_wrap.generated_names import renumber_generated_names
+    from atc_wrap.standin._generated_names import renumber_generated_names
+    from atc_wrap.standin.emulation import tf_origin
 
     # TF scopes named a__3 and a__1 (a user's names), with helpers tf2onnx numbered 6 and 8 from a counter at 2.
     graph = helper.make_graph(
@@ -78,7 +79,7 @@ def test_a_tf_name_holding_a_drawn_number_keeps_it_and_its_origin() -> None:
 def test_a_new_name_that_is_a_pruned_tf_node_leaves_the_names_as_they_are() -> None:
     from onnx import TensorProto, helper
 
-    from atc_wrap.generated_names import renumber_generated_names
+    from atc_wrap.standin._generated_names import renumber_generated_names
 
     graph = helper.make_graph([helper.make_node("Neg", ["x"], ["Neg__7:0"], name="Neg__7")], "g",
                               [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
@@ -118,7 +119,7 @@ def test_canonical_order_is_topological_ties_by_name_and_initializers_by_name() 
     import numpy as np
     from onnx import TensorProto, helper, numpy_helper
 
-    from atc_wrap.generated_names import canonical_order, name_shared_initializers
+    from atc_wrap.standin._generated_names import canonical_order, name_shared_initializers
 
     zero = numpy_helper.from_array(np.zeros(1, np.float32), "b/bias_fused")
     graph = helper.make_graph(

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from atc_wrap.dynamic_shapes import (
+from atc_wrap.atc.dynamic_shapes import (
     GearRequest,
     check_dynamic,
     gear_argv,
@@ -19,7 +19,7 @@ from binio.gears import DimRange
 from binio.spec import TensorSpec
 from infer.contract import load_contract
 from tests.atc_wrap.conftest import FakeAtc
-from tests.atc_wrap.graphs import write_frozen
+from tests.builders.frozen import write_frozen
 from tests.cli import run_cli
 
 BATCHED = (TensorSpec("images:0", "float32", (None, 8, 8, 3), "NHWC"),)
@@ -173,6 +173,7 @@ def _build_sequences(tf: object) -> None:
     tf_.identity(tf_.reduce_sum(ids) + tf_.reduce_sum(mask), name="total")
 
 
+@pytest.mark.slow
 def test_the_atc_argv_carries_image_size_and_dims_gears(capsys: pytest.CaptureFixture[str], fake_atc: FakeAtc,
                                                         tmp_path: Path) -> None:
     sized = write_frozen(tmp_path / "sized", _build_any_size, ("images:0",), ("pooled:0",))

@@ -15,12 +15,13 @@ summation bound). Everything else is bit for bit, and every inf and NaN is in th
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pytest
 
-from atc_wrap.precision_plan import PlannedOp, PrecisionPlan
+from atc_wrap.precision.modes import PrecisionMode
+from atc_wrap.precision.plan import PlannedOp, PrecisionPlan
 from infer.contract import ModelContract
 
 pytestmark = pytest.mark.slow
@@ -79,11 +80,11 @@ def _planned(entry: PlannedOp, compute: Any, *inputs: np.ndarray) -> np.ndarray:
 
 def oracle(plan: PrecisionPlan, images: np.ndarray, weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """The small CNN under `plan`, tensor by tensor (TF's layout). tf2onnx fuses Conv2D and BiasAdd into one Conv,
-    which reads as the Conv2D and stores as the BiasAdd (`atc_wrap.fused_ops`)."""
+    which reads as the Conv2D and stores as the BiasAdd (`atc_wrap.standin._fused_ops`)."""
     entries = {entry.node: entry for entry in plan.ops}
     conv2d, bias_add = entries["Conv2D"], entries["BiasAdd"]
     fused = PlannedOp(node="BiasAdd", op_type="BiasAdd", ascend_op="", engine="aicore",
-                      input_dtype=conv2d.input_dtype, output_dtype=bias_add.output_dtype, decided_by="", why="")
+                      input_dtype=conv2d.input_dtype, output_dtype=bias_add.output_dtype, decided_by="mode", why="")
     conv = _planned(fused, lambda x, k, b: _conv_same(x, k) + b, images, weights["kernel"], weights["bias"])
     relu = _planned(entries["conv/relu"], lambda x: np.maximum(x, 0), conv)
     pool = _planned(entries["pool"], lambda x: x.astype(np.float64).mean(axis=(1, 2)), relu)
@@ -110,7 +111,7 @@ def stand_in(contract: ModelContract, images: np.ndarray) -> dict[str, np.ndarra
     """The ONNX stand-in's tensors of the same names, read in TF's layout by the conversion's transposes."""
     import onnx
 
-    from atc_wrap.emulation import emulated_value, tensors_rounded_later
+    from atc_wrap.standin.emulation import emulated_value, tensors_rounded_later
     from infer.compare._layers.layouts import read_in_tf_layout, shapes_of, track_layouts
     from infer.compare._layers.onnx_graph import OnnxGraph
     from tests.atc_wrap.outputs import onnx_tensors
@@ -162,7 +163,7 @@ def converted(frozen_small_cnn: ModelContract,
         folder = tmp_path_factory.mktemp(f"{mode}-{chip}") / "model"
         shutil.copytree(frozen_small_cnn.folder, folder)
         made[mode, chip] = convert_model(load_contract(folder / "model.json"), ConvertOptions(
-            target="onnx", precision_mode=mode, soc_version=chip)).contract
+            target="onnx", precision_mode=cast(PrecisionMode, mode), soc_version=chip)).contract
     return made
 
 

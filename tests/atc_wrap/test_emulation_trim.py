@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from atc_wrap.emulation import emulate_precision, emulated_value, tensors_rounded_later
+from atc_wrap.standin.emulation import emulate_precision, emulated_value, tensors_rounded_later
 from tests.atc_wrap.outputs import onnx_tensors
 
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from atc_wrap.errors import LayoutError, NpuDumpError
-from atc_wrap.npu_dump import read_npu_dump
-from atc_wrap.om_model import read_om
+from atc_wrap.ascend_files.errors import LayoutError, NpuDumpError
+from atc_wrap.ascend_files.npu_dump import read_npu_dump
+from atc_wrap.ascend_files.om_model import read_om
 from tests.atc_wrap.ascend_samples import CONV, MATMUL, write_sample_om
 from tests.atc_wrap.ascend_writer import DumpTensorSpec, dump_bytes
 from tests.atc_wrap.npu_layout_reference import nchw_to_nc1hwc0, nd_to_fractal_nz

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from atc_wrap.errors import NpuDumpError
-from atc_wrap.npu_dump import DumpFileName, DumpLocation, parse_dump_file_name, walk_dump_folder
+from atc_wrap.ascend_files.errors import NpuDumpError
+from atc_wrap.ascend_files.npu_dump import DumpFileName, DumpLocation, parse_dump_file_name, walk_dump_folder
 
 
 @pytest.mark.parametrize(("name", "parsed"), [

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from atc_wrap.errors import LayoutError
-from atc_wrap.npu_layouts import to_origin_layout
+from atc_wrap.ascend_files.errors import LayoutError
+from atc_wrap.ascend_files.npu_layouts import to_origin_layout
 from tests.atc_wrap.npu_layout_reference import (
     hwcn_to_fractal_z,
     ncdhw_to_ndc1hwc0,
@@ -42,6 +42,7 @@ def test_ndc1hwc0_back_to_ncdhw_and_ndhwc() -> None:
     assert np.array_equal(to_origin_layout(device, "NDC1HWC0", device.shape, "NDHWC", ndhwc.shape), ndhwc)
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.integers(1, 3), max_size=2), st.integers(1, 40), st.integers(1, 40))
 def test_fractal_nz_back_to_nd_batched_or_not(batch: list[int], rows: int, cols: int) -> None:

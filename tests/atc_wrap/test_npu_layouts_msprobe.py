@@ -14,7 +14,7 @@ from types import ModuleType
 import numpy as np
 import pytest
 
-from atc_wrap.npu_layouts import to_origin_layout
+from atc_wrap.ascend_files.npu_layouts import to_origin_layout
 from tests.atc_wrap.npu_layout_reference import hwcn_to_fractal_z, nchw_to_nc1hwc0, nd_to_fractal_nz
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from atc_wrap.errors import OmFileError
-from atc_wrap.om_file import read_om_file
+from atc_wrap.ascend_files.errors import OmFileError
+from atc_wrap.ascend_files.om_file import read_om_file
 from tests.atc_wrap.ascend_writer import om_bytes
 
 PARTITIONS = [(0, b"model-def"), (1, b"w" * 40), (3, b"kernels"), (2, b"tasks")]

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from atc_wrap.errors import OmFileError
-from atc_wrap.ge_attrs import Opaque
-from atc_wrap.om_model import read_om
+from atc_wrap.ascend_files.errors import OmFileError
+from atc_wrap.ascend_files.ge_attrs import Opaque
+from atc_wrap.ascend_files.om_model import read_om
 from tests.atc_wrap.ascend_samples import CONV, MATMUL, MODEL_ATTRS, sample_ops, write_sample_om
 from tests.atc_wrap.ascend_writer import GE_FLOAT, Desc, Op, model_def, om_bytes
 

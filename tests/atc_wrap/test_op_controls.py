@@ -12,7 +12,7 @@ import pytest
 
 from infer.contract import ModelContract
 from infer.convert._convert import ConvertOptions, convert_model
-from tests.atc_wrap.graphs import write_frozen
+from tests.builders.frozen import write_frozen
 from tests.cli import run_cli
 
 pytestmark = pytest.mark.slow
@@ -183,8 +183,8 @@ def test_the_op_type_table_names_the_onnx_ops_each_tf_op_becomes(tmp_path: Path)
     table gives for its TF type."""
     import onnx
 
-    from atc_wrap.op_types import ONNX_OPS_OF_TF
-    from tests.infer.tune.graphs import build_underflow
+    from atc_wrap.precision.op_types import ONNX_OPS_OF_TF
+    from tests.builders.graphs import build_underflow
 
     contract = write_frozen(tmp_path / "cnn", build_underflow, ("x:0",), ("probs:0",))
     kinds = ("Conv2D", "Mul", "AddV2", "Log", "Relu", "Mean", "MatMul", "Softmax")
@@ -228,7 +228,7 @@ def test_nodes_tf2onnx_names_after_their_op_type_are_not_taken_for_a_tf_node_of_
     applied = {r["node"]: r["onnx_nodes"] for r in converted.converted.settings["emulation"]["per_op"]}
     assert applied["Transpose"] == ["Transpose"]  # the Square only, none of the inserted transposes
     assert "conv" in applied["conv"] and any(name.startswith("conv__") for name in applied["conv"])  # its helper
-    from atc_wrap.converter_names import read_type_named
+    from atc_wrap.standin.converter_names import read_type_named
 
     recorded = read_type_named(onnx.load(str(converted.converted_path)))
     assert set(inserted) <= recorded and not recorded & {"conv", "Transpose", "relu"}

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from atc_wrap import op_tables
 from atc_wrap.errors import ConvertError
-from atc_wrap.op_tables import (
+from atc_wrap.precision import op_tables
+from atc_wrap.precision.op_tables import (
     COMMON,
     FAMILIES,
     OpTable,
@@ -25,7 +25,7 @@ from atc_wrap.op_tables import (
 from scripts.build_op_tables import dump
 
 ROOT = Path(__file__).resolve().parents[2]
-DATA = ROOT / "atc_wrap" / "op_tables_data"
+DATA = ROOT / "atc_wrap" / "precision" / "op_tables_data"
 OPS_COMMIT = "81cc87458bbb25f6e812ab400fea2bfe43a82fef"  # CANN's operator repository, 2022-06-29
 PARSER_COMMIT = "713bcb07699e54feadcaf0e84242a059413a6f3b"  # Ascend/parser, master on the same day
 FOUR = ("ascend310", "ascend310p", "ascend910", "ascend910b")
@@ -217,13 +217,13 @@ def test_a_table_with_a_part_missing_is_refused() -> None:
 
 def test_a_missing_table_file_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(op_tables, "DATA_PACKAGE", "no_such_folder")
-    with pytest.raises(OpTableError, match=r"^atc_wrap/no_such_folder/ascend310.json: missing") as caught:
+    with pytest.raises(OpTableError, match=r"^atc_wrap/precision/no_such_folder/ascend310.json: missing") as caught:
         op_tables._read("ascend310")
     assert caught.value.hint is not None and "build_op_tables.py" in caught.value.hint
 
 
 def test_loading_reads_json_only_and_on_first_use() -> None:
-    probe = ("import sys, atc_wrap.op_tables as t\n"
+    probe = ("import sys, atc_wrap.precision.op_tables as t\n"
              "assert t._load.cache_info().currsize == 0\n"
              "t.load_op_table('ascend310'); t.load_op_table('ascend310')\n"
              "heavy = sorted(m for m in ('numpy', 'tensorflow', 'onnx') if m in sys.modules)\n"

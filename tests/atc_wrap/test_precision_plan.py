@@ -10,20 +10,12 @@ import numpy as np
 import pytest
 
 from atc_wrap.errors import ConvertError
-from atc_wrap.op_controls import OpControls, OpEntries, parse_customize_dtypes, parse_modify_mixlist
-from atc_wrap.op_tables import load_op_table, op_table_for
-from atc_wrap.precision import PRECISION_MODES
-from atc_wrap.precision_plan import PrecisionPlan, plan_precision, refuse_planned
+from atc_wrap.precision.modes import PRECISION_MODES, PrecisionMode
+from atc_wrap.precision.op_controls import OpControls, OpEntries, parse_customize_dtypes, parse_modify_mixlist
+from atc_wrap.precision.op_tables import load_op_table, op_table_for
+from atc_wrap.precision.plan import PrecisionPlan, plan_precision, refuse_planned
 from binio.fields import Fields
-
-
-def _graph(build: Any) -> Any:
-    import tensorflow as tf
-
-    graph = tf.Graph()
-    with graph.as_default():
-        build(tf)
-    return graph.as_graph_def()
+from tests.builders.graphs import graph_of as _graph
 
 
 def build_cnn(tf: Any) -> None:
@@ -49,7 +41,7 @@ def cnn() -> Any:
     return _graph(build_cnn)
 
 
-def _plan(graph_def: Any, mode: str, chip: str = "Ascend310", **kwargs: Any) -> PrecisionPlan:
+def _plan(graph_def: Any, mode: PrecisionMode, chip: str = "Ascend310", **kwargs: Any) -> PrecisionPlan:
     return plan_precision(graph_def, op_table_for(chip), mode, chip=chip, **kwargs)
 
 
@@ -83,7 +75,7 @@ def test_the_tables_say_what_the_expectations_assume() -> None:
 
 
 @pytest.mark.parametrize("mode", PRECISION_MODES)
-def test_each_op_gets_the_dtype_the_mode_and_the_table_give_it(cnn: Any, mode: str) -> None:
+def test_each_op_gets_the_dtype_the_mode_and_the_table_give_it(cnn: Any, mode: PrecisionMode) -> None:
     plan = _plan(cnn, mode)
     assert _dtypes(plan) == EXPECTED_310[mode]
     assert (plan.chip, plan.family, plan.table_date, plan.precision_mode) == ("Ascend310", "ascend310", "2022-06-29",

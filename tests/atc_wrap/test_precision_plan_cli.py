@@ -12,17 +12,12 @@ import numpy as np
 import pytest
 
 from infer.contract import ModelContract, load_contract
-from tests.atc_wrap.graphs import build_unconvertible, write_frozen
 from tests.atc_wrap.outputs import onnx_outputs, tf_outputs
+from tests.builders.frozen import write_frozen
+from tests.builders.graphs import build_exp, build_unconvertible
 from tests.cli import run_cli
 
 pytestmark = pytest.mark.slow
-
-
-def build_exp(tf: Any) -> None:
-    """out = exp(x) / 1e6 with x near 12: exp's values near 160000 pass fp16's 65504, the output's near 0.16."""
-    x = tf.compat.v1.placeholder(tf.float32, [2, 16], name="x")
-    tf.multiply(tf.exp(x, name="grown"), 1e-6, name="out")
 
 
 @pytest.fixture

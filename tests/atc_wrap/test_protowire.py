@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from atc_wrap.protowire import MAX_DEPTH, Message, WireError, iter_fields
+from atc_wrap.ascend_files._protowire import MAX_DEPTH, Message, WireError, iter_fields
 from tests.atc_wrap.ascend_writer import DumpData, ModelDef, TensorDescriptor
 
 
@@ -26,6 +26,7 @@ def test_scalars_strings_and_signed_dims_read_as_protobuf_wrote_them() -> None:
     assert shape.ints(1) == (-1, 0, 2**40, -(2**63))
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.integers(min_value=0, max_value=2**64 - 1), max_size=20), st.text(max_size=30),
        st.integers(min_value=0, max_value=2**64 - 1))
@@ -124,6 +125,7 @@ def _varint(value: int) -> bytes:
             return bytes(out)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.binary(max_size=200))
 def test_random_bytes_parse_or_raise_wire_error_only(data: bytes) -> None:

@@ -14,6 +14,7 @@ def images(seed: int = 1) -> dict[str, np.ndarray]:
     return {"images:0": np.random.default_rng(seed).normal(size=(2, 8, 8, 3)).astype(np.float32)}
 
 
+@pytest.mark.slow
 def test_onnx_small_cnn_matches_tensorflow_in_fp32(onnx_small_cnn: ModelContract) -> None:
     reloaded = load_contract(onnx_small_cnn.path)
     reloaded.check_converted_unchanged()
@@ -31,7 +32,7 @@ def test_onnx_small_cnn_matches_tensorflow_in_fp32(onnx_small_cnn: ModelContract
 def test_onnx_model_passes_the_checker_at_the_default_opset(onnx_small_cnn: ModelContract) -> None:
     import onnx
 
-    from atc_wrap.opset import default_opset
+    from atc_wrap.standin.opset import default_opset
 
     assert onnx_small_cnn.converted_path is not None
     model = onnx.load(str(onnx_small_cnn.converted_path))
@@ -59,6 +60,7 @@ def test_force_fp16_stays_close_to_tensorflow_but_is_not_fp32(
     assert any("accumulation order" in line for line in emulation["not_emulated"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("optimize", [True, False], ids=["ort-optimized", "ort-unoptimized"])
 def test_fp16_emulation_overflows_where_fp32_does_not(
     energy_model: ModelContract, converted: Convert, optimize: bool
@@ -148,6 +150,7 @@ def test_fp16_output_under_force_fp32_rounds_only_the_output(
     np.testing.assert_array_equal(got, onnx_outputs(fp32_out, images())[0].astype(np.float16))
 
 
+@pytest.mark.slow
 def test_bert_like_model_in_fp32_and_emulated_fp16(
     bert_like: tuple[ModelContract, dict[str, np.ndarray]], converted: Convert
 ) -> None:

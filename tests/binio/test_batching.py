@@ -11,6 +11,7 @@ from binio.batching import iter_padded, plan_batches
 from binio.errors import ShapeError
 
 
+@pytest.mark.slow
 @given(st.integers(1, 500), st.integers(1, 64))
 def test_every_sample_lands_in_exactly_one_batch(samples: int, batch: int) -> None:
     slots = plan_batches(samples, batch)
@@ -22,6 +23,7 @@ def test_every_sample_lands_in_exactly_one_batch(samples: int, batch: int) -> No
     assert 0 <= slots[-1].padding < batch
 
 
+@pytest.mark.slow
 @given(st.integers(1, 40), st.integers(1, 9))
 def test_padded_batches_hold_the_samples_then_zeros(samples: int, batch: int) -> None:
     data = np.arange(1, samples * 3 + 1, dtype=np.int32).reshape(samples, 3)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 import xxhash
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -21,6 +22,7 @@ def arrays(draw: st.DrawFn) -> np.ndarray:
     return draw(hnp.arrays(np.dtype(dtype(name).numpy), hnp.array_shapes(min_dims=1, max_dims=4, max_side=6)))
 
 
+@pytest.mark.slow
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(arrays())
 def test_write_then_read_is_identity(tmp_path: Path, array: np.ndarray) -> None:

@@ -56,6 +56,7 @@ def test_merge_adds_counts_and_keeps_the_largest_error() -> None:
     assert (merged.values, merged.lossy, merged.max_error, merged.source_dtype) == (15, 3, 0.5, "float32")
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(hnp.arrays(np.float32, hnp.array_shapes(max_dims=3, max_side=40),
                   elements=st.floats(-65504, 65504, width=32)))

@@ -40,6 +40,7 @@ def test_a_strided_array_is_refused() -> None:
         check_unchanged(np.zeros((4, 4), np.float32)[:, ::2])
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(hnp.arrays(np.float32, hnp.array_shapes(max_dims=3, max_side=40),
                   elements=st.floats(width=32, allow_nan=True, allow_infinity=True)))

@@ -20,6 +20,7 @@ def test_folder_names_of_typical_tensors() -> None:
                                                               "_.._etc", "input", "a_b_c"]
 
 
+@pytest.mark.slow
 @given(st.text(min_size=0, max_size=40))
 def test_a_folder_name_is_never_a_path_nor_a_dot_name(tensor: str) -> None:
     folder = safe_folder_name(tensor)

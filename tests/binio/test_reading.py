@@ -77,6 +77,7 @@ def test_nesting_up_to_the_bound_is_read() -> None:
         check_depth(nested(MAX_DEPTH + 1), named="n", what="a note")
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.binary(max_size=64))
 def test_any_bytes_are_a_value_or_one_refusal_naming_the_file(data: bytes) -> None:

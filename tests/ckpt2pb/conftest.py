@@ -81,7 +81,7 @@ FREEZE_ARGS: dict[str, FreezeArgs] = {
     "keras_model": {"outputs": ["probs:0"], "batch": 2},
     "keras_h5_model": {"outputs": ["probs"], "batch": 2},
     "tf1_cond_model": {"outputs": ["probs"], "batch": 2},
-    "tf2_saved_model": {"outputs": ["Identity"], "batch": 2},
+    "tf2_saved_model": {"outputs": ["probs"], "batch": 2},
 }
 MODEL_FIXTURES = tuple(FREEZE_ARGS)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pytest
 
 from ckpt2pb.controlflow import fold_constant_conds
 
@@ -41,6 +42,7 @@ def _run(graph_def: Any, output: str, x: np.ndarray) -> np.ndarray:
         return np.asarray(session.run(output, {"x:0": x}))
 
 
+@pytest.mark.slow
 def test_every_call_of_a_long_chain_is_inlined_and_computes_the_same() -> None:
     graph_def = _chain()
     calls = [n.name for n in graph_def.node if n.op == "PartitionedCall"]

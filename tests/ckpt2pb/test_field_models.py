@@ -355,10 +355,10 @@ def test_unrevivable_saved_model_freezes_by_signature_keys_and_passes(unrevivabl
     assert placeholders == [contract.inputs[0].node]
     for key, value in zip(("contour", "note", "onset"), got, strict=True):
         np.testing.assert_allclose(value, unrevivable.expected[key], rtol=0, atol=1e-6, err_msg=key)
-    # The keys name the tensors in the later stages too: dump-bin's --input, compare's --threshold.
+    # The keys name the tensors in the later stages too: dump-bin's --source, compare's --threshold.
     model_json = str(tmp_path / "model" / "model.json")
     dumped = run_cli(capsys, "dump-bin", "-m", model_json, "-o", str(tmp_path / "bins_by_key"),
-                     "--input", "audio=random:0", "--samples", "3")
+                     "--source", "audio=random:0", "--samples", "3")
     assert dumped.code == 0, dumped.err
     strict = run_cli(capsys, "compare", model_json, "--input", str(tmp_path / "bins"), "--actual",
                      str(tmp_path / "out"), "--threshold", "onset:rmse=0")  # the stand-in is off in some digit
@@ -438,7 +438,7 @@ def test_revivable_saved_model_takes_signature_keys_too(tf2_saved_model: Referen
 
     report = freeze_model(tf2_saved_model.path, tmp_path, FreezeOptions(outputs=("probs",), inputs=("x",), batch=2))
     assert [(s.name, report.contract.signature_keys[s.name]) for s in report.contract.outputs] == [
-        ("Identity:0", "probs")]
+        ("probs:0", "probs")]
     assert report.contract.signature_keys["x:0"] == "x" and report.note == ""
 
 

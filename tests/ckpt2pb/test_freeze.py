@@ -26,6 +26,7 @@ def _run_pb(pb: bytes, feeds: dict[str, np.ndarray], outputs: list[str]) -> tupl
         return session.run(outputs, feeds), placeholders
 
 
+@pytest.mark.slow
 def test_frozen_pb_matches_the_framework(frozen: tuple[ReferenceModel, FreezeReport]) -> None:
     model, report = frozen
     contract = load_contract(report.contract.path)
@@ -42,6 +43,7 @@ def test_frozen_pb_matches_the_framework(frozen: tuple[ReferenceModel, FreezeRep
     assert report.verification is not None and report.verification.worst <= 1e-5
 
 
+@pytest.mark.slow
 def test_contract_describes_the_source(frozen: tuple[ReferenceModel, FreezeReport]) -> None:
     import tensorflow as tf
 
@@ -56,6 +58,7 @@ def test_contract_describes_the_source(frozen: tuple[ReferenceModel, FreezeRepor
         assert node_name(name) == spec.node
 
 
+@pytest.mark.slow
 def test_pb_is_clean_for_older_consumers(frozen: tuple[ReferenceModel, FreezeReport]) -> None:
     """No devices, no training or tf.data ops, no functional control flow left, default attrs stripped."""
     import tensorflow as tf
@@ -71,6 +74,7 @@ def test_pb_is_clean_for_older_consumers(frozen: tuple[ReferenceModel, FreezeRep
     assert not graph_def.library.function
 
 
+@pytest.mark.slow
 def test_resnet_batch_norm_loses_its_newer_default_attrs(resnet_model: ReferenceModel, tmp_path: Path) -> None:
     import tensorflow as tf
 
@@ -109,6 +113,7 @@ def test_channels_first_graph_gets_nchw_layout(tmp_path: Path) -> None:
     assert [s.layout for s in report.contract.outputs] == ["NCHW"]
 
 
+@pytest.mark.slow
 def test_batch_minus_one_keeps_the_batch_dynamic_for_atc(capsys: pytest.CaptureFixture[str],
                                                          resnet_model: ReferenceModel, tmp_path: Path) -> None:
     """--batch -1: the pb's placeholder keeps batch -1, the contract says ?, and convert's --dynamic-batch acts on
@@ -181,6 +186,7 @@ def test_checks_and_prints_are_stripped(tmp_path: Path) -> None:
     assert "If" not in ops and not graph_def.library.function  # TF2 wraps the Assert in an AssertGuard cond
 
 
+@pytest.mark.slow
 def test_freezing_again_writes_the_same_bytes(resnet_model: ReferenceModel, tmp_path: Path) -> None:
     """The pb's sha256 is recorded everywhere downstream: one graph must give one file (protobuf's map fields
     serialise in insertion order unless asked to sort them)."""

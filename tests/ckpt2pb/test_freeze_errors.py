@@ -18,6 +18,7 @@ def _freeze(capsys: pytest.CaptureFixture[str], model: ReferenceModel, out: Path
     return run_cli(capsys, "freeze", model.path, "-o", out, *args)
 
 
+@pytest.mark.slow
 def test_cli_success(capsys: pytest.CaptureFixture[str], resnet_model: ReferenceModel, tmp_path: Path) -> None:
     outcome = _freeze(capsys, resnet_model, tmp_path / "out", "--outputs", "probs:0", "--batch", "2")
     assert outcome.code == 0, outcome.err
@@ -27,6 +28,7 @@ def test_cli_success(capsys: pytest.CaptureFixture[str], resnet_model: Reference
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["model.json", "model.pb"]
 
 
+@pytest.mark.slow
 def test_output_exists(capsys: pytest.CaptureFixture[str], resnet_model: ReferenceModel, tmp_path: Path) -> None:
     out = tmp_path / "out"
     out.mkdir()
@@ -63,6 +65,7 @@ def test_output_named_twice(capsys: pytest.CaptureFixture[str], resnet_model: Re
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_wrong_input_name(capsys: pytest.CaptureFixture[str], bert_model: ReferenceModel, tmp_path: Path) -> None:
     outcome = _freeze(capsys, bert_model, tmp_path / "out", "--outputs", "class_probs", "--inputs",
                       "input_id[2,16],input_mask,segment_ids")
@@ -123,6 +126,7 @@ def test_needed_placeholder_neither_input_nor_set(capsys: pytest.CaptureFixture[
     assert "hint: add it to --inputs, or fix its value with --set input_mask=VALUE" in outcome.err
 
 
+@pytest.mark.slow
 def test_input_the_outputs_do_not_read(capsys: pytest.CaptureFixture[str], resnet_model: ReferenceModel,
                                        dataset_model: ReferenceModel, tmp_path: Path) -> None:
     """An input no output depends on is pruned away: the contract would name a tensor the pb does not take."""
@@ -160,6 +164,7 @@ def test_dataset_input_keeps_its_name(dataset_model: ReferenceModel, tmp_path: P
     assert [s.describe() for s in report.contract.inputs] == ["IteratorGetNext:0 float32(4,8,8,3)"]
 
 
+@pytest.mark.slow
 def test_set_is_training_true_keeps_dropout(resnet_model: ReferenceModel, tmp_path: Path) -> None:
     """--set picks the cond's other branch: dropout stays (op seeds make both graphs draw the same mask)."""
     import tensorflow as tf
@@ -171,6 +176,7 @@ def test_set_is_training_true_keeps_dropout(resnet_model: ReferenceModel, tmp_pa
     assert "RandomUniform" in {node.op for node in graph_def.node}
 
 
+@pytest.mark.slow
 def test_verification_catches_a_wrong_freeze(resnet_model: ReferenceModel, tmp_path: Path,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     """A surgery step that changed a weight is caught: the frozen graph no longer computes the original."""
@@ -199,6 +205,7 @@ def test_set_unknown_placeholder(resnet_model: ReferenceModel, tmp_path: Path) -
     assert str(caught.value) == "--set placeholder 'is_trainig' is not in the graph; closest: is_training"
 
 
+@pytest.mark.slow
 def test_over_protobuf_limit(resnet_model: ReferenceModel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(freeze_module, "PROTOBUF_LIMIT", 1000)  # a 2 GiB model is too slow to build in a test
     with pytest.raises(FreezeError) as caught:
@@ -221,6 +228,7 @@ def test_cli_json_and_no_verify(capsys: pytest.CaptureFixture[str], bert_model: 
     assert "not verified (--no-verify)" in outcome.err
 
 
+@pytest.mark.slow
 def test_a_switch_can_stay_an_input(resnet_model: ReferenceModel, tmp_path: Path) -> None:
     """Naming is_training in --inputs keeps it a (plain) placeholder, and the cond with it."""
     import tensorflow as tf

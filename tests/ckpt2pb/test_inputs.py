@@ -67,6 +67,7 @@ _names = st.from_regex(r"[A-Za-z_][A-Za-z0-9_/.\-]{0,20}(:[0-9]{1,2})?", fullmat
 _dims = st.lists(st.one_of(st.none(), st.integers(0, 4096)), max_size=5)
 
 
+@pytest.mark.slow
 @given(name=_names, shape=st.one_of(st.none(), _dims.map(tuple)), dtype_name=st.one_of(st.none(),
                                                                                     st.sampled_from(DTYPE_NAMES)))
 def test_written_form_parses_back(name: str, shape: tuple[int | None, ...] | None, dtype_name: str | None) -> None:

@@ -13,6 +13,7 @@ from tests.cli import run_cli
 from tests.models import ReferenceModel
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fixture", ["resnet_model", "dataset_model", "bert_model", "saved_model", "keras_model",
                                      "keras_h5_model", "tf1_cond_model", "tf2_saved_model"])
 def test_true_outputs_rank_in_the_first_three(request: pytest.FixtureRequest, fixture: str) -> None:
@@ -57,6 +58,7 @@ def test_frozen_pb_counts_constants(frozen_small_cnn: ModelContract) -> None:
     assert [c.tensor for c in report.candidates] == ["probs:0"]
 
 
+@pytest.mark.slow
 def test_cli_json(capsys: pytest.CaptureFixture[str], bert_model: ReferenceModel) -> None:
     outcome = run_cli(capsys, "inspect", bert_model.path, "--json")
     assert outcome.code == 0
@@ -141,6 +143,7 @@ def test_inspect_and_freeze_take_the_same_placeholders_for_switches() -> None:
                                        "is_training": True}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("optimizer", ["adam", "momentum", "rmsprop"])
 def test_training_state_is_counted_apart_from_the_model(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                         optimizer: str) -> None:

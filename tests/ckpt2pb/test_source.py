@@ -43,6 +43,7 @@ def test_checkpoint_file_from_another_machine(resnet_model: ReferenceModel, tmp_
     assert str(load_source(prefix).prefix) == str(prefix)
 
 
+@pytest.mark.slow
 def test_stale_checkpoint_file_with_prefix_given(resnet_model: ReferenceModel, tmp_path: Path) -> None:
     """A `checkpoint` file naming a step that is gone does not matter when the prefix is given."""
     prefix = _copy_checkpoint(resnet_model, tmp_path / "stale")
@@ -87,6 +88,7 @@ def test_folder_freeze_records_and_says_the_checkpoint_it_read(capsys: pytest.Ca
     assert load_contract(tmp_path / "out").source.path == str(resnet_model.path.resolve())
 
 
+@pytest.mark.slow
 def test_missing_data_file(capsys: pytest.CaptureFixture[str], resnet_model: ReferenceModel, tmp_path: Path) -> None:
     """Only the .index and .meta copied: the data is named missing, not called corrupt."""
     prefix = _copy_checkpoint(resnet_model, tmp_path / "nodata")
@@ -102,6 +104,7 @@ def test_missing_data_file(capsys: pytest.CaptureFixture[str], resnet_model: Ref
     assert str(caught.value) == f"{prefix}: checkpoint data is missing model.ckpt-1000.data-00000-of-00002"
 
 
+@pytest.mark.slow
 def test_missing_index_beside_meta_and_data(capsys: pytest.CaptureFixture[str], resnet_model: ReferenceModel,
                                             tmp_path: Path) -> None:
     prefix = _copy_checkpoint(resnet_model, tmp_path / "noindex")
@@ -115,6 +118,7 @@ def test_missing_index_beside_meta_and_data(capsys: pytest.CaptureFixture[str], 
     assert "18 variables, 1,555 parameters (declared in the graph; no checkpoint holds their values)" in outcome.out
 
 
+@pytest.mark.slow
 def test_old_output_shapes_are_dropped(resnet_model: ReferenceModel, tmp_path: Path) -> None:
     """A meta graph whose `_output_shapes` disagree with what this TensorFlow infers still imports."""
     from tensorflow.core.protobuf import meta_graph_pb2
@@ -138,6 +142,7 @@ def test_frozen_pb_is_a_source(frozen_small_cnn: ModelContract, tmp_path: Path) 
     assert report.contract.inputs == frozen_small_cnn.inputs
 
 
+@pytest.mark.slow
 def test_saved_model_and_keras_kinds(saved_model: ReferenceModel, keras_model: ReferenceModel) -> None:
     assert load_source(saved_model.path).kind == "saved_model"
     assert load_source(saved_model.path / "saved_model.pb").kind == "saved_model"
@@ -288,6 +293,7 @@ def test_saved_model_without_its_variables(saved_model: ReferenceModel, tmp_path
     assert caught.value.hint == "its variables/ folder (variables.index, variables.data-*) is missing"
 
 
+@pytest.mark.slow
 def test_a_saved_model_without_serving_default_is_read_through_the_first_signature_by_name(tmp_path: Path) -> None:
     """TensorFlow lists the revived signatures in the order they were saved (zeta, alpha) and the meta graph's in
     its map's order (alpha, __saved_model_init_op, zeta): both loaders read the same one, the first by name."""

@@ -83,6 +83,7 @@ def training_graph(request: pytest.FixtureRequest, tmp_path_factory: pytest.Temp
     return _build(tmp_path_factory.mktemp(request.param), VARIANTS[request.param])
 
 
+@pytest.mark.slow
 def test_the_logits_rank_first_and_no_metric_or_plumbing_is_offered(training_graph: TrainingGraph) -> None:
     report = inspect_model(training_graph.prefix)
     ranked = [c.tensor for c in report.candidates]
@@ -93,6 +94,7 @@ def test_the_logits_rank_first_and_no_metric_or_plumbing_is_offered(training_gra
     assert not [c.tensor for c in report.candidates if c.op in ("Shape", "Size", "Rank", "ShapeN")], ranked
 
 
+@pytest.mark.slow
 def test_the_label_placeholder_is_a_label(capsys: pytest.CaptureFixture[str], training_graph: TrainingGraph) -> None:
     report = inspect_model(training_graph.prefix)
     by_tensor = {p.tensor: p for p in report.placeholders}
@@ -106,6 +108,7 @@ def test_the_label_placeholder_is_a_label(capsys: pytest.CaptureFixture[str], tr
     assert "a label" in label_row and "--set" not in label_row
 
 
+@pytest.mark.slow
 def test_freeze_takes_the_logits_without_the_labels(training_graph: TrainingGraph, tmp_path: Path) -> None:
     report = freeze_model(training_graph.prefix, tmp_path / "frozen",
                           FreezeOptions(outputs=(training_graph.logits,), batch=2))
@@ -114,6 +117,7 @@ def test_freeze_takes_the_logits_without_the_labels(training_graph: TrainingGrap
     assert [(s.name, s.shape) for s in contract.outputs] == [(training_graph.logits, (2, 5))]
 
 
+@pytest.mark.slow
 def test_freeze_of_the_loss_says_the_label_is_no_setting(training_graph: TrainingGraph, tmp_path: Path,
                                                          capsys: pytest.CaptureFixture[str]) -> None:
     """The loss reads the shape-less labels: freeze names them a label and points at the model's answer; no --set."""
@@ -169,6 +173,7 @@ def test_a_tf_data_training_graph_takes_the_iterator_s_labels(tmp_path: Path) ->
     assert not [c.tensor for c in report.candidates if c.shape == () or c.op in ("Shape", "Size", "Rank")]
 
 
+@pytest.mark.slow
 def test_tf_losses_and_tf_metrics_leave_the_logits_first(tmp_path: Path) -> None:
     """tf.compat.v1.losses on one-hot labels made in the graph, tf.compat.v1.metrics.accuracy (its value read from
     variables the labels update, so no data path from the labels reaches it): no scalar is offered."""
@@ -191,6 +196,7 @@ def test_tf_losses_and_tf_metrics_leave_the_logits_first(tmp_path: Path) -> None
     assert not [c.tensor for c in report.candidates if c.shape == ()]
 
 
+@pytest.mark.slow
 def test_an_accuracy_over_labels_of_unknown_rank_is_no_candidate(tmp_path: Path) -> None:
     """reduce_mean with no axis over a tensor of unknown rank (labels with no shape at all) has no static shape,
     yet is a scalar: an accuracy written by hand is offered no more than one from tf.metrics."""

@@ -11,7 +11,8 @@ from pathlib import Path
 from infer.contract import ModelContract
 from infer.run import RunOptions, run_model
 from infer.run.layout import RUN_JSON
-from tests.infer.run_data import cnn_batches, write_dataset
+from tests.builders.bins import write_dataset
+from tests.infer.run_data import cnn_batches
 
 
 @dataclass(frozen=True)

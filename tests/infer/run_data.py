@@ -1,4 +1,5 @@
-"""Datasets, converted-model stand-ins and fake Ascend tools for the tests of `infer run` and its runners.
+"""Batches, converted-model stand-ins and fake Ascend tools for the tests of `infer run` and its runners (the bins
+themselves are written by tests/builders/bins.py).
 
 Plain functions, not fixtures, so both tests/infer/test_run.py and tests/infer/run/runners/ use them.
 """
@@ -15,34 +16,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from binio.binfile import sha256_file, write_bin
-from binio.dtypes import from_numpy
+from atc_wrap.target import Target
+from binio.binfile import sha256_file
 from binio.gears import BATCH, DIMS, IMAGE_SIZE, RANGE, DynamicShape
-from binio.manifest import BinEntry, DatasetManifest, InputManifest, bin_file_name, safe_folder_name
 from binio.names import node_name
 from binio.spec import TensorSpec
 from infer.contract import ConvertedInfo, ModelContract, SourceInfo
+from tests.infer.om_files import OmPlan, write_om
 
 FAKES = Path(__file__).resolve().parent.parent / "fakes"
-
-
-def write_dataset(root: Path, batches: dict[str, list[np.ndarray]], *, samples: int | None = None,
-                  layout: str = "ND") -> DatasetManifest:
-    """BINS/<input>/000000.bin ... + dataset.json, written the way dump-bin writes them."""
-    inputs = []
-    batch = next(iter(batches.values()))[0].shape[0]
-    count = len(next(iter(batches.values())))
-    total = samples if samples is not None else batch * count
-    rows = [min(batch, total - i * batch) for i in range(count)]
-    for tensor, arrays in batches.items():
-        folder = safe_folder_name(tensor)
-        entries = []
-        for index, (array, real) in enumerate(zip(arrays, rows, strict=True)):
-            digest = write_bin(root / folder / bin_file_name(index), array)
-            entries.append(BinEntry(name=bin_file_name(index), digest=digest, rows=real))
-        inputs.append(InputManifest(tensor=tensor, folder=folder, dtype=from_numpy(arrays[0].dtype).name,
-                                    shape=tuple(arrays[0].shape), layout=layout, files=tuple(entries)))
-    return DatasetManifest(root=root, batch=batch, samples=total, inputs=tuple(inputs), created_by="tests").save()
 
 
 def cnn_batches(count: int = 3, *, seed: int = 0, batch: int = 2) -> list[np.ndarray]:
@@ -51,7 +33,9 @@ def cnn_batches(count: int = 3, *, seed: int = 0, batch: int = 2) -> list[np.nda
 
 
 def as_om(contract: ModelContract, folder: Path) -> ModelContract:
-    """A copy of an ONNX-converted contract posing as an ATC one: model.om, which the fakes run as model.onnx."""
+    """A copy of an ONNX-converted contract posing as an ATC one: model.om, which the fakes run as model.onnx. A
+    static one is a real om (its header, a MODEL_DEF with the Data ops and the NetOutput of the contract's specs),
+    read by infer as any om; a gear one is the fakes' JSON document (tests/fakes/fake_gears.py)."""
     assert contract.converted is not None and contract.converted.target == "onnx"
     shutil.copytree(contract.folder, folder)
     onnx_path = folder / contract.converted.path
@@ -59,7 +43,7 @@ def as_om(contract: ModelContract, folder: Path) -> ModelContract:
     if contract.gears is not None:  # the gears as ATC took them, which the fakes read (tests/fakes/fake_gears.py)
         om.write_text(json.dumps({"fake_om": atc_gear_options(contract.gears)}))
     else:
-        om.write_bytes(b"fake om: the fake msame and ais_bench run model.onnx beside it\n")
+        write_om(om, OmPlan(list(contract.converted.inputs), list(contract.converted.outputs)))
     if onnx_path.resolve() != om.with_suffix(".onnx").resolve():
         shutil.copyfile(onnx_path, om.with_suffix(".onnx"))
     converted = replace(contract.converted, target="om", path="model.om", sha256=sha256_file(om),
@@ -90,7 +74,20 @@ def atc_gear_options(gears: DynamicShape) -> dict[str, str]:
     return options
 
 
-def two_input_model(folder: Path, target: str) -> ModelContract:
+def om_carrying(om: Path, onnx_model: bytes) -> Path:
+    """`om` as the fake atc writes it with FAKE_ATC_COMPILE=onnx: an om carrying its ONNX model, which the fake msame
+    and ais_bench run wherever it is copied (an Ascend host's working folder). The fakes' folder is on sys.path only
+    while the format's header is read: left there, it would make the fake ais_bench importable by every later test."""
+    sys.path.insert(0, str(FAKES))
+    try:
+        from fake_om import EMBEDDED
+    finally:
+        sys.path.remove(str(FAKES))
+    om.write_bytes(EMBEDDED + onnx_model)
+    return om
+
+
+def two_input_model(folder: Path, target: Target) -> ModelContract:
     """a:0 float32 (2,3) and b:0 float16 (2,3) -> sum:0 = a + b (float32), half:0 = sum as float16.
 
     Two inputs (msame pairs their files by name) and a float16 output (read with the om's dtype), by onnx.helper.
@@ -115,8 +112,8 @@ def two_input_model(folder: Path, target: str) -> ModelContract:
     inputs = (TensorSpec("a:0", "float32", (2, 3)), TensorSpec("b:0", "float16", (2, 3)))
     outputs = (TensorSpec("sum:0", "float32", (2, 3)), TensorSpec("half:0", "float16", (2, 3)))
     artefact = folder / ("model.om" if target == "om" else "model.onnx")
-    if target == "om":
-        artefact.write_bytes(b"fake om: the fake msame and ais_bench run model.onnx beside it\n")
+    if target == "om":  # a real om of these specs, which the fakes run as the model.onnx beside it
+        write_om(artefact, OmPlan(list(inputs), list(outputs)))
     contract = ModelContract(
         path=folder / "model.json", pb="model.pb", pb_sha256="",
         source=SourceInfo(path="onnx.helper", kind="pb", tf_version="", frozen_with_tf=""),

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from binio.manifest import DatasetManifest
 from infer.run.layout import RUN_JSON
-from tests.infer.run_data import cnn_batches, write_dataset
+from tests.builders.bins import write_dataset
+from tests.infer.run_data import cnn_batches
 
 BATCHES = 5  # split 2 ways: 3 + 2; 3 ways: 2 + 2 + 1
 

@@ -33,6 +33,7 @@ def _convert(capsys: pytest.CaptureFixture[str], contract: ModelContract, *args:
     assert outcome.code == 0, outcome.err
 
 
+@pytest.mark.slow
 def test_xrgb_bins_are_source_size_uint8_with_the_declared_preprocessing(
         capsys: pytest.CaptureFixture[str], frozen_small_cnn: ModelContract, copy_model: Copy, tmp_path: Path) -> None:
     contract = copy_model(frozen_small_cnn)
@@ -73,6 +74,7 @@ def test_xrgb_bins_are_source_size_uint8_with_the_declared_preprocessing(
     assert one.read_bytes() == two.read_bytes()
 
 
+@pytest.mark.slow
 def test_compare_names_a_crop_that_is_not_the_declared_centre_crop(
         capsys: pytest.CaptureFixture[str], frozen_small_cnn: ModelContract, copy_model: Copy, tmp_path: Path) -> None:
     contract = copy_model(frozen_small_cnn)
@@ -112,6 +114,7 @@ def test_yuv420sp_with_an_unknown_matrix_takes_a_decoders_npy_and_declares_nothi
     assert "(the model's AIPP input) declare no preprocessing" in compared.error_line
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("standard", "color"), [("bt601n", "RGB"), ("jpeg", "BGR")])
 def test_yuv420sp_bins_encoded_from_images_pass_compare(capsys: pytest.CaptureFixture[str],
                                                         frozen_small_cnn: ModelContract, copy_model: Copy,
@@ -137,8 +140,8 @@ def test_yuv420sp_bins_encoded_from_images_pass_compare(capsys: pytest.CaptureFi
 
 
 def test_yuv_encoding_round_trips_within_the_4_2_0_chroma() -> None:
-    from atc_wrap.aipp import CSC_MATRICES
-    from infer.aipp.yuv import rgb_to_yuv420sp, yuv420sp_to_rgb
+    from atc_wrap.aipp.config import CSC_MATRICES
+    from infer.model_aipp.yuv import rgb_to_yuv420sp, yuv420sp_to_rgb
 
     flat = np.repeat(np.repeat(np.random.default_rng(2).integers(0, 256, size=(1, 3, 4, 3)), 2, 1), 2, 2)
     rows, bias = CSC_MATRICES["bt709n"]
@@ -149,6 +152,7 @@ def test_yuv_encoding_round_trips_within_the_4_2_0_chroma() -> None:
         assert np.abs(back - np.clip(flat, 0, 255)).max() < 2.5  # uint8 rounding of Y, U, V only: 2x2-flat image
 
 
+@pytest.mark.slow
 def test_yuv420sp_odd_centre_crop_is_rounded_down_and_named(capsys: pytest.CaptureFixture[str],
                                                             frozen_small_cnn: ModelContract, copy_model: Copy,
                                                             tmp_path: Path) -> None:
@@ -170,7 +174,7 @@ def test_nchw_model_takes_nhwc_uint8_bins_and_compare_passes(capsys: pytest.Capt
     from dataclasses import replace
     from typing import Any
 
-    from tests.atc_wrap.graphs import write_frozen
+    from tests.builders.frozen import write_frozen
 
     def build(tf: Any) -> None:
         x = tf.compat.v1.placeholder(tf.float32, [2, 3, 6, 8], name="x")

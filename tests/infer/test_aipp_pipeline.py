@@ -14,9 +14,9 @@ import pytest
 
 from binio.binfile import read_bin
 from binio.manifest import load_manifest
-from infer.aipp.declared import DeclaredPreprocessing
 from infer.contract import load_contract
 from infer.demo._run import DemoResult, run_demo
+from infer.model_aipp.declared import DeclaredPreprocessing
 from tests.cli import Outcome, run_cli
 
 pytestmark = pytest.mark.slow

@@ -16,8 +16,9 @@ from infer.run import run_model
 from infer.run.layout import RUN_JSON
 from infer.run.options import RunOptions
 from infer.run.record import load_run
+from tests.builders.bins import write_dataset
 from tests.cli import run_cli
-from tests.infer.run_data import as_om, cnn_batches, use_fake_tools, write_dataset
+from tests.infer.run_data import as_om, cnn_batches, use_fake_tools
 
 
 def _change_keeping_size(path: Path) -> None:
@@ -47,6 +48,7 @@ def test_run_refuses_a_bin_changed_after_dump_bin_and_leaves_the_run_incomplete(
     assert sorted(p.name for p in folder.glob("*_output_*.bin")) == ["000000_output_0.bin"]
 
 
+@pytest.mark.slow
 def test_a_tool_run_refuses_it_too_and_moves_no_output(onnx_small_cnn: ModelContract, bins: DatasetManifest,
                                                        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from binio.errors import BinFileError
@@ -103,6 +105,7 @@ def test_an_incomplete_actual_is_refused_before_the_golden_run(onnx_small_cnn: M
                      f"output 0 (probs:0)"]
 
 
+@pytest.mark.slow
 def test_layerwise_on_an_om_is_refused_before_the_golden_run(onnx_small_cnn: ModelContract, bins: DatasetManifest,
                                                              tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     use_fake_tools(monkeypatch)

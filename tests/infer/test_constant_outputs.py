@@ -46,6 +46,7 @@ def _pipeline(folder: Path, collapsed: bool, source: str = "random:3") -> tuple[
     return line, config.work_dir
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("collapsed", [True, False])
 def test_constant_outputs_are_warned_of_everywhere(collapsed: bool, tmp_path: Path,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
@@ -65,6 +66,7 @@ def test_constant_outputs_are_warned_of_everywhere(collapsed: bool, tmp_path: Pa
     assert (warning in outcome.out.splitlines()[-1]) == collapsed
 
 
+@pytest.mark.slow
 def test_one_sample_repeated_is_said_to_be_one(tmp_path: Path) -> None:
     """const: inputs make every sample the same: the outputs are, whatever the model; the warning says why."""
     line, work = _pipeline(tmp_path, False, source="const:0.5")

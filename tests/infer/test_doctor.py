@@ -165,6 +165,7 @@ def test_cli_json(bare_machine: Path, capsys: pytest.CaptureFixture[str]) -> Non
                                      "uses": "tf2onnx -> ONNX, ATC's precision mode emulated"}
 
 
+@pytest.mark.slow
 def test_doctor_imports_no_framework() -> None:
     code = ("import sys; from infer.doctor._doctor import diagnose; diagnose(); "
             "heavy = [m for m in ('tensorflow', 'onnx', 'onnxruntime', 'tf2onnx') if m in sys.modules]; "
@@ -187,7 +188,7 @@ def test_atc_without_its_environment_is_flagged(bare_machine: Path, capsys: pyte
 def test_the_operator_tables_age_and_chips_are_reported(bare_machine: Path, capsys: pytest.CaptureFixture[str]) -> None:
     import json
 
-    from atc_wrap.op_tables import load_op_table
+    from atc_wrap.precision.op_tables import load_op_table
 
     date = load_op_table("ascend310").date
     lines = run_cli(capsys, "doctor").out.splitlines()

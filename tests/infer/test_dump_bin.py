@@ -114,25 +114,14 @@ def test_generators_fill_an_input_as_long_as_the_others(capsys: pytest.CaptureFi
     assert manifest.input("mask:0").preprocessing["generator"] == "const"
 
 
-def test_the_old_input_spelling_still_works_with_a_deprecation_warning(capsys: pytest.CaptureFixture[str],
-                                                                       tmp_path: Path) -> None:
-    """--input NAME=SOURCE was dump-bin's spelling; --input now names a dataset folder everywhere (run, compare)."""
+def test_dump_bin_takes_no_input_flag(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """--input names a dataset folder in the commands that read one (run, compare); dump-bin writes one, from
+    --source NAME=SOURCE (its spelling before 0.1.0 was --input, never released)."""
     contract = two_input_model(tmp_path / "model")
-    old = run_cli(capsys, "dump-bin", "-m", contract.path, "-o", tmp_path / "old", "-i", "ids=random:1",
-                  "--input", "mask:0=const:1")
-    assert old.code == 0, old.err
-    assert ("warning: dump-bin --input NAME=SOURCE is deprecated and goes in the next release; write --source "
-            "ids=random:1 (--input names a dataset folder, as in infer run and infer compare)") in old.err.splitlines()
-    new = run_cli(capsys, "dump-bin", "-m", contract.path, "-o", tmp_path / "new", "-s", "ids=random:1",
-                  "--source", "mask:0=const:1")
-    assert new.code == 0, new.err
-    assert "deprecated" not in new.err
-    old_files, new_files = (load_manifest(tmp_path / name).inputs for name in ("old", "new"))
-    assert [[e.digest for e in item.files] for item in old_files] == [[e.digest for e in item.files]
-                                                                       for item in new_files]
-    quiet = run_cli(capsys, "dump-bin", "-m", contract.path, "-o", tmp_path / "quiet", "--input", "ids=random:1",
-                    "--input", "mask:0=const:1", "-q")
-    assert (quiet.code, quiet.err) == (0, "")
+    outcome = run_cli(capsys, "dump-bin", "-m", contract.path, "-o", tmp_path / "bins", "-i", "ids=random:1")
+    assert outcome.code == 2
+    assert outcome.err.splitlines()[0] == "error: infer dump-bin: No such option: -i"
+    assert not (tmp_path / "bins").exists()
 
 
 def test_random_generator_is_reproducible_whatever_the_batch(tmp_path: Path) -> None:
@@ -193,6 +182,7 @@ def test_image_folder_is_read_in_natural_order_and_the_order_recorded(frozen_sma
     assert [int(sample[0, 0, 0]) for sample in samples] == [0, 40, 80, 120, 160]
 
 
+@pytest.mark.slow
 def test_image_workers_give_the_same_bins_as_one_process(frozen_small_cnn: ModelContract, tmp_path: Path) -> None:
     _images(tmp_path / "images", 11)
     sources = (("", str(tmp_path / "images")),)
@@ -212,6 +202,7 @@ def test_nchw_layout_transposes_images(tmp_path: Path) -> None:
     np.testing.assert_array_equal(decode_image(path, nchw), decode_image(path, nhwc).transpose(2, 0, 1))
 
 
+@pytest.mark.slow
 def test_workers_send_uint8_crops_and_the_batch_is_normalised_as_each_image_would_be(tmp_path: Path) -> None:
     """Workers return the uint8 crop; the parent's whole-batch arithmetic gives, bit for bit, what one image's
     float32 arithmetic gives (scale, per-channel mean and std, BGR, NCHW)."""
@@ -370,6 +361,7 @@ def test_an_unreadable_image_is_refused_by_name(capsys: pytest.CaptureFixture[st
     assert line == f"error: {bad}: cannot decode image (cannot identify image file '{bad}')"
 
 
+@pytest.mark.slow
 def test_a_truncated_image_is_refused_by_name(capsys: pytest.CaptureFixture[str], frozen_small_cnn: ModelContract,
                                               tmp_path: Path) -> None:
     _images(tmp_path / "images", 6, size=(64, 64))
@@ -411,26 +403,6 @@ def test_a_changed_bin_of_a_dataset_is_refused_when_rebatched(capsys: pytest.Cap
     for source in (tmp_path / "old", tmp_path / "old" / "images"):  # the dataset, or one of its input folders
         line = _refused(capsys, tmp_path / "bins", "-m", frozen_small_cnn.path, source)
         assert line == f"error: {changed}: xxh128 differs from dataset.json's (the file changed after dump-bin)"
-
-
-def test_a_version_1_dataset_is_rebatched_and_checked_by_its_sha256(capsys: pytest.CaptureFixture[str],
-                                                                   frozen_small_cnn: ModelContract,
-                                                                   tmp_path: Path) -> None:
-    from tests.binio.test_digest import _as_version_1
-
-    data = np.random.default_rng(2).normal(size=(5, 8, 8, 3)).astype(np.float32)
-    np.save(tmp_path / "data.npy", data)
-    assert run_cli(capsys, "dump-bin", "-m", frozen_small_cnn.path, "-o", tmp_path / "old",
-                   tmp_path / "data.npy").code == 0
-    _as_version_1(tmp_path / "old")  # as infer wrote it before XXH3-128: every bin's sha256
-    assert run_cli(capsys, "bin-info", tmp_path / "old", "--verify").code == 0
-    assert run_cli(capsys, "dump-bin", "-m", frozen_small_cnn.path, "-o", tmp_path / "new", tmp_path / "old").code == 0
-    np.testing.assert_array_equal(np.concatenate(list(iter_samples(load_manifest(tmp_path / "new"), "images:0"))),
-                                  data)
-    changed = tmp_path / "old" / "images" / "000001.bin"
-    changed.write_bytes(bytes(changed.stat().st_size))
-    line = _refused(capsys, tmp_path / "bins", "-m", frozen_small_cnn.path, tmp_path / "old")
-    assert line == f"error: {changed}: sha256 differs from dataset.json's (the file changed after dump-bin)"
 
 
 def test_an_existing_output_is_refused_without_force(capsys: pytest.CaptureFixture[str],
@@ -651,7 +623,6 @@ def test_each_option_mistake_is_one_line_naming_the_option(capsys: pytest.Captur
     cases: list[tuple[tuple[Arg, ...], str]] = [
         (("-m", cnn), "no source: give SOURCE or --source NAME=SOURCE"),
         (("-m", cnn, "--source", "images"), "--source images: expected NAME=SOURCE (e.g. --source images:0=data.npy)"),
-        (("-m", cnn, "--input", "images"), "--input images: expected NAME=SOURCE (e.g. --input images:0=data.npy)"),
         (("-m", cnn, "--source", f"labels={data}"),
          f"--source labels={data}: the model has no input 'labels'; its inputs are: images:0"),
         (("-m", two.path, "--source", "ids=const:1", "--source", "ids:0=const:2"),

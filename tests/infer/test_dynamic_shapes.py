@@ -31,6 +31,7 @@ def _run_and_compare(capsys: pytest.CaptureFixture[str], model: Path, bins: Path
     return run_cli(capsys, "compare", model, "--input", bins, "--actual", out)
 
 
+@pytest.mark.slow
 def test_batch_gears_pass_at_4_and_8_and_gear_3_is_refused(capsys: pytest.CaptureFixture[str], fcn: Path,
                                                           tmp_path: Path) -> None:
     model = tmp_path / "model"
@@ -76,6 +77,7 @@ def test_batch_gears_pass_at_4_and_8_and_gear_3_is_refused(capsys: pytest.Captur
                                 f"{tmp_path / 'bins_b4'} is that gear too); compare one dataset per gear")
 
 
+@pytest.mark.slow
 def test_two_image_sizes_pass_at_both(capsys: pytest.CaptureFixture[str], fcn: Path, tmp_path: Path) -> None:
     model = tmp_path / "model"
     _ok(run_cli(capsys, "freeze", fcn, "-o", model, "--outputs", "probs", "--inputs", "images:0[2,-1,-1,3]"))
@@ -107,6 +109,7 @@ def test_two_image_sizes_pass_at_both(capsys: pytest.CaptureFixture[str], fcn: P
         assert compared.out.strip().splitlines()[-1].startswith("PASSED")
 
 
+@pytest.mark.slow
 def test_a_pipeline_with_batch_gears_dumps_runs_and_compares_each(capsys: pytest.CaptureFixture[str], fcn: Path,
                                                                   tmp_path: Path) -> None:
     toml = tmp_path / "pipeline.toml"
@@ -159,6 +162,7 @@ def test_a_pipeline_with_a_shape_range_is_refused(capsys: pytest.CaptureFixture[
                                   "dataset per gear, and a shape range has none")
 
 
+@pytest.mark.slow
 def test_dims_gears_pass_and_what_is_no_gear_is_refused_at_each_stage(capsys: pytest.CaptureFixture[str],
                                                                      fcn: Path, tmp_path: Path) -> None:
     """--dynamic-dims over batch, H and W: a gear passes; dump-bin refuses another gear's option, a value that is no
@@ -212,6 +216,7 @@ def test_gear_options_on_a_static_model_are_refused(capsys: pytest.CaptureFixtur
                                  "records none; inputs images:0 (2,16,16,3))")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("flag", "value", "expected"), [
     ("--dynamic-batch", "0,1", "'0,1': expected whole numbers of 1 or more, found '0'"),
     ("--dynamic-batch", "1,0", "'1,0': expected whole numbers of 1 or more, found '0'"),
@@ -274,6 +279,7 @@ def test_freeze_keeps_only_unknown_dims_dynamic(capsys: pytest.CaptureFixture[st
     assert "hint: give them in --inputs, e.g. 'images:0[-1,1,16,3]'" in kept.err  # the user's -1 kept
 
 
+@pytest.mark.slow
 def test_a_shape_range_takes_any_shape_inside_it(capsys: pytest.CaptureFixture[str], fcn: Path,
                                                  tmp_path: Path) -> None:
     model = tmp_path / "model"

@@ -207,6 +207,7 @@ def test_anything_else_is_a_bug_and_keeps_its_traceback(mine: World, monkeypatch
         run_cli(capsys, "bin-info", mine.bins)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(src=st.one_of(st.none(), st.tuples(st.integers(0, 10**6), st.integers(0, 10**6))),
        crop=st.one_of(st.none(), st.tuples(st.integers(0, 10**5), st.integers(0, 10**5))),
@@ -216,9 +217,9 @@ def test_anything_else_is_a_bug_and_keeps_its_traceback(mine: World, monkeypatch
 def test_every_aipp_config_infer_generates_passes_the_checks_a_written_one_passes(
         frozen_small_cnn: ModelContract, src: tuple[int, int] | None, crop: tuple[int, int] | None, scale: float,
         mean: float, std: float, input_format: str) -> None:
-    from atc_wrap.aipp_parse import parse_aipp_text
-    from infer.aipp.config import aipp_config_for
-    from infer.aipp.options import AippOptions
+    from atc_wrap.aipp.parse import parse_aipp_text
+    from infer.model_aipp.config import aipp_config_for
+    from infer.model_aipp.options import AippOptions
     from infer.preprocessing import ImageOptions
 
     options = AippOptions(preprocessing=ImageOptions(scale=scale, mean=(mean,), std=(std,)),

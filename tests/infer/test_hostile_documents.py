@@ -58,6 +58,7 @@ class Replaced:
 
 # --- through the commands -----------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 @SLOW
 @given(data=st.data())
 def test_dataset_json(mine: World, data: st.DataObject, capsys: pytest.CaptureFixture[str]) -> None:
@@ -67,6 +68,7 @@ def test_dataset_json(mine: World, data: st.DataObject, capsys: pytest.CaptureFi
     refused_or_read(outcome, mine.bins)  # the manifest, or a bin of its folder that does not fit it
 
 
+@pytest.mark.slow
 @SLOW
 @given(data=st.data())
 def test_model_json(mine: World, tmp_path_factory: pytest.TempPathFactory, data: st.DataObject,
@@ -78,6 +80,7 @@ def test_model_json(mine: World, tmp_path_factory: pytest.TempPathFactory, data:
     refused_or_read(outcome, mine.model, mine.model.parent, mine.bins)
 
 
+@pytest.mark.slow
 @SLOW
 @given(data=st.data())
 def test_run_json(mine: World, data: st.DataObject, capsys: pytest.CaptureFixture[str]) -> None:
@@ -89,6 +92,7 @@ def test_run_json(mine: World, data: st.DataObject, capsys: pytest.CaptureFixtur
     refused_or_read(outcome, mine.actual)
 
 
+@pytest.mark.slow
 def test_the_unchanged_world_passes(world: World, capsys: pytest.CaptureFixture[str]) -> None:
     assert run_cli(capsys, *world.compare("--labels", world.labels)).code == 0
     assert run_cli(capsys, "bin-info", world.bins).code == 0
@@ -150,6 +154,7 @@ def _hostile_toml(data: st.DataObject) -> bytes:
     return ("\n".join(lines) + "\n").encode()
 
 
+@pytest.mark.slow
 @FAST
 @given(data=st.data())
 def test_the_pipeline_file(tmp_path: Path, data: st.DataObject) -> None:
@@ -161,6 +166,7 @@ def test_the_pipeline_file(tmp_path: Path, data: st.DataObject) -> None:
     assert config is None  # its model is never there: a file read whole is refused for that, by name
 
 
+@pytest.mark.slow
 @FAST
 @given(data=st.data())
 def test_the_pipeline_state(tmp_path: Path, data: st.DataObject) -> None:
@@ -177,6 +183,7 @@ def test_the_pipeline_state(tmp_path: Path, data: st.DataObject) -> None:
         assert isinstance(record.settings, str) and isinstance(record.summary, str)
 
 
+@pytest.mark.slow
 @FAST
 @given(lines=st.lists(st.one_of(
     st.sampled_from(["0", "4", "-1", "+2", "99999999999999999999", HUGE_DIGITS, "1.5", "nan", "a.png 1", "b.png 2",
@@ -227,10 +234,11 @@ AIPP_VALUES = ["99999", "-1", "99999999999999999999", HUGE_DIGITS, "1e400", "nan
                "YUV420SP_U8", "dynamic", "{ aipp_mode: static }", "0x7fffffff", "1.5"]
 
 
+@pytest.mark.slow
 @FAST
 @given(data=st.data())
 def test_an_aipp_config(tmp_path: Path, data: st.DataObject) -> None:
-    from atc_wrap.aipp_parse import read_aipp_config
+    from atc_wrap.aipp.parse import read_aipp_config
 
     lines = AIPP.splitlines()
     kind = data.draw(st.sampled_from(["value", "value", "bytes", "deep", "extra"]))
@@ -251,6 +259,7 @@ def test_an_aipp_config(tmp_path: Path, data: st.DataObject) -> None:
 MIXLIST = {"black-list": {"to-add": ["Relu"], "to-remove": ["Sqrt"]}, "gray-list": {"to-add": ["Square"]}}
 
 
+@pytest.mark.slow
 @FAST
 @given(data=st.data(), keep=st.lists(st.sampled_from(["Relu", "OpType::", "OpType::Relu", "a::b", "", "#", "\x00",
                                                       HUGE_DIGITS, "é"]), max_size=4),
@@ -260,7 +269,7 @@ MIXLIST = {"black-list": {"to-add": ["Relu"], "to-remove": ["Sqrt"]}, "gray-list
        raw=st.binary(max_size=4))
 def test_atcs_per_op_files(tmp_path: Path, data: st.DataObject, keep: list[str], custom: list[str],
                            raw: bytes) -> None:
-    from atc_wrap.op_controls import read_op_controls
+    from atc_wrap.precision.op_controls import read_op_controls
 
     files = {"keep.cfg": "\n".join(keep).encode() + raw, "mix.json": mutated(MIXLIST, data),
              "custom.cfg": "\n".join(custom).encode()}

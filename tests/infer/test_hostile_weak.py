@@ -220,7 +220,7 @@ def test_the_ais_bench_probe_keeps_to_the_runs_timeout(monkeypatch: pytest.Monke
 
 
 def test_an_atc_error_line_fails_the_conversion_even_beside_its_success_line(tmp_path: Path) -> None:
-    from atc_wrap.atc_run import judge_output
+    from atc_wrap.atc.run import judge_output
     from atc_wrap.errors import ConvertError
     from binio.process import ToolResult
 

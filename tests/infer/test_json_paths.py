@@ -21,8 +21,9 @@ from hypothesis import strategies as st
 from binio.manifest import DatasetManifest
 from infer.contract import ModelContract
 from infer.run.layout import RUN_JSON
+from tests.builders.bins import write_dataset
 from tests.cli import run_cli
-from tests.infer.run_data import cnn_batches, write_dataset
+from tests.infer.run_data import cnn_batches
 
 
 def _snapshot(root: Path, skip: Path) -> dict[str, tuple[str, str]]:
@@ -248,6 +249,7 @@ _COMMANDS = {
 }
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data(), which=st.sampled_from(["dataset.json", "model.json"]),
        command=st.sampled_from(sorted(_COMMANDS)))
@@ -270,6 +272,7 @@ def test_malformed_documents_never_give_a_traceback_nor_touch_anything_outside(
         assert _snapshot(Path(scratch), out) == before
 
 
+@pytest.mark.slow
 def test_a_manifest_of_every_hostile_kind_loads_or_is_refused_in_one_line(tmp_path: Path) -> None:
     """The loader alone, over many more documents than the end-to-end test can run."""
     from binio.errors import InferError

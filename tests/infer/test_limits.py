@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 
 from infer.contract import ModelContract
+from tests.builders.bins import write_dataset
 from tests.cli import run_cli
-from tests.infer.run_data import cnn_batches, write_dataset
+from tests.infer.run_data import cnn_batches
 from tests.models import BuiltModel
 
 

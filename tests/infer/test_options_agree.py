@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 
 from infer._option_fields import default_of, flagged, setting_of, toml_fields
-from infer.aipp.options import AippOptions
 from infer.cli.options import build
 from infer.compare.options import CompareOptions
 from infer.convert.options import ConvertOptions
 from infer.dump_bin.options import DumpOptions
 from infer.freeze.options import FreezeOptions
+from infer.model_aipp.options import AippOptions
 from infer.pipeline._decode import decode_table
 from infer.pipeline.config import PipelineConfig, config_from_dict
 from infer.preprocessing import ImageOptions

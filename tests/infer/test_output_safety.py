@@ -16,8 +16,9 @@ import pytest
 
 from binio.manifest import load_manifest
 from infer.contract import ModelContract
+from tests.builders.bins import write_dataset
 from tests.cli import run_cli
-from tests.infer.run_data import cnn_batches, write_dataset
+from tests.infer.run_data import cnn_batches
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -58,6 +59,7 @@ def test_a_link_inside_the_output_folder_is_no_reason_to_refuse(frozen_small_cnn
     assert result.code == 0, result.err
 
 
+@pytest.mark.slow
 def test_compare_report_into_an_existing_folder_needs_force(onnx_small_cnn: ModelContract, tmp_path: Path,
                                                             capsys: pytest.CaptureFixture[str]) -> None:
     bins = tmp_path / "bins"
@@ -120,6 +122,7 @@ def test_a_second_dump_bin_into_a_folder_being_written_is_refused_at_once(
     assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file() and p.name != ".infer.lock"} == before
 
 
+@pytest.mark.slow
 def test_run_compare_report_and_tune_precision_hold_the_lock_too(
         onnx_small_cnn: ModelContract, tmp_path: Path, capsys: pytest.CaptureFixture[str],
         lock_holder: Callable[[Path], int]) -> None:
@@ -162,6 +165,7 @@ def test_pipeline_run_holds_its_work_folder(frozen_small_cnn: ModelContract, tmp
                                  f"pipeline run refused")
 
 
+@pytest.mark.slow
 def test_two_dump_bins_at_once_never_leave_a_mix(frozen_small_cnn: ModelContract, tmp_path: Path) -> None:
     """Real concurrency: two processes, one folder. One writes; the other is refused; the result verifies."""
     out = tmp_path / "bins"
@@ -208,6 +212,7 @@ def test_a_failed_dump_removes_only_the_files_it_created(frozen_small_cnn: Model
 # --- 4. modes ---------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("mask", "mode"), [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
 def test_files_get_the_mode_the_umask_gives(onnx_small_cnn: ModelContract, tmp_path: Path, mask: int, mode: int,
                                             capsys: pytest.CaptureFixture[str]) -> None:

@@ -108,7 +108,7 @@ def test_unknown_nested_key(project: Path) -> None:
 def test_unknown_section_suggests_the_closest(project: Path) -> None:
     message = _error(project, MINIMAL + "[comapre]\ntopk = 1\n")
     assert message == (f"{project / 'pipeline.toml'}: unknown section [comapre]; did you mean [compare]? "
-                       "(sections: model, data, convert, run, compare, tune, paths)")
+                       "(sections: model, data, convert, run, compare, tune, paths, remote)")
 
 
 @pytest.mark.parametrize(
@@ -197,7 +197,9 @@ def test_cli_prints_one_error_line(project: Path, capsys: pytest.CaptureFixture[
 
 
 def _uncommented(text: str) -> str:
-    """The template with every commented-out `key = value` setting switched on."""
+    """The template with every commented-out `key = value` setting switched on, and a commented-out table too
+    ([remote])."""
+    text = re.sub(r"^# (\[\w+\])$", r"\1", text, flags=re.MULTILINE)
     return re.sub(r"^# (\w+ = [^#\n]*?)([ \t]+#[^\n]*)?$", r"\1", text, flags=re.MULTILINE)
 
 
@@ -223,6 +225,7 @@ def test_template_loads_and_every_commented_setting_is_a_valid_key(project: Path
     assert full.compare.thresholds.texts == ("cosine=0.999", "probs:0:kl=0.01")
     assert full.compare.expected_from_emulation is True and full.compare.expected_factor == 10.0
     assert full.compare.fail_on_expected is True and not full.compare.allow_same_backend
+    assert full.remote is not None and full.remote.host == ("ascend01",)  # [remote]'s example
 
 
 def test_compare_per_sample_limits_and_switches_reach_the_command(project: Path) -> None:
@@ -308,9 +311,9 @@ def test_image_options_refuse_an_unknown_color_whoever_builds_them() -> None:
     from binio.errors import InferError
     from infer.preprocessing import ImageOptions
 
-    assert ImageOptions(color="bgr").color == "BGR"
+    assert ImageOptions(color="bgr").color == "BGR"  # type: ignore[arg-type]  # any case is taken
     with pytest.raises(InferError, match=r"^--color GBR: expected RGB or BGR$"):
-        ImageOptions(color="GBR")
+        ImageOptions(color="GBR")  # type: ignore[arg-type]  # refused: what the test shows
 
 
 def test_run_defaults_are_the_command_lines(project: Path) -> None:
@@ -368,6 +371,32 @@ def test_a_value_the_command_refuses_is_refused_when_the_file_is_read(project: P
                                                                         expected: str) -> None:
     """The options' own check (the command line's) refuses it before any stage runs, said as the file's key."""
     assert _error(project, MINIMAL + table) == f"{project / 'pipeline.toml'}: {expected}"
+
+
+@pytest.mark.parametrize(("table", "expected"), [
+    ('[convert]\nprecision_mode = "force_fp61"\n', "[convert] precision_mode: expected one of force_fp16, force_fp32, "
+     "allow_fp32_to_fp16, must_keep_origin_dtype, allow_mix_precision, got 'force_fp61'"),
+    ('[convert]\ntarget = "tpu"\n', "[convert] target: expected one of om, onnx, got 'tpu'"),
+    ('[convert]\nop_select_implmode = "fast"\n', "[convert] op_select_implmode: expected one of high_precision, "
+     "high_performance, high_precision_for_all, high_performance_for_all, got 'fast'"),
+    ('[convert]\ninput_format = "HWC"\n', "[convert] input_format: expected one of NHWC, NCHW, ND, got 'HWC'"),
+    ('[convert]\nmodify_mixlist = "mix.json"\n', "[convert] modify_mixlist: ATC takes it only with --precision-mode "
+     "allow_mix_precision, not force_fp16, got 'mix.json'"),
+])
+def test_a_convert_setting_wrong_whatever_the_model_is_refused_when_the_file_is_read(
+        project: Path, table: str, expected: str) -> None:
+    """What needs no model (the mode, the target, the implmode, the input format, --modify-mixlist's mode) is
+    checked as ConvertOptions are built: the file is refused as it is read, naming the key and the words it takes."""
+    assert _error(project, MINIMAL + table) == f"{project / 'pipeline.toml'}: {expected}"
+
+
+def test_a_bad_precision_mode_stops_the_pipeline_before_freeze(project: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    path = _write(project, MINIMAL + '[convert]\nprecision_mode = "force_fp61"\n')
+    outcome = run_cli(capsys, "pipeline", "run", str(path))
+    assert outcome.code == 2
+    assert outcome.error_line.startswith(f"error: {path}: [convert] precision_mode: expected one of force_fp16, ")
+    assert not (project / "work").exists()  # nothing ran: freeze would have written work/model
 
 
 def test_gear_tables_walk_one_gear_each(project: Path) -> None:

@@ -8,7 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.atc_wrap.graphs import build_energy, write_frozen
+from tests.builders.frozen import write_frozen
+from tests.builders.graphs import build_energy
 from tests.cli import run_cli
 
 pytestmark = pytest.mark.slow

@@ -12,22 +12,17 @@ from typing import Any
 import numpy as np
 import pytest
 
+from binio.binfile import sha256_file
 from binio.manifest import DatasetManifest
 from infer.contract import ModelContract
 from infer.run import RunResult, run_model
 from infer.run.layout import RUN_JSON, output_file_name, parse_timestamp_folder
-from infer.run.options import RunOptions
-from infer.run.record import load_run
+from infer.run.options import Backend, RunOptions
+from infer.run.record import RunRecordError, load_run
+from tests.builders.bins import write_dataset
 from tests.cli import run_cli
-from tests.infer.run_data import (
-    as_om,
-    cnn_batches,
-    hide_tools,
-    two_input_batches,
-    two_input_model,
-    use_fake_tools,
-    write_dataset,
-)
+from tests.infer.om_files import OmPlan, write_om
+from tests.infer.run_data import as_om, cnn_batches, hide_tools, two_input_batches, two_input_model, use_fake_tools
 
 STAND_IN = "the stand-in is --backend onnxrt after infer convert --target onnx"
 
@@ -97,9 +92,10 @@ def test_a_model_json_runs_what_convert_made_and_a_file_picks_its_backend(
     assert run_model(onnx_small_cnn.converted_path, cnn_bins.root, tmp_path / "c").record.backend == "onnxrt"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["msame", "ais_bench"])
 def test_fake_tool_runs_land_in_the_same_layout_as_onnxrt(
-        backend: str, om_small_cnn: ModelContract, onnx_small_cnn: ModelContract, cnn_bins: DatasetManifest,
+        backend: Backend, om_small_cnn: ModelContract, onnx_small_cnn: ModelContract, cnn_bins: DatasetManifest,
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     use_fake_tools(monkeypatch)
     stand_in = run_model(onnx_small_cnn.path, cnn_bins.root, tmp_path / "onnxrt")
@@ -113,6 +109,7 @@ def test_fake_tool_runs_land_in_the_same_layout_as_onnxrt(
         np.testing.assert_allclose(ours, theirs, rtol=1e-6, atol=1e-7)
 
 
+@pytest.mark.slow
 def test_om_contract_defaults_to_msame_and_reads_outputs_with_the_oms_dtypes(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     use_fake_tools(monkeypatch)
@@ -128,6 +125,7 @@ def test_om_contract_defaults_to_msame_and_reads_outputs_with_the_oms_dtypes(
     assert record.read_output("000001", 1).dtype == np.float16
 
 
+@pytest.mark.slow
 def test_bins_made_for_another_model_run_with_a_warning(onnx_small_cnn: ModelContract, tmp_path: Path,
                                                         caplog: pytest.LogCaptureFixture) -> None:
     manifest = replace(write_dataset(tmp_path / "bins", {"images:0": cnn_batches(1)}), model_sha256="ab" * 32).save()
@@ -201,6 +199,7 @@ def test_cli_run_prints_where_it_wrote(onnx_small_cnn: ModelContract, cnn_bins: 
     assert (folder / output_file_name("000002", 0)).is_file()
 
 
+@pytest.mark.slow
 def test_cli_run_names_the_tool_and_its_device_once(om_small_cnn: ModelContract, cnn_bins: DatasetManifest,
                                                     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                     capsys: pytest.CaptureFixture[str]) -> None:
@@ -314,6 +313,7 @@ def test_unwritable_output_folder(onnx_small_cnn: ModelContract, cnn_bins: Datas
     assert outcome.error_line == f"error: {blocker}: exists and is not a folder"
 
 
+@pytest.mark.slow
 def test_msame_error_with_exit_0(om_small_cnn: ModelContract, cnn_bins: DatasetManifest, tmp_path: Path,
                                  monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     use_fake_tools(monkeypatch)
@@ -341,14 +341,17 @@ def test_backend_that_cannot_run_the_file(om_small_cnn: ModelContract, cnn_bins:
         f"error: {om_small_cnn.path}: the onnxrt backend needs an ONNX model, convert produced om")
 
 
+@pytest.mark.slow
 def test_msame_outputs_are_read_with_the_oms_dtypes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                      capsys: pytest.CaptureFixture[str]) -> None:
-    """A contract that says float16 where the om writes float32: caught on the file, not passed on as garbage."""
+    """An om (and its contract) that says float16 where the tool writes float32: caught on the file, not passed on
+    as garbage."""
     use_fake_tools(monkeypatch)
     contract = two_input_model(tmp_path / "model", "om")
     assert contract.converted is not None
     wrong = (contract.converted.outputs[0].with_dtype("float16"), contract.converted.outputs[1])
-    contract = contract.with_converted(replace(contract.converted, outputs=wrong)).save()
+    om = write_om(tmp_path / "model" / "model.om", OmPlan(list(contract.converted.inputs), list(wrong)))
+    contract = contract.with_converted(replace(contract.converted, outputs=wrong, sha256=sha256_file(om))).save()
     manifest = write_dataset(tmp_path / "bins", two_input_batches(1))
     outcome = run_cli(capsys, "run", contract.path, "--input", manifest.root, "-o", tmp_path / "out")
     work = load_run(tmp_path / "out").folder / ".msame-work"
@@ -424,6 +427,7 @@ def test_run_json_records_the_infer_that_wrote_it(tf_run: RunResult, tmp_path: P
     assert written["infer_version"] == infer.__version__
     assert load_run(tf_run.folder).infer_version == infer.__version__
     older = shutil.copytree(tf_run.folder, tmp_path / tf_run.folder.name)
-    del written["infer_version"]  # a run.json written before the version was recorded still loads
+    del written["infer_version"]  # every run.json records it: one without it is not infer's
     (older / RUN_JSON).write_text(json.dumps(written))
-    assert load_run(older).infer_version == ""
+    with pytest.raises(RunRecordError, match=r"run\.json: missing field 'infer_version'"):
+        load_run(older)

@@ -14,8 +14,10 @@ import pytest
 from binio.manifest import DatasetManifest
 from infer.contract import ModelContract
 from infer.run import RunError, RunOptions, ScaleOptions, plan_run, run_model
+from infer.run.options import Backend
+from tests.builders.bins import write_dataset
 from tests.cli import run_cli
-from tests.infer.run_data import hide_tools, two_input_batches, two_input_model, use_fake_tools, write_dataset
+from tests.infer.run_data import hide_tools, two_input_batches, two_input_model, use_fake_tools
 
 
 def _tree(root: Path) -> list[tuple[str, int]]:
@@ -55,10 +57,11 @@ def test_ais_bench_dry_run_names_every_flag_it_would_pass(
     assert not (tmp_path / "my runs").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["msame", "ais_bench"])
 def test_the_printed_line_run_by_hand_computes_what_infer_run_computes(
         om_and_bins: tuple[ModelContract, DatasetManifest], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        backend: str) -> None:
+        backend: Backend) -> None:
     use_fake_tools(monkeypatch)
     om, bins = om_and_bins
     options = RunOptions(backend=backend)

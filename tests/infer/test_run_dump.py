@@ -10,12 +10,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from atc_wrap.npu_dump import read_npu_dump, walk_dump_folder
+from atc_wrap.ascend_files.npu_dump import read_npu_dump, walk_dump_folder
 from infer.contract import ModelContract
 from infer.run import RunError, RunOptions, ScaleOptions, run_model
 from infer.run.record import RunRecordError, load_run
+from tests.builders.bins import write_dataset
 from tests.cli import run_cli
-from tests.infer.run_data import use_fake_tools, write_dataset
+from tests.infer.run_data import use_fake_tools
 from tests.npu_models import npu_model
 
 pytestmark = pytest.mark.slow
@@ -116,7 +117,7 @@ def test_a_tool_that_dumps_nothing_is_refused_with_the_model_name_it_was_given(
 def test_dump_options_are_refused_where_they_cannot_apply(model: ModelContract, tmp_path: Path) -> None:
     bins, _ = _bins(tmp_path / "bins")
     with pytest.raises(RunError, match=r"^--dump-mode everything: expected one of output, input, all$"):
-        RunOptions(dump=True, dump_mode="everything").check()
+        RunOptions(dump=True, dump_mode="everything").check()  # type: ignore[arg-type]  # refused
     with pytest.raises(RunError, match=r"^--dump-batch without --dump: nothing is dumped$"):
         RunOptions(dump_batch="000001").check()
     with pytest.raises(RunError, match=r"^--dump with --backend tf: an NPU dump comes from msame or ais_bench"):

@@ -25,6 +25,7 @@ def bins(tmp_path_factory: pytest.TempPathFactory) -> DatasetManifest:
     return scale_bins(tmp_path_factory.mktemp("entry_bins"))
 
 
+@pytest.mark.slow
 def test_run_over_two_devices_writes_the_bytes_of_a_plain_run(onnx_small_cnn: ModelContract, bins: DatasetManifest,
                                                               tmp_path: Path) -> None:
     plain = run_model(onnx_small_cnn.path, bins.root, tmp_path / "plain")
@@ -56,6 +57,7 @@ def test_a_bad_scale_option_is_refused_where_no_shard_is_asked_for(onnx_small_cn
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_a_resume_goes_to_the_sharded_path_which_finds_the_run_complete(onnx_small_cnn: ModelContract,
                                                                         bins: DatasetManifest,
                                                                         tmp_path: Path) -> None:
@@ -79,6 +81,7 @@ def _imported_names(path: Path) -> set[tuple[str, str]]:
             if isinstance(node, ast.ImportFrom) for alias in node.names}
 
 
+@pytest.mark.slow
 def test_no_caller_outside_the_run_package_chooses_between_the_two_paths() -> None:
     """The command line, the pipeline, compare and tune import the entry; the two paths only infer/run uses
     (and the API, which exports them)."""

@@ -16,10 +16,12 @@ from binio.errors import InferError
 from binio.manifest import load_manifest
 from infer.contract import ModelContract, load_contract
 from infer.run import RunError, RunOptions, plan_run, run_model
+from infer.run.options import Backend
 from infer.run.record import load_run
+from tests.builders.bins import write_dataset
 from tests.cli import Outcome, run_cli
 from tests.infer.fcn_model import build_fcn
-from tests.infer.run_data import as_om, use_fake_tools, write_dataset
+from tests.infer.run_data import as_om, use_fake_tools
 
 
 @pytest.fixture(scope="module")
@@ -64,14 +66,15 @@ def geared(request: pytest.FixtureRequest, checkpoint: Path, tmp_path_factory: p
     cli("convert", root / "frozen", "--target", "onnx", "--precision-mode", "force_fp32", *convert, "-q")
     om = as_om(load_contract(root / "frozen"), root / "om")
     source = "images:0=random:0"
-    cli("dump-bin", "-m", om.path, "-o", root / "bins", "--input", source, "--samples", "6", *dump, "-q")
+    cli("dump-bin", "-m", om.path, "-o", root / "bins", "--source", source, "--samples", "6", *dump, "-q")
     return kind, om, root / "bins"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["msame", "ais_bench"])
 def test_each_tool_gets_the_datasets_gear_and_its_outputs_come_back_at_the_gears_size(
         geared: tuple[str, ModelContract, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str], backend: str) -> None:
+        capsys: pytest.CaptureFixture[str], backend: Backend) -> None:
     kind, om, bins = geared
     use_fake_tools(monkeypatch)
     ran = run_model(om, bins, tmp_path / "runs", RunOptions(backend=backend))
@@ -103,6 +106,7 @@ def test_each_tool_gets_the_datasets_gear_and_its_outputs_come_back_at_the_gears
     assert compared.out.strip().splitlines()[-1].startswith("PASSED")
 
 
+@pytest.mark.slow
 def test_the_dry_run_prints_the_gear_flags(geared: tuple[str, ModelContract, Path], tmp_path: Path) -> None:
     kind, om, bins = geared
     for backend in ("msame", "ais_bench"):
@@ -186,6 +190,7 @@ def test_the_dry_run_line_names_the_gear(geared: tuple[str, ModelContract, Path]
     assert shlex.split(line)[-len(KINDS[kind][3]):] == KINDS[kind][3]
 
 
+@pytest.mark.slow
 def test_one_batch_through_msame_at_the_gear_comes_back_trimmed(
         geared: tuple[str, ModelContract, Path], monkeypatch: pytest.MonkeyPatch) -> None:
     from binio.binfile import read_bin
@@ -205,6 +210,7 @@ def test_one_batch_through_msame_at_the_gear_comes_back_trimmed(
     assert np.isfinite(features).all(), kind
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("geared", ["image_size"], indirect=True)
 def test_a_sharded_run_gives_every_shard_the_gear(geared: tuple[str, ModelContract, Path], tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
@@ -231,7 +237,7 @@ def test_a_gear_shape_the_graph_refuses_is_named(geared: tuple[str, ModelContrac
     assert str(refused.value).startswith(f"{om.pb_path}: TensorFlow cannot take the inputs at images:0 (2,6,6): ")
 
 
-def _by_hand(om: ModelContract, bins: Path, backend: str, out: Path) -> Path:
+def _by_hand(om: ModelContract, bins: Path, backend: Backend, out: Path) -> Path:
     """The dry run's printed line run through a shell, as the user pastes it on the server: the tool's own folder."""
     import subprocess
 
@@ -241,10 +247,11 @@ def _by_hand(om: ModelContract, bins: Path, backend: str, out: Path) -> Path:
     return folder
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["msame", "ais_bench"])
 def test_the_tools_own_folder_of_the_printed_line_compares_as_infer_runs_folder(
         geared: tuple[str, ModelContract, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str], backend: str) -> None:
+        capsys: pytest.CaptureFixture[str], backend: Backend) -> None:
     """msame's files padded to the largest gear's buffer (image-size and dims gears, batch 3 of 1,3,4) are read at
     the dataset's gear; ais_bench's, and a shape range's, are its real size: both compare as infer run's folder."""
     from infer.compare import compare_outputs as compare
@@ -273,10 +280,11 @@ def test_the_tools_own_folder_of_the_printed_line_compares_as_infer_runs_folder(
     assert outcome.code == 0 and outcome.out.strip().splitlines()[-1].startswith("PASSED"), outcome.out + outcome.err
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["msame", "ais_bench"])
 def test_a_tools_file_cut_short_or_padded_beyond_the_largest_buffer_is_refused(
         geared: tuple[str, ModelContract, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str], backend: str) -> None:
+        capsys: pytest.CaptureFixture[str], backend: Backend) -> None:
     kind, om, bins = geared
     use_fake_tools(monkeypatch)
     monkeypatch.chdir(tmp_path)
@@ -296,6 +304,7 @@ def test_a_tools_file_cut_short_or_padded_beyond_the_largest_buffer_is_refused(
                                       f"for shape ({batch},{height},{width},4) float32, got {size}"), outcome.err
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("geared", ["image_size"], indirect=True)
 def test_msames_text_outputs_padded_to_the_largest_gear_are_read_at_the_gear(
         geared: tuple[str, ModelContract, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -13,6 +13,7 @@ from infer.contract import ModelContract
 from infer.convert import ConvertOptions, convert_model
 from infer.freeze import FreezeOptions, freeze_model
 from infer.run import RunOptions, run_model
+from infer.run.options import Backend
 from tests.cli import run_cli
 from tests.infer.run_data import as_om, use_fake_tools
 
@@ -73,6 +74,7 @@ def _expected(contract: ModelContract, x: np.ndarray) -> np.ndarray:
     return np.concatenate(batches)[: len(x)]
 
 
+@pytest.mark.slow
 def test_a_scalar_is_written_once_a_batch_file(scalar_bins: Path) -> None:
     manifest = load_manifest(scalar_bins)
     temperature, flag = manifest.input("temperature:0"), manifest.input("flag:0")
@@ -96,9 +98,11 @@ def test_a_scalar_from_samples_is_refused(scalar_model: ModelContract, tmp_path:
     assert not (tmp_path / "bins").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["onnxrt", "tf", "msame", "ais_bench"])
-def test_every_runner_takes_a_scalar_and_compare_passes(backend: str, scalar_model: ModelContract, scalar_bins: Path,
-                                                        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+def test_every_runner_takes_a_scalar_and_compare_passes(backend: Backend, scalar_model: ModelContract,
+                                                        scalar_bins: Path, tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch,
                                                         capsys: pytest.CaptureFixture[str]) -> None:
     model = scalar_model
     if backend in ("msame", "ais_bench"):

@@ -16,7 +16,7 @@ from infer.run import RunResult, run_model
 from infer.run._shard import finished_stems
 from infer.run._sharded import run_sharded
 from infer.run.layout import output_file_name
-from infer.run.options import RunOptions, ScaleOptions
+from infer.run.options import Backend, RunOptions, ScaleOptions
 from infer.run.record import load_run
 from tests.cli import run_cli
 from tests.conftest import Copy
@@ -50,6 +50,7 @@ def test_shards_are_contiguous_deterministic_and_cover_every_batch() -> None:
     assert shards[1].describe() == "shard 1 (batches 000003-000004)"
 
 
+@pytest.mark.slow
 def test_onnxrt_over_two_worker_processes_is_byte_identical(onnx_small_cnn: ModelContract, bins: DatasetManifest,
                                                             onnx_single: RunResult, tmp_path: Path) -> None:
     result = run_sharded(onnx_small_cnn.path, bins.root, tmp_path, RunOptions(), ScaleOptions(devices=(0, 1)))
@@ -68,9 +69,10 @@ def test_onnxrt_over_two_worker_processes_is_byte_identical(onnx_small_cnn: Mode
     assert document["scale_out"]["shards"][1]["first"] == "000003"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tool", ["msame", "ais_bench"])
 def test_tools_one_process_per_device_is_byte_identical(om: ModelContract, bins: DatasetManifest, tmp_path: Path,
-                                                        tool: str) -> None:
+                                                        tool: Backend) -> None:
     options = RunOptions(backend=tool)
     single = run_model(om.path, bins.root, tmp_path / "single", options)
     result = run_sharded(om.path, bins.root, tmp_path / "sharded", options, ScaleOptions(devices=(2, 0, 1)))
@@ -84,6 +86,7 @@ def test_tools_one_process_per_device_is_byte_identical(om: ModelContract, bins:
         assert f"shard-{shard.index:03d}" in argv[argv.index("--input") + 1]
 
 
+@pytest.mark.slow
 def test_a_failed_shard_is_retried_for_what_it_missed(om: ModelContract, bins: DatasetManifest,
                                                       tmp_path: Path) -> None:
     single = run_model(om.path, bins.root, tmp_path / "single")
@@ -95,6 +98,7 @@ def test_a_failed_shard_is_retried_for_what_it_missed(om: ModelContract, bins: D
     assert scaled is not None and [s.attempts for s in scaled.shards] == [1, 2]
 
 
+@pytest.mark.slow
 def test_a_shard_failing_every_attempt_is_named_the_rest_kept_and_resume_runs_only_it(
         om: ModelContract, bins: DatasetManifest, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     single = run_model(om.path, bins.root, tmp_path / "single")
@@ -129,6 +133,7 @@ def test_a_shard_failing_every_attempt_is_named_the_rest_kept_and_resume_runs_on
     assert outcome.code == 0 and [p for p in out.iterdir()] == [folder]  # complete: nothing to do
 
 
+@pytest.mark.slow
 def test_resume_redoes_a_batch_whose_output_was_cut_short(om: ModelContract, bins: DatasetManifest,
                                                          tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A run stopped while an output was being written (or a disk that filled) leaves a short file: resume counts
@@ -202,7 +207,7 @@ def test_engine_ray_without_ray_says_how_to_install_it(onnx_small_cnn: ModelCont
 @pytest.mark.parametrize("backend", ["onnxrt", "tf"])
 def test_a_model_changed_since_the_contract_is_refused_before_any_worker_starts(
         copy_model: Copy, onnx_small_cnn: ModelContract, bins: DatasetManifest, tmp_path: Path,
-        capsys: pytest.CaptureFixture[str], backend: str) -> None:
+        capsys: pytest.CaptureFixture[str], backend: Backend) -> None:
     model = copy_model(onnx_small_cnn)
     changed = model.pb_path if backend == "tf" else model.converted_path
     assert changed is not None

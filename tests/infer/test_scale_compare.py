@@ -22,6 +22,7 @@ def bins(tmp_path_factory: pytest.TempPathFactory) -> DatasetManifest:
     return scale_bins(tmp_path_factory.mktemp("compare_scale_bins"))
 
 
+@pytest.mark.slow
 def test_golden_over_two_workers_is_byte_identical_and_so_is_the_comparison(
         onnx_small_cnn: ModelContract, bins: DatasetManifest, tmp_path: Path) -> None:
     manifest = load_manifest(bins.root)
@@ -46,6 +47,7 @@ def test_workers_below_one_is_refused(onnx_small_cnn: ModelContract, bins: Datas
     assert (outcome.code, outcome.error_line) == (2, "error: --workers 0: expected 1 or more")
 
 
+@pytest.mark.slow
 def test_metrics_over_three_workers_equal_one_workers_exactly(
         onnx_small_cnn_fp16: ModelContract, bins: DatasetManifest, tmp_path: Path) -> None:
     """fp16 emulation: every metric non-trivial; labels: top-k accuracy too; 5 batches over 3 workers: 2 + 2 + 1."""

@@ -19,6 +19,8 @@ from infer.run.record import load_run
 from tests.infer.run_data import FAKES, as_om
 from tests.infer.scale_data import assert_same_outputs, scale_bins
 
+pytestmark = pytest.mark.slow
+
 ray = pytest.importorskip("ray")
 
 

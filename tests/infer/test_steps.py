@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.models import BuiltModel
 
 _COMMAND = [sys.executable, "-c", "from infer.cli.app import main; main()"]
@@ -40,6 +42,7 @@ def _on_a_terminal(args: list[str]) -> tuple[int, str]:
     return process.wait(timeout=60), received.decode(errors="replace")
 
 
+@pytest.mark.slow
 def test_freeze_and_convert_show_their_steps_on_a_terminal_only(small_cnn: BuiltModel, tmp_path: Path) -> None:
     freeze = ["freeze", str(small_cnn.prefix), "-o", str(tmp_path / "m"), "--outputs", ",".join(small_cnn.outputs),
               "--batch", "2"]

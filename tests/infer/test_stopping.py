@@ -19,8 +19,9 @@ from binio.errors import Terminated
 from binio.manifest import DatasetManifest
 from binio.process import ToolError, ToolResult, run_tool, stop_running_tools, stops_tools_with
 from infer.contract import ModelContract
+from tests.builders.bins import write_dataset
 from tests.cli import run_cli
-from tests.infer.run_data import as_om, cnn_batches, use_fake_tools, write_dataset
+from tests.infer.run_data import as_om, cnn_batches, use_fake_tools
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -85,6 +86,7 @@ def _hanging_tool(folder: Path, name: str) -> tuple[Path, Path]:
     return tool, pids
 
 
+@pytest.mark.slow
 def test_a_timeout_stops_the_tool_and_every_process_it_started(tmp_path: Path) -> None:
     tool, pids = _hanging_tool(tmp_path, "atc")
     with pytest.raises(ToolError) as caught:
@@ -94,6 +96,7 @@ def test_a_timeout_stops_the_tool_and_every_process_it_started(tmp_path: Path) -
     assert _all_ended(_pids(pids))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["Ctrl-C", "SIGTERM"])
 def test_a_signal_landing_as_the_tool_starts_still_stops_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                             signum: int) -> None:
@@ -124,6 +127,7 @@ def test_a_signal_landing_as_the_tool_starts_still_stops_it(tmp_path: Path, monk
     assert _all_ended(_pids(pids))
 
 
+@pytest.mark.slow
 def test_a_stop_from_another_thread_waits_for_a_tool_being_started(tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """A sharded run's tools are started on threads: a stop that comes between a fork and the registration of the
@@ -195,6 +199,7 @@ def _env_with(folder: Path) -> dict[str, str]:
             "PATH": os.pathsep.join([str(folder), str(Path(sys.executable).parent), os.environ.get("PATH", "")])}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("how", "signum", "code", "why"), [
     ("Ctrl-C", signal.SIGINT, 130, "infer was interrupted (Ctrl-C)"),
     ("SIGTERM", signal.SIGTERM, 143, "infer was terminated (SIGTERM)"),
@@ -211,6 +216,7 @@ def test_ctrl_c_and_sigterm_stop_msame_and_its_children(om: ModelContract, bins:
     assert _all_ended(tool_pids)
 
 
+@pytest.mark.slow
 def test_run_timeout_stops_a_hanging_msame(om: ModelContract, bins: DatasetManifest, tmp_path: Path,
                                            monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     use_fake_tools(monkeypatch)
@@ -223,6 +229,7 @@ def test_run_timeout_stops_a_hanging_msame(om: ModelContract, bins: DatasetManif
     assert _all_ended(_pids(pids))
 
 
+@pytest.mark.slow
 def test_run_timeout_reaches_ais_bench_too(om: ModelContract, bins: DatasetManifest, tmp_path: Path,
                                            monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     package = tmp_path / "tools" / "ais_bench"
@@ -245,6 +252,7 @@ def test_a_timeout_that_is_no_duration_is_refused(om: ModelContract, bins: Datas
     assert result.error_line == "error: --timeout 0: expected seconds, more than 0"
 
 
+@pytest.mark.slow
 def test_sigterm_stops_the_tools_of_every_shard(om: ModelContract, tmp_path: Path) -> None:
     write_dataset(tmp_path / "bins", {"images:0": cnn_batches(4)}, layout="NHWC")
     _, pids = _hanging_tool(tmp_path / "tools", "msame")
@@ -271,6 +279,7 @@ def _children(parent: int) -> list[int]:
     return found
 
 
+@pytest.mark.slow
 def test_shard_workers_exit_when_their_driver_is_killed(onnx_small_cnn: ModelContract, tmp_path: Path) -> None:
     write_dataset(tmp_path / "bins", {"images:0": cnn_batches(600)}, layout="NHWC")
     driver = _run_infer(["run", onnx_small_cnn.path, "--input", tmp_path / "bins", "-o", tmp_path / "out",

@@ -19,8 +19,9 @@ import numpy as np
 import pytest
 
 from infer.contract import ModelContract
+from tests.builders.bins import write_dataset
 from tests.cli import run_cli
-from tests.infer.run_data import cnn_batches, write_dataset
+from tests.infer.run_data import cnn_batches
 
 REPO = Path(__file__).resolve().parents[2]
 _PR_CAPBSET_DROP = 24
@@ -102,6 +103,7 @@ CASES: dict[str, tuple[Callable[[Path], Path], Callable[[Path, Path], tuple[obje
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_an_unreadable_file_is_one_line_naming_it(world: Path, tmp_path: Path, case: str) -> None:
     locate, command = CASES[case]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from atc_wrap.op_tables import COMMON, FAMILIES, OpTable, parse_op_table
+from atc_wrap.precision.op_tables import COMMON, FAMILIES, OpTable, parse_op_table
 from scripts.build_op_tables import main
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -157,7 +157,7 @@ def test_an_unknown_commit_stops_the_script(snapshots: tuple[Path, str, Path, st
 @pytest.mark.skipif(not (os.environ.get("INFER_CANN_OPS_GIT") and os.environ.get("INFER_ASCEND_PARSER_GIT")),
                     reason="set INFER_CANN_OPS_GIT and INFER_ASCEND_PARSER_GIT to fetched git directories")
 def test_the_real_snapshot_gives_the_committed_files(tmp_path: Path) -> None:
-    committed = ROOT / "atc_wrap" / "op_tables_data"
+    committed = ROOT / "atc_wrap" / "precision" / "op_tables_data"
     source = json.loads((committed / f"{COMMON}.json").read_text())["source"]
     main(["--ops-git", os.environ["INFER_CANN_OPS_GIT"], "--ops-commit", source["ops"]["commit"],
           "--parser-git", os.environ["INFER_ASCEND_PARSER_GIT"], "--parser-commit", source["parser"]["commit"],

@@ -22,9 +22,9 @@ from dataclasses import dataclass, field, fields
 
 import numpy as np
 
+from binio.dtypes import FP16_MAX
 from infer.compare._judge.metrics import (
     EPS,
-    FP16_MAX,
     Metrics,
     ValueCounts,
     as_float64,

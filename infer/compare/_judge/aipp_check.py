@@ -1,7 +1,7 @@
 """AIPP's output against the declared preprocessing, on the dataset's own uint8 bins, and which setting differs.
 
 Compare already measures the whole path (AIPP plus the model) against TensorFlow fed the declared preprocessing;
-this check says where a difference comes from. AIPP is computed in numpy (`atc_wrap.aipp_apply`) for every
+this check says where a difference comes from. AIPP is computed in numpy (`atc_wrap.aipp.apply`) for every
 batch of the AIPP input and compared per channel, in the model input's units, with ``(pixel * scale - mean) / std``
 in float64. AIPP stores its output as fp16, so up to fp16's rounding (a relative 2**-11, plus float32 arithmetic)
 is expected, plus what holding min_chn and var_reci_chn as fp16 moves (bounded per channel from the config's own
@@ -19,14 +19,14 @@ from typing import Any
 
 import numpy as np
 
-from atc_wrap.aipp import CSC_MATRICES, AippConfig, csc_rows, held_fp16
-from atc_wrap.aipp_apply import apply_aipp
+from atc_wrap.aipp.apply import apply_aipp
+from atc_wrap.aipp.config import CSC_MATRICES, AippConfig, csc_rows, held_fp16
 from binio.binfile import read_bin
 from binio.errors import InferError
 from binio.manifest import DatasetManifest
-from infer.aipp.config import model_aipp
-from infer.aipp.declared import DeclaredPreprocessing
 from infer.contract import ModelContract
+from infer.model_aipp.config import model_aipp
+from infer.model_aipp.declared import DeclaredPreprocessing
 
 _RELATIVE = 2.0 ** -10  # fp16's half-ulp is 2**-11 of the value; twice that leaves room for float32 arithmetic
 _SETTING_TOLERANCE = 1e-6  # relative, for a setting to count as the one the declared preprocessing needs

@@ -26,19 +26,20 @@ import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from atc_wrap.op_controls import CONTROL_FILE_NAMES
+from atc_wrap.precision.modes import PrecisionMode
+from atc_wrap.precision.op_controls import CONTROL_FILE_NAMES
 from binio.binfile import sha256_file
 from binio.document import json_float
 from binio.manifest import DatasetManifest
-from infer.aipp import AippOptions, model_aipp
 from infer.compare._judge.metrics import Metrics
 from infer.compare._sides.golden import cached_run
 from infer.compare.errors import ExpectedErrorUnavailable
 from infer.compare.metric_names import shown
 from infer.compare.options import DEFAULT_FACTOR, CompareOptions
 from infer.contract import ModelContract, load_contract
+from infer.model_aipp import AippOptions, model_aipp
 from infer.run import run_model
 from infer.run.options import RunOptions
 
@@ -245,7 +246,8 @@ def emulated_model(contract: ModelContract, manifest: DatasetManifest, cache_roo
         from infer.convert import ConvertOptions, convert_model
 
         staged = convert_model(staged, ConvertOptions(
-            target="onnx", precision_mode=precision_mode, input_fp16_nodes=fp16_nodes, output_type=output_type,
+            target="onnx", precision_mode=cast(PrecisionMode, precision_mode),  # ConvertOptions checks it
+            input_fp16_nodes=fp16_nodes, output_type=output_type,
             soc_version=chip, allow_unsupported=_allowed(contract), aipp=aipp_options,
             keep_dtype=files.get("keep_dtype"), modify_mixlist=files.get("modify_mixlist"),
             customize_dtypes=files.get("customize_dtypes"))).contract

@@ -28,12 +28,12 @@ from typing import Any
 import numpy as np
 
 from binio.document import json_float
+from binio.dtypes import FP16_MAX
 from infer.compare.metric_names import SCALAR_METRICS
 
 EPS = float(np.finfo(np.float64).eps)
 # KL clamps each normalised tensor here, not at EPS: msaccucmp's alg_KullbackLeiblerDivergence.FLOAT_EPSILON.
 KL_EPS = float(np.finfo(np.float32).eps)
-FP16_MAX = float(np.finfo(np.float16).max)  # 65504: beyond it an fp16 tensor holds inf
 
 # NaN and inf in a tensor are data here (counted, reported, judged by the thresholds), so numpy's warnings about
 # them (inf - inf, 0/0, log of 0) are silenced where the metrics are computed: they would only reach the terminal.

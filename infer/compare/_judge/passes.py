@@ -27,7 +27,7 @@ from typing import NamedTuple, TypeVar
 import numpy as np
 
 from binio.errors import InferError
-from binio.heap import keep_freed_memory
+from binio.heap import as_this_process
 from binio.manifest import DatasetManifest
 from binio.shards import split
 from infer.compare._judge.accumulate import MetricAccumulator
@@ -216,7 +216,6 @@ def _topk(pair: OutputPair, options: CompareOptions, labels: np.ndarray | None) 
 
 def _pass_one(pair: OutputPair, stems: frozenset[str], *, options: CompareOptions,
               labels: np.ndarray | None, on_batch: Callable[[], None] | None = None) -> _ShardPart:
-    keep_freed_memory()
     topk = _topk(pair, options, labels)
     plot = _PlotCollector(options.scatter_points // max(1, pair.manifest.file_count))
     same = SameSamples(pair, stems)
@@ -247,7 +246,6 @@ def _pass_two(pair: OutputPair, stems: frozenset[str], *, extremes: MetricAccumu
               on_batch: Callable[[], None] | None = None) -> list[tuple[str, _KlSums]]:
     """Each batch's KL sums, from a fresh accumulator holding the dataset's extremes: its sums start at 0, so they
     are the batch's exactly, and adding them to the dataset's in order equals one accumulator fed every batch."""
-    keep_freed_memory()
     sums = []
     with np.errstate(all="ignore"):
         for batch in pair.batches(stems):
@@ -431,7 +429,9 @@ def compare_outputs_in_workers(pairs: tuple[OutputPair, ...], thresholds: Thresh
         return ()
     shards = [frozenset(s.stems) for s in split(pairs[0].manifest.stems, options.workers)]
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=len(shards), mp_context=context) as pool:
+    # Each worker keeps freed memory as this process does (binio.heap): its batches' temporaries are the same
+    # few sizes over and over, which page-faulted in afresh took two thirds of compare's time.
+    with ProcessPoolExecutor(max_workers=len(shards), mp_context=context, initializer=as_this_process()) as pool:
         return tuple(measure_output(pair, thresholds, options, labels, shards, pool, batch_counter(pair, progress))
                      for pair in pairs)
 

@@ -18,7 +18,8 @@ from typing import Any
 
 import numpy as np
 
-FP16_MAX = float(np.finfo(np.float16).max)
+from binio.dtypes import FP16_MAX
+
 FP16_SMALLEST = float(np.finfo(np.float16).smallest_subnormal)
 
 OVERFLOW, UNDERFLOW, NAN_FROM_INF, UNCLASSIFIED = "overflow", "underflow", "NaN from inf", "unclassified"

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from atc_wrap.emulation import emulated_value, tensors_rounded_later
+from atc_wrap.standin.emulation import emulated_value, tensors_rounded_later
 from binio.binfile import read_bin
 from binio.dtypes import DTYPE_NAMES, dtype, from_tf_enum
 from binio.errors import InferError

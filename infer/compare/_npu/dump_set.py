@@ -3,8 +3,8 @@
 DIR is the dump folder `infer run --dump` left beside a run's outputs (its run.json says which batch it holds), or
 any dump folder msame or ais_bench wrote, at any level of ``{dump_path}/{time}/{device}/{model_name}/{model_id}/
 {step}/``: it must then hold one execution (one step), taken as the dataset's first batch. Each file is read as the
-public DumpData definition says (`atc_wrap.npu_dump`); one that cannot be read is set aside with its reason, which
-the rows of its op give, rather than ending the comparison.
+public DumpData definition says (`atc_wrap.ascend_files.npu_dump`); one that cannot be read is set aside with its
+reason, which the rows of its op give, rather than ending the comparison.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from atc_wrap.npu_dump import DumpEntry, NpuDump, read_npu_dump, walk_dump_folder
+from atc_wrap.ascend_files.npu_dump import DumpEntry, NpuDump, read_npu_dump, walk_dump_folder
 from binio.errors import InferError
 from binio.manifest import DatasetManifest
 from infer.compare.errors import LayerwiseError

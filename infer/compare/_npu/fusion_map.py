@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from atc_wrap.om_model import OmModel, OmOp, OmTensor
+from atc_wrap.ascend_files.om_model import OmModel, OmOp, OmTensor
 
 _NOT_COMPUTED = frozenset({"Data", "AippData", "AnnData", "NetOutput", "Const", "Constant", "Variable"})
 

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-from atc_wrap.npu_dump import DumpTensor
-from atc_wrap.om_model import read_om
+from atc_wrap.ascend_files.npu_dump import DumpTensor
+from atc_wrap.ascend_files.om_model import read_om
 from binio.errors import InferError
 from binio.manifest import DatasetManifest
 from binio.spec import node_name

@@ -45,7 +45,7 @@ from infer.compare._sides.provenance import Side, run_side
 from infer.compare._sides.run_folders import batch_spec
 from infer.compare.errors import RunFolderError
 from infer.contract import ModelContract
-from infer.om import om_descriptors
+from infer.model_om import om_descriptors
 from infer.run import GearOutputs, gear_outputs
 from infer.run.layout import RUN_JSON, output_file_name, parse_ais_bench_folder, parse_timestamp_folder
 

@@ -2,7 +2,7 @@
 
 AIPP does the rest on the device (swap, crop, colour-space conversion, normalisation), so nothing else is done
 here; XRGB8888_U8 sources get their X channel (zeros) where AIPP reads it: first with ax_swap_switch, else last;
-YUV420SP_U8 sources are encoded as a decoder of the config's CSC standard would (`infer.aipp.yuv`), NV21 where the
+YUV420SP_U8 sources are encoded as a decoder of the config's CSC standard would (`infer.model_aipp.yuv`), NV21 where the
 config swaps U and V.
 """
 
@@ -13,10 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from atc_wrap.aipp import CSC_MATRICES, AippConfig, csc_rows, csc_standard
-from infer.aipp.yuv import rgb_to_yuv420sp
+from atc_wrap.aipp.config import CSC_MATRICES, AippConfig, csc_rows, csc_standard
 from infer.dump_bin._sources.images import ImageFolderSource, ImagePreprocessing
 from infer.dump_bin.errors import SourceError
+from infer.model_aipp.yuv import rgb_to_yuv420sp
 from infer.preprocessing import ImageOptions
 
 

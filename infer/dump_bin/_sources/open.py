@@ -6,6 +6,7 @@ import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from binio.layouts import ImageLayout
 from binio.regular import refuse_special
 from binio.spec import format_shape
 from infer._option_fields import setting_of
@@ -27,7 +28,7 @@ def _listed(values: tuple[float, ...]) -> str:
     return ",".join(f"{v:g}" for v in values)
 
 
-def image_preprocessing(folder: Path, tensor: str, sample_shape: tuple[int, ...], layout: str,
+def image_preprocessing(folder: Path, tensor: str, sample_shape: tuple[int, ...], layout: ImageLayout,
                         options: ImageOptions) -> ImagePreprocessing:
     """The preprocessing that makes the images in `folder` into samples of `sample_shape` (HWC for NHWC, CHW for
     NCHW)."""
@@ -84,7 +85,7 @@ def _shown(value: object) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
-def open_source(text: str, *, tensor: str, sample_shape: tuple[int, ...], dtype_name: str, layout: str,
+def open_source(text: str, *, tensor: str, sample_shape: tuple[int, ...], dtype_name: str, layout: ImageLayout,
                 single_input: bool, image_options: ImageOptions, workers: int = 1) -> SampleSource:
     """The source `text` names, for the model input `tensor` (whose samples have `sample_shape`)."""
     if is_generator(text):

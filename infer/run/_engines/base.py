@@ -7,6 +7,7 @@ from typing import Protocol
 
 from binio.errors import InferError
 from infer.run._engines.worker import ShardOutcome, ShardTask
+from infer.run.options import EngineName
 
 
 class EngineError(InferError):
@@ -14,7 +15,7 @@ class EngineError(InferError):
 
 
 class Engine(Protocol):
-    name: str
+    name: EngineName
 
     def default_shards(self) -> int:
         """How many shards to cut when --shards is not given: one per device the engine can run at once."""
@@ -22,6 +23,10 @@ class Engine(Protocol):
 
     def slot(self, shard_index: int) -> int | None:
         """The device the shard runs on (None: the engine or the backend chooses)."""
+        ...
+
+    def host(self, shard_index: int) -> str:
+        """The Ascend host the shard's tool runs on (--host a,b); "" for this machine's, or the engine's."""
         ...
 
     def submit(self, task: ShardTask) -> Future[ShardOutcome]: ...

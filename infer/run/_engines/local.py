@@ -18,15 +18,18 @@ from concurrent.futures.process import BrokenProcessPool
 
 from binio.process import stop_running_tools, stops_tools_with
 from infer.run._engines.worker import ShardOutcome, ShardTask, exit_with_driver, run_shard
+from infer.run.options import EngineName
 
 IN_PROCESS_BACKENDS = ("onnxrt", "tf")
 
 
 class LocalEngine:
-    name = "local"
+    name: EngineName = "local"
 
-    def __init__(self, backend: str, devices: tuple[int | None, ...]) -> None:
-        self.devices = devices or (None,)
+    def __init__(self, backend: str, devices: tuple[int | None, ...], hosts: tuple[str, ...] = ()) -> None:
+        # Each slot a device of a host: --devices on every host of --host (this machine's when none is given).
+        self.places = [(host, device) for host in hosts or ("",) for device in devices or (None,)]
+        self.devices = tuple(device for _, device in self.places)
         # One slot needs no process of its own: the run happens in a thread of this one, as a plain run does.
         self.processes = backend in IN_PROCESS_BACKENDS and len(self.devices) > 1
         self._executors: dict[int, Executor] = {}
@@ -37,6 +40,9 @@ class LocalEngine:
 
     def slot(self, shard_index: int) -> int | None:
         return self.devices[shard_index % len(self.devices)]
+
+    def host(self, shard_index: int) -> str:
+        return self.places[shard_index % len(self.places)][0]
 
     def _executor(self, position: int, *, fresh: bool = False) -> Executor:
         executor = self._executors.get(position)

@@ -16,12 +16,13 @@ from typing import Any
 from infer.ray_cluster import RayError, RaySession
 from infer.run._engines.base import EngineError
 from infer.run._engines.worker import ShardOutcome, ShardTask, run_shard
+from infer.run.options import EngineName
 
 TOOL_BACKENDS = ("msame", "ais_bench")
 
 
 class RayEngine:
-    name = "ray"
+    name: EngineName = "ray"
 
     def __init__(self, backend: str, *, address: str | None, threads: int | None) -> None:
         try:
@@ -49,6 +50,9 @@ class RayEngine:
 
     def slot(self, shard_index: int) -> int | None:
         return None  # Ray grants the device
+
+    def host(self, shard_index: int) -> str:
+        return ""  # the tasks run on the cluster's nodes, whose tools are their own
 
     def submit(self, task: ShardTask) -> Future[ShardOutcome]:
         future: Future[ShardOutcome] = self._remote.remote(task).future()

@@ -19,9 +19,10 @@ from pathlib import Path
 from binio.errors import InferError, first_line
 from binio.shards import Shard
 from binio.spec import TensorSpec
+from infer.remote.record import RemoteRecord
 from infer.run._plain import run_plain
 from infer.run.layout import newest_run_folder, output_file_name
-from infer.run.options import RunOptions
+from infer.run.options import EngineName, RunOptions
 from infer.run.record import RunRecord, load_run
 
 
@@ -36,7 +37,8 @@ class ShardTask:
     work: str  # the shard's scratch folder
     run_folder: str  # where the outputs go
     slot: int | None  # the device from --devices; None: the backend's default (Ray assigns NPUs itself)
-    engine: str = "local"
+    engine: EngineName = "local"
+    host: str = ""  # the Ascend host of --host a,b the shard runs on; "" for --host's only one, or none
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,7 @@ class ShardOutcome:
     command: tuple[str, ...]
     seconds: float
     error: str = ""  # "" when every batch of the attempt finished
+    remote: RemoteRecord | None = None  # where the tool ran (--host) and what was sent
 
 
 _DRIVER_POLL_S = 0.5
@@ -124,6 +127,8 @@ def run_shard(task: ShardTask) -> ShardOutcome:
     record: RunRecord | None
     try:
         options = replace(task.options, device=_device(task))
+        if task.host and options.remote is not None:  # this shard's host of --host a,b
+            options = replace(options, remote=options.remote.on(task.host))
         record = run_plain(Path(task.model), Path(task.view), out, options).record
     except Exception as exc:  # the driver decides: retry, or name the shard in the final error
         error = _describe(exc)
@@ -135,4 +140,5 @@ def run_shard(task: ShardTask) -> ShardOutcome:
     per_batch = record.latency.per_batch_ms if len(record.latency.per_batch_ms) == len(stems) else ()
     return ShardOutcome(index=task.shard.index, stems=stems, per_batch_ms=per_batch, outputs=record.outputs,
                         device=_where(record.device, task.engine), throughput=record.throughput,
-                        command=record.tool_command, seconds=time.perf_counter() - start, error=error)
+                        command=record.tool_command, seconds=time.perf_counter() - start, error=error,
+                        remote=record.remote)

@@ -3,6 +3,5 @@
 Heavy frameworks are imported by the runner that needs them, when it is activated, never by this package.
 """
 
-from infer.run._runners.base import BaseRunner, RunnerError
-
-__all__ = ["BaseRunner", "RunnerError"]
+from infer.run._runners.base import BaseRunner as BaseRunner
+from infer.run._runners.base import RunnerError as RunnerError

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 from datetime import datetime
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any
 
 from binio.process import run_tool
@@ -58,17 +58,17 @@ class AisBenchRunner(ToolRunner):
     def launcher(self, *, planned: bool = False) -> list[str]:
         return ["python3" if planned else self.python, "-m", "ais_bench"]
 
-    def tool_options(self) -> list[str]:
+    def tool_options(self, acl_json: PurePath | None = None) -> list[str]:
         options = []
-        if self.warmup or self.acl_json is not None:  # its own default is one warm-up run, which a dump would hold
+        if self.warmup or acl_json is not None:  # its own default is one warm-up run, which a dump would hold
             options += ["--warmup_count", str(self.warmup)]
-        if self.acl_json is not None:
-            options += ["--acl_json_path", str(self.acl_json)]
+        if acl_json is not None:
+            options += ["--acl_json_path", str(acl_json)]
         return options
 
     def run_folders(self, input_dirs: Sequence[Path], stems: Sequence[str], work: Path) -> ToolRun:
         work.mkdir(parents=True, exist_ok=True)
-        result = run_tool(self.argv(input_dirs, work), timeout=self.timeout)
+        result = self.execute(input_dirs, work)
         error = failure_line(result)
         if _MISSING in result.output:
             raise self.not_installed(f"{self.python} -m ais_bench: {_MISSING}")

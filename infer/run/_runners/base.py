@@ -17,7 +17,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping
 from types import TracebackType
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
@@ -25,12 +25,10 @@ from binio.beside import start_beside
 from binio.errors import InferError
 from binio.spec import TensorSpec, format_shape
 
-if TYPE_CHECKING:
-    from infer.run._runners.tool import ToolRunner
-
 _Runner = TypeVar("_Runner", bound="BaseRunner")
 _Done = TypeVar("_Done")
 _Done_co = TypeVar("_Done_co", covariant=True)
+_Folders_contra = TypeVar("_Folders_contra", contravariant=True)
 
 
 class RunnerError(InferError):
@@ -57,14 +55,16 @@ def model_checked_beside(check: Callable[[], None] | None) -> Iterator[None]:
     checked.result()
 
 
-class DatasetFeed(Protocol[_Done_co]):
-    """The two ways a dataset goes into a runner; the runner picks its own (`BaseRunner.take_dataset`)."""
+class DatasetFeed(Protocol[_Done_co, _Folders_contra]):
+    """The two ways a dataset goes into a runner; the runner picks its own (`BaseRunner.take_dataset`).
+    `_Folders_contra` is the runner that takes whole folders: `ToolRunner`, which builds on this module (so this
+    module names it only as a parameter: `infer.run._runners.tool.FolderFeed`)."""
 
     def batch_by_batch(self, runner: BaseRunner) -> _Done_co:
         """In process: one `infer` call per batch."""
         ...
 
-    def whole_folders(self, runner: ToolRunner) -> _Done_co:
+    def whole_folders(self, runner: _Folders_contra) -> _Done_co:
         """To an external tool: every input's folder of bins, in one start of the tool."""
         ...
 
@@ -99,8 +99,9 @@ class BaseRunner(ABC):
         """Where it computes, in words (``CPUExecutionProvider``, ``msame device 0``); known once active."""
         return ""
 
-    def take_dataset(self, feed: DatasetFeed[_Done]) -> _Done:
-        """Hands a whole dataset to this runner the way it takes one: here, batch by batch through `infer`."""
+    def take_dataset(self, feed: DatasetFeed[_Done, Any]) -> _Done:
+        """Hands a whole dataset to this runner the way it takes one: here, batch by batch through `infer` (so any
+        runner of whole folders will do: this one never asks for them; `ToolRunner` narrows it to itself)."""
         return feed.batch_by_batch(self)
 
     def check_available(self) -> None:

@@ -13,9 +13,9 @@ import numpy as np
 from binio.errors import InferError
 from binio.manifest import DatasetManifest
 from binio.spec import TensorSpec
-from infer.aipp.config import model_aipp
-from infer.aipp.declared import DeclaredPreprocessing
 from infer.contract import ModelContract
+from infer.model_aipp.config import model_aipp
+from infer.model_aipp.declared import DeclaredPreprocessing
 from infer.run._runners.base import BaseRunner
 
 

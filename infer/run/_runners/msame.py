@@ -12,11 +12,11 @@ import os
 import re
 from collections.abc import Sequence
 from dataclasses import replace
-from pathlib import Path
+from pathlib import Path, PurePath
 
 import numpy as np
 
-from binio.process import find_tool, run_tool
+from binio.process import find_tool
 from infer.run._runners.tool import ToolRun, ToolRunner, ToolTimings, failure_line, folder_argv, timings_from_batches
 from infer.run.layout import newest_run_folder
 
@@ -44,8 +44,8 @@ def msame_timings(lines: Sequence[str], *, loop: int, batches: int) -> ToolTimin
     return timings
 
 
-def msame_argv(executable: str, om: Path, input_dirs: Sequence[Path], out: Path, *, device: int | None = None,
-               loop: int = 1) -> list[str]:
+def msame_argv(executable: str, om: PurePath, input_dirs: Sequence[PurePath], out: PurePath, *,
+               device: int | None = None, loop: int = 1) -> list[str]:
     """msame's command line in folder mode, one folder per model input: what the runner runs and what the
     pipeline report prints for an Ascend machine."""
     return folder_argv([executable], om, input_dirs, out, device=device, loop=loop)
@@ -69,8 +69,7 @@ class MsameRunner(ToolRunner):
     def run_folders(self, input_dirs: Sequence[Path], stems: Sequence[str], work: Path) -> ToolRun:
         work.mkdir(parents=True, exist_ok=True)
         # msame reads ./acl.json wherever it runs (sample_process.cpp InitResource): a dump start runs beside it
-        result = run_tool(self.argv(input_dirs, work), timeout=self.timeout,
-                          cwd=self.acl_json.parent if self.acl_json is not None else None)
+        result = self.execute(input_dirs, work, cwd=self.acl_json.parent if self.acl_json is not None else None)
         error = failure_line(result)
         if error is not None:
             raise self.failed(result, error)

@@ -11,18 +11,19 @@ import tempfile
 from abc import abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TypeVar
+from pathlib import Path, PurePath
+from typing import Protocol, TypeVar
 
 import numpy as np
 
 from binio.binfile import read_bin, write_raw
 from binio.defaults import DEFAULT_TOOL_TIMEOUT_S
 from binio.manifest import bin_file_name
-from binio.process import ToolResult, quote_command
+from binio.process import ToolResult, quote_command, run_tool
 from binio.spec import TensorSpec
 from infer.contract import ModelContract
-from infer.om import om_descriptors
+from infer.model_om import om_descriptors
+from infer.remote.record import RemoteRecord
 from infer.run._gear import GearRun
 from infer.run._latency import mean, percentile
 from infer.run._runners.base import BaseRunner, DatasetFeed, RunnerError
@@ -30,8 +31,8 @@ from infer.run._runners.base import BaseRunner, DatasetFeed, RunnerError
 STAND_IN = "the stand-in is --backend onnxrt after infer convert --target onnx"
 
 
-def folder_argv(command: Sequence[str], om: Path, input_dirs: Sequence[Path], out: Path, *, device: int | None,
-                loop: int) -> list[str]:
+def folder_argv(command: Sequence[str], om: PurePath, input_dirs: Sequence[PurePath], out: PurePath, *,
+                device: int | None, loop: int) -> list[str]:
     """`command` with the arguments msame and ais_bench share: model, input folders (paired by file name),
     output folder, BIN output, and the device and loop count when set. The one place their argv is built."""
     argv = [*command, "--model", str(om), "--input", ",".join(str(d) for d in input_dirs),
@@ -78,8 +79,31 @@ def failure_line(result: ToolResult) -> str | None:
     return next((line.strip() for line in result.lines if "[ERROR]" in line), None)
 
 
+class ToolPlace(Protocol):
+    """Where a tool runner's tool runs when not on this machine: an Ascend host over SSH (`infer.remote`), whose
+    tool is found there, whose inputs are sent, and whose output folder comes back into the local work folder."""
+
+    name: str  # the host, as every message names it
+
+    def activate(self, runner: ToolRunner) -> None:
+        """Connects, and refuses a host without the tool (or without the om's chip, or the device asked)."""
+        ...
+
+    def deactivate(self) -> None: ...
+
+    def execute(self, runner: ToolRunner, input_dirs: Sequence[Path], work: Path) -> ToolResult:
+        """The runner's argv run there over `input_dirs`, the tool's output folder fetched into `work`."""
+        ...
+
+    def record(self) -> RemoteRecord | None:
+        """What run.json records of where it ran (None before it ran)."""
+        ...
+
+
 _Tool = TypeVar("_Tool", bound="ToolRunner")
 _Done = TypeVar("_Done")
+# A dataset feed whose whole folders go to a tool runner: what `ToolRunner.take_dataset` hands itself to.
+FolderFeed = DatasetFeed[_Done, "ToolRunner"]
 
 
 class ToolRunner(BaseRunner):
@@ -106,6 +130,7 @@ class ToolRunner(BaseRunner):
         self.timeout = timeout
         self.acl_json: Path | None = None  # a dump start's configuration (infer.run._dump), given as the tool takes it
         self.gear: GearRun | None = None  # the gear of a model with gears the tool runs at (`use_gear`)
+        self.place: ToolPlace | None = None  # an Ascend host the tool runs on (--host); None: here
 
     @classmethod
     def from_contract(cls: type[_Tool], contract: ModelContract, *, device: int | None = None, loop: int = 1,
@@ -131,9 +156,15 @@ class ToolRunner(BaseRunner):
 
     @property
     def device(self) -> str:
-        return f"{self.tool} device {self.device_id or 0}"
+        on = f" on {self.place.name}" if self.place is not None else ""
+        return f"{self.tool} device {self.device_id or 0}{on}"
 
-    def take_dataset(self, feed: DatasetFeed[_Done]) -> _Done:
+    @property
+    def where(self) -> str:
+        """What starts every message of a tool that runs elsewhere: ``ascend01: ``; "" here."""
+        return f"{self.place.name}: " if self.place is not None else ""
+
+    def take_dataset(self, feed: FolderFeed[_Done]) -> _Done:
         """A tool takes the dataset's folders in one start (`run_folders`): one start per batch would cost more
         than the batch."""
         return feed.whole_folders(self)
@@ -144,9 +175,23 @@ class ToolRunner(BaseRunner):
         self.deactivate()
 
     def activate_impl(self) -> None:
-        self.find()
         if not self.om.is_file():
             raise RunnerError(f"{self.om}: no such .om model")
+        if self.place is not None:
+            self.place.activate(self)
+        else:
+            self.find()
+
+    def deactivate_impl(self) -> None:
+        if self.place is not None:
+            self.place.deactivate()
+
+    def execute(self, input_dirs: Sequence[Path], work: Path, *, cwd: Path | None = None) -> ToolResult:
+        """The tool over `input_dirs`, writing under `work`: here through the one subprocess wrapper, in `cwd`; or on
+        the host its place names, whose output folder comes back into `work`."""
+        if self.place is not None:
+            return self.place.execute(self, input_dirs, work)
+        return run_tool(self.argv(input_dirs, work), timeout=self.timeout, cwd=cwd)
 
     @abstractmethod
     def find(self) -> None:
@@ -161,8 +206,9 @@ class ToolRunner(BaseRunner):
         """What starts the tool: as found here once activated, or, `planned` (a dry run), by the name a user types
         on the Ascend server."""
 
-    def tool_options(self) -> list[str]:
-        """The tool's own options after the shared ones (ais_bench's warm-up and acl.json)."""
+    def tool_options(self, acl_json: PurePath | None = None) -> list[str]:
+        """The tool's own options after the shared ones (ais_bench's warm-up and acl.json: `acl_json`, the run's
+        acl.json as the tool names it)."""
         return []
 
     def use_gear(self, gear: GearRun | None) -> None:
@@ -171,18 +217,20 @@ class ToolRunner(BaseRunner):
         if gear is not None:
             self._outputs = gear.outputs
 
-    def argv(self, input_dirs: Sequence[Path], out: Path, *, planned: bool = False) -> list[str]:
+    def argv(self, input_dirs: Sequence[PurePath], out: PurePath, *, planned: bool = False, om: PurePath | None = None,
+             acl_json: PurePath | None = None) -> list[str]:
         """The tool's whole command line over `input_dirs`, writing under `out`: what `run_folders` runs and what
-        `infer run --dry-run` prints."""
-        return [*folder_argv(self.launcher(planned=planned), self.om, input_dirs, out, device=self.device_id,
-                             loop=self.loop), *(self.gear.flags if self.gear else ()), *self.tool_options()]
+        `infer run --dry-run` prints. `om` and `acl_json` name those files where they are elsewhere (a host)."""
+        return [*folder_argv(self.launcher(planned=planned), om or self.om, input_dirs, out, device=self.device_id,
+                             loop=self.loop), *(self.gear.flags if self.gear else ()),
+                *self.tool_options(acl_json or self.acl_json)]
 
     def not_installed(self, how: str) -> RunnerError:
-        return RunnerError(f"{self.tool} is not installed ({how}); {STAND_IN}",
+        return RunnerError(f"{self.where}{self.tool} is not installed ({how}); {STAND_IN}",
                            hint="run on an Ascend host with the CANN toolkit set up (source set_env.sh)")
 
     def failed(self, result: ToolResult, why: str) -> RunnerError:
-        return RunnerError(f"{self.tool} failed (exit {result.returncode}): {why}",
+        return RunnerError(f"{self.where}{self.tool} failed (exit {result.returncode}): {why}",
                            hint=f"command: {quote_command(result.argv)}; run it by hand, or -vv to see its output")
 
     def infer_impl(self, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:

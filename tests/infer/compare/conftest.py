@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from atc_wrap.precision.modes import PrecisionMode
 from binio.binfile import sha256_file, write_bin
 from binio.manifest import BinEntry, DatasetManifest, InputManifest, bin_file_name
 from ckpt2pb.protobuf import read_graph_def
@@ -49,7 +50,7 @@ def cnn_golden(frozen_small_cnn: ModelContract, cnn_bins: Path, tmp_path_factory
 
 
 def converted_with_edited_kernel(frozen: ModelContract, folder: Path, edit: Callable[[np.ndarray], np.ndarray],
-                                 precision_mode: str) -> ModelContract:
+                                 precision_mode: PrecisionMode) -> ModelContract:
     """A copy of the small CNN in `folder` whose ONNX model was converted from a pb with the conv kernel edited by
     `edit`; model.pb stays the original, so TensorFlow (and the emulation) compute the healthy model and every
     tensor of the converted one from the conv layer on differs."""

@@ -16,13 +16,14 @@ import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
-from binio.binfile import sha256_file, write_bin
-from binio.manifest import BinEntry, DatasetManifest, InputManifest, bin_file_name
+from atc_wrap.precision.modes import PrecisionMode
+from binio.binfile import sha256_file
 from infer.contract import ModelContract, load_contract
+from tests.builders.bins import write_bins
 
 # An edit of the ONNX model in place; `rng` makes noise reproducible.
 Damage = Callable[[Any, np.random.Generator], None]
@@ -199,22 +200,6 @@ CASES: tuple[CorpusCase, ...] = (
 )
 
 
-def write_bins(root: Path, tensor: str, shape: tuple[int, ...], *, files: int = 2, seed: int = 0,
-               scale: float = 1.0, offset: float = 0.0) -> Path:
-    """`files` batches of standard normal values times `scale` plus `offset` for the one input `tensor`, and
-    dataset.json."""
-    rng = np.random.default_rng(seed)
-    entries = []
-    for index in range(files):
-        values = (offset + scale * rng.normal(size=shape)).astype(np.float32)
-        entries.append(BinEntry(name=bin_file_name(index), digest=write_bin(root / "x" / bin_file_name(index), values),
-                                rows=shape[0]))
-    item = InputManifest(tensor=tensor, folder="x", dtype="float32", shape=shape,
-                         layout="NHWC" if len(shape) == 4 else "ND", files=tuple(entries))
-    DatasetManifest(root=root, batch=shape[0], samples=shape[0] * files, inputs=(item,)).save()
-    return root
-
-
 def _round_weights_to_fp16(model: Any) -> None:
     """A damaged fp16-emulated model keeps fp16 weights, as the emulation left them."""
     from onnx import numpy_helper
@@ -253,7 +238,7 @@ def damaged_copy(converted: ModelContract, folder: Path, case: CorpusCase, *, se
 
 def base_model(root: Path, base: str) -> tuple[ModelContract, Path]:
     """A base model frozen under root/base/frozen, and its dataset under root/base/bins."""
-    from tests.atc_wrap.graphs import write_frozen
+    from tests.builders.frozen import write_frozen
 
     builder, tensor, shape, output = _BASES[base]
     return (write_frozen(root / base / "frozen", builder, (tensor,), (output,)),
@@ -266,7 +251,7 @@ def converted_copy(frozen: ModelContract, folder: Path, precision_mode: str) -> 
 
     shutil.copytree(frozen.folder, folder)
     return convert_model(load_contract(folder / "model.json"), ConvertOptions(
-        target="onnx", precision_mode=precision_mode)).contract
+        target="onnx", precision_mode=cast(PrecisionMode, precision_mode))).contract
 
 
 def build_corpus(root: Path, cases: tuple[CorpusCase, ...] = CASES) -> tuple[BuiltCase, ...]:

@@ -47,6 +47,7 @@ def _assert_same(streamed: Metrics, direct: Metrics) -> None:
 finite = st.floats(-1e4, 1e4, allow_nan=False, width=32)
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(
     data=hnp.arrays(np.float32, st.integers(1, 200), elements=finite),

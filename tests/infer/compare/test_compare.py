@@ -132,6 +132,7 @@ def test_topk_and_labels(case: Case, tmp_path: Path, capsys: pytest.CaptureFixtu
     assert "top-1 accuracy golden 90.00% actual 80.00% (-10.00%)" in outcome.out
 
 
+@pytest.mark.slow
 def test_reports(case: Case, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     contract, _, probs, feat = case
     _actual(tmp_path, probs, feat * 1.1)
@@ -269,6 +270,7 @@ def test_output_folder_that_is_a_file_is_refused_first(case: Case, tmp_path: Pat
     assert outcome.error_line == f"error: {option} {tmp_path / 'taken'}: is a file; expected a folder to write into"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("option", "value", "message"), [
     ("--topk", "0", "--topk 0: expected 1 or more"),
     ("--atol", "-1e-3", "--atol -0.001: expected 0 or more"),

@@ -134,7 +134,8 @@ def test_fp16_overflow_is_flagged_and_located(tmp_path: Path, capsys: pytest.Cap
     from binio.binfile import write_bin
     from binio.manifest import BinEntry, DatasetManifest, InputManifest, bin_file_name
     from infer.convert._convert import ConvertOptions, convert_model
-    from tests.atc_wrap.graphs import build_energy, write_frozen
+    from tests.builders.frozen import write_frozen
+    from tests.builders.graphs import build_energy
 
     frozen = write_frozen(tmp_path / "energy", build_energy, ("x:0",), ("energy:0",))
     contract = convert_model(frozen, ConvertOptions(target="onnx", precision_mode="force_fp16")).contract

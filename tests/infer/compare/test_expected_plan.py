@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -15,23 +14,18 @@ from infer.contract import load_contract
 from infer.convert._convert import ConvertOptions, convert_model
 from infer.run import run_model
 from infer.run.options import RunOptions
-from tests.atc_wrap.graphs import write_frozen
-from tests.infer.tune.graphs import write_bins
+from tests.builders.bins import write_bins
+from tests.builders.frozen import write_frozen
+from tests.builders.graphs import build_exp
 
 pytestmark = pytest.mark.slow
-
-
-def build_exp(tf: Any) -> None:
-    """out = exp(x) / 1e6 with x near 12: exp's values near 160000 pass fp16's 65504."""
-    x = tf.compat.v1.placeholder(tf.float32, [2, 16], name="x")
-    tf.multiply(tf.exp(x, name="grown"), 1e-6, name="out")
 
 
 def test_the_band_emulates_the_chip_the_model_was_planned_for(tmp_path: Path) -> None:
     from binio.manifest import load_manifest
 
     frozen = write_frozen(tmp_path / "model", build_exp, ("x:0",), ("out:0",))
-    bins = write_bins(tmp_path / "bins", "x", (2, 16), 1, 11.5, 12.5)
+    bins = write_bins(tmp_path / "bins", "x:0", (2, 16), files=1, uniform=(11.5, 12.5))
     results = {}
     for chip in ("Ascend910A", "Ascend310"):
         folder = tmp_path / chip

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from atc_wrap.precision.modes import PrecisionMode
 from infer.compare._compare import CompareOptions, CompareResult, compare
 from infer.compare._layers.bands import LayerBands
 from infer.compare._layers.diagnosis import diagnose
@@ -22,9 +23,10 @@ from infer.compare.layer_result import LayerRow
 from infer.contract import ModelContract, load_contract
 from infer.run import run_model
 from infer.run.options import RunOptions
+from tests.builders.bins import write_bins
 from tests.cli import run_cli
 from tests.infer.compare.band_families import Family, families
-from tests.infer.compare.corpus import _edit_initializer, _grouped, _node, edited_copy, write_bins
+from tests.infer.compare.corpus import _edit_initializer, _grouped, _node, edited_copy
 
 
 def _row(name: str, red: float, *, failing: bool = False) -> LayerRow:
@@ -87,9 +89,9 @@ def _family(name: str) -> Family:
     return next(f for f in families() if f.name == name)
 
 
-def _converted(root: Path, family: Family, mode: str) -> tuple[ModelContract, Path]:
+def _converted(root: Path, family: Family, mode: PrecisionMode) -> tuple[ModelContract, Path]:
     from infer.convert._convert import ConvertOptions, convert_model
-    from tests.atc_wrap.graphs import write_frozen
+    from tests.builders.frozen import write_frozen
 
     frozen_folder = root / family.name / "frozen"
     if not frozen_folder.exists():
@@ -169,8 +171,8 @@ def test_a_healthy_deep_resnet_under_force_fp16_gets_no_warning(root: Path, caps
     ("resnet", "force_fp16", _scaled("Conv", 1, 1.05), ("stem/conv:0", "stem/bn:0")),
 ], ids=["cnn-bn-epsilon-fp16", "cnn-depthwise-noise-fp16", "cnn-depthwise-noise-fp32", "mlp-noise-fp16",
         "mlp-scaled-fp32", "resnet-stem-scaled-fp16"])
-def test_damage_below_msits_limits_is_named_at_the_damaged_layer(root: Path, family: str, mode: str, edit: Edit,
-                                                                 named: tuple[str, ...]) -> None:
+def test_damage_below_msits_limits_is_named_at_the_damaged_layer(root: Path, family: str, mode: PrecisionMode,
+                                                                 edit: Edit, named: tuple[str, ...]) -> None:
     converted, bins = _converted(root, _family(family), mode)
     damaged = edited_copy(converted, root / "damaged" / f"{family}-{mode}-{named[-1].replace('/', '_')}", edit)
     result = _layerwise(damaged, bins, root)

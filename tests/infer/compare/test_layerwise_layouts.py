@@ -17,8 +17,9 @@ from infer.compare.layer_result import LayerwiseResult
 from infer.contract import ModelContract
 from infer.run import run_model
 from infer.run.options import RunOptions
-from tests.atc_wrap.graphs import write_frozen
-from tests.infer.compare.corpus import edited_copy, write_bins
+from tests.builders.bins import write_bins
+from tests.builders.frozen import write_frozen
+from tests.infer.compare.corpus import edited_copy
 
 pytestmark = pytest.mark.slow
 

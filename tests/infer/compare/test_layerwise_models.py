@@ -9,21 +9,23 @@ from typing import Any
 import numpy as np
 import pytest
 
+from atc_wrap.precision.modes import PrecisionMode
 from binio.binfile import write_bin
 from binio.manifest import BinEntry, DatasetManifest, InputManifest, bin_file_name
 from infer.compare._compare import CompareOptions, CompareResult, compare
 from infer.contract import ModelContract
 from infer.run import run_model
 from infer.run.options import RunOptions
-from tests.atc_wrap.graphs import write_frozen
+from tests.builders.bins import write_bins
+from tests.builders.frozen import write_frozen
 from tests.cli import run_cli
-from tests.infer.compare.corpus import edited_copy, write_bins
+from tests.infer.compare.corpus import edited_copy
 
 pytestmark = pytest.mark.slow
 
 
 def _converted(folder: Path, build: Any, inputs: tuple[str, ...], outputs: tuple[str, ...],
-               mode: str = "force_fp32", soc: str = "") -> ModelContract:
+               mode: PrecisionMode = "force_fp32", soc: str = "") -> ModelContract:
     from infer.convert._convert import ConvertOptions, convert_model
 
     frozen = write_frozen(folder, build, inputs, outputs)
@@ -218,7 +220,7 @@ def test_an_overflow_inside_a_finite_output_is_named_in_the_fp16_column(tmp_path
 def test_bert_like_embedding_sum_reordered_by_tf2onnx_is_unmatched(tmp_path: Path) -> None:
     """tf2onnx adds BERT's three embeddings in another order, and the name of the first partial sum lands on a
     different one; the next sum is the same again. Under force_fp16 nothing is marked: the run passes."""
-    from tests.frozen import freeze_by_hand
+    from tests.builders.frozen import freeze_by_hand
     from tests.models import BuiltModel, build_bert_like
 
     reference = build_bert_like(tmp_path / "ckpt")

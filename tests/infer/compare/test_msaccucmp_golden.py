@@ -70,6 +70,7 @@ def test_golden_files_are_named_as_msaccucmp_looks_them_up(tmp_path: Path) -> No
     assert golden_file_name("a.b/c.d:2", 1234567890123456) == "a_b_c_d.2.1234567890123456.npy"
 
 
+@pytest.mark.slow
 def test_msaccucmp_finds_every_golden_tensor(compared: tuple[Path, list[dict[str, str]], list[str]]) -> None:
     _, rows, _ = compared
     assert [row["TensorIndex"] for row in rows] == [tensor_index(name) for name in _golden()]

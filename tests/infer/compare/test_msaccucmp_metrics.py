@@ -109,6 +109,7 @@ def test_the_corpus_has_every_kind_of_pair() -> None:
                                        "ones shape", "empty"}
 
 
+@pytest.mark.slow
 def test_every_metric_is_msaccucmps_to_float32_precision(theirs: dict[str, dict[str, str]]) -> None:
     compared, differing = 0, []
     for pair in PAIRS:

@@ -20,9 +20,10 @@ from infer.compare import compare_npu_layers
 from infer.compare.errors import LayerwiseError
 from infer.compare.layer_result import LayerwiseResult
 from infer.compare.thresholds import Thresholds
+from tests.builders.bins import write_dataset
 from tests.cli import run_cli
 from tests.infer.compare.msaccucmp_code import run_msaccucmp
-from tests.infer.run_data import use_fake_tools, write_dataset
+from tests.infer.run_data import use_fake_tools
 from tests.npu_device import (
     DumpedOp,
     device_values,

@@ -26,9 +26,9 @@ from ckpt2pb.protobuf import read_graph_def
 from infer.compare import compare_npu_layers
 from infer.compare.thresholds import Thresholds
 from infer.contract import ConvertedInfo, ModelContract, SourceInfo
-from tests.frozen import write_pb_and_contract
+from tests.builders.bins import write_dataset
+from tests.builders.frozen import write_pb_and_contract
 from tests.infer.compare.msaccucmp_code import run_msaccucmp
-from tests.infer.run_data import write_dataset
 from tests.npu_device import (
     DumpedOp,
     device_values,

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
-from atc_wrap.npu_dump import read_npu_dump
-from atc_wrap.om_model import read_om
+from atc_wrap.ascend_files.npu_dump import read_npu_dump
+from atc_wrap.ascend_files.om_model import read_om
 from infer.compare._npu.dump_set import NpuDumpSet
 from infer.compare._npu.fusion_map import match_fusion
 from infer.compare._npu.layers import npu_value

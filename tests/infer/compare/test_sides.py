@@ -17,7 +17,7 @@ from infer.compare._sides.provenance import Side
 from infer.contract import ModelContract, load_contract
 from infer.convert._convert import ConvertOptions, convert_model
 from infer.run import run_model
-from infer.run.options import RunOptions
+from infer.run.options import Backend, RunOptions
 from tests.cli import run_cli
 from tests.conftest import Copy
 from tests.infer.compare.conftest import converted_with_edited_kernel
@@ -25,7 +25,7 @@ from tests.infer.compare.conftest import converted_with_edited_kernel
 pytestmark = pytest.mark.slow
 
 
-def _run(contract: ModelContract, bins: Path, out: Path, backend: str = "onnxrt") -> Path:
+def _run(contract: ModelContract, bins: Path, out: Path, backend: Backend = "onnxrt") -> Path:
     return run_model(contract.path, bins, out, RunOptions(backend=backend)).folder
 
 

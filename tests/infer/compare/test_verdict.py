@@ -74,6 +74,7 @@ def test_one_bad_sample_is_named_and_counted_inside_a_passing_aggregate(tmp_path
     assert row.split()[-1] == "pass"  # counted, not asked to fail the run
 
 
+@pytest.mark.slow
 def test_a_per_sample_threshold_fails_the_run_on_one_sample(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     contract, _ = _one_bad_sample(tmp_path)
     outcome = run_cli(capsys, *_args(tmp_path, contract, "--threshold", "sample:cosine=0.99", "--report",
@@ -145,6 +146,7 @@ def test_worst_sample_ties_go_to_the_larger_error_then_to_dataset_order(tmp_path
 # --- point 1: what was compared ---------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_reports_record_what_was_compared(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     contract, _ = _one_bad_sample(tmp_path)
     outcome = run_cli(capsys, *_args(tmp_path, contract, "-t", "probs:0:red=0.2", "--report", tmp_path / "report"))
@@ -340,6 +342,7 @@ def test_worst_samples_chart_draws_the_metric_it_ranks_by(tmp_path: Path) -> Non
     assert lengths == tuple(1.0 - s.cosine_similarity for s in output.worst_samples)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("width", "layout"), [(80, "blocks"), (120, "table")])
 def test_compare_prints_its_table_for_the_terminals_width(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                           monkeypatch: pytest.MonkeyPatch, width: int,

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from atc_wrap.om_model import read_om
+from atc_wrap.aipp.from_om import aipp_from_om
+from atc_wrap.ascend_files.om_model import read_om
 from binio.spec import TensorSpec
-from infer.om import aipp_from_om, match_om
+from infer.model_om import match_om
 from tests.infer.om_files import OmPlan, write_om
 
 IMAGES = TensorSpec("images:0", "float32", (1, 4, 4, 3), "NHWC")

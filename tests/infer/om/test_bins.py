@@ -1,5 +1,6 @@
-"""Bins checked against the om's own input descriptors (`infer.om.check_bins_for_om`): the mismatches users hit most,
-a float32 bin for a float16 om input and a batch the om was not built for, refused naming folder, om and values."""
+"""Bins checked against the om's own input descriptors (`infer.model_om.check_bins_for_om`): the mismatches users hit
+most, a float32 bin for a float16 om input and a batch the om was not built for, refused naming folder, om and
+values."""
 
 from __future__ import annotations
 
@@ -9,11 +10,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from atc_wrap.om_model import read_om
+from atc_wrap.ascend_files.om_model import read_om
 from binio.spec import TensorSpec
-from infer.om import OmBinsError, OmDescriptors, check_bins_for_om, match_om
+from infer.model_om import OmBinsError, OmDescriptors, check_bins_for_om, match_om
+from tests.builders.bins import write_dataset
 from tests.infer.om_files import OmPlan, write_om
-from tests.infer.run_data import write_dataset
 
 X = TensorSpec("x:0", "float32", (None, 3))
 Y = TensorSpec("y:0", "float32", (None, 3))

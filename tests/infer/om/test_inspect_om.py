@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from atc_wrap.om_model import read_om
+from atc_wrap.ascend_files.om_model import read_om
 from binio.spec import TensorSpec
 from tests.cli import run_cli
 from tests.infer.om_files import OmPlan, write_om

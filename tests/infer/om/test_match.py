@@ -1,4 +1,4 @@
-"""An om's own descriptors matched against the frozen pb's (`infer.om.match_om`): the om's dtypes and shapes taken
+"""An om's own descriptors matched against the frozen pb's (`infer.model_om.match_om`): the om's dtypes and shapes taken
 where ATC may have changed them, a mismatch refused by name."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from atc_wrap.om_model import read_om
+from atc_wrap.ascend_files.om_model import read_om
 from binio.spec import TensorSpec
-from infer.om import OmDescriptors, OmMismatchError, match_om
+from infer.model_om import OmDescriptors, OmMismatchError, match_om
 from tests.infer.om_files import OmPlan, write_om
 
 IMAGES = TensorSpec("images:0", "float32", (2, 8, 8, 3), "NHWC")
@@ -112,7 +112,7 @@ def test_the_record_round_trips_through_json(tmp_path: Path) -> None:
 
 def test_an_oms_batch_gears_become_the_recorded_dynamic_shape(tmp_path: Path) -> None:
     from binio.gears import gear_of
-    from infer.om.descriptors import dynamic_shape_of
+    from infer.model_om.descriptors import dynamic_shape_of
 
     found = _match(tmp_path, OmPlan([IMAGES], [PROBS], batch_gears=[1, 2, 4], shapes={"images:0": (-1, 8, 8, 3),
                                                                                      "probs:0": (-1, 5)}),

@@ -1,7 +1,6 @@
 """Everywhere an om is used, its own descriptors decide: run on msame checks the bins against the om's inputs and
 reads outputs with its dtypes, dump-bin writes the om's input dtype, and a contract that recorded the om without
-them has the om read where it is used. A file that does not start as an om (the fake tools' model.om) keeps
-model.json's specs, so the fake-tool tests run as before."""
+them has the om read where it is used. An om that cannot be read keeps model.json's specs, with a warning."""
 
 from __future__ import annotations
 
@@ -18,11 +17,12 @@ from binio.binfile import sha256_file
 from binio.manifest import load_manifest
 from infer.contract import ModelContract, load_contract
 from infer.convert import ConvertOptions, convert_model
-from infer.om import om_descriptors, with_om_descriptors
+from infer.model_om import om_descriptors, with_om_descriptors
 from infer.run._runners.msame import MsameRunner
+from tests.builders.bins import write_dataset
 from tests.cli import run_cli
 from tests.infer.om_files import OmPlan, write_om
-from tests.infer.run_data import as_om, cnn_batches, use_fake_tools, write_dataset
+from tests.infer.run_data import as_om, cnn_batches, use_fake_tools
 
 
 def _om_beside_the_onnx(onnx_small_cnn: ModelContract, folder: Path, **plan: Any) -> ModelContract:
@@ -67,6 +67,7 @@ def test_dump_bin_writes_the_oms_input_dtype(onnx_small_cnn: ModelContract, tmp_
     assert load_manifest(tmp_path / "bins").inputs[0].dtype == "float16"
 
 
+@pytest.mark.slow
 def test_an_om_run_by_msame_is_compared_as_the_om_on_its_chip(onnx_small_cnn: ModelContract, tmp_path: Path,
                                                               monkeypatch: pytest.MonkeyPatch,
                                                               capsys: pytest.CaptureFixture[str]) -> None:
@@ -101,10 +102,16 @@ def test_a_contract_that_recorded_the_om_without_its_descriptors_has_it_read(
     assert MsameRunner.from_contract(load_contract(older.path)).inputs[0].dtype == "float16"
 
 
-def test_a_file_that_does_not_start_as_an_om_keeps_model_jsons_specs(onnx_small_cnn: ModelContract,
-                                                                     tmp_path: Path) -> None:
-    fake = as_om(onnx_small_cnn, tmp_path / "model")  # the fake tools' model.om: text, run as the onnx beside it
-    assert om_descriptors(fake) is None
+def test_a_file_that_is_not_an_om_keeps_model_jsons_specs_with_a_warning(
+        onnx_small_cnn: ModelContract, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    fake = as_om(onnx_small_cnn, tmp_path / "model")
+    assert fake.converted is not None
+    om = fake.folder / fake.converted.path
+    om.write_bytes(b"not an om: text, which the fake tools still run as the onnx beside it\n")
+    fake = fake.with_converted(replace(fake.converted, sha256=sha256_file(om))).save()
+    with caplog.at_level(logging.WARNING):
+        assert om_descriptors(fake) is None
+    assert f"{om}: not an om file: expected the magic b'IMOD'" in caplog.text
     assert with_om_descriptors(fake) == fake
     assert MsameRunner.from_contract(fake).inputs == fake.model_inputs
 
@@ -133,7 +140,7 @@ def test_an_om_that_does_not_decode_is_said_once_and_the_run_takes_model_jsons_s
     contract = _om_beside_the_onnx(onnx_small_cnn, tmp_path / "model")
     assert contract.converted is not None
     om = contract.folder / contract.converted.path
-    from atc_wrap.om_file import MODEL_DEF, read_om_file
+    from atc_wrap.ascend_files.om_file import MODEL_DEF, read_om_file
 
     model_def = read_om_file(om).partition(MODEL_DEF)
     assert model_def is not None

@@ -109,6 +109,7 @@ def _compare(capsys: pytest.CaptureFixture[str], contract: ModelContract, bins: 
                    "--no-expected-from-emulation")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("write", "tool"), [
     (msame_txt, "msame"), (msame_on_the_users_files, "msame"), (ais_bench_bin, "ais_bench"),
     (ais_bench_npy, "ais_bench"), (ais_bench_txt, "ais_bench"), (msit_on_two_devices, "ais_bench"),

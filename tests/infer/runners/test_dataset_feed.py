@@ -39,6 +39,7 @@ def test_in_process_runners_take_a_dataset_batch_by_batch(onnx_small_cnn: ModelC
         assert not runner.is_active
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tool", [MsameRunner, AisBenchRunner])
 def test_tools_take_the_whole_folders_and_are_looked_for_up_front(
         tool: type[ToolRunner], om: ModelContract, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

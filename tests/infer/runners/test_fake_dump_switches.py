@@ -14,9 +14,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from atc_wrap.npu_dump import read_npu_dump, walk_dump_folder
+from atc_wrap.ascend_files.npu_dump import read_npu_dump, walk_dump_folder
 from infer.contract import ModelContract
-from tests.infer.run_data import FAKES, write_dataset
+from tests.builders.bins import write_dataset
+from tests.infer.run_data import FAKES
 from tests.npu_models import npu_model
 
 pytestmark = pytest.mark.slow

@@ -12,7 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.infer.run_data import gear_batches, gear_om, use_fake_tools, write_dataset
+from tests.builders.bins import write_dataset
+from tests.infer.run_data import gear_batches, gear_om, use_fake_tools
+
+pytestmark = pytest.mark.slow
 
 
 def _tool(name: str, om: Path, bins: Path, out: Path, *flags: str) -> subprocess.CompletedProcess[str]:

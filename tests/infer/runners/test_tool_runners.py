@@ -16,7 +16,8 @@ from infer.run._runners.ais_bench import AisBenchRunner
 from infer.run._runners.base import RunnerError
 from infer.run._runners.msame import MsameRunner
 from infer.run.layout import parse_timestamp_folder
-from tests.infer.run_data import hide_tools, two_input_batches, two_input_model, use_fake_tools, write_dataset
+from tests.builders.bins import write_dataset
+from tests.infer.run_data import hide_tools, two_input_batches, two_input_model, use_fake_tools
 
 STAND_IN = "the stand-in is --backend onnxrt after infer convert --target onnx"
 
@@ -32,6 +33,7 @@ def _dataset(tmp_path: Path) -> tuple[list[Path], dict[str, list[np.ndarray]]]:
     return [manifest.root / item.folder for item in manifest.inputs], batches
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("form", ["padded", "unpadded"])
 def test_msame_runs_the_folders_and_its_outputs_are_found_in_either_timestamp_form(
         om: ModelContract, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, form: str) -> None:
@@ -54,6 +56,7 @@ def test_msame_runs_the_folders_and_its_outputs_are_found_in_either_timestamp_fo
         assert run.files[stem][0].name == f"{stem}_output_0.bin"
 
 
+@pytest.mark.slow
 def test_msame_runner_answers_one_batch_through_infer(om: ModelContract, monkeypatch: pytest.MonkeyPatch) -> None:
     use_fake_tools(monkeypatch)
     a = np.ones((2, 3), np.float32)
@@ -65,6 +68,7 @@ def test_msame_runner_answers_one_batch_through_infer(om: ModelContract, monkeyp
     assert half.dtype == np.float16
 
 
+@pytest.mark.slow
 def test_msame_error_line_with_exit_0_is_a_failure(
         om: ModelContract, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     use_fake_tools(monkeypatch)
@@ -84,6 +88,7 @@ def test_msame_not_installed_names_the_stand_in(
     assert str(caught.value) == f"msame is not installed (not found on PATH); {STAND_IN}"
 
 
+@pytest.mark.slow
 def test_ais_bench_outputs_and_summary(om: ModelContract, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     use_fake_tools(monkeypatch)
     dirs, batches = _dataset(tmp_path)
@@ -100,6 +105,7 @@ def test_ais_bench_outputs_and_summary(om: ModelContract, tmp_path: Path, monkey
     np.testing.assert_array_equal(half, (batches["a:0"][1] + batches["b:0"][1].astype(np.float32)).astype(np.float16))
 
 
+@pytest.mark.slow
 def test_ais_bench_error_is_a_failure(om: ModelContract, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     use_fake_tools(monkeypatch)
     monkeypatch.setenv("FAKE_AIS_BENCH_FAIL", "1")
@@ -119,6 +125,7 @@ def test_ais_bench_not_installed_names_the_stand_in(
                                  f"ais_bench); {STAND_IN}")
 
 
+@pytest.mark.slow
 def test_msame_loop_repeats_the_folder_and_latency_is_per_batch(
         om: ModelContract, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     use_fake_tools(monkeypatch)

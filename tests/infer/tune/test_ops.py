@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from infer.tune._ops import tunable_ops
-from tests.atc_wrap.graphs import write_frozen
-from tests.infer.tune.graphs import build_cnn_energy
+from tests.builders.frozen import write_frozen
+from tests.builders.graphs import build_cnn_energy
 
 
 def test_flops_count_a_reduction_by_what_it_reads_and_a_conv_by_its_kernel(tmp_path: Path) -> None:

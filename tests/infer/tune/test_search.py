@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from infer.tune._search import search
+from infer.tune._search import SearchMode, search
 
 OPS = tuple(f"op{i}" for i in range(64))
 
@@ -22,7 +22,7 @@ class Rule:
 
 
 @pytest.mark.parametrize("mode", ["bisect", "linear"])
-def test_finds_exactly_the_needed_ops(mode: str) -> None:
+def test_finds_exactly_the_needed_ops(mode: SearchMode) -> None:
     rule = Rule({"op40", "op41", "op45"})
     outcome = search(OPS, (), rule, mode)
     assert outcome.found == ("op40", "op41", "op45")

@@ -22,9 +22,10 @@ from infer.contract import ModelContract, load_contract
 from infer.convert._convert import ConvertOptions, convert_model
 from infer.run import run_model
 from infer.run.options import RunOptions
-from tests.atc_wrap.graphs import build_energy, write_frozen
+from tests.builders.bins import write_bins
+from tests.builders.frozen import write_frozen
+from tests.builders.graphs import build_cnn_energy, build_energy, build_underflow
 from tests.cli import run_cli
-from tests.infer.tune.graphs import build_cnn_energy, build_underflow, write_bins
 
 pytestmark = pytest.mark.slow
 
@@ -33,21 +34,21 @@ pytestmark = pytest.mark.slow
 def overflow(tmp_path_factory: pytest.TempPathFactory) -> tuple[ModelContract, Path]:
     folder = tmp_path_factory.mktemp("overflow")
     contract = write_frozen(folder / "model", build_energy, ("x:0",), ("energy:0",))
-    return contract, write_bins(folder / "bins", "x", (2, 64), 3, 250, 350)
+    return contract, write_bins(folder / "bins", "x:0", (2, 64), files=3, uniform=(250, 350))
 
 
 @pytest.fixture(scope="module")
 def cnn_energy(tmp_path_factory: pytest.TempPathFactory) -> tuple[ModelContract, Path]:
     folder = tmp_path_factory.mktemp("cnn_energy")
     contract = write_frozen(folder / "model", build_cnn_energy, ("x:0",), ("out:0",))
-    return contract, write_bins(folder / "bins", "x", (2, 8, 8, 3), 3, -1, 1)
+    return contract, write_bins(folder / "bins", "x:0", (2, 8, 8, 3), files=3, uniform=(-1, 1))
 
 
 @pytest.fixture(scope="module")
 def underflow(tmp_path_factory: pytest.TempPathFactory) -> tuple[ModelContract, Path]:
     folder = tmp_path_factory.mktemp("underflow")
     contract = write_frozen(folder / "model", build_underflow, ("x:0",), ("probs:0",))
-    return contract, write_bins(folder / "bins", "x", (2, 8, 8, 3), 3, -1, 1)
+    return contract, write_bins(folder / "bins", "x:0", (2, 8, 8, 3), files=3, uniform=(-1, 1))
 
 
 def _copy(contract: ModelContract, folder: Path) -> ModelContract:

@@ -6,29 +6,23 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from infer.contract import ModelContract, load_contract
-from tests.atc_wrap.graphs import write_frozen
+from tests.builders.bins import write_bins
+from tests.builders.frozen import write_frozen
+from tests.builders.graphs import build_exp
 from tests.cli import run_cli
-from tests.infer.tune.graphs import write_bins
 
 pytestmark = pytest.mark.slow
-
-
-def build_exp(tf: Any) -> None:
-    """out = exp(x) / 1e6 with x near 12: exp's values near 160000 pass fp16's 65504, the output's near 0.16."""
-    x = tf.compat.v1.placeholder(tf.float32, [2, 16], name="x")
-    tf.multiply(tf.exp(x, name="grown"), 1e-6, name="out")
 
 
 @pytest.fixture(scope="module")
 def exp_model(tmp_path_factory: pytest.TempPathFactory) -> tuple[ModelContract, Path]:
     folder = tmp_path_factory.mktemp("exp")
     contract = write_frozen(folder / "model", build_exp, ("x:0",), ("out:0",))
-    return contract, write_bins(folder / "bins", "x", (2, 16), 2, 11.5, 12.5)
+    return contract, write_bins(folder / "bins", "x:0", (2, 16), files=2, uniform=(11.5, 12.5))
 
 
 def _copy(contract: ModelContract, folder: Path) -> ModelContract:

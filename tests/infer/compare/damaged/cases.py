@@ -18,10 +18,11 @@ from __future__ import annotations
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
+from atc_wrap.precision.modes import PrecisionMode
 from infer.contract import ModelContract, load_contract
 from tests.infer.compare.corpus import edited_copy
 from tests.infer.compare.damaged import damages as d
@@ -198,7 +199,7 @@ class Corpus:
             folder = self.root / family / precision_mode
             shutil.copytree(frozen.folder, folder)
             self._converted[key] = infer.convert_model(load_contract(folder / frozen.path.name), infer.ConvertOptions(
-                target="onnx", precision_mode=precision_mode)).contract
+                target="onnx", precision_mode=cast(PrecisionMode, precision_mode))).contract
         return BuiltCase(self._converted[key], bins)
 
     def build(self, case: CorpusCase, *, seed: int = 0) -> BuiltCase:

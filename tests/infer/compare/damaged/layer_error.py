@@ -33,7 +33,7 @@ def onnx_value(model_path: Path, tf_node: str, tensor: str, feed: dict[str, np.n
     import onnx
     import onnxruntime
 
-    from atc_wrap.emulation import emulated_value, tensors_rounded_later
+    from atc_wrap.standin.emulation import emulated_value, tensors_rounded_later
 
     model: Any = onnx.load(str(model_path))
     output = onnx_node(model, tf_node).output[0]
