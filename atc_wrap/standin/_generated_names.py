@@ -4,9 +4,11 @@ tf2onnx names what it adds ``<name>__<n>`` (a helper of a TF node, a folded cons
 ``const_fold_opt__9``), `n` drawn from one counter of its process (``tf2onnx.utils.INTERNAL_NAME``) that is never
 reset and that some of its modules also draw from when first imported. A second conversion in one process
 (tune-precision's candidates, a pipeline) therefore wrote other names, hence other bytes, than the first. After a
-conversion, the numbers it drew are replaced by their rank among those the model holds (1, 2, ...): the same
-conversion gives the same names whatever the counter stood at. Names of the TF graph are never changed, nor
-the TF name a generated one starts with (``a__3/conv__6``: only ``__6``), so each name keeps its TF origin.
+conversion, the numbers it drew are replaced by their rank (1, 2, ...) in a walk of the model that they do not
+steer (`_ranks_in_walk_order`): the same conversion gives the same names whatever the counter stood at, and whatever
+order tf2onnx drew them in (it follows object addresses: which of two constants it folds first). Names of the TF
+graph are never changed, nor the TF name a generated one starts with (``a__3/conv__6``: only ``__6``), so each name
+keeps its TF origin.
 
 Two more things differ between processes, both in orders Python's hash seed decides: the order of the nodes
 (tf2onnx sorts them topologically, ties broken by set order), and which of two equal constants tf2onnx's merge
@@ -18,9 +20,10 @@ broken by name, and `name_shared_initializers` names such a constant after its r
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator, Set
+from collections.abc import Callable, Set
 from typing import Any
 
+from atc_wrap.standin.subgraphs import all_graphs, all_reads, outer_reads, subgraphs
 from binio.spec import node_name
 
 _NUMBER = re.compile(r"__(\d+)(?!\d)")
@@ -33,20 +36,24 @@ def counter() -> int:
     return int(utils.INTERNAL_NAME)
 
 
-def _graphs(graph: Any) -> Iterator[Any]:
-    """`graph` and every subgraph of its nodes (an If's branches, a Loop's body), depth first."""
-    yield graph
-    for node in graph.node:
-        for attribute in node.attribute:
-            if attribute.HasField("g"):
-                yield from _graphs(attribute.g)
-            for sub in attribute.graphs:
-                yield from _graphs(sub)
+# Where each conversion starts tf2onnx's counter: every conversion draws the same numbers, and they all have as many
+# digits (up to 999,999 draws), so tf2onnx's own sorts by name (its topological sort starts from nodes sorted by
+# name) order ``Transpose__1000009`` before ``Transpose__1000012`` as they would the numbers. Started where the
+# previous conversion left it, ``__9`` sorted after ``__12``: the same pb took other paths through tf2onnx's
+# optimizers (which of two Identity nodes in an If's branch survives) in a second conversion in one process.
+COUNTER_START = 1_000_000
+
+
+def restart_counter() -> None:
+    """Sets tf2onnx's name counter to `COUNTER_START` (call under the lock that serialises conversions)."""
+    from tf2onnx import utils
+
+    utils.INTERNAL_NAME = COUNTER_START
 
 
 def _visit_names(model: Any, visit: Callable[[str], str]) -> None:
     """Calls `visit` on every name in `model`'s graphs and stores what it returns in the name's place."""
-    for graph in _graphs(model.graph):
+    for graph in all_graphs(model.graph):
         for node in graph.node:
             node.name = visit(node.name)
             for refs in (node.input, node.output):
@@ -83,9 +90,12 @@ def renumber_generated_names(model: Any, tf_nodes: Set[str], drawn: range) -> di
             if head in tf_nodes:
                 return head, name[len(head):]
 
-    numbers = sorted({int(m.group(1)) for name in names if generated(name) for m in _NUMBER.finditer(split(name)[1])
-                      if int(m.group(1)) in drawn})
-    rank = {number: index for index, number in enumerate(numbers, 1)}
+    def numbers_in(name: str) -> list[int]:
+        if not generated(name):
+            return []
+        return [int(m.group(1)) for m in _NUMBER.finditer(split(name)[1]) if int(m.group(1)) in drawn]
+
+    rank = _ranks_in_walk_order(model, numbers_in)
 
     def renamed(name: str) -> str:
         if not generated(name):
@@ -102,15 +112,82 @@ def renumber_generated_names(model: Any, tf_nodes: Set[str], drawn: range) -> di
     return changed
 
 
+def _ranks_in_walk_order(model: Any, numbers_in: Callable[[str], list[int]]) -> dict[int, int]:
+    """Each number tf2onnx drew -> its rank in a walk of the model that its numbers do not steer: the nodes in
+    topological order, ties broken by name, type and inputs spelled with the ranks given so far (a number not
+    ranked yet spelled ``#``), each node's inputs, name, outputs and subgraphs in turn. tf2onnx draws its numbers in
+    an order that follows object addresses (which of two constants it folds first, which transpose it makes
+    first), so the order of the numbers themselves differs between runs; the walk does not."""
+    rank: dict[int, int] = {}
+
+    def see(name: str) -> None:
+        for number in numbers_in(name):
+            rank.setdefault(number, len(rank) + 1)
+
+    def spelled(name: str) -> str:
+        numbers = set(numbers_in(name))
+        if not numbers:
+            return name
+        return _NUMBER.sub(lambda m: f"__{rank.get(int(m.group(1)), '#')}" if int(m.group(1)) in numbers
+                           else m.group(0), name)
+
+    def walk(graph: Any) -> None:
+        import heapq
+
+        for value in graph.input:
+            see(value.name)
+        nodes = list(graph.node)
+        producer = {output: index for index, node in enumerate(nodes) for output in node.output if output}
+        waits_for = [{producer[name] for name in all_reads(node) if name in producer and producer[name] != index}
+                     for index, node in enumerate(nodes)]
+        readers: dict[int, list[int]] = {}
+        for index, needed in enumerate(waits_for):
+            for other in needed:
+                readers.setdefault(other, []).append(index)
+        missing = [len(needed) for needed in waits_for]
+
+        def key(index: int) -> tuple[str, str, tuple[str, ...], int]:
+            node = nodes[index]
+            return spelled(node.name), node.op_type, tuple(spelled(name) for name in node.input), index
+
+        ready = [key(index) for index in range(len(nodes)) if not missing[index]]
+        heapq.heapify(ready)
+        done = [False] * len(nodes)
+        while ready:
+            index = heapq.heappop(ready)[-1]
+            done[index] = True
+            node = nodes[index]
+            for name in (*node.input, node.name, *node.output):
+                see(name)
+            for sub in subgraphs(node):
+                walk(sub)
+            for reader in readers.get(index, ()):
+                missing[reader] -= 1
+                if not missing[reader]:
+                    heapq.heappush(ready, key(reader))
+        for index, node in enumerate(nodes):  # not a DAG as written: the rest as it stands
+            if not done[index]:
+                for name in (*node.input, node.name, *node.output):
+                    see(name)
+                for sub in subgraphs(node):
+                    walk(sub)
+        for value in (*graph.output, *sorted(graph.initializer, key=lambda t: spelled(t.name))):
+            see(value.name)
+
+    walk(model.graph)
+    return rank
+
+
 def canonical_order(model: Any) -> None:
     """Puts the nodes of every graph of `model` in one topological order, ties broken by node name, and the
     initializers in name order: the same graph, the same order, whatever order tf2onnx left them in."""
     import heapq
 
-    for graph in _graphs(model.graph):
+    for graph in all_graphs(model.graph):
         nodes = list(graph.node)
         producer = {output: index for index, node in enumerate(nodes) for output in node.output if output}
-        waits_for = [{producer[name] for name in node.input if name in producer and producer[name] != index}
+        # An If or Loop waits for what its bodies read from this graph too, though it does not list it as input.
+        waits_for = [{producer[name] for name in all_reads(node) if name in producer and producer[name] != index}
                      for index, node in enumerate(nodes)]
         readers: dict[int, list[int]] = {}
         for index, needed in enumerate(waits_for):
@@ -147,7 +224,8 @@ def name_shared_initializers(model: Any, tf_nodes: Set[str]) -> dict[str, str]:
     graph = model.graph
     readers: dict[str, list[tuple[str, int]]] = {}
     for node in graph.node:
-        for index, name in enumerate(node.input):
+        # An If reads what its branches read too: counted past its inputs.
+        for index, name in enumerate((*node.input, *outer_reads(node))):
             readers.setdefault(name, []).append((node.name, index))
     changed = {}
     for initializer in graph.initializer:

@@ -24,10 +24,13 @@ from atc_wrap.standin._generated_names import (
     counter,
     name_shared_initializers,
     renumber_generated_names,
+    restart_counter,
 )
+from atc_wrap.standin._subgraph_order import optimizer_passes_in_order
 from atc_wrap.standin.converter_names import recording_type_named_nodes, store_type_named
-from atc_wrap.standin.emulation import Emulation, emulate_precision
+from atc_wrap.standin.emulation import Emulation, emulate_precision, tf_origin
 from atc_wrap.standin.functional_loops import loops_kept_functional, nested_loops
+from atc_wrap.standin.merged_twins import merging_twins_by_name, store_merged
 from binio.atomic import write_bytes_atomic
 from binio.errors import first_line
 from binio.graph_types import GraphDef
@@ -151,7 +154,7 @@ def _tf2onnx(graph_def: GraphDef, pb: Path, inputs: Sequence[TensorSpec], output
     """tf2onnx's model of `graph_def`. Its optimizer passes run in place; should one raise, the graph is converted
     again with tf2onnx's rollback, which skips the failing pass as tf2onnx does by default."""
     try:
-        model, drawn, type_named = _tf2onnx_once(graph_def, pb, inputs, outputs, opset, rollback=False)
+        model, drawn, type_named, merged = _tf2onnx_once(graph_def, pb, inputs, outputs, opset, rollback=False)
     except Exception as exc:
         if nested := nested_loops(graph_def):
             raise ConvertError(f"{pb}: tf2onnx cannot convert a loop nested in another loop's body: "
@@ -162,30 +165,38 @@ def _tf2onnx(graph_def: GraphDef, pb: Path, inputs: Sequence[TensorSpec], output
             _conversion_failed(exc, pb)
         log.info("a tf2onnx optimizer pass failed (%s): converting again with its rollback", first_line(exc, ""))
         try:
-            model, drawn, type_named = _tf2onnx_once(graph_def, pb, inputs, outputs, opset, rollback=True)
+            model, drawn, type_named, merged = _tf2onnx_once(graph_def, pb, inputs, outputs, opset, rollback=True)
         except Exception as again:
             _conversion_failed(again, pb)
     tf_nodes = {node.name for node in graph_def.node}
     renamed = renumber_generated_names(model, tf_nodes, drawn)
     shared = name_shared_initializers(model, tf_nodes)
     canonical_order(model)
-    store_type_named(model, {shared.get(renamed.get(name, name), renamed.get(name, name)) for name in type_named})
+
+    def final(name: str) -> str:
+        return shared.get(renamed.get(name, name), renamed.get(name, name))
+
+    store_type_named(model, {final(name) for name in type_named})
+    store_merged(model, merged, final, lambda name: tf_origin(name, tf_nodes, type_named))
     return model
 
 
 def _tf2onnx_once(graph_def: GraphDef, pb: Path, inputs: Sequence[TensorSpec], outputs: Sequence[TensorSpec],
-                  opset: int, *, rollback: bool) -> tuple[Any, range, set[str]]:
-    """One conversion: the model, the name numbers tf2onnx drew, the nodes it named after their type."""
+                  opset: int, *, rollback: bool) -> tuple[Any, range, set[str], dict[str, str]]:
+    """One conversion: the model, the name numbers tf2onnx drew, the nodes it named after their type, the
+    duplicate nodes it merged (each removed one's name -> its survivor's, `merged_twins`)."""
     import tf2onnx
 
-    with _NAMING, recording_type_named_nodes() as type_named, _optimizer_rollback(rollback), \
-            loops_kept_functional(graph_def):  # tf2onnx's TF1 loop rewriter loses TensorLists' types
+    # loops_kept_functional: tf2onnx's TF1 loop rewriter loses TensorLists' types
+    with (_NAMING, recording_type_named_nodes() as type_named, merging_twins_by_name() as merged,
+          optimizer_passes_in_order(), _optimizer_rollback(rollback), loops_kept_functional(graph_def)):
+        restart_counter()
         before = counter()
         model, _ = tf2onnx.convert.from_graph_def(
             graph_def, name=pb.stem, input_names=[s.name for s in inputs],
             output_names=[s.name for s in outputs], opset=opset,
         )
-        return model, range(before + 1, counter() + 1), set(type_named)
+        return model, range(before + 1, counter() + 1), set(type_named), dict(merged)
 
 
 def _conversion_failed(exc: Exception, pb: Path) -> NoReturn:

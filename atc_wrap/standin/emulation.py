@@ -20,7 +20,10 @@ from atc_wrap.precision.op_controls import OpPrecision
 from atc_wrap.precision.op_types import ONNX_OPS_OF_TF
 from atc_wrap.precision.plan import LEGACY, USER_CONTROLS, Storage, storage_for
 from atc_wrap.standin._fused_ops import fused_first_ops
+from atc_wrap.standin._inserted_ops import inserted_ops
 from atc_wrap.standin.converter_names import read_type_named
+from atc_wrap.standin.merged_twins import read_merged
+from atc_wrap.standin.subgraphs import outer_reads, rename_outer_reads, subgraphs
 from binio.dtypes import dtype
 from binio.graph_types import GraphDef
 
@@ -102,7 +105,9 @@ class Emulation:
                         "operator table, the mode's rule, the per-op controls): fp32 ops neither rounded nor "
                         "reading rounded weights; an fp16 op's fp32 inputs cast to fp16 at the boundary, as ATC "
                         "inserts Casts; fp16 in, fp32 out: its inputs cast, its output not rounded; an AI CPU op in "
-                        "its own dtype; nodes the converter inserted, and TF ops that move values, as their inputs")
+                        "its own dtype; nodes the converter inserted, and TF ops that move values, as their "
+                        "inputs; a node the converter named itself (a Gemm of MatMul + Add) as the TF ops it "
+                        "computes; a weight as its real reader computes")
         if self.fallback_ops:
             done.append(f"{len(self.fallback_ops)} ops the operator table does not place "
                         f"({', '.join(self.fallback_ops[:5])}{', ...' if len(self.fallback_ops) > 5 else ''}) "
@@ -222,8 +227,11 @@ class _Rewriter:
         type_named = read_type_named(model)
         self.origin = ({n.name: tf_origin(n.name, tf_nodes, type_named) for n in self.graph.node} if op_precision
                        else {})
+        if graph_def is not None and op_precision:
+            _claim_type_named_compute(self.graph, self.origin, {node.name: node.op for node in graph_def.node})
         self.rules: dict[str, OpPrecision] = {name: op_precision[tf] for name, tf in self.origin.items()
                                               if tf is not None and tf in op_precision}
+        self.stands_for: dict[str, tuple[str, ...]] = {}  # ONNX node -> TF nodes it computes besides its origin
         if graph_def is not None and self.rules:
             tf_types = {node.name: node.op for node in graph_def.node}
             for node in self.graph.node:
@@ -235,6 +243,16 @@ class _Rewriter:
             for name, first in fused_first_ops(model, graph_def, self.origin).items():
                 if first in op_precision and name in self.rules:
                     self.rules[name] = _fused(op_precision[first], self.rules[name])
+                    self.stands_for[name] = (first,)
+            for name, computed in inserted_ops(model, graph_def, self.origin).items():
+                # A Gemm tf2onnx fused from a MatMul and an Add, a depthwise Conv with its bias: named by tf2onnx,
+                # it computes as the TF ops it stands for (and so reads its weights as they do).
+                planned = [op_precision[tf] for tf in computed if tf in op_precision]
+                if planned:
+                    self.rules[name] = _fused(planned[0], planned[-1])
+                    self.stands_for[name] = computed
+        if self.rules:
+            self._merge_twins(read_merged(model), op_precision)
         self.types = _elem_types(onnx.shape_inference.infer_shapes(model))
         self.state: dict[str, str] = {}  # float tensor -> fp16 | fp32
         self.rename: dict[str, str] = {}  # tensor name -> the name its consumers read instead
@@ -248,10 +266,23 @@ class _Rewriter:
         self._rounded_cache: dict[str, str] = {}
         self._names: set[str] = {n.name for n in self.graph.node}
         self.initializers = {t.name for t in self.graph.initializer}
-        self._readers: dict[str, list[tuple[Any, int]]] | None = None
+        self._readers: dict[str, list[tuple[Any, int | None]]] | None = None
         self._graph_outputs = {o.name for o in self.graph.output}
         self._inside_op: dict[str, set[str]] = {}  # TF node -> tensors between its own ONNX nodes
         self.decided: set[str] = set()  # fp16 / fp32: the dtypes float nodes computed in
+
+    def _merge_twins(self, merged: Mapping[str, tuple[str, ...]], op_precision: Mapping[str, OpPrecision]) -> None:
+        """A node tf2onnx kept of several equal ones computes every twin: a per-op control naming any of them
+        applies to it (the first twin by name whose control there is, where its own TF node has none)."""
+        for survivor, twins in merged.items():
+            own = self.rules.get(survivor)
+            if own is None and self.origin.get(survivor) is not None:
+                continue  # a transpose around the op, which follows what it reads
+            controlled = [op_precision[tf] for tf in twins if tf in op_precision
+                          and op_precision[tf].source in USER_CONTROLS]
+            if controlled and (own is None or own.source not in USER_CONTROLS):
+                self.rules[survivor] = controlled[0]
+            self.stands_for[survivor] = (*self.stands_for.get(survivor, ()), *twins)
 
     def _unique(self, base: str) -> str:
         name, count = base, 1
@@ -296,26 +327,37 @@ class _Rewriter:
             else:
                 self.state[name] = "fp32"
 
-    def _reads(self) -> dict[str, list[tuple[Any, int]]]:
+    def _reads(self) -> dict[str, list[tuple[Any, int | None]]]:
+        """Tensor -> (node, input position) for each read; position None where a node's subgraph reads it."""
         if self._readers is None:
             self._readers = {}
             for node in self.graph.node:
                 for position, name in enumerate(node.input):
                     if name:
                         self._readers.setdefault(name, []).append((node, position))
+                for name in outer_reads(node):
+                    self._readers.setdefault(name, []).append((node, None))
         return self._readers
 
-    def _read_as(self, name: str, *, follow: str, depth: int = 0) -> set[str]:
+    def _read_as(self, name: str, *, follow: str, depth: int = 0, through_any: bool = False) -> set[str]:
         """The dtypes the nodes reading `name` read it in, as far as known before the pass: a node without a
         rule (converter-inserted, or a TF op that moves values) counts as `follow` (fp32 for a model input: it
-        follows the op before it, the fp32 input; fp16 for a weight, which is no op)."""
+        follows the op before it, the fp32 input; fp16 for a weight, which is no op). A layout move without a rule
+        is looked through to the nodes reading what it makes; with `through_any` (a weight, which follows its real
+        reader), so is any node without a rule whose outputs are floats (a Cast, a Concat the converter added)."""
         found: set[str] = set()
         for node, position in self._reads().get(name, []):
+            if position is None or subgraphs(node):
+                # read inside an If or Loop body, which is not emulated: as it is, fp32. A Loop's own inputs (what a
+                # TF2 While carries from step to step: its captured weights too) are its body's inputs, read there.
+                found.add("fp32")
+                continue
             rule = self.rules.get(node.name)
-            if rule is None and self.rules and node.op_type in _LAYOUT_MOVES and depth < _LOOK_THROUGH:
+            if rule is None and self.rules and depth < _LOOK_THROUGH and (
+                    node.op_type in _LAYOUT_MOVES or (through_any and self._moves_floats(node))):
                 # A transpose that follows what it reads: the tensor is read as the ops after it read it.
                 for output in (o for o in node.output if o):
-                    found |= self._read_as(output, follow=follow, depth=depth + 1) or {follow}
+                    found |= self._read_as(output, follow=follow, depth=depth + 1, through_any=through_any) or {follow}
                 continue
             if rule is None or rule.compute == LEGACY:
                 found.add(follow if self.rules and rule is None else self._legacy_reads(node, follow))
@@ -324,6 +366,11 @@ class _Rewriter:
             else:
                 found.add({"fp16": "fp16", "fp32": "fp32"}.get(rule.compute, follow))
         return found
+
+    def _moves_floats(self, node: Any) -> bool:
+        """Whether `node` holds no subgraph and gives only float outputs (what reads them reads its inputs' values)."""
+        outputs = [o for o in node.output if o]
+        return bool(outputs) and not subgraphs(node) and all(self.types.get(o) == _FLOAT for o in outputs)
 
     def _legacy_reads(self, node: Any, follow: str) -> str:
         """How the mode alone (before the tables) reads a tensor: by the storage, and in mixed by op type."""
@@ -345,7 +392,7 @@ class _Rewriter:
         for index, tensor in enumerate(self.graph.initializer):
             if tensor.data_type != _FLOAT:
                 continue
-            if "fp32" in self._read_as(tensor.name, follow="fp16"):
+            if "fp32" in self._read_as(tensor.name, follow="fp16", through_any=True):
                 # An fp32 op reads it: kept (ATC keeps the weight of an fp32 op), an fp16 reader casts it.
                 self.state[tensor.name] = "fp32"
                 continue
@@ -363,8 +410,10 @@ class _Rewriter:
         any_fp32 = any(self.state.get(name) == "fp32" for name in activations)
         if rule is not None and rule.compute != LEGACY:
             return rule.compute == "fp16" or (rule.compute == "follow" and not any_fp32)
-        if rule is None and self.rules:
+        if rule is None and self.rules and activations:
             return not any_fp32  # converter-inserted, or a TF op that moves values: as its inputs
+        # Converter-inserted with no float input (a Cast of NMS's padding count to float, a Relu on it): part of a
+        # TF op on integers; it computes as the mode keeps such ops (fp32 under must_keep_origin_dtype, force_fp32).
         if self.storage == "fp32":
             return False
         if self.storage == "fp16":
@@ -391,7 +440,11 @@ class _Rewriter:
             for position, name in enumerate(node.input):
                 if name in self.rename:
                     node.input[position] = self.rename[name]
+            if self.rename:
+                rename_outer_reads(node, self.rename)
             float_inputs = [n for n in node.input if n and (self.types.get(n) == _FLOAT or n in self.state)]
+            # What an If's branches or a Loop's body read from here: the node follows it as it follows its inputs.
+            read_inside = [n for n in outer_reads(node) if self.types.get(n) == _FLOAT or n in self.state]
             float_outputs = [n for n in node.output if n and self.types.get(n) == _FLOAT]
             self.untyped.update(n for n in node.output if n and n not in self.types)
             if self.storage == "fp32" and not self.rules:
@@ -401,7 +454,7 @@ class _Rewriter:
             if rule is not None and (rule.input_dtypes or rule.output_dtypes):
                 self._customized(node, rule, float_inputs, float_outputs, rewritten)
                 continue
-            fp16 = self._computes_in_fp16(node, float_inputs)
+            fp16 = self._computes_in_fp16(node, float_inputs + [n for n in read_inside if n not in float_inputs])
             if (float_inputs or float_outputs) and (rule is not None or not self.rules):
                 self.decided.add("fp16" if fp16 else "fp32")  # the ops' own dtypes, not those of what follows
             if fp16 and (node.op_type in FP16_OP_TYPES or self.rules):
@@ -499,6 +552,10 @@ class _Rewriter:
         for onnx_name, tf in self.origin.items():
             if tf is not None:
                 by_tf.setdefault(tf, []).append(onnx_name)
+        for onnx_name, computed in self.stands_for.items():
+            for tf in computed:
+                if onnx_name not in by_tf.setdefault(tf, []):
+                    by_tf[tf].append(onnx_name)
         return tuple(OpRecord(node=rule.node, op_type=rule.op_type, compute=rule.compute, source=rule.source,
                               onnx_nodes=tuple(by_tf.get(rule.node, ())), input_dtypes=rule.input_dtypes,
                               output_dtypes=rule.output_dtypes) for rule in self.op_precision.values()
@@ -517,6 +574,7 @@ class _Rewriter:
                     for position, tensor in enumerate(group):
                         if tensor == name:
                             group[position] = wide
+                rename_outer_reads(node, {name: wide})  # the narrowing Cast comes last: bodies read the wide one
             self.graph.node.append(helper.make_node("Cast", [wide], [name], name=self._unique(f"{name}/narrow"),
                                                     to=_FLOAT16))
             graph_output.type.tensor_type.elem_type = _FLOAT16
@@ -562,21 +620,10 @@ def _sole_readers(graph: Any) -> dict[str, Any]:
         for name in node.input:
             if name:
                 reads.setdefault(name, []).append(node)
-    elsewhere = {o.name for o in graph.output} | _read_in_subgraphs(graph)
-    return {name: readers[0] for name, readers in reads.items() if len(readers) == 1 and name not in elsewhere}
-
-
-def _read_in_subgraphs(graph: Any) -> set[str]:
-    """Every tensor name a subgraph of `graph` reads: its nodes' inputs and its outputs (a body may give an outer
-    tensor straight back), its own or the outer graph's."""
-    names: set[str] = set()
+    elsewhere = {o.name for o in graph.output}
     for node in graph.node:
-        for attribute in node.attribute:
-            for body in (*([attribute.g] if attribute.HasField("g") else []), *attribute.graphs):
-                names.update(n for inner in body.node for n in inner.input)
-                names.update(output.name for output in body.output)
-                names |= _read_in_subgraphs(body)
-    return names
+        elsewhere.update(outer_reads(node))
+    return {name: readers[0] for name, readers in reads.items() if len(readers) == 1 and name not in elsewhere}
 
 
 def _has_compute(tf_type: str) -> bool:
@@ -584,6 +631,35 @@ def _has_compute(tf_type: str) -> bool:
     Transpose's Transpose); unknown types are taken to compute."""
     listed = ONNX_OPS_OF_TF.get(tf_type)
     return listed is None or any(op not in _LAYOUT_MOVES for op in listed)
+
+
+def _claim_type_named_compute(graph: Any, origin: dict[str, str | None], tf_types: Mapping[str, str]) -> None:
+    """Gives a TF op the ONNX node that computes it where tf2onnx named that node after its type and gave the TF
+    name to a layout move after it (ResizeBilinear: `Resize__4`, then the Transpose back to NHWC named `resize`):
+    otherwise the op's rule lands on the transpose alone, which only follows what it reads, and the op's dtypes
+    (its kernel's fp16 in, fp32 out) are lost. Only a node of no TF op, not itself a layout move, whose every output
+    is read by that TF op's nodes alone, is claimed."""
+    made_by = {name: node for node in graph.node for name in node.output if name}
+    readers: dict[str, set[str]] = {}
+    for node in graph.node:
+        for name in node.input:
+            if name:
+                readers.setdefault(name, set()).add(node.name)
+    owned: dict[str, list[Any]] = {}
+    for node in graph.node:
+        tf = origin.get(node.name)
+        if tf is not None:
+            owned.setdefault(tf, []).append(node)
+    for tf, nodes in owned.items():
+        if not _has_compute(tf_types.get(tf, "")) or any(node.op_type not in _LAYOUT_MOVES for node in nodes):
+            continue
+        names = {node.name for node in nodes}
+        for node in nodes:
+            producer = made_by.get(node.input[0]) if node.input else None
+            if producer is None or origin.get(producer.name) is not None or producer.op_type in _LAYOUT_MOVES:
+                continue
+            if all(readers.get(name, set()) <= names for name in producer.output if name):
+                origin[producer.name] = tf
 
 
 def _fused(first: OpPrecision, last: OpPrecision) -> OpPrecision:

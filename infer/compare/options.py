@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from binio.errors import InferError
-from infer._option_fields import setting
+from binio.limits import check_workers
+from infer._option_fields import allow_host_ops_setting, setting
 from infer.compare.thresholds import Thresholds, thresholds_key
 from infer.run.options import ScaleOptions
 
@@ -57,6 +58,7 @@ class CompareOptions:
     scale: ScaleOptions = setting(default_factory=ScaleOptions, toml=False, only=("engine", "address"))
     allow_same_backend: bool = setting(False, help="Compare one graph with itself on one backend, on purpose (a "
                                                    "[run] backend = \"tf\" compared with TF).")
+    allow_host_ops: bool = allow_host_ops_setting()
     # The expected-error band (`infer.compare._judge.expected`): None = on for an om and for an fp32 conversion, where
     # the stand-in is installed (`expected_by_default`).
     expected_from_emulation: bool | None = setting(
@@ -69,6 +71,10 @@ class CompareOptions:
         None, example=True, negative="--no-fail-on-expected", shown="on where the band is computed for an om or an "
                                                                     "fp32 conversion",
         help="Fail the run when an output is past --expected-factor times its band.")
+    set_outputs: tuple[str, ...] = setting((), flag="--set-output", repeat=True,
+                                           help="An output whose rows are a set (the boxes an NMS kept, a top-k): "
+                                                "each sample's rows matched before the metrics, boxes by IoU. "
+                                                "Outputs computed from NonMaxSuppression or TopK are found alone.")
     layerwise: bool = setting(False, help="Compare every intermediate tensor on one batch (ONNX stand-in): the "
                                           "first layer whose outputs diverge.")
     npu_dump: Path | None = setting(None, toml=False, help="--layerwise against this NPU dump folder (infer run "
@@ -79,8 +85,7 @@ class CompareOptions:
         """Refuses values no comparison can use, whether they came from the command line or a pipeline file."""
         if self.topk is not None and self.topk < 1:
             raise InferError(f"--topk {self.topk}: expected 1 or more")
-        if self.workers < 1:
-            raise InferError(f"--workers {self.workers}: expected 1 or more")
+        check_workers(self.workers, "--workers")
         self.scale.check()
         if not self.expected_factor >= 1:  # NaN too
             raise InferError(f"--expected-factor {self.expected_factor}: expected 1 or more")

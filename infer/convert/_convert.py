@@ -14,6 +14,7 @@ from atc_wrap.atc.command import atc_argv
 from atc_wrap.atc.run import find_atc, require_atc, run_atc, run_here
 from atc_wrap.plan import ConversionPlan
 from atc_wrap.standin.convert import convert_to_onnx
+from atc_wrap.standin.emulation import Emulation
 from binio.atomic import write_bytes_atomic
 from binio.steps import OnStep, no_steps
 from infer.contract import ModelContract, as_contract
@@ -48,10 +49,10 @@ def convert_model(model: ModelContract | Path | str, options: ConvertOptions | N
 
 
 def _result(contract: ModelContract, plan: ConversionPlan, *, command: tuple[str, ...] = (), dry_run: bool = False,
-            seconds: float = 0.0) -> ConvertResult:
+            seconds: float = 0.0, notes: tuple[str, ...] = ()) -> ConvertResult:
     return ConvertResult(contract=contract, target=plan.target, artefact=plan.artefact, target_reason=plan.reason,
-                         command=command, dry_run=dry_run, ignored=plan.ignored, notes=plan.notes, seconds=seconds,
-                         aipp_file=plan.aipp_file, plan=plan.precision, findings=plan.findings)
+                         command=command, dry_run=dry_run, ignored=plan.ignored, notes=plan.notes + notes,
+                         seconds=seconds, aipp_file=plan.aipp_file, plan=plan.precision, findings=plan.findings)
 
 
 def _write_aipp(plan: ConversionPlan) -> bytes | None:
@@ -105,4 +106,12 @@ def _convert_onnx(contract: ModelContract, plan: ConversionPlan, options: Conver
     conversion = convert_to_onnx(plan, on_step=on_step)
     _write_aipp(plan)
     saved = contract.with_converted(converted_info(contract, plan, conversion, aipp=options.aipp)).save()
-    return _result(saved, plan, seconds=time.monotonic() - start)
+    return _result(saved, plan, seconds=time.monotonic() - start, notes=_not_applied(conversion.emulation))
+
+
+def _not_applied(emulation: Emulation) -> tuple[str, ...]:
+    """The per-op controls the plan lists that reached no ONNX node of the stand-in (an op tf2onnx folded away):
+    said, so that the plan's "per-op controls" line is not taken for what the stand-in computed."""
+    return tuple(f"--{record.source.replace('_', '-')} {record.node} ({record.op_type}): no ONNX node of the "
+                 "stand-in computes it (tf2onnx folded it away), so the stand-in changes nothing for it; ATC applies "
+                 "it to the TF op" for record in emulation.per_op if not record.onnx_nodes)

@@ -22,6 +22,7 @@ from atc_wrap.atc.soc import check_soc_version
 from atc_wrap.precision.op_controls import write_keep_dtype
 from atc_wrap.standin.converter_names import read_type_named
 from atc_wrap.standin.emulation import tf_origin
+from atc_wrap.standin.merged_twins import tf_twins
 from binio.atomic import write_bytes_atomic, write_json_atomic
 from binio.lock import folder_lock
 from binio.manifest import DatasetManifest, dataset_folder, load_manifest
@@ -58,10 +59,11 @@ def _subset(manifest: DatasetManifest, samples: int | None, work: Path) -> Datas
     return write_view(manifest, manifest.stems[:count], work / "subset")
 
 
-def _golden(contract: ModelContract, manifest: DatasetManifest, work: Path, given: Path | None) -> Path:
+def _golden(contract: ModelContract, manifest: DatasetManifest, work: Path, given: Path | None,
+            allow_host_ops: bool) -> Path:
     if given is not None:
         return resolve_run_folder(given, what="--golden")
-    return tensorflow_golden(contract, manifest, cache_root=work / "cache")[0]
+    return tensorflow_golden(contract, manifest, cache_root=work / "cache", allow_host_ops=allow_host_ops)[0]
 
 
 def _suspects(staged: ModelContract, model: Any, manifest: DatasetManifest, options: TuneOptions,
@@ -171,28 +173,33 @@ def tune_precision(model: ModelContract | Path | str, bins: DatasetManifest | Pa
 def _tune(contract: ModelContract, manifest: DatasetManifest, out: Path, work: Path, options: TuneOptions,
           start: float, say: Callable[[str], None], on_candidate: Callable[[Candidate], None] | None) -> TuneResult:
     say("golden outputs: TensorFlow on the frozen pb" if options.golden is None else "golden outputs: --golden")
-    whole = Dataset("whole", manifest, _golden(contract, manifest, work, options.golden))
+    whole = Dataset("whole", manifest, _golden(contract, manifest, work, options.golden, options.allow_host_ops))
     subset_manifest = _subset(manifest, options.samples, work) if options.golden is None else None
     if options.golden is not None and options.samples is not None:
         say("--samples is not used with --golden: every candidate runs on the whole dataset")
     search_on = whole if subset_manifest is None else Dataset(
-        "subset", subset_manifest, _golden(contract, subset_manifest, work, None))
+        "subset", subset_manifest, _golden(contract, subset_manifest, work, None, options.allow_host_ops))
     compare_options = CompareOptions(thresholds=options.thresholds, atol=options.atol, rtol=options.rtol)
     chip = tuned_chip(contract, options)
-    trials = Trials(contract, options.precision_mode, work, compare_options, on_candidate, soc_version=chip)
+    trials = Trials(contract, options.precision_mode, work, compare_options, on_candidate, soc_version=chip,
+                    allow_host_ops=options.allow_host_ops)
 
     before = trials.evaluate((), "baseline", whole)
     baseline = _converted_contract(trials)
     baseline_onnx = _load_onnx(baseline)
     plan = baseline.converted.plan() if baseline.converted is not None else None
     tunable, unkeepable = keepable(tunable_ops(contract, _onnx_node_names(baseline_onnx)), plan)
+    names = tuple(op.name for op in tunable)
+    type_named = read_type_named(baseline_onnx)
+    twins = tf_twins(baseline_onnx, lambda node: tf_origin(node, set(names), type_named))
     if unkeepable:
         say(f"left out of the search: {_ops(len(unkeepable))} in fp16 that {chip} cannot keep in fp32 (no fp32 "
             "kernel): "
             + ", ".join(f"{op.name} ({op.op_type})" for op in unkeepable[:6]) + (" ..." if len(unkeepable) > 6 else ""))
     result_args: dict[str, Any] = dict(tunable=tunable, before=before, mode=options.mode,
                                        precision_mode=options.precision_mode, output=out, chip=chip,
-                                       unkeepable=unkeepable)
+                                       unkeepable=unkeepable, twins={name: twins[name] for name in names
+                                                                     if name in twins})
     if before.passed:
         say(f"{options.precision_mode} passes already: nothing to keep in fp32")
         converted = contract.converted
@@ -207,7 +214,6 @@ def _tune(contract: ModelContract, manifest: DatasetManifest, out: Path, work: P
         suspects = _suspects(baseline, baseline_onnx, whole.manifest, options, tunable, trials.baseline)
     if suspects:
         say("seeds: " + ", ".join(f"{s.op} ({s.why})" for s in suspects))
-    names = tuple(op.name for op in tunable)
 
     def passes(ops: tuple[str, ...], stage: str, dataset: Dataset = search_on) -> bool:
         return trials.evaluate(ops, stage, dataset).passed
@@ -258,10 +264,12 @@ def _finish(trials: Trials, out: Path, options: TuneOptions, start: float, args:
     command: tuple[str, ...] = ()
     ok = after is not None and after.passed and not reason
     if ok:
-        keep = write_keep_dtype(out / KEEP_DTYPE_FILE, found).absolute()
+        # Every TF twin of a kept op: the stand-in computes them as one node, ATC converts each.
+        written = tuple(dict.fromkeys(n for name in found for n in (name, *args["twins"].get(name, ()))))
+        keep = write_keep_dtype(out / KEEP_DTYPE_FILE, written).absolute()
         model_folder = out / MODEL_FOLDER
         _remove(model_folder)
-        trials.convert(found, model_folder)
+        trials.convert(written, model_folder)
         command = _atc_command(contract, options, keep)
         write_bytes_atomic(out / ATC_COMMAND_FILE, (quote_command(command) + "\n").encode())
     result = TuneResult(found=ok, reason=reason if not ok else "", ops=chosen, suspects=suspects, after=after,

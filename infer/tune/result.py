@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,9 +30,16 @@ class TuneResult:
     grown: int = 0  # ops in the set before the shrink step: what a linear search walks to, one op at a time
     chip: str = ""  # the chip whose operator table planned every candidate
     unkeepable: tuple[TunableOp, ...] = ()  # fp16 ops the chip has no fp32 kernel for: left out of the search
+    # op -> the TF nodes tf2onnx merged into its ONNX node (equal twins): the stand-in computes them once, ATC each
+    twins: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
         return self.found
+
+    @property
+    def keep_dtype(self) -> tuple[str, ...]:
+        """The names keep_dtype.cfg holds: each op of the set, then its twins (ATC converts every one of them)."""
+        return tuple(dict.fromkeys(name for op in self.ops for name in (op.name, *self.twins.get(op.name, ()))))
 
     @property
     def total_flops(self) -> int:
@@ -50,7 +58,7 @@ class TuneResult:
         return {
             "schema": "infer.tune-precision", "version": 1, "found": self.found, "reason": self.reason,
             "precision_mode": self.precision_mode, "mode": self.mode, "seconds": round(self.seconds, 3),
-            "keep_dtype": [op.name for op in self.ops],
+            "keep_dtype": list(self.keep_dtype),
             "ops": [{**op.to_json(), "flops_share": self.share(op)[0], "params_share": self.share(op)[1]}
                     for op in self.ops],
             "verdict_before": self.before.verdict, "verdict_after": self.after.verdict if self.after else None,

@@ -66,8 +66,6 @@ def test_the_loop_converts_in_every_precision_mode(rnn: tuple[int, ReferenceMode
         assert np.abs(got - expected).max() < 5e-3, name
 
 
-@pytest.mark.xfail(strict=True, reason="issue 38's 'fp32 stand-in is no longer exact' (another helper's part): "
-                   "must_keep_origin_dtype rounds 3 weights of these models (v2: 10 loop-body tensors too) to fp16")
 def test_every_op_planned_fp32_is_tensorflow_s_fp32(rnn: tuple[int, ReferenceModel, ModelContract],
                                                      tmp_path: Path) -> None:
     _version, model, contract = rnn

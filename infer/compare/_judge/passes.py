@@ -333,7 +333,7 @@ def measure_output(pair: OutputPair, thresholds: Thresholds, options: CompareOpt
             worst_samples=tuple(samples.score(i) for i in samples.ranked(options.worst_samples)),
             topk=None if topk is None else topk.result(), plot=plot.result(),
             sample_limits=sample_limits, failing_samples=tuple(int(samples.sample[i]) for i in failing),
-            worst_failing=samples.worst_failure(pair.name, failing, sample_limits),
+            worst_failing=samples.worst_failure(pair.name, failing, sample_limits), compared_as=pair.compared_as,
         )
         return Measured(result, SameSamples.judge(pair.name, [part.same for part in parts]))
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from infer.compare._layers.onnx_graph import OnnxGraph, OnnxNode
+from infer.compare._layers.onnx_graph import SEE_THROUGH, OnnxGraph, OnnxNode
 
 # TF op type -> the ONNX op types tf2onnx computes it with (a fused one included: the node that computes a TF
 # op's result may also compute the op before it).
@@ -132,16 +132,34 @@ def unnamed_stand_ins(graph: OnnxGraph, tf_ops: Mapping[str, str], inputs_of: Ma
         if len(readers) != 1 or readers[0] not in named:
             continue
         reader = readers[0]
-        if [n for n in inputs_of.get(reader, ()) if n in inputs_of or n in graph_inputs] != [tensor]:
+        activations = [n for n in inputs_of.get(reader, ()) if n in inputs_of or n in graph_inputs]
+        if tensor not in activations:
             continue
         node = graph.computing_node(reader)
         read = [n for n in node.inputs if n and n not in graph.constants] if node is not None else []
-        if len(read) != 1 or read[0] in tf_ops or read[0] in graph.inputs:
+        # The reader's other activations (a Concat's other parts: a U-Net's skip beside its resize) under their TF
+        # names, through the emulation's casts; the one read left unnamed is the fused op's output.
+        carried = [_carried_name(graph, n, tf_ops) for n in read]
+        others = [n for n in activations if n != tensor]
+        unnamed = [n for n, name in zip(read, carried, strict=True) if name not in tf_ops and name not in graph.inputs]
+        if len(read) != len(activations) or sorted(c for c in carried if c in others) != sorted(others) \
+                or len(unnamed) != 1:
             continue
-        source = graph.computing_node(read[0])
+        source = graph.computing_node(unnamed[0])
         if source is not None and source.op_type in allowed:
-            found[tensor] = read[0]
+            found[tensor] = unnamed[0]
     return found
+
+
+def _carried_name(graph: OnnxGraph, name: str, tf_names: Mapping[str, str]) -> str:
+    """The TF name a tensor carries through the casts, identities and transposes after it was made (the fp16
+    emulation's Cast pair), or its own name."""
+    while name not in tf_names:
+        node = graph.producer.get(name)
+        if node is None or node.op_type not in SEE_THROUGH or not node.inputs:
+            break
+        name = node.inputs[0]
+    return name
 
 
 def _completing_output(graph: OnnxGraph, tensor: str, allowed: frozenset[str], tf_names: set[str]) -> str:

@@ -7,6 +7,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from atc_wrap.standin.subgraphs import outer_reads
+
 # Ops that only move, copy or re-type values: a TF name on their output belongs to the op that computed the values.
 SEE_THROUGH = frozenset({"Cast", "Identity", "Transpose"})
 
@@ -24,7 +26,10 @@ class OnnxGraph:
 
     def __init__(self, model: Any) -> None:
         graph = model.graph
-        self.nodes = tuple(OnnxNode(n.name, n.op_type, tuple(n.input), tuple(n.output)) for n in graph.node)
+        # An If or Loop reads what its bodies read from this graph too (a Loop's steps, an LSTM's weights): counted
+        # past its own inputs, so its outputs are computed from them here as they are in TensorFlow.
+        self.nodes = tuple(OnnxNode(n.name, n.op_type, (*n.input, *(r for r in outer_reads(n) if r not in n.input)),
+                                    tuple(n.output)) for n in graph.node)
         self.inputs = tuple(i.name for i in graph.input if i.name not in {t.name for t in graph.initializer})
         self.outputs = tuple(o.name for o in graph.output)
         self.producer = {name: node for node in self.nodes for name in node.outputs if name}

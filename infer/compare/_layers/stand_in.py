@@ -32,6 +32,7 @@ from infer.compare._layers.conclusion import conclude
 from infer.compare._layers.diagnosis import layer_thresholds
 from infer.compare._layers.golden_dump import dump_golden_tensors
 from infer.compare._layers.layout_reading import aligned_to_golden
+from infer.compare._layers.loop_rows import collapse_loops
 from infer.compare._layers.match import Correspondence, correspondence
 from infer.compare._layers.tensors import (
     GraphTensor,
@@ -130,7 +131,7 @@ def compare_layers(contract: ModelContract, manifest: DatasetManifest, threshold
                            inputs_of, stem)
     matcher = _Matcher(layer_thresholds(thresholds), atol, rtol, onnx_side, inputs_of,
                        {s.name for s in contract.inputs}, {s.name for s in contract.outputs})
-    rows = [matcher.row(tensor, golden.get(tensor.name)) for tensor in floats]
+    rows = collapse_loops(floats, [matcher.row(tensor, golden.get(tensor.name)) for tensor in floats])
     bands, band_note = emulated_bands(contract, manifest, stem, floats, golden, inputs_of, bands_from, factor) \
         if bands_from is not None else (None, "")
     return conclude(contract, tensors, golden, rows, matcher.aligned, stem=stem, batch_reason=batch_reason,

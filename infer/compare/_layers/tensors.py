@@ -22,6 +22,7 @@ from infer.compare._layers.layouts import Layout, shapes_of, track_layouts
 from infer.compare._layers.match import unnamed_stand_ins
 from infer.compare._layers.onnx_graph import OnnxGraph
 from infer.compare._layers.tf_frames import relative_to_tf, tf_frames
+from infer.compare._layers.tf_loops import frame_paths, is_flow, loop_frames
 from infer.compare.errors import LayerwiseError
 from infer.contract import ModelContract
 
@@ -48,6 +49,8 @@ class GraphTensor:
     # Squeeze's squeeze_dims
     axes: tuple[int, ...] | None = None
     keep_dims: bool = False
+    loop: str = ""  # the TF 1.x while loop it is computed in, once per step (`infer.compare._layers.tf_loops`)
+    shape: tuple[int | None, ...] | None = None  # its static shape in the pb (None: unknown rank)
 
 
 def is_random_op(op_type: str) -> bool:
@@ -103,19 +106,21 @@ def graph_tensors(graph: Any, input_names: tuple[str, ...], output_names: tuple[
 
     Tensors nothing reads that are not model outputs are left out: the batch statistics FusedBatchNorm also
     returns, an unused argmax; they lead nowhere, and TensorFlow often cannot even fetch them at inference."""
-    fed = set(input_names)
     outputs = set(output_names)
     random = _random_sources(graph, drawn)
+    fed = _computed_from(graph, set(input_names))
+    needed = _leading_to(graph, outputs) if outputs else None
+    loops = loop_frames(graph.get_operations())
     tensors = []
-    for op in graph.get_operations():
-        from_inputs = any(t.name in fed for t in op.inputs)
-        if op.type in _NOT_ACTIVATIONS or not from_inputs:
+    for op in topological_operations(graph):
+        if op.type in _NOT_ACTIVATIONS or is_flow(op.type) or not any(t.name in fed for t in op.inputs):
             continue
         inputs = tuple(t.name for t in op.inputs)
         for tensor in op.outputs:
-            fed.add(tensor.name)
             if not tensor.consumers() and tensor.name not in outputs:
                 continue
+            if needed is not None and tensor.name not in needed:
+                continue  # leads to no output: the converter drops it
             try:
                 dtype = from_tf_enum(tensor.dtype.as_datatype_enum)
             except InferError:
@@ -123,8 +128,91 @@ def graph_tensors(graph: Any, input_names: tuple[str, ...], output_names: tuple[
             tensors.append(GraphTensor(name=tensor.name, op_type=op.type, dtype=dtype.name, is_float=dtype.is_float,
                                        inputs=inputs, random_source=random.get(op.name, ""),
                                        axes=_constant_axes(op),
-                                       keep_dims=op.type in _AXES_INPUT and _attribute(op, "keep_dims") is True))
+                                       keep_dims=op.type in _AXES_INPUT and _attribute(op, "keep_dims") is True,
+                                       loop=loops.get(op.name, ""),
+                                       shape=tuple(tensor.shape.as_list()) if tensor.shape.rank is not None
+                                       else None))
     return tuple(tensors)
+
+
+_NEXT_ITERATION = ("NextIteration", "RefNextIteration")
+
+
+def topological_operations(graph: Any) -> list[Any]:
+    """The graph's ops with each after the ops it reads (a while loop's back edge, Merge reading NextIteration,
+    aside), otherwise in the order the pb lists them: a frozen pb need not list them in order
+    (convert_variables_to_constants moves nodes), and rows are read in graph order (the first to diverge)."""
+    import heapq
+
+    ops = graph.get_operations()
+    index = {op.name: position for position, op in enumerate(ops)}
+    frames = frame_paths(ops)
+    # An Exit waits for its loop's whole body (every NextIteration of the frame it leaves): its Switch is ready
+    # once the loop's start is, and the loop's outputs would come before the steps computing them.
+    steps: dict[tuple[str, ...], set[str]] = {}
+    for op in ops:
+        if op.type in _NEXT_ITERATION:
+            steps.setdefault(frames.get(op.name, ()), set()).add(op.name)
+    waits: list[set[int]] = []
+    for op in ops:
+        sources = {tensor.op.name for tensor in op.inputs} | {control.name for control in op.control_inputs}
+        if op.type in ("Merge", "RefMerge"):
+            sources = {name for name in sources if ops[index[name]].type not in _NEXT_ITERATION}
+        elif op.type in ("Exit", "RefExit") and op.inputs:
+            sources |= steps.get(frames.get(op.inputs[0].op.name, ()), set())
+        waits.append({index[name] for name in sources if name in index and name != op.name})
+    readers: dict[int, list[int]] = {}
+    for position, needed in enumerate(waits):
+        for source in needed:
+            readers.setdefault(source, []).append(position)
+    missing = [len(needed) for needed in waits]
+    ready = [position for position, count in enumerate(missing) if not count]
+    heapq.heapify(ready)
+    order: list[int] = []
+    while ready:
+        position = heapq.heappop(ready)
+        order.append(position)
+        for reader in readers.get(position, ()):
+            missing[reader] -= 1
+            if not missing[reader]:
+                heapq.heappush(ready, reader)
+    placed = set(order)
+    order.extend(position for position in range(len(ops)) if position not in placed)  # a cycle left: as listed
+    return [ops[position] for position in order]
+
+
+def _leading_to(graph: Any, outputs: set[str]) -> set[str]:
+    """The tensors the `outputs` are computed from (data and control inputs, through loops), outputs included."""
+    found: set[str] = set()
+    pending = [graph.get_tensor_by_name(name).op for name in outputs]
+    seen: set[str] = set()
+    while pending:
+        op = pending.pop()
+        if op.name in seen:
+            continue
+        seen.add(op.name)
+        found.update(tensor.name for tensor in op.outputs)
+        pending.extend(tensor.op for tensor in op.inputs)
+        pending.extend(op.control_inputs)
+    return found
+
+
+def _computed_from(graph: Any, inputs: set[str]) -> set[str]:
+    """Every tensor computed (directly or not) from `inputs`. Passes over the ops in graph order until nothing is
+    added: a while loop's Merge reads its NextIteration, made after it (one pass stopped at the loop's first Merge
+    whose start is a constant, and lost the loop's outputs and everything after them)."""
+    fed = set(inputs)
+    grown = True
+    while grown:
+        grown = False
+        for op in graph.get_operations():
+            if op.type in _NOT_ACTIVATIONS or not any(t.name in fed for t in op.inputs):
+                continue
+            for tensor in op.outputs:
+                if tensor.name not in fed:
+                    fed.add(tensor.name)
+                    grown = True
+    return fed
 
 
 _AXES_INPUT = frozenset({"Transpose", "ConjugateTranspose", "Mean", "Sum", "Max", "Min", "Prod", "ArgMax",
@@ -182,15 +270,16 @@ def run_tensorflow(contract: ModelContract, manifest: DatasetManifest, stem: str
     tensors = graph_tensors(graph, tuple(s.name for s in contract.inputs), tuple(s.name for s in contract.outputs),
                             frozenset(node_name(name) for name in substitutes))
     feeds = {**_feeds(manifest, contract.model_inputs, contract.inputs, stem), **substitutes}
+    fetched = [t for t in tensors if not t.loop]  # a tensor inside a while loop has no value of its own to fetch
     with tf.compat.v1.Session(graph=graph) as session:
         feed_dict = {graph.get_tensor_by_name(name): value for name, value in feeds.items()}
         try:
-            values = session.run([t.name for t in tensors], feed_dict=feed_dict)
-            return tensors, {t.name: np.asarray(v) for t, v in zip(tensors, values, strict=True)}
+            values = session.run([t.name for t in fetched], feed_dict=feed_dict)
+            return tensors, {t.name: np.asarray(v) for t, v in zip(fetched, values, strict=True)}
         except Exception as exc:  # tf.errors.*: one tensor inside control flow spoils the joint fetch
             log.info("fetching all tensors at once failed (%s); fetching one by one", type(exc).__name__)
         found = {}
-        for tensor in tensors:
+        for tensor in fetched:
             try:
                 found[tensor.name] = np.asarray(session.run(tensor.name, feed_dict=feed_dict))
             except Exception:  # a tensor TF cannot fetch is listed as such, not an error

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import os
 import stat
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +19,7 @@ from binio.binfile import BinReader, check_bin_size, sha256_file
 from binio.errors import InferError
 from binio.manifest import DatasetManifest
 from binio.spec import TensorSpec, format_shape
+from infer.compare._sides.set_outputs import SetOutput, align_rows
 from infer.compare.errors import RunFolderError
 from infer.run.layout import newest_run_folder, output_file_name, parse_output_file_name
 from infer.run.record import RunRecord, has_record, load_run
@@ -142,10 +143,19 @@ class OutputPair:
     actual_dir: Path
     golden_dir: Path
     manifest: DatasetManifest
+    set_output: SetOutput | None = None  # compared as a set: each sample's rows matched before the metrics
 
     @property
     def name(self) -> str:
         return self.golden_spec.name
+
+    @property
+    def compared_as(self) -> str:
+        """How the output is compared where not element by element ("" where it is)."""
+        if self.set_output is None:
+            return ""
+        shape = self.golden_spec.static_shape()[1 if self.batch_major else 0:]
+        return self.set_output.describe(math.prod(shape[1:]) if len(shape) > 1 else 1)
 
     @property
     def batch_major(self) -> bool:
@@ -179,15 +189,28 @@ class OutputPair:
             if shape is not None:
                 actual = actual.reshape(shape)[:rows]
                 golden = golden[:rows]
+            if self.set_output is not None:
+                actual = self._as_set(actual, golden)
             yield Batch(stem=stem, first_sample=first, rows=rows, actual=actual, golden=golden)
             first += rows
 
 
+    def _as_set(self, actual: np.ndarray, golden: np.ndarray) -> np.ndarray:
+        """The actual rows of each sample (the whole batch where the output is not batch-major) in the golden
+        side's order (`infer.compare._sides.set_outputs`)."""
+        actual = np.asarray(actual).reshape(golden.shape)
+        if not self.batch_major:
+            return align_rows(actual, golden)
+        return np.stack([align_rows(a, g) for a, g in zip(actual, golden, strict=True)]) if len(golden) else actual
+
+
 def output_pairs(actual_specs: tuple[TensorSpec, ...], golden_specs: tuple[TensorSpec, ...], actual_dir: Path,
-                 golden_dir: Path, manifest: DatasetManifest) -> tuple[OutputPair, ...]:
+                 golden_dir: Path, manifest: DatasetManifest,
+                 sets: Mapping[str, SetOutput] | None = None) -> tuple[OutputPair, ...]:
     pairs = tuple(
         OutputPair(index=i, actual_spec=batch_spec(a, manifest.batch), golden_spec=batch_spec(g, manifest.batch),
-                   actual_dir=actual_dir, golden_dir=golden_dir, manifest=manifest)
+                   actual_dir=actual_dir, golden_dir=golden_dir, manifest=manifest,
+                   set_output=(sets or {}).get(g.name))
         for i, (a, g) in enumerate(zip(actual_specs, golden_specs, strict=True))
     )
     for pair in pairs:
