@@ -99,8 +99,8 @@ def _describe_dataset(root: Path, *, verify: bool, to_npy: Path | None, per_file
                     _export_input(manifest, item, target)
                     exported.append(target)
             except BaseException:
-                for done in exported:  # half an export is none: the inputs written before the refusal go too
-                    done.unlink(missing_ok=True)
+                for written in exported:  # half an export is none: the inputs written before the refusal go too
+                    written.unlink(missing_ok=True)
                 raise
     title = (f"{manifest.root}: {len(manifest.inputs)} input(s), batch {manifest.batch}, {manifest.samples} samples"
              f" in {manifest.file_count} file(s) per input, model sha256 {manifest.model_sha256[:12] or '-'}")
