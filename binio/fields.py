@@ -155,12 +155,13 @@ class Fields:
 
 
 def check_inside(value: str, folder: Path, *, bare: bool, path: Path, entry: str, error: type[InferError],
-                 follow_links: bool = True) -> Path:
-    """`folder / value`, after refusing a value that leaves `folder`: absolute, with ``..``, with a separator where
-    a bare name is meant, or (with `follow_links`) through a link that points out of it."""
-    reason = _why_outside(value, bare)
-    target = Path(folder) / value
+                 follow_links: bool = True) -> None:
+    """Refuses a value that would leave `folder` as ``folder / value``: absolute, with ``..``, with a separator where
+    a bare name is meant, or (with `follow_links`) through a link that points out of it. A name not followed
+    through links is checked as text alone (a manifest lists tens of thousands)."""
+    reason = why_outside(value, bare)
     if reason is None and follow_links:
+        target = Path(folder) / value
         try:
             inside = target.resolve().is_relative_to(Path(folder).resolve())
         except (OSError, RuntimeError):  # a link loop
@@ -170,10 +171,9 @@ def check_inside(value: str, folder: Path, *, bare: bool, path: Path, entry: str
     if reason is not None:
         raise error(f"{path}: {entry} {shown(value)}: {reason}",
                     hint=f"names in {path.name} must stay inside {folder}; fix or regenerate the file")
-    return target
 
 
-def _why_outside(value: str, bare: bool) -> str | None:
+def why_outside(value: str, bare: bool) -> str | None:
     if not value:
         return "empty"
     if "\0" in value:

@@ -167,4 +167,5 @@ def check_depth(value: Any, *, named: str, what: str, error: type[InferError] = 
             continue
         if depth > MAX_DEPTH:
             raise error(too_deep(named, what))
-        pending.extend((child, depth + 1) for child in children)
+        # Only what can nest: a manifest's tens of thousands of names and digests are not walked one by one.
+        pending.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))

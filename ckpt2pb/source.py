@@ -476,11 +476,7 @@ def load_source(path: Path | str, *, allow_host_ops: bool = False) -> LoadedSour
             return _load_saved_model(path, allow_host_ops)
         prefix = _prefix_in_folder(path)
         if prefix is None:
-            inside = sorted(str(sub) for sub in path.iterdir() if sub.is_dir() and (
-                any((sub / name).is_file() for name in _SAVED_MODEL_FILES) or checkpoint_prefixes(sub)))
-            raise SourceError(f"{path}: no checkpoint, SavedModel or model file in this folder",
-                              hint=f"one level down: {', '.join(inside)}" if inside else
-                              "give a checkpoint prefix, a .meta, a .pb, a SavedModel folder or a Keras file")
+            raise _no_source_in(path)
         return _load_checkpoint(prefix, path, "checkpoint")
     if path.is_file() and path.name in _SAVED_MODEL_FILES:
         return _load_saved_model(path.parent, allow_host_ops)
@@ -495,13 +491,43 @@ def load_source(path: Path | str, *, allow_host_ops: bool = False) -> LoadedSour
         return _load_checkpoint(prefix, path, "checkpoint")
     if path.is_symlink() and not path.exists():
         raise SourceError(f"{path}: a symbolic link that leads nowhere (a loop, or its target is missing)")
+    raise _not_a_source(path)
+
+
+def check_source(path: Path | str) -> None:
+    """Refuses, from the file system alone and without TensorFlow, a path `load_source` would refuse for naming
+    nothing it reads (no such file, a folder without a model, a file of another kind): a mistyped path is said
+    before TensorFlow takes seconds to start. What needs the files read is left to `load_source`."""
+    path = Path(path)
+    if path.is_dir():
+        if any((path / name).is_file() for name in (*_SAVED_MODEL_FILES, "checkpoint")) or checkpoint_prefixes(path):
+            return
+        raise _no_source_in(path)
+    if path.is_file() and (path.name in _SAVED_MODEL_FILES or path.suffix in (".h5", ".hdf5", ".keras", ".pb")
+                           or path.name.endswith(".meta")):
+        return
+    if _checkpoint_prefix_for(str(path)) is None:
+        if path.is_symlink() and not path.exists():
+            raise SourceError(f"{path}: a symbolic link that leads nowhere (a loop, or its target is missing)")
+        raise _not_a_source(path)
+
+
+def _no_source_in(path: Path) -> SourceError:
+    inside = sorted(str(sub) for sub in path.iterdir() if sub.is_dir() and (
+        any((sub / name).is_file() for name in _SAVED_MODEL_FILES) or checkpoint_prefixes(sub)))
+    return SourceError(f"{path}: no checkpoint, SavedModel or model file in this folder",
+                       hint=f"one level down: {', '.join(inside)}" if inside else
+                       "give a checkpoint prefix, a .meta, a .pb, a SavedModel folder or a Keras file")
+
+
+def _not_a_source(path: Path) -> SourceError:
     if path.exists():
-        raise SourceError(f"{path}: not a model source this reads",
-                          hint="give a checkpoint prefix, a .meta, a .pb, a SavedModel folder or a Keras file")
+        return SourceError(f"{path}: not a model source this reads",
+                           hint="give a checkpoint prefix, a .meta, a .pb, a SavedModel folder or a Keras file")
     nearby = _sources_in(path.parent) if path.parent.is_dir() else []
-    raise SourceError(f"{path}: no such checkpoint or model file (looked for {path.name}, {path.name}.index, "
-                      f"{path.name}.meta)",
-                      hint=f"{path.parent} holds {', '.join(nearby)}" if nearby else None)
+    return SourceError(f"{path}: no such checkpoint or model file (looked for {path.name}, {path.name}.index, "
+                       f"{path.name}.meta)",
+                       hint=f"{path.parent} holds {', '.join(nearby)}" if nearby else None)
 
 
 def _sources_in(folder: Path) -> list[str]:

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-from atc_wrap.precision.plan import PrecisionPlan
 from atc_wrap.target import TARGETS, Target
 from binio.atomic import write_json_atomic
 from binio.binfile import sha256_file
@@ -22,6 +21,9 @@ from binio.gears import DynamicShape
 from binio.reading import reading
 from binio.spec import TensorSpec
 from ckpt2pb.kinds import KINDS, SourceKind
+
+if TYPE_CHECKING:
+    from atc_wrap.precision.plan import PrecisionPlan
 
 SCHEMA = "infer.model-contract"
 SCHEMA_VERSION = 1
@@ -64,6 +66,9 @@ class ConvertedInfo:
         """The recorded plan, checked entry by entry (a refusal names model.json and the entry)."""
         if self.precision_plan is None:
             return None
+        # on use: the plan's module loads CANN's operator tables' vocabulary, which dump-bin and run never read
+        from atc_wrap.precision.plan import PrecisionPlan
+
         return PrecisionPlan.from_fields(Fields(self.precision_plan, path=self.contract_path or Path("model.json"),
                                                 entry="converted.precision_plan", error=ContractError))
 

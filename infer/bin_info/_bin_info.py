@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import math
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -11,12 +12,12 @@ import numpy as np
 
 from binio.atomic import atomic_file, atomic_path
 from binio.binfile import read_bin
-from binio.dataset import check_manifest_consistent, iter_samples, verify_file
+from binio.dataset import check_manifest_consistent, iter_samples, read_checked, verify_file
 from binio.dtypes import dtype
 from binio.errors import BinFileError, InferError, OutputExistsError, ShapeError
 from binio.info import TensorStats, merge_stats, tensor_stats
 from binio.manifest import MANIFEST_NAME, DatasetManifest, InputManifest, load_manifest, parent_input
-from binio.output import check_output
+from binio.output import check_output, removed_if_left_empty
 from binio.spec import TensorSpec, format_shape, parse_shape
 from infer.bin_info._npu_dump import describe_npu_dump, is_npu_dump
 from infer.bin_info.options import BinInfoOptions
@@ -48,48 +49,59 @@ def _export_input(manifest: DatasetManifest, item: InputManifest, target: Path) 
 
 
 def _describe_dataset(root: Path, *, verify: bool, to_npy: Path | None, per_file: bool,
-                      force: bool) -> BinInfoReport:
+                      force: bool, progress: Callable[[int, int], None] | None = None) -> BinInfoReport:
     manifest = load_manifest(root)
     check_manifest_consistent(manifest)
+    total, done = sum(len(i.files) for i in manifest.inputs), 0
     verified = 0
-    if verify:
-        problems: list[str] = []
-        for item in manifest.inputs:
-            for index in range(len(item.files)):
-                try:
-                    verify_file(manifest, item, index, digest=True)
-                    verified += 1
-                except InferError as exc:
-                    problems.append(exc.message)
-        if problems:
-            total = sum(len(i.files) for i in manifest.inputs)
-            raise BinFileError(f"{len(problems)} of {total} files fail verification; first: {problems[0]}")
+    problems: list[str] = []
     rows: list[InfoRow] = []
     for item in manifest.inputs:
         parts: list[TensorStats] = []
-        for entry, samples in zip(item.files, iter_samples(manifest, item.tensor), strict=True):
-            stats = tensor_stats(samples)
+        for index, entry in enumerate(item.files):
+            # --verify checks each file's size and digest on the bytes its statistics are taken of: one read
+            if verify:
+                try:
+                    values = read_checked(manifest, item, index)
+                    verified += 1
+                except InferError as exc:
+                    problems.append(exc.message)
+                    continue
+            else:
+                values = read_bin(manifest.file_path(item, entry), item.spec, mmap=True)
+            stats = tensor_stats(values[: entry.rows] if item.shape else values)
+            done += 1
+            if progress is not None:
+                progress(done, total)
             parts.append(stats)
             if per_file:
                 padding = f", {item.shape[0] - entry.rows} padding" if item.shape and entry.rows < item.shape[0] else ""
                 what = _rows(entry.rows) if item.shape else "a scalar: one value a run"
                 rows.append(InfoRow(label=f"{item.folder}/{entry.name} ({what}{padding})",
                                     stats=_with_shape(stats, item.shape)))
-        if not per_file:
+        if not per_file and not problems:
             padded = sum(item.shape[0] - f.rows for f in item.files) if item.shape else 0
             what = (f"{manifest.samples} samples + {padded} padding" if item.shape
                     else "a scalar: one value a file, for every batch")
             rows.append(InfoRow(label=f"{item.tensor} ({len(item.files)} files, {what})",
                                 stats=merge_stats(parts, tuple(item.shape))))
+    if problems:
+        raise BinFileError(f"{len(problems)} of {total} files fail verification; first: {problems[0]}")
     exported: list[Path] = []
     if to_npy is not None:
         if to_npy.exists() and not to_npy.is_dir():
             raise OutputExistsError(f"{to_npy}: exists and is not a folder (a dataset exports one .npy per input)")
-        for item in manifest.inputs:
-            target = to_npy / f"{item.folder}.npy"
-            check_output(target, force=force)
-            _export_input(manifest, item, target)
-            exported.append(target)
+        with removed_if_left_empty(to_npy):  # a refusal (a full disk) leaves no folder of its own making
+            try:
+                for item in manifest.inputs:
+                    target = to_npy / f"{item.folder}.npy"
+                    check_output(target, force=force)
+                    _export_input(manifest, item, target)
+                    exported.append(target)
+            except BaseException:
+                for written in exported:  # half an export is none: the inputs written before the refusal go too
+                    written.unlink(missing_ok=True)
+                raise
     title = (f"{manifest.root}: {len(manifest.inputs)} input(s), batch {manifest.batch}, {manifest.samples} samples"
              f" in {manifest.file_count} file(s) per input, model sha256 {manifest.model_sha256[:12] or '-'}")
     return BinInfoReport(title=title, rows=tuple(rows), verified=verified, exported=tuple(exported))
@@ -151,8 +163,10 @@ def _describe_file(path: Path, *, verify: bool, to_npy: Path | None, dtype_name:
                          rows=(InfoRow(label=label, stats=stats),), verified=verified, exported=tuple(exported))
 
 
-def describe_path(path: Path, options: BinInfoOptions | None = None) -> BinInfoReport:
-    """A .bin file or a dataset folder: stats per input (or per file), re-checked and exported on request."""
+def describe_path(path: Path, options: BinInfoOptions | None = None, *,
+                  progress: Callable[[int, int], None] | None = None) -> BinInfoReport:
+    """A .bin file or a dataset folder: stats per input (or per file), re-checked and exported on request.
+    `progress` hears (files done, files) as a dataset's files are read."""
     options = options or BinInfoOptions()
     verify, to_npy, dtype_name, shape_text = options.verify, options.to_npy, options.dtype, options.shape
     per_file, force = options.per_file, options.force
@@ -166,7 +180,8 @@ def describe_path(path: Path, options: BinInfoOptions | None = None) -> BinInfoR
         if dtype_name or shape_text:
             raise InferError(f"{path}: --dtype and --shape are for a bare .bin; a dataset's {MANIFEST_NAME} gives "
                              "every input's dtype and shape")
-        return _describe_dataset(path, verify=verify, to_npy=to_npy, per_file=per_file, force=force)
+        return _describe_dataset(path, verify=verify, to_npy=to_npy, per_file=per_file, force=force,
+                                 progress=progress)
     if path.is_file():
         return _describe_file(path, verify=verify, to_npy=to_npy, dtype_name=dtype_name, shape_text=shape_text,
                               force=force)

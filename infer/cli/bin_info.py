@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from infer.bin_info.options import BinInfoOptions
-from infer.cli.console import examples, print_json, show
+from infer.cli.console import batch_bar, examples, print_json, show
 from infer.cli.options import takes_options
 
 EXAMPLES = examples(
@@ -36,7 +36,8 @@ def bin_info(
     from binio.spec import format_shape
     from infer.bin_info import describe_path
 
-    report = describe_path(path, options)
+    with batch_bar("bin-info") as progress:
+        report = describe_path(path, options, progress=progress)
     if as_json:
         print_json(report.to_json())
         return

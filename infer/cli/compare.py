@@ -93,9 +93,13 @@ def compare(
     # A bar on a terminal only: a transient bar still leaves an empty line on a redirected stderr.
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                   console=status, transient=True, disable=not status.is_terminal) as bar:
-        tasks: dict[str, TaskID] = {}
+        # From the first second: the checks before the first batch is read (the dataset, both sides, the golden
+        # cache) take seconds on a large dataset; the first figure replaces this line.
+        tasks: dict[str, TaskID] = {"checking": bar.add_task("checking the dataset and both sides", total=None)}
 
         def progress(what: str, done: int, total: int) -> None:
+            if "checking" in tasks:
+                bar.remove_task(tasks.pop("checking"))
             if what not in tasks:
                 label = {"golden": "golden (TensorFlow)", "emulated": "emulated precision",
                          "fp32": "the same conversion in fp32"}.get(what, f"reading {what}")

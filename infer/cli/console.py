@@ -107,9 +107,11 @@ def tell_error(text: str) -> None:
 
 
 @contextlib.contextmanager
-def steps(command: str) -> Iterator[OnStep]:
+def steps(command: str, *, animated: bool = True) -> Iterator[OnStep]:
     """The steps of a long stage (freeze, convert) as one transient spinner line on a terminal, ``freeze:
-    restoring the variables``, gone when the stage ends; off a terminal, or under -q, nothing at all."""
+    restoring the variables``, gone when the stage ends; off a terminal, or under -q, nothing at all. Not
+    `animated`, the line is redrawn at each step only, with no refresh thread (the pipeline's stages fork image
+    workers)."""
     if not sys.stderr.isatty() or not logging.getLogger().isEnabledFor(logging.WARNING):
         yield no_steps
         return
@@ -117,7 +119,7 @@ def steps(command: str) -> Iterator[OnStep]:
     from rich.spinner import Spinner
 
     spinner = Spinner("dots", f"{command}: starting", style="green")
-    with Live(spinner, console=err(), transient=True, refresh_per_second=8) as live:
+    with Live(spinner, console=err(), transient=True, refresh_per_second=8, auto_refresh=animated) as live:
         def show_step(step: str) -> None:
             spinner.update(text=f"{command}: {step}")
             live.refresh()  # now: a step that ends before the next tick is still seen

@@ -9,7 +9,7 @@ import typer
 from binio.errors import InferError
 from binio.output import check_output
 from binio.shown_path import shown_path, shown_paths
-from infer.cli.console import HELP_SETTINGS, PLAIN_HELP, examples, say, show
+from infer.cli.console import HELP_SETTINGS, PLAIN_HELP, examples, say, show, steps
 
 INIT_EXAMPLES = examples(
     "infer pipeline init ckpt/model.ckpt -o pipeline.toml --data images/ --labels labels.txt",
@@ -50,7 +50,10 @@ def run(
     from infer.pipeline.config import load_config
 
     config = load_config(config_file)
-    result = run_pipeline(config, on_stage=lambda outcome: show(shown_paths(outcome.line())), force=force)
+    with steps("pipeline", animated=False) as on_step:  # on a terminal, the stage at work from its first second
+        result = run_pipeline(config, on_stage=lambda outcome: show(shown_paths(outcome.line())),
+                              on_start=lambda key: on_step(f"{key}: checking what changed, or running it"),
+                              force=force)
     for text in report_tail(result):
         show(text)
     say(f"written to {shown_path(result.report_path)}")

@@ -8,8 +8,8 @@ returns a value of exactly that type as it is, which is what pydantic returns fo
 number (``16``, ``-0.5``, ``1e-3``) as int() / float() read it, as pydantic does; a list[str] of strings
 becomes the list typer's adapter makes of it; a path given as text becomes a Path (pydantic's lax Path is
 ``Path(text)``) and then goes through typer's own path checks (exists, dash, resolve), which need no pydantic for a
-Path. Any other value is handed to the adapter typer builds, so messages for bad values are typer's own. On a
-typer without this machinery, nothing changes.
+Path, and a list[Path] (a repeated path option) a list of them. Any other value is handed to the adapter typer
+builds, so messages for bad values are typer's own. On a typer without this machinery, nothing changes.
 
 Why typer's private modules (`typer._coercion`, `typer._param_types`): its public API has no way to give a parameter
 a coercion without pydantic. Every parameter but a file is coerced through `typer._adapters.try_build_adapter`,
@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, get_origin
+from typing import Any, get_args, get_origin
 
 try:  # typer's internals (why: above): guarded, the rest of the CLI needs none of them
     from typer._coercion import RuntimeParam, build_runtime_param
@@ -69,6 +69,13 @@ def _pass_through_class() -> Any:
             if self.annotation == list[str] and isinstance(value, (list, tuple)) and all(
                     type(item) is str for item in value):
                 return list(value)
+            if _is_path_list(self.annotation) and isinstance(value, (list, tuple)) and all(
+                    type(item) is str for item in value):
+                try:  # each item as a lone path of the same parameter is (pydantic's list of lax Paths)
+                    return [coerce_cli_path(Path(item), self.parameter_info, path_type=Path, param=param, ctx=ctx)
+                            for item in value]
+                except TypeError:  # pragma: no cover - a typer whose coerce_cli_path takes other arguments
+                    pass
             path_type: Any = self.parameter_info.path_type or self.annotation
             if _is_path(path_type) and type(value) is str:
                 try:
@@ -90,6 +97,11 @@ def _is_path(annotation: Any) -> bool:
     return get_origin(annotation) is None and isinstance(annotation, type) and issubclass(annotation, Path)
 
 
+def _is_path_list(annotation: Any) -> bool:
+    """list[Path]: a repeated path option (compare's --input and --actual)."""
+    return get_origin(annotation) is list and len(get_args(annotation)) == 1 and _is_path(get_args(annotation)[0])
+
+
 def pass_typed_values_through(param: Any) -> None:
     """Gives `param` the pass-through coercion when it is typer's and of a type handled here (bool, int, float, str,
     list[str], a Path) with no constraint that needs typer's adapter."""
@@ -98,7 +110,8 @@ def pass_typed_values_through(param: Any) -> None:
     descriptor = getattr(param, "type_descriptor", None)
     info = getattr(descriptor, "parameter_info", None)
     annotation = getattr(descriptor, "annotation", None)
-    if info is None or not (annotation in _PLAIN_TYPES or annotation == list[str] or _is_path(annotation)):
+    if info is None or not (annotation in _PLAIN_TYPES or annotation == list[str] or _is_path(annotation)
+                            or _is_path_list(annotation)):
         return
     if getattr(descriptor, "file_annotation", None) is not None or any(
             getattr(info, name, None) is not None for name in ("parser", "min", "max", "click_type")):

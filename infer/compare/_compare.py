@@ -26,8 +26,6 @@ from binio.spec import TensorSpec
 from infer.compare._judge.aipp_check import AippCheck
 from infer.compare._judge.expected import check_emulation_possible, stand_in_available
 from infer.compare._judge.outputs import dataset_labels, judge_outputs
-from infer.compare._layers.stand_in import check_layerwise, compare_layers
-from infer.compare._npu.layers import check_npu_dump, compare_npu_layers
 from infer.compare._reports.folder import output_folder
 from infer.compare._sides.golden import CACHE_FOLDER, tensorflow_golden
 from infer.compare._sides.provenance import Side, refuse_same_backend, run_side, tensorflow_side
@@ -39,6 +37,7 @@ from infer.contract import ModelContract, as_contract
 from infer.gear_check import check_dataset_gear
 from infer.model_aipp.config import model_aipp
 from infer.model_om import check_om_bins, with_om_descriptors
+from infer.ray_cluster import RaySession
 
 
 def compare_run_folders(contract: ModelContract, manifest: DatasetManifest, actual_dir: Path, golden_dir: Path,
@@ -79,6 +78,8 @@ def compare(model: ModelContract | Path | str, dataset: DatasetManifest | Path |
     like any other output: locked while written, and one holding anything is written into only with `force`."""
     options = options or CompareOptions()
     with contextlib.ExitStack() as held:
+        if options.scale.engine == "ray":  # one Ray for the golden batches and the metrics, started once
+            held.enter_context(RaySession(options.scale.address))
         if dump_golden is not None:
             held.enter_context(output_folder(dump_golden, option="--dump-golden", force=force,
                                              hint="pass --force to write into it"))
@@ -124,7 +125,7 @@ def _compare(contract: ModelContract, manifest: DatasetManifest, actual: ActualF
         # What the user named is checked before TensorFlow runs (seconds to minutes) rather than after it.
         check_run_folder(actual.folder, actual.outputs, manifest, what="--actual")
         if layerwise:
-            (check_layerwise if options.npu_dump is None else check_npu_dump)(contract)
+            _check_layers(contract, options)
         actual_side = actual.side
         if not options.allow_same_backend:
             refuse_same_backend(contract, actual_side, tensorflow_side(contract))
@@ -137,7 +138,7 @@ def _compare(contract: ModelContract, manifest: DatasetManifest, actual: ActualF
 
         golden_dir, source = tensorflow_golden(contract, manifest, cache_root=cache_root, on_run=on_golden_run,
                                                workers=options.workers, progress=golden_progress,
-                                               allow_host_ops=options.allow_host_ops)
+                                               engine=options.scale, allow_host_ops=options.allow_host_ops)
         # The sides were resolved and checked above, before TensorFlow ran: not again.
         result = judge_outputs(contract, manifest, actual_side, tensorflow_side(contract, golden_dir), options,
                                golden_source=source, cache_root=cache_root, progress=progress, preprocessing=None,
@@ -145,14 +146,29 @@ def _compare(contract: ModelContract, manifest: DatasetManifest, actual: ActualF
     # Each tensor is judged against its expected-error band where the stand-in can emulate the conversion.
     bands_from = (cache_root or contract.folder / CACHE_FOLDER) if stand_in_available() else None
     if options.npu_dump is not None:
+        # on use: the layer-by-layer rooms (the ONNX graph's reading, layouts, bands), for --layerwise only
+        from infer.compare._npu.layers import compare_npu_layers
+
         layers = compare_npu_layers(contract, manifest, options.thresholds, options.npu_dump, atol=options.atol,
                                     rtol=options.rtol, dump_golden=dump_golden, outcome=result,
                                     bands_from=bands_from, factor=options.expected_factor)
         result = replace(result, layerwise=layers, dumped_golden=str(dump_golden) if dump_golden is not None else "")
     elif layerwise or dump_golden is not None:
+        # on use: the layer-by-layer rooms (the ONNX graph's reading, layouts, bands), for --layerwise only
+        from infer.compare._layers.stand_in import compare_layers
+
         layers = compare_layers(contract, manifest, options.thresholds, atol=options.atol, rtol=options.rtol,
                                 with_converted=layerwise, dump_golden=dump_golden, outcome=result,
                                 bands_from=bands_from, factor=options.expected_factor)
         result = replace(result, layerwise=layers if layerwise else None,
                          dumped_golden=str(dump_golden) if dump_golden is not None else "")
     return result
+
+
+def _check_layers(contract: ModelContract, options: CompareOptions) -> None:
+    """What --layerwise (against the stand-in, or an NPU dump) refuses, before TensorFlow's golden run."""
+    # on use: the layer-by-layer rooms (the ONNX graph's reading, layouts, bands), for --layerwise only
+    from infer.compare._layers.stand_in import check_layerwise
+    from infer.compare._npu.layers import check_npu_dump
+
+    (check_layerwise if options.npu_dump is None else check_npu_dump)(contract)

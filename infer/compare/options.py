@@ -1,6 +1,7 @@
 """What `infer compare` is asked (`CompareOptions`) and how it reports progress: apart from the comparison, so the
 passes, tune-precision and the pipeline take them without importing the command's module. The one declaration of
-compare's flags and of [compare]'s keys. Standard library only: `infer compare --help` builds its flags from it."""
+compare's flags and of [compare]'s keys (--engine and --address are run's, `infer.run.options.ScaleOptions`). Standard
+library only: `infer compare --help` builds its flags from it."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from binio.errors import InferError
 from binio.limits import check_workers
 from infer._option_fields import allow_host_ops_setting, setting
 from infer.compare.thresholds import Thresholds, thresholds_key
+from infer.run.options import ScaleOptions
 
 DEFAULT_ATOL = 1e-4
 DEFAULT_RTOL = 1e-3
@@ -50,7 +52,10 @@ class CompareOptions:
     worst_samples: int = setting(10, flag=False, toml=False)
     scatter_points: int = setting(4000, flag=False, toml=False)
     workers: int = setting(1, help="Processes for the golden outputs and for the metrics, the batches split between "
-                                   "them.")
+                                   "them (with --engine ray: shards, default one per CPU of the cluster).")
+    # --engine and --address, as run declares them: the golden batches and the metrics as Ray tasks
+    # (docs/scale-out.md); command line only, as for run.
+    scale: ScaleOptions = setting(default_factory=ScaleOptions, toml=False, only=("engine", "address"))
     allow_same_backend: bool = setting(False, help="Compare one graph with itself on one backend, on purpose (a "
                                                    "[run] backend = \"tf\" compared with TF).")
     allow_host_ops: bool = allow_host_ops_setting()
@@ -81,6 +86,7 @@ class CompareOptions:
         if self.topk is not None and self.topk < 1:
             raise InferError(f"--topk {self.topk}: expected 1 or more")
         check_workers(self.workers, "--workers")
+        self.scale.check()
         if not self.expected_factor >= 1:  # NaN too
             raise InferError(f"--expected-factor {self.expected_factor}: expected 1 or more")
         if self.fail_on_expected is True and self.expected_from_emulation is False:

@@ -29,7 +29,7 @@ REPORT_SCHEMA = "infer.compare-report"
 REPORT_VERSION = 2
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # one per batch: no __dict__
 class BatchResult:
     stem: str
     rows: int

@@ -14,7 +14,7 @@ from binio.output import check_output, removed_if_left_empty
 from binio.steps import OnStep, no_steps
 from ckpt2pb.freeze import FrozenGraph, freeze_source
 from ckpt2pb.inputs import parse_input
-from ckpt2pb.source import LoadedSource, load_source
+from ckpt2pb.source import LoadedSource, check_source, load_source
 from ckpt2pb.training_mode import TrainingModeOp
 from ckpt2pb.verify import Verification
 from infer.contract import ModelContract, SourceInfo
@@ -59,6 +59,7 @@ def freeze_model(source: Path | str, outdir: Path | str, options: FreezeOptions 
     options = options or FreezeOptions()
     outdir = Path(outdir)
     check_outdir(outdir, options.force)  # before TensorFlow starts: a refusal should not take seconds
+    check_source(source)
 
     on_step("importing TensorFlow")
     import tensorflow  # noqa: F401  # started here, where the step says so, not inside the first reader

@@ -10,19 +10,20 @@ from typing import TYPE_CHECKING
 from binio.spec import format_shape
 from ckpt2pb.errors import UnsetSwitchError
 from infer._option_fields import toml_text_value
-from infer.compare import compare_outputs, write_reports
 from infer.contract import load_contract
-from infer.convert import ConvertOptions, convert_model
-from infer.freeze import freeze_model
 from infer.pipeline._work import StageDone, WorkLayout
 from infer.pipeline.config import PRECISION_FILES, PipelineConfig
 
 if TYPE_CHECKING:
+    from infer.convert import ConvertOptions
     from infer.preprocessing import ImageOptions
 
 
 def freeze(config: PipelineConfig, work: WorkLayout) -> str:
     """Freezes the model source into work/model (model.pb + model.json), verified; returns the stage's line."""
+    # on use: a stage's library, imported when the stage runs (infer.pipeline._stages' docstring)
+    from infer.freeze import freeze_model
+
     options = config.model.freeze
     try:
         report = freeze_model(config.model_source, work.model_dir, replace(options, force=True))
@@ -45,6 +46,9 @@ def _percent(value: float) -> str:
 
 def compare(config: PipelineConfig, work: WorkLayout, run_folder: Path) -> StageDone:
     """Compares the run against TensorFlow's outputs on the same bins and writes report.json/csv/html."""
+    # on use: a stage's library, imported when the stage runs (infer.pipeline._stages' docstring)
+    from infer.compare import compare_outputs, write_reports
+
     section = config.compare
     result = compare_outputs(work.contract, work.bins, run_folder, options=section, cache_root=work.golden_cache)
     paths = write_reports(result, work.report)
@@ -96,6 +100,9 @@ def precision_files(config: PipelineConfig) -> dict[str, Path]:
 
 def atc_dry_run(config: PipelineConfig, work: WorkLayout) -> tuple[str, ...]:
     """The ATC command `infer convert --target om` would run for this pipeline's model, without running it."""
+    # on use: a stage's library, imported when the stage runs (infer.pipeline._stages' docstring)
+    from infer.convert import convert_model
+
     options = replace(convert_options(config), target="om", dry_run=True, opset=None,
                       output=work.model_dir / "model.om", remote=None)
     contract = load_contract(work.contract)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -21,7 +21,15 @@ from infer.contract import load_contract
 from infer.pipeline._calls import atc_dry_run
 from infer.pipeline._gears import PER_GEAR_STAGES, PipelineGear, pipeline_gears
 from infer.pipeline._stages import STAGE_FUNCTIONS, STAGES, WorkLayout
-from infer.pipeline._state import STATE_FILE, StageRecord, digest_paths, load_state, save_state, settings_digest
+from infer.pipeline._state import (
+    STATE_FILE,
+    DigestCache,
+    StageRecord,
+    digest_paths,
+    load_state_and_digests,
+    save_state,
+    settings_digest,
+)
 from infer.pipeline.config import PipelineConfig, load_config
 from infer.run import msame_argv, tool_gear_flags
 
@@ -82,15 +90,21 @@ class PipelineResult:
         return [self.verdict]
 
 
-def msame_command(work: WorkLayout, om: Path, config: PipelineConfig) -> tuple[str, ...]:
+def msame_command(work: WorkLayout, om: Path, config: PipelineConfig,
+                  dumped: Mapping[str, Any] | None = None) -> tuple[str, ...]:
     """msame's own command line for the bins of this pipeline (folder mode, one folder per input), with the flag
-    that names their gear for a model with gears."""
-    try:
-        manifest = load_manifest(work.bins)
-        folders = [work.bins / item.folder for item in manifest.inputs]
-        flags = tool_gear_flags(load_contract(work.contract), manifest)
-    except InferError:
-        folders, flags = [work.bins / "INPUT"], ()
+    that names their gear for a model with gears. `dumped`: dump-bin's facts, which name the input folders and the
+    gear flags (`run_dump`); the dataset and the contract are read for them only where they do not."""
+    folders_named, flags_named = (dumped or {}).get("input_folders"), (dumped or {}).get("gear_flags")
+    if isinstance(folders_named, list) and isinstance(flags_named, list):
+        folders, flags = [work.bins / str(folder) for folder in folders_named], tuple(map(str, flags_named))
+    else:
+        try:
+            manifest = load_manifest(work.bins)
+            folders = [work.bins / item.folder for item in manifest.inputs]
+            flags = tool_gear_flags(load_contract(work.contract), manifest)
+        except InferError:
+            folders, flags = [work.bins / "INPUT"], ()
     return (*msame_argv("msame", om, folders, work.out / "msame", device=config.run.device, loop=config.run.loop),
             *flags)
 
@@ -132,6 +146,10 @@ def _atc_command(config: PipelineConfig, work: WorkLayout,
     ran = tuple(str(a) for a in facts["convert"].get("atc_command", ()))
     if ran:
         return ran, ""
+    if "atc_dry_run" in facts["convert"]:  # made when convert ran (`run_convert`): a re-run reads no pb for it
+        return tuple(str(a) for a in facts["convert"]["atc_dry_run"]), ""
+    if "atc_note" in facts["convert"]:
+        return (), str(facts["convert"]["atc_note"])
 
     try:
         return atc_dry_run(config, work), ""
@@ -140,17 +158,18 @@ def _atc_command(config: PipelineConfig, work: WorkLayout,
 
 
 def run_pipeline(config: PipelineConfig | Path | str, *, on_stage: Callable[[StageOutcome], None] | None = None,
-                 stages: Sequence[str] = STAGES, force: bool = False) -> PipelineResult:
+                 stages: Sequence[str] = STAGES, force: bool = False,
+                 on_start: Callable[[str], None] | None = None) -> PipelineResult:
     """Runs `stages` of `config` (a pipeline TOML file, or one already loaded) in order; a stage is skipped
     when its settings and the sha256 of everything it reads and wrote are as recorded (unless `force`).
-    `on_stage` hears of each stage as it finishes."""
+    `on_start` hears of each stage (its key) as it starts, `on_stage` as it finishes."""
     if not isinstance(config, PipelineConfig):
         config = load_config(config)
     work = WorkLayout(config.work_dir)
     new = not os.path.lexists(work.root)
     try:
         with folder_lock(work.root, command="pipeline run"):  # one pipeline per work folder at a time
-            return _run_stages(config, work, on_stage, stages, force)
+            return _run_stages(config, work, on_stage, stages, force, on_start)
     except InferError:
         if new:
             _remove_if_only_state(work.root)
@@ -240,29 +259,31 @@ def _verdict(facts: dict[str, dict[str, Any]], gears: tuple[PipelineGear, ...]) 
 
 
 def _run_stages(config: PipelineConfig, work: WorkLayout, on_stage: Callable[[StageOutcome], None] | None,
-                stages: Sequence[str], force: bool) -> PipelineResult:
-    records = {} if force else load_state(work.root)
+                stages: Sequence[str], force: bool, on_start: Callable[[str], None] | None = None) -> PipelineResult:
+    records, cache = ({}, DigestCache()) if force else load_state_and_digests(work.root)
     facts: dict[str, dict[str, Any]] = {name: dict(r.facts) for name, r in records.items()}
     gears = pipeline_gears(config)
     outcomes = []
     for step in _steps(stages, config, work, gears):
+        if on_start is not None:
+            on_start(step.key)
         plan_stage, run_stage = STAGE_FUNCTIONS[step.stage]
         plan = plan_stage(step.config, step.work, _facts_for(facts, step.work))
-        inputs = digest_paths(plan.inputs)
+        inputs = digest_paths(plan.inputs, cache)
         settings = settings_digest(plan.settings)
         previous = records.get(step.key)
         start = time.monotonic()
-        if previous is not None and previous.is_current(settings, inputs):
+        if previous is not None and previous.is_current(settings, inputs, cache):
             outcome = StageOutcome(step.key, False, previous.summary, 0.0, inputs, plan.command)
         else:
             try:
                 done = run_stage(step.config, step.work, _facts_for(facts, step.work))
             except InferError as exc:  # the stage's own refusal, said with the stage it came from
                 raise StageError(f"{step.key}: {exc.message}", hint=exc.hint, exit_code=exc.exit_code) from None
-            records[step.key] = StageRecord(step.key, settings, inputs, digest_paths(done.outputs), done.summary,
-                                            done.facts)
+            records[step.key] = StageRecord(step.key, settings, inputs, digest_paths(done.outputs, cache),
+                                            done.summary, done.facts)
             facts[step.key] = dict(done.facts)
-            save_state(work.root, records)
+            save_state(work.root, records, cache)
             # the command may name what the stage made (the run folder)
             plan = plan_stage(step.config, step.work, _facts_for(facts, step.work))
             outcome = StageOutcome(step.key, True, done.summary, time.monotonic() - start, inputs, plan.command)
@@ -270,11 +291,14 @@ def _run_stages(config: PipelineConfig, work: WorkLayout, on_stage: Callable[[St
         if on_stage is not None:
             on_stage(outcome)
 
+    if cache.read:  # digests taken this run (files new, changed or just written) are kept for the next
+        save_state(work.root, records, cache)
     verdict = _verdict(facts, gears)
     atc_command, atc_note = _atc_command(config, work, facts)
     artefact = Path(str(facts.get("convert", {}).get("artefact", work.model_dir / "model.om")))
     om = artefact if artefact.suffix == ".om" else artefact.with_suffix(".om")
-    msame_commands = tuple(msame_command(replace(work, gear=gear.tag), om, config) for gear in gears)
+    msame_commands = tuple(msame_command(geared, om, config, _facts_for(facts, geared).get("dump-bin"))
+                           for geared in (replace(work, gear=gear.tag) for gear in gears))
     ran_there = tuple(tuple(str(a) for a in facts.get(key, {}).get("tool_command", ()))
                       for key in ([f"run@{gear.tag}" for gear in gears] or ["run"]) if facts.get(key, {}).get(
                           "tool_command"))
@@ -283,7 +307,8 @@ def _run_stages(config: PipelineConfig, work: WorkLayout, on_stage: Callable[[St
         report_html=Path(verdict.html) if verdict.html else None,
         report_path=work.root / REPORT_FILE,
         atc_command=atc_command, atc_note=atc_note,
-        msame_command=msame_commands[0] if msame_commands else msame_command(work, om, config),
+        msame_command=msame_commands[0] if msame_commands else msame_command(work, om, config,
+                                                                              facts.get("dump-bin")),
         msame_commands=msame_commands,
         gear_reports=tuple((gear.label, Path(str(gear_html))) for gear in gears
                            if (gear_html := facts.get(f"compare@{gear.tag}", {}).get("report_html"))),

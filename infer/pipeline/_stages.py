@@ -1,7 +1,9 @@
 """The six stages as the pipeline runs them: what each reads (for the skip check), with which settings, how to
 run it through the library, and the `infer ...` command that does the same by hand.
 
-Every stage calls the library function its command calls; nothing here starts `infer` as a subprocess.
+Every stage calls the library function its command calls; nothing here starts `infer` as a subprocess. A stage's
+library is imported when the stage runs (each `run_*`), not with this module: a re-run that skips every stage
+decides so from the recorded digests and imports none of them (numpy aside), let alone a framework.
 """
 
 from __future__ import annotations
@@ -9,17 +11,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import asdict, replace
 from pathlib import Path
+from typing import Any
 
+from binio.errors import InferError
 from binio.spec import format_shape
-from ckpt2pb.inspection import inspect_model
 from infer._option_fields import flag_args
 from infer.contract import load_contract
-from infer.convert import convert_model
-from infer.dump_bin import dump_bins
-from infer.pipeline._calls import compare, convert_options, freeze, precision_files
+from infer.pipeline._calls import atc_dry_run, compare, convert_options, freeze, precision_files
 from infer.pipeline._work import Facts, StageDone, StagePlan, WorkLayout
 from infer.pipeline.config import GENERATOR_PREFIXES, PipelineConfig
-from infer.run import run_model
 from infer.run.options import RunOptions
 
 STAGES: tuple[str, ...] = ("inspect", "freeze", "convert", "dump-bin", "run", "compare")
@@ -67,6 +67,9 @@ def plan_inspect(config: PipelineConfig, work: WorkLayout, facts: Facts) -> Stag
 
 
 def run_inspect(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StageDone:
+    # on use: a stage's library, imported when the stage runs (this module's docstring)
+    from ckpt2pb.inspection import inspect_model
+
     report = inspect_model(config.model_source)
     inputs = ", ".join(
         f"{p.tensor}{' (rank ?)' if p.shape is None else ' scalar' if not p.shape else format_shape(p.shape)}"
@@ -112,15 +115,23 @@ def plan_convert(config: PipelineConfig, work: WorkLayout, facts: Facts) -> Stag
 
 
 def run_convert(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StageDone:
+    # on use: a stage's library, imported when the stage runs (this module's docstring)
+    from infer.convert import convert_model
+
     result = convert_model(load_contract(work.contract), convert_options(config))
     converted = result.contract.converted
     mode = converted.precision_mode if converted is not None else config.convert.precision_mode
     summary = f"{result.artefact.name} ({result.target_reason}); precision {mode}"
     if result.aipp_file is not None:
         summary += f"; AIPP {result.aipp_file.name}, uint8 input"
-    return StageDone(summary, (result.artefact, work.contract), {"target": result.target,
-                                                                  "artefact": str(result.artefact),
-                                                                  "atc_command": list(result.command)})
+    made: dict[str, Any] = {"target": result.target, "artefact": str(result.artefact),
+                            "atc_command": list(result.command)}
+    if not result.command:  # the stand-in: the ATC command it stands for, made now, while TensorFlow is loaded
+        try:
+            made["atc_dry_run"] = list(atc_dry_run(config, work))
+        except InferError as exc:  # ATC's own checks refuse what the stand-in converted: why, for the report
+            made["atc_note"] = exc.message
+    return StageDone(summary, (result.artefact, work.contract), made)
 
 
 # --- dump-bin --------------------------------------------------------------------------------------------------
@@ -138,13 +149,20 @@ def plan_dump(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StagePl
 
 
 def run_dump(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StageDone:
+    # on use: a stage's library, imported when the stage runs (this module's docstring)
+    from infer.dump_bin import dump_bins
+    from infer.run import tool_gear_flags
+
     options = replace(config.data.dump, output=work.bins, sources=(("", config.data_source),), force=True)
     result = dump_bins(load_contract(work.contract), options)
     manifest = result.manifest
     shapes = ", ".join(f"{i.folder} {i.dtype}{format_shape(i.shape)}" for i in manifest.inputs)
     padding = f", {manifest.padding} padding rows in the last" if manifest.padding else ""
     summary = f"{manifest.samples} samples -> {manifest.file_count} files per input ({shapes}){padding}"
-    return StageDone(summary, (manifest.path,))
+    # What the report's msame line names, kept: a re-run need not read a dataset.json of 50,000 files for it.
+    made = {"input_folders": [item.folder for item in manifest.inputs],
+            "gear_flags": list(tool_gear_flags(load_contract(work.contract), manifest))}
+    return StageDone(summary, (manifest.path,), made)
 
 
 # --- run -------------------------------------------------------------------------------------------------------
@@ -161,6 +179,9 @@ def run_options(config: PipelineConfig) -> RunOptions:
 
 
 def run_run(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StageDone:
+    # on use: a stage's library, imported when the stage runs (this module's docstring)
+    from infer.run import run_model
+
     result = run_model(work.contract, work.bins, work.out, run_options(config))
     record = result.record
     speed = f", {record.throughput:,.0f} samples/s" if record.throughput else ""

@@ -5,13 +5,20 @@ wrote are all what they were when it last ran: nothing it depends on changed and
 The state file lives in the work folder and is written atomically after each stage. Files are digested as bins
 are (XXH3-128, `binio.digest`): a re-run reads every bin the stages made, and sha256 made that check cost 0.4 s of
 CPU per 600 MB of bins, where XXH3-128 costs a few hundredths.
+
+A re-run with nothing to do decides so from the digests it recorded, as make and dvc do: each file's digest is kept
+with its size, modification time and inode (`DigestCache`), and a file whose three are unchanged is not read
+again. A file modified within a second of being digested may have kept its time (a coarse clock), so its digest
+is trusted only once its time is older than that: such a file is read again on the next run, then trusted.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping
+import os
+import time
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,21 +35,107 @@ STATE_VERSION = 2  # 2: files digested with XXH3-128 (1: sha256)
 STATE_LIMIT = 64 * 2**20  # a record per stage, a digest per output: kilobytes; a larger file is not one infer wrote
 
 
-def digest_path(path: Path) -> str:
+# How much older than its digest a file's modification time must be for the digest to be trusted without reading
+# the file: file systems keep times of a coarse clock (a few ms; NFS and FAT a second or two).
+RACY_NS = 2_000_000_000
+
+
+class DigestCache:
+    """Each file's digest as last taken, with the size, modification time and inode it had then."""
+
+    def __init__(self, entries: dict[str, str] | None = None) -> None:
+        # path -> "size:mtime_ns:inode:digest:taken_ns", as the state file keeps it: an entry is read only when its
+        # file is looked at, so a state file of 50,000 is loaded without 50,000 tuples of five numbers made first
+        self.entries = dict(entries or {})
+        self.used: set[str] = set()
+        self.read = 0  # files read (digested) through this cache, for the tests that count them
+
+    def digest(self, path: Path | str, status: os.stat_result | None = None) -> str:
+        """The file's digest; `status` its os.stat, where the caller has it (a folder's listing gives it)."""
+        key = str(path)
+        self.used.add(key)
+        status = status or os.stat(path)
+        return self._known(key, status) or self._read(key, status)
+
+    def _known(self, key: str, status: os.stat_result) -> str | None:
+        """The recorded digest, if the entry names the file's size, time and inode and its time is older than the
+        digest by more than RACY_NS; None otherwise (an entry that is not what `_read` writes included: its file
+        is read again, so a wrong entry can only make a file be read)."""
+        text = self.entries.get(key)
+        if text is None:
+            return None
+        named = f"{status.st_size}:{status.st_mtime_ns}:{status.st_ino}:"
+        if not text.startswith(named):
+            return None
+        digest, _, taken = text[len(named):].partition(":")
+        if not digest or not (taken.isascii() and taken.isdigit()) or status.st_mtime_ns + RACY_NS >= int(taken):
+            return None
+        return digest
+
+    def _read(self, key: str, status: os.stat_result) -> str:
+        """The file read and digested, its entry recorded."""
+        taken = time.time_ns()
+        digest = digest_file(BIN_DIGEST, Path(key))
+        self.read += 1
+        self.entries[key] = f"{status.st_size}:{status.st_mtime_ns}:{status.st_ino}:{digest}:{taken}"
+        return digest
+
+    def to_json(self) -> dict[str, str]:
+        """The entries of the files this run looked at (a file no stage reads any more drops out), each one text:
+        ``size:mtime_ns:inode:digest:taken_ns``, so a state file of 50,000 of them stays quick to read."""
+        return {key: value for key, value in self.entries.items() if key in self.used}
+
+    @classmethod
+    def from_json(cls, data: Any) -> DigestCache:
+        """What a state file holds; an entry that is not text is left out. The text is checked when its file is
+        looked at (`_known`)."""
+        if not isinstance(data, dict):
+            return cls()
+        return cls({key: value for key, value in data.items() if isinstance(value, str)})
+
+
+def digest_path(path: Path, cache: DigestCache | None = None) -> str:
     """The digest of a file; for a folder, of the sorted (relative path, digest) list of every file in it; a
-    missing path digests to "" so that its later appearance counts as a change."""
+    missing path digests to "" so that its later appearance counts as a change. With `cache`, a file unchanged
+    since its recorded digest is not read."""
     path = Path(path)
     if path.is_file():
-        return digest_file(BIN_DIGEST, path)
+        return cache.digest(path) if cache is not None else digest_file(BIN_DIGEST, path)
     if path.is_dir():
-        listing = "".join(f"{item.relative_to(path).as_posix()}\0{digest_file(BIN_DIGEST, item)}\n"
-                          for item in sorted(p for p in path.rglob("*") if p.is_file()))
+        # Listed with os.scandir, each file's status from the listing and its digest taken as it is listed (a
+        # folder of 50,000 images is a second of Path objects and stat calls otherwise, and its listing's entries
+        # are not all held at once). Sorted by path parts, as pathlib orders paths.
+        if cache is not None:
+            found = [(relative, cache.digest(entry.path, entry.stat())) for relative, entry in _files_under(
+                str(path), "")]
+        else:
+            found = [(relative, digest_file(BIN_DIGEST, Path(entry.path))) for relative, entry in _files_under(
+                str(path), "")]
+        # A flat folder's names sort as they are; below it, by their parts ("a/b" after "a.png").
+        found.sort(key=(lambda item: item[0].split("/")) if any("/" in r for r, _ in found) else (lambda i: i[0]))
+        listing = "".join(f"{relative}\0{digest}\n" for relative, digest in found)
         return "dir:" + digest_bytes(BIN_DIGEST, listing.encode())
     return ""
 
 
-def digest_paths(paths: Iterable[Path]) -> dict[str, str]:
-    return {str(Path(p)): digest_path(Path(p)) for p in paths}
+def _files_under(folder: str, prefix: str) -> Iterator[tuple[str, os.DirEntry[str]]]:
+    """Every file under `folder` (a link to a file too; links to folders are not entered), with its path relative
+    to the folder first listed, as ``a/b.png``: what ``Path.rglob("*")`` and ``is_file()`` find."""
+    try:
+        with os.scandir(folder) as entries:
+            listed = list(entries)
+    except OSError:  # an unreadable folder: rglob passes over it too
+        return
+    for entry in listed:
+        relative = prefix + entry.name
+        if entry.is_dir(follow_symlinks=False):
+            yield from _files_under(entry.path, relative + "/")
+        elif entry.is_file():
+            yield relative, entry
+
+
+def digest_paths(paths: Iterable[Path], cache: DigestCache | None = None) -> dict[str, str]:
+    return {str(Path(p)): digest_path(Path(p), cache) for p in paths}
 
 
 def settings_digest(settings: Mapping[str, Any]) -> str:
@@ -84,26 +177,41 @@ class StageRecord:
         return cls(stage=stage, settings=settings, inputs=dict(inputs), outputs=dict(outputs), summary=summary,
                    facts=dict(facts))
 
-    def is_current(self, settings: str, inputs: Mapping[str, str]) -> bool:
+    def is_current(self, settings: str, inputs: Mapping[str, str], cache: DigestCache | None = None) -> bool:
         """Same settings and inputs as last time, and every output still as this stage wrote it."""
         if self.settings != settings or dict(self.inputs) != dict(inputs):
             return False
-        return all(digest_path(Path(path)) == digest for path, digest in self.outputs.items())
+        return all(digest_path(Path(path), cache) == digest for path, digest in self.outputs.items())
 
 
 def load_state(work_dir: Path) -> dict[str, StageRecord]:
     """The records of the last run; a missing, corrupt or foreign state file (or record) means: run everything
     (or that stage) again. Whatever the file holds, reading it raises nothing."""
-    path = Path(work_dir) / STATE_FILE
+    return load_state_and_digests(work_dir)[0]
+
+
+def load_state_and_digests(work_dir: Path) -> tuple[dict[str, StageRecord], DigestCache]:
+    """`load_state`, and the files' recorded digests (empty where the file has none it can trust)."""
+    data = _state_document(Path(work_dir) / STATE_FILE)
+    if data is None:
+        return {}, DigestCache()
+    return _records(data, work_dir), DigestCache.from_json(data.get("files"))
+
+
+def _state_document(path: Path) -> dict[str, Any] | None:
     if special_kind(path) is not None:
-        return {}  # a FIFO would never end the read
+        return None  # a FIFO would never end the read
     try:
         data = parse_json(read_bounded(path, limit=STATE_LIMIT, named=str(path), what="a pipeline state file"
                                        ).decode("utf-8"), named=str(path), what="a pipeline state file")
     except (OSError, ValueError, InferError):
-        return {}
+        return None
     if not isinstance(data, dict) or data.get("schema") != STATE_SCHEMA or data.get("version") != STATE_VERSION:
-        return {}
+        return None
+    return data
+
+
+def _records(data: dict[str, Any], work_dir: Path) -> dict[str, StageRecord]:
     stages = data.get("stages")
     if not isinstance(stages, dict):
         return {}
@@ -137,7 +245,9 @@ def _inside(path: Path, folder: Path) -> bool:
         return False
 
 
-def save_state(work_dir: Path, records: Mapping[str, StageRecord]) -> None:
-    document = {"schema": STATE_SCHEMA, "version": STATE_VERSION,
-                "stages": {name: record.to_json() for name, record in records.items()}}
+def save_state(work_dir: Path, records: Mapping[str, StageRecord], cache: DigestCache | None = None) -> None:
+    document: dict[str, Any] = {"schema": STATE_SCHEMA, "version": STATE_VERSION,
+                                "stages": {name: record.to_json() for name, record in records.items()}}
+    if cache is not None:
+        document["files"] = cache.to_json()
     write_json_atomic(Path(work_dir) / STATE_FILE, document)

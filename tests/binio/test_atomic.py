@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import json
 import os
 import stat
 import sys
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from binio.atomic import atomic_file, atomic_path, write_bytes_atomic
+from binio.atomic import atomic_file, atomic_path, write_bytes_atomic, write_json_atomic
 from binio.errors import InferError
 
 
@@ -103,3 +104,13 @@ def test_no_space_to_reserve_is_the_error_a_full_disk_gives(tmp_path: Path, monk
     with pytest.raises(InferError, match=r"b\.bin: no space left on the device"):
         write_bytes_atomic(tmp_path / "b.bin", b"y" * (2 << 20))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.bin"]
+
+
+def test_json_written_in_pieces_is_json_dumps_byte_for_byte(tmp_path: Path) -> None:
+    """write_json_atomic streams the encoder's pieces 64 KiB at a time: the file must be exactly what
+    ``json.dumps(document, indent=2)`` and a newline give, across the chunk boundaries and for non-ASCII text."""
+    document = {"files": [{"name": f"{i:06d}.bin", "size": i * 3, "note": "é\u4e2d" if i % 7 else None}
+                          for i in range(20_000)], "empty": [], "nested": {"a": [1.5, float("inf")]}}
+    write_json_atomic(tmp_path / "d.json", document)
+    assert (tmp_path / "d.json").read_bytes() == (json.dumps(document, indent=2) + "\n").encode()
+    assert (tmp_path / "d.json").stat().st_size > 3 * (1 << 16)  # several pieces were written

@@ -1,12 +1,17 @@
-"""Input names become folder names that stay inside the dataset folder, whatever the tensor is called."""
+"""Input names become folder names that stay inside the dataset folder, whatever the tensor is called; what a
+manifest derives from its files is derived once."""
 
 from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from binio.manifest import bin_file_name, safe_folder_name
+import binio.manifest as manifest_module
+from binio.manifest import BinEntry, DatasetManifest, InputManifest, bin_file_name, safe_folder_name
 
 
 def test_folder_names_of_typical_tensors() -> None:
@@ -26,3 +31,28 @@ def test_a_folder_name_is_never_a_path_nor_a_dot_name(tensor: str) -> None:
 def test_file_names_sort_in_batch_order() -> None:
     names = [bin_file_name(i) for i in (0, 9, 10, 99, 100, 123456)]
     assert names[0] == "000000.bin" and names == sorted(names)
+
+
+def _manifest_of(batches: int) -> DatasetManifest:
+    entries = tuple(BinEntry(name=bin_file_name(i), digest="0" * 32, rows=1) for i in range(batches))
+    item = InputManifest(tensor="x:0", folder="x", dtype="float32", shape=(1, 2), layout="ND", files=entries)
+    return DatasetManifest(root=Path("/nonexistent"), batch=1, samples=batches, inputs=(item,))
+
+
+def test_the_stems_are_derived_once_however_often_a_loop_over_the_batches_asks(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 42: `stems` rebuilt a Path per file on every access, and compare asked per batch: quadratic. Derived
+    values are made once per manifest (a frozen one cannot change under them)."""
+    made: list[str] = []
+
+    def counting_path(*parts: str) -> Path:
+        made.append(parts[0])
+        return Path(*parts)
+
+    monkeypatch.setattr(manifest_module, "Path", counting_path)
+    manifest = _manifest_of(300)
+    for stem in manifest.stems:  # what a per-batch check does: ask the manifest inside a loop over its batches
+        assert stem in manifest.stem_set and manifest.stems[manifest.positions[stem]] == stem
+    assert len(made) == 300  # one per file, not one per file per batch
+    assert manifest.stems[:2] == ("000000", "000001") and len(manifest.stem_set) == 300
+    assert replace(manifest, samples=299).stems == manifest.stems  # a changed copy derives its own

@@ -143,7 +143,6 @@ def test_batch_minus_one_keeps_the_batch_dynamic_for_atc(capsys: pytest.CaptureF
 def test_batch_minus_one_refuses_a_static_batch(bert_model: ReferenceModel, tmp_path: Path) -> None:
     import pytest
 
-    from binio.errors import InferError
     from ckpt2pb.errors import FreezeError
     from infer.freeze import FreezeOptions, freeze_model
 
@@ -151,10 +150,9 @@ def test_batch_minus_one_refuses_a_static_batch(bert_model: ReferenceModel, tmp_
         freeze_model(bert_model.path, tmp_path, FreezeOptions(
             outputs=("class_probs",), inputs=("input_ids[2,16]", "input_mask", "segment_ids"), batch=-1))
     assert str(caught.value) == "input input_ids:0: --batch -1 keeps the first dim unknown, but it is 2 (shape (2,16))"
-    # The options refuse it as they are built (binio.limits' bound in the message), before freeze reads the model.
-    with pytest.raises(InferError) as refused:
+    with pytest.raises(FreezeError) as caught:
         freeze_model(bert_model.path, tmp_path, FreezeOptions(outputs=("class_probs",), batch=-2))
-    assert str(refused.value) == "--batch -2: expected 1 to 2147483647, or -1 to keep the first dim unknown"
+    assert str(caught.value) == "--batch -2: expected 1 to 2147483647, or -1 to keep the first dim unknown"
 
 
 def test_checks_and_prints_are_stripped(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -58,6 +59,27 @@ def test_verify_names_a_changed_file(capsys: pytest.CaptureFixture[str], dataset
     assert result.code == 2
     assert result.error_line == (f"error: 1 of 3 files fail verification; first: {changed}: xxh128 differs from "
                                  f"dataset.json's (the file changed after dump-bin)")
+
+
+def test_verify_reads_each_file_once_and_tells_how_far_it_is(dataset: tuple[Path, np.ndarray],
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 42: --verify checked each file's digest, then read it again for its statistics; now the digest is of
+    the bytes the statistics are taken of, and the progress is heard from the first file."""
+    import binio.binfile
+    from infer.bin_info import BinInfoOptions, describe_path
+
+    root, _ = dataset
+    opened: list[str] = []
+    real_open = binio.binfile.os.open
+    def counted_open(path: str, *args: Any) -> int:
+        opened.append(str(path))
+        return real_open(path, *args)
+
+    monkeypatch.setattr(binio.binfile.os, "open", counted_open)
+    heard: list[tuple[int, int]] = []
+    report = describe_path(root, BinInfoOptions(verify=True), progress=lambda done, total: heard.append((done, total)))
+    assert report.verified == 3 and heard == [(1, 3), (2, 3), (3, 3)]
+    assert sorted(opened) == sorted(str(p) for p in (root / "images").glob("*.bin"))  # each once
 
 
 def test_a_truncated_file_in_a_dataset_is_refused(capsys: pytest.CaptureFixture[str],

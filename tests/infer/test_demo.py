@@ -110,6 +110,36 @@ def test_demo_again_skips_every_stage(demo: tuple[DemoResult, list[str]],
     assert lines[-3].startswith("PASSED | golden: ")
 
 
+NO_OP_PROBE = """
+import sys
+from infer.cli.app import main
+try:
+    main(["pipeline", "run", sys.argv[1]])
+except SystemExit as exc:
+    assert not exc.code, exc.code
+print("imported:", *sorted(n for n in ("tensorflow", "onnxruntime", "tf2onnx", "onnx", "PIL", "matplotlib")
+                            if n in sys.modules))
+"""
+
+
+def test_a_rerun_with_nothing_to_do_imports_no_framework(demo: tuple[DemoResult, list[str]],
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 42: every stage skipped, decided from the digests the state file records; no stage's library, let
+    alone TensorFlow (14 s of a 17.9 s no-op re-run on a loaded machine, for the ATC line of the report)."""
+    import subprocess
+    import sys
+
+    result, _ = demo
+    _sync(capsys, result)
+    ran = subprocess.run([sys.executable, "-c", NO_OP_PROBE, str(result.pipeline_file)], capture_output=True,
+                         text=True, timeout=300, check=True)
+    lines = ran.stdout.splitlines()
+    stage_lines = [line for line in lines if line.split() and line.split()[0] in STAGES]
+    assert len(stage_lines) == len(STAGES) and all(line.split()[1] == "skip" for line in stage_lines)
+    assert lines[-1] == "imported:"
+    assert any(line.startswith("  atc --model=") for line in lines)  # the ATC line, recorded when convert ran
+
+
 def test_paths_under_the_current_folder_are_printed_relative_to_it(demo: tuple[DemoResult, list[str]],
                                                                    capsys: pytest.CaptureFixture[str],
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:

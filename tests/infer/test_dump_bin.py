@@ -712,3 +712,30 @@ def test_a_stale_contract_leaves_a_dataset_already_there_untouched(copy_model: C
         dump_bins(contract, DumpOptions(output=tmp_path / "bins", sources=(("", "random:1"),), samples=4, force=True))
     after = {p.relative_to(tmp_path): p.read_bytes() for p in (tmp_path / "bins").rglob("*") if p.is_file()}
     assert after == before and Path("bins/dataset.json") in after
+
+
+def test_an_image_folder_lists_what_rglob_finds_in_natural_order(tmp_path: Path) -> None:
+    """The listing walks the folder with os.scandir and keeps names as text (a folder of 50,000 images is no 50,000
+    Paths): it must find what ``rglob`` and ``is_file`` find, hidden files and folders out, a link to a file in, a
+    link to a folder not entered, in natural order of the relative path, folder by folder."""
+    from infer.dump_bin._sources.images import IMAGE_SUFFIXES, list_image_names, list_images
+    from infer.dump_bin._sources.order import natural_key
+
+    root = tmp_path / "images"
+    for name in ("img_10.png", "img_2.PNG", "img_1.jpeg", "a.", ".hidden.png", "notes.txt", "b.bmp.txt", "x.Jpg",
+                 "sub/3.png", "sub/10.png", "sub/deeper/1.bmp", "sub2/1.png", ".cache/1.png", "sub10/0.png"):
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_bytes(b"")
+    (root / "dir.png").mkdir()
+    (root / "to_file.png").symlink_to(root / "img_10.png")
+    (root / "to_folder").symlink_to(root / "sub", target_is_directory=True)
+    (root / "dangling.png").symlink_to(root / "missing.png")
+
+    def parts_key(path: Path) -> tuple[tuple[tuple[int, int | str], ...], ...]:
+        return tuple(natural_key(part) for part in path.relative_to(root).parts)
+
+    expected = sorted((p for p in root.rglob("*") if p.suffix.lower() in IMAGE_SUFFIXES and p.is_file()
+                       and not any(part.startswith(".") for part in p.relative_to(root).parts)), key=parts_key)
+    assert list_images(root) == expected
+    assert list_image_names(root) == [p.relative_to(root).as_posix() for p in expected]
+    assert list_image_names(root)[:3] == ["img_1.jpeg", "img_2.PNG", "img_10.png"]

@@ -3,6 +3,9 @@ something it reads, or something it wrote has changed since it last ran."""
 
 from __future__ import annotations
 
+import json
+import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +14,7 @@ import pytest
 from infer.pipeline import _runner as runner_module
 from infer.pipeline._runner import run_pipeline
 from infer.pipeline._stages import StageDone, StagePlan, WorkLayout
-from infer.pipeline._state import STATE_FILE, digest_path
+from infer.pipeline._state import STATE_FILE, DigestCache, digest_path
 from infer.pipeline._work import Facts
 from infer.pipeline.config import PipelineConfig, config_from_dict
 
@@ -65,6 +68,13 @@ def test_second_run_skips_everything_and_keeps_the_summaries(config: PipelineCon
     assert result.stages[1].line().endswith("counted 8 (unchanged)")
     assert calls == ["upper", "count"]
     assert (config.work_dir / STATE_FILE).is_file()
+
+
+def test_each_stage_is_heard_as_it_starts_then_as_it_ends(config: PipelineConfig, calls: list[str]) -> None:
+    heard: list[str] = []
+    run_pipeline(config, stages=("upper", "count"), on_start=lambda key: heard.append(f"start {key}"),
+                 on_stage=lambda outcome: heard.append(f"done {outcome.stage}"))
+    assert heard == ["start upper", "done upper", "start count", "done count"]
 
 
 def test_changed_input_reruns_that_stage_and_what_depends_on_its_output(config: PipelineConfig,
@@ -149,3 +159,63 @@ def test_digest_of_a_folder_follows_names_and_contents(tmp_path: Path) -> None:
     third = digest_path(folder)
     assert len({first, second, third}) == 3
     assert digest_path(tmp_path / "absent") == ""
+
+
+def test_digests_recorded_are_trusted_while_a_file_keeps_its_size_time_and_inode(tmp_path: Path) -> None:
+    """Issue 42: a re-run with nothing to do decides from the digests it recorded (make's and dvc's rule), not by
+    reading every file again: a folder of many files is read once, then only what changed, and a file changed
+    within the clock's reach of its digest (same size, maybe the same time) is read until its time is older."""
+    folder = tmp_path / "images"
+    folder.mkdir()
+    old = time.time() - 60
+    for index in range(200):
+        (folder / f"{index:04d}.png").write_bytes(bytes([index % 256]) * 64)
+        os.utime(folder / f"{index:04d}.png", (old, old))
+    cache = DigestCache()
+    first = digest_path(folder, cache)
+    assert cache.read == 200 and first == digest_path(folder)  # the same digest a run without records takes
+    again = DigestCache.from_json(json.loads(json.dumps(cache.to_json())))  # as the state file keeps it
+    assert digest_path(folder, again) == first and again.read == 0
+    changed = folder / "0007.png"
+    changed.write_bytes(b"\xff" * 64)  # same size, new bytes, a time of now
+    second = digest_path(folder, again)
+    assert second != first and second == digest_path(folder) and again.read == 1
+    assert digest_path(folder, again) == second and again.read == 2  # too recent to trust: read once more
+    os.utime(changed, (old, old))
+    assert digest_path(folder, again) == second and again.read == 3  # its time changed: read, then trusted
+    assert digest_path(folder, again) == second and again.read == 3
+
+
+def test_a_state_files_recorded_digests_that_are_not_what_it_writes_make_their_files_be_read(tmp_path: Path) -> None:
+    """An entry is checked when its file is looked at: one that is not what the cache writes (fields missing, not
+    whole numbers, not text) or that names another size, time or inode is not trusted, and the file is read."""
+    path = tmp_path / "a.png"
+    path.write_bytes(b"x" * 64)
+    old = time.time_ns() - 60_000_000_000
+    os.utime(path, ns=(old, old))
+    status = os.stat(path)
+    named = f"{status.st_size}:{status.st_mtime_ns}:{status.st_ino}"
+    good = f"{named}:{'ab' * 16}:{time.time_ns()}"
+    assert DigestCache.from_json({str(path): good}).digest(path) == "ab" * 16  # trusted, not read
+    for bad in (f"{named}:{'ab' * 16}", f"{named}::{time.time_ns()}", f"{named}:{'ab' * 16}:x",
+                f"{named}:{'ab' * 16}:1.5", f"{named}:{'ab' * 16}:{old}", f"1{named}:{'ab' * 16}:{time.time_ns()}",
+                ["x"], None, 7):
+        cache = DigestCache.from_json({str(path): bad})
+        assert cache.digest(path) == digest_path(path) and cache.read == 1, bad
+    assert DigestCache.from_json([good]).entries == {}
+
+
+def test_a_folders_digest_is_the_one_a_walk_with_pathlib_takes(tmp_path: Path) -> None:
+    """The listing is made with os.scandir; what it lists, in which order, is what Path.rglob and is_file give
+    (hidden files, a link to a file; not a link to a folder), so digests recorded before stay valid."""
+    from binio.digest import BIN_DIGEST, digest_bytes, digest_file
+
+    for relative in ("a/b.png", "a-c.png", "a.png", "z/.hidden", "A/x", "a/b/c/d.txt"):
+        (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / relative).write_text(relative)
+    (tmp_path / "link.png").symlink_to(tmp_path / "a.png")
+    (tmp_path / "linked").symlink_to(tmp_path / "a")
+    by_pathlib = "".join(f"{item.relative_to(tmp_path).as_posix()}\0{digest_file(BIN_DIGEST, item)}\n"
+                         for item in sorted(p for p in tmp_path.rglob("*") if p.is_file()))
+    assert digest_path(tmp_path) == "dir:" + digest_bytes(BIN_DIGEST, by_pathlib.encode())
+    assert digest_path(tmp_path, DigestCache()) == digest_path(tmp_path)

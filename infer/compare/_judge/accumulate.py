@@ -36,7 +36,7 @@ from infer.compare._judge.metrics import (
 )
 
 
-@dataclass
+@dataclass(slots=True)  # two per batch accumulator: no __dict__
 class _Moments:
     """Count, mean and sum of squared deviations of one side, merged by Chan et al.'s update."""
 
@@ -73,7 +73,10 @@ class _Moments:
         return math.sqrt(self.m2 / self.count) if self.count else 0.0
 
 
-@dataclass
+_COUNT_NAMES = tuple(f.name for f in fields(ValueCounts))  # once: an accumulator is made per batch
+
+
+@dataclass(slots=True)  # one per batch until the fold: no __dict__
 class MetricAccumulator:
     """Pass one: feed every batch to `add`. Then pass two, for KL: feed every batch again to `add_kl`."""
 
@@ -95,7 +98,7 @@ class MetricAccumulator:
     max_y: float = -math.inf
     moments_x: _Moments = field(default_factory=_Moments)
     moments_y: _Moments = field(default_factory=_Moments)
-    counts: dict[str, int] = field(default_factory=lambda: {f.name: 0 for f in fields(ValueCounts)})
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(_COUNT_NAMES, 0))
     kl_sum_a: float = 0.0
     kl_sum_b: float = 0.0
     kl_sum_alogab: float = 0.0

@@ -6,16 +6,22 @@ PASS proves little about the conversion. Each side is read on its own: TensorFlo
 model is; the converted model's alone say the conversion lost the input. The same within float32's noise
 (|x - first sample| <= 1e-6 + 1e-5 |first sample|, NaN equal to NaN); an output without a batch dimension is
 judged file by file (one run each), and a dataset of one sample (or one file) says nothing either way. Where the
-inputs are the same for every sample too (const: sources), the dataset is one sample repeated, and says so.
+inputs are the same for every sample too (const: sources), the dataset is one sample repeated, and says so. The
+outputs are watched as the measure reads them (pass one), not read again; the inputs only when an output is the
+same throughout.
 
 Like with like: a conversion that computes in fp16 resolves its outputs on fp16's grid, where float32's tolerance
 (1e-6 absolute) is a whole fp16 step for values near 1e-3 (a 1000-class softmax). Its outputs are then judged
 the same only when they are, rounded to fp16, exactly; and TensorFlow's are said to vary only where they do at
 that resolution too: outputs that vary by less than fp16 can tell apart are not "the conversion lost the input".
+
+A conversion that computes in fp32 is watched in the measure's own pass (`SameSamples`); one that computes in fp16
+is read again at fp16's resolution (`constant_outputs`), TensorFlow's side at both resolutions.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -102,6 +108,50 @@ def _float(values: np.ndarray) -> np.ndarray:
     return values.astype(np.float64) if values.dtype.kind == "f" else values
 
 
+def _units(raw: np.ndarray, wide: np.ndarray | None, rows: int, batch_major: bool) -> np.ndarray:
+    """A batch's units stacked on the first axis: its samples, or the whole file as one. `wide` is the batch as
+    float64 when the caller has it already (pass one does), taken for a float output in place of a new copy."""
+    values = wide if wide is not None and raw.dtype.kind == "f" else _float(np.asarray(raw))
+    return values.reshape(rows, -1) if batch_major else values.reshape(1, -1)
+
+
+class SameSamples:
+    """Whether every unit of an output (each sample, or each file of an output without a batch dimension) is the
+    dataset's first one, on each side: watched as pass one reads the batches (`infer.compare._judge.passes`), so
+    the check reads nothing of its own. A shard that does not hold the dataset's first batch reads that batch's
+    first unit to start from, so shards judge each unit against the same one as a single pass does."""
+
+    def __init__(self, pair: OutputPair, stems: Collection[str]) -> None:
+        self.batch_major = pair.batch_major
+        self.golden, self.actual = _Sameness(), _Sameness()
+        stems_in_order = pair.manifest.stems
+        if stems_in_order and stems_in_order[0] not in stems:
+            first = next(pair.batches({stems_in_order[0]}))
+            if first.rows:
+                self.golden.first = _units(first.golden, None, first.rows, self.batch_major)[0].copy()
+                self.actual.first = _units(first.actual, None, first.rows, self.batch_major)[0].copy()
+
+    @property
+    def watching(self) -> bool:
+        """False once both sides vary: nothing more to learn."""
+        return self.golden.same or self.actual.same
+
+    def take(self, actual: np.ndarray, golden: np.ndarray, rows: int, *, wide_actual: np.ndarray | None = None,
+             wide_golden: np.ndarray | None = None) -> None:
+        """One batch's real rows, as read; `wide_*` the same as flat float64, where the caller made them."""
+        if not self.watching or not rows:
+            return
+        self.golden.take(_units(golden, wide_golden, rows, self.batch_major))
+        self.actual.take(_units(actual, wide_actual, rows, self.batch_major))
+
+    @staticmethod
+    def judge(name: str, parts: Sequence[SameSamples]) -> ConstantOutput | None:
+        """The output's verdict from every shard's watch, in dataset order."""
+        golden = all(p.golden.same for p in parts) and sum(p.golden.units for p in parts) > 1
+        actual = all(p.actual.same for p in parts) and sum(p.actual.units for p in parts) > 1
+        return ConstantOutput(name=name, golden=golden, actual=actual) if golden or actual else None
+
+
 def constant_output(pair: OutputPair, *, fp16: bool = False) -> ConstantOutput | None:
     """The output `pair` names when its samples are all the same on a side; stops reading once both vary. `fp16`:
     the converted model computed in fp16, and its outputs are judged at fp16's resolution (the module's note)."""
@@ -132,6 +182,13 @@ def inputs_all_same(manifest: DatasetManifest) -> bool:
             if not seen.same:
                 return False
     return True
+
+
+def with_inputs_same(found: tuple[ConstantOutput, ...], manifest: DatasetManifest) -> tuple[ConstantOutput, ...]:
+    """The constant outputs, each saying whether the inputs are the same for every sample too (read only then)."""
+    if found and inputs_all_same(manifest):
+        return tuple(replace(constant, inputs_same=True) for constant in found)
+    return found
 
 
 def constant_outputs(pairs: tuple[OutputPair, ...], manifest: DatasetManifest, *,

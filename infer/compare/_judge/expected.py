@@ -39,7 +39,6 @@ from infer.compare.errors import ExpectedErrorUnavailable
 from infer.compare.metric_names import shown
 from infer.compare.options import DEFAULT_FACTOR, CompareOptions
 from infer.contract import ModelContract, load_contract
-from infer.convert import ConvertOptions, convert_model
 from infer.model_aipp import AippOptions, model_aipp
 from infer.run import run_model
 from infer.run.options import RunOptions
@@ -248,6 +247,9 @@ def emulated_model(contract: ModelContract, manifest: DatasetManifest, cache_roo
             (model / "om-aipp.cfg").write_text(aipp_text, encoding="utf-8")
             aipp_options = AippOptions(config=model / "om-aipp.cfg")
         files = _write_op_control_files(controls, model)
+        # on use: convert's modules, which a comparison whose emulated model is cached (or that has no band) skips
+        from infer.convert import ConvertOptions, convert_model
+
         staged = convert_model(staged, ConvertOptions(
             target="onnx", precision_mode=cast(PrecisionMode, precision_mode),  # ConvertOptions checks it
             input_fp16_nodes=fp16_nodes, output_type=output_type,

@@ -51,7 +51,7 @@ _FIELD_OF = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # one per batch: no __dict__ (issue 42: memory flat in the batches)
 class ValueCounts:
     """Non-finite values on each side, values fp16 cannot hold (|v| > 65504, finite), and the converted model's
     values at fp16's largest (±65504) where TensorFlow's are below it: an fp16 overflow saturated (ATC's saturation
@@ -75,7 +75,7 @@ class ValueCounts:
         return {**asdict(self), "fp16_overflow": self.fp16_overflow}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # one per batch: no __dict__
 class Metrics:
     """Every number one comparison of two tensors gives."""
 

@@ -17,10 +17,11 @@ from binio.errors import InferError
 from binio.manifest import DatasetManifest
 from binio.spec import TensorSpec
 from infer.compare._judge.aipp_check import AippCheck, check_aipp
-from infer.compare._judge.constant_outputs import constant_output, constant_outputs
+from infer.compare._judge.constant_outputs import constant_output, constant_outputs, with_inputs_same
 from infer.compare._judge.expected import (
     FP32_MODES,
     ExpectedError,
+    emulated_model,
     emulated_run,
     expected_error,
     fails_on_expected,
@@ -31,7 +32,14 @@ from infer.compare._judge.fp16_grid import outputs_on_fp16_grid
 from infer.compare._judge.fp16_trouble import fp16_troubles
 from infer.compare._judge.kl_band import fails_on_kl_alone, kl_band, rounding_kl
 from infer.compare._judge.labels import labels_for_samples
-from infer.compare._judge.passes import check_topk, compare_outputs_in_workers, measure_output
+from infer.compare._judge.passes import (
+    Measured,
+    batch_counter,
+    check_topk,
+    compare_outputs_in_workers,
+    compare_outputs_on_ray,
+    measure_output,
+)
 from infer.compare._judge.topk import is_classifier
 from infer.compare._sides.golden import CACHE_FOLDER
 from infer.compare._sides.provenance import Side, make_provenance, sample_names
@@ -41,23 +49,16 @@ from infer.compare.options import CompareOptions, CompareProgress
 from infer.compare.result import CompareResult, OutputResult
 from infer.compare.thresholds import Thresholds
 from infer.contract import ModelContract
+from infer.run.options import ScaleOptions
 
 log = logging.getLogger(__name__)
 
 
 def compare_output(pair: OutputPair, thresholds: Thresholds, options: CompareOptions,
-                   labels: np.ndarray | None, progress: CompareProgress | None = None) -> OutputResult:
+                   labels: np.ndarray | None, progress: CompareProgress | None = None) -> Measured:
     """One output over the whole dataset, in two streaming passes: the one shard of every stem, in this process."""
-    on_batch = None
-    if progress is not None:
-        total, done = 2 * pair.manifest.file_count, [0]
-        progress(pair.name, 0, total)
-
-        def on_batch() -> None:
-            done[0] += 1
-            progress(pair.name, done[0], total)
-
-    return measure_output(pair, thresholds, options, labels, [frozenset(pair.manifest.stems)], on_batch=on_batch)
+    return measure_output(pair, thresholds, options, labels, [frozenset(pair.manifest.stems)],
+                          on_batch=batch_counter(pair, progress))
 
 
 def dataset_labels(path: Path | None, manifest: DatasetManifest, outputs: Sequence[TensorSpec]) -> np.ndarray | None:
@@ -93,13 +94,15 @@ def _pairs(contract: ModelContract, manifest: DatasetManifest, actual_dir: Path,
 
 
 def measure_outputs(pairs: tuple[OutputPair, ...], manifest: DatasetManifest, options: CompareOptions,
-                    labels: np.ndarray | None, progress: CompareProgress | None) -> tuple[OutputResult, ...]:
-    """Every output measured against its limits: by `--workers` processes where asked and the dataset has more
-    than one batch, else here, output by output."""
+                    labels: np.ndarray | None, progress: CompareProgress | None) -> tuple[Measured, ...]:
+    """Every output measured against its limits: as Ray tasks with --engine ray, by `--workers` processes where
+    asked and the dataset has more than one batch, else here, output by output."""
     options.thresholds.check_outputs([p.name for p in pairs])
     check_topk(pairs, options)
+    if options.scale.engine == "ray":
+        return compare_outputs_on_ray(pairs, options.thresholds, options, labels, progress)
     if options.workers > 1 and manifest.file_count > 1:
-        return compare_outputs_in_workers(pairs, options.thresholds, options, labels)
+        return compare_outputs_in_workers(pairs, options.thresholds, options, labels, progress)
     return tuple(compare_output(pair, options.thresholds, options, labels, progress) for pair in pairs)
 
 
@@ -116,15 +119,20 @@ def judge_outputs(contract: ModelContract, manifest: DatasetManifest, actual: Si
     actual_written = written_specs(actual_dir, actual_specs, manifest, what="--actual")
     sets = set_outputs(contract.pb_path, (spec.name for spec in contract.outputs), options.set_outputs)
     pairs = _pairs(contract, manifest, actual_dir, golden_dir, actual_written=actual_written, sets=sets)
-    outputs = measure_outputs(pairs, manifest, options, labels, progress)
+    measured = measure_outputs(pairs, manifest, options, labels, progress)
+    outputs = tuple(m.result for m in measured)
+    as_measured = outputs  # before the KL judgement: the metrics an emulation identical to the actual side gives
     in_fp16 = computes_in_fp16(contract)
     outputs = tuple(_kl_judged(output, pair, options) if in_fp16 else output
                     for output, pair in zip(outputs, pairs, strict=True))
-    emulated = _Emulated(contract, manifest, golden_dir, options, cache_root, progress, sets)
+    emulated = _Emulated(contract, manifest, golden_dir, options, cache_root, progress, sets,
+                         actual=actual, actual_measured=as_measured)
     fp16_grid: tuple[str, ...] = ()
     if contract.converted is not None and contract.converted.target == "om":  # what the chip computed in
         fp16_grid = outputs_on_fp16_grid(actual_dir, actual_written, manifest)
-    constant = constant_outputs(pairs, manifest, fp16=in_fp16)
+    # fp32: watched in the measure's pass; fp16: read again at fp16's resolution (constant_outputs' note)
+    constant = (constant_outputs(pairs, manifest, fp16=True) if in_fp16 else
+                with_inputs_same(tuple(m.constant for m in measured if m.constant is not None), manifest))
     troubles = fp16_troubles(
         contract.converted.precision_mode if contract.converted is not None else "", in_fp16,
         [(o.name, o.metrics) for o in outputs], constant,
@@ -194,9 +202,11 @@ class _Emulated:
     outputs: made on first ask (the band, a KL on a near-uniform output), once."""
 
     def __init__(self, contract: ModelContract, manifest: DatasetManifest, golden_dir: Path, options: CompareOptions,
-                 cache_root: Path | None, progress: CompareProgress | None, sets: Mapping[str, SetOutput]) -> None:
+                 cache_root: Path | None, progress: CompareProgress | None, sets: Mapping[str, SetOutput], *,
+                 actual: Side | None = None, actual_measured: tuple[OutputResult, ...] = ()) -> None:
         self.contract, self.manifest, self.golden_dir, self.options = contract, manifest, golden_dir, options
         self.cache_root, self.progress, self.sets = cache_root, progress, sets
+        self.actual, self.actual_measured = actual, actual_measured
         self._outputs: tuple[OutputResult, ...] | None = None
 
     def outputs(self) -> tuple[OutputResult, ...]:
@@ -210,12 +220,20 @@ class _Emulated:
             if self.progress is not None:
                 self.progress("emulated", done, total)
 
-        staged, emulated_dir = emulated_run(self.contract, self.manifest,
-                                            self.cache_root or self.contract.folder / CACHE_FOLDER, emulated_progress)
-        quiet = replace(self.options, labels=None, workers=1)
-        return measure_outputs(_pairs(staged, self.manifest, emulated_dir, self.golden_dir, what="emulated",
-                                      sets=self.sets),
-                               self.manifest, quiet, None, None)
+        root = self.cache_root or self.contract.folder / CACHE_FOLDER
+        # Where the actual side is that very model run by ONNX Runtime (a stand-in conversion: the emulation converts
+        # the pb as convert did, to the same bytes), its run and its measure are the emulation's: neither is made a
+        # second time.
+        actual = self.actual
+        if actual is not None and actual.recorded and actual.backend == "onnxrt" and self.actual_measured:
+            staged, _ = emulated_model(self.contract, self.manifest, root)
+            if staged.converted is not None and actual.model_sha256 == staged.converted.sha256:
+                return self.actual_measured
+        staged, emulated_dir = emulated_run(self.contract, self.manifest, root, emulated_progress)
+        quiet = replace(self.options, labels=None, workers=1, scale=ScaleOptions())
+        return tuple(m.result for m in measure_outputs(
+            _pairs(staged, self.manifest, emulated_dir, self.golden_dir, what="emulated", sets=self.sets),
+            self.manifest, quiet, None, None))
 
 
 def _kl_judged(output: OutputResult, pair: OutputPair, options: CompareOptions) -> OutputResult:

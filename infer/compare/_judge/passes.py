@@ -1,13 +1,15 @@
 """The measurement of one output, with or without `--workers`: two passes over shards of its batches, then a fold.
 
-Pass one reads every batch once: per-batch metrics and pass-one accumulator, per-sample scores, top-k counts and
-the plot data. Pass two reads every batch again for the dataset's KullbackLeiblerDivergence, which needs the global
-extremes of pass one (see `infer.compare._judge.accumulate`). Each pass runs over a shard, a contiguous run of the
-dataset's batch stems, and returns per-batch pieces; `measure_output` folds them in dataset order. One process runs
-a single shard holding every stem, in itself; `compare_outputs_in_workers` hands N shards to a process pool. The same
-floats are added in the same order either way, so 1 and N workers give equal results, bit for bit.
+Pass one reads every batch once: per-batch metrics and pass-one accumulator, per-sample scores, top-k counts, the
+plot data and whether every sample is the same (`infer.compare._judge.constant_outputs`). Pass two reads every batch
+again for the dataset's KullbackLeiblerDivergence, which needs the global extremes of pass one (see
+`infer.compare._judge.accumulate`). Each pass runs over a shard, a contiguous run of the dataset's batch stems, and
+returns per-batch pieces; `measure_output` folds them in dataset order. One process runs a single shard holding
+every stem, in itself; `compare_outputs_in_workers` hands N shards to a process pool, `compare_outputs_on_ray` to
+Ray tasks on a cluster. The same floats are added in the same order either way, so 1 and N workers give equal
+results, bit for bit.
 
-Memory holds a few batches, never the dataset: each batch file is memory-mapped, a per-batch piece keeps only
+Memory holds a few batches, never the dataset: each batch file is read or memory-mapped, a per-batch piece keeps only
 accumulators, metrics and per-sample scores (never the batch's tensors), and the plot keeps a fixed number of
 points per batch.
 """
@@ -20,7 +22,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import dataclass
 from functools import partial
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 import numpy as np
 
@@ -29,14 +31,16 @@ from binio.heap import as_this_process
 from binio.manifest import DatasetManifest
 from binio.shards import split
 from infer.compare._judge.accumulate import MetricAccumulator
+from infer.compare._judge.constant_outputs import ConstantOutput, SameSamples
 from infer.compare._judge.metrics import Metrics, as_float64
 from infer.compare._judge.topk import TopKAccumulator, is_classifier
 from infer.compare._sides.provenance import sample_names, sample_source
 from infer.compare._sides.run_folders import OutputPair
 from infer.compare.metric_names import HIGHER_IS_BETTER
-from infer.compare.options import DEFAULT_TOPK, CompareOptions
+from infer.compare.options import DEFAULT_TOPK, CompareOptions, CompareProgress
 from infer.compare.result import BatchResult, OutputResult, PlotData, SampleScore
 from infer.compare.thresholds import SAMPLE_METRICS, Failure, Thresholds
+from infer.ray_cluster import RaySession, RayTasks
 
 _T = TypeVar("_T")
 
@@ -76,6 +80,10 @@ def _row_scores(actual: np.ndarray, golden: np.ndarray, abs_diff: np.ndarray, ro
 
 
 class _PlotCollector:
+    """The report's error histogram and scatter points, batch by batch. The histogram's counts are integers, so
+    the errors of many small batches are binned together (one histogram per 65,536 values, not per batch: at
+    batch 1 a histogram a batch was a tenth of compare's time), with the same counts."""
+
     def __init__(self, points_per_batch: int) -> None:
         self.points_per_batch = max(1, points_per_batch)
         self.counts = np.zeros(len(ERROR_EDGES) - 1, dtype=np.int64)
@@ -83,32 +91,58 @@ class _PlotCollector:
         self.nonfinite = 0
         self.golden: list[np.ndarray] = []
         self.actual: list[np.ndarray] = []
+        self._pending: list[np.ndarray] = []  # errors at or above EXACT_BELOW, finite, not yet binned
+        self._pending_values = 0
+        self._picks: dict[int, np.ndarray] = {}  # batch size -> the scatter's positions in it
 
     def add(self, actual: np.ndarray, golden: np.ndarray, error: np.ndarray) -> None:
         """`error` is |x - y|, flat."""
         x, y = as_float64(actual), as_float64(golden)
         finite = np.isfinite(error)
-        self.nonfinite += int(np.count_nonzero(~finite))
+        finite_count = int(np.count_nonzero(finite))
+        self.nonfinite += error.size - finite_count
         positive = error[finite & (error >= EXACT_BELOW)]
-        self.exact += int(np.count_nonzero(finite)) - int(positive.size)
-        logs = np.clip(np.log10(positive), ERROR_EDGES[0], ERROR_EDGES[-1])
-        # Uniform bins given as a count and a range: numpy then computes each value's bin instead of sorting the
-        # batch to search a list of edges, and its edges (linspace) are ERROR_EDGES exactly, so are the counts.
-        self.counts += np.histogram(logs, bins=len(ERROR_EDGES) - 1, range=(ERROR_EDGES[0], ERROR_EDGES[-1]))[0]
+        self.exact += finite_count - int(positive.size)
+        self._pending.append(positive)
+        self._pending_values += positive.size
+        if self._pending_values >= _BINNED_AT_ONCE:
+            self._bin()
         if x.size:
-            picks = np.linspace(0, x.size - 1, min(self.points_per_batch, x.size)).astype(np.int64)
+            picks = self._picks.get(x.size)
+            if picks is None:
+                picks = np.linspace(0, x.size - 1, min(self.points_per_batch, x.size)).astype(np.int64)
+                self._picks[x.size] = picks
             self.golden.append(y[picks])
             self.actual.append(x[picks])
 
+    def _bin(self) -> None:
+        if not self._pending:
+            return
+        values = np.concatenate(self._pending) if len(self._pending) > 1 else self._pending[0]
+        self._pending, self._pending_values = [], 0
+        logs = np.clip(np.log10(values), ERROR_EDGES[0], ERROR_EDGES[-1])
+        # Uniform bins given as a count and a range: numpy then computes each value's bin instead of sorting the
+        # batch to search a list of edges, and its edges (linspace) are ERROR_EDGES exactly, so are the counts.
+        self.counts = self.counts + np.histogram(logs, bins=len(ERROR_EDGES) - 1,
+                                                 range=(ERROR_EDGES[0], ERROR_EDGES[-1]))[0]
+
+    def __getstate__(self) -> dict[str, object]:
+        self._bin()  # a shard's collector travels to the process that folds it with its counts complete
+        return {**self.__dict__, "_picks": {}}
+
     def merge(self, other: _PlotCollector) -> None:
-        """Folds in a later shard's collector: counts are integers, the points are appended in order."""
-        self.counts += other.counts
+        """Folds in a later shard's collector: counts are integers, the points are appended in order. The counts
+        are added into a new array: a shard's that came back from a Ray task is read-only (zero-copy)."""
+        other._bin()
+        self._bin()
+        self.counts = self.counts + other.counts
         self.exact += other.exact
         self.nonfinite += other.nonfinite
         self.golden.extend(other.golden)
         self.actual.extend(other.actual)
 
     def result(self) -> PlotData:
+        self._bin()
         golden = np.concatenate(self.golden) if self.golden else np.zeros(0)
         actual = np.concatenate(self.actual) if self.actual else np.zeros(0)
         return PlotData(error_edges=ERROR_EDGES, error_counts=tuple(int(c) for c in self.counts),
@@ -117,7 +151,12 @@ class _PlotCollector:
                         scatter_actual=tuple(float(v) for v in actual))
 
 
-@dataclass(frozen=True)
+# Errors held for one histogram: small batches' are pooled (1,000s of batches of a classifier's scores), a large
+# batch's are binned as they come (pooling them cost the copies' memory: 30 MiB at 1 MiB a batch).
+_BINNED_AT_ONCE = 1 << 16
+
+
+@dataclass(frozen=True, slots=True)
 class _BatchPart:
     """What pass one keeps of a batch: no tensor, so a process holding every batch's part stays small."""
 
@@ -135,6 +174,15 @@ class _ShardPart:
     batches: tuple[_BatchPart, ...]
     plot: _PlotCollector
     topk: TopKAccumulator | None
+    same: SameSamples
+
+
+class Measured(NamedTuple):
+    """One output measured: its result, and whether its samples were all the same on a side (read in the same
+    pass, `infer.compare._judge.constant_outputs`)."""
+
+    result: OutputResult
+    constant: ConstantOutput | None
 
 
 _KlSums = tuple[float, float, float, int]  # one batch's kl_sum_a, kl_sum_b, kl_sum_alogab, kl_elements
@@ -170,27 +218,28 @@ def _pass_one(pair: OutputPair, stems: frozenset[str], *, options: CompareOption
               labels: np.ndarray | None, on_batch: Callable[[], None] | None = None) -> _ShardPart:
     topk = _topk(pair, options, labels)
     plot = _PlotCollector(options.scatter_points // max(1, pair.manifest.file_count))
+    same = SameSamples(pair, stems)
+    batch_major = pair.batch_major
     parts = []
     # Here too, not only in measure_output: in a worker process the caller's error state does not apply.
     with np.errstate(all="ignore"):
-        for batch in pair.batches():
-            if batch.stem not in stems:
-                continue
+        for batch in pair.batches(stems):
             # Each side widened to float64 once per batch; every consumer below takes these flat arrays.
             x, y = as_float64(batch.actual), as_float64(batch.golden)
             abs_diff = np.subtract(x, y)  # |x - y| once, for the metrics, the per-sample scores and the plot
             np.abs(abs_diff, out=abs_diff)
             accumulator, metrics = batch_metrics(x, y, atol=options.atol, rtol=options.rtol, abs_diff=abs_diff)
-            rows = batch.rows if pair.batch_major else 1
+            rows = batch.rows if batch_major else 1
             parts.append(_BatchPart(stem=batch.stem, first_sample=batch.first_sample, rows=batch.rows, score_rows=rows,
                                     accumulator=accumulator, metrics=metrics, scores=_row_scores(x, y, abs_diff, rows)))
             if topk is not None:
                 topk.add(x.reshape(batch.rows, -1), y.reshape(batch.rows, -1),
                          None if labels is None else labels[batch.first_sample:batch.first_sample + batch.rows])
             plot.add(x, y, abs_diff)
+            same.take(batch.actual, batch.golden, batch.rows, wide_actual=x, wide_golden=y)
             if on_batch is not None:
                 on_batch()
-    return _ShardPart(batches=tuple(parts), plot=plot, topk=topk)
+    return _ShardPart(batches=tuple(parts), plot=plot, topk=topk, same=same)
 
 
 def _pass_two(pair: OutputPair, stems: frozenset[str], *, extremes: MetricAccumulator,
@@ -199,9 +248,7 @@ def _pass_two(pair: OutputPair, stems: frozenset[str], *, extremes: MetricAccumu
     are the batch's exactly, and adding them to the dataset's in order equals one accumulator fed every batch."""
     sums = []
     with np.errstate(all="ignore"):
-        for batch in pair.batches():
-            if batch.stem not in stems:
-                continue
+        for batch in pair.batches(stems):
             one = MetricAccumulator(atol=extremes.atol, rtol=extremes.rtol, min_x=extremes.min_x,
                                     max_x=extremes.max_x, min_y=extremes.min_y, max_y=extremes.max_y)
             one.add_kl(batch.actual, batch.golden)
@@ -211,12 +258,21 @@ def _pass_two(pair: OutputPair, stems: frozenset[str], *, extremes: MetricAccumu
     return sums
 
 
-def _each_shard(pool: Executor | None, work: Callable[[frozenset[str]], _T],
-                shards: Sequence[frozenset[str]]) -> list[_T]:
-    """`work` over every shard, the results in shard order: in the pool's processes, or here without a pool."""
+def _each_shard(pool: Executor | None, work: Callable[[frozenset[str]], _T], shards: Sequence[frozenset[str]],
+                on_batch: Callable[[], None] | None = None) -> list[_T]:
+    """`work` over every shard, the results in shard order: in the pool's processes or Ray tasks, or here without
+    a pool. With a pool, `on_batch` hears of a shard's batches as its result comes back (a callback does not
+    travel to the pool's workers)."""
     if pool is None:
         return [work(shard) for shard in shards]
-    return list(pool.map(work, shards))
+    futures = [pool.submit(work, shard) for shard in shards]
+    results = []
+    for shard, future in zip(shards, futures, strict=True):
+        results.append(future.result())
+        if on_batch is not None:
+            for _ in shard:
+                on_batch()
+    return results
 
 
 def _merge_topk(parts: list[_ShardPart]) -> TopKAccumulator | None:
@@ -231,16 +287,15 @@ def _merge_topk(parts: list[_ShardPart]) -> TopKAccumulator | None:
 
 def measure_output(pair: OutputPair, thresholds: Thresholds, options: CompareOptions, labels: np.ndarray | None,
                    shards: Sequence[frozenset[str]], pool: Executor | None = None,
-                   on_batch: Callable[[], None] | None = None) -> OutputResult:
+                   on_batch: Callable[[], None] | None = None) -> Measured:
     """One output over the whole dataset. `shards` are contiguous runs of the dataset's stems, in dataset order,
     together every stem once (the fold takes the batches in their order); they run in `pool`, or here, one after
-    the other, without one. `on_batch` hears of every batch read (twice per batch: two passes), in this process
-    only (a callback does not travel to a pool's processes)."""
-    if pool is not None:
-        on_batch = None
+    the other, without one. `on_batch` hears of every batch read (twice per batch: two passes): as it is read
+    here, as its shard comes back from a pool."""
+    here = on_batch if pool is None else None
     with np.errstate(all="ignore"):  # NaN and inf in outputs are counted and reported, not warned about
-        parts = _each_shard(pool, partial(_pass_one, pair, options=options, labels=labels, on_batch=on_batch),
-                            shards)
+        parts = _each_shard(pool, partial(_pass_one, pair, options=options, labels=labels, on_batch=here),
+                            shards, on_batch)
         every = [batch for part in parts for batch in part.batches]
         dataset = MetricAccumulator(atol=options.atol, rtol=options.rtol)
         for batch in every:
@@ -252,7 +307,8 @@ def measure_output(pair: OutputPair, thresholds: Thresholds, options: CompareOpt
             for _ in found:  # read once only: the progress counts them as read twice all the same
                 on_batch()
         rest = [shard for shard in (frozenset(s - found.keys()) for s in shards) if shard]
-        for shard_sums in _each_shard(pool, partial(_pass_two, pair, extremes=dataset, on_batch=on_batch), rest):
+        for shard_sums in _each_shard(pool, partial(_pass_two, pair, extremes=dataset, on_batch=here), rest,
+                                      on_batch):
             found.update(shard_sums)
         for batch in every:  # added in dataset order, as one accumulator fed every batch would
             sum_a, sum_b, sum_alogab, elements = found[batch.stem]
@@ -268,7 +324,7 @@ def measure_output(pair: OutputPair, thresholds: Thresholds, options: CompareOpt
         samples = _SampleScores.gather(every, pair)
         sample_limits = thresholds.sample_limits(pair.name)
         failing = samples.failing(sample_limits)
-        return OutputResult(
+        result = OutputResult(
             index=pair.index, name=pair.name, actual_dtype=pair.actual_spec.dtype,
             golden_dtype=pair.golden_spec.dtype, shape=pair.golden_spec.static_shape(), metrics=metrics,
             limits=thresholds.limits(pair.name), failures=thresholds.failures(pair.name, metrics),
@@ -279,6 +335,7 @@ def measure_output(pair: OutputPair, thresholds: Thresholds, options: CompareOpt
             sample_limits=sample_limits, failing_samples=tuple(int(samples.sample[i]) for i in failing),
             worst_failing=samples.worst_failure(pair.name, failing, sample_limits), compared_as=pair.compared_as,
         )
+        return Measured(result, SameSamples.judge(pair.name, [part.same for part in parts]))
 
 
 @dataclass(frozen=True)
@@ -348,8 +405,23 @@ _SCORE_FIELDS = {"CosineSimilarity": "cosine_similarity", "RelativeEuclideanDist
                  "RootMeanSquareError": "root_mean_square_error", "MaxAbsoluteError": "max_absolute_error"}
 
 
+def batch_counter(pair: OutputPair, progress: CompareProgress | None) -> Callable[[], None] | None:
+    """What hears of each batch read of `pair` (two passes: twice the batches) and tells `progress`."""
+    if progress is None:
+        return None
+    total, done = 2 * pair.manifest.file_count, [0]
+    progress(pair.name, 0, total)
+
+    def on_batch() -> None:
+        done[0] += 1
+        progress(pair.name, done[0], total)
+
+    return on_batch
+
+
 def compare_outputs_in_workers(pairs: tuple[OutputPair, ...], thresholds: Thresholds, options: CompareOptions,
-                               labels: np.ndarray | None) -> tuple[OutputResult, ...]:
+                               labels: np.ndarray | None, progress: CompareProgress | None = None,
+                               ) -> tuple[Measured, ...]:
     """`infer compare --workers N`: every output, its batches split into `options.workers` contiguous shards
     measured in as many processes (spawned: TensorFlow may be loaded); this process folds the pieces in dataset
     order, so the result equals one process's bit for bit."""
@@ -360,4 +432,21 @@ def compare_outputs_in_workers(pairs: tuple[OutputPair, ...], thresholds: Thresh
     # Each worker keeps freed memory as this process does (binio.heap): its batches' temporaries are the same
     # few sizes over and over, which page-faulted in afresh took two thirds of compare's time.
     with ProcessPoolExecutor(max_workers=len(shards), mp_context=context, initializer=as_this_process()) as pool:
-        return tuple(measure_output(pair, thresholds, options, labels, shards, pool) for pair in pairs)
+        return tuple(measure_output(pair, thresholds, options, labels, shards, pool, batch_counter(pair, progress))
+                     for pair in pairs)
+
+
+def compare_outputs_on_ray(pairs: tuple[OutputPair, ...], thresholds: Thresholds, options: CompareOptions,
+                           labels: np.ndarray | None, progress: CompareProgress | None = None,
+                           ) -> tuple[Measured, ...]:
+    """`infer compare --engine ray`: the same shards and fold as `compare_outputs_in_workers`, each shard's two
+    passes a Ray task of one CPU on the cluster (`--workers N` shards, else one per CPU), so the result equals
+    one process's bit for bit. The batch files are read where the task runs: a path every node sees alike."""
+    if not pairs:
+        return ()
+    with RaySession(options.scale.address) as session:
+        count = options.workers if options.workers > 1 else session.cpus()
+        shards = [frozenset(s.stems) for s in split(pairs[0].manifest.stems, count)]
+        pool = RayTasks(session)
+        return tuple(measure_output(pair, thresholds, options, labels, shards, pool, batch_counter(pair, progress))
+                     for pair in pairs)

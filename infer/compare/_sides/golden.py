@@ -43,11 +43,13 @@ def cached_run(root: Path) -> Path | None:
 
 def tensorflow_golden(contract: ModelContract, manifest: DatasetManifest, *, cache_root: Path | None = None,
                       on_run: Callable[[], None] | None = None, workers: int = 1,
-                      progress: Callable[[int, int], None] | None = None, allow_host_ops: bool = False
-                      ) -> tuple[Path, str]:
+                      progress: Callable[[int, int], None] | None = None,
+                      engine: ScaleOptions | None = None, allow_host_ops: bool = False) -> tuple[Path, str]:
     """The run folder of TensorFlow's outputs for these bins, and whether it came from the cache; `on_run` is
     called when they are not cached, before TensorFlow starts. With `workers` > 1 the batches are split over
-    that many TensorFlow processes (`infer.run._sharded`), which write the same files a single run writes."""
+    that many TensorFlow processes, and with `engine` ``--engine ray`` into Ray tasks on the cluster's CPUs (as
+    many as `workers` > 1 says, else one per CPU): `infer.run`'s sharded run, which writes the same files a single
+    run writes."""
     contract.check_pb_unchanged()
     root = (cache_root or contract.folder / CACHE_FOLDER) / "golden" / golden_key(contract, manifest)
     cached = cached_run(root)
@@ -57,7 +59,11 @@ def tensorflow_golden(contract: ModelContract, manifest: DatasetManifest, *, cac
     log.info("computing golden outputs with TensorFlow on %s", contract.pb_path)
     if on_run is not None:
         on_run()
-    scale = ScaleOptions(shards=workers, devices=tuple(range(workers))) if workers > 1 else None
+    if engine is not None and engine.engine == "ray":
+        scale: ScaleOptions | None = ScaleOptions(engine="ray", address=engine.address,
+                                                  shards=workers if workers > 1 else None)
+    else:
+        scale = ScaleOptions(shards=workers, devices=tuple(range(workers))) if workers > 1 else None
     options = RunOptions(backend="tf", allow_host_ops=allow_host_ops)
     result = run_model(contract.path, manifest.root, root, options, scale, progress=progress)
     return result.folder, "tensorflow"

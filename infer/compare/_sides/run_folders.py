@@ -1,19 +1,21 @@
 """Where the two sides of a comparison are read from: run folders in msame's layout, one batch at a time.
 
-Each batch file is memory-mapped and only its real rows (the manifest's `rows`, padding left out) are taken, so a
-comparison holds one batch of each side in memory, whatever the dataset's size.
+Each batch file is read (memory-mapped when large) and only its real rows (the manifest's `rows`, padding left out)
+are taken, so a comparison holds one batch of each side in memory, whatever the dataset's size.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
+import os
+import stat
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from binio.binfile import check_bin_size, read_bin, sha256_file
+from binio.binfile import BinReader, check_bin_size, sha256_file
 from binio.errors import InferError
 from binio.manifest import DatasetManifest
 from binio.spec import TensorSpec, format_shape
@@ -81,7 +83,7 @@ def _check_batches_of(record: RunRecord, manifest: DatasetManifest) -> None:
             said = f"{recorded[stem]} rows" if stem in recorded else "not listed"
             raise RunFolderError(f"{record.path}: batch {stem}: {said} in run.json, {entry.rows} rows in "
                                  f"{manifest.path}", hint=hint)
-    extra = next((stem for stem in record.stems if stem not in manifest.stems), None)
+    extra = next((stem for stem in record.stems if stem not in manifest.stem_set), None)
     if extra is not None:
         raise RunFolderError(f"{record.path}: batch {extra}: listed in run.json, not a batch of {manifest.path}",
                              hint=hint)
@@ -90,12 +92,18 @@ def _check_batches_of(record: RunRecord, manifest: DatasetManifest) -> None:
 def check_output_files(folder: Path, index: int, spec: TensorSpec, name: str, manifest: DatasetManifest) -> None:
     """Every batch's file of output `index` in `folder`, present and of the size `spec` gives."""
     spec = batch_spec(spec, manifest.batch)
+    nbytes, place, suffix = spec.nbytes(), str(folder), output_file_name("", index)
     for stem in manifest.stems:
-        path = folder / output_file_name(stem, index)
-        if not path.is_file():
+        path = os.path.join(place, stem + suffix)
+        try:
+            status = os.stat(path)
+        except OSError:
+            status = None
+        if status is None or not stat.S_ISREG(status.st_mode):
             raise RunFolderError(f"{path}: missing: the dataset has batch {stem} and the model has output "
                                  f"{index} ({name})", hint="was the run interrupted?")
-        check_bin_size(path, spec)
+        if status.st_size != nbytes:
+            check_bin_size(Path(path), spec)  # refuses, naming both sizes
 
 
 def check_run_folder(folder: Path, contract_specs: tuple[TensorSpec, ...], manifest: DatasetManifest, *,
@@ -163,15 +171,23 @@ class OutputPair:
         for folder, spec in ((self.actual_dir, self.actual_spec), (self.golden_dir, self.golden_spec)):
             check_output_files(folder, self.index, spec, self.name, self.manifest)
 
-    def batches(self) -> Iterator[Batch]:
-        """Every batch in dataset order, as memory maps cut to the real rows."""
+    def batches(self, stems: Collection[str] | None = None) -> Iterator[Batch]:
+        """Every batch in dataset order (only those of `stems`, when given: a shard's), cut to the real rows;
+        files of a batch left out are not opened. What is the same for every batch is worked out once."""
+        actual_reader = BinReader(self.actual_spec, mmap=True)
+        golden_reader = BinReader(self.golden_spec, mmap=True)
+        actual_dir, golden_dir, suffix = str(self.actual_dir), str(self.golden_dir), output_file_name("", self.index)
+        shape = self.golden_spec.static_shape() if self.batch_major else None
         first = 0
         for entry, stem in zip(self.manifest.inputs[0].files, self.manifest.stems, strict=True):
-            actual = read_bin(self.actual_dir / output_file_name(stem, self.index), self.actual_spec, mmap=True)
-            golden = read_bin(self.golden_dir / output_file_name(stem, self.index), self.golden_spec, mmap=True)
+            if stems is not None and stem not in stems:
+                first += entry.rows
+                continue
+            actual = actual_reader.read(os.path.join(actual_dir, stem + suffix))
+            golden = golden_reader.read(os.path.join(golden_dir, stem + suffix))
             rows = entry.rows
-            if self.batch_major:
-                actual = actual.reshape(self.golden_spec.static_shape())[:rows]
+            if shape is not None:
+                actual = actual.reshape(shape)[:rows]
                 golden = golden[:rows]
             if self.set_output is not None:
                 actual = self._as_set(actual, golden)

@@ -9,6 +9,7 @@ the same sample at the same index. Decoding can run in worker processes
 from __future__ import annotations
 
 import collections
+import os
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -21,7 +22,7 @@ from binio.heap import as_this_process
 from binio.layouts import ImageLayout
 from binio.regular import refuse_special
 from infer.dump_bin._sources.jpeg_scans import MAX_SCANS, count_scans
-from infer.dump_bin._sources.order import NATURAL_ORDER, natural_path_key
+from infer.dump_bin._sources.order import NATURAL_ORDER, natural_key
 from infer.dump_bin.errors import SourceError
 from infer.preprocessing import Color
 
@@ -73,9 +74,38 @@ class ImagePreprocessing:
 def list_images(folder: Path) -> list[Path]:
     """Every image under `folder` in natural order of its relative path, folder by folder: a stable order on every
     machine, and the one people number their files in (a plain sort puts img_10 before img_2)."""
-    found = [p for p in folder.rglob("*") if p.suffix.lower() in IMAGE_SUFFIXES and p.is_file()
-             and not any(part.startswith(".") for part in p.relative_to(folder).parts)]
-    return sorted(found, key=lambda p: natural_path_key(p.relative_to(folder)))
+    return [folder / name for name in list_image_names(folder)]
+
+
+def list_image_names(folder: Path) -> list[str]:
+    """`list_images` as relative paths in text (``a/b.png``): what ``rglob`` and ``is_file`` find, hidden files
+    and folders left out, links to folders not entered; a folder of 50,000 images kept as 50,000 short strings,
+    not Paths (issue 42: dump-bin's peak grew with the count)."""
+    found = list(_image_names_under(str(folder), ""))
+    found.sort(key=lambda name: tuple(natural_key(part) for part in name.split("/")))
+    return found
+
+
+def _image_names_under(folder: str, prefix: str) -> Iterator[str]:
+    try:
+        with os.scandir(folder) as listing:
+            entries = list(listing)
+    except OSError:  # an unreadable folder: rglob passes over it too
+        return
+    for entry in entries:
+        name = entry.name
+        if name.startswith("."):
+            continue
+        if entry.is_dir(follow_symlinks=False):
+            yield from _image_names_under(entry.path, prefix + name + "/")
+        elif _suffix(name).lower() in IMAGE_SUFFIXES and entry.is_file():
+            yield prefix + name
+
+
+def _suffix(name: str) -> str:
+    """`PurePath.suffix` of a file name: from its last dot, unless the dot starts or ends the name."""
+    dot = name.rfind(".")
+    return name[dot:] if 0 < dot < len(name) - 1 else ""
 
 
 def decode_image(path: Path, prep: ImagePreprocessing) -> np.ndarray:
@@ -199,16 +229,20 @@ class ImageFolderSource:
         self.folder = folder
         self.prep = prep
         self.workers = max(1, workers)
-        self.files = list_images(folder)
-        if not self.files:
+        self.names = list_image_names(folder)
+        if not self.names:
             raise SourceError(f"{folder}: no images here (looked for {', '.join(IMAGE_SUFFIXES)})")
         self._position = 0
         self._stream: Iterator[np.ndarray] | None = None
         self._pool: Any = None
 
     @property
+    def files(self) -> list[Path]:
+        return [self.folder / name for name in self.names]
+
+    @property
     def samples(self) -> int | None:
-        return len(self.files)
+        return len(self.names)
 
     @property
     def sample_shape(self) -> tuple[int, ...]:
@@ -221,11 +255,11 @@ class ImageFolderSource:
     @property
     def preprocessing(self) -> dict[str, Any]:
         return {**self.prep.to_json(), "order": NATURAL_ORDER,
-                "files": [p.relative_to(self.folder).as_posix() for p in self.files]}
+                "files": list(self.names)}
 
     def _serial(self) -> Iterator[np.ndarray]:
-        for path in self.files:
-            yield crop_image(path, self.prep)
+        for name in self.names:
+            yield crop_image(self.folder / name, self.prep)
 
     def _parallel(self) -> Iterator[np.ndarray]:
         import multiprocessing
@@ -240,7 +274,8 @@ class ImageFolderSource:
         # spawned one is told.
         self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context(_start_method()),
                                          initializer=as_this_process())
-        names = [str(p) for p in self.files]
+        folder = str(self.folder)
+        names = [os.path.join(folder, name) for name in self.names]
         tasks = [names[i:i + _TASK_FILES] for i in range(0, len(names), _TASK_FILES)]
         pending: collections.deque[Future[tuple[np.ndarray | None, str | None]]] = collections.deque()
         submitted = 0
@@ -262,7 +297,7 @@ class ImageFolderSource:
         if start != self._position:
             raise ValueError(f"image rows are read in order: asked for {start}, next is {self._position}")
         if self._stream is None:
-            self._stream = self._parallel() if self.workers > 1 and len(self.files) > _TASK_FILES else self._serial()
+            self._stream = self._parallel() if self.workers > 1 and len(self.names) > _TASK_FILES else self._serial()
         crops = np.empty((stop - start, self.prep.height, self.prep.width, self.prep.channels), dtype=np.uint8)
         for offset in range(stop - start):
             crops[offset] = next(self._stream)

@@ -7,7 +7,7 @@ their files: a plain sort would put sample 10 before sample 2, and pair it with 
 from __future__ import annotations
 
 import re
-from pathlib import Path, PurePath
+from pathlib import Path
 
 NATURAL_ORDER = "natural (numbers in names compared as numbers)"
 
@@ -15,11 +15,6 @@ NATURAL_ORDER = "natural (numbers in names compared as numbers)"
 def natural_key(name: str) -> tuple[tuple[int, int | str], ...]:
     """``img_2.png`` before ``img_10.png``: the numbers in a name compared as numbers."""
     return tuple((0, int(part)) if part.isdigit() else (1, part) for part in re.split(r"(\d+)", name) if part)
-
-
-def natural_path_key(path: PurePath) -> tuple[tuple[tuple[int, int | str], ...], ...]:
-    """A relative path in natural order, folder by folder."""
-    return tuple(natural_key(part) for part in path.parts)
 
 
 def natural_order(path: Path) -> tuple[tuple[int, int | str], ...]:

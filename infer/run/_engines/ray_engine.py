@@ -3,54 +3,36 @@
 Each task asks for one unit of the device it needs: ``NPU`` for msame and ais_bench (Ray's name for Ascend
 devices; it sets ``ASCEND_RT_VISIBLE_DEVICES`` for the task, so the tool's device 0 is the one granted), CPUs
 for the ONNX Runtime stand-in. Bins are read from, and outputs written to, paths every node must see the same
-way (a shared file system). Without an address a local Ray instance starts in this process and stops with it.
+way (a shared file system). Without an address a local Ray instance starts in this process and stops with it
+(`infer.ray_cluster`, which compare's golden batches and metrics share).
 Ray does not retry here (max_retries=0): the driver retries a failed shard itself, for only the batches missing.
 """
 
 from __future__ import annotations
 
-import logging
-import os
 from concurrent.futures import Future
 from typing import Any
 
+from infer.ray_cluster import RayError, RaySession
 from infer.run._engines.base import EngineError
 from infer.run._engines.worker import ShardOutcome, ShardTask, run_shard
 from infer.run.options import EngineName
 
-INSTALL_HINT = 'pip install "infer[ray]" (or pip install ".[ray]" in a checkout of infer)'
 TOOL_BACKENDS = ("msame", "ais_bench")
-
-
-def _import_ray() -> Any:
-    try:
-        import ray
-    except ImportError:
-        raise EngineError("--engine ray: Ray is not installed", hint=INSTALL_HINT) from None
-    return ray
 
 
 class RayEngine:
     name: EngineName = "ray"
 
     def __init__(self, backend: str, *, address: str | None, threads: int | None) -> None:
-        ray = _import_ray()
-        self._ray = ray
-        self._started = False
-        if not ray.is_initialized():
-            kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
-                                      "logging_level": logging.getLogger().getEffectiveLevel()}
-            if address is None:
-                kwargs["num_cpus"] = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
-            try:
-                ray.init(address=address, **kwargs)
-            except (ConnectionError, ValueError, RuntimeError) as exc:
-                raise EngineError(f"--address {address}: cannot connect to a Ray cluster ({exc})",
-                                  hint="ray start --head on the head node prints the address") from None
-            self._started = True
+        try:
+            self._session = RaySession(address)
+        except RayError as exc:
+            raise EngineError(exc.message, hint=exc.hint) from None
+        ray = self._session.ray
         self.npu = backend in TOOL_BACKENDS
         self.cpus_per_task = 0 if self.npu else max(1, threads or 1)
-        resources = ray.cluster_resources()
+        resources = self._session.resources()
         if self.npu and resources.get("NPU", 0) < 1:
             self.close()
             raise EngineError(f"--engine ray: the Ray cluster has no NPU resource; each {backend} shard asks for one",
@@ -77,6 +59,4 @@ class RayEngine:
         return future
 
     def close(self, *, cancel: bool = False) -> None:
-        if self._started and self._ray.is_initialized():
-            self._ray.shutdown()
-        self._started = False
+        self._session.close()

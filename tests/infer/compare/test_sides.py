@@ -158,6 +158,22 @@ def test_expected_band_is_on_by_default_for_an_om(onnx_small_cnn_fp16: ModelCont
                    options=CompareOptions(expected_from_emulation=False)).expected == ()
 
 
+def test_an_fp32_stand_in_is_its_own_emulation_run_and_measured_once(onnx_small_cnn: ModelContract, cnn_bins: Path,
+                                                                     cnn_golden: Path, copy_model: Copy,
+                                                                     tmp_path: Path) -> None:
+    """Issue 42: the band, on by default for an fp32 conversion, ran the dataset a second time and measured it a
+    second time; the emulation converts the pb as convert did, to the same bytes, so the actual run is its run."""
+    contract = copy_model(onnx_small_cnn)
+    actual = _run(contract, cnn_bins, tmp_path / "out")
+    heard: list[str] = []
+    result = compare(contract.path, cnn_bins, actual, golden=cnn_golden, cache_root=tmp_path / "cache",
+                     progress=lambda what, done, total: heard.append(what))
+    (band,) = result.expected
+    assert band.emulated_rmse == band.actual_rmse and result.expected_asked and result.passed
+    assert "emulated" not in heard and not list((tmp_path / "cache").glob("emulated/*/runs/*"))
+    assert heard.count("probs:0") == 2 * 3 + 1  # the outputs read once: two passes over three batches
+
+
 def test_progress_is_heard_for_the_golden_run_and_every_batch_read(onnx_small_cnn: ModelContract, cnn_bins: Path,
                                                                    copy_model: Copy, tmp_path: Path) -> None:
     contract = copy_model(onnx_small_cnn)
