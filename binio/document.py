@@ -8,8 +8,12 @@ from pathlib import Path
 from typing import Any
 
 from binio.errors import InferError
-from binio.reading import parse_json, unreadable
+from binio.reading import parse_json, read_bounded, unreadable
 from binio.regular import refuse_special
+
+# The largest JSON document infer writes: a dataset.json lists every file (about 150 bytes each), so this is some
+# three million batch files; a larger one is refused before it is read (and decoded at several times its size).
+DOCUMENT_LIMIT = 512 * 2**20
 
 
 def load_document(path: Path, *, schema: str, version: int, kind: str, short: str, error: type[InferError],
@@ -22,7 +26,7 @@ def load_document(path: Path, *, schema: str, version: int, kind: str, short: st
     """
     refuse_special(path, f"a {kind}")
     try:
-        raw = path.read_bytes()
+        raw = read_bounded(path, limit=DOCUMENT_LIMIT, named=str(path), what=f"a {kind}", error=error, text=False)
     except FileNotFoundError:
         raise error(f"{path}: {missing}", hint=missing_hint) from None
     except IsADirectoryError:

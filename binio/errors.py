@@ -49,6 +49,18 @@ class OutputExistsError(InferError):
     """An output that exists already, written only with --force."""
 
 
+EXCERPT_CHARACTERS = 60  # what an error quotes of a user's text at most: enough to recognise it, never a whole line
+
+
+def excerpt(text: str | bytes, limit: int = EXCERPT_CHARACTERS) -> str:
+    """`text` as an error quotes what it found in a file or a name: quoted, control and non-ASCII characters escaped
+    (a name holding a newline or a terminal escape stays one line), cut to `limit` characters with how many more
+    there were. A 100 kB name or a line of /etc/shadow is never echoed whole."""
+    shown = repr(text[:limit])[2 if isinstance(text, bytes) else 1:-1]  # bytes as b'...' writes them, \xff
+    more = len(text) - limit
+    return f"'{shown}'" + (f"... ({more} more characters)" if more > 0 else "")
+
+
 def first_line(exc: BaseException, default: str | None = None) -> str:
     """The first line of a foreign exception's message (TensorFlow's run to pages), for a one-line error; its
     type name (or `default`) when the message is empty."""

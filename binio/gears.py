@@ -20,12 +20,15 @@ JSON form (``model.json``'s ``converted.gears``; null for a static model):
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from binio.errors import InferError
+from binio.errors import InferError, excerpt
 from binio.fields import Fields
+from binio.limits import MAX_DIM
+from binio.memory import available_memory, format_bytes
 
 Shape = tuple["int | None", ...]
 Gear = tuple[int, ...]  # batch: (b,); image_size: (h, w); dims and range: one value per varying dim
@@ -201,6 +204,21 @@ def shapes_at(shape: DynamicShape, gear: Gear) -> dict[str, tuple[int, ...]]:
     return {tensor: tuple(next(values) if d is None else d for d in dims) for tensor, dims in shape.inputs}
 
 
+def check_gear_memory(shape: DynamicShape, itemsizes: Mapping[str, int]) -> None:
+    """Refuses a gear whose input batch alone (each input's shape at the gear times its dtype's `itemsizes`) does not
+    fit in this machine's memory: dump-bin writes it, the stand-in and TensorFlow hold it, msame's buffers are
+    sized for the largest gear. Says the gear, the bytes and the memory available."""
+    available = available_memory()
+    if available is None or shape.kind == RANGE:
+        return
+    for gear in shape.gears:
+        needed = sum(math.prod(dims) * itemsizes.get(tensor, 1) for tensor, dims in shapes_at(shape, gear).items())
+        if needed > available:
+            raise GearError(f"{shape.option} {gear_text(shape.kind, gear)}: one batch of the inputs at this gear is "
+                            f"{format_bytes(needed)}, more than the {format_bytes(available)} of memory available "
+                            "here", hint="give smaller gears")
+
+
 def shape_at(shape: DynamicShape, gear: Gear, tensor: str) -> tuple[int, ...]:
     """The concrete shape of input `tensor` at `gear`."""
     shapes = shapes_at(shape, gear)
@@ -265,6 +283,9 @@ def check_gear_list(kind: str, gears: Sequence[Gear], option: str) -> None:
         if low:
             raise GearError(f"{option} {value}: gear value {low[0]} in {gears_text(kind, [gear])}; expected whole "
                             "numbers of 1 or more")
+        high = [v for v in gear if v > MAX_DIM]
+        if high:
+            raise GearError(f"{option} {value}: gear value {high[0]} is more than a dim holds ({MAX_DIM})")
     if not MIN_GEARS <= len(gears) <= MAX_GEARS:
         raise GearError(f"{option} {value}: expected {MIN_GEARS} to {MAX_GEARS} gears (ATC's range), found "
                         f"{len(gears)}")
@@ -294,8 +315,9 @@ def parse_gear_list(text: str, *, option: str, width: int | None = None) -> tupl
             where = f"item {number} is empty" if not part else f"gear {number} {part!r} has an empty value"
             raise GearError(f"{option} {text!r}: {where}; expected whole numbers of 1 or more"
                             + (", separated by ','" if separator == "," else ", ';' between gears"))
-        if not all(t.isdigit() and int(t) > 0 for t in tokens):
-            raise GearError(f"{option} {text!r}: expected whole numbers of 1 or more, found {part!r}")
+        if not all(t.isdigit() and 0 < int(t) <= MAX_DIM for t in tokens):
+            raise GearError(f"{option} {excerpt(text)}: expected whole numbers from 1 to {MAX_DIM}, found "
+                            f"{excerpt(part)}")
         gear = tuple(int(t) for t in tokens)
         if width is not None and len(gear) != width:
             raise GearError(f"{option} {text!r}: expected {width} values per gear, found {len(gear)} in {part!r}")

@@ -3,7 +3,9 @@ never deletes or overwrites through a link that leads out of the output folder."
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 from binio.errors import OutputExistsError
@@ -17,6 +19,20 @@ def is_empty_folder(folder: Path) -> bool:
         return all(entry.name == LOCK_NAME for entry in entries)
 
 
+@contextlib.contextmanager
+def removed_if_left_empty(folder: Path) -> Iterator[None]:
+    """Removes `folder` when the body fails and leaves it empty, if it did not exist before: a refusal leaves
+    nothing, not even the folder its first write made."""
+    existed = os.path.lexists(folder)
+    try:
+        yield
+    except BaseException:
+        if not existed:
+            with contextlib.suppress(OSError):  # not empty, or not ours to remove: left as it is
+                Path(folder).rmdir()
+        raise
+
+
 def check_output(path: Path, *, force: bool, hint: str = "pass --force to overwrite it", what: str = "") -> bool:
     """Refuses an existing `path` (a file, or a folder holding anything) unless `force`; with `force`, refuses a
     folder holding a link out of it. Returns whether `path` exists (an empty folder does not count). `what` says
@@ -26,9 +42,21 @@ def check_output(path: Path, *, force: bool, hint: str = "pass --force to overwr
         return False
     if not force:
         raise OutputExistsError(f"{path}: exists already" + (f" ({what})" if what else ""), hint=hint)
+    if path.is_symlink():
+        check_link_inside(path, path.parent)
     if path.is_dir():
         check_no_links_out(path)
     return True
+
+
+def check_link_inside(link: Path, folder: Path) -> None:
+    """Refuses the link `link` when it leads out of `folder` (or nowhere): --force never writes or deletes through
+    it, as it never does through a link in an output folder."""
+    target = Path(os.path.realpath(link))
+    root = Path(folder).resolve()
+    if not target.is_relative_to(root) or not os.path.exists(link):
+        raise OutputExistsError(f"{link}: a link to {target}, outside the output folder {root}; --force never "
+                                "writes or deletes through it", hint="remove the link, or choose another output")
 
 
 def check_no_links_out(folder: Path) -> None:

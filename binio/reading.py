@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,10 @@ MAX_DEPTH = 64
 READ_FAILURES: tuple[type[BaseException], ...] = (OSError, ValueError, UnicodeError, RecursionError, OverflowError,
                                                  LookupError, TypeError, AttributeError)
 _TAG = "infer_file_being_read"
+# The most a user's text file holds (a pipeline file, a labels or keep_dtype list, an AIPP config): a labels file of
+# ten million samples is 80 MB. A larger one is refused before it is read, not read whole into memory.
+TEXT_LIMIT = 256 * 2**20
+_HEAD = 4096  # the first bytes a text file is checked for a NUL in
 
 
 @contextlib.contextmanager
@@ -78,14 +83,16 @@ def _what_went_wrong(exc: BaseException) -> str:
     return f"unexpected content ({type(exc).__name__}: {first_line(exc)})"
 
 
-def read_text_file(path: Path, *, what: str, error: type[InferError] = InferError, named: str | None = None) -> str:
+def read_text_file(path: Path, *, what: str, error: type[InferError] = InferError, named: str | None = None,
+                   limit: int = TEXT_LIMIT) -> str:
     """The UTF-8 text of the user's file at `path`, which should be `what` (``a labels file``). A FIFO, device or
-    socket is refused before it is opened; a missing file, a folder, a file this user may not read and bytes that
+    socket is refused before it is opened, a file of more than `limit` bytes or whose first bytes hold a NUL (binary
+    data, not text) before it is read whole; a missing file, a folder, a file this user may not read and bytes that
     are not UTF-8 are refused by name (`named`, default the path: ``--keep-dtype FILE``)."""
     named = named or str(path)
     refuse_special(Path(path), what)
     try:
-        data = Path(path).read_bytes()
+        data = read_bounded(Path(path), limit=limit, named=named, what=what, error=error)
     except FileNotFoundError:
         raise error(f"{named}: no such file (expected {what})") from None
     except IsADirectoryError:
@@ -95,6 +102,22 @@ def read_text_file(path: Path, *, what: str, error: type[InferError] = InferErro
     except OSError as exc:
         raise error(f"{named}: cannot read ({exc.strerror or exc})") from None
     return utf8_text(data, named=named, what=what, error=error)
+
+
+def read_bounded(path: Path, *, limit: int, named: str, what: str, error: type[InferError] = InferError,
+                 text: bool = True) -> bytes:
+    """The bytes of `path`, refused before they are read whole when there are more than `limit` of them, or, for
+    `text`, when the first of them hold a NUL byte (a model, a .bin or a zeroed file given for a text). OSErrors
+    pass to the caller."""
+    with open(path, "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        if size > limit:
+            raise error(f"{named}: {size:,} bytes, more than {what} holds (at most {limit:,})")
+        head = handle.read(_HEAD)
+        if text and b"\0" in head:
+            at = head.index(b"\0")
+            raise error(f"{named}: byte {at} is NUL: binary data, not {what} (text)")
+        return head + handle.read()
 
 
 def unreadable(exc: PermissionError, error: type[InferError]) -> InferError:

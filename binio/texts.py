@@ -3,9 +3,23 @@ with one-line refusals that name the flag: standard library only, so the options
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from binio.errors import InferError
+
+# The longest word a "did you mean" suggestion looks at: difflib's matching is quadratic in the word's length, and a
+# name read from a hostile file can be a gigabyte of NUL bytes; no op, key or tensor name is this long.
+MAX_SUGGESTED = 256
+
+
+def close_matches(word: str, choices: Iterable[str], *, count: int = 1, cutoff: float = 0.6) -> list[str]:
+    """difflib's closest `choices` to `word`, or none when `word` (or a choice) is longer than `MAX_SUGGESTED`:
+    the bound on what a suggestion costs, whatever a file holds."""
+    if len(word) > MAX_SUGGESTED:
+        return []
+    import difflib  # on use: the options import this module, and a suggestion is made only for a refusal
+
+    return difflib.get_close_matches(word, [c for c in choices if len(c) <= MAX_SUGGESTED], n=count, cutoff=cutoff)
 
 
 def split_top_level(text: str) -> list[str]:

@@ -10,16 +10,20 @@ from typing import Any
 from binio.graph_types import GraphDef
 from binio.spec import node_name
 from ckpt2pb.graphinfo import PLACEHOLDER_OPS
+from ckpt2pb.host_ops import family_of
 
 
 def _foldable_ops(graph_def: GraphDef) -> dict[str, bool]:
-    """Per node: whether its value can be computed now (no feed, no state, no randomness)."""
+    """Per node: whether its value can be computed now (no feed, no state, no randomness, nothing that acts on the
+    host: a ReadFile of a constant path is constant to TensorFlow, not to infer)."""
     from tensorflow.python.framework import op_def_registry  # no public API reaches op definitions
 
     foldable = {}
     for node in graph_def.node:
         op_def = op_def_registry.get(node.op)
-        foldable[node.name] = op_def is not None and not op_def.is_stateful and node.op not in PLACEHOLDER_OPS
+        family = family_of(node)
+        foldable[node.name] = op_def is not None and not op_def.is_stateful and node.op not in PLACEHOLDER_OPS \
+            and not (family is not None and family.acts)
     return foldable
 
 

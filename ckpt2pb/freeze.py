@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from binio.graph_types import GraphDef
+from binio.limits import MAX_DIM, PROTOBUF_LIMIT
 from binio.spec import TensorSpec, format_shape, node_name, output_index, tensor_name
 from binio.steps import OnStep, no_steps
 from ckpt2pb import surgery
@@ -27,17 +28,17 @@ from ckpt2pb.graphinfo import (
     shape_of,
     tensor_names,
 )
+from ckpt2pb.host_ops import find_host_ops, refuse_host_ops
 from ckpt2pb.inputs import InputRequest, parse_value
 from ckpt2pb.inspection import label_feeds, rank_output_candidates
 from ckpt2pb.names import unknown_name_error
 from ckpt2pb.passes import CLEANUPS, EDITS, Plan, run_passes
 from ckpt2pb.source import LoadedSource, restored_session
 from ckpt2pb.training_mode import TrainingMode, find_training_mode, put_in_inference_mode, summary
-from ckpt2pb.verify import Reference, Verification, check_frozen, run_original
+from ckpt2pb.verify import Reference, Verification, check_frozen, check_verification_memory, run_original
 
 log = logging.getLogger(__name__)
 
-PROTOBUF_LIMIT = 2**31 - 1  # bytes: protobuf cannot serialise a message this large
 DYNAMIC_BATCH = -1  # --batch -1: the first dim stays unknown, for ATC's --dynamic_batch_size
 VERIFY_BATCH = 2  # the batch verification feeds a graph whose first dim stays unknown
 VERIFY_DIM = 32  # any other dim kept unknown: large enough for a few stride-2 layers (a guess; --no-verify skips)
@@ -317,11 +318,26 @@ def _at_batch(specs: tuple[TensorSpec, ...]) -> tuple[TensorSpec, ...]:
                  for s in specs)
 
 
+def _refuse_acting(source: LoadedSource, outputs: Sequence[str], plan: Plan, allow: bool) -> None:
+    """Refuses the host ops the restored session would run: the outputs' ancestors, cut where freeze feeds (the
+    inputs, the values set), and the saver's restore, fed the checkpoint's path."""
+    saver_def = source.meta_graph.saver_def if source.meta_graph is not None and \
+        source.meta_graph.HasField("saver_def") else None
+    roots, fed = list(outputs), [spec.name for spec in plan.inputs] + [f"{name}:0" for name in plan.sets]
+    if saver_def is not None and source.has_variables:
+        roots.append(saver_def.restore_op_name)
+        fed.append(saver_def.filename_tensor_name)
+    refuse_host_ops(find_host_ops(source.graph_def, saver_def=saver_def, roots=roots, fed=fed), source.path,
+                    allow=allow)
+
+
 def freeze_source(source: LoadedSource, outputs: Sequence[str], *, inputs: Sequence[InputRequest] = (),
                   batch: int | None = None, assignments: Mapping[str, str] | None = None, verify: bool = True,
-                  seed: int = 0, on_step: OnStep = no_steps) -> FrozenGraph:
+                  seed: int = 0, on_step: OnStep = no_steps, allow_host_ops: bool = False) -> FrozenGraph:
     """Freezes `source` into an inference graph for `outputs`; verifies it against the original by default.
-    `on_step` hears each step as it starts."""
+    `on_step` hears each step as it starts. What the session will run (the outputs, from the inputs and the values
+    set, and the saver's restore) is refused before anything runs when it holds ops that act on the host, unless
+    `allow_host_ops`."""
     import tensorflow as tf
     from google.protobuf.message import EncodeError
 
@@ -345,10 +361,11 @@ def freeze_source(source: LoadedSource, outputs: Sequence[str], *, inputs: Seque
     twice = sorted({name for name in output_tensors if output_tensors.count(name) > 1})
     if twice:
         raise FreezeError(f"output {', '.join(twice)} is named twice in --outputs")
-    if batch is not None and batch < 1 and batch != DYNAMIC_BATCH:
-        raise FreezeError(f"--batch {batch}: expected a positive number, or -1 to keep the first dim unknown")
+    if batch is not None and not (1 <= batch <= MAX_DIM or batch == DYNAMIC_BATCH):
+        raise FreezeError(f"--batch {batch}: expected 1 to {MAX_DIM}, or -1 to keep the first dim unknown")
     plan = _plan(source, graph, known, output_tensors, inputs, batch, assignments)
     output_nodes = list(plan.output_nodes)
+    _refuse_acting(source, output_tensors, plan, allow_host_ops)
     training = find_training_mode(source.graph_def, output_nodes)
     if training.stuck:
         raise _stuck_in_training(training, source)
@@ -384,6 +401,7 @@ def freeze_source(source: LoadedSource, outputs: Sequence[str], *, inputs: Seque
                               "one .pb", hint="ATC and TensorFlow cannot read such a pb; freeze fewer outputs or "
                               "shrink the model")
         if verify:
+            check_verification_memory(session_graph, needed, _at_batch(plan.inputs), tuple(output_tensors))
             on_step("running the original graph on seeded inputs (verification)")
             reference = run_original(session, _at_batch(plan.inputs), tuple(output_tensors),
                                      {f"{name}:0": value for name, value in plan.sets.items()}, seed=seed)

@@ -23,6 +23,7 @@ from ckpt2pb.graphinfo import (
     shape_of,
     topological_order,
 )
+from ckpt2pb.host_ops import HostOp, is_barrier
 from ckpt2pb.kinds import SourceKind
 from ckpt2pb.parameters import elements_of, variables_feeding
 from ckpt2pb.source import VARIABLE_OPS, LoadedSource, Role, check_checkpoint_index, computed_by, load_source
@@ -118,6 +119,9 @@ class GraphReport:
     signature_name: str = ""
     other_signatures: tuple[str, ...] = ()  # a SavedModel's signatures besides the one read
     note: str = ""  # how the source was read, where it was not the usual way (a fallback)
+    # Every op of the graph and its functions that acts on the host when run (`ckpt2pb.host_ops`): what freeze,
+    # run and compare refuse without --allow-host-ops, the checkpoint saver's own marked (never refused).
+    host_ops: tuple[HostOp, ...] = ()
     training_mode: tuple[TrainingModeOp, ...] = ()  # batch norms and dropouts computing as in training
 
     @property
@@ -149,6 +153,7 @@ class GraphReport:
                                       for e in self.signature],
                           "others": list(self.other_signatures)} if self.signature else None,
             "note": self.note or None,
+            "host_ops": [op.to_json() for op in self.host_ops],
             "training_mode": [op.to_json() for op in self.training_mode],
         }
 
@@ -350,7 +355,7 @@ def inspect_loaded(source: LoadedSource) -> GraphReport:
         variables, parameters, origin = len(shapes), sum(math.prod(s) for s in shapes.values()), "graph"
     else:
         variables, parameters, origin = 0, _constant_parameters(graph_def), "constants"
-    histogram = Counter(node.op for node in graph_def.node)
+    histogram = Counter(node.op for node in graph_def.node if not is_barrier(node))
     roles = _roles(graph_def, node_readers(graph_def))  # once, for the labels and the ranking
     signature = []
     for item in source.signature:
@@ -363,13 +368,14 @@ def inspect_loaded(source: LoadedSource) -> GraphReport:
     output_parameters = (elements_of(shapes, variables_feeding(graph_def, [c.tensor for c in candidates]))
                          if shapes and candidates else None)
     return GraphReport(
-        source=str(source.path), kind=source.kind, tf_version=source.tf_version, nodes=len(graph_def.node),
+        source=str(source.path), kind=source.kind, tf_version=source.tf_version, nodes=sum(histogram.values()),
         placeholders=placeholders(graph_def, graph, label_feeds(graph_def, roles)),
         candidates=candidates,
         op_histogram=tuple(sorted(histogram.items(), key=lambda item: (-item[1], item[0]))),
         variables=variables, parameters=parameters, parameters_from=origin, output_parameters=output_parameters,
         signature=tuple(signature),
         signature_name=source.signature_name, other_signatures=source.other_signatures, note=source.note,
+        host_ops=source.host_ops,
         training_mode=find_training_mode(graph_def).ops,
     )
 

@@ -11,17 +11,20 @@ import re
 import zipfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from binio.errors import first_line
+from binio.errors import InferError, excerpt, first_line
 from binio.graph_types import GraphDef
+from binio.reading import parse_json
+from binio.regular import refuse_special
 from binio.spec import node_name
 from ckpt2pb.errors import SourceError, tensorflow_reason
+from ckpt2pb.host_ops import ALLOW_FLAG, HostOp, acting
 from ckpt2pb.kinds import SourceKind
 from ckpt2pb.prefix import CheckpointPrefix
-from ckpt2pb.protobuf import parse_protobuf, read_graph_def
+from ckpt2pb.protobuf import HostOpPolicy, checked_graph, parse_protobuf
 from ckpt2pb.surgery import rename_node
 from ckpt2pb.verify import session_config
 
@@ -54,6 +57,9 @@ class LoadedSource:
     signature_name: str = ""  # its key in the SavedModel (serving_default)
     other_signatures: tuple[str, ...] = ()  # the SavedModel's other signatures' keys, which are not read
     note: str = ""  # how the source was read, where it was not the usual way (a fallback)
+    # The ops that act on the host when run (`ckpt2pb.host_ops`), anywhere in the graph and its functions, the
+    # saver's own marked; the graph is inert (`make_inert`): importing it evaluates none of them.
+    host_ops: tuple[HostOp, ...] = ()
 
     def signature_tensor(self, name: str, role: Role) -> str | None:
         """The tensor a signature key names (`note` -> `StatefulPartitionedCall:1`), or None."""
@@ -124,6 +130,7 @@ def _prefix_in_folder(folder: Path) -> CheckpointPrefix | None:
     wrong step."""
     import tensorflow as tf
 
+    refuse_special(folder / "checkpoint", "the folder's 'checkpoint' text file")
     try:
         state = tf.train.get_checkpoint_state(str(folder))
     except Exception:  # a garbled `checkpoint` text file: fall back to the files themselves
@@ -170,6 +177,7 @@ def check_checkpoint_index(prefix: CheckpointPrefix) -> dict[str, list[int]]:
     import tensorflow as tf
 
     index = prefix.file(".index")
+    refuse_special(index, "a checkpoint index")
     if not index.is_file():
         raise SourceError(f"{prefix}: checkpoint index {index.name} is missing",
                           hint="give the prefix the .index and .data-* files share (e.g. model.ckpt-1000)")
@@ -187,9 +195,16 @@ def _load_meta(meta: Path, prefix: CheckpointPrefix | None, kind: SourceKind, gi
     from tensorflow.core.protobuf import meta_graph_pb2
 
     meta_graph = parse_protobuf(meta_graph_pb2.MetaGraphDef(), meta, "meta graph")
+    found = _inert(meta_graph, meta)
     drop_output_shapes(meta_graph.graph_def)
     return LoadedSource(path=given, kind=kind, graph_def=meta_graph.graph_def, meta_graph=meta_graph,
-                        prefix=prefix, tf_version=meta_graph.meta_info_def.tensorflow_version)
+                        prefix=prefix, tf_version=meta_graph.meta_info_def.tensorflow_version, host_ops=found)
+
+
+def _inert(meta_graph: Any, origin: object) -> tuple[HostOp, ...]:
+    """A meta graph's graph checked and made inert in place (import_meta_graph imports the same message)."""
+    return checked_graph(meta_graph.graph_def, origin, HostOpPolicy.INERT,
+                         saver_def=meta_graph.saver_def if meta_graph.HasField("saver_def") else None)
 
 
 def _load_checkpoint(prefix: CheckpointPrefix, given: Path, kind: SourceKind) -> LoadedSource:
@@ -203,22 +218,28 @@ def _load_checkpoint(prefix: CheckpointPrefix, given: Path, kind: SourceKind) ->
 
 
 def _load_pb(path: Path) -> LoadedSource:
-    graph_def = read_graph_def(path)
+    from tensorflow.core.framework import graph_pb2
+
+    graph_def = parse_protobuf(graph_pb2.GraphDef(), path, "frozen GraphDef")
+    found = checked_graph(graph_def, path, HostOpPolicy.INERT)
     drop_output_shapes(graph_def)
-    return LoadedSource(path=path, kind="pb", graph_def=graph_def)
+    return LoadedSource(path=path, kind="pb", graph_def=graph_def, host_ops=found)
 
 
-def _serving_meta_graph(folder: Path) -> Any:
+def _serving_meta_graph(folder: Path) -> tuple[Any, tuple[HostOp, ...]]:
+    """The SavedModel's serving meta graph, checked and made inert, with the ops of it that act on the host."""
     from tensorflow.core.protobuf import saved_model_pb2
 
     pb = folder / "saved_model.pb"
+    refuse_special(pb, "a SavedModel (saved_model.pb)")
     if not pb.is_file():
         raise SourceError(f"{folder}: only binary SavedModels (saved_model.pb) are read, found saved_model.pbtxt")
     saved = parse_protobuf(saved_model_pb2.SavedModel(), pb, "SavedModel")
     if not saved.meta_graphs:
         raise SourceError(f"{pb}: the SavedModel holds no meta graph")
     serving = [m for m in saved.meta_graphs if "serve" in m.meta_info_def.tags]
-    return (serving or list(saved.meta_graphs))[0]
+    meta_graph = (serving or list(saved.meta_graphs))[0]
+    return meta_graph, _inert(meta_graph, pb)
 
 
 def serving_signature_name(names: Iterable[str]) -> str:
@@ -241,15 +262,20 @@ def _serving_signature(meta_graph: Any) -> tuple[str, tuple[SignatureTensor, ...
     return name, tuple(entries)
 
 
-def _load_saved_model(folder: Path) -> LoadedSource:
-    meta_graph = _serving_meta_graph(folder)
+def _load_saved_model(folder: Path, allow_host_ops: bool) -> LoadedSource:
+    meta_graph, found = _serving_meta_graph(folder)
     note = ""
     if len(meta_graph.object_graph_def.nodes) > 1 and meta_graph.signature_def:
-        revived = _load_object_saved_model(folder, meta_graph)
-        if not isinstance(revived, str):
-            return revived
-        note = (f"TensorFlow cannot revive this SavedModel ({revived}); read its serving signature's graph "
-                "through the TF1 loader instead")
+        # Reviving runs the SavedModel's functions (its resources' initialisers): not while any of them acts.
+        if acting(found) and not allow_host_ops:
+            note = (f"not revived: its functions hold ops that act on the host, which reviving runs ({ALLOW_FLAG} "
+                    "revives it); its serving signature's graph read through the TF1 loader instead")
+        else:
+            revived = _load_object_saved_model(folder, meta_graph)
+            if not isinstance(revived, str):
+                return replace(revived, host_ops=found)
+            note = (f"TensorFlow cannot revive this SavedModel ({revived}); read its serving signature's graph "
+                    "through the TF1 loader instead")
     drop_output_shapes(meta_graph.graph_def)
     prefix: CheckpointPrefix | None = CheckpointPrefix(folder / "variables", "variables")
     if prefix is not None and prefix.file(".index").is_file():
@@ -260,7 +286,7 @@ def _load_saved_model(folder: Path) -> LoadedSource:
     return LoadedSource(path=folder, kind="saved_model", graph_def=meta_graph.graph_def, meta_graph=meta_graph,
                         prefix=prefix, tf_version=meta_graph.meta_info_def.tensorflow_version,
                         signature=signature, signature_name=signature_name,
-                        other_signatures=_other_signatures(meta_graph, signature_name), note=note)
+                        other_signatures=_other_signatures(meta_graph, signature_name), note=note, host_ops=found)
 
 
 def _other_signatures(meta_graph: Any, read: str) -> tuple[str, ...]:
@@ -345,17 +371,72 @@ def _keras_version(path: Path) -> str:
         return ""  # the version is shown for information: a file that does not say it is read all the same
 
 
-def _load_keras(path: Path) -> LoadedSource:
-    """A Keras model as a graph: its call traced into a concrete function, variables folded to constants."""
+_KERAS_CONFIG_LIMIT = 64 * 2**20  # bytes of a Keras file's model config: a large model's is a few hundred kB
+
+
+def _keras_config(path: Path) -> Any:
+    """The model config a Keras file holds (config.json of a .keras, the model_config attribute of an .h5), read
+    without building anything; None where it has none infer can read."""
+    text: str | bytes | None
+    try:
+        if path.suffix == ".keras":
+            with zipfile.ZipFile(path) as archive:
+                info = archive.getinfo("config.json")
+                if info.file_size > _KERAS_CONFIG_LIMIT:
+                    raise SourceError(f"{path}: its config.json is {info.file_size} bytes, more than a model's "
+                                      f"config holds ({_KERAS_CONFIG_LIMIT})")
+                text = archive.read(info)
+        else:
+            import h5py
+
+            with h5py.File(path, "r") as handle:
+                text = handle.attrs.get("model_config")
+        if not text:
+            return None
+        return parse_json(text.decode("utf-8", "replace") if isinstance(text, bytes) else str(text),
+                          named=str(path), what="a Keras model config")
+    except (InferError, OSError, KeyError, ValueError, ImportError, zipfile.BadZipFile):
+        return None  # Keras says what is wrong with it when it loads it
+
+
+def _lambda_layers(config: Any) -> list[str]:
+    """The names of the Lambda layers (Python code, run when the model is built) anywhere in a Keras config,
+    nested models included; walked without recursion."""
+    found: list[str] = []
+    pending = [config]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, dict):
+            if item.get("class_name") == "Lambda":
+                inner = item.get("config")
+                found.append(str(inner.get("name", "?")) if isinstance(inner, dict) else "?")
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+    return sorted(found)
+
+
+def _load_keras(path: Path, allow_host_ops: bool) -> LoadedSource:
+    """A Keras model as a graph: its call traced into a concrete function, variables folded to constants. Loaded
+    in Keras's safe mode: a Lambda layer (Python code, run while the model is built) is refused by name unless the
+    user allows it, which turns safe mode off."""
     if path.suffix == ".keras" and not zipfile.is_zipfile(path):  # Keras itself would call it "not found"
         raise SourceError(f"{path}: not a Keras .keras file (not a zip archive)")
+    lambdas = _lambda_layers(_keras_config(path))
+    if lambdas and not allow_host_ops:
+        shown = ", ".join(excerpt(name) for name in lambdas[:3]) + (f" and {len(lambdas) - 3} more"
+                                                                     if len(lambdas) > 3 else "")
+        raise SourceError(f"{path}: Lambda layer {shown} is Python code that would run while Keras builds the model; "
+                          "infer loads Keras files in safe mode, which runs none",
+                          hint=f"if you trust this model's author, pass {ALLOW_FLAG} (freeze), which loads it with "
+                               "safe mode off; or rebuild the model without Lambda layers")
     import keras
     import tensorflow as tf
 
     try:
-        model = keras.models.load_model(str(path), compile=False)
+        model = keras.models.load_model(str(path), compile=False, safe_mode=not allow_host_ops)
     except Exception as exc:  # Keras raises anything from OSError to ValueError for a bad file
-        raise SourceError(f"{path}: Keras cannot load this file", hint=first_line(exc)) from None
+        raise SourceError(f"{path}: Keras cannot load this file", hint=excerpt(first_line(exc), 300)) from None
     specs = [tf.TensorSpec(tensor.shape, tensor.dtype, name=tensor.name.split(":")[0]) for tensor in model.inputs]
 
     def call(*args: Any) -> Any:
@@ -364,7 +445,8 @@ def _load_keras(path: Path) -> LoadedSource:
     function = tf.function(call).get_concrete_function(*specs)
     graph_def = _constant_graph(function)
     _name_outputs_after_layers(graph_def, function, [str(name) for name in getattr(model, "output_names", [])])
-    return LoadedSource(path=path, kind="keras", graph_def=graph_def, tf_version=_keras_version(path))
+    found = checked_graph(graph_def, path, HostOpPolicy.INERT)
+    return LoadedSource(path=path, kind="keras", graph_def=graph_def, tf_version=_keras_version(path), host_ops=found)
 
 
 def _name_outputs_after_layers(graph_def: GraphDef, function: Any, layer_names: list[str]) -> None:
@@ -380,12 +462,18 @@ def _name_outputs_after_layers(graph_def: GraphDef, function: Any, layer_names: 
             taken.add(new)
 
 
-def load_source(path: Path | str) -> LoadedSource:
-    """Loads whatever `path` names, or says what it looked for."""
+def load_source(path: Path | str, *, allow_host_ops: bool = False) -> LoadedSource:
+    """Loads whatever `path` names, or says what it looked for. Loading runs none of the model's code: a SavedModel
+    whose functions act on the host is not revived (its graph is read as TF1 reads it), a Keras Lambda layer is
+    refused, and the graph is inert (`LoadedSource.host_ops`); `allow_host_ops` revives and loads them as they are.
+    Whether a graph may then run is the caller's to check (`ckpt2pb.host_ops.find_host_ops` over what it runs)."""
     path = Path(path)
+    refuse_special(path, "a model source (checkpoint, .meta, .pb, SavedModel or Keras file)")
     if path.is_dir():
+        for name in _SAVED_MODEL_FILES:
+            refuse_special(path / name, f"a SavedModel ({name})")
         if any((path / name).is_file() for name in _SAVED_MODEL_FILES):
-            return _load_saved_model(path)
+            return _load_saved_model(path, allow_host_ops)
         prefix = _prefix_in_folder(path)
         if prefix is None:
             inside = sorted(str(sub) for sub in path.iterdir() if sub.is_dir() and (
@@ -395,9 +483,9 @@ def load_source(path: Path | str) -> LoadedSource:
                               "give a checkpoint prefix, a .meta, a .pb, a SavedModel folder or a Keras file")
         return _load_checkpoint(prefix, path, "checkpoint")
     if path.is_file() and path.name in _SAVED_MODEL_FILES:
-        return _load_saved_model(path.parent)
+        return _load_saved_model(path.parent, allow_host_ops)
     if path.is_file() and path.suffix in (".h5", ".hdf5", ".keras"):
-        return _load_keras(path)
+        return _load_keras(path, allow_host_ops)
     if path.is_file() and path.suffix == ".pb":
         return _load_pb(path)
     if path.is_file() and path.name.endswith(".meta"):  # `.meta` itself has no suffix to pathlib
@@ -405,6 +493,8 @@ def load_source(path: Path | str) -> LoadedSource:
     prefix = _checkpoint_prefix_for(str(path))
     if prefix is not None:
         return _load_checkpoint(prefix, path, "checkpoint")
+    if path.is_symlink() and not path.exists():
+        raise SourceError(f"{path}: a symbolic link that leads nowhere (a loop, or its target is missing)")
     if path.exists():
         raise SourceError(f"{path}: not a model source this reads",
                           hint="give a checkpoint prefix, a .meta, a .pb, a SavedModel folder or a Keras file")
@@ -440,8 +530,29 @@ def restored_session(source: LoadedSource) -> Iterator[tuple[Any, Any]]:
                     raise SourceError(f"{source.path}: the graph has variables but no checkpoint holds their values",
                                       hint="its variables/ folder (variables.index, variables.data-*) is missing"
                                       if source.kind == "saved_model" else "the graph has no saver to restore them")
+                check_variable_shapes(source.graph_def, check_checkpoint_index(source.prefix), source.prefix)
                 restore(saver, session, source.prefix)
         yield graph, session
+
+
+def check_variable_shapes(graph_def: Any, stored: dict[str, list[int]], prefix: CheckpointPrefix) -> None:
+    """Refuses a checkpoint holding a variable of another shape than the graph declares under the same name: a
+    resource variable takes whatever shape it is assigned, so the model would be frozen (and verified) as another
+    model than the graph describes (a 5-class head for a 3-class graph)."""
+    for node in graph_def.node:
+        if node.op not in VARIABLE_OPS or "shape" not in node.attr or node.name not in stored:
+            continue
+        declared = node.attr["shape"].shape
+        if declared.unknown_rank:
+            continue
+        dims = [dim.size for dim in declared.dim]
+        held = list(stored[node.name])
+        if len(dims) != len(held) or any(d >= 0 and d != h for d, h in zip(dims, held, strict=False)):
+            shown = ",".join("?" if d < 0 else str(d) for d in dims)
+            raise SourceError(f"{prefix}: variable {excerpt(node.name)} is ({shown}) in the graph, "
+                              f"({','.join(map(str, held))}) in the checkpoint",
+                              hint="the checkpoint was saved from another version of the model: give the .meta "
+                                   "written with it")
 
 
 def restore(saver: Any, session: Any, prefix: CheckpointPrefix) -> None:
@@ -464,6 +575,8 @@ def _check_data_files(prefix: CheckpointPrefix) -> None:
     import glob
 
     shards = sorted(p for p in prefix.folder.glob(f"{glob.escape(prefix.name)}.data-*") if _DATA_SUFFIX.search(p.name))
+    for shard in shards:
+        refuse_special(shard, "checkpoint data")
     if not shards:
         raise SourceError(f"{prefix}: checkpoint data is missing (no {prefix.name}.data-*-of-* beside its .index)",
                           hint="copy the .data-* files saved with the .index")

@@ -51,6 +51,29 @@ def session_config() -> Any:
     return config
 
 
+def check_verification_memory(graph: Any, nodes: set[str], specs: tuple[TensorSpec, ...],
+                              outputs: tuple[str, ...]) -> None:
+    """Refuses a verification that cannot fit in memory, counting what it holds at once: the seeded inputs (drawn
+    as float64), the largest tensor the run computes (with its op's input beside it), the original's outputs kept
+    for the comparison, the frozen graph's, and the float64 copies their difference is taken in. A dim the graph
+    leaves unknown is the verification batch on the first axis and not counted elsewhere (the estimate is low then,
+    never high)."""
+    batch = next((s.static_shape()[0] for s in specs if s.shape), 1)
+
+    def size(tensor: Any) -> int:
+        if tensor.shape.rank is None or not tensor.dtype.is_numpy_compatible or tensor.dtype.size == 0:
+            return 0
+        dims = [batch if d is None and axis == 0 else d for axis, d in enumerate(tensor.shape.as_list())]
+        return 0 if None in dims else math.prod(dims) * tensor.dtype.size
+
+    largest = max((size(t) for op in graph.get_operations() if op.name in nodes for t in op.outputs), default=0)
+    kept = sum(size(graph.get_tensor_by_name(name)) for name in outputs)
+    seeded = sum(math.prod(s.static_shape()) * (s.dt.itemsize + (8 if s.dt.is_float else 1)) for s in specs)
+    needed = seeded + 2 * largest + 2 * kept + 3 * 8 * kept // 4  # the float64 copies of float32 outputs
+    check_fits(needed, "verifying the frozen graph on seeded inputs " + ", ".join(s.describe() for s in specs) +
+               f" (its largest tensor {largest:,} bytes)", hint="a smaller --batch, or --no-verify")
+
+
 def seeded_inputs(specs: tuple[TensorSpec, ...], seed: int) -> dict[str, np.ndarray]:
     """Standard-normal floats; integers 0 or 1 (valid ids, masks and segment ids for any vocabulary)."""
     # Floats are drawn as float64 and then cast: both arrays exist for a moment.

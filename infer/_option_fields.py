@@ -353,3 +353,15 @@ def _template_value(item: Field[Any], spelling: Setting, owner: type) -> str | N
     if default is MISSING:
         return None
     return toml_literal(shown)
+
+
+ALLOW_HOST_OPS_HELP = ("Run a graph that holds ops acting on this machine (reading or writing files, Python callbacks, "
+                       "the network: `infer inspect` lists them), which is refused otherwise. Only for a model whose "
+                       "author you trust.")
+
+
+def allow_host_ops_setting() -> Any:
+    """The `allow_host_ops` field as every stage that runs or loads a graph declares it (freeze, convert, run,
+    compare, tune-precision): ``--allow-host-ops``, the flag ckpt2pb's refusals name (`ckpt2pb.host_ops.ALLOW_FLAG`,
+    held equal by tests/ckpt2pb/test_host_ops.py)."""
+    return setting(False, help=ALLOW_HOST_OPS_HELP)

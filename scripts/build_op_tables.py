@@ -24,14 +24,16 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from atc_wrap.precision.op_tables import COMMON, DATA_PACKAGE, FAMILIES, TABLE_FORMAT  # noqa: E402  (the repository root first)
+from scripts.select_format_dtypes import select_pairs  # noqa: E402
 
 SCRIPT = "scripts/build_op_tables.py"
 TABLES = ("tf", "rewrites", "aicpu", "aicore")  # the documents' maps, written one entry a line
-SCRIPT_VERSION = 1
+SCRIPT_VERSION = 2  # 2: input/output dtype pairs, and dynamic-format kernels' dtypes from op_select_format
 OPS_REPOSITORY = "github.com/dengguojie/vue-element-admin"  # despite its name, a mirror of CANN's operator repository
 PARSER_REPOSITORY = "github.com/Ascend/parser"
 AICORE_INI = "ops/built-in/tbe/op_info_cfg/ai_core/{family}/aic-{family}-ops-info.ini"
 AICPU_INI = "ops/built-in/aicpu/op_info_cfg/aicpu_kernel/aicpu_kernel.ini"
+TBE_ROOT = "ops/built-in/tbe"  # where the `impl` package of the op implementations lives
 TF_PLUGINS = "ops/built-in/framework/tf_plugin"
 GRAPH_FUSION = "ops/built-in/fusion_pass/graph_fusion/ai_core"
 CONST2ATTR = f"{GRAPH_FUSION}/const2attr/const2attr_fusion_pass.cc"
@@ -60,6 +62,11 @@ class Snapshot:
 
     def read(self, path: str) -> str:
         return _git(self.git_dir, "show", f"{self.commit}:{path}")
+
+    def read_if_there(self, path: str) -> str | None:
+        done = subprocess.run(["git", f"--git-dir={self.git_dir}", "show", f"{self.commit}:{path}"],
+                              capture_output=True, check=False)
+        return done.stdout.decode("utf-8", errors="replace") if done.returncode == 0 else None
 
     def files(self, folder: str) -> list[str]:
         listing = _git(self.git_dir, "ls-tree", "--name-only", f"{self.commit}", f"{folder}/")
@@ -96,12 +103,29 @@ def float_dtypes(listed: str) -> list[str]:
                    if name in FLOAT_SPELLINGS})
 
 
+def float_pairs(inputs: str, outputs: str) -> list[list[str]] | None:
+    """The (input 0, output 0) columns of a table entry whose two dtypes are floats, sorted; None where the lists
+    are not of one length (their columns cannot be paired)."""
+    first = [part.strip() for part in inputs.split(",")]
+    last = [part.strip() for part in outputs.split(",")]
+    if len(first) != len(last):
+        return None
+    pairs = {(FLOAT_SPELLINGS[a], FLOAT_SPELLINGS[b]) for a, b in zip(first, last, strict=True)
+             if a in FLOAT_SPELLINGS and b in FLOAT_SPELLINGS}
+    return [list(pair) for pair in sorted(pairs)]
+
+
 def aicore_entry(section: Mapping[str, str]) -> dict[str, Any]:
-    """The facts of one AI Core table entry: float dtypes of input 0 and output 0, and its flags."""
+    """The facts of one AI Core table entry: float dtypes of input 0 and output 0, the pairs its columns make,
+    and its flags."""
     entry: dict[str, Any] = {}
     for key, name in (("in", "input0.dtype"), ("out", "output0.dtype")):
         if name in section:
             entry[key] = float_dtypes(section[name])
+    if "input0.dtype" in section and "output0.dtype" in section:
+        pairs = float_pairs(section["input0.dtype"], section["output0.dtype"])
+        if pairs is not None:
+            entry["pairs"] = pairs
     flag = section.get("precision_reduce.flag")
     if flag in ("true", "false"):
         entry["precision_reduce"] = flag == "true"
@@ -212,14 +236,55 @@ def build(ops: Snapshot, parser: Snapshot) -> dict[str, dict[str, Any]]:
         "rewrites": rewrites,
         "aicpu": aicpu_kernels(ops.read(AICPU_INI)),
     }}
+    impl_sources: dict[str, str | None] = {}
+
+    def impl_source(module: str) -> str | None:
+        if module not in impl_sources:
+            base = f"{TBE_ROOT}/{module.replace('.', '/')}"
+            impl_sources[module] = ops.read_if_there(f"{base}.py") or ops.read_if_there(f"{base}/__init__.py")
+        return impl_sources[module]
+
     for family in FAMILIES:
+        entries = {op: aicore_entry(section) for op, section in aicore[family].items()}
+        for op, entry in entries.items():
+            if entry.get("dynamic_format") and "in" not in entry:
+                entry.update(selected_dtypes(family, op, aicore[family][op], impl_source))
         documents[family] = {
             "format": TABLE_FORMAT,
             "family": family,
-            "source": source([AICORE_INI.format(family=family)]),
-            "aicore": {op: aicore_entry(section) for op, section in aicore[family].items()},
+            "source": source([AICORE_INI.format(family=family), f"{TBE_ROOT}/impl/*.py (op_select_format)"]),
+            "aicore": entries,
         }
     return documents
+
+
+def impl_modules(op: str, section: Mapping[str, str]) -> list[str]:
+    """The `impl` modules an op's implementation may be in: the table's opFile, else the op's name in snake case
+    (Conv2D -> conv2d, SoftmaxV2 -> softmax_v2, L2Loss -> l2_loss: a digit before a capital splits or not)."""
+    given = section.get("opFile.value", "").strip()
+    if given:
+        return [f"impl.{given}"]
+    joined = re.sub(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", op).lower()
+    split = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", op).lower()
+    return [f"impl.{name}" for name in dict.fromkeys((joined, split))]
+
+
+def selected_dtypes(family: str, op: str, section: Mapping[str, str],
+                    impl_source: Any) -> dict[str, Any]:
+    """A dynamic-format kernel's dtypes from its op_select_format on `family` (scripts/select_format_dtypes.py):
+    `in`, `out` and `pairs` where it decides them, with `select_format` naming the modules read; else only
+    `select_format` with why they stay unknown."""
+    found = None
+    for module in impl_modules(op, section):
+        found = select_pairs(family, module, impl_source)
+        if found.pairs is not None or "no op_select_format" not in found.why_unknown:
+            break
+    assert found is not None
+    paths = [f"{TBE_ROOT}/{module.replace('.', '/')}.py" for module in found.modules]
+    if found.pairs is None:
+        return {"select_format": {"paths": paths, "unknown": found.why_unknown}}
+    return {"in": sorted({a for a, _ in found.pairs}), "out": sorted({b for _, b in found.pairs}),
+            "pairs": [list(pair) for pair in found.pairs], "select_format": {"paths": paths}}
 
 
 def _pass_stem(path: str) -> str:

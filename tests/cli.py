@@ -20,6 +20,20 @@ class Outcome:
     err: str
 
     @property
+    def verdict(self) -> str:
+        """compare's verdict as one line: its first line (PASSED or FAILED: ...) and the lines indented below it
+        (every reason, the cause, what was compared with what, the worst sample), joined by " | "."""
+        lines = self.out.splitlines()
+        start = next((i for i, line in enumerate(lines) if line.startswith(("PASSED", "FAILED"))), None)
+        assert start is not None, f"no verdict in:\n{self.out}"
+        block = [lines[start]]
+        for line in lines[start + 1:]:
+            if not line.startswith("  "):
+                break
+            block.append(line.strip())
+        return " | ".join(block)
+
+    @property
     def error_line(self) -> str:
         """The `error: ...` line, which every refusal prints exactly once."""
         lines = [line for line in self.err.splitlines() if line.startswith("error: ")]

@@ -20,7 +20,7 @@ class StagesResult:
 
     @property
     def verdict_line(self) -> str:
-        return self.compare.out.strip().splitlines()[-1]
+        return self.compare.verdict
 
     @property
     def verdict(self) -> str:

@@ -23,3 +23,21 @@ def test_the_page_lists_every_stage_and_a_flag_of_each() -> None:
         section = text.split(f"## infer {stage}", 1)[1].split("\n## ", 1)[0]
         assert f"`{flag}`" in section, (stage, flag)
     assert "| `--timeout` | `[convert] timeout` | 3600.0 |" in text
+
+
+def test_a_flag_that_only_turns_an_option_off_says_so_in_its_help() -> None:
+    """--no-verify shares its help with the key verify = true: the text must read right for both, so it names the
+    flag as what turns the option off (freeze's once read "Run original and frozen graph side by side", the opposite
+    of what --no-verify does)."""
+    from infer._option_docs import STAGES, _load
+    from infer._option_fields import flagged
+
+    checked = 0
+    for _, _, classes in STAGES:
+        for where in classes:
+            for flag in flagged(_load(where)):
+                spelling = flag.setting
+                if spelling.flag is None and spelling.negative is not None:
+                    assert f"{spelling.negative} " in spelling.help and "skips" in spelling.help, spelling.negative
+                    checked += 1
+    assert checked >= 1

@@ -125,7 +125,7 @@ print("modules:", *sorted(name for name in sys.modules if name.startswith("infer
 @pytest.mark.slow
 def test_a_command_imports_and_builds_only_its_own_module() -> None:
     """Each command lives in a module of its own; running one (its help here) does not import the ten others."""
-    shared = {"infer.cli.app", "infer.cli.console", "infer.cli.quiet", "infer.cli.typed_values"}
+    shared = {"infer.cli.app", "infer.cli.console", "infer.cli.interrupts", "infer.cli.quiet", "infer.cli.typed_values"}
     for argv, own in ((["dump-bin", "--help"], {"infer.cli.dump_bin", "infer.cli.options"}),
                       (["-q", "bin-info", "-h"], {"infer.cli.bin_info", "infer.cli.options"}),
                       (["pipeline", "init", "--help"], {"infer.cli.pipeline"})):

@@ -19,6 +19,7 @@ from typing import Any
 
 from atc_wrap.aipp.config import DEFAULT_CSC_BIAS, INPUT_FORMATS, AippConfig, csc_defaults
 from atc_wrap.errors import ConvertError
+from binio.errors import excerpt
 from binio.reading import read_text_file, reading
 
 _PACKAGE = "infer_aipp"
@@ -115,20 +116,21 @@ def _explain(path: Path, message: str) -> ConvertError:
     line, detail = (f":{where.group(1)}", where.group(3)) if where else ("", message)
     field = re.search(r'has no field named "([^"]+)"', detail)
     if field:
-        return ConvertError(f"{path}{line}: field {field.group(1)!r} is not a field of ATC's AIPP config",
+        return ConvertError(f"{path}{line}: field {excerpt(field.group(1))} is not a field of ATC's AIPP config",
                             hint="static aipp_op fields: input_format, src_image_size_w/h, crop, load_start_pos_w/h, "
                                  "crop_size_w/h, rbuv_swap_switch, ax_swap_switch, csc_switch, matrix_r*c*, "
                                  "input_bias_*, output_bias_*, mean_chn_*, min_chn_*, var_reci_chn_*")
     enum = re.search(r'Enum type "[^"]*InputFormat" has no value named (\S+)', detail)
     if enum:
-        return ConvertError(f"{path}{line}: input_format {enum.group(1).rstrip('.')} is not one infer's AIPP "
+        shown = excerpt(enum.group(1).rstrip("."))[1:-1]
+        return ConvertError(f"{path}{line}: input_format {shown} is not one infer's AIPP "
                             f"handles (expected {', '.join(INPUT_FORMATS)})")
     whole = re.search(r"'\s*(\w+)\s*:\s*([-+]?[\d.]+(?:[eE][-+]?\d+)?)': Couldn't parse integer", detail)
     if whole:
         fraction = " (a fractional mean goes into min_chn)" if whole.group(1).startswith("mean_chn") else ""
         return ConvertError(f"{path}{line}: {whole.group(1)} {whole.group(2)}: ATC takes a whole number "
                             f"there{fraction}")
-    return ConvertError(f"{path}{line}: not a valid AIPP config ({detail})")
+    return ConvertError(f"{path}{line}: not a valid AIPP config ({excerpt(detail, 120)[1:-1]})")
 
 
 def parse_aipp_text(text: str, path: Path) -> AippConfig:

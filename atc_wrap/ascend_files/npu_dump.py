@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from math import prod
 from pathlib import Path
@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from atc_wrap.ascend_files._protowire import Message, WireError
+from atc_wrap.ascend_files.dump_names import DumpFileName, is_mapped_name, parse_dump_file_name, read_name_mapping
 from atc_wrap.ascend_files.errors import LayoutError, NpuDumpError
 from atc_wrap.ascend_files.npu_layouts import to_origin_layout
 from binio.dtypes import from_ge_enum, ge_dtype_name
@@ -51,6 +52,25 @@ DUMP_FORMATS: dict[int, str] = dict(enumerate((
 
 _KNOWN = {"DumpData": frozenset(range(1, 9)), "output": frozenset(range(1, 12)), "input": frozenset(range(1, 10)),
           "buffer": frozenset({1, 2, 3}), "space": frozenset({1, 2, 3})}
+
+
+GE_BF16 = 27  # GE's DataType DT_BF16 (graph/types.h), as msaccucmp's DD.DT_BF16 reads a dump's data_type
+
+
+def _bf16_to_float32(bits: np.ndarray) -> np.ndarray:
+    """bf16 is the top half of a float32: the same value exactly, without ml_dtypes."""
+    return (bits.astype("<u4") << 16).view("<f4")
+
+
+def _storage_of(tensor: DumpTensor) -> tuple[np.dtype, Callable[[np.ndarray], np.ndarray] | None]:
+    """How the tensor's bytes are stored, and what turns them into numbers (None: they are numbers already)."""
+    if tensor.ge_dtype == GE_BF16:
+        return np.dtype("<u2"), _bf16_to_float32
+    try:
+        return from_ge_enum(tensor.ge_dtype).np_dtype, None
+    except DtypeError:
+        raise NpuDumpError(f"{tensor.role} {tensor.index}: dtype {tensor.dtype} cannot be read as numbers "
+                           "here") from None
 
 
 def dump_format_name(value: int) -> str:
@@ -82,16 +102,33 @@ class DumpTensor:
         return {item.name: getattr(self, item.name) for item in fields(self) if item.name != "raw"}
 
     def array(self) -> np.ndarray:
-        """The bytes as an array of the tensor's dtype and device shape."""
-        try:
-            dtype = from_ge_enum(self.ge_dtype)
-        except DtypeError:
-            raise NpuDumpError(f"{self.role} {self.index}: dtype {self.dtype} cannot be read as numbers here") from None
-        expected = prod(self.shape) * dtype.itemsize
-        if expected != len(self.raw):
+        """The bytes as an array of the tensor's dtype and device shape; a bf16 tensor as float32, holding the same
+        values (msaccucmp casts bf16 to float32 too). A dump may hold more bytes than its shape needs (an AIPP
+        input, recorded at the image's original size: `padding`): the first ones are the tensor, as msaccucmp
+        reads them; fewer is refused."""
+        _, cast = _storage_of(self)
+        stored = self.stored()
+        return cast(stored) if cast is not None else stored
+
+    def stored(self) -> np.ndarray:
+        """The tensor's bytes in its device shape, as stored: a bf16 tensor as its 16-bit patterns."""
+        storage, _ = _storage_of(self)
+        expected = prod(self.shape) * storage.itemsize
+        if expected > len(self.raw):
             raise NpuDumpError(f"{self.role} {self.index}: shape {self.shape} {self.dtype} takes {expected} bytes, "
                                f"the dump holds {len(self.raw)}")
-        return np.frombuffer(self.raw, dtype=dtype.np_dtype).reshape(self.shape)
+        return np.frombuffer(self.raw, dtype=storage, count=prod(self.shape)).reshape(self.shape)
+
+    @property
+    def padding(self) -> int:
+        """Bytes the dump holds past what the tensor's shape and dtype take (0 for most tensors; an AIPP Data
+        input is sized as GE's `input_origin_size`, the original image's aligned size); 0 where it cannot be
+        read as numbers."""
+        try:
+            storage, _ = _storage_of(self)
+        except NpuDumpError:
+            return 0
+        return max(len(self.raw) - prod(self.shape) * storage.itemsize, 0)
 
     def origin_array(self, origin_format: str | None = None,
                      origin_shape: Sequence[int] | None = None) -> np.ndarray:
@@ -103,42 +140,6 @@ class DumpTensor:
             raise LayoutError(f"{self.role} {self.index} ({self.format} {self.shape}): its origin format and shape "
                               f"are not in the dump: expected them from the om")
         return to_origin_layout(self.array(), self.format, self.shape, fmt, shape)
-
-
-@dataclass(frozen=True)
-class DumpFileName:
-    """What a dump file's name says: `{op_type}.{op_name}.{task_id}.{stream_id}.{timestamp}` (older CANN, the
-    stream id sometimes absent), or `{op_type}.{op_name}.{stream_id}.{task_id}.{timestamp}.{task_type}.
-    {context_id}.{thread_id}.{device_id}` (newer, the stream id again optional). `/` and `.` in op names are `_`."""
-
-    op_type: str
-    op_name: str
-    task_id: int
-    stream_id: int | None
-    timestamp: int
-    extra: tuple[int, ...]  # task_type, context_id, thread_id, device_id in the newer form
-
-
-_NAME_PART = re.compile(r"[A-Za-z0-9_\-]+")
-
-
-def parse_dump_file_name(name: str) -> DumpFileName | None:
-    """The parts of a dump file's name; None for a name of another form."""
-    parts = name.split(".")
-    stamp_at = next((i for i, part in enumerate(parts) if i >= 2 and len(part) == 16 and part.isdigit()), None)
-    if stamp_at is None or not all(_NAME_PART.fullmatch(p) for p in parts[:2]):
-        return None
-    ids, extra = parts[2:stamp_at], parts[stamp_at + 1:]
-    if not 1 <= len(ids) <= 2 or not all(p.isdigit() for p in ids + extra) or len(extra) not in (0, 4):
-        return None
-    numbers = [int(p) for p in ids]
-    if len(numbers) == 1:
-        task_id, stream_id = numbers[0], None
-    elif extra:
-        stream_id, task_id = numbers
-    else:
-        task_id, stream_id = numbers
-    return DumpFileName(parts[0], parts[1], task_id, stream_id, int(parts[stamp_at]), tuple(int(p) for p in extra))
 
 
 @dataclass(frozen=True)
@@ -156,6 +157,8 @@ class NpuDump:
     workspaces: tuple[DumpTensor, ...]
     attrs: tuple[tuple[str, str], ...]
     unknown_fields: tuple[str, ...]  # "DumpData.12", "output[0].14": skipped fields a newer CANN may have added
+    # FFTS+: the thread-slice files this dump's outputs were put together from (atc_wrap.ascend_files.dump_slices)
+    slices: tuple[Path, ...] = ()
 
     def to_json(self) -> dict[str, object]:
         """What `infer bin-info DUMPFILE --json` shows: the op, each tensor's description (no bytes), what was
@@ -216,40 +219,63 @@ def _tensor(item: _Pending, raw: bytes, offset: int) -> DumpTensor:
         ge_dtype=message.uint(1), raw=raw)
 
 
-def parse_npu_dump(data: bytes, where: str | Path, file_name: DumpFileName | None = None) -> NpuDump:
-    """A dump file's content decoded; `where` names it in refusals."""
-    if len(data) < _LENGTH_BYTES:
+@dataclass(frozen=True)
+class _Header:
+    length: int
+    dump: Message
+    pending: list[_Pending]
+    unknown: tuple[str, ...]
+    inline: bool  # the tensors' data lie inside the header, none after it
+
+
+def _read_header(head: memoryview, total: int, where: str | Path) -> _Header:
+    """The header of a dump file of `total` bytes whose first bytes are `head` (the length and the header at
+    least), checked against `total` before the data after it is read: a header length past the end, a header that
+    is not a DumpData message, or tensor sizes that do not add up to the file's are refused."""
+    if total < _LENGTH_BYTES:
         raise NpuDumpError(f"{where}: not an NPU dump file: expected an {_LENGTH_BYTES}-byte header length, the file "
-                           f"has {len(data)} bytes")
-    length = int.from_bytes(data[:_LENGTH_BYTES], "little")
-    if length > len(data) - _LENGTH_BYTES:
+                           f"has {total} bytes")
+    length = int.from_bytes(head[:_LENGTH_BYTES], "little")
+    if length > total - _LENGTH_BYTES:
         raise NpuDumpError(f"{where}: not an NPU dump file, or a truncated one: its first 8 bytes declare a "
-                           f"{length}-byte header, {len(data) - _LENGTH_BYTES} bytes follow")
-    view = memoryview(data)
+                           f"{length}-byte header, {total - _LENGTH_BYTES} bytes follow")
     try:
-        dump = Message(view[_LENGTH_BYTES:_LENGTH_BYTES + length], what="DumpData")
+        dump = Message(head[_LENGTH_BYTES:_LENGTH_BYTES + length], what="DumpData")
         pending = (_pending(dump, 4, "input", 4, 5) + _pending(dump, 3, "output", 5, 6)
                    + _pending(dump, 5, "buffer", 2, 3) + _pending(dump, 8, "workspace", 2, 3))
         unknown = _unknown(dump, _KNOWN["DumpData"], "DumpData")
         for item in pending:
             known = _KNOWN["space" if item.role == "workspace" else item.role]
             unknown += _unknown(item.message, known, f"{item.role}[{item.index}]")
+    except WireError as err:
+        raise NpuDumpError(f"{where}: not an NPU dump file: its {length}-byte header is not a DumpData message: "
+                           f"{err}") from None
+    trailing = total - _LENGTH_BYTES - length
+    declared = sum(item.size for item in pending)
+    inline = trailing == 0 and all(item.inline is not None and len(item.inline) == item.size
+                                   for item in pending if item.size)
+    if declared != trailing and not inline:
+        raise NpuDumpError(f"{where}: truncated or corrupt NPU dump: its tensors declare {declared} bytes of data "
+                           f"after the {length}-byte header, the file has {trailing}")
+    return _Header(length, dump, pending, tuple(unknown), inline and declared != trailing)
+
+
+def parse_npu_dump(data: bytes, where: str | Path, file_name: DumpFileName | None = None) -> NpuDump:
+    """A dump file's content decoded; `where` names it in refusals."""
+    view = memoryview(data)
+    header = _read_header(view, len(data), where)
+    dump, length, pending, unknown = header.dump, header.length, header.pending, list(header.unknown)
+    try:
         attrs = tuple((a.string(1), a.string(2)) for a in dump.messages(7, "DumpData.attr"))
         op_name, version, dump_time = dump.string(6), dump.string(1), dump.uint(2)
-        trailing = len(data) - _LENGTH_BYTES - length
-        declared = sum(item.size for item in pending)
         tensors: list[DumpTensor] = []
-        if declared == trailing:
+        if not header.inline:
             offset = _LENGTH_BYTES + length
             for item in pending:
                 tensors.append(_tensor(item, bytes(view[offset:offset + item.size]), offset))
                 offset += item.size
-        elif trailing == 0 and all(item.inline is not None and len(item.inline) == item.size
-                                   for item in pending if item.size):
-            tensors = [_tensor(item, bytes(item.inline) if item.inline is not None else b"", -1) for item in pending]
         else:
-            raise NpuDumpError(f"{where}: truncated or corrupt NPU dump: its tensors declare {declared} bytes of data "
-                               f"after the {length}-byte header, the file has {trailing}")
+            tensors = [_tensor(item, bytes(item.inline) if item.inline is not None else b"", -1) for item in pending]
     except WireError as err:
         raise NpuDumpError(f"{where}: not an NPU dump file: its {length}-byte header is not a DumpData message: "
                            f"{err}") from None
@@ -259,19 +285,34 @@ def parse_npu_dump(data: bytes, where: str | Path, file_name: DumpFileName | Non
                    workspaces=by_role["workspace"], attrs=attrs, unknown_fields=tuple(unknown))
 
 
-def read_npu_dump(path: str | Path) -> NpuDump:
-    """The dump file at `path`. Refused with one line (NpuDumpError): too short, a header length past the file's
-    end, a header that is not a DumpData message, tensor sizes that do not add up to the file's."""
+def read_npu_dump(path: str | Path, file_name: DumpFileName | None = None) -> NpuDump:
+    """The dump file at `path`; `file_name` is what its name says where that is not the file's own (a long name
+    CANN wrote as a number, mapped back by mapping.csv). Refused with one line (NpuDumpError): too short, a header
+    length past the file's end, a header that is not a DumpData message, tensor sizes that do not add up to the
+    file's."""
     dump_path = Path(path)
     refuse_special(dump_path, "an NPU dump file")
     try:
-        data = dump_path.read_bytes()
+        with open(dump_path, "rb") as handle:
+            total = os.fstat(handle.fileno()).st_size
+            head = handle.read(_LENGTH_BYTES)
+            if len(head) == _LENGTH_BYTES:  # the header, checked against the file's size before its data is read
+                head += handle.read(min(int.from_bytes(head, "little"), total))
+            _read_header(memoryview(head), total, dump_path)
+            data = head + handle.read()
     except PermissionError as err:
         refusal = permission_error(err)
         raise NpuDumpError(refusal.message, hint=refusal.hint) from err
     except OSError as err:
         raise NpuDumpError(f"{dump_path}: cannot read the dump file: {err.strerror or type(err).__name__}") from err
-    return parse_npu_dump(data, dump_path, parse_dump_file_name(dump_path.name))
+    return parse_npu_dump(data, dump_path, file_name or dump_file_name_of(dump_path))
+
+
+def dump_file_name_of(path: Path) -> DumpFileName | None:
+    """What a dump file's name says: its own name, or, for a number, the name its folder's mapping.csv gives."""
+    if is_mapped_name(path.name):
+        return parse_dump_file_name(read_name_mapping(path.parent).get(path.name, ""))
+    return parse_dump_file_name(path.name)
 
 
 @dataclass(frozen=True)
@@ -289,18 +330,24 @@ class DumpLocation:
 @dataclass(frozen=True)
 class DumpEntry:
     path: Path
-    name: DumpFileName
+    name: DumpFileName  # what the file's name says, or, for a number, the name mapping.csv gives it
     location: DumpLocation
+
+    @property
+    def mapped(self) -> bool:
+        """Whether the file's own name is a number mapping.csv gave the real name of."""
+        return is_mapped_name(self.path.name)
 
 
 @dataclass(frozen=True)
 class DumpFolder:
     """The dump files under a folder, ordered by place and timestamp; files whose names are not a dump's are
-    listed apart (msaccucmp's mapping.csv, converted .npy files)."""
+    listed apart (mapping.csv, converted .npy files, a number mapping.csv does not give the name of)."""
 
     root: Path
     entries: tuple[DumpEntry, ...]
     skipped: tuple[Path, ...]
+    unmapped: tuple[Path, ...] = ()  # files named by a number with no row in their folder's mapping.csv
 
 
 _LEVELS = ("time", "device", "model_name", "model_id", "step")
@@ -329,17 +376,22 @@ def walk_dump_folder(root: str | Path) -> DumpFolder:
         raise NpuDumpError(f"{top}: expected a dump folder, found {'a file' if top.exists() else 'nothing'}")
     entries: list[DumpEntry] = []
     skipped: list[Path] = []
+    unmapped: list[Path] = []
     above = top.resolve().parts
     for folder, subfolders, files in os.walk(top, followlinks=False):
         subfolders.sort()
         relative = tuple(Path(folder).relative_to(top).parts)
+        mapping = read_name_mapping(Path(folder)) if any(is_mapped_name(file) for file in files) else {}
         for file in sorted(files):
             path = Path(folder) / file
-            name = parse_dump_file_name(file)
+            mapped = is_mapped_name(file)
+            name = parse_dump_file_name(mapping.get(file, "") if mapped else file)
             if name is None:
                 skipped.append(path)
+                if mapped and file not in mapping:
+                    unmapped.append(path)
             else:
                 entries.append(DumpEntry(path, name, _location(above, relative)))
     entries.sort(key=lambda e: (e.location.time, e.location.device, e.location.model_name, e.location.model_id,
                                 e.location.step, e.name.timestamp, e.name.op_name))
-    return DumpFolder(root=top, entries=tuple(entries), skipped=tuple(skipped))
+    return DumpFolder(root=top, entries=tuple(entries), skipped=tuple(skipped), unmapped=tuple(unmapped))

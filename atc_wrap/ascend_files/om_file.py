@@ -106,7 +106,11 @@ class OmFile:
     def partition(self, kind: int, model_index: int = 0) -> OmPartition | None:
         return next((p for p in self.partitions if p.kind == kind and p.model_index == model_index), None)
 
-    def read(self, partition: OmPartition) -> bytes:
+    def read(self, partition: OmPartition, *, limit: int | None = None) -> bytes:
+        """The bytes of `partition`; one larger than `limit` (what its reader can parse) is refused unread."""
+        if limit is not None and partition.size > limit:
+            raise OmFileError(f"{self.path}: partition {partition.name} holds {partition.size:,} bytes, more than "
+                              f"its reader parses ({limit:,})", hint="a damaged om, or not one ATC wrote")
         try:
             with self.path.open("rb") as stream:
                 stream.seek(partition.offset)

@@ -30,6 +30,7 @@ from atc_wrap.ascend_files.errors import OmFileError
 from atc_wrap.ascend_files.ge_attrs import AttrValue, NamedAttrs, attr_json, attr_map, attr_value
 from atc_wrap.ascend_files.om_file import FLOW_MODEL_TYPE, MODEL_DEF, OmFile, OmHeader, OmPartition, read_om_file
 from binio.dtypes import ge_dtype_name
+from binio.limits import PROTOBUF_LIMIT
 
 DATA_OP_TYPES = ("Data", "AippData", "AnnData")
 NET_OUTPUT_TYPE = "NetOutput"
@@ -338,7 +339,7 @@ def read_om(path: str | Path) -> OmModel:
         kinds = ", ".join(p.name for p in om.partitions)
         raise OmFileError(f"{om.path}: no MODEL_DEF partition: expected one, found {kinds}")
     try:
-        return decode_model_def(om.read(partition), om)
+        return decode_model_def(om.read(partition, limit=PROTOBUF_LIMIT), om)
     except WireError as err:
         raise OmFileError(f"{om.path}: its MODEL_DEF partition is not a GE ModelDef: {err}") from None
     except OmFileError as err:

@@ -32,6 +32,7 @@ from binio.gears import (
     Gear,
     GearError,
     check_gear_list,
+    check_gear_memory,
     gears_text,
 )
 from binio.spec import TensorSpec, format_shape
@@ -100,10 +101,13 @@ def check_dynamic(inputs: Sequence[TensorSpec], request: GearRequest, *, input_f
     if request.shape_range:
         return _ranged(inputs, request.shape_range, soc_version, soc_assumed)
     if request.dynamic_batch:
-        return _batch(inputs, tuple((b,) for b in request.dynamic_batch))
-    if request.dynamic_image_size:
-        return _image_size(inputs, request.dynamic_image_size, input_format, aipp)
-    return _dims(inputs, request.dynamic_dims, aipp)
+        shape = _batch(inputs, tuple((b,) for b in request.dynamic_batch))
+    elif request.dynamic_image_size:
+        shape = _image_size(inputs, request.dynamic_image_size, input_format, aipp)
+    else:
+        shape = _dims(inputs, request.dynamic_dims, aipp)
+    check_gear_memory(shape, {spec.name: spec.dt.itemsize for spec in inputs})
+    return shape
 
 
 def _inputs(inputs: Sequence[TensorSpec]) -> tuple[tuple[str, tuple[int | None, ...]], ...]:

@@ -19,8 +19,12 @@ KNOWN_SOC_VERSIONS: tuple[str, ...] = (
 ASSUMED_SOC_VERSION = "Ascend310"
 
 
-def check_soc_version(soc: str, *, allow_unknown: bool = False) -> str:
-    """The soc version as ATC spells it; refuses an empty one, and an unknown one unless `allow_unknown`."""
+def check_soc_version(soc: str, *, allow_unknown: bool = False, required: bool = True) -> str:
+    """The soc version as ATC spells it; refuses an empty one (unless not `required`: the stand-in then assumes
+    ASSUMED_SOC_VERSION, and "" comes back), and an unknown one unless `allow_unknown`. The stand-in refuses what ATC
+    would, so that a typo is caught on the workstation, not on the server."""
+    if not soc and not required:
+        return ""
     if not soc:
         raise ConvertError("--soc-version is required for --target om: ATC compiles for one chip",
                            hint="npu-smi info names the chip, e.g. --soc-version Ascend310P3")

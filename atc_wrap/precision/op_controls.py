@@ -18,6 +18,7 @@ from atc_wrap.errors import ConvertError
 from atc_wrap.precision.modes import KEEP_DTYPE_MODES
 from atc_wrap.precision.op_types import closest, known_op_types
 from binio.atomic import write_bytes_atomic
+from binio.errors import excerpt
 from binio.graph_types import GraphDef
 from binio.reading import parse_json, read_text_file
 
@@ -103,23 +104,36 @@ def _read_text(path: Path, flag: str, *, what: str) -> str:
     return read_text_file(Path(path), what=what, error=ConvertError, named=f"{flag} {path}")
 
 
-def _lines(text: str) -> list[tuple[int, str]]:
-    return [(number, line.strip()) for number, line in enumerate(text.splitlines(), 1)
-            if line.strip() and not line.strip().startswith("#")]
+MAX_LINE = 4096  # characters of a line naming an op (or an op type and dtypes): TF's longest scoped names are far less
+
+
+def _lines(text: str, where: str) -> list[tuple[int, str]]:
+    """The lines that say something (blank and ``#`` lines skipped), each refused, by number, past `MAX_LINE`
+    characters: no op name is that long, and a suggestion for one would cost quadratic time."""
+    found = []
+    for number, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        if len(line) > MAX_LINE:
+            raise ConvertError(f"{where}:{number}: a line of {len(line):,} characters ({excerpt(line)}); no op "
+                               f"name is longer than {MAX_LINE}")
+        if line and not line.startswith("#"):
+            found.append((number, line))
+    return found
 
 
 def parse_keep_dtype(text: str, path: Path) -> OpEntries:
     """ATC's keep_dtype file: one op name or ``OpType::TypeName`` a line (blank lines and ``#`` lines skipped)."""
     names: list[str] = []
     types: list[str] = []
-    for number, line in _lines(text):
+    for number, line in _lines(text, f"--keep-dtype {path}"):
         if line.startswith(OP_TYPE_PREFIX):
             kind = line[len(OP_TYPE_PREFIX):].strip()
             if not kind:
-                raise ConvertError(f"--keep-dtype {path}:{number}: {line!r} names no op type, e.g. OpType::Relu")
+                raise ConvertError(f"--keep-dtype {path}:{number}: {excerpt(line)} names no op type, e.g. OpType::Relu")
             types.append(kind)
         elif "::" in line:
-            raise ConvertError(f"--keep-dtype {path}:{number}: {line!r}: expected an op name or OpType::TypeName")
+            raise ConvertError(f"--keep-dtype {path}:{number}: {excerpt(line)}: expected an op name or "
+                               "OpType::TypeName")
         else:
             names.append(line)
     return OpEntries(names=tuple(dict.fromkeys(names)), types=tuple(dict.fromkeys(types)))
@@ -142,12 +156,12 @@ def parse_modify_mixlist(text: str, path: Path) -> MixlistChanges:
     removed: dict[str, tuple[str, ...]] = {}
     for kind, changes in data.items():
         if kind not in MIXLIST_KEYS:
-            raise ConvertError(f"{flag}: unknown key {kind!r}; expected {', '.join(MIXLIST_KEYS)}")
+            raise ConvertError(f"{flag}: unknown key {excerpt(kind)}; expected {', '.join(MIXLIST_KEYS)}")
         if not isinstance(changes, dict):
             raise ConvertError(f"{flag}: {kind} must be an object with to-add / to-remove lists")
         for change, types in changes.items():
             if change not in MIXLIST_CHANGES:
-                raise ConvertError(f"{flag}: {kind}: unknown key {change!r}; expected to-add or to-remove")
+                raise ConvertError(f"{flag}: {kind}: unknown key {excerpt(change)}; expected to-add or to-remove")
             if not isinstance(types, list) or not all(isinstance(t, str) and t.strip() for t in types):
                 raise ConvertError(f"{flag}: {kind}.{change} must be a list of op type names")
             target = added if change == "to-add" else removed
@@ -163,7 +177,7 @@ def _dtypes(text: str, where: str) -> tuple[str, ...]:
     for raw in (p.strip() for p in text.split(",")):
         dtype = CUSTOM_DTYPES.get(raw.lower())
         if dtype is None:
-            raise ConvertError(f"{where}: dtype {raw!r} is not one of {', '.join(CUSTOM_DTYPES)}")
+            raise ConvertError(f"{where}: dtype {excerpt(raw)} is not one of {', '.join(CUSTOM_DTYPES)}")
         found.append(dtype)
     return tuple(found)
 
@@ -171,7 +185,7 @@ def _dtypes(text: str, where: str) -> tuple[str, ...]:
 def parse_customize_dtypes(text: str, path: Path) -> tuple[DtypeRule, ...]:
     """``Opname::InputDtype:dt,...,OutputDtype:dt,...`` and ``OpType::Type:InputDtype:...,OutputDtype:...``."""
     rules = []
-    for number, line in _lines(text):
+    for number, line in _lines(text, f"--customize-dtypes {path}"):
         where = f"--customize-dtypes {path}:{number}"
         if line.startswith(OP_TYPE_PREFIX):
             target, _, spec = line[len(OP_TYPE_PREFIX):].partition(":")
@@ -180,11 +194,11 @@ def parse_customize_dtypes(text: str, path: Path) -> tuple[DtypeRule, ...]:
             target, sep, spec = line.partition("::")
             by_type = False
             if not sep:
-                raise ConvertError(f"{where}: {line!r}: expected Opname::InputDtype:...,OutputDtype:... or "
+                raise ConvertError(f"{where}: {excerpt(line)}: expected Opname::InputDtype:...,OutputDtype:... or "
                                    "OpType::TypeName:InputDtype:...,OutputDtype:...")
         inputs, outputs = _dtype_lists(spec, where, line)
         if not target.strip():
-            raise ConvertError(f"{where}: {line!r} names no op")
+            raise ConvertError(f"{where}: {excerpt(line)} names no op")
         rules.append(DtypeRule(target=target.strip(), by_type=by_type, input_dtypes=inputs, output_dtypes=outputs))
     return tuple(rules)
 
@@ -196,15 +210,15 @@ def _dtype_lists(spec: str, where: str, line: str) -> tuple[tuple[str, ...], tup
         for key in ("InputDtype", "OutputDtype"):
             if token.startswith(f"{key}:"):
                 if key in parts:
-                    raise ConvertError(f"{where}: {line!r}: {key} given twice")
+                    raise ConvertError(f"{where}: {excerpt(line)}: {key} given twice")
                 current = parts.setdefault(key, [])
                 token = token[len(key) + 1:]
                 break
         if current is None or not token:
-            raise ConvertError(f"{where}: {line!r}: expected InputDtype:dt,...,OutputDtype:dt,...")
+            raise ConvertError(f"{where}: {excerpt(line)}: expected InputDtype:dt,...,OutputDtype:dt,...")
         current.append(token)
     if not parts:
-        raise ConvertError(f"{where}: {line!r}: expected InputDtype:dt,...,OutputDtype:dt,...")
+        raise ConvertError(f"{where}: {excerpt(line)}: expected InputDtype:dt,...,OutputDtype:dt,...")
     return (_dtypes(",".join(parts.get("InputDtype", [])), where) if "InputDtype" in parts else (),
             _dtypes(",".join(parts.get("OutputDtype", [])), where) if "OutputDtype" in parts else ())
 
@@ -253,14 +267,15 @@ def check_against_graph(controls: OpControls, graph_def: GraphDef, pb: Path, asc
     names += [(r.target, "--customize-dtypes") for r in controls.customize if not r.by_type]
     for name, flag in names:
         if name not in ops:
-            raise ConvertError(f"{flag}: op {name!r} is not a node of {pb} ({len(ops)} nodes){closest(name, ops)}",
+            raise ConvertError(f"{flag}: op {excerpt(name)} is not a node of {pb} ({len(ops)} nodes)"
+                               f"{closest(name, ops)}",
                                hint="op names are the frozen pb's TF node names; infer inspect lists them")
     kinds = [(t, "--keep-dtype") for t in controls.keep_dtype.types]
     kinds += [(t, "--modify-mixlist") for t in controls.mixlist.types()]
     kinds += [(r.target, "--customize-dtypes") for r in controls.customize if r.by_type]
     for kind, flag in kinds:
         if kind not in types:
-            raise ConvertError(f"{flag}: op type {kind!r} is neither an Ascend IR type the stand-in maps nor a "
+            raise ConvertError(f"{flag}: op type {excerpt(kind)} is neither an Ascend IR type the stand-in maps nor a "
                                f"type in {pb}{closest(kind, types)}",
                                hint="an OpType:: entry names a TF op type of the pb (Conv2D, Relu, Sum) or the Ascend "
                                     "op ATC makes of it (ReduceSumD, SoftmaxV2: infer inspect model.json --precision "

@@ -21,8 +21,9 @@ from typing import Any
 
 from atc_wrap.errors import ConvertError
 
-# The data files' layout; scripts/build_op_tables.py writes it and the loader refuses any other.
-TABLE_FORMAT = 1
+# The data files' layout; scripts/build_op_tables.py writes it and the loader refuses any other. 2: an entry's
+# input/output dtype pairs, and a dynamic-format kernel's dtypes read off its op_select_format where it decides them.
+TABLE_FORMAT = 2
 DATA_PACKAGE = "op_tables_data"
 COMMON = "common"  # the file of what every family shares
 # Chip families with a table, and ATC's --soc_version spellings of the chips in each. The 2022 snapshot has no
@@ -56,9 +57,12 @@ class AiCoreKernel:
     """One Ascend op's entry in the chip's AI Core table (`aic-<soc>-ops-info.ini`).
 
     `input_dtypes` and `output_dtypes` are the float dtypes of its first input and output (float16, float32,
-    float64, bfloat16); None where the table lists none and `dynamic_format` says the op's `op_select_format`
-    chooses them at compile time (not recorded: they depend on chip, shape and format). `precision_reduce` is the
-    mixed-precision list the op is on: True white (lowered to fp16), False black (kept fp32), None gray.
+    float64, bfloat16), and `pairs` the (input, output) dtypes its columns pair (ResizeBilinearV2D on Ascend310:
+    fp16 -> fp32 and fp32 -> fp32). A `dynamic_format` kernel's dtypes are chosen by its `op_select_format` at
+    compile time: they are the ones that function decides on this chip, read off the implementation by
+    scripts/build_op_tables.py (`from_select_format`), and None (unknown) where it does not decide them.
+    `precision_reduce` is the mixed-precision list the op is on: True white (lowered to fp16), False black (kept
+    fp32), None gray.
     """
 
     op: str
@@ -68,14 +72,23 @@ class AiCoreKernel:
     cube: bool
     heavy: bool
     dynamic_format: bool
+    pairs: frozenset[tuple[str, str]] | None = None  # None: the columns cannot be paired, or dtypes unknown
+    from_select_format: bool = False  # the dtypes come from the op's op_select_format, not the table
 
     @property
     def dtypes_known(self) -> bool:
         return self.input_dtypes is not None
 
     def computes(self, dtype: str) -> bool | None:
-        """Whether the kernel takes `dtype` as its first input; None where its dtypes are chosen at compile time."""
+        """Whether the kernel takes `dtype` as its first input; None where its dtypes are not known."""
         return None if self.input_dtypes is None else dtype in self.input_dtypes
+
+    def outputs_for(self, dtype: str) -> frozenset[str] | None:
+        """The float output dtypes the kernel pairs with input dtype `dtype` (empty: it gives no float for it);
+        None where its columns are not known."""
+        if self.pairs is None:
+            return None
+        return frozenset(out for given, out in self.pairs if given == dtype)
 
 
 @dataclass(frozen=True)
@@ -249,5 +262,8 @@ def _kernel(op: str, entry: Mapping[str, Any]) -> AiCoreKernel:
         return None if entry.get("dynamic_format") else frozenset()
 
     reduce = entry.get("precision_reduce")
+    pairs = entry.get("pairs")
     return AiCoreKernel(op, dtypes("in"), dtypes("out"), None if reduce is None else bool(reduce),
-                        bool(entry.get("cube")), bool(entry.get("heavy")), bool(entry.get("dynamic_format")))
+                        bool(entry.get("cube")), bool(entry.get("heavy")), bool(entry.get("dynamic_format")),
+                        pairs=None if pairs is None else frozenset((str(a), str(b)) for a, b in pairs),
+                        from_select_format="in" in entry and "select_format" in entry)

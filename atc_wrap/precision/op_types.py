@@ -10,8 +10,9 @@ against (together with the types present in the pb).
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Mapping
+
+from binio.texts import close_matches
 
 ONNX_OPS_OF_TF: Mapping[str, tuple[str, ...]] = {
     # convolutions and products: the cube unit's ops
@@ -50,8 +51,8 @@ def known_op_types(graph_types: Iterable[str]) -> frozenset[str]:
 
 def closest(word: str, choices: Iterable[str], count: int = 3) -> str:
     """``; closest: a, b`` for a refusal message, or "" when nothing is near."""
-    found = difflib.get_close_matches(word, sorted(set(choices)), n=count, cutoff=0.5)
+    found = close_matches(word, sorted(set(choices)), count=count, cutoff=0.5)
     if not found:
         lowered = {c.lower(): c for c in choices}
-        found = [lowered[w] for w in difflib.get_close_matches(word.lower(), sorted(lowered), n=count, cutoff=0.5)]
+        found = [lowered[w] for w in close_matches(word.lower(), sorted(lowered), count=count, cutoff=0.5)]
     return f"; closest: {', '.join(found)}" if found else ""

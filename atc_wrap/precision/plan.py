@@ -75,6 +75,9 @@ BLACK: Final = "black"
 GRAY: Final = "gray"
 _FLOAT_ENUMS: Mapping[int, str] = {1: FP32, 2: "float64", 19: FP16, 14: "bfloat16"}  # TF DataType numbers
 _DTYPE_ATTRS = ("T", "dtype", "SrcT", "DstT", "Tparams", "U", "TI")
+# Why an AI Core kernel's dtypes are not known: the table leaves them to the op's op_select_format, which
+# scripts/build_op_tables.py could not read them off for the chip (docs/op-tables.md).
+UNKNOWN_KERNEL = "its kernel's dtypes are unknown: op_select_format does not decide them"
 # Types that compute nothing: the graph's own structure. NoOp carries no tensor (only control edges).
 _NO_COMPUTE = frozenset({"Placeholder", "Const", "NoOp"})
 # The modes' preferred dtype for a vector op (None: allow_mix_precision decides by list).
@@ -162,11 +165,12 @@ class PrecisionPlan:
     precision_mode: PrecisionMode
     chip: str  # the --soc_version the table was chosen by
     family: str  # the table's family (ascend310, ...)
-    chip_assumed: bool  # True: no --soc-version was given, `chip` is the stand-in's assumption
+    chip_assumed: bool  # True: `chip` is the stand-in's assumption (no --soc-version, or one without a table)
     table_date: str  # the operator snapshot's day (YYYY-MM-DD)
     table_source: str  # repository@commit of the snapshot
     ops: tuple[PlannedOp, ...]
     allowed_unsupported: tuple[str, ...] = ()  # refusals --allow-unsupported let through, one text each
+    chip_asked: str = ""  # the --soc-version given, where the plan assumed another chip (no table for it)
 
     def op(self, node: str) -> PlannedOp | None:
         return next((entry for entry in self.ops if entry.node == node), None)
@@ -197,8 +201,10 @@ class PrecisionPlan:
         return found
 
     def where(self) -> str:
-        """``force_fp32 on Ascend310`` (with ``(assumed)`` where no --soc-version was given)."""
-        assumed = " (assumed: no --soc-version given)" if self.chip_assumed else ""
+        """``force_fp32 on Ascend310``, with why where the chip is assumed: ``(assumed: no --soc-version given)``,
+        or ``(assumed: no operator table for Ascend910_9391)``."""
+        why = f"no operator table for {self.chip_asked}" if self.chip_asked else "no --soc-version given"
+        assumed = f" (assumed: {why})" if self.chip_assumed else ""
         return f"{self.precision_mode} on {self.chip}{assumed}"
 
     def summary(self) -> tuple[str, ...]:
@@ -217,6 +223,11 @@ class PrecisionPlan:
             runs = "runs" if len(off) == 1 else "run"
             lines.append(f"under {self.where()}, {_ops(len(off))} still {runs} in {' / '.join(map(_short, dtypes))}: "
                          + _grouped(off, lambda e: _short_why(e)))
+        unconfirmed = [e for e in placed if e.engine == AICORE and e.kernel_dtypes is None]
+        if unconfirmed:
+            lines.append(f"{_ops(len(unconfirmed))} whose kernel dtypes are unknown (op_select_format does not decide "
+                         f"them on {self.family}), planned as the mode prefers, unconfirmed: "
+                         + _grouped(unconfirmed, lambda e: e.dtype and _short(e.dtype)))
         legacy = [e for e in self.ops if e.legacy]
         if legacy:
             lines.append(f"{_ops(len(legacy))} not placed by the table, emulated as the mode alone says (as "
@@ -231,7 +242,7 @@ class PrecisionPlan:
 
     def to_json(self) -> dict[str, Any]:
         return {"format": PLAN_FORMAT, "precision_mode": self.precision_mode, "chip": self.chip,
-                "family": self.family, "chip_assumed": self.chip_assumed,
+                "family": self.family, "chip_assumed": self.chip_assumed, "chip_asked": self.chip_asked,
                 "table": {"date": self.table_date, "source": self.table_source},
                 "allowed_unsupported": list(self.allowed_unsupported),
                 "ops": [entry.to_json() for entry in self.ops]}
@@ -249,7 +260,7 @@ class PrecisionPlan:
             chip=fields.text("chip"), family=fields.text("family"),
             chip_assumed=fields.flag("chip_assumed"), table_date=table.text("date"),
             table_source=table.text("source"), ops=tuple(PlannedOp.from_fields(op) for op in fields.children("ops")),
-            allowed_unsupported=fields.texts("allowed_unsupported", []))
+            allowed_unsupported=fields.texts("allowed_unsupported", []), chip_asked=fields.text("chip_asked", ""))
 
 
 def _ops(count: int) -> str:
@@ -311,6 +322,25 @@ def _kernel_floats(kernel: AiCoreKernel) -> tuple[str, ...] | None:
         return None
     dtypes = kernel.input_dtypes if kernel.input_dtypes & {FP16, FP32} else kernel.output_dtypes
     return tuple(sorted(dtypes & {FP16, FP32}))
+
+
+def _gives(kernel: AiCoreKernel | None, dtype_in: str, dtype_out: str) -> bool:
+    """Whether the kernel takes `dtype_in` and gives `dtype_out` (its column pairs, else its dtype sets; True where
+    neither is known)."""
+    if kernel is None or kernel.output_dtypes is None:
+        return True
+    outputs = kernel.outputs_for(dtype_in)
+    return dtype_out in (outputs if outputs is not None else kernel.output_dtypes)
+
+
+def _kernel_output(kernel: AiCoreKernel | None, dtype_in: str, wanted: str) -> str:
+    """The float dtype the kernel gives out for `dtype_in` in: `wanted` where it can, else its one float output for
+    that input (ResizeBilinearV2D on Ascend310: fp16 in, fp32 out). An input it pairs with no float output (ArgMax:
+    an index) or with several others, or columns not known, leave `wanted`."""
+    outputs = kernel.outputs_for(dtype_in) if kernel is not None else None
+    if not outputs or wanted in outputs or len(outputs & {FP16, FP32}) != 1:
+        return wanted
+    return next(iter(outputs & {FP16, FP32}))
 
 
 def _aicpu_kernel(support: OpSupport) -> tuple[str, ...] | None:
@@ -453,14 +483,21 @@ class _Planner:
         floats = placed.floats
         has16 = floats is None or FP16 in floats
         has32 = floats is None or FP32 in floats
-        unknown = " (the table leaves the kernel's dtypes to compile time: taken as fp16 and fp32)" \
-            if floats is None else ""
+        unknown = (f" ({UNKNOWN_KERNEL} on {self.table.family}: planned as the mode prefers, unconfirmed)"
+                   if floats is None else "")
         mode, matrix = self.mode, base["matrix"]
         kind = "matrix op" if matrix else "vector op"
+        # A conversion (Cast: SrcT -> DstT) gives the dtype it is asked for; its kernel's columns pair every dtype
+        # with another, which says nothing of the op's own output
+        kernel = None if "DstT" in node.attr else placed.kernel
 
         def done(dtype_in: str, dtype_out: str, decided: DecidedBy, why: str, refused: str = "",
                  engine: OpEngine = AICORE) -> PlannedOp:
-            return PlannedOp(**base, engine=engine, input_dtype=dtype_in, output_dtype=dtype_out,
+            given = _kernel_output(kernel, dtype_in, dtype_out) if engine == AICORE else dtype_out
+            if given != dtype_out:  # the kernel gives another dtype out for that input (ResizeBilinearV2D)
+                why = f"{why}; its kernel gives {_short(given)} out for {_short(dtype_in)} in"
+                decided = TABLE if decided == MODE else decided
+            return PlannedOp(**base, engine=engine, input_dtype=dtype_in, output_dtype=given,
                              decided_by=decided, why=why + unknown, refused=refused)
 
         if origin == FP16 and mode != "force_fp32":
@@ -480,8 +517,7 @@ class _Planner:
             return done(FP16, FP16, TABLE, "allow_fp32_to_fp16: no fp32 kernel, lowered to fp16")
         if mode == "force_fp32":
             if matrix:
-                out32 = placed.kernel is None or placed.kernel.output_dtypes is None or \
-                    FP32 in placed.kernel.output_dtypes
+                out32 = _gives(placed.kernel, FP16, FP32)
                 if has16 and out32:
                     return done(FP16, FP32, MODE, "force_fp32: a matrix op takes fp16 in and gives fp32 out")
                 if has32:
@@ -611,16 +647,17 @@ def _topological(graph_def: GraphDef) -> list[str]:
 
 
 def plan_precision(graph_def: GraphDef, table: OpTable, precision_mode: PrecisionMode, *, chip: str,
-                   chip_assumed: bool = False,
-                   controls: OpControls | None = None, fp16_inputs: Set[str] = frozenset()) -> PrecisionPlan:
+                   chip_assumed: bool = False, controls: OpControls | None = None,
+                   fp16_inputs: Set[str] = frozenset(), chip_asked: str = "") -> PrecisionPlan:
     """The plan of `graph_def` (a frozen pb's GraphDef) for `chip` (whose family's `table` it is) under
     `precision_mode`, with the per-op `controls` (checked against the graph already) applied over the mode;
-    `fp16_inputs` are the input node names the model takes as float16. Refusals are recorded, not raised: the
-    caller decides (`PlannedOp.refused`, `refuse_planned`)."""
+    `fp16_inputs` are the input node names the model takes as float16; `chip_asked`, the chip given where `chip` is
+    assumed in its place. Refusals are recorded, not raised: the caller decides (`PlannedOp.refused`,
+    `refuse_planned`)."""
     ops = _Planner(graph_def, table, precision_mode, controls or OpControls(), fp16_inputs).plan()
     return PrecisionPlan(precision_mode=precision_mode, chip=chip, family=table.family, chip_assumed=chip_assumed,
                          table_date=table.date, table_source=f"{table.source.repository}@{table.source.commit}",
-                         ops=ops)
+                         ops=ops, chip_asked=chip_asked)
 
 
 def refuse_planned(plan: PrecisionPlan, *, allow_unsupported: bool) -> PrecisionPlan:

@@ -227,6 +227,8 @@ class _Rewriter:
         type_named = read_type_named(model)
         self.origin = ({n.name: tf_origin(n.name, tf_nodes, type_named) for n in self.graph.node} if op_precision
                        else {})
+        if graph_def is not None and op_precision:
+            _claim_type_named_compute(self.graph, self.origin, {node.name: node.op for node in graph_def.node})
         self.rules: dict[str, OpPrecision] = {name: op_precision[tf] for name, tf in self.origin.items()
                                               if tf is not None and tf in op_precision}
         self.stands_for: dict[str, tuple[str, ...]] = {}  # ONNX node -> TF nodes it computes besides its origin
@@ -629,6 +631,35 @@ def _has_compute(tf_type: str) -> bool:
     Transpose's Transpose); unknown types are taken to compute."""
     listed = ONNX_OPS_OF_TF.get(tf_type)
     return listed is None or any(op not in _LAYOUT_MOVES for op in listed)
+
+
+def _claim_type_named_compute(graph: Any, origin: dict[str, str | None], tf_types: Mapping[str, str]) -> None:
+    """Gives a TF op the ONNX node that computes it where tf2onnx named that node after its type and gave the TF
+    name to a layout move after it (ResizeBilinear: `Resize__4`, then the Transpose back to NHWC named `resize`):
+    otherwise the op's rule lands on the transpose alone, which only follows what it reads, and the op's dtypes
+    (its kernel's fp16 in, fp32 out) are lost. Only a node of no TF op, not itself a layout move, whose every output
+    is read by that TF op's nodes alone, is claimed."""
+    made_by = {name: node for node in graph.node for name in node.output if name}
+    readers: dict[str, set[str]] = {}
+    for node in graph.node:
+        for name in node.input:
+            if name:
+                readers.setdefault(name, set()).add(node.name)
+    owned: dict[str, list[Any]] = {}
+    for node in graph.node:
+        tf = origin.get(node.name)
+        if tf is not None:
+            owned.setdefault(tf, []).append(node)
+    for tf, nodes in owned.items():
+        if not _has_compute(tf_types.get(tf, "")) or any(node.op_type not in _LAYOUT_MOVES for node in nodes):
+            continue
+        names = {node.name for node in nodes}
+        for node in nodes:
+            producer = made_by.get(node.input[0]) if node.input else None
+            if producer is None or origin.get(producer.name) is not None or producer.op_type in _LAYOUT_MOVES:
+                continue
+            if all(readers.get(name, set()) <= names for name in producer.output if name):
+                origin[producer.name] = tf
 
 
 def _fused(first: OpPrecision, last: OpPrecision) -> OpPrecision:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import io
 import math
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
-from binio.atomic import atomic_path
+from binio.atomic import atomic_file, atomic_path
 from binio.binfile import read_bin
 from binio.dataset import check_manifest_consistent, iter_samples, verify_file
 from binio.dtypes import dtype
@@ -29,18 +30,21 @@ def _save_npy(path: Path, array: np.ndarray) -> None:
 
 def _export_input(manifest: DatasetManifest, item: InputManifest, target: Path) -> None:
     """One input's real rows into one .npy, written file by file so memory stays one batch; a scalar input's
-    values one a file."""
+    values one a file. Plain writes, not a memory map: a full disk is an error naming the file (a map's write to a
+    page the disk has no room for kills the process with SIGBUS), and the whole size is reserved first."""
     sample_shape = tuple(item.shape[1:])
     shape = (manifest.samples, *sample_shape) if item.shape else (len(item.files),)
-    with atomic_path(target) as tmp:
-        array = np.lib.format.open_memmap(tmp, mode="w+", dtype=item.spec.dt.np_dtype, shape=shape)
-        position = 0
+    dt = np.dtype(item.spec.dt.np_dtype)
+    header, fields = io.BytesIO(), {"descr": np.lib.format.dtype_to_descr(dt), "fortran_order": False, "shape": shape}
+    try:
+        np.lib.format.write_array_header_1_0(header, fields)  # what np.save writes where the header fits
+    except ValueError:
+        header = io.BytesIO()
+        np.lib.format.write_array_header_2_0(header, fields)
+    with atomic_file(target, len(header.getvalue()) + math.prod(shape) * dt.itemsize) as handle:
+        handle.write(header.getvalue())
         for rows in iter_samples(manifest, item.tensor):
-            count = len(rows) if rows.ndim else 1
-            array[position:position + count] = rows
-            position += count
-        array.flush()
-        del array
+            handle.write(np.ascontiguousarray(rows, dtype=dt).data.cast("B"))
 
 
 def _describe_dataset(root: Path, *, verify: bool, to_npy: Path | None, per_file: bool,

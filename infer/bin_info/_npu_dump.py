@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from atc_wrap.ascend_files.npu_dump import DumpTensor, NpuDump, parse_dump_file_name, read_npu_dump, walk_dump_folder
+from atc_wrap.ascend_files.npu_dump import DumpTensor, NpuDump, dump_file_name_of, read_npu_dump, walk_dump_folder
 from atc_wrap.ascend_files.npu_layouts import CONVERTED_FORMATS
 from atc_wrap.ascend_files.om_model import OmModel, OmOp, OmTensor, read_om
 from binio.atomic import atomic_path
@@ -30,7 +30,7 @@ from infer.bin_info.result import BinInfoReport, DumpOpInfo, DumpTensorInfo, Inf
 def is_npu_dump(path: Path) -> bool:
     """A file named as a device names its dumps, or a folder (not a dataset) holding such files."""
     if path.is_file():
-        return parse_dump_file_name(path.name) is not None
+        return dump_file_name_of(path) is not None
     if path.is_dir() and not (path / MANIFEST_NAME).is_file():
         return bool(walk_dump_folder(path).entries)
     return False
@@ -76,9 +76,12 @@ def _plain(tensor: DumpTensor, desc: OmTensor | None, om_given: bool) -> tuple[D
         device = tensor.array()
     except InferError as exc:
         return replace(info, note=exc.message), None
+    if tensor.padding:  # an AIPP Data input, sized as GE's input_origin_size (the image's aligned bytes)
+        info = replace(info, note=f"{tensor.padding} byte(s) past its shape: the first {tensor.size - tensor.padding} "
+                                  "are the tensor, as msaccucmp reads them")
     if not fmt or shape is None:
         note = (f"left as {tensor.format}: neither the om nor the dump gives its origin format and shape"
-                + ("" if om_given else " (pass --om MODEL.om)")) if tensor.format in CONVERTED_FORMATS else ""
+                + ("" if om_given else " (pass --om MODEL.om)")) if tensor.format in CONVERTED_FORMATS else info.note
         return replace(info, stats=tensor_stats(device), note=note), device
     try:
         array = tensor.origin_array(fmt, shape)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import faulthandler
 import functools
 import importlib
 import logging
@@ -21,6 +23,7 @@ from binio.errors import InferError, Terminated, permission_error
 from binio.reading import read_failure
 from infer._version import __version__
 from infer.cli.console import HELP_SETTINGS, PLAIN_HELP, LogLineFormatter, show, tell_error
+from infer.cli.interrupts import Interrupted, delivering_every_press, interrupted_line, interruptible
 from infer.cli.quiet import quiet_frameworks
 from infer.cli.typed_values import typed_values_pass_through
 
@@ -103,7 +106,7 @@ def _accept_verbosity(command: Any) -> None:
         for subcommand in subcommands.values():
             _accept_verbosity(subcommand)
     elif command.callback is not None:
-        command.callback = _applying_verbosity(command.callback)
+        command.callback = interruptible(_applying_verbosity(command.callback))
 
 
 class _InferGroup(TyperGroup):
@@ -188,8 +191,8 @@ def make_app(only: str | None = None, *, listed: bool = False) -> typer.Typer:
         target = command_target(name)
         if isinstance(target, typer.Typer):
             built.add_typer(target, name=name)
-        else:
-            built.command(name)(target)
+        else:  # its module's EXAMPLES end its --help
+            built.command(name, epilog=getattr(sys.modules[target.__module__], "EXAMPLES", None))(target)
     return built
 
 
@@ -246,6 +249,18 @@ def _check_utf8(args: Sequence[str]) -> None:
                              "paths only", hint="rename it, or link to it from a UTF-8 name") from None
 
 
+def _check_not_empty(args: Sequence[str]) -> None:
+    """Refuses an empty argument (``--report ''``, ``--soc-version "$UNSET"``): a path would be the current folder,
+    a name the default, neither what was typed. Leaving an option out is how its default is asked for."""
+    for index, arg in enumerate(args):
+        flag, equals, value = arg.partition("=") if arg.startswith("--") else ("", "", arg)
+        if equals and not value.strip():
+            raise InferError(f"{flag}: an empty value; expected one (leave {flag} out for its default)")
+        if not equals and not arg.strip():
+            before = args[index - 1] if index > 0 and args[index - 1].startswith("-") else ""
+            where = f"{before}: an empty value" if before else f"argument {index + 1} is empty"
+            raise InferError(f"{where}; expected one" + (f" (leave {before} out for its default)" if before else ""),
+                             hint="an unset shell variable?")
 # What click raises for a usage error (an unknown option, a missing argument, a bad value), named through typer's
 # public API: typer.BadParameter is click's BadParameter (click vendored as typer's own from 0.29, a dependency
 # before), so its bases are click's exceptions whatever typer's version.
@@ -267,13 +282,24 @@ def _fail_usage(exc: Any) -> NoReturn:
     sys.exit(exc.exit_code)
 
 
+_MOST_SHOWN = 1000  # characters of an error or hint line: a message quoting a file or a name is cut short anyway
+
+
+def _shown(text: str) -> str:
+    """One line of a message, never more than `_MOST_SHOWN` characters: the backstop for a message that quotes
+    more of a user's name or file than it should."""
+    text = text.replace("\r", "\\r").replace("\n", "\\n")
+    return text if len(text) <= _MOST_SHOWN else f"{text[:_MOST_SHOWN]}... ({len(text) - _MOST_SHOWN} more characters)"
+
+
 def _fail(exc: InferError) -> NoReturn:
-    tell_error(f"error: {exc.message}")
+    tell_error(f"error: {_shown(exc.message)}")
     if exc.hint:
-        tell_error(f"hint: {exc.hint}")
+        tell_error(f"hint: {_shown(exc.hint)}")
     sys.exit(exc.exit_code)
 
 
+_INTERRUPTED = 128 + signal.SIGINT  # the shell's code for a command ended by Ctrl-C
 _COMPLETE_VAR = "_INFER_COMPLETE"  # the variable a shell's completion script sets when it asks (click's convention)
 _BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS")  # what OpenBLAS reads, in order
 
@@ -291,16 +317,25 @@ def _one_blas_thread() -> None:
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point: runs the app; a user's mistake becomes `error: ...` on stderr and a non-zero exit."""
     _one_blas_thread()
+    # A crash infer's checks did not foresee (a graph TensorFlow dies on, a signal in a native library) is never a
+    # silent death: Python prints the fatal signal and where it came in, on stderr.
+    with contextlib.suppress(OSError, ValueError):  # a stderr with no file behind it (a test's capture): none
+        faulthandler.enable()
     in_main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _terminate) if in_main_thread else None
+    args = list(argv) if argv is not None else sys.argv[1:]
+    invoked: str | None = None
     try:
-        args = list(argv) if argv is not None else sys.argv[1:]
         _check_utf8(args)
+        _check_not_empty(args)
         invoked = _invoked_command(args)
         completing = _COMPLETE_VAR in os.environ  # the shell asks for completions: every command's flags
         app = make_app(None if completing else invoked, listed=invoked is None and not completing)
         command = _paths_read_by_the_commands(typer.main.get_command(app))
-        code = command.main(args=args, prog_name="infer", standalone_mode=False)
+        with delivering_every_press():
+            code = command.main(args=args, prog_name="infer", standalone_mode=False)
+        if code == _INTERRUPTED:  # Ctrl-C outside a command's own code (its arguments' parsing): typer's Exit(130)
+            raise KeyboardInterrupt
         # As click's standalone mode ends: with SystemExit, the code typer.Exit gave (handed back outside it) or 0.
         sys.exit(code if isinstance(code, int) else 0)
     except _USAGE_ERROR as exc:  # a usage error: one line, as every other refusal
@@ -327,9 +362,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(128 + signal.SIGTERM)
-    except KeyboardInterrupt:
-        tell_error("interrupted")
-        sys.exit(130)
+    except (Interrupted, KeyboardInterrupt):
+        tell_error(interrupted_line(invoked))
+        sys.exit(_INTERRUPTED)
     finally:
         if in_main_thread:
             signal.signal(signal.SIGTERM, previous)

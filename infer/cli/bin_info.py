@@ -7,8 +7,13 @@ from pathlib import Path
 import typer
 
 from infer.bin_info.options import BinInfoOptions
-from infer.cli.console import print_json, show
+from infer.cli.console import examples, print_json, show
 from infer.cli.options import takes_options
+
+EXAMPLES = examples(
+    "infer bin-info bins --verify                   # re-check every size and digest",
+    "infer bin-info bins --to-npy exported/",
+)
 
 
 def _number(value: float | None) -> str:

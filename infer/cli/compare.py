@@ -10,9 +10,15 @@ import typer
 
 from binio.errors import InferError
 from binio.shown_path import shown_path
-from infer.cli.console import err, out, print_json, say, warn
+from infer.cli.console import err, examples, out, print_json, say, warn
+from infer.cli.next_steps import next_steps
 from infer.cli.options import takes_options
 from infer.compare.options import CompareOptions
+
+EXAMPLES = examples(
+    "infer compare model/model.json --input bins --actual out --labels labels.txt --report report",
+    "infer compare model/model.json --input bins --actual out --golden golden --layerwise   # where it diverges",
+)
 
 
 @takes_options(options=CompareOptions)
@@ -43,10 +49,11 @@ def compare(
 
     The metrics of msaccucmp / msit compare, per output, per batch and over the dataset (padding rows left
     out). Fails (exit 1) on msit's rule: cosine < 0.99, RED > 0.05, KL > 0.005, RMSE > 1.0 or MeanRE > 1.0;
-    the last line says PASSED, or FAILED with the failing output and metric, then what was compared with what
-    and the worst sample. Every sample is also measured on its own; --threshold sample:cosine=0.99 fails the run on
-    one bad sample. For an om the line names the chip the om names, and says when its float32 outputs lie on the
-    fp16 grid."""
+    the verdict is one short line, PASSED, or FAILED with its cause where the outputs show one (fp16 overflow or
+    underflow inside the network) and the failing output and metric; below it every reason, what was compared with
+    what and the worst sample, and for a failed run the next step. Every sample is also measured on its own;
+    --threshold sample:cosine=0.99 fails the run on one bad sample. For an om the lines name the chip the om names,
+    and say when its float32 outputs lie on the fp16 grid."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
 
     # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
@@ -66,7 +73,7 @@ def compare(
         # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
         from infer.cli.compare_gears import compare_each_gear
 
-        compare_each_gear(contract, inputs, actuals or [], options=options, golden=golden, report=report,
+        compare_each_gear(contract, model, inputs, actuals or [], options=options, golden=golden, report=report,
                           dump_golden=dump_golden, as_json=as_json)
         return
     bins = inputs[0]
@@ -90,7 +97,8 @@ def compare(
 
         def progress(what: str, done: int, total: int) -> None:
             if what not in tasks:
-                label = {"golden": "golden (TensorFlow)", "emulated": "emulated precision"}.get(what, f"reading {what}")
+                label = {"golden": "golden (TensorFlow)", "emulated": "emulated precision",
+                         "fp32": "the same conversion in fp32"}.get(what, f"reading {what}")
                 tasks[what] = bar.add_task(label, total=total)
             bar.update(tasks[what], completed=done, total=total)
 
@@ -125,6 +133,9 @@ def compare(
         if output.topk is not None:
             t = output.topk
             line = f"{output.name}: top-1 agreement {t.top1_agreement:.2%}, top-{t.k} overlap {t.topk_overlap:.2%}"
+            if t.without_top1:
+                line += (f" ({t.without_top1} of {t.samples} samples rank no class above another, their scores NaN "
+                         "or all the same: no top-1)")
             if t.accuracy is not None:
                 a = t.accuracy
                 line += (f"; top-1 accuracy golden {a.golden_top1:.2%} actual {a.actual_top1:.2%} "
@@ -141,8 +152,6 @@ def compare(
 
         for path in write_reports(result, report):
             console.print(f"wrote {shown_path(path)}", markup=False)
-    for band in result.expected:
-        console.print(f"expected from emulation: {band.summary()}", markup=False)
     for check in result.preprocessing:
         console.print(check.summary(), markup=False)
     if result.provenance is not None:
@@ -150,7 +159,12 @@ def compare(
             console.print(f"sample order: {order.describe()}", markup=False)
     for text in result.warnings:
         warn(text)
-    console.print(result.verdict_line(), markup=False, soft_wrap=True)
+    # The verdict in one short line, then what it rests on, then what to do next.
+    console.print(result.headline(), markup=False, soft_wrap=True)
+    for line in result.details():
+        console.print(f"  {line}", markup=False, soft_wrap=True)
+    for line in next_steps(result, contract, model, bins, actual):
+        console.print(line, markup=False, soft_wrap=True)
     if not result:
         sys.exit(1)
 
@@ -160,7 +174,6 @@ def _print_layers(console: Any, layers: Any) -> None:
     # on use: pulls numpy, which `infer --help` must not import (tests/test_startup.py)
     from infer.cli.layer_table import layer_table
     from infer.compare._layers.bands import BAND_FLOOR
-    from infer.compare._layers.diagnosis import ERROR_FLOOR
     from infer.compare.metric_names import shown
 
     width = console.width if console.is_terminal else None  # a pipe or a log file: the table whole
@@ -174,19 +187,16 @@ def _print_layers(console: Any, layers: Any) -> None:
         bands = layers.bands
         console.print(f"judged against each tensor's expected-error band: the RED {bands.precision_mode} explains "
                       f"there (the stand-in's emulation of an undamaged conversion, at least {shown(BAND_FLOOR)}); "
-                      f"out of it past {bands.factor:g}x; the mark where the excess jumps", markup=False)
+                      f"out of it past {bands.factor:g}x; the mark where the excess jumps (the words: "
+                      "docs/compare.md#words-the-verdict-uses)", markup=False)
     elif layers.band_note:
         console.print(f"{layers.band_note}: judged by msit's limits", markup=False)
     if len(layers.origins) > 1:
         console.print(f"diverging independently (each with every compared input passing): "
                       f"{', '.join(layers.origins)}", markup=False)
-    growth = layers.growth
-    if growth is not None and growth.metrics is not None:
-        red = growth.metrics.relative_euclidean_distance
-        source = ("from inputs that match TensorFlow" if growth.upstream_error <= ERROR_FLOOR else
-                  f"{growth.error_growth:.3g} times the largest RED of the compared tensors it reads")
-        console.print(f"error grows most at: {growth.tensor} ({growth.op_type}), RED {shown(red)}, {source}",
-                      markup=False)
+    growth = layers.growth_text()  # only where it means something
+    if growth:
+        console.print(growth, markup=False)
     if layers.nonfinite is not None:
         console.print(f"first inf/NaN: {layers.nonfinite.describe()}", markup=False)
     if layers.fed_from_dump:

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from binio.errors import InferError
 from binio.shown_path import shown_path
-from infer.cli.console import out, print_json, say
+from infer.cli.console import out, print_json, say, warn
+from infer.cli.next_steps import next_steps
 from infer.compare import CompareOptions, compare_gears
 from infer.contract import ModelContract
 
@@ -22,10 +23,11 @@ def _refuse_single_only(golden: Path | None, dump_golden: Path | None, options: 
                          hint="compare that gear on its own (one --input) for it")
 
 
-def compare_each_gear(contract: ModelContract, inputs: list[Path], actuals: list[Path], *, options: CompareOptions,
-                      golden: Path | None, report: Path | None, dump_golden: Path | None,
+def compare_each_gear(contract: ModelContract, model: Path, inputs: list[Path], actuals: list[Path], *,
+                      options: CompareOptions, golden: Path | None, report: Path | None, dump_golden: Path | None,
                       as_json: bool) -> None:
-    """Compares each (--input, --actual) pair, prints each verdict and the one across them; exits 1 on a failure."""
+    """Compares each (--input, --actual) pair, prints each verdict and the one across them; exits 1 on a failure.
+    `model`: the path the user gave (the next steps repeat it)."""
     from infer.compare._reports.folder import write_reports
 
     _refuse_single_only(golden, dump_golden, options)
@@ -50,8 +52,21 @@ def compare_each_gear(contract: ModelContract, inputs: list[Path], actuals: list
     console = out()
     for path in written:
         console.print(f"wrote {shown_path(path)}", markup=False)
-    for line in result.summary_lines():
-        console.print(line, markup=False, soft_wrap=True)
-    console.print(result.verdict(), markup=False, soft_wrap=True)
+    for item in result.gears:
+        for text in item.result.warnings:
+            warn(f"{item.gear}: {text}")
+    # Each gear as a single compare prints its verdict (one short line, what it rests on below), then the verdict
+    # across them, then what to do next about the first gear that failed.
+    for item in result.gears:
+        console.print(f"{item.gear}: {item.result.headline()}", markup=False, soft_wrap=True)
+        for line in item.result.details():
+            console.print(f"  {line}", markup=False, soft_wrap=True)
+    console.print(result.headline(), markup=False, soft_wrap=True)
+    failing = next(((item, bins, actual) for item, bins, actual in zip(result.gears, inputs, actuals, strict=True)
+                    if not item.result.passed), None)
+    if failing is not None:
+        item, bins, actual = failing
+        for line in next_steps(item.result, contract, model, bins, actual, gear=item.gear):
+            console.print(line, markup=False, soft_wrap=True)
     if not result:
         sys.exit(1)

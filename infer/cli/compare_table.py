@@ -20,7 +20,7 @@ def _cells(result: CompareResult, output: OutputResult) -> list[tuple[str, str]]
     m = output.metrics
     cells = [(short, shown(m.value(name), name)) for short, name in COLUMNS.items()]
     cells += [("NaN/inf", str(m.counts.nan_actual + m.counts.inf_actual)),
-              ("fp16", fp16_cause(output, result.layerwise)),
+              ("fp16", fp16_cause(output, result.layerwise, result.fp16_trouble)),
               ("result", "pass" if result.output_passed(output) else "FAIL")]
     return cells
 

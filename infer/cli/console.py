@@ -23,6 +23,12 @@ PLAIN_HELP: Literal[None] = None
 HELP_SETTINGS: dict[str, Any] = {"help_option_names": ["-h", "--help"], "max_content_width": 120}
 
 
+def examples(*lines: str) -> str:
+    """A command's epilog: real invocations, the last thing its --help prints, after the options (`\b` keeps click
+    from rewrapping them into one paragraph). tests/test_help_examples.py runs every one of them."""
+    return "Examples:\n\n\b\n" + "\n".join(f"  {line}" for line in lines)
+
+
 def out() -> Console:
     from rich.console import Console  # imported on first output: --help and argument errors never need it
 

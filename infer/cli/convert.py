@@ -7,9 +7,15 @@ from pathlib import Path
 import typer
 
 from binio.shown_path import shown_path
-from infer.cli.console import print_json, say, show, steps, warn
+from infer.cli.console import examples, print_json, say, show, steps, warn
 from infer.cli.options import takes_options
 from infer.convert.options import ConvertOptions
+
+EXAMPLES = examples(
+    "infer convert model/model.json --soc-version Ascend310 --precision-mode force_fp16",
+    "infer convert model/model.json --target om --soc-version Ascend310P3 --dry-run   # the ATC command line",
+    "infer convert model_dynamic/model.json --soc-version Ascend310 --dynamic-batch 1,4,8",
+)
 
 
 @takes_options(options=ConvertOptions)

@@ -7,7 +7,13 @@ from pathlib import Path
 import typer
 
 from binio.shown_path import shown_path, shown_paths
-from infer.cli.console import show
+from infer.cli.console import examples, show
+
+EXAMPLES = examples(
+    "infer demo -o demo-out",
+    "infer demo --fp16-trouble -o demo-out        # a failure, its cause, and its fix",
+    "infer demo --aipp -o demo-out                # the NPU's AIPP does the preprocessing",
+)
 
 
 def demo(
@@ -33,7 +39,10 @@ def demo(
                       on_stage=lambda outcome: show(shown_paths(outcome.line())), aipp=aipp,
                       fp16_trouble=fp16_trouble)
     pipeline = result.pipeline
-    show(pipeline.verdict)
+    for line in pipeline.verdict_lines():
+        show(line)
+    if result.failed_report is not None:
+        show(f"report under force_fp16 (failed): {shown_path(result.failed_report)}")
     if pipeline.report_html is not None:
         show(f"report: {shown_path(pipeline.report_html)}")
     show(f"re-run or edit: infer pipeline run {shown_path(result.pipeline_file)}  "

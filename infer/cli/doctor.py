@@ -5,9 +5,14 @@ from __future__ import annotations
 import typer
 
 from binio.errors import InferError
-from infer.cli.console import print_json, show
+from infer.cli.console import examples, print_json, show
 from infer.cli.options import takes_options
 from infer.remote.options import RemoteOptions
+
+EXAMPLES = examples(
+    "infer doctor",
+    "infer doctor --json",
+)
 
 
 def _mark(ok: bool | None) -> str:

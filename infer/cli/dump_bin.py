@@ -8,9 +8,14 @@ from pathlib import Path
 import typer
 
 from binio.errors import InferError
-from infer.cli.console import batch_bar, print_json, show
+from infer.cli.console import batch_bar, examples, print_json, show
 from infer.cli.options import takes_options
 from infer.dump_bin.options import DumpOptions
+
+EXAMPLES = examples(
+    "infer dump-bin -m model/model.json -o bins images/ --scale 0.00392156862745098",
+    "infer dump-bin -m model_dynamic/model.json -o bins_b4 images/ --batch 4 --scale 0.00392156862745098",
+)
 
 
 def _pairs(items: list[str], flag: str) -> list[tuple[str, str]]:

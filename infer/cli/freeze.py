@@ -8,9 +8,14 @@ import typer
 
 from binio.shown_path import shown_path
 from ckpt2pb.compat import WHILE_OPS, describe
-from infer.cli.console import print_json, say, show, steps, warn
+from infer.cli.console import examples, print_json, say, show, steps, warn
 from infer.cli.options import takes_options
 from infer.freeze.options import FreezeOptions
+
+EXAMPLES = examples(
+    "infer freeze ckpt/model.ckpt -o model --outputs probs:0 --inputs images:0 --batch 8 --set is_training=false",
+    "infer freeze ckpt/model.ckpt -o model_dynamic --outputs probs:0 --batch=-1 --set is_training=false",
+)
 
 
 @takes_options(options=FreezeOptions)

@@ -7,13 +7,22 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from infer.cli.console import out, print_json, table
+from infer.cli.console import examples, out, print_json, table
 from infer.cli.options import takes_options
 from infer.inspect.options import InspectOptions
 
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
+
+    from ckpt2pb.inspection import GraphReport
+
+
+EXAMPLES = examples(
+    "infer inspect ckpt/model.ckpt                  # inputs, ranked output candidates, dynamic dims",
+    "infer inspect ckpt/model.ckpt --json --top 3",
+    "infer inspect model/model.json --precision     # after convert: each op's dtype on the chip",
+)
 
 
 def _shape(shape: tuple[int | None, ...] | None) -> str:
@@ -35,6 +44,23 @@ def _print_whole(console: Console, table: Table) -> None:
 
 def _tensor_column(table: Table, names: list[str]) -> None:
     table.add_column("tensor", min_width=max(map(len, names), default=6), no_wrap=True)
+
+
+def _print_host_ops(console: Console, report: GraphReport) -> None:
+    """The section of ops that act on the host: each node, its op and why it acts (the checkpoint's saver marked)."""
+    from ckpt2pb.host_ops import ALLOW_FLAG
+
+    acting = [op for op in report.host_ops if not op.saver]
+    title = (f"Ops that act on this machine when the graph runs: freeze, run and compare refuse them (unless "
+             f"{ALLOW_FLAG})" if acting else "Ops that act on this machine: only the checkpoint's saver")
+    listed = table(title)
+    _tensor_column(listed, [op.node for op in report.host_ops])
+    for column in ("op", "what it does", "function"):
+        listed.add_column(column)
+    for op in report.host_ops:
+        what = f"{op.family} (the checkpoint's saver: reads the checkpoint infer is given)" if op.saver else op.family
+        listed.add_row(op.node, op.op, what, op.function)
+    _print_whole(console, listed)
 
 
 @takes_options(options=InspectOptions)
@@ -172,6 +198,9 @@ def inspect(
     _print_whole(console, candidates)
     if len(report.candidates) > top:
         console.print(f"... {len(report.candidates) - top} more (--top N, or --json)", markup=False)
+
+    if report.host_ops:
+        _print_host_ops(console, report)
 
     histogram = table("Op types")
     histogram.add_column("op")

@@ -9,17 +9,32 @@ import typer
 from binio.errors import InferError
 from binio.output import check_output
 from binio.shown_path import shown_path, shown_paths
-from infer.cli.console import HELP_SETTINGS, PLAIN_HELP, say, show
+from infer.cli.console import HELP_SETTINGS, PLAIN_HELP, examples, say, show
+
+INIT_EXAMPLES = examples(
+    "infer pipeline init ckpt/model.ckpt -o pipeline.toml --data images/ --labels labels.txt",
+    "infer pipeline init model/model.pb -o pipeline-pb.toml --data images/",
+)
+RUN_EXAMPLES = examples(
+    "infer pipeline run pipeline.toml",
+    "infer pipeline run pipeline.toml --force         # every stage, changed or not",
+)
+TUNE_EXAMPLES = examples(
+    "infer pipeline tune pipeline.toml               # WORK/tune/keep_dtype.cfg, for [convert] keep_dtype",
+    "infer pipeline tune pipeline.toml -v            # each candidate as it is tried",
+)
 
 pipeline_app = typer.Typer(
     help="Every stage from one TOML file; a re-run skips the stages whose inputs have not changed.",
+    epilog=examples("infer pipeline init ckpt/model.ckpt -o pipeline.toml --data images/ --labels labels.txt",
+                    "infer pipeline run pipeline.toml", "infer pipeline tune pipeline.toml"),
     no_args_is_help=True,
     rich_markup_mode=PLAIN_HELP,
     context_settings=HELP_SETTINGS,
 )
 
 
-@pipeline_app.command("run")
+@pipeline_app.command("run", epilog=RUN_EXAMPLES)
 def run(
     config_file: Path = typer.Argument(..., help="The pipeline file (infer pipeline init writes one)."),
     force: bool = typer.Option(False, "--force", help="Run every stage, even those whose inputs have not changed."),
@@ -43,7 +58,7 @@ def run(
         raise typer.Exit(1)
 
 
-@pipeline_app.command("init")
+@pipeline_app.command("init", epilog=INIT_EXAMPLES)
 def init(
     model: Path = typer.Argument(..., help="The model to inspect: checkpoint prefix or folder, .meta, .pb, "
                                  "SavedModel folder or Keras file."),
@@ -72,7 +87,7 @@ def init(
     say(f"edit it, then: infer pipeline run {output}")
 
 
-@pipeline_app.command("tune")
+@pipeline_app.command("tune", epilog=TUNE_EXAMPLES)
 def tune(
     config_file: Path = typer.Argument(..., help="The pipeline file (its [tune] table: tune-precision's options)."),
 ) -> None:

@@ -7,9 +7,15 @@ from pathlib import Path
 import typer
 
 from binio.shown_path import shown_path
-from infer.cli.console import batch_bar, print_json, show
+from infer.cli.console import batch_bar, examples, print_json, show
 from infer.cli.options import takes_options
 from infer.run.options import RunOptions, ScaleOptions
+
+EXAMPLES = examples(
+    "infer run model/model.json --input bins -o out",
+    "infer run model/model.json --input bins -o golden --backend tf   # the frozen pb: compare's reference",
+    "infer run model_dynamic/model.json --input bins_b4 -o out_b4",
+)
 
 
 def _ms(value: float | None) -> str:

@@ -8,9 +8,14 @@ from pathlib import Path
 import typer
 
 from binio.shown_path import shown_path
-from infer.cli.console import print_json, say, show
+from infer.cli.console import examples, print_json, say, show
 from infer.cli.options import takes_options
 from infer.tune.options import TuneOptions
+
+EXAMPLES = examples(
+    "infer tune-precision model/model.json --input bins -o tuned",
+    "infer tune-precision model/model.json --input bins -o tuned_mixed --precision-mode allow_fp32_to_fp16 --max-ops 4",
+)
 
 
 @takes_options(options=TuneOptions)
@@ -56,7 +61,7 @@ def tune_and_show(model: Path, bins: Path, output: Path, options: TuneOptions, *
     if as_json:
         print_json(result.to_json())
         sys.exit(0 if result.found else 1)
-    show(f"before: {result.before.verdict}")
+    show(f"before: {result.before.headline or result.before.verdict}")
     if result.ops:
         show(f"kept in fp32 ({len(result.ops)} of {len(result.tunable)} ops):")
         for op in result.ops:
@@ -69,7 +74,7 @@ def tune_and_show(model: Path, bins: Path, output: Path, options: TuneOptions, *
         total_params = sum(result.share(op)[1] for op in result.ops)
         show(f"  together: {total_flops:.2%} of FLOPs, {total_params:.2%} of parameters")
     if result.after is not None:
-        show(f"after: {result.after.verdict}")
+        show(f"after: {result.after.headline or result.after.verdict}")
     tried = f"{len(result.candidates)} candidate{'' if len(result.candidates) == 1 else 's'}"
     show(f"{tried} in {result.seconds:.1f} s ({result.mode})")
     show(f"wrote {shown_path(result.output / 'tune.json')}")

@@ -136,7 +136,8 @@ def _compare(contract: ModelContract, manifest: DatasetManifest, actual: ActualF
                 progress("golden", done, total)
 
         golden_dir, source = tensorflow_golden(contract, manifest, cache_root=cache_root, on_run=on_golden_run,
-                                               workers=options.workers, progress=golden_progress)
+                                               workers=options.workers, progress=golden_progress,
+                                               allow_host_ops=options.allow_host_ops)
         # The sides were resolved and checked above, before TensorFlow ran: not again.
         result = judge_outputs(contract, manifest, actual_side, tensorflow_side(contract, golden_dir), options,
                                golden_source=source, cache_root=cache_root, progress=progress, preprocessing=None,

@@ -40,10 +40,18 @@ class GearsCompareResult:
         return "FAILED: " + "; ".join(f"{item.gear}: {item.result.verdict().removeprefix('FAILED: ')}"
                                       for item in self.gears if not item.result.passed)
 
-    def summary_lines(self) -> tuple[str, ...]:
-        """One line per gear: ``batch 4: PASSED | <what was compared>``."""
-        return tuple(f"{item.gear}: {item.result.verdict_line()}" for item in self.gears)
+    def headline(self) -> str:
+        """The verdict across the gears in one short line: ``PASSED: 2 gears (batch 4, batch 8)``, or ``FAILED: 1 of
+        2 gears: batch 8 (fp16 overflow (or underflow) inside the network)``, each failing gear by its cause, else
+        its first reason; every gear's own verdict and details above it."""
+        if self.passed:
+            return self.verdict()
+        failing = [item for item in self.gears if not item.result.passed]
+        return (f"FAILED: {len(failing)} of {len(self.gears)} gears: "
+                + "; ".join(f"{item.gear} ({item.result.cause or item.result.fail_reasons[0]})" for item in failing))
+
 
     def to_json(self) -> dict[str, Any]:
         return {"schema": GEARS_SCHEMA, "version": 1, "passed": self.passed, "verdict": self.verdict(),
+                "headline": self.headline(),
                 "gears": [{"gear": item.gear, "report": item.result.to_json()} for item in self.gears]}

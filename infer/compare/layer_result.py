@@ -11,6 +11,7 @@ from binio.document import json_float
 from infer.compare._judge.metrics import Metrics
 from infer.compare._layers.bands import LayerBands
 from infer.compare._layers.nonfinite import NonfiniteFinding
+from infer.compare.metric_names import shown
 from infer.compare.thresholds import Failure
 
 
@@ -117,6 +118,9 @@ class LayerRow:
                 "failures": [f.describe() for f in self.failures]}
 
 
+ERROR_FLOOR = 1e-6  # RED of a tensor that only fp32 rounding separates from TF's
+
+
 @dataclass(frozen=True)
 class LayerwiseResult:
     """Every tensor of one batch, and the diagnosis: where the error is introduced, where it grows most, where
@@ -155,6 +159,26 @@ class LayerwiseResult:
     @property
     def growth(self) -> LayerRow | None:
         return next((r for r in self.rows if r.tensor == self.growth_tensor), None) if self.growth_tensor else None
+
+    def growth_text(self) -> str:
+        """Where the error grows most, in a newcomer's words, only where it means something: that tensor is out
+        of its expected band (or, without bands, past msit's limits), and is not the marked one already named.
+        Elsewhere the largest growth is only where the precision's rounding first enters (the first op after
+        the input, whose inputs are exact: x306 of nothing), and saying it would alarm for no reason. ""
+        otherwise. The words (RED, band) are defined in docs/compare.md#words-the-verdict-uses."""
+        row = self.growth
+        if row is None or row.metrics is None or row.diverges_here:
+            return ""
+        out = row.has_band and row.band_excess > self.factor if self.bands is not None else bool(row.failures)
+        if not out:
+            return ""
+        red = shown(row.metrics.relative_euclidean_distance)
+        if row.upstream_error <= ERROR_FLOOR:
+            how = "the first to differ from TensorFlow's, its inputs matching exactly"
+        else:
+            how = f"{row.error_growth:.3g} times that of the tensors it reads"
+        return (f"the error grows most at {row.tensor} ({row.op_type}): its relative error (RED) is {red}, {how} "
+                "(docs/compare.md#words-the-verdict-uses)")
 
     @property
     def matched(self) -> tuple[LayerRow, ...]:

@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from binio.errors import InferError
-from infer._option_fields import setting
+from binio.limits import check_workers
+from infer._option_fields import allow_host_ops_setting, setting
 from infer.compare.thresholds import Thresholds, thresholds_key
 
 DEFAULT_ATOL = 1e-4
@@ -52,6 +53,7 @@ class CompareOptions:
                                    "them.")
     allow_same_backend: bool = setting(False, help="Compare one graph with itself on one backend, on purpose (a "
                                                    "[run] backend = \"tf\" compared with TF).")
+    allow_host_ops: bool = allow_host_ops_setting()
     # The expected-error band (`infer.compare._judge.expected`): None = on for an om and for an fp32 conversion, where
     # the stand-in is installed (`expected_by_default`).
     expected_from_emulation: bool | None = setting(
@@ -78,8 +80,7 @@ class CompareOptions:
         """Refuses values no comparison can use, whether they came from the command line or a pipeline file."""
         if self.topk is not None and self.topk < 1:
             raise InferError(f"--topk {self.topk}: expected 1 or more")
-        if self.workers < 1:
-            raise InferError(f"--workers {self.workers}: expected 1 or more")
+        check_workers(self.workers, "--workers")
         if not self.expected_factor >= 1:  # NaN too
             raise InferError(f"--expected-factor {self.expected_factor}: expected 1 or more")
         if self.fail_on_expected is True and self.expected_from_emulation is False:

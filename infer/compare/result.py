@@ -11,6 +11,10 @@ from binio.document import json_float
 from infer.compare._judge.aipp_check import AippCheck
 from infer.compare._judge.constant_outputs import ConstantOutput
 from infer.compare._judge.expected import ExpectedError
+from infer.compare._judge.fp16_trouble import CAUSE as FP16_CAUSE
+from infer.compare._judge.fp16_trouble import DOCS as FP16_DOCS
+from infer.compare._judge.fp16_trouble import Fp16Trouble
+from infer.compare._judge.kl_band import KlBand
 from infer.compare._judge.metrics import Metrics
 from infer.compare._judge.topk import TopKResult
 from infer.compare._sides.provenance import Provenance
@@ -93,6 +97,7 @@ class OutputResult:
     sample_limits: dict[str, float] = field(default_factory=dict)  # each sample's limits on its own
     failing_samples: tuple[int, ...] = ()  # samples that break a limit of sample_limits, in dataset order
     worst_failing: Failure | None = None  # the worst of them, and the first limit it breaks
+    kl_band: KlBand | None = None  # KL on a near-uniform distribution, judged against its band (kl_band.py)
     compared_as: str = ""  # how, where not element by element: "det_boxes:0 compared as a set (boxes matched...)"
 
     @property
@@ -111,21 +116,27 @@ class OutputResult:
             "compared_as": self.compared_as or None,
             "worst_samples": [s.to_json() for s in self.worst_samples],
             "batches": [b.to_json() for b in self.batches],
+            "kl_band": None if self.kl_band is None else self.kl_band.to_json(),
         }
 
 
-def fp16_cause(output: OutputResult, layers: LayerwiseResult | None) -> str:
+def fp16_cause(output: OutputResult, layers: LayerwiseResult | None,
+               troubles: tuple[Fp16Trouble, ...] = ()) -> str:
     """The fp16 column of the terminal table and the HTML report: ``ok``; ``overflow`` where TF's own values are
     past 65504; otherwise, for inf/NaN where TF is finite, the cause --layerwise found among the tensors this output
     is computed from (overflow, underflow, NaN from inf), or ``inf/NaN`` without it; and where the output is finite
     but --layerwise found inf/NaN among those tensors (x / sqrt(sum(x*x)) with the sum past 65504 gives 0s, not
-    inf), that cause, ``inside``."""
+    inf), that cause, ``inside``. Without --layerwise, what the outputs alone show (`troubles`): ``overflow`` for
+    values saturated at ±65504, ``over/underflow`` for an output collapsed under fp16."""
     counts = output.metrics.counts
     finding = layers.nonfinite_by_output.get(output.name) if layers is not None else None
     if finding is not None:
         return finding.cause if counts.nonfinite_actual_where_golden_finite else f"{finding.cause} inside"
     if counts.beyond_fp16_golden:
         return "overflow"  # TF's own values are past 65504: fp16 cannot hold them
+    trouble = next((t for t in troubles if t.output == output.name), None)
+    if trouble is not None:
+        return trouble.evidence
     return "inf/NaN" if counts.nonfinite_actual_where_golden_finite else "ok"
 
 
@@ -151,12 +162,24 @@ class CompareResult:
     random_ops: dict[str, str] = field(default_factory=dict)  # node -> op: the model draws random numbers
     fp16_grid: tuple[str, ...] = ()  # an om's float32 outputs whose every value equals its float16 rounding
     constant_outputs: tuple[ConstantOutput, ...] = ()  # outputs the same for every sample, on a side or both
+    fp16_trouble: tuple[Fp16Trouble, ...] = ()  # outputs whose values show fp16 overflow or underflow inside
 
     @property
     def warnings(self) -> tuple[str, ...]:
         """What makes a verdict say less than it seems to, the run failing or not: outputs that do not depend on
-        the input."""
-        return tuple(c.describe() for c in self.constant_outputs)
+        the input (but not one whose collapse the fp16 trouble explains: the cause says it), and fp16 trouble
+        inside a model whose outputs pass."""
+        explained = {t.output for t in self.fp16_trouble}
+        found = [c.describe() for c in self.constant_outputs if c.name not in explained]
+        if self.passed:
+            found += [f"{t.describe()}, though the outputs pass" for t in self.fp16_trouble]
+        return tuple(found)
+
+    @property
+    def cause(self) -> str:
+        """What the outputs alone say made the run fail (`CAUSE`: fp16 overflow or underflow inside the network),
+        or ""."""
+        return FP16_CAUSE if self.fp16_trouble and not self.passed else ""
 
     @property
     def failures(self) -> tuple[Failure, ...]:
@@ -221,11 +244,60 @@ class CompareResult:
                 return ("PASSED by msit's thresholds, but " + "; ".join(e.describe() for e in self.flagged)
                         + " (--fail-on-expected fails the run on it)")
             return "PASSED"
+        return self._failed_by() + "; ".join(self.fail_reasons)
+
+    def _failed_by(self) -> str:
+        """``FAILED: ``, with what failed it where that is not msit's limits alone, and the cause where named."""
         reasons = self.fail_reasons
         banded = [r for o in self.outputs for r in self._band_reasons(o)]
-        if banded and len(banded) == len(reasons):
-            return "FAILED by the expected band (msit's thresholds pass): " + "; ".join(reasons)
-        return "FAILED: " + "; ".join(reasons)
+        by = " by the expected band (msit's thresholds pass)" if banded and len(banded) == len(reasons) else ""
+        return f"FAILED{by}: " + (f"{self.cause}; " if self.cause else "")
+
+    def headline(self) -> str:
+        """The verdict in one short line, what the CLI prints first: ``PASSED``, or ``FAILED: <cause>; <the first
+        reason> (and 3 more)``; the whole of it below (`details`)."""
+        if self.passed:
+            if self.flagged:
+                return "PASSED by msit's thresholds, but " + "; ".join(
+                    f"{e.output} is {_ratio_text(e.ratio)} its expected band" for e in self.flagged)
+            return "PASSED"
+        reasons = self.fail_reasons
+        more = f" (and {len(reasons) - 1} more)" if len(reasons) > 1 else ""
+        return f"{self._failed_by()}{reasons[0]}{more}"
+
+    def details(self) -> tuple[str, ...]:
+        """What the headline leaves out, one line each: every reason, the cause and what it means, the band, what
+        was compared with what, and the worst sample."""
+        lines = []
+        reasons = self.fail_reasons
+        if len(reasons) > 1:
+            lines.append("limits broken: " + "; ".join(reasons))
+        lines += [f"cause: {t.describe()} ({FP16_DOCS})" for t in self.fp16_trouble if not self.passed]
+        if self.passed and self.flagged:
+            lines += [f"{e.describe()} (--fail-on-expected fails the run on it)" for e in self.flagged]
+        lines += [f"expected band: {e.summary()}" for e in self.expected]
+        lines += [f"{o.name}: {o.kl_band.describe()}" for o in self.outputs if o.kl_band is not None]
+        lines += self._record_parts()
+        return tuple(lines)
+
+    def _record_parts(self) -> list[str]:
+        """What was compared with what, and how: the verdict line's parts after the verdict, the band left out."""
+        parts = []
+        if self.random_ops:  # no two samplers agree: the numbers say less about the conversion
+            names = ", ".join(f"{name} ({op})" for name, op in sorted(self.random_ops.items())[:3])
+            more = f" and {len(self.random_ops) - 3} more" if len(self.random_ops) > 3 else ""
+            parts.append(f"the model draws random numbers: {names}{more}; TensorFlow and the converted model "
+                         "draw differently")
+        if self.provenance is not None:
+            parts.append(self.provenance.sides())
+        summary = self.sample_summary()
+        if summary:
+            parts.append(summary)
+        if self.fp16_grid:  # the om computed in fp16, whatever dtype it wrote its outputs in
+            parts.append(f"actual values on the fp16 grid: every value of {', '.join(self.fp16_grid)} equals its "
+                         "float16 rounding")
+        parts += [o.compared_as for o in self.outputs if o.compared_as]
+        return parts
 
     @property
     def worst_sample(self) -> tuple[OutputResult, SampleScore] | None:
@@ -258,27 +330,11 @@ class CompareResult:
                 f"{self._failing_text(self.samples_failing)}")
 
     def verdict_line(self) -> str:
-        """The last line the CLI prints: the verdict, then what was compared with what, then the samples:
-        ``PASSED | golden: tensorflow model.pb (1a2b3c4d) | actual: onnxrt model.onnx force_fp16 (5e6f7a8b) |
-        60 samples, dataset 9c0d1e2f | worst sample 17 (img_17.png): ...``."""
-        parts = [self.verdict()]
-        if self.random_ops:  # no two samplers agree: the numbers say less about the conversion
-            names = ", ".join(f"{name} ({op})" for name, op in sorted(self.random_ops.items())[:3])
-            more = f" and {len(self.random_ops) - 3} more" if len(self.random_ops) > 3 else ""
-            parts.append(f"the model draws random numbers: {names}{more}; TensorFlow and the converted model "
-                         "draw differently")
-        if self.provenance is not None:
-            parts.append(self.provenance.sides())
-        summary = self.sample_summary()
-        if summary:
-            parts.append(summary)
-        if self.fp16_grid:  # the om computed in fp16, whatever dtype it wrote its outputs in
-            parts.append(f"actual values on the fp16 grid: every value of {', '.join(self.fp16_grid)} equals its "
-                         "float16 rounding")
-        parts += [e.summary() for e in self.expected]
-        parts += [o.compared_as for o in self.outputs if o.compared_as]
-        parts += [f"warning: {text}" for text in self.warnings]
-        return " | ".join(parts)
+        """The verdict on one line, for the reports and the pipeline: the verdict, then what was compared with what,
+        then the samples, then the band: ``PASSED | golden: tensorflow model.pb (1a2b3c4d) | actual: onnxrt
+        model.onnx force_fp16 (5e6f7a8b) | 60 samples, dataset 9c0d1e2f | worst sample 17 (img_17.png): ...``.
+        The warnings are not repeated here (report.json's `warnings`)."""
+        return " | ".join([self.verdict(), *self._record_parts(), *(e.summary() for e in self.expected)])
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -286,13 +342,14 @@ class CompareResult:
             "contract": self.contract, "dataset": self.dataset, "actual": self.actual_dir,
             "golden": self.golden_dir, "golden_source": self.golden_source, "samples": self.samples,
             "padding_excluded": self.padding,
-            "outputs": [o.to_json() | {"fp16": fp16_cause(o, self.layerwise), "passes_run": self.output_passed(o)}
-                        for o in self.outputs],
+            "outputs": [o.to_json() | {"fp16": fp16_cause(o, self.layerwise, self.fp16_trouble),
+                                       "passes_run": self.output_passed(o)} for o in self.outputs],
             "layerwise": None if self.layerwise is None else self.layerwise.to_json(),
             "dumped_golden": self.dumped_golden or None, "random_ops": dict(self.random_ops),
             "actual_on_fp16_grid": list(self.fp16_grid),
             "constant_outputs": [c.to_json() for c in self.constant_outputs], "warnings": list(self.warnings),
-            "verdict_line": self.verdict_line(),
+            "verdict_line": self.verdict_line(), "headline": self.headline(), "cause": self.cause or None,
+            "fp16_trouble": [t.to_json() for t in self.fp16_trouble],
             "provenance": None if self.provenance is None else self.provenance.to_json(),
             "samples_failing_on_their_own": self.samples_failing, "per_sample_fails_run": self.per_sample_asked,
             "worst_sample": None if self.worst_sample is None else {"output": self.worst_sample[0].name,
@@ -301,3 +358,7 @@ class CompareResult:
             "expected_fails_run": self.expected_asked,
             "preprocessing": [c.to_json() for c in self.preprocessing] or None,
         }
+
+
+def _ratio_text(value: float) -> str:
+    return "NaN x" if math.isnan(value) else f"{value:.3g}x"

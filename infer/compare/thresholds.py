@@ -17,7 +17,6 @@ node is named ``sample`` is reached by its tensor name, ``sample:0:metric=value`
 
 from __future__ import annotations
 
-import difflib
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -25,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from binio.errors import InferError
 from binio.names import node_name
+from binio.texts import close_matches
 from infer._option_fields import type_name
 from infer.compare.metric_names import HIGHER_IS_BETTER, SCALAR_METRICS, shown_against, shown_limit
 
@@ -75,7 +75,7 @@ def metric_name(text: str, *, where: str = "--threshold") -> str:
     found = _ALIASES.get(key.lower())
     if found is None:
         spellings = {name.lower(): name for name in SCALAR_METRICS} | {alias: alias for alias in _ALIASES}
-        close = difflib.get_close_matches(key.lower(), list(spellings), n=1, cutoff=0.6)
+        close = close_matches(key.lower(), list(spellings), cutoff=0.6)
         suggestion = f" (did you mean {spellings[close[0]]!r}?)" if close else ""
         known = ", ".join(SCALAR_METRICS) + "; or " + ", ".join(sorted(_ALIASES))
         raise ThresholdError(f"{where}: unknown metric {text!r}{suggestion}: expected one of {known}")

@@ -8,8 +8,10 @@ chip's operator table (`atc_wrap.precision.plan`) with the pre-check read from i
 What needs no model (the mode, the target, the implmode, the input format, --modify-mixlist's mode) was checked when
 the options were built (`ConvertOptions`).
 
-The stand-in without --soc-version (or with one no table covers) plans for `atc_wrap.atc.soc.ASSUMED_SOC_VERSION`
-and says so. What ATC could not build as asked (an op the mode or a per-op control needs in a dtype the chip has no
+The chip is --soc-version's, refused for either target where ATC would refuse it (a typo is caught on the
+workstation, with the name it was likely meant to be; --allow-unknown-soc lets a chip newer than the list through).
+The stand-in without one (or with one no table covers) plans for `atc_wrap.atc.soc.ASSUMED_SOC_VERSION` and says
+why. What ATC could not build as asked (an op the mode or a per-op control needs in a dtype the chip has no
 kernel for) is refused for both targets; an op ATC cannot convert at all is refused for an om and a warning for the
 stand-in, which still runs it. `--allow-unsupported` goes on past both: the tables are a 2022 snapshot.
 """
@@ -37,7 +39,7 @@ from atc_wrap.target import Target
 from binio.graph_types import GraphDef
 from binio.memory import check_fits
 from binio.steps import OnStep, no_steps
-from ckpt2pb.protobuf import read_graph_def
+from ckpt2pb.protobuf import HostOpPolicy, read_graph_def
 from infer.contract import ModelContract
 from infer.convert.options import ConvertOptions
 from infer.model_aipp import AIPP_FILE, aipp_config_for
@@ -53,8 +55,9 @@ def plan_conversion(contract: ModelContract, options: ConvertOptions, *, on_step
     artefact = _artefact(contract, options, f".{target}")
     if om:
         chip, assumed = check_soc_version(options.soc_version, allow_unknown=options.allow_unknown_soc), False
-    else:
-        chip, assumed = options.soc_version or ASSUMED_SOC_VERSION, not options.soc_version
+    else:  # the stand-in refuses what ATC would: a typo is caught on the workstation, not on the server
+        asked = check_soc_version(options.soc_version, allow_unknown=options.allow_unknown_soc, required=False)
+        chip, assumed = asked or ASSUMED_SOC_VERSION, not asked
     fp16_inputs = parse_input_fp16_nodes(options.input_fp16_nodes, contract.inputs)
     output_types = parse_output_type(options.output_type, contract.outputs)
     if not om:
@@ -72,7 +75,8 @@ def plan_conversion(contract: ModelContract, options: ConvertOptions, *, on_step
         raise ConvertError(f"--fusion-switch-file {options.fusion_switch_file}: no such file")
     controls = read_op_controls(options.keep_dtype, options.modify_mixlist, options.customize_dtypes)
     on_step(f"reading {contract.pb_path}")
-    graph_def = read_graph_def(contract.pb_path)
+    # tf2onnx runs TensorFlow's graph optimizer, whose constant folding would run a ReadFile of a constant path
+    graph_def = read_graph_def(contract.pb_path, HostOpPolicy.of(options.allow_host_ops))
     pb = contract.pb_path.absolute()
     check_nodes_exist(graph_def, pb, contract.inputs, contract.outputs)
     opset = None if om else check_opset(options.opset)
@@ -166,12 +170,11 @@ def _ignored(target: Target, options: ConvertOptions) -> tuple[str, ...]:
     """The options given that mean nothing to `target`, by flag."""
     if target == "om":
         return ("--opset",) if options.opset is not None else ()
-    given = {  # --soc-version is the stand-in's too: it chooses the operator table of its precision plan
+    given = {  # --soc-version (and --allow-unknown-soc) are the stand-in's too: they choose its plan's table
         "--input-format": options.input_format is not None,
         "--op-select-implmode": options.op_select_implmode is not None,
         "--fusion-switch-file": options.fusion_switch_file is not None,
         "--atc-arg": bool(options.atc_args),
-        "--allow-unknown-soc": options.allow_unknown_soc,
     }
     return tuple(flag for flag, present in given.items() if present)
 
@@ -182,6 +185,7 @@ def _precision(target: Target, options: ConvertOptions, graph_def: GraphDef, pb:
     """(the precision plan, what convert says of it, the chip it is for, whether assumed), after the controls are
     checked against the pb. None for an om for a chip without a table (one newer than the tables)."""
     notes: tuple[str, ...] = ()
+    asked = ""  # the chip given, where the plan is for another (no table for it)
     try:
         table = op_table_for(chip)
     except OpTableError as exc:
@@ -190,11 +194,11 @@ def _precision(target: Target, options: ConvertOptions, graph_def: GraphDef, pb:
             return None, (f"no pre-check and no precision plan: {exc.message}",), chip, assumed
         # The stand-in needs a table to emulate: it plans for the assumed chip, and says so.
         notes = (f"no operator table for --soc-version {chip}: the stand-in plans for {ASSUMED_SOC_VERSION} instead",)
-        chip, assumed = ASSUMED_SOC_VERSION, True
+        asked, chip, assumed = chip, ASSUMED_SOC_VERSION, True
         table = op_table_for(chip)
     check_op_controls(controls, graph_def, pb, emulated=target == "onnx", ascend_types=ascend_names(graph_def, table))
     plan = refuse_planned(plan_precision(graph_def, table, options.precision_mode, chip=chip, chip_assumed=assumed,
-                                         controls=controls, fp16_inputs=set(fp16_inputs)),
+                                         controls=controls, fp16_inputs=set(fp16_inputs), chip_asked=asked),
                           allow_unsupported=options.allow_unsupported)
     check = precheck(graph_def, table, chip, plan)
     if check.unconvertible and target == "om" and not options.allow_unsupported:

@@ -24,9 +24,18 @@ from binio.defaults import DEFAULT_TOOL_TIMEOUT_S
 from binio.errors import InferError
 from binio.gears import BATCH, DIMS, IMAGE_SIZE, Gear, check_gear_list, parse_gear_list
 from binio.layouts import LAYOUTS, Layout
-from infer._option_fields import setting, type_name
+from binio.limits import check_seconds
+from infer._option_fields import allow_host_ops_setting, setting, type_name
 from infer.model_aipp.options import AippOptions
 from infer.remote.options import RemoteOptions, remote_given
+
+
+def _soc_version(text: str, flag: str) -> str:
+    """A chip name as given on the command line; an empty one is refused, not taken as none given."""
+    if not text.strip():
+        raise InferError(f"{flag} {text!r}: empty; expected a chip name such as Ascend310P3 (npu-smi info names it)",
+                         hint=f"leave {flag} out for the stand-in's assumed chip, {ASSUMED_SOC_VERSION}")
+    return text.strip()
 
 
 def _batch_sizes(text: str, flag: str) -> tuple[int, ...]:
@@ -96,7 +105,8 @@ class ConvertOptions:
                                                       "copied into the model folder when outside it.")
     output: Path | None = setting(None, short="-o", toml=False, shown="beside model.json, named after the pb",
                                   help="The converted model's path (.om / .onnx appended when missing).")
-    soc_version: str = setting("", shown=f"required for om; the stand-in assumes {ASSUMED_SOC_VERSION}",
+    soc_version: str = setting("", parse=_soc_version,
+                               shown=f"required for om; the stand-in assumes {ASSUMED_SOC_VERSION}",
                                help="The chip ATC compiles for, e.g. Ascend310P3 (npu-smi info names it); its "
                                     "operator table gives each op's dtype in the precision plan the stand-in "
                                     "emulates, and the pre-check's verdicts.")
@@ -136,12 +146,15 @@ class ConvertOptions:
                                         help="One more ATC argument, as --atc-arg=--log=info; repeatable.")
     opset: int | None = setting(None, unset=0, shown="the highest tf2onnx and onnxruntime both handle",
                                 help="ONNX opset (onnx only).")
-    allow_unknown_soc: bool = setting(False, help="Pass a --soc-version that is not in the known list (a chip newer "
-                                                  "than this tool).")
+    allow_unknown_soc: bool = setting(False, help="Take a --soc-version that is not in the known list (a chip newer "
+                                                  "than this tool), which both targets refuse otherwise: ATC gets "
+                                                  "it as given; the stand-in, with no operator table for it, plans "
+                                                  f"for {ASSUMED_SOC_VERSION} and says so.")
     allow_unsupported: bool = setting(False, help="Go on where the chip's operator table says ATC cannot convert an "
                                                   "op (refused for om, a warning for the stand-in) or cannot build "
                                                   "it in the dtype the mode or a per-op control asks; the table is "
                                                   "a 2022 snapshot, a newer CANN may have the kernel.")
+    allow_host_ops: bool = allow_host_ops_setting()
     dry_run: bool = setting(False, toml=False, help="Print the exact ATC command (or what the stand-in would "
                                                     "write) and change nothing.")
     timeout: float = setting(DEFAULT_TOOL_TIMEOUT_S, help="Seconds before a hung ATC is stopped.")
@@ -157,8 +170,9 @@ class ConvertOptions:
                                                   "add --host [USER@]HOST[:PORT]"))
 
     def __post_init__(self) -> None:
-        """Refuses, naming the option, what is wrong whatever the model: the mode, the target, the implmode, the
-        input format, and --modify-mixlist outside the one mode it serves."""
+        """Refuses, naming the option, what is wrong whatever the model: the timeout, the mode, the target, the
+        implmode, the input format, and --modify-mixlist outside the one mode it serves."""
+        check_seconds(self.timeout, "--timeout")
         check_precision_mode(self.precision_mode)
         if self.target is not None:
             check_target(self.target)

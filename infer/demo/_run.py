@@ -39,6 +39,7 @@ class DemoResult:
     pipeline: PipelineResult  # the last run: for --fp16-trouble, the one with tune-precision's keep_dtype file
     failed_first: PipelineResult | None = None  # --fp16-trouble: the run that fails under force_fp16
     tuned: TuneResult | None = None  # --fp16-trouble: what tune-precision found
+    failed_report: Path | None = None  # --fp16-trouble: the failed run's HTML report, kept beside the passing one
 
     def __bool__(self) -> bool:
         return self.pipeline.passed
@@ -101,7 +102,7 @@ def _fix_the_trouble(out_dir: Path, model: DemoModel, dataset: DemoDataset, pipe
 
     from infer.tune import tune_precision
 
-    say(f"under force_fp16: {failed.verdict.split(' | ')[0]}")
+    failed_report = _keep_the_failed_report(failed, say)
     config = load_config(pipeline_file)
     contract, bins, output = tune_inputs(config)
     say("tune-precision: the ops to keep in fp32 (each candidate a stand-in conversion, run and compared)")
@@ -111,10 +112,44 @@ def _fix_the_trouble(out_dir: Path, model: DemoModel, dataset: DemoDataset, pipe
         f"keep_dtype file {output / 'keep_dtype.cfg'}")
     if not tuned.found:
         return DemoResult(out_dir=out_dir, model=model, dataset=dataset, pipeline_file=pipeline_file,
-                          pipeline=failed, failed_first=failed, tuned=tuned)
+                          pipeline=failed, failed_first=failed, tuned=tuned, failed_report=failed_report)
     keep_dtype = os.path.relpath(output / "keep_dtype.cfg", out_dir)
     write_template(pipeline_file, replace(values, keep_dtype=keep_dtype), force=True)
     say(f"again, with [convert] keep_dtype = \"{keep_dtype}\" in {pipeline_file.name}:")
     fixed = run_pipeline(load_config(pipeline_file), on_stage=on_stage)
     return DemoResult(out_dir=out_dir, model=model, dataset=dataset, pipeline_file=pipeline_file, pipeline=fixed,
-                      failed_first=failed, tuned=tuned)
+                      failed_first=failed, tuned=tuned, failed_report=failed_report)
+
+
+# Beside the work folder's report: the failed run's, which the fixed run's would replace.
+FAILED_REPORT = "report-force_fp16"
+
+
+def _keep_the_failed_report(failed: PipelineResult, say: Callable[[str], None]) -> Path | None:
+    """Says why the run failed in the words a newcomer needs (the cause compare named from the outputs, the op
+    --layerwise found, 65504), and moves its reports aside so that the passing run's do not replace them; returns
+    the failed run's HTML report there."""
+    import shutil
+
+    from binio.reading import parse_json, read_text_file
+
+    if failed.report_html is None:
+        say(f"under force_fp16: {failed.verdict.split(' | ')[0]}")
+        return None
+    folder = failed.report_html.parent
+    report = folder / "report.json"
+    document = parse_json(read_text_file(report, what="compare's report"), named=str(report),
+                          what="compare's report")
+    say(f"under force_fp16: {document['headline']}")
+    for trouble in document.get("fp16_trouble") or ():
+        say(f"  why: {trouble['text']}")
+    first = (document.get("layerwise") or {}).get("nonfinite")
+    if first:
+        say(f"  where: --layerwise found the first inf in {first['tensor']} ({first['op_type']}), {first['cause']}: "
+            f"{first['detail']}")
+    kept = folder.parent / FAILED_REPORT
+    if kept.exists():  # the demo's own, from an earlier run
+        shutil.rmtree(kept)
+    folder.rename(kept)
+    say(f"  report: {kept / failed.report_html.name}")
+    return kept / failed.report_html.name

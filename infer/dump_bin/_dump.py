@@ -10,6 +10,7 @@ import concurrent.futures
 import contextlib
 import math
 import os
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -23,9 +24,10 @@ from binio.cast import CastReport, check_unchanged, checked_cast_into
 from binio.digest import BIN_DIGEST, digest_bytes, digest_file
 from binio.errors import InferError, ShapeError, Terminated
 from binio.layouts import LAYOUTS
+from binio.limits import check_workers
 from binio.lock import folder_lock
 from binio.manifest import MANIFEST_NAME, BinEntry, DatasetManifest, InputManifest, bin_file_name, safe_folder_name
-from binio.memory import check_fits
+from binio.memory import check_fits, format_bytes
 from binio.output import check_output
 from binio.spec import format_shape
 from infer.contract import ModelContract, as_contract
@@ -165,6 +167,21 @@ def _sample_count(plans: list[InputPlan], sources: list[SampleSource], asked: in
     return int(available)
 
 
+def _check_disk(output: Path, plans: list[InputPlan], samples: int, batch: int) -> None:
+    """Refuses a dump whose batch files the output's file system has no room for, before the first is planned: a
+    generator asked for --samples 10**20 planned 5 * 10**19 batches and never wrote one."""
+    files = -(-samples // batch)
+    per_file = sum(plan.spec.nbytes() for plan in plans)
+    try:
+        free = shutil.disk_usage(output).free
+    except OSError:
+        return  # a file system that does not say: the writes report ENOSPC themselves
+    if files * per_file > free:
+        raise ShapeError(f"--samples {samples}: {files:,} batch files of {format_bytes(per_file)} are "
+                         f"{format_bytes(files * per_file)}, {format_bytes(free)} free where {output} is",
+                         hint="fewer --samples, or an output folder on a larger disk")
+
+
 def _remove_stale(output: Path, plans: list[InputPlan], files: int) -> None:
     """Bins of an earlier, longer dump that this one does not list: msame would read them as inputs."""
     keep = {bin_file_name(i) for i in range(files)}
@@ -200,8 +217,7 @@ def _dump(contract: ModelContract, options: DumpOptions, progress: Progress | No
     specs = contract.model_inputs if gear is None else gear.specs
     for spec in specs:
         check_dtype(contract, spec, options.dtype)
-    if options.workers < 1:
-        raise InferError(f"--workers {options.workers}: expected 1 or more")
+    check_workers(options.workers, "--workers")
     batch = model_batch(specs, options.batch if gear is None or gear.kind == "batch" else None)
     assigned = assign_sources(specs, options.sources, contract.signature_keys)
     folders = [safe_folder_name(s.name) for s in specs]
@@ -245,6 +261,7 @@ def _dump_locked(contract: ModelContract, options: DumpOptions, plans: list[Inpu
     folders: list[Path] = []
     try:
         samples = _sample_count(plans, sources, options.samples, batch)
+        _check_disk(output, plans, samples, batch)
         slots = plan_batches(samples, batch)
         try:
             folders = _make_folders(output, plans)

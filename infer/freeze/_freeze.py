@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -9,9 +10,9 @@ from binio.atomic import write_bytes_atomic
 from binio.beside import start_beside
 from binio.digest import digest_bytes
 from binio.errors import OutputExistsError
-from binio.output import check_output
+from binio.output import check_output, removed_if_left_empty
 from binio.steps import OnStep, no_steps
-from ckpt2pb.freeze import freeze_source
+from ckpt2pb.freeze import FrozenGraph, freeze_source
 from ckpt2pb.inputs import parse_input
 from ckpt2pb.source import LoadedSource, load_source
 from ckpt2pb.training_mode import TrainingModeOp
@@ -60,20 +61,40 @@ def freeze_model(source: Path | str, outdir: Path | str, options: FreezeOptions 
     check_outdir(outdir, options.force)  # before TensorFlow starts: a refusal should not take seconds
 
     on_step("importing TensorFlow")
-    import tensorflow as tf
+    import tensorflow  # noqa: F401  # started here, where the step says so, not inside the first reader
 
     requests = tuple(parse_input(text) for text in options.inputs)
     on_step(f"reading {source}")
-    loaded = load_source(source)
+    loaded = load_source(source, allow_host_ops=options.allow_host_ops)
     frozen = freeze_source(loaded, list(options.outputs), inputs=requests, batch=options.batch,
-                           assignments=dict(options.assignments), verify=options.verify, on_step=on_step)
+                           assignments=dict(options.assignments), verify=options.verify, on_step=on_step,
+                           allow_host_ops=options.allow_host_ops)
     # The bytes written are hashed as they are written (both release the GIL), not read back from the file.
     hashed = start_beside(lambda: digest_bytes("sha256", frozen.serialized), "freeze-pb-sha256")
     on_step(f"writing {outdir / PB_NAME}")
+    with removed_if_left_empty(outdir):  # a refusal here (a full disk) leaves no empty model folder behind
+        return _write(outdir, loaded, Path(source), frozen, hashed.result)
+
+
+def _write(outdir: Path, loaded: LoadedSource, source: Path, frozen: FrozenGraph, sha256: Callable[[], str]
+           ) -> FreezeReport:
+    had_pb = (outdir / PB_NAME).exists()
     write_bytes_atomic(outdir / PB_NAME, frozen.serialized)
+    try:
+        return _write_contract(outdir, loaded, source, frozen, sha256)
+    except BaseException:
+        if not had_pb:  # a pb with no contract is half a freeze: gone with the refusal
+            (outdir / PB_NAME).unlink(missing_ok=True)
+        raise
+
+
+def _write_contract(outdir: Path, loaded: LoadedSource, source: Path, frozen: FrozenGraph,
+                    sha256: Callable[[], str]) -> FreezeReport:
+    import tensorflow as tf
+
     contract = ModelContract(
-        path=outdir / CONTRACT_NAME, pb=PB_NAME, pb_sha256=hashed.result(),
-        source=SourceInfo(path=_read_from(loaded, Path(source)), kind=loaded.kind,
+        path=outdir / CONTRACT_NAME, pb=PB_NAME, pb_sha256=sha256(),
+        source=SourceInfo(path=_read_from(loaded, source), kind=loaded.kind,
                           tf_version=loaded.tf_version,
                           frozen_with_tf=tf.__version__),
         inputs=frozen.inputs, outputs=frozen.outputs, fixed=dict(frozen.fixed),

@@ -7,8 +7,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from binio.errors import InferError
+from binio.limits import MAX_DIM
 from binio.texts import comma_items, top_level_items
-from infer._option_fields import setting, type_name
+from infer._option_fields import allow_host_ops_setting, setting, type_name
 
 
 def _assignments(texts: list[str], flag: str) -> dict[str, str]:
@@ -58,11 +59,16 @@ class FreezeOptions:
                                                "(repeatable; set = { is_training = false } in pipeline.toml). "
                                                "Placeholders with a default are folded to it otherwise.")
     force: bool = setting(False, toml=False, help="Overwrite an existing model.pb/model.json.")
+    # One text for the key (verify = true) and the flag (--no-verify): it says what each spelling does.
     verify: bool = setting(True, flag=False, negative="--no-verify",
-                           help="Run original and frozen graph side by side on the same seeded inputs "
-                                "(--no-verify skips it).")
+                           help="The check after freezing: original and frozen graph run side by side on the same "
+                                "seeded inputs, and a difference beyond float tolerance is an error. On by default; "
+                                "--no-verify (verify = false) skips it.")
+    allow_host_ops: bool = allow_host_ops_setting()
 
     def __post_init__(self) -> None:
         # A value given as a bool or number from Python (False) is the text the command line gives ("false").
         object.__setattr__(self, "assignments", {str(k): _as_text(v) for k, v in dict(self.assignments).items()})
         object.__setattr__(self, "outputs", tuple(o.strip() for o in self.outputs if o.strip()))
+        if self.batch is not None and not (1 <= self.batch <= MAX_DIM or self.batch == -1):
+            raise InferError(f"--batch {self.batch}: expected 1 to {MAX_DIM}, or -1 to keep the first dim unknown")

@@ -20,6 +20,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from atc_wrap.ascend_files.errors import OmFileError
 from atc_wrap.ascend_files.ge_attrs import attr_json
 from atc_wrap.ascend_files.om_model import OmIo, OmModel, read_om
@@ -144,6 +146,24 @@ def _kinds_agree(om_dtype: str, pb_dtype: str) -> bool:
     return om_dtype == pb_dtype or (om_dt.is_float and pb_dt.is_float)
 
 
+def output_dtype_change(pb_dtype: str, om_dtype: str) -> str:
+    """Why an om output read in `om_dtype` where TensorFlow gives `pb_dtype` is harmless, or not, for the comparison
+    (both sides are compared as numbers: the om's output files are read in the om's dtype, TensorFlow's in its)."""
+    pb_np, om_np = dtype(pb_dtype).np_dtype, dtype(om_dtype).np_dtype
+    if np.can_cast(pb_np, om_np, casting="safe"):
+        return f"every {pb_dtype} value is exactly a {om_dtype}, harmless for the comparison"
+    if om_np.kind == "f" and pb_np.kind in "iub":
+        bits = np.finfo(om_np).nmant + 1
+        return (f"ATC cast it (a Cast op before the om's output): integers up to 2^{bits} in magnitude are exact in "
+                f"{om_dtype}, so class indices and counts compare exactly; larger values are rounded")
+    if om_np.kind == "f" and pb_np.kind == "f":
+        return (f"rounded to {om_dtype} on the device (--output_type or an fp16 op last): the comparison measures that "
+                "rounding too")
+    if om_np.kind in "iub" and pb_np.kind == "f":
+        return "the om gives whole numbers where the pb gives fractions: not harmless, the fractions show as error"
+    return f"harmless while the values fit {om_dtype}'s range; values beyond it wrap on the device"
+
+
 def _check_shape(om: OmModel, what: str, om_shape: Shape, pb_shape: Shape) -> None:
     if len(om_shape) != len(pb_shape) or any(a is not None and b is not None and a != b
                                              for a, b in zip(om_shape, pb_shape, strict=False)):
@@ -222,12 +242,11 @@ def _match_outputs(om: OmModel, pb_outputs: tuple[TensorSpec, ...]) -> tuple[tup
     for io, spec in zip(om.outputs, pb_outputs, strict=True):
         what = f"output {spec.name}"
         om_dtype = _spec_dtype(om, what, io.tensor.dtype)
-        if not _kinds_agree(om_dtype, spec.dtype):
-            raise OmMismatchError(f"{om.path}: {what}: the om gives {om_dtype}, the frozen pb {spec.dtype}")
         shape = _om_shape(io.tensor.shape)
         _check_shape(om, what, shape, spec.shape)
-        if om_dtype != spec.dtype:
-            notes.append(f"output {spec.name}: the om gives {om_dtype} where the pb gives {spec.dtype}")
+        if om_dtype != spec.dtype:  # the om's descriptor decides how its output files are read
+            notes.append(f"output {spec.name}: the om gives {om_dtype} where the pb gives {spec.dtype}: "
+                         f"{output_dtype_change(spec.dtype, om_dtype)}")
         found.append(OmOutput(spec=TensorSpec(spec.name, om_dtype, shape, spec.layout), om_name=io.name,
                               format=io.tensor.format))
     return tuple(found), notes
@@ -261,8 +280,10 @@ def _gears(om: OmModel) -> OmGears | None:
 def match_om(om: OmModel, pb_inputs: tuple[TensorSpec, ...], pb_outputs: tuple[TensorSpec, ...]) -> OmDescriptors:
     """The om's inputs and outputs as model.json's specs, after checking them against the frozen pb's: the same
     names (an om that does not name its outputs is matched by position), the same shapes where both know a dim,
-    dtypes of the same kind (ATC makes float32 float16, never an integer). AIPP inputs take the om's uint8 images.
-    Refused by name otherwise (OmMismatchError)."""
+    input dtypes of the same kind (ATC makes float32 float16, never an integer). AIPP inputs take the om's uint8
+    images. An output is read in the om's dtype whatever the pb's (older ATC cast an int32 ArgMax to float32), with
+    a note saying whether that changes the comparison (`output_dtype_change`). Refused by name otherwise
+    (OmMismatchError)."""
     aipp = _aipp_by_input(om)
     inputs, input_notes = _match_inputs(om, pb_inputs, set(aipp))
     outputs, output_notes = _match_outputs(om, pb_outputs)

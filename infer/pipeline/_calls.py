@@ -66,9 +66,13 @@ def compare(config: PipelineConfig, work: WorkLayout, run_folder: Path) -> Stage
         warning = " (warning: the outputs pass)" if result.layerwise.is_warning else ""
         parts.append(f"first diverging tensor {result.layerwise.diverges_at.tensor}{warning}")
     # a PASS on outputs that ignore the input proves little: said after the verdict it qualifies
-    summary = "; ".join(parts) + f" -> {result.verdict()}" + "".join(f"; warning: {t}" for t in result.warnings)
+    summary = "; ".join(parts) + f" -> {result.headline()}" + "".join(f"; warning: {t}" for t in result.warnings)
+    if result.cause:  # what to do next, in this file's terms
+        find = "" if result.layerwise is not None else "[compare] layerwise = true finds the op, "
+        summary += f"; next: {find}infer pipeline tune {config.path} finds the ops to keep in fp32"
     return StageDone(summary, (work.report / "report.json",),
-                     {"passed": result.passed, "verdict": result.verdict_line(), "report_html": str(html)})
+                     {"passed": result.passed, "verdict": result.verdict_line(), "report_html": str(html),
+                      "headline": result.headline(), "details": list(result.details())})
 
 
 def image_options(config: PipelineConfig) -> ImageOptions:

@@ -7,13 +7,13 @@ pipeline file's folder. A mistake is one line naming the file, the table, the ke
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import math
 import typing
 from pathlib import Path
 from typing import Any
 
 from binio.errors import InferError
+from binio.texts import close_matches
 from binio.vocabulary import values_of
 from infer._option_fields import (
     NO_UNSET,
@@ -102,6 +102,9 @@ def contained_path(value: str, path: Path, where: str) -> Path:
     inside the file's folder, where it is resolved. A relative path with ``..`` is refused: it would read or write
     outside the folder the file describes (``work_dir = "../../x"``), which an absolute path does only when asked.
     Links are followed: a link inside the folder is how a shared dataset is reached on purpose."""
+    if not value.strip():  # Path("") is the file's own folder: work_dir = "" would write beside pipeline.toml
+        raise ConfigError(f"{where}: an empty path; expected a file or folder name",
+                          hint="leave the key out for its default")
     given = Path(value).expanduser()
     if given.is_absolute():
         return given
@@ -125,7 +128,7 @@ def decode_table(cls: type, table: dict[str, Any], path: Path, name: str) -> Any
     keyed = _keys(cls)
     for key in table:
         if key not in keyed:
-            close = difflib.get_close_matches(key, list(keyed), n=1, cutoff=0.5)
+            close = close_matches(key, list(keyed), cutoff=0.5)
             suggestion = f"; did you mean {close[0]!r}?" if close else ""
             raise ConfigError(f"{_where(path, name, key)}: unknown key{suggestion} (valid keys: {', '.join(keyed)})")
     try:

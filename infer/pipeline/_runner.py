@@ -3,6 +3,7 @@ the report that ends with the commands to reproduce every stage by hand."""
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -13,13 +14,14 @@ from binio.atomic import write_bytes_atomic
 from binio.errors import InferError
 from binio.lock import folder_lock
 from binio.manifest import load_manifest
+from binio.output import LOCK_NAME
 from binio.process import quote_command
 from infer._version import __version__
 from infer.contract import load_contract
 from infer.pipeline._calls import atc_dry_run
 from infer.pipeline._gears import PER_GEAR_STAGES, PipelineGear, pipeline_gears
 from infer.pipeline._stages import STAGE_FUNCTIONS, STAGES, WorkLayout
-from infer.pipeline._state import StageRecord, digest_paths, load_state, save_state, settings_digest
+from infer.pipeline._state import STATE_FILE, StageRecord, digest_paths, load_state, save_state, settings_digest
 from infer.pipeline.config import PipelineConfig, load_config
 from infer.run import msame_argv, tool_gear_flags
 
@@ -60,6 +62,10 @@ class PipelineResult:
     gear_reports: tuple[tuple[str, Path], ...] = ()  # (gear label, its compare's HTML report) per gear
     host: str = ""  # [remote]'s host(s): ATC and the tool ran there, by the stages' own commands (--host)
     ran_there: tuple[tuple[str, ...], ...] = ()  # the tool's command lines as they ran on the host, per gear
+    # A failed verdict as `infer compare` prints it: one short line, then what it rests on (the reasons, the cause,
+    # what was compared with what), a line each; "" where compare's record predates them (`verdict` then).
+    headline: str = ""
+    verdict_details: tuple[str, ...] = ()
 
     def __bool__(self) -> bool:
         return self.passed
@@ -67,6 +73,13 @@ class PipelineResult:
     @property
     def commands(self) -> tuple[tuple[str, ...], ...]:
         return tuple(s.command for s in self.stages)
+
+    def verdict_lines(self) -> list[str]:
+        """The verdict as printed: a failed one as `infer compare` prints it (one short line, what it rests on below
+        it, the reasons once), else the verdict line."""
+        if not self.passed and self.headline:
+            return [self.headline, *(f"  {line}" for line in self.verdict_details)]
+        return [self.verdict]
 
 
 def msame_command(work: WorkLayout, om: Path, config: PipelineConfig) -> tuple[str, ...]:
@@ -84,7 +97,7 @@ def msame_command(work: WorkLayout, om: Path, config: PipelineConfig) -> tuple[s
 
 def report_tail(result: PipelineResult) -> list[str]:
     """What follows the stage lines: the verdict, the HTML report, and the commands that reproduce each stage."""
-    lines = [result.verdict]
+    lines = result.verdict_lines()
     if result.gear_reports:
         lines += [f"report ({label}): {html}" for label, html in result.gear_reports]
     elif result.report_html is not None:
@@ -134,8 +147,28 @@ def run_pipeline(config: PipelineConfig | Path | str, *, on_stage: Callable[[Sta
     if not isinstance(config, PipelineConfig):
         config = load_config(config)
     work = WorkLayout(config.work_dir)
-    with folder_lock(work.root, command="pipeline run"):  # one pipeline per work folder at a time
-        return _run_stages(config, work, on_stage, stages, force)
+    new = not os.path.lexists(work.root)
+    try:
+        with folder_lock(work.root, command="pipeline run"):  # one pipeline per work folder at a time
+            return _run_stages(config, work, on_stage, stages, force)
+    except InferError:
+        if new:
+            _remove_if_only_state(work.root)
+        raise
+
+
+def _remove_if_only_state(root: Path) -> None:
+    """A work folder this run made and a refusal left holding nothing but its state file (no stage wrote a file:
+    the model was refused as it loaded) is removed: a refusal leaves nothing. One where a stage wrote its files is
+    kept, for the next run to go on from."""
+    try:
+        names = {entry.name for entry in os.scandir(root)}
+        if names <= {STATE_FILE, LOCK_NAME}:
+            for name in names:
+                (root / name).unlink(missing_ok=True)
+            root.rmdir()
+    except OSError:
+        pass  # what cannot be removed stays: the refusal itself is what the user needs to see
 
 
 @dataclass(frozen=True)
@@ -166,22 +199,44 @@ def _facts_for(facts: dict[str, dict[str, Any]], work: WorkLayout) -> dict[str, 
     return {**facts, **{name: facts.get(f"{name}@{work.gear}", {}) for name in PER_GEAR_STAGES}}
 
 
-def _verdict(facts: dict[str, dict[str, Any]], gears: tuple[PipelineGear, ...]) -> tuple[bool, str, str]:
-    """(passed, the verdict line, the HTML report): compare's, or, with gears, the one across them."""
+@dataclass(frozen=True)
+class _Verdict:
+    passed: bool
+    line: str  # compare's verdict line, or the one across gears
+    html: str  # the HTML report ("" without one)
+    headline: str = ""  # a failed verdict's short line ("" where compare's record predates it)
+    details: tuple[str, ...] = ()  # what the short line rests on
+
+
+def _failed_parts(compared: dict[str, Any]) -> tuple[str, tuple[str, ...]]:
+    """A failed compare's short line and its details, from its record ("" and () in a record written before them)."""
+    return str(compared.get("headline") or ""), tuple(str(line) for line in compared.get("details") or ())
+
+
+def _verdict(facts: dict[str, dict[str, Any]], gears: tuple[PipelineGear, ...]) -> _Verdict:
+    """Compare's verdict, or, with gears, the one across them."""
     if not gears:
         compared = facts.get("compare", {})
-        return (bool(compared.get("passed", False)), str(compared.get("verdict", "no verdict: compare did not run")),
-                str(compared.get("report_html") or ""))
+        headline, details = _failed_parts(compared)
+        return _Verdict(bool(compared.get("passed", False)),
+                        str(compared.get("verdict", "no verdict: compare did not run")),
+                        str(compared.get("report_html") or ""), headline, details)
     found = [(gear, facts.get(f"compare@{gear.tag}", {})) for gear in gears]
     missing = [gear.label for gear, compared in found if not compared]
     if missing:
-        return False, f"no verdict: compare did not run for {', '.join(missing)}", ""
+        return _Verdict(False, f"no verdict: compare did not run for {', '.join(missing)}", "")
     failing = [(gear, compared) for gear, compared in found if not compared.get("passed")]
     html = str((failing or found)[0][1].get("report_html") or "")
     if failing:
-        return False, "FAILED: " + "; ".join(f"{gear.label}: {compared.get('verdict')}" for gear, compared in
-                                             failing), html
-    return True, f"PASSED: {len(gears)} gears ({', '.join(gear.label for gear in gears)})", html
+        lines: list[str] = []
+        for gear, compared in failing:
+            short, below = _failed_parts(compared)
+            lines += [f"{gear.label}: {short or compared.get('verdict')}", *(f"  {line}" for line in below)]
+        return _Verdict(False, "FAILED: " + "; ".join(f"{gear.label}: {compared.get('verdict')}" for gear, compared in
+                                                      failing), html,
+                        f"FAILED: {len(failing)} of {len(gears)} gears: {', '.join(g.label for g, _ in failing)}",
+                        tuple(lines))
+    return _Verdict(True, f"PASSED: {len(gears)} gears ({', '.join(gear.label for gear in gears)})", html)
 
 
 def _run_stages(config: PipelineConfig, work: WorkLayout, on_stage: Callable[[StageOutcome], None] | None,
@@ -215,7 +270,7 @@ def _run_stages(config: PipelineConfig, work: WorkLayout, on_stage: Callable[[St
         if on_stage is not None:
             on_stage(outcome)
 
-    passed, verdict, html = _verdict(facts, gears)
+    verdict = _verdict(facts, gears)
     atc_command, atc_note = _atc_command(config, work, facts)
     artefact = Path(str(facts.get("convert", {}).get("artefact", work.model_dir / "model.om")))
     om = artefact if artefact.suffix == ".om" else artefact.with_suffix(".om")
@@ -224,8 +279,8 @@ def _run_stages(config: PipelineConfig, work: WorkLayout, on_stage: Callable[[St
                       for key in ([f"run@{gear.tag}" for gear in gears] or ["run"]) if facts.get(key, {}).get(
                           "tool_command"))
     result = PipelineResult(
-        work_dir=work.root, stages=tuple(outcomes), passed=passed, verdict=verdict,
-        report_html=Path(html) if html else None,
+        work_dir=work.root, stages=tuple(outcomes), passed=verdict.passed, verdict=verdict.line,
+        report_html=Path(verdict.html) if verdict.html else None,
         report_path=work.root / REPORT_FILE,
         atc_command=atc_command, atc_note=atc_note,
         msame_command=msame_commands[0] if msame_commands else msame_command(work, om, config),
@@ -233,6 +288,7 @@ def _run_stages(config: PipelineConfig, work: WorkLayout, on_stage: Callable[[St
         gear_reports=tuple((gear.label, Path(str(gear_html))) for gear in gears
                            if (gear_html := facts.get(f"compare@{gear.tag}", {}).get("report_html"))),
         host=", ".join(config.remote.host) if config.remote is not None else "", ran_there=ran_there,
+        headline=verdict.headline, verdict_details=verdict.details,
     )
     write_bytes_atomic(result.report_path, _report_text(config, result).encode())
     return result

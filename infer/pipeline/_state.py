@@ -19,12 +19,13 @@ from typing import Any
 from binio.atomic import write_json_atomic
 from binio.digest import BIN_DIGEST, digest_bytes, digest_file
 from binio.errors import InferError
-from binio.reading import parse_json
+from binio.reading import parse_json, read_bounded
 from binio.regular import special_kind
 
 STATE_FILE = "pipeline-state.json"
 STATE_SCHEMA = "infer.pipeline-state"
 STATE_VERSION = 2  # 2: files digested with XXH3-128 (1: sha256)
+STATE_LIMIT = 64 * 2**20  # a record per stage, a digest per output: kilobytes; a larger file is not one infer wrote
 
 
 def digest_path(path: Path) -> str:
@@ -97,7 +98,8 @@ def load_state(work_dir: Path) -> dict[str, StageRecord]:
     if special_kind(path) is not None:
         return {}  # a FIFO would never end the read
     try:
-        data = parse_json(path.read_bytes().decode("utf-8"), named=str(path), what="a pipeline state file")
+        data = parse_json(read_bounded(path, limit=STATE_LIMIT, named=str(path), what="a pipeline state file"
+                                       ).decode("utf-8"), named=str(path), what="a pipeline state file")
     except (OSError, ValueError, InferError):
         return {}
     if not isinstance(data, dict) or data.get("schema") != STATE_SCHEMA or data.get("version") != STATE_VERSION:

@@ -10,16 +10,16 @@ pipeline folder can be moved as a whole; every table is read by `infer.pipeline.
 
 from __future__ import annotations
 
-import difflib
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from binio.errors import InferError, first_line
+from binio.errors import InferError, excerpt, first_line
 from binio.names import node_name
 from binio.reading import check_depth, read_text_file, reading, too_deep
 from binio.regular import special_kind
+from binio.texts import close_matches
 from infer._option_fields import setting, type_name
 from infer.compare.options import CompareOptions
 from infer.convert.options import ConvertOptions
@@ -37,6 +37,8 @@ __all__ = ["GENERATOR_PREFIXES", "PRECISION_FILES", "ConfigError", "DataSection"
 GENERATOR_PREFIXES = ("const:", "random:")
 # [convert]'s per-op precision files, named as ConvertOptions' fields and as the section's keys.
 PRECISION_FILES: tuple[str, ...] = ("keep_dtype", "modify_mixlist", "customize_dtypes")
+
+PIPELINE_FILE_LIMIT = 4 * 2**20  # bytes: a pipeline file is a few tables of options, a few kB
 
 
 @dataclass(frozen=True)
@@ -119,9 +121,9 @@ def config_from_dict(document: dict[str, Any], path: Path) -> PipelineConfig:
     sections = {}
     for key, value in document.items():
         if key not in _SECTIONS:
-            close = difflib.get_close_matches(key, list(_SECTIONS), n=1, cutoff=0.5)
+            close = close_matches(key, list(_SECTIONS), cutoff=0.5)
             suggestion = f"; did you mean [{close[0]}]?" if close else ""
-            raise ConfigError(f"{path}: unknown section [{key}]{suggestion} (sections: "
+            raise ConfigError(f"{path}: unknown section [{excerpt(key)[1:-1]}]{suggestion} (sections: "
                               f"{', '.join(_SECTIONS)})")
         if not isinstance(value, dict):
             raise ConfigError(f"{path}: {key} must be a [{key}] table, got {type_name(value)} {value!r}")
@@ -242,7 +244,7 @@ def load_config(path: Path | str, *, check: bool = True) -> PipelineConfig:
         raise ConfigError(f"{path}: no such pipeline file", hint="infer pipeline init writes one")
     if path.is_dir():
         raise ConfigError(f"{path}: is a folder, expected a pipeline .toml file")
-    text = read_text_file(path, what="a pipeline .toml file", error=ConfigError)
+    text = read_text_file(path, what="a pipeline .toml file", error=ConfigError, limit=PIPELINE_FILE_LIMIT)
     document = parse_toml(text, named=str(path))
     with reading(path):
         config = config_from_dict(document, path)

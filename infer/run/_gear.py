@@ -166,9 +166,9 @@ def outputs_at(contract: ModelContract, gears: DynamicShape, gear: Gear,
 def _graph_def(path: str, mtime_ns: int, size: int) -> Any:
     """The frozen pb, read once for every gear a caller infers shapes at (a model with gears: each gear's outputs,
     and the largest one's); keyed by the file's time and size, so a pb written again is read again."""
-    from ckpt2pb.protobuf import read_graph_def
+    from ckpt2pb.protobuf import HostOpPolicy, read_graph_def
 
-    return read_graph_def(Path(path))
+    return read_graph_def(Path(path), HostOpPolicy.INERT)  # shapes only, nothing runs
 
 
 def _inferred_shapes(contract: ModelContract, inputs: dict[str, tuple[int, ...]]) -> dict[str, tuple[Any, ...]]:

@@ -102,7 +102,7 @@ def make_runner(contract: ModelContract, backend: Backend, options: RunOptions, 
         from infer.run._runners.declared import with_declared_preprocessing
         from infer.run._runners.tensorflow import TensorFlowRunner
 
-        runner = TensorFlowRunner(contract, threads=options.threads)
+        runner = TensorFlowRunner(contract, threads=options.threads, allow_host_ops=options.allow_host_ops)
         return with_declared_preprocessing(runner, contract, dataset)
     if backend == "onnxrt":
         from infer.run._runners.onnxrt import OnnxRuntimeRunner

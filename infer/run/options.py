@@ -11,8 +11,9 @@ from typing import Literal
 
 from binio.defaults import DEFAULT_TOOL_TIMEOUT_S
 from binio.errors import InferError
+from binio.limits import check_count, check_seconds, check_workers
 from binio.vocabulary import values_of
-from infer._option_fields import setting
+from infer._option_fields import allow_host_ops_setting, setting
 from infer.remote.options import RemoteOptions
 
 DumpMode = Literal["output", "input", "all"]  # acl.json's dump_mode
@@ -29,6 +30,9 @@ BACKENDS: tuple[str, ...] = values_of(Backend)
 
 class RunError(InferError):
     """A model, backend or output folder `infer run` cannot use."""
+
+
+MAX_LOOP = 10_000  # runs of each batch: msame's own loop is for a latency figure, as is this
 
 
 @dataclass(frozen=True)
@@ -57,6 +61,7 @@ class RunOptions:
     dry_run: bool = setting(False, toml=False, help="Print the exact msame or ais_bench command line of each tool "
                                                     "start (for onnxrt and tf, what they would run) and run "
                                                     "nothing, writing nothing.")
+    allow_host_ops: bool = allow_host_ops_setting()
     # msame or ais_bench on an Ascend host over SSH: --host and its flags; a pipeline's [remote] table
     remote: RemoteOptions | None = setting(None, toml=False, switch=False, help="in [remote]",
                                            needs=("these say how to reach the Ascend host",
@@ -67,14 +72,12 @@ class RunOptions:
 
     def check(self) -> None:
         """Refuses counts out of range, naming the option, before anything is loaded."""
-        if self.loop < 1:
-            raise RunError(f"--loop {self.loop}: expected 1 or more")
-        if self.warmup < 0:
-            raise RunError(f"--warmup {self.warmup}: expected 0 or more")
+        check_count(self.loop, "--loop", most=MAX_LOOP, why="each batch runs that many times; a latency's mean needs "
+                                                            "far fewer")
+        check_count(self.warmup, "--warmup", least=0, most=MAX_LOOP, why="untimed runs of the first batch")
         if self.device is not None and self.device < 0:
             raise RunError(f"--device {self.device}: expected a device index, 0 or more")
-        if not self.timeout > 0:
-            raise RunError(f"--timeout {self.timeout:g}: expected seconds, more than 0")
+        check_seconds(self.timeout, "--timeout")
         if self.dump_mode not in DUMP_MODES:
             raise RunError(f"--dump-mode {self.dump_mode}: expected one of {', '.join(DUMP_MODES)}")
         if not self.dump and (self.dump_mode != "output" or self.dump_batch):
@@ -82,6 +85,8 @@ class RunOptions:
                            "dumped", hint="add --dump")
         if self.threads is not None and self.threads < 1:
             raise RunError(f"--threads {self.threads}: expected 1 or more (leave it out for the framework's default)")
+        if self.threads is not None:
+            check_workers(self.threads, "--threads")
 
 
 TOOL_BACKENDS: tuple[Backend, ...] = ("msame", "ais_bench")  # external tools running an om

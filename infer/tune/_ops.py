@@ -12,7 +12,7 @@ from typing import Any
 
 from atc_wrap.precision.plan import PrecisionPlan
 from atc_wrap.standin.emulation import tf_origin
-from ckpt2pb.protobuf import read_graph_def
+from ckpt2pb.protobuf import HostOpPolicy, read_graph_def
 from infer.contract import ModelContract
 
 _PRODUCTS = frozenset({"MatMul", "BatchMatMul", "BatchMatMulV2", "BatchMatMulV3"})
@@ -75,7 +75,7 @@ def tunable_ops(contract: ModelContract, onnx_nodes: Set[str]) -> tuple[TunableO
     import tensorflow as tf
 
     contract.check_pb_unchanged()
-    graph_def = read_graph_def(contract.pb_path)
+    graph_def = read_graph_def(contract.pb_path, HostOpPolicy.INERT)  # shapes only, nothing runs
     names = {node.name for node in graph_def.node}
     owned = {tf_origin(name, names) for name in onnx_nodes} - {None}
     graph = tf.Graph()

@@ -45,10 +45,11 @@ class Candidate:
     verdict: str
     metrics: dict[str, dict[str, float]]  # output -> the metrics shown
     seconds: float
+    headline: str = ""  # the verdict in one short line (compare's `headline`): what the command line prints
 
     def to_json(self) -> dict[str, Any]:
         return {"index": self.index, "stage": self.stage, "dataset": self.dataset, "ops": list(self.ops),
-                "op_count": len(self.ops), "passed": self.passed, "verdict": self.verdict,
+                "op_count": len(self.ops), "passed": self.passed, "verdict": self.verdict, "headline": self.headline,
                 "metrics": {out: {k: json_float(v) for k, v in m.items()} for out, m in self.metrics.items()},
                 "seconds": round(self.seconds, 3)}
 
@@ -94,9 +95,11 @@ class Trials:
 
     def __init__(self, contract: ModelContract, precision_mode: PrecisionMode, work: Path,
                  compare_options: CompareOptions,
-                 on_candidate: Callable[[Candidate], None] | None = None, *, soc_version: str = "") -> None:
+                 on_candidate: Callable[[Candidate], None] | None = None, *, soc_version: str = "",
+                 allow_host_ops: bool = False) -> None:
         self.contract = contract
         self.soc_version = soc_version  # the chip whose operator table plans every candidate
+        self.allow_host_ops = allow_host_ops
         self.precision_mode = precision_mode
         self.work = work
         self.compare_options = compare_options
@@ -114,7 +117,8 @@ class Trials:
         staged = self.staged if folder is None else stage_contract(self.contract, folder)
         keep = write_keep_dtype(staged.folder / KEEP_DTYPE_FILE, ops) if ops else None
         options = ConvertOptions(target="onnx", precision_mode=self.precision_mode, keep_dtype=keep,
-                                 soc_version=self.soc_version, **replayed_settings(self.contract, staged.folder))
+                                 soc_version=self.soc_version, allow_host_ops=self.allow_host_ops,
+                                 **replayed_settings(self.contract, staged.folder))
         return convert_model(staged, options).contract
 
     def compare(self, staged: ModelContract, dataset: Dataset) -> CompareResult:
@@ -140,8 +144,8 @@ class Trials:
         if not ops and dataset.name == "whole":
             self.baseline = result
         candidate = Candidate(index=len(self.tried) + 1, ops=ops, stage=stage, dataset=dataset.name,
-                              passed=result.passed, verdict=result.verdict(), metrics=_metrics(result),
-                              seconds=time.monotonic() - start)
+                              passed=result.passed, verdict=result.verdict(), headline=result.headline(),
+                              metrics=_metrics(result), seconds=time.monotonic() - start)
         self.tried.append(candidate)
         self._verdicts[key] = candidate
         if self.on_candidate is not None:

@@ -59,10 +59,11 @@ def _subset(manifest: DatasetManifest, samples: int | None, work: Path) -> Datas
     return write_view(manifest, manifest.stems[:count], work / "subset")
 
 
-def _golden(contract: ModelContract, manifest: DatasetManifest, work: Path, given: Path | None) -> Path:
+def _golden(contract: ModelContract, manifest: DatasetManifest, work: Path, given: Path | None,
+            allow_host_ops: bool) -> Path:
     if given is not None:
         return resolve_run_folder(given, what="--golden")
-    return tensorflow_golden(contract, manifest, cache_root=work / "cache")[0]
+    return tensorflow_golden(contract, manifest, cache_root=work / "cache", allow_host_ops=allow_host_ops)[0]
 
 
 def _suspects(staged: ModelContract, model: Any, manifest: DatasetManifest, options: TuneOptions,
@@ -172,15 +173,16 @@ def tune_precision(model: ModelContract | Path | str, bins: DatasetManifest | Pa
 def _tune(contract: ModelContract, manifest: DatasetManifest, out: Path, work: Path, options: TuneOptions,
           start: float, say: Callable[[str], None], on_candidate: Callable[[Candidate], None] | None) -> TuneResult:
     say("golden outputs: TensorFlow on the frozen pb" if options.golden is None else "golden outputs: --golden")
-    whole = Dataset("whole", manifest, _golden(contract, manifest, work, options.golden))
+    whole = Dataset("whole", manifest, _golden(contract, manifest, work, options.golden, options.allow_host_ops))
     subset_manifest = _subset(manifest, options.samples, work) if options.golden is None else None
     if options.golden is not None and options.samples is not None:
         say("--samples is not used with --golden: every candidate runs on the whole dataset")
     search_on = whole if subset_manifest is None else Dataset(
-        "subset", subset_manifest, _golden(contract, subset_manifest, work, None))
+        "subset", subset_manifest, _golden(contract, subset_manifest, work, None, options.allow_host_ops))
     compare_options = CompareOptions(thresholds=options.thresholds, atol=options.atol, rtol=options.rtol)
     chip = tuned_chip(contract, options)
-    trials = Trials(contract, options.precision_mode, work, compare_options, on_candidate, soc_version=chip)
+    trials = Trials(contract, options.precision_mode, work, compare_options, on_candidate, soc_version=chip,
+                    allow_host_ops=options.allow_host_ops)
 
     before = trials.evaluate((), "baseline", whole)
     baseline = _converted_contract(trials)

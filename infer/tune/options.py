@@ -13,7 +13,7 @@ from atc_wrap.precision.modes import (
     KeepDtypeMode,
     check_precision_mode,
 )
-from infer._option_fields import setting
+from infer._option_fields import allow_host_ops_setting, setting
 from infer.compare.options import DEFAULT_ATOL, DEFAULT_RTOL, threshold_setting
 from infer.compare.thresholds import Thresholds
 from infer.tune._search import MODES, SearchMode
@@ -50,6 +50,7 @@ class TuneOptions:
                                help="The chip: its operator table plans every candidate (only ops it can keep in "
                                     "fp32 are searched), and the ATC command line written names it.")
     force: bool = setting(False, toml=False, help="Replace an earlier tune-precision's files in -o.")
+    allow_host_ops: bool = allow_host_ops_setting()
 
     def __post_init__(self) -> None:
         check_precision_mode(self.precision_mode)

@@ -99,7 +99,8 @@ def _dump_file() -> descriptor_pb2.FileDescriptorProto:
     _message(fd, "OpInput", [("data_type", 1, "enum", False), ("format", 2, "enum", False),
                              ("shape", 3, ".toolkit.dumpdata.Shape", False), ("data", 4, "bytes", False),
                              ("size", 5, "uint64", False), ("original_shape", 6, ".toolkit.dumpdata.Shape", False),
-                             ("sub_format", 7, "int32", False), ("address", 8, "uint64", False)])
+                             ("sub_format", 7, "int32", False), ("address", 8, "uint64", False),
+                             ("offset", 9, "uint64", False)])
     _message(fd, "OpBuffer", [("buffer_type", 1, "enum", False), ("data", 2, "bytes", False),
                               ("size", 3, "uint64", False)])
     _message(fd, "OpAttr", [("name", 1, "string", False), ("value", 2, "string", False)])
@@ -118,6 +119,13 @@ def _dump_file() -> descriptor_pb2.FileDescriptorProto:
 _POOL = descriptor_pool.DescriptorPool()
 _POOL.Add(_ge_file())
 _POOL.Add(_dump_file())
+
+
+def dump_descriptor_set() -> bytes:
+    """The DumpData definition above as a serialized FileDescriptorSet, for a process that decodes the files."""
+    found = descriptor_pb2.FileDescriptorSet()
+    found.file.add().CopyFrom(_dump_file())
+    return bytes(found.SerializeToString())
 
 
 def message_class(full_name: str) -> Any:
@@ -278,6 +286,8 @@ class DumpTensorSpec:
     original_index: int = 0
     original_format: str | None = None
     original_shape: Sequence[int] | None = None
+    ge_dtype: int | None = None  # the data_type written, where it is not `data`'s (27: bf16, its bits in uint16)
+    padding: bytes = b""  # bytes past the tensor's own, counted in its size (GE's input_origin_size of AIPP)
 
 
 def dump_bytes(op_name: str, inputs: Sequence[DumpTensorSpec], outputs: Sequence[DumpTensorSpec], *,
@@ -292,8 +302,8 @@ def dump_bytes(op_name: str, inputs: Sequence[DumpTensorSpec], outputs: Sequence
         dump.attr.add(name=key, value=value)
     trailing = bytearray()
     for spec, target in [(s, dump.input.add()) for s in inputs] + [(s, dump.output.add()) for s in outputs]:
-        raw = np.ascontiguousarray(spec.data).tobytes()
-        target.data_type = _GE_DTYPE_OF[spec.data.dtype]
+        raw = np.ascontiguousarray(spec.data).tobytes() + spec.padding
+        target.data_type = spec.ge_dtype if spec.ge_dtype is not None else _GE_DTYPE_OF[spec.data.dtype]
         target.format = DUMP_FORMAT[spec.format]
         target.shape.dim.extend(spec.shape if spec.shape is not None else spec.data.shape)
         target.size = len(raw)
@@ -302,7 +312,7 @@ def dump_bytes(op_name: str, inputs: Sequence[DumpTensorSpec], outputs: Sequence
         if hasattr(target, "original_op") and spec.original_name:
             target.original_op.name = spec.original_name
             target.original_op.output_index = spec.original_index
-            target.original_op.data_type = _GE_DTYPE_OF[spec.data.dtype]
+            target.original_op.data_type = target.data_type
             if spec.original_format is not None:
                 target.original_op.format = DUMP_FORMAT[spec.original_format]
         if inline:

@@ -179,6 +179,39 @@ def test_a_dump_that_declares_exabytes_of_tensor_data_is_refused(tmp_path: Path)
         read_npu_dump(path)
 
 
+@pytest.mark.parametrize("garbage", [False, True], ids=["sizes-disagree", "header-not-a-dump"])
+def test_a_4_gib_dump_whose_header_is_wrong_is_refused_before_its_data_is_read(tmp_path: Path,
+                                                                             garbage: bool) -> None:
+    """A dump of 4 GiB (sparse) whose header declares 24 bytes of data, or is no DumpData at all: refused from its
+    first bytes; it was read whole (4 GiB, then copied tensor by tensor) before the sizes were compared."""
+    import tracemalloc
+
+    data = _sample_dump()
+    length = int.from_bytes(data[:8], "little")
+    head = data[:8] + (b"\xff" * length if garbage else data[8:8 + length])
+    path = tmp_path / "Conv2D.conv.1.2.1700000000000000"
+    with open(path, "wb") as handle:
+        handle.write(head)
+        handle.truncate(4 * 2**30)
+    tracemalloc.start()
+    try:
+        with pytest.raises(NpuDumpError, match="not a DumpData message" if garbage else "the file has 4294967"):
+            read_npu_dump(path)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 2**20, peak
+
+
+def test_a_dump_read_from_its_file_is_the_dump_parsed_from_its_bytes(tmp_path: Path) -> None:
+    data = _sample_dump()
+    path = tmp_path / "Conv2D.conv.1.2.1700000000000000"
+    path.write_bytes(data)
+    read, parsed = read_npu_dump(path), parse_npu_dump(data, path, None)
+    assert read.inputs + read.outputs == parsed.inputs + parsed.outputs
+    assert (read.op_name, read.attrs, read.unknown_fields) == (parsed.op_name, parsed.attrs, parsed.unknown_fields)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(("read", "what"), [(read_om, "an om file"), (read_npu_dump, "an NPU dump file")])
 def test_a_fifo_in_place_of_an_om_or_a_dump_is_refused_not_waited_on(tmp_path: Path, read: Any, what: str) -> None:

@@ -2,15 +2,15 @@
 ACL_TensorFlow/contrib/cv/): `AutoEncoder_ID2495_for_ACL/hh_om.om` (ATC 1.80, header 0x20000000), its frozen
 `hh.pb`, input `scripts/input_bins/hh.bin` and NPU output `scripts/results/VAE/hh_output0.bin`, and
 `DD-NET_ID1088_for_TensorFlow/out.om` (ATC 1.75, the older header 0x10000000) with `test/X0.bin`, `test/X1.bin`,
-copied as hh_om.om, hh.pb, hh.bin, hh_output0.bin, ddnet_out.om, ddnet_X0.bin, ddnet_X1.bin into the folder
-INFER_ASCEND_FIXTURES names. They are not committed; without that folder these tests skip.
+fetched by scripts/fetch_ascend_fixtures.py (as hh_om.om, hh.pb, hh.bin, hh_output0.bin, ddnet_out.om,
+ddnet_X0.bin, ddnet_X1.bin) into the folder INFER_ASCEND_FIXTURES names (tests/real_files.py). They are not
+committed; without that folder these tests skip.
 
 What is asserted was read off the files (and the pb checked with TensorFlow's own parser), not taken from the
 reader: see the notes on each test."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
@@ -20,22 +20,17 @@ from atc_wrap.ascend_files.npu_dump import read_npu_dump
 from atc_wrap.ascend_files.om_model import OmModel, OmTensor, read_om
 from tests.atc_wrap.ascend_writer import DumpTensorSpec, dump_bytes
 from tests.atc_wrap.npu_layout_reference import hwcn_to_fractal_z, nchw_to_nc1hwc0, nd_to_fractal_nz
-
-FIXTURES = Path(os.environ["INFER_ASCEND_FIXTURES"]) if os.environ.get("INFER_ASCEND_FIXTURES") else None
-pytestmark = pytest.mark.skipif(FIXTURES is None or not (FIXTURES / "hh_om.om").is_file(),
-                                reason="INFER_ASCEND_FIXTURES does not name a folder with the real om files")
+from tests.real_files import real_file
 
 
 @pytest.fixture(scope="module")
 def autoencoder() -> OmModel:
-    assert FIXTURES is not None
-    return read_om(FIXTURES / "hh_om.om")
+    return read_om(real_file("hh_om.om"))
 
 
 @pytest.fixture(scope="module")
 def ddnet() -> OmModel:
-    assert FIXTURES is not None
-    return read_om(FIXTURES / "ddnet_out.om")
+    return read_om(real_file("ddnet_out.om"))
 
 
 def test_the_autoencoder_header_and_partitions(autoencoder: OmModel) -> None:
@@ -56,7 +51,6 @@ def test_the_autoencoder_was_made_by_atc_for_ascend310(autoencoder: OmModel) -> 
 
 
 def test_the_autoencoder_inputs_and_outputs_fit_the_real_bins(autoencoder: OmModel) -> None:
-    assert FIXTURES is not None
     (given,) = autoencoder.inputs
     (result,) = autoencoder.outputs
     assert (given.name, given.tensor.dtype, given.tensor.shape, given.tensor.format) == \
@@ -64,8 +58,8 @@ def test_the_autoencoder_inputs_and_outputs_fit_the_real_bins(autoencoder: OmMod
     assert (result.name, result.tensor.dtype, result.tensor.shape, result.tensor.format) == \
         ("generation/output:0", "float32", (100, 28, 28, 1), "NHWC")
     # the real input is 100 x 784 float32 and the real NPU output one float32 per output element
-    assert (FIXTURES / "hh.bin").stat().st_size == 100 * 784 * 4 == given.tensor.size
-    output = np.fromfile(FIXTURES / "hh_output0.bin", dtype=np.float32)
+    assert (real_file("hh.bin")).stat().st_size == 100 * 784 * 4 == given.tensor.size
+    output = np.fromfile(real_file("hh_output0.bin"), dtype=np.float32)
     assert output.size == 100 * 28 * 28
     assert output.min() >= 0.0 and output.max() <= 1.0  # the output op is a Sigmoid
 
@@ -93,10 +87,9 @@ def test_the_autoencoder_fusion_map(autoencoder: OmModel) -> None:
 
 
 def test_every_tf_name_in_the_fusion_map_is_a_node_of_the_frozen_pb(autoencoder: OmModel) -> None:
-    assert FIXTURES is not None
     from ckpt2pb.protobuf import read_graph_def
 
-    nodes = {node.name for node in read_graph_def(FIXTURES / "hh.pb").node}
+    nodes = {node.name for node in read_graph_def(real_file("hh.pb")).node}
     named = {name for entry in autoencoder.fusion_map for name in entry.original_op_names}
     named |= {out.origin_name for entry in autoencoder.fusion_map for out in entry.outputs if out.origin_name}
     assert len(named) > 20
@@ -122,8 +115,7 @@ def test_the_older_header_om_inspects(ddnet: OmModel) -> None:
 def test_the_older_oms_test_inputs_have_its_input_shapes(ddnet: OmModel) -> None:
     """DD-NET's test/X0.bin and X1.bin are numpy files (float64, one sample without its batch axis) despite their
     names: the om's inputs are those shapes with a batch of 1."""
-    assert FIXTURES is not None
-    samples = [np.load(FIXTURES / name) for name in ("ddnet_X0.bin", "ddnet_X1.bin")]
+    samples = [np.load(real_file(name)) for name in ("ddnet_X0.bin", "ddnet_X1.bin")]
     assert [s.dtype for s in samples] == [np.float64, np.float64]
     assert [(1, *s.shape) for s in samples] == [i.tensor.shape for i in ddnet.inputs]
 

@@ -235,7 +235,7 @@ def test_allow_unknown_soc_passes_a_new_chip_through(
      "UINT8"),
     ("--output-type", "logits:0:FP16", "error: --output-type 'logits:0:FP16': logits:0 is not an output of the "
      "model; outputs are: probs:0"),
-    ("--dynamic-batch", "1,x", "error: --dynamic-batch '1,x': expected whole numbers of 1 or more, found 'x'"),
+    ("--dynamic-batch", "1,x", "error: --dynamic-batch '1,x': expected whole numbers from 1 to 2147483647, found 'x'"),
     ("--target", "tflite", "error: --target 'tflite': expected one of om, onnx"),
 ])
 def test_bad_options_are_refused_before_atc_runs(

@@ -163,7 +163,8 @@ def converted(frozen_small_cnn: ModelContract,
         folder = tmp_path_factory.mktemp(f"{mode}-{chip}") / "model"
         shutil.copytree(frozen_small_cnn.folder, folder)
         made[mode, chip] = convert_model(load_contract(folder / "model.json"), ConvertOptions(
-            target="onnx", precision_mode=cast(PrecisionMode, mode), soc_version=chip)).contract
+            target="onnx", precision_mode=cast(PrecisionMode, mode), soc_version=chip,
+            allow_unsupported=True)).contract  # must_keep_origin_dtype's fp32 Conv2D on Ascend310: ATC refuses
     return made
 
 

@@ -120,11 +120,21 @@ def test_tensor_sizes_that_do_not_add_up_are_refused(tmp_path: Path) -> None:
         read_npu_dump(_write(tmp_path, "cut", data[:-1]))
 
 
-def test_a_shape_that_does_not_fit_the_bytes_is_refused_on_reading_the_array(tmp_path: Path) -> None:
-    path = _write(tmp_path, "d", dump_bytes("op", [], [DumpTensorSpec(np.ones(8, np.float32), "ND", shape=(3,))]))
+def test_a_shape_that_needs_more_bytes_than_the_dump_holds_is_refused_on_reading_the_array(tmp_path: Path) -> None:
+    path = _write(tmp_path, "d", dump_bytes("op", [], [DumpTensorSpec(np.ones(2, np.float32), "ND", shape=(3,))]))
     (dumped,) = read_npu_dump(path).outputs
-    with pytest.raises(NpuDumpError, match=r"output 0: shape \(3,\) float32 takes 12 bytes, the dump holds 32"):
+    with pytest.raises(NpuDumpError, match=r"output 0: shape \(3,\) float32 takes 12 bytes, the dump holds 8"):
         dumped.array()
+
+
+def test_bytes_past_the_shape_are_padding_and_the_first_ones_are_the_tensor(tmp_path: Path) -> None:
+    # GE sizes an AIPP Data input's dump by the image (input_origin_size), aligned: more bytes than the shape;
+    # msaccucmp reads the first prod(shape) elements (dump_data_object.py, data[:cur_byte * cnt]), and so does infer
+    values = np.arange(8, dtype=np.float32)
+    path = _write(tmp_path, "d", dump_bytes("op", [], [DumpTensorSpec(values, "ND", shape=(3,))]))
+    (dumped,) = read_npu_dump(path).outputs
+    assert np.array_equal(dumped.array(), values[:3])
+    assert dumped.padding == 20
 
 
 def test_the_bin_info_json_describes_the_tensors_without_their_bytes(tmp_path: Path) -> None:

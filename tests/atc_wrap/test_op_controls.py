@@ -189,7 +189,8 @@ def test_the_op_type_table_names_the_onnx_ops_each_tf_op_becomes(tmp_path: Path)
     contract = write_frozen(tmp_path / "cnn", build_underflow, ("x:0",), ("probs:0",))
     kinds = ("Conv2D", "Mul", "AddV2", "Log", "Relu", "Mean", "MatMul", "Softmax")
     keep = _write(tmp_path, "keep.cfg", "".join(f"OpType::{kind}\n" for kind in kinds))
-    converted = convert_model(contract, ConvertOptions(target="onnx", keep_dtype=keep)).contract
+    # Conv2D has no fp32 kernel on Ascend310: --keep-dtype on it is what ATC refuses, let through here
+    converted = convert_model(contract, ConvertOptions(target="onnx", keep_dtype=keep, allow_unsupported=True)).contract
     assert converted.converted is not None and converted.converted_path is not None
     op_types = {node.name: node.op_type for node in onnx.load(str(converted.converted_path)).graph.node}
     records = converted.converted.settings["emulation"]["per_op"]
@@ -220,7 +221,7 @@ def test_nodes_tf2onnx_names_after_their_op_type_are_not_taken_for_a_tf_node_of_
     contract = write_frozen(tmp_path / "model", _build_type_named, ("x:0",), ("out:0",))
     keep = _write(tmp_path, "keep.cfg", "Transpose\nconv\n")
     converted = convert_model(contract, ConvertOptions(target="onnx", precision_mode="force_fp16",
-                                                       keep_dtype=keep)).contract
+                                                       keep_dtype=keep, allow_unsupported=True)).contract
     assert converted.converted is not None and converted.converted_path is not None
     nodes = {node.name: node.op_type for node in onnx.load(str(converted.converted_path)).graph.node}
     inserted = sorted(name for name, kind in nodes.items() if kind == "Transpose" and name.startswith("Transpose__"))

@@ -50,13 +50,15 @@ def _dtypes(plan: PrecisionPlan) -> dict[str, str]:
 
 
 F16, F32, MIXED = "float16", "float32", "float16->float32"
-# Each op of build_cnn on Ascend310, per mode, as the rules read its table: Conv2D, BiasAdd, MatMulV2 and
-# SoftmaxV2 are dynamic-format there (taken as fp16 and fp32); MaxPool and Exp have fp16 kernels only; ReduceMeanD
-# (TF Mean's rewrite) is black-listed; Conv2D and MatMulV2 white, the rest gray.
+# Each op of build_cnn on Ascend310, per mode, as the rules read its table: Conv2D's op_select_format gives fp16 only
+# there (conv2d.py: "Ascend310 ... cannot support fp32 out"), MatMulV2's fp16, fp16 -> fp32 and fp32, SoftmaxV2's
+# fp16 and fp32; BiasAdd's asks the chip something the snapshot does not say (unknown: planned as the mode prefers);
+# MaxPool and Exp have fp16 kernels only; ReduceMeanD (TF Mean's rewrite) is black-listed; Conv2D and MatMulV2
+# white, the rest gray.
 EXPECTED_310 = {
     "force_fp16": dict(conv=F16, bias=F16, relu=F16, pool=F16, mean=F16, exp=F16, logits=F16, probs=F16),
     "allow_fp32_to_fp16": dict(conv=F16, bias=F32, relu=F32, pool=F16, mean=F32, exp=F16, logits=F16, probs=F32),
-    "force_fp32": dict(conv=MIXED, bias=F32, relu=F32, pool=F16, mean=F32, exp=F16, logits=MIXED, probs=F32),
+    "force_fp32": dict(conv=F16, bias=F32, relu=F32, pool=F16, mean=F32, exp=F16, logits=MIXED, probs=F32),
     "must_keep_origin_dtype": dict(conv=F32, bias=F32, relu=F32, pool=F32, mean=F32, exp=F32, logits=F32,
                                    probs=F32),
     "allow_mix_precision": dict(conv=F16, bias=F16, relu=F16, pool=F16, mean=F32, exp=F16, logits=F16, probs=F16),
@@ -69,8 +71,12 @@ def test_the_tables_say_what_the_expectations_assume() -> None:
     assert table.lookup("MaxPool").kernel.input_dtypes == {"float16"}  # type: ignore[union-attr]
     mean = table.lookup("Mean").kernel
     assert mean is not None and (mean.op, mean.precision_reduce) == ("ReduceMeanD", False)
-    assert all(table.lookup(kind).kernel.input_dtypes is None  # type: ignore[union-attr]
-               for kind in ("Conv2D", "BiasAdd", "MatMul", "Softmax"))
+    conv, bias = table.lookup("Conv2D").kernel, table.lookup("BiasAdd").kernel
+    assert conv is not None and conv.from_select_format and conv.pairs == {("float16", "float16")}
+    assert bias is not None and bias.dynamic_format and bias.input_dtypes is None
+    assert table.lookup("MatMul").kernel.pairs == {  # type: ignore[union-attr]
+        ("float16", "float16"), ("float16", "float32"), ("float32", "float32")}
+    assert table.lookup("Softmax").kernel.input_dtypes == {"float16", "float32"}  # type: ignore[union-attr]
     assert load_op_table("ascend910").lookup("Exp").kernel.input_dtypes == {"float16", "float32"}  # type: ignore
 
 
@@ -130,19 +136,62 @@ def test_ops_off_ai_core_run_in_their_own_dtype_and_unknown_ones_fall_back() -> 
     assert any("not placed by the table" in line and "lgamma (Lgamma)" in line for line in plan.summary())
 
 
-def test_dtypes_the_table_leaves_to_compile_time_are_taken_as_both_and_said(cnn: Any) -> None:
-    conv = {e.node: e for e in _plan(cnn, "force_fp32").ops}["conv"]
-    assert conv.kernel_dtypes is None and (conv.input_dtype, conv.output_dtype) == (F16, F32)
-    assert "taken as fp16 and fp32" in conv.why
-    assert _plan(cnn, "force_fp32").op_precision()["conv"].input_dtypes == ("float16",)
+def test_a_kernel_whose_dtypes_are_unknown_is_planned_as_the_mode_prefers_and_said(cnn: Any) -> None:
+    bias = {e.node: e for e in _plan(cnn, "must_keep_origin_dtype").ops}["bias"]
+    assert bias.kernel_dtypes is None and bias.dtype == F32 and not bias.refused
+    assert bias.why.endswith("(its kernel's dtypes are unknown: op_select_format does not decide them on ascend310: "
+                             "planned as the mode prefers, unconfirmed)")
+    # A kernel op_select_format decides is no longer taken as both: Conv2D has no fp32 on Ascend310, so
+    # force_fp32 leaves it fp16 and must_keep_origin_dtype cannot keep it fp32 (below), where fp16 in, fp32 out
+    # is Ascend910's (the same function's other branch).
+    on_310 = {e.node: e for e in _plan(cnn, "force_fp32").ops}["conv"]
+    assert (on_310.dtype, on_310.kernel_dtypes, on_310.decided_by) == (F16, ("float16",), "table")
+    on_910 = {e.node: e for e in _plan(cnn, "force_fp32", "Ascend910A").ops}["conv"]
+    assert on_910.dtype == MIXED and _plan(cnn, "force_fp32", "Ascend910A").op_precision()["conv"].input_dtypes == (
+        "float16",)
+
+
+def test_an_op_whose_kernel_gives_another_dtype_out_is_planned_so() -> None:
+    """ResizeBilinearV2D on Ascend310 takes fp16 or fp32 and gives fp32 (its table's columns: float,float16 in,
+    float,float out); the real DD-NET om computes its resizes so (tests/atc_wrap/test_ascend_real_files.py)."""
+    def build(tf: Any) -> None:
+        x = tf.compat.v1.placeholder(tf.float32, [1, 4, 4, 3], name="x")
+        tf.compat.v1.image.resize_bilinear(x, [8, 8], name="resize")
+
+    for mode, fp16_inputs in (("force_fp16", set()), ("allow_mix_precision", {"x"})):  # gray: as its fp16 input
+        plan = _plan(_graph(build), mode, fp16_inputs=fp16_inputs)  # type: ignore[arg-type]
+        (resize,) = plan.ops
+        assert (resize.ascend_op, resize.input_dtype, resize.output_dtype) == ("ResizeBilinearV2D", F16, F32)
+        assert resize.decided_by == "table" and resize.why.endswith("; its kernel gives fp32 out for fp16 in")
+        assert plan.op_precision()["resize"].output_dtypes == (F32,)
+    (kept,) = _plan(_graph(build), "force_fp32").ops
+    assert kept.dtype == F32
+
+
+def test_a_cast_gives_the_dtype_it_is_asked_for_not_its_kernels_other_column() -> None:
+    """Cast's kernel pairs fp16 with fp32 and fp32 with fp16 (it converts): that is no output dtype of the op's own,
+    so a cast to fp32 under force_fp32 stays fp32 out (not rounded to fp16) and a cast under force_fp16 fp16."""
+    def build(tf: Any) -> None:
+        x = tf.compat.v1.placeholder(tf.float32, [4], name="x")
+        half = tf.cast(x, tf.float16, name="to16")
+        tf.cast(half * half, tf.float32, name="to32")
+
+    cast_kernel = op_table_for("Ascend310").aicore_kernel("Cast")
+    assert cast_kernel is not None and cast_kernel.outputs_for(F16) == {F32}  # the situation
+    for mode, dtype in (("force_fp32", F32), ("force_fp16", F16)):
+        planned = {e.node: e for e in _plan(_graph(build), mode).ops}  # type: ignore[arg-type]
+        assert (planned["to16"].dtype, planned["to32"].dtype) == (dtype, dtype), mode
+        assert "its kernel gives" not in planned["to32"].why
 
 
 def test_the_summary_names_the_ops_off_the_modes_dtype(cnn: Any) -> None:
     lines = _plan(cnn, "force_fp32").summary()
     assert lines[0] == ("precision plan: force_fp32 on Ascend310, operator table of 2022-06-29: 8 ops on floats, "
-                        "2 in fp16, 4 in fp32, 2 fp16 in, fp32 out")
-    assert lines[1] == ("under force_fp32 on Ascend310, 2 ops still run in fp16: MaxPool (no fp32 kernel), "
-                        "Exp (no fp32 kernel)")
+                        "3 in fp16, 4 in fp32, 1 fp16 in, fp32 out")
+    assert lines[1] == ("under force_fp32 on Ascend310, 3 ops still run in fp16: Conv2D (no fp32 kernel), "
+                        "MaxPool (no fp32 kernel), Exp (no fp32 kernel)")
+    assert lines[2] == ("1 op whose kernel dtypes are unknown (op_select_format does not decide them on ascend310), "
+                        "planned as the mode prefers, unconfirmed: BiasAdd (fp32)")
     assumed = plan_precision(cnn, op_table_for("Ascend310"), "force_fp32", chip="Ascend310", chip_assumed=True)
     assert assumed.summary()[0].startswith("precision plan: force_fp32 on Ascend310 (assumed: no --soc-version "
                                            "given)")
@@ -169,12 +218,14 @@ def test_must_keep_origin_dtype_is_refused_by_op_name_where_the_chip_cannot_keep
     with pytest.raises(ConvertError) as refused:
         refuse_planned(_plan(cnn, "must_keep_origin_dtype"), allow_unsupported=False)
     message = refused.value.message
-    assert message.startswith("must_keep_origin_dtype on Ascend310: 2 ops ATC cannot build as asked: ")
+    assert message.startswith("must_keep_origin_dtype on Ascend310: 3 ops ATC cannot build as asked: conv (Conv2D -> "
+                              "Conv2D): must_keep_origin_dtype: no fp32 AI Core kernel")
     assert ("pool (MaxPool -> MaxPool): must_keep_origin_dtype: no fp32 AI Core kernel and none on AI CPU known to "
             "the table: ATC fails") in message
     assert "exp (Exp -> Exp)" in message and "--allow-unsupported" in (refused.value.hint or "")
-    # Ascend910 has an fp32 Exp: only the fp16-only MaxPool is left.
-    with pytest.raises(ConvertError, match=r": 1 op ATC cannot build as asked: pool \(MaxPool"):
+    # Ascend910 has an fp32 Exp: only the fp16-only MaxPool is left, and Conv2D, whose op_select_format there
+    # offers fp16 in and fp16 or fp32 out, never fp32 in.
+    with pytest.raises(ConvertError, match=r": 2 ops ATC cannot build as asked: conv \(Conv2D.*; pool \(MaxPool"):
         refuse_planned(_plan(cnn, "must_keep_origin_dtype", "Ascend910A"), allow_unsupported=False)
 
 

@@ -60,6 +60,41 @@ def test_same_mode_other_chip_other_plan_and_other_outputs(exp_model: ModelContr
     assert "still run" not in got["Ascend910A"][2]
 
 
+def test_an_unknown_chip_is_refused_by_the_stand_in_as_by_atc(exp_model: ModelContract,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """A typo in --soc-version (Ascend999) is caught on the workstation, with the om target's words and suggestion:
+    nothing is written, model.json keeps no conversion."""
+    from atc_wrap.atc.soc import KNOWN_SOC_VERSIONS
+
+    before = exp_model.path.read_bytes()
+    outcome = _convert(capsys, exp_model, "--soc-version", "Ascend999")
+    assert outcome.code == 2
+    assert outcome.error_line == (f"error: --soc-version 'Ascend999': not a chip ATC knows (did you mean "
+                                  f"Ascend910_9392?); known: {', '.join(KNOWN_SOC_VERSIONS)}")
+    assert "hint: for a chip newer than this list, add --allow-unknown-soc" in outcome.err
+    assert exp_model.path.read_bytes() == before and not list(exp_model.folder.glob("*.onnx"))
+    om = run_cli(capsys, "convert", exp_model.path, "--target", "om", "--soc-version", "Ascend999", "--dry-run")
+    assert om.error_line == outcome.error_line  # the two targets refuse it alike
+
+
+@pytest.mark.parametrize(("chip", "flags"), [("Ascend999", ("--allow-unknown-soc",)), ("Ascend910_9391", ())])
+def test_a_chip_without_a_table_is_planned_as_the_assumed_one_and_says_why(
+        exp_model: ModelContract, capsys: pytest.CaptureFixture[str], chip: str, flags: tuple[str, ...]) -> None:
+    """--allow-unknown-soc, the explicit way past, or a chip ATC knows that the 2022 tables do not cover: the plan is
+    Ascend310's, and the line says so without claiming no --soc-version was given."""
+    outcome = _convert(capsys, exp_model, "--soc-version", chip, *flags)
+    assert outcome.code == 0, outcome.err
+    lines = outcome.err.splitlines()
+    assert f"no operator table for --soc-version {chip}: the stand-in plans for Ascend310 instead" in lines
+    assert any(line.startswith(f"precision plan: force_fp16 on Ascend310 (assumed: no operator table for {chip}), ")
+               for line in lines), lines
+    assert "no --soc-version given" not in outcome.err and "ignored" not in outcome.err
+    document = json.loads(exp_model.path.read_text())["converted"]
+    assert document["soc_version"] == chip
+    plan = document["precision_plan"]
+    assert (plan["chip"], plan["chip_assumed"], plan["chip_asked"]) == ("Ascend310", True, chip)
+
+
 def test_without_a_chip_the_stand_in_says_which_it_assumed(exp_model: ModelContract,
                                                            capsys: pytest.CaptureFixture[str]) -> None:
     outcome = _convert(capsys, exp_model)
@@ -162,3 +197,36 @@ def test_a_damaged_plan_is_refused_naming_the_entry(exp_model: ModelContract,
     assert outcome.code == 2
     assert outcome.error_line == (f"error: {exp_model.path}: missing field "
                                   "'converted.precision_plan.ops[1].node'")
+
+
+def build_resize_sum(tf: Any) -> None:
+    """A bilinear resize whose output a black-listed ReduceMean reads (allow_mix_precision keeps it fp32)."""
+    x = tf.compat.v1.placeholder(tf.float32, [1, 4, 4, 8], name="x")
+    resized = tf.compat.v1.image.resize_bilinear(x, [8, 8], name="resize")
+    tf.reduce_mean(resized, axis=3, name="out")
+
+
+def test_the_stand_in_gives_an_op_its_kernels_output_dtype(tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """ResizeBilinearV2D on Ascend310 takes fp16 and gives fp32 (DD-NET's om computes its resizes so): with the
+    model's input given fp16, the black ReduceMean reads the resize's fp32 output, not one rounded to fp16. Before
+    the plan read output dtypes, the resize stored fp16 and the mean read rounded values."""
+    contract = write_frozen(tmp_path / "resize", build_resize_sum, ("x:0",), ("out:0",))
+    outcome = _convert(capsys, contract, "--precision-mode", "allow_mix_precision", "--soc-version", "Ascend310",
+                       "--input-fp16-nodes", "x")
+    assert outcome.code == 0, outcome.err
+    converted = load_contract(contract.path)
+    plan = converted.converted.plan()  # type: ignore[union-attr]
+    assert plan is not None
+    assert {e.node: e.dtype for e in plan.ops} == {"resize": "float16->float32", "out": "float32"}
+    x = np.random.default_rng(1).normal(size=(1, 4, 4, 8)).astype(np.float32)
+    fed = x.astype(np.float16).astype(np.float32)  # the fp16 input the device is given
+    kept = tf_outputs(contract, {"x:0": fed})[0]  # the resize's fp32 out, averaged in fp32
+    got = onnx_outputs(converted, {"x:0": x})[0]
+    np.testing.assert_allclose(got, kept, rtol=0, atol=2e-6)
+
+    import tensorflow as tf
+
+    rounded = tf.reduce_mean(tf.cast(tf.cast(tf.compat.v1.image.resize_bilinear(fed, [8, 8]), tf.float16),
+                                     tf.float32), axis=3).numpy()
+    assert np.abs(got - rounded).max() > 1e-4  # what an fp16 resize output would have given: told apart

@@ -87,7 +87,8 @@ def test_parse_gear_list() -> None:
     with pytest.raises(GearError, match=r"^--dynamic-image-size '224;448,448': expected 2 values per gear, "
                                         r"found 1 in '224'$"):
         parse_gear_list("224;448,448", option="--dynamic-image-size", width=2)
-    with pytest.raises(GearError, match=r"^--dynamic-batch '1,0': expected whole numbers of 1 or more, found '0'$"):
+    with pytest.raises(GearError,
+                       match=r"^--dynamic-batch '1,0': expected whole numbers from 1 to 2147483647, found '0'$"):
         parse_gear_list("1,0", option="--dynamic-batch", width=1)
 
 
@@ -99,7 +100,7 @@ def test_parse_gear_list() -> None:
     ("1,16;;4,24", None, "'1,16;;4,24': item 2 is empty; expected whole numbers of 1 or more, ';' between gears"),
     ("1,,16;4,24", None, "'1,,16;4,24': gear 1 '1,,16' has an empty value; expected whole numbers of 1 or more, "
                          "';' between gears"),
-    ("0,16;4,24", None, "'0,16;4,24': expected whole numbers of 1 or more, found '0,16'"),
+    ("0,16;4,24", None, "'0,16;4,24': expected whole numbers from 1 to 2147483647, found '0,16'"),
 ])
 def test_parse_gear_list_refuses_empty_items_and_values_below_1(text: str, width: int | None, expected: str) -> None:
     with pytest.raises(GearError) as refused:

@@ -108,3 +108,38 @@ def test_an_os_error_with_its_file_is_one_line_and_a_bare_one_is_not_taken() -> 
     assert named is not None and named.message == "/data/out.bin: No space left on device"
     assert read_failure(OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))) is None
     assert read_failure(ValueError("a bug")) is None  # outside any reading(): a bug, with its traceback
+
+
+# --- size limits: a reader refuses what it cannot hold before it reads it whole ---------------------------------------
+
+@settings(max_examples=200, deadline=None)
+@given(content=st.one_of(st.binary(max_size=300), st.text(max_size=200).map(str.encode)),
+       limit=st.integers(min_value=0, max_value=400))
+def test_a_text_is_read_only_within_its_limit_and_free_of_nul(tmp_path_factory: pytest.TempPathFactory,
+                                                              content: bytes, limit: int) -> None:
+    path = tmp_path_factory.mktemp("bounded") / "note"
+    path.write_bytes(content)
+    try:
+        text = read_text_file(path, what="a note", error=NoteError, limit=limit)
+    except NoteError as refusal:
+        assert refusal.message.startswith(f"{path}: ") and "\n" not in refusal.message
+        assert len(content) > limit or b"\0" in content[:4096] or not _utf8(content)
+        return
+    assert len(content) <= limit and b"\0" not in content and text == content.decode("utf-8")
+
+
+def _utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def test_a_sparse_gigabyte_is_refused_by_its_size(tmp_path: Path) -> None:
+    path = tmp_path / "note"
+    with open(path, "wb") as handle:
+        handle.truncate(2**30)
+    with pytest.raises(NoteError) as refused:
+        read_text_file(path, what="a note", error=NoteError, limit=1 << 20)
+    assert refused.value.message == f"{path}: {2**30:,} bytes, more than a note holds (at most {1 << 20:,})"

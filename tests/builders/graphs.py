@@ -36,6 +36,15 @@ def build_energy(tf: Any) -> None:
     tf.identity(tf.sqrt(total) / 16.0, name="energy")
 
 
+def build_normalised(tf: Any) -> None:
+    """out = x / sqrt(sum(x*x)), an L2 normalisation (the demo's): with |x| near 300 each square passes 65504, fp16
+    holds the sum as inf, 1/sqrt(inf) = 0, and every sample's output is 0: finite, the same for every sample, and
+    wrong. TensorFlow's vary with x."""
+    x = tf.compat.v1.placeholder(tf.float32, [None, 64], name="x")
+    norm = tf.sqrt(tf.reduce_sum(tf.square(x, name="square"), axis=1, keepdims=True, name="energy"), name="norm")
+    tf.divide(x, norm, name="out")
+
+
 def build_matmul_sum(tf: Any) -> None:
     """out = reduce_sum(x @ I) / 1024 with x near 2000: only the reduction's result passes 65504."""
     x = tf.compat.v1.placeholder(tf.float32, [2, 64], name="x")

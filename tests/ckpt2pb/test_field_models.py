@@ -365,7 +365,7 @@ def test_unrevivable_saved_model_freezes_by_signature_keys_and_passes(unrevivabl
     assert strict.code == 1, strict.out + strict.err
     assert "signature keys: contour = StatefulPartitionedCall:0, note = StatefulPartitionedCall:1, " \
            "onset = StatefulPartitionedCall:2" in strict.out
-    assert strict.out.strip().splitlines()[-1].startswith("FAILED: StatefulPartitionedCall:2 RootMeanSquareError ")
+    assert strict.verdict.startswith("FAILED: StatefulPartitionedCall:2 RootMeanSquareError ")
 
 
 def test_pipeline_init_names_a_saved_model_by_its_signature_keys(unrevivable: ReferenceModel, tmp_path: Path,

@@ -85,7 +85,7 @@ def test_compare_names_a_crop_that_is_not_the_declared_centre_crop(
     assert run_cli(capsys, "run", contract.path, "--input", tmp_path / "bins", "-o", tmp_path / "out").code == 0
     compared = run_cli(capsys, "compare", contract.path, "--input", tmp_path / "bins", "--actual", tmp_path / "out")
     assert compared.code == 1
-    verdict = compared.out.strip().splitlines()[-1]
+    verdict = compared.verdict
     assert verdict.startswith("FAILED: preprocessing: AIPP output of images:0 differs")
     assert "crop at load_start_pos (0, 0), the declared centre crop starts at (1, 2)" in verdict
 

@@ -110,3 +110,29 @@ def test_dump_refusals_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixtur
     (tmp_path / "x.bin").write_bytes(b"\x00" * 8)
     outcome = run_cli(capsys, "bin-info", tmp_path / "x.bin", "--om", tmp_path / "model.om")
     assert outcome.error_line.startswith(f"error: --om: {tmp_path / 'x.bin'} is not an NPU dump")
+
+
+def test_an_aipp_input_sized_as_the_image_is_read_and_its_padding_named(tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    # GE sizes an AIPP Data's dump by input_origin_size (data_dumper.cc), the image's aligned bytes: more than the
+    # shape takes; the first ones are the tensor, as msaccucmp reads them (tests/atc_wrap/test_npu_dump_forms.py)
+    image = RNG.integers(0, 255, (1, 4, 4, 3), dtype=np.uint8)
+    path = tmp_path / "Data.input.1.2.1700000000000001"
+    path.write_bytes(dump_bytes("input", [], [DumpTensorSpec(image, "NHWC", padding=bytes(16))]))
+    outcome = run_cli(capsys, "bin-info", path, "--json")
+    assert outcome.code == 0, outcome.err
+    [op] = json.loads(outcome.out)["dump_ops"]
+    [tensor] = op["tensors"]
+    assert tensor["note"] == "16 byte(s) past its shape: the first 48 are the tensor, as msaccucmp reads them"
+    assert tensor["stats"]["max"] == float(image.max())
+
+
+def test_a_long_name_written_as_a_number_is_shown_by_its_real_name(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    number = "3" * 32
+    (tmp_path / number).write_bytes(dump_bytes("relu", [], [DumpTensorSpec(np.ones(4, np.float32), "ND")]))
+    (tmp_path / "mapping.csv").write_text(f"{number},Relu.relu.1.2.1700000000000001\n")
+    outcome = run_cli(capsys, "bin-info", tmp_path / number, "--json")
+    assert outcome.code == 0, outcome.err
+    [op] = json.loads(outcome.out)["dump_ops"]
+    assert (op["op_type"], op["op_name"]) == ("Relu", "relu")

@@ -180,12 +180,29 @@ def test_pipeline_init_from_a_frozen_pb_takes_its_static_batch(demo: tuple[DemoR
 def test_report_says_why_there_is_no_atc_command(demo: tuple[DemoResult, list[str]],
                                                  capsys: pytest.CaptureFixture[str]) -> None:
     result, _ = demo
-    outcome = _run_edited(capsys, result, 'soc_version = "Ascend310"', 'soc_version = "Ascend999"')
-    assert outcome.code == 0, outcome.err  # the stand-in has no soc version to refuse
+    outcome = _run_edited(capsys, result, 'soc_version = "Ascend310"', 'soc_version = ""')
+    assert outcome.code == 0, outcome.err  # the stand-in assumes a chip
     lines = outcome.out.splitlines()
     note = lines[lines.index("on an Ascend machine, by hand:") + 1]
-    assert note.startswith("  (no ATC command: ") and "Ascend999" in note
+    assert note.startswith("  (no ATC command: --soc-version is required for --target om")
     assert lines[-1].startswith("  msame --model ")
+
+
+def test_a_chip_typo_is_refused_before_the_server_sees_it(demo: tuple[DemoResult, list[str]],
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """The stand-in refuses a --soc-version ATC would refuse (it once planned for Ascend310 and passed), with the
+    same suggestion; allow_unknown_soc = true is the explicit way past, and the report's ATC command carries it."""
+    result, _ = demo
+    outcome = _run_edited(capsys, result, 'soc_version = "Ascend310"', 'soc_version = "Ascend999"')
+    assert outcome.code == 2
+    assert outcome.error_line.startswith("error: convert: --soc-version 'Ascend999': not a chip ATC knows "
+                                         "(did you mean ")
+    allowed = _run_edited(capsys, result, 'soc_version = "Ascend310"',
+                          'soc_version = "Ascend999"\nallow_unknown_soc = true')
+    assert allowed.code == 0, allowed.err
+    atc = next(line for line in allowed.out.splitlines() if line.startswith("  atc "))
+    assert "--soc_version=Ascend999" in atc
+    _sync(capsys, result)
 
 
 def test_stricter_threshold_reruns_only_compare_and_fails(demo: tuple[DemoResult, list[str]],
@@ -197,9 +214,12 @@ def test_stricter_threshold_reruns_only_compare_and_fails(demo: tuple[DemoResult
     assert outcome.code == 1
     stage_lines = [line for line in outcome.out.splitlines() if line.split() and line.split()[0] in STAGES]
     assert [line.split()[1] == "skip" for line in stage_lines] == [True] * 5 + [False]
-    verdict = next(line for line in outcome.out.splitlines() if line.startswith("FAILED"))
-    assert verdict.startswith("FAILED: probs:0 MaxAbsoluteError ")
-    assert verdict.split(" | ")[0].endswith("> 1e-06") and " | golden: tensorflow model.pb (" in verdict
+    # The verdict as `infer compare` prints it: one short line, what it rests on below it.
+    lines = outcome.out.splitlines()
+    verdict = next(line for line in lines if line.startswith("FAILED"))
+    assert verdict.startswith("FAILED: probs:0 MaxAbsoluteError ") and verdict.endswith("> 1e-06"), verdict
+    below = lines[lines.index(verdict) + 1:]
+    assert any(line.startswith("  golden: tensorflow model.pb (") for line in below), below
 
 
 def test_layerwise_on_the_demo_model_marks_no_tensor_under_fp16(demo: tuple[DemoResult, list[str]],
@@ -323,7 +343,8 @@ def test_the_fp16_trouble_demo_fails_names_the_op_tunes_and_passes(tmp_path: Pat
     result = run_demo(tmp_path, on_step=lines.append, on_stage=lambda outcome: lines.append(outcome.line()),
                       fp16_trouble=True)
     first = result.failed_first
-    assert first is not None and not first.passed and first.verdict.startswith("FAILED: probs:0 ")
+    assert first is not None and not first.passed and first.verdict.startswith(
+        "FAILED: fp16 overflow (or underflow) inside the network; probs:0 ")
     compare_line = next(line for line in lines if line.startswith("compare"))
     assert "first diverging tensor l2norm/" in compare_line
     assert result.tuned is not None and result.tuned.found
@@ -333,6 +354,21 @@ def test_the_fp16_trouble_demo_fails_names_the_op_tunes_and_passes(tmp_path: Pat
     assert 'keep_dtype = "work-fp16-trouble/tune/keep_dtype.cfg"' in result.pipeline_file.read_text()
     assert any(line.startswith("again, with [convert] keep_dtype") for line in lines)
     assert not (tmp_path / "work").exists()  # the ordinary demo's work folder is its own
+    # It teaches the words: the cause the plain verdict names, what fp16 holds, what became of the value.
+    taught = "\n".join(lines[:next(i for i, line in enumerate(lines) if line.startswith("tune-precision"))])
+    assert "FAILED: fp16 overflow (or underflow) inside the network" in taught
+    assert all(word in taught for word in ("overflow", "65504", "became inf")), taught
+    # Both reports are kept: the failed run's, then the passing one's beside it.
+    assert result.failed_report is not None and result.pipeline.report_html is not None
+    assert result.failed_report != result.pipeline.report_html
+    assert "FAILED" in result.failed_report.read_text() and "fp16 overflow" in result.failed_report.read_text()
+    assert "PASSED" in result.pipeline.report_html.read_text()
+    # The README shows these lines as the demo prints them.
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    shown = readme.split("```\ncheckpoint  demo-out/checkpoint-fp16-trouble/", 1)[1].split("```", 1)[0].splitlines()
+    shown[0] = "checkpoint  demo-out/checkpoint-fp16-trouble/" + shown[0]
+    printed = [*lines, result.pipeline.verdict]
+    assert [_alike(line, tmp_path) for line in shown[:len(printed)]] == [_alike(line, tmp_path) for line in printed]
 
 
 def _alike(line: str, out_dir: Path) -> str:

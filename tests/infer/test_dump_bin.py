@@ -636,7 +636,13 @@ def test_each_option_mistake_is_one_line_naming_the_option(capsys: pytest.Captur
         (("-m", cnn, images, "--mean", "1,2"), "--mean 1,2: expected 1 value or 3 (one per channel), found 2"),
         (("-m", cnn, images, "--mean", "a,b"),
          "--mean a,b: expected numbers separated by commas (e.g. 123.7,116.3,103.5)"),
-        (("-m", cnn, images, "--std", "0"), "--std 0: a value is 0, which would divide by zero"),
+        (("-m", cnn, images, "--std", "0"), "--std 0: expected numbers more than 0 (a standard deviation), one or one "
+                                            "per channel"),
+        (("-m", cnn, images, "--std", "-1"), "--std -1: expected numbers more than 0 (a standard deviation), one or "
+                                             "one per channel"),
+        (("-m", cnn, images, "--resize", "100000"), "--resize 100000: expected at most 9459 (the shorter side in "
+                                                    "pixels: a square image resized to it is already Pillow's limit "
+                                                    "of pixels)"),
         (("-m", cnn, images, "--layout", "HWC"), "--layout HWC: expected NHWC or NCHW"),
     ]
     for args, expected in cases:

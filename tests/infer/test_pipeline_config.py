@@ -95,8 +95,8 @@ def test_unknown_key_suggests_the_closest(project: Path) -> None:
                        "output_type, input_format, dynamic_batch, dynamic_image_size, dynamic_dims, shape_range, "
                        "op_select_implmode, fusion_switch_file, "
                        "keep_dtype, modify_mixlist, customize_dtypes, atc_args, opset, allow_unknown_soc, "
-                       "allow_unsupported, timeout, aipp, aipp_input_format, aipp_src_size, aipp_crop, aipp_csc, "
-                       "aipp_config)")
+                       "allow_unsupported, allow_host_ops, timeout, aipp, aipp_input_format, aipp_src_size, "
+                       "aipp_crop, aipp_csc, aipp_config)")
 
 
 def test_unknown_nested_key(project: Path) -> None:

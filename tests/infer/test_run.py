@@ -216,15 +216,28 @@ def _refusal(capsys: pytest.CaptureFixture[str], model: Path, bins: Path, out: P
     return outcome.error_line
 
 
+_LOOPS = "each batch runs that many times; a latency's mean needs far fewer"
+
+
 @pytest.mark.parametrize(("option", "value", "expected"), [
     ("--loop", "0", "--loop 0: expected 1 or more"),
+    ("--loop", "99999999999999999999", f"--loop 99999999999999999999: expected at most 10000 ({_LOOPS})"),
     ("--warmup", "-1", "--warmup -1: expected 0 or more"),
     ("--threads", "0", "--threads 0: expected 1 or more (leave it out for the framework's default)"),
+    ("--threads", "1000", "--threads 1000: expected at most {most} ({why})"),
+    ("--timeout", "inf", "--timeout inf: expected seconds, a finite number more than 0"),
+    ("--timeout", "nan", "--timeout nan: expected seconds, a finite number more than 0"),
     ("--device", "-1", "--device -1: expected a device index, 0 or more"),
 ])
 def test_counts_out_of_range(onnx_small_cnn: ModelContract, cnn_bins: DatasetManifest, tmp_path: Path,
                              capsys: pytest.CaptureFixture[str], option: str, value: str, expected: str) -> None:
-    assert _refusal(capsys, onnx_small_cnn.path, cnn_bins.root, tmp_path / "out", option, value) == f"error: {expected}"
+    """Every count is bounded, the bound in the message: a loop of 10**20 ran for ever, 1000 threads hung under a
+    process limit."""
+    from binio.limits import most_workers
+
+    most, why = most_workers()
+    assert _refusal(capsys, onnx_small_cnn.path, cnn_bins.root, tmp_path / "out", option, value) == \
+        f"error: {expected.format(most=most, why=why)}"
 
 
 def test_bins_of_another_model(onnx_small_cnn: ModelContract, tmp_path: Path,

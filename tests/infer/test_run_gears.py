@@ -103,7 +103,7 @@ def test_each_tool_gets_the_datasets_gear_and_its_outputs_come_back_at_the_gears
     assert load_run(ran.folder).gear == gear
     compared = run_cli(capsys, "compare", om.path, "--input", bins, "--actual", ran.folder)
     assert compared.code == 0, compared.out + compared.err
-    assert compared.out.strip().splitlines()[-1].startswith("PASSED")
+    assert compared.verdict.startswith("PASSED")
 
 
 @pytest.mark.slow
@@ -277,7 +277,7 @@ def test_the_tools_own_folder_of_the_printed_line_compares_as_infer_runs_folder(
                    f"({'features:0, probs:0' if kind == 'batch' else 'features:0'})")
     assert side.layout == layout
     outcome = run_cli(capsys, "compare", om.path, "--input", bins, "--actual", "by-hand")
-    assert outcome.code == 0 and outcome.out.strip().splitlines()[-1].startswith("PASSED"), outcome.out + outcome.err
+    assert outcome.code == 0 and outcome.verdict.startswith("PASSED"), outcome.out + outcome.err
 
 
 @pytest.mark.slow

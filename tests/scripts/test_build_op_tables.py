@@ -52,8 +52,29 @@ output0.dtype=float16,float
 [MatMulV2]
 input0.dtype=float16,bfloat16,int8
 cubeOp.flag=true
+[Conv2D]
+dynamicFormat.flag=true
+[ResizeBilinearV2D]
+input0.dtype=float,float16
+output0.dtype=float,float
 """,
 }
+# A dynamic-format op's implementation, written for this test in the shape of the snapshot's (conv2d.py): the chip
+# decides its dtype columns.
+CONV2D_IMPL = """
+from impl.util import util_select_op_base
+from impl.util.platform_adapter import tbe_platform
+
+
+def op_select_format(inputs, weights, bias, offset_w, outputs, strides, pads, kernel_name="conv2d"):
+    if tbe_platform.get_soc_spec("SHORT_SOC_VERSION") in ("Ascend310",):
+        out_dtypes = "float16,int32"
+    else:
+        out_dtypes = "float32,int32"
+    input0 = util_select_op_base.gen_param(classify="input0", name="x", datatype="float16,int8", format="ND,ND")
+    output0 = util_select_op_base.gen_param(classify="output0", name="y", datatype=out_dtypes, format="ND,ND")
+    return util_select_op_base.get_dynamic_param_in_json([input0, output0])
+"""
 AICPU = "[TopK]\nopInfo.engine=DNN_VM_AICPU\ninput0.type=DT_FLOAT16,DT_FLOAT,DT_DOUBLE,DT_INT32\n"
 CONST2ATTR = 'REGISTER_CONST2ATTR("ReduceMeanD").OriginOpType("ReduceMean").SetConstToAttr(1, "axes", "SetListInt");\n'
 TOP_K_PASS = 'static const char* PATTERN = "TopK";\nstatic const char* FUSED = "TopKD";\n'
@@ -93,6 +114,7 @@ def snapshots(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, Path
         "ops/built-in/fusion_pass/graph_fusion/ai_core/const2attr/const2attr_fusion_pass.cc": CONST2ATTR,
         "ops/built-in/fusion_pass/graph_fusion/ai_core/top_k_fusion_pass.cc": TOP_K_PASS,
         "ops/built-in/fusion_pass/graph_fusion/ai_core/exp_fusion_pass.cc": EXP_PASS,
+        "ops/built-in/tbe/impl/conv2d.py": CONV2D_IMPL,
     })
     ops_commit = commit(ops, files)
     parser_commit = commit(parser, {"parser/common/op_map.cc": OP_MAP, "parser/common/parser_types.cc": PARSER_TYPES})
@@ -127,8 +149,10 @@ def test_what_the_snapshot_says(snapshots: tuple[Path, str, Path, str], tmp_path
     top_k = table.lookup("TopKV2")
     assert top_k.kernel is not None and top_k.kernel.op == "TopKD" and top_k.kernel.output_dtypes == {"float16"}
     assert dict(top_k.aicpu) == {"TopK": frozenset({"float16", "float32", "float64"})}
-    conv = table.aicore_kernel("Conv2D")
-    assert conv is not None and conv.input_dtypes is None and conv.heavy and conv.precision_reduce is True
+    conv = table.aicore_kernel("Conv2D")  # dynamic format: its op_select_format decides fp16 in, fp16 out here
+    assert conv is not None and conv.heavy and conv.precision_reduce is True and conv.from_select_format
+    assert (conv.input_dtypes, conv.output_dtypes, conv.pairs) == ({"float16"}, {"float16"},
+                                                                   {("float16", "float16")})
     assert table.lookup("Exp").rewrites == {}  # the pass names ExpD, but no table lists it
     assert table.lookup("Placeholder").parser_op == "Data" and not table.lookup("VariableV2").mapped
     for absent in ("Commented", "Blocked", "CaffeOnly", "NotSource"):
@@ -137,14 +161,17 @@ def test_what_the_snapshot_says(snapshots: tuple[Path, str, Path, str], tmp_path
     assert big.lookup("Exp").kernel.input_dtypes == {"float16", "float32"}  # type: ignore[union-attr]
     matmul = big.aicore_kernel("MatMulV2")
     assert matmul is not None and matmul.cube and matmul.precision_reduce is None
-    assert matmul.input_dtypes == {"float16", "bfloat16"}
+    assert matmul.input_dtypes == {"float16", "bfloat16"} and matmul.pairs is None  # no output0 list to pair with
+    assert big.aicore_kernel("Conv2D").pairs == {("float16", "float32")}  # type: ignore[union-attr]
+    resize = big.aicore_kernel("ResizeBilinearV2D")  # columns: float -> float, float16 -> float
+    assert resize is not None and resize.outputs_for("float16") == {"float32"}
 
 
 def test_provenance_is_the_full_commit_and_its_date(snapshots: tuple[Path, str, Path, str], tmp_path: Path) -> None:
     build(snapshots, tmp_path, short=9)
     table = loaded(tmp_path, "ascend310")
     assert (table.source.commit, table.parser_source.commit) == (snapshots[1], snapshots[3])
-    assert table.source.date == DATE and table.script_version == 1
+    assert table.source.date == DATE and table.script_version == 2
 
 
 def test_an_unknown_commit_stops_the_script(snapshots: tuple[Path, str, Path, str], tmp_path: Path) -> None:

@@ -159,6 +159,9 @@ class MetricAccumulator:
             if all_finite and max(-float(np.min(values)), float(np.max(values))) <= FP16_MAX:
                 continue
             self.counts[key] += int(np.count_nonzero(finite & (np.abs(values) > FP16_MAX)))
+        if not all_finite_x or max(-float(np.min(x)), float(np.max(x))) >= FP16_MAX:
+            self.counts["saturated_fp16_actual"] += int(np.count_nonzero((np.abs(x) == FP16_MAX)
+                                                                         & (np.abs(y) < FP16_MAX)))
 
     def merge(self, other: MetricAccumulator) -> None:
         """Folds in pass one of another accumulator (a batch's), as if its batches had been added here."""

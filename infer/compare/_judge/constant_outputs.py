@@ -7,6 +7,11 @@ model is; the converted model's alone say the conversion lost the input. The sam
 (|x - first sample| <= 1e-6 + 1e-5 |first sample|, NaN equal to NaN); an output without a batch dimension is
 judged file by file (one run each), and a dataset of one sample (or one file) says nothing either way. Where the
 inputs are the same for every sample too (const: sources), the dataset is one sample repeated, and says so.
+
+Like with like: a conversion that computes in fp16 resolves its outputs on fp16's grid, where float32's tolerance
+(1e-6 absolute) is a whole fp16 step for values near 1e-3 (a 1000-class softmax). Its outputs are then judged
+the same only when they are, rounded to fp16, exactly; and TensorFlow's are said to vary only where they do at
+that resolution too: outputs that vary by less than fp16 can tell apart are not "the conversion lost the input".
 """
 
 from __future__ import annotations
@@ -31,11 +36,22 @@ class ConstantOutput:
     golden: bool  # TensorFlow's values are the same for every sample
     actual: bool  # the converted model's are
     inputs_same: bool = False  # so are the samples fed (const: sources): the dataset is one sample, repeated
+    below_fp16: bool = False  # TensorFlow's vary, but by less than fp16 resolves: rounded to fp16 they are the same
+
+    @property
+    def lost_the_input(self) -> bool:
+        """The converted model's answer is the same for every sample where TensorFlow's varies, at the converted
+        model's own resolution."""
+        return self.actual and not self.golden and not self.below_fp16 and not self.inputs_same
 
     def describe(self) -> str:
         if self.inputs_same:
             return (f"{self.name} is the same for every sample, as is every input: the dataset holds one sample "
                     "repeated (const: sources?); a PASS on it proves little")
+        if self.below_fp16:
+            return (f"{self.name} is the same for every sample in the converted model's outputs; TensorFlow's vary, "
+                    "but by less than fp16 resolves (rounded to fp16 they are the same too): the output barely "
+                    "depends on the input; a PASS on it proves little")
         if self.golden and self.actual:
             where = "in TensorFlow's outputs and the converted model's: it does not depend on the input"
         elif self.golden:
@@ -46,24 +62,31 @@ class ConstantOutput:
 
     def to_json(self) -> dict[str, Any]:
         return {"output": self.name, "golden": self.golden, "actual": self.actual, "inputs_same": self.inputs_same,
-                "text": self.describe()}
+                "below_fp16": self.below_fp16, "text": self.describe()}
 
 
 class _Sameness:
-    """Whether the units (samples, or whole files) seen so far are all the first one."""
+    """Whether the units (samples, or whole files) seen so far are all the first one: within float32's noise, or
+    (`fp16`) rounded to fp16, exactly."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, fp16: bool = False) -> None:
         self.first: np.ndarray | None = None
         self.units = 0
         self.same = True
+        self.fp16 = fp16
 
     def take(self, units: np.ndarray) -> None:
         """`units`: one or more units stacked on the first axis."""
         if not self.same or not len(units):
             return
+        if self.fp16 and units.dtype.kind == "f":
+            with np.errstate(over="ignore"):  # past 65504 is inf in fp16: the same inf is the same
+                units = units.astype(np.float16)
         if self.first is None:
             self.first = np.array(units[0])
-        if self.first.dtype.kind in "fc":
+        if self.fp16 and self.first.dtype.kind == "f":
+            equal = (units == self.first) | (np.isnan(units) & np.isnan(self.first))
+        elif self.first.dtype.kind in "fc":
             equal = np.isclose(units, self.first, rtol=_RTOL, atol=_ATOL, equal_nan=True)
         else:
             equal = units == self.first
@@ -79,21 +102,24 @@ def _float(values: np.ndarray) -> np.ndarray:
     return values.astype(np.float64) if values.dtype.kind == "f" else values
 
 
-def constant_output(pair: OutputPair) -> ConstantOutput | None:
-    """The output `pair` names when its samples are all the same on a side; stops reading once both vary."""
-    golden, actual = _Sameness(), _Sameness()
+def constant_output(pair: OutputPair, *, fp16: bool = False) -> ConstantOutput | None:
+    """The output `pair` names when its samples are all the same on a side; stops reading once both vary. `fp16`:
+    the converted model computed in fp16, and its outputs are judged at fp16's resolution (the module's note)."""
+    golden, actual = _Sameness(), _Sameness(fp16=fp16)
+    golden_fp16 = _Sameness(fp16=True) if fp16 else None  # TensorFlow's, at the converted model's resolution
     for batch in pair.batches():
         if not (golden.same or actual.same):
             return None
-        if pair.batch_major:
-            golden.take(_float(np.asarray(batch.golden)))
-            actual.take(_float(np.asarray(batch.actual)))
-        else:  # one run a file
-            golden.take(_float(np.asarray(batch.golden))[None])
-            actual.take(_float(np.asarray(batch.actual))[None])
+        sides = [(golden, batch.golden), (actual, batch.actual)]
+        if golden_fp16 is not None:
+            sides.append((golden_fp16, batch.golden))
+        for seen, values in sides:
+            units = _float(np.asarray(values))
+            seen.take(units if pair.batch_major else units[None])  # else one run a file
     if not (golden.constant or actual.constant):
         return None
-    return ConstantOutput(name=pair.name, golden=golden.constant, actual=actual.constant)
+    below = golden_fp16 is not None and actual.constant and not golden.constant and golden_fp16.constant
+    return ConstantOutput(name=pair.name, golden=golden.constant, actual=actual.constant, below_fp16=below)
 
 
 def inputs_all_same(manifest: DatasetManifest) -> bool:
@@ -108,9 +134,11 @@ def inputs_all_same(manifest: DatasetManifest) -> bool:
     return True
 
 
-def constant_outputs(pairs: tuple[OutputPair, ...], manifest: DatasetManifest) -> tuple[ConstantOutput, ...]:
-    """The outputs of `pairs` the same for every sample, each saying whether the inputs are too (read only then)."""
-    found = tuple(constant for pair in pairs if (constant := constant_output(pair)) is not None)
+def constant_outputs(pairs: tuple[OutputPair, ...], manifest: DatasetManifest, *,
+                     fp16: bool = False) -> tuple[ConstantOutput, ...]:
+    """The outputs of `pairs` the same for every sample, each saying whether the inputs are too (read only then);
+    `fp16`: the converted model computed in fp16."""
+    found = tuple(constant for pair in pairs if (constant := constant_output(pair, fp16=fp16)) is not None)
     if found and inputs_all_same(manifest):
         return tuple(replace(constant, inputs_same=True) for constant in found)
     return found

@@ -214,16 +214,21 @@ def _link_or_copy(source: Path, target: Path) -> None:
         shutil.copyfile(source, target)
 
 
-def emulated_model(contract: ModelContract, manifest: DatasetManifest, cache_root: Path) -> tuple[ModelContract, Path]:
+def emulated_model(contract: ModelContract, manifest: DatasetManifest, cache_root: Path, *,
+                   fp32: bool = False) -> tuple[ModelContract, Path]:
     """The stand-in's emulation of the contract's precision mode: the pb converted with tf2onnx in the same
     precision mode, with the same chip's precision plan (same --input-fp16-nodes, --output-type and per-op precision
     files), cached under `cache_root`/emulated/<sha256 of pb, settings and dataset>/, like the golden outputs.
-    Returns the emulated model's contract and the folder its runs go in."""
+    `fp32`: the same conversion in force_fp32 instead, no input, output or op held in fp16 (what the model
+    computes without fp16, for `infer.compare._judge.fp16_trouble`). Returns the emulated model's contract and the
+    folder its runs go in."""
     precision_mode, fp16_nodes, output_type, chip = _emulation_settings(contract)
+    controls = _op_control_files(contract)  # --keep-dtype and the like, replayed from their recorded texts
+    if fp32:
+        precision_mode, fp16_nodes, output_type, controls = FP32_MODES[0], "", "", {}
     contract.check_pb_unchanged()
     aipp = model_aipp(contract)  # the om's AIPP goes in front of the emulation too: it takes the same uint8 bins
     aipp_text = "" if aipp is None else aipp.to_prototxt()
-    controls = _op_control_files(contract)  # --keep-dtype and the like, replayed from their recorded texts
     digest = hashlib.sha256("\0".join((contract.pb_sha256, precision_mode, fp16_nodes, output_type, chip,
                                        str(_allowed(contract)),
                                        sha256_file(manifest.path), aipp_text,
@@ -253,10 +258,11 @@ def emulated_model(contract: ModelContract, manifest: DatasetManifest, cache_roo
 
 
 def emulated_run(contract: ModelContract, manifest: DatasetManifest, cache_root: Path,
-                 progress: Callable[[int, int], None] | None = None) -> tuple[ModelContract, Path]:
-    """The run folder of the stand-in's emulation (`emulated_model`) over these bins, run by ONNX Runtime and
-    cached beside it. Returns the emulated model's contract and its run folder."""
-    staged, runs = emulated_model(contract, manifest, cache_root)
+                 progress: Callable[[int, int], None] | None = None, *,
+                 fp32: bool = False) -> tuple[ModelContract, Path]:
+    """The run folder of the stand-in's emulation (`emulated_model`, in fp32 where asked) over these bins, run by
+    ONNX Runtime and cached beside it. Returns the emulated model's contract and its run folder."""
+    staged, runs = emulated_model(contract, manifest, cache_root, fp32=fp32)
     cached = cached_run(runs)
     if cached is not None:
         return staged, cached

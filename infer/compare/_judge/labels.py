@@ -18,7 +18,8 @@ from pathlib import Path, PurePosixPath
 
 import numpy as np
 
-from binio.reading import read_text_file, reading
+from binio.npy import check_npy_header
+from binio.reading import TEXT_LIMIT, read_text_file, reading
 from binio.regular import refuse_special
 from infer.compare.errors import LabelsError
 
@@ -55,6 +56,10 @@ def read_labels(path: Path) -> LabelsFile:
 
 def _npy_labels(path: Path) -> LabelsFile:
     try:
+        if path.stat().st_size > TEXT_LIMIT:  # a labels array is loaded whole: as large as a labels text, at most
+            raise LabelsError(f"{path}: {path.stat().st_size:,} bytes, more than a labels file holds (at most "
+                              f"{TEXT_LIMIT:,})")
+        check_npy_header(path, error=LabelsError)
         array = np.load(path, allow_pickle=False)
     except (ValueError, OSError) as exc:
         raise LabelsError(f"{path}: not a readable .npy file ({exc})") from None

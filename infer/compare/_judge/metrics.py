@@ -16,7 +16,9 @@ Where infer departs on purpose (docs/metrics.md says why; a test pins each):
 - RelativeEuclideanDistance against an all-zero golden is inf unless the actual is all zero too (msaccucmp: 0);
 - sums are taken in float64 (msaccucmp casts to float32 first, where squares above ~1.8e19 overflow and squared
   differences below ~1e-19 lose digits);
-- an empty tensor has cosine 1 and every error 0 (msaccucmp: NaN for most, numpy refusing the max of nothing).
+- an empty tensor has cosine 1 and every error 0 (msaccucmp: NaN for most, numpy refusing the max of nothing);
+- bool against bool is compared as 0 and 1 (msaccucmp: NaN but for cosine);
+- integers past 2^24 are exact (to 2^53; msaccucmp's float32 copy merges neighbours).
 """
 
 from __future__ import annotations
@@ -51,7 +53,9 @@ _FIELD_OF = {
 
 @dataclass(frozen=True)
 class ValueCounts:
-    """Non-finite values on each side, and values fp16 cannot hold (|v| > 65504, finite)."""
+    """Non-finite values on each side, values fp16 cannot hold (|v| > 65504, finite), and the converted model's
+    values at fp16's largest (±65504) where TensorFlow's are below it: an fp16 overflow saturated (ATC's saturation
+    mode, a cast that clamps) rather than made inf."""
 
     nan_actual: int = 0
     inf_actual: int = 0
@@ -60,6 +64,7 @@ class ValueCounts:
     beyond_fp16_actual: int = 0
     beyond_fp16_golden: int = 0
     nonfinite_actual_where_golden_finite: int = 0
+    saturated_fp16_actual: int = 0
 
     @property
     def fp16_overflow(self) -> bool:
@@ -253,6 +258,7 @@ def value_counts(actual: Any, golden: Any) -> ValueCounts:
         beyond_fp16_actual=int(np.count_nonzero(finite_x & (np.abs(x) > FP16_MAX))),
         beyond_fp16_golden=int(np.count_nonzero(finite_y & (np.abs(y) > FP16_MAX))),
         nonfinite_actual_where_golden_finite=int(np.count_nonzero(~finite_x & finite_y)),
+        saturated_fp16_actual=int(np.count_nonzero((np.abs(x) == FP16_MAX) & (np.abs(y) < FP16_MAX))),
     )
 
 

@@ -4,6 +4,10 @@ An output is taken as a classifier's when it is a float tensor of shape (batch, 
 agreement is the share of samples whose argmax is the same on both sides; top-k overlap the mean share of the k
 best classes the two sides have in common. With labels: the top-1 and top-k accuracy of each side and their
 difference (actual - golden), the figure a migration hands in. Ties go to the lower class index on both sides.
+A sample that ranks no class above another on a side has no top-1 there: its scores NaN everywhere (NaN ranks
+last), or every score that is not NaN the same (a softmax over logits an fp16 overflow made 0 is 1/classes
+everywhere; inf everywhere). Ties going to the lower index, an argmax would pick class 0 and "agree" with a
+TensorFlow that picks it too: such a sample agrees with nothing and is right about nothing.
 """
 
 from __future__ import annotations
@@ -58,10 +62,12 @@ class TopKResult:
     top1_agreement: float
     topk_overlap: float
     accuracy: Accuracy | None
+    without_top1: int = 0  # samples whose converted scores rank no class above another (NaN, one value): no top-1
 
     def to_json(self) -> dict[str, Any]:
         document: dict[str, Any] = {"k": self.k, "samples": self.samples, "top1_agreement": self.top1_agreement,
-                                    "topk_overlap": self.topk_overlap, "accuracy": None}
+                                    "topk_overlap": self.topk_overlap, "accuracy": None,
+                                    "without_top1": self.without_top1}
         if self.accuracy is not None:
             document["accuracy"] = {**asdict(self.accuracy), "top1_difference": self.accuracy.top1_difference,
                                     "topk_difference": self.accuracy.topk_difference}
@@ -75,13 +81,18 @@ class TopKAccumulator:
         self.k = max(1, min(k, classes))
         self.with_labels = with_labels
         self.samples = 0
+        self.without_top1 = 0
         self.top1_agree = 0
         self.overlap = 0
         self.correct = dict.fromkeys(("golden_top1", "actual_top1", "golden_topk", "actual_topk"), 0)
 
     def add(self, actual: np.ndarray, golden: np.ndarray, labels: np.ndarray | None = None) -> None:
         top_x, top_y = top_indices(actual, self.k), top_indices(golden, self.k)
+        # A row that ranks nothing has indices -1 (-2 on TensorFlow's side), which no class and no label equals.
+        none_x, none_y = unranked_rows(actual), unranked_rows(golden)
+        top_x[none_x], top_y[none_y] = -1, -2
         self.samples += int(top_x.shape[0])
+        self.without_top1 += int(np.count_nonzero(none_x))
         self.top1_agree += int(np.count_nonzero(top_x[:, 0] == top_y[:, 0]))
         self.overlap += int(np.count_nonzero(top_x[:, :, None] == top_y[:, None, :]))
         if labels is not None:
@@ -94,6 +105,7 @@ class TopKAccumulator:
     def merge(self, other: TopKAccumulator) -> None:
         """Folds in another accumulator's counts (a later shard's), as if its batches had been added here."""
         self.samples += other.samples
+        self.without_top1 += other.without_top1
         self.top1_agree += other.top1_agree
         self.overlap += other.overlap
         for key, value in other.correct.items():
@@ -105,4 +117,18 @@ class TopKAccumulator:
         if self.with_labels:
             accuracy = Accuracy(**{key: (value / n if n else 0.0) for key, value in self.correct.items()})
         return TopKResult(k=self.k, samples=n, top1_agreement=self.top1_agree / n if n else 1.0,
-                          topk_overlap=self.overlap / (n * self.k) if n else 1.0, accuracy=accuracy)
+                          topk_overlap=self.overlap / (n * self.k) if n else 1.0, accuracy=accuracy,
+                          without_top1=self.without_top1)
+
+
+def unranked_rows(scores: np.ndarray) -> np.ndarray:
+    """The rows (samples) that rank no class above another: every score NaN, or two or more scores that are not NaN
+    and all the same (exactly: a classifier's honest near-ties differ in their last bits, a collapse does not)."""
+    values = np.asarray(scores)
+    if values.dtype.kind != "f":
+        return np.zeros(values.shape[0], dtype=bool)
+    nan = np.isnan(values)
+    highest = np.where(nan, -np.inf, values).max(axis=1)
+    lowest = np.where(nan, np.inf, values).min(axis=1)
+    scored = np.count_nonzero(~nan, axis=1)
+    return (scored == 0) | ((scored >= 2) & (highest == lowest))

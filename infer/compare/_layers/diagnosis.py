@@ -24,7 +24,7 @@ from dataclasses import replace
 
 from infer.compare._layers.bands import RAISED, LayerBands, excess
 from infer.compare._layers.match import tf_frontier
-from infer.compare.layer_result import LayerRow
+from infer.compare.layer_result import ERROR_FLOOR, LayerRow
 from infer.compare.metric_names import shown
 from infer.compare.result import CompareResult
 from infer.compare.thresholds import Thresholds
@@ -32,7 +32,6 @@ from infer.compare.thresholds import Thresholds
 # Only scale-free measures judge an intermediate tensor: an absolute one (msit's RMSE > 1) marks a correct fp32
 # exp whose values are in the thousands, and fp16 tensors in models that pass.
 LAYER_METRICS: tuple[str, ...] = ("CosineSimilarity", "RelativeEuclideanDistance")
-ERROR_FLOOR = 1e-6  # RED of a tensor that only fp32 rounding separates from TF's
 
 
 def layer_thresholds(thresholds: Thresholds) -> Thresholds:

@@ -9,9 +9,10 @@ reason, which the rows of its op give, rather than ending the comparison.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from atc_wrap.ascend_files.dump_slices import group_op_files, op_dump
 from atc_wrap.ascend_files.npu_dump import DumpEntry, NpuDump, read_npu_dump, walk_dump_folder
 from binio.errors import InferError
 from binio.manifest import DatasetManifest
@@ -29,9 +30,12 @@ class NpuDumpSet:
     root: Path
     stem: str  # the batch the execution ran
     batch_reason: str
-    dumps: dict[str, NpuDump]  # om op name (DumpData.op_name) -> its dump
+    dumps: dict[str, NpuDump]  # om op name (DumpData.op_name), and as file names spell it -> its dump
     unreadable: dict[str, str]  # op name as the file name gives it (`/` and `.` as `_`) -> why it cannot be read
     run_folder: Path | None  # the run folder whose run.json records this dump
+    notes: dict[str, str] = field(default_factory=dict)  # op name as file names spell it -> how its dump was had
+    left_out: tuple[Path, ...] = ()  # files msaccucmp leaves out too (`_lxslice` inside an op name)
+    unmapped: tuple[Path, ...] = ()  # files named by a number that no mapping.csv row names
 
     def dump_of(self, op_name: str) -> NpuDump | None:
         """The op's dump, by the name DumpData gives, else by its file name's."""
@@ -39,6 +43,9 @@ class NpuDumpSet:
 
     def unreadable_reason(self, op_name: str) -> str:
         return self.unreadable.get(safe_op_name(op_name), "")
+
+    def note_of(self, op_name: str) -> str:
+        return self.notes.get(safe_op_name(op_name), "")
 
 
 def safe_op_name(name: str) -> str:
@@ -90,15 +97,22 @@ def load_npu_dump(folder: Path, manifest: DatasetManifest) -> NpuDumpSet:
         reason = "the first batch: no run.json says which batch this dump is of"
     dumps: dict[str, NpuDump] = {}
     unreadable: dict[str, str] = {}
-    for entry in found.entries:
+    notes: dict[str, str] = {}
+    groups, left_out = group_op_files(found.entries)
+    for files in groups:
         try:
-            dump = read_npu_dump(entry.path)
+            had = op_dump(files, lambda entry: read_npu_dump(entry.path, entry.name))
         except InferError as exc:
-            unreadable.setdefault(entry.name.op_name, exc.message)
+            unreadable[files.op_name] = exc.message
             continue
-        dumps.setdefault(dump.op_name or entry.name.op_name, dump)
+        dumps[files.op_name] = had.dump
+        if had.dump.op_name:
+            dumps.setdefault(had.dump.op_name, had.dump)
+        if had.note:
+            notes[files.op_name] = had.note
     return NpuDumpSet(root=folder, stem=stem, batch_reason=reason, dumps=dumps, unreadable=unreadable,
-                      run_folder=record.folder if record is not None else None)
+                      run_folder=record.folder if record is not None else None, notes=notes,
+                      left_out=tuple(entry.path for entry in left_out), unmapped=found.unmapped)
 
 
 def run_folder_of_dump(npu_dump: Path | None) -> Path:

@@ -25,7 +25,7 @@ from atc_wrap.ascend_files.om_model import read_om
 from binio.errors import InferError
 from binio.manifest import DatasetManifest
 from binio.spec import node_name
-from ckpt2pb.protobuf import read_graph_def
+from ckpt2pb.protobuf import HostOpPolicy, read_graph_def
 from infer.compare._judge.metrics import compute_metrics
 from infer.compare._layers.conclusion import conclude
 from infer.compare._layers.diagnosis import layer_thresholds
@@ -74,8 +74,10 @@ def npu_value(output: NpuOutput, dumps: NpuDumpSet) -> NpuValue:
     dump = dumps.dump_of(output.op_name)
     if dump is None:
         why = dumps.unreadable_reason(output.op_name)
+        unmapped = (f" ({len(dumps.unmapped)} file(s) named by a number have no row in a mapping.csv: "
+                    f"{dumps.unmapped[0].name}{', ...' if len(dumps.unmapped) > 1 else ''})") if dumps.unmapped else ""
         return NpuValue(output, None, f"its dump file cannot be read: {why}" if why else
-                        f"no dump file of NPU op {output.op_name} in {dumps.root}")
+                        f"no dump file of NPU op {output.op_name} in {dumps.root}{unmapped}")
     if output.index >= len(dump.outputs):
         return NpuValue(output, None, f"{dump.path.name} holds {len(dump.outputs)} output(s), not output "
                                       f"{output.index} (dumped with dump_mode input?)")
@@ -90,12 +92,13 @@ def npu_value(output: NpuOutput, dumps: NpuDumpSet) -> NpuValue:
         return NpuValue(output, None, f"{dump.path.name}: {exc.message}")
     moved = "" if tensor.format == fmt and tuple(tensor.shape) == tuple(shape) else \
         f"{tensor.format} {list(tensor.shape)} turned into "
-    return NpuValue(output, value, f"{moved}{fmt} {list(shape)} ({whose} origin)")
+    note = dumps.note_of(output.op_name)
+    return NpuValue(output, value, f"{moved}{fmt} {list(shape)} ({whose} origin)" + (f"; {note}" if note else ""))
 
 
 def _tf_graph_nodes(contract: ModelContract) -> dict[str, str]:
     contract.check_pb_unchanged()
-    return {node.name: node.op for node in read_graph_def(contract.pb_path).node}
+    return {node.name: node.op for node in read_graph_def(contract.pb_path, HostOpPolicy.INERT).node}
 
 
 def drawn_by_npu(values: dict[str, NpuValue], node_types: dict[str, str]) -> dict[str, np.ndarray]:

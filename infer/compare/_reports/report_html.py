@@ -13,10 +13,12 @@ import html
 import io
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from binio.atomic import write_bytes_atomic
+from infer.compare._judge.fp16_trouble import DOCS as FP16_DOCS
 from infer.compare.metric_names import shown, shown_limit
 from infer.compare.result import CompareResult, LayerwiseResult, OutputResult, PlotData, fp16_cause
 from infer.compare.thresholds import DEFAULT_THRESHOLDS
@@ -51,6 +53,7 @@ table.facts td.name { white-space: normal; overflow-wrap: anywhere; text-align: 
 .plots { display: flex; flex-wrap: wrap; gap: 0.5em; }
 .plots img { flex: 1 1 300px; min-width: 0; max-width: 100%; height: auto; border: 1px solid #ddd; }
 .plots img.wide { flex-basis: 100%; }
+.plots svg { flex: 1 1 100%; min-width: 0; max-width: 100%; height: auto; border: 1px solid #ddd; }
 @media (max-width: 700px) { body { padding: 0.5em; } .plots img { flex-basis: 100%; } }
 """
 
@@ -68,6 +71,28 @@ def _png(draw: Callable[[Any], None], width: float = 5.0, height: float = 3.6, c
     figure.savefig(buffer, format="png")
     klass = f' class="{css_class}"' if css_class else ""
     return f'<img alt="plot"{klass} src="data:image/png;base64,{base64.b64encode(buffer.getvalue()).decode()}">'
+
+
+def _svg(draw: Callable[[Any], None], width: float, height: float, css_class: str = "") -> str:
+    """An inline <svg> drawn by `draw(axes)`: its text kept as text and its parts' gids as ids, so that a browser
+    (and a test in one) can find them; it scales to the width it is given."""
+    import re
+
+    import matplotlib
+    from matplotlib.backends.backend_svg import FigureCanvasSVG
+    from matplotlib.figure import Figure
+
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "infer"}):
+        figure = Figure(figsize=(width, height), dpi=90)
+        FigureCanvasSVG(figure)
+        draw(figure.add_subplot(1, 1, 1))
+        figure.tight_layout()
+        buffer = io.StringIO()
+        figure.savefig(buffer, format="svg", metadata={"Date": None})
+    text = buffer.getvalue()
+    text = text[text.index("<svg"):]  # the XML declaration and doctype belong to a file, not a page
+    klass = f' class="{css_class}"' if css_class else ""
+    return re.sub(r'<svg ([^>]*?)width="[^"]*" height="[^"]*"', rf'<svg role="img"{klass} \1', text, count=1)
 
 
 def histogram_bars(plot: PlotData) -> tuple[tuple[float, ...], tuple[int, ...], tuple[float, float]]:
@@ -191,8 +216,8 @@ def _metrics_table(result: CompareResult) -> str:
         cells = "".join(f"<td>{shown(m.value(name), name)}</td>" for name in _SHOWN)
         verdict = '<span class="pass">pass</span>' if result.output_passed(output) else '<span class="fail">FAIL</span>'
         rows.append(f'<tr><td class="name">{html.escape(output.name)}</td>{cells}'
-                    f"<td>{counts.nan_actual + counts.inf_actual}</td><td>{fp16_cause(output, result.layerwise)}"
-                    f"</td><td>{verdict}</td></tr>")
+                    f"<td>{counts.nan_actual + counts.inf_actual}</td>"
+                    f"<td>{fp16_cause(output, result.layerwise, result.fp16_trouble)}</td><td>{verdict}</td></tr>")
     return _table(f"<tr>{head}</tr>{''.join(rows)}")
 
 
@@ -226,6 +251,9 @@ def _output_section(output: OutputResult) -> str:
         t = output.topk
         text = (f"top-1 agreement {t.top1_agreement:.4%}, top-{t.k} overlap {t.topk_overlap:.4%} over "
                 f"{t.samples} samples")
+        if t.without_top1:
+            text += (f" ({t.without_top1} rank no class above another in the converted model's outputs, their "
+                     "scores NaN or all the same: no top-1)")
         if t.accuracy is not None:
             a = t.accuracy
             text += (f"; accuracy against labels: top-1 golden {a.golden_top1:.4%}, actual {a.actual_top1:.4%} "
@@ -235,39 +263,96 @@ def _output_section(output: OutputResult) -> str:
     return "\n".join(parts)
 
 
-def layer_points(layers: LayerwiseResult) -> tuple[tuple[float, ...], int | None]:
-    """What the error-along-the-network picture draws: each compared tensor's RelativeEuclideanDistance in graph
-    order (an exact one on the floor), and the position of the first tensor to diverge."""
+@dataclass(frozen=True)
+class LayerPoints:
+    """What the error-along-the-network picture draws, tensor by tensor in graph order."""
+
+    names: tuple[str, ...]  # each compared tensor
+    red: tuple[float, ...]  # its RelativeEuclideanDistance (an exact one on the floor); NaN where not finite
+    nonfinite: tuple[int, ...]  # where the RED is inf or NaN (inf/NaN in the converted tensor): the top edge
+    first: int | None  # the first tensor to diverge
+
+
+def layer_points(layers: LayerwiseResult) -> LayerPoints:
     matched = layers.matched
-    red = tuple(max(r.metrics.relative_euclidean_distance, _EXACT) if r.metrics else math.nan for r in matched)
-    return red, next((i for i, r in enumerate(matched) if r.diverges_here), None)
+    values = [r.metrics.relative_euclidean_distance if r.metrics else math.nan for r in matched]
+    return LayerPoints(names=tuple(r.tensor for r in matched),
+                       red=tuple(max(v, _EXACT) if math.isfinite(v) else math.nan for v in values),
+                       nonfinite=tuple(i for i, v in enumerate(values) if not math.isfinite(v)),
+                       first=next((i for i, r in enumerate(matched) if r.diverges_here), None))
+
+
+_MOST_TICKS = 40  # names on the x axis: every tensor's up to this many, else every k-th and the ones marked
+
+
+def tick_positions(points: LayerPoints) -> list[int]:
+    """The tensors whose names the x axis shows: all of them, or every k-th and the marked and first inf/NaN ones."""
+    count = len(points.names)
+    if count <= _MOST_TICKS:
+        return list(range(count))
+    step = -(-count // _MOST_TICKS)
+    chosen = set(range(0, count, step)) | set(points.nonfinite[:1])
+    if points.first is not None:
+        chosen.add(points.first)
+    return sorted(chosen)
+
+
+def _short_name(name: str, most: int = 32) -> str:
+    return name if len(name) <= most else "…" + name[-(most - 1):]
 
 
 def _error_along_the_network(layers: LayerwiseResult) -> str:
-    from matplotlib.ticker import MaxNLocator
+    """The RED of every compared tensor along the graph, on a log scale, with its band; a tensor whose RED is not
+    finite (inf/NaN in the converted tensor: an overflow) is drawn at the top edge and labelled, the first to
+    diverge is starred and named, and the x axis names the tensors. Inline SVG, its parts given ids (`plot-...`)
+    that the browser test finds."""
+    from matplotlib.transforms import blended_transform_factory
 
-    red, first = layer_points(layers)
+    points = layer_points(layers)
     band = [r.band if r.has_band else math.nan for r in layers.matched] if layers.bands is not None else []
+    x = range(len(points.red))
 
     def draw(axes: Any) -> None:
-        axes.plot(range(len(red)), red, marker="o", markersize=3, label="RED per tensor")
+        axes.patch.set_gid("plot-axes")
+        axes.plot(x, points.red, marker="o", markersize=3, label="RED per tensor")
         if band:
-            axes.plot(range(len(band)), band, color="#8c959f", linewidth=1, label="its band (expected RED)")
-            axes.plot(range(len(band)), [b * layers.factor for b in band], color="#8c959f", linestyle=":",
-                      linewidth=1, label=f"band x {layers.factor:g}")
+            axes.plot(x, band, color="#8c959f", linewidth=1, label="its band (expected RED)")
+            axes.plot(x, [b * layers.factor for b in band], color="#8c959f", linestyle=":", linewidth=1,
+                      label=f"band x {layers.factor:g}")
         axes.set_yscale("log")
         axes.axhline(DEFAULT_THRESHOLDS["RelativeEuclideanDistance"], color="#cf222e", linestyle="--",
                      label="msit's RED limit")
-        if first is not None:
-            axes.plot([first], [red[first]], "*", markersize=14, color="#cf222e",
-                      label=f"first to diverge: {layers.matched[first].tensor}")
-        axes.legend(fontsize=8)
-        axes.xaxis.set_major_locator(MaxNLocator(integer=True))
-        axes.set_xlabel("compared tensor (graph order)")
+        top = blended_transform_factory(axes.transData, axes.transAxes)  # x a tensor, y the axes' top edge
+        if points.nonfinite:
+            marker, = axes.plot(points.nonfinite, [1.0] * len(points.nonfinite), "^", color="#cf222e",
+                                markersize=7, transform=top, clip_on=False, label="inf/NaN (at the top edge)")
+            marker.set_gid("plot-nonfinite")
+            label = axes.annotate(f"inf/NaN from {points.names[points.nonfinite[0]]}", (points.nonfinite[0], 1.0),
+                                  xycoords=top, xytext=(6, -12), textcoords="offset points", fontsize=8,
+                                  color="#cf222e")
+            label.set_gid("plot-nonfinite-label")
+        if points.first is not None:
+            at_top = points.first in points.nonfinite
+            where = (points.first, 1.0 if at_top else points.red[points.first])
+            transform = top if at_top else axes.transData
+            star, = axes.plot([where[0]], [where[1]], "*", markersize=14, color="#cf222e", transform=transform,
+                              clip_on=False, label="first to diverge")
+            star.set_gid("plot-first")
+            name = axes.annotate(f"first to diverge: {points.names[points.first]}", where, xycoords=transform,
+                                 xytext=(8, -26 if at_top else 8), textcoords="offset points", fontsize=8,
+                                 fontweight="bold", color="#cf222e")
+            name.set_gid("plot-first-label")
+        axes.legend(fontsize=7, loc="lower right")
+        ticks = tick_positions(points)
+        axes.set_xticks(ticks)
+        axes.set_xticklabels([_short_name(points.names[i]) for i in ticks], rotation=90, fontsize=6)
+        for index, tick in zip(ticks, axes.get_xticklabels(), strict=True):
+            tick.set_gid(f"plot-xtick-{index}")
+        axes.set_xlabel("compared tensor, in graph order")
         axes.set_ylabel("relative euclidean distance (log)")
         axes.set_title("error along the network", fontsize=9)
 
-    return _png(draw, width=10.0, height=3.6, css_class="wide")
+    return _svg(draw, width=10.0, height=4.8, css_class="wide")
 
 
 def _layerwise_section(layers: LayerwiseResult) -> str:
@@ -275,9 +360,9 @@ def _layerwise_section(layers: LayerwiseResult) -> str:
     lines = [("first tensor to diverge" + (" (a warning: the outputs pass)" if layers.is_warning else "")
               + ": <span class='fail'>" + html.escape(first.tensor) + "</span>") if first else
              "no tensor diverges"]
-    growth = layers.growth
-    if growth is not None:
-        lines.append(f"error grows most at {html.escape(growth.tensor)} (x{growth.error_growth:.3g})")
+    growth = layers.growth_text()  # only where it means something
+    if growth:
+        lines.append(html.escape(growth))
     if layers.nonfinite is not None:
         lines.append("first inf/NaN: " + html.escape(layers.nonfinite.describe()))
     if layers.note:
@@ -392,6 +477,13 @@ def _header(result: CompareResult) -> str:
     listed = "".join(f"<dt>{html.escape(k)}</dt><dd>{html.escape(v)}</dd>" for k, v in sides)
     reasons = "" if result.passed else "<ul class='reasons'>" + "".join(
         f"<li>{html.escape(r)}</li>" for r in result.fail_reasons) + "</ul>"
+    if result.cause:  # what the outputs alone say made it fail, what it means, and what to do next
+        reasons += "".join(
+            f"<p class='cause'><b>cause: {html.escape(result.cause)}</b>: {html.escape(t.describe())}. Next: "
+            "<code>infer compare ... --layerwise</code> finds the op, <code>infer tune-precision</code> the ops to "
+            f"keep in fp32 ({html.escape(FP16_DOCS)}).</p>" for t in result.fp16_trouble)
+    reasons += "".join(f"<p class='cause'>{html.escape(o.name)}: {html.escape(o.kl_band.describe())}</p>"
+                       for o in result.outputs if o.kl_band is not None)
     return (f"<header><h1>infer compare {badge}</h1><dl class='sides'>{listed}</dl>{reasons}"
             f"<p class='verdict'>{html.escape(result.verdict_line())}</p></header>")
 

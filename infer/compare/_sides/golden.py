@@ -43,7 +43,8 @@ def cached_run(root: Path) -> Path | None:
 
 def tensorflow_golden(contract: ModelContract, manifest: DatasetManifest, *, cache_root: Path | None = None,
                       on_run: Callable[[], None] | None = None, workers: int = 1,
-                      progress: Callable[[int, int], None] | None = None) -> tuple[Path, str]:
+                      progress: Callable[[int, int], None] | None = None, allow_host_ops: bool = False
+                      ) -> tuple[Path, str]:
     """The run folder of TensorFlow's outputs for these bins, and whether it came from the cache; `on_run` is
     called when they are not cached, before TensorFlow starts. With `workers` > 1 the batches are split over
     that many TensorFlow processes (`infer.run._sharded`), which write the same files a single run writes."""
@@ -57,5 +58,6 @@ def tensorflow_golden(contract: ModelContract, manifest: DatasetManifest, *, cac
     if on_run is not None:
         on_run()
     scale = ScaleOptions(shards=workers, devices=tuple(range(workers))) if workers > 1 else None
-    result = run_model(contract.path, manifest.root, root, RunOptions(backend="tf"), scale, progress=progress)
+    options = RunOptions(backend="tf", allow_host_ops=allow_host_ops)
+    result = run_model(contract.path, manifest.root, root, options, scale, progress=progress)
     return result.folder, "tensorflow"

@@ -40,6 +40,7 @@ import numpy as np
 
 from binio.binfile import check_bin_size, write_raw
 from binio.manifest import DatasetManifest
+from binio.npy import check_npy_header
 from binio.spec import TensorSpec, format_shape
 from infer.compare._sides.provenance import Side, run_side
 from infer.compare._sides.run_folders import batch_spec
@@ -230,6 +231,7 @@ def _read_text(path: Path, spec: TensorSpec) -> np.ndarray:
 
 def _read_npy(path: Path, spec: TensorSpec) -> np.ndarray:
     try:
+        check_npy_header(path, error=RunFolderError)
         array = np.load(path, mmap_mode="r", allow_pickle=False)
     except (OSError, ValueError, EOFError) as err:
         raise RunFolderError(f"{path}: not a .npy file numpy reads ({err})") from None

@@ -12,6 +12,7 @@ import numpy as np
 from binio.dtypes import from_numpy
 from binio.errors import InferError
 from binio.manifest import safe_folder_name
+from binio.npy import check_npy_header, check_npy_stream
 from binio.spec import node_name
 from infer.dump_bin.errors import SourceError
 
@@ -90,6 +91,7 @@ class NpySource(_ArraySource):
         self.path = path
         _check_head(path, ".npy")
         try:
+            check_npy_header(path, error=SourceError)
             array = np.load(path, mmap_mode="r", allow_pickle=False)
         except ValueError as exc:
             if "allow_pickle" in str(exc) or "object" in str(exc).lower():
@@ -185,6 +187,9 @@ class NpzSource(_ArraySource):
                 )
             self.key = key
             try:
+                with archive.zip.open(f"{key}.npy") as member:
+                    check_npy_stream(member, archive.zip.getinfo(f"{key}.npy").file_size, f"{path}[{key}]",
+                                     error=SourceError)
                 array = archive[key]
             except ValueError as exc:
                 if "allow_pickle" in str(exc):

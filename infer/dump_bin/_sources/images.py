@@ -16,8 +16,11 @@ from typing import Any
 
 import numpy as np
 
+from binio.errors import excerpt
 from binio.heap import as_this_process
 from binio.layouts import ImageLayout
+from binio.regular import refuse_special
+from infer.dump_bin._sources.jpeg_scans import MAX_SCANS, count_scans
 from infer.dump_bin._sources.order import NATURAL_ORDER, natural_path_key
 from infer.dump_bin.errors import SourceError
 from infer.preprocessing import Color
@@ -25,6 +28,7 @@ from infer.preprocessing import Color
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp")
 _TASK_FILES = 4  # images per task sent to a worker: enough to amortise the pickling of the result
 _TASKS_AHEAD = 4  # tasks in flight per worker: keeps workers busy while memory stays a few batches
+MAX_PIXELS = 89_478_485  # Pillow's default MAX_IMAGE_PIXELS, where a user's code has set it to None
 
 
 @dataclass(frozen=True)
@@ -86,17 +90,18 @@ def crop_image(path: Path, prep: ImagePreprocessing) -> np.ndarray:
     from PIL import Image
 
     wanted = "L" if prep.channels == 1 else "RGB"
+    refuse_special(path, "an image")
     try:
         with Image.open(path) as opened:  # leaving it closes the file, and keeps the decoded pixels (Pillow >= 10)
+            size = _checked_work(path, opened, prep)  # from the header: before a pixel is decoded
             opened.load()  # decodes now, so a truncated file fails here and not half-way into an array
             # convert() copies even to the mode the image has: a fifth of a 640x480 JPEG's decoding time, for nothing
             image = opened if opened.mode == wanted else opened.convert(wanted)
+    except Image.DecompressionBombError as exc:  # over twice Pillow's limit: refused by Pillow itself at open
+        raise SourceError(f"{path}: {exc}", hint="a decompression bomb, or an image far larger than a model "
+                                                 "takes: resize it first") from None
     except (OSError, ValueError, SyntaxError) as exc:  # Pillow raises all three for broken files
-        raise SourceError(f"{path}: cannot decode image ({exc})") from None
-    shorter = prep.resize or max(prep.height, prep.width)
-    width, height = image.size
-    factor = shorter / min(width, height)
-    size = (max(prep.width, round(width * factor)), max(prep.height, round(height * factor)))
+        raise SourceError(f"{path}: cannot decode image ({excerpt(str(exc), 200)[1:-1]})") from None
     if size != image.size:
         image = image.resize(size, Image.Resampling.BILINEAR)
     left = (size[0] - prep.width) // 2
@@ -108,6 +113,45 @@ def crop_image(path: Path, prep: ImagePreprocessing) -> np.ndarray:
     elif prep.color == "BGR":
         pixels = pixels[:, :, ::-1]
     return pixels
+
+
+# Modes whose pixels are not 8 bits: convert("L"/"RGB") would clip them to 255 without a word.
+_WIDE_MODES = {"I": "32-bit integer", "F": "32-bit float", "I;16": "16-bit", "I;16L": "16-bit", "I;16B": "16-bit",
+               "I;16N": "16-bit"}
+
+
+def _checked_work(path: Path, opened: Any, prep: ImagePreprocessing) -> tuple[int, int]:
+    """The size the image is resized to before the crop, from its header alone; refused, with the numbers, when
+    decoding or resizing it would take more pixels than Pillow's own limit (a decompression bomb, or a 1 x 1,000,000
+    strip whose shorter side resized to 16 is 16 x 16,000,000), or when its pixels are wider than the 8 bits read."""
+    from PIL import Image
+
+    if opened.mode in _WIDE_MODES:
+        raise SourceError(f"{path}: a {_WIDE_MODES[opened.mode]} image (mode {opened.mode}); dump-bin reads 8-bit "
+                          "pixels and would clip its values to 255",
+                          hint="save the samples as a .npy of the values the model takes (dump-bin casts them to "
+                               "its dtype), or scale the images to 8 bits first")
+    width, height = opened.size
+    limit = Image.MAX_IMAGE_PIXELS or MAX_PIXELS
+    if width * height > limit:
+        raise SourceError(f"{path}: {width}x{height} pixels ({width * height:,}), more than the {limit:,} decoded "
+                          "at most", hint="a decompression bomb, or an image far larger than a model takes: resize "
+                                          "it first")
+    if width < 1 or height < 1:
+        raise SourceError(f"{path}: {width}x{height} pixels: an empty image")
+    if opened.format == "JPEG" and count_scans(path) > MAX_SCANS:
+        raise SourceError(f"{path}: a JPEG of more than {MAX_SCANS} scans, the most decoded (a decoder walks the "
+                          "whole image once per scan; a progressive photo has about 10)",
+                          hint="re-encode it (a crafted file, or a damaged one)")
+    shorter = prep.resize or max(prep.height, prep.width)
+    factor = shorter / min(width, height)
+    size = (max(prep.width, round(width * factor)), max(prep.height, round(height * factor)))
+    if size[0] * size[1] > max(limit, prep.width * prep.height):
+        raise SourceError(f"{path}: {width}x{height} pixels, its shorter side resized to {shorter} makes it "
+                          f"{size[0]}x{size[1]} ({size[0] * size[1]:,} pixels) before the crop, more than the "
+                          f"{limit:,} an image is resized to at most",
+                          hint="crop the image to the model's aspect ratio first")
+    return size
 
 
 def normalise(crops: np.ndarray, prep: ImagePreprocessing) -> np.ndarray:

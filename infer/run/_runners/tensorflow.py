@@ -10,8 +10,9 @@ from typing import Any
 
 import numpy as np
 
+from binio.errors import first_line
 from ckpt2pb.logs import quiet_tensorflow_logs
-from ckpt2pb.protobuf import read_graph_def
+from ckpt2pb.protobuf import HostOpPolicy, read_graph_def
 from infer.contract import ModelContract
 from infer.run._runners.base import BaseRunner, RunnerError, model_checked_beside
 
@@ -21,11 +22,13 @@ class TensorFlowRunner(BaseRunner):
 
     backend = "tf"
 
-    def __init__(self, contract: ModelContract, *, threads: int | None = None, check_sha256: bool = True) -> None:
+    def __init__(self, contract: ModelContract, *, threads: int | None = None, check_sha256: bool = True,
+                 allow_host_ops: bool = False) -> None:
         super().__init__(contract.inputs, contract.outputs,
                          model_check=contract.check_pb_unchanged if check_sha256 else None)
         self.contract = contract
         self.threads = threads
+        self.allow_host_ops = allow_host_ops  # else a pb holding ops that act on the host is refused, by node
         self._session: Any = None
         self._fetches: list[Any] = []
         self._feed_tensors: dict[str, Any] = {}
@@ -60,10 +63,14 @@ class TensorFlowRunner(BaseRunner):
         quiet_tensorflow_logs()  # before the import: TensorFlow's C++ side reads its level once, while starting
         import tensorflow as tf
 
-        graph_def = read_graph_def(self.contract.pb_path)
+        graph_def = read_graph_def(self.contract.pb_path, HostOpPolicy.of(self.allow_host_ops))
         graph = tf.Graph()
-        with graph.as_default():
-            tf.compat.v1.import_graph_def(graph_def, name="")
+        try:
+            with graph.as_default():
+                tf.compat.v1.import_graph_def(graph_def, name="")
+        except (ValueError, tf.errors.OpError) as exc:  # a pb whose nodes do not hold together
+            raise RunnerError(f"{self.contract.pb_path}: TensorFlow {tf.__version__} cannot import the graph",
+                              hint=first_line(exc)) from None
         return graph
 
     def infer_impl(self, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:

@@ -2,8 +2,9 @@
 msaccucmp's own code (tests/infer/compare/test_msaccucmp_metrics.py).
 
 The kinds the comparison must cover: random data near and far apart, constants, all zeros on either side, NaN
-and inf, fp16-rounded values, int32, tiny (1e-20) and huge (1e20) magnitudes, shapes whose dims are all 1, and
-empty tensors. Each pair is made from a seeded generator: the same arrays on every run.
+and inf, fp16-rounded values, int32, int64 (ids above 2^24 too), bool masks, tiny (1e-20) and huge (1e20)
+magnitudes, shapes whose dims are all 1, and empty tensors. Each pair is made from a seeded generator: the same
+arrays on every run.
 """
 
 from __future__ import annotations
@@ -124,6 +125,15 @@ def _pairs() -> list[ArrayPair]:
         np.full((1, 1, 1, 1), 1.0, np.float32))
     add("shape (), opposite sign", "ones shape", np.array(-4.0, np.float32), np.array(4.0, np.float32))
     add("shape (1,1), actual zero", "ones shape", np.zeros((1, 1), np.float32), np.full((1, 1), 5.0, np.float32))
+
+    mask = _rng(29).random(300) < 0.4
+    add("bool masks, 10% flipped", "bool", mask ^ (_rng(30).random(300) < 0.1), mask)
+    add("bool masks, equal", "bool", mask.copy(), mask)
+    ids = _rng(31).integers(2**40, 2**41, 200).astype(np.int64)
+    add("int64 ids above 2^24, off by one", "int64", ids + 1, ids)
+    add("int64 ids above 2^24, equal", "int64", ids.copy(), ids)
+    add("int64 below 2^24, off by one here and there", "int64",
+        ints.astype(np.int64) + (_rng(32).random(1000) < 0.1), ints.astype(np.int64))
 
     add("empty (0,)", "empty", np.zeros(0, np.float32), np.zeros(0, np.float32))
     add("empty (2,0,3)", "empty", np.zeros((2, 0, 3), np.float32), np.zeros((2, 0, 3), np.float32))

@@ -11,8 +11,9 @@ import os
 import re
 import shutil
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 CHROMIUM_FLAGS = ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -40,9 +41,13 @@ window.addEventListener('load', function () {{
     if (clipped(el)) return;
     var r = el.getBoundingClientRect(); if (r.right > widest) widest = r.right; }});
   var broken = Array.prototype.filter.call(doc.images, function (i) {{ return !i.complete || !i.naturalWidth; }});
+  var items = {{}};  // the parts of a plot the report names (id plot-...): where they are drawn, and their text
+  doc.querySelectorAll('[id^="plot-"]').forEach(function (el) {{
+    var r = el.getBoundingClientRect();
+    items[el.id] = {{top: r.top, bottom: r.bottom, left: r.left, right: r.right, text: el.textContent.trim()}}; }});
   document.body.setAttribute('data-probe', JSON.stringify({{
     scroll_width: doc.documentElement.scrollWidth, viewport: view.innerWidth, widest: widest,
-    broken_images: broken.length, errors: view.__errors || ['the error recorder did not run']}}));
+    broken_images: broken.length, items: items, errors: view.__errors || ['the error recorder did not run']}}));
 }});
 </script></body></html>"""
 
@@ -60,6 +65,7 @@ class Look:
     broken_images: int
     errors: tuple[str, ...]
     console: tuple[str, ...]  # what the browser logged at error level for the page
+    items: dict[str, dict[str, Any]] = field(default_factory=dict)  # id plot-...: its box (px) and its text
 
     @property
     def overflows(self) -> bool:
@@ -91,4 +97,4 @@ def look(page: Path, width: int, height: int, work: Path, screenshot: Path | Non
                        env=env)
     return Look(scroll_width=int(found["scroll_width"]), viewport=int(found["viewport"]),
                 widest=float(found["widest"]), broken_images=int(found["broken_images"]),
-                errors=tuple(found["errors"]), console=console)
+                errors=tuple(found["errors"]), console=console, items=dict(found.get("items", {})))

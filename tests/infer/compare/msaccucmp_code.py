@@ -22,7 +22,9 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -31,6 +33,7 @@ MSPROBE_VERSION = "26.2.0"
 MSPROBE_PIN = f"mindstudio-probe=={MSPROBE_VERSION}"
 NEED_MSPROBE = "INFER_TESTS_NEED_MSPROBE"
 _CHILD = Path(__file__).with_name("msaccucmp_child.py")
+_DUMP_CHILD = Path(__file__).with_name("msaccucmp_dump_child.py")
 
 
 def _missing(why: str) -> None:
@@ -65,6 +68,30 @@ def msaccucmp_metrics(pairs: list[tuple[np.ndarray, np.ndarray]], work: Path) ->
     found: list[dict[str, str]] = json.loads((work / "results.json").read_text())
     assert len(found) == len(pairs)
     return found
+
+
+@dataclass(frozen=True)
+class MsaccucmpDumps:
+    """A dump folder as msaccucmp's DumpInfo reads it: its error code (None: none), and per op it finds the file
+    it names, the op name, its task mode (0 normal, 1 FFTS+ automatic, 2 manual) and its outputs' arrays."""
+
+    error: int | None
+    ops: dict[str, dict[str, Any]]
+    outputs: dict[str, list[np.ndarray]]
+
+
+def msaccucmp_dump_folder(folder: Path, descriptors: bytes, work: Path) -> MsaccucmpDumps:
+    """`folder` (one execution's files) through msaccucmp's own dump-folder code, the files' protobuf headers
+    decoded with the DumpData definition `descriptors` (a serialized FileDescriptorSet): msaccucmp_dump_child.py."""
+    msaccucmp = msaccucmp_folder()
+    work.mkdir(parents=True, exist_ok=True)
+    (work / "descriptors.pb").write_bytes(descriptors)
+    run([sys.executable, str(_DUMP_CHILD), str(msaccucmp), str(folder), str(work / "descriptors.pb"),
+         str(work / "dumps.json"), str(work / "dumps.npz")])
+    found = json.loads((work / "dumps.json").read_text())
+    arrays = np.load(work / "dumps.npz")
+    outputs = {op: [arrays[f"{op}/{i}"] for i in range(entry.get("outputs", 0))] for op, entry in found["ops"].items()}
+    return MsaccucmpDumps(found["error"], found["ops"], outputs)
 
 
 def run_msaccucmp(*args: str, ok: tuple[int, ...] = (0,)) -> subprocess.CompletedProcess[str]:

@@ -55,7 +55,7 @@ def test_close_outputs_pass_and_padding_is_left_out(case: Case, tmp_path: Path,
     _actual(tmp_path, actual_probs, feat)
     outcome = run_cli(capsys, *_args(tmp_path, contract))
     assert outcome.code == 0, outcome.out + outcome.err
-    assert outcome.out.strip().splitlines()[-1].split(" | ")[0] == "PASSED"
+    assert outcome.verdict.split(" | ")[0] == "PASSED"
     result = compare(contract.path, tmp_path / "bins", tmp_path / "actual", golden=tmp_path / "golden")
     assert bool(result) and result.samples == SAMPLES and result.padding == 2
     assert result.outputs[0].metrics.elements == SAMPLES * 5
@@ -83,7 +83,7 @@ def test_one_bad_sample_fails_and_is_the_worst(case: Case, tmp_path: Path, capsy
     _actual(tmp_path, probs, bad)
     outcome = run_cli(capsys, *_args(tmp_path, contract))
     assert outcome.code == 1
-    last = outcome.out.strip().splitlines()[-1]
+    last = outcome.verdict
     assert last.startswith("FAILED: feat:0 CosineSimilarity ")
     assert "probs:0" not in last
     result = compare(contract.path, tmp_path / "bins", tmp_path / "actual", golden=tmp_path / "golden")
@@ -100,7 +100,7 @@ def test_thresholds_override_the_verdict(case: Case, tmp_path: Path, capsys: pyt
     assert run_cli(capsys, *_args(tmp_path, contract, "--threshold", "feat:0:red=0.2", "-t", "rmse=1")).code == 0
     outcome = run_cli(capsys, *_args(tmp_path, contract, "--threshold", "rmse=0", "-t", "feat:red=0.2"))
     assert outcome.code == 1  # probs:0 is unchanged (RMSE 0), feat:0 is not
-    assert outcome.out.strip().splitlines()[-1].split(" | ")[0].startswith("FAILED: feat:0 RootMeanSquareError ")
+    assert outcome.verdict.split(" | ")[0].startswith("FAILED: feat:0 RootMeanSquareError ")
     never_met = run_cli(capsys, *_args(tmp_path, contract, "--threshold", "cosine=1.5"))
     assert never_met.code == 2
     assert never_met.error_line == ("error: --threshold 'cosine=1.5': expected a limit from -1 to 1 (the values "

@@ -31,7 +31,7 @@ def test_fp32_stand_in_passes_with_default_golden_cached(onnx_small_cnn: ModelCo
     actual = _run_onnx(contract, cnn_bins, tmp_path / "out")
     outcome = run_cli(capsys, "compare", contract.path, "--input", cnn_bins, "--actual", actual)
     assert outcome.code == 0, outcome.out + outcome.err
-    assert outcome.out.strip().splitlines()[-1].split(" | ")[0] == "PASSED"
+    assert outcome.verdict.split(" | ")[0] == "PASSED"
     result = compare(contract.path, cnn_bins, actual)
     assert result.golden_source == "cache"  # the CLI run computed it; this one reuses it
     metrics = result.outputs[0].metrics
@@ -70,7 +70,7 @@ def test_perturbed_layer_fails_and_layerwise_marks_it_first(perturbed_small_cnn:
                       "--golden", cnn_golden, "--layerwise", "--dump-golden", tmp_path / "dump",
                       "--report", tmp_path / "report")
     assert outcome.code == 1
-    assert outcome.out.strip().splitlines()[-1].startswith("FAILED: probs:0 ")
+    assert outcome.verdict.startswith("FAILED: probs:0 ")
     assert "first tensor to diverge: BiasAdd:0 (BiasAdd)" in outcome.out
     result = compare(perturbed_small_cnn.path, cnn_bins, actual, golden=cnn_golden, options=LAYERWISE)
     assert not result
@@ -111,7 +111,7 @@ def test_dump_golden_alone_needs_no_converted_model(frozen_small_cnn: ModelContr
                                                     tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     outcome = run_cli(capsys, "compare", frozen_small_cnn.path, "--input", cnn_bins, "--actual", cnn_golden,
                       "--golden", cnn_golden, "--dump-golden", tmp_path / "dump", "--allow-same-backend")
-    assert outcome.code == 0 and outcome.out.strip().splitlines()[-1].split(" | ")[0] == "PASSED"
+    assert outcome.code == 0 and outcome.verdict.split(" | ")[0] == "PASSED"
     names = sorted(p.name for p in (tmp_path / "dump").iterdir())
     assert len(names) == 6 and all(n.endswith(".npy") and len(n.split(".")) == 4 for n in names)
     assert len({n.split(".")[2] for n in names}) == 1  # one timestamp for the whole dump
@@ -151,7 +151,8 @@ def test_fp16_overflow_is_flagged_and_located(tmp_path: Path, capsys: pytest.Cap
     outcome = run_cli(capsys, "compare", contract.path, "--input", tmp_path / "bins", "--actual", actual,
                       "--layerwise")
     assert outcome.code == 1
-    assert outcome.out.strip().splitlines()[-1].startswith("FAILED: energy:0 CosineSimilarity NaN")
+    assert outcome.verdict.startswith("FAILED: fp16 overflow (or underflow) inside the network; energy:0 "
+                                      "CosineSimilarity NaN")  # the outputs alone say so
     result = compare(contract.path, tmp_path / "bins", actual, options=LAYERWISE)
     counts = result.outputs[0].metrics.counts
     assert counts.fp16_overflow and counts.inf_actual == 4 and counts.nonfinite_actual_where_golden_finite == 4

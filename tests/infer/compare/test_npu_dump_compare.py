@@ -10,16 +10,19 @@ runs on the same tensors with the golden folder infer writes (--dump-golden) and
 from __future__ import annotations
 
 import csv
+import json
 import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from atc_wrap.ascend_files.npu_dump import read_npu_dump
 from infer.compare import compare_npu_layers
 from infer.compare.errors import LayerwiseError
 from infer.compare.layer_result import LayerwiseResult
 from infer.compare.thresholds import Thresholds
+from tests.atc_wrap.ascend_writer import DumpTensorSpec, dump_bytes
 from tests.builders.bins import write_dataset
 from tests.cli import run_cli
 from tests.infer.compare.msaccucmp_code import run_msaccucmp
@@ -162,6 +165,52 @@ def test_a_dump_file_that_cannot_be_read_is_named_in_its_row_and_the_rest_is_com
     assert rows["relu:0"].unmatched_reason.startswith(f"its dump file cannot be read: {conv}: not an NPU dump file, "
                                                       "or a truncated one")
     assert rows["dense/BiasAdd:0"].passed
+
+
+def _as_ffts_slices(path: Path, op_name: str, axis: int) -> None:
+    """The op's dump file as FFTS+ automatic mode writes it: two files, one per thread, each half its output
+    along `axis`, with the slicing record msaccucmp reads (dump_data_object.py: threadMode, outputCutList,
+    output_tensor_slice)."""
+    (output,) = read_npu_dump(path).outputs
+    full = output.array()
+    parts = np.array_split(full, 2, axis=axis)
+    cut = [2 if dim == axis else 1 for dim in range(full.ndim)]
+    ranges, start = [], 0
+    for part in parts:
+        ranges.append([[{"lower": start if dim == axis else 0,
+                         "higher": (start if dim == axis else 0) + size} for dim, size in enumerate(part.shape)]])
+        start += part.shape[axis]
+    record = json.dumps({"slice_instance_num": 2, "threadMode": 1, "outputCutList": [cut],
+                         "output_tensor_slice": ranges})
+    op_type, safe, task, stream, stamp = path.name.split(".")
+    for thread, part in enumerate(parts):
+        spec = DumpTensorSpec(part, output.format, original_name=output.original_name,
+                              original_format=output.original_format or None,
+                              original_shape=output.original_shape)
+        (path.parent / f"{op_type}.{safe}.{task}.{stream}.{stamp}.4.3.{thread}.0").write_bytes(
+            dump_bytes(op_name, [], [spec], attrs=(("_sgt_json_info", record),)))
+    path.unlink()
+
+
+def test_ffts_plus_slices_and_long_names_are_compared_as_one_dump_would_be(npu: Npu, tmp_path: Path) -> None:
+    """The issue's two folder forms on the same device values: the conv's NC1HWC0 output as two FFTS+ thread
+    slices (infer kept the first, half the batch), the dense op's file under a number with mapping.csv (infer
+    said "no dump file of NPU op"). Both compare to the numbers of the plain dump."""
+    plain = {row.tensor: row for row in npu.compare(npu.dump(tmp_path / "plain")).rows}
+    dump = npu.dump(tmp_path / "forms")
+    (conv,) = (dump / STEP).glob("Conv2D.conv_Conv2D.*")
+    _as_ffts_slices(conv, "conv/Conv2D", axis=0)
+    (dense,) = (dump / STEP).glob("MatMulV2.dense_MatMul.*")
+    number = "7" * 32
+    (dump / STEP / "mapping.csv").write_text(f"{number},{dense.name}\n")
+    dense.rename(dump / STEP / number)
+    rows = {row.tensor: row for row in npu.compare(dump).rows}
+    for tensor in ("relu:0", "dense/BiasAdd:0"):
+        ours, theirs = rows[tensor].metrics, plain[tensor].metrics
+        assert ours is not None and theirs is not None, rows[tensor].unmatched_reason
+        assert ours.cosine_similarity == theirs.cosine_similarity
+        assert ours.max_absolute_error == theirs.max_absolute_error
+    assert rows["relu:0"].layout.endswith("; FFTS+ auto slicing: 2 thread slices put together into [2, 1, 8, 8, 16]")
 
 
 def test_a_folder_holding_several_executions_is_refused(npu: Npu, tmp_path: Path) -> None:

@@ -1,6 +1,6 @@
 """compare --npu-dump on the real AutoEncoder om of Ascend/ModelZoo-TensorFlow (commit a2c3332,
 ACL_TensorFlow/contrib/cv/AutoEncoder_ID2495_for_ACL: hh_om.om, hh.pb, scripts/input_bins/hh.bin), copied into the
-folder INFER_ASCEND_FIXTURES names; skipped without it.
+folder INFER_ASCEND_FIXTURES names (scripts/fetch_ascend_fixtures.py fetches them); skipped without it.
 
 No real dump file is public, so the dump is the test NPU's (tests/npu_device.py): the real om's ops, descriptors
 and layouts (NC1HWC0 convolutions, FRACTAL_NZ matmuls, the unfused RandomStandardNormal on AI CPU, ATC's TransData
@@ -12,7 +12,6 @@ fed to TensorFlow makes what follows it comparable; msaccucmp agrees on a damage
 from __future__ import annotations
 
 import csv
-import os
 import shutil
 from dataclasses import replace
 from pathlib import Path
@@ -39,27 +38,24 @@ from tests.npu_device import (
     write_nano_dumps,
     write_standard_dumps,
 )
+from tests.real_files import needs_real_files, real_file
 
-FIXTURES = Path(os.environ["INFER_ASCEND_FIXTURES"]) if os.environ.get("INFER_ASCEND_FIXTURES") else None
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(
-    FIXTURES is None or not (FIXTURES / "hh_om.om").is_file() or not (FIXTURES / "hh.pb").is_file(),
-    reason="INFER_ASCEND_FIXTURES does not name a folder with the AutoEncoder's om and pb")]
+pytestmark = [pytest.mark.slow, needs_real_files("hh_om.om", "hh.pb", "hh.bin")]
 STEP = Path("20240101120000") / "0" / "hh_om" / "1" / "0"
 CONV2 = "recognition/d_h2/Conv2D"
 
 
 @pytest.fixture(scope="module")
 def autoencoder(tmp_path_factory: pytest.TempPathFactory) -> tuple[ModelContract, DatasetManifest, np.ndarray]:
-    assert FIXTURES is not None
     root = tmp_path_factory.mktemp("autoencoder")
-    contract = write_pb_and_contract(root / "model", read_graph_def(FIXTURES / "hh.pb"), ["input:0"],
-                                     ["generation/output:0"], SourceInfo(str(FIXTURES / "hh.pb"), "pb", "", ""))
+    contract = write_pb_and_contract(root / "model", read_graph_def(real_file("hh.pb")), ["input:0"],
+                                     ["generation/output:0"], SourceInfo(str(real_file("hh.pb")), "pb", "", ""))
     om = root / "model" / "hh_om.om"
-    shutil.copyfile(FIXTURES / "hh_om.om", om)
+    shutil.copyfile(real_file("hh_om.om"), om)
     converted = ConvertedInfo(target="om", path=om.name, sha256=sha256_file(om), inputs=contract.inputs,
                               outputs=contract.outputs, soc_version="Ascend310", precision_mode="force_fp16")
     contract = replace(contract, converted=converted).save()
-    x = np.fromfile(FIXTURES / "hh.bin", np.float32).reshape(100, 784)
+    x = np.fromfile(real_file("hh.bin"), np.float32).reshape(100, 784)
     return contract, write_dataset(root / "bins", {"input:0": [x]}), x
 
 

@@ -49,7 +49,7 @@ def test_last_line_names_both_sides_by_sha256(onnx_small_cnn_fp16: ModelContract
     expected = (f"PASSED | golden: tensorflow model.pb ({contract.pb_sha256[:8]}) | actual: onnxrt model.onnx "
                 f"force_fp16 ({contract.converted.sha256[:8]}) | 5 samples, dataset "
                 f"{sha256_file(cnn_bins / 'dataset.json')[:8]} | worst sample ")
-    assert outcome.out.strip().splitlines()[-1].startswith(expected)
+    assert outcome.verdict.startswith(expected)
 
 
 def test_golden_and_actual_from_one_graph_on_one_backend_are_refused(onnx_small_cnn: ModelContract, cnn_bins: Path,
@@ -91,7 +91,7 @@ def test_expected_band_flags_damage_that_msit_passes(frozen_small_cnn: ModelCont
     outcome = run_cli(capsys, "compare", damaged.path, "--input", cnn_bins, "--actual", actual, "--golden", cnn_golden,
                       "--expected-from-emulation", "--report", tmp_path / "report")
     assert outcome.code == 0, outcome.out + outcome.err  # msit's rule passes: the default verdict
-    last = outcome.out.strip().splitlines()[-1]
+    last = outcome.verdict
     assert last.startswith("PASSED by msit's thresholds, but probs:0 is ") and " its expected band (" in last
     assert "emulated force_fp16 (FLAGGED)" in last
     result = compare(damaged.path, cnn_bins, actual, golden=cnn_golden,
@@ -103,7 +103,7 @@ def test_expected_band_flags_damage_that_msit_passes(frozen_small_cnn: ModelCont
     outcome = run_cli(capsys, "compare", damaged.path, "--input", cnn_bins, "--actual", actual, "--golden", cnn_golden,
                       "--fail-on-expected")
     assert outcome.code == 1
-    assert outcome.out.strip().splitlines()[-1].startswith(
+    assert outcome.verdict.startswith(
         "FAILED by the expected band (msit's thresholds pass): probs:0 is ")
     row = next(line for line in outcome.out.splitlines() if line.startswith("probs:0 "))
     assert row.split()[-1] == "FAIL"  # msit's rule passes, the band asked to fail the run does not

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from infer.compare._judge.labels import read_labels
-from infer.compare._judge.topk import TopKAccumulator, top_indices
+from infer.compare._judge.topk import TopKAccumulator, top_indices, unranked_rows
 from infer.compare.errors import LabelsError
 
 GOLDEN = np.array([[0.1, 0.5, 0.2, 0.9],    # order 3, 1, 2, 0
@@ -49,6 +49,38 @@ def test_accuracy_by_hand() -> None:
     assert (accuracy.golden_top1, accuracy.actual_top1) == (0.5, 0.0)
     assert (accuracy.golden_topk, accuracy.actual_topk) == (0.5, 1.0)
     assert accuracy.top1_difference == -0.5 and accuracy.topk_difference == 0.5
+
+
+def test_a_sample_nan_everywhere_has_no_top1() -> None:
+    """An all-NaN output once showed "top-1 agreement 100%": its NaN scores ranked class 0 first, as TensorFlow's
+    did. A row NaN everywhere agrees with nothing and is right about nothing; a row with one NaN still ranks."""
+    golden = np.array([[0.9, 0.05, 0.05], [0.9, 0.05, 0.05], [0.1, 0.8, 0.1]])
+    actual = np.array([[np.nan] * 3, [np.nan] * 3, [0.1, np.nan, 0.2]])
+    accumulator = TopKAccumulator(2, 3, with_labels=True)
+    accumulator.add(actual, golden, labels=np.array([0, 0, 2]))
+    result = accumulator.result()
+    assert result.without_top1 == 2
+    assert result.top1_agreement == 0.0  # the third: NaN ranks last, so its top-1 is class 2, TF's is 1
+    assert result.topk_overlap == pytest.approx(1 / 6)  # the third's top-2 (2, 0) shares class 0 with TF's (1, 0)
+    assert result.accuracy is not None and result.accuracy.actual_top1 == pytest.approx(1 / 3)
+    assert result.accuracy.golden_top1 == pytest.approx(2 / 3)
+
+
+def test_a_sample_whose_scores_are_all_the_same_has_no_top1() -> None:
+    """A softmax over logits an fp16 overflow made 0 is 1/classes everywhere, and inf everywhere ranks nothing
+    either: ties go to the lower index, so either would "agree" with a TensorFlow that picks class 0. A row with one
+    score and NaN elsewhere still ranks it first; honest near-ties differ in their last bits and rank."""
+    golden = np.array([[0.7, 0.2, 0.1]] * 5, dtype=np.float32)
+    actual = np.array([[1 / 3] * 3, [np.inf] * 3, [np.nan, 0.5, 0.5], [np.nan, np.nan, 0.4],
+                       [0.3333334, 0.3333333, 0.3333333]], dtype=np.float32)
+    assert unranked_rows(actual).tolist() == [True, True, True, False, False]
+    accumulator = TopKAccumulator(1, 3, with_labels=True)
+    accumulator.add(actual, golden, labels=np.zeros(5, dtype=np.int64))
+    result = accumulator.result()
+    assert result.without_top1 == 3
+    assert result.top1_agreement == pytest.approx(1 / 5)  # only the near-tie, whose class 0 is just above
+    assert result.accuracy is not None and result.accuracy.actual_top1 == pytest.approx(1 / 5)
+    assert result.accuracy.golden_top1 == 1.0
 
 
 def test_k_is_capped_at_the_class_count() -> None:

@@ -65,7 +65,7 @@ def test_one_bad_sample_is_named_and_counted_inside_a_passing_aggregate(tmp_path
     assert result.samples_failing == 1
     outcome = run_cli(capsys, *_args(tmp_path, contract))
     assert outcome.code == 0
-    last = outcome.out.strip().splitlines()[-1]
+    last = outcome.verdict
     assert last.startswith("PASSED | ")
     assert (f"| worst sample 17 (img_18.png): probs:0 cosine {shown(worst.cosine_similarity, 'CosineSimilarity')}, "
             f"max |diff| {shown(worst.max_absolute_error)}; 1 of 40 samples fail on their own") in last
@@ -80,7 +80,7 @@ def test_a_per_sample_threshold_fails_the_run_on_one_sample(tmp_path: Path, caps
     outcome = run_cli(capsys, *_args(tmp_path, contract, "--threshold", "sample:cosine=0.99", "--report",
                                      tmp_path / "report"))
     assert outcome.code == 1
-    last = outcome.out.strip().splitlines()[-1]
+    last = outcome.verdict
     assert re.match(r"FAILED: probs:0 sample 17 \(img_18\.png\) CosineSimilarity 0\.9\d+ < 0\.99 \(1 of 40 samples "
                     r"fail on their own\) \| golden: ", last), last
     report = json.loads((tmp_path / "report" / "report.json").read_text())
@@ -152,7 +152,7 @@ def test_reports_record_what_was_compared(tmp_path: Path, capsys: pytest.Capture
     outcome = run_cli(capsys, *_args(tmp_path, contract, "-t", "probs:0:red=0.2", "--report", tmp_path / "report"))
     assert outcome.code == 0
     dataset_sha = sha256_file(tmp_path / "bins" / "dataset.json")
-    last = outcome.out.strip().splitlines()[-1]
+    last = outcome.verdict
     assert last.startswith(f"PASSED | golden: unrecorded backend model.pb (00000000, no run.json) | actual: "
                            f"unrecorded backend model.onnx force_fp16 (11111111, no run.json) | 40 samples, dataset "
                            f"{dataset_sha[:8]} | worst sample 17 (img_18.png)")
@@ -195,7 +195,7 @@ def test_a_model_never_converted_is_refused_unless_asked(tmp_path: Path, capsys:
                                   f"{tmp_path / 'actual' / '20240101_130000'} holds outputs of the frozen graph, as "
                                   "the golden side does; the comparison would prove nothing about a conversion")
     outcome = run_cli(capsys, *_args(tmp_path, contract, "--allow-same-backend"))
-    assert outcome.code == 0 and outcome.out.strip().splitlines()[-1].startswith("PASSED | ")
+    assert outcome.code == 0 and outcome.verdict.startswith("PASSED | ")
     outcome = run_cli(capsys, *_args(tmp_path, contract, "--allow-same-backend", "--expected-from-emulation"))
     assert outcome.error_line == (f"error: --expected-from-emulation: {contract.path} is not converted; there is no "
                                   "precision mode to emulate")

@@ -10,6 +10,7 @@ import pytest
 from atc_wrap.ascend_files.om_model import read_om
 from binio.spec import TensorSpec
 from infer.model_om import OmDescriptors, OmMismatchError, match_om
+from infer.model_om.descriptors import output_dtype_change
 from tests.infer.om_files import OmPlan, write_om
 
 IMAGES = TensorSpec("images:0", "float32", (2, 8, 8, 3), "NHWC")
@@ -29,7 +30,8 @@ def test_the_oms_own_dtypes_are_taken_under_the_contracts_names(tmp_path: Path) 
     assert found.input_specs == (TensorSpec("images:0", "float16", (2, 8, 8, 3), "NHWC"),)
     assert found.output_specs == (TensorSpec("probs:0", "float16", (2, 5)),)
     assert found.notes == ("input images: the om takes float16 where the pb takes float32",
-                           "output probs:0: the om gives float16 where the pb gives float32")
+                           "output probs:0: the om gives float16 where the pb gives float32: rounded to float16 on the "
+                           "device (--output_type or an fp16 op last): the comparison measures that rounding too")
     assert (found.soc_version, found.made_for()) == ("Ascend310", "an om for Ascend310 (its soc_version)")
 
 
@@ -122,3 +124,24 @@ def test_an_oms_batch_gears_become_the_recorded_dynamic_shape(tmp_path: Path) ->
     assert shape is not None and shape.batches() == (1, 2, 4)
     assert gear_of(shape, {"images:0": (2, 8, 8, 3)}) == (2,)
     assert dynamic_shape_of(_match(tmp_path / "static", OmPlan([IMAGES], [PROBS]))) is None
+
+
+@pytest.mark.parametrize(("pb", "om", "says"), [
+    ("int32", "float32", "integers up to 2^24 in magnitude are exact in float32"),
+    ("int32", "float16", "integers up to 2^11 in magnitude are exact in float16"),
+    ("int8", "float32", "every int8 value is exactly a float32, harmless for the comparison"),
+    ("bool", "int32", "every bool value is exactly a int32, harmless for the comparison"),
+    ("float32", "float16", "rounded to float16 on the device"),
+    ("float32", "int32", "not harmless, the fractions show as error"),
+    ("int64", "int32", "harmless while the values fit int32's range"),
+])
+def test_an_output_of_another_dtype_is_the_oms_with_what_that_does_to_the_comparison(
+        tmp_path: Path, pb: str, om: str, says: str) -> None:
+    # Whether ATC can have made the change is not this reader's to judge: the om's descriptor is how the device's
+    # output files are laid out. The claims are numpy's: np.can_cast(pb, om, "safe"), finfo(om).nmant + 1.
+    pb_out = TensorSpec("out:0", pb, (2, 5))
+    found = _match(tmp_path, OmPlan([IMAGES], [pb_out], output_dtypes={"out:0": om}), outputs=(pb_out,))
+    assert found.output_specs == (TensorSpec("out:0", om, (2, 5)),)
+    (note,) = found.notes
+    assert note.startswith(f"output out:0: the om gives {om} where the pb gives {pb}: ") and says in note
+    assert output_dtype_change(pb, om) in note

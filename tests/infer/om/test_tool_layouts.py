@@ -121,7 +121,7 @@ def test_each_tools_own_layout_is_read_with_the_oms_dtype_and_named_in_the_verdi
     contract, bins, outputs = setup
     outcome = _compare(capsys, contract, bins, write(tmp_path, outputs))
     assert outcome.code == 0, outcome.err + outcome.out
-    line = outcome.out.strip().splitlines()[-1]
+    line = outcome.verdict
     assert contract.converted is not None
     assert line.startswith("PASSED | golden: tensorflow model.pb")
     assert f"| actual: {tool} model.om on Ascend310 (from the om) force_fp16 ({contract.converted.sha256[:8]}, no " \
@@ -209,5 +209,5 @@ def test_a_tools_folder_is_compared_with_a_given_golden_folder_too(
     outcome = run_cli(capsys, "compare", contract.path, "--input", bins, "--actual", ais_bench_npy(tmp_path, outputs),
                       "--golden", bins.parent / "tf", "--no-expected-from-emulation")
     assert outcome.code == 0, outcome.err
-    line = outcome.out.strip().splitlines()[-1]
+    line = outcome.verdict
     assert "| golden: tensorflow model.pb" in line and "| actual: ais_bench model.om on Ascend310 (from the om)" in line

@@ -59,9 +59,22 @@ def test_an_om_inside_the_folder_is_recorded_where_it_is(frozen_small_cnn: Model
     assert "precision mode force_fp16: ATC's default: the command line the om records names none" in outcome.err
 
 
+def test_an_output_dtype_the_pb_does_not_give_is_the_oms_with_why_it_matters(
+        frozen_small_cnn: ModelContract, copy_model: Copy, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # The om's descriptor decides how msame's output files are read: an om that gives int32 where TensorFlow gives
+    # float32 is recorded so, and the note says the comparison will count the lost fractions as error.
+    contract = copy_model(frozen_small_cnn)
+    om = write_om(tmp_path / "cnn.om", _plan(contract, output_dtypes={"probs:0": "int32"}))
+    outcome = run_cli(capsys, "convert", contract.path, "--use-om", om)
+    assert outcome.code == 0, outcome.err
+    assert ("output probs:0: the om gives int32 where the pb gives float32: the om gives whole numbers where the pb "
+            "gives fractions: not harmless, the fractions show as error") in outcome.err
+    converted = load_contract(contract.path).converted
+    assert converted is not None and [(s.name, s.dtype) for s in converted.outputs] == [("probs:0", "int32")]
+
+
 @pytest.mark.parametrize(("plan", "expected"), [
     ({"shapes": {"images:0": (4, 8, 8, 3)}}, "input images: the om has shape (4,8,8,3), the frozen pb (2,8,8,3)"),
-    ({"output_dtypes": {"probs:0": "int32"}}, "output probs:0: the om gives int32, the frozen pb float32"),
     ({"input_names": {"images:0": "input"}}, "the om's inputs are input, the frozen pb's images: images not in the "
                                              "om; input not in the pb"),
 ])
