@@ -16,7 +16,7 @@ from binio.dtypes import dtype
 from binio.errors import BinFileError, InferError, OutputExistsError, ShapeError
 from binio.info import TensorStats, merge_stats, tensor_stats
 from binio.manifest import MANIFEST_NAME, DatasetManifest, InputManifest, load_manifest, parent_input
-from binio.output import check_output
+from binio.output import check_output, removed_if_left_empty
 from binio.spec import TensorSpec, format_shape, parse_shape
 from infer.bin_info._npu_dump import describe_npu_dump, is_npu_dump
 from infer.bin_info.options import BinInfoOptions
@@ -85,11 +85,17 @@ def _describe_dataset(root: Path, *, verify: bool, to_npy: Path | None, per_file
     if to_npy is not None:
         if to_npy.exists() and not to_npy.is_dir():
             raise OutputExistsError(f"{to_npy}: exists and is not a folder (a dataset exports one .npy per input)")
-        for item in manifest.inputs:
-            target = to_npy / f"{item.folder}.npy"
-            check_output(target, force=force)
-            _export_input(manifest, item, target)
-            exported.append(target)
+        with removed_if_left_empty(to_npy):  # a refusal (a full disk) leaves no folder of its own making
+            try:
+                for item in manifest.inputs:
+                    target = to_npy / f"{item.folder}.npy"
+                    check_output(target, force=force)
+                    _export_input(manifest, item, target)
+                    exported.append(target)
+            except BaseException:
+                for done in exported:  # half an export is none: the inputs written before the refusal go too
+                    done.unlink(missing_ok=True)
+                raise
     title = (f"{manifest.root}: {len(manifest.inputs)} input(s), batch {manifest.batch}, {manifest.samples} samples"
              f" in {manifest.file_count} file(s) per input, model sha256 {manifest.model_sha256[:12] or '-'}")
     return BinInfoReport(title=title, rows=tuple(rows), verified=verified, exported=tuple(exported))

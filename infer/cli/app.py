@@ -261,6 +261,8 @@ def _check_not_empty(args: Sequence[str]) -> None:
             where = f"{before}: an empty value" if before else f"argument {index + 1} is empty"
             raise InferError(f"{where}; expected one" + (f" (leave {before} out for its default)" if before else ""),
                              hint="an unset shell variable?")
+
+
 # What click raises for a usage error (an unknown option, a missing argument, a bad value), named through typer's
 # public API: typer.BadParameter is click's BadParameter (click vendored as typer's own from 0.29, a dependency
 # before), so its bases are click's exceptions whatever typer's version.
@@ -286,10 +288,10 @@ _MOST_SHOWN = 1000  # characters of an error or hint line: a message quoting a f
 
 
 def _shown(text: str) -> str:
-    """One line of a message, never more than `_MOST_SHOWN` characters: the backstop for a message that quotes
-    more of a user's name or file than it should."""
-    text = text.replace("\r", "\\r").replace("\n", "\\n")
-    return text if len(text) <= _MOST_SHOWN else f"{text[:_MOST_SHOWN]}... ({len(text) - _MOST_SHOWN} more characters)"
+    """A message with no line longer than `_MOST_SHOWN` characters: the backstop for a message that quotes more of a
+    user's name or file than it should. Its lines stay lines: a tool's failure ends with the tail of its log."""
+    return "\n".join(line if len(line) <= _MOST_SHOWN else f"{line[:_MOST_SHOWN]}... ({len(line) - _MOST_SHOWN} more "
+                     "characters)" for line in text.replace("\r", "\\r").split("\n"))
 
 
 def _fail(exc: InferError) -> NoReturn:

@@ -9,6 +9,7 @@ from typing import Any
 from binio.errors import InferError
 from binio.limits import MAX_DIM
 from binio.texts import comma_items, top_level_items
+from ckpt2pb.errors import FreezeError
 from infer._option_fields import allow_host_ops_setting, setting, type_name
 
 
@@ -71,4 +72,4 @@ class FreezeOptions:
         object.__setattr__(self, "assignments", {str(k): _as_text(v) for k, v in dict(self.assignments).items()})
         object.__setattr__(self, "outputs", tuple(o.strip() for o in self.outputs if o.strip()))
         if self.batch is not None and not (1 <= self.batch <= MAX_DIM or self.batch == -1):
-            raise InferError(f"--batch {self.batch}: expected 1 to {MAX_DIM}, or -1 to keep the first dim unknown")
+            raise FreezeError(f"--batch {self.batch}: expected 1 to {MAX_DIM}, or -1 to keep the first dim unknown")

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from binio import reading
 from infer.contract import ModelContract
 from infer.convert._convert import ConvertOptions, convert_model
 from tests.builders.frozen import write_frozen
@@ -240,15 +241,15 @@ def test_each_control_file_is_read_once_and_its_text_recorded(energy_model: Mode
     """What model.json records is the very text that was parsed: one read of each file, not one per use."""
     keep = _write(tmp_path, "keep.cfg", "# kept in fp32\nSquare\n")
     mixlist = _write(tmp_path, "mix.json", json.dumps({"gray-list": {"to-add": ["Sqrt"]}}))
-    real = Path.read_bytes
+    real = reading.read_bounded
     reads: list[Path] = []
 
-    def counting(self: Path) -> bytes:  # binio.reading reads a user's file as bytes, then decodes it
-        if self.parent == tmp_path:
-            reads.append(self)
-        return real(self)
+    def counting(path: Path, **kwargs: Any) -> bytes:  # binio.reading reads a user's file, bounded, then decodes it
+        if Path(path).parent == tmp_path:
+            reads.append(Path(path))
+        return real(path, **kwargs)
 
-    monkeypatch.setattr(Path, "read_bytes", counting)
+    monkeypatch.setattr(reading, "read_bounded", counting)
     _, emulation = _run(energy_model, tmp_path, _big_x(), precision_mode="allow_mix_precision", keep_dtype=keep,
                         modify_mixlist=mixlist)
     assert sorted(reads) == sorted([keep, mixlist])

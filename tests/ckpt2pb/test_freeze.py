@@ -152,7 +152,7 @@ def test_batch_minus_one_refuses_a_static_batch(bert_model: ReferenceModel, tmp_
     assert str(caught.value) == "input input_ids:0: --batch -1 keeps the first dim unknown, but it is 2 (shape (2,16))"
     with pytest.raises(FreezeError) as caught:
         freeze_model(bert_model.path, tmp_path, FreezeOptions(outputs=("class_probs",), batch=-2))
-    assert str(caught.value) == "--batch -2: expected a positive number, or -1 to keep the first dim unknown"
+    assert str(caught.value) == "--batch -2: expected 1 to 2147483647, or -1 to keep the first dim unknown"
 
 
 def test_checks_and_prints_are_stripped(tmp_path: Path) -> None:
