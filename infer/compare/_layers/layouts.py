@@ -191,6 +191,9 @@ class _Tracker:
             for name in node.outputs:
                 if not name:
                     continue
+                if name in starts:  # a restart: both sides compute it in the same axes (`same_axes`)
+                    self.layouts[name] = Layout(starts[name])
+                    continue
                 rank = len(self.shapes[name]) if name in self.shapes else None
                 if result.perm is not None and rank is not None and rank != len(result.perm):
                     self.layouts[name] = unknown(f"{node.op_type} {node.name} gives rank {rank} from a layout of "
@@ -308,7 +311,8 @@ class _Tracker:
 def track_layouts(graph: OnnxGraph, shapes: Mapping[str, Shape], *, starts: Mapping[str, Permutation] | None = None,
                   tf_ops: Mapping[str, str] | None = None) -> dict[str, Layout]:
     """Every activation tensor's layout, from the graph inputs op by op. `shapes`: each tensor's shape from shape
-    inference; `starts`: graph inputs not in TF's layout (default: none); `tf_ops`: TF tensor name -> its op type,
+    inference; `starts`: graph inputs not in TF's layout (default: none), and tensors whose layout is known
+    otherwise (restarts: `infer.compare._layers.same_axes`); `tf_ops`: TF tensor name -> its op type,
     for the ONNX tensors that carry TF names."""
     return _Tracker(graph, shapes, tf_ops or {}).run(starts or {})
 

@@ -18,9 +18,10 @@ from binio.errors import InferError
 from binio.manifest import DatasetManifest
 from binio.spec import TensorSpec, node_name
 from ckpt2pb.protobuf import read_graph_def
-from infer.compare._layers.layouts import Layout, shapes_of, track_layouts
+from infer.compare._layers.layouts import Layout, Shape, shapes_of, track_layouts
 from infer.compare._layers.match import unnamed_stand_ins
 from infer.compare._layers.onnx_graph import OnnxGraph
+from infer.compare._layers.same_axes import restarted, same_axes
 from infer.compare._layers.tf_frames import relative_to_tf, tf_frames
 from infer.compare._layers.tf_loops import frame_paths, is_flow, loop_frames
 from infer.compare.errors import LayerwiseError
@@ -298,6 +299,28 @@ class OnnxSide:
     stand_ins: dict[str, str]  # TF name -> the unnamed ONNX tensor computing it (a fused op's output)
 
 
+_MOST_RESTARTS = 256  # rounds of restarts (`infer.compare._layers.same_axes`); one per op of a chain, at most
+
+
+def _layouts(graph: OnnxGraph, shapes: dict[str, Shape], tf_ops: dict[str, str], tensors: list[GraphTensor],
+             activations: set[str], stand_ins: dict[str, str]) -> dict[str, Layout]:
+    """Each ONNX tensor's layout relative to its TF tensor: both sides' axes tracked from the inputs and composed
+    (`tf_frames`), restarted where both compute a tensor in the same axes (`same_axes`) until none is left."""
+    found: dict[str, str] = {}
+    for _ in range(_MOST_RESTARTS):
+        tracked = track_layouts(graph, shapes, tf_ops=tf_ops, starts=restarted(found, shapes))
+        layouts = dict(tracked)
+        for name, frame in tf_frames(tensors, activations, set(found)).items():  # after TF's own transposes
+            onnx_name = stand_ins.get(name, name)
+            layouts[onnx_name] = relative_to_tf(tracked.get(onnx_name), frame)
+        more = {name: onnx_name for name, onnx_name in same_axes(tensors, graph, layouts, stand_ins, shapes).items()
+                if name not in found}
+        if not more:
+            break
+        found.update(more)
+    return layouts
+
+
 def _onnx_side(contract: ModelContract, manifest: DatasetManifest, tensors: list[GraphTensor],
                inputs_of: dict[str, tuple[str, ...]], stem: str) -> OnnxSide:
     """ONNX Runtime's value of each of `tensors` that the ONNX model holds (by name, or as a fused op's unnamed
@@ -313,10 +336,11 @@ def _onnx_side(contract: ModelContract, manifest: DatasetManifest, tensors: list
              for v in (*inferred.graph.value_info, *inferred.graph.output, *inferred.graph.input)}
     graph = OnnxGraph(model)
     tf_ops = {t.name: t.op_type for t in tensors}
-    tracked = track_layouts(graph, shapes_of(inferred), tf_ops=tf_ops)
+    shapes = shapes_of(inferred)
     outputs = {o.name for o in model.graph.output}
     stand_ins = unnamed_stand_ins(graph, tf_ops, inputs_of,
                                   {s.name for s in contract.inputs})
+    layouts = _layouts(graph, shapes, tf_ops, tensors, set(inputs_of), stand_ins)
     missing: dict[str, str] = {}
     wanted = []
     for name in (stand_ins.get(t.name, t.name) for t in tensors):
@@ -338,10 +362,6 @@ def _onnx_side(contract: ModelContract, manifest: DatasetManifest, tensors: list
     values = session.run(wanted, feed)
     later = tensors_rounded_later(model)
     found = {name: np.asarray(emulated_value(v, name, later)) for name, v in zip(wanted, values, strict=True)}
-    layouts = dict(tracked)
-    for name, frame in tf_frames(tensors, set(inputs_of)).items():  # downstream of TF's own transposes
-        onnx_name = stand_ins.get(name, name)
-        layouts[onnx_name] = relative_to_tf(tracked.get(onnx_name), frame)
     return OnnxSide(graph=graph, layouts=layouts, missing=missing, stand_ins=stand_ins,
                     values={t.name: found[stand_ins.get(t.name, t.name)] for t in tensors
                             if stand_ins.get(t.name, t.name) in found})

@@ -10,7 +10,7 @@ inputs' axes on both sides and need nothing.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Protocol
 
 from infer.compare._layers.layouts import Layout, Permutation, describe_layout, unknown
@@ -45,11 +45,16 @@ class FramedTensor(Protocol):
     def keep_dims(self) -> bool: ...
 
 
-def tf_frames(tensors: Sequence[FramedTensor], activations: set[str]) -> dict[str, Frame]:
+def tf_frames(tensors: Sequence[FramedTensor], activations: set[str],
+              restarts: Collection[str] = ()) -> dict[str, Frame]:
     """The TF tensors downstream of a TF Transpose: the graph inputs' axes each of their axes holds (TF axis j
-    holds input axis frame[j]), or why that is not known. Tensors not listed hold the inputs' axes."""
+    holds input axis frame[j]), or why that is not known. Tensors not listed hold the inputs' axes; so do the
+    `restarts`, tensors both sides compute in the same axes (`infer.compare._layers.same_axes`): what follows
+    them counts from their axes, on both sides."""
     frames: dict[str, Frame] = {}
     for tensor in tensors:
+        if tensor.name in restarts:
+            continue
         framed = [frames[name] for name in tensor.inputs if name in frames]
         if tensor.op_type in ("Transpose", "ConjugateTranspose"):
             perm = tensor.axes
