@@ -99,16 +99,7 @@ def test_with_every_op_planned_fp32_the_stand_in_is_tensorflows_fp32(converted: 
         assert worst <= _FP32_RTOL * scale, f"{spec.name}: max |diff| {worst:.3g} at scale {scale:.3g}"
 
 
-# Models with TF 1.x while loops (Enter/Exit frames): tf2onnx's TF1 loop rewriter orders a Loop's carried state (and
-# which of two loops it rewrites first) differently from one conversion to the next in one process (the same
-# structure, the Loop's inputs in another order); not made deterministic yet (issue 38, docs/limits.md). Not strict:
-# a run often gets the same order twice.
-_TF1_LOOP_ORDER = frozenset({"while_rnn", "nested_control_flow", "family_crnn", "family_gru", "bidirectional_rnn_v1"})
-
-
-@pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.xfail(
-    strict=False, reason="tf2onnx's TF1 loop rewriter: a Loop's carried state in another order from run to run"))
-    if name in _TF1_LOOP_ORDER else name for name in MODEL_NAMES])
+@pytest.mark.parametrize("name", MODEL_NAMES)
 def test_the_same_pb_and_options_give_the_same_bytes(converted: Converted, built: Built, name: str,
                                                      tmp_path: Path) -> None:
     first = converted(name, "force_fp16")

@@ -180,9 +180,11 @@ def _ranks_in_walk_order(model: Any, numbers_in: Callable[[str], list[int]]) -> 
 
 def canonical_order(model: Any) -> None:
     """Puts the nodes of every graph of `model` in one topological order, ties broken by node name, and the
-    initializers in name order: the same graph, the same order, whatever order tf2onnx left them in."""
+    initializers in name order: the same graph, the same order, whatever order tf2onnx left them in. Each subgraph
+    is named after the node and attribute holding it (`_name_subgraphs`)."""
     import heapq
 
+    _name_subgraphs(model.graph)
     for graph in all_graphs(model.graph):
         nodes = list(graph.node)
         producer = {output: index for index, node in enumerate(nodes) for output in node.output if output}
@@ -210,6 +212,20 @@ def canonical_order(model: Any) -> None:
         rank = {_identity(nodes[index]): position for position, index in enumerate(order)}
         graph.node.sort(key=lambda node: rank[_identity(node)])
         graph.initializer.sort(key=lambda tensor: tensor.name)
+
+
+def _name_subgraphs(graph: Any) -> None:
+    """Names each If branch and Loop or Scan body ``<node>_<attribute>``, its doc string ``graph for <node>
+    <attribute>``, as tf2onnx spells them, from the node's final name: tf2onnx names a body with a number it draws
+    (``tf2onnx__1000020``) and its doc string with the node's name before the renumbering, and the two loops of a
+    bidirectional RNN are rewritten in an order Python's hash seed decides, so the same pb gave those names swapped
+    in another process. Names of subgraphs are not referred to by anything in the model."""
+    for node in graph.node:
+        for attribute in node.attribute:
+            for sub in ([attribute.g] if attribute.HasField("g") else []) + list(attribute.graphs):
+                sub.name = f"{node.name}_{attribute.name}"
+                sub.doc_string = f"graph for {node.name} {attribute.name}"
+                _name_subgraphs(sub)
 
 
 def _identity(node: Any) -> tuple[str, tuple[str, ...]]:

@@ -1,4 +1,4 @@
-"""tf2onnx's optimizers walking each graph's nodes in one order in every run.
+"""tf2onnx walking a graph's nodes in one order in every run: its optimizers, and what reads an output's consumers.
 
 tf2onnx builds an If's branches and a Loop's body from sets of node objects (``utils.construct_graph_from_nodes``),
 an order that follows their addresses, and its optimizers then walk the nodes in the order the graph holds them:
@@ -6,6 +6,11 @@ which of three Identity nodes in a cond's branch the identity optimizer kept cha
 the next (the ResNet of tests/models.py: three names in three conversions). While open, each optimizer pass starts
 on a graph (the main one, or a branch or body) whose nodes tf2onnx's own topological sort has put in order, which
 starts from the nodes sorted by name.
+
+tf2onnx also keeps each output's consumers as a set of node names (``Graph._output_to_consumers``), and its TF 1.x
+loop rewriter takes a Loop's carried state in the order ``find_output_consumers`` gives the LoopCond's Switch nodes:
+a set's order, which changed from one conversion to the next in one process (a dynamic_rnn's Loop took its inputs
+in another order, and two loops their generated names). While open, the consumers come sorted by name.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from contextlib import contextmanager
 from typing import Any
 
 _patching = threading.Lock()
+_patching_consumers = threading.Lock()
 
 
 def _in_order(graph: Any) -> Any:
@@ -41,3 +47,20 @@ def optimizer_passes_in_order() -> Iterator[None]:
             yield
         finally:
             GraphOptimizerBase._apply_optimization = staticmethod(original)
+
+
+@contextmanager
+def consumers_in_order() -> Iterator[None]:
+    from tf2onnx.graph import Graph
+
+    original = Graph.find_output_consumers
+
+    def find_output_consumers(self: Any, output_name: str) -> list[Any]:
+        return sorted(original(self, output_name), key=lambda node: node.name)
+
+    with _patching_consumers:
+        Graph.find_output_consumers = find_output_consumers
+        try:
+            yield
+        finally:
+            Graph.find_output_consumers = original

@@ -26,7 +26,7 @@ from atc_wrap.standin._generated_names import (
     renumber_generated_names,
     restart_counter,
 )
-from atc_wrap.standin._subgraph_order import optimizer_passes_in_order
+from atc_wrap.standin._subgraph_order import consumers_in_order, optimizer_passes_in_order
 from atc_wrap.standin.converter_names import recording_type_named_nodes, store_type_named
 from atc_wrap.standin.emulation import Emulation, emulate_precision, tf_origin
 from atc_wrap.standin.functional_loops import loops_kept_functional, nested_loops
@@ -187,9 +187,16 @@ def _tf2onnx_once(graph_def: GraphDef, pb: Path, inputs: Sequence[TensorSpec], o
     duplicate nodes it merged (each removed one's name -> its survivor's, `merged_twins`)."""
     import tf2onnx
 
+    # The one tf2onnx module that draws a name from the counter when it is imported (INVALID_INPUT_ID, tf2onnx
+    # 1.17): imported lazily by the first conversion of a loop, after the restart below, it shifted every later name
+    # of that conversion by one against the next conversion of the same pb in the process. Imported first, it draws
+    # before the restart.
+    import tf2onnx.rewriter.loop_rewriter_base
+
     # loops_kept_functional: tf2onnx's TF1 loop rewriter loses TensorLists' types
     with (_NAMING, recording_type_named_nodes() as type_named, merging_twins_by_name() as merged,
-          optimizer_passes_in_order(), _optimizer_rollback(rollback), loops_kept_functional(graph_def)):
+          optimizer_passes_in_order(), consumers_in_order(), _optimizer_rollback(rollback),
+          loops_kept_functional(graph_def)):
         restart_counter()
         before = counter()
         model, _ = tf2onnx.convert.from_graph_def(

@@ -115,6 +115,32 @@ def test_processes_with_other_hash_seeds_write_identical_bytes(tmp_path: Path) -
     assert len(digests) == 1
 
 
+def test_tf1_loops_convert_to_one_file_in_any_process(tmp_path: Path) -> None:
+    """A bidirectional dynamic_rnn under control flow v1: tf2onnx's TF1 loop rewriter takes a Loop's carried state
+    in the order of a set of consumers, rewrites the two loops in an order the hash seed decides and names their
+    bodies with numbers it draws (one of them at its module's import, inside the first conversion): three hash
+    seeds, one file, and the same file converted again in one process."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.model_registry import registered
+
+    contract = registered("bidirectional_rnn_v1").build(tmp_path / "built")
+    probe = "import sys; from infer.cli.app import main; main(sys.argv[1:])"
+    digests = set()
+    for seed in ("1", "2", "3"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        subprocess.run([sys.executable, "-c", probe, "convert", str(contract.path), "--target", "onnx",
+                        "-o", str(contract.folder / f"seed{seed}.onnx"), "-q"], check=True, capture_output=True,
+                       timeout=300, env=env)
+        digests.add((contract.folder / f"seed{seed}.onnx").read_bytes())
+    for again in ("again1.onnx", "again2.onnx"):
+        convert_model(contract, ConvertOptions(target="onnx", output=contract.folder / again))
+        digests.add((contract.folder / again).read_bytes())
+    assert len(digests) == 1
+
+
 def test_canonical_order_is_topological_ties_by_name_and_initializers_by_name() -> None:
     import numpy as np
     from onnx import TensorProto, helper, numpy_helper
