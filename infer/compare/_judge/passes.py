@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
-from typing import NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 
@@ -86,8 +86,11 @@ class _PlotCollector:
     the errors of many small batches are binned together (one histogram per 65,536 values, not per batch: at
     batch 1 a histogram a batch was a tenth of compare's time), with the same counts."""
 
-    def __init__(self, points_per_batch: int) -> None:
-        self.points_per_batch = max(1, points_per_batch)
+    def __init__(self, points: int, batches: int) -> None:
+        """`points`: about how many the scatter holds over `batches` batches: as many per batch where there are
+        fewer batches, else one from every few batches (at batch 1, one a batch was 50,000 points)."""
+        self.points_per_batch = max(1, points // max(1, batches))
+        self.every = max(1, -(-batches // max(1, points)))  # a batch in `every` gives points, by its index
         self.counts = np.zeros(len(ERROR_EDGES) - 1, dtype=np.int64)
         self.exact = 0
         self.nonfinite = 0
@@ -97,8 +100,8 @@ class _PlotCollector:
         self._pending_values = 0
         self._picks: dict[int, np.ndarray] = {}  # batch size -> the scatter's positions in it
 
-    def add(self, actual: np.ndarray, golden: np.ndarray, error: np.ndarray) -> None:
-        """`error` is |x - y|, flat."""
+    def add(self, actual: np.ndarray, golden: np.ndarray, error: np.ndarray, index: int) -> None:
+        """`error` is |x - y|, flat; `index` the batch's in the dataset."""
         x, y = as_float64(actual), as_float64(golden)
         finite = np.isfinite(error)
         finite_count = int(np.count_nonzero(finite))
@@ -109,7 +112,7 @@ class _PlotCollector:
         self._pending_values += positive.size
         if self._pending_values >= _BINNED_AT_ONCE:
             self._bin()
-        if x.size:
+        if x.size and index % self.every == 0:
             picks = self._picks.get(x.size)
             if picks is None:
                 picks = np.linspace(0, x.size - 1, min(self.points_per_batch, x.size)).astype(np.int64)
@@ -158,10 +161,14 @@ _BINNED_AT_ONCE = 1 << 16
 @dataclass
 class _ShardPart:
     """What pass one keeps of a shard's batches, in dataset order, as columns (numbers in flat arrays): no tensor
-    and no object per batch, so a process holding every batch's part stays small. Not frozen: the accumulators
-    are dropped once folded (`measure_output`)."""
+    and no object per batch, so a process holding every batch's part stays small. The shard that starts the
+    dataset folds its batches' accumulators as they complete (`folded`: the dataset's fold begins with them, in
+    the same order) and keeps of each only what pass two's choice needs (`_KlSeeds`); a later shard keeps them
+    whole (`AccumulatorColumns`), for the fold to add after the earlier shards' in dataset order. Not frozen: the
+    accumulators are dropped once folded (`measure_output`)."""
 
-    accumulators: AccumulatorColumns | None
+    accumulators: AccumulatorColumns | _KlSeeds | None
+    folded: MetricAccumulator | None
     metrics: MetricsColumns
     plot: _PlotCollector
     topk: TopKAccumulator | None
@@ -181,6 +188,8 @@ class _ShardPart:
         self.rows.append(rows)
         self.score_rows.append(len(scores["CosineSimilarity"]))
         self.accumulators.append(accumulator)
+        if self.folded is not None:
+            self.folded.merge(accumulator)
         self.metrics.append(metrics)
         for metric, column in self.scores.items():
             column.frombytes(np.ascontiguousarray(scores[metric], dtype=np.float64).tobytes())
@@ -226,10 +235,12 @@ def _topk(pair: OutputPair, options: CompareOptions, labels: np.ndarray | None) 
 def _pass_one(pair: OutputPair, stems: frozenset[str], *, options: CompareOptions,
               labels: np.ndarray | None, on_batch: Callable[[], None] | None = None) -> _ShardPart:
     topk = _topk(pair, options, labels)
-    plot = _PlotCollector(options.scatter_points // max(1, pair.manifest.file_count))
+    plot = _PlotCollector(options.scatter_points, pair.manifest.file_count)
     same = SameSamples(pair, stems)
     batch_major = pair.batch_major
-    part = _ShardPart(accumulators=AccumulatorColumns(options.atol, options.rtol),
+    first = bool(pair.manifest.stems) and pair.manifest.stems[0] in stems  # the shard that starts the dataset
+    part = _ShardPart(accumulators=_KlSeeds() if first else AccumulatorColumns(options.atol, options.rtol),
+                      folded=MetricAccumulator(atol=options.atol, rtol=options.rtol) if first else None,
                       metrics=MetricsColumns(options.atol, options.rtol), plot=plot, topk=topk, same=same)
     # Here too, not only in measure_output: in a worker process the caller's error state does not apply.
     with np.errstate(all="ignore"):
@@ -245,11 +256,38 @@ def _pass_one(pair: OutputPair, stems: frozenset[str], *, options: CompareOption
             if topk is not None:
                 topk.add(x.reshape(batch.rows, -1), y.reshape(batch.rows, -1),
                          None if labels is None else labels[batch.first_sample:batch.first_sample + batch.rows])
-            plot.add(x, y, abs_diff)
+            plot.add(x, y, abs_diff, batch.first_sample // max(1, pair.manifest.batch))
             same.take(batch.actual, batch.golden, batch.rows, wide_actual=x, wide_golden=y)
             if on_batch is not None:
                 on_batch()
     return part
+
+
+class _KlSeeds:
+    """What the fold needs of each batch of a shard folded as it goes: its four extremes and its pass-one KL sums
+    (`measure_output`: a batch that saw the dataset's extremes is not read again), 8 numbers a batch."""
+
+    __slots__ = ("_elements", "_floats")
+
+    def __init__(self) -> None:
+        self._floats = array("d")
+        self._elements = array("q")
+
+    def append(self, accumulator: MetricAccumulator) -> None:
+        self._floats.extend((accumulator.min_x, accumulator.max_x, accumulator.min_y, accumulator.max_y,
+                             accumulator.kl_sum_a, accumulator.kl_sum_b, accumulator.kl_sum_alogab))
+        self._elements.append(accumulator.kl_elements)
+
+    def __len__(self) -> int:
+        return len(self._elements)
+
+    def __getitem__(self, index: int) -> MetricAccumulator:
+        """Batch `index`'s accumulator as far as `same_extremes` and `kl_sums` read it."""
+        one = MetricAccumulator(atol=0.0, rtol=0.0)
+        (one.min_x, one.max_x, one.min_y, one.max_y, one.kl_sum_a, one.kl_sum_b,
+         one.kl_sum_alogab) = self._floats[7 * index:7 * index + 7]
+        one.kl_elements = self._elements[index]
+        return one
 
 
 @dataclass(frozen=True)
@@ -372,8 +410,12 @@ def _fold_pass_one(parts: Sequence[_ShardPart], options: CompareOptions) -> Metr
     """Every batch's pass-one accumulator merged, in dataset order (so 1 and N shards add the same floats in the
     same order)."""
     dataset = MetricAccumulator(atol=options.atol, rtol=options.rtol)
-    for part in parts:
-        assert part.accumulators is not None  # folded once
+    for k, part in enumerate(parts):
+        if part.folded is not None:  # the first shard's batches, folded in order as they completed
+            assert k == 0  # only the shard that starts the dataset folds its own
+            dataset = part.folded
+            continue
+        assert isinstance(part.accumulators, AccumulatorColumns)  # folded once
         for i in range(len(part.accumulators)):
             dataset.merge(part.accumulators[i])
     return dataset
@@ -393,12 +435,14 @@ def _same_extremes(part: _ShardPart, dataset: MetricAccumulator) -> dict[int, _K
 def _batch_results(parts: Sequence[_ShardPart], pair: OutputPair, options: CompareOptions,
                    thresholds: Thresholds) -> BatchResults:
     """Every shard's batches as one table of columns, in dataset order."""
-    metrics, rows = MetricsColumns(options.atol, options.rtol), array("q")
-    stems: list[str] = []
-    for part in parts:
-        metrics.extend(part.metrics)
-        rows.extend(part.rows)
-        stems.extend(part.stems)
+    if len(parts) == 1:  # one process: its columns are the table's, not copied
+        metrics, rows, stems = parts[0].metrics, parts[0].rows, parts[0].stems
+    else:
+        metrics, rows, stems = MetricsColumns(options.atol, options.rtol), array("q"), []
+        for part in parts:
+            metrics.extend(part.metrics)
+            rows.extend(part.rows)
+            stems.extend(part.stems)
     # Every batch of the dataset, in its order: the manifest's own strings stand for them (a worker's came back
     # as copies).
     held = pair.manifest.stems
@@ -421,12 +465,14 @@ class _SampleScores:
 
     @classmethod
     def gather(cls, parts: Sequence[_ShardPart], pair: OutputPair) -> _SampleScores:
-        scores = {metric: np.concatenate([np.frombuffer(p.scores[metric], dtype=np.float64) for p in parts])
-                  if parts else np.zeros(0) for metric in SAMPLE_METRICS}
-        first = np.concatenate([np.frombuffer(p.first_sample, dtype=np.int64) for p in parts]) if parts else \
-            np.zeros(0, np.int64)
-        counts = np.concatenate([np.frombuffer(p.score_rows, dtype=np.int64) for p in parts]) if parts else \
-            np.zeros(0, np.int64)
+        def joined(columns: list[array[Any]], dtype: type) -> np.ndarray:
+            """The shards' columns as one array: a view of the one shard's, without a copy."""
+            views: list[np.ndarray] = [np.frombuffer(column, dtype=dtype) for column in columns]
+            return views[0] if len(views) == 1 else np.concatenate(views) if views else np.zeros(0, dtype)
+
+        scores = {metric: joined([p.scores[metric] for p in parts], np.float64) for metric in SAMPLE_METRICS}
+        first = joined([p.first_sample for p in parts], np.int64)
+        counts = joined([p.score_rows for p in parts], np.int64)
         batch = np.repeat(np.arange(counts.size, dtype=np.int64), counts)
         starts = np.cumsum(counts) - counts  # each batch's first score row
         row = np.arange(batch.size, dtype=np.int64) - starts[batch]
