@@ -233,10 +233,11 @@ def _topk(pair: OutputPair, options: CompareOptions, labels: np.ndarray | None) 
 
 
 def _pass_one(pair: OutputPair, stems: frozenset[str], *, options: CompareOptions,
-              labels: np.ndarray | None, on_batch: Callable[[], None] | None = None) -> _ShardPart:
+              labels: np.ndarray | None, on_batch: Callable[[], None] | None = None,
+              fp16: bool = False) -> _ShardPart:
     topk = _topk(pair, options, labels)
     plot = _PlotCollector(options.scatter_points, pair.manifest.file_count)
-    same = SameSamples(pair, stems)
+    same = SameSamples(pair, stems, fp16=fp16)
     batch_major = pair.batch_major
     first = bool(pair.manifest.stems) and pair.manifest.stems[0] in stems  # the shard that starts the dataset
     part = _ShardPart(accumulators=_KlSeeds() if first else AccumulatorColumns(options.atol, options.rtol),
@@ -350,14 +351,14 @@ def _merge_topk(parts: list[_ShardPart]) -> TopKAccumulator | None:
 
 def measure_output(pair: OutputPair, thresholds: Thresholds, options: CompareOptions, labels: np.ndarray | None,
                    shards: Sequence[frozenset[str]], pool: Executor | None = None,
-                   on_batch: Callable[[], None] | None = None) -> Measured:
+                   on_batch: Callable[[], None] | None = None, *, fp16: bool = False) -> Measured:
     """One output over the whole dataset. `shards` are contiguous runs of the dataset's stems, in dataset order,
     together every stem once (the fold takes the batches in their order); they run in `pool`, or here, one after
     the other, without one. `on_batch` hears of every batch read (twice per batch: two passes): as it is read
     here, as its shard comes back from a pool."""
     here = on_batch if pool is None else None
     with np.errstate(all="ignore"):  # NaN and inf in outputs are counted and reported, not warned about
-        parts = _each_shard(pool, partial(_pass_one, pair, options=options, labels=labels, on_batch=here),
+        parts = _each_shard(pool, partial(_pass_one, pair, options=options, labels=labels, on_batch=here, fp16=fp16),
                             shards, on_batch)
         dataset = _fold_pass_one(parts, options)
         # A batch holding the dataset's four extremes had its KL sums taken with them in pass one (its own
@@ -541,8 +542,8 @@ def batch_counter(pair: OutputPair, progress: CompareProgress | None) -> Callabl
 
 
 def compare_outputs_in_workers(pairs: tuple[OutputPair, ...], thresholds: Thresholds, options: CompareOptions,
-                               labels: np.ndarray | None, progress: CompareProgress | None = None,
-                               ) -> tuple[Measured, ...]:
+                               labels: np.ndarray | None, progress: CompareProgress | None = None, *,
+                               fp16: bool = False) -> tuple[Measured, ...]:
     """`infer compare --workers N`: every output, its batches split into `options.workers` contiguous shards
     measured in as many processes (spawned: TensorFlow may be loaded); this process folds the pieces in dataset
     order, so the result equals one process's bit for bit."""
@@ -553,13 +554,13 @@ def compare_outputs_in_workers(pairs: tuple[OutputPair, ...], thresholds: Thresh
     # Each worker keeps freed memory as this process does (binio.heap): its batches' temporaries are the same
     # few sizes over and over, which page-faulted in afresh took two thirds of compare's time.
     with ProcessPoolExecutor(max_workers=len(shards), mp_context=context, initializer=as_this_process()) as pool:
-        return tuple(measure_output(pair, thresholds, options, labels, shards, pool, batch_counter(pair, progress))
-                     for pair in pairs)
+        return tuple(measure_output(pair, thresholds, options, labels, shards, pool, batch_counter(pair, progress),
+                                    fp16=fp16) for pair in pairs)
 
 
 def compare_outputs_on_ray(pairs: tuple[OutputPair, ...], thresholds: Thresholds, options: CompareOptions,
-                           labels: np.ndarray | None, progress: CompareProgress | None = None,
-                           ) -> tuple[Measured, ...]:
+                           labels: np.ndarray | None, progress: CompareProgress | None = None, *,
+                           fp16: bool = False) -> tuple[Measured, ...]:
     """`infer compare --engine ray`: the same shards and fold as `compare_outputs_in_workers`, each shard's two
     passes a Ray task of one CPU on the cluster (`--workers N` shards, else one per CPU), so the result equals
     one process's bit for bit. The batch files are read where the task runs: a path every node sees alike."""
@@ -569,5 +570,5 @@ def compare_outputs_on_ray(pairs: tuple[OutputPair, ...], thresholds: Thresholds
         count = options.workers if options.workers > 1 else session.cpus()
         shards = [frozenset(s.stems) for s in split(pairs[0].manifest.stems, count)]
         pool = RayTasks(session)
-        return tuple(measure_output(pair, thresholds, options, labels, shards, pool, batch_counter(pair, progress))
-                     for pair in pairs)
+        return tuple(measure_output(pair, thresholds, options, labels, shards, pool, batch_counter(pair, progress),
+                                    fp16=fp16) for pair in pairs)

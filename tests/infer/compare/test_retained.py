@@ -65,3 +65,35 @@ def test_what_compare_keeps_per_batch_is_a_few_numbers(tmp_path: Path, monkeypat
     peak_per_batch = (large_peak - small_peak) / added
     assert kept_per_batch < 400, f"a batch leaves {kept_per_batch:.0f} bytes in the result"
     assert peak_per_batch < 800, f"compare's peak grows {peak_per_batch:.0f} bytes per batch"
+
+
+def test_an_fp16_conversions_constant_outputs_are_watched_in_the_measures_pass(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The constant-output check of a conversion that computes in fp16 read every batch a third time (at fp16's
+    resolution, stopping only once both sides vary: a collapsed output, the case it exists for, was read whole);
+    now it is watched in pass one. A converted model that lost the input (its outputs the same for every sample,
+    TensorFlow's varying): each batch read at most twice (the two passes), the finding the same."""
+    from infer.compare._compare import compare
+    from infer.compare._sides.run_folders import OutputPair
+    from tests.infer.compare.handmade import write_contract
+
+    batches = 12
+    contract = write_contract(tmp_path / "model", (TensorSpec("probs:0", "float32", (None, CLASSES)),))
+    assert contract.converted is not None and contract.converted.precision_mode == "force_fp16"
+    write_dataset(tmp_path / "bins", batch=1, samples=batches)
+    golden = np.random.default_rng(0).random((batches, CLASSES), dtype=np.float32)
+    write_run(tmp_path / "golden" / "20240101_120000", [golden], 1)
+    write_run(tmp_path / "actual" / "20240101_130000", [np.repeat(golden[:1], batches, axis=0)], 1)
+    read: list[str] = []
+    batches_of = OutputPair.batches
+
+    def counted(self: OutputPair, stems: object = None) -> object:
+        for batch in batches_of(self, stems):  # type: ignore[arg-type]  # as the method takes them
+            read.append(batch.stem)
+            yield batch
+
+    monkeypatch.setattr(OutputPair, "batches", counted)
+    result = compare(contract.path, tmp_path / "bins", tmp_path / "actual", golden=tmp_path / "golden")
+    assert [(c.name, c.actual, c.golden, c.below_fp16) for c in result.constant_outputs] == [
+        ("probs:0", True, False, False)]
+    assert len(read) <= 2 * batches and max(read.count(stem) for stem in set(read)) <= 2
