@@ -4,8 +4,10 @@
 from __future__ import annotations
 
 import math
+from array import array
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 from binio.document import json_float
 from infer.compare._judge.aipp_check import AippCheck
@@ -15,12 +17,12 @@ from infer.compare._judge.fp16_trouble import CAUSE as FP16_CAUSE
 from infer.compare._judge.fp16_trouble import DOCS as FP16_DOCS
 from infer.compare._judge.fp16_trouble import Fp16Trouble
 from infer.compare._judge.kl_band import KlBand
-from infer.compare._judge.metrics import Metrics
+from infer.compare._judge.metrics import Metrics, MetricsColumns
 from infer.compare._judge.topk import TopKResult
 from infer.compare._sides.provenance import Provenance
 from infer.compare.layer_result import LayerwiseResult
 from infer.compare.metric_names import shown
-from infer.compare.thresholds import Failure
+from infer.compare.thresholds import Failure, Thresholds
 
 REPORT_SCHEMA = "infer.compare-report"
 # Raised when a key changes meaning or goes away (docs/json-output.md). 2: layerwise's `first_failing` and
@@ -39,6 +41,58 @@ class BatchResult:
     def to_json(self) -> dict[str, Any]:
         return {"stem": self.stem, "rows": self.rows, "passed": not self.failures,
                 "metrics": self.metrics.to_json(), "failures": [f.describe() for f in self.failures]}
+
+
+class BatchResults(Sequence[BatchResult]):
+    """Every batch of one output, in dataset order, held as columns: the stems, the real rows and the metrics'
+    numbers (`MetricsColumns`); each `BatchResult` is made when asked for, its failures judged then by the
+    output's thresholds. At batch 1 a validation set is 50,000 batches: a batch costs its numbers here, not a
+    `BatchResult`, a `Metrics`, its counts and its failures (issue 42: compare's memory flat in the batches)."""
+
+    __slots__ = ("_metrics", "_output", "_rows", "_stems", "_thresholds")
+
+    def __init__(self, stems: Sequence[str], rows: array[int], metrics: MetricsColumns, *, output: str,
+                 thresholds: Thresholds) -> None:
+        if not len(stems) == len(rows) == len(metrics):
+            raise ValueError(f"{len(stems)} stems, {len(rows)} row counts and {len(metrics)} metrics rows")
+        self._stems, self._rows, self._metrics = stems, rows, metrics
+        self._output, self._thresholds = output, thresholds
+
+    def __len__(self) -> int:
+        return len(self._stems)
+
+    @overload
+    def __getitem__(self, index: int) -> BatchResult: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[BatchResult, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> BatchResult | tuple[BatchResult, ...]:
+        if isinstance(index, slice):
+            return tuple(self[i] for i in range(*index.indices(len(self))))
+        if not -len(self) <= index < len(self):
+            raise IndexError(index)
+        index %= len(self)
+        metrics = self._metrics[index]
+        return BatchResult(stem=self._stems[index], rows=self._rows[index], metrics=metrics,
+                           failures=self._thresholds.failures(self._output, metrics))
+
+    def __iter__(self) -> Iterator[BatchResult]:
+        return (self[i] for i in range(len(self)))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, BatchResults):
+            return (tuple(self._stems) == tuple(other._stems) and self._rows == other._rows
+                    and self._metrics == other._metrics and self._output == other._output
+                    and self._thresholds == other._thresholds)
+        if isinstance(other, tuple):
+            return tuple(self) == other
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # compared by value, as the tuple it stands for; not hashed
+
+    def __repr__(self) -> str:
+        return f"BatchResults({len(self)} batches of {self._output})"
 
 
 @dataclass(frozen=True)
@@ -90,7 +144,7 @@ class OutputResult:
     metrics: Metrics
     limits: dict[str, float]
     failures: tuple[Failure, ...]
-    batches: tuple[BatchResult, ...]
+    batches: Sequence[BatchResult]  # BatchResults from a measure: columns, each batch made when read
     worst_samples: tuple[SampleScore, ...]  # worst first, by CosineSimilarity (ties: the larger max |x - y|)
     topk: TopKResult | None
     plot: PlotData

@@ -18,6 +18,7 @@ equals the all-in-memory one up to the order of float additions.
 from __future__ import annotations
 
 import math
+from array import array
 from dataclasses import dataclass, field, fields
 
 import numpy as np
@@ -246,3 +247,50 @@ def _max(a: float, b: float) -> float:
 
 def _min(a: float, b: float) -> float:
     return a if math.isnan(a) or a <= b else b
+
+
+_ACCUMULATOR_FLOATS = ("sum_xy", "sum_xx", "sum_yy", "sum_abs_diff", "sum_sq_diff", "max_abs_diff", "rel_sum",
+                       "rel_max", "min_x", "max_x", "min_y", "max_y", "kl_sum_a", "kl_sum_b", "kl_sum_alogab")
+_ACCUMULATOR_INTS = ("elements", "close_count", "kl_elements")
+
+
+class AccumulatorColumns:
+    """Many batches' accumulators (a shard's, in dataset order) as two flat arrays of numbers, until they are
+    folded: a batch costs its numbers, not an accumulator with two moments and a dict (issue 42). `self[i]` makes
+    batch i's accumulator again, field for field the one appended, so folding it is folding the original."""
+
+    __slots__ = ("_floats", "_ints", "atol", "rtol")
+
+    _FLOAT_WIDTH = len(_ACCUMULATOR_FLOATS) + 4  # and each side's moments: mean, m2
+    _INT_WIDTH = len(_ACCUMULATOR_INTS) + 2 + len(_COUNT_NAMES)  # and each side's moments: count
+
+    def __init__(self, atol: float, rtol: float) -> None:
+        self.atol, self.rtol = atol, rtol
+        self._floats = array("d")
+        self._ints = array("q")
+
+    def append(self, accumulator: MetricAccumulator) -> None:
+        moments = (accumulator.moments_x, accumulator.moments_y)
+        self._floats.extend([getattr(accumulator, name) for name in _ACCUMULATOR_FLOATS])
+        self._floats.extend([value for m in moments for value in (m.mean, m.m2)])
+        self._ints.extend([getattr(accumulator, name) for name in _ACCUMULATOR_INTS])
+        self._ints.extend([m.count for m in moments])
+        self._ints.extend([accumulator.counts[name] for name in _COUNT_NAMES])
+
+    def __len__(self) -> int:
+        return len(self._ints) // self._INT_WIDTH
+
+    def __getitem__(self, index: int) -> MetricAccumulator:
+        if not 0 <= index < len(self):
+            raise IndexError(index)
+        floats = self._floats[index * self._FLOAT_WIDTH:(index + 1) * self._FLOAT_WIDTH].tolist()
+        ints = self._ints[index * self._INT_WIDTH:(index + 1) * self._INT_WIDTH].tolist()
+        named = len(_ACCUMULATOR_FLOATS)
+        accumulator = MetricAccumulator(atol=self.atol, rtol=self.rtol)
+        for name, value in (*zip(_ACCUMULATOR_FLOATS, floats[:named], strict=True),
+                            *zip(_ACCUMULATOR_INTS, ints[:3], strict=True)):
+            setattr(accumulator, name, value)
+        accumulator.moments_x = _Moments(count=ints[3], mean=floats[named], m2=floats[named + 1])
+        accumulator.moments_y = _Moments(count=ints[4], mean=floats[named + 2], m2=floats[named + 3])
+        accumulator.counts = dict(zip(_COUNT_NAMES, ints[5:], strict=True))
+        return accumulator

@@ -24,7 +24,8 @@ Where infer departs on purpose (docs/metrics.md says why; a test pins each):
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from array import array
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 import numpy as np
@@ -117,6 +118,62 @@ class Metrics:
         }
         document.update(elements=self.elements, atol=self.atol, rtol=self.rtol, counts=self.counts.to_json())
         return document
+
+
+_FLOAT_FIELDS = tuple(f.name for f in fields(Metrics) if f.name not in ("elements", "counts", "atol", "rtol"))
+_COUNT_FIELDS = tuple(f.name for f in fields(ValueCounts))
+
+
+class MetricsColumns:
+    """The metrics of many batches (one output's, in dataset order) as two flat arrays of numbers: a batch costs
+    its 26 numbers, not a `Metrics` and a `ValueCounts` object (issue 42: at batch 1 a validation set is 50,000
+    batches). `self[i]` makes batch i's `Metrics` again, equal to the one appended, bit for bit. The tolerances are
+    the options' and the same for every batch: held once, as given (an int stays an int in report.json)."""
+
+    __slots__ = ("_floats", "_ints", "atol", "rtol")
+
+    def __init__(self, atol: float, rtol: float) -> None:
+        self.atol, self.rtol = atol, rtol
+        self._floats = array("d")
+        self._ints = array("q")
+
+    def append(self, metrics: Metrics) -> None:
+        if (metrics.atol, metrics.rtol) != (self.atol, self.rtol):
+            raise ValueError(f"tolerances {metrics.atol}, {metrics.rtol} differ from the table's {self.atol}, "
+                             f"{self.rtol}")
+        self._floats.extend([getattr(metrics, name) for name in _FLOAT_FIELDS])
+        self._ints.append(metrics.elements)
+        self._ints.extend([getattr(metrics.counts, name) for name in _COUNT_FIELDS])
+
+    def extend(self, other: MetricsColumns) -> None:
+        """Appends every row of `other` (a later shard's), in order."""
+        if (other.atol, other.rtol) != (self.atol, self.rtol):
+            raise ValueError(f"tolerances {other.atol}, {other.rtol} differ from the table's {self.atol}, {self.rtol}")
+        self._floats.extend(other._floats)
+        self._ints.extend(other._ints)
+
+    def __len__(self) -> int:
+        return len(self._ints) // (1 + len(_COUNT_FIELDS))
+
+    def __getitem__(self, index: int) -> Metrics:
+        if not -len(self) <= index < len(self):
+            raise IndexError(index)
+        index %= len(self)
+        width, count_width = len(_FLOAT_FIELDS), 1 + len(_COUNT_FIELDS)
+        floats = self._floats[index * width:(index + 1) * width]
+        ints = self._ints[index * count_width:(index + 1) * count_width]
+        return Metrics(elements=ints[0], atol=self.atol, rtol=self.rtol,
+                       counts=ValueCounts(**dict(zip(_COUNT_FIELDS, ints[1:], strict=True))),
+                       **dict(zip(_FLOAT_FIELDS, floats, strict=True)))
+
+    def __eq__(self, other: object) -> bool:
+        """Equal numbers, bit for bit (NaN equals NaN here: the same bytes)."""
+        if not isinstance(other, MetricsColumns):
+            return NotImplemented
+        return ((self.atol, self.rtol) == (other.atol, other.rtol) and self._floats.tobytes() == other._floats.tobytes()
+                and self._ints == other._ints)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable while filled: not hashable, as a list
 
 
 def _three_decimals(value: float) -> str:

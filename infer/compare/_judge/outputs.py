@@ -17,7 +17,7 @@ from binio.errors import InferError
 from binio.manifest import DatasetManifest
 from binio.spec import TensorSpec
 from infer.compare._judge.aipp_check import AippCheck, check_aipp
-from infer.compare._judge.constant_outputs import constant_output, constant_outputs, with_inputs_same
+from infer.compare._judge.constant_outputs import constant_output, with_inputs_same
 from infer.compare._judge.expected import (
     FP32_MODES,
     ExpectedError,
@@ -55,10 +55,12 @@ log = logging.getLogger(__name__)
 
 
 def compare_output(pair: OutputPair, thresholds: Thresholds, options: CompareOptions,
-                   labels: np.ndarray | None, progress: CompareProgress | None = None) -> Measured:
-    """One output over the whole dataset, in two streaming passes: the one shard of every stem, in this process."""
+                   labels: np.ndarray | None, progress: CompareProgress | None = None, *,
+                   fp16: bool = False) -> Measured:
+    """One output over the whole dataset, in two streaming passes: the one shard of every stem, in this process.
+    `fp16`: the converted model computes in fp16 (its constant outputs are judged at fp16's resolution)."""
     return measure_output(pair, thresholds, options, labels, [frozenset(pair.manifest.stems)],
-                          on_batch=batch_counter(pair, progress))
+                          on_batch=batch_counter(pair, progress), fp16=fp16)
 
 
 def dataset_labels(path: Path | None, manifest: DatasetManifest, outputs: Sequence[TensorSpec]) -> np.ndarray | None:
@@ -94,16 +96,17 @@ def _pairs(contract: ModelContract, manifest: DatasetManifest, actual_dir: Path,
 
 
 def measure_outputs(pairs: tuple[OutputPair, ...], manifest: DatasetManifest, options: CompareOptions,
-                    labels: np.ndarray | None, progress: CompareProgress | None) -> tuple[Measured, ...]:
+                    labels: np.ndarray | None, progress: CompareProgress | None, *,
+                    fp16: bool = False) -> tuple[Measured, ...]:
     """Every output measured against its limits: as Ray tasks with --engine ray, by `--workers` processes where
     asked and the dataset has more than one batch, else here, output by output."""
     options.thresholds.check_outputs([p.name for p in pairs])
     check_topk(pairs, options)
     if options.scale.engine == "ray":
-        return compare_outputs_on_ray(pairs, options.thresholds, options, labels, progress)
+        return compare_outputs_on_ray(pairs, options.thresholds, options, labels, progress, fp16=fp16)
     if options.workers > 1 and manifest.file_count > 1:
-        return compare_outputs_in_workers(pairs, options.thresholds, options, labels, progress)
-    return tuple(compare_output(pair, options.thresholds, options, labels, progress) for pair in pairs)
+        return compare_outputs_in_workers(pairs, options.thresholds, options, labels, progress, fp16=fp16)
+    return tuple(compare_output(pair, options.thresholds, options, labels, progress, fp16=fp16) for pair in pairs)
 
 
 def judge_outputs(contract: ModelContract, manifest: DatasetManifest, actual: Side, golden: Side,
@@ -119,10 +122,10 @@ def judge_outputs(contract: ModelContract, manifest: DatasetManifest, actual: Si
     actual_written = written_specs(actual_dir, actual_specs, manifest, what="--actual")
     sets = set_outputs(contract.pb_path, (spec.name for spec in contract.outputs), options.set_outputs)
     pairs = _pairs(contract, manifest, actual_dir, golden_dir, actual_written=actual_written, sets=sets)
-    measured = measure_outputs(pairs, manifest, options, labels, progress)
+    in_fp16 = computes_in_fp16(contract)
+    measured = measure_outputs(pairs, manifest, options, labels, progress, fp16=in_fp16)
     outputs = tuple(m.result for m in measured)
     as_measured = outputs  # before the KL judgement: the metrics an emulation identical to the actual side gives
-    in_fp16 = computes_in_fp16(contract)
     outputs = tuple(_kl_judged(output, pair, options) if in_fp16 else output
                     for output, pair in zip(outputs, pairs, strict=True))
     emulated = _Emulated(contract, manifest, golden_dir, options, cache_root, progress, sets,
@@ -130,9 +133,8 @@ def judge_outputs(contract: ModelContract, manifest: DatasetManifest, actual: Si
     fp16_grid: tuple[str, ...] = ()
     if contract.converted is not None and contract.converted.target == "om":  # what the chip computed in
         fp16_grid = outputs_on_fp16_grid(actual_dir, actual_written, manifest)
-    # fp32: watched in the measure's pass; fp16: read again at fp16's resolution (constant_outputs' note)
-    constant = (constant_outputs(pairs, manifest, fp16=True) if in_fp16 else
-                with_inputs_same(tuple(m.constant for m in measured if m.constant is not None), manifest))
+    # watched in the measure's pass, an fp16 conversion's at fp16's resolution (constant_outputs' note)
+    constant = with_inputs_same(tuple(m.constant for m in measured if m.constant is not None), manifest)
     troubles = fp16_troubles(
         contract.converted.precision_mode if contract.converted is not None else "", in_fp16,
         [(o.name, o.metrics) for o in outputs], constant,

@@ -9,20 +9,22 @@ every stem, in itself; `compare_outputs_in_workers` hands N shards to a process 
 Ray tasks on a cluster. The same floats are added in the same order either way, so 1 and N workers give equal
 results, bit for bit.
 
-Memory holds a few batches, never the dataset: each batch file is read or memory-mapped, a per-batch piece keeps only
-accumulators, metrics and per-sample scores (never the batch's tensors), and the plot keeps a fixed number of
-points per batch.
+Memory holds a few batches, never the dataset: each batch file is read or memory-mapped, and what pass one keeps
+of a batch (its accumulator until the fold, its metrics, its per-sample scores, its plot points) is numbers in
+flat arrays, never the batch's tensors nor an object per batch: at batch 1 a validation set is 50,000 batches, and
+objects per batch were 3.5 KB a batch (issue 42; tests/infer/compare/test_retained.py holds it).
 """
 
 from __future__ import annotations
 
 import math
 import multiprocessing
-from collections.abc import Callable, Sequence
+from array import array
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
-from typing import NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 
@@ -30,15 +32,15 @@ from binio.errors import InferError
 from binio.heap import as_this_process
 from binio.manifest import DatasetManifest
 from binio.shards import split
-from infer.compare._judge.accumulate import MetricAccumulator
+from infer.compare._judge.accumulate import AccumulatorColumns, MetricAccumulator
 from infer.compare._judge.constant_outputs import ConstantOutput, SameSamples
-from infer.compare._judge.metrics import Metrics, as_float64
+from infer.compare._judge.metrics import Metrics, MetricsColumns, as_float64
 from infer.compare._judge.topk import TopKAccumulator, is_classifier
 from infer.compare._sides.provenance import sample_names, sample_source
 from infer.compare._sides.run_folders import OutputPair
 from infer.compare.metric_names import HIGHER_IS_BETTER
 from infer.compare.options import DEFAULT_TOPK, CompareOptions, CompareProgress
-from infer.compare.result import BatchResult, OutputResult, PlotData, SampleScore
+from infer.compare.result import BatchResults, OutputResult, PlotData, SampleScore
 from infer.compare.thresholds import SAMPLE_METRICS, Failure, Thresholds
 from infer.ray_cluster import RaySession, RayTasks
 
@@ -84,19 +86,22 @@ class _PlotCollector:
     the errors of many small batches are binned together (one histogram per 65,536 values, not per batch: at
     batch 1 a histogram a batch was a tenth of compare's time), with the same counts."""
 
-    def __init__(self, points_per_batch: int) -> None:
-        self.points_per_batch = max(1, points_per_batch)
+    def __init__(self, points: int, batches: int) -> None:
+        """`points`: about how many the scatter holds over `batches` batches: as many per batch where there are
+        fewer batches, else one from every few batches (at batch 1, one a batch was 50,000 points)."""
+        self.points_per_batch = max(1, points // max(1, batches))
+        self.every = max(1, -(-batches // max(1, points)))  # a batch in `every` gives points, by its index
         self.counts = np.zeros(len(ERROR_EDGES) - 1, dtype=np.int64)
         self.exact = 0
         self.nonfinite = 0
-        self.golden: list[np.ndarray] = []
-        self.actual: list[np.ndarray] = []
+        self.golden = array("d")  # the scatter's points, in dataset order: numbers, not an array per batch
+        self.actual = array("d")
         self._pending: list[np.ndarray] = []  # errors at or above EXACT_BELOW, finite, not yet binned
         self._pending_values = 0
         self._picks: dict[int, np.ndarray] = {}  # batch size -> the scatter's positions in it
 
-    def add(self, actual: np.ndarray, golden: np.ndarray, error: np.ndarray) -> None:
-        """`error` is |x - y|, flat."""
+    def add(self, actual: np.ndarray, golden: np.ndarray, error: np.ndarray, index: int) -> None:
+        """`error` is |x - y|, flat; `index` the batch's in the dataset."""
         x, y = as_float64(actual), as_float64(golden)
         finite = np.isfinite(error)
         finite_count = int(np.count_nonzero(finite))
@@ -107,13 +112,13 @@ class _PlotCollector:
         self._pending_values += positive.size
         if self._pending_values >= _BINNED_AT_ONCE:
             self._bin()
-        if x.size:
+        if x.size and index % self.every == 0:
             picks = self._picks.get(x.size)
             if picks is None:
                 picks = np.linspace(0, x.size - 1, min(self.points_per_batch, x.size)).astype(np.int64)
                 self._picks[x.size] = picks
-            self.golden.append(y[picks])
-            self.actual.append(x[picks])
+            self.golden.frombytes(y[picks].tobytes())
+            self.actual.frombytes(x[picks].tobytes())
 
     def _bin(self) -> None:
         if not self._pending:
@@ -143,12 +148,9 @@ class _PlotCollector:
 
     def result(self) -> PlotData:
         self._bin()
-        golden = np.concatenate(self.golden) if self.golden else np.zeros(0)
-        actual = np.concatenate(self.actual) if self.actual else np.zeros(0)
         return PlotData(error_edges=ERROR_EDGES, error_counts=tuple(int(c) for c in self.counts),
                         exact_count=self.exact, nonfinite_count=self.nonfinite,
-                        scatter_golden=tuple(float(v) for v in golden),
-                        scatter_actual=tuple(float(v) for v in actual))
+                        scatter_golden=tuple(self.golden), scatter_actual=tuple(self.actual))
 
 
 # Errors held for one histogram: small batches' are pooled (1,000s of batches of a classifier's scores), a large
@@ -156,25 +158,41 @@ class _PlotCollector:
 _BINNED_AT_ONCE = 1 << 16
 
 
-@dataclass(frozen=True, slots=True)
-class _BatchPart:
-    """What pass one keeps of a batch: no tensor, so a process holding every batch's part stays small."""
-
-    stem: str
-    first_sample: int
-    rows: int  # real samples in the batch
-    score_rows: int  # rows of the per-sample scores (1 for an output that is not batch-major)
-    accumulator: MetricAccumulator
-    metrics: Metrics
-    scores: dict[str, np.ndarray]  # metric -> one value per score row
-
-
-@dataclass(frozen=True)
+@dataclass
 class _ShardPart:
-    batches: tuple[_BatchPart, ...]
+    """What pass one keeps of a shard's batches, in dataset order, as columns (numbers in flat arrays): no tensor
+    and no object per batch, so a process holding every batch's part stays small. The shard that starts the
+    dataset folds its batches' accumulators as they complete (`folded`: the dataset's fold begins with them, in
+    the same order) and keeps of each only what pass two's choice needs (`_KlSeeds`); a later shard keeps them
+    whole (`AccumulatorColumns`), for the fold to add after the earlier shards' in dataset order. Not frozen: the
+    accumulators are dropped once folded (`measure_output`)."""
+
+    accumulators: AccumulatorColumns | _KlSeeds | None
+    folded: MetricAccumulator | None
+    metrics: MetricsColumns
     plot: _PlotCollector
     topk: TopKAccumulator | None
     same: SameSamples
+    stems: list[str] = field(default_factory=list)
+    first_sample: array[int] = field(default_factory=lambda: array("q"))
+    rows: array[int] = field(default_factory=lambda: array("q"))  # real samples in each batch
+    score_rows: array[int] = field(default_factory=lambda: array("q"))  # per-sample score rows (1: not batch-major)
+    scores: dict[str, array[float]] = field(  # metric -> one value per score row
+        default_factory=lambda: {metric: array("d") for metric in SAMPLE_METRICS})
+
+    def add(self, stem: str, first_sample: int, rows: int, accumulator: MetricAccumulator, metrics: Metrics,
+            scores: dict[str, np.ndarray]) -> None:
+        assert self.accumulators is not None  # filled by pass one, before the fold
+        self.stems.append(stem)
+        self.first_sample.append(first_sample)
+        self.rows.append(rows)
+        self.score_rows.append(len(scores["CosineSimilarity"]))
+        self.accumulators.append(accumulator)
+        if self.folded is not None:
+            self.folded.merge(accumulator)
+        self.metrics.append(metrics)
+        for metric, column in self.scores.items():
+            column.frombytes(np.ascontiguousarray(scores[metric], dtype=np.float64).tobytes())
 
 
 class Measured(NamedTuple):
@@ -215,12 +233,16 @@ def _topk(pair: OutputPair, options: CompareOptions, labels: np.ndarray | None) 
 
 
 def _pass_one(pair: OutputPair, stems: frozenset[str], *, options: CompareOptions,
-              labels: np.ndarray | None, on_batch: Callable[[], None] | None = None) -> _ShardPart:
+              labels: np.ndarray | None, on_batch: Callable[[], None] | None = None,
+              fp16: bool = False) -> _ShardPart:
     topk = _topk(pair, options, labels)
-    plot = _PlotCollector(options.scatter_points // max(1, pair.manifest.file_count))
-    same = SameSamples(pair, stems)
+    plot = _PlotCollector(options.scatter_points, pair.manifest.file_count)
+    same = SameSamples(pair, stems, fp16=fp16)
     batch_major = pair.batch_major
-    parts = []
+    first = bool(pair.manifest.stems) and pair.manifest.stems[0] in stems  # the shard that starts the dataset
+    part = _ShardPart(accumulators=_KlSeeds() if first else AccumulatorColumns(options.atol, options.rtol),
+                      folded=MetricAccumulator(atol=options.atol, rtol=options.rtol) if first else None,
+                      metrics=MetricsColumns(options.atol, options.rtol), plot=plot, topk=topk, same=same)
     # Here too, not only in measure_output: in a worker process the caller's error state does not apply.
     with np.errstate(all="ignore"):
         for batch in pair.batches(stems):
@@ -230,32 +252,74 @@ def _pass_one(pair: OutputPair, stems: frozenset[str], *, options: CompareOption
             np.abs(abs_diff, out=abs_diff)
             accumulator, metrics = batch_metrics(x, y, atol=options.atol, rtol=options.rtol, abs_diff=abs_diff)
             rows = batch.rows if batch_major else 1
-            parts.append(_BatchPart(stem=batch.stem, first_sample=batch.first_sample, rows=batch.rows, score_rows=rows,
-                                    accumulator=accumulator, metrics=metrics, scores=_row_scores(x, y, abs_diff, rows)))
+            part.add(batch.stem, batch.first_sample, batch.rows, accumulator, metrics,
+                     _row_scores(x, y, abs_diff, rows))
             if topk is not None:
                 topk.add(x.reshape(batch.rows, -1), y.reshape(batch.rows, -1),
                          None if labels is None else labels[batch.first_sample:batch.first_sample + batch.rows])
-            plot.add(x, y, abs_diff)
+            plot.add(x, y, abs_diff, batch.first_sample // max(1, pair.manifest.batch))
             same.take(batch.actual, batch.golden, batch.rows, wide_actual=x, wide_golden=y)
             if on_batch is not None:
                 on_batch()
-    return _ShardPart(batches=tuple(parts), plot=plot, topk=topk, same=same)
+    return part
+
+
+class _KlSeeds:
+    """What the fold needs of each batch of a shard folded as it goes: its four extremes and its pass-one KL sums
+    (`measure_output`: a batch that saw the dataset's extremes is not read again), 8 numbers a batch."""
+
+    __slots__ = ("_elements", "_floats")
+
+    def __init__(self) -> None:
+        self._floats = array("d")
+        self._elements = array("q")
+
+    def append(self, accumulator: MetricAccumulator) -> None:
+        self._floats.extend((accumulator.min_x, accumulator.max_x, accumulator.min_y, accumulator.max_y,
+                             accumulator.kl_sum_a, accumulator.kl_sum_b, accumulator.kl_sum_alogab))
+        self._elements.append(accumulator.kl_elements)
+
+    def __len__(self) -> int:
+        return len(self._elements)
+
+    def __getitem__(self, index: int) -> MetricAccumulator:
+        """Batch `index`'s accumulator as far as `same_extremes` and `kl_sums` read it."""
+        one = MetricAccumulator(atol=0.0, rtol=0.0)
+        (one.min_x, one.max_x, one.min_y, one.max_y, one.kl_sum_a, one.kl_sum_b,
+         one.kl_sum_alogab) = self._floats[7 * index:7 * index + 7]
+        one.kl_elements = self._elements[index]
+        return one
+
+
+@dataclass(frozen=True)
+class _KlRows:
+    """A shard's KL sums from pass two, batch by batch in dataset order, as numbers in flat arrays."""
+
+    stems: tuple[str, ...]
+    sums: array[float]  # kl_sum_a, kl_sum_b, kl_sum_alogab of each batch
+    elements: array[int]
+
+    def __iter__(self) -> Iterator[tuple[str, _KlSums]]:
+        for i, stem in enumerate(self.stems):
+            yield stem, (self.sums[3 * i], self.sums[3 * i + 1], self.sums[3 * i + 2], self.elements[i])
 
 
 def _pass_two(pair: OutputPair, stems: frozenset[str], *, extremes: MetricAccumulator,
-              on_batch: Callable[[], None] | None = None) -> list[tuple[str, _KlSums]]:
+              on_batch: Callable[[], None] | None = None) -> _KlRows:
     """Each batch's KL sums, from a fresh accumulator holding the dataset's extremes: its sums start at 0, so they
     are the batch's exactly, and adding them to the dataset's in order equals one accumulator fed every batch."""
-    sums = []
+    read, sums, elements = [], array("d"), array("q")
     with np.errstate(all="ignore"):
         for batch in pair.batches(stems):
             one = MetricAccumulator(atol=extremes.atol, rtol=extremes.rtol, min_x=extremes.min_x,
                                     max_x=extremes.max_x, min_y=extremes.min_y, max_y=extremes.max_y)
             one.add_kl(batch.actual, batch.golden)
-            sums.append((batch.stem, one.kl_sums()))
+            read.append(batch.stem)
+            sums.extend((one.kl_sum_a, one.kl_sum_b, one.kl_sum_alogab))
+            elements.append(one.kl_elements)
             if on_batch is not None:
                 on_batch()
-    return sums
+    return _KlRows(stems=tuple(read), sums=sums, elements=elements)
 
 
 def _each_shard(pool: Executor | None, work: Callable[[frozenset[str]], _T], shards: Sequence[frozenset[str]],
@@ -287,55 +351,104 @@ def _merge_topk(parts: list[_ShardPart]) -> TopKAccumulator | None:
 
 def measure_output(pair: OutputPair, thresholds: Thresholds, options: CompareOptions, labels: np.ndarray | None,
                    shards: Sequence[frozenset[str]], pool: Executor | None = None,
-                   on_batch: Callable[[], None] | None = None) -> Measured:
+                   on_batch: Callable[[], None] | None = None, *, fp16: bool = False) -> Measured:
     """One output over the whole dataset. `shards` are contiguous runs of the dataset's stems, in dataset order,
     together every stem once (the fold takes the batches in their order); they run in `pool`, or here, one after
     the other, without one. `on_batch` hears of every batch read (twice per batch: two passes): as it is read
     here, as its shard comes back from a pool."""
     here = on_batch if pool is None else None
     with np.errstate(all="ignore"):  # NaN and inf in outputs are counted and reported, not warned about
-        parts = _each_shard(pool, partial(_pass_one, pair, options=options, labels=labels, on_batch=here),
+        parts = _each_shard(pool, partial(_pass_one, pair, options=options, labels=labels, on_batch=here, fp16=fp16),
                             shards, on_batch)
-        every = [batch for part in parts for batch in part.batches]
-        dataset = MetricAccumulator(atol=options.atol, rtol=options.rtol)
-        for batch in every:
-            dataset.merge(batch.accumulator)
+        dataset = _fold_pass_one(parts, options)
         # A batch holding the dataset's four extremes had its KL sums taken with them in pass one (its own
         # metrics): the same sums, so pass two reads only the other batches (none, for a one-batch dataset).
-        found = {b.stem: b.accumulator.kl_sums() for b in every if b.accumulator.same_extremes(dataset)}
+        found = [_same_extremes(part, dataset) for part in parts]  # per shard: batch position -> KL sums
+        for part in parts:
+            part.accumulators = None  # folded: from here on a batch keeps its metrics and scores only
         if on_batch is not None:
-            for _ in found:  # read once only: the progress counts them as read twice all the same
+            for _ in range(sum(map(len, found))):  # read once only: the progress counts them as read twice
                 on_batch()
-        rest = [shard for shard in (frozenset(s - found.keys()) for s in shards) if shard]
-        for shard_sums in _each_shard(pool, partial(_pass_two, pair, extremes=dataset, on_batch=here), rest,
-                                      on_batch):
-            found.update(shard_sums)
-        for batch in every:  # added in dataset order, as one accumulator fed every batch would
-            sum_a, sum_b, sum_alogab, elements = found[batch.stem]
-            dataset.kl_sum_a += sum_a
-            dataset.kl_sum_b += sum_b
-            dataset.kl_sum_alogab += sum_alogab
-            dataset.kl_elements += elements
+        rest = [frozenset(stem for i, stem in enumerate(part.stems) if i not in known)
+                for part, known in zip(parts, found, strict=True)]
+        wanted = [k for k, shard in enumerate(rest) if shard]
+        read = dict(zip(wanted, _each_shard(pool, partial(_pass_two, pair, extremes=dataset, on_batch=here),
+                                            [rest[k] for k in wanted], on_batch), strict=True))
+        for k, part in enumerate(parts):  # added in dataset order, as one accumulator fed every batch would
+            later = iter(read.get(k, ()))
+            for i, stem in enumerate(part.stems):
+                sums = found[k].get(i)
+                if sums is None:
+                    read_stem, sums = next(later)
+                    assert read_stem == stem  # pass two reads the shard's other batches in the same order
+                sum_a, sum_b, sum_alogab, elements = sums
+                dataset.kl_sum_a += sum_a
+                dataset.kl_sum_b += sum_b
+                dataset.kl_sum_alogab += sum_alogab
+                dataset.kl_elements += elements
         metrics = dataset.result()
         plot = parts[0].plot
         for part in parts[1:]:
             plot.merge(part.plot)
         topk = _merge_topk(parts)
-        samples = _SampleScores.gather(every, pair)
+        samples = _SampleScores.gather(parts, pair)
         sample_limits = thresholds.sample_limits(pair.name)
         failing = samples.failing(sample_limits)
         result = OutputResult(
             index=pair.index, name=pair.name, actual_dtype=pair.actual_spec.dtype,
             golden_dtype=pair.golden_spec.dtype, shape=pair.golden_spec.static_shape(), metrics=metrics,
             limits=thresholds.limits(pair.name), failures=thresholds.failures(pair.name, metrics),
-            batches=tuple(BatchResult(stem=b.stem, rows=b.rows, metrics=b.metrics,
-                                      failures=thresholds.failures(pair.name, b.metrics)) for b in every),
+            batches=_batch_results(parts, pair, options, thresholds),
             worst_samples=tuple(samples.score(i) for i in samples.ranked(options.worst_samples)),
             topk=None if topk is None else topk.result(), plot=plot.result(),
             sample_limits=sample_limits, failing_samples=tuple(int(samples.sample[i]) for i in failing),
             worst_failing=samples.worst_failure(pair.name, failing, sample_limits), compared_as=pair.compared_as,
         )
         return Measured(result, SameSamples.judge(pair.name, [part.same for part in parts]))
+
+
+def _fold_pass_one(parts: Sequence[_ShardPart], options: CompareOptions) -> MetricAccumulator:
+    """Every batch's pass-one accumulator merged, in dataset order (so 1 and N shards add the same floats in the
+    same order)."""
+    dataset = MetricAccumulator(atol=options.atol, rtol=options.rtol)
+    for k, part in enumerate(parts):
+        if part.folded is not None:  # the first shard's batches, folded in order as they completed
+            assert k == 0  # only the shard that starts the dataset folds its own
+            dataset = part.folded
+            continue
+        assert isinstance(part.accumulators, AccumulatorColumns)  # folded once
+        for i in range(len(part.accumulators)):
+            dataset.merge(part.accumulators[i])
+    return dataset
+
+
+def _same_extremes(part: _ShardPart, dataset: MetricAccumulator) -> dict[int, _KlSums]:
+    """The shard's batches (by position) that saw the dataset's four extremes, with their pass-one KL sums."""
+    assert part.accumulators is not None
+    found = {}
+    for i in range(len(part.accumulators)):
+        one = part.accumulators[i]
+        if one.same_extremes(dataset):
+            found[i] = one.kl_sums()
+    return found
+
+
+def _batch_results(parts: Sequence[_ShardPart], pair: OutputPair, options: CompareOptions,
+                   thresholds: Thresholds) -> BatchResults:
+    """Every shard's batches as one table of columns, in dataset order."""
+    if len(parts) == 1:  # one process: its columns are the table's, not copied
+        metrics, rows, stems = parts[0].metrics, parts[0].rows, parts[0].stems
+    else:
+        metrics, rows, stems = MetricsColumns(options.atol, options.rtol), array("q"), []
+        for part in parts:
+            metrics.extend(part.metrics)
+            rows.extend(part.rows)
+            stems.extend(part.stems)
+    # Every batch of the dataset, in its order: the manifest's own strings stand for them (a worker's came back
+    # as copies).
+    held = pair.manifest.stems
+    return BatchResults(held if list(held) == stems else tuple(stems), rows, metrics, output=pair.name,
+                        thresholds=thresholds)
 
 
 @dataclass(frozen=True)
@@ -345,18 +458,27 @@ class _SampleScores:
 
     scores: dict[str, np.ndarray]
     sample: np.ndarray  # the dataset index of each row's (first) sample
-    stem: tuple[str, ...]
+    batch: np.ndarray  # the position of each row's batch in `stems`
+    stems: tuple[str, ...]  # every batch's stem, in dataset order
     row: np.ndarray
     names: tuple[str, ...] | None
     manifest: DatasetManifest
 
     @classmethod
-    def gather(cls, batches: Sequence[_BatchPart], pair: OutputPair) -> _SampleScores:
-        scores = {metric: np.concatenate([b.scores[metric] for b in batches]) if batches else np.zeros(0)
-                  for metric in SAMPLE_METRICS}
-        rows = [(b.stem, b.first_sample, row) for b in batches for row in range(b.score_rows)]
-        return cls(scores=scores, sample=np.asarray([first + row for _, first, row in rows], dtype=np.int64),
-                   stem=tuple(stem for stem, _, _ in rows), row=np.asarray([row for _, _, row in rows], np.int64),
+    def gather(cls, parts: Sequence[_ShardPart], pair: OutputPair) -> _SampleScores:
+        def joined(columns: list[array[Any]], dtype: type) -> np.ndarray:
+            """The shards' columns as one array: a view of the one shard's, without a copy."""
+            views: list[np.ndarray] = [np.frombuffer(column, dtype=dtype) for column in columns]
+            return views[0] if len(views) == 1 else np.concatenate(views) if views else np.zeros(0, dtype)
+
+        scores = {metric: joined([p.scores[metric] for p in parts], np.float64) for metric in SAMPLE_METRICS}
+        first = joined([p.first_sample for p in parts], np.int64)
+        counts = joined([p.score_rows for p in parts], np.int64)
+        batch = np.repeat(np.arange(counts.size, dtype=np.int64), counts)
+        starts = np.cumsum(counts) - counts  # each batch's first score row
+        row = np.arange(batch.size, dtype=np.int64) - starts[batch]
+        return cls(scores=scores, sample=first[batch] + row, batch=batch,
+                   stems=tuple(stem for p in parts for stem in p.stems), row=row,
                    names=sample_names(pair.manifest), manifest=pair.manifest)
 
     def ranked(self, count: int | None = None, among: np.ndarray | None = None) -> np.ndarray:
@@ -386,7 +508,7 @@ class _SampleScores:
 
     def score(self, i: int) -> SampleScore:
         sample = int(self.sample[i])
-        return SampleScore(sample=sample, stem=self.stem[i], row=int(self.row[i]),
+        return SampleScore(sample=sample, stem=self.stems[int(self.batch[i])], row=int(self.row[i]),
                            source=sample_source(self.manifest, self.names, sample),
                            **{_SCORE_FIELDS[m]: float(self.scores[m][i]) for m in SAMPLE_METRICS})
 
@@ -420,8 +542,8 @@ def batch_counter(pair: OutputPair, progress: CompareProgress | None) -> Callabl
 
 
 def compare_outputs_in_workers(pairs: tuple[OutputPair, ...], thresholds: Thresholds, options: CompareOptions,
-                               labels: np.ndarray | None, progress: CompareProgress | None = None,
-                               ) -> tuple[Measured, ...]:
+                               labels: np.ndarray | None, progress: CompareProgress | None = None, *,
+                               fp16: bool = False) -> tuple[Measured, ...]:
     """`infer compare --workers N`: every output, its batches split into `options.workers` contiguous shards
     measured in as many processes (spawned: TensorFlow may be loaded); this process folds the pieces in dataset
     order, so the result equals one process's bit for bit."""
@@ -432,13 +554,13 @@ def compare_outputs_in_workers(pairs: tuple[OutputPair, ...], thresholds: Thresh
     # Each worker keeps freed memory as this process does (binio.heap): its batches' temporaries are the same
     # few sizes over and over, which page-faulted in afresh took two thirds of compare's time.
     with ProcessPoolExecutor(max_workers=len(shards), mp_context=context, initializer=as_this_process()) as pool:
-        return tuple(measure_output(pair, thresholds, options, labels, shards, pool, batch_counter(pair, progress))
-                     for pair in pairs)
+        return tuple(measure_output(pair, thresholds, options, labels, shards, pool, batch_counter(pair, progress),
+                                    fp16=fp16) for pair in pairs)
 
 
 def compare_outputs_on_ray(pairs: tuple[OutputPair, ...], thresholds: Thresholds, options: CompareOptions,
-                           labels: np.ndarray | None, progress: CompareProgress | None = None,
-                           ) -> tuple[Measured, ...]:
+                           labels: np.ndarray | None, progress: CompareProgress | None = None, *,
+                           fp16: bool = False) -> tuple[Measured, ...]:
     """`infer compare --engine ray`: the same shards and fold as `compare_outputs_in_workers`, each shard's two
     passes a Ray task of one CPU on the cluster (`--workers N` shards, else one per CPU), so the result equals
     one process's bit for bit. The batch files are read where the task runs: a path every node sees alike."""
@@ -448,5 +570,5 @@ def compare_outputs_on_ray(pairs: tuple[OutputPair, ...], thresholds: Thresholds
         count = options.workers if options.workers > 1 else session.cpus()
         shards = [frozenset(s.stems) for s in split(pairs[0].manifest.stems, count)]
         pool = RayTasks(session)
-        return tuple(measure_output(pair, thresholds, options, labels, shards, pool, batch_counter(pair, progress))
-                     for pair in pairs)
+        return tuple(measure_output(pair, thresholds, options, labels, shards, pool, batch_counter(pair, progress),
+                                    fp16=fp16) for pair in pairs)

@@ -127,7 +127,8 @@ def test_per_sample_limits_follow_the_same_strict_rule(metric: str) -> None:
     limit = 0.5
     worse = np.nextafter(limit, -np.inf if metric in HIGHER_IS_BETTER else np.inf)
     values = np.array([limit, worse, np.nan, limit])
-    scores = _SampleScores(scores={metric: values}, sample=np.arange(4), stem=("0",) * 4, row=np.arange(4),
+    scores = _SampleScores(scores={metric: values}, sample=np.arange(4), batch=np.zeros(4, np.int64), stems=("0",),
+                           row=np.arange(4),
                            names=None, manifest=None)  # type: ignore[arg-type]  # the mask reads the scores only
     assert scores.breaking(metric, limit).tolist() == [breaks(metric, float(v), limit) for v in values] == [
         False, True, True, False]
