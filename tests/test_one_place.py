@@ -104,6 +104,7 @@ def test_the_largest_float16_is_written_once() -> None:
     assert {path for path, tree in TREES.items() if "FP16_MAX" in _assigned_names(tree)} == {"binio/dtypes.py"}
 
 
+@pytest.mark.slow
 def test_whether_a_file_is_an_om_is_answered_once() -> None:
     """atc_wrap.ascend_files.om_file.starts_as_om; the om's magic is compared nowhere else."""
     assert files_with_string(lambda text: text == "IMOD") == set()

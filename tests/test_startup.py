@@ -198,6 +198,7 @@ print("code:", code)
 FRAMEWORKS = ("tensorflow", "onnxruntime", "tf2onnx", "onnx", "ray")
 
 
+@pytest.mark.slow
 def test_every_commands_early_refusals_import_no_framework(small_cnn: BuiltModel, onnx_small_cnn: ModelContract,
                                                            tmp_path: Path) -> None:
     """Issue 42: a missing file or a bad option is refused before any framework is imported (TensorFlow alone took

@@ -162,6 +162,7 @@ def test_an_lxslice_inside_an_op_name_is_left_out_as_msaccucmp_leaves_it(tmp_pat
     assert set(_msaccucmp(tmp_path, tmp_path.parent / "msaccucmp").ops) == {"add"}
 
 
+@pytest.mark.slow
 def test_bf16_tensors_read_as_float32_with_their_values_as_msaccucmp_reads_them(tmp_path: Path) -> None:
     ml_dtypes = pytest.importorskip("ml_dtypes")  # TensorFlow brings it; the reader itself needs only numpy
     values = (RNG.standard_normal((3, 5)) * 100).astype(ml_dtypes.bfloat16)

@@ -23,6 +23,7 @@ def _npy(shape: tuple[int, ...], dtype: str, data: int) -> bytes:
     return stream.getvalue() + b"\x01" * data
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(shape=st.lists(st.one_of(st.integers(0, 6), st.integers(0, 2**70)), max_size=4).map(tuple),
        dtype=st.sampled_from(["<f4", "<i8", "|u1", "<f2"]), data=st.integers(0, 400))

@@ -89,6 +89,7 @@ def test_dtype_differs_from_the_graph(capsys: pytest.CaptureFixture[str], resnet
     assert outcome.error_line == "error: input images:0: --inputs says float16, the graph's tensor is float32"
 
 
+@pytest.mark.slow
 def test_conflicting_shapes(capsys: pytest.CaptureFixture[str], resnet_model: ReferenceModel, tmp_path: Path) -> None:
     outcome = _freeze(capsys, resnet_model, tmp_path / "out", "--outputs", "probs", "--inputs",
                       "images:0[2,224,224,3]")

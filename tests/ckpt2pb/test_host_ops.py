@@ -435,6 +435,7 @@ def _self_calling(path: Path, call_op: str) -> Path:
     return path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("call_op", ["direct", "PartitionedCall", "StatefulPartitionedCall"])
 @pytest.mark.parametrize("command", ["inspect", "freeze"])
 def test_a_self_calling_function_is_refused_not_a_segfault(tmp_path: Path, call_op: str, command: str) -> None:

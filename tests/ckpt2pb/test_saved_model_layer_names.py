@@ -63,6 +63,7 @@ def test_a_keras_3_layer_name_names_its_signature_output(tmp_path: Path, export:
     np.testing.assert_allclose(tf_outputs(frozen.contract, {spec.name: feed})[0], expected, rtol=0, atol=1e-6)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(importlib.util.find_spec("tf_keras") is None,
                     reason="tf_keras is not installed (pip install tf_keras: see docs/tf1-code.md)")
 def test_a_tf_keras_saved_model_s_output_takes_its_layer_s_name(tmp_path: Path) -> None:

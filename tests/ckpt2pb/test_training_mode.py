@@ -95,6 +95,7 @@ def test_freeze_puts_the_training_graph_in_inference_mode_and_says_so(
     assert contract.random_ops == {}
 
 
+@pytest.mark.slow
 def test_inspect_says_the_graph_computes_in_training_mode(estimator_dir: EstimatorDir,
                                                           capsys: pytest.CaptureFixture[str]) -> None:
     report = inspect_model(estimator_dir.model_dir)
@@ -136,6 +137,7 @@ def test_a_batch_norm_without_moving_statistics_is_refused(tmp_path: Path,
     assert "cannot be put in inference mode" in run_cli(capsys, "inspect", str(tmp_path / "ckpt")).out
 
 
+@pytest.mark.slow
 def test_freeze_fills_an_empty_moving_statistic_from_its_update(tmp_path: Path) -> None:
     """A fused batch norm given no mean and variance, whose training updates moving averages from its batch
     statistics (outputs 1-2): those averages become its inputs 3-4."""
@@ -169,6 +171,7 @@ def test_a_dropout_that_is_no_inverted_dropout_is_left_alone(tmp_path: Path) -> 
     assert "keep probability 0.75, scale 1.33" in found.ops[0].change
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(importlib.util.find_spec("tf_keras") is None,
                     reason="tf_keras is not installed (pip install tf_keras: see docs/tf1-code.md)")
 def test_a_model_dir_written_with_tf_layers_freezes_to_its_predict_graph(tmp_path: Path) -> None:

@@ -177,6 +177,7 @@ def test_to_npy_onto_a_full_disk_is_an_error_naming_the_file_not_a_signal(world:
     assert list(tmp_path.iterdir()) == []  # no temporary file, no partial npy, no folder of its making
 
 
+@pytest.mark.slow
 def test_freeze_onto_a_full_disk_leaves_no_model_folder(small_cnn_prefix: Path, tmp_path: Path) -> None:
     """A refusal on a full disk left an empty model folder. The file size limit stands in for the full disk: the
     pb's write fails with an errno, as it does when the disk is full."""
@@ -399,6 +400,7 @@ def test_an_unknown_converted_target_is_refused_not_run_on_tensorflow(mine: Worl
 
 # --- huge files, sparse: refused by their size before they are read ---------------------------------------------------
 
+@pytest.mark.slow
 def test_a_4_gib_pb_is_refused_unread(tmp_path: Path) -> None:
     pb = _sparse(tmp_path / "g.pb", 4 * GiB + 5, b"\x0a")
     done = _child("inspect", pb)

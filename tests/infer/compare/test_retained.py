@@ -49,6 +49,7 @@ def _measured(root: Path, batches: int) -> tuple[int, int, Measured]:
     return peak - before, kept - before, measured
 
 
+@pytest.mark.slow
 def test_what_compare_keeps_per_batch_is_a_few_numbers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Before (objects per batch: an accumulator with its moments and counts dict, a Metrics and its counts, the
     failures, four score arrays, two scatter arrays) 1.3 KB a batch held and 2.4 KB at the peak; now numbers in
