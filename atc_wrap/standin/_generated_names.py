@@ -137,14 +137,7 @@ def _ranks_in_walk_order(model: Any, numbers_in: Callable[[str], list[int]]) -> 
         for value in graph.input:
             see(value.name)
         nodes = list(graph.node)
-        producer = {output: index for index, node in enumerate(nodes) for output in node.output if output}
-        waits_for = [{producer[name] for name in all_reads(node) if name in producer and producer[name] != index}
-                     for index, node in enumerate(nodes)]
-        readers: dict[int, list[int]] = {}
-        for index, needed in enumerate(waits_for):
-            for other in needed:
-                readers.setdefault(other, []).append(index)
-        missing = [len(needed) for needed in waits_for]
+        readers, missing = _dependencies(nodes)
 
         def key(index: int) -> tuple[str, str, tuple[str, ...], int]:
             node = nodes[index]
@@ -178,6 +171,19 @@ def _ranks_in_walk_order(model: Any, numbers_in: Callable[[str], list[int]]) -> 
     return rank
 
 
+def _dependencies(nodes: list[Any]) -> tuple[dict[int, list[int]], list[int]]:
+    """For a topological walk of one graph's `nodes`: each node's readers (by index), and how many nodes each waits
+    for. An If or Loop waits for what its bodies read from this graph too, though it does not list it as input."""
+    producer = {output: index for index, node in enumerate(nodes) for output in node.output if output}
+    waits_for = [{producer[name] for name in all_reads(node) if name in producer and producer[name] != index}
+                 for index, node in enumerate(nodes)]
+    readers: dict[int, list[int]] = {}
+    for index, needed in enumerate(waits_for):
+        for other in needed:
+            readers.setdefault(other, []).append(index)
+    return readers, [len(needed) for needed in waits_for]
+
+
 def canonical_order(model: Any) -> None:
     """Puts the nodes of every graph of `model` in one topological order, ties broken by node name, and the
     initializers in name order: the same graph, the same order, whatever order tf2onnx left them in. Each subgraph
@@ -187,15 +193,7 @@ def canonical_order(model: Any) -> None:
     _name_subgraphs(model.graph)
     for graph in all_graphs(model.graph):
         nodes = list(graph.node)
-        producer = {output: index for index, node in enumerate(nodes) for output in node.output if output}
-        # An If or Loop waits for what its bodies read from this graph too, though it does not list it as input.
-        waits_for = [{producer[name] for name in all_reads(node) if name in producer and producer[name] != index}
-                     for index, node in enumerate(nodes)]
-        readers: dict[int, list[int]] = {}
-        for index, needed in enumerate(waits_for):
-            for other in needed:
-                readers.setdefault(other, []).append(index)
-        missing = [len(needed) for needed in waits_for]
+        readers, missing = _dependencies(nodes)
         ready = [(node.name, index) for index, node in enumerate(nodes) if not missing[index]]
         heapq.heapify(ready)
         order: list[int] = []
