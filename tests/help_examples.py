@@ -11,18 +11,18 @@ import typer.main
 from infer.cli.app import make_app
 
 
-def _commands(group: Any, prefix: str) -> list[tuple[str, Any]]:
+def commands_of(group: Any, prefix: str) -> list[tuple[str, Any]]:
     """(``infer pipeline run``, command) for every command and group, depth first."""
     found = []
     for name, command in sorted(group.commands.items()):
         path = f"{prefix} {name}"
         found.append((path, command))
         if hasattr(command, "commands"):
-            found += _commands(command, path)
+            found += commands_of(command, path)
     return found
 
 
-COMMANDS: dict[str, Any] = dict(_commands(typer.main.get_group(make_app()), "infer"))
+COMMANDS: dict[str, Any] = dict(commands_of(typer.main.get_group(make_app()), "infer"))
 
 
 def help_examples(path: str) -> list[list[str]]:

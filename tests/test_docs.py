@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
 
 import typer
 import typer.main
 
 from infer.cli.app import app
+from tests.help_examples import commands_of
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 DOCS = README.parent / "docs"
@@ -19,18 +19,7 @@ GUIDE = sorted([README, *DOCS.glob("*.md")])  # every page whose examples a user
 FRONT_DOOR_LINES = 250
 
 
-def _commands(group: Any, prefix: str) -> list[tuple[str, Any]]:
-    """(``infer pipeline run``, command) for every command and sub-group, depth first."""
-    found = []
-    for name, command in sorted(group.commands.items()):
-        path = f"{prefix} {name}"
-        found.append((path, command))
-        if hasattr(command, "commands"):
-            found += _commands(command, path)
-    return found
-
-
-COMMANDS = _commands(typer.main.get_group(app), "infer")
+COMMANDS = commands_of(typer.main.get_group(app), "infer")
 
 
 def _documented_lines(text: str) -> list[str]:
