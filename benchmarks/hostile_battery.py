@@ -289,6 +289,8 @@ def _crashes(world: World, rng: random.Random) -> list[Case]:
     """Class 2: what TensorFlow would crash on, and random damage to a pb."""
     from tensorflow.core.framework import graph_pb2
 
+    from tests.builders.graphs import const_graph_def  # on sys.path once the world is built
+
     folder = world.fresh("crashes")
     cases = []
     for call in ("direct", "PartitionedCall", "StatefulPartitionedCall", "If"):
@@ -316,16 +318,7 @@ def _crashes(world: World, rng: random.Random) -> list[Case]:
                           names=(str(pb),)))
     for name, dims, content, values in (("short content", (1000, 1000), 8, 0), ("too many values", (2,), 0, 5),
                                         ("expands to TiB", (10**6, 10**6), 0, 1), ("negative dim", (-2, 3), 0, 0)):
-        graph_def = graph_pb2.GraphDef()
-        const = graph_def.node.add(name="k", op="Const")
-        const.attr["dtype"].type = 1
-        tensor = const.attr["value"].tensor
-        tensor.dtype = 1
-        for dim in dims:
-            tensor.tensor_shape.dim.add().size = dim
-        tensor.tensor_content = b"\0" * content
-        tensor.float_val.extend([1.0] * values)
-        graph_def.node.add(name="y", op="Identity", input=["k"]).attr["T"].type = 1
+        graph_def = const_graph_def(dims, b"\0" * content, [1.0] * values)
         pb = folder / f"const-{name.replace(' ', '-')}.pb"
         pb.write_bytes(graph_def.SerializeToString())
         cases.append(Case("2 crashes", f"constant {name}: freeze", ("freeze", pb, "--outputs", "y", "-o",

@@ -4,7 +4,7 @@ write_frozen` writes one as model.pb + model.json."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -109,3 +109,22 @@ def build_cnn_energy(tf: Any) -> None:
     weights = tf.constant((rng.normal(size=(4, 5)) * 0.1).astype(np.float32), name="head/weights")
     logits = tf.matmul(pooled, weights, name="head/logits")
     tf.add(logits, tf.expand_dims(energy, 1, name="energy/column"), name="out")
+
+
+def const_graph_def(dims: Sequence[int], content: bytes = b"", floats: Sequence[float] = ()) -> Any:
+    """A GraphDef of one float32 Const ``k`` of shape `dims`, its data `content` (tensor_content) and `floats`
+    (float_val) whatever the shape holds, read by an Identity ``y``: the constants that disagree with their shape,
+    which the hostile-input tests and battery write."""
+    from tensorflow.core.framework import graph_pb2
+
+    graph_def = graph_pb2.GraphDef()
+    const = graph_def.node.add(name="k", op="Const")
+    const.attr["dtype"].type = 1
+    tensor = const.attr["value"].tensor
+    tensor.dtype = 1
+    for dim in dims:
+        tensor.tensor_shape.dim.add().size = dim
+    tensor.tensor_content = content
+    tensor.float_val.extend(floats)
+    graph_def.node.add(name="y", op="Identity", input=["k"]).attr["T"].type = 1
+    return graph_def

@@ -12,21 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ckpt2pb.wellformed import MAX_CONSTANT_BYTES, MalformedGraphError, check_graph_def
-
-
-def _const(dims: list[int], content: int, values: int) -> Any:
-    from tensorflow.core.framework import graph_pb2
-
-    graph_def = graph_pb2.GraphDef()
-    node = graph_def.node.add(name="k", op="Const")
-    node.attr["dtype"].type = 1
-    tensor = node.attr["value"].tensor
-    tensor.dtype = 1
-    for dim in dims:
-        tensor.tensor_shape.dim.add().size = dim
-    tensor.tensor_content = b"\1" * content
-    tensor.float_val.extend([0.5] * values)
-    return graph_def
+from tests.builders.graphs import const_graph_def
 
 
 @settings(max_examples=300, deadline=None)
@@ -36,7 +22,7 @@ def test_a_constant_is_accepted_only_when_its_data_fits_its_shape(dims: list[int
                                                                   values: int) -> None:
     from tensorflow.python.framework import tensor_util
 
-    graph_def = _const(dims, content, values)
+    graph_def = const_graph_def(dims, b"\1" * content, [0.5] * values)
     elements = math.prod(dims)
     fits = all(d >= 0 for d in dims) and (content == elements * 4 if content else
                                           values <= elements and elements * 4 <= MAX_CONSTANT_BYTES)

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from infer.contract import ModelContract
+from tests.builders.graphs import const_graph_def
 from tests.cli import Outcome, run_cli
 from tests.hostile import fifo_at
 from tests.infer.hostile_world import World, build_world
@@ -87,19 +88,7 @@ def test_a_graph_of_no_nodes_is_refused(tmp_path: Path, capsys: pytest.CaptureFi
 # --- what TensorFlow or numpy would crash on ------------------------------------------------------------------------
 
 def _const_graph(path: Path, dims: tuple[int, ...], content: bytes = b"", floats: int = 0) -> Path:
-    from tensorflow.core.framework import graph_pb2
-
-    graph_def = graph_pb2.GraphDef()
-    const = graph_def.node.add(name="k", op="Const")
-    const.attr["dtype"].type = 1
-    tensor = const.attr["value"].tensor
-    tensor.dtype = 1
-    for dim in dims:
-        tensor.tensor_shape.dim.add().size = dim
-    tensor.tensor_content = content
-    tensor.float_val.extend([1.0] * floats)
-    graph_def.node.add(name="y", op="Identity", input=["k"]).attr["T"].type = 1
-    path.write_bytes(graph_def.SerializeToString())
+    path.write_bytes(const_graph_def(dims, content, [1.0] * floats).SerializeToString())
     return path
 
 
