@@ -453,10 +453,7 @@ def test_a_self_calling_function_is_refused_not_a_segfault(tmp_path: Path, call_
 def _keras_with_lambda(path: Path, ran: Path) -> Path:
     """A model whose Lambda layer writes `ran` when Keras builds it: what a model zoo's author could put there."""
     body = f"lambda t: t * 2 + (open({str(ran)!r}, 'w').write('ran') and 0)"
-    if path.suffix == ".h5":
-        import tf_keras as keras  # the legacy HDF5 format is written by tf_keras
-    else:
-        import keras
+    import keras  # Keras 3, TensorFlow's own: it writes both the .keras zip and the legacy HDF5 (.h5)
     inputs = keras.Input((4,), name="x")
     keras.Model(inputs, keras.layers.Dense(3, name="probs")(keras.layers.Lambda(eval(body), name="code")(inputs))
                 ).save(path)
