@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import functools
-import json
 import os
 import sys
 from collections.abc import Iterator
@@ -13,6 +12,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from binio.errors import InferError
+from binio.json_pieces import json_pieces
 
 
 def _disk_error(path: Path, exc: OSError) -> InferError:
@@ -136,11 +136,12 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
 def write_json_atomic(path: Path, document: Any) -> None:
     """`document` as indented JSON (the bytes of ``json.dumps(document, indent=2)`` and a newline), encoded and
     written 64 KiB at a time: a document of 50,000 entries (a dataset's files, a comparison's batches) is never
-    held whole as text, nor as the million pieces the indenting encoder makes of it."""
+    held whole as text, nor as the million pieces the indenting encoder makes of it; a `StreamedList` in it is
+    never held as a list at all (binio/json_pieces.py)."""
     pending: list[str] = []
     held = 0
     with atomic_file(path) as handle:
-        for piece in json.JSONEncoder(indent=2).iterencode(document):
+        for piece in json_pieces(document):
             pending.append(piece)
             held += len(piece)
             if held >= _JSON_WRITTEN_AT:
