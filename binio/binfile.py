@@ -32,7 +32,7 @@ def _size_hint(got: int, count: int, expected_dtype: str) -> str:
     return f" (is it {preferred[0]}?)" if preferred else ""
 
 
-def check_bin_size(path: Path, spec: TensorSpec) -> None:
+def check_bin_size(path: str | Path, spec: TensorSpec) -> None:
     """Refuses a file whose byte count is not dtype x shape, naming both."""
     try:
         got = os.stat(path).st_size
@@ -41,7 +41,7 @@ def check_bin_size(path: Path, spec: TensorSpec) -> None:
     _check_size(path, spec, got)
 
 
-def _check_size(path: Path, spec: TensorSpec, got: int) -> None:
+def _check_size(path: str | Path, spec: TensorSpec, got: int) -> None:
     shape = spec.static_shape()
     expected = math.prod(shape) * spec.dt.itemsize
     if got != expected:

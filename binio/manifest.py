@@ -8,7 +8,7 @@ lexicographic order (msame) and natural order (ais_bench) agree; msame pairs the
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -16,12 +16,17 @@ from types import MappingProxyType
 from typing import Any
 
 from binio.atomic import write_json_atomic
-from binio.digest import BIN_DIGEST, BIN_DIGEST_HEX, digest_bytes, digest_file
+
+# BinEntry and bin_file_name are read from here too: a dataset's files are what a manifest lists
+from binio.bin_entry import BinEntry as BinEntry
+from binio.bin_entry import bin_file_name as bin_file_name
+from binio.bin_files import BinFiles, FileRowReader
 from binio.document import load_document
 from binio.dtypes import dtype
 from binio.errors import InferError, ManifestError
-from binio.fields import LARGEST_INTEGER, Fields, shown, why_outside
+from binio.fields import Fields, shown
 from binio.gears import GEAR_KINDS, Gear, gear_from_fields, gear_json, gear_label, gear_tag
+from binio.json_pieces import StreamedList, plain
 from binio.layouts import LAYOUTS
 from binio.reading import reading
 from binio.spec import TensorSpec, format_shape, node_name
@@ -29,12 +34,6 @@ from binio.spec import TensorSpec, format_shape, node_name
 SCHEMA = "infer.dataset"
 SCHEMA_VERSION = 2  # 2: a file's digest is xxh128 (version 1, never released, recorded sha256)
 MANIFEST_NAME = "dataset.json"
-FILE_DIGITS = 6
-
-
-def bin_file_name(index: int) -> str:
-    """The name of the index-th batch file: ``000000.bin``, in the order both msame and ais_bench read."""
-    return f"{index:0{FILE_DIGITS}d}.bin"
 
 
 def safe_folder_name(tensor: str) -> str:
@@ -42,59 +41,6 @@ def safe_folder_name(tensor: str) -> str:
     base = tensor.rsplit(":", 1)[0] if tensor.rsplit(":", 1)[-1].isdigit() else tensor
     cleaned = "".join(c if c.isalnum() or c in "-_." else "_" for c in base).strip(".")
     return cleaned or "input"
-
-
-@dataclass(frozen=True, slots=True)  # one per batch file: 50,000 in a validation set at batch 1, no __dict__ each
-class BinEntry:
-    """One batch file of one input."""
-
-    name: str  # file name inside the input's folder
-    digest: str  # xxh128 (binio.digest), hex, of the file's bytes
-    rows: int  # real samples in this file; the rest of its batch is padding
-
-    def __post_init__(self) -> None:
-        # Another digest given in its place (a sha256) would fail every check later, far from here.
-        if len(self.digest) != BIN_DIGEST_HEX:
-            raise ValueError(f"{self.name}: {self.digest!r} is not a {BIN_DIGEST} digest ({BIN_DIGEST_HEX} hex digits)")
-
-    def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, BIN_DIGEST: self.digest, "rows": self.rows}
-
-    def matches(self, path: Path) -> bool:
-        """Whether the file at `path` holds the bytes this entry's digest was taken of."""
-        return digest_file(BIN_DIGEST, path) == self.digest
-
-    def describes(self, data: bytes | memoryview) -> bool:
-        """Whether `data` (the file's bytes, as read) are the bytes this entry's digest was taken of."""
-        return digest_bytes(BIN_DIGEST, data) == self.digest
-
-    @classmethod
-    def from_fields(cls, entry: Fields, folder: Path) -> BinEntry:
-        # A bin may be a link (a shard's view of the dataset is made of them): bins are only ever read through a
-        # link; a writer replaces one by a rename, so the name alone is checked.
-        name = entry.name("name", folder, follow_links=False)
-        digest = entry.text(BIN_DIGEST)
-        if len(digest) != BIN_DIGEST_HEX:
-            raise entry.refuse(BIN_DIGEST, f"expected {BIN_DIGEST_HEX} hex digits, found {len(digest)}")
-        return cls(name=name, digest=digest, rows=entry.integer("rows", minimum=0))
-
-
-def _plain_entries(items: list[Any]) -> tuple[BinEntry, ...] | None:
-    """The file entries as dump-bin writes them (a name, an xxh128 digest, a row count), read in one tight pass; None
-    as soon as one is anything else, for `BinEntry.from_fields` to read them all again and name what it refuses.
-    Both accept exactly the same entries (a bare name, the digest of its length, whole rows in range): a dataset
-    of 50,000 batches lists 50,000 of them, and the general reader took a second for it."""
-    entries = []
-    digest_length = BIN_DIGEST_HEX
-    for item in items:
-        if type(item) is not dict:
-            return None
-        name, digest, rows = item.get("name"), item.get(BIN_DIGEST), item.get("rows")
-        if (type(name) is not str or type(digest) is not str or type(rows) is not int or len(digest) != digest_length
-                or not 0 <= rows <= LARGEST_INTEGER or why_outside(name, bare=True) is not None):
-            return None
-        entries.append(BinEntry(name=name, digest=digest, rows=rows))
-    return tuple(entries) if entries else None
 
 
 @dataclass(frozen=True)
@@ -106,26 +52,34 @@ class InputManifest:
     dtype: str
     shape: tuple[int, ...]  # the shape of every file (batch first)
     layout: str
-    files: tuple[BinEntry, ...]
+    files: Sequence[BinEntry]  # held as a BinFiles (binio/bin_files.py), whatever sequence was given
     source: str = ""
     preprocessing: dict[str, Any] = field(default_factory=dict)
     byte_order: str = "little"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "files", BinFiles.of(self.files))
 
     @property
     def spec(self) -> TensorSpec:
         return TensorSpec(name=self.tensor, dtype=self.dtype, shape=tuple(self.shape), layout=self.layout)
 
     def to_json(self) -> dict[str, Any]:
+        return plain(self.streamed_json())
+
+    def streamed_json(self) -> dict[str, Any]:
+        """`to_json`'s document with its files as a `StreamedList`, made one by one as it is written."""
         return {
             "tensor": self.tensor, "folder": self.folder, "dtype": self.dtype, "shape": list(self.shape),
             "layout": self.layout, "byte_order": self.byte_order, "source": self.source,
             "preprocessing": self.preprocessing,
-            "files": [f.to_json() for f in self.files],
+            "files": StreamedList(lambda: (f.to_json() for f in self.files)),  # made while dataset.json is written
         }
 
     @classmethod
-    def from_fields(cls, fields: Fields, root: Path) -> InputManifest:
-        """One input of a manifest read from `root`: its folder and file names must stay inside `root`."""
+    def from_fields(cls, fields: Fields, root: Path, rows: FileRowReader) -> InputManifest:
+        """One input of a manifest read from `root`: its folder and file names must stay inside `root`; its files
+        in `rows`'s columns where the reader took them all in."""
         folder = fields.name("folder", root)
         dtype_name = fields.text("dtype")
         try:
@@ -135,8 +89,10 @@ class InputManifest:
         shape = tuple(fields.check_integer(f"shape[{i}]", d, minimum=0) for i, d in enumerate(fields.values("shape")))
         preprocessing = fields.mapping("preprocessing", {})
         where = root / folder
-        files = _plain_entries(fields.values("files")) or tuple(
-            BinEntry.from_fields(entry, where) for entry in fields.children("files"))
+        files = rows.files(fields.values("files"))
+        if files is None:  # read one by one, each as the object it was: what is refused is named
+            fields.data["files"] = rows.restored(fields.data["files"])
+            files = BinFiles.of(BinEntry.from_fields(entry, where) for entry in fields.children("files"))
         layout = fields.text("layout", "ND")
         if layout not in LAYOUTS:
             raise fields.refuse("layout", f"expected one of {', '.join(LAYOUTS)}, found {shown(layout)}")
@@ -192,7 +148,9 @@ class DatasetManifest:
     @cached_property
     def stems(self) -> tuple[str, ...]:
         """The file stems shared by every input folder, in order (``000000``, ...)."""
-        return tuple(Path(f.name).stem for f in self.inputs[0].files) if self.inputs else ()
+        files = self.inputs[0].files if self.inputs else BinFiles.of(())
+        assert isinstance(files, BinFiles)  # InputManifest makes it one
+        return tuple(files.stem(index) for index in range(len(files)))
 
     @cached_property
     def stem_set(self) -> frozenset[str]:
@@ -223,16 +181,20 @@ class DatasetManifest:
         return self.root / item.folder / entry.name
 
     def to_json(self) -> dict[str, Any]:
+        return plain(self._document())
+
+    def _document(self) -> dict[str, Any]:
+        """What dataset.json holds, its lists of files made only while it is written."""
         return {
             "schema": SCHEMA, "version": SCHEMA_VERSION, "batch": self.batch, "samples": self.samples,
             "padding": self.padding, "files": self.file_count, "model_sha256": self.model_sha256,
             "created_by": self.created_by,
             "gear": gear_json(self.gear_kind, self.gear) if self.gear_kind else None,
-            "inputs": [i.to_json() for i in self.inputs],
+            "inputs": [i.streamed_json() for i in self.inputs],
         }
 
     def save(self) -> DatasetManifest:
-        write_json_atomic(self.path, self.to_json())
+        write_json_atomic(self.path, self._document())
         return self
 
 
@@ -247,17 +209,31 @@ def load_manifest(path: Path | str) -> DatasetManifest:
     path = Path(path)
     if path.is_dir():
         path = path / MANIFEST_NAME
+    rows = FileRowReader()  # the files' entries go into columns as they are parsed
     data = load_document(path, schema=SCHEMA, version=SCHEMA_VERSION, kind="dataset manifest", short="manifest",
                          error=ManifestError, missing="no such dataset manifest",
-                         missing_hint="infer dump-bin writes dataset.json")
+                         missing_hint="infer dump-bin writes dataset.json", object_hook=rows)
     with reading(path):
-        return _manifest(data, path)
+        return _manifest(_outside_files_restored(data, rows), path, rows)
 
 
-def _manifest(data: dict[str, Any], path: Path) -> DatasetManifest:
+def _outside_files_restored(data: dict[str, Any], rows: FileRowReader) -> dict[str, Any]:
+    """The document with any object the reader took for a file entry outside an input's "files" (a preprocessing
+    record shaped as one) restored: only those lists are read from the columns."""
+    restored = {key: rows.restored(value) for key, value in data.items() if key != "inputs"}
+    inputs = data.get("inputs")
+    if isinstance(inputs, list):
+        restored["inputs"] = [{key: value if key == "files" else rows.restored(value) for key, value in item.items()}
+                              if isinstance(item, dict) else rows.restored(item) for item in inputs]
+    elif "inputs" in data:
+        restored["inputs"] = rows.restored(inputs)
+    return restored
+
+
+def _manifest(data: dict[str, Any], path: Path, rows: FileRowReader) -> DatasetManifest:
     fields = Fields(data, path=path, entry="", error=ManifestError)
     batch = fields.integer("batch", minimum=1)
-    inputs = tuple(InputManifest.from_fields(item, path.parent) for item in fields.children("inputs"))
+    inputs = tuple(InputManifest.from_fields(item, path.parent, rows) for item in fields.children("inputs"))
     for index, item in enumerate(inputs):
         _check_batch(fields, index, item, batch)
     gear_kind, gear = gear_from_fields(fields.child("gear")) if fields.has("gear") else ("", ())

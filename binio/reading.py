@@ -16,7 +16,7 @@ import contextlib
 import json
 import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -137,11 +137,12 @@ def utf8_text(data: bytes, *, named: str, what: str, error: type[InferError] = I
                     f"{what} as UTF-8 text") from None
 
 
-def parse_json(text: str, *, named: str, what: str, error: type[InferError] = InferError) -> Any:
+def parse_json(text: str, *, named: str, what: str, error: type[InferError] = InferError,
+               object_hook: Callable[[dict[str, Any]], Any] | None = None) -> Any:
     """The JSON value `text` holds, refused by name when it is not JSON, holds a number Python will not convert
-    (thousands of digits) or nests deeper than `MAX_DEPTH`."""
+    (thousands of digits) or nests deeper than `MAX_DEPTH`; `object_hook` as json.loads takes it."""
     try:
-        value = json.loads(text)
+        value = json.loads(text, object_hook=object_hook)
     except json.JSONDecodeError as exc:
         raise error(f"{named}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
     except RecursionError:

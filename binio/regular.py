@@ -17,7 +17,7 @@ class SpecialFileError(InferError):
     """A FIFO, device or socket where a file of data was expected."""
 
 
-def special_kind(path: Path) -> str | None:
+def special_kind(path: str | Path) -> str | None:
     """What `path` is (links followed) when it is neither a regular file nor a folder; None otherwise."""
     try:
         mode = os.stat(path).st_mode
@@ -26,7 +26,7 @@ def special_kind(path: Path) -> str | None:
     return next((name for test, name in _KINDS if test(mode)), None)
 
 
-def refuse_special(path: Path, what: str = "a file") -> None:
+def refuse_special(path: str | Path, what: str = "a file") -> None:
     """Refuses a FIFO, device or socket given where `what` is expected."""
     kind = special_kind(path)
     if kind is not None:

@@ -11,22 +11,24 @@ import contextlib
 import math
 import os
 import shutil
-from collections.abc import Callable
+from array import array
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
 import numpy as np
 
 from binio.atomic import atomic_file
-from binio.batching import BatchSlot, padded_buffer, plan_batches
+from binio.batching import BatchPlan, BatchSlot, padded_buffer, plan_batches
 from binio.beside import start_beside
+from binio.bin_files import BinFileColumns, bin_names
 from binio.cast import CastReport, check_unchanged, checked_cast_into
 from binio.digest import BIN_DIGEST, digest_bytes, digest_file
 from binio.errors import InferError, ShapeError, Terminated
 from binio.layouts import LAYOUTS
 from binio.limits import check_workers
 from binio.lock import folder_lock
-from binio.manifest import MANIFEST_NAME, BinEntry, DatasetManifest, InputManifest, bin_file_name, safe_folder_name
+from binio.manifest import MANIFEST_NAME, DatasetManifest, InputManifest, bin_file_name, safe_folder_name
 from binio.memory import check_fits, format_bytes
 from binio.output import check_output
 from binio.spec import format_shape
@@ -55,10 +57,25 @@ _WRITES_IN_FLIGHT = 2  # batches being hashed and written while the next one is 
 _BUFFERS = _WRITES_IN_FLIGHT + 2  # per input, reused in turn: fresh buffers cost a page fault per 4 KiB
 
 
-def _remove_created(created: list[Path], folders: list[Path]) -> None:
+class _CreatedFiles:
+    """The batch files this run created, by folder, as their indices: 8 bytes a file where a Path each was 300."""
+
+    def __init__(self) -> None:
+        self._indices: dict[Path, array[int]] = {}
+
+    def add(self, folder: Path, index: int) -> None:
+        self._indices.setdefault(folder, array("q")).append(index)
+
+    def paths(self) -> Iterator[Path]:
+        for folder, indices in self._indices.items():
+            for index in indices:
+                yield folder / bin_file_name(index)
+
+
+def _remove_created(created: _CreatedFiles, folders: list[Path]) -> None:
     """Undoes a failed run into a new (or empty) folder: the files and folders this run created, nothing else
     (the folder itself goes with its lock, when this run created it)."""
-    for path in created:
+    for path in created.paths():
         path.unlink(missing_ok=True)
     for folder in reversed(folders):
         with contextlib.suppress(OSError):
@@ -94,8 +111,10 @@ def _write_payload(handle: BinaryIO, buffer: np.ndarray) -> None:
     handle.write(buffer.data.cast("B"))
 
 
-def _write_batch(path: Path, buffer: np.ndarray, created: list[Path]) -> tuple[str, bool]:
-    """Writes `buffer` to `path` atomically unless the same bytes are there; (their digest, whether it wrote)."""
+def _write_batch(folder: Path, index: int, buffer: np.ndarray, created: _CreatedFiles) -> tuple[str, bool]:
+    """Writes `buffer` to the index-th batch file of `folder` atomically unless the same bytes are there; (their
+    digest, whether it wrote)."""
+    path = folder / bin_file_name(index)
     digest = digest_bytes(BIN_DIGEST, buffer.data.cast("B"))
     existed = os.path.lexists(path)
     if existed and path.is_file() and path.stat().st_size == buffer.nbytes and digest_file(BIN_DIGEST, path) == digest:
@@ -103,7 +122,7 @@ def _write_batch(path: Path, buffer: np.ndarray, created: list[Path]) -> tuple[s
     with atomic_file(path, buffer.nbytes) as handle:
         _write_payload(handle, buffer)
     if not existed:
-        created.append(path)
+        created.add(folder, index)
     return digest, True
 
 
@@ -184,11 +203,12 @@ def _check_disk(output: Path, plans: list[InputPlan], samples: int, batch: int) 
 
 def _remove_stale(output: Path, plans: list[InputPlan], files: int) -> None:
     """Bins of an earlier, longer dump that this one does not list: msame would read them as inputs."""
-    keep = {bin_file_name(i) for i in range(files)}
+    listed = bin_names(files)
     for plan in plans:
-        for path in (output / plan.folder).glob("*.bin"):
-            if path.name not in keep:
-                path.unlink()
+        with os.scandir(output / plan.folder) as listing:
+            for item in listing:
+                if item.name.endswith(".bin") and not item.name.startswith(".") and item.name not in listed:
+                    os.unlink(item.path)
 
 
 def dump_bins(model: ModelContract | Path | str, options: DumpOptions, progress: Progress | None = None) -> DumpResult:
@@ -257,7 +277,7 @@ def _dump_locked(contract: ModelContract, options: DumpOptions, plans: list[Inpu
                  model_check: concurrent.futures.Future[None], gear: DumpGear | None) -> DumpResult:
     output = _output(options)
     sources = _open_sources(contract, options, plans)
-    created: list[Path] = []
+    created = _CreatedFiles()
     folders: list[Path] = []
     try:
         samples = _sample_count(plans, sources, options.samples, batch)
@@ -294,12 +314,12 @@ def _make_folders(output: Path, plans: list[InputPlan]) -> list[Path]:
 
 
 def _write_all(contract: ModelContract, options: DumpOptions, plans: list[InputPlan], sources: list[SampleSource],
-               slots: tuple[BatchSlot, ...], batch: int, samples: int, declared: dict[str, dict[str, Any]],
-               progress: Progress | None, created: list[Path],
+               slots: BatchPlan, batch: int, samples: int, declared: dict[str, dict[str, Any]],
+               progress: Progress | None, created: _CreatedFiles,
                model_check: concurrent.futures.Future[None], gear: DumpGear | None) -> DumpResult:
     output = _output(options)
     reports = [CastReport(source_dtype="", target_dtype=p.spec.dtype) for p in plans]
-    entries: list[list[BinEntry]] = [[] for _ in plans]
+    entries = [BinFileColumns() for _ in plans]
     pending: list[tuple[int, int, concurrent.futures.Future[tuple[str, bool]]]] = []
     written = kept = 0
 
@@ -308,8 +328,7 @@ def _write_all(contract: ModelContract, options: DumpOptions, plans: list[InputP
         while len(pending) > upto:
             index, slot_index, written_future = pending.pop(0)
             digest, fresh = written_future.result()
-            entries[index].append(BinEntry(name=bin_file_name(slot_index), digest=digest,
-                                           rows=slots[slot_index].rows))
+            entries[index].add(bin_file_name(slot_index), digest, slots[slot_index].rows)
             written, kept = written + fresh, kept + (not fresh)
             if progress is not None and index == len(plans) - 1:
                 progress(slot_index + 1, len(slots))
@@ -332,9 +351,9 @@ def _write_all(contract: ModelContract, options: DumpOptions, plans: list[InputP
                     if report.lossy and not options.allow_lossy:
                         raise _lossy(plan, slot, report)
                     reports[index] = reports[index].merge(report)
-                    path = output / plan.folder / bin_file_name(slot.index)
                     settle(_WRITES_IN_FLIGHT * len(plans) - 1)
-                    pending.append((index, slot.index, writer.submit(_write_batch, path, payload, created)))
+                    pending.append((index, slot.index, writer.submit(_write_batch, output / plan.folder, slot.index,
+                                                                      payload, created)))
             settle(0)
         except BaseException:
             for _, _, written_future in pending:
@@ -344,7 +363,7 @@ def _write_all(contract: ModelContract, options: DumpOptions, plans: list[InputP
     inputs = tuple(
         InputManifest(
             tensor=plan.spec.name, folder=plan.folder, dtype=plan.spec.dtype,
-            shape=plan.spec.static_shape(), layout=_manifest_layout(plan, source), files=tuple(entries[i]),
+            shape=plan.spec.static_shape(), layout=_manifest_layout(plan, source), files=entries[i].done(),
             source=source.description,
             preprocessing={**source.preprocessing, "padding": "zeros", "cast": reports[i].to_json(),
                            **({"declared": declared[plan.spec.name]} if plan.spec.name in declared else {})},

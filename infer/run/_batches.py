@@ -8,6 +8,7 @@ for the progress bar, only once its files are in place, so an interrupted run re
 
 from __future__ import annotations
 
+from array import array
 from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -66,8 +67,8 @@ def _feeds(manifest: DatasetManifest, runner: BaseRunner, index: int) -> dict[st
 
 
 def _write_outputs(folder: Path, stem: str, results: list[np.ndarray]) -> None:
-    for index, array in enumerate(results):
-        write_raw(folder / output_file_name(stem, index), np.asarray(array))
+    for index, result in enumerate(results):
+        write_raw(folder / output_file_name(stem, index), np.asarray(result))
 
 
 @dataclass
@@ -77,8 +78,9 @@ class _Ledger:
     total: int
     progress: Progress | None
     stems: list[str] = field(default_factory=list)
-    per_batch_ms: list[float] = field(default_factory=list)
-    samples_ms: list[float] = field(default_factory=list)
+    # 8 bytes a figure, where a list holds a float object of 24 more: 50,000 batches at batch 1
+    per_batch_ms: array[float] = field(default_factory=lambda: array("d"))
+    samples_ms: array[float] = field(default_factory=lambda: array("d"))
     pending: deque[tuple[str, list[float], Future[None]]] = field(default_factory=deque)
 
     def settle(self, keep: int) -> None:

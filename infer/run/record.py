@@ -15,6 +15,7 @@ from binio.binfile import read_bin
 from binio.document import load_document
 from binio.errors import InferError, first_line
 from binio.fields import Fields, check_inside, shown
+from binio.json_pieces import plain
 from binio.manifest import DatasetManifest
 from binio.reading import reading
 from binio.spec import TensorSpec
@@ -49,7 +50,11 @@ class LatencyStats:
     p99_ms: float | None
 
     def to_json(self) -> dict[str, Any]:
-        return {"mean": self.mean_ms, "p50": self.p50_ms, "p99": self.p99_ms, "per_batch": list(self.per_batch_ms)}
+        return plain(self.document())
+
+    def document(self) -> dict[str, Any]:
+        """`to_json` with the per-batch figures as the tuple they are: what run.json is written from."""
+        return {"mean": self.mean_ms, "p50": self.p50_ms, "p99": self.p99_ms, "per_batch": self.per_batch_ms}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> LatencyStats:
@@ -124,6 +129,11 @@ class RunRecord:
         return read_bin(self.output_path(stem, index), self.outputs[index])
 
     def to_json(self) -> dict[str, Any]:
+        return plain(self._document())
+
+    def _document(self) -> dict[str, Any]:
+        """What run.json holds; its per-batch tuples written as they are, not copied into lists first (a run of
+        50,000 batches holds three of them)."""
         return {
             "schema": SCHEMA, "version": SCHEMA_VERSION, "infer_version": self.infer_version,
             "completed": self.completed,
@@ -132,8 +142,8 @@ class RunRecord:
             "dataset": {"path": self.dataset_path, "sha256": self.dataset_sha256, "batch": self.batch,
                         "samples": self.samples, "padding": self.padding},
             "outputs": [spec.to_json() for spec in self.outputs],
-            "stems": list(self.stems), "rows": list(self.rows),
-            "latency_ms": self.latency.to_json(), "throughput_samples_per_s": self.throughput,
+            "stems": self.stems, "rows": self.rows,
+            "latency_ms": self.latency.document(), "throughput_samples_per_s": self.throughput,
             "loop": self.loop, "warmup": self.warmup, "threads": self.threads,
             "tool_command": list(self.tool_command), "started": self.started, "finished": self.finished,
             **({"scale_out": self.scale_out.to_json()} if self.scale_out is not None else {}),
@@ -143,7 +153,7 @@ class RunRecord:
         }
 
     def save(self) -> RunRecord:
-        write_json_atomic(self.path, self.to_json())
+        write_json_atomic(self.path, self._document())
         return self
 
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import binio.manifest as manifest_module
+from binio.bin_files import BinFiles
 from binio.manifest import BinEntry, DatasetManifest, InputManifest, bin_file_name, safe_folder_name
 
 
@@ -43,13 +43,14 @@ def test_the_stems_are_derived_once_however_often_a_loop_over_the_batches_asks(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 42: `stems` rebuilt a Path per file on every access, and compare asked per batch: quadratic. Derived
     values are made once per manifest (a frozen one cannot change under them)."""
-    made: list[str] = []
+    made: list[int] = []
+    stem_of = BinFiles.stem
 
-    def counting_path(*parts: str) -> Path:
-        made.append(parts[0])
-        return Path(*parts)
+    def counting_stem(files: BinFiles, index: int) -> str:
+        made.append(index)
+        return stem_of(files, index)
 
-    monkeypatch.setattr(manifest_module, "Path", counting_path)
+    monkeypatch.setattr(BinFiles, "stem", counting_stem)
     manifest = _manifest_of(300)
     for stem in manifest.stems:  # what a per-batch check does: ask the manifest inside a loop over its batches
         assert stem in manifest.stem_set and manifest.stems[manifest.positions[stem]] == stem

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import errno
+import itertools
 from pathlib import Path
 from typing import BinaryIO
 
 import numpy as np
 import pytest
 import xxhash
+from hypothesis import given
+from hypothesis import strategies as st
 
 from binio.binfile import read_bin
 from binio.dataset import iter_samples, open_dataset
@@ -739,3 +742,19 @@ def test_an_image_folder_lists_what_rglob_finds_in_natural_order(tmp_path: Path)
     assert list_images(root) == expected
     assert list_image_names(root) == [p.relative_to(root).as_posix() for p in expected]
     assert list_image_names(root)[:3] == ["img_1.jpeg", "img_2.PNG", "img_10.png"]
+
+
+@pytest.mark.slow
+@given(st.lists(st.lists(st.text("ab0123456789²._-", min_size=1, max_size=6), min_size=1, max_size=3),
+                max_size=20))
+def test_the_flat_path_key_orders_as_the_parts_keys_do(paths: list[list[str]]) -> None:
+    """natural_path_key (one flat tuple, held for every image of a folder while it is sorted) orders relative paths
+    exactly as the tuple of their parts' natural_key does; digits int() refuses ("²") are text, not a traceback."""
+    from infer.dump_bin._sources.order import natural_key, natural_path_key
+
+    names = ["/".join(parts) for parts in paths]
+    nested = sorted(names, key=lambda name: tuple(natural_key(part) for part in name.split("/")))
+    assert sorted(names, key=natural_path_key) == nested
+    for first, second in itertools.pairwise(nested):
+        assert (natural_path_key(first) < natural_path_key(second)) == (
+            tuple(natural_key(p) for p in first.split("/")) < tuple(natural_key(p) for p in second.split("/")))

@@ -13,7 +13,7 @@ _SOS = b"\xff\xda"  # start of scan: in entropy-coded data 0xFF is followed by 0
 _CHUNK = 1 << 20
 
 
-def count_scans(path: Path, most: int = MAX_SCANS) -> int:
+def count_scans(path: str | Path, most: int = MAX_SCANS) -> int:
     """The start-of-scan markers in `path`, read a chunk at a time and counted up to `most` + 1 (past that the
     number does not matter). A marker's bytes inside an APP or COM segment count too: an over-count a real photo
     never comes near."""

@@ -7,14 +7,33 @@ their files: a plain sort would put sample 10 before sample 2, and pair it with 
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
 NATURAL_ORDER = "natural (numbers in names compared as numbers)"
 
 
+_NUMBERS = re.compile(r"(\d+)")
+
+
 def natural_key(name: str) -> tuple[tuple[int, int | str], ...]:
     """``img_2.png`` before ``img_10.png``: the numbers in a name compared as numbers."""
-    return tuple((0, int(part)) if part.isdigit() else (1, part) for part in re.split(r"(\d+)", name) if part)
+    # re.split with a group puts the numbers at the odd places; isdigit() would also take a "²", which int() refuses
+    return tuple((0, int(part)) if odd else (1, part)
+                 for odd, part in ((i % 2, p) for i, p in enumerate(_NUMBERS.split(name))) if part)
+
+
+def natural_path_key(relative: str) -> tuple[int | str, ...]:
+    """The natural order of a relative path (``a/img_2.png``), part by part: it orders paths exactly as the tuple of
+    their parts' `natural_key`s does, flattened into one tuple with its text shared, a third of the memory (a folder
+    of 50,000 images is sorted by it, every key held at once)."""
+    key: list[int | str] = []
+    for number, part in enumerate(relative.split("/")):
+        if number:
+            key.append(-1)  # a part ends: below any flag, as the shorter of two tuples sorts first
+        for flag, value in natural_key(part):
+            key += (flag, sys.intern(value) if isinstance(value, str) else value)
+    return tuple(key)
 
 
 def natural_order(path: Path) -> tuple[tuple[int, int | str], ...]:

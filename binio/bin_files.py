@@ -1,0 +1,219 @@
+"""An input's batch files as columns: what dataset.json lists, held in a few bytes a file.
+
+A validation set at batch 1 is 50,000 files an input. As a tuple of `BinEntry` objects (each with its name and digest
+as strings) they were about 230 bytes a file, held by every stage that read the dataset: dump-bin, run and compare
+grew by that much per batch (issue 42). Here a file is its digest's 32 ASCII hex digits and its row count; names are
+kept only where they are not the ones dump-bin writes (``000000.bin``, ``000001.bin``, ...), and each `BinEntry` is
+made when asked for.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Container, Iterable, Iterator, Sequence
+from typing import Any, overload
+
+from binio.bin_entry import BinEntry, bin_file_name, bin_file_stem, is_hex_digest
+from binio.digest import BIN_DIGEST, BIN_DIGEST_HEX
+from binio.fields import LARGEST_INTEGER, why_outside
+
+_ROWS = "q"  # array type code of the row counts: signed 64-bit, as JSON integers are read
+
+
+class BinFiles(Sequence[BinEntry]):
+    """The files of one input, in order; equal to another sequence of the same entries."""
+
+    __slots__ = ("_digests", "_names", "_rows")
+
+    def __init__(self, names: tuple[str, ...] | None, digests: bytes | bytearray, rows: array[int]) -> None:
+        # names None: the index-th file is bin_file_name(index), as dump-bin names them
+        if len(digests) != BIN_DIGEST_HEX * len(rows) or (names is not None and len(names) != len(rows)):
+            raise ValueError(f"columns of different lengths: {len(rows)} row counts, {len(digests)} digest bytes, "
+                             f"{'named in order' if names is None else len(names)} names")
+        self._names, self._digests, self._rows = names, digests, rows
+
+    @classmethod
+    def of(cls, entries: Iterable[BinEntry]) -> BinFiles:
+        if isinstance(entries, BinFiles):
+            return entries
+        columns = BinFileColumns()
+        for entry in entries:
+            columns.add(entry.name, entry.digest, entry.rows)
+        return columns.done()
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    @overload
+    def __getitem__(self, index: int) -> BinEntry: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> BinFiles: ...
+
+    def __getitem__(self, index: int | slice) -> BinEntry | BinFiles:
+        if isinstance(index, slice):
+            return BinFiles.of(self[i] for i in range(*index.indices(len(self))))
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError("batch file index out of range")
+        return BinEntry(name=self.name(index), digest=self.digest(index), rows=self._rows[index])
+
+    def __iter__(self) -> Iterator[BinEntry]:
+        for index in range(len(self)):
+            yield self[index]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, BinFiles):
+            return (self._digests == other._digests and self._rows == other._rows
+                    and self.names_in_order() == other.names_in_order())
+        if isinstance(other, Sequence) and not isinstance(other, (str, bytes)):
+            return len(other) == len(self) and all(a == b for a, b in zip(self, other, strict=True))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # equal to tuples of the same entries, which hash otherwise
+
+    def __repr__(self) -> str:
+        return f"BinFiles({len(self)} files)"
+
+    def name(self, index: int) -> str:
+        return bin_file_name(index) if self._names is None else self._names[index]
+
+    def stem(self, index: int) -> str:
+        return bin_file_stem(index) if self._names is None else self._names[index].rsplit(".", 1)[0]
+
+    def digest(self, index: int) -> str:
+        return self._digests[index * BIN_DIGEST_HEX:(index + 1) * BIN_DIGEST_HEX].decode("ascii")
+
+    def rows(self, index: int) -> int:
+        return self._rows[index]
+
+    @property
+    def in_order(self) -> bool:
+        """Whether the files are named as dump-bin names them: the index-th is ``bin_file_name(index)``."""
+        return self._names is None
+
+    def names_in_order(self) -> tuple[str, ...] | None:
+        return self._names
+
+    def name_set(self) -> Container[str]:
+        """The file names, for membership tests: read from the name itself where the files are in order (no set of
+        50,000 names)."""
+        return bin_names(len(self)) if self._names is None else frozenset(self._names)
+
+
+def bin_names(count: int) -> Container[str]:
+    """``bin_file_name(0)`` ... ``bin_file_name(count - 1)``, as a container that holds none of them."""
+    return _InOrderNames(count)
+
+
+class _InOrderNames(Container[str]):
+
+    __slots__ = ("count",)
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+
+    def __contains__(self, name: object) -> bool:
+        if not isinstance(name, str) or not name.endswith(".bin"):
+            return False
+        stem = name[:-len(".bin")]
+        return stem.isascii() and stem.isdigit() and int(stem) < self.count and bin_file_name(int(stem)) == name
+
+
+class BinFileColumns:
+    """Builds a `BinFiles` one file at a time, in order."""
+
+    __slots__ = ("_digests", "_names", "_rows")
+
+    def __init__(self) -> None:
+        self._names: list[str] | None
+        self._digests: bytearray
+        self._rows: array[int]
+        self._start()
+
+    def _start(self) -> None:
+        self._names = None  # until a file is named other than in order
+        self._digests = bytearray()
+        self._rows = array(_ROWS)
+
+    def add(self, name: str, digest: str, rows: int) -> None:
+        index = len(self._rows)
+        if len(digest) != BIN_DIGEST_HEX or not digest.isascii():
+            raise ValueError(f"{name}: {digest!r} is not a digest of {BIN_DIGEST_HEX} hex digits")
+        if self._names is None and name != bin_file_name(index):
+            self._names = [bin_file_name(i) for i in range(index)]
+        if self._names is not None:
+            self._names.append(name)
+        self._digests += digest.encode("ascii")
+        self._rows.append(rows)
+
+    def done(self) -> BinFiles:
+        """The files added so far; the builder starts afresh (its columns are handed over, not copied: at the end of
+        a dump they are what a stage holds most of)."""
+        names, digests, rows = self._names, self._digests, self._rows
+        self._start()
+        return BinFiles(None if names is None else tuple(names), digests, rows)
+
+
+class FileRow:
+    """A file entry of dataset.json as the JSON reader met it: its place in the `FileRowReader`'s columns."""
+
+    __slots__ = ("index",)
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+
+
+class FileRowReader:
+    """The JSON reader's object hook for dataset.json: every object shaped as dump-bin writes a file entry (exactly
+    a bare name, a digest of hex digits and a row count in range) goes into columns as it is parsed, a `FileRow`
+    left in its place; any other object is kept as it is.
+
+    Read as dicts, 50,000 entries were 16 MB at once, and the largest thing a stage held (run, compare) before
+    it had read a bin. Parsed this way they are the JSON decoder's text for a moment and 40 bytes each after."""
+
+    def __init__(self) -> None:
+        self._names: list[str] = []
+        self._digests = bytearray()
+        self._rows: array[int] = array(_ROWS)
+
+    def __call__(self, item: dict[str, Any]) -> Any:
+        if len(item) != 3:
+            return item
+        name, digest, rows = item.get("name"), item.get(BIN_DIGEST), item.get("rows")
+        if (type(name) is not str or type(digest) is not str or type(rows) is not int or not is_hex_digest(digest)
+                or not 0 <= rows <= LARGEST_INTEGER or why_outside(name, bare=True) is not None):
+            return item
+        self._names.append(name)
+        self._digests += digest.encode("ascii")
+        self._rows.append(rows)
+        return FileRow(len(self._rows) - 1)
+
+    def files(self, items: list[Any]) -> BinFiles | None:
+        """The files a list of entries stands for when each was taken into the columns, in the order read; None
+        when any was not (the entries are then read one by one, and what is refused is named)."""
+        if not items or any(type(item) is not FileRow for item in items):
+            return None
+        start, stop = items[0].index, items[-1].index + 1
+        if stop - start != len(items) or any(item.index != start + k for k, item in enumerate(items)):
+            return None
+        names = self._names[start:stop]
+        in_order = all(name == bin_file_name(k) for k, name in enumerate(names))
+        return BinFiles(None if in_order else tuple(names), bytes(self._digests[start * BIN_DIGEST_HEX:
+                                                                                 stop * BIN_DIGEST_HEX]),
+                        self._rows[start:stop])
+
+    def restored(self, value: Any) -> Any:
+        """`value` with every `FileRow` in it the object it was read from: for what is read as plain JSON."""
+        if type(value) is FileRow:
+            return {"name": self._names[value.index], BIN_DIGEST: self.digest(value.index),
+                    "rows": self._rows[value.index]}
+        if isinstance(value, dict):
+            return {key: self.restored(item) for key, item in value.items()}
+        if isinstance(value, list):
+            return [self.restored(item) for item in value]
+        return value
+
+    def digest(self, index: int) -> str:
+        return self._digests[index * BIN_DIGEST_HEX:(index + 1) * BIN_DIGEST_HEX].decode("ascii")
