@@ -12,7 +12,7 @@ import base64
 import html
 import io
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -133,20 +133,54 @@ def distances(cosines: list[float]) -> list[float]:
     return [max(1.0 - c, _EXACT) if not math.isnan(c) else math.nan for c in cosines]
 
 
+# Batches drawn one by one up to this many; past it, the worst of each run of batches (a spike stays a spike). At
+# batch 1 a validation set is 50,000 batches: drawn one by one they were 40 MB of matplotlib's paths at compare's
+# peak, for a plot no one can read point by point.
+PER_BATCH_POINTS = 2000
+
+
+@dataclass(frozen=True)
+class PerBatchPoints:
+    """What the per-batch plot draws: x (the first batch of each point's run), y (the worst finite distance in the
+    run; NaN where every one is NaN), the x of the runs holding a NaN, and how many batches a point stands for."""
+
+    xs: tuple[int, ...]
+    ys: tuple[float, ...]
+    nan_xs: tuple[int, ...]
+    per_point: int
+
+
+def per_batch_points(values: Sequence[float], most: int = PER_BATCH_POINTS) -> PerBatchPoints:
+    per_point = max(1, -(-len(values) // most))
+    xs, ys, nan_xs = [], [], []
+    for start in range(0, len(values), per_point):
+        run = values[start:start + per_point]
+        finite = [v for v in run if not math.isnan(v)]
+        xs.append(start)
+        ys.append(max(finite) if finite else math.nan)
+        if len(finite) < len(run):
+            nan_xs.append(start)
+    return PerBatchPoints(xs=tuple(xs), ys=tuple(ys), nan_xs=tuple(nan_xs), per_point=per_point)
+
+
 def _cosine_per_batch(output: OutputResult) -> str:
     def draw(axes: Any) -> None:
         values = distances([b.metrics.cosine_similarity for b in output.batches])
-        axes.plot(range(len(values)), values, marker="o", markersize=3)
+        points = per_batch_points(values)
+        if points.per_point == 1:
+            axes.plot(points.xs, points.ys, marker="o", markersize=3)
+        else:
+            axes.plot(points.xs, points.ys, linewidth=0.8, label=f"worst of each {points.per_point} batches")
         axes.set_yscale("log")
         limit = output.limits.get("CosineSimilarity")
         if limit is not None:
             axes.axhline(max(1.0 - limit, _EXACT), color="#cf222e", linestyle="--",
                          label=f"threshold (cosine {shown_limit(limit)})")
-        undefined = [i for i, v in enumerate(values) if math.isnan(v)]
+        undefined = sum(1 for v in values if math.isnan(v))
         if undefined:  # a NaN draws no point: mark those batches at the top of the plot
-            top = max([v for v in values if not math.isnan(v)] + [1.0])
-            axes.plot(undefined, [top] * len(undefined), "x", color="#cf222e", label=f"NaN ({len(undefined)})")
-        if limit is not None or undefined:
+            top = max([v for v in points.ys if not math.isnan(v)] + [1.0])
+            axes.plot(points.nan_xs, [top] * len(points.nan_xs), "x", color="#cf222e", label=f"NaN ({undefined})")
+        if limit is not None or undefined or points.per_point > 1:
             axes.legend(fontsize=8)
         axes.set_xlabel("batch")
         axes.set_ylabel("1 - cosine similarity (log)")

@@ -12,5 +12,5 @@ REPORT_JSON = "report.json"
 
 def write_report_json(result: CompareResult, folder: Path) -> Path:
     path = Path(folder) / REPORT_JSON
-    write_json_atomic(path, result.to_json())
+    write_json_atomic(path, result.document())
     return path

@@ -369,3 +369,20 @@ def test_cosine_is_plotted_as_its_distance_on_a_log_axis() -> None:
 
     plotted = distances([1.0, 0.999, math.nan, 1.0 + 1e-16])
     assert plotted[0] == plotted[3] == 1e-16 and abs(plotted[1] - 0.001) < 1e-12 and math.isnan(plotted[2])
+
+
+def test_the_per_batch_plot_draws_the_worst_of_each_run_of_batches_past_its_cap() -> None:
+    """50,000 batches are not 50,000 markers (40 MB of paths at compare's peak): the worst of each run is drawn, so a
+    failing batch still stands out; a run holding a NaN is marked."""
+    import math
+
+    from infer.compare._reports.report_html import per_batch_points
+
+    few = per_batch_points([0.1, math.nan, 0.3], most=10)
+    assert (few.xs, few.nan_xs, few.per_point) == ((0, 1, 2), (1,), 1) and math.isnan(few.ys[1])
+    values = [1e-6] * 50_000
+    values[31_337], values[40_000] = 0.5, math.nan
+    many = per_batch_points(values, most=2000)
+    assert many.per_point == 25 and len(many.xs) == 2000 and many.xs[:2] == (0, 25)
+    assert many.ys[31_337 // 25] == 0.5 and max(many.ys) == 0.5 and many.nan_xs == (40_000,)
+    assert per_batch_points([math.nan] * 4, most=2).nan_xs == (0, 2)
