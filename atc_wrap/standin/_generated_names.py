@@ -26,7 +26,7 @@ from typing import Any
 from atc_wrap.standin.subgraphs import all_graphs, all_reads, outer_reads, subgraphs
 from binio.spec import node_name
 
-_NUMBER = re.compile(r"__(\d+)(?!\d)")
+GENERATED_NUMBER = re.compile(r"__(\d+)(?!\d)")  # a number tf2onnx drew, in a name it made
 
 
 def counter() -> int:
@@ -93,7 +93,7 @@ def renumber_generated_names(model: Any, tf_nodes: Set[str], drawn: range) -> di
     def numbers_in(name: str) -> list[int]:
         if not generated(name):
             return []
-        return [int(m.group(1)) for m in _NUMBER.finditer(split(name)[1]) if int(m.group(1)) in drawn]
+        return [int(m.group(1)) for m in GENERATED_NUMBER.finditer(split(name)[1]) if int(m.group(1)) in drawn]
 
     rank = _ranks_in_walk_order(model, numbers_in)
 
@@ -101,7 +101,7 @@ def renumber_generated_names(model: Any, tf_nodes: Set[str], drawn: range) -> di
         if not generated(name):
             return name
         head, tail = split(name)
-        return head + _NUMBER.sub(lambda m: f"__{rank.get(int(m.group(1)), int(m.group(1)))}", tail)
+        return head + GENERATED_NUMBER.sub(lambda m: f"__{rank.get(int(m.group(1)), int(m.group(1)))}", tail)
 
     changed = {name: renamed(name) for name in names if renamed(name) != name}
     new_names = set(changed.values())
@@ -128,7 +128,7 @@ def _ranks_in_walk_order(model: Any, numbers_in: Callable[[str], list[int]]) -> 
         numbers = set(numbers_in(name))
         if not numbers:
             return name
-        return _NUMBER.sub(lambda m: f"__{rank.get(int(m.group(1)), '#')}" if int(m.group(1)) in numbers
+        return GENERATED_NUMBER.sub(lambda m: f"__{rank.get(int(m.group(1)), '#')}" if int(m.group(1)) in numbers
                            else m.group(0), name)
 
     def walk(graph: Any) -> None:

@@ -6,9 +6,10 @@ twin survives is the first in its graph's node order, which follows object addre
 neither the pb nor PYTHONHASHSEED fixes it, so the same pb converted four times gave four ONNX files, and a per-op
 control naming the twin that happened to be merged away applied to nothing. While tf2onnx converts, the merge here
 keeps, of each group of twins, the one using most outputs (tf2onnx's own rule) and then the first by name in natural
-order (``layer_2`` before ``layer_10``); each node it removes is recorded with its survivor, and after the
-conversion the TF nodes merged into each survivor travel in the model's metadata. The emulation applies a control
-naming any of them to the survivor, and tune-precision writes every twin of an op it keeps (ATC sees them all).
+order (``layer_2`` before ``layer_10``; tf2onnx's own numbers in a name count last: `survivor_key`); each node it
+removes is recorded with its survivor, and after the conversion the TF nodes merged into each survivor travel in the
+model's metadata. The emulation applies a control naming any of them to the survivor, and tune-precision writes
+every twin of an op it keeps (ATC sees them all).
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
+from atc_wrap.standin._generated_names import GENERATED_NUMBER
+
 MERGED_KEY = "infer.tf2onnx_merged_nodes"
 _DIGITS = re.compile(r"(\d+)")
 _patching = threading.Lock()
@@ -28,6 +31,14 @@ _patching = threading.Lock()
 def natural_key(name: str) -> tuple[tuple[int, str], ...]:
     """``layer_2/sub`` before ``layer_10/sub``: digit runs compare as numbers, the rest as text."""
     return tuple((1, f"{int(part):020d}") if part.isdigit() else (0, part) for part in _DIGITS.split(name) if part)
+
+
+def survivor_key(name: str) -> tuple[tuple[tuple[int, str], ...], tuple[tuple[int, str], ...]]:
+    """The order twins are kept in: by `natural_key` with tf2onnx's own numbers (``copy__1000005/``) left out
+    first, then as named. Those numbers are drawn in an order that follows object addresses: an LSTM's forward and
+    backward ``while/Less`` copies (``copy__1000005/blstm/forward_1/...``, ``copy__1000012/blstm/backward_1/...``)
+    were kept one or the other from one run to the next, and the ONNX bytes differed."""
+    return natural_key(GENERATED_NUMBER.sub("", name)), natural_key(name)
 
 
 @contextmanager
@@ -42,7 +53,7 @@ def merging_twins_by_name() -> Iterator[dict[str, str]]:
     def merge(self: Any, nodes_to_process: list[Any], graph: Any) -> None:
         # tf2onnx sorts by output count, in place and stably (reverse=True keeps ties in order): given this order,
         # its survivor is the first here.
-        nodes_to_process.sort(key=lambda node: natural_key(node.name))
+        nodes_to_process.sort(key=lambda node: survivor_key(node.name))
         nodes_to_process.sort(key=lambda node: len(node.output), reverse=True)
         survivor = nodes_to_process[0].name
         twins = [node.name for node in nodes_to_process[1:]]

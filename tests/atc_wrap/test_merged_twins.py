@@ -92,3 +92,16 @@ def test_a_control_on_an_op_with_no_onnx_node_says_so(twin_masks: ModelContract,
     assert outcome.code == 0, outcome.err
     warned = [line for line in outcome.err.splitlines() if "no ONNX node of the stand-in" in line]
     assert len(warned) == 1 and warned[0].startswith("warning: --keep-dtype scale (Rsqrt)"), outcome.err
+
+
+def test_tf2onnx_s_own_numbers_do_not_choose_the_survivor() -> None:
+    """An LSTM's forward and backward `while/Less` copies are twins; the numbers tf2onnx drew for their `copy__`
+    prefixes follow object addresses, and decided the survivor (the registry's CRNN gave other ONNX bytes after
+    other conversions in the same process). The names without them decide, whichever numbers were drawn."""
+    from atc_wrap.standin.merged_twins import survivor_key
+
+    forward, backward = "blstm/forward_1/while/Less", "blstm/backward_1/while/Less"
+    for first, second in ((5, 12), (12, 5), (9, 10)):
+        names = [f"copy__{1_000_000 + first}/{forward}", f"copy__{1_000_000 + second}/{backward}"]
+        assert min(names, key=survivor_key).endswith(backward)
+    assert min(["a__1000012/x", "a__1000005/x"], key=survivor_key) == "a__1000005/x"  # a tie: the numbers decide
