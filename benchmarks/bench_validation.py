@@ -25,11 +25,13 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from endtoend import Row, Side, environment, infer_command, load_average, run_once
@@ -40,11 +42,22 @@ SCALE = 1 / 255
 
 @dataclass
 class Measured:
-    """One stage at one count: wall seconds, peak RSS in MiB, CPU seconds."""
+    """One stage at one count: wall seconds, peak RSS in MiB, CPU seconds (medians over the rounds), and each
+    figure's lowest and highest."""
 
     seconds: float
     peak_mib: float
     cpu: float
+    seconds_range: tuple[float, float] = (0.0, 0.0)
+    peak_range: tuple[float, float] = (0.0, 0.0)
+    cpu_range: tuple[float, float] = (0.0, 0.0)
+
+    @classmethod
+    def of_rounds(cls, rounds: list[tuple[float, float, float]]) -> Measured:
+        seconds, peaks, cpus = (sorted(figures) for figures in zip(*rounds, strict=True))
+        return cls(seconds=statistics.median(seconds), peak_mib=statistics.median(peaks), cpu=statistics.median(cpus),
+                   seconds_range=(seconds[0], seconds[-1]), peak_range=(peaks[0], peaks[-1]),
+                   cpu_range=(cpus[0], cpus[-1]))
 
 
 @dataclass
@@ -114,11 +127,10 @@ def pipeline_file(root: Path, batch: int, images: Path, labels: Path, count: int
 
 
 def measure_case(root: Path, model: Path, batch: int, count: int, images: Path, labels: Path,
-                 pipeline: bool) -> Case:
+                 pipeline: bool, rounds: int = 1) -> Case:
     case = Case(batch=batch, samples=count)
     before = load_average()
     bins, out, report = root / f"bins_b{batch}_{count}", root / f"out_b{batch}_{count}", root / "report"
-    shutil.rmtree(model.parent / ".infer-cache", ignore_errors=True)  # compare's first run computes the golden
     sides = {
         "dump-bin": Side("dump-bin", infer_command("dump-bin", "-m", model, "-o", bins, images, "--scale", SCALE),
                          bins),
@@ -127,11 +139,16 @@ def measure_case(root: Path, model: Path, batch: int, count: int, images: Path, 
             "compare", model, "--input", bins, "--actual", out, "--labels", labels, "--report", report, "--force")),
     }
     sides["compare, golden cached"] = sides["compare, golden computed"]
+    measured: dict[str, list[tuple[float, float, float]]] = {stage: [] for stage in STAGES}
+    for number in range(rounds):  # each round the four stages in order: the golden computed anew in each
+        shutil.rmtree(model.parent / ".infer-cache", ignore_errors=True)
+        for stage in STAGES:
+            seconds, peak, cpu = run_once(sides[stage])
+            measured[stage].append((seconds, peak, cpu))
+            print(f"  batch {batch}, {count} images, round {number + 1}: {stage:<25} {seconds:8.2f} s  "
+                  f"{1e3 * seconds / count:7.3f} ms a sample  CPU {cpu:8.2f} s  peak {peak:6.0f} MiB", flush=True)
     for stage in STAGES:
-        seconds, peak, cpu = run_once(sides[stage])
-        case.stages[stage] = Measured(seconds, peak, cpu)
-        print(f"  batch {batch}, {count} images: {stage:<25} {seconds:8.2f} s  {1e3 * seconds / count:7.3f} ms a "
-              f"sample  CPU {cpu:8.2f} s  peak {peak:6.0f} MiB", flush=True)
+        case.stages[stage] = Measured.of_rounds(measured[stage])
     if pipeline:
         toml = pipeline_file(root, batch, images, labels, count)
         _infer("pipeline", "run", toml)  # every stage run once: the next run has nothing to do
@@ -153,6 +170,12 @@ def per_sample_past_start(cases: list[Case], stage: str, figure: str = "seconds"
             / (c.samples - first.samples) for c in cases[1:]}
 
 
+def _spread(low_high: tuple[float, float], digits: int = 2) -> str:
+    """`` (low-high)`` over the rounds; nothing for one round."""
+    low, high = low_high
+    return "" if low == high else f" ({low:.{digits}f}-{high:.{digits}f})"
+
+
 def summary(cases: list[Case]) -> list[Row]:
     """The rows run_all.py prints, and a Markdown table for docs/benchmarks.md on stdout."""
     rows: list[Row] = []
@@ -169,8 +192,9 @@ def summary(cases: list[Case]) -> list[Row]:
                 marginal = f"{past[case.samples]:.3f}" if case.samples in past else "-"
                 marginal_cpu = f"{past_cpu[case.samples]:.3f}" if case.samples in past_cpu else "-"
                 each = 1e3 * m.seconds / case.samples
-                print(f"| {batch} | {case.samples:,} | {stage} | {m.seconds:.2f} | {each:.3f} | {marginal} "
-                      f"| {m.cpu:.2f} | {marginal_cpu} | {m.peak_mib:.0f} |")
+                print(f"| {batch} | {case.samples:,} | {stage} | {m.seconds:.2f}{_spread(m.seconds_range)} | "
+                      f"{each:.3f} | {marginal} | {m.cpu:.2f}{_spread(m.cpu_range)} | {marginal_cpu} "
+                      f"| {m.peak_mib:.0f}{_spread(m.peak_range, 0)} |")
             for figure, growth in (("wall", past), ("CPU", past_cpu)):
                 if len(growth) > 1:
                     values = list(growth.values())
@@ -197,7 +221,7 @@ def summary(cases: list[Case]) -> list[Row]:
 
 
 def measure(sizes: tuple[int, ...], batches: tuple[int, ...], folder: Path | None, pipeline_up_to: dict[int, int],
-            keep: bool = False) -> list[Row]:
+            keep: bool = False, rounds: int = 1) -> list[Row]:
     root = Path(tempfile.mkdtemp(prefix="bench_validation_", dir=folder))
     try:
         started = time.perf_counter()
@@ -210,7 +234,7 @@ def measure(sizes: tuple[int, ...], batches: tuple[int, ...], folder: Path | Non
             for count in sizes:
                 images, labels = inputs[count]
                 cases.append(measure_case(root, models[batch], batch, count, images, labels,
-                                          pipeline=count <= pipeline_up_to.get(batch, 0)))
+                                          pipeline=count <= pipeline_up_to.get(batch, 0), rounds=rounds))
         (root / "cases.json").write_text(json.dumps([{**c.__dict__, "stages": {k: v.__dict__ for k, v in
                                                                                c.stages.items()},
                                                       "no_op": c.no_op.__dict__ if c.no_op else None}
@@ -221,12 +245,18 @@ def measure(sizes: tuple[int, ...], batches: tuple[int, ...], folder: Path | Non
             shutil.rmtree(root, ignore_errors=True)
 
 
+def _measured(item: dict[str, Any]) -> Measured:
+    """A stage's figures as cases.json holds them (ranges as lists; none in a file written before --rounds)."""
+    fields: dict[str, Any] = {name: tuple(value) if isinstance(value, list) else value for name, value in item.items()}
+    return Measured(**fields)
+
+
 def load_cases(path: Path) -> list[Case]:
     """The cases a --keep run wrote to its cases.json."""
     cases = []
     for item in json.loads(path.read_text()):
         case = Case(batch=item["batch"], samples=item["samples"],
-                    stages={k: Measured(**v) for k, v in item["stages"].items()},
+                    stages={k: _measured(v) for k, v in item["stages"].items()},
                     no_op=Measured(**item["no_op"]) if item["no_op"] else None, load=tuple(item["load"]))
         cases.append(case)
     return cases
@@ -249,6 +279,8 @@ if __name__ == "__main__":
                                                     "folder)")
     parser.add_argument("--keep", action="store_true", help="keep the folder (its cases.json holds every figure)")
     parser.add_argument("--quick", action="store_true", help="100 and 300 images: a check that it runs")
+    parser.add_argument("--rounds", type=int, default=1, help="runs of each stage at each count: the table gives "
+                                                              "their medians, and the figures their ranges")
     parser.add_argument("--summarise", type=Path, metavar="CASES_JSON",
                         help="measure nothing: the table and figures again from a --keep run's cases.json")
     args = parser.parse_args()
@@ -258,6 +290,7 @@ if __name__ == "__main__":
     elif args.quick:
         rows = main(quick=True)
     else:
-        rows = measure(tuple(args.sizes), tuple(args.batches), args.folder, up_to, keep=args.keep)
+        rows = measure(tuple(args.sizes), tuple(args.batches), args.folder, up_to, keep=args.keep,
+                       rounds=args.rounds)
     for name, figure, note in rows:
         print(f"{name}: {figure:.2f}  {note}")
