@@ -284,6 +284,8 @@ if __name__ == "__main__":
     parser.add_argument("--summarise", type=Path, metavar="CASES_JSON",
                         help="measure nothing: the table and figures again from a --keep run's cases.json")
     args = parser.parse_args()
+    if args.rounds < 1:
+        parser.error(f"--rounds {args.rounds}: expected 1 or more")
     up_to = {int(b): int(n) for b, n in (item.split(":") for item in args.pipeline_up_to.split(",") if item)}
     if args.summarise:
         rows = summary(load_cases(args.summarise))

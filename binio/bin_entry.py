@@ -10,11 +10,12 @@ from binio.digest import BIN_DIGEST, BIN_DIGEST_HEX, digest_bytes, digest_file
 from binio.fields import Fields, shown
 
 FILE_DIGITS = 6
-_HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
+_HEX_DIGITS = frozenset("0123456789abcdef")
 
 
 def is_hex_digest(text: str) -> bool:
-    """Whether `text` is a digest as dataset.json holds one: BIN_DIGEST_HEX hex digits."""
+    """Whether `text` is a digest as dataset.json holds one: BIN_DIGEST_HEX lower-case hex digits, as digest_file
+    (and xxh128sum) spells them; another spelling would match no file's digest later, far from here."""
     return len(text) == BIN_DIGEST_HEX and _HEX_DIGITS.issuperset(text)
 
 
@@ -59,6 +60,6 @@ class BinEntry:
         name = entry.name("name", folder, follow_links=False)
         digest = entry.text(BIN_DIGEST)
         if not is_hex_digest(digest):
-            found = f"{len(digest)}" if len(digest) != BIN_DIGEST_HEX else f"{shown(digest)}, not all hex digits"
-            raise entry.refuse(BIN_DIGEST, f"expected {BIN_DIGEST_HEX} hex digits, found {found}")
+            found = f"{len(digest)}" if len(digest) != BIN_DIGEST_HEX else shown(digest)
+            raise entry.refuse(BIN_DIGEST, f"expected {BIN_DIGEST_HEX} lower-case hex digits, found {found}")
         return cls(name=name, digest=digest, rows=entry.integer("rows", minimum=0))

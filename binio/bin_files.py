@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Container, Iterable, Iterator, Sequence
+from pathlib import PurePath
 from typing import Any, overload
 
 from binio.bin_entry import BinEntry, bin_file_name, bin_file_stem, is_hex_digest
@@ -30,6 +31,8 @@ class BinFiles(Sequence[BinEntry]):
         if len(digests) != BIN_DIGEST_HEX * len(rows) or (names is not None and len(names) != len(rows)):
             raise ValueError(f"columns of different lengths: {len(rows)} row counts, {len(digests)} digest bytes, "
                              f"{'named in order' if names is None else len(names)} names")
+        if names is not None and all(name == bin_file_name(i) for i, name in enumerate(names)):
+            names = None  # one spelling of "named in order", so that equal files compare equal
         self._names, self._digests, self._rows = names, digests, rows
 
     @classmethod
@@ -53,11 +56,14 @@ class BinFiles(Sequence[BinEntry]):
     def __getitem__(self, index: int | slice) -> BinEntry | BinFiles:
         if isinstance(index, slice):
             return BinFiles.of(self[i] for i in range(*index.indices(len(self))))
-        if index < 0:
-            index += len(self)
-        if not 0 <= index < len(self):
-            raise IndexError("batch file index out of range")
-        return BinEntry(name=self.name(index), digest=self.digest(index), rows=self._rows[index])
+        return BinEntry(name=self.name(index), digest=self.digest(index), rows=self.rows(index))
+
+    def _index(self, index: int) -> int:
+        """`index` as a position (negative ones from the end, as a tuple has them); IndexError outside."""
+        position = index + len(self) if index < 0 else index
+        if not 0 <= position < len(self):
+            raise IndexError(f"batch file index {index} out of range ({len(self)} files)")
+        return position
 
     def __iter__(self) -> Iterator[BinEntry]:
         for index in range(len(self)):
@@ -66,7 +72,7 @@ class BinFiles(Sequence[BinEntry]):
     def __eq__(self, other: object) -> bool:
         if isinstance(other, BinFiles):
             return (self._digests == other._digests and self._rows == other._rows
-                    and self.names_in_order() == other.names_in_order())
+                    and self._names == other._names)
         if isinstance(other, Sequence) and not isinstance(other, (str, bytes)):
             return len(other) == len(self) and all(a == b for a, b in zip(self, other, strict=True))
         return NotImplemented
@@ -77,24 +83,24 @@ class BinFiles(Sequence[BinEntry]):
         return f"BinFiles({len(self)} files)"
 
     def name(self, index: int) -> str:
+        index = self._index(index)
         return bin_file_name(index) if self._names is None else self._names[index]
 
     def stem(self, index: int) -> str:
-        return bin_file_stem(index) if self._names is None else self._names[index].rsplit(".", 1)[0]
+        """`Path.stem` of the index-th file's name (``000007`` of ``000007.bin``; ``.a`` of ``.a``)."""
+        index = self._index(index)
+        return bin_file_stem(index) if self._names is None else PurePath(self._names[index]).stem
 
     def digest(self, index: int) -> str:
-        return self._digests[index * BIN_DIGEST_HEX:(index + 1) * BIN_DIGEST_HEX].decode("ascii")
+        return _digest_at(self._digests, self._index(index))
 
     def rows(self, index: int) -> int:
-        return self._rows[index]
+        return self._rows[self._index(index)]
 
     @property
     def in_order(self) -> bool:
         """Whether the files are named as dump-bin names them: the index-th is ``bin_file_name(index)``."""
         return self._names is None
-
-    def names_in_order(self) -> tuple[str, ...] | None:
-        return self._names
 
     def name_set(self) -> Container[str]:
         """The file names, for membership tests: read from the name itself where the files are in order (no set of
@@ -216,4 +222,9 @@ class FileRowReader:
         return value
 
     def digest(self, index: int) -> str:
-        return self._digests[index * BIN_DIGEST_HEX:(index + 1) * BIN_DIGEST_HEX].decode("ascii")
+        return _digest_at(self._digests, index)
+
+
+def _digest_at(digests: bytes | bytearray, index: int) -> str:
+    """The index-th digest of a column of them (BIN_DIGEST_HEX ASCII hex digits each)."""
+    return digests[index * BIN_DIGEST_HEX:(index + 1) * BIN_DIGEST_HEX].decode("ascii")

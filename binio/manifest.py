@@ -223,7 +223,8 @@ def _outside_files_restored(data: dict[str, Any], rows: FileRowReader) -> dict[s
     restored = {key: rows.restored(value) for key, value in data.items() if key != "inputs"}
     inputs = data.get("inputs")
     if isinstance(inputs, list):
-        restored["inputs"] = [{key: value if key == "files" else rows.restored(value) for key, value in item.items()}
+        restored["inputs"] = [{key: value if key == "files" and isinstance(value, list) else rows.restored(value)
+                               for key, value in item.items()}
                               if isinstance(item, dict) else rows.restored(item) for item in inputs]
     elif "inputs" in data:
         restored["inputs"] = rows.restored(inputs)

@@ -37,7 +37,10 @@ def survivor_key(name: str) -> tuple[tuple[tuple[int, str], ...], tuple[tuple[in
     """The order twins are kept in: by `natural_key` with tf2onnx's own numbers (``copy__1000005/``) left out
     first, then as named. Those numbers are drawn in an order that follows object addresses: an LSTM's forward and
     backward ``while/Less`` copies (``copy__1000005/blstm/forward_1/...``, ``copy__1000012/blstm/backward_1/...``)
-    were kept one or the other from one run to the next, and the ONNX bytes differed."""
+    were kept one or the other from one run to the next, and the ONNX bytes differed. Twins whose names differ in
+    those numbers alone (two copies of one TF node) are still ordered by them; after the renumbering
+    (`_generated_names`) either survivor is spelled the same, so the bytes do not depend on which (a guess held by
+    the registry's byte-identity test, not proven for every graph)."""
     return natural_key(GENERATED_NUMBER.sub("", name)), natural_key(name)
 
 

@@ -207,7 +207,8 @@ def _remove_stale(output: Path, plans: list[InputPlan], files: int) -> None:
     for plan in plans:
         with os.scandir(output / plan.folder) as listing:
             for item in listing:
-                if item.name.endswith(".bin") and not item.name.startswith(".") and item.name not in listed:
+                # every *.bin file (hidden ones too: run's preflight refuses them), never a folder so named
+                if item.name.endswith(".bin") and item.name not in listed and not item.is_dir(follow_symlinks=False):
                     os.unlink(item.path)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import tracemalloc
+from array import array
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ from binio.bin_files import BinFileColumns, BinFiles
 from binio.errors import ManifestError
 from binio.manifest import BinEntry, DatasetManifest, InputManifest, bin_file_name, load_manifest
 
-_DIGESTS = st.text("0123456789abcdefABCDEF", min_size=32, max_size=32)
+_DIGESTS = st.text("0123456789abcdef", min_size=32, max_size=32)
 
 
 def _entries(names: list[str], digests: list[str], rows: list[int]) -> tuple[BinEntry, ...]:
@@ -64,10 +65,15 @@ def test_a_digest_that_is_not_hex_is_refused_when_read(tmp_path: Path) -> None:
     (tmp_path / "x").mkdir()
     text = (tmp_path / "dataset.json").read_text()
     (tmp_path / "dataset.json").write_text(text.replace("0" * 32, "0" * 31 + "\u00e9"))
-    with pytest.raises(ManifestError, match=r"inputs\[0\]\.files\[0\]\.xxh128: expected 32 hex digits, found "):
+    with pytest.raises(ManifestError, match=r"inputs\[0\]\.files\[0\]\.xxh128: expected 32 lower-case hex digits, "
+                                            "found '0+\u00e9'"):
         load_manifest(tmp_path)
-    with pytest.raises(ValueError, match="hex digits"):
-        BinEntry(name="000000.bin", digest="g" * 32, rows=1)
+    (tmp_path / "dataset.json").write_text(text.replace("0" * 32, "A" * 32))  # no file's digest is spelled so
+    with pytest.raises(ManifestError, match=r"expected 32 lower-case hex digits, found 'A+'"):
+        load_manifest(tmp_path)
+    for digest in ("g" * 32, "A" * 32):
+        with pytest.raises(ValueError, match="hex digits"):
+            BinEntry(name="000000.bin", digest=digest, rows=1)
 
 
 @pytest.mark.slow
@@ -115,3 +121,29 @@ def test_one_entry_that_is_not_as_dump_bin_writes_it_is_named_when_refused(tmp_p
     document["inputs"][0]["files"][1] = {"name": "000001.bin", "xxh128": "1" * 32, "rows": 1, "note": "kept"}
     path.write_text(json.dumps(document))  # an extra key: read one by one, and accepted as before
     assert [f.digest for f in load_manifest(tmp_path).inputs[0].files] == [f"{0:032x}", "1" * 32, f"{2:032x}"]
+
+
+def test_stems_are_path_stems_and_indices_are_checked() -> None:
+    """Files not named in order: each stem is Path.stem of its name (``.a`` stays ``.a``: two hidden names are two
+    stems); every column read checks its index as a tuple does; in-order names given spelled out are in order."""
+    entries = _entries([".a", ".b", "a", "a.", "x.y.bin"], [f"{i:032x}" for i in range(5)], [1] * 5)
+    held = BinFiles.of(entries)
+    assert [held.stem(i) for i in range(5)] == [Path(e.name).stem for e in entries] == [".a", ".b", "a", "a.", "x.y"]
+    assert held.stem(-1) == "x.y" and held.digest(-5) == f"{0:032x}" and held.rows(-1) == 1
+    for read in (held.name, held.stem, held.digest, held.rows, held.__getitem__):
+        with pytest.raises(IndexError):
+            read(5)
+        with pytest.raises(IndexError):
+            read(-6)
+    plain = _entries([bin_file_name(i) for i in range(2)], ["a" * 32, "b" * 32], [1, 1])
+    spelled = BinFiles(tuple(e.name for e in plain), b"a" * 32 + b"b" * 32, array("q", [1, 1]))
+    assert spelled == BinFiles.of(plain) and spelled.in_order
+
+
+def test_a_files_field_that_is_no_list_is_refused_by_what_it_is(tmp_path: Path) -> None:
+    path = _saved(tmp_path)
+    document = json.loads(path.read_text())
+    document["inputs"][0]["files"] = {"name": "000000.bin", "xxh128": "0" * 32, "rows": 1}
+    path.write_text(json.dumps(document))
+    with pytest.raises(ManifestError, match=r"inputs\[0\]\.files: expected a list, found an object \{'name'"):
+        load_manifest(tmp_path)

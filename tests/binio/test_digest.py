@@ -64,4 +64,4 @@ def test_a_digest_of_the_wrong_length_is_refused(tmp_path: Path) -> None:
     (tmp_path / "dataset.json").write_text(json.dumps(document))
     with pytest.raises(ManifestError) as caught:
         load_manifest(tmp_path)
-    assert str(caught.value).endswith("inputs[0].files[0].xxh128: expected 32 hex digits, found 64")
+    assert str(caught.value).endswith("inputs[0].files[0].xxh128: expected 32 lower-case hex digits, found 64")

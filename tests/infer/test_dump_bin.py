@@ -278,10 +278,15 @@ def test_rerun_with_force_keeps_files_whose_sha_matches(frozen_small_cnn: ModelC
     assert (first.files_written, first.files_kept) == (3, 0)
     damaged = tmp_path / "bins" / "images" / "000001.bin"
     damaged.write_bytes(bytes(damaged.stat().st_size))
-    (tmp_path / "bins" / "images" / "000009.bin").write_bytes(b"stale")  # from an earlier, longer dump
+    images = tmp_path / "bins" / "images"
+    (images / "000009.bin").write_bytes(b"stale")  # from an earlier, longer dump
+    (images / ".000010.bin").write_bytes(b"stale")  # hidden: run's preflight would refuse it as a stray bin
+    (images / "000011.bin").mkdir()  # a folder so named is not a bin, and is not removed (nor a traceback)
     second = dump_bins(frozen_small_cnn, options)
     assert (second.files_written, second.files_kept) == (1, 2)
-    assert not (tmp_path / "bins" / "images" / "000009.bin").exists()
+    assert not (images / "000009.bin").exists() and not (images / ".000010.bin").exists()
+    assert (images / "000011.bin").is_dir() and (images / "000000.bin").is_file()
+    (images / "000011.bin").rmdir()
     open_dataset(tmp_path / "bins", verify=True)
 
 

@@ -83,7 +83,8 @@ def list_image_names(folder: Path) -> list[str]:
     not Paths (issue 42: dump-bin's peak grew with the count)."""
     found: list[str] = []
     _add_image_names(str(folder), "", found)
-    found.sort(key=natural_path_key)
+    shared: dict[str, str] = {}
+    found.sort(key=lambda name: natural_path_key(name, shared))
     return found
 
 
