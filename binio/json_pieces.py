@@ -55,37 +55,36 @@ def _float_text(value: float) -> str:
     return float.__repr__(value)
 
 
+def _scalar_text(value: Any) -> str | None:
+    """json.dumps's spelling of null, a boolean or a number (values and keys alike); None for anything else."""
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, int):
+        return int.__repr__(value)
+    if isinstance(value, float):
+        return _float_text(value)
+    return None
+
+
 def _key_text(key: Any) -> str:
     # json.dumps's conversion of the keys it accepts that are not strings
-    if isinstance(key, str):
-        return key
-    if isinstance(key, float):
-        return _float_text(key)
-    if key is True:
-        return "true"
-    if key is False:
-        return "false"
-    if key is None:
-        return "null"
-    if isinstance(key, int):
-        return int.__repr__(key)
-    raise TypeError(f"keys must be str, int, float, bool or None, not {type(key).__name__}")
+    text = key if isinstance(key, str) else _scalar_text(key)
+    if text is None:
+        raise TypeError(f"keys must be str, int, float, bool or None, not {type(key).__name__}")
+    return text
 
 
 def json_pieces(value: Any, level: int = 0) -> Iterator[str]:
     """The text of ``json.dumps(value, indent=2)`` in pieces, `level` the indentation of `value` itself."""
+    scalar = None if isinstance(value, str) else _scalar_text(value)
     if isinstance(value, str):
         yield encode_basestring_ascii(value)
-    elif value is None:
-        yield "null"
-    elif value is True:
-        yield "true"
-    elif value is False:
-        yield "false"
-    elif isinstance(value, int):
-        yield int.__repr__(value)
-    elif isinstance(value, float):
-        yield _float_text(value)
+    elif scalar is not None:
+        yield scalar
     elif isinstance(value, dict):
         yield from _object_pieces(value, level)
     elif isinstance(value, (list, tuple, StreamedList)):
