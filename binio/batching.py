@@ -9,6 +9,7 @@ from typing import overload
 import numpy as np
 
 from binio.errors import ShapeError
+from binio.positions import position, positions
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,11 +50,8 @@ class BatchPlan(Sequence[BatchSlot]):
 
     def __getitem__(self, index: int | slice) -> BatchSlot | tuple[BatchSlot, ...]:
         if isinstance(index, slice):
-            return tuple(self[i] for i in range(*index.indices(len(self))))
-        if index < 0:
-            index += len(self)
-        if not 0 <= index < len(self):
-            raise IndexError("batch index out of range")
+            return tuple(self[i] for i in positions(index, len(self)))
+        index = position(index, len(self))
         start = index * self.batch
         return BatchSlot(index=index, start=start, stop=min(start + self.batch, self.samples), batch=self.batch)
 

@@ -17,6 +17,7 @@ from typing import Any, overload
 from binio.bin_entry import BinEntry, bin_file_name, bin_file_stem, is_hex_digest
 from binio.digest import BIN_DIGEST, BIN_DIGEST_HEX
 from binio.fields import LARGEST_INTEGER, why_outside
+from binio.positions import position, positions
 
 _ROWS = "q"  # array type code of the row counts: signed 64-bit, as JSON integers are read
 
@@ -55,15 +56,11 @@ class BinFiles(Sequence[BinEntry]):
 
     def __getitem__(self, index: int | slice) -> BinEntry | BinFiles:
         if isinstance(index, slice):
-            return BinFiles.of(self[i] for i in range(*index.indices(len(self))))
+            return BinFiles.of(self[i] for i in positions(index, len(self)))
         return BinEntry(name=self.name(index), digest=self.digest(index), rows=self.rows(index))
 
     def _index(self, index: int) -> int:
-        """`index` as a position (negative ones from the end, as a tuple has them); IndexError outside."""
-        position = index + len(self) if index < 0 else index
-        if not 0 <= position < len(self):
-            raise IndexError(f"batch file index {index} out of range ({len(self)} files)")
-        return position
+        return position(index, len(self))
 
     def __iter__(self) -> Iterator[BinEntry]:
         for index in range(len(self)):

@@ -11,6 +11,7 @@ from typing import Any, overload
 
 from binio.document import json_float
 from binio.json_pieces import StreamedList, plain
+from binio.positions import position, positions
 from infer.compare._judge.aipp_check import AippCheck
 from infer.compare._judge.constant_outputs import ConstantOutput
 from infer.compare._judge.expected import ExpectedError
@@ -70,10 +71,8 @@ class BatchResults(Sequence[BatchResult]):
 
     def __getitem__(self, index: int | slice) -> BatchResult | tuple[BatchResult, ...]:
         if isinstance(index, slice):
-            return tuple(self[i] for i in range(*index.indices(len(self))))
-        if not -len(self) <= index < len(self):
-            raise IndexError(index)
-        index %= len(self)
+            return tuple(self[i] for i in positions(index, len(self)))
+        index = position(index, len(self))
         metrics = self._metrics[index]
         return BatchResult(stem=self._stems[index], rows=self._rows[index], metrics=metrics,
                            failures=self._thresholds.failures(self._output, metrics))

@@ -32,6 +32,7 @@ import numpy as np
 
 from binio.document import json_float
 from binio.dtypes import FP16_MAX
+from binio.positions import position
 from infer.compare.metric_names import SCALAR_METRICS
 
 EPS = float(np.finfo(np.float64).eps)
@@ -156,9 +157,7 @@ class MetricsColumns:
         return len(self._ints) // (1 + len(_COUNT_FIELDS))
 
     def __getitem__(self, index: int) -> Metrics:
-        if not -len(self) <= index < len(self):
-            raise IndexError(index)
-        index %= len(self)
+        index = position(index, len(self))
         width, count_width = len(_FLOAT_FIELDS), 1 + len(_COUNT_FIELDS)
         floats = self._floats[index * width:(index + 1) * width]
         ints = self._ints[index * count_width:(index + 1) * count_width]
