@@ -29,6 +29,19 @@ def bin_file_stem(index: int) -> str:
     return f"{index:0{FILE_DIGITS}d}"
 
 
+def bin_stem_number(stem: str) -> int:
+    """The n of a stem spelled ``bin_file_stem(n)``; -1 for any other text (``7``, ``0000007``, ``+00007``)."""
+    if not (stem.isascii() and stem.isdigit()):
+        return -1
+    number = int(stem)
+    return number if bin_file_stem(number) == stem else -1
+
+
+def bin_file_number(name: str) -> int:
+    """The n of a name spelled ``bin_file_name(n)``; -1 for any other name."""
+    return bin_stem_number(name[:-len(".bin")]) if name.endswith(".bin") else -1
+
+
 @dataclass(frozen=True, slots=True)  # one per batch file: 50,000 in a validation set at batch 1, no __dict__ each
 class BinEntry:
     """One batch file of one input."""

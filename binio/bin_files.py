@@ -14,7 +14,7 @@ from collections.abc import Container, Iterable, Iterator, Sequence
 from pathlib import PurePath
 from typing import Any, overload
 
-from binio.bin_entry import BinEntry, bin_file_name, bin_file_stem, is_hex_digest
+from binio.bin_entry import BinEntry, bin_file_name, bin_file_number, bin_file_stem, is_hex_digest
 from binio.digest import BIN_DIGEST, BIN_DIGEST_HEX
 from binio.fields import LARGEST_INTEGER, why_outside
 from binio.positions import position, positions
@@ -118,10 +118,7 @@ class _InOrderNames(Container[str]):
         self.count = count
 
     def __contains__(self, name: object) -> bool:
-        if not isinstance(name, str) or not name.endswith(".bin"):
-            return False
-        stem = name[:-len(".bin")]
-        return stem.isascii() and stem.isdigit() and int(stem) < self.count and bin_file_name(int(stem)) == name
+        return isinstance(name, str) and 0 <= bin_file_number(name) < self.count
 
 
 class BinFileColumns:
@@ -177,7 +174,11 @@ class FileRowReader:
     it had read a bin. Parsed this way they are the JSON decoder's text for a moment and 40 bytes each after."""
 
     def __init__(self) -> None:
-        self._names: list[str] = []
+        # Each row's name as the number it spells where it is one dump-bin gives (``bin_file_name(n)``), else -1 and
+        # the name kept aside: the decoder's 50,000 name strings are let go as they are read, not held until the
+        # lists are put together.
+        self._numbers: array[int] = array(_ROWS)
+        self._other_names: dict[int, str] = {}
         self._digests = bytearray()
         self._rows: array[int] = array(_ROWS)
 
@@ -188,10 +189,18 @@ class FileRowReader:
         if (type(name) is not str or type(digest) is not str or type(rows) is not int or not is_hex_digest(digest)
                 or not 0 <= rows <= LARGEST_INTEGER or why_outside(name, bare=True) is not None):
             return item
-        self._names.append(name)
+        index = len(self._rows)
+        number = bin_file_number(name)
+        if number < 0:
+            self._other_names[index] = name
+        self._numbers.append(number)
         self._digests += digest.encode("ascii")
         self._rows.append(rows)
-        return FileRow(len(self._rows) - 1)
+        return FileRow(index)
+
+    def _name(self, index: int) -> str:
+        number = self._numbers[index]
+        return bin_file_name(number) if number >= 0 else self._other_names[index]
 
     def files(self, items: list[Any]) -> BinFiles | None:
         """The files a list of entries stands for when each was taken into the columns, in the order read; None
@@ -201,16 +210,16 @@ class FileRowReader:
         start, stop = items[0].index, items[-1].index + 1
         if stop - start != len(items) or any(item.index != start + k for k, item in enumerate(items)):
             return None
-        names = self._names[start:stop]
-        in_order = all(name == bin_file_name(k) for k, name in enumerate(names))
-        return BinFiles(None if in_order else tuple(names), bytes(self._digests[start * BIN_DIGEST_HEX:
+        in_order = self._numbers[start:stop] == array(_ROWS, range(len(items)))
+        names = None if in_order else tuple(self._name(index) for index in range(start, stop))
+        return BinFiles(names, bytes(self._digests[start * BIN_DIGEST_HEX:
                                                                                  stop * BIN_DIGEST_HEX]),
                         self._rows[start:stop])
 
     def restored(self, value: Any) -> Any:
         """`value` with every `FileRow` in it the object it was read from: for what is read as plain JSON."""
         if type(value) is FileRow:
-            return {"name": self._names[value.index], BIN_DIGEST: self.digest(value.index),
+            return {"name": self._name(value.index), BIN_DIGEST: self.digest(value.index),
                     "rows": self._rows[value.index]}
         if isinstance(value, dict):
             return {key: self.restored(item) for key, item in value.items()}

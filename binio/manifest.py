@@ -8,11 +8,10 @@ lexicographic order (msame) and natural order (ais_bench) agree; msame pairs the
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any
 
 from binio.atomic import write_json_atomic
@@ -22,6 +21,7 @@ from binio.bin_entry import BinEntry as BinEntry
 from binio.bin_entry import bin_file_name as bin_file_name
 from binio.bin_files import BinFiles, FileRowReader
 from binio.document import load_document
+from binio.file_stems import FileStems
 from binio.dtypes import dtype
 from binio.errors import InferError, ManifestError
 from binio.fields import Fields, shown
@@ -143,24 +143,17 @@ class DatasetManifest:
     def file_count(self) -> int:
         return len(self.inputs[0].files) if self.inputs else 0
 
-    # Derived from the fields once, on first use (the instance is frozen, so they cannot go stale): callers ask for
-    # them per batch, and rebuilding them each time made a loop over the batches quadratic (issue 42).
+    # Derived from the fields once, on first use (the instance is frozen, so it cannot go stale): callers ask for
+    # it per batch, and rebuilding it each time made a loop over the batches quadratic (issue 42).
     @cached_property
-    def stems(self) -> tuple[str, ...]:
-        """The file stems shared by every input folder, in order (``000000``, ...)."""
+    def stems(self) -> FileStems:
+        """The file stems shared by every input folder, in order (``000000``, ...): membership and a stem's position
+        (`FileStems.place`) read from the stem, where dump-bin named the files."""
         files = self.inputs[0].files if self.inputs else BinFiles.of(())
         assert isinstance(files, BinFiles)  # InputManifest makes it one
-        return tuple(files.stem(index) for index in range(len(files)))
-
-    @cached_property
-    def stem_set(self) -> frozenset[str]:
-        """The stems, for membership tests."""
-        return frozenset(self.stems)
-
-    @cached_property
-    def positions(self) -> Mapping[str, int]:
-        """Each stem's position in the dataset (its batch index)."""
-        return MappingProxyType({stem: index for index, stem in enumerate(self.stems)})
+        if files.in_order:
+            return FileStems(len(files))
+        return FileStems(files.stem(index) for index in range(len(files)))
 
     def find(self, tensor: str) -> InputManifest | None:
         """The input `tensor` names: its tensor name, node name (``images`` for ``images:0``) or folder."""

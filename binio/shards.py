@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from binio.errors import InferError
+from binio.file_stems import FileStems
 from binio.manifest import DatasetManifest
 
 
@@ -29,19 +31,20 @@ class Shard:
 
     index: int
     first: int  # position of the shard's first batch in the dataset
-    stems: tuple[str, ...]
+    stems: Sequence[str]  # a FileStems where split made it
 
     def describe(self) -> str:
         span = self.stems[0] if len(self.stems) == 1 else f"{self.stems[0]}-{self.stems[-1]}"
         return f"shard {self.index} (batches {span})"
 
 
-def split(stems: tuple[str, ...], count: int) -> tuple[Shard, ...]:
+def split(stems: Sequence[str], count: int) -> tuple[Shard, ...]:
     """`count` contiguous shards of `stems`, the first ``len % count`` one batch longer (numpy's array_split)."""
     if count < 1:
         raise ShardError(f"{count} shards: expected 1 or more")
     count = min(count, len(stems))
     size, extra = divmod(len(stems), count)
+    stems = FileStems.of(stems)  # a slice of a run of dump-bin's stems is held as its range
     shards = []
     first = 0
     for index in range(count):
@@ -51,9 +54,9 @@ def split(stems: tuple[str, ...], count: int) -> tuple[Shard, ...]:
     return tuple(shards)
 
 
-def sub_manifest(manifest: DatasetManifest, stems: tuple[str, ...], root: Path) -> DatasetManifest:
+def sub_manifest(manifest: DatasetManifest, stems: Sequence[str], root: Path) -> DatasetManifest:
     """The manifest of only `stems`' batches, rooted at `root` (their file entries and digests unchanged)."""
-    wanted = set(stems)
+    wanted = FileStems.of(stems)
     inputs = tuple(replace(item, files=tuple(e for e in item.files if Path(e.name).stem in wanted))
                    for item in manifest.inputs)
     samples = sum(entry.rows for entry in inputs[0].files)
@@ -70,7 +73,7 @@ def _link(source: Path, target: Path) -> None:
             shutil.copyfile(source, target)
 
 
-def write_view(manifest: DatasetManifest, stems: tuple[str, ...], root: Path) -> DatasetManifest:
+def write_view(manifest: DatasetManifest, stems: Sequence[str], root: Path) -> DatasetManifest:
     """`root` as a dataset of `stems` only: links to the original bins and its own dataset.json."""
     if root.exists():
         shutil.rmtree(root)

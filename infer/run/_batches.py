@@ -20,6 +20,7 @@ import numpy as np
 from binio.binfile import write_raw
 from binio.dataset import read_checked
 from binio.dtypes import from_numpy
+from binio.file_stems import StemList
 from binio.manifest import DatasetManifest
 from binio.spec import TensorSpec, format_shape
 from infer.run._latency import mean, percentile
@@ -77,7 +78,7 @@ class _Ledger:
 
     total: int
     progress: Progress | None
-    stems: list[str] = field(default_factory=list)
+    stems: StemList = field(default_factory=StemList)  # a range, where dump-bin named the files
     # 8 bytes a figure, where a list holds a float object of 24 more: 50,000 batches at batch 1
     per_batch_ms: array[float] = field(default_factory=lambda: array("d"))
     samples_ms: array[float] = field(default_factory=lambda: array("d"))
@@ -135,11 +136,11 @@ def run_batches(runner: BaseRunner, manifest: DatasetManifest, record: RunRecord
             ledger.settle(keep=0)
         except BaseException:
             ledger.settle_quietly()
-            replace(record, outputs=outputs, stems=tuple(ledger.stems), rows=tuple(rows[: len(ledger.stems)]),
+            replace(record, outputs=outputs, stems=ledger.stems.frozen(), rows=tuple(rows[: len(ledger.stems)]),
                     latency=latency_stats(ledger.per_batch_ms, ledger.samples_ms), finished=now()).save()
             raise
     total_s = sum(ledger.samples_ms) / 1000.0
     throughput = manifest.batch * len(ledger.samples_ms) / total_s if total_s > 0 else None
-    return replace(record, outputs=outputs, stems=tuple(ledger.stems), rows=tuple(rows), completed=True,
+    return replace(record, outputs=outputs, stems=ledger.stems.frozen(), rows=tuple(rows), completed=True,
                    latency=latency_stats(ledger.per_batch_ms, ledger.samples_ms), throughput=throughput,
                    finished=now()).save()

@@ -67,7 +67,7 @@ def run_folders(runner: ToolRunner, manifest: DatasetManifest, record: RunRecord
     if throughput is None and timings.mean_ms:
         throughput = manifest.batch * 1000.0 / timings.mean_ms
     gear = runner.gear
-    return replace(record, stems=tuple(stems), rows=tuple(e.rows for e in manifest.inputs[0].files),
+    return replace(record, stems=stems, rows=tuple(e.rows for e in manifest.inputs[0].files),
                    latency=_tool_latency(timings, len(stems)), throughput=throughput, completed=True,
                    tool_command=run.command, finished=now(),
                    remote=runner.place.record() if runner.place is not None else None,

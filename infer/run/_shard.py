@@ -3,6 +3,7 @@ views of the dataset are `binio.shards`)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from binio.binfile import check_bin_size
@@ -11,7 +12,7 @@ from binio.spec import TensorSpec
 from infer.run.layout import output_file_name
 
 
-def finished_stems(folder: Path, stems: tuple[str, ...], outputs: tuple[TensorSpec, ...]) -> tuple[str, ...]:
+def finished_stems(folder: Path, stems: Sequence[str], outputs: tuple[TensorSpec, ...]) -> tuple[str, ...]:
     """The stems whose every output file is in `folder` with the size its spec gives (for a resumed run)."""
     if not outputs or not all(spec.is_static for spec in outputs):
         return ()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -15,7 +16,8 @@ from binio.binfile import read_bin
 from binio.document import load_document
 from binio.errors import InferError, first_line
 from binio.fields import Fields, check_inside, shown
-from binio.json_pieces import plain
+from binio.file_stems import FileStems
+from binio.json_pieces import StreamedList, plain
 from binio.manifest import DatasetManifest
 from binio.reading import reading
 from binio.spec import TensorSpec
@@ -81,7 +83,9 @@ class RunRecord:
     samples: int  # real samples in the dataset, padding excluded
     padding: int  # rows of padding in the last batch, carried from the manifest
     outputs: tuple[TensorSpec, ...]  # as written: dtype and per-file shape of each output, in contract order
-    stems: tuple[str, ...]  # the input file stems whose outputs are complete, in order
+    # the input file stems whose outputs are complete, in order: a FileStems (binio/file_stems.py) where read or
+    # made here, a range where they are dump-bin's
+    stems: Sequence[str]
     rows: tuple[int, ...]  # real samples in each stem's batch
     latency: LatencyStats
     throughput: float | None  # samples/s, padding rows included (the model computes them too)
@@ -142,7 +146,7 @@ class RunRecord:
             "dataset": {"path": self.dataset_path, "sha256": self.dataset_sha256, "batch": self.batch,
                         "samples": self.samples, "padding": self.padding},
             "outputs": [spec.to_json() for spec in self.outputs],
-            "stems": self.stems, "rows": self.rows,
+            "stems": StreamedList(lambda: self.stems), "rows": self.rows,
             "latency_ms": self.latency.document(), "throughput_samples_per_s": self.throughput,
             "loop": self.loop, "warmup": self.warmup, "threads": self.threads,
             "tool_command": list(self.tool_command), "started": self.started, "finished": self.finished,
@@ -208,7 +212,7 @@ def _record(data: dict[str, Any], path: Path, folder: Path) -> RunRecord:
         padding=dataset.integer("padding", minimum=0),
         outputs=tuple(TensorSpec.from_fields(item) for item in fields.children("outputs")),
         # A stem names output files in this folder (<stem>_output_<i>.bin): a bare name, nothing else.
-        stems=tuple(_stem(fields, index, stem, folder) for index, stem in enumerate(fields.values("stems"))),
+        stems=FileStems(_stem(fields, index, stem, folder) for index, stem in enumerate(fields.values("stems"))),
         rows=tuple(fields.check_integer(f"rows[{i}]", r, minimum=0) for i, r in enumerate(fields.values("rows"))),
         latency=LatencyStats(per_batch_ms=tuple(_number(latency, f"per_batch[{i}]", v) for i, v in
                                                 enumerate(latency.values("per_batch", []))),

@@ -39,10 +39,17 @@ def _manifest_of(batches: int) -> DatasetManifest:
     return DatasetManifest(root=Path("/nonexistent"), batch=1, samples=batches, inputs=(item,))
 
 
+def _manifest_named(names: list[str]) -> DatasetManifest:
+    entries = tuple(BinEntry(name=name, digest="0" * 32, rows=1) for name in names)
+    item = InputManifest(tensor="x:0", folder="x", dtype="float32", shape=(1, 2), layout="ND", files=entries)
+    return DatasetManifest(root=Path("/nonexistent"), batch=1, samples=len(names), inputs=(item,))
+
+
 def test_the_stems_are_derived_once_however_often_a_loop_over_the_batches_asks(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 42: `stems` rebuilt a Path per file on every access, and compare asked per batch: quadratic. Derived
-    values are made once per manifest (a frozen one cannot change under them)."""
+    values are made once per manifest (a frozen one cannot change under them); files named otherwise than dump-bin
+    names them are read for their stems once each."""
     made: list[int] = []
     stem_of = BinFiles.stem
 
@@ -51,9 +58,21 @@ def test_the_stems_are_derived_once_however_often_a_loop_over_the_batches_asks(
         return stem_of(files, index)
 
     monkeypatch.setattr(BinFiles, "stem", counting_stem)
-    manifest = _manifest_of(300)
+    manifest = _manifest_named([f"batch_{i}.bin" for i in range(300)])
     for stem in manifest.stems:  # what a per-batch check does: ask the manifest inside a loop over its batches
-        assert stem in manifest.stem_set and manifest.stems[manifest.positions[stem]] == stem
+        place = manifest.stems.place(stem)
+        assert stem in manifest.stems and place is not None and manifest.stems[place] == stem
     assert len(made) == 300  # one per file, not one per file per batch
-    assert manifest.stems[:2] == ("000000", "000001") and len(manifest.stem_set) == 300
+    assert manifest.stems[:2] == ("batch_0", "batch_1") and len(manifest.stems) == 300
+
+
+def test_the_stems_of_files_dump_bin_named_are_held_as_their_count(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 42: 50,000 stems as strings, and a set of them, were held by every stage at batch 1; stems spelled as
+    dump-bin spells them are read from their number, none made until asked for."""
+    monkeypatch.setattr(BinFiles, "stem", lambda files, index: pytest.fail("a stem was made from the files"))
+    manifest = _manifest_of(300)
+    stems = manifest.stems
+    assert stems.numbers == range(300) and "000299" in stems and "000300" not in stems and "00299" not in stems
+    assert stems.place("000007") == 7 and stems[7] == "000007" and stems[-1] == "000299"
+    assert stems[:2] == ("000000", "000001") and list(stems[298:]) == ["000298", "000299"]
     assert replace(manifest, samples=299).stems == manifest.stems  # a changed copy derives its own

@@ -59,7 +59,7 @@ def compare_output(pair: OutputPair, thresholds: Thresholds, options: CompareOpt
                    fp16: bool = False) -> Measured:
     """One output over the whole dataset, in two streaming passes: the one shard of every stem, in this process.
     `fp16`: the converted model computes in fp16 (its constant outputs are judged at fp16's resolution)."""
-    return measure_output(pair, thresholds, options, labels, [frozenset(pair.manifest.stems)],
+    return measure_output(pair, thresholds, options, labels, [pair.manifest.stems],
                           on_batch=batch_counter(pair, progress), fp16=fp16)
 
 

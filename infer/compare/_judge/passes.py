@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import multiprocessing
 from array import array
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
@@ -29,6 +29,7 @@ from typing import Any, NamedTuple, TypeVar
 import numpy as np
 
 from binio.errors import InferError
+from binio.file_stems import FileStems, StemList
 from binio.heap import as_this_process
 from binio.manifest import DatasetManifest
 from binio.shards import split
@@ -173,7 +174,7 @@ class _ShardPart:
     plot: _PlotCollector
     topk: TopKAccumulator | None
     same: SameSamples
-    stems: list[str] = field(default_factory=list)
+    stems: StemList = field(default_factory=StemList)  # a range, where dump-bin named the files
     first_sample: array[int] = field(default_factory=lambda: array("q"))
     rows: array[int] = field(default_factory=lambda: array("q"))  # real samples in each batch
     score_rows: array[int] = field(default_factory=lambda: array("q"))  # per-sample score rows (1: not batch-major)
@@ -232,7 +233,7 @@ def _topk(pair: OutputPair, options: CompareOptions, labels: np.ndarray | None) 
     return TopKAccumulator(k, classes, with_labels=labels is not None)
 
 
-def _pass_one(pair: OutputPair, stems: frozenset[str], *, options: CompareOptions,
+def _pass_one(pair: OutputPair, stems: Collection[str], *, options: CompareOptions,
               labels: np.ndarray | None, on_batch: Callable[[], None] | None = None,
               fp16: bool = False) -> _ShardPart:
     topk = _topk(pair, options, labels)
@@ -295,7 +296,7 @@ class _KlSeeds:
 class _KlRows:
     """A shard's KL sums from pass two, batch by batch in dataset order, as numbers in flat arrays."""
 
-    stems: tuple[str, ...]
+    stems: FileStems
     sums: array[float]  # kl_sum_a, kl_sum_b, kl_sum_alogab of each batch
     elements: array[int]
 
@@ -304,11 +305,11 @@ class _KlRows:
             yield stem, (self.sums[3 * i], self.sums[3 * i + 1], self.sums[3 * i + 2], self.elements[i])
 
 
-def _pass_two(pair: OutputPair, stems: frozenset[str], *, extremes: MetricAccumulator,
+def _pass_two(pair: OutputPair, stems: Collection[str], *, extremes: MetricAccumulator,
               on_batch: Callable[[], None] | None = None) -> _KlRows:
     """Each batch's KL sums, from a fresh accumulator holding the dataset's extremes: its sums start at 0, so they
     are the batch's exactly, and adding them to the dataset's in order equals one accumulator fed every batch."""
-    read, sums, elements = [], array("d"), array("q")
+    read, sums, elements = StemList(), array("d"), array("q")
     with np.errstate(all="ignore"):
         for batch in pair.batches(stems):
             one = MetricAccumulator(atol=extremes.atol, rtol=extremes.rtol, min_x=extremes.min_x,
@@ -319,10 +320,10 @@ def _pass_two(pair: OutputPair, stems: frozenset[str], *, extremes: MetricAccumu
             elements.append(one.kl_elements)
             if on_batch is not None:
                 on_batch()
-    return _KlRows(stems=tuple(read), sums=sums, elements=elements)
+    return _KlRows(stems=read.frozen(), sums=sums, elements=elements)
 
 
-def _each_shard(pool: Executor | None, work: Callable[[frozenset[str]], _T], shards: Sequence[frozenset[str]],
+def _each_shard(pool: Executor | None, work: Callable[[Collection[str]], _T], shards: Sequence[Collection[str]],
                 on_batch: Callable[[], None] | None = None) -> list[_T]:
     """`work` over every shard, the results in shard order: in the pool's processes or Ray tasks, or here without
     a pool. With a pool, `on_batch` hears of a shard's batches as its result comes back (a callback does not
@@ -350,7 +351,7 @@ def _merge_topk(parts: list[_ShardPart]) -> TopKAccumulator | None:
 
 
 def measure_output(pair: OutputPair, thresholds: Thresholds, options: CompareOptions, labels: np.ndarray | None,
-                   shards: Sequence[frozenset[str]], pool: Executor | None = None,
+                   shards: Sequence[Collection[str]], pool: Executor | None = None,
                    on_batch: Callable[[], None] | None = None, *, fp16: bool = False) -> Measured:
     """One output over the whole dataset. `shards` are contiguous runs of the dataset's stems, in dataset order,
     together every stem once (the fold takes the batches in their order); they run in `pool`, or here, one after
@@ -369,7 +370,7 @@ def measure_output(pair: OutputPair, thresholds: Thresholds, options: CompareOpt
         if on_batch is not None:
             for _ in range(sum(map(len, found))):  # read once only: the progress counts them as read twice
                 on_batch()
-        rest = [frozenset(stem for i, stem in enumerate(part.stems) if i not in known)
+        rest = [FileStems(stem for i, stem in enumerate(part.stems) if i not in known) if known else part.stems.frozen()
                 for part, known in zip(parts, found, strict=True)]
         wanted = [k for k, shard in enumerate(rest) if shard]
         read = dict(zip(wanted, _each_shard(pool, partial(_pass_two, pair, extremes=dataset, on_batch=here),
@@ -439,16 +440,23 @@ def _batch_results(parts: Sequence[_ShardPart], pair: OutputPair, options: Compa
     if len(parts) == 1:  # one process: its columns are the table's, not copied
         metrics, rows, stems = parts[0].metrics, parts[0].rows, parts[0].stems
     else:
-        metrics, rows, stems = MetricsColumns(options.atol, options.rtol), array("q"), []
+        metrics, rows, stems = MetricsColumns(options.atol, options.rtol), array("q"), StemList()
         for part in parts:
             metrics.extend(part.metrics)
             rows.extend(part.rows)
             stems.extend(part.stems)
-    # Every batch of the dataset, in its order: the manifest's own strings stand for them (a worker's came back
-    # as copies).
-    held = pair.manifest.stems
-    return BatchResults(held if list(held) == stems else tuple(stems), rows, metrics, output=pair.name,
+    return BatchResults(stems.frozen(), rows, metrics, output=pair.name,
                         thresholds=thresholds)
+
+
+def _joined_stems(parts: Sequence[_ShardPart]) -> FileStems:
+    """Every shard's stems, in dataset order."""
+    if len(parts) == 1:
+        return parts[0].stems.frozen()
+    joined = StemList()
+    for part in parts:
+        joined.extend(part.stems)
+    return joined.frozen()
 
 
 @dataclass(frozen=True)
@@ -459,7 +467,7 @@ class _SampleScores:
     scores: dict[str, np.ndarray]
     sample: np.ndarray  # the dataset index of each row's (first) sample
     batch: np.ndarray  # the position of each row's batch in `stems`
-    stems: tuple[str, ...]  # every batch's stem, in dataset order
+    stems: Sequence[str]  # every batch's stem, in dataset order
     row: np.ndarray
     names: tuple[str, ...] | None
     manifest: DatasetManifest
@@ -478,7 +486,7 @@ class _SampleScores:
         starts = np.cumsum(counts) - counts  # each batch's first score row
         row = np.arange(batch.size, dtype=np.int64) - starts[batch]
         return cls(scores=scores, sample=first[batch] + row, batch=batch,
-                   stems=tuple(stem for p in parts for stem in p.stems), row=row,
+                   stems=_joined_stems(parts), row=row,
                    names=sample_names(pair.manifest), manifest=pair.manifest)
 
     def ranked(self, count: int | None = None, among: np.ndarray | None = None) -> np.ndarray:
@@ -549,7 +557,7 @@ def compare_outputs_in_workers(pairs: tuple[OutputPair, ...], thresholds: Thresh
     order, so the result equals one process's bit for bit."""
     if not pairs:
         return ()
-    shards = [frozenset(s.stems) for s in split(pairs[0].manifest.stems, options.workers)]
+    shards = [s.stems for s in split(pairs[0].manifest.stems, options.workers)]
     context = multiprocessing.get_context("spawn")
     # Each worker keeps freed memory as this process does (binio.heap): its batches' temporaries are the same
     # few sizes over and over, which page-faulted in afresh took two thirds of compare's time.
@@ -568,7 +576,7 @@ def compare_outputs_on_ray(pairs: tuple[OutputPair, ...], thresholds: Thresholds
         return ()
     with RaySession(options.scale.address) as session:
         count = options.workers if options.workers > 1 else session.cpus()
-        shards = [frozenset(s.stems) for s in split(pairs[0].manifest.stems, count)]
+        shards = [s.stems for s in split(pairs[0].manifest.stems, count)]
         pool = RayTasks(session)
         return tuple(measure_output(pair, thresholds, options, labels, shards, pool, batch_counter(pair, progress),
                                     fp16=fp16) for pair in pairs)

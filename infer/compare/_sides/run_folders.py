@@ -15,8 +15,10 @@ from pathlib import Path
 
 import numpy as np
 
+from binio.bin_files import BinFiles
 from binio.binfile import BinReader, check_bin_size, sha256_file
 from binio.errors import InferError
+from binio.file_stems import FileStems
 from binio.manifest import DatasetManifest
 from binio.spec import TensorSpec, format_shape
 from infer.compare._sides.set_outputs import SetOutput, align_rows
@@ -73,17 +75,21 @@ def written_specs(folder: Path, contract_specs: tuple[TensorSpec, ...], manifest
 def _check_batches_of(record: RunRecord, manifest: DatasetManifest) -> None:
     """Refuses a run.json whose stems and rows are not the dataset's: its outputs would be paired with other
     batches, or cut at other rows."""
-    if len(record.stems) != len(record.rows) or len(set(record.stems)) != len(record.stems):
-        raise RunFolderError(f"{record.path}: {len(record.stems)} stems and {len(record.rows)} rows; expected one "
+    stems = FileStems.of(record.stems)  # in order, as run writes them: membership and places read from the stem
+    if len(stems) != len(record.rows) or stems.repeats():
+        raise RunFolderError(f"{record.path}: {len(stems)} stems and {len(record.rows)} rows; expected one "
                              "row count for each batch, each batch once")
-    recorded = dict(zip(record.stems, record.rows, strict=True))
     hint = "compare outputs of the dataset the run read (--input), or run it again"
-    for stem, entry in zip(manifest.stems, manifest.inputs[0].files, strict=True):
-        if recorded.get(stem) != entry.rows:
-            said = f"{recorded[stem]} rows" if stem in recorded else "not listed"
-            raise RunFolderError(f"{record.path}: batch {stem}: {said} in run.json, {entry.rows} rows in "
+    files = manifest.inputs[0].files
+    assert isinstance(files, BinFiles)  # InputManifest makes it one
+    for index, stem in enumerate(manifest.stems):
+        place, rows = stems.place(stem), files.rows(index)
+        if place is None or record.rows[place] != rows:
+            said = "not listed" if place is None else f"{record.rows[place]} rows"
+            raise RunFolderError(f"{record.path}: batch {stem}: {said} in run.json, {rows} rows in "
                                  f"{manifest.path}", hint=hint)
-    extra = next((stem for stem in record.stems if stem not in manifest.stem_set), None)
+    # Every batch of the dataset is listed, each once: a run.json as long lists nothing else.
+    extra = None if len(stems) == len(manifest.stems) else next(s for s in stems if s not in manifest.stems)
     if extra is not None:
         raise RunFolderError(f"{record.path}: batch {extra}: listed in run.json, not a batch of {manifest.path}",
                              hint=hint)

@@ -32,13 +32,14 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
 from binio.binfile import check_bin_size, write_raw
+from binio.file_stems import FileStems
 from binio.manifest import DatasetManifest
 from binio.npy import check_npy_header
 from binio.spec import TensorSpec, format_shape
@@ -172,10 +173,10 @@ def _tool_of(folder: Path, files: list[_OutputFile]) -> str:
     return kinds.pop() if len(kinds) == 1 else " / ".join(sorted(kinds))
 
 
-def _in_infer_layout(folder: Path, files: list[_OutputFile], stems: tuple[str, ...], stage_own_names: bool) -> bool:
+def _in_infer_layout(folder: Path, files: list[_OutputFile], stems: Sequence[str], stage_own_names: bool) -> bool:
     """A run.json, msame's own names for the dataset's stems (unless `stage_own_names`), or nothing at all (what is
     missing is then named as infer's layout names it)."""
-    wanted = set(stems)
+    wanted = FileStems.of(stems)
     if (folder / RUN_JSON).is_file() or not files:
         return True
     return not stage_own_names and any(

@@ -115,7 +115,7 @@ def _move(record: RunRecord, target: Path) -> tuple[str, ...]:
         for index in range(len(record.outputs)):
             name = output_file_name(stem, index)
             os.replace(record.folder / name, target / name)
-    return record.stems
+    return tuple(record.stems)  # a shard's, sent back to the driver
 
 
 def run_shard(task: ShardTask) -> ShardOutcome:
