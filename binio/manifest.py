@@ -21,10 +21,10 @@ from binio.bin_entry import BinEntry as BinEntry
 from binio.bin_entry import bin_file_name as bin_file_name
 from binio.bin_files import BinFiles, FileRowReader
 from binio.document import load_document
-from binio.file_stems import FileStems
 from binio.dtypes import dtype
 from binio.errors import InferError, ManifestError
 from binio.fields import Fields, shown
+from binio.file_stems import FileStems
 from binio.gears import GEAR_KINDS, Gear, gear_from_fields, gear_json, gear_label, gear_tag
 from binio.json_pieces import StreamedList, plain
 from binio.layouts import LAYOUTS

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -76,3 +77,36 @@ def test_the_stems_of_files_dump_bin_named_are_held_as_their_count(monkeypatch: 
     assert stems.place("000007") == 7 and stems[7] == "000007" and stems[-1] == "000299"
     assert stems[:2] == ("000000", "000001") and list(stems[298:]) == ["000298", "000299"]
     assert replace(manifest, samples=299).stems == manifest.stems  # a changed copy derives its own
+
+
+def _saved_manifest(tmp_path: Path, batches: int) -> DatasetManifest:
+    return replace(_manifest_of(batches), root=tmp_path).save()
+
+
+def test_a_large_manifest_is_read_a_piece_of_text_at_a_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 42: dataset.json's whole text (7.5 MB at 50,000 batches) was the largest thing run and compare held;
+    a manifest larger than a piece is parsed in pieces (`binio.json_stream`), to the same manifest."""
+    import binio.document
+    from binio.json_stream import PIECE
+    from binio.manifest import load_manifest
+
+    saved = _saved_manifest(tmp_path, 4_000)
+    assert saved.path.stat().st_size > PIECE
+    monkeypatch.setattr(binio.document, "parse_json", lambda *a, **k: pytest.fail("the whole text was parsed"))
+    loaded = load_manifest(tmp_path)
+    assert loaded == saved and loaded.inputs[0].files == saved.inputs[0].files
+
+
+@pytest.mark.parametrize("damage", [lambda text: text[:-2], lambda text: text.replace('"rows": 1', '"rows": 1,', 1),
+                                    lambda text: text.replace('"000007.bin"', '"00\\u00007.bin"')])
+def test_a_large_damaged_manifest_is_refused_as_a_small_one_is(tmp_path: Path, damage: Any) -> None:
+    """Text that is not a manifest is refused by the whole read's own message (line and column), whatever its size;
+    what a failed streamed read took is dropped."""
+    from binio.errors import ManifestError
+    from binio.manifest import load_manifest
+
+    path = _saved_manifest(tmp_path, 4_000).path
+    path.write_text(damage(path.read_text()))
+    with pytest.raises(ManifestError) as refused:
+        load_manifest(tmp_path)
+    assert "\n" not in refused.value.message and str(path) in refused.value.message
