@@ -189,6 +189,10 @@ def find_tool_outputs(given: Path, manifest: DatasetManifest, outputs: int, *,
     name where a batch has none. `stage_own_names`: msame's own folder, without infer's run.json, is staged too
     (a model with gears, whose files msame may pad)."""
     folder = locate_output_folder(Path(given))
+    if (folder / RUN_JSON).is_file():  # infer's own run folder: its files are named by the stems, nothing listed
+        # (listed, a run of 50,000 batches was 30 MB of paths and parsed names, for nothing: issue 42)
+        return ToolOutputs(given=Path(given), folder=folder, tool=INFER, files={},
+                           matched_by="the dataset's file names")
     files = _files(folder)
     stems = manifest.stems
     if _in_infer_layout(folder, files, stems, stage_own_names):
