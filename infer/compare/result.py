@@ -7,7 +7,7 @@ import math
 from array import array
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
 from binio.document import json_float
 from binio.json_pieces import StreamedList, plain
@@ -25,6 +25,9 @@ from infer.compare._sides.provenance import Provenance
 from infer.compare.layer_result import LayerwiseResult
 from infer.compare.metric_names import shown
 from infer.compare.thresholds import Failure, Thresholds
+
+if TYPE_CHECKING:
+    import numpy as np
 
 REPORT_SCHEMA = "infer.compare-report"
 # Raised when a key changes meaning or goes away (docs/json-output.md). 2: layerwise's `first_failing` and
@@ -79,6 +82,11 @@ class BatchResults(Sequence[BatchResult]):
 
     def __iter__(self) -> Iterator[BatchResult]:
         return (self[i] for i in range(len(self)))
+
+    def metric_values(self, name: str) -> np.ndarray:
+        """One float metric of every batch (``cosine_similarity``), in order, read from its column: no
+        `BatchResult` made (the HTML report's per-batch plot reads 50,000 of them at batch 1)."""
+        return self._metrics.values(name)
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, BatchResults):

@@ -35,8 +35,8 @@ _QUEUE = 2  # batches whose files may still be in flight: bounds memory, keeps t
 
 def latency_stats(per_batch_ms: Sequence[float], samples_ms: Sequence[float]) -> LatencyStats:
     if not samples_ms:
-        return LatencyStats(per_batch_ms=tuple(per_batch_ms), mean_ms=None, p50_ms=None, p99_ms=None)
-    return LatencyStats(per_batch_ms=tuple(per_batch_ms), mean_ms=mean(samples_ms),
+        return LatencyStats(per_batch_ms=per_batch_ms, mean_ms=None, p50_ms=None, p99_ms=None)
+    return LatencyStats(per_batch_ms=per_batch_ms, mean_ms=mean(samples_ms),
                         p50_ms=percentile(samples_ms, 50), p99_ms=percentile(samples_ms, 99))
 
 

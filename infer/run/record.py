@@ -17,6 +17,7 @@ from binio.document import load_document
 from binio.errors import InferError, first_line
 from binio.fields import Fields, check_inside, shown
 from binio.file_stems import FileStems
+from binio.float_column import FloatColumn
 from binio.json_pieces import StreamedList, plain
 from binio.manifest import DatasetManifest
 from binio.reading import reading
@@ -46,17 +47,21 @@ def now() -> str:
 class LatencyStats:
     """Milliseconds per batch (one model call on one file, averaged over --loop)."""
 
-    per_batch_ms: tuple[float, ...]
+    per_batch_ms: Sequence[float]  # held as a FloatColumn: 8 bytes a batch
     mean_ms: float | None
     p50_ms: float | None
     p99_ms: float | None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "per_batch_ms", FloatColumn.of(self.per_batch_ms))
 
     def to_json(self) -> dict[str, Any]:
         return plain(self.document())
 
     def document(self) -> dict[str, Any]:
         """`to_json` with the per-batch figures as the tuple they are: what run.json is written from."""
-        return {"mean": self.mean_ms, "p50": self.p50_ms, "p99": self.p99_ms, "per_batch": self.per_batch_ms}
+        return {"mean": self.mean_ms, "p50": self.p50_ms, "p99": self.p99_ms,
+                "per_batch": StreamedList(lambda: self.per_batch_ms)}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> LatencyStats:
@@ -64,7 +69,7 @@ class LatencyStats:
             value = data.get(key)
             return None if value is None else float(value)
 
-        return cls(per_batch_ms=tuple(float(v) for v in data.get("per_batch", [])), mean_ms=number("mean"),
+        return cls(per_batch_ms=FloatColumn(float(v) for v in data.get("per_batch", [])), mean_ms=number("mean"),
                    p50_ms=number("p50"), p99_ms=number("p99"))
 
 
@@ -214,7 +219,7 @@ def _record(data: dict[str, Any], path: Path, folder: Path) -> RunRecord:
         # A stem names output files in this folder (<stem>_output_<i>.bin): a bare name, nothing else.
         stems=FileStems(_stem(fields, index, stem, folder) for index, stem in enumerate(fields.values("stems"))),
         rows=tuple(fields.check_integer(f"rows[{i}]", r, minimum=0) for i, r in enumerate(fields.values("rows"))),
-        latency=LatencyStats(per_batch_ms=tuple(_number(latency, f"per_batch[{i}]", v) for i, v in
+        latency=LatencyStats(per_batch_ms=FloatColumn(_number(latency, f"per_batch[{i}]", v) for i, v in
                                                 enumerate(latency.values("per_batch", []))),
                              mean_ms=latency.number("mean", None), p50_ms=latency.number("p50", None),
                              p99_ms=latency.number("p99", None)),

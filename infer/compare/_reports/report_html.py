@@ -17,10 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from binio.atomic import write_bytes_atomic
 from infer.compare._judge.fp16_trouble import DOCS as FP16_DOCS
 from infer.compare.metric_names import shown, shown_limit
-from infer.compare.result import CompareResult, LayerwiseResult, OutputResult, PlotData, fp16_cause
+from infer.compare.result import BatchResults, CompareResult, LayerwiseResult, OutputResult, PlotData, fp16_cause
 from infer.compare.thresholds import DEFAULT_THRESHOLDS
 
 REPORT_HTML = "report.html"
@@ -128,9 +130,10 @@ def _histogram(output: OutputResult) -> str:
 _EXACT = 1e-16
 
 
-def distances(cosines: list[float]) -> list[float]:
+def distances(cosines: Sequence[float] | np.ndarray) -> np.ndarray:
     """1 - cosine for a log axis: an exact value (1 - cosine <= 0) on the floor; NaN stays NaN."""
-    return [max(1.0 - c, _EXACT) if not math.isnan(c) else math.nan for c in cosines]
+    with np.errstate(invalid="ignore"):
+        return np.maximum(1.0 - np.asarray(cosines, dtype=np.float64), _EXACT)  # NaN stays NaN (np.maximum)
 
 
 # Batches drawn one by one up to this many; past it, the worst of each run of batches (a spike stays a spike). At
@@ -150,22 +153,25 @@ class PerBatchPoints:
     per_point: int
 
 
-def per_batch_points(values: Sequence[float], most: int = PER_BATCH_POINTS) -> PerBatchPoints:
-    per_point = max(1, -(-len(values) // most))
+def per_batch_points(values: Sequence[float] | np.ndarray, most: int = PER_BATCH_POINTS) -> PerBatchPoints:
+    column = np.asarray(values, dtype=np.float64)
+    per_point = max(1, -(-len(column) // most))
     xs, ys, nan_xs = [], [], []
-    for start in range(0, len(values), per_point):
-        run = values[start:start + per_point]
-        finite = [v for v in run if not math.isnan(v)]
+    for start in range(0, len(column), per_point):
+        run = column[start:start + per_point]
+        finite = run[~np.isnan(run)]
         xs.append(start)
-        ys.append(max(finite) if finite else math.nan)
-        if len(finite) < len(run):
+        ys.append(float(finite.max()) if finite.size else math.nan)
+        if finite.size < run.size:
             nan_xs.append(start)
     return PerBatchPoints(xs=tuple(xs), ys=tuple(ys), nan_xs=tuple(nan_xs), per_point=per_point)
 
 
 def _cosine_per_batch(output: OutputResult) -> str:
     def draw(axes: Any) -> None:
-        values = distances([b.metrics.cosine_similarity for b in output.batches])
+        batches = output.batches
+        values = distances(batches.metric_values("cosine_similarity") if isinstance(batches, BatchResults)
+                           else [b.metrics.cosine_similarity for b in batches])  # a column: no object a batch
         points = per_batch_points(values)
         if points.per_point == 1:
             axes.plot(points.xs, points.ys, marker="o", markersize=3)
@@ -176,7 +182,7 @@ def _cosine_per_batch(output: OutputResult) -> str:
         if limit is not None:
             axes.axhline(max(1.0 - limit, _EXACT), color="#cf222e", linestyle="--",
                          label=f"threshold (cosine {shown_limit(limit)})")
-        undefined = sum(1 for v in values if math.isnan(v))
+        undefined = int(np.isnan(values).sum())
         if undefined:  # a NaN draws no point: mark those batches at the top of the plot
             top = max([v for v in points.ys if not math.isnan(v)] + [1.0])
             axes.plot(points.nan_xs, [top] * len(points.nan_xs), "x", color="#cf222e", label=f"NaN ({undefined})")

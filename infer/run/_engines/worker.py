@@ -137,7 +137,7 @@ def run_shard(task: ShardTask) -> ShardOutcome:
         return ShardOutcome(index=task.shard.index, stems=(), per_batch_ms=(), outputs=(), device="",
                             throughput=None, command=(), seconds=time.perf_counter() - start, error=error)
     stems = _move(record, Path(task.run_folder))
-    per_batch = record.latency.per_batch_ms if len(record.latency.per_batch_ms) == len(stems) else ()
+    per_batch = tuple(record.latency.per_batch_ms) if len(record.latency.per_batch_ms) == len(stems) else ()
     return ShardOutcome(index=task.shard.index, stems=stems, per_batch_ms=per_batch, outputs=record.outputs,
                         device=_where(record.device, task.engine), throughput=record.throughput,
                         command=record.tool_command, seconds=time.perf_counter() - start, error=error,
