@@ -12,7 +12,7 @@ hold, hence this small encoder; it is the one the indenting ``json`` encoder run
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from json.encoder import encode_basestring_ascii
 from typing import Any
 
@@ -36,14 +36,19 @@ class StreamedList:
 
 
 def plain(document: Any) -> Any:
-    """`document` with every `StreamedList` in it made into a list: what ``json.dumps`` takes."""
-    if isinstance(document, StreamedList):
-        return [plain(item) for item in document]
+    """`document` with every `StreamedList` and every other sequence in it (the columns a record keeps per batch:
+    `binio.file_stems.FileStems`, `binio.float_column.FloatColumn`, `binio.name_column.NameColumn`) made into a
+    list: what ``json.dumps`` takes."""
     if isinstance(document, dict):
         return {key: plain(value) for key, value in document.items()}
-    if isinstance(document, (list, tuple)):
+    if isinstance(document, (list, tuple, StreamedList)) or _column(document):
         return [plain(item) for item in document]
     return document
+
+
+def _column(value: Any) -> bool:
+    """A sequence other than a list, a tuple or text: written as a JSON array."""
+    return isinstance(value, Sequence) and not isinstance(value, (str, bytes, bytearray))
 
 
 def _float_text(value: float) -> str:
@@ -87,7 +92,7 @@ def json_pieces(value: Any, level: int = 0) -> Iterator[str]:
         yield scalar
     elif isinstance(value, dict):
         yield from _object_pieces(value, level)
-    elif isinstance(value, (list, tuple, StreamedList)):
+    elif isinstance(value, (list, tuple, StreamedList)) or _column(value):
         yield from _array_pieces(value, level)
     else:
         raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")

@@ -28,6 +28,7 @@ from binio.file_stems import FileStems
 from binio.gears import GEAR_KINDS, Gear, gear_from_fields, gear_json, gear_label, gear_tag
 from binio.json_pieces import StreamedList, plain
 from binio.layouts import LAYOUTS
+from binio.name_column import NameColumn
 from binio.reading import reading
 from binio.spec import TensorSpec, format_shape, node_name
 
@@ -59,6 +60,10 @@ class InputManifest:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "files", BinFiles.of(self.files))
+        names = self.preprocessing.get("files")
+        if isinstance(names, list) and names and all(type(name) is str for name in names):
+            # the images dump-bin read, one per sample: 50,000 strings held by every stage at batch 1 (issue 42)
+            object.__setattr__(self, "preprocessing", {**self.preprocessing, "files": NameColumn(names)})
 
     @property
     def spec(self) -> TensorSpec:

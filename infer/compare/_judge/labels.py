@@ -13,6 +13,7 @@ file name without the extension (``img_10`` for ``img_10.png``), whichever is un
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -119,7 +120,7 @@ def _keys(name: str) -> tuple[str, ...]:
     return (path.as_posix(), path.name, path.stem)
 
 
-def _index(samples: tuple[str, ...]) -> list[dict[str, int | None]]:
+def _index(samples: Sequence[str]) -> list[dict[str, int | None]]:
     """Per kind of key, key -> sample index (None where two samples share that key)."""
     found: list[dict[str, int | None]] = [{}, {}, {}]
     for index, name in enumerate(samples):
@@ -128,7 +129,7 @@ def _index(samples: tuple[str, ...]) -> list[dict[str, int | None]]:
     return found
 
 
-def match_by_name(labels: LabelsFile, samples: tuple[str, ...]) -> np.ndarray:
+def match_by_name(labels: LabelsFile, samples: Sequence[str]) -> np.ndarray:
     """One label per sample, each taken from the line that names the sample's file."""
     assert labels.names is not None
     index = _index(samples)
@@ -156,14 +157,14 @@ def match_by_name(labels: LabelsFile, samples: tuple[str, ...]) -> np.ndarray:
         raise LabelsError(f"{labels.path}: {len(extra)} label{'s' if len(extra) > 1 else ''} for no sample of the "
                           f"dataset: {_listed(extra)}", hint="the names are matched to the files the samples "
                           "were made from (dataset.json lists them)")
-    missing = [samples[i] for i in np.flatnonzero(matched < 0)]
+    missing = [samples[int(i)] for i in np.flatnonzero(matched < 0)]
     if missing:
         raise LabelsError(f"{labels.path}: no label for {len(missing)} sample{'s' if len(missing) > 1 else ''}: "
                           f"{_listed(missing)}", hint="one `name label` line per sample")
     return matched
 
 
-def labels_for_samples(path: Path, samples: int, names: tuple[str, ...] | None) -> np.ndarray:
+def labels_for_samples(path: Path, samples: int, names: Sequence[str] | None) -> np.ndarray:
     """One label per sample in the dataset's order: named labels matched by name to `names` (the sample files),
     bare labels (and a .npy) by position."""
     labels = read_labels(path)

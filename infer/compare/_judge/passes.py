@@ -469,7 +469,7 @@ class _SampleScores:
     batch: np.ndarray  # the position of each row's batch in `stems`
     stems: Sequence[str]  # every batch's stem, in dataset order
     row: np.ndarray
-    names: tuple[str, ...] | None
+    names: Sequence[str] | None
     manifest: DatasetManifest
 
     @classmethod

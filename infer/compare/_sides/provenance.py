@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import datetime
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from binio.binfile import sha256_file
 from binio.manifest import DatasetManifest
+from binio.name_column import NameColumn, is_name_list
 from infer._version import __version__
 from infer.compare.errors import RunFolderError, SameBackendError
 from infer.contract import ModelContract
@@ -141,7 +143,7 @@ class SampleOrder:
     input: str
     source: str
     order: str  # "natural (...)", "sorted ...", "" for an array (its rows)
-    names: tuple[str, ...] = ()  # the source files in sample order, when the source was a folder of files
+    names: Sequence[str] = ()  # the source files in sample order, when the source was a folder of files
 
     def describe(self, shown: int = 3) -> str:
         text = f"{self.input} from {self.source or 'an unnamed source'}"
@@ -163,16 +165,16 @@ def sample_order(manifest: DatasetManifest) -> tuple[SampleOrder, ...]:
     found = []
     for item in manifest.inputs:
         prep = item.preprocessing
-        names = prep.get("files") if isinstance(prep.get("files"), list) else prep.get("file_names")
+        names = prep.get("files") if is_name_list(prep.get("files")) else prep.get("file_names")
         order = str(prep.get("order", ""))
         if not order and isinstance(prep.get("original_source"), str):
             order = f"re-batched from {prep['original_source']}"
         found.append(SampleOrder(input=item.tensor, source=item.source, order=order.removesuffix(" order"),
-                                 names=tuple(str(n) for n in names) if isinstance(names, list) else ()))
+                                 names=NameColumn.of(map(str, names)) if is_name_list(names) else ()))
     return tuple(found)
 
 
-def sample_names(manifest: DatasetManifest) -> tuple[str, ...] | None:
+def sample_names(manifest: DatasetManifest) -> Sequence[str] | None:
     """One source file name per sample (an image, or a bare bin holding one sample), from the first input whose
     source had them; None when no input's source names its samples (arrays, generators, bins of several rows)."""
     for order in sample_order(manifest):
@@ -181,7 +183,7 @@ def sample_names(manifest: DatasetManifest) -> tuple[str, ...] | None:
     return None
 
 
-def sample_source(manifest: DatasetManifest, names: tuple[str, ...] | None, index: int) -> str:
+def sample_source(manifest: DatasetManifest, names: Sequence[str] | None, index: int) -> str:
     """Where sample `index` came from: its file, else row `index` of the first input's source."""
     if names is not None and 0 <= index < len(names):
         return names[index]

@@ -41,6 +41,7 @@ import numpy as np
 from binio.binfile import check_bin_size, write_raw
 from binio.file_stems import FileStems
 from binio.manifest import DatasetManifest
+from binio.name_column import is_name_list
 from binio.npy import check_npy_header
 from binio.spec import TensorSpec, format_shape
 from infer.compare._sides.provenance import Side, run_side
@@ -136,8 +137,8 @@ def _source_stems(manifest: DatasetManifest) -> list[list[str]]:
     if not manifest.inputs:
         return []
     prep = manifest.inputs[0].preprocessing
-    names = prep.get("file_names") if isinstance(prep.get("file_names"), list) else prep.get("files")
-    if not isinstance(names, list) or len(names) != manifest.file_count:
+    names = prep.get("file_names") if is_name_list(prep.get("file_names")) else prep.get("files")
+    if not is_name_list(names) or len(names) != manifest.file_count:
         return []
     base = [Path(str(name)).name for name in names]
     return [[Path(name).stem for name in base], [name.split(".", 1)[0] for name in base]]
