@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 from array import array
+from bisect import bisect_left
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
@@ -123,47 +124,63 @@ class Metrics:
 
 _FLOAT_FIELDS = tuple(f.name for f in fields(Metrics) if f.name not in ("elements", "counts", "atol", "rtol"))
 _COUNT_FIELDS = tuple(f.name for f in fields(ValueCounts))
+_NO_COUNTS = ValueCounts()
 
 
 class MetricsColumns:
-    """The metrics of many batches (one output's, in dataset order) as two flat arrays of numbers: a batch costs
-    its 26 numbers, not a `Metrics` and a `ValueCounts` object (issue 42: at batch 1 a validation set is 50,000
-    batches). `self[i]` makes batch i's `Metrics` again, equal to the one appended, bit for bit. The tolerances are
-    the options' and the same for every batch: held once, as given (an int stays an int in report.json)."""
+    """The metrics of many batches (one output's, in dataset order) as flat arrays of numbers: a batch costs its 14
+    floats and its element count, not a `Metrics` and a `ValueCounts` object (issue 42: at batch 1 a validation set
+    is 50,000 batches); its 8 counts of NaN, inf and fp16 range are kept only where one is not 0 (a batch that holds
+    such a value), with the batch's position. `self[i]` makes batch i's `Metrics` again, equal to the one appended,
+    bit for bit. The tolerances are the options' and the same for every batch: held once, as given (an int stays
+    an int in report.json)."""
 
-    __slots__ = ("_floats", "_ints", "atol", "rtol")
+    __slots__ = ("_counted", "_counts", "_elements", "_floats", "atol", "rtol")
 
     def __init__(self, atol: float, rtol: float) -> None:
         self.atol, self.rtol = atol, rtol
         self._floats = array("d")
-        self._ints = array("q")
+        self._elements = array("q")
+        self._counted = array("q")  # the positions of the batches whose counts are not all 0, ascending
+        self._counts = array("q")  # their counts, len(_COUNT_FIELDS) a batch
 
     def append(self, metrics: Metrics) -> None:
         if (metrics.atol, metrics.rtol) != (self.atol, self.rtol):
             raise ValueError(f"tolerances {metrics.atol}, {metrics.rtol} differ from the table's {self.atol}, "
                              f"{self.rtol}")
+        counts = [getattr(metrics.counts, name) for name in _COUNT_FIELDS]
+        if any(counts):
+            self._counted.append(len(self._elements))
+            self._counts.extend(counts)
         self._floats.extend([getattr(metrics, name) for name in _FLOAT_FIELDS])
-        self._ints.append(metrics.elements)
-        self._ints.extend([getattr(metrics.counts, name) for name in _COUNT_FIELDS])
+        self._elements.append(metrics.elements)
 
     def extend(self, other: MetricsColumns) -> None:
         """Appends every row of `other` (a later shard's), in order."""
         if (other.atol, other.rtol) != (self.atol, self.rtol):
             raise ValueError(f"tolerances {other.atol}, {other.rtol} differ from the table's {self.atol}, {self.rtol}")
+        offset = len(self._elements)
+        self._counted.extend([offset + index for index in other._counted])
+        self._counts.extend(other._counts)
         self._floats.extend(other._floats)
-        self._ints.extend(other._ints)
+        self._elements.extend(other._elements)
 
     def __len__(self) -> int:
-        return len(self._ints) // (1 + len(_COUNT_FIELDS))
+        return len(self._elements)
 
     def __getitem__(self, index: int) -> Metrics:
         index = position(index, len(self))
-        width, count_width = len(_FLOAT_FIELDS), 1 + len(_COUNT_FIELDS)
+        width = len(_FLOAT_FIELDS)
         floats = self._floats[index * width:(index + 1) * width]
-        ints = self._ints[index * count_width:(index + 1) * count_width]
-        return Metrics(elements=ints[0], atol=self.atol, rtol=self.rtol,
-                       counts=ValueCounts(**dict(zip(_COUNT_FIELDS, ints[1:], strict=True))),
+        return Metrics(elements=self._elements[index], atol=self.atol, rtol=self.rtol, counts=self._counts_of(index),
                        **dict(zip(_FLOAT_FIELDS, floats, strict=True)))
+
+    def _counts_of(self, index: int) -> ValueCounts:
+        place = bisect_left(self._counted, index)
+        if place == len(self._counted) or self._counted[place] != index:
+            return _NO_COUNTS
+        width = len(_COUNT_FIELDS)
+        return ValueCounts(**dict(zip(_COUNT_FIELDS, self._counts[place * width:(place + 1) * width], strict=True)))
 
     def values(self, name: str) -> np.ndarray:
         """One float metric of every batch, in order (``cosine_similarity``): a read-only view of the column, no
@@ -177,7 +194,8 @@ class MetricsColumns:
         if not isinstance(other, MetricsColumns):
             return NotImplemented
         return ((self.atol, self.rtol) == (other.atol, other.rtol) and self._floats.tobytes() == other._floats.tobytes()
-                and self._ints == other._ints)
+                and self._elements == other._elements and self._counted == other._counted
+                and self._counts == other._counts)
 
     __hash__ = None  # type: ignore[assignment]  # mutable while filled: not hashable, as a list
 
