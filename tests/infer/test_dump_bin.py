@@ -763,3 +763,24 @@ def test_the_flat_path_key_orders_as_the_parts_keys_do(paths: list[list[str]]) -
     for first, second in itertools.pairwise(nested):
         assert (natural_path_key(first) < natural_path_key(second)) == (
             tuple(natural_key(p) for p in first.split("/")) < tuple(natural_key(p) for p in second.split("/")))
+
+
+@pytest.mark.slow
+@given(st.lists(st.lists(st.text("aZ0123456789²٣._- \x01\x7f\u00e9\U0001f600", min_size=1, max_size=6), min_size=1,
+                         max_size=3), max_size=20))
+def test_the_text_key_orders_as_the_path_key_does(paths: list[list[str]]) -> None:
+    """natural_text_key (one short string per image, held for a whole folder while it is sorted) gives the order of
+    natural_path_key, ties included, for every list of names orders_as_text accepts; names it refuses (a U+0001)
+    are sorted by the tuple key instead (list_image_names)."""
+    from infer.dump_bin._sources.order import natural_path_key, natural_text_key, orders_as_text
+
+    names = ["/".join(parts) for parts in paths]
+    if not orders_as_text(names):
+        assert any("\x01" in name for name in names)
+        return
+    assert sorted(names, key=natural_text_key) == sorted(names, key=natural_path_key)
+    for first, second in itertools.pairwise(names):
+        assert (natural_text_key(first) < natural_text_key(second)) == (
+            natural_path_key(first) < natural_path_key(second))
+        assert (natural_text_key(first) == natural_text_key(second)) == (
+            natural_path_key(first) == natural_path_key(second))

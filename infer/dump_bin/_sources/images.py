@@ -20,9 +20,10 @@ import numpy as np
 from binio.errors import excerpt
 from binio.heap import as_this_process
 from binio.layouts import ImageLayout
+from binio.name_column import NameColumn
 from binio.regular import refuse_special
 from infer.dump_bin._sources.jpeg_scans import MAX_SCANS, count_scans
-from infer.dump_bin._sources.order import NATURAL_ORDER, natural_path_key
+from infer.dump_bin._sources.order import NATURAL_ORDER, natural_path_key, natural_text_key, orders_as_text
 from infer.dump_bin.errors import SourceError
 from infer.preprocessing import Color
 
@@ -77,15 +78,18 @@ def list_images(folder: Path) -> list[Path]:
     return [folder / name for name in list_image_names(folder)]
 
 
-def list_image_names(folder: Path) -> list[str]:
+def list_image_names(folder: Path) -> NameColumn:
     """`list_images` as relative paths in text (``a/b.png``): what ``rglob`` and ``is_file`` find, hidden files
-    and folders left out, links to folders not entered; a folder of 50,000 images kept as 50,000 short strings,
-    not Paths (issue 42: dump-bin's peak grew with the count)."""
+    and folders left out, links to folders not entered; a folder of 50,000 images sorted as short strings with
+    string keys, and kept as a `NameColumn`, not Paths (issue 42: dump-bin's peak grew with the count)."""
     found: list[str] = []
     _add_image_names(str(folder), "", found)
-    shared: dict[str, str] = {}
-    found.sort(key=lambda name: natural_path_key(name, shared))
-    return found
+    if orders_as_text(found):
+        found.sort(key=natural_text_key)
+    else:
+        shared: dict[str, str] = {}
+        found.sort(key=lambda name: natural_path_key(name, shared))
+    return NameColumn(found)
 
 
 def _add_image_names(folder: str, prefix: str, found: list[str]) -> None:
@@ -261,7 +265,7 @@ class ImageFolderSource:
     @property
     def preprocessing(self) -> dict[str, Any]:
         return {**self.prep.to_json(), "order": NATURAL_ORDER,
-                "files": self.names}  # not copied: 50,000 names are 400 kB of list, and nothing changes them
+                "files": self.names}  # not copied: a NameColumn, read-only
 
     def _serial(self) -> Iterator[np.ndarray]:
         # paths as text: a Path interns each of its parts, and the interpreter's table of interned names only grows
@@ -284,13 +288,16 @@ class ImageFolderSource:
         self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context(_start_method()),
                                          initializer=as_this_process())
         folder = str(self.folder)
-        names = [os.path.join(folder, name) for name in self.names]
-        tasks = [names[i:i + _TASK_FILES] for i in range(0, len(names), _TASK_FILES)]
+        tasks = range(0, len(self.names), _TASK_FILES)  # each task's first image: its paths made as it is sent
+
+        def task(start: int) -> list[str]:
+            return [os.path.join(folder, name) for name in self.names[start:start + _TASK_FILES]]
+
         pending: collections.deque[Future[tuple[np.ndarray | None, str | None]]] = collections.deque()
         submitted = 0
         while submitted < len(tasks) or pending:
             while submitted < len(tasks) and len(pending) < self.workers * _TASKS_AHEAD:
-                pending.append(self._pool.submit(_decode_task, tasks[submitted], self.prep))
+                pending.append(self._pool.submit(_decode_task, task(tasks[submitted]), self.prep))
                 submitted += 1
             try:
                 stacked, error = pending.popleft().result()
