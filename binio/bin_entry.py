@@ -58,7 +58,7 @@ class BinEntry:
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, BIN_DIGEST: self.digest, "rows": self.rows}
 
-    def matches(self, path: Path) -> bool:
+    def matches(self, path: str | Path) -> bool:
         """Whether the file at `path` holds the bytes this entry's digest was taken of."""
         return digest_file(BIN_DIGEST, path) == self.digest
 

@@ -56,13 +56,13 @@ def _check_same_names(manifest: DatasetManifest, first: InputManifest, names: li
     raise ManifestError(f"{manifest.root / item.folder}: files listed in another order than in {first.folder}/ {why}")
 
 
-def check_digest(path: Path, entry: BinEntry, manifest_path: Path) -> None:
+def check_digest(path: str | Path, entry: BinEntry, manifest_path: Path) -> None:
     """Refuses a listed file whose bytes changed since its manifest was written."""
     if not entry.matches(path):
         raise _changed(path, entry, manifest_path)
 
 
-def _changed(path: Path, entry: BinEntry, manifest_path: Path) -> BinFileError:
+def _changed(path: str | Path, entry: BinEntry, manifest_path: Path) -> BinFileError:
     return BinFileError(f"{path}: {BIN_DIGEST} differs from {manifest_path.name}'s (the file changed after "
                         f"dump-bin)", hint="re-run infer dump-bin to rewrite it")
 
@@ -71,17 +71,18 @@ def read_checked(manifest: DatasetManifest, item: InputManifest, index: int) -> 
     """One listed file's tensor, its size checked and the digest of the bytes read: what is returned is what was
     checked, read once (hashing the file apart would read it twice, and it could change in between)."""
     entry = item.files[index]
-    path = manifest.file_path(item, entry)
+    path = manifest.file_text(item, entry)
     array = read_bin(path, item.spec)
     if not entry.describes(array.data.cast("B")):
         raise _changed(path, entry, manifest.path)
     return array
 
 
-def verify_file(manifest: DatasetManifest, item: InputManifest, index: int, *, digest: bool = True) -> Path:
-    """Checks one listed file's size (always) and digest (when `digest`); returns its path."""
+def verify_file(manifest: DatasetManifest, item: InputManifest, index: int, *, digest: bool = True) -> str:
+    """Checks one listed file's size (always) and digest (when `digest`); returns its path (text: called for
+    every file, `DatasetManifest.file_text`)."""
     entry = item.files[index]
-    path = manifest.file_path(item, entry)
+    path = manifest.file_text(item, entry)
     check_bin_size(path, item.spec)
     if digest:
         check_digest(path, entry, manifest.path)

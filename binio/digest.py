@@ -47,7 +47,7 @@ def digest_bytes(algorithm: str, data: bytes | memoryview) -> str:
     return hasher.hexdigest()
 
 
-def digest_file(algorithm: str, path: Path) -> str:
+def digest_file(algorithm: str, path: str | Path) -> str:
     """The hex digest of a regular file's bytes (a FIFO or a device is refused, not read)."""
     refuse_special(path)
     hasher = _new(algorithm)

@@ -8,6 +8,7 @@ lexicographic order (msame) and natural order (ais_bench) agree; msame pairs the
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -177,6 +178,11 @@ class DatasetManifest:
 
     def file_path(self, item: InputManifest, entry: BinEntry) -> Path:
         return self.root / item.folder / entry.name
+
+    def file_text(self, item: InputManifest, entry: BinEntry) -> str:
+        """`file_path` as text, for a loop over every file: a Path interns each of its parts (every file's name)
+        in the interpreter's table of interned strings, which 50,000 names grew by megabytes (issue 42)."""
+        return os.path.join(self.root, item.folder, entry.name)
 
     def to_json(self) -> dict[str, Any]:
         return plain(self._document())

@@ -68,7 +68,7 @@ def _describe_dataset(root: Path, *, verify: bool, to_npy: Path | None, per_file
                     problems.append(exc.message)
                     continue
             else:
-                values = read_bin(manifest.file_path(item, entry), item.spec, mmap=True)
+                values = read_bin(manifest.file_text(item, entry), item.spec, mmap=True)
             stats = tensor_stats(values[: entry.rows] if item.shape else values)
             done += 1
             if progress is not None:
