@@ -121,14 +121,19 @@ def test_each_batch_costs_the_same_however_many_there_are(datasets: tuple[Path, 
 def test_the_measure_is_one_that_sees_a_walk_per_batch(onnx_small_cnn: ModelContract,
                                                         datasets: tuple[Path, dict[str, dict[int, int]]],
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    """The guard can fail: with the manifest's stems rebuilt on every access again (as before issue 42), compare
-    breaks it."""
+    """The guard can fail: with the manifest's stems rebuilt on every access again (as before issue 42) and a
+    stem's place found by walking them, compare breaks it."""
     import binio.manifest
+    from binio.file_stems import FileStems
 
-    def rebuilt(self: DatasetManifest) -> tuple[str, ...]:
-        return tuple(Path(f.name).stem for f in self.inputs[0].files) if self.inputs else ()
+    def rebuilt(self: DatasetManifest) -> FileStems:
+        return FileStems(Path(f.name).stem for f in self.inputs[0].files) if self.inputs else FileStems()
+
+    def walked(self: FileStems, stem: str) -> int | None:
+        return next((k for k, held in enumerate(self) if held == stem), None)
 
     monkeypatch.setattr(binio.manifest.DatasetManifest, "stems", property(rebuilt))
+    monkeypatch.setattr(FileStems, "place", walked)
     root, _ = datasets
     counts = {size: _compare_calls(onnx_small_cnn, root / str(size)) for size in SIZES}
     with pytest.raises(AssertionError, match="compare: "):
