@@ -305,6 +305,24 @@ class _KlRows:
             yield stem, (self.sums[3 * i], self.sums[3 * i + 1], self.sums[3 * i + 2], self.elements[i])
 
 
+class _Except(Collection[str]):
+    """A shard's stems but those at `left_out` (the batches pass one already has the KL sums of: a few), without a
+    string or a set entry for each of the others."""
+
+    def __init__(self, stems: FileStems, left_out: frozenset[int]) -> None:
+        self.stems, self.left_out = stems, left_out
+
+    def __contains__(self, stem: object) -> bool:
+        place = self.stems.place(stem) if isinstance(stem, str) else None
+        return place is not None and place not in self.left_out
+
+    def __iter__(self) -> Iterator[str]:
+        return (stem for place, stem in enumerate(self.stems) if place not in self.left_out)
+
+    def __len__(self) -> int:
+        return len(self.stems) - len(self.left_out)
+
+
 def _pass_two(pair: OutputPair, stems: Collection[str], *, extremes: MetricAccumulator,
               on_batch: Callable[[], None] | None = None) -> _KlRows:
     """Each batch's KL sums, from a fresh accumulator holding the dataset's extremes: its sums start at 0, so they
@@ -370,8 +388,7 @@ def measure_output(pair: OutputPair, thresholds: Thresholds, options: CompareOpt
         if on_batch is not None:
             for _ in range(sum(map(len, found))):  # read once only: the progress counts them as read twice
                 on_batch()
-        rest = [FileStems(stem for i, stem in enumerate(part.stems) if i not in known) if known else part.stems.frozen()
-                for part, known in zip(parts, found, strict=True)]
+        rest = [_Except(part.stems.frozen(), frozenset(known)) for part, known in zip(parts, found, strict=True)]
         wanted = [k for k, shard in enumerate(rest) if shard]
         read = dict(zip(wanted, _each_shard(pool, partial(_pass_two, pair, extremes=dataset, on_batch=here),
                                             [rest[k] for k in wanted], on_batch), strict=True))
