@@ -17,7 +17,7 @@ from typing import Any, overload
 from binio.bin_entry import BinEntry, bin_file_name, bin_file_number, bin_file_stem, is_hex_digest
 from binio.digest import BIN_DIGEST, BIN_DIGEST_HEX
 from binio.fields import LARGEST_INTEGER, why_outside
-from binio.positions import position, positions
+from binio.positions import equal_items, position, positions
 
 _ROWS = "q"  # array type code of the row counts: signed 64-bit, as JSON integers are read
 
@@ -70,9 +70,7 @@ class BinFiles(Sequence[BinEntry]):
         if isinstance(other, BinFiles):
             return (self._digests == other._digests and self._rows == other._rows
                     and self._names == other._names)
-        if isinstance(other, Sequence) and not isinstance(other, (str, bytes)):
-            return len(other) == len(self) and all(a == b for a, b in zip(self, other, strict=True))
-        return NotImplemented
+        return equal_items(self, other)
 
     __hash__ = None  # type: ignore[assignment]  # equal to tuples of the same entries, which hash otherwise
 

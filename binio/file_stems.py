@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import overload
 
 from binio.bin_entry import bin_file_stem, bin_stem_number
-from binio.positions import position, positions
+from binio.positions import equal_items, position, positions
 
 
 class FileStems(Sequence[str]):
@@ -100,9 +100,7 @@ class FileStems(Sequence[str]):
     def __eq__(self, other: object) -> bool:
         if isinstance(other, FileStems):
             return self._numbers == other._numbers and self._stems == other._stems
-        if isinstance(other, Sequence) and not isinstance(other, (str, bytes)):
-            return len(other) == len(self) and all(a == b for a, b in zip(self, other, strict=True))
-        return NotImplemented
+        return equal_items(self, other)
 
     def __hash__(self) -> int:
         return hash(tuple(self))  # as the tuple of the same stems hashes: equal values, equal hashes

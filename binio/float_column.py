@@ -7,6 +7,8 @@ from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from typing import overload
 
+from binio.positions import equal_items
+
 
 class FloatColumn(Sequence[float]):
     """Floats in order, read-only; equal to (and hashed as) the tuple of the same numbers."""
@@ -40,9 +42,7 @@ class FloatColumn(Sequence[float]):
     def __eq__(self, other: object) -> bool:
         if isinstance(other, FloatColumn):
             return self._values == other._values
-        if isinstance(other, Sequence) and not isinstance(other, (str, bytes)):
-            return len(other) == len(self) and all(a == b for a, b in zip(self, other, strict=True))
-        return NotImplemented
+        return equal_items(self, other)
 
     def __hash__(self) -> int:
         return hash(tuple(self._values))

@@ -11,6 +11,8 @@ from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, TypeGuard, overload
 
+from binio.positions import equal_items
+
 
 def is_name_list(value: Any) -> TypeGuard[Sequence[Any]]:
     """A JSON list as a manifest holds it: a list as read, or a `NameColumn` where it was read as names."""
@@ -59,9 +61,7 @@ class NameColumn(Sequence[str]):
     def __eq__(self, other: object) -> bool:
         if isinstance(other, NameColumn):
             return self._ends == other._ends and self._text == other._text
-        if isinstance(other, Sequence) and not isinstance(other, (str, bytes)):
-            return len(other) == len(self) and all(a == b for a, b in zip(self, other, strict=True))
-        return NotImplemented
+        return equal_items(self, other)
 
     def __hash__(self) -> int:
         return hash(tuple(self))

@@ -21,18 +21,24 @@ def bins(tmp_path_factory: pytest.TempPathFactory) -> DatasetManifest:
     return scale_bins(tmp_path_factory.mktemp("unlisted_bins"))
 
 
-def test_infer_run_folders_are_read_by_stem_not_listed(onnx_small_cnn: ModelContract, bins: DatasetManifest,
-                                                       tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    golden, _ = tensorflow_golden(onnx_small_cnn, bins, cache_root=tmp_path / "cache")
-    actual = run_model(onnx_small_cnn.path, bins.root, tmp_path / "actual").folder
-    listed: list[Path] = []
+@pytest.fixture
+def listed(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """The folders compare lists, in order."""
+    folders: list[Path] = []
     listing = tool_outputs._listing
 
     def recorded(folder: Path) -> list[Path]:
-        listed.append(Path(folder))
+        folders.append(Path(folder))
         return listing(folder)
 
     monkeypatch.setattr(tool_outputs, "_listing", recorded)
+    return folders
+
+
+def test_infer_run_folders_are_read_by_stem_not_listed(onnx_small_cnn: ModelContract, bins: DatasetManifest,
+                                                       tmp_path: Path, listed: list[Path]) -> None:
+    golden, _ = tensorflow_golden(onnx_small_cnn, bins, cache_root=tmp_path / "cache")
+    actual = run_model(onnx_small_cnn.path, bins.root, tmp_path / "actual").folder
     result = compare(onnx_small_cnn.path, bins.root, actual, golden=golden, options=CompareOptions())
     assert result.passed and len(result.outputs[0].batches) == bins.file_count
     assert actual not in listed and golden not in listed, listed
@@ -40,18 +46,10 @@ def test_infer_run_folders_are_read_by_stem_not_listed(onnx_small_cnn: ModelCont
 
 def test_a_folder_msame_wrote_alone_is_still_listed_and_matched(onnx_small_cnn: ModelContract,
                                                                 bins: DatasetManifest, tmp_path: Path,
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+                                                                listed: list[Path]) -> None:
     """The guard above can fail: without run.json the same files are a tool's, found by listing the folder."""
     golden, _ = tensorflow_golden(onnx_small_cnn, bins, cache_root=tmp_path / "cache")
     actual = run_model(onnx_small_cnn.path, bins.root, tmp_path / "actual").folder
     (actual / "run.json").unlink()
-    listed: list[Path] = []
-    listing = tool_outputs._listing
-
-    def recorded(folder: Path) -> list[Path]:
-        listed.append(Path(folder))
-        return listing(folder)
-
-    monkeypatch.setattr(tool_outputs, "_listing", recorded)
     result = compare(onnx_small_cnn.path, bins.root, actual, golden=golden, options=CompareOptions())
     assert result.passed and actual in listed
