@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from binio.atomic import write_json_atomic
-from binio.digest import BIN_DIGEST, digest_bytes, digest_file
+from binio.digest import BIN_DIGEST, digest_file, digest_pieces
 from binio.errors import InferError
 from binio.reading import parse_json, read_bounded
 from binio.regular import special_kind
@@ -113,25 +113,27 @@ def digest_path(path: Path, cache: DigestCache | None = None) -> str:
                 str(path), "")]
         # A flat folder's names sort as they are; below it, by their parts ("a/b" after "a.png").
         found.sort(key=(lambda item: item[0].split("/")) if any("/" in r for r, _ in found) else (lambda i: i[0]))
-        listing = "".join(f"{relative}\0{digest}\n" for relative, digest in found)
-        return "dir:" + digest_bytes(BIN_DIGEST, listing.encode())
+        # hashed line by line: the same bytes as the joined listing, never held whole (3.5 MB at 50,000 files)
+        return "dir:" + digest_pieces(BIN_DIGEST, (f"{relative}\0{digest}\n".encode() for relative, digest in found))
     return ""
 
 
 def _files_under(folder: str, prefix: str) -> Iterator[tuple[str, os.DirEntry[str]]]:
     """Every file under `folder` (a link to a file too; links to folders are not entered), with its path relative
     to the folder first listed, as ``a/b.png``: what ``Path.rglob("*")`` and ``is_file()`` find."""
+    below: list[tuple[str, str]] = []  # subfolders, entered after this one's files: its entries are not all held
     try:
         with os.scandir(folder) as entries:
-            listed = list(entries)
+            for entry in entries:
+                relative = prefix + entry.name
+                if entry.is_dir(follow_symlinks=False):
+                    below.append((entry.path, relative + "/"))
+                elif entry.is_file():
+                    yield relative, entry
     except OSError:  # an unreadable folder: rglob passes over it too
         return
-    for entry in listed:
-        relative = prefix + entry.name
-        if entry.is_dir(follow_symlinks=False):
-            yield from _files_under(entry.path, relative + "/")
-        elif entry.is_file():
-            yield relative, entry
+    for path, relative in below:
+        yield from _files_under(path, relative)
 
 
 def digest_paths(paths: Iterable[Path], cache: DigestCache | None = None) -> dict[str, str]:
