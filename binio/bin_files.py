@@ -217,8 +217,7 @@ class FileRowReader:
             return None
         in_order = self._numbers[start:stop] == array(_ROWS, range(len(items)))
         names = None if in_order else tuple(self._name(index) for index in range(start, stop))
-        return BinFiles(names, bytes(self._digests[start * BIN_DIGEST_HEX:
-                                                                                 stop * BIN_DIGEST_HEX]),
+        return BinFiles(names, bytes(self._digests[start * BIN_DIGEST_HEX:stop * BIN_DIGEST_HEX]),
                         self._rows[start:stop])
 
     def restored(self, value: Any) -> Any:

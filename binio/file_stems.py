@@ -3,8 +3,8 @@ and what run.json and compare's reports list.
 
 At batch 1 a validation set is 50,000 batches. As a tuple of strings the stems cost about 60 bytes each, a set or a
 dict of them for membership as much again, held by every stage that walks the batches (issue 42). Where they are the
-stems dump-bin gives (``bin_file_stem(k)`` for the k-th file), here they are a count: each is made when asked for,
-membership and position are read from the stem itself.
+stems dump-bin gives (``bin_file_stem(k)`` for k in a range), here they are that range: each is made when asked
+for, membership and position are read from the stem itself.
 """
 
 from __future__ import annotations
