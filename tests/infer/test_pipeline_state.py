@@ -219,3 +219,28 @@ def test_a_folders_digest_is_the_one_a_walk_with_pathlib_takes(tmp_path: Path) -
                          for item in sorted(p for p in tmp_path.rglob("*") if p.is_file()))
     assert digest_path(tmp_path) == "dir:" + digest_bytes(BIN_DIGEST, by_pathlib.encode())
     assert digest_path(tmp_path, DigestCache()) == digest_path(tmp_path)
+
+
+def test_a_digest_taken_too_soon_after_a_change_is_taken_again_when_the_state_is_saved(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 42: the first re-run after a run read again every file a stage wrote in the last RACY_NS before its
+    digest was taken (100 MB at 50,000 images). Saving the state takes such a digest again once the change is older
+    than RACY_NS, so the re-run reads nothing; a file changed since is left for the next run to read."""
+    import infer.pipeline._state as state
+
+    monkeypatch.setattr(state, "RACY_NS", 300_000_000)
+    written, changed = tmp_path / "written.bin", tmp_path / "changed.bin"
+    written.write_bytes(b"\x01" * 64)
+    changed.write_bytes(b"\x02" * 64)
+    cache = DigestCache()
+    digest = cache.digest(written)
+    cache.digest(changed)
+    cache.settle()
+    assert cache.read == 2  # too recent: nothing taken again yet
+    time.sleep(0.4)
+    changed.write_bytes(b"\x03" * 65)
+    cache.settle()
+    assert cache.read == 3  # the file written, not the file changed since
+    again = DigestCache.from_json(json.loads(json.dumps(cache.to_json())))
+    assert again.digest(written) == digest and again.read == 0
+    assert again.digest(changed) == digest_path(changed) and again.read == 1
