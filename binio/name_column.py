@@ -11,7 +11,7 @@ from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, TypeGuard, overload
 
-from binio.positions import equal_items
+from binio.positions import equal_items, position, positions
 
 
 def is_name_list(value: Any) -> TypeGuard[Sequence[Any]]:
@@ -48,8 +48,8 @@ class NameColumn(Sequence[str]):
 
     def __getitem__(self, index: int | slice) -> str | NameColumn:
         if isinstance(index, slice):
-            return NameColumn(self[k] for k in range(*index.indices(len(self))))
-        index = range(len(self))[index]  # a negative index counts from the end; IndexError outside
+            return NameColumn(self[k] for k in positions(index, len(self)))
+        index = position(index, len(self))
         return self._text[self._ends[index - 1] if index else 0:self._ends[index]]
 
     def __iter__(self) -> Iterator[str]:
