@@ -19,13 +19,12 @@ from binio.process import quote_command
 from infer._version import __version__
 from infer.contract import load_contract
 from infer.pipeline._calls import atc_dry_run
+from infer.pipeline._digests import DigestCache, digest_paths
 from infer.pipeline._gears import PER_GEAR_STAGES, PipelineGear, pipeline_gears
 from infer.pipeline._stages import STAGE_FUNCTIONS, STAGES, WorkLayout
 from infer.pipeline._state import (
     STATE_FILE,
-    DigestCache,
     StageRecord,
-    digest_paths,
     load_state_and_digests,
     save_state,
     settings_digest,
@@ -291,7 +290,7 @@ def _run_stages(config: PipelineConfig, work: WorkLayout, on_stage: Callable[[St
         if on_stage is not None:
             on_stage(outcome)
 
-    if cache.read:  # digests taken this run (files new, changed or just written) are kept for the next
+    if cache.changed:  # digests taken this run (files new, changed or just written) are kept for the next
         save_state(work.root, records, cache)
     verdict = _verdict(facts, gears)
     atc_command, atc_note = _atc_command(config, work, facts)

@@ -23,7 +23,7 @@ from infer.bin_info import BinInfoOptions, describe_path
 from infer.compare import CompareOptions, compare_outputs, tensorflow_golden
 from infer.contract import ModelContract
 from infer.dump_bin import DumpOptions, dump_bins
-from infer.pipeline._state import DigestCache, digest_path
+from infer.pipeline._digests import DigestCache, digest_path
 from infer.run import run_model
 from infer.run.layout import RUN_JSON, output_file_name
 from infer.run.options import RunOptions, ScaleOptions

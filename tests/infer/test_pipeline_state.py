@@ -14,7 +14,7 @@ import pytest
 from infer.pipeline import _runner as runner_module
 from infer.pipeline._runner import run_pipeline
 from infer.pipeline._stages import StageDone, StagePlan, WorkLayout
-from infer.pipeline._state import STATE_FILE, DigestCache, digest_path
+from infer.pipeline._state import STATE_FILE
 from infer.pipeline._work import Facts
 from infer.pipeline.config import PipelineConfig, config_from_dict
 
@@ -148,99 +148,39 @@ def test_a_stage_refusal_names_the_stage_and_keeps_what_ran_before(config: Pipel
     assert _run(config) == [False, True]  # upper's record was saved before count refused
 
 
-def test_digest_of_a_folder_follows_names_and_contents(tmp_path: Path) -> None:
-    folder = tmp_path / "images"
-    folder.mkdir()
-    (folder / "a.png").write_bytes(b"1")
-    first = digest_path(folder)
-    (folder / "a.png").write_bytes(b"2")
-    second = digest_path(folder)
-    (folder / "a.png").rename(folder / "b.png")
-    third = digest_path(folder)
-    assert len({first, second, third}) == 3
-    assert digest_path(tmp_path / "absent") == ""
+def test_a_re_run_reads_no_file_of_an_unchanged_folder_and_keeps_it_as_one_record(
+        config: PipelineConfig, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 42: a stage that reads a folder (dump-bin's images) is skipped on a re-run that reads none of its files;
+    the state file keeps the folder as one record, not an entry per file."""
+    import infer.pipeline._digests as digests
 
-
-def test_digests_recorded_are_trusted_while_a_file_keeps_its_size_time_and_inode(tmp_path: Path) -> None:
-    """Issue 42: a re-run with nothing to do decides from the digests it recorded (make's and dvc's rule), not by
-    reading every file again: a folder of many files is read once, then only what changed, and a file changed
-    within the clock's reach of its digest (same size, maybe the same time) is read until its time is older."""
-    folder = tmp_path / "images"
-    folder.mkdir()
+    images = config.path.parent / "images"
+    images.mkdir()
     old = time.time() - 60
-    for index in range(200):
-        (folder / f"{index:04d}.png").write_bytes(bytes([index % 256]) * 64)
-        os.utime(folder / f"{index:04d}.png", (old, old))
-    cache = DigestCache()
-    first = digest_path(folder, cache)
-    assert cache.read == 200 and first == digest_path(folder)  # the same digest a run without records takes
-    again = DigestCache.from_json(json.loads(json.dumps(cache.to_json())))  # as the state file keeps it
-    assert digest_path(folder, again) == first and again.read == 0
-    changed = folder / "0007.png"
-    changed.write_bytes(b"\xff" * 64)  # same size, new bytes, a time of now
-    second = digest_path(folder, again)
-    assert second != first and second == digest_path(folder) and again.read == 1
-    assert digest_path(folder, again) == second and again.read == 2  # too recent to trust: read once more
-    os.utime(changed, (old, old))
-    assert digest_path(folder, again) == second and again.read == 3  # its time changed: read, then trusted
-    assert digest_path(folder, again) == second and again.read == 3
+    for index in range(30):
+        (images / f"{index:03d}.png").write_bytes(bytes([index]) * 8)
+        os.utime(images / f"{index:03d}.png", (old, old))
 
+    def plan(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StagePlan:
+        return StagePlan("list", (images,), {}, ("list",))
 
-def test_a_state_files_recorded_digests_that_are_not_what_it_writes_make_their_files_be_read(tmp_path: Path) -> None:
-    """An entry is checked when its file is looked at: one that is not what the cache writes (fields missing, not
-    whole numbers, not text) or that names another size, time or inode is not trusted, and the file is read."""
-    path = tmp_path / "a.png"
-    path.write_bytes(b"x" * 64)
-    old = time.time_ns() - 60_000_000_000
-    os.utime(path, ns=(old, old))
-    status = os.stat(path)
-    named = f"{status.st_size}:{status.st_mtime_ns}:{status.st_ino}"
-    good = f"{named}:{'ab' * 16}:{time.time_ns()}"
-    assert DigestCache.from_json({str(path): good}).digest(path) == "ab" * 16  # trusted, not read
-    for bad in (f"{named}:{'ab' * 16}", f"{named}::{time.time_ns()}", f"{named}:{'ab' * 16}:x",
-                f"{named}:{'ab' * 16}:1.5", f"{named}:{'ab' * 16}:{old}", f"1{named}:{'ab' * 16}:{time.time_ns()}",
-                ["x"], None, 7):
-        cache = DigestCache.from_json({str(path): bad})
-        assert cache.digest(path) == digest_path(path) and cache.read == 1, bad
-    assert DigestCache.from_json([good]).entries == {}
+    def run(config: PipelineConfig, work: WorkLayout, facts: Facts) -> StageDone:
+        (work.root / "list.txt").write_text("\n".join(sorted(os.listdir(images))))
+        return StageDone("listed", (work.root / "list.txt",))
 
+    monkeypatch.setattr(runner_module, "STAGE_FUNCTIONS", {"list": (plan, run)})
+    read: list[str] = []
+    digest_file = digests.digest_file
 
-def test_a_folders_digest_is_the_one_a_walk_with_pathlib_takes(tmp_path: Path) -> None:
-    """The listing is made with os.scandir; what it lists, in which order, is what Path.rglob and is_file give
-    (hidden files, a link to a file; not a link to a folder), so digests recorded before stay valid."""
-    from binio.digest import BIN_DIGEST, digest_bytes, digest_file
+    def counted(algorithm: str, path: str) -> str:
+        read.append(str(path))
+        return digest_file(algorithm, path)
 
-    for relative in ("a/b.png", "a-c.png", "a.png", "z/.hidden", "A/x", "a/b/c/d.txt"):
-        (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / relative).write_text(relative)
-    (tmp_path / "link.png").symlink_to(tmp_path / "a.png")
-    (tmp_path / "linked").symlink_to(tmp_path / "a")
-    by_pathlib = "".join(f"{item.relative_to(tmp_path).as_posix()}\0{digest_file(BIN_DIGEST, item)}\n"
-                         for item in sorted(p for p in tmp_path.rglob("*") if p.is_file()))
-    assert digest_path(tmp_path) == "dir:" + digest_bytes(BIN_DIGEST, by_pathlib.encode())
-    assert digest_path(tmp_path, DigestCache()) == digest_path(tmp_path)
-
-
-def test_a_digest_taken_too_soon_after_a_change_is_taken_again_when_the_state_is_saved(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Issue 42: the first re-run after a run read again every file a stage wrote in the last RACY_NS before its
-    digest was taken (100 MB at 50,000 images). Saving the state takes such a digest again once the change is older
-    than RACY_NS, so the re-run reads nothing; a file changed since is left for the next run to read."""
-    import infer.pipeline._state as state
-
-    monkeypatch.setattr(state, "RACY_NS", 300_000_000)
-    written, changed = tmp_path / "written.bin", tmp_path / "changed.bin"
-    written.write_bytes(b"\x01" * 64)
-    changed.write_bytes(b"\x02" * 64)
-    cache = DigestCache()
-    digest = cache.digest(written)
-    cache.digest(changed)
-    cache.settle()
-    assert cache.read == 2  # too recent: nothing taken again yet
-    time.sleep(0.4)
-    changed.write_bytes(b"\x03" * 65)
-    cache.settle()
-    assert cache.read == 3  # the file written, not the file changed since
-    again = DigestCache.from_json(json.loads(json.dumps(cache.to_json())))
-    assert again.digest(written) == digest and again.read == 0
-    assert again.digest(changed) == digest_path(changed) and again.read == 1
+    monkeypatch.setattr(digests, "digest_file", counted)
+    assert [s.ran for s in run_pipeline(config, stages=("list",)).stages] == [True]
+    assert len(read) == 31  # the images and the list written
+    state = json.loads((config.work_dir / STATE_FILE).read_text())
+    assert list(state["folders"]) == [str(images)] and not any(str(images) in key for key in state["files"])
+    read.clear()
+    assert [s.ran for s in run_pipeline(config, stages=("list",)).stages] == [False]
+    assert not any(path.startswith(str(images)) for path in read)  # (list.txt, just written, may be read again)
