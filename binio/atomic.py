@@ -15,7 +15,7 @@ from binio.errors import InferError
 from binio.json_pieces import json_pieces
 
 
-def _disk_error(path: Path, exc: OSError) -> InferError:
+def _disk_error(path: str, exc: OSError) -> InferError:
     if exc.errno == errno.ENOSPC:
         return InferError(f"{path}: no space left on the device while writing", hint="free some space and re-run")
     if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
@@ -30,15 +30,24 @@ def _random_suffix() -> str:
     return os.urandom(4).hex()  # not `secrets`, whose import (hmac, base64, random) costs more than the writes
 
 
-def _create_beside(path: Path) -> tuple[int, Path]:
+def _text(path: str | os.PathLike[str]) -> str:
+    """`path` as text, as `Path` would write it (no trailing separator). The writes below name files by text: a
+    Path interns every part of its name, and a run that writes 50,000 files (a bin, an output per batch) left the
+    interpreter's table of interned names that much larger for good (issue 42)."""
+    text = os.fspath(path)
+    return text.rstrip(os.sep) or text
+
+
+def _create_beside(path: str) -> tuple[int, str]:
     """A new, empty, uniquely named file in `path`'s folder, open for writing: its descriptor and path.
 
     Created as ``open()`` creates a file (mode 0o666 less the umask, the folder's default ACL), so the rename
     hands readers (msame as another user, a colleague, a Ray worker) what a plain write would have; O_EXCL
     refuses a name already taken, a symlink included, so nothing is written through a link."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+    folder, name = os.path.split(path)
     for _ in range(_TEMP_TRIES):
-        tmp = path.with_name(f".{path.name}.{_random_suffix()}.tmp")
+        tmp = os.path.join(folder, f".{name}.{_random_suffix()}.tmp")
         try:
             return os.open(tmp, flags, 0o666), tmp
         except FileExistsError:
@@ -46,50 +55,55 @@ def _create_beside(path: Path) -> tuple[int, Path]:
     raise FileExistsError(errno.EEXIST, f"no free temporary name beside it after {_TEMP_TRIES} tries")
 
 
+def _unlink(path: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+
+
 @contextlib.contextmanager
-def _renamed_onto(path: Path, tmp: Path) -> Iterator[None]:
+def _renamed_onto(path: str, tmp: str) -> Iterator[None]:
     """Renames `tmp` onto `path` when the body succeeds; removes `tmp` when it fails."""
     try:
         yield
         os.replace(tmp, path)
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
+        _unlink(tmp)
         raise _disk_error(path, exc) from exc
     except BaseException:
-        tmp.unlink(missing_ok=True)
+        _unlink(tmp)
         raise
 
 
-def _new_temp(path: Path) -> tuple[int, Path]:
+def _new_temp(path: str) -> tuple[int, str]:
     try:
         try:
             return _create_beside(path)
         except FileNotFoundError:  # the folder is made only when missing: a writer of many files pays no mkdir
-            path.parent.mkdir(parents=True, exist_ok=True)
+            os.makedirs(os.path.dirname(path) or os.curdir, exist_ok=True)
             return _create_beside(path)
     except OSError as exc:
         raise _disk_error(path, exc) from exc
 
 
 @contextlib.contextmanager
-def atomic_path(path: Path) -> Iterator[Path]:
+def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     """Yields a new, empty temporary file beside `path`, by name; on success it is renamed onto `path`, on failure
     removed. For writers that open the file themselves (np.save, json); `atomic_file` saves them the second open."""
-    path = Path(path)
-    fd, tmp = _new_temp(path)
+    target = _text(path)
+    fd, tmp = _new_temp(target)
     os.close(fd)
-    with _renamed_onto(path, tmp):
-        yield tmp
+    with _renamed_onto(target, tmp):
+        yield Path(tmp)
 
 
 @contextlib.contextmanager
-def atomic_file(path: Path, size: int = 0) -> Iterator[BinaryIO]:
+def atomic_file(path: str | os.PathLike[str], size: int = 0) -> Iterator[BinaryIO]:
     """Yields a temporary file beside `path`, open for binary writing (a large write goes straight through, whole);
     on success it is closed and renamed onto `path`, on failure removed. `size`, the bytes the caller is about to
     write, has the file system reserve them first (`_reserve`)."""
-    path = Path(path)
-    fd, tmp = _new_temp(path)
-    with _renamed_onto(path, tmp), open(fd, "wb") as handle:
+    target = _text(path)
+    fd, tmp = _new_temp(target)
+    with _renamed_onto(target, tmp), open(fd, "wb") as handle:
         _reserve(fd, size)
         yield handle
 
@@ -128,7 +142,7 @@ def _fallocate() -> Any:
     return function
 
 
-def write_bytes_atomic(path: Path, data: bytes) -> None:
+def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:
     with atomic_file(path, len(data)) as handle:
         handle.write(data)
 

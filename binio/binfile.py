@@ -110,11 +110,11 @@ def write_bin(path: Path, array: np.ndarray, dtype_name: str | None = None) -> s
     return digest_bytes(BIN_DIGEST, write_raw(path, array))
 
 
-def write_raw(path: Path, array: np.ndarray) -> memoryview:
+def write_raw(path: str | os.PathLike[str], array: np.ndarray) -> memoryview:
     """Writes `array` as raw little-endian bytes, atomically, unhashed; returns the bytes written (a view, no copy
     where the array is already little-endian and C-contiguous), for a caller that wants their digest."""
     data = np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<"))
     payload = data.reshape(-1).view(np.uint8).data if data.size else memoryview(b"")
-    with atomic_file(Path(path), payload.nbytes) as handle:
+    with atomic_file(path, payload.nbytes) as handle:
         handle.write(payload)
     return payload

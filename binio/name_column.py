@@ -19,18 +19,24 @@ def is_name_list(value: Any) -> TypeGuard[Sequence[Any]]:
     return isinstance(value, (list, NameColumn))
 
 
+_JOINED_BY = 4096
+
+
 class NameColumn(Sequence[str]):
     """Strings in order, read-only; equal to (and hashed as) the tuple of the same strings."""
 
     __slots__ = ("_ends", "_text")
 
     def __init__(self, names: Iterable[str] = ()) -> None:
-        ends, at, parts = array("q"), 0, []
+        ends, at, parts, pieces = array("q"), 0, [], []
         for name in names:
             at += len(name)
             ends.append(at)
             parts.append(name)
-        self._text = "".join(parts)  # the list of the same strings is let go here
+            if len(parts) == _JOINED_BY:  # joined as they come: never every name held as a string of its own
+                pieces.append("".join(parts))
+                parts.clear()
+        self._text = "".join([*pieces, *parts])
         self._ends = ends
 
     @classmethod

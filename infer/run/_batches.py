@@ -8,6 +8,7 @@ for the progress bar, only once its files are in place, so an interrupted run re
 
 from __future__ import annotations
 
+import os
 from array import array
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -68,8 +69,8 @@ def _feeds(manifest: DatasetManifest, runner: BaseRunner, index: int) -> dict[st
 
 
 def _write_outputs(folder: Path, stem: str, results: list[np.ndarray]) -> None:
-    for index, result in enumerate(results):
-        write_raw(folder / output_file_name(stem, index), np.asarray(result))
+    for index, result in enumerate(results):  # named by text: no Path (and its interned name) per output
+        write_raw(os.path.join(folder, output_file_name(stem, index)), np.asarray(result))
 
 
 @dataclass

@@ -136,7 +136,7 @@ def test_stems_are_path_stems_and_indices_are_checked() -> None:
         with pytest.raises(IndexError):
             read(-6)
     plain = _entries([bin_file_name(i) for i in range(2)], ["a" * 32, "b" * 32], [1, 1])
-    spelled = BinFiles(tuple(e.name for e in plain), b"a" * 32 + b"b" * 32, array("q", [1, 1]))
+    spelled = BinFiles(tuple(e.name for e in plain), bytes.fromhex("a" * 32 + "b" * 32), array("q", [1, 1]))
     assert spelled == BinFiles.of(plain) and spelled.in_order
 
 

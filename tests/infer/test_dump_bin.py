@@ -749,6 +749,17 @@ def test_an_image_folder_lists_what_rglob_finds_in_natural_order(tmp_path: Path)
     assert list_image_names(root)[:3] == ["img_1.jpeg", "img_2.PNG", "img_10.png"]
 
 
+@pytest.mark.parametrize("odd", ["", "img_\x01.png"])
+def test_images_equal_in_natural_order_come_in_the_order_of_their_names(tmp_path: Path, odd: str) -> None:
+    """img_1.png, img_01.png and img_001.png are one number: their order is their text's, whatever order the file
+    system lists them in (a name holding U+0001, sorted by the tuple key, the same)."""
+    from infer.dump_bin._sources.images import list_image_names
+
+    for name in ("img_1.png", "img_2.png", "img_01.png", "img_001.png", *([odd] if odd else [])):
+        (tmp_path / name).write_bytes(b"")
+    assert list(list_image_names(tmp_path))[:4] == ["img_001.png", "img_01.png", "img_1.png", "img_2.png"]
+
+
 @pytest.mark.slow
 @given(st.lists(st.lists(st.text("ab0123456789²._-", min_size=1, max_size=6), min_size=1, max_size=3),
                 max_size=20))
@@ -772,13 +783,22 @@ def test_the_text_key_orders_as_the_path_key_does(paths: list[list[str]]) -> Non
     """natural_text_key (one short string per image, held for a whole folder while it is sorted) gives the order of
     natural_path_key, ties included, for every list of names orders_as_text accepts; names it refuses (a U+0001)
     are sorted by the tuple key instead (list_image_names)."""
-    from infer.dump_bin._sources.order import natural_path_key, natural_text_key, orders_as_text
+    from infer.dump_bin._sources.order import (
+        named_by,
+        natural_path_key,
+        natural_sort_text,
+        natural_text_key,
+        orders_as_text,
+    )
 
     names = ["/".join(parts) for parts in paths]
     if not orders_as_text(names):
         assert any("\x01" in name for name in names)
         return
     assert sorted(names, key=natural_text_key) == sorted(names, key=natural_path_key)
+    # with the name in it, sorted alone: a folder's names (each once) in that order, ties by their text
+    assert [named_by(text) for text in sorted(map(natural_sort_text, set(names)))] == sorted(
+        set(names), key=lambda name: (natural_path_key(name), name))
     for first, second in itertools.pairwise(names):
         assert (natural_text_key(first) < natural_text_key(second)) == (
             natural_path_key(first) < natural_path_key(second))

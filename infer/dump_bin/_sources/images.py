@@ -23,7 +23,13 @@ from binio.layouts import ImageLayout
 from binio.name_column import NameColumn
 from binio.regular import refuse_special
 from infer.dump_bin._sources.jpeg_scans import MAX_SCANS, count_scans
-from infer.dump_bin._sources.order import NATURAL_ORDER, natural_path_key, natural_text_key, orders_as_text
+from infer.dump_bin._sources.order import (
+    NATURAL_ORDER,
+    named_by,
+    natural_path_key,
+    natural_sort_text,
+    orders_as_text,
+)
 from infer.dump_bin.errors import SourceError
 from infer.preprocessing import Color
 
@@ -80,21 +86,37 @@ def list_images(folder: Path) -> list[Path]:
 
 def list_image_names(folder: Path) -> NameColumn:
     """`list_images` as relative paths in text (``a/b.png``): what ``rglob`` and ``is_file`` find, hidden files
-    and folders left out, links to folders not entered; a folder of 50,000 images sorted as short strings with
-    string keys, and kept as a `NameColumn`, not Paths (issue 42: dump-bin's peak grew with the count)."""
-    found: list[str] = []
-    _add_image_names(str(folder), "", found)
-    if orders_as_text(found):
-        found.sort(key=natural_text_key)
-    else:
-        shared: dict[str, str] = {}
-        found.sort(key=lambda name: natural_path_key(name, shared))
-    return NameColumn(found)
+    and folders left out, links to folders not entered. Names equal in natural order (``img_1.png``,
+    ``img_01.png``) come in the order of their text. A folder of 50,000 images is sorted as one short string a
+    name, its key with the name in it, and kept as a `NameColumn`, not Paths (issue 42: dump-bin's peak grew with
+    the count)."""
+    keyed: list[str] = []
+    names = _image_names(str(folder), "")
+    for name in names:
+        if not orders_as_text((name,)):  # a name holding U+0000-U+0002, which no text key can order
+            return _sorted_by_tuples([*map(named_by, keyed), name, *names])
+        keyed.append(natural_sort_text(name))
+    keyed.sort()
+    return NameColumn(_names_taken(keyed))
 
 
-def _add_image_names(folder: str, prefix: str, found: list[str]) -> None:
-    """The images under `folder` added to `found`, its subfolders after it: the listing is read one entry at a
-    time (not 50,000 entries held at once), and only subfolders' names kept for later."""
+def _names_taken(keyed: list[str]) -> Iterator[str]:
+    """The names of the sorted `keyed`, first to last, each string let go as its name is taken: the names and
+    their keys are never all held at once."""
+    keyed.reverse()
+    while keyed:
+        yield named_by(keyed.pop())
+
+
+def _sorted_by_tuples(names: list[str]) -> NameColumn:
+    shared: dict[str, str] = {}
+    names.sort(key=lambda name: (natural_path_key(name, shared), name))
+    return NameColumn(names)
+
+
+def _image_names(folder: str, prefix: str) -> Iterator[str]:
+    """The images under `folder`, its subfolders after it: the listing is read one entry at a time (not 50,000
+    entries held at once), and only subfolders' names kept for later."""
     below: list[str] = []
     try:
         with os.scandir(folder) as listing:
@@ -105,11 +127,11 @@ def _add_image_names(folder: str, prefix: str, found: list[str]) -> None:
                 if entry.is_dir(follow_symlinks=False):
                     below.append(name)
                 elif _suffix(name).lower() in IMAGE_SUFFIXES and entry.is_file():
-                    found.append(prefix + name)
+                    yield prefix + name
     except OSError:  # an unreadable folder: rglob passes over it too
         return
     for name in below:
-        _add_image_names(os.path.join(folder, name), prefix + name + "/", found)
+        yield from _image_names(os.path.join(folder, name), prefix + name + "/")
 
 
 def _suffix(name: str) -> str:

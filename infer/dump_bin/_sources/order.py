@@ -65,6 +65,24 @@ def natural_text_key(relative: str) -> str:
     return "".join(pieces)
 
 
+# Between a name's `natural_text_key` and the name: below whatever a key goes on with (a marker; after a part's
+# end, a number's or a text's), and never in a key itself, whose texts hold no marker
+_NAME_FOLLOWS = "\x00\x00"
+
+
+def natural_sort_text(relative: str) -> str:
+    """`natural_text_key` with the name after it, for names `orders_as_text` accepts. Sorted alone, these strings
+    give the names in natural order, those equal in it (``img_1.png``, ``img_01.png``) by their text, on every
+    file system; and each name is read back from its string (`named_by`): a folder's names are not held beside
+    their keys while it is sorted (issue 42: 50,000 of each)."""
+    return natural_text_key(relative) + _NAME_FOLLOWS + relative
+
+
+def named_by(sort_text: str) -> str:
+    """The name `natural_sort_text` made `sort_text` of."""
+    return sort_text[sort_text.index(_NAME_FOLLOWS) + len(_NAME_FOLLOWS):]
+
+
 def natural_order(path: Path) -> tuple[tuple[int, int | str], ...]:
     """A file by its name, in natural order."""
     return natural_key(path.name)
