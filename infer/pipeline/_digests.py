@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -115,8 +115,8 @@ class DigestCache:
         """`digest_path` of a folder: its listing compared whole with the one recorded, the files read only where
         the listing differs and their entries do not name them as they are."""
         listed = _listing(folder)
-        listing = digest_pieces(BIN_DIGEST, [f"{relative}\0{named}\0".encode("utf-8", "surrogateescape")
-                                             for relative, named in listed])
+        listing = digest_pieces(BIN_DIGEST, (f"{relative}\0{named}\0".encode("utf-8", "surrogateescape")
+                                             for relative, named in listed))
         self.used_folders.add(folder)
         record = self.folders.get(folder)
         if record is not None and record.settled and record.listing == listing:
@@ -208,9 +208,51 @@ def _well_formed(entry: str) -> bool:
 def _listing(folder: str) -> list[tuple[str, str]]:
     """Every file under `folder` as (relative path, ``size:mtime_ns:inode:``), in `digest_path`'s order: sorted by
     path parts, as pathlib orders paths (a flat folder's names sort as they are; below it "a/b" after "a.png")."""
-    listed = [(relative, _named(entry.stat())) for relative, entry in _files_under(folder, "")]
+    listed: list[tuple[str, str]] = []
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:  # an unreadable folder: rglob passes over it too
+        return listed
+    try:
+        _list_into(fd, "", listed)
+    finally:
+        os.close(fd)
     listed.sort(key=(lambda item: item[0].split("/")) if any("/" in r for r, _ in listed) else (lambda i: i[0]))
     return listed
+
+
+def _list_into(fd: int, prefix: str, listed: list[tuple[str, str]]) -> None:
+    """The files of the folder open as `fd` (a link to a file too; links to folders are not entered) added to
+    `listed`, as ``prefix/name``, then its subfolders': what ``Path.rglob("*")`` and ``is_file()`` find. Each file
+    is looked up by its name in the open folder (fstatat), not by its whole path: a folder of 50,000 images is
+    50,000 of those on every re-run."""
+    names: list[str] = []
+    below: list[str] = []
+    try:
+        with os.scandir(fd) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    below.append(entry.name)
+                elif entry.is_file():
+                    names.append(entry.name)
+    except OSError:
+        return
+    stat = os.stat
+    for name in names:
+        try:
+            status = stat(name, dir_fd=fd)
+        except OSError:  # gone since it was listed
+            continue
+        listed.append((prefix + name, _named(status)))
+    for name in below:
+        try:
+            inner = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+        except OSError:
+            continue
+        try:
+            _list_into(inner, f"{prefix}{name}/", listed)
+        finally:
+            os.close(inner)
 
 
 def digest_path(path: Path, cache: DigestCache | None = None) -> str:
@@ -229,25 +271,6 @@ def digest_path(path: Path, cache: DigestCache | None = None) -> str:
         return "dir:" + digest_pieces(BIN_DIGEST, (f"{relative}\0{digest}\n".encode("utf-8", "surrogateescape")
                                                    for relative, digest in found))
     return ""
-
-
-def _files_under(folder: str, prefix: str) -> Iterator[tuple[str, os.DirEntry[str]]]:
-    """Every file under `folder` (a link to a file too; links to folders are not entered), with its path relative
-    to the folder first listed, as ``a/b.png``: what ``Path.rglob("*")`` and ``is_file()`` find. Listed with
-    os.scandir: a folder of 50,000 images is a second of Path objects and stat calls otherwise."""
-    below: list[tuple[str, str]] = []  # subfolders, entered after this one's files: its entries are not all held
-    try:
-        with os.scandir(folder) as entries:
-            for entry in entries:
-                relative = prefix + entry.name
-                if entry.is_dir(follow_symlinks=False):
-                    below.append((entry.path, relative + "/"))
-                elif entry.is_file():
-                    yield relative, entry
-    except OSError:  # an unreadable folder: rglob passes over it too
-        return
-    for path, relative in below:
-        yield from _files_under(path, relative)
 
 
 def digest_paths(paths: Iterable[Path], cache: DigestCache | None = None) -> dict[str, str]:
