@@ -31,11 +31,13 @@ def _random_suffix() -> str:
 
 
 def _text(path: str | os.PathLike[str]) -> str:
-    """`path` as text, as `Path` would write it (no trailing separator). The writes below name files by text: a
-    Path interns every part of its name, and a run that writes 50,000 files (a bin, an output per batch) left the
-    interpreter's table of interned names that much larger for good (issue 42)."""
+    """`path` as text; as `Path` writes it where that differs in the name (a trailing separator, a last "."). The
+    writes below name files by text: a Path interns every part of its name, and a run that writes 50,000 files (a
+    bin, an output per batch) left the interpreter's table of interned names that much larger for good (issue 42)."""
     text = os.fspath(path)
-    return text.rstrip(os.sep) or text
+    if os.path.basename(text) in ("", ".", ".."):  # a spelling Path would tidy ("out/", "out/."): as it writes it
+        return str(Path(text))
+    return text
 
 
 def _create_beside(path: str) -> tuple[int, str]:

@@ -20,15 +20,17 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from binio.bin_entry import is_hex_digest
 from binio.digest import BIN_DIGEST, digest_file, digest_pieces
 
 # How much older than its digest a file's modification time must be for the digest to be trusted without reading
 # the file: file systems keep times of a coarse clock (a few ms; NFS and FAT a second or two).
 RACY_NS = 2_000_000_000
+_TIME_DIGITS = 20  # nanoseconds since 1970 are 19 digits until 2286; a longer field is not one this cache wrote
 
 
 def _named(status: os.stat_result) -> str:
@@ -44,7 +46,8 @@ def _trusted(entry: str | None, named: str) -> str | None:
         return None
     digest, _, taken = entry[len(named):].partition(":")
     mtime = named.split(":")[1]
-    if not digest or not (taken.isascii() and taken.isdigit()) or int(mtime) + RACY_NS >= int(taken):
+    if (not is_hex_digest(digest) or not (taken.isascii() and taken.isdigit() and len(taken) <= _TIME_DIGITS)
+            or int(mtime) + RACY_NS >= int(taken)):
         return None
     return digest
 
@@ -130,12 +133,9 @@ class DigestCache:
             if entry is None or _trusted(entry, named) is None:
                 entry = self._take(path, named)
             kept.append((relative, entry))
-        digest = "dir:" + digest_pieces(BIN_DIGEST, (f"{relative}\0{entry.split(':')[3]}\n".encode(
-            "utf-8", "surrogateescape") for relative, entry in kept))
-        self.folders[folder] = FolderRecord(listing, digest, FolderRecord.pack(kept),
-                                            settled=not any(_racy(entry) for _, entry in kept))
+        self.folders[folder] = record = _folder_record(listing, kept)
         self.rebuilt += 1
-        return digest
+        return record.digest
 
     @property
     def changed(self) -> bool:
@@ -167,18 +167,17 @@ class DigestCache:
         the first re-run after a run read every file written in the last two seconds of a stage: at 50,000 images,
         some 100 MB of bins and outputs. Issue 42.) A file changed since is left to the next run, which reads it."""
         now = time.time_ns()
-        for key in self.used:
-            entry = self.entries.get(key)
-            if entry is not None and _well_formed(entry):
-                self.entries[key] = self._settled(key, entry, now)
+        for key in self.used:  # each entry trusted (`_trusted`) or taken this run: as this cache writes them
+            self.entries[key] = self._settled(key, self.entries[key], now)
         for folder in self.used_folders:
             record = self.folders[folder]
             if record.settled:
                 continue
             kept = [(relative, self._settled(os.path.join(folder, relative), entry, now))
                     for relative, entry in record.entries().items()]
-            self.folders[folder] = replace(record, files=FolderRecord.pack(kept),
-                                           settled=not any(_racy(entry) for _, entry in kept))
+            # the folder's digest made again from them: a file rewritten in place with its size, time and inode
+            # (what the racy rule is for) has another digest now, and the folder with it
+            self.folders[folder] = _folder_record(record.listing, kept)
 
     def to_json(self) -> dict[str, Any]:
         """What the state file keeps: the entries of the files and folders this run looked at (what no stage reads
@@ -200,9 +199,12 @@ class DigestCache:
         return cls(entries, records)
 
 
-def _well_formed(entry: str) -> bool:
-    fields = entry.split(":")
-    return len(fields) == 5 and all(field.isascii() and field.isdigit() for field in fields[:3] + fields[4:])
+def _folder_record(listing: str, kept: list[tuple[str, str]]) -> FolderRecord:
+    """A folder's record from its listing's digest and its files' entries (relative path, entry), in order: its
+    digest is `digest_path`'s, of each file's relative path and digest."""
+    digest = "dir:" + digest_pieces(BIN_DIGEST, (f"{relative}\0{entry.split(':')[3]}\n".encode(
+        "utf-8", "surrogateescape") for relative, entry in kept))
+    return FolderRecord(listing, digest, FolderRecord.pack(kept), settled=not any(_racy(entry) for _, entry in kept))
 
 
 def _listing(folder: str) -> list[tuple[str, str]]:
@@ -231,10 +233,13 @@ def _list_into(fd: int, prefix: str, listed: list[tuple[str, str]]) -> None:
     try:
         with os.scandir(fd) as entries:
             for entry in entries:
-                if entry.is_dir(follow_symlinks=False):
-                    below.append(entry.name)
-                elif entry.is_file():
-                    names.append(entry.name)
+                try:
+                    if entry.is_dir(follow_symlinks=False):
+                        below.append(entry.name)
+                    elif entry.is_file():
+                        names.append(entry.name)
+                except OSError:  # a link in a loop, or into a folder not readable: not a file, as for is_file()
+                    continue
     except OSError:
         return
     stat = os.stat

@@ -114,3 +114,13 @@ def test_json_written_in_pieces_is_json_dumps_byte_for_byte(tmp_path: Path) -> N
     write_json_atomic(tmp_path / "d.json", document)
     assert (tmp_path / "d.json").read_bytes() == (json.dumps(document, indent=2) + "\n").encode()
     assert (tmp_path / "d.json").stat().st_size > 3 * (1 << 16)  # several pieces were written
+
+
+def test_a_path_is_written_where_pathlib_would_write_it(tmp_path: Path) -> None:
+    """Text paths name the files (no Path, whose parts are interned, per file written); a spelling Path tidies, a
+    trailing separator or a last ".", still writes the file Path names."""
+    for spelling, written in (("out/", "out"), ("out2/.", "out2"), ("a//b.bin", "a/b.bin"), ("./c.bin", "c.bin")):
+        (tmp_path / "a").mkdir(exist_ok=True)
+        write_bytes_atomic(os.path.join(str(tmp_path), spelling), b"x")
+        assert (tmp_path / written).read_bytes() == b"x", spelling
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["a", "b.bin", "c.bin", "out", "out2"]

@@ -67,7 +67,8 @@ def test_a_state_files_recorded_digests_that_are_not_what_it_writes_make_their_f
     assert DigestCache.from_json({"files": {str(path): good}}).digest(path) == "ab" * 16  # trusted, not read
     for bad in (f"{named}:{'ab' * 16}", f"{named}::{time.time_ns()}", f"{named}:{'ab' * 16}:x",
                 f"{named}:{'ab' * 16}:1.5", f"{named}:{'ab' * 16}:{old}", f"1{named}:{'ab' * 16}:{time.time_ns()}",
-                ["x"], None, 7):
+                f"{named}:{'AB' * 16}:{time.time_ns()}", f"{named}:a\0b:{time.time_ns()}",
+                f"{named}:{'ab' * 16}:{'9' * 5000}", ["x"], None, 7):
         cache = DigestCache.from_json({"files": {str(path): bad}})
         assert cache.digest(path) == digest_path(path) and cache.read == 1, bad
     assert DigestCache.from_json([good]).entries == {} == DigestCache.from_json({"files": [good]}).entries
@@ -83,6 +84,8 @@ def test_a_folders_digest_is_the_one_a_walk_with_pathlib_takes(tmp_path: Path) -
         (tmp_path / relative).write_text(relative)
     (tmp_path / "link.png").symlink_to(tmp_path / "a.png")
     (tmp_path / "linked").symlink_to(tmp_path / "a")
+    (tmp_path / "loop1").symlink_to(tmp_path / "loop2")  # a link in a loop: not a file, and the rest still listed
+    (tmp_path / "loop2").symlink_to(tmp_path / "loop1")
     by_pathlib = "".join(f"{item.relative_to(tmp_path).as_posix()}\0{digest_file(BIN_DIGEST, item)}\n"
                          for item in sorted(p for p in tmp_path.rglob("*") if p.is_file()))
     assert digest_path(tmp_path) == "dir:" + digest_bytes(BIN_DIGEST, by_pathlib.encode())
@@ -242,3 +245,27 @@ def test_a_file_name_that_is_not_utf8_is_digested_and_kept(tmp_path: Path) -> No
     write_json_atomic(tmp_path / "state.json", cache.to_json())
     again = DigestCache.from_json(json.loads((tmp_path / "state.json").read_text()))
     assert digest_path(folder, again) == digest and again.read == 0
+
+
+def test_a_file_rewritten_in_place_before_its_folder_is_settled_changes_the_folders_digest(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What the racy rule is for: a file rewritten within the clock's reach of its digest, keeping its size, time
+    and inode. Settling the folder takes that file's digest again, and the folder's digest is made again from it:
+    the next run sees the change (the stage that read the folder runs again), not the digest from before."""
+    monkeypatch.setattr(digests, "RACY_NS", 300_000_000)
+    folder = tmp_path / "images"
+    folder.mkdir()
+    for index in range(5):
+        (folder / f"{index}.png").write_bytes(bytes([index]) * 16)
+    cache = DigestCache()
+    first = digest_path(folder, cache)
+    rewritten = folder / "3.png"
+    status = rewritten.stat()
+    with open(rewritten, "r+b") as handle:  # in place: the same inode and size
+        handle.write(b"\xff" * 16)
+    os.utime(rewritten, ns=(status.st_atime_ns, status.st_mtime_ns))
+    assert (rewritten.stat().st_ino, rewritten.stat().st_mtime_ns) == (status.st_ino, status.st_mtime_ns)
+    time.sleep(0.4)
+    cache.settle()
+    again = _as_saved(cache)
+    assert digest_path(folder, again) == digest_path(folder) != first
