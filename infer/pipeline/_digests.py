@@ -219,7 +219,10 @@ def _listing(folder: str) -> list[tuple[str, str]]:
         _list_into(fd, "", listed)
     finally:
         os.close(fd)
-    listed.sort(key=(lambda item: item[0].split("/")) if any("/" in r for r, _ in listed) else (lambda i: i[0]))
+    if any("/" in relative for relative, _ in listed):
+        listed.sort(key=lambda item: item[0].split("/"))
+    else:
+        listed.sort()  # by name (each once): the tuples compared as they are, with no key made a file
     return listed
 
 
