@@ -126,6 +126,16 @@ def _aged_folder(folder: Path, count: int) -> Path:
     return folder
 
 
+def _written_just_now(folder: Path, count: int, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """`count` files of different bytes written now, RACY_NS made 0.3 s: their digests are too recent to trust
+    until 0.3 s have passed (a test waits that, not the 2 s of the real rule)."""
+    monkeypatch.setattr(digests, "RACY_NS", 300_000_000)
+    folder.mkdir()
+    for index in range(count):
+        (folder / f"{index:06d}.bin").write_bytes(bytes([index]) * 16)
+    return folder
+
+
 def _as_saved(cache: DigestCache) -> DigestCache:
     """The cache as the next run loads it from the state file."""
     return DigestCache.from_json(json.loads(json.dumps(cache.to_json())))
@@ -191,11 +201,7 @@ def test_a_folders_digests_taken_too_soon_are_settled_when_the_state_is_saved(
     """A folder whose files were written just before their digests (dump-bin's bins, run's outputs) is recorded
     without its listing until saving the state has taken those digests again, their change then older than
     RACY_NS: the first re-run reads nothing and unpacks nothing."""
-    monkeypatch.setattr(digests, "RACY_NS", 300_000_000)
-    folder = tmp_path / "bins"
-    folder.mkdir()
-    for index in range(20):
-        (folder / f"{index:06d}.bin").write_bytes(bytes([index]) * 16)
+    folder = _written_just_now(tmp_path / "bins", 20, monkeypatch)
     cache = DigestCache()
     digest = digest_path(folder, cache)
     cache.settle()
@@ -252,14 +258,10 @@ def test_a_file_rewritten_in_place_before_its_folder_is_settled_changes_the_fold
     """What the racy rule is for: a file rewritten within the clock's reach of its digest, keeping its size, time
     and inode. Settling the folder takes that file's digest again, and the folder's digest is made again from it:
     the next run sees the change (the stage that read the folder runs again), not the digest from before."""
-    monkeypatch.setattr(digests, "RACY_NS", 300_000_000)
-    folder = tmp_path / "images"
-    folder.mkdir()
-    for index in range(5):
-        (folder / f"{index}.png").write_bytes(bytes([index]) * 16)
+    folder = _written_just_now(tmp_path / "images", 5, monkeypatch)
     cache = DigestCache()
     first = digest_path(folder, cache)
-    rewritten = folder / "3.png"
+    rewritten = folder / "000003.bin"
     status = rewritten.stat()
     with open(rewritten, "r+b") as handle:  # in place: the same inode and size
         handle.write(b"\xff" * 16)
